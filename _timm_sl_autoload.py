@@ -1,0 +1,96 @@
+"""Start-up hook that loads timm plugins the moment ``timm`` finishes importing.
+
+``timm_sl_autoload.pth`` (installed into site-packages) imports this module at interpreter start-up and calls
+:func:`install`. That only puts a small finder on ``sys.meta_path``: it imports nothing heavy (no torch, no timm)
+and costs well under a millisecond. When some code later runs ``import timm``, the finder lets the import finish and
+then imports every entry point of the ``timm.plugins`` group (timm_sl registers its ``sl_`` models this way), so
+``timm.create_model('sl_vit_tiny')`` and timm's own scripts work without an ``import timm_sl``.
+
+Set ``TIMM_SL_NO_AUTOLOAD=1`` to disable the hook. Standard library only, by design.
+"""
+import os
+import sys
+import warnings
+
+ENTRY_POINT_GROUP = 'timm.plugins'
+DISABLE_ENV = 'TIMM_SL_NO_AUTOLOAD'
+_TARGET = 'timm'
+
+
+def _disabled() -> bool:
+    return os.environ.get(DISABLE_ENV, '').strip().lower() not in ('', '0', 'false', 'no')
+
+
+def load_plugins() -> list:
+    """Import every ``timm.plugins`` entry point; a failing plugin warns instead of breaking ``import timm``.
+
+    Returns:
+        The names of the entry points that loaded.
+    """
+    from importlib.metadata import entry_points
+    try:
+        eps = entry_points(group=ENTRY_POINT_GROUP)
+    except TypeError:  # Python < 3.10
+        eps = entry_points().get(ENTRY_POINT_GROUP, [])
+    loaded = []
+    for ep in eps:
+        try:
+            ep.load()
+            loaded.append(ep.name)
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not make timm unimportable
+            warnings.warn(f'timm plugin {ep.name!r} ({ep.value}) failed to load: {e!r}', RuntimeWarning, stacklevel=2)
+    return loaded
+
+
+class _LoaderWrapper:
+    """Wraps timm's own loader: executes the module as usual, then loads the plugins."""
+
+    def __init__(self, loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        load_plugins()
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class TimmImportFinder:
+    """``sys.meta_path`` finder that fires once, for the top-level ``timm`` import, then removes itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _TARGET:
+            return None
+        uninstall()
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, 'find_spec', None)
+            spec = find_spec(fullname, path, target) if find_spec is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
+                    spec.loader = _LoaderWrapper(spec.loader)
+                return spec
+        return None
+
+
+_finder = TimmImportFinder()
+
+
+def install() -> None:
+    """Arm the hook (idempotent). If timm is already imported, load the plugins now."""
+    if _disabled():
+        return
+    if _TARGET in sys.modules:
+        load_plugins()
+        return
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+
+
+def uninstall() -> None:
+    """Disarm the hook."""
+    while _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)

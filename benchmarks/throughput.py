@@ -1,0 +1,150 @@
+"""SL / baseline throughput, measured side by side in one process.
+
+For each model, the SL model and its same-configuration baseline (``type(model).baseline_kwargs``: SPT and LSA off)
+are timed in interleaved rounds (SL, baseline, baseline, SL, ...) so that machine noise hits both alike. Each round
+gives a ratio SL / baseline; the table reports the median ratio with its min-max spread, next to the MACs ratio
+(baseline MACs / SL MACs, the ratio a purely compute-bound run would show).
+
+Examples::
+
+    python benchmarks/throughput.py                                   # sl_vit_32 and sl_vit_tiny on CPU
+    python benchmarks/throughput.py --models sl_vit_64 --device cuda --batch-size 128 --amp
+"""
+import argparse
+import csv
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+from typing import Callable, Dict, List
+
+import torch
+
+import timm
+import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm.optim import create_optimizer_v2
+from timm_sl.profile import count_macs, count_params
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def make_step(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool) -> Callable[[], None]:
+    """One inference forward, or one full train step (forward, loss, backward, AdamW step)."""
+    autocast = torch.autocast(batch.device.type, dtype=torch.bfloat16 if batch.device.type == 'cpu'
+                              else torch.float16) if amp else nullcontext()
+    if mode == 'infer':
+        model.eval()
+
+        def step() -> None:
+            with torch.inference_mode(), autocast:
+                model(batch)
+        return step
+
+    model.train()
+    optimizer = create_optimizer_v2(model, 'adamw', lr=1e-4, weight_decay=0.05)
+    target = torch.randint(0, model.num_classes, (batch.shape[0],), device=batch.device)
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = torch.nn.functional.cross_entropy(model(batch), target)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def time_steps(step: Callable[[], None], iters: int, device: torch.device) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(iters):
+        step()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def bench_pair(name: str, mode: str, args: argparse.Namespace) -> Dict[str, object]:
+    device = torch.device(args.device)
+    sl = timm.create_model(name, **args.model_kwargs)
+    base = timm.create_model(name, **{**args.model_kwargs, **type(sl).baseline_kwargs})
+    size = sl.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    macs = {'sl': count_macs(sl, size), 'base': count_macs(base, size)}
+    params = {'sl': count_params(sl), 'base': count_params(base)}
+    batch = torch.randn(args.batch_size, *size, device=device)
+    steps = {}
+    for key, model in (('sl', sl), ('base', base)):
+        model.to(device)
+        steps[key] = make_step(model, mode, batch, args.amp)
+        for _ in range(args.warmup):
+            steps[key]()
+    ratios: List[float] = []
+    rates: Dict[str, List[float]] = {'sl': [], 'base': []}
+    for r in range(args.repeats):
+        order = ('sl', 'base') if r % 2 == 0 else ('base', 'sl')
+        elapsed = {key: time_steps(steps[key], args.iters, device) for key in order}
+        for key in rates:
+            rates[key].append(args.iters * args.batch_size / elapsed[key])
+        ratios.append(elapsed['base'] / elapsed['sl'])
+    return {
+        'model': name, 'mode': mode, 'batch': args.batch_size, 'input': 'x'.join(map(str, size)),
+        'sl_img_s': statistics.median(rates['sl']), 'base_img_s': statistics.median(rates['base']),
+        'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
+        'macs_ratio': macs['base'] / macs['sl'], 'sl_macs_m': macs['sl'] / 1e6, 'base_macs_m': macs['base'] / 1e6,
+        'sl_params_m': params['sl'] / 1e6, 'base_params_m': params['base'] / 1e6,
+    }
+
+
+def to_markdown(rows: List[Dict[str, object]]) -> str:
+    lines = ['| model | mode | batch | input | SL img/s | base img/s | SL/base (median, min-max) | MACs ratio |',
+             '|---|---|---|---|---|---|---|---|']
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['mode']} | {r['batch']} | {r['input']} | {r['sl_img_s']:.1f} | "
+            f"{r['base_img_s']:.1f} | {r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}) | "
+            f"{r['macs_ratio']:.3f} |")
+    return '\n'.join(lines)
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    from timm.utils import ParseKwargs
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--models', nargs='+', default=['sl_vit_32', 'sl_vit_tiny'])
+    p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
+    p.add_argument('--batch-size', type=int, default=32)
+    p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
+    p.add_argument('--device', default='cpu')
+    p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
+    p.add_argument('--repeats', type=int, default=6, help='interleaved rounds per pair')
+    p.add_argument('--iters', type=int, default=5, help='steps per round')
+    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--threads', type=int, default=None, help='torch CPU threads')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
+    return p.parse_args(argv)
+
+
+def main(argv: List[str] = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    rows = []
+    for name in args.models:
+        for mode in args.modes:
+            rows.append(bench_pair(name, mode, args))
+            print(f"{name} {mode}: SL/base = {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
+    device = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU, {torch.get_num_threads()} threads'
+    print(f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}')
+    print(to_markdown(rows))
+    if args.csv:
+        with open(args.csv, 'w', newline='') as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

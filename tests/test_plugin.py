@@ -1,0 +1,67 @@
+"""The autoload hook: a fresh interpreter gets the sl_ models from `import timm` alone."""
+import importlib.metadata
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import _timm_sl_autoload as autoload
+
+
+def _run(code: str, **env) -> str:
+    full_env = {k: v for k, v in os.environ.items() if k != autoload.DISABLE_ENV}
+    full_env.update(env)
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=full_env, check=True)
+    return result.stdout.strip()
+
+
+def test_entry_point_is_declared():
+    eps = importlib.metadata.entry_points(group=autoload.ENTRY_POINT_GROUP)
+    assert 'timm_sl' in {ep.value for ep in eps}
+
+
+def test_fresh_interpreter_creates_sl_model_without_import():
+    out = _run("import timm; m = timm.create_model('sl_vit_32'); print(type(m).__name__, len(timm.list_models('sl_*')))")
+    name, count = out.split()
+    assert name == 'SlVisionTransformer' and int(count) >= 3
+
+
+def test_startup_imports_neither_torch_nor_timm():
+    out = _run("import sys; print('torch' in sys.modules, 'timm' in sys.modules, '_timm_sl_autoload' in sys.modules)")
+    assert out == 'False False True'
+
+
+def test_hook_can_be_disabled():
+    assert _run("import timm; print(timm.list_models('sl_*'))", **{autoload.DISABLE_ENV: '1'}) == '[]'
+    # the explicit import still registers the models
+    code = "import timm, timm_sl; print(len(timm.list_models('sl_*')) > 0)"
+    assert _run(code, **{autoload.DISABLE_ENV: '1'}) == 'True'
+
+
+def test_submodule_first_import_also_triggers():
+    assert _run("from timm.models import create_model; print(create_model('sl_vit_32').num_classes)") == '100'
+
+
+def test_broken_plugin_warns_instead_of_breaking(monkeypatch):
+    class BrokenEntryPoint:
+        name, value = 'broken', 'no_such_module_xyz'
+
+        def load(self):
+            raise ImportError('no module named no_such_module_xyz')
+
+    monkeypatch.setattr(importlib.metadata, 'entry_points', lambda **kw: [BrokenEntryPoint()])
+    with pytest.warns(RuntimeWarning, match="timm plugin 'broken'.*failed to load"):
+        assert autoload.load_plugins() == []
+
+
+def test_install_is_idempotent_and_uninstall_removes(monkeypatch):
+    monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
+    monkeypatch.setitem(sys.modules, 'timm', None)  # pretend timm is not imported yet ...
+    monkeypatch.delitem(sys.modules, 'timm')
+    autoload.install()
+    autoload.install()
+    assert sum(f is autoload._finder for f in sys.meta_path) == 1
+    autoload.uninstall()
+    assert autoload._finder not in sys.meta_path

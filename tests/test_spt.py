@@ -1,0 +1,119 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from timm.layers import Format
+from timm_sl.layers import (
+    SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchProjection, resolve_shift, shift_and_concat, shift_offsets)
+
+
+def _expected_copy(x, s, dy, dx):
+    """copy[i, j] = x[i + dy*s, j + dx*s] inside the image, 0 outside (written as a plain loop)."""
+    H, W = x.shape[-2:]
+    out = torch.zeros_like(x)
+    for i in range(H):
+        for j in range(W):
+            si, sj = i + dy * s, j + dx * s
+            if 0 <= si < H and 0 <= sj < W:
+                out[..., i, j] = x[..., si, sj]
+    return out
+
+
+@pytest.mark.parametrize('directions', list(SHIFT_DIRECTIONS))
+@pytest.mark.parametrize('shift', [1, 2])
+def test_shift_moves_pixels_for_each_direction(directions, shift):
+    x = torch.arange(2 * 2 * 6 * 7, dtype=torch.float32).reshape(2, 2, 6, 7) + 1  # no zero pixel in the input
+    offsets = shift_offsets(directions)
+    out = shift_and_concat(x, (shift, shift), offsets)
+    assert out.shape == (2, 2 * (1 + len(offsets)), 6, 7)
+    torch.testing.assert_close(out[:, :2], x)
+    for n, (dy, dx) in enumerate(offsets, start=1):
+        torch.testing.assert_close(out[:, 2 * n:2 * n + 2], _expected_copy(x, shift, dy, dx))
+
+
+def test_direction_order_is_the_reference_order():
+    # left-up, right-up, left-down, right-down: the first copy's content moves right and down
+    assert shift_offsets('diagonal') == ((-1, -1), (-1, 1), (1, -1), (1, 1))
+    assert shift_offsets('cardinal') == ((0, -1), (0, 1), (-1, 0), (1, 0))
+    assert shift_offsets('all') == shift_offsets('cardinal') + shift_offsets('diagonal')
+    x = torch.zeros(1, 1, 4, 4)
+    x[0, 0, 1, 1] = 1.
+    left_up = shift_and_concat(x, (1, 1), shift_offsets('diagonal'))[0, 1]
+    assert left_up[2, 2] == 1 and left_up.sum() == 1
+
+
+def test_projection_matches_manual_patch_layernorm_linear():
+    proj = ShiftedPatchProjection(in_chans=3, embed_dim=8, patch_size=4, shift_ratio=0.5)
+    with torch.no_grad():
+        proj.norm.weight.normal_()
+        proj.norm.bias.normal_()
+    x = torch.randn(2, 3, 8, 12)
+    out = proj(x)
+    assert out.shape == (2, 8, 2, 3)
+    shifted = shift_and_concat(x, (2, 2), shift_offsets('diagonal'))  # (2, 15, 8, 12)
+    for (gy, gx) in [(0, 0), (1, 2), (0, 1)]:
+        patch = shifted[:, :, 4 * gy:4 * gy + 4, 4 * gx:4 * gx + 4]     # (B, C', py, px)
+        vec = patch.permute(0, 2, 3, 1).reshape(2, -1)                   # (py, px, channel) order
+        expected = F.linear(F.layer_norm(vec, (vec.shape[-1],), proj.norm.weight, proj.norm.bias), proj.weight,
+                            proj.bias)
+        torch.testing.assert_close(out[:, :, gy, gx], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_projection_sizes_and_shift():
+    proj = ShiftedPatchProjection(in_chans=3, embed_dim=16, patch_size=8, shift_directions='all', shift_ratio=0.25)
+    assert proj.shift == (2, 2) and proj.num_copies == 9 and proj.patch_dim == 8 * 8 * 3 * 9
+    assert proj.weight.shape == (16, 8 * 8 * 3 * 9)
+    assert resolve_shift((4, 8), 0.5) == (2, 4)
+
+
+@pytest.mark.parametrize('ratio', [0, -0.5, 1.5, float('nan'), '0.5', True])
+def test_bad_shift_ratio_names_argument_and_range(ratio):
+    with pytest.raises(ValueError, match=r'shift_ratio=.*allowed: a number in \(0, 1'):
+        ShiftedPatchEmbed(img_size=32, patch_size=4, embed_dim=8, shift_ratio=ratio)
+
+
+def test_shift_ratio_that_rounds_to_zero_pixels():
+    with pytest.raises(ValueError, match=r'shift of \(0, 0\) px.*shift_ratio >= 0.5'):
+        ShiftedPatchEmbed(img_size=32, patch_size=2, embed_dim=8, shift_ratio=0.25)
+
+
+@pytest.mark.parametrize('directions', ['diag', 'DIAGONAL', None, 4])
+def test_bad_shift_directions_lists_allowed(directions):
+    with pytest.raises(ValueError, match=r"shift_directions=.*allowed: 'diagonal', 'cardinal', 'all'"):
+        ShiftedPatchEmbed(img_size=32, patch_size=4, embed_dim=8, shift_directions=directions)
+
+
+def test_embed_is_a_timm_patch_embed():
+    embed = ShiftedPatchEmbed(img_size=32, patch_size=4, in_chans=3, embed_dim=24)
+    assert embed.grid_size == (8, 8) and embed.num_patches == 64 and embed.feat_ratio() == 4
+    assert embed.dynamic_feat_size((40, 48)) == (10, 12)
+    assert embed(torch.randn(2, 3, 32, 32)).shape == (2, 64, 24)
+    with pytest.raises(AssertionError, match='Input height'):
+        embed(torch.randn(1, 3, 36, 32))
+
+
+def test_embed_dynamic_size_and_nhwc_output():
+    embed = ShiftedPatchEmbed(img_size=32, patch_size=4, embed_dim=24, strict_img_size=False, output_fmt='NHWC')
+    assert embed.output_fmt == Format.NHWC
+    assert embed(torch.randn(1, 3, 40, 24)).shape == (1, 10, 6, 24)
+    padded = ShiftedPatchEmbed(img_size=32, patch_size=4, embed_dim=24, strict_img_size=False, dynamic_img_pad=True)
+    assert padded(torch.randn(1, 3, 30, 33)).shape == (1, 8 * 9, 24)
+
+
+def test_embed_set_input_size():
+    embed = ShiftedPatchEmbed(img_size=32, patch_size=4, embed_dim=24)
+    weight = embed.proj.weight.clone()
+    embed.set_input_size(img_size=64)
+    assert embed.grid_size == (16, 16) and embed.num_patches == 256
+    assert embed(torch.randn(1, 3, 64, 64)).shape == (1, 256, 24)
+    torch.testing.assert_close(embed.proj.weight, weight)
+    with pytest.raises(ValueError, match='cannot change patch_size from'):
+        embed.set_input_size(patch_size=8)
+
+
+def test_embed_gradients_reach_all_parameters():
+    embed = ShiftedPatchEmbed(img_size=16, patch_size=4, embed_dim=8)
+    embed(torch.randn(2, 3, 16, 16)).square().sum().backward()
+    for name, p in embed.named_parameters():
+        if name.startswith('proj.'):
+            assert p.grad is not None and p.grad.abs().sum() > 0, name

@@ -1,0 +1,76 @@
+"""timm's own, unmodified train.py / validate.py / benchmark.py drive the sl_ models (no import added).
+
+These scripts live in timm's git repository, not in its wheel: point ``TIMM_REPO`` at a checkout (or a folder holding
+the scripts) to run these tests; they are skipped otherwise. Marked slow.
+"""
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytestmark = pytest.mark.slow
+
+TIMM_REPO = os.environ.get('TIMM_REPO')
+needs_repo = pytest.mark.skipif(
+    not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists(),
+    reason="set TIMM_REPO to a folder with timm's train.py / validate.py / benchmark.py")
+
+
+def _image_folder(root: Path, classes: int = 3, per_class: int = 12, size: int = 32) -> Path:
+    """A tiny ImageFolder: each class is a bright square at its own place on noise, so it is learnable."""
+    from PIL import Image
+    g = torch.Generator().manual_seed(0)
+    for split in ('train', 'val'):
+        for c in range(classes):
+            folder = root / split / f'class_{c}'
+            folder.mkdir(parents=True, exist_ok=True)
+            for i in range(per_class):
+                img = torch.rand(size, size, 3, generator=g) * 80
+                y0 = 4 + 8 * c
+                img[y0:y0 + 8, y0:y0 + 8] = 255
+                Image.fromarray(img.to(torch.uint8).numpy()).save(folder / f'{i}.png')
+    return root
+
+
+def _run(args, cwd):
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env['CUDA_VISIBLE_DEVICES'] = ''
+    result = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+@needs_repo
+def test_train_validate_benchmark_sl_vit_32(tmp_path):
+    data = _image_folder(tmp_path / 'data')
+    out = tmp_path / 'output'
+    log = _run([
+        str(Path(TIMM_REPO) / 'train.py'), str(data), '--model', 'sl_vit_32', '--num-classes', '3',
+        '--model-kwargs', 'depth=2', 'shift_directions=cardinal',
+        '--input-size', '3', '32', '32', '--epochs', '2', '--batch-size', '8', '--workers', '0',
+        '--opt', 'adamw', '--lr', '1e-3', '--weight-decay', '0.05', '--warmup-epochs', '0',
+        '--output', str(out), '--experiment', 'sl', '--log-interval', '1', '--no-prefetcher', '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert 'Model sl_vit_32 created' in log
+    summary = list(csv.DictReader(open(out / 'sl' / 'summary.csv')))
+    assert len(summary) == 2 and all(float(row['train_loss']) > 0 for row in summary)
+    checkpoint = out / 'sl' / 'model_best.pth.tar'
+    state = torch.load(checkpoint, map_location='cpu', weights_only=False)['state_dict']
+    assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
+
+    log = _run([
+        str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), '--model', 'sl_vit_32', '--num-classes', '3',
+        '--model-kwargs', 'depth=2', 'shift_directions=cardinal', '--checkpoint', str(checkpoint),
+        '--batch-size', '8', '--workers', '0', '--no-prefetcher', '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert "'top1'" in log or 'top1' in log
+
+    log = _run([
+        str(Path(TIMM_REPO) / 'benchmark.py'), '--model', 'sl_vit_32', '--bench', 'both', '--batch-size', '4',
+        '--num-warm-iter', '1', '--num-bench-iter', '5', '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert 'infer_samples_per_sec' in log and 'train_samples_per_sec' in log

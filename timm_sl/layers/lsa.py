@@ -1,0 +1,210 @@
+"""Locality Self-Attention (LSA).
+
+Paper: `Vision Transformer for Small-Size Datasets` (Lee, Lee & Song, 2021), Eq. 9-10: the self-relation on the
+diagonal of ``QK^T`` is masked to ``-inf`` before the softmax, and the ``1 / sqrt(d_k)`` scale is replaced by a
+learnable per-head multiplier (the inverse softmax temperature) initialised to ``head_dim ** -0.5``.
+
+Following the reference code, the learnable parameter is called ``temperature`` and holds the multiplier of
+``QK^T`` (so a *smaller* value is a *higher* softmax temperature). The paper's Table 1 expresses fixed temperatures
+as ``ratio * sqrt(d_k)``; ``temp_ratio`` takes that ratio, giving the multiplier ``head_dim ** -0.5 / temp_ratio``.
+"""
+import functools
+from typing import Optional, Set, Tuple, Type
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timm.layers import Attention
+from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
+from timm.layers import register_notrace_function
+
+__all__ = ['LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias', 'lsa_no_weight_decay']
+
+
+def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
+    """Raise ``ValueError`` unless the temperature ratio is a finite number > 0."""
+    if isinstance(temp_ratio, bool) or not isinstance(temp_ratio, (int, float)) or not 0 < temp_ratio < float('inf'):
+        raise ValueError(f'{name}={temp_ratio!r} is invalid; allowed: a finite number > 0 (1.0 = sqrt(head_dim)).')
+
+
+@register_notrace_function
+def lsa_attn_bias(
+        num_tokens: int,
+        dtype: torch.dtype,
+        device: torch.device,
+        attn_mask: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Additive attention bias with ``-inf`` on the diagonal, combined with an optional ``attn_mask``.
+
+    A query whose only allowed key is itself (a single token, or a row that ``attn_mask`` already restricts to the
+    diagonal) would be fully masked and give NaN; such rows keep their diagonal entry unmasked.
+
+    Args:
+        num_tokens: Sequence length N.
+        dtype: Float dtype of the bias (the attention logits' dtype).
+        device: Device of the bias.
+        attn_mask: Optional boolean (True = attend) or additive mask broadcastable to ``(..., N, N)``.
+
+    Returns:
+        Additive bias of shape ``(N, N)``, or the broadcast shape of ``attn_mask``.
+    """
+    diag = torch.eye(num_tokens, dtype=torch.bool, device=device)
+    if attn_mask is None:
+        # common case, kept to two small ops: only a lone token (N == 1) would be left without a key
+        bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
+        return bias.masked_fill_(diag, float('-inf')) if num_tokens > 1 else bias
+    neg_inf = torch.tensor(float('-inf'), dtype=dtype, device=device)
+    if attn_mask.dtype == torch.bool:
+        base = torch.where(attn_mask, torch.zeros((), dtype=dtype, device=device), neg_inf)
+    else:
+        base = attn_mask.to(dtype)
+    bias = torch.where(diag, neg_inf, base)
+    # rows left without any finite logit: give them back their self-relation
+    dead_row = torch.isneginf(bias).all(dim=-1, keepdim=True)
+    return torch.where(diag & dead_row, base, bias)
+
+
+class LocalitySelfAttention(Attention):
+    """timm ``Attention`` with LSA: diagonal masking and a per-head learnable temperature.
+
+    Drop-in for ``timm.layers.Attention`` (same constructor and parameter names, so state dicts line up); adds
+    ``temperature`` (shape ``(num_heads,)``) when it is learnable. Use :meth:`configured` to get a class with the
+    LSA switches bound, as timm's blocks take an attention *class*.
+
+    Args:
+        diag_mask: Mask the self-relation (diagonal of ``QK^T``) with ``-inf`` (paper's "M").
+        learn_temp: Learn the per-head multiplier of ``QK^T`` (paper's "T"); when False it is a fixed buffer.
+        temp_ratio: Softmax temperature as a multiple of ``sqrt(head_dim)`` (paper Table 1); the multiplier starts
+            at (or, when not learnable, stays) ``head_dim ** -0.5 / temp_ratio``.
+        **kwargs: ``timm.layers.Attention`` arguments.
+    """
+
+    def __init__(
+            self,
+            dim: int,
+            num_heads: int = 8,
+            diag_mask: bool = True,
+            learn_temp: bool = True,
+            temp_ratio: float = 1.0,
+            device=None,
+            dtype=None,
+            **kwargs,
+    ) -> None:
+        check_temp_ratio(temp_ratio)
+        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
+        self.diag_mask = diag_mask
+        self.learn_temp = learn_temp
+        self.temp_ratio = float(temp_ratio)
+        init = torch.full((num_heads,), self.init_temperature, device=device, dtype=dtype)
+        if learn_temp:
+            self.temperature = nn.Parameter(init)
+        else:
+            self.register_buffer('temperature', init, persistent=False)
+        # Without a q norm, q * temperature equals a projection whose q rows are scaled by the temperature. Folding
+        # it into the (small) weight keeps q, k, v as views of one qkv output, the memory layout SDPA's CPU flash
+        # kernel is fastest on; scaling the (large) q activation instead costs a copy and a slower layout.
+        self.fold_temperature = isinstance(self.q_norm, nn.Identity)
+
+    @property
+    def init_temperature(self) -> float:
+        """Initial (or fixed) multiplier of ``QK^T``: ``head_dim ** -0.5 / temp_ratio``."""
+        return self.head_dim ** -0.5 / self.temp_ratio
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            self.temperature.fill_(self.init_temperature)
+
+    @classmethod
+    def configured(cls, diag_mask: bool = True, learn_temp: bool = True, temp_ratio: float = 1.0) -> Type[Attention]:
+        """A subclass whose constructor defaults are these LSA switches.
+
+        timm's ``Block`` builds its attention from a class (it calls ``issubclass`` on it), so a ``functools.partial``
+        cannot be passed as ``attn_layer``. The subclass keeps this class's name and only binds defaults, so
+        instances pickle and script like the base class.
+        """
+        return _configured_lsa(cls, bool(diag_mask), bool(learn_temp), float(temp_ratio))
+
+    def scaled_qkv_params(self) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """``qkv`` weight and bias with the q rows multiplied by each head's temperature."""
+        ones = torch.ones(2 * self.attn_dim, dtype=self.temperature.dtype, device=self.temperature.device)
+        row_scale = torch.cat([self.temperature.repeat_interleave(self.head_dim), ones]).to(self.qkv.weight.dtype)
+        weight = self.qkv.weight * row_scale.unsqueeze(1)
+        bias = self.qkv.bias
+        if bias is not None:
+            bias = bias * row_scale
+        return weight, bias
+
+    def forward(
+            self,
+            x: torch.Tensor,
+            attn_mask: Optional[torch.Tensor] = None,
+            is_causal: bool = False,
+    ) -> torch.Tensor:
+        # timm's Attention.forward scales by a fixed float inside SDPA and has no hook for a per-head tensor scale
+        # or a diagonal mask, so the attention core is written out here; the projections are timm's own modules.
+        B, N, C = x.shape
+        gate = self.gate(x).sigmoid() if self.gate is not None else None
+        if self.fold_temperature:
+            qkv = F.linear(x, *self.scaled_qkv_params())
+        else:
+            qkv = self.qkv(x)
+        qkv = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q, k = self.q_norm(q), self.k_norm(k)
+        if not self.fold_temperature:
+            q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
+        attn_bias = resolve_self_attn_mask(N, q, attn_mask, is_causal)  # bool / causal -> additive, or None
+        if self.diag_mask:
+            attn_bias = lsa_attn_bias(N, q.dtype, q.device, attn_bias)
+
+        if self.fused_attn:
+            x = F.scaled_dot_product_attention(
+                q, k, v,
+                attn_mask=attn_bias,
+                dropout_p=self.attn_drop.p if self.training else 0.,
+                scale=1.0,
+            )
+        else:
+            attn = q @ k.transpose(-2, -1)
+            attn = maybe_add_mask(attn, attn_bias)
+            attn = attn.softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x = attn @ v
+
+        x = x.transpose(1, 2).reshape(B, N, self.attn_dim)
+        x = self.norm(x)
+        if gate is not None:
+            x = x * gate
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+
+    def extra_repr(self) -> str:
+        return (f'num_heads={self.num_heads}, head_dim={self.head_dim}, diag_mask={self.diag_mask}, '
+                f'learn_temp={self.learn_temp}, temp_ratio={self.temp_ratio}')
+
+
+@functools.lru_cache(maxsize=None)
+def _configured_lsa(base: Type[LocalitySelfAttention], diag_mask: bool, learn_temp: bool, temp_ratio: float):
+    defaults = dict(diag_mask=diag_mask, learn_temp=learn_temp, temp_ratio=temp_ratio)
+
+    def __init__(self, *args, **kwargs):
+        base.__init__(self, *args, **{**defaults, **kwargs})
+
+    return type(base.__name__, (base,), {
+        '__init__': __init__, '__module__': base.__module__, '__qualname__': base.__qualname__,
+        '__doc__': base.__doc__, 'lsa_defaults': defaults})
+
+
+def lsa_no_weight_decay(model: nn.Module) -> Set[str]:
+    """Names of every learnable LSA temperature in ``model``, for its ``no_weight_decay()``.
+
+    A temperature is a softmax sharpness, not a weight: decaying it pulls the softmax towards uniform, which is the
+    smoothing LSA is meant to undo (the reference code decays it by accident).
+    """
+    return {
+        f'{name}.temperature' if name else 'temperature'
+        for name, module in model.named_modules()
+        if isinstance(module, LocalitySelfAttention) and module.learn_temp
+    }

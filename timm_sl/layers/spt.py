@@ -1,0 +1,197 @@
+"""Shifted Patch Tokenization (SPT).
+
+Paper: `Vision Transformer for Small-Size Datasets` (Lee, Lee & Song, 2021), Eq. 6-7.
+
+The input is concatenated with copies of itself shifted by ``int(patch * shift_ratio)`` pixels (zero filled, cropped
+back to the input size), split into non-overlapping patches, and each flattened patch is layer-normalised and
+projected linearly to the embedding width.
+
+``ShiftedPatchEmbed`` is a drop-in ``embed_layer`` for timm's ``VisionTransformer``: it subclasses timm's
+``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
+dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
+"""
+from typing import List, Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timm.layers import PatchEmbed, to_2tuple, trunc_normal_
+
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat', 'ShiftedPatchProjection',
+           'ShiftedPatchEmbed']
+
+# Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
+# "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
+# layout of the LayerNorm / Linear weights: cardinal = left, right, up, down; diagonal = left-up, right-up,
+# left-down, right-down; 'all' = cardinal then diagonal.
+_CARDINAL = ((0, -1), (0, 1), (-1, 0), (1, 0))
+_DIAGONAL = ((-1, -1), (-1, 1), (1, -1), (1, 1))
+SHIFT_DIRECTIONS = {
+    'diagonal': _DIAGONAL,
+    'cardinal': _CARDINAL,
+    'all': _CARDINAL + _DIAGONAL,
+}
+MAX_SHIFT_RATIO = 1.0
+
+
+def shift_offsets(shift_directions: str) -> Tuple[Tuple[int, int], ...]:
+    """Unit offsets ``(dy, dx)`` of the shifted copies for a direction strategy name.
+
+    Raises:
+        ValueError: ``shift_directions`` is not one of :data:`SHIFT_DIRECTIONS`.
+    """
+    if not isinstance(shift_directions, str) or shift_directions not in SHIFT_DIRECTIONS:
+        raise ValueError(
+            f'shift_directions={shift_directions!r} is not supported; '
+            f'allowed: {", ".join(repr(k) for k in SHIFT_DIRECTIONS)}.')
+    return SHIFT_DIRECTIONS[shift_directions]
+
+
+def check_shift_ratio(shift_ratio: float) -> None:
+    """Raise ``ValueError`` unless ``shift_ratio`` is a number in ``(0, 1]`` (the paper explores 0.125 to 1)."""
+    if isinstance(shift_ratio, bool) or not isinstance(shift_ratio, (int, float)) \
+            or not 0. < shift_ratio <= MAX_SHIFT_RATIO:
+        raise ValueError(f'shift_ratio={shift_ratio!r} is out of range; allowed: a number in (0, {MAX_SHIFT_RATIO}].')
+
+
+def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -> Tuple[int, int]:
+    """Pixel shift ``(sh, sw) = int(patch * shift_ratio)`` per axis.
+
+    Raises:
+        ValueError: the ratio is outside ``(0, 1]`` or rounds down to a zero-pixel shift for this patch size.
+    """
+    check_shift_ratio(shift_ratio)
+    patch_size = to_2tuple(patch_size)
+    shift = tuple(int(p * shift_ratio) for p in patch_size)
+    if min(shift) < 1:
+        raise ValueError(
+            f'shift_ratio={shift_ratio} with patch size {patch_size} gives a shift of {shift} px; every axis needs '
+            f'at least 1 px, so use shift_ratio >= {1. / min(patch_size):g} for this patch size.')
+    return shift
+
+
+def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tuple[int, int]]) -> torch.Tensor:
+    """Concatenate ``x`` (NCHW) with its zero-filled shifted copies along channels: ``C -> C * (1 + len(offsets))``.
+
+    The input is padded once and every copy is a crop of that padded tensor.
+    """
+    sh, sw = shift
+    H, W = x.shape[-2:]
+    padded = F.pad(x, (sw, sw, sh, sh))
+    copies = [x]
+    for dy, dx in offsets:
+        top, left = sh + dy * sh, sw + dx * sw
+        copies.append(padded[:, :, top:top + H, left:left + W])
+    return torch.cat(copies, dim=1)
+
+
+class ShiftedPatchProjection(nn.Module):
+    """Shift, patchify, LayerNorm and Linear: the SPT replacement for a patch embedding's strided convolution.
+
+    Maps ``(B, C, H, W)`` to ``(B, embed_dim, H // P, W // P)`` like ``nn.Conv2d(C, D, P, stride=P)``, so it can sit
+    where timm expects the conv. The flattened patch vector is ordered ``(py, px, copy, channel)`` (the reference
+    layout). Parameters are ``weight`` (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``;
+    ``weight`` is the Linear weight, so ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
+    """
+
+    def __init__(
+            self,
+            in_chans: int,
+            embed_dim: int,
+            patch_size: Union[int, Tuple[int, int]],
+            shift_ratio: float = 0.5,
+            shift_directions: str = 'diagonal',
+            bias: bool = True,
+            norm_eps: float = 1e-5,
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__()
+        dd = {'device': device, 'dtype': dtype}
+        self.in_chans = in_chans
+        self.embed_dim = embed_dim
+        self.patch_size = to_2tuple(patch_size)
+        self.shift_ratio = shift_ratio
+        self.shift_directions = shift_directions
+        self.offsets: List[Tuple[int, int]] = list(shift_offsets(shift_directions))
+        self.shift = resolve_shift(self.patch_size, shift_ratio)
+        self.num_copies = 1 + len(self.offsets)
+        self.patch_dim = self.patch_size[0] * self.patch_size[1] * in_chans * self.num_copies
+
+        self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
+        self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
+        self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # timm's ViT initialisation for linear layers
+        trunc_normal_(self.weight, std=.02)
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+
+    def init_weights(self) -> None:
+        """Hook called by timm's ViT weight init (``init_weights_vit_*``) for non-Linear modules."""
+        self.reset_parameters()
+
+    def patchify(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C', H, W) -> (B, H // P, W // P, P * P * C')`` with the ``(py, px, channel)`` order."""
+        B, C, H, W = x.shape
+        ph, pw = self.patch_size
+        x = x.reshape(B, C, H // ph, ph, W // pw, pw)
+        return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = shift_and_concat(x, self.shift, self.offsets)
+        x = self.patchify(x)
+        x = F.linear(self.norm(x), self.weight, self.bias)
+        return x.permute(0, 3, 1, 2)  # NHWC view as NCHW, the layout a conv would return
+
+    def extra_repr(self) -> str:
+        return (f'{self.in_chans}, {self.embed_dim}, patch_size={self.patch_size}, shift={self.shift}, '
+                f'shift_directions={self.shift_directions!r}, copies={self.num_copies}')
+
+
+class ShiftedPatchEmbed(PatchEmbed):
+    """timm ``PatchEmbed`` with Shifted Patch Tokenization; use as ``VisionTransformer(embed_layer=...)``.
+
+    Accepts every ``PatchEmbed`` argument (``strict_img_size``, ``output_fmt``, ``dynamic_img_pad``, ...) plus
+    ``shift_ratio`` and ``shift_directions``. ``norm_layer`` keeps timm's meaning: an optional norm after the
+    projection; SPT's own LayerNorm lives in ``proj.norm``.
+    """
+
+    def __init__(
+            self,
+            img_size: Optional[Union[int, Tuple[int, int]]] = 224,
+            patch_size: Union[int, Tuple[int, int]] = 16,
+            in_chans: int = 3,
+            embed_dim: int = 768,
+            shift_ratio: float = 0.5,
+            shift_directions: str = 'diagonal',
+            bias: bool = True,
+            device=None,
+            dtype=None,
+            **kwargs,
+    ) -> None:
+        # Validate before timm builds anything, so a bad argument fails with our message, not a shape error.
+        shift_offsets(shift_directions)
+        resolve_shift(patch_size, shift_ratio)
+        super().__init__(
+            img_size=img_size, patch_size=patch_size, in_chans=in_chans, embed_dim=embed_dim, bias=bias,
+            device=device, dtype=dtype, **kwargs)
+        # PatchEmbed has no seam for its projection: swap the strided conv for the SPT projection.
+        self.proj = ShiftedPatchProjection(
+            in_chans, embed_dim, self.patch_size, shift_ratio=shift_ratio, shift_directions=shift_directions,
+            bias=bias, device=device, dtype=dtype)
+
+    def set_input_size(
+            self,
+            img_size: Optional[Union[int, Tuple[int, int]]] = None,
+            patch_size: Optional[Union[int, Tuple[int, int]]] = None,
+    ) -> None:
+        """Change the input size; the patch size is fixed (the LayerNorm and Linear are sized by it)."""
+        if patch_size is not None and to_2tuple(patch_size) != self.patch_size:
+            raise ValueError(
+                f'ShiftedPatchEmbed cannot change patch_size from {self.patch_size} to {to_2tuple(patch_size)}: '
+                f'the SPT LayerNorm and projection are sized by P*P*C*copies; only img_size can change.')
+        super().set_input_size(img_size=img_size)

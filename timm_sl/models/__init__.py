@@ -1,0 +1,3 @@
+"""``sl_`` model families; importing this package registers them with timm."""
+from ._sl_args import SL_ARG_NAMES, SlArgs
+from .sl_vit import SlVisionTransformer

@@ -1,0 +1,114 @@
+"""SL-ViT: timm's VisionTransformer with Shifted Patch Tokenization and Locality Self-Attention.
+
+Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112.13492
+
+The backbone is timm's own ``VisionTransformer``; SPT enters as its ``embed_layer`` and LSA as its ``attn_layer``.
+With ``spt=False, lsa=False`` the model is timm's ViT of the same configuration, module for module.
+"""
+from functools import partial
+from typing import Any, Dict, Set
+
+import torch
+
+from timm.layers import resample_abs_pos_embed
+from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
+
+from ..layers import ShiftedPatchEmbed, lsa_no_weight_decay
+from ._cfgs import sl_cfg, small_data_cfg
+from ._sl_args import SlArgs
+
+__all__ = ['SlVisionTransformer']
+
+
+class SlVisionTransformer(VisionTransformer):
+    """timm ``VisionTransformer`` with SPT as patch embedding and LSA in every block.
+
+    Takes every ``VisionTransformer`` argument plus the SL switches of :class:`timm_sl.models.SlArgs`
+    (``spt``, ``shift_ratio``, ``shift_directions``, ``lsa``, ``lsa_mask``, ``lsa_learn_temp``, ``lsa_temp_ratio``).
+    """
+    # kwargs that turn this model into its family's baseline architecture
+    baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+
+    def __init__(self, **kwargs: Any) -> None:
+        sl_args = SlArgs.pop_from(kwargs)
+        if sl_args.spt:
+            if 'embed_layer' in kwargs:
+                raise ValueError('embed_layer cannot be combined with spt=True (SPT is the embed layer); pass spt=False.')
+            kwargs['embed_layer'] = partial(ShiftedPatchEmbed, **sl_args.spt_kwargs())
+        if sl_args.uses_lsa_layer:
+            if 'attn_layer' in kwargs:
+                raise ValueError('attn_layer cannot be combined with LSA; pass lsa=False to use your own attention.')
+            kwargs['attn_layer'] = sl_args.attn_layer()
+        super().__init__(**kwargs)
+        self.sl_args = sl_args
+
+    @torch.jit.ignore
+    def no_weight_decay(self) -> Set[str]:
+        return super().no_weight_decay() | lsa_no_weight_decay(self)
+
+
+def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlVisionTransformer) -> Dict[str, torch.Tensor]:
+    """Adapt a checkpoint to ``model``: unwrap ``model`` / ``state_dict`` containers, resample the position embedding.
+
+    Baseline models (``spt=False``) use timm's ViT filter unchanged, so timm's ViT checkpoints load into them.
+    """
+    if not isinstance(model.patch_embed, ShiftedPatchEmbed):
+        return vit_checkpoint_filter_fn(state_dict, model)
+    state_dict = state_dict.get('model', state_dict)
+    state_dict = state_dict.get('state_dict', state_dict)
+    out_dict = {}
+    for k, v in state_dict.items():
+        if k == 'pos_embed' and model.pos_embed is not None and v.shape != model.pos_embed.shape:
+            v = resample_abs_pos_embed(
+                v,
+                new_size=model.patch_embed.grid_size,
+                num_prefix_tokens=0 if model.no_embed_class else model.num_prefix_tokens,
+                verbose=True,
+            )
+        out_dict[k] = v
+    return out_dict
+
+
+def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    out_indices = kwargs.pop('out_indices', 3)
+    return build_model_with_cfg(
+        SlVisionTransformer,
+        variant,
+        pretrained,
+        pretrained_filter_fn=checkpoint_filter_fn,
+        feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
+        **kwargs,
+    )
+
+
+default_cfgs = generate_default_cfgs({
+    'sl_vit_tiny': sl_cfg(),
+    'sl_vit_32': small_data_cfg(32),
+    'sl_vit_64': small_data_cfg(64),
+})
+
+# The paper's small-data ViT (Table 2): patch 4 (32 px) / 8 (64 px) for an 8x8 token grid, dim 192, depth 9,
+# 12 heads of dim 16, MLP ratio 2; no qkv bias, as in the reference code.
+_SMALL_VIT = dict(embed_dim=192, depth=9, num_heads=12, mlp_ratio=2, qkv_bias=False)
+
+
+@register_model
+def sl_vit_tiny(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    """SL-ViT-Tiny (DeiT-Tiny: patch 16, dim 192, depth 12, 3 heads) at 224 px."""
+    model_args = dict(patch_size=16, embed_dim=192, depth=12, num_heads=3)
+    return _create_sl_vit('sl_vit_tiny', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_vit_32(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    """SL-ViT of the paper's small-dataset setting for 32 px inputs (CIFAR, SVHN): patch 4."""
+    model_args = dict(img_size=32, patch_size=4, **_SMALL_VIT)
+    return _create_sl_vit('sl_vit_32', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_vit_64(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    """SL-ViT of the paper's small-dataset setting for 64 px inputs (Tiny-ImageNet): patch 8."""
+    model_args = dict(img_size=64, patch_size=8, **_SMALL_VIT)
+    return _create_sl_vit('sl_vit_64', pretrained=pretrained, **dict(model_args, **kwargs))
