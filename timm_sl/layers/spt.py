@@ -10,13 +10,14 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
+from contextlib import nullcontext
 from typing import List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timm.layers import PatchEmbed, to_2tuple, trunc_normal_
+from timm.layers import PatchEmbed, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat', 'ShiftedPatchProjection',
            'ShiftedPatchEmbed']
@@ -86,6 +87,14 @@ def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tupl
     return torch.cat(copies, dim=1)
 
 
+def _autocast_disabled(device_type: str):
+    """A context with autocast off for ``device_type`` (a no-op on devices without autocast, e.g. 'meta')."""
+    if not torch.amp.is_autocast_available(device_type):
+        return nullcontext()
+    return torch.autocast(device_type=device_type, enabled=False)
+
+
+@register_notrace_module  # FX keeps it whole, so its fp32 island survives tracing
 class ShiftedPatchProjection(nn.Module):
     """Shift, patchify, LayerNorm and Linear: the SPT replacement for a patch embedding's strided convolution.
 
@@ -93,6 +102,17 @@ class ShiftedPatchProjection(nn.Module):
     where timm expects the conv. The flattened patch vector is ordered ``(py, px, copy, channel)`` (the reference
     layout). Parameters are ``weight`` (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``;
     ``weight`` is the Linear weight, so ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
+
+    Two equivalent forward paths:
+
+    * explicit (``fused=False``): concatenate the shifted copies, patchify, LayerNorm, Linear, as the paper writes it.
+    * fused (default): never materialises the copies. Every copy is a window of the zero-padded input, so
+      ``Linear(gamma * v)`` over all copies is *one* strided convolution of the input (padding ``shift``) whose
+      ``(P + 2s)``-wide kernel sums the copies' weight blocks at their offsets. The LayerNorm statistics are two more
+      convolutions of the channel sums of ``x`` and ``x**2`` with the copies' overlap-count kernel, and
+      ``LN`` then ``Linear`` is ``rstd * (conv - mean * sum_f W'[:, f]) + (W beta + b)``. It runs in float32 (also
+      under autocast: the mean subtraction cancels digits), and is used unless timm's exportable mode is on or the
+      module is being scripted.
     """
 
     def __init__(
@@ -104,6 +124,7 @@ class ShiftedPatchProjection(nn.Module):
             shift_directions: str = 'diagonal',
             bias: bool = True,
             norm_eps: float = 1e-5,
+            fused: Optional[bool] = None,
             device=None,
             dtype=None,
     ) -> None:
@@ -118,10 +139,14 @@ class ShiftedPatchProjection(nn.Module):
         self.shift = resolve_shift(self.patch_size, shift_ratio)
         self.num_copies = 1 + len(self.offsets)
         self.patch_dim = self.patch_size[0] * self.patch_size[1] * in_chans * self.num_copies
+        self.fused = not is_exportable() if fused is None else fused
 
         self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
+        # how many copies see each pixel of a (P + 2s) window: the LayerNorm statistics kernel of the fused path
+        ones = torch.ones(self.num_copies, *self.patch_size, device=device, dtype=torch.float32)
+        self.register_buffer('overlap_count', self.fold_copies(ones).expand(2, 1, -1, -1).clone(), persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -141,15 +166,53 @@ class ShiftedPatchProjection(nn.Module):
         x = x.reshape(B, C, H // ph, ph, W // pw, pw)
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def fold_copies(self, per_copy: torch.Tensor) -> torch.Tensor:
+        """Sum per-copy ``(..., copies, P, P)`` patch blocks into one ``(..., P + 2s, P + 2s)`` window kernel.
+
+        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window.
+        """
+        sh, sw = self.shift
+        kernel = F.pad(per_copy[..., 0, :, :], (sw, sw, sh, sh))  # the unshifted copy sits in the centre
+        for k, (dy, dx) in enumerate(self.offsets, start=1):
+            oy, ox = (1 + dy) * sh, (1 + dx) * sw
+            kernel = kernel + F.pad(per_copy[..., k, :, :], (ox, 2 * sw - ox, oy, 2 * sh - oy))
+        return kernel
+
+    def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
         x = shift_and_concat(x, self.shift, self.offsets)
         x = self.patchify(x)
         x = F.linear(self.norm(x), self.weight, self.bias)
         return x.permute(0, 3, 1, 2)  # NHWC view as NCHW, the layout a conv would return
 
+    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
+        out_dtype = x.dtype
+        ph, pw = self.patch_size
+        with _autocast_disabled(x.device.type):
+            x = x.float()
+            weight = self.weight.float()
+            scaled = weight * self.norm.weight.float()  # W' = W diag(gamma)
+            kernel = self.fold_copies(scaled.view(self.embed_dim, ph, pw, self.num_copies, self.in_chans)
+                                      .permute(0, 4, 3, 1, 2))
+            proj = F.conv2d(x, kernel, stride=self.patch_size, padding=self.shift)
+            sums = torch.stack([x.sum(1), x.square().sum(1)], dim=1)
+            moments = F.conv2d(sums, self.overlap_count.float(), stride=self.patch_size, padding=self.shift, groups=2)
+            moments = moments / self.patch_dim
+            mean, sq_mean = moments[:, :1], moments[:, 1:]
+            rstd = torch.rsqrt((sq_mean - mean.square()).clamp_min(0) + self.norm.eps)
+            offset = weight @ self.norm.bias.float()
+            if self.bias is not None:
+                offset = offset + self.bias.float()
+            out = (proj - mean * scaled.sum(1).view(1, -1, 1, 1)) * rstd + offset.view(1, -1, 1, 1)
+        return out.to(out_dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused and not torch.jit.is_scripting():
+            return self.forward_fused(x)
+        return self.forward_explicit(x)
+
     def extra_repr(self) -> str:
         return (f'{self.in_chans}, {self.embed_dim}, patch_size={self.patch_size}, shift={self.shift}, '
-                f'shift_directions={self.shift_directions!r}, copies={self.num_copies}')
+                f'shift_directions={self.shift_directions!r}, copies={self.num_copies}, fused={self.fused}')
 
 
 class ShiftedPatchEmbed(PatchEmbed):
