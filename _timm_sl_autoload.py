@@ -52,6 +52,10 @@ class _LoaderWrapper:
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:
+        # from here on timm's module carries its own loader again, as if the hook had never been there
+        module.__loader__ = self._loader
+        if getattr(module, '__spec__', None) is not None:
+            module.__spec__.loader = self._loader
         self._loader.exec_module(module)
         load_plugins()
 

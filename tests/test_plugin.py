@@ -40,6 +40,11 @@ def test_hook_can_be_disabled():
     assert _run(code, **{autoload.DISABLE_ENV: '1'}) == 'True'
 
 
+def test_timm_keeps_its_own_loader():
+    out = _run("import timm; print(type(timm.__spec__.loader).__name__, type(timm.__loader__).__name__)")
+    assert out == 'SourceFileLoader SourceFileLoader'
+
+
 def test_submodule_first_import_also_triggers():
     assert _run("from timm.models import create_model; print(create_model('sl_vit_32').num_classes)") == '100'
 
@@ -58,8 +63,7 @@ def test_broken_plugin_warns_instead_of_breaking(monkeypatch):
 
 def test_install_is_idempotent_and_uninstall_removes(monkeypatch):
     monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
-    monkeypatch.setitem(sys.modules, 'timm', None)  # pretend timm is not imported yet ...
-    monkeypatch.delitem(sys.modules, 'timm')
+    monkeypatch.delitem(sys.modules, 'timm')  # pretend timm is not imported yet
     autoload.install()
     autoload.install()
     assert sum(f is autoload._finder for f in sys.meta_path) == 1
