@@ -196,3 +196,20 @@ def test_temperature_learns_under_training():
     loss.backward()
     opt.step()
     assert not torch.equal(before, model.blocks[0].attn.temperature.detach())
+
+
+def test_configured_layers_pickle_and_deepcopy():
+    import copy
+    import io
+    model = timm.create_model('sl_vit_32', depth=2, lsa_mask=False, lsa_temp_ratio=0.5).eval()
+    with torch.no_grad():
+        model.blocks[1].attn.temperature.fill_(0.3)
+    buffer = io.BytesIO()
+    torch.save(model, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    assert type(loaded.blocks[0].attn) is LocalitySelfAttention
+    assert not loaded.blocks[0].attn.diag_mask and loaded.blocks[0].attn.temp_ratio == 0.5
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(loaded(x), model(x))
+    torch.testing.assert_close(copy.deepcopy(model)(x), model(x))

@@ -35,7 +35,7 @@ def fetch_timm_tests(version: Optional[str] = None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
             [sys.executable, '-m', 'pip', 'download', f'timm=={version}', '--no-binary', ':all:', '--no-deps',
-             '--no-build-isolation', '-q', '-d', tmp], check=True)
+             '-q', '-d', tmp], check=True)
         sdist = next(Path(tmp).glob('timm-*.tar.gz'))
         with tarfile.open(sdist) as tar:
             members = [m for m in tar.getmembers() if re.match(r'^timm-[^/]+/tests/[^/]+\.py$', m.name)]

@@ -185,6 +185,10 @@ class LocalitySelfAttention(Attention):
                 f'learn_temp={self.learn_temp}, temp_ratio={self.temp_ratio}')
 
 
+def _new_instance(cls: type) -> object:
+    return cls.__new__(cls)
+
+
 @functools.lru_cache(maxsize=None)
 def _configured_lsa(base: Type[LocalitySelfAttention], diag_mask: bool, learn_temp: bool, temp_ratio: float):
     defaults = dict(diag_mask=diag_mask, learn_temp=learn_temp, temp_ratio=temp_ratio)
@@ -192,9 +196,14 @@ def _configured_lsa(base: Type[LocalitySelfAttention], diag_mask: bool, learn_te
     def __init__(self, *args, **kwargs):
         base.__init__(self, *args, **{**defaults, **kwargs})
 
+    def __reduce_ex__(self, protocol):
+        # pickle as the base class: the switches live on the instance, this subclass only held constructor defaults
+        _, _, *state = object.__reduce_ex__(self, max(protocol, 2))
+        return (_new_instance, (base,), *state)
+
     return type(base.__name__, (base,), {
-        '__init__': __init__, '__module__': base.__module__, '__qualname__': base.__qualname__,
-        '__doc__': base.__doc__, 'lsa_defaults': defaults})
+        '__init__': __init__, '__reduce_ex__': __reduce_ex__, '__module__': base.__module__,
+        '__qualname__': base.__qualname__, '__doc__': base.__doc__, 'lsa_defaults': defaults})
 
 
 def lsa_no_weight_decay(model: nn.Module) -> Set[str]:
