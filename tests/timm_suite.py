@@ -20,8 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-# sl_ name pattern -> the timm pattern list it joins; sl_ model module -> forward_intermediates group
-SL_NON_STD_FILTERS: Sequence[str] = ('sl_vit_*', 'sl_pit_*', 'sl_swin_*', 'sl_cait_*', 'sl_t2t_*')
+# sl_ families in timm's NON_STD group, as their base families are (vit_*, pit_*, cait_*; swin_* is a standard
+# model in timm's suite); sl_ model modules with forward_intermediates, as their base modules have
+SL_NON_STD_FILTERS: Sequence[str] = ('sl_vit_*', 'sl_pit_*', 'sl_cait_*', 'sl_t2t_*')
 SL_FEAT_INTER_MODULES: Sequence[str] = ('sl_vit', 'sl_pit', 'sl_swin', 'sl_cait', 'sl_t2t')
 CACHE_DIR = Path(os.environ.get('TIMM_SL_CACHE', Path.home() / '.cache' / 'timm_sl'))
 

@@ -30,12 +30,14 @@ def explicit_spt(model: nn.Module) -> Iterator[None]:
             m.fused = fused
 
 
-@torch.no_grad()
 def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> int:
     """Multiply-accumulates of one forward pass of a single image, counted by torch's ``FlopCounterMode``.
 
     SPT is counted as the paper formulates it (concatenated copies, LayerNorm, Linear), so the numbers compare with
     the paper's tables; the fused SPT kernel computes the same function with fewer MACs.
+
+    The forward runs with autograd on: FlopCounterMode's module tracker fails on no-grad runs of models that pass
+    tuples between modules (timm's PiT).
 
     Args:
         model: The model (evaluated in eval mode; its mode is restored).

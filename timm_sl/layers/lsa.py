@@ -9,7 +9,7 @@ Following the reference code, the learnable parameter is called ``temperature`` 
 as ``ratio * sqrt(d_k)``; ``temp_ratio`` takes that ratio, giving the multiplier ``head_dim ** -0.5 / temp_ratio``.
 """
 import functools
-from typing import Optional, Set, Tuple, Type
+from typing import Any, Optional, Set, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from timm.layers import Attention
 from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 from timm.layers import register_notrace_function
 
-__all__ = ['LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias', 'lsa_no_weight_decay']
+__all__ = ['LsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias', 'lsa_no_weight_decay']
 
 
 def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
@@ -65,7 +65,78 @@ def lsa_attn_bias(
     return torch.where(diag & dead_row, base, bias)
 
 
-class LocalitySelfAttention(Attention):
+class LsaMixin:
+    """The LSA state shared by every attention flavour (plain, windowed, talking-heads, ...).
+
+    Adds ``temperature`` (per head: a parameter when learnable, a non-persistent buffer otherwise), the switches
+    ``diag_mask`` / ``learn_temp`` / ``temp_ratio``, the class factory :meth:`configured`, and the folding of the
+    temperature into a fused qkv projection. A host calls :meth:`init_lsa` at the end of its ``__init__``.
+    """
+    temperature: torch.Tensor
+
+    def init_lsa(
+            self,
+            num_heads: int,
+            head_dim: int,
+            diag_mask: bool = True,
+            learn_temp: bool = True,
+            temp_ratio: float = 1.0,
+            device=None,
+            dtype=None,
+    ) -> None:
+        check_temp_ratio(temp_ratio)
+        self.lsa_head_dim = head_dim
+        self.diag_mask = diag_mask
+        self.learn_temp = learn_temp
+        self.temp_ratio = float(temp_ratio)
+        init = torch.full((num_heads,), self.init_temperature, device=device, dtype=dtype)
+        if learn_temp:
+            self.temperature = nn.Parameter(init)
+        else:
+            self.register_buffer('temperature', init, persistent=False)
+
+    @property
+    def init_temperature(self) -> float:
+        """Initial (or fixed) multiplier of ``QK^T``: ``head_dim ** -0.5 / temp_ratio``."""
+        return self.lsa_head_dim ** -0.5 / self.temp_ratio
+
+    def reset_temperature(self) -> None:
+        with torch.no_grad():
+            self.temperature.fill_(self.init_temperature)
+
+    @classmethod
+    def configured(cls, diag_mask: bool = True, learn_temp: bool = True, temp_ratio: float = 1.0) -> type:
+        """A subclass whose constructor defaults are these LSA switches.
+
+        timm's ``Block`` builds its attention from a class (it calls ``issubclass`` on it), so a ``functools.partial``
+        cannot be passed as ``attn_layer``. The subclass keeps this class's name and only binds defaults, so
+        instances pickle (as this class) and script like the base class.
+        """
+        return _configured_lsa(cls, bool(diag_mask), bool(learn_temp), float(temp_ratio))
+
+    def scaled_qkv_params(
+            self,
+            weight: torch.Tensor,
+            bias: Optional[torch.Tensor],
+    ) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Weight and bias of a fused qkv projection with the q rows multiplied by each head's temperature.
+
+        ``(t * q) . k == (x W_q^T t) . k``: scaling the (small) weight instead of the (large) q activation keeps q, k,
+        v as views of one projection output, the memory layout SDPA's fused kernels are fastest on.
+        """
+        q_dim = self.temperature.shape[0] * self.lsa_head_dim
+        ones = torch.ones(weight.shape[0] - q_dim, dtype=self.temperature.dtype, device=self.temperature.device)
+        row_scale = torch.cat([self.temperature.repeat_interleave(self.lsa_head_dim), ones]).to(weight.dtype)
+        weight = weight * row_scale.unsqueeze(1)
+        if bias is not None:
+            bias = bias * row_scale
+        return weight, bias
+
+    def lsa_repr(self) -> str:
+        return f'diag_mask={self.diag_mask}, learn_temp={self.learn_temp}, temp_ratio={self.temp_ratio}'
+
+
+class LocalitySelfAttention(LsaMixin, Attention):
     """timm ``Attention`` with LSA: diagonal masking and a per-head learnable temperature.
 
     Drop-in for ``timm.layers.Attention`` (same constructor and parameter names, so state dicts line up); adds
@@ -91,49 +162,38 @@ class LocalitySelfAttention(Attention):
             dtype=None,
             **kwargs,
     ) -> None:
-        check_temp_ratio(temp_ratio)
         super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.diag_mask = diag_mask
-        self.learn_temp = learn_temp
-        self.temp_ratio = float(temp_ratio)
-        init = torch.full((num_heads,), self.init_temperature, device=device, dtype=dtype)
-        if learn_temp:
-            self.temperature = nn.Parameter(init)
-        else:
-            self.register_buffer('temperature', init, persistent=False)
-        # Without a q norm, q * temperature equals a projection whose q rows are scaled by the temperature. Folding
-        # it into the (small) weight keeps q, k, v as views of one qkv output, the memory layout SDPA's CPU flash
-        # kernel is fastest on; scaling the (large) q activation instead costs a copy and a slower layout.
+        self.init_lsa(num_heads, self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
+        # with a q norm the temperature must scale the normalised q; otherwise it folds into the qkv weight
         self.fold_temperature = isinstance(self.q_norm, nn.Identity)
 
-    @property
-    def init_temperature(self) -> float:
-        """Initial (or fixed) multiplier of ``QK^T``: ``head_dim ** -0.5 / temp_ratio``."""
-        return self.head_dim ** -0.5 / self.temp_ratio
-
     def reset_parameters(self) -> None:
-        with torch.no_grad():
-            self.temperature.fill_(self.init_temperature)
+        self.reset_temperature()
 
     @classmethod
-    def configured(cls, diag_mask: bool = True, learn_temp: bool = True, temp_ratio: float = 1.0) -> Type[Attention]:
-        """A subclass whose constructor defaults are these LSA switches.
-
-        timm's ``Block`` builds its attention from a class (it calls ``issubclass`` on it), so a ``functools.partial``
-        cannot be passed as ``attn_layer``. The subclass keeps this class's name and only binds defaults, so
-        instances pickle and script like the base class.
-        """
-        return _configured_lsa(cls, bool(diag_mask), bool(learn_temp), float(temp_ratio))
-
-    def scaled_qkv_params(self) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """``qkv`` weight and bias with the q rows multiplied by each head's temperature."""
-        ones = torch.ones(2 * self.attn_dim, dtype=self.temperature.dtype, device=self.temperature.device)
-        row_scale = torch.cat([self.temperature.repeat_interleave(self.head_dim), ones]).to(self.qkv.weight.dtype)
-        weight = self.qkv.weight * row_scale.unsqueeze(1)
-        bias = self.qkv.bias
-        if bias is not None:
-            bias = bias * row_scale
-        return weight, bias
+    def from_attention(cls, attn: Attention, **lsa_kwargs: Any) -> 'LocalitySelfAttention':
+        """An LSA layer with the configuration and weights of a timm ``Attention`` (for hosts without a seam)."""
+        weight = attn.qkv.weight
+        new = cls(
+            attn.qkv.in_features,
+            num_heads=attn.num_heads,
+            attn_head_dim=attn.head_dim,
+            dim_out=attn.proj.out_features,
+            qkv_bias=attn.qkv.bias is not None,
+            qk_norm=not isinstance(attn.q_norm, nn.Identity),
+            scale_norm=not isinstance(attn.norm, nn.Identity),
+            proj_bias=attn.proj.bias is not None,
+            gated=attn.gate is not None,
+            attn_drop=attn.attn_drop.p,
+            proj_drop=attn.proj_drop.p,
+            norm_layer=type(attn.q_norm) if not isinstance(attn.q_norm, nn.Identity) else (
+                type(attn.norm) if not isinstance(attn.norm, nn.Identity) else None),
+            device=weight.device,
+            dtype=weight.dtype,
+            **lsa_kwargs,
+        )
+        new.load_state_dict(attn.state_dict(), strict=False)  # 'temperature' keeps its own init
+        return new
 
     def forward(
             self,
@@ -146,7 +206,7 @@ class LocalitySelfAttention(Attention):
         B, N, C = x.shape
         gate = self.gate(x).sigmoid() if self.gate is not None else None
         if self.fold_temperature:
-            qkv = F.linear(x, *self.scaled_qkv_params())
+            qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         else:
             qkv = self.qkv(x)
         qkv = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
@@ -181,8 +241,7 @@ class LocalitySelfAttention(Attention):
         return x
 
     def extra_repr(self) -> str:
-        return (f'num_heads={self.num_heads}, head_dim={self.head_dim}, diag_mask={self.diag_mask}, '
-                f'learn_temp={self.learn_temp}, temp_ratio={self.temp_ratio}')
+        return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
 
 
 def _new_instance(cls: type) -> object:
@@ -190,7 +249,7 @@ def _new_instance(cls: type) -> object:
 
 
 @functools.lru_cache(maxsize=None)
-def _configured_lsa(base: Type[LocalitySelfAttention], diag_mask: bool, learn_temp: bool, temp_ratio: float):
+def _configured_lsa(base: type, diag_mask: bool, learn_temp: bool, temp_ratio: float):
     defaults = dict(diag_mask=diag_mask, learn_temp=learn_temp, temp_ratio=temp_ratio)
 
     def __init__(self, *args, **kwargs):
@@ -215,5 +274,5 @@ def lsa_no_weight_decay(model: nn.Module) -> Set[str]:
     return {
         f'{name}.temperature' if name else 'temperature'
         for name, module in model.named_modules()
-        if isinstance(module, LocalitySelfAttention) and module.learn_temp
+        if isinstance(module, LsaMixin) and module.learn_temp
     }

@@ -19,8 +19,8 @@ from torch import nn
 
 from timm.layers import PatchEmbed, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat', 'ShiftedPatchProjection',
-           'ShiftedPatchEmbed']
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
+           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -220,7 +220,7 @@ class ShiftedPatchEmbed(PatchEmbed):
 
     Accepts every ``PatchEmbed`` argument (``strict_img_size``, ``output_fmt``, ``dynamic_img_pad``, ...) plus
     ``shift_ratio`` and ``shift_directions``. ``norm_layer`` keeps timm's meaning: an optional norm after the
-    projection; SPT's own LayerNorm lives in ``proj.norm``.
+    projection (``post_norm=False`` ignores it); SPT's own LayerNorm lives in ``proj.norm``.
     """
 
     def __init__(
@@ -232,10 +232,13 @@ class ShiftedPatchEmbed(PatchEmbed):
             shift_ratio: float = 0.5,
             shift_directions: str = 'diagonal',
             bias: bool = True,
+            post_norm: bool = True,
             device=None,
             dtype=None,
             **kwargs,
     ) -> None:
+        if not post_norm:  # the host's norm_layer (e.g. Swin's post-embed LayerNorm) is dropped: SPT normalises first
+            kwargs['norm_layer'] = None
         # Validate before timm builds anything, so a bad argument fails with our message, not a shape error.
         shift_offsets(shift_directions)
         resolve_shift(patch_size, shift_ratio)
@@ -258,3 +261,54 @@ class ShiftedPatchEmbed(PatchEmbed):
                 f'ShiftedPatchEmbed cannot change patch_size from {self.patch_size} to {to_2tuple(patch_size)}: '
                 f'the SPT LayerNorm and projection are sized by P*P*C*copies; only img_size can change.')
         super().set_input_size(img_size=img_size)
+
+
+@register_notrace_module  # pads odd sizes: shape-dependent control flow FX cannot trace
+class ShiftedPatchMerging(nn.Module):
+    """Spool (paper Eq. 8): SPT as a token-merging layer between stages.
+
+    Merges ``merge_size x merge_size`` tokens with SPT: the token map is shifted by ``merge_size // 2`` tokens (one
+    token for the paper's 2x2 merge) in every direction, concatenated, and each merged group is layer-normalised and
+    projected to ``out_dim``. Odd map sizes are zero-padded at the bottom / right first, so the output is
+    ``ceil(H / 2) x ceil(W / 2)`` like a stride-2 convolution with padding.
+
+    Args:
+        in_dim: Channels of the input token map.
+        out_dim: Width of the next stage.
+        merge_size: Tokens merged per side (2 in the paper).
+        shift_directions: As for SPT.
+        input_fmt: 'NCHW' (PiT) or 'NHWC' (Swin); the output has the same format.
+    """
+
+    def __init__(
+            self,
+            in_dim: int,
+            out_dim: int,
+            merge_size: int = 2,
+            shift_directions: str = 'diagonal',
+            input_fmt: str = 'NCHW',
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__()
+        if input_fmt not in ('NCHW', 'NHWC'):
+            raise ValueError(f"input_fmt={input_fmt!r} is not supported; allowed: 'NCHW', 'NHWC'.")
+        self.in_dim = in_dim
+        self.out_dim = out_dim
+        self.merge_size = merge_size
+        self.channels_last = input_fmt == 'NHWC'
+        self.proj = ShiftedPatchProjection(
+            in_dim, out_dim, merge_size, shift_ratio=0.5, shift_directions=shift_directions, device=device,
+            dtype=dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.channels_last:
+            x = x.permute(0, 3, 1, 2)
+        H, W = x.shape[-2:]
+        pad_h, pad_w = (-H) % self.merge_size, (-W) % self.merge_size
+        if pad_h or pad_w:
+            x = F.pad(x, (0, pad_w, 0, pad_h))
+        x = self.proj(x)
+        if self.channels_last:
+            x = x.permute(0, 2, 3, 1)
+        return x

@@ -1,3 +1,5 @@
 """``sl_`` model families; importing this package registers them with timm."""
 from ._sl_args import SL_ARG_NAMES, SlArgs
 from .sl_vit import SlVisionTransformer
+from .sl_pit import SlPoolingVisionTransformer
+from .sl_swin import SlSwinTransformer

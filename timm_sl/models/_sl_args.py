@@ -25,15 +25,19 @@ from timm.layers import Attention
 
 from ..layers import LocalitySelfAttention, check_shift_ratio, check_temp_ratio, shift_offsets
 
-__all__ = ['SlArgs']
+__all__ = ['SlArgs', 'SL_ARG_NAMES', 'check_bool', 'check_optional_bool']
 
 
-def _check_bool(name: str, value: Any, optional: bool = False) -> None:
-    if value is None and optional:
-        return
+def check_bool(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a bool."""
     if not isinstance(value, bool):
-        allowed = 'True, False or None' if optional else 'True or False'
-        raise ValueError(f'{name}={value!r} is invalid; allowed: {allowed}.')
+        raise ValueError(f'{name}={value!r} is invalid; allowed: True or False.')
+
+
+def check_optional_bool(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a bool or None."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f'{name}={value!r} is invalid; allowed: True, False or None.')
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,10 @@ class SlArgs:
     lsa_temp_ratio: float = 1.0
 
     def __post_init__(self) -> None:
-        _check_bool('spt', self.spt)
-        _check_bool('lsa', self.lsa)
-        _check_bool('lsa_mask', self.lsa_mask, optional=True)
-        _check_bool('lsa_learn_temp', self.lsa_learn_temp, optional=True)
+        check_bool('spt', self.spt)
+        check_bool('lsa', self.lsa)
+        check_optional_bool('lsa_mask', self.lsa_mask)
+        check_optional_bool('lsa_learn_temp', self.lsa_learn_temp)
         shift_offsets(self.shift_directions)
         check_shift_ratio(self.shift_ratio)  # the pixel shift is checked again with the real patch size
         check_temp_ratio(self.lsa_temp_ratio, name='lsa_temp_ratio')

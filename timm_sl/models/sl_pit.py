@@ -1,0 +1,170 @@
+"""SL-PiT: timm's PoolingVisionTransformer with SPT, LSA and SPT pooling (Spool).
+
+Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112.13492
+
+timm's ``PoolingVisionTransformer`` builds its convolutional stem, its blocks' attention and its pooling layers inline,
+with no constructor argument to swap them, so :class:`SlPoolingVisionTransformer` replaces those submodules after
+timm has built the model (each replacement keeps the configuration, and where shapes allow the initial weights, of
+the module it replaces):
+
+* ``patch_embed``: SPT with patch = the stem's stride (non-overlapping, as SPT is defined). For PiT-XS's overlapping
+  16/8 stem this is an 8 px SPT whose half-patch shift gives the same 16 px receptive field.
+* every block's ``attn``: :class:`~timm_sl.layers.LocalitySelfAttention`.
+* every stage's ``pool``: :class:`ShiftedTokenPooling` (Spool; ``spt_pool``), or :class:`PointwisePooling`, the
+  reference code's depthwise 3x3 + pointwise 1x1 pooling that the paper's baseline PiT uses (``pool_layout``).
+"""
+from typing import Any, Dict, Optional, Set, Tuple
+
+import torch
+from torch import nn
+
+from timm.layers import trunc_normal_
+from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn
+
+from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
+from ._cfgs import sl_cfg, small_data_cfg
+from ._sl_args import SlArgs, check_optional_bool
+
+__all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
+
+POOL_LAYOUTS = ('timm', 'pointwise')
+
+
+class PointwisePooling(Pooling):
+    """timm's PiT pooling (depthwise 3x3 stride 2 conv, class token through a Linear) plus a pointwise 1x1 conv.
+
+    The reference implementation's pooling: it is why the paper's baseline PiT has 7.1 M parameters where timm's
+    layout has 6.9 M.
+    """
+
+    def __init__(self, in_feature: int, out_feature: int, stride: int, device=None, dtype=None) -> None:
+        super().__init__(in_feature, out_feature, stride, device=device, dtype=dtype)
+        self.pw = nn.Conv2d(out_feature, out_feature, kernel_size=1, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        x, cls_token = super().forward(x, cls_token)
+        return self.pw(x), cls_token
+
+
+class ShiftedTokenPooling(nn.Module):
+    """Spool for PiT (paper Eq. 8): SPT merges 2x2 tokens of the map, the class token gets its own Linear."""
+
+    def __init__(
+            self,
+            in_feature: int,
+            out_feature: int,
+            shift_directions: str = 'diagonal',
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__()
+        self.merge = ShiftedPatchMerging(
+            in_feature, out_feature, merge_size=2, shift_directions=shift_directions, device=device, dtype=dtype)
+        self.fc = nn.Linear(in_feature, out_feature, device=device, dtype=dtype)
+
+    def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self.merge(x), self.fc(cls_token)
+
+
+class SlPoolingVisionTransformer(PoolingVisionTransformer):
+    """timm ``PoolingVisionTransformer`` with SPT stem, LSA in every block and Spool between stages.
+
+    Args:
+        spt_pool: Spool instead of the convolutional pooling; ``None`` follows ``spt`` (the paper's "w/o Spool" rows
+            are ``spt_pool=False``).
+        pool_layout: Pooling when ``spt_pool`` is off: 'timm' (timm's grouped conv) or 'pointwise' (the reference
+            code's depthwise + pointwise conv, the paper's baseline).
+        **kwargs: ``PoolingVisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
+    """
+    baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+
+    def __init__(self, spt_pool: Optional[bool] = None, pool_layout: str = 'timm', **kwargs: Any) -> None:
+        sl_args = SlArgs.pop_from(kwargs)
+        check_optional_bool('spt_pool', spt_pool)
+        if pool_layout not in POOL_LAYOUTS:
+            raise ValueError(f'pool_layout={pool_layout!r} is not supported; allowed: {", ".join(map(repr, POOL_LAYOUTS))}.')
+        super().__init__(**kwargs)
+        self.sl_args = sl_args
+        self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
+        self.pool_layout = pool_layout
+        dd = {'device': self.cls_token.device, 'dtype': self.cls_token.dtype}
+        if sl_args.spt:
+            self._use_spt_stem(kwargs, dd)
+        lsa_layer = sl_args.attn_layer(lsa_cls=LocalitySelfAttention) if sl_args.uses_lsa_layer else None
+        for stage in self.transformers:
+            if stage.pool is not None:
+                stage.pool = self._make_pool(stage.pool, sl_args, dd)
+            if lsa_layer is not None:
+                for block in stage.blocks:
+                    block.attn = lsa_layer.from_attention(block.attn)
+
+    def _use_spt_stem(self, kwargs: Dict[str, Any], dd: Dict[str, Any]) -> None:
+        stem = self.patch_embed
+        self.patch_embed = ShiftedPatchEmbed(
+            img_size=stem.img_size, patch_size=stem.conv.stride, in_chans=stem.conv.in_channels,
+            embed_dim=stem.conv.out_channels, flatten=False, **self.sl_args.spt_kwargs(), **dd)
+        grid = self.patch_embed.grid_size
+        if tuple(self.pos_embed.shape[-2:]) != tuple(grid):
+            self.pos_embed = nn.Parameter(torch.empty(1, self.pos_embed.shape[1], *grid, **dd))
+            trunc_normal_(self.pos_embed, std=.02)
+
+    def _make_pool(self, pool: Pooling, sl_args: SlArgs, dd: Dict[str, Any]) -> nn.Module:
+        in_dim, out_dim = pool.fc.in_features, pool.fc.out_features
+        if self.spt_pool:
+            new = ShiftedTokenPooling(in_dim, out_dim, shift_directions=sl_args.shift_directions, **dd)
+        elif self.pool_layout == 'pointwise':
+            new = PointwisePooling(in_dim, out_dim, stride=pool.conv.stride[0], **dd)
+        else:
+            return pool
+        new.fc.load_state_dict(pool.fc.state_dict())
+        return new
+
+    @torch.jit.ignore
+    def no_weight_decay(self) -> Set[str]:
+        return super().no_weight_decay() | lsa_no_weight_decay(self)
+
+
+def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    out_indices = kwargs.pop('out_indices', (0, 1, 2))
+    return build_model_with_cfg(
+        SlPoolingVisionTransformer,
+        variant,
+        pretrained,
+        pretrained_filter_fn=checkpoint_filter_fn,
+        feature_cfg=dict(feature_cls='hook', out_indices=out_indices),
+        **kwargs,
+    )
+
+
+default_cfgs = generate_default_cfgs({
+    'sl_pit_xs': sl_cfg(),
+    'sl_pit_32': small_data_cfg(32),
+    'sl_pit_64': small_data_cfg(64),
+})
+
+# The paper's small-data PiT (Table 2): stage widths 96 / 192 / 384 (48 per head), depths (2, 6, 4), heads
+# (2, 4, 8), MLP ratio 2, non-overlapping patch 2 (32 px) / 4 (64 px) for a 16x16 first-stage grid; the reference
+# code's pooling layout.
+_SMALL_PIT = dict(base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=2, pool_layout='pointwise')
+
+
+@register_model
+def sl_pit_xs(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT-XS at 224 px (timm's pit_xs_224 layout; SPT stem of patch 8)."""
+    model_args = dict(patch_size=16, stride=8, base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=4)
+    return _create_sl_pit('sl_pit_xs', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_pit_32(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT of the paper's small-dataset setting for 32 px inputs: patch 2."""
+    model_args = dict(img_size=32, patch_size=2, stride=2, **_SMALL_PIT)
+    return _create_sl_pit('sl_pit_32', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_pit_64(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT of the paper's small-dataset setting for 64 px inputs: patch 4."""
+    model_args = dict(img_size=64, patch_size=4, stride=4, **_SMALL_PIT)
+    return _create_sl_pit('sl_pit_64', pretrained=pretrained, **dict(model_args, **kwargs))
