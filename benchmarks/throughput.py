@@ -1,13 +1,14 @@
 """SL / baseline throughput, measured side by side in one process.
 
-For each model, the SL model and its same-configuration baseline (``type(model).baseline_kwargs``: SPT and LSA off)
-are timed in interleaved rounds (SL, baseline, baseline, SL, ...) so that machine noise hits both alike. Each round
-gives a ratio SL / baseline; the table reports the median ratio with its min-max spread, next to the MACs ratio
-(baseline MACs / SL MACs, the ratio a purely compute-bound run would show).
+For each model, the SL model, its same-configuration baseline (``type(model).baseline_kwargs``: SPT, LSA and Spool
+off) and, for the pooling families (PiT, Swin), SL without Spool are timed in interleaved rounds (the order rotates
+every round) so that machine noise hits all alike. Each round gives a throughput ratio variant / baseline; the table
+reports the median ratio with its min-max spread, next to the MACs ratio (baseline MACs / variant MACs, the ratio a
+purely compute-bound run would show).
 
 Examples::
 
-    python benchmarks/throughput.py                                   # sl_vit_32 and sl_vit_tiny on CPU
+    python benchmarks/throughput.py                                   # every small config + sl_vit_tiny on CPU
     python benchmarks/throughput.py --models sl_vit_64 --device cuda --batch-size 128 --amp
 """
 import argparse
@@ -65,43 +66,56 @@ def time_steps(step: Callable[[], None], iters: int, device: torch.device) -> fl
     return time.perf_counter() - start
 
 
-def bench_pair(name: str, mode: str, args: argparse.Namespace) -> Dict[str, object]:
+def variants_of(model_cls: type) -> Dict[str, Dict[str, object]]:
+    """Configurations timed against each other: the SL model, its baseline and, for pooling families, SL w/o Spool."""
+    variants: Dict[str, Dict[str, object]] = {'sl': {}, 'base': dict(model_cls.baseline_kwargs)}
+    if 'spt_pool' in model_cls.baseline_kwargs:
+        variants['sl_no_spool'] = dict(spt_pool=False)
+    return variants
+
+
+def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
+    """Time every variant of ``name`` in interleaved rounds; one row per non-baseline variant, relative to base."""
     device = torch.device(args.device)
-    sl = timm.create_model(name, **args.model_kwargs)
-    base = timm.create_model(name, **{**args.model_kwargs, **type(sl).baseline_kwargs})
-    size = sl.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
-    macs = {'sl': count_macs(sl, size), 'base': count_macs(base, size)}
-    params = {'sl': count_params(sl), 'base': count_params(base)}
+    first = timm.create_model(name, **args.model_kwargs)
+    models = {key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
+    size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     batch = torch.randn(args.batch_size, *size, device=device)
     steps = {}
-    for key, model in (('sl', sl), ('base', base)):
+    for key, model in models.items():
         model.to(device)
         steps[key] = make_step(model, mode, batch, args.amp)
         for _ in range(args.warmup):
             steps[key]()
-    ratios: List[float] = []
-    rates: Dict[str, List[float]] = {'sl': [], 'base': []}
+    keys = list(models)
+    elapsed: Dict[str, List[float]] = {key: [] for key in keys}
     for r in range(args.repeats):
-        order = ('sl', 'base') if r % 2 == 0 else ('base', 'sl')
-        elapsed = {key: time_steps(steps[key], args.iters, device) for key in order}
-        for key in rates:
-            rates[key].append(args.iters * args.batch_size / elapsed[key])
-        ratios.append(elapsed['base'] / elapsed['sl'])
-    return {
-        'model': name, 'mode': mode, 'batch': args.batch_size, 'input': 'x'.join(map(str, size)),
-        'sl_img_s': statistics.median(rates['sl']), 'base_img_s': statistics.median(rates['base']),
-        'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
-        'macs_ratio': macs['base'] / macs['sl'], 'sl_macs_m': macs['sl'] / 1e6, 'base_macs_m': macs['base'] / 1e6,
-        'sl_params_m': params['sl'] / 1e6, 'base_params_m': params['base'] / 1e6,
-    }
+        order = keys[r % len(keys):] + keys[:r % len(keys)]  # rotate who goes first
+        for key in order:
+            elapsed[key].append(time_steps(steps[key], args.iters, device))
+    base_macs = count_macs(models['base'], size)
+    rows = []
+    for key in keys:
+        if key == 'base':
+            continue
+        ratios = [b / s for b, s in zip(elapsed['base'], elapsed[key])]
+        rows.append({
+            'model': name, 'variant': key, 'mode': mode, 'batch': args.batch_size, 'input': 'x'.join(map(str, size)),
+            'img_s': args.iters * args.batch_size / statistics.median(elapsed[key]),
+            'base_img_s': args.iters * args.batch_size / statistics.median(elapsed['base']),
+            'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
+            'macs_ratio': base_macs / count_macs(models[key], size),
+            'params_m': count_params(models[key]) / 1e6, 'base_params_m': count_params(models['base']) / 1e6,
+        })
+    return rows
 
 
 def to_markdown(rows: List[Dict[str, object]]) -> str:
-    lines = ['| model | mode | batch | input | SL img/s | base img/s | SL/base (median, min-max) | MACs ratio |',
-             '|---|---|---|---|---|---|---|---|']
+    lines = ['| model | variant | mode | batch | input | img/s | base img/s | ratio to base (median, min-max) | '
+             'MACs ratio |', '|---|---|---|---|---|---|---|---|---|']
     for r in rows:
         lines.append(
-            f"| {r['model']} | {r['mode']} | {r['batch']} | {r['input']} | {r['sl_img_s']:.1f} | "
+            f"| {r['model']} | {r['variant']} | {r['mode']} | {r['batch']} | {r['input']} | {r['img_s']:.1f} | "
             f"{r['base_img_s']:.1f} | {r['ratio']:.3f} ({r['ratio_min']:.3f}-{r['ratio_max']:.3f}) | "
             f"{r['macs_ratio']:.3f} |")
     return '\n'.join(lines)
@@ -110,7 +124,7 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--models', nargs='+', default=['sl_vit_32', 'sl_vit_tiny'])
+    p.add_argument('--models', nargs='+', default=['sl_vit_32', 'sl_vit_tiny', 'sl_pit_64', 'sl_swin_64'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('--batch-size', type=int, default=32)
     p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
@@ -133,8 +147,9 @@ def main(argv: List[str] = None) -> int:
     rows = []
     for name in args.models:
         for mode in args.modes:
-            rows.append(bench_pair(name, mode, args))
-            print(f"{name} {mode}: SL/base = {rows[-1]['ratio']:.3f}", file=sys.stderr, flush=True)
+            for row in bench_model(name, mode, args):
+                rows.append(row)
+                print(f"{name} {row['variant']} {mode}: ratio to base = {row['ratio']:.3f}", file=sys.stderr, flush=True)
     device = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU, {torch.get_num_threads()} threads'
     print(f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}')
     print(to_markdown(rows))

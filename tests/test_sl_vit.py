@@ -10,7 +10,6 @@ from timm.models import VisionTransformer, load_checkpoint
 from timm.utils import ParseKwargs
 from timm_sl.layers import LocalitySelfAttention, ShiftedPatchEmbed
 from timm_sl.models import SlVisionTransformer
-from timm_sl.profile import count_macs, count_params
 
 VIT_MODELS = ['sl_vit_tiny', 'sl_vit_32', 'sl_vit_64']
 
@@ -58,14 +57,6 @@ def test_baseline_loads_timm_vit_weights_through_timm_filter():
     base = timm.create_model('sl_vit_tiny', spt=False, lsa=False, num_classes=10)
     missing = base.load_state_dict(ref.state_dict())
     assert not missing.missing_keys and not missing.unexpected_keys
-
-
-# Paper Table 2 (Tiny-ImageNet, 64 px, 200 classes): MACs (M) and params (M), baseline / SL.
-@pytest.mark.parametrize('kwargs,macs,params', [(dict(spt=False, lsa=False), 189.8, 2.8), ({}, 199.2, 2.9)])
-def test_paper_table2_vit_within_3_percent(kwargs, macs, params):
-    model = timm.create_model('sl_vit_64', **kwargs)
-    assert count_macs(model) / 1e6 == pytest.approx(macs, rel=0.03)
-    assert count_params(model) / 1e6 == pytest.approx(params, rel=0.03)
 
 
 @pytest.mark.parametrize('kwargs,expected', [

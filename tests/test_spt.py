@@ -172,3 +172,27 @@ def test_overlap_count_kernel():
     expected = torch.tensor([[1., 1., 1., 1.], [1., 2., 2., 1.], [1., 2., 2., 1.], [1., 1., 1., 1.]])
     torch.testing.assert_close(proj.overlap_count[0, 0], expected)
     assert proj.overlap_count[0].sum() == proj.patch_dim
+
+
+@pytest.mark.parametrize('size,expected', [(8, 4), (7, 4)])
+def test_spool_merging_shapes_nchw_and_nhwc(size, expected):
+    from timm_sl.layers import ShiftedPatchMerging
+    merge = ShiftedPatchMerging(16, 32)
+    assert merge.proj.shift == (1, 1) and merge.proj.patch_dim == 2 * 2 * 16 * 5
+    x = torch.randn(2, 16, size, size)
+    out = merge(x)
+    assert out.shape == (2, 32, expected, expected)
+    nhwc = ShiftedPatchMerging(16, 32, input_fmt='NHWC')
+    nhwc.load_state_dict(merge.state_dict())
+    torch.testing.assert_close(nhwc(x.permute(0, 2, 3, 1)), out.permute(0, 2, 3, 1))
+    with pytest.raises(ValueError, match="input_fmt='NLC' is not supported"):
+        ShiftedPatchMerging(16, 32, input_fmt='NLC')
+
+
+def test_path_choice_rule():
+    proj = ShiftedPatchProjection(96, 192, 2)
+    small, large = torch.randn(1, 96, 4, 4), torch.randn(8, 96, 16, 16)
+    assert proj.prefers_fused(small)  # autograd on: training always takes the fused path
+    with torch.no_grad():
+        assert not proj.prefers_fused(small) and proj.prefers_fused(large)
+        torch.testing.assert_close(proj(small), proj.forward_fused(small), rtol=1e-5, atol=1e-5)

@@ -112,7 +112,7 @@ class ShiftedPatchProjection(nn.Module):
       convolutions of the channel sums of ``x`` and ``x**2`` with the copies' overlap-count kernel, and
       ``LN`` then ``Linear`` is ``rstd * (conv - mean * sum_f W'[:, f]) + (W beta + b)``. It runs in float32 (also
       under autocast: the mean subtraction cancels digits), and is used unless timm's exportable mode is on or the
-      module is being scripted.
+      module is being scripted; in inference it is chosen per call by :meth:`prefers_fused`.
     """
 
     def __init__(
@@ -145,8 +145,9 @@ class ShiftedPatchProjection(nn.Module):
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
         # how many copies see each pixel of a (P + 2s) window: the LayerNorm statistics kernel of the fused path
-        ones = torch.ones(self.num_copies, *self.patch_size, device=device, dtype=torch.float32)
-        self.register_buffer('overlap_count', self.fold_copies(ones).expand(2, 1, -1, -1).clone(), persistent=False)
+        ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
+        count = self.fold_copies(ones).permute(0, 3, 1, 2)  # (1, 1, P + 2s, P + 2s)
+        self.register_buffer('overlap_count', count.expand(2, -1, -1, -1).clone(), persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -167,15 +168,19 @@ class ShiftedPatchProjection(nn.Module):
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
     def fold_copies(self, per_copy: torch.Tensor) -> torch.Tensor:
-        """Sum per-copy ``(..., copies, P, P)`` patch blocks into one ``(..., P + 2s, P + 2s)`` window kernel.
+        """Sum per-copy ``(D, P, P, copies, C)`` patch blocks into one ``(D, P + 2s, P + 2s, C)`` window kernel.
 
-        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window.
+        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window. The
+        channel dimension stays innermost (the Linear weight's own layout), so every add is a contiguous run.
         """
         sh, sw = self.shift
-        kernel = F.pad(per_copy[..., 0, :, :], (sw, sw, sh, sh))  # the unshifted copy sits in the centre
+        ph, pw = self.patch_size
+        D, C = per_copy.shape[0], per_copy.shape[-1]
+        kernel = per_copy.new_zeros(D, ph + 2 * sh, pw + 2 * sw, C)
+        kernel[:, sh:sh + ph, sw:sw + pw] += per_copy[:, :, :, 0]  # the unshifted copy sits in the centre
         for k, (dy, dx) in enumerate(self.offsets, start=1):
             oy, ox = (1 + dy) * sh, (1 + dx) * sw
-            kernel = kernel + F.pad(per_copy[..., k, :, :], (ox, 2 * sw - ox, oy, 2 * sh - oy))
+            kernel[:, oy:oy + ph, ox:ox + pw] += per_copy[:, :, :, k]
         return kernel
 
     def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
@@ -191,8 +196,8 @@ class ShiftedPatchProjection(nn.Module):
             x = x.float()
             weight = self.weight.float()
             scaled = weight * self.norm.weight.float()  # W' = W diag(gamma)
-            kernel = self.fold_copies(scaled.view(self.embed_dim, ph, pw, self.num_copies, self.in_chans)
-                                      .permute(0, 4, 3, 1, 2))
+            kernel = self.fold_copies(scaled.view(self.embed_dim, ph, pw, self.num_copies, self.in_chans))
+            kernel = kernel.permute(0, 3, 1, 2)  # (D, C, P + 2s, P + 2s) with channels-last strides
             proj = F.conv2d(x, kernel, stride=self.patch_size, padding=self.shift)
             sums = torch.stack([x.sum(1), x.square().sum(1)], dim=1)
             moments = F.conv2d(sums, self.overlap_count.float(), stride=self.patch_size, padding=self.shift, groups=2)
@@ -205,8 +210,17 @@ class ShiftedPatchProjection(nn.Module):
             out = (proj - mean * scaled.sum(1).view(1, -1, 1, 1)) * rstd + offset.view(1, -1, 1, 1)
         return out.to(out_dtype)
 
+    def prefers_fused(self, x: torch.Tensor) -> bool:
+        """Cost rule between the two equal paths (measured on CPU, see README): the explicit path copies the input
+        ``copies`` times, the fused one rebuilds its kernel from the weight on every call. Training always gains
+        from the fused path (its backward is a convolution's); inference only once the copies outweigh the weight.
+        """
+        if torch.is_grad_enabled():
+            return True
+        return x.numel() * self.num_copies >= self.weight.numel()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.fused and not torch.jit.is_scripting():
+        if self.fused and not torch.jit.is_scripting() and self.prefers_fused(x):
             return self.forward_fused(x)
         return self.forward_explicit(x)
 

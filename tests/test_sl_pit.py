@@ -1,0 +1,113 @@
+import pytest
+import torch
+from torch import nn
+
+import timm
+from timm.layers import Attention
+from timm.models.pit import Pooling
+from timm_sl.layers import LocalitySelfAttention, ShiftedPatchEmbed
+from timm_sl.models.sl_pit import PointwisePooling, ShiftedTokenPooling
+
+BASE = dict(spt=False, lsa=False, spt_pool=False)
+
+
+@pytest.mark.parametrize('name,size,classes', [('sl_pit_32', 32, 100), ('sl_pit_64', 64, 200), ('sl_pit_xs', 224, 1000)])
+def test_forward_and_sl_parts(name, size, classes):
+    model = timm.create_model(name).eval()
+    out = model(torch.randn(2, 3, size, size))
+    assert out.shape == (2, classes) and torch.isfinite(out).all()
+    assert isinstance(model.patch_embed, ShiftedPatchEmbed)
+    attns = [b.attn for stage in model.transformers for b in stage.blocks]
+    assert len(attns) == 12 and all(isinstance(a, LocalitySelfAttention) for a in attns)
+    pools = [stage.pool for stage in model.transformers]
+    assert pools[0] is None and all(isinstance(p, ShiftedTokenPooling) for p in pools[1:])
+    assert {f'transformers.{s}.blocks.{b}.attn.temperature' for s, d in enumerate((2, 6, 4)) for b in range(d)} \
+        <= model.no_weight_decay()
+
+
+def test_spool_shapes_and_class_token():
+    pool = ShiftedTokenPooling(96, 192)
+    x, cls = torch.randn(2, 96, 16, 16), torch.randn(2, 1, 96)
+    out, cls_out = pool(x, cls)
+    assert out.shape == (2, 192, 8, 8) and cls_out.shape == (2, 1, 192)
+    torch.testing.assert_close(cls_out, pool.fc(cls))  # the class token only goes through its own Linear
+    # the class token never leaks into the map and vice versa
+    out2, _ = pool(x, torch.randn(2, 1, 96))
+    torch.testing.assert_close(out2, out)
+    odd, _ = pool(torch.randn(1, 96, 7, 7), cls[:1])
+    assert odd.shape == (1, 192, 4, 4)
+
+
+def test_stage_shapes_with_spool():
+    model = timm.create_model('sl_pit_64', features_only=True)
+    feats = model(torch.randn(1, 3, 64, 64))
+    assert [tuple(f.shape) for f in feats] == [(1, 96, 16, 16), (1, 192, 8, 8), (1, 384, 4, 4)]
+    vit = timm.create_model('sl_pit_64').eval()
+    final, inter = vit.forward_intermediates(torch.randn(1, 3, 64, 64))
+    assert final.shape == (1, 1, 384) and [t.shape[1] for t in inter] == [96, 192, 384]
+
+
+def _modules_by_name(model):
+    return {name: type(m) for name, m in model.named_modules() if name}
+
+
+def test_baseline_is_timm_pit_xs_exactly():
+    base = timm.create_model('sl_pit_xs', **BASE)
+    ref = timm.create_model('pit_xs_224')
+    assert _modules_by_name(base) == _modules_by_name(ref)
+    assert {k: v.shape for k, v in base.state_dict().items()} == {k: v.shape for k, v in ref.state_dict().items()}
+    base.load_state_dict(ref.state_dict())
+    x = torch.randn(1, 3, 224, 224)
+    torch.testing.assert_close(base.eval()(x), ref.eval()(x))
+
+
+def test_paper_baseline_pooling_is_depthwise_plus_pointwise():
+    base = timm.create_model('sl_pit_64', **BASE)
+    ref = timm.models.PoolingVisionTransformer(
+        img_size=64, patch_size=4, stride=4, base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=2,
+        num_classes=200)
+    pool = base.transformers[1].pool
+    assert type(pool) is PointwisePooling and isinstance(pool, Pooling)
+    assert pool.conv.groups == 96 and pool.conv.kernel_size == (3, 3) and pool.pw.kernel_size == (1, 1)
+    extra = set(base.state_dict()) - set(ref.state_dict())
+    assert extra == {f'transformers.{i}.pool.pw.{p}' for i in (1, 2) for p in ('weight', 'bias')}
+    assert all(type(b.attn) is Attention for s in base.transformers for b in s.blocks)
+
+
+def test_spt_stem_for_overlapping_pit_xs():
+    model = timm.create_model('sl_pit_xs')
+    assert model.patch_embed.patch_size == (8, 8) and model.patch_embed.proj.shift == (4, 4)
+    assert model.pos_embed.shape == (1, 96, 28, 28)
+    assert timm.create_model('sl_pit_xs', **BASE).pos_embed.shape == (1, 96, 27, 27)
+
+
+def test_w_o_spool_keeps_conv_pooling():
+    model = timm.create_model('sl_pit_64', spt_pool=False)
+    assert type(model.transformers[1].pool) is PointwisePooling
+    assert isinstance(model.patch_embed, ShiftedPatchEmbed)
+
+
+@pytest.mark.parametrize('kwargs,match', [
+    (dict(pool_layout='avg'), r"pool_layout='avg' is not supported; allowed: 'timm', 'pointwise'"),
+    (dict(spt_pool='yes'), r"spt_pool='yes' is invalid; allowed: True, False or None"),
+    (dict(shift_directions='x'), r"shift_directions='x' is not supported"),
+])
+def test_bad_kwargs(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        timm.create_model('sl_pit_32', **kwargs)
+
+
+def test_train_step_reaches_every_parameter():
+    model = timm.create_model('sl_pit_32', num_classes=5)
+    nn.functional.cross_entropy(model(torch.randn(2, 3, 32, 32)), torch.tensor([0, 3])).backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
+    assert missing == []
+
+
+def test_reset_classifier_keeps_sl_state():
+    model = timm.create_model('sl_pit_32')
+    with torch.no_grad():
+        model.transformers[2].blocks[0].attn.temperature.fill_(0.5)
+    model.reset_classifier(10)
+    assert model(torch.randn(1, 3, 32, 32)).shape == (1, 10)
+    assert torch.all(model.transformers[2].blocks[0].attn.temperature == 0.5)
