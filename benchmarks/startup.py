@@ -30,7 +30,8 @@ def main() -> int:
     code = "import sys; print(sorted(m for m in ('torch', 'timm', 'timm_sl') if m in sys.modules))"
     loaded = subprocess.run([sys.executable, '-c', code], env=armed, capture_output=True, text=True).stdout.strip()
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
-    print(f'python -c pass, median of {args.runs}: hook armed {med["armed"]:.1f} ms, disabled {med["disabled"]:.1f} ms, '
+    print(f'python -c pass, median of {args.runs}: hook armed {med["armed"]:.1f} ms, '
+          f'disabled {med["disabled"]:.1f} ms, '
           f'difference {med["armed"] - med["disabled"]:+.1f} ms')
     print(f'heavy modules imported at start-up: {loaded}')
     return 0

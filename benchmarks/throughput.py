@@ -78,7 +78,8 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
     """Time every variant of ``name`` in interleaved rounds; one row per non-baseline variant, relative to base."""
     device = torch.device(args.device)
     first = timm.create_model(name, **args.model_kwargs)
-    models = {key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
+    models = {
+        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
     size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     batch = torch.randn(args.batch_size, *size, device=device)
     steps = {}
@@ -149,8 +150,12 @@ def main(argv: List[str] = None) -> int:
         for mode in args.modes:
             for row in bench_model(name, mode, args):
                 rows.append(row)
-                print(f"{name} {row['variant']} {mode}: ratio to base = {row['ratio']:.3f}", file=sys.stderr, flush=True)
-    device = torch.cuda.get_device_name() if args.device.startswith('cuda') else f'CPU, {torch.get_num_threads()} threads'
+                print(f"{name} {row['variant']} {mode}: ratio to base = {row['ratio']:.3f}",
+                      file=sys.stderr, flush=True)
+    if args.device.startswith('cuda'):
+        device = torch.cuda.get_device_name()
+    else:
+        device = f'CPU, {torch.get_num_threads()} threads'
     print(f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}')
     print(to_markdown(rows))
     if args.csv:

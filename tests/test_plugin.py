@@ -3,7 +3,6 @@ import importlib.metadata
 import os
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -23,7 +22,8 @@ def test_entry_point_is_declared():
 
 
 def test_fresh_interpreter_creates_sl_model_without_import():
-    out = _run("import timm; m = timm.create_model('sl_vit_32'); print(type(m).__name__, len(timm.list_models('sl_*')))")
+    code = "import timm; m = timm.create_model('sl_vit_32'); print(type(m).__name__, len(timm.list_models('sl_*')))"
+    out = _run(code)
     name, count = out.split()
     assert name == 'SlVisionTransformer' and int(count) >= 3
 

@@ -11,7 +11,8 @@ from timm_sl.models.sl_pit import PointwisePooling, ShiftedTokenPooling
 BASE = dict(spt=False, lsa=False, spt_pool=False)
 
 
-@pytest.mark.parametrize('name,size,classes', [('sl_pit_32', 32, 100), ('sl_pit_64', 64, 200), ('sl_pit_xs', 224, 1000)])
+@pytest.mark.parametrize('name,size,classes', [
+    ('sl_pit_32', 32, 100), ('sl_pit_64', 64, 200), ('sl_pit_xs', 224, 1000)])
 def test_forward_and_sl_parts(name, size, classes):
     model = timm.create_model(name).eval()
     out = model(torch.randn(2, 3, size, size))

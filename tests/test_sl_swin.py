@@ -10,7 +10,8 @@ from timm_sl.models.sl_swin import LocalityWindowAttention
 BASE = dict(spt=False, lsa=False, spt_pool=False)
 
 
-@pytest.mark.parametrize('name,size,classes', [('sl_swin_32', 32, 100), ('sl_swin_64', 64, 200), ('sl_swin_t', 224, 1000)])
+@pytest.mark.parametrize('name,size,classes', [
+    ('sl_swin_32', 32, 100), ('sl_swin_64', 64, 200), ('sl_swin_t', 224, 1000)])
 def test_forward_and_sl_parts(name, size, classes):
     model = timm.create_model(name).eval()
     out = model(torch.randn(2, 3, size, size))
@@ -139,3 +140,9 @@ def test_train_step_reaches_every_parameter():
     nn.functional.cross_entropy(model(torch.randn(2, 3, 32, 32)), torch.tensor([0, 3])).backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
     assert missing == []
+
+
+def test_dynamic_image_size():
+    model = timm.create_model('sl_swin_32', strict_img_size=False).eval()
+    assert model(torch.randn(1, 3, 48, 48)).shape == (1, 100)
+    assert model(torch.randn(1, 3, 32, 32)).shape == (1, 100)

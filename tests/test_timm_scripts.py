@@ -45,7 +45,7 @@ def _run(args, cwd):
 
 
 @needs_repo
-def test_train_validate_benchmark_sl_vit_32(tmp_path):
+def test_train_and_validate_sl_vit_32(tmp_path):
     data = _image_folder(tmp_path / 'data')
     out = tmp_path / 'output'
     log = _run([
@@ -69,8 +69,12 @@ def test_train_validate_benchmark_sl_vit_32(tmp_path):
     ], cwd=tmp_path)
     assert "'top1'" in log or 'top1' in log
 
+
+@needs_repo
+@pytest.mark.parametrize('model', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32'])
+def test_benchmark_script(model, tmp_path):
     log = _run([
-        str(Path(TIMM_REPO) / 'benchmark.py'), '--model', 'sl_vit_32', '--bench', 'both', '--batch-size', '4',
+        str(Path(TIMM_REPO) / 'benchmark.py'), '--model', model, '--bench', 'both', '--batch-size', '4',
         '--num-warm-iter', '1', '--num-bench-iter', '5', '--device', 'cpu',
     ], cwd=tmp_path)
     assert 'infer_samples_per_sec' in log and 'train_samples_per_sec' in log

@@ -204,7 +204,7 @@ class ShiftedPatchProjection(nn.Module):
             moments = moments / self.patch_dim
             mean, sq_mean = moments[:, :1], moments[:, 1:]
             rstd = torch.rsqrt((sq_mean - mean.square()).clamp_min(0) + self.norm.eps)
-            offset = weight @ self.norm.bias.float()
+            offset = (weight * self.norm.bias.float()).sum(1)  # W beta; no matmul-by-vector (fvcore cannot count it)
             if self.bias is not None:
                 offset = offset + self.bias.float()
             out = (proj - mean * scaled.sum(1).view(1, -1, 1, 1)) * rstd + offset.view(1, -1, 1, 1)

@@ -19,11 +19,12 @@ With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly it
 state-dict keys and parameter count.
 """
 from dataclasses import asdict, dataclass, fields
+from functools import partial
 from typing import Any, Dict, Optional, Tuple, Type
 
 from timm.layers import Attention
 
-from ..layers import LocalitySelfAttention, check_shift_ratio, check_temp_ratio, shift_offsets
+from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, check_shift_ratio, check_temp_ratio, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'check_bool', 'check_optional_bool']
 
@@ -90,6 +91,14 @@ class SlArgs:
 
     def spt_kwargs(self) -> Dict[str, Any]:
         return dict(shift_ratio=self.shift_ratio, shift_directions=self.shift_directions)
+
+    def inject_embed_layer(self, model_kwargs: Dict[str, Any], **embed_kwargs: Any) -> None:
+        """With ``spt``, set a backbone's ``embed_layer`` kwarg to :class:`ShiftedPatchEmbed` (in place)."""
+        if not self.spt:
+            return
+        if 'embed_layer' in model_kwargs:
+            raise ValueError('embed_layer cannot be combined with spt=True (SPT is the embed layer); pass spt=False.')
+        model_kwargs['embed_layer'] = partial(ShiftedPatchEmbed, **self.spt_kwargs(), **embed_kwargs)
 
     def ablation_tag(self) -> str:
         """Paper-style name of this configuration: 'base', 'S', 'L', 'T', 'M', 'SL', 'ST', 'SM' (+ temperature)."""

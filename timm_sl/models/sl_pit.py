@@ -83,7 +83,8 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         sl_args = SlArgs.pop_from(kwargs)
         check_optional_bool('spt_pool', spt_pool)
         if pool_layout not in POOL_LAYOUTS:
-            raise ValueError(f'pool_layout={pool_layout!r} is not supported; allowed: {", ".join(map(repr, POOL_LAYOUTS))}.')
+            allowed = ', '.join(map(repr, POOL_LAYOUTS))
+            raise ValueError(f'pool_layout={pool_layout!r} is not supported; allowed: {allowed}.')
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool

@@ -11,17 +11,15 @@ temperature) + shifted-window mask, ``-inf`` on the window's diagonal, softmax; 
 ``F.scaled_dot_product_attention`` as one mask. A token whose shifted-window region holds only itself keeps its
 self-relation (otherwise its row would be all ``-inf``).
 """
-from functools import partial
 from typing import Any, Dict, Optional, Set
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAttention, checkpoint_filter_fn
 
-from ..layers import LsaMixin, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
+from ..layers import LsaMixin, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._sl_args import SlArgs, check_optional_bool
 
@@ -125,10 +123,7 @@ class SlSwinTransformer(SwinTransformer):
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
         sl_args = SlArgs.pop_from(kwargs)
         check_optional_bool('spt_pool', spt_pool)
-        if sl_args.spt:
-            if 'embed_layer' in kwargs:
-                raise ValueError('embed_layer cannot be combined with spt=True (SPT is the embed layer); pass spt=False.')
-            kwargs['embed_layer'] = partial(ShiftedPatchEmbed, post_norm=False, **sl_args.spt_kwargs())
+        sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool

@@ -5,7 +5,6 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 The backbone is timm's own ``VisionTransformer``; SPT enters as its ``embed_layer`` and LSA as its ``attn_layer``.
 With ``spt=False, lsa=False`` the model is timm's ViT of the same configuration, module for module.
 """
-from functools import partial
 from typing import Any, Dict, Set
 
 import torch
@@ -32,10 +31,7 @@ class SlVisionTransformer(VisionTransformer):
 
     def __init__(self, **kwargs: Any) -> None:
         sl_args = SlArgs.pop_from(kwargs)
-        if sl_args.spt:
-            if 'embed_layer' in kwargs:
-                raise ValueError('embed_layer cannot be combined with spt=True (SPT is the embed layer); pass spt=False.')
-            kwargs['embed_layer'] = partial(ShiftedPatchEmbed, **sl_args.spt_kwargs())
+        sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
                 raise ValueError('attn_layer cannot be combined with LSA; pass lsa=False to use your own attention.')
