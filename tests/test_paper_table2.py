@@ -10,6 +10,8 @@ BASE = dict(spt=False, lsa=False, spt_pool=False)
 ROWS = [
     ('sl_vit_64', dict(spt=False, lsa=False), 189.8, 2.8),
     ('sl_vit_64', {}, 199.2, 2.9),
+    ('sl_cait_64', dict(spt=False, lsa=False), 613.8, 9.1),
+    ('sl_cait_64', {}, 623.3, 9.2),
     ('sl_pit_64', BASE, 279.2, 7.1),
     ('sl_pit_64', dict(spt_pool=False), 280.4, 7.1),
     ('sl_pit_64', {}, 322.9, 8.7),

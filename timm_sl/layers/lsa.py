@@ -105,14 +105,14 @@ class LsaMixin:
             self.temperature.fill_(self.init_temperature)
 
     @classmethod
-    def configured(cls, diag_mask: bool = True, learn_temp: bool = True, temp_ratio: float = 1.0) -> type:
-        """A subclass whose constructor defaults are these LSA switches.
+    def configured(cls, **defaults: Any) -> type:
+        """A subclass whose constructor defaults are ``defaults`` (the LSA switches, a head dim, ...).
 
-        timm's ``Block`` builds its attention from a class (it calls ``issubclass`` on it), so a ``functools.partial``
-        cannot be passed as ``attn_layer``. The subclass keeps this class's name and only binds defaults, so
-        instances pickle (as this class) and script like the base class.
+        timm's blocks build their attention from a class (``Block`` calls ``issubclass`` on it), so a
+        ``functools.partial`` cannot be passed as ``attn_layer``. The subclass keeps this class's name and only binds
+        defaults, so instances pickle (as this class) and script like the base class.
         """
-        return _configured_lsa(cls, bool(diag_mask), bool(learn_temp), float(temp_ratio))
+        return _configured_lsa(cls, tuple(sorted(defaults.items())))
 
     def scaled_qkv_params(
             self,
@@ -249,8 +249,8 @@ def _new_instance(cls: type) -> object:
 
 
 @functools.lru_cache(maxsize=None)
-def _configured_lsa(base: type, diag_mask: bool, learn_temp: bool, temp_ratio: float):
-    defaults = dict(diag_mask=diag_mask, learn_temp=learn_temp, temp_ratio=temp_ratio)
+def _configured_lsa(base: type, items: Tuple[Tuple[str, Any], ...]):
+    defaults = dict(items)
 
     def __init__(self, *args, **kwargs):
         base.__init__(self, *args, **{**defaults, **kwargs})

@@ -3,3 +3,4 @@ from ._sl_args import SL_ARG_NAMES, SlArgs
 from .sl_vit import SlVisionTransformer
 from .sl_pit import SlPoolingVisionTransformer
 from .sl_swin import SlSwinTransformer
+from .sl_cait import SlCait

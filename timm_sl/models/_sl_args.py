@@ -82,23 +82,26 @@ class SlArgs:
         """False when attention is exactly the baseline's (no mask, no learned or changed temperature)."""
         return self.diag_mask or self.learn_temp or self.lsa_temp_ratio != 1.0
 
+    def lsa_kwargs(self) -> Dict[str, Any]:
+        return dict(diag_mask=self.diag_mask, learn_temp=self.learn_temp, temp_ratio=self.lsa_temp_ratio)
+
     def attn_layer(self, base: Type[Attention] = Attention,
                    lsa_cls: Type[LocalitySelfAttention] = LocalitySelfAttention) -> Type[Attention]:
         """The attention class to build blocks with: ``base`` for the baseline, a configured LSA class otherwise."""
         if not self.uses_lsa_layer:
             return base
-        return lsa_cls.configured(diag_mask=self.diag_mask, learn_temp=self.learn_temp, temp_ratio=self.lsa_temp_ratio)
+        return lsa_cls.configured(**self.lsa_kwargs())
 
     def spt_kwargs(self) -> Dict[str, Any]:
         return dict(shift_ratio=self.shift_ratio, shift_directions=self.shift_directions)
 
-    def inject_embed_layer(self, model_kwargs: Dict[str, Any], **embed_kwargs: Any) -> None:
-        """With ``spt``, set a backbone's ``embed_layer`` kwarg to :class:`ShiftedPatchEmbed` (in place)."""
+    def inject_embed_layer(self, model_kwargs: Dict[str, Any], key: str = 'embed_layer', **embed_kwargs: Any) -> None:
+        """With ``spt``, set a backbone's patch-embedding kwarg ``key`` to :class:`ShiftedPatchEmbed` (in place)."""
         if not self.spt:
             return
-        if 'embed_layer' in model_kwargs:
-            raise ValueError('embed_layer cannot be combined with spt=True (SPT is the embed layer); pass spt=False.')
-        model_kwargs['embed_layer'] = partial(ShiftedPatchEmbed, **self.spt_kwargs(), **embed_kwargs)
+        if key in model_kwargs:
+            raise ValueError(f'{key} cannot be combined with spt=True (SPT is the patch embedding); pass spt=False.')
+        model_kwargs[key] = partial(ShiftedPatchEmbed, **self.spt_kwargs(), **embed_kwargs)
 
     def ablation_tag(self) -> str:
         """Paper-style name of this configuration: 'base', 'S', 'L', 'T', 'M', 'SL', 'ST', 'SM' (+ temperature)."""
