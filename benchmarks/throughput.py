@@ -125,7 +125,8 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--models', nargs='+', default=['sl_vit_32', 'sl_vit_tiny', 'sl_pit_64', 'sl_swin_64'])
+    p.add_argument('--models', nargs='+', default=[
+        'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('--batch-size', type=int, default=32)
     p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')

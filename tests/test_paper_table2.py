@@ -12,6 +12,10 @@ ROWS = [
     ('sl_vit_64', {}, 199.2, 2.9),
     ('sl_cait_64', dict(spt=False, lsa=False), 613.8, 9.1),
     ('sl_cait_64', {}, 623.3, 9.2),
+    ('sl_t2t_64', dict(spt=False, lsa=False), 643.0, 6.7),
+    # The paper prints 7.1 M for SL-T2T; the authors' code builds 6.70 M (657.6 M MACs) for it, counted by
+    # instantiating their T2T_ViT(img_size=64, is_SPT=True, is_LSA=True). The MACs agree with the paper's 671.4.
+    ('sl_t2t_64', {}, 671.4, 6.70),
     ('sl_pit_64', BASE, 279.2, 7.1),
     ('sl_pit_64', dict(spt_pool=False), 280.4, 7.1),
     ('sl_pit_64', {}, 322.9, 8.7),

@@ -5,4 +5,5 @@ happens by itself when ``timm`` is imported (see ``_timm_sl_autoload``), so ``im
 """
 from .version import __version__
 from .layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchProjection
-from .models import SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlVisionTransformer
+from .models import (
+    SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlT2T, SlVisionTransformer)

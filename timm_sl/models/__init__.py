@@ -4,3 +4,4 @@ from .sl_vit import SlVisionTransformer
 from .sl_pit import SlPoolingVisionTransformer
 from .sl_swin import SlSwinTransformer
 from .sl_cait import SlCait
+from .sl_t2t import SlT2T
