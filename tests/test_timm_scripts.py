@@ -71,7 +71,7 @@ def test_train_and_validate_sl_vit_32(tmp_path):
 
 
 @needs_repo
-@pytest.mark.parametrize('model', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32'])
+@pytest.mark.parametrize('model', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32', 'sl_cait_32', 'sl_t2t_32'])
 def test_benchmark_script(model, tmp_path):
     log = _run([
         str(Path(TIMM_REPO) / 'benchmark.py'), '--model', model, '--bench', 'both', '--batch-size', '4',
