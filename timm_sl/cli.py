@@ -41,6 +41,37 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    import statistics
+    from timm_sl.demo import plot_curves, run_demo
+
+    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, batch_size=args.batch_size, lr=args.lr,
+                       model_kwargs=args.model_kwargs, limit=args.limit)
+    sl, base = results
+    print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
+          f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
+    rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
+    print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
+
+    def spread(values):
+        return f'{statistics.fmean(values):.2f}' + (f' +- {statistics.stdev(values):.2f}' if len(values) > 1 else '')
+    print()
+    print(_format_table(['model', 'kwargs', 'best top-1', 'train img/s', 'params (M)'], [
+        [r.name, ' '.join(f'{k}={v}' for k, v in r.kwargs.items()) or '-', spread(r.best),
+         f'{statistics.fmean(r.train_img_s):.1f}', f'{r.params / 1e6:.2f}'] for r in results]))
+    plot_curves({f'SL ({args.model})': sl.mean_curve, 'baseline': base.mean_curve}, args.out,
+                title=f'{args.model} vs baseline on digits')
+    print(f'\nlearning curves: {args.out}')
+    return 0
+
+
+def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
+    from timm_sl.tools import prepare_tiny_imagenet_val
+    counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
+    print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog='timm-sl', description='SPT + LSA vision transformers for timm.')
     sub = parser.add_subparsers(dest='command', required=True)
@@ -48,7 +79,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--filter', default='sl_*', help='model name pattern (default: sl_*)')
     p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off')
     p.set_defaults(func=cmd_list)
+
+    from timm.utils import ParseKwargs
+    p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
+    p.add_argument('--model', default='sl_vit_32', help='sl_ model (default: sl_vit_32)')
+    p.add_argument('--epochs', type=_positive_int, default=10)
+    p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
+    p.add_argument('--batch-size', type=_positive_int, default=64)
+    p.add_argument('--lr', type=float, default=1e-3)
+    p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='e.g. depth=6 lsa_mask=False')
+    p.add_argument('--out', default='sl_demo.png', help='PNG of the learning curves (default: sl_demo.png)')
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")
+    p.add_argument('root', help='the folder holding train/ and val/')
+    p.add_argument('--copy', action='store_true', help='copy instead of move')
+    p.set_defaults(func=cmd_prepare_tiny_imagenet)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
+    return value
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -146,8 +146,9 @@ class ShiftedPatchProjection(nn.Module):
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
         # how many copies see each pixel of a (P + 2s) window: the LayerNorm statistics kernel of the fused path
         ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
-        count = self.fold_copies(ones).permute(0, 3, 1, 2)  # (1, 1, P + 2s, P + 2s)
-        self.register_buffer('overlap_count', count.expand(2, -1, -1, -1).clone(), persistent=False)
+        count = self.fold_copies(ones)[0, :, :, 0]  # (P + 2s, P + 2s)
+        # plain contiguous strides: DDP's buffer broadcast rejects the odd (but contiguous) strides of a permute
+        self.register_buffer('overlap_count', count.expand(2, 1, -1, -1).contiguous(), persistent=False)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
