@@ -111,6 +111,30 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
     return rows
 
 
+def timm_benchmark_table(args: argparse.Namespace) -> str:
+    """Run timm's benchmark.py on every variant (``--model-kwargs`` carries the switches) and tabulate the ratios."""
+    import json
+    import subprocess
+    lines = ['| model | variant | infer img/s | train img/s | infer ratio | train ratio |', '|---|---|---|---|---|---|']
+    for name in args.models:
+        model_cls = type(timm.create_model(name, **args.model_kwargs))
+        rates = {}
+        for key, kwargs in variants_of(model_cls).items():
+            kv = [f'{k}={v}' for k, v in {**args.model_kwargs, **kwargs}.items()]
+            cmd = [sys.executable, args.timm_benchmark, '--model', name, '--bench', 'both', '-b', str(args.batch_size),
+                   '--device', args.device, '--num-bench-iter', str(max(5, args.iters * args.repeats)),
+                   '--num-warm-iter', str(args.warmup)] + (['--model-kwargs', *kv] if kv else [])
+            if args.amp:
+                cmd.append('--amp')
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            result = json.loads(out[out.index('{', out.index('--result')):])
+            rates[key] = (result['infer_samples_per_sec'], result['train_samples_per_sec'])
+        for key, (infer, train) in rates.items():
+            lines.append(f"| {name} | {key} | {infer:.1f} | {train:.1f} | {infer / rates['base'][0]:.3f} | "
+                         f"{train / rates['base'][1]:.3f} |")
+    return '\n'.join(lines)
+
+
 def to_markdown(rows: List[Dict[str, object]]) -> str:
     lines = ['| model | variant | mode | batch | input | img/s | base img/s | ratio to base (median, min-max) | '
              'MACs ratio |', '|---|---|---|---|---|---|---|---|---|']
@@ -138,6 +162,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--threads', type=int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
     p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
+    p.add_argument('--markdown', default=None, help='also write the table to this Markdown file')
+    p.add_argument('--plot', default=None, help='also draw the ratios to this PNG file')
+    p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY',
+                   help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     return p.parse_args(argv)
 
 
@@ -157,8 +185,21 @@ def main(argv: List[str] = None) -> int:
         device = torch.cuda.get_device_name()
     else:
         device = f'CPU, {torch.get_num_threads()} threads'
-    print(f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}')
-    print(to_markdown(rows))
+    header = f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}'
+    table = to_markdown(rows)
+    print(header)
+    print(table)
+    if args.timm_benchmark:
+        print('\nThe same variants through timm\'s benchmark.py (one run each, no interleaving):')
+        print(timm_benchmark_table(args))
+    if args.markdown:
+        with open(args.markdown, 'w') as f:
+            f.write(header + '\n\n' + table + '\n')
+    if args.plot:
+        from timm_sl.plot import plot_ratios
+        plot_ratios([f"{r['model']} {r['variant']} {r['mode']}" for r in rows], [r['ratio'] for r in rows],
+                    [r['ratio_min'] for r in rows], [r['ratio_max'] for r in rows], [r['macs_ratio'] for r in rows],
+                    args.plot, title=header)
     if args.csv:
         with open(args.csv, 'w', newline='') as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -2,7 +2,8 @@ import pytest
 from PIL import Image
 
 from timm_sl.cli import main
-from timm_sl.demo import load_digits_split, plot_curves
+from timm_sl.demo import load_digits_split
+from timm_sl.plot import plot_curves
 
 pytest.importorskip('sklearn')
 

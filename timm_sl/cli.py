@@ -23,9 +23,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not names:
         print(f'no sl_ model matches {args.filter!r}', file=sys.stderr)
         return 1
+    from timm_sl.paper import TABLE2
+
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     if args.baseline:
-        header[3:3] = ['base params (M)', 'base MACs (M)']
+        header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
     rows = []
     for name in names:
         model = timm.create_model(name)
@@ -35,7 +37,9 @@ def cmd_list(args: argparse.Namespace) -> int:
                'x'.join(str(s) for s in cfg['input_size']), str(cfg['num_classes']), ', '.join(tags) or '-']
         if args.baseline:
             base = timm.create_model(name, **type(model).baseline_kwargs)
-            row[3:3] = [f'{count_params(base) / 1e6:.2f}', f'{count_macs(base) / 1e6:.1f}']
+            paper = TABLE2.get(name)
+            paper_text = f"{paper['sl'][0]}/{paper['sl'][1]} ; {paper['base'][0]}/{paper['base'][1]}" if paper else '-'
+            row[3:3] = [f'{count_params(base) / 1e6:.2f}', f'{count_macs(base) / 1e6:.1f}', paper_text]
         rows.append(row)
     print(_format_table(header, rows))
     return 0
@@ -43,7 +47,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import statistics
-    from timm_sl.demo import plot_curves, run_demo
+    from timm_sl.demo import run_demo
+    from timm_sl.plot import plot_curves
 
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, batch_size=args.batch_size, lr=args.lr,
                        model_kwargs=args.model_kwargs, limit=args.limit)

@@ -1,4 +1,3 @@
 """The embedded demo: an SL model and its baseline trained from scratch on scikit-learn's handwritten digits."""
 from .digits import DigitsDataset, load_digits_split
-from .plot import plot_curves
 from .train import DemoResult, run_demo

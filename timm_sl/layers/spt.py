@@ -112,7 +112,7 @@ class ShiftedPatchProjection(nn.Module):
       convolutions of the channel sums of ``x`` and ``x**2`` with the copies' overlap-count kernel, and
       ``LN`` then ``Linear`` is ``rstd * (conv - mean * sum_f W'[:, f]) + (W beta + b)``. It runs in float32 (also
       under autocast: the mean subtraction cancels digits), and is used unless timm's exportable mode is on or the
-      module is being scripted; in inference it is chosen per call by :meth:`prefers_fused`.
+      module is being scripted; otherwise it is chosen per call by :meth:`prefers_fused`.
     """
 
     def __init__(
@@ -213,11 +213,10 @@ class ShiftedPatchProjection(nn.Module):
 
     def prefers_fused(self, x: torch.Tensor) -> bool:
         """Cost rule between the two equal paths (measured on CPU, see README): the explicit path copies the input
-        ``copies`` times, the fused one rebuilds its kernel from the weight on every call. Training always gains
-        from the fused path (its backward is a convolution's); inference only once the copies outweigh the weight.
+        ``copies`` times, the fused one rebuilds its kernel from the weight on every call, so the fused path is taken
+        once the copies outweigh the weight (large images, big batches), the explicit one for small token maps at
+        small batch (e.g. Spool's last merge at batch 8).
         """
-        if torch.is_grad_enabled():
-            return True
         return x.numel() * self.num_copies >= self.weight.numel()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,9 +1,9 @@
-"""Learning curves as a PNG drawn with Pillow (no plotting library needed)."""
+"""Charts as PNG drawn with Pillow (no plotting library needed): learning curves and ratio bars."""
 from typing import Dict, List, Sequence
 
 from PIL import Image, ImageDraw
 
-__all__ = ['plot_curves']
+__all__ = ['plot_curves', 'plot_ratios']
 
 _COLORS = [(214, 39, 40), (31, 119, 180), (44, 160, 44), (255, 127, 14), (148, 103, 189), (140, 86, 75)]
 
@@ -48,4 +48,39 @@ def plot_curves(curves: Dict[str, Sequence[float]], path: str, title: str = '', 
     draw.text((8, top - 28), y_label, fill='black')
     if title:
         draw.text((left + plot_w // 2 - 4 * len(title) // 2, 10), title, fill='black')
+    img.save(path)
+
+
+def plot_ratios(labels: Sequence[str], medians: Sequence[float], lows: Sequence[float], highs: Sequence[float],
+                references: Sequence[float], path: str, title: str = '', size=(820, 0)) -> None:
+    """Horizontal bars of throughput ratios (median, min-max whisker) with a marker at a reference (MACs) ratio."""
+    row_h, left, right, top = 26, 260, 30, 50
+    width = size[0]
+    height = top + row_h * len(labels) + 60
+    img = Image.new('RGB', (width, height), 'white')
+    draw = ImageDraw.Draw(img)
+    x_max = max([1.05] + list(highs) + list(references))
+    plot_w = width - left - right
+
+    def to_x(value: float) -> float:
+        return left + plot_w * value / x_max
+
+    for k in range(int(x_max / 0.2) + 1):  # grid every 0.2
+        x = to_x(0.2 * k)
+        draw.line([x, top - 5, x, top + row_h * len(labels)], fill=(225, 225, 225))
+        draw.text((x - 8, top + row_h * len(labels) + 6), f'{0.2 * k:.1f}', fill='black')
+    draw.line([to_x(1.0), top - 5, to_x(1.0), top + row_h * len(labels)], fill='black')
+    for i, (label, med, lo, hi, ref) in enumerate(zip(labels, medians, lows, highs, references)):
+        y = top + row_h * i + row_h // 2
+        draw.text((8, y - 6), label, fill='black')
+        draw.rectangle([left, y - 8, to_x(med), y + 8], fill=_COLORS[1])
+        draw.line([to_x(lo), y, to_x(hi), y], fill='black', width=2)
+        draw.line([to_x(ref), y - 10, to_x(ref), y + 10], fill=_COLORS[0], width=3)
+    legend_y = height - 28
+    draw.rectangle([left, legend_y, left + 20, legend_y + 12], fill=_COLORS[1])
+    draw.text((left + 26, legend_y), 'throughput ratio to baseline (median; whisker: min-max)', fill='black')
+    draw.line([left + 420, legend_y - 2, left + 420, legend_y + 14], fill=_COLORS[0], width=3)
+    draw.text((left + 428, legend_y), 'MACs ratio', fill='black')
+    if title:
+        draw.text((left, 14), title, fill='black')
     img.save(path)
