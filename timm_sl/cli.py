@@ -70,6 +70,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from timm_sl.hub import export_checkpoint
+    out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
+                                    summary=args.summary, dataset=args.dataset)
+    print(f'exported {args.checkpoint} ({source} weights) as {args.model} to {out}: '
+          f'{", ".join(sorted(p.name for p in out.iterdir()))}')
+    return 0
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from timm_sl.hub import push_folder
+    try:
+        url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
+    except (RuntimeError, FileNotFoundError) as e:
+        print(f'timm-sl push: {e}', file=sys.stderr)
+        return 1
+    print(f'pushed {args.folder} to {args.repo_id}: {url}')
+    return 0
+
+
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_val
     counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
@@ -96,6 +116,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', default='sl_demo.png', help='PNG of the learning curves (default: sl_demo.png)')
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser(
+        'export', help='write a Hub-ready folder (safetensors, config.json, card) from a train.py checkpoint')
+    p.add_argument('checkpoint', help="train.py checkpoint (EMA weights are used when present)")
+    p.add_argument('--model', required=True, help='sl_ model name the checkpoint was trained as')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='as given to train.py')
+    p.add_argument('--out', required=True, help='output folder')
+    p.add_argument('--summary', default=None, help="train.py's summary.csv, for the card's metrics")
+    p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet')
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser('push', help='upload an exported folder to the Hugging Face Hub')
+    p.add_argument('folder')
+    p.add_argument('--repo-id', required=True, help='ORG/NAME')
+    p.add_argument('--private', action='store_true')
+    p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
+    p.set_defaults(func=cmd_push)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")
     p.add_argument('root', help='the folder holding train/ and val/')

@@ -13,7 +13,7 @@ from timm.layers import resample_abs_pos_embed
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
-from ..layers import ShiftedPatchEmbed, lsa_no_weight_decay
+from ..layers import ShiftedPatchEmbed, adapt_spt_in_chans, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._sl_args import SlArgs
 
@@ -45,14 +45,16 @@ class SlVisionTransformer(VisionTransformer):
 
 
 def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlVisionTransformer) -> Dict[str, torch.Tensor]:
-    """Adapt a checkpoint to ``model``: unwrap ``model`` / ``state_dict`` containers, resample the position embedding.
+    """Adapt a checkpoint to ``model``: unwrap ``model`` / ``state_dict`` containers, resample the position embedding,
+    adapt the SPT projection to another input-channel count.
 
     Baseline models (``spt=False``) use timm's ViT filter unchanged, so timm's ViT checkpoints load into them.
     """
     if not isinstance(model.patch_embed, ShiftedPatchEmbed):
         return vit_checkpoint_filter_fn(state_dict, model)
     state_dict = state_dict.get('model', state_dict)
-    state_dict = state_dict.get('state_dict', state_dict)
+    state_dict = dict(state_dict.get('state_dict', state_dict))
+    adapt_spt_in_chans(state_dict, 'patch_embed.proj.', model.patch_embed.proj)
     out_dict = {}
     for k, v in state_dict.items():
         if k == 'pos_embed' and model.pos_embed is not None and v.shape != model.pos_embed.shape:

@@ -1,0 +1,163 @@
+"""Export -> local-dir / offline hf-hub load round trips, adaptation on load, and clear errors."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import timm
+from timm_sl.cli import main
+from timm_sl.hub import export_checkpoint, load_training_checkpoint, push_folder
+
+KWARGS = dict(depth=2, shift_directions='cardinal')
+
+
+@pytest.fixture(scope='module')
+def trained(tmp_path_factory):
+    """A train.py-style checkpoint (state_dict + state_dict_ema + args), its summary.csv and args.yaml."""
+    root = tmp_path_factory.mktemp('run')
+    torch.manual_seed(0)
+    model = timm.create_model('sl_vit_32', num_classes=7, **KWARGS).eval()
+    ema = {k: v + 0.01 * torch.randn_like(v) if v.is_floating_point() else v for k, v in model.state_dict().items()}
+    args = argparse.Namespace(model='sl_vit_32', epochs=3, lr=1e-3, opt='adamw', model_kwargs=KWARGS)
+    torch.save({'epoch': 2, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(), 'state_dict_ema': ema,
+                'args': args, 'metric': 61.5}, root / 'model_best.pth.tar')
+    (root / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+                                      '0,2.0,1.9,40.0,80.0\n1,1.5,1.4,61.5,92.25\n2,1.2,1.3,60.0,91.0\n')
+    (root / 'args.yaml').write_text('model: sl_vit_32\nepochs: 3\nlr: 0.001\n')
+    model.load_state_dict(ema)
+    return root, model
+
+
+def _export(trained, tmp_path):
+    root, _ = trained
+    return export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'export', model_kwargs=KWARGS,
+                             summary=root / 'summary.csv', dataset='cifar10')
+
+
+def test_export_folder_contents_and_card(trained, tmp_path):
+    out, source = _export(trained, tmp_path)
+    assert source == 'state_dict_ema'
+    assert {p.name for p in out.iterdir()} == {'model.safetensors', 'config.json', 'README.md'}
+    config = json.loads((out / 'config.json').read_text())
+    assert config['architecture'] == 'sl_vit_32' and config['num_classes'] == 7
+    assert config['model_args']['depth'] == 2 and config['model_args']['shift_directions'] == 'cardinal'
+    assert config['pretrained_cfg']['input_size'] == [3, 32, 32]
+    card = (out / 'README.md').read_text()
+    assert '| best top-1 (%) | 61.50 |' in card and '| top-5 at that epoch (%) | 92.25 |' in card
+    assert '| best epoch | 1 |' in card and '| epochs run | 3 |' in card
+    assert 'epochs: 3' in card and 'arXiv:2112.13492' in card and 'state_dict_ema' in card
+
+
+def test_local_dir_round_trip(trained, tmp_path):
+    out, _ = _export(trained, tmp_path)
+    _, model = trained
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(loaded(x), model(x), atol=1e-5, rtol=1e-5)
+
+
+def _offline_cache(folder: Path, cache: Path, repo: str = 'timm-sl/sl_vit_32.demo') -> None:
+    """The layout huggingface_hub keeps in HF_HUB_CACHE for a downloaded model repo."""
+    commit = 'a' * 40
+    base = cache / f'models--{repo.replace("/", "--")}'
+    snapshot = base / 'snapshots' / commit
+    snapshot.mkdir(parents=True)
+    for f in folder.iterdir():
+        shutil.copy(f, snapshot / f.name)
+    (base / 'refs').mkdir()
+    (base / 'refs' / 'main').write_text(commit)
+
+
+def test_hf_hub_round_trip_from_offline_cache_in_fresh_interpreter(trained, tmp_path):
+    out, _ = _export(trained, tmp_path)
+    _, model = trained
+    cache = tmp_path / 'hf_cache'
+    _offline_cache(out, cache)
+    x = torch.randn(2, 3, 32, 32)
+    torch.save({'x': x, 'y': model(x).detach()}, tmp_path / 'io.pt')
+    code = ("import torch, timm; io = torch.load(r'%s'); m = timm.create_model('hf-hub:timm-sl/sl_vit_32.demo', "
+            "pretrained=True).eval(); torch.testing.assert_close(m(io['x']), io['y'], atol=1e-5, rtol=1e-5); "
+            "print('ok')" % (tmp_path / 'io.pt'))
+    env = {k: v for k, v in os.environ.items() if k not in ('TIMM_SL_NO_AUTOLOAD', 'HF_HOME')}
+    env.update(HF_HUB_OFFLINE='1', HF_HUB_CACHE=str(cache))
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env)
+    assert result.stdout.strip() == 'ok', result.stderr[-2000:]
+
+
+def test_adaptation_on_load(trained, tmp_path):
+    out, _ = _export(trained, tmp_path)
+    _, model = trained
+    x = torch.randn(2, 3, 32, 32)
+    five = timm.create_model(f'local-dir:{out}', pretrained=True, num_classes=5).eval()
+    assert five(x).shape == (2, 5)
+    torch.testing.assert_close(five.forward_features(x), model.forward_features(x), atol=1e-5, rtol=1e-5)
+    big = timm.create_model(f'local-dir:{out}', pretrained=True, img_size=64).eval()
+    assert big.pos_embed.shape == (1, 257, 192) and big(torch.randn(1, 3, 64, 64)).shape == (1, 7)
+    grey = timm.create_model(f'local-dir:{out}', pretrained=True, in_chans=1).eval()
+    g = torch.randn(2, 1, 32, 32)  # a grey image as one channel == the same image replicated to RGB
+    torch.testing.assert_close(grey(g), model(g.expand(-1, 3, -1, -1)), atol=1e-4, rtol=1e-4)
+    assert timm.create_model(f'local-dir:{out}', pretrained=True, in_chans=4)(torch.randn(1, 4, 32, 32)).shape == (1, 7)
+
+
+def test_checkpoint_errors_name_the_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        load_training_checkpoint(tmp_path / 'nope.pth')
+    bad = tmp_path / 'corrupt.pth'
+    bad.write_bytes(b'not a checkpoint')
+    with pytest.raises(ValueError, match='corrupt.pth is not a readable torch checkpoint'):
+        load_training_checkpoint(bad)
+    empty = tmp_path / 'empty.pth'
+    torch.save({'epoch': 1}, empty)
+    with pytest.raises(ValueError, match='empty.pth holds no state dict'):
+        load_training_checkpoint(empty)
+
+
+def test_mismatched_architecture_is_named(trained, tmp_path):
+    root, _ = trained
+    with pytest.raises(ValueError, match=r'(?s)does not fit sl_vit_32 .*Missing key\(s\).*blocks\.2'):
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', model_kwargs=dict(depth=3))
+
+
+def test_truncated_safetensors_is_a_clear_error(trained, tmp_path):
+    out, _ = _export(trained, tmp_path)
+    data = (out / 'model.safetensors').read_bytes()
+    (out / 'model.safetensors').write_bytes(data[:len(data) // 2])
+    with pytest.raises(Exception, match='(?i)safetensor|incomplete|invalid|header|deserializ'):
+        timm.create_model(f'local-dir:{out}', pretrained=True)
+
+
+def test_cli_export_and_push_offline(trained, tmp_path, capsys, monkeypatch):
+    root, _ = trained
+    out = tmp_path / 'cli_export'
+    assert main(['export', str(root / 'model_best.pth.tar'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
+                 'shift_directions=cardinal', '--out', str(out), '--summary', str(root / 'summary.csv')]) == 0
+    assert 'state_dict_ema weights' in capsys.readouterr().out
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    assert main(['push', str(out), '--repo-id', 'timm-sl/nothing']) == 1
+    assert 'timm-sl push:' in capsys.readouterr().err
+    with pytest.raises(FileNotFoundError, match='missing config.json'):
+        push_folder(tmp_path, 'timm-sl/nothing')
+
+
+def test_warm_start_from_timm_vit():
+    from timm_sl.hub import warm_start
+    source_model = timm.create_model('vit_tiny_patch16_224', num_classes=10)
+    source = source_model.state_dict()
+    sl = timm.create_model('sl_vit_tiny', num_classes=10)
+    report = warm_start(sl, source)
+    state = sl.state_dict()
+    torch.testing.assert_close(state['blocks.3.attn.qkv.weight'], source['blocks.3.attn.qkv.weight'])
+    torch.testing.assert_close(state['head.weight'], source['head.weight'])
+    weight = state['patch_embed.proj.weight'].reshape(192, 16, 16, 5, 3)
+    torch.testing.assert_close(weight[:, :, :, 0, :], source['patch_embed.proj.weight'].permute(0, 2, 3, 1))
+    assert torch.all(weight[:, :, :, 1:, :] == 0) and torch.all(state['patch_embed.proj.norm.weight'] == 1)
+    assert report['not_mapped'] == sorted(f'blocks.{i}.attn.temperature' for i in range(12))
+    assert report['unused_source'] == []
+    # temperatures start at the source's fixed scale
+    assert torch.allclose(sl.blocks[0].attn.temperature, torch.full((3,), 64 ** -0.5))
