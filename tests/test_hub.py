@@ -161,3 +161,19 @@ def test_warm_start_from_timm_vit():
     assert report['unused_source'] == []
     # temperatures start at the source's fixed scale
     assert torch.allclose(sl.blocks[0].attn.temperature, torch.full((3,), 64 ** -0.5))
+
+
+@pytest.mark.parametrize('name,kwargs', [
+    ('sl_pit_32', {}), ('sl_swin_32', {}), ('sl_cait_32', dict(depth=2)), ('sl_t2t_32', dict(depth=2))])
+def test_every_family_round_trips_and_adapts(name, kwargs, tmp_path):
+    from timm.models import save_for_hf
+    model = timm.create_model(name, num_classes=7, **kwargs).eval()
+    save_for_hf(model, tmp_path, model_args=dict(num_classes=7, **kwargs), safe_serialization=True)
+    x = torch.randn(2, 3, 32, 32)
+    loaded = timm.create_model(f'local-dir:{tmp_path}', pretrained=True).eval()
+    torch.testing.assert_close(loaded(x), model(x), atol=1e-5, rtol=1e-5)
+    assert timm.create_model(f'local-dir:{tmp_path}', pretrained=True, num_classes=5).eval()(x).shape == (2, 5)
+    grey = timm.create_model(f'local-dir:{tmp_path}', pretrained=True, in_chans=1).eval()
+    assert torch.isfinite(grey(torch.randn(1, 1, 32, 32))).all()
+    big = timm.create_model(f'local-dir:{tmp_path}', pretrained=True, img_size=64).eval()
+    assert big(torch.randn(1, 3, 64, 64)).shape == (1, 7)

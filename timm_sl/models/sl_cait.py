@@ -20,10 +20,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn, checkpoint_filter_fn
+from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn, checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
+from ._filters import sl_filter
 from ._sl_args import SlArgs
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn']
@@ -168,7 +169,7 @@ def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
         SlCait,
         variant,
         pretrained,
-        pretrained_filter_fn=checkpoint_filter_fn,
+        pretrained_filter_fn=sl_filter(timm_filter_fn),
         feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
         **kwargs,
     )

@@ -20,10 +20,11 @@ from torch import nn
 
 from timm.layers import trunc_normal_
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn
+from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
+from ._filters import sl_filter
 from ._sl_args import SlArgs, check_optional_bool
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
@@ -132,7 +133,7 @@ def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlP
         SlPoolingVisionTransformer,
         variant,
         pretrained,
-        pretrained_filter_fn=checkpoint_filter_fn,
+        pretrained_filter_fn=sl_filter(timm_filter_fn),
         feature_cfg=dict(feature_cls='hook', out_indices=out_indices),
         **kwargs,
     )

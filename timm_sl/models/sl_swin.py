@@ -17,10 +17,12 @@ import torch
 import torch.nn.functional as F
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAttention, checkpoint_filter_fn
+from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAttention
+from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LsaMixin, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
+from ._filters import sl_filter
 from ._sl_args import SlArgs, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention']
@@ -150,7 +152,7 @@ def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
         SlSwinTransformer,
         variant,
         pretrained,
-        pretrained_filter_fn=checkpoint_filter_fn,
+        pretrained_filter_fn=sl_filter(timm_filter_fn),
         feature_cfg=dict(flatten_sequential=True, out_indices=out_indices),
         **kwargs,
     )

@@ -26,7 +26,7 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg
 from ._sl_args import SlArgs
-from .sl_vit import checkpoint_filter_fn
+from ._filters import adapt_sl_state_dict, unwrap_state_dict
 
 __all__ = ['SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
 
@@ -263,6 +263,37 @@ class SlT2T(VisionTransformer):
     def no_weight_decay(self) -> Set[str]:
         # the position embedding is a fixed buffer here, not a parameter
         return (super().no_weight_decay() - {'pos_embed'}) | lsa_no_weight_decay(self)
+
+
+def _adapt_channel_axis(value: torch.Tensor, src: int, dst: int, groups: int, reduce: str) -> torch.Tensor:
+    """Re-size the channel axis of a last dim laid out as ``(groups, channels, rest)``: sum / average to one channel,
+    or tile (and, for weights, rescale) to more, as timm's ``adapt_input_conv`` does for convolutions."""
+    lead = value.shape[:-1]
+    value = value.reshape(*lead, groups, src, -1)
+    if dst == 1:
+        value = value.sum(-2, keepdim=True) if reduce == 'sum' else value.mean(-2, keepdim=True)
+    else:
+        value = value.repeat(*([1] * (value.ndim - 2)), -(-dst // src), 1)[..., :dst, :]
+        if reduce == 'sum':
+            value = value * (src / dst)
+    return value.reshape(*lead, -1)
+
+
+def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> Dict[str, torch.Tensor]:
+    """T2T checkpoints are always native: the shared SL adaptation, plus the first token layer's input width when
+    ``in_chans`` differs (its LayerNorm and qkv read ``copies x channels x k x k`` unfolded values)."""
+    state_dict = unwrap_state_dict(state_dict)
+    prefix = 'patch_embed.stages.0.layer.'
+    first = model.patch_embed.stages[0]
+    weight = state_dict.get(prefix + 'attn.qkv.weight')
+    if weight is not None and weight.shape != first.layer.attn.qkv.weight.shape:
+        groups = 1 + len(model.patch_embed.offsets)
+        area = first.split[0] ** 2
+        src, dst = weight.shape[1] // (groups * area), first.layer.attn.qkv.in_features // (groups * area)
+        state_dict[prefix + 'attn.qkv.weight'] = _adapt_channel_axis(weight, src, dst, groups, 'sum')
+        for name in ('norm1.weight', 'norm1.bias'):
+            state_dict[prefix + name] = _adapt_channel_axis(state_dict[prefix + name], src, dst, groups, 'mean')
+    return adapt_sl_state_dict(state_dict, model)
 
 
 def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT2T:

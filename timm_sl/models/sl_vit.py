@@ -9,12 +9,12 @@ from typing import Any, Dict, Set
 
 import torch
 
-from timm.layers import resample_abs_pos_embed
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
-from ..layers import ShiftedPatchEmbed, adapt_spt_in_chans, lsa_no_weight_decay
+from ..layers import lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
+from ._filters import sl_filter
 from ._sl_args import SlArgs
 
 __all__ = ['SlVisionTransformer']
@@ -44,28 +44,9 @@ class SlVisionTransformer(VisionTransformer):
         return super().no_weight_decay() | lsa_no_weight_decay(self)
 
 
-def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlVisionTransformer) -> Dict[str, torch.Tensor]:
-    """Adapt a checkpoint to ``model``: unwrap ``model`` / ``state_dict`` containers, resample the position embedding,
-    adapt the SPT projection to another input-channel count.
-
-    Baseline models (``spt=False``) use timm's ViT filter unchanged, so timm's ViT checkpoints load into them.
-    """
-    if not isinstance(model.patch_embed, ShiftedPatchEmbed):
-        return vit_checkpoint_filter_fn(state_dict, model)
-    state_dict = state_dict.get('model', state_dict)
-    state_dict = dict(state_dict.get('state_dict', state_dict))
-    adapt_spt_in_chans(state_dict, 'patch_embed.proj.', model.patch_embed.proj)
-    out_dict = {}
-    for k, v in state_dict.items():
-        if k == 'pos_embed' and model.pos_embed is not None and v.shape != model.pos_embed.shape:
-            v = resample_abs_pos_embed(
-                v,
-                new_size=model.patch_embed.grid_size,
-                num_prefix_tokens=0 if model.no_embed_class else model.num_prefix_tokens,
-                verbose=True,
-            )
-        out_dict[k] = v
-    return out_dict
+# timm's ViT filter converts foreign layouts (and loads timm ViT weights into the baselines); native SL checkpoints
+# are adapted by the shared SL filter
+checkpoint_filter_fn = sl_filter(vit_checkpoint_filter_fn)
 
 
 def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
