@@ -90,6 +90,87 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analysis_model(name: str, checkpoint: Optional[str], model_kwargs: dict):
+    import timm
+    model = timm.create_model(name, **model_kwargs)
+    if checkpoint:
+        from timm_sl.hub import load_training_checkpoint
+        state, _, _ = load_training_checkpoint(checkpoint)
+        classes = state[f"{model.pretrained_cfg['classifier']}.weight"].shape[0]
+        model = timm.create_model(name, **{'num_classes': classes, **model_kwargs})
+        model.load_state_dict(state)
+    return model.eval()
+
+
+def _load_images(paths: List[str], model):
+    """Image files / folders as one batch, through the model's own eval transform."""
+    import torch
+    from pathlib import Path
+    from PIL import Image
+    from timm.data import create_transform, resolve_data_config
+    files = []
+    for p in map(Path, paths):
+        files += sorted(f for f in p.rglob('*') if f.suffix.lower() in ('.png', '.jpg', '.jpeg')) if p.is_dir() else [p]
+    if not files:
+        raise SystemExit(f'timm-sl: no images found in {", ".join(paths)}')
+    transform = create_transform(**resolve_data_config({}, model=model))
+    return torch.stack([transform(Image.open(f).convert('RGB')) for f in files])
+
+
+def cmd_temperature(args: argparse.Namespace) -> int:
+    from timm_sl.analysis import learned_temperatures
+    from timm_sl.plot import plot_curves
+    model = _analysis_model(args.model, args.checkpoint, args.model_kwargs)
+    temps = learned_temperatures(model)
+    if not temps:
+        print(f'timm-sl: {args.model} has no LSA temperature (lsa off?)', file=sys.stderr)
+        return 1
+    fixed = [m.init_temperature * m.temp_ratio for n, m in model.named_modules() if n in temps]
+    rows = [[str(i + 1), name, f'{t.mean():.4f}', f'{t.min():.4f}', f'{t.max():.4f}', f'{f:.4f}']
+            for i, ((name, t), f) in enumerate(zip(temps.items(), fixed))]
+    print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
+    plot_curves({'learned (mean over heads)': [t.mean().item() for t in temps.values()],
+                 'min head': [t.min().item() for t in temps.values()],
+                 'max head': [t.max().item() for t in temps.values()],
+                 'fixed head_dim^-0.5': fixed}, args.out, title=f'{args.model}: learned temperature per depth',
+                y_label='temperature (multiplier of QK^T)', x_label='depth')
+    print(f'plot: {args.out}')
+    return 0
+
+
+def cmd_kld(args: argparse.Namespace) -> int:
+    import torch
+    from timm_sl.analysis import capture_attention, depth_curve
+    from timm_sl.plot import plot_curves
+    curves = {}
+    runs = [('SL', args.checkpoint, {})]
+    if args.compare_checkpoint:
+        import timm
+        runs.append(('baseline', args.compare_checkpoint, type(timm.create_model(args.model)).baseline_kwargs))
+    images = None
+    for label, checkpoint, extra in runs:
+        model = _analysis_model(args.model, checkpoint, {**args.model_kwargs, **extra})
+        images = _load_images(args.images, model) if images is None else images
+        with torch.no_grad(), capture_attention(model) as maps:
+            model(images)
+        curves[label] = depth_curve(maps)
+    rows = [[str(d + 1)] + [f'{c[d]:.4f}' for c in curves.values()] for d in range(len(next(iter(curves.values()))))]
+    print(_format_table(['depth'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
+    plot_curves(curves, args.out, title=f'{args.model}: attention KL divergence from uniform ({len(images)} images)',
+                y_label='mean KL (nats)', x_label='depth')
+    print(f'plot: {args.out}')
+    return 0
+
+
+def cmd_receptive_field(args: argparse.Namespace) -> int:
+    from timm_sl.analysis import receptive_field
+    from timm_sl.layers import resolve_shift
+    shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+    print(f'patch {args.patch_size}: standard tokenization r_token = {receptive_field(args.patch_size)}, '
+          f'SPT (shift {shift}) r_token = {receptive_field(args.patch_size, shift)}')
+    return 0
+
+
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_val
     counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
@@ -133,6 +214,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--private', action='store_true')
     p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
+    p.add_argument('--model', required=True)
+    p.add_argument('--checkpoint', default=None)
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    p.add_argument('--out', default='sl_temperature.png')
+    p.set_defaults(func=cmd_temperature)
+
+    p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
+    p.add_argument('images', nargs='+', help='image files or folders')
+    p.add_argument('--model', required=True)
+    p.add_argument('--checkpoint', default=None)
+    p.add_argument('--compare-checkpoint', default=None, help='a checkpoint of the baseline of the same config')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    p.add_argument('--out', default='sl_kld.png')
+    p.set_defaults(func=cmd_kld)
+
+    p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
+    p.add_argument('--patch-size', type=_positive_int, required=True)
+    p.add_argument('--shift-ratio', type=float, default=0.5)
+    p.set_defaults(func=cmd_receptive_field)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")
     p.add_argument('root', help='the folder holding train/ and val/')
