@@ -195,3 +195,15 @@ def test_path_choice_rule():
     assert not proj.prefers_fused(small) and proj.prefers_fused(large)
     torch.testing.assert_close(proj(small), proj.forward_fused(small), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(proj(large), proj.forward_explicit(large), rtol=1e-5, atol=1e-5)
+
+
+def test_resize_channel_axis():
+    from timm_sl.layers import resize_channel_axis
+    w = torch.arange(12.).reshape(2, 3, 2)  # channel axis 1 of size 3
+    torch.testing.assert_close(resize_channel_axis(w, 1, 1), w.sum(1, keepdim=True))
+    torch.testing.assert_close(resize_channel_axis(w, 1, 1, 'mean'), w.mean(1, keepdim=True))
+    four = resize_channel_axis(w, 1, 4)
+    assert four.shape == (2, 4, 2)
+    torch.testing.assert_close(four[:, 3], w[:, 0] * 0.75)
+    # tiling to a multiple keeps the response to a replicated input: the weights still sum to the old sum
+    torch.testing.assert_close(resize_channel_axis(w, 1, 6).sum(1), w.sum(1))

@@ -20,7 +20,8 @@ from torch import nn
 from timm.layers import PatchEmbed, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
-           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging', 'adapt_spt_in_chans']
+           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging', 'adapt_spt_in_chans',
+           'resize_channel_axis']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -328,6 +329,19 @@ class ShiftedPatchMerging(nn.Module):
         return x
 
 
+def resize_channel_axis(value: torch.Tensor, dim: int, dst: int, reduce: str = 'sum') -> torch.Tensor:
+    """Re-size an input-channel axis as timm's ``adapt_input_conv`` does for convolutions: to one channel by summing
+    (``reduce='sum'``, weights) or averaging (``'mean'``, norm affines), to more by tiling — weights then rescaled by
+    ``src / dst`` so a replicated input gives the same response."""
+    src = value.shape[dim]
+    if dst == 1:
+        return value.sum(dim, keepdim=True) if reduce == 'sum' else value.mean(dim, keepdim=True)
+    repeats = [1] * value.ndim
+    repeats[dim] = -(-dst // src)
+    value = value.repeat(*repeats).narrow(dim, 0, dst)
+    return value * (src / dst) if reduce == 'sum' else value
+
+
 def adapt_spt_in_chans(state_dict: dict, prefix: str, proj: ShiftedPatchProjection) -> dict:
     """Adapt a checkpoint's SPT projection (``prefix`` + ``weight``/``bias``/``norm.*``) to ``proj``'s input channels.
 
@@ -347,12 +361,7 @@ def adapt_spt_in_chans(state_dict: dict, prefix: str, proj: ShiftedPatchProjecti
     gamma, beta = state_dict[prefix + 'norm.weight'], state_dict[prefix + 'norm.bias']
     bias = state_dict.get(prefix + 'bias')
     folded = (weight * gamma).reshape(weight.shape[0], ph, pw, proj.num_copies, src_chans)
-    dst = proj.in_chans
-    if dst == 1:
-        folded = folded.sum(dim=-1, keepdim=True)
-    else:
-        repeat = -(-dst // src_chans)
-        folded = folded.repeat(1, 1, 1, 1, repeat)[..., :dst] * (src_chans / dst)
+    folded = resize_channel_axis(folded, -1, proj.in_chans)
     state_dict[prefix + 'weight'] = folded.reshape(weight.shape[0], -1)
     if bias is not None:
         state_dict[prefix + 'bias'] = bias + weight @ beta

@@ -23,7 +23,8 @@ from timm.layers import Format, Mlp, _assert, nchw_to, to_2tuple, use_fused_attn
 from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 
-from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
+from ..layers import (
+    LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resize_channel_axis, resolve_shift, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg
 from ._sl_args import SlArgs
 from ._filters import adapt_sl_state_dict, unwrap_state_dict
@@ -266,16 +267,9 @@ class SlT2T(VisionTransformer):
 
 
 def _adapt_channel_axis(value: torch.Tensor, src: int, dst: int, groups: int, reduce: str) -> torch.Tensor:
-    """Re-size the channel axis of a last dim laid out as ``(groups, channels, rest)``: sum / average to one channel,
-    or tile (and, for weights, rescale) to more, as timm's ``adapt_input_conv`` does for convolutions."""
+    """Re-size the channel axis of a last dim laid out as ``(groups, channels, rest)`` (unfolded shifted copies)."""
     lead = value.shape[:-1]
-    value = value.reshape(*lead, groups, src, -1)
-    if dst == 1:
-        value = value.sum(-2, keepdim=True) if reduce == 'sum' else value.mean(-2, keepdim=True)
-    else:
-        value = value.repeat(*([1] * (value.ndim - 2)), -(-dst // src), 1)[..., :dst, :]
-        if reduce == 'sum':
-            value = value * (src / dst)
+    value = resize_channel_axis(value.reshape(*lead, groups, src, -1), -2, dst, reduce)
     return value.reshape(*lead, -1)
 
 
