@@ -1,3 +1,4 @@
+import json
 import math
 
 import pytest
@@ -5,9 +6,28 @@ import torch
 from PIL import Image
 
 import timm
+from timm.models.swin_transformer import window_partition
 from timm_sl.analysis import (
-    attention_probs, capture_attention, depth_curve, kld_to_uniform, learned_temperatures, receptive_field)
-from timm_sl.cli import main
+    attention_layers, attention_probs, capture_attention, depth_curve, final_attention_map, kld_to_uniform,
+    learned_temperatures, receptive_field, tokenizer_geometry)
+from timm_sl.cli import _load_images, main
+
+# small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
+FAMILIES = [
+    ('sl_vit_32', dict(depth=2), 2),
+    ('sl_pit_32', dict(depth=(1, 1, 1)), 3),
+    ('sl_t2t_32', dict(depth=2), 2),  # backbone blocks only (the tokenizer's token layers are not depth)
+    ('sl_cait_32', dict(depth=2, depth_token_only=1), 3),
+    ('sl_swin_32', dict(depths=(2, 2, 2), window_size=2), 6),
+]
+IDS = [f[0] for f in FAMILIES]
+
+
+def _model(name, kwargs, baseline=False):
+    model = timm.create_model(name, **kwargs)
+    if baseline:
+        model = timm.create_model(name, **kwargs, **type(model).baseline_kwargs)
+    return model.eval()
 
 
 def test_kld_of_uniform_is_zero_and_of_one_hot_is_log_n():
@@ -16,42 +36,139 @@ def test_kld_of_uniform_is_zero_and_of_one_hot_is_log_n():
     assert kld_to_uniform(one_hot).item() == pytest.approx(math.log(5), rel=1e-6)
 
 
-@pytest.mark.parametrize('name,kwargs', [('sl_vit_32', dict(depth=3)), ('sl_pit_32', {}), ('sl_t2t_32', dict(depth=2))])
-def test_capture_attention_rows_and_diagonal(name, kwargs):
-    model = timm.create_model(name, **kwargs).eval()
+@pytest.mark.parametrize('baseline', [False, True], ids=['sl', 'baseline'])
+@pytest.mark.parametrize('name,kwargs,layers', FAMILIES, ids=IDS)
+def test_capture_attention_rows_and_diagonal(name, kwargs, layers, baseline):
+    model = _model(name, kwargs, baseline)
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
         plain = model(x)
         with capture_attention(model) as maps:
             captured = model(x)
     torch.testing.assert_close(captured, plain)  # capturing does not change the forward
-    assert all(len(v) == 1 for v in maps.values())
-    for attn in (a[0] for a in maps.values()):
+    assert len(maps) == layers and all(len(v) == 1 for v in maps.values())
+    for layer, (attn,) in maps.items():
         torch.testing.assert_close(attn.sum(-1), torch.ones(attn.shape[:-1]))
-        assert torch.all(attn.diagonal(dim1=-2, dim2=-1) == 0)  # LSA
-    # nothing stays hooked afterwards
-    assert all(not m._forward_hooks for m in model.modules())
+        if attn.shape[-2] == attn.shape[-1]:  # self-attention (class attention has a single query, never masked)
+            diagonal = attn.diagonal(dim1=-2, dim2=-1)
+            assert torch.all(diagonal == 0) if not baseline else torch.all(diagonal > 0), layer
+    assert all(not m._forward_hooks for m in model.modules())  # nothing stays hooked afterwards
 
 
-def test_capture_matches_the_module_output():
-    model = timm.create_model('sl_vit_32', depth=1).eval()
-    attn = model.blocks[0].attn
-    x = torch.randn(1, 65, 192)
-    probs = attention_probs(attn, x)
-    v = attn.qkv(x).reshape(1, 65, 3, 12, 16).permute(2, 0, 3, 1, 4)[2]
-    out = attn.proj((probs @ v).transpose(1, 2).reshape(1, 65, 192))
-    torch.testing.assert_close(out, attn(x), rtol=1e-5, atol=1e-5)
+def _reconstruct(module, probs, x):
+    """Output of ``module`` rebuilt from captured probabilities: proves they are the ones the forward uses."""
+    heads = module.num_heads
+    if hasattr(module, 'qkv'):
+        v = module.qkv(x).chunk(3, dim=-1)[2]
+    else:  # class attention
+        v = module.v(x)
+    v = v.reshape(x.shape[0], x.shape[1], heads, -1).transpose(1, 2)
+    if hasattr(module, 'proj_w'):  # talking heads: post-softmax mixing across heads
+        probs = module.proj_w(probs.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+    out = (probs @ v).transpose(1, 2).reshape(x.shape[0], probs.shape[2], -1)
+    return module.proj(out)
+
+
+@pytest.mark.parametrize('baseline', [False, True], ids=['sl', 'baseline'])
+@pytest.mark.parametrize('name,kwargs,layers', FAMILIES, ids=IDS)
+def test_captured_probabilities_reproduce_each_layer_output(name, kwargs, layers, baseline):
+    model = _model(name, kwargs, baseline)
+    inputs = {}
+
+    def record(name):
+        def hook(module, args, kwargs_, output):
+            inputs[name] = (args, kwargs_, output)
+        return hook
+
+    hooks = [m.register_forward_hook(record(n), with_kwargs=True) for n, m in attention_layers(model)]
+    with torch.no_grad():
+        model(torch.randn(2, 3, 32, 32))
+    for h in hooks:
+        h.remove()
+    assert len(inputs) == layers
+    masked = 0
+    for layer, (args, kwargs_, out) in inputs.items():
+        module = model.get_submodule(layer)
+        probs = attention_probs(module, *args, **kwargs_)
+        masked += kwargs_.get('mask') is not None
+        with torch.no_grad():
+            torch.testing.assert_close(_reconstruct(module, probs, args[0]), out, rtol=1e-4, atol=1e-5)
+    if name.startswith('sl_swin'):
+        assert masked == 3  # the shifted block of each stage, with its window mask
+
+
+@pytest.mark.parametrize('name,kwargs,layers', FAMILIES, ids=IDS)
+def test_final_attention_map_per_family(name, kwargs, layers):
+    model = _model(name, kwargs)
+    x = torch.randn(2, 3, 32, 32)
+    result = final_attention_map(model, x)
+    grid = {'sl_vit_32': 8, 'sl_pit_32': 4, 'sl_t2t_32': 8, 'sl_cait_32': 8, 'sl_swin_32': 4}[name]
+    heads = result.maps.shape[1]
+    assert result.maps.shape == (2, heads, grid, grid) and torch.all(result.maps >= 0)
+    with torch.no_grad(), capture_attention(model, [result.layer]) as maps:
+        model(x)
+    probs = maps[result.layer][0]
+    if name == 'sl_swin_32':
+        assert result.kind == 'received' and 'no class token' in result.description
+    else:
+        assert result.kind == 'class token'
+        torch.testing.assert_close(result.maps.flatten(2), probs[:, :, 0, -grid * grid:])
+        total = result.maps.sum((-2, -1))
+        if name == 'sl_cait_32':  # class attention is not diagonal-masked: the class token keeps some weight
+            torch.testing.assert_close(total, 1 - probs[:, :, 0, 0])
+        else:  # LSA: the class token cannot attend to itself, all its weight is on the patches
+            torch.testing.assert_close(total, torch.ones_like(total))
+
+
+def test_swin_received_attention_undoes_windows_and_shift():
+    model = _model('sl_swin_32', dict(depths=(2, 2, 2), window_size=2))
+    block = model.layers[-1].blocks[-1]
+    assert block.shift_size == (1, 1)  # the last block is a shifted one: the case to get right
+    x = torch.randn(2, 3, 32, 32)
+    result = final_attention_map(model, x)
+    with torch.no_grad(), capture_attention(model, [result.layer]) as maps:
+        model(x)
+    received = maps[result.layer][0].mean(-2)  # (B * windows, heads, N)
+    # independent path: follow each token's grid index through roll + partition, then scatter back
+    index = torch.arange(16).view(1, 4, 4, 1)
+    index = window_partition(torch.roll(index, shifts=(-1, -1), dims=(1, 2)), (2, 2)).reshape(-1, 4)  # (win, N)
+    expected = torch.zeros(2, received.shape[1], 16)
+    for b in range(2):
+        for w in range(4):
+            expected[b][:, index[w]] = received[b * 4 + w]
+    torch.testing.assert_close(result.maps.flatten(2), expected)
+    torch.testing.assert_close(result.maps.sum((-2, -1)), torch.full((2, received.shape[1]), 4.))  # 4 windows
+
+
+def test_final_attention_without_class_token_uses_received_attention():
+    model = _model('sl_vit_32', dict(depth=1, class_token=False, global_pool='avg'))
+    result = final_attention_map(model, torch.randn(1, 3, 32, 32))
+    assert result.kind == 'received' and result.maps.shape == (1, 12, 8, 8)
+    torch.testing.assert_close(result.maps.sum((-2, -1)), torch.ones(1, 12))  # 64 rows of 1, averaged
+
+
+def test_capture_rejects_unknown_layers_and_models():
+    model = _model('sl_vit_32', dict(depth=1))
+    with pytest.raises(ValueError, match=r"not attention layers of SlVisionTransformer: \['blocks.0.mlp'\]"):
+        with capture_attention(model, ['blocks.0.mlp']):
+            pass
+    with pytest.raises(ValueError, match='Linear has no supported attention layer'):
+        with capture_attention(torch.nn.Linear(2, 2)):
+            pass
+    with pytest.raises(TypeError, match='Linear is not a supported attention layer'):
+        attention_probs(torch.nn.Linear(2, 2), torch.randn(1, 2, 2))
 
 
 def test_depth_curve_for_sl_and_baseline():
     x = torch.randn(4, 3, 32, 32)
     curves = {}
-    for key, kwargs in (('sl', {}), ('base', dict(spt=False, lsa=False))):
+    for key, baseline in (('sl', False), ('base', True)):
         torch.manual_seed(0)
-        model = timm.create_model('sl_vit_32', depth=2, **kwargs).eval()
+        model = _model('sl_vit_32', dict(depth=2), baseline)
         with torch.no_grad(), capture_attention(model) as maps:
             model(x)
         curves[key] = depth_curve(maps)
+        assert curves[key] == [kld_to_uniform(a[0]).item() for a in maps.values()]
     assert len(curves['sl']) == 2 and all(v >= 0 for c in curves.values() for v in c)
 
 
@@ -62,25 +179,110 @@ def test_learned_temperatures_and_receptive_field():
     temps = learned_temperatures(model)
     assert list(temps) == ['blocks.0.attn', 'blocks.1.attn'] and torch.all(temps['blocks.1.attn'] == 0.5)
     assert receptive_field(16) == 16 and receptive_field(16, shift=8) == 32 and receptive_field(4, 2) == 8
+    assert receptive_field(7, shift=2, stride=4) == 11 and receptive_field(7, stride=4) == 7
 
 
-def test_cli_temperature_kld_receptive_field(tmp_path, capsys):
+@pytest.mark.parametrize('name,kwargs,expected', [
+    ('sl_vit_32', {}, (4, 4, 2)), ('sl_pit_32', {}, (2, 2, 1)), ('sl_swin_32', {}, (2, 2, 1)),
+    ('sl_cait_32', dict(depth=1), (4, 4, 2)), ('sl_t2t_32', dict(depth=1), (3, 2, 1)),
+    ('sl_vit_32', dict(spt=False), (4, 4, 0)), ('sl_t2t_32', dict(depth=1, spt=False), (3, 2, 0)),
+])
+def test_tokenizer_geometry_per_family(name, kwargs, expected):
+    assert tokenizer_geometry(timm.create_model(name, **kwargs)) == expected
+
+
+@pytest.fixture(scope='module')
+def image_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp('images')
+    torch.manual_seed(0)
     for i in range(2):
-        Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / f'{i}.png')
+        Image.fromarray((torch.rand(40, 48, 3) * 255).to(torch.uint8).numpy()).save(folder / f'{i}.png')
+    return folder
+
+
+def _checkpoint(path, name, kwargs, baseline=False):
+    model = _model(name, kwargs, baseline)
+    torch.save({'state_dict': model.state_dict(), 'epoch': 3}, path)
+    return model
+
+
+def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys):
     assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
                  '--out', str(tmp_path / 't.png')]) == 0
     out = capsys.readouterr().out
     assert '0.2500' in out and (tmp_path / 't.png').exists()  # 16 ** -0.5 for every head at init
-    assert main(['kld', str(tmp_path), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
                  '--out', str(tmp_path / 'k.png')]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2')]
-    assert len(rows) == 2 and all(float(r[1]) >= 0 for r in rows)
+    assert [r[1] for r in rows] == ['blocks.0.attn', 'blocks.1.attn'] and all(float(r[2]) >= 0 for r in rows)
     assert Image.open(tmp_path / 'k.png').size == (720, 460)
     assert main(['receptive-field', '--patch-size', '4']) == 0
     assert 'standard tokenization r_token = 4, SPT (shift 2) r_token = 8' in capsys.readouterr().out
+    assert main(['receptive-field', '--model', 'sl_t2t_32', '--model-kwargs', 'depth=1']) == 0
+    assert 'kernel 3, stride 2: standard tokenization r_token = 3, SPT (shift 1) r_token = 5' in capsys.readouterr().out
 
 
-def test_unsupported_family_is_named():
-    with pytest.raises(ValueError, match='SlSwinTransformer has no timm Attention'):
-        with capture_attention(timm.create_model('sl_swin_32')):
-            pass
+@pytest.mark.parametrize('name,kwargs', [('sl_swin_32', dict(depths=(1, 1, 1), window_size=2)),
+                                         ('sl_cait_32', dict(depth=1, depth_token_only=1))], ids=['swin', 'cait'])
+def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, kwargs):
+    sl = _checkpoint(tmp_path / 'sl.pth', name, kwargs)
+    base = _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
+    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    assert main(['kld', str(image_dir), '--model', name, '--model-kwargs', *cli_kwargs,
+                 '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
+    assert [r[1] for r in rows] == [layer for layer, _ in attention_layers(sl)]
+    batch = _load_images([str(image_dir)], sl)[1]  # the CLI's own batch: files through the model's eval transform
+    for model, column in ((sl, 2), (base, 3)):
+        with torch.no_grad(), capture_attention(model) as maps:
+            model(batch)
+        assert [float(r[column]) for r in rows] == pytest.approx(depth_curve(maps), abs=1e-4)
+    assert Image.open(tmp_path / 'k.png').size == (720, 460)
+
+
+@pytest.mark.parametrize('name,kwargs', [(n, k) for n, k, _ in FAMILIES], ids=IDS)
+def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs):
+    _checkpoint(tmp_path / 'sl.pth', name, kwargs)
+    _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
+    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    out = tmp_path / 'attn.png'
+    assert main(['attention', str(image_dir / '0.png'), str(image_dir / '1.png'), '--model', name,
+                 '--model-kwargs', *cli_kwargs, '--checkpoint', str(tmp_path / 'sl.pth'),
+                 '--compare-checkpoint', str(tmp_path / 'base.pth'), '--out', str(out)]) == 0
+    printed = capsys.readouterr().out
+    records = json.loads(out.with_suffix('.json').read_text())
+    assert [(r['image'][-5:], r['model']) for r in records] == [
+        ('0.png', 'SL'), ('1.png', 'SL'), ('0.png', 'baseline'), ('1.png', 'baseline')]
+    for r in records:
+        heads = torch.tensor(r['heads'])
+        mean = torch.tensor(r['mean'])
+        torch.testing.assert_close(mean, heads.mean(0))  # the heads-averaged map is the mean of the per-head maps
+        assert list(mean.shape) == r['grid'] and torch.all(mean >= 0)
+        assert r['peak'] == list(divmod(int(mean.argmax()), mean.shape[1]))
+        if name in ('sl_vit_32', 'sl_pit_32', 'sl_t2t_32') and r['model'] == 'SL':
+            assert mean.sum().item() == pytest.approx(1.0, abs=1e-5)  # LSA: all class-token weight on patches
+        assert f"{mean.max():.4f}" in printed
+    image = Image.open(out)
+    assert image.width == 8 + 152 * 3 and image.height > 44 + 152 * 2  # input, SL, baseline; one row per image
+
+
+def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys):
+    out = tmp_path / 'heads.png'
+    assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'num_heads=3',
+                 '--heads', 'all', '--out', str(out)]) == 0
+    assert Image.open(out).width == 8 + 152 * 4  # input + 3 heads
+    assert len(json.loads(out.with_suffix('.json').read_text())[0]['heads']) == 3
+    with pytest.raises(SystemExit, match="unknown model 'vit_tiny_patch16_224'"):
+        main(['attention', str(image_dir), '--model', 'vit_tiny_patch16_224'])
+    with pytest.raises(SystemExit, match='No pretrained weights exist for sl_vit_32'):
+        main(['attention', str(image_dir), '--model', 'sl_vit_32', '--pretrained'])
+    with pytest.raises(SystemExit, match='missing.pth does not exist'):
+        main(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'missing.pth')])
+    (tmp_path / 'empty').mkdir()
+    with pytest.raises(SystemExit, match='no images'):
+        main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])
+    _checkpoint(tmp_path / 'other.pth', 'sl_vit_32', dict(depth=1))
+    with pytest.raises(SystemExit, match='does not fit sl_vit_32'):
+        main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
+              '--checkpoint', str(tmp_path / 'other.pth')])

@@ -1,60 +1,148 @@
-"""The paper's analyses: attention maps, learned temperatures (Fig. 3), attention sharpness as KL divergence from
-the uniform distribution (Fig. 4), and the tokenization receptive field (Eq. 3).
+"""The paper's analyses: attention maps (Fig. 5), learned temperatures (Fig. 3), attention sharpness as KL divergence
+from the uniform distribution (Fig. 4), and the tokenization receptive field (Eq. 3).
 
 Attention is captured only inside :func:`capture_attention`: it hooks the attention modules for the duration of the
 block and recomputes their probabilities from the module input; outside it nothing is hooked and the normal (fused)
 forward path runs untouched.
+
+Supported attention layers (plain timm and LSA versions alike): timm ``Attention`` (ViT, PiT and the T2T backbone;
+T2T's tokenizer token layers are not part of the depth), Swin's ``WindowAttention`` (one distribution per query of
+each window, ``(B * windows, heads, N, N)``), CaiT's talking-heads attention (the softmax distribution, before the
+post-softmax head mixing, which is a linear map across heads and not a distribution) and CaiT's class attention
+(``(B, heads, 1, N)``: the class token's row).
 """
+import math
 import statistics
 from contextlib import contextmanager
-from typing import Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 
 from timm.layers import Attention
+from timm.layers.attention import resolve_self_attn_mask
+from timm.models.cait import ClassAttn, TalkingHeadAttn
+from timm.models.swin_transformer import WindowAttention, window_reverse
 
-from .layers import LocalitySelfAttention, LsaMixin, lsa_attn_bias
+from .layers import LsaMixin, lsa_attn_bias
+from .models.sl_swin import window_attn_bias
 
-__all__ = ['attention_probs', 'capture_attention', 'depth_curve', 'kld_to_uniform', 'learned_temperatures',
-           'receptive_field']
+__all__ = ['AttentionMap', 'attention_probs', 'capture_attention', 'depth_curve', 'final_attention_map',
+           'kld_to_uniform', 'learned_temperatures', 'receptive_field']
+
+
+def _split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """``(B, N, heads * d)`` -> ``(B, heads, N, d)``."""
+    B, N, _ = t.shape
+    return t.reshape(B, N, num_heads, -1).transpose(1, 2)
+
+
+def _logits(module: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """``QK^T`` times the LSA temperature (per head) or the module's fixed ``scale``."""
+    scale = module.temperature.to(q.dtype).view(-1, 1, 1) if isinstance(module, LsaMixin) else module.scale
+    return (q * scale) @ k.transpose(-2, -1)
+
+
+def _diag_bias(module: nn.Module, logits: torch.Tensor) -> Optional[torch.Tensor]:
+    return lsa_attn_bias(logits.shape[-1], logits.dtype, logits.device) if getattr(module, 'diag_mask', False) else None
+
+
+def _softmax(logits: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    return (logits if bias is None else logits + bias).float().softmax(dim=-1)
+
+
+def _self_attention_probs(module: Attention, x: torch.Tensor, attn_mask: Optional[torch.Tensor] = None,
+                          is_causal: bool = False) -> torch.Tensor:
+    q, k, _ = module.qkv(x).chunk(3, dim=-1)
+    q, k = module.q_norm(_split_heads(q, module.num_heads)), module.k_norm(_split_heads(k, module.num_heads))
+    bias = resolve_self_attn_mask(x.shape[1], q, attn_mask, is_causal)
+    if getattr(module, 'diag_mask', False):
+        bias = lsa_attn_bias(x.shape[1], q.dtype, q.device, bias)
+    return _softmax(_logits(module, q, k), bias)
+
+
+def _window_probs(module: WindowAttention, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+    q, k, _ = (_split_heads(t, module.num_heads) for t in module.qkv(x).chunk(3, dim=-1))
+    logits = _logits(module, q, k)
+    bias = window_attn_bias(module, mask, logits.dtype)  # (windows or 1, heads, N, N)
+    shape = logits.shape
+    return _softmax(logits.view(-1, *bias.shape), bias).view(shape)
+
+
+def _talking_heads_probs(module: TalkingHeadAttn, x: torch.Tensor) -> torch.Tensor:
+    q, k, _ = (_split_heads(t, module.num_heads) for t in module.qkv(x).chunk(3, dim=-1))
+    logits = module.proj_l(_logits(module, q, k).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)  # pre-softmax mixing
+    return _softmax(logits, _diag_bias(module, logits))
+
+
+def _class_attention_probs(module: ClassAttn, x: torch.Tensor) -> torch.Tensor:
+    q = _split_heads(module.q(x[:, :1]), module.num_heads)
+    k = _split_heads(module.k(x), module.num_heads)
+    return _softmax(_logits(module, q, k))
+
+
+# (attention class, probabilities from the module's forward arguments); LSA subclasses match their timm base
+_PROBS: Tuple[Tuple[type, Callable[..., torch.Tensor]], ...] = (
+    (Attention, _self_attention_probs),
+    (WindowAttention, _window_probs),
+    (TalkingHeadAttn, _talking_heads_probs),
+    (ClassAttn, _class_attention_probs),
+)
+
+
+def _probs_fn(module: nn.Module) -> Optional[Callable[..., torch.Tensor]]:
+    return next((fn for cls, fn in _PROBS if isinstance(module, cls)), None)
 
 
 @torch.no_grad()
-def attention_probs(module: Attention, x: torch.Tensor) -> torch.Tensor:
-    """Softmax attention ``(B, heads, N, N)`` that a timm ``Attention`` (or LSA) module computes for input ``x``."""
-    B, N, _ = x.shape
-    q, k, _ = module.qkv(x).reshape(B, N, 3, module.num_heads, module.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
-    q, k = module.q_norm(q), module.k_norm(k)
-    if isinstance(module, LocalitySelfAttention):
-        logits = (q * module.temperature.to(q.dtype).view(-1, 1, 1)) @ k.transpose(-2, -1)
-        if module.diag_mask:
-            logits = logits + lsa_attn_bias(N, logits.dtype, logits.device)
-    else:
-        logits = (q * module.scale) @ k.transpose(-2, -1)
-    return logits.softmax(dim=-1)
+def attention_probs(module: nn.Module, x: torch.Tensor, **kwargs) -> torch.Tensor:
+    """Softmax attention ``(B, heads, queries, keys)`` (fp32) that a supported attention module computes for ``x``
+    (``kwargs``: the module's other forward arguments, e.g. Swin's window ``mask``).
+
+    Raises:
+        TypeError: ``module`` is not a supported attention layer.
+    """
+    fn = _probs_fn(module)
+    if fn is None:
+        raise TypeError(f'{type(module).__name__} is not a supported attention layer; supported: '
+                        f'{", ".join(cls.__name__ for cls, _ in _PROBS)} and their LSA versions')
+    return fn(module, x, **kwargs)
+
+
+def attention_layers(model: nn.Module) -> List[Tuple[str, nn.Module]]:
+    """The model's supported attention layers, ``(name, module)`` in definition (= depth) order."""
+    return [(name, m) for name, m in model.named_modules() if _probs_fn(m) is not None]
 
 
 @contextmanager
-def capture_attention(model: nn.Module) -> Iterator[Dict[str, List[torch.Tensor]]]:
+def capture_attention(
+        model: nn.Module,
+        names: Optional[Sequence[str]] = None,
+) -> Iterator[Dict[str, List[torch.Tensor]]]:
     """Within the block, every forward of ``model`` appends each attention layer's probabilities to
-    ``maps[module_name]`` (in depth order). Supports timm ``Attention`` / LSA (ViT, PiT, T2T backbones).
+    ``maps[module_name]`` (depth order). ``names`` restricts capture to those layers.
 
     Raises:
-        ValueError: the model has no supported attention layer.
+        ValueError: the model has no supported attention layer, or ``names`` holds one that is not.
     """
-    modules = [(name, m) for name, m in model.named_modules() if isinstance(m, Attention)]
+    modules = attention_layers(model)
     if not modules:
-        raise ValueError(f'{type(model).__name__} has no timm Attention / LocalitySelfAttention layer to capture; '
-                         f'supported: ViT, PiT and T2T backbones')
+        raise ValueError(f'{type(model).__name__} has no supported attention layer to capture; supported: '
+                         f'{", ".join(cls.__name__ for cls, _ in _PROBS)} and their LSA versions')
+    if names is not None:
+        unknown = sorted(set(names) - {name for name, _ in modules})
+        if unknown:
+            raise ValueError(f'not attention layers of {type(model).__name__}: {unknown}')
+        modules = [(name, m) for name, m in modules if name in names]
     maps: Dict[str, List[torch.Tensor]] = {name: [] for name, _ in modules}
 
     def make_hook(name: str):
-        def hook(module, inputs, output):
-            maps[name].append(attention_probs(module, inputs[0]))
+        def hook(module, args, kwargs, output):
+            maps[name].append(attention_probs(module, *args, **kwargs))
         return hook
 
-    handles = [m.register_forward_hook(make_hook(name)) for name, m in modules]
+    handles = [m.register_forward_hook(make_hook(name), with_kwargs=True) for name, m in modules]
     try:
         yield maps
     finally:
@@ -62,11 +150,100 @@ def capture_attention(model: nn.Module) -> Iterator[Dict[str, List[torch.Tensor]
             handle.remove()
 
 
+@dataclass
+class AttentionMap:
+    """Per-head attention over the token grid, ``maps`` of shape ``(B, heads, h, w)``.
+
+    Attributes:
+        layer: Name of the attention layer it comes from.
+        kind: ``'class token'`` (the class token's attention over the patch tokens) or ``'received'`` (mean over
+            the queries of the attention each token receives: for models without a class token).
+        description: One sentence saying what the map is, for reports.
+    """
+    maps: torch.Tensor
+    layer: str
+    kind: str
+    description: str
+
+
+def _grid(num_tokens: int, height: int, width: int) -> Tuple[int, int]:
+    """Token grid ``(h, w)`` with ``h * w == num_tokens`` and the image's aspect ratio."""
+    h = max(1, round(math.sqrt(num_tokens * height / width)))
+    if num_tokens % h:
+        raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image')
+    return h, num_tokens // h
+
+
+def _owner(model: nn.Module, name: str) -> nn.Module:
+    return model.get_submodule(name.rsplit('.', 1)[0]) if '.' in name else model
+
+
+@torch.no_grad()
+def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
+    """The paper's Fig. 5 quantity: the final class token's attention over the patch tokens, per head.
+
+    - ViT, PiT, T2T: row of the class token in the last attention layer, patch columns (prefix tokens dropped).
+    - CaiT: the last class-attention layer (its only query is the class token).
+    - Swin (no class token; the classifier reads the average of the last stage's tokens): the attention each token
+      receives in the last block, averaged over the queries of its window and put back on the grid (windows and
+      cyclic shift undone). Through that block's attention, this is the token's weight in the pooled feature.
+    - A ViT without class token (``class_token=False``): the received attention, averaged over all queries.
+    """
+    layers = attention_layers(model)
+    if not layers:
+        raise ValueError(f'{type(model).__name__} has no supported attention layer')
+    class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
+    name, module = (class_layers or layers)[-1]
+    H, W = images.shape[-2:]
+    if isinstance(module, WindowAttention):
+        return _window_received_attention(model, name, images)
+    with capture_attention(model, [name]) as maps:
+        model(images)
+    probs = maps[name][-1]  # (B, heads, queries, keys)
+    if isinstance(module, ClassAttn):
+        prefix, has_cls = 1, True
+    else:
+        prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
+        has_cls = getattr(model, 'cls_token', None) is not None
+    if has_cls:
+        weights, kind = probs[:, :, 0, prefix:], 'class token'
+        text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
+    else:
+        weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
+        text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
+               f'averaged over the queries'
+    h, w = _grid(weights.shape[-1], H, W)
+    return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text)
+
+
+def _window_received_attention(model: nn.Module, name: str, images: torch.Tensor) -> AttentionMap:
+    block = _owner(model, name)
+    grid: List[Tuple[int, int]] = []
+    handle = block.register_forward_pre_hook(lambda m, args: grid.append(tuple(args[0].shape[1:3])))  # NHWC input
+    try:
+        with capture_attention(model, [name]) as maps:
+            model(images)
+    finally:
+        handle.remove()
+    H, W = grid[-1]
+    wh, ww = block.window_size
+    probs = maps[name][-1]  # (B * windows, heads, N, N)
+    received = probs.mean(-2).transpose(1, 2).reshape(-1, wh, ww, probs.shape[1])
+    pad_h, pad_w = math.ceil(H / wh) * wh, math.ceil(W / ww) * ww
+    tokens = window_reverse(received, (wh, ww), pad_h, pad_w)[:, :H, :W]  # (B, H, W, heads), in shifted order
+    if any(block.shift_size):
+        tokens = torch.roll(tokens, shifts=tuple(block.shift_size), dims=(1, 2))
+    text = (f'Swin has no class token: attention each token receives in {name} (the last window attention), '
+            f'averaged over the queries of its {wh}x{ww} window: its weight in the average-pooled feature')
+    return AttentionMap(tokens.permute(0, 3, 1, 2).contiguous(), name, 'received', text)
+
+
 def kld_to_uniform(attn: torch.Tensor) -> torch.Tensor:
     """Mean KL divergence ``KL(p || uniform)`` of attention rows ``(..., N)``: 0 for uniform rows, ``log N`` for
-    one-hot rows. Higher = sharper (the paper's Fig. 4 measure)."""
+    one-hot rows. Higher = sharper (the paper's Fig. 4 measure). The uniform reference spans all ``N`` keys of the
+    row (a Swin window's keys, masked or not)."""
     n = attn.shape[-1]
-    p = attn.clamp_min(0)
+    p = attn.float().clamp_min(0)
     kl = torch.where(p > 0, p * (p * n).log(), torch.zeros_like(p)).sum(-1)
     return kl.mean()
 
@@ -76,15 +253,35 @@ def learned_temperatures(model: nn.Module) -> Dict[str, torch.Tensor]:
     return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules() if isinstance(m, LsaMixin)}
 
 
-def receptive_field(patch_size: int, shift: Optional[int] = None) -> int:
+def receptive_field(kernel: int, shift: Optional[int] = None, stride: Optional[int] = None) -> int:
     """Tokenization receptive field (paper Eq. 3, ``r_token = r_trans * j + (k - j)`` with ``r_trans = 1``).
 
-    Standard tokenization is a ``P x P`` stride-``P`` convolution: ``r = P``. SPT's token also sees the copies shifted
-    by ``s`` in every direction, i.e. a ``(P + 2s)`` window at stride ``P``: ``r = P + 2s``.
+    Standard tokenization is a ``k x k`` convolution of stride ``j`` (a patch embedding: ``k = j = P``): ``r = k``.
+    SPT's token also sees the copies shifted by ``s`` in every direction, i.e. a ``(k + 2s)`` window: ``r = k + 2s``.
     """
-    kernel = patch_size if shift is None else patch_size + 2 * shift
-    stride = patch_size
-    return 1 * stride + (kernel - stride)
+    stride = kernel if stride is None else stride
+    k = kernel if shift is None else kernel + 2 * shift
+    return 1 * stride + (k - stride)
+
+
+def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
+    """``(kernel, stride, shift)`` of the model's first tokenization step (shift 0 without SPT).
+
+    A patch embedding is a ``P x P`` stride-``P`` step; T2T's first soft split is a ``k x k`` stride-``j`` unfold of the
+    (shifted) image.
+    """
+    embed = getattr(model, 'patch_embed', None)
+    if embed is not None and hasattr(embed, 'soft_splits'):  # T2T tokenizer
+        kernel, stride, _ = embed.soft_splits[0]
+        return kernel, stride, embed.shift[0]
+    proj = getattr(embed, 'proj', None)
+    if proj is not None and hasattr(proj, 'shift'):  # SPT projection
+        return proj.patch_size[0], proj.patch_size[0], proj.shift[0]
+    size = getattr(embed, 'patch_size', None)
+    if size is None:
+        raise ValueError(f'{type(model).__name__} has no patch_embed with a patch size')
+    size = size if isinstance(size, int) else size[0]
+    return size, size, 0
 
 
 def depth_curve(maps: Dict[str, List[torch.Tensor]]) -> List[float]:

@@ -90,37 +90,65 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analysis_model(name: str, checkpoint: Optional[str], model_kwargs: dict):
+def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline: bool = False):
+    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint;
+    ``baseline`` switches SPT/LSA off (the ``--compare-checkpoint`` model)."""
     import timm
-    model = timm.create_model(name, **model_kwargs)
-    if checkpoint:
-        from timm_sl.hub import load_training_checkpoint
-        state, _, _ = load_training_checkpoint(checkpoint)
-        classes = state[f"{model.pretrained_cfg['classifier']}.weight"].shape[0]
-        model = timm.create_model(name, **{'num_classes': classes, **model_kwargs})
-        model.load_state_dict(state)
+    import timm_sl  # noqa: F401  (registers the models even when the autoload hook is disabled)
+    if args.model not in timm.list_models('sl_*'):
+        raise SystemExit(f'timm-sl: unknown model {args.model!r}; allowed: {", ".join(timm.list_models("sl_*"))}')
+    kwargs = dict(args.model_kwargs)
+    if baseline:
+        kwargs.update(timm.create_model(args.model).baseline_kwargs)
+    try:
+        if checkpoint:
+            from timm_sl.hub import model_from_checkpoint
+            model = model_from_checkpoint(checkpoint, args.model, kwargs)[0]
+        else:
+            model = timm.create_model(args.model, pretrained=getattr(args, 'pretrained', False) and not baseline,
+                                      **kwargs)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        raise SystemExit(f'timm-sl: {e}') from e
     return model.eval()
 
 
 def _load_images(paths: List[str], model):
-    """Image files / folders as one batch, through the model's own eval transform."""
+    """Image files / folders as ``(files, batch through the model's eval transform, the batch as PIL images)``."""
     import torch
     from pathlib import Path
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
     files = []
     for p in map(Path, paths):
+        if not p.exists():
+            raise SystemExit(f'timm-sl: {p} does not exist')
         files += sorted(f for f in p.rglob('*') if f.suffix.lower() in ('.png', '.jpg', '.jpeg')) if p.is_dir() else [p]
     if not files:
-        raise SystemExit(f'timm-sl: no images found in {", ".join(paths)}')
-    transform = create_transform(**resolve_data_config({}, model=model))
-    return torch.stack([transform(Image.open(f).convert('RGB')) for f in files])
+        raise SystemExit(f'timm-sl: no images (.png, .jpg, .jpeg) found in {", ".join(paths)}')
+    config = resolve_data_config({}, model=model)
+    transform = create_transform(**config)
+    try:
+        batch = torch.stack([transform(Image.open(f).convert('RGB')) for f in files])
+    except OSError as e:
+        raise SystemExit(f'timm-sl: cannot read image: {e}') from e
+    mean = torch.tensor(config['mean']).view(-1, 1, 1)
+    std = torch.tensor(config['std']).view(-1, 1, 1)
+    shown = [Image.fromarray((((x * std + mean).clamp(0, 1) * 255).round().byte().permute(1, 2, 0)).numpy())
+             for x in batch]
+    return files, batch, shown
+
+
+def _runs(args: argparse.Namespace):
+    """``(label, model)``: the SL model, then its baseline when ``--compare-checkpoint`` is given."""
+    yield 'SL', _analysis_model(args, args.checkpoint)
+    if args.compare_checkpoint:
+        yield 'baseline', _analysis_model(args, args.compare_checkpoint, baseline=True)
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.analysis import learned_temperatures
     from timm_sl.plot import plot_curves
-    model = _analysis_model(args.model, args.checkpoint, args.model_kwargs)
+    model = _analysis_model(args, args.checkpoint)
     temps = learned_temperatures(model)
     if not temps:
         print(f'timm-sl: {args.model} has no LSA temperature (lsa off?)', file=sys.stderr)
@@ -142,32 +170,72 @@ def cmd_kld(args: argparse.Namespace) -> int:
     import torch
     from timm_sl.analysis import capture_attention, depth_curve
     from timm_sl.plot import plot_curves
-    curves = {}
-    runs = [('SL', args.checkpoint, {})]
-    if args.compare_checkpoint:
-        import timm
-        runs.append(('baseline', args.compare_checkpoint, type(timm.create_model(args.model)).baseline_kwargs))
-    images = None
-    for label, checkpoint, extra in runs:
-        model = _analysis_model(args.model, checkpoint, {**args.model_kwargs, **extra})
-        images = _load_images(args.images, model) if images is None else images
+    curves, layers, batch = {}, [], None
+    for label, model in _runs(args):
+        batch = _load_images(args.images, model)[1] if batch is None else batch
         with torch.no_grad(), capture_attention(model) as maps:
-            model(images)
+            model(batch)
         curves[label] = depth_curve(maps)
-    rows = [[str(d + 1)] + [f'{c[d]:.4f}' for c in curves.values()] for d in range(len(next(iter(curves.values()))))]
-    print(_format_table(['depth'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
-    plot_curves(curves, args.out, title=f'{args.model}: attention KL divergence from uniform ({len(images)} images)',
+        layers = layers or list(maps)
+    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in curves.values()] for d, layer in enumerate(layers)]
+    print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
+    plot_curves(curves, args.out, title=f'{args.model}: attention KL divergence from uniform ({len(batch)} images)',
                 y_label='mean KL (nats)', x_label='depth')
     print(f'plot: {args.out}')
     return 0
 
 
+def cmd_attention(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+    from timm_sl.analysis import final_attention_map, kld_to_uniform
+    from timm_sl.plot import plot_attention
+    files = batch = shown = None
+    columns, notes, records, rows = {}, [], [], []
+    for label, model in _runs(args):
+        if batch is None:
+            files, batch, shown = _load_images(args.images, model)
+        result = final_attention_map(model, batch)
+        maps = result.maps  # (B, heads, h, w)
+        views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
+        for tag, view in views:
+            columns[label + tag] = [grid.tolist() for grid in view]
+        notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else ''))
+        for file, per_head in zip(files, maps):
+            mean = per_head.mean(0)
+            peak = divmod(int(mean.argmax()), mean.shape[1])
+            kl = kld_to_uniform((mean / mean.sum()).flatten()).item()
+            rows.append([file.name, label, result.layer, f'{mean.shape[0]}x{mean.shape[1]}', f'{peak}',
+                         f'{mean.max():.4f}', f'{mean.sum():.4f}', f'{kl:.4f}'])
+            records.append(dict(image=str(file), model=label, layer=result.layer, kind=result.kind,
+                                description=result.description, grid=list(mean.shape), peak=list(peak),
+                                mean=mean.tolist(), heads=per_head.tolist()))
+    print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
+                         'KL(map || uniform)'], rows))
+    plot_attention(shown, columns, args.out, title=f'{args.model}: final attention map ({result.kind})', notes=notes)
+    numbers = Path(args.out).with_suffix('.json')
+    numbers.write_text(json.dumps(records, indent=1))
+    print(f'plot: {args.out}\nnumbers: {numbers}')
+    return 0
+
+
 def cmd_receptive_field(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import receptive_field
+    from timm_sl.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
-    shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
-    print(f'patch {args.patch_size}: standard tokenization r_token = {receptive_field(args.patch_size)}, '
-          f'SPT (shift {shift}) r_token = {receptive_field(args.patch_size, shift)}')
+    if args.model:
+        kernel, stride, shift = tokenizer_geometry(_analysis_model(args))
+        what = f'{args.model}: first tokenization step kernel {kernel}, stride {stride}'
+        if not shift:
+            print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
+            return 0
+    elif args.patch_size:
+        kernel = stride = args.patch_size
+        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+        what = f'patch {args.patch_size}'
+    else:
+        raise SystemExit('timm-sl receptive-field: give --model NAME or --patch-size P')
+    print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
+          f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
 
 
@@ -215,25 +283,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
+    def add_model_source(p: argparse.ArgumentParser, required: bool = True) -> None:
+        p.add_argument('--model', required=required, help='sl_ model name')
+        source = p.add_mutually_exclusive_group()
+        source.add_argument('--checkpoint', default=None, help='train.py checkpoint (default: random init)')
+        source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
+        p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='as given to train.py')
+
+    def add_compare(p: argparse.ArgumentParser) -> None:
+        p.add_argument('--compare-checkpoint', default=None,
+                       help='checkpoint of the baseline (spt=False, lsa=False) of the same config, shown beside')
+
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
-    p.add_argument('--model', required=True)
-    p.add_argument('--checkpoint', default=None)
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    add_model_source(p)
     p.add_argument('--out', default='sl_temperature.png')
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     p.add_argument('images', nargs='+', help='image files or folders')
-    p.add_argument('--model', required=True)
-    p.add_argument('--checkpoint', default=None)
-    p.add_argument('--compare-checkpoint', default=None, help='a checkpoint of the baseline of the same config')
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    add_model_source(p)
+    add_compare(p)
     p.add_argument('--out', default='sl_kld.png')
     p.set_defaults(func=cmd_kld)
 
+    p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); PNG + JSON")
+    p.add_argument('images', nargs='+', help='image files or folders')
+    add_model_source(p)
+    add_compare(p)
+    p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
+    p.add_argument('--out', default='sl_attention.png', help='PNG; the numbers go to the same name with .json')
+    p.set_defaults(func=cmd_attention)
+
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
-    p.add_argument('--patch-size', type=_positive_int, required=True)
-    p.add_argument('--shift-ratio', type=float, default=0.5)
+    add_model_source(p, required=False)
+    p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
+    p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size (default 0.5)')
     p.set_defaults(func=cmd_receptive_field)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")

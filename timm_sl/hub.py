@@ -19,7 +19,8 @@ from timm.models import save_for_hf
 
 from .profile import count_macs, count_params
 
-__all__ = ['load_training_checkpoint', 'export_checkpoint', 'read_summary', 'push_folder', 'CITATION']
+__all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'push_folder',
+           'CITATION']
 
 # train.py's CheckpointSaver keys, most preferred first: EMA weights when the run kept them
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
@@ -137,6 +138,33 @@ def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any],
     return '\n'.join(lines)
 
 
+def model_from_checkpoint(
+        checkpoint: Union[str, Path],
+        model_name: str,
+        model_kwargs: Optional[Dict[str, Any]] = None,
+) -> Tuple[torch.nn.Module, Dict[str, Any], str, Dict[str, Any]]:
+    """Build ``model_name`` and load a train.py checkpoint into it strictly (``num_classes`` read from the classifier
+    unless given). Returns ``(model, model_kwargs used, state dict key used, checkpoint metadata)``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: not a weights-only readable checkpoint, or it does not fit ``model_name`` with ``model_kwargs``
+            (names the missing/unexpected keys or the shape mismatch).
+    """
+    state, source, meta = load_training_checkpoint(checkpoint)
+    model_kwargs = dict(model_kwargs or {})
+    if 'num_classes' not in model_kwargs:
+        classes = _classifier_classes(model_name, state)
+        if classes is not None:
+            model_kwargs['num_classes'] = classes
+    model = timm.create_model(model_name, **model_kwargs)
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as e:
+        raise ValueError(f'{checkpoint} does not fit {model_name} {model_kwargs}: {e}') from e
+    return model, model_kwargs, source, meta
+
+
 def export_checkpoint(
         checkpoint: Union[str, Path],
         model_name: str,
@@ -149,22 +177,11 @@ def export_checkpoint(
     """Write a Hub-ready folder for a train.py checkpoint; returns ``(folder, state dict key used)``.
 
     Raises:
-        ValueError: the checkpoint does not fit ``model_name`` with ``model_kwargs`` (names the missing/unexpected keys
-            or the shape mismatch).
+        ValueError: the checkpoint does not fit ``model_name`` with ``model_kwargs`` (see
+            :func:`model_from_checkpoint`).
     """
     checkpoint = Path(checkpoint)
-    model_kwargs = dict(model_kwargs or {})
-    state, source, meta = load_training_checkpoint(checkpoint)
-    if 'num_classes' not in model_kwargs:
-        classes = _classifier_classes(model_name, state)
-        if classes is not None:
-            model_kwargs['num_classes'] = classes
-    model = timm.create_model(model_name, **model_kwargs)
-    try:
-        result = model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise ValueError(f'{checkpoint} does not fit {model_name} {model_kwargs}: {e}') from e
-    del result
+    model, model_kwargs, source, meta = model_from_checkpoint(checkpoint, model_name, model_kwargs)
     out_dir = Path(out_dir)
     model_config = {'label_names': label_names} if label_names else {}
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)

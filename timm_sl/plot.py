@@ -1,9 +1,10 @@
 """Charts as PNG drawn with Pillow (no plotting library needed): learning curves and ratio bars."""
+import textwrap
 from typing import Dict, List, Sequence
 
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageOps
 
-__all__ = ['plot_curves', 'plot_ratios']
+__all__ = ['attention_overlay', 'plot_attention', 'plot_curves', 'plot_ratios']
 
 _COLORS = [(214, 39, 40), (31, 119, 180), (44, 160, 44), (255, 127, 14), (148, 103, 189), (140, 86, 75)]
 
@@ -84,3 +85,66 @@ def plot_ratios(labels: Sequence[str], medians: Sequence[float], lows: Sequence[
     if title:
         draw.text((left, 14), title, fill='black')
     img.save(path)
+
+
+Grid = Sequence[Sequence[float]]
+
+
+def _heat(grid: Grid) -> Image.Image:
+    """A 2-D map as an 8-bit grey image, min-max normalised (a constant map is mid grey)."""
+    values = [v for row in grid for v in row]
+    lo, hi = min(values), max(values)
+    span = hi - lo
+    heat = Image.new('L', (len(grid[0]), len(grid)))
+    heat.putdata([int(round(255 * (v - lo) / span)) if span > 0 else 128 for v in values])
+    return heat
+
+
+def _colorize(grey: Image.Image) -> Image.Image:
+    return ImageOps.colorize(grey, black=(20, 30, 160), mid=(250, 220, 40), white=(220, 20, 20))
+
+
+def attention_overlay(image: Image.Image, grid: Grid, alpha: float = 0.55) -> Image.Image:
+    """``image`` with the token map ``grid`` (rows of values, any scale) upsampled onto it as a heat map."""
+    heat = _colorize(_heat(grid).resize(image.size, Image.Resampling.BILINEAR))
+    return Image.blend(image.convert('RGB'), heat, alpha)
+
+
+def plot_attention(
+        images: Sequence[Image.Image],
+        columns: Dict[str, Sequence[Grid]],
+        path: str,
+        title: str = '',
+        notes: Sequence[str] = (),
+        cell: int = 144,
+) -> None:
+    """One row per image: the image, then one overlay per entry of ``columns`` (label -> one grid per image).
+
+    Each overlay is normalised on its own (the colour bar runs from that map's lowest to its highest weight).
+    """
+    pad, head = 8, 44
+    labels = ['input'] + list(columns)
+    width = max(pad + (cell + pad) * len(labels), 420)
+    notes = [line for note in notes for line in textwrap.wrap(note, (width - 2 * pad) // 6)]
+    foot = 40 + 14 * len(notes)
+    height = head + (cell + pad) * len(images) + foot
+    fig = Image.new('RGB', (width, height), 'white')
+    draw = ImageDraw.Draw(fig)
+    if title:
+        draw.text((pad, 6), title, fill='black')
+    for j, label in enumerate(labels):
+        draw.text((pad + j * (cell + pad), head - 16), label[:cell // 6], fill='black')
+    for i, image in enumerate(images):
+        shown = image.convert('RGB').resize((cell, cell), Image.Resampling.BILINEAR)
+        y = head + i * (cell + pad)
+        fig.paste(shown, (pad, y))
+        for j, grids in enumerate(columns.values(), start=1):
+            fig.paste(attention_overlay(shown, grids[i]), (pad + j * (cell + pad), y))
+    bar_y = head + (cell + pad) * len(images) + 6  # colour bar legend
+    bar = _colorize(Image.linear_gradient('L').rotate(90).resize((160, 12)))
+    fig.paste(bar, (pad + 40, bar_y))
+    draw.text((pad, bar_y), 'low', fill='black')
+    draw.text((pad + 206, bar_y), 'high attention (per map)', fill='black')
+    for k, note in enumerate(notes):
+        draw.text((pad, bar_y + 20 + 14 * k), note, fill='black')
+    fig.save(path)

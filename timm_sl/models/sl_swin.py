@@ -25,7 +25,18 @@ from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_optional_bool
 
-__all__ = ['SlSwinTransformer', 'LocalityWindowAttention']
+__all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
+
+
+def window_attn_bias(attn: WindowAttention, mask: Optional[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
+    """Additive logit bias of a (LSA or plain) window attention: relative-position bias + shifted-window ``mask``
+    ``(nW, N, N)``, and ``-inf`` on the diagonal when ``attn`` masks it. Shape ``(nW or 1, heads, N, N)``."""
+    bias = attn._get_rel_pos_bias()  # (1, nH, N, N)
+    if mask is not None:
+        bias = bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N)
+    if getattr(attn, 'diag_mask', False):
+        bias = lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
+    return bias
 
 
 class LocalityWindowAttention(LsaMixin, WindowAttention):
@@ -77,15 +88,9 @@ class LocalityWindowAttention(LsaMixin, WindowAttention):
         qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
 
-        bias = self._get_rel_pos_bias()  # (1, nH, N, N)
-        num_win = 1
+        bias = window_attn_bias(self, mask, q.dtype)  # (nW, nH, N, N), before expanding over the batch
         if mask is not None:
-            num_win = mask.shape[0]
-            bias = bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N)
-        if self.diag_mask:
-            bias = lsa_attn_bias(N, q.dtype, q.device, bias)  # on (nW, nH, N, N), before expanding over the batch
-        if mask is not None:
-            bias = bias.unsqueeze(0).expand(B_ // num_win, -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
+            bias = bias.unsqueeze(0).expand(B_ // bias.shape[0], -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
 
         if self.fused_attn:
             x = F.scaled_dot_product_attention(
