@@ -286,3 +286,23 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys):
     with pytest.raises(SystemExit, match='does not fit sl_vit_32'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
               '--checkpoint', str(tmp_path / 'other.pth')])
+
+
+@pytest.mark.parametrize('name,kwargs', [(n, k) for n, k, _ in FAMILIES], ids=IDS)
+def test_cli_temperature_every_family_from_checkpoint(tmp_path, capsys, name, kwargs):
+    model = _model(name, kwargs)
+    temps = learned_temperatures(model)
+    expected = []
+    with torch.no_grad():
+        for i, layer in enumerate(temps):
+            values = torch.linspace(0.1, 0.2, len(temps[layer])) + i  # T2T's token layers have a single head
+            model.get_submodule(layer).temperature.copy_(values)
+            expected.append([values.mean().item(), values.min().item(), values.max().item()])
+    torch.save({'state_dict_ema': model.state_dict()}, tmp_path / 'ckpt.pth')
+    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    assert main(['temperature', '--model', name, '--model-kwargs', *cli_kwargs, '--checkpoint',
+                 str(tmp_path / 'ckpt.pth'), '--out', str(tmp_path / 't.png')]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
+    assert [r[1] for r in rows] == list(temps)  # every LSA layer, tokenizer layers included, depth order
+    assert [[float(v) for v in r[2:5]] for r in rows] == pytest.approx(expected, abs=1e-4)
+    assert Image.open(tmp_path / 't.png').size == (720, 460)
