@@ -304,5 +304,5 @@ def test_cli_temperature_every_family_from_checkpoint(tmp_path, capsys, name, kw
                  str(tmp_path / 'ckpt.pth'), '--out', str(tmp_path / 't.png')]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
     assert [r[1] for r in rows] == list(temps)  # every LSA layer, tokenizer layers included, depth order
-    assert [[float(v) for v in r[2:5]] for r in rows] == pytest.approx(expected, abs=1e-4)
+    assert [float(v) for r in rows for v in r[2:5]] == pytest.approx(sum(expected, []), abs=1e-4)
     assert Image.open(tmp_path / 't.png').size == (720, 460)
