@@ -65,7 +65,7 @@ def _self_attention_probs(module: Attention, x: torch.Tensor, attn_mask: Optiona
 def _window_probs(module: WindowAttention, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
     q, k, _ = (_split_heads(t, module.num_heads) for t in module.qkv(x).chunk(3, dim=-1))
     logits = _logits(module, q, k)
-    bias = window_attn_bias(module, mask, logits.dtype)  # (windows or 1, heads, N, N)
+    bias = window_attn_bias(module._get_rel_pos_bias(), mask, getattr(module, 'diag_mask', False), logits.dtype)
     shape = logits.shape
     return _softmax(logits.view(-1, *bias.shape), bias).view(shape)
 

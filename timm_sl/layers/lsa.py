@@ -49,7 +49,9 @@ def lsa_attn_bias(
     Returns:
         Additive bias of shape ``(N, N)``, or the broadcast shape of ``attn_mask``.
     """
-    diag = torch.eye(num_tokens, dtype=torch.bool, device=device)
+    # arange comparison rather than torch.eye: ONNX exports a bool eye as EyeLike, which ONNX Runtime cannot run
+    index = torch.arange(num_tokens, device=device)
+    diag = index.unsqueeze(1) == index.unsqueeze(0)
     if attn_mask is None:
         # common case, kept to two small ops: only a lone token (N == 1) would be left without a key
         bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
@@ -61,7 +63,7 @@ def lsa_attn_bias(
         base = attn_mask.to(dtype)
     bias = torch.where(diag, neg_inf, base)
     # rows left without any finite logit: give them back their self-relation
-    dead_row = torch.isneginf(bias).all(dim=-1, keepdim=True)
+    dead_row = (bias == float('-inf')).all(dim=-1, keepdim=True)  # not isneginf: the TorchScript ONNX export lacks it
     return torch.where(diag & dead_row, base, bias)
 
 

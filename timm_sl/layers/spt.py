@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timm.layers import PatchEmbed, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
+from timm.layers import PatchEmbed, _assert, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
            'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging', 'adapt_spt_in_chans',
@@ -100,7 +100,8 @@ class ShiftedPatchProjection(nn.Module):
     """Shift, patchify, LayerNorm and Linear: the SPT replacement for a patch embedding's strided convolution.
 
     Maps ``(B, C, H, W)`` to ``(B, embed_dim, H // P, W // P)`` like ``nn.Conv2d(C, D, P, stride=P)``, so it can sit
-    where timm expects the conv. The flattened patch vector is ordered ``(py, px, copy, channel)`` (the reference
+    where timm expects the conv (also for sizes that are not a multiple of ``P``: like the conv, rows and columns past the
+    last whole patch form no token, though the last tokens' shifted copies still see them). The flattened patch vector is ordered ``(py, px, copy, channel)`` (the reference
     layout). Parameters are ``weight`` (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``;
     ``weight`` is the Linear weight, so ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
 
@@ -187,6 +188,10 @@ class ShiftedPatchProjection(nn.Module):
 
     def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
         x = shift_and_concat(x, self.shift, self.offsets)
+        ph, pw = self.patch_size
+        H, W = x.shape[-2:]
+        if H % ph or W % pw:  # as a stride-P conv: rows / columns past the last whole patch form no token
+            x = x[:, :, :H - H % ph, :W - W % pw]
         x = self.patchify(x)
         x = F.linear(self.norm(x), self.weight, self.bias)
         return x.permute(0, 3, 1, 2)  # NHWC view as NCHW, the layout a conv would return
@@ -221,6 +226,10 @@ class ShiftedPatchProjection(nn.Module):
         return x.numel() * self.num_copies >= self.weight.numel()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _assert(x.shape[1] == self.in_chans,
+                f'Input has {x.shape[1]} channels; this SPT projection was built for in_chans={self.in_chans}.')
+        _assert(x.shape[-2] >= self.patch_size[0] and x.shape[-1] >= self.patch_size[1],
+                f'Input of {x.shape[-2]}x{x.shape[-1]} is smaller than one patch {self.patch_size}.')
         if self.fused and not torch.jit.is_scripting() and self.prefers_fused(x):
             return self.forward_fused(x)
         return self.forward_explicit(x)

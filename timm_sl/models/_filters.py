@@ -54,11 +54,31 @@ def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -
     return state_dict
 
 
+def _has_sl_modules(keys) -> bool:
+    """Keys only SL layers produce: LSA temperatures, the SPT projection's LayerNorm, T2T's soft-split stages."""
+    return any(k.endswith('.temperature') or '.proj.norm.' in k or '.stages.' in k for k in keys)
+
+
 def sl_filter(base_filter: FilterFn) -> FilterFn:
-    """A family's checkpoint filter: ``base_filter`` (timm's) for foreign layouts, then :func:`adapt_sl_state_dict`."""
+    """A family's checkpoint filter: ``base_filter`` (timm's) for foreign layouts, then :func:`adapt_sl_state_dict`.
+
+    A state dict is foreign when it has keys the model lacks and none of the SL layers' own keys; one with SL keys is
+    native and goes straight to adaptation, so an architecture mismatch surfaces as ``load_state_dict``'s list of
+    missing / unexpected keys instead of a shape error inside timm's filter.
+
+    Raises:
+        ValueError: a foreign (convolutional patch embedding) checkpoint for a model whose tokenizer is SPT.
+    """
     def filter_fn(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
         state_dict = unwrap_state_dict(state_dict)
-        if set(state_dict) - set(model.state_dict()):
+        model_keys = set(model.state_dict())
+        conv_embed = any(v.ndim == 4 for k, v in state_dict.items() if k.startswith('patch_embed.proj.weight'))
+        if conv_embed and any(isinstance(m, ShiftedPatchProjection) for m in model.patch_embed.modules()):
+            raise ValueError(
+                f'this checkpoint has a convolutional patch embedding (timm / original layout), which '
+                f'{type(model).__name__} with SPT cannot load; load it with spt=False, or start from it with '
+                f'timm_sl.hub.warm_start(model, state_dict).')
+        if set(state_dict) - model_keys and not _has_sl_modules(state_dict):
             state_dict = base_filter(state_dict, model)
         return adapt_sl_state_dict(dict(state_dict), model)
     return filter_fn

@@ -18,15 +18,16 @@ kwarg                 default      meaning
 With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly its timm baseline: the same modules,
 state-dict keys and parameter count.
 """
+import inspect
 from dataclasses import asdict, dataclass, fields
 from functools import partial
-from typing import Any, Dict, Optional, Tuple, Type
+from typing import Any, Dict, Optional, Set, Tuple, Type
 
 from timm.layers import Attention
 
 from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, check_shift_ratio, check_temp_ratio, shift_offsets
 
-__all__ = ['SlArgs', 'SL_ARG_NAMES', 'check_bool', 'check_optional_bool']
+__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_depths', 'check_model_kwargs', 'check_optional_bool']
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -39,6 +40,47 @@ def check_optional_bool(name: str, value: Any) -> None:
     """Raise ``ValueError`` naming ``name`` unless ``value`` is a bool or None."""
     if value is not None and not isinstance(value, bool):
         raise ValueError(f'{name}={value!r} is invalid; allowed: True, False or None.')
+
+
+def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False) -> None:
+    """Check depth kwargs before timm builds anything: each an int >= 0, or (``per_stage``) a non-empty sequence of
+    them, all such sequences of one length. Raises ``ValueError`` naming the value and what is allowed."""
+    lengths = {}
+    for name in names:
+        if name not in kwargs:
+            continue
+        value = kwargs[name]
+        items = value if per_stage and isinstance(value, (tuple, list)) else [value]
+        if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in items):
+            shape = 'a non-empty tuple of ints >= 0 (one per stage)' if per_stage else 'an int >= 0'
+            raise ValueError(f'{name}={value!r} is invalid; allowed: {shape}.')
+        if per_stage:
+            lengths[name] = len(items)
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f'per-stage kwargs disagree on the number of stages: {lengths}; allowed: equal lengths.')
+
+
+def accepted_kwargs(model_cls: type) -> Set[str]:
+    """Keyword names ``model_cls(**kwargs)`` accepts: its constructor's, those of each base its ``**kwargs`` flow to
+    (up the MRO until a constructor without ``**kwargs``), and the SL switches."""
+    names = set(SL_ARG_NAMES)
+    for klass in model_cls.__mro__:
+        init = klass.__dict__.get('__init__')
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {'self'}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names
+
+
+def check_model_kwargs(model_cls: type, kwargs: Dict[str, Any]) -> None:
+    """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones."""
+    unknown = sorted(set(kwargs) - accepted_kwargs(model_cls))
+    if unknown:
+        raise TypeError(f'{model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
+                        f'{", ".join(sorted(accepted_kwargs(model_cls)))}.')
 
 
 @dataclass(frozen=True)
@@ -62,8 +104,14 @@ class SlArgs:
         check_temp_ratio(self.lsa_temp_ratio, name='lsa_temp_ratio')
 
     @classmethod
-    def pop_from(cls, kwargs: Dict[str, Any]) -> 'SlArgs':
-        """Remove the SL switches from a model-kwargs dict and return them validated."""
+    def pop_from(cls, kwargs: Dict[str, Any], model_cls: Optional[type] = None) -> 'SlArgs':
+        """Remove the SL switches from a model-kwargs dict and return them validated.
+
+        With ``model_cls``, first check that every kwarg is one that class (or the timm backbone it passes its
+        ``**kwargs`` to) accepts, so a typo fails with the name and the allowed names instead of a bare TypeError.
+        """
+        if model_cls is not None:
+            check_model_kwargs(model_cls, kwargs)
         return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls) if f.name in kwargs})
 
     def to_dict(self) -> Dict[str, Any]:

@@ -25,7 +25,7 @@ from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn, checkpoint_filter
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
-from ._sl_args import SlArgs
+from ._sl_args import SlArgs, check_depths
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn']
 
@@ -143,7 +143,8 @@ class SlCait(Cait):
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
 
     def __init__(self, head_dim: Optional[int] = None, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))
+        check_depths(kwargs, 'depth', 'depth_token_only')
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
         if head_dim is not None and (not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1):

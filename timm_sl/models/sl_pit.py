@@ -25,7 +25,7 @@ from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter
 from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_optional_bool
+from ._sl_args import SlArgs, check_depths, check_optional_bool
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
 
@@ -81,7 +81,8 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
 
     def __init__(self, spt_pool: Optional[bool] = None, pool_layout: str = 'timm', **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))
+        check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         if pool_layout not in POOL_LAYOUTS:
             allowed = ', '.join(map(repr, POOL_LAYOUTS))

@@ -23,18 +23,23 @@ from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 from ..layers import LsaMixin, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_optional_bool
+from ._sl_args import SlArgs, check_depths, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
 
 
-def window_attn_bias(attn: WindowAttention, mask: Optional[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
-    """Additive logit bias of a (LSA or plain) window attention: relative-position bias + shifted-window ``mask``
-    ``(nW, N, N)``, and ``-inf`` on the diagonal when ``attn`` masks it. Shape ``(nW or 1, heads, N, N)``."""
-    bias = attn._get_rel_pos_bias()  # (1, nH, N, N)
+def window_attn_bias(
+        rel_pos_bias: torch.Tensor,
+        mask: Optional[torch.Tensor],
+        diag_mask: bool,
+        dtype: torch.dtype,
+) -> torch.Tensor:
+    """Additive logit bias of a window attention: relative-position bias ``(1, heads, N, N)`` + shifted-window
+    ``mask`` ``(nW, N, N)``, and ``-inf`` on the diagonal when ``diag_mask``. Shape ``(nW or 1, heads, N, N)``."""
+    bias = rel_pos_bias
     if mask is not None:
         bias = bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N)
-    if getattr(attn, 'diag_mask', False):
+    if diag_mask:
         bias = lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
     return bias
 
@@ -88,7 +93,7 @@ class LocalityWindowAttention(LsaMixin, WindowAttention):
         qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
 
-        bias = window_attn_bias(self, mask, q.dtype)  # (nW, nH, N, N), before expanding over the batch
+        bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # before expanding over batch
         if mask is not None:
             bias = bias.unsqueeze(0).expand(B_ // bias.shape[0], -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
 
@@ -128,7 +133,8 @@ class SlSwinTransformer(SwinTransformer):
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))
+        check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)

@@ -26,7 +26,7 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from ..layers import (
     LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resize_channel_axis, resolve_shift, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg
-from ._sl_args import SlArgs
+from ._sl_args import SlArgs, check_depths
 from ._filters import adapt_sl_state_dict, unwrap_state_dict
 
 __all__ = ['SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
@@ -178,6 +178,7 @@ class T2TEmbed(nn.Module):
         self.img_size, self.grid_size, self.num_patches = None, None, None
         self.set_input_size(img_size)
 
+        self.in_chans = in_chans
         self.offsets: List[Tuple[int, int]] = list(shift_offsets(shift_directions)) if spt else []
         self.shift = resolve_shift(self.soft_splits[0][1], shift_ratio) if spt else (0, 0)
         chans = [in_chans * (1 + len(self.offsets))] + [token_dim] * (len(self.soft_splits) - 1)
@@ -211,6 +212,8 @@ class T2TEmbed(nn.Module):
         if self.strict_img_size:
             _assert(H == self.img_size[0], f"Input height ({H}) doesn't match model ({self.img_size[0]}).")
             _assert(W == self.img_size[1], f"Input width ({W}) doesn't match model ({self.img_size[1]}).")
+        _assert(x.shape[1] == self.in_chans,
+                f'Input has {x.shape[1]} channels; this T2T tokenizer was built for in_chans={self.in_chans}.')
         if self.offsets:
             x = shift_and_concat(x, self.shift, self.offsets)
         x = self.stages(x)
@@ -239,7 +242,8 @@ class SlT2T(VisionTransformer):
             token_dim: int = 64,
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))
+        check_depths(kwargs, 'depth')
         if 'embed_layer' in kwargs:
             raise ValueError('embed_layer cannot be set on T2T: the T2T tokenizer is its embed layer.')
         lsa_kwargs = sl_args.lsa_kwargs() if sl_args.uses_lsa_layer else None

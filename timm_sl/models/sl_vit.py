@@ -15,7 +15,7 @@ from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoin
 from ..layers import lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
-from ._sl_args import SlArgs
+from ._sl_args import SlArgs, check_depths
 
 __all__ = ['SlVisionTransformer']
 
@@ -30,7 +30,8 @@ class SlVisionTransformer(VisionTransformer):
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
 
     def __init__(self, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))
+        check_depths(kwargs, 'depth')
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
