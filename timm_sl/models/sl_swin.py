@@ -35,13 +35,18 @@ def window_attn_bias(
         dtype: torch.dtype,
 ) -> torch.Tensor:
     """Additive logit bias of a window attention: relative-position bias ``(1, heads, N, N)`` + shifted-window
-    ``mask`` ``(nW, N, N)``, and ``-inf`` on the diagonal when ``diag_mask``. Shape ``(nW or 1, heads, N, N)``."""
+    ``mask`` ``(nW, N, N)``, and ``-inf`` on the diagonal when ``diag_mask``. Shape ``(nW or 1, heads, N, N)``.
+
+    timm's shift mask blocks with a finite ``-100``. With the diagonal masked, a token alone in its shifted-window
+    region would then spread its attention over the blocked tokens (all at ``-100``); so under LSA blocked entries
+    become ``-inf``, which lets :func:`lsa_attn_bias` spot such rows and give them back their self-relation.
+    """
     bias = rel_pos_bias
+    if not diag_mask:
+        return bias if mask is None else bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N): timm's sum
     if mask is not None:
-        bias = bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N)
-    if diag_mask:
-        bias = lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
-    return bias
+        bias = bias.masked_fill(mask.unsqueeze(1) < 0, float('-inf'))  # (nW, nH, N, N)
+    return lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
 
 
 class LocalityWindowAttention(LsaMixin, WindowAttention):

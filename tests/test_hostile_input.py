@@ -1,0 +1,138 @@
+"""Bad input fails early with a message naming the value and what is allowed: image size and channels, kwargs of
+every family, unknown kwargs, and broken or foreign checkpoint files (read without unpickling code)."""
+import os
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+import timm
+from timm.models import load_checkpoint
+from timm_sl.hub import load_training_checkpoint, model_from_checkpoint
+from sl_models import FAST_MODELS, MODELS, model_input
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_wrong_image_size_is_named(name):
+    model = timm.create_model(name).eval()
+    x = model_input(model)
+    with pytest.raises(AssertionError, match=rf"Input height \({x.shape[2] + 8}\) doesn't match model"):
+        model(torch.randn(1, 3, x.shape[2] + 8, x.shape[3] + 8))
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_wrong_channel_count_is_named(name):
+    model = timm.create_model(name).eval()
+    x = model_input(model)
+    with pytest.raises(AssertionError, match=r'Input has 1 channels; this .* was built for in_chans=3'):
+        model(x[:, :1])
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_size_not_a_multiple_of_the_patch_follows_the_baseline(name):
+    """A stride-P patch conv drops what lies past the last whole patch; the SPT models take the same sizes and give
+    the same token grids as their baselines."""
+    sl = timm.create_model(name, img_size=30).eval()
+    base = timm.create_model(name, img_size=30, **type(sl).baseline_kwargs).eval()
+    x = torch.randn(2, 3, 30, 30)
+    with torch.no_grad():
+        out_sl, out_base = sl.forward_features(x), base.forward_features(x)
+    assert out_sl.shape == out_base.shape and torch.isfinite(out_sl).all()
+
+
+BAD_KWARGS = [
+    ('sl_vit_32', dict(shift_ratio=2), ValueError, r'shift_ratio=2 is out of range; allowed: a number in \(0, 1.0\]'),
+    ('sl_vit_32', dict(shift_ratio=0.1), ValueError, r'shift of \(0, 0\) px.*use shift_ratio >= 0.25'),
+    ('sl_vit_32', dict(shift_directions='up'), ValueError, r"shift_directions='up' is not supported; allowed: "),
+    ('sl_vit_32', dict(spt='yes'), ValueError, r"spt='yes' is invalid; allowed: True or False"),
+    ('sl_vit_32', dict(lsa_temp_ratio=0), ValueError, r'lsa_temp_ratio=0 is invalid; allowed: a finite number > 0'),
+    ('sl_vit_32', dict(depth=-1), ValueError, r'depth=-1 is invalid; allowed: an int >= 0'),
+    ('sl_vit_32', dict(depth=2.5), ValueError, r'depth=2.5 is invalid; allowed: an int >= 0'),
+    ('sl_cait_32', dict(depth_token_only=-2), ValueError, r'depth_token_only=-2 is invalid'),
+    ('sl_cait_32', dict(head_dim=0), ValueError, r'head_dim=0 is invalid; allowed: a positive int or None'),
+    ('sl_t2t_32', dict(depth=-1), ValueError, r'depth=-1 is invalid'),
+    ('sl_t2t_32', dict(soft_splits=((3, 2, 1),)), ValueError, r'whose strides multiply to 2; allowed: patch_size=2'),
+    ('sl_pit_32', dict(depth=(1, 1)), ValueError, r"disagree on the number of stages: \{'depth': 2, 'heads': 3"),
+    ('sl_pit_32', dict(depth=(1, -1, 1)), ValueError, r'depth=\(1, -1, 1\) is invalid; allowed: a non-empty tuple'),
+    ('sl_pit_32', dict(pool_layout='avg'), ValueError, r"pool_layout='avg' is not supported; allowed: "),
+    ('sl_pit_32', dict(spt_pool=1), ValueError, r'spt_pool=1 is invalid; allowed: True, False or None'),
+    ('sl_swin_32', dict(depths=()), ValueError, r'depths=\(\) is invalid; allowed: a non-empty tuple'),
+    ('sl_swin_32', dict(window_size=0), AssertionError, r'Window sizes must be positive'),  # timm's own check
+    ('sl_swin_32', dict(spt_pool='no'), ValueError, r"spt_pool='no' is invalid"),
+]
+
+
+@pytest.mark.parametrize('name,kwargs,error,message', BAD_KWARGS,
+                         ids=[f'{n}-{next(iter(k))}' for n, k, _, _ in BAD_KWARGS])
+def test_bad_kwargs_are_named(name, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        timm.create_model(name, **kwargs)
+
+
+@pytest.mark.parametrize('name', MODELS)
+def test_unknown_kwargs_are_named_with_the_allowed_ones(name):
+    with pytest.raises(TypeError, match=r"got unknown model kwargs \['depht'\]; allowed: .*lsa.*shift_ratio"):
+        timm.create_model(name, depht=3)
+
+
+class _Payload:
+    """Pickles to a call that would leave a marker file: proves a loader executed pickled code."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.mknod, (self.marker,)
+
+
+@pytest.fixture()
+def files(tmp_path):
+    model = timm.create_model('sl_vit_32', depth=1)
+    save_file(model.state_dict(), tmp_path / 'good.safetensors')
+    data = (tmp_path / 'good.safetensors').read_bytes()
+    (tmp_path / 'truncated.safetensors').write_bytes(data[:len(data) // 2])
+    (tmp_path / 'garbage.pth').write_bytes(b'not a checkpoint')
+    torch.save({'state_dict': model.state_dict()}, tmp_path / 'good.pth')
+    data = (tmp_path / 'good.pth').read_bytes()
+    (tmp_path / 'truncated.pth').write_bytes(data[:len(data) // 2])
+    torch.save({'state_dict': model.state_dict(), 'x': _Payload(str(tmp_path / 'EXECUTED'))}, tmp_path / 'code.pth')
+    save_file(timm.create_model('sl_vit_32', depth=2).state_dict(), tmp_path / 'deeper.safetensors')
+    save_file(timm.create_model('vit_tiny_patch16_224', pretrained=False).state_dict(), tmp_path / 'vit.safetensors')
+    return tmp_path
+
+
+def _pretrained(name, path, **kwargs):
+    return timm.create_model(name, pretrained=True, pretrained_cfg_overlay=dict(file=str(path)), **kwargs)
+
+
+def test_pretrained_file_errors(files):
+    assert _pretrained('sl_vit_32', files / 'good.safetensors', depth=1) is not None
+    with pytest.raises(Exception, match='incomplete metadata|deserializ'):
+        _pretrained('sl_vit_32', files / 'truncated.safetensors', depth=1)
+    with pytest.raises(RuntimeError, match=r'Unexpected key\(s\) in state_dict: "blocks.1'):
+        _pretrained('sl_vit_32', files / 'deeper.safetensors', depth=1)  # another architecture
+    with pytest.raises(ValueError, match='convolutional patch embedding .* cannot load; load it with spt=False'):
+        _pretrained('sl_vit_tiny', files / 'vit.safetensors')
+    with pytest.raises(RuntimeError, match='weights_only'):
+        _pretrained('sl_vit_32', files / 'code.pth', depth=1)
+    assert not (files / 'EXECUTED').exists()
+
+
+def test_load_checkpoint_errors(files):
+    model = timm.create_model('sl_vit_32', depth=1)
+    with pytest.raises(RuntimeError, match='failed finding central directory|corrupted'):
+        load_checkpoint(model, str(files / 'truncated.pth'))
+    with pytest.raises(RuntimeError, match='weights_only'):
+        load_checkpoint(model, str(files / 'code.pth'))
+    assert not (files / 'EXECUTED').exists()
+
+
+def test_training_checkpoint_errors(files):
+    with pytest.raises(FileNotFoundError, match='missing.pth does not exist'):
+        load_training_checkpoint(files / 'missing.pth')
+    for name in ('garbage.pth', 'truncated.pth', 'code.pth'):
+        with pytest.raises(ValueError, match=rf'{name} is not a readable torch checkpoint \(weights-only load'):
+            load_training_checkpoint(files / name)
+    assert not (files / 'EXECUTED').exists()
+    with pytest.raises(ValueError, match=r"good.pth does not fit sl_vit_32 \{'depth': 2"):
+        model_from_checkpoint(files / 'good.pth', 'sl_vit_32', dict(depth=2))
