@@ -78,3 +78,20 @@ def test_benchmark_script(model, tmp_path):
         '--num-warm-iter', '1', '--num-bench-iter', '5', '--device', 'cpu',
     ], cwd=tmp_path)
     assert 'infer_samples_per_sec' in log and 'train_samples_per_sec' in log
+
+
+@needs_repo
+@pytest.mark.parametrize('model', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32', 'sl_cait_32', 'sl_t2t_32'])
+def test_onnx_export_script(model, tmp_path):
+    """timm's onnx_export.py (exportable mode, TorchScript exporter, ONNX Runtime check of the forward)."""
+    pytest.importorskip('onnxruntime')
+    import timm
+    checkpoint = tmp_path / 'weights.pth'  # the script loads pretrained weights unless given a checkpoint
+    torch.save({'state_dict': timm.create_model(model).state_dict()}, checkpoint)
+    path = tmp_path / f'{model}.onnx'
+    _run([str(Path(TIMM_REPO) / 'onnx_export.py'), str(path), '--model', model, '--checkpoint', str(checkpoint),
+          '--batch-size', '2', '--check-forward', '--opset', '17'], cwd=tmp_path)
+    import onnx
+    onnx.checker.check_model(str(path))
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    assert 'Softmax' in ops and 'Where' in ops  # the explicit attention path with the diagonal mask
