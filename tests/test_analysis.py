@@ -284,6 +284,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--pretrained'])
     with pytest.raises(SystemExit, match='missing.pth does not exist'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'missing.pth')])
+    with pytest.raises(SystemExit, match=r"unknown model kwargs \['depht'\]"):
+        main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depht=2'])
     (tmp_path / 'empty').mkdir()
     with pytest.raises(SystemExit, match='no images'):
         main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])

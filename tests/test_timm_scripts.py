@@ -1,4 +1,4 @@
-"""timm's own, unmodified train.py / validate.py / benchmark.py drive the sl_ models (no import added).
+"""timm's own, unmodified train.py / validate.py / benchmark.py / onnx_export.py drive the sl_ models (no import).
 
 These scripts live in timm's git repository, not in its wheel: point ``TIMM_REPO`` at a checkout (or a folder holding
 the scripts) to run these tests; they are skipped otherwise. Marked slow.

@@ -107,7 +107,7 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
         else:
             model = timm.create_model(args.model, pretrained=getattr(args, 'pretrained', False) and not baseline,
                                       **kwargs)
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
+    except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
         raise SystemExit(f'timm-sl: {e}') from e
     return model.eval()
 
