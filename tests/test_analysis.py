@@ -205,6 +205,11 @@ def image_dir(tmp_path_factory):
     return folder
 
 
+def _cli_kwargs(kwargs):
+    """``--model-kwargs`` words for a kwargs dict (tuples without spaces, as timm's ParseKwargs reads them)."""
+    return [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+
+
 def _checkpoint(path, name, kwargs, baseline=False):
     model = _model(name, kwargs, baseline)
     torch.save({'state_dict': model.state_dict(), 'epoch': 3}, path)
@@ -232,7 +237,7 @@ def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys):
 def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, kwargs):
     sl = _checkpoint(tmp_path / 'sl.pth', name, kwargs)
     base = _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
-    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    cli_kwargs = _cli_kwargs(kwargs)
     assert main(['kld', str(image_dir), '--model', name, '--model-kwargs', *cli_kwargs,
                  '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
                  '--out', str(tmp_path / 'k.png')]) == 0
@@ -250,7 +255,7 @@ def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, k
 def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs):
     _checkpoint(tmp_path / 'sl.pth', name, kwargs)
     _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
-    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    cli_kwargs = _cli_kwargs(kwargs)
     out = tmp_path / 'attn.png'
     assert main(['attention', str(image_dir / '0.png'), str(image_dir / '1.png'), '--model', name,
                  '--model-kwargs', *cli_kwargs, '--checkpoint', str(tmp_path / 'sl.pth'),
@@ -306,7 +311,7 @@ def test_cli_temperature_every_family_from_checkpoint(tmp_path, capsys, name, kw
             model.get_submodule(layer).temperature.copy_(values)
             expected.append([values.mean().item(), values.min().item(), values.max().item()])
     torch.save({'state_dict_ema': model.state_dict()}, tmp_path / 'ckpt.pth')
-    cli_kwargs = [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
+    cli_kwargs = _cli_kwargs(kwargs)
     assert main(['temperature', '--model', name, '--model-kwargs', *cli_kwargs, '--checkpoint',
                  str(tmp_path / 'ckpt.pth'), '--out', str(tmp_path / 't.png')]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]

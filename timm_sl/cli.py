@@ -90,23 +90,24 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline: bool = False):
-    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint;
-    ``baseline`` switches SPT/LSA off (the ``--compare-checkpoint`` model)."""
+def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_of=None):
+    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint.
+    ``baseline_of`` (an SL model) switches SPT/LSA off with its class's ``baseline_kwargs`` (the
+    ``--compare-checkpoint`` model, never pretrained)."""
     import timm
     import timm_sl  # noqa: F401  (registers the models even when the autoload hook is disabled)
     if args.model not in timm.list_models('sl_*'):
         raise SystemExit(f'timm-sl: unknown model {args.model!r}; allowed: {", ".join(timm.list_models("sl_*"))}')
     kwargs = dict(args.model_kwargs)
-    if baseline:
-        kwargs.update(timm.create_model(args.model).baseline_kwargs)
+    if baseline_of is not None:
+        kwargs.update(type(baseline_of).baseline_kwargs)
+    pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     try:
         if checkpoint:
             from timm_sl.hub import model_from_checkpoint
             model = model_from_checkpoint(checkpoint, args.model, kwargs)[0]
         else:
-            model = timm.create_model(args.model, pretrained=getattr(args, 'pretrained', False) and not baseline,
-                                      **kwargs)
+            model = timm.create_model(args.model, pretrained=pretrained, **kwargs)
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
         raise SystemExit(f'timm-sl: {e}') from e
     return model.eval()
@@ -140,9 +141,10 @@ def _load_images(paths: List[str], model):
 
 def _runs(args: argparse.Namespace):
     """``(label, model)``: the SL model, then its baseline when ``--compare-checkpoint`` is given."""
-    yield 'SL', _analysis_model(args, args.checkpoint)
+    model = _analysis_model(args, args.checkpoint)
+    yield 'SL', model
     if args.compare_checkpoint:
-        yield 'baseline', _analysis_model(args, args.compare_checkpoint, baseline=True)
+        yield 'baseline', _analysis_model(args, args.compare_checkpoint, baseline_of=model)
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
@@ -290,7 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
         source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
         p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='as given to train.py')
 
-    def add_compare(p: argparse.ArgumentParser) -> None:
+    def add_image_analysis(p: argparse.ArgumentParser) -> None:
+        p.add_argument('images', nargs='+', help='image files or folders')
+        add_model_source(p)
         p.add_argument('--compare-checkpoint', default=None,
                        help='checkpoint of the baseline (spt=False, lsa=False) of the same config, shown beside')
 
@@ -300,16 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
-    p.add_argument('images', nargs='+', help='image files or folders')
-    add_model_source(p)
-    add_compare(p)
+    add_image_analysis(p)
     p.add_argument('--out', default='sl_kld.png')
     p.set_defaults(func=cmd_kld)
 
     p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); PNG + JSON")
-    p.add_argument('images', nargs='+', help='image files or folders')
-    add_model_source(p)
-    add_compare(p)
+    add_image_analysis(p)
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
     p.add_argument('--out', default='sl_attention.png', help='PNG; the numbers go to the same name with .json')
     p.set_defaults(func=cmd_attention)

@@ -100,10 +100,11 @@ class ShiftedPatchProjection(nn.Module):
     """Shift, patchify, LayerNorm and Linear: the SPT replacement for a patch embedding's strided convolution.
 
     Maps ``(B, C, H, W)`` to ``(B, embed_dim, H // P, W // P)`` like ``nn.Conv2d(C, D, P, stride=P)``, so it can sit
-    where timm expects the conv (also for sizes that are not a multiple of ``P``: like the conv, rows and columns past the
-    last whole patch form no token, though the last tokens' shifted copies still see them). The flattened patch vector is ordered ``(py, px, copy, channel)`` (the reference
-    layout). Parameters are ``weight`` (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``;
-    ``weight`` is the Linear weight, so ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
+    where timm expects the conv (also for sizes that are not a multiple of ``P``: like the conv, rows and columns past
+    the last whole patch form no token, though the last tokens' shifted copies still see them). The flattened patch
+    vector is ordered ``(py, px, copy, channel)`` (the reference layout). Parameters are ``weight``
+    (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``; ``weight`` is the Linear weight, so
+    ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
 
     Two equivalent forward paths:
 

@@ -72,8 +72,9 @@ def sl_filter(base_filter: FilterFn) -> FilterFn:
     def filter_fn(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
         state_dict = unwrap_state_dict(state_dict)
         model_keys = set(model.state_dict())
-        conv_embed = any(v.ndim == 4 for k, v in state_dict.items() if k.startswith('patch_embed.proj.weight'))
-        if conv_embed and any(isinstance(m, ShiftedPatchProjection) for m in model.patch_embed.modules()):
+        embed_weight = state_dict.get('patch_embed.proj.weight')
+        spt_model = any(isinstance(m, ShiftedPatchProjection) for m in model.patch_embed.modules())
+        if spt_model and embed_weight is not None and embed_weight.ndim == 4:
             raise ValueError(
                 f'this checkpoint has a convolutional patch embedding (timm / original layout), which '
                 f'{type(model).__name__} with SPT cannot load; load it with spt=False, or start from it with '

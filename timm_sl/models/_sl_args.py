@@ -27,7 +27,8 @@ from timm.layers import Attention
 
 from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, check_shift_ratio, check_temp_ratio, shift_offsets
 
-__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_depths', 'check_model_kwargs', 'check_optional_bool']
+__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_depths', 'check_model_kwargs',
+           'check_optional_bool']
 
 
 def check_bool(name: str, value: Any) -> None:
