@@ -1,6 +1,6 @@
 """Parameter and multiply-accumulate counts, as the paper reports them (MACs = FLOPs / 2)."""
 from contextlib import contextmanager
-from typing import Iterator, Optional, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
 
 import torch
 from torch import nn
@@ -8,7 +8,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .layers import ShiftedPatchProjection
 
-__all__ = ['count_params', 'count_macs', 'explicit_spt']
+__all__ = ['count_params', 'count_macs', 'explicit_attention', 'explicit_spt']
 
 
 def count_params(model: nn.Module) -> int:
@@ -17,31 +17,48 @@ def count_params(model: nn.Module) -> int:
 
 
 @contextmanager
-def explicit_spt(model: nn.Module) -> Iterator[None]:
-    """Run every SPT projection in ``model`` on its explicit (paper-formulation) path inside the block."""
-    projections = [m for m in model.modules() if isinstance(m, ShiftedPatchProjection)]
-    saved = [m.fused for m in projections]
+def _set_on_modules(model: nn.Module, select: Callable[[nn.Module], bool], attr: str, value: Any) -> Iterator[None]:
+    """Set ``attr`` to ``value`` on every selected submodule of ``model`` inside the block, restoring it after."""
+    modules = [m for m in model.modules() if select(m)]
+    saved = [getattr(m, attr) for m in modules]
     try:
-        for m in projections:
-            m.fused = False
+        for m in modules:
+            setattr(m, attr, value)
         yield
     finally:
-        for m, fused in zip(projections, saved):
-            m.fused = fused
+        for m, old in zip(modules, saved):
+            setattr(m, attr, old)
+
+
+def explicit_spt(model: nn.Module) -> ContextManager[None]:
+    """Run every SPT projection in ``model`` on its explicit (paper-formulation) path inside the block."""
+    return _set_on_modules(model, lambda m: isinstance(m, ShiftedPatchProjection), 'fused', False)
+
+
+def explicit_attention(model: nn.Module) -> ContextManager[None]:
+    """Run every attention module in ``model`` (timm's and ours: a ``fused_attn`` flag) on its matmul/softmax path.
+
+    ``FlopCounterMode`` counts SDPA only for the kernels torch registers a formula for, which changes between torch
+    versions (torch 2.14 does not count the CPU flash kernel); the explicit ``q @ k^T`` and ``attn @ v`` are plain
+    matmuls, counted on every torch.
+    """
+    return _set_on_modules(model, lambda m: isinstance(getattr(m, 'fused_attn', None), bool), 'fused_attn', False)
 
 
 def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> int:
     """Multiply-accumulates of one forward pass of a single image, counted by torch's ``FlopCounterMode``.
 
-    SPT is counted as the paper formulates it (concatenated copies, LayerNorm, Linear), so the numbers compare with
-    the paper's tables; the fused SPT kernel computes the same function with fewer MACs.
+    Counted as the paper formulates the model, the same on every torch version and SDPA kernel: SPT as concatenated
+    copies, LayerNorm, Linear (the fused SPT kernel computes the same function with fewer MACs), and attention as
+    explicit matmuls (:func:`explicit_attention`).
 
     The forward runs with autograd on: FlopCounterMode's module tracker fails on no-grad runs of models that pass
     tuples between modules (timm's PiT).
 
     Args:
         model: The model (evaluated in eval mode; its mode is restored).
-        input_size: ``(C, H, W)``; defaults to ``model.pretrained_cfg['input_size']``.
+        input_size: Shape of one sample without the batch axis, e.g. ``(C, H, W)``; defaults to
+            ``model.pretrained_cfg['input_size']``.
     """
     if input_size is None:
         input_size = model.pretrained_cfg['input_size']
@@ -50,7 +67,7 @@ def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> 
     was_training = model.training
     model.eval()
     try:
-        with explicit_spt(model), FlopCounterMode(display=False) as counter:
+        with explicit_spt(model), explicit_attention(model), FlopCounterMode(display=False) as counter:
             model(x)
     finally:
         model.train(was_training)

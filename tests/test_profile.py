@@ -1,0 +1,60 @@
+"""MAC counting is the paper formulation on every torch version and SDPA kernel (issue: torch 2.14's FlopCounterMode
+does not count the CPU flash SDPA kernel, so counting the fused path lost every attention matmul)."""
+import pytest
+import torch
+
+import timm
+from timm.layers import Attention
+from timm_sl.layers import LocalitySelfAttention
+from timm_sl.profile import count_macs, explicit_attention, explicit_spt
+
+from sl_models import FAST_MODELS
+
+
+def _attention_flags(model):
+    return [m.fused_attn for m in model.modules() if isinstance(getattr(m, 'fused_attn', None), bool)]
+
+
+def _set_fused_attn(model, fused):
+    for m in model.modules():
+        if isinstance(getattr(m, 'fused_attn', None), bool):
+            m.fused_attn = fused
+
+
+@pytest.mark.parametrize('attn_cls', [Attention, LocalitySelfAttention], ids=lambda c: c.__name__)
+def test_one_attention_layer_matches_hand_formula_on_the_fused_path(attn_cls):
+    tokens, dim = 10, 64
+    attn = attn_cls(dim, num_heads=4, qkv_bias=True)
+    attn.fused_attn = True
+    qkv, scores, mix, proj = tokens * dim * 3 * dim, tokens * tokens * dim, tokens * tokens * dim, tokens * dim * dim
+    assert count_macs(attn, input_size=(tokens, dim)) == qkv + scores + mix + proj
+    assert attn.fused_attn is True  # restored
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_macs_do_not_depend_on_the_attention_kernel(name):
+    model = timm.create_model(name)
+    _set_fused_attn(model, True)
+    fused = count_macs(model)
+    _set_fused_attn(model, False)
+    assert count_macs(model) == fused
+    assert set(_attention_flags(model)) == {False}
+    _set_fused_attn(model, True)
+    assert count_macs(model) == fused and set(_attention_flags(model)) == {True}
+
+
+def test_explicit_paths_are_restored_after_an_error():
+    model = timm.create_model('sl_vit_32')
+    _set_fused_attn(model, True)
+    with pytest.raises(RuntimeError, match='inside'):
+        with explicit_spt(model), explicit_attention(model):
+            assert model.patch_embed.proj.fused is False and set(_attention_flags(model)) == {False}
+            raise RuntimeError('inside')
+    assert model.patch_embed.proj.fused is True and set(_attention_flags(model)) == {True}
+
+
+def test_count_keeps_training_mode_and_counts_one_sample():
+    model = timm.create_model('sl_vit_32').train()
+    macs = count_macs(model)
+    assert model.training
+    assert count_macs(model, input_size=(3, 32, 32)) == macs
