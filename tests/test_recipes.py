@@ -1,7 +1,15 @@
-"""The train.py recipes parse with timm's train.py argument names, and the Tiny-ImageNet val tool works."""
+"""The train.py recipes parse with timm's train.py arguments, every documented train.py / torchrun command runs (slow,
+with ``TIMM_REPO``), and the Tiny-ImageNet val tool works."""
+import csv
 import importlib.util
+import math
 import os
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
+from typing import List, Optional
 
 import pytest
 import yaml
@@ -10,7 +18,10 @@ import timm
 from timm_sl.cli import main
 from timm_sl.tools import prepare_tiny_imagenet_val
 
-RECIPES = sorted((Path(__file__).parents[1] / 'recipes').glob('*.yaml'))
+ROOT = Path(__file__).parents[1]
+RECIPES = sorted((ROOT / 'recipes').glob('*.yaml'))
+TIMM_REPO = os.environ.get('TIMM_REPO')
+SCRIPTS = ('train.py', 'validate.py', 'benchmark.py', 'onnx_export.py')
 EXPECTED = {  # recipe -> (input size, classes)
     'cifar10': (32, 10), 'cifar100': (32, 100), 'svhn': (32, 10), 'tiny_imagenet': (64, 200), 'imagenet': (224, 1000)}
 
@@ -36,10 +47,9 @@ def test_recipe_values_match_the_models(path):
 
 
 def _train_py_parser():
-    repo = os.environ.get('TIMM_REPO')
-    if not repo or not (Path(repo) / 'train.py').exists():
+    if not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists():
         pytest.skip("set TIMM_REPO to a folder with timm's train.py to check the recipes against its arguments")
-    spec = importlib.util.spec_from_file_location('timm_train_script', Path(repo) / 'train.py')
+    spec = importlib.util.spec_from_file_location('timm_train_script', Path(TIMM_REPO) / 'train.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # defines the parsers; main() only runs under __main__
     return module.parser
@@ -54,6 +64,166 @@ def test_recipe_keys_are_train_py_arguments(path, tmp_path):
     parser.set_defaults(**cfg)
     args = parser.parse_args([str(tmp_path), '--model', 'sl_vit_32'])
     assert args.epochs == 100 and args.model == 'sl_vit_32'
+    assert args.aug_repeats == 0  # train.py refuses repeated augmentation in a single process
+    for key, value in cfg.items():  # values have the types train.py's own flags give
+        flag = next(a for a in parser._actions if a.dest == key)
+        if flag.type is not None:
+            values = value if isinstance(value, list) else [value]
+            assert all(isinstance(v, flag.type) for v in values), (key, value, flag.type)
+
+
+def _documented_commands(markdown: Path, section: Optional[str] = None) -> List[List[str]]:
+    """The commands of the ``bash`` blocks of ``markdown`` (or of its ``## section``) that run one of timm's scripts."""
+    text = markdown.read_text()
+    if section is not None:
+        text = text.split(f'## {section}\n', 1)[1].split('\n## ', 1)[0]
+    commands = []
+    for block in re.findall(r'```bash\n(.*?)```', text, flags=re.S):
+        for line in block.replace('\\\n', ' ').splitlines():
+            argv = shlex.split(line, comments=True)
+            if any(arg in SCRIPTS for arg in argv):
+                commands.append(argv)
+    return commands
+
+
+RECIPE_COMMANDS = _documented_commands(ROOT / 'recipes' / 'README.md')
+README_COMMANDS = _documented_commands(ROOT / 'README.md', "With timm's scripts")
+
+
+def _option(argv: List[str], name: str) -> Optional[str]:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def _command_id(argv: List[str]) -> str:
+    return '-'.join([argv[0], Path(_option(argv, '--config') or 'flags').stem, _option(argv, '--model') or '']
+                    + (['baseline'] if '--model-kwargs' in argv else []))
+
+
+def test_documented_commands_are_found():
+    assert [argv[0] for argv in RECIPE_COMMANDS] == ['python'] * 6 + ['torchrun'] * 2
+    assert [next(a for a in argv if a in SCRIPTS) for argv in README_COMMANDS] == [
+        'train.py', 'benchmark.py', 'onnx_export.py']
+    for argv in RECIPE_COMMANDS:
+        assert (ROOT / _option(argv, '--config')).is_file()
+
+
+def test_repeated_augmentation_only_where_train_py_supports_it():
+    """timm's train.py stops on ``--aug-repeats`` in one process: only torchrun commands with 2+ processes carry it."""
+    for path in RECIPES:
+        cfg = _load(path)
+        assert 'aug_repeats' not in cfg and 'workers' not in cfg, path.name
+    for argv in RECIPE_COMMANDS + README_COMMANDS:
+        if argv[0] == 'torchrun':
+            assert _option(argv, '--aug-repeats') == '3' and int(_option(argv, '--nproc_per_node')) >= 2
+        else:
+            assert '--aug-repeats' not in argv, argv
+
+
+def test_readme_flags_spell_out_the_cifar100_recipe():
+    """The README's flag-by-flag train.py command trains like recipes/cifar100.yaml (its model and lr aside)."""
+    parser = _train_py_parser()
+    argv = README_COMMANDS[0]
+    flags = parser.parse_args(argv[argv.index('train.py') + 1:])
+    parser.set_defaults(**_load(ROOT / 'recipes' / 'cifar100.yaml'))
+    recipe = parser.parse_args(['DATA', '--model', 'sl_vit_32', '--lr', '3e-3', '--output', 'output'])
+    data_config = {'input_size', 'mean', 'std', 'crop_pct', 'interpolation'}  # left to the model's pretrained_cfg
+    assert {k for k in vars(recipe) if getattr(flags, k) != getattr(recipe, k)} == data_config
+    pretrained_cfg = timm.create_model('sl_vit_32').pretrained_cfg
+    assert {k: tuple(v) if isinstance(v, list) else v for k, v in _load(ROOT / 'recipes' / 'cifar100.yaml').items()
+            if k in data_config} == {k: pretrained_cfg[k] for k in data_config}
+
+
+needs_repo = pytest.mark.skipif(
+    not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists(),
+    reason="set TIMM_REPO to a folder with timm's train.py to run the documented commands")
+
+
+def _image_folder(root: Path, size: int, per_class: int) -> Path:
+    """A tiny ImageFolder with every split name a recipe uses (train, test, val, validation), 3 classes."""
+    import numpy as np
+    from PIL import Image
+    rng = np.random.default_rng(0)
+    for split in ('train', 'test', 'val', 'validation'):
+        for c in range(3):
+            folder = root / split / f'class_{c}'
+            folder.mkdir(parents=True)
+            for i in range(per_class):
+                Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(folder / f'{i}.png')
+    return root
+
+
+def _run_documented(argv: List[str], cwd: Path, data: Optional[Path] = None, out: Optional[Path] = None,
+                    extra: List[str] = ()) -> str:
+    """Run a documented command with timm's scripts from TIMM_REPO on CPU: data, epochs, batch and output overridden
+    by arguments appended after the documented ones (argparse keeps the last), torchrun with 2 processes."""
+    argv = [str(ROOT / a) if a.startswith('recipes/') else a for a in argv]
+    launcher, argv = argv[0], argv[1:]
+    i = next(i for i, a in enumerate(argv) if a in SCRIPTS)
+    script = str(Path(TIMM_REPO) / argv[i])
+    if launcher == 'torchrun':  # 2 CPU processes; the shim lets train.py's DDP call run on CPU
+        argv[argv.index('--nproc_per_node') + 1] = '2'
+        argv[i:i + 1] = [str(Path(__file__).with_name('cpu_ddp_train.py')), script]
+        i += 1
+        head = [sys.executable, '-m', 'torch.distributed.run', '--standalone']
+    else:
+        argv[i] = script
+        head = [sys.executable]
+    if data is not None:
+        argv[i + 1] = str(data)
+        argv += ['--dataset', '', '--epochs', '1', '-b', '8', '--workers', '1', '--device', 'cpu', '--no-prefetcher',
+                 '--output', str(out), '--experiment', 'run', '--log-interval', '1']
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1')
+    result = subprocess.run(
+        head + argv + list(extra), cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result.stdout + result.stderr
+
+
+def _trained_one_epoch(out: Path, argv: List[str]) -> dict:
+    """The run's summary row and saved args, checked against the command."""
+    rows = list(csv.DictReader(open(out / 'run' / 'summary.csv')))
+    assert len(rows) == 1 and math.isfinite(float(rows[0]['train_loss'])) and float(rows[0]['train_loss']) > 0
+    args = yaml.safe_load((out / 'run' / 'args.yaml').read_text())
+    assert args['model'] == _option(argv, '--model')
+    if _option(argv, '--config'):  # the recipe reached train.py: every key not overridden on the command line
+        recipe = _load(ROOT / _option(argv, '--config'))
+        kept = set(recipe) - {'epochs', 'batch_size', 'dataset', 'lr'}
+        assert {k: args[k] for k in kept} == {k: recipe[k] for k in kept}
+    return args
+
+
+@pytest.mark.slow
+@needs_repo
+@pytest.mark.parametrize('argv', [a for a in RECIPE_COMMANDS if _option(a, '--nnodes') in (None, '1')],
+                         ids=_command_id)
+def test_recipes_readme_command_runs(argv, tmp_path):
+    size = timm.get_pretrained_cfg_value(_option(argv, '--model'), 'input_size')[-1]
+    data = _image_folder(tmp_path / 'data', size, per_class=8 if size <= 64 else 4)  # 224 px: one step
+    log = _run_documented(argv, tmp_path, data, tmp_path / 'out')
+    args = _trained_one_epoch(tmp_path / 'out', argv)
+    if argv[0] == 'torchrun':
+        assert 'Training in distributed mode with multiple processes' in log and 'total 2' in log
+        assert args['aug_repeats'] == 3
+
+
+@pytest.mark.slow
+@needs_repo
+def test_readme_timm_scripts_commands_run(tmp_path):
+    """README "With timm's scripts": train (one epoch), benchmark (5 iterations of 8), ONNX export of that checkpoint."""
+    onnx = pytest.importorskip('onnx')
+    train, bench, export = README_COMMANDS
+    data = _image_folder(tmp_path / 'data', 32, per_class=8)
+    _run_documented(train, tmp_path, data, tmp_path / 'out')
+    _trained_one_epoch(tmp_path / 'out', train)
+    log = _run_documented(
+        bench, tmp_path, extra=['-b', '8', '--num-warm-iter', '1', '--num-bench-iter', '5', '--device', 'cpu'])
+    assert 'infer_samples_per_sec' in log and 'train_samples_per_sec' in log
+    checkpoint = str(tmp_path / 'out' / 'run' / 'model_best.pth.tar')
+    _run_documented([checkpoint if a == 'model_best.pth.tar' else a for a in export], tmp_path)
+    onnx_file = tmp_path / export[export.index('onnx_export.py') + 1]  # --check-forward compared it in ONNX Runtime
+    onnx.checker.check_model(str(onnx_file))
+    assert 'Softmax' in {node.op_type for node in onnx.load(str(onnx_file)).graph.node}
 
 
 def test_prepare_tiny_imagenet_val(tmp_path):
