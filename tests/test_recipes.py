@@ -46,6 +46,17 @@ def test_recipe_values_match_the_models(path):
         assert timm.get_pretrained_cfg_value(name, 'input_size') == (3, size, size)
 
 
+@pytest.mark.parametrize('path', [p for p in RECIPES if p.stem != 'imagenet'], ids=lambda p: p.stem)
+def test_small_data_recipes_express_the_reference_augmentation(path):
+    """recipes/README.md: a 4-px pad-and-crop as square crops keeping at least as much of the image, the ImageNet
+    AutoAugment policy, horizontal flip (SVHN too), random erasing 0.25 with a constant fill."""
+    cfg = _load(path)
+    size = cfg['input_size'][-1]
+    assert cfg['scale'] == [((size - 4) / size) ** 2, 1.0] and cfg['ratio'] == [1.0, 1.0]
+    assert cfg['train_interpolation'] == 'bicubic' and cfg['hflip'] == 0.5
+    assert cfg['aa'] == 'original' and cfg['reprob'] == 0.25 and cfg['remode'] == 'const'
+
+
 def _train_py_parser():
     if not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists():
         pytest.skip("set TIMM_REPO to a folder with timm's train.py to check the recipes against its arguments")
