@@ -95,6 +95,16 @@ def test_grey_checkpoint_adaptation_is_exact(name, kwargs, tmp_path, caplog):
     assert any(m.startswith('Adapted pretrained ') and 'from 3 to 1 input channel(s)' in m for m in messages), messages
 
 
+def test_inexact_channel_count_warns(caplog):
+    state = {f'proj.{k}': v for k, v in ShiftedPatchProjection(3, 8, 2).state_dict().items()}
+    with caplog.at_level(logging.INFO):
+        adapt_spt_in_chans(state, 'proj.', ShiftedPatchProjection(4, 8, 2))
+    assert [r.levelname for r in caplog.records] == ['INFO', 'WARNING']
+    assert caplog.records[1].getMessage() == (
+        'proj: 3 -> 4 input channels is approximate (weights tiled and rescaled by 3/4); the map is exact for 1 '
+        'channel or a multiple of 3.')
+
+
 def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):
     """Without SPT the stem is a convolution: timm adapts it, and says so."""
     rgb = timm.create_model('sl_vit_32', spt=False, **SMALL).eval()
@@ -131,8 +141,9 @@ def test_t2t_empty_batch_nchw_tokens():
 # ---- class attention refuses a diagonal mask ----
 
 def test_class_attention_refuses_diag_mask():
-    with pytest.raises(ValueError, match=r'^diag_mask=True is not supported by LocalityClassAttn: class attention has '
-                                         r'no diagonal mask \(the reference applies none\); allowed: diag_mask=False\.$'):
+    message = (r'^diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal mask '
+               r'\(the reference applies none\); allowed: diag_mask=False\.$')
+    with pytest.raises(ValueError, match=message):
         LocalityClassAttn(48, num_heads=4, diag_mask=True)
     model = timm.create_model('sl_cait_32', depth=1, lsa_mask=True)  # the talking-heads layers are masked, CA not
     assert model.blocks[0].attn.diag_mask and not model.blocks_token_only[0].attn.diag_mask

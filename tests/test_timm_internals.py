@@ -177,6 +177,21 @@ def test_vision_transformer_seams():
         'update SlT2T (models/sl_t2t.py)'
 
 
+def test_vit_weight_init_calls_module_hooks():
+    """timm's ViT init (``init_weights_vit_timm``) calls ``init_weights()`` on non-Linear modules (the SPT projection
+    re-draws its Linear weight there) and otherwise ``reset_parameters()`` (LSA resets its temperature there)."""
+    model = timm.create_model('sl_vit_32', depth=1)
+    with torch.no_grad():
+        model.patch_embed.proj.weight.zero_()
+        model.blocks[0].attn.temperature.fill_(5.)
+    model.init_weights()
+    where = ('ShiftedPatchProjection.init_weights (layers/spt.py), '
+             'LocalitySelfAttention.reset_parameters (layers/lsa.py)')
+    assert model.patch_embed.proj.weight.std() > 0.01, f"timm's ViT init no longer calls init_weights(): {where}"
+    assert torch.allclose(model.blocks[0].attn.temperature, torch.full((12,), 16 ** -0.5)), (
+        f"timm's ViT init no longer calls reset_parameters(): {where}")
+
+
 # ---- private helpers and module-level functions imported from timm ----
 
 PRIVATE_IMPORTS = [

@@ -84,18 +84,21 @@ def adapt_norm_linear_entries(
         groups: int,
         rest: int = 1,
 ) -> None:
-    """:func:`adapt_norm_linear_chans` on the state-dict entries of a LayerNorm (prefix ``norm``) and the Linear after it
-    (prefix ``linear``), in place, and log it."""
+    """:func:`adapt_norm_linear_chans` on the state-dict entries of a LayerNorm (prefix ``norm``) and the Linear after
+    it (prefix ``linear``), in place, and log it; a channel count the map cannot make exact is logged as a warning."""
     weight = state_dict[linear + 'weight']
+    src = weight.shape[1] // (groups * rest)
     adapted = adapt_norm_linear_chans(
         state_dict[norm + 'weight'], state_dict[norm + 'bias'], weight, state_dict.get(linear + 'bias'), dst, groups,
         rest)
     for key, value in zip((norm + 'weight', norm + 'bias', linear + 'weight', linear + 'bias'), adapted):
         if value is not None:
             state_dict[key] = value
-    _logger.info(f'Adapted pretrained {linear[:-1]} and its LayerNorm {norm[:-1]} from '
-                 f'{weight.shape[1] // (groups * rest)} to {dst} input channel(s) (LayerNorm affine folded into the '
-                 f'Linear).')
+    _logger.info(f'Adapted pretrained {linear[:-1]} and its LayerNorm {norm[:-1]} from {src} to {dst} input '
+                 f'channel(s) (LayerNorm affine folded into the Linear).')
+    if dst != 1 and dst % src:
+        _logger.warning(f'{linear[:-1]}: {src} -> {dst} input channels is approximate (weights tiled and rescaled by '
+                        f'{src}/{dst}); the map is exact for 1 channel or a multiple of {src}.')
 
 
 def adapt_spt_in_chans(state_dict: Dict[str, torch.Tensor], prefix: str, proj: ShiftedPatchProjection) -> bool:
@@ -124,8 +127,8 @@ def claim_stem_adaptation(model: nn.Module) -> None:
     """Tell timm's loader that this model's filter adapted the input stem to ``in_chans`` already.
 
     After the filter, ``load_pretrained`` compares the ``first_conv`` weight with the model's and, finding them equal
-    while ``in_chans`` differs from the checkpoint's, warns "weights already match ... Loading unchanged" — untrue once
-    the filter has adapted them. timm's documented switch for a model that adapts its own stem is a ``first_conv``
+    while ``in_chans`` differs from the checkpoint's, warns "weights already match ... Loading unchanged", untrue
+    once the filter has adapted them. timm's documented switch for a model that adapts its own stem is a ``first_conv``
     trait of None (timm reads ``model._traits``, it has no public setter).
     """
     model._traits = {**getattr(model, '_traits', {}), 'first_conv': None}
