@@ -147,3 +147,12 @@ def test_class_attention_refuses_diag_mask():
         LocalityClassAttn(48, num_heads=4, diag_mask=True)
     model = timm.create_model('sl_cait_32', depth=1, lsa_mask=True)  # the talking-heads layers are masked, CA not
     assert model.blocks[0].attn.diag_mask and not model.blocks_token_only[0].attn.diag_mask
+
+
+def test_checkpoint_mapping_lives_in_filters():
+    """warm_start and the channel adaptation are checkpoint mapping (models/_filters.py); warm_start stays importable
+    where the README documents it."""
+    from timm_sl import hub
+    from timm_sl.models import _filters
+    assert hub.warm_start is _filters.warm_start and _filters.warm_start.__module__ == 'timm_sl.models._filters'
+    assert _filters.adapt_spt_in_chans.__module__ == 'timm_sl.models._filters'
