@@ -50,6 +50,9 @@ def test_t2t_set_input_size_rebuilds_the_fixed_table():
     torch.testing.assert_close(model.pos_embed, fresh.pos_embed, rtol=0, atol=0)
     assert sum(p.numel() for p in model.parameters()) == params
     assert model(torch.randn(1, 3, 48, 48)).shape == (1, 100)
+    with pytest.raises(ValueError, match='T2TEmbed cannot change patch_size'):
+        model.set_input_size(img_size=32, patch_size=8)
+    torch.testing.assert_close(model.pos_embed, fresh.pos_embed, rtol=0, atol=0)  # a refused resize leaves it
 
 
 # ---- grey-channel adaptation is exact, with or without a projection bias ----

@@ -278,9 +278,11 @@ class SlT2T(VisionTransformer):
         """
         table = self.pos_embed
         self.pos_embed = None
-        super().set_input_size(img_size=img_size, patch_size=patch_size)
-        if table is not None:
-            self.pos_embed = self.fixed_pos_table(table)
+        try:
+            super().set_input_size(img_size=img_size, patch_size=patch_size)
+        finally:  # also after a refused size: the table of whatever grid the tokenizer now has
+            if table is not None:
+                self.pos_embed = self.fixed_pos_table(table)
 
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
