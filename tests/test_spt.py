@@ -198,7 +198,7 @@ def test_path_choice_rule():
 
 
 def test_resize_channel_axis():
-    from timm_sl.layers import resize_channel_axis
+    from timm_sl.models._filters import resize_channel_axis
     w = torch.arange(12.).reshape(2, 3, 2)  # channel axis 1 of size 3
     torch.testing.assert_close(resize_channel_axis(w, 1, 1), w.sum(1, keepdim=True))
     torch.testing.assert_close(resize_channel_axis(w, 1, 1, 'mean'), w.mean(1, keepdim=True))

@@ -17,6 +17,7 @@ import torch
 import timm
 from timm.models import save_for_hf
 
+from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
 
 __all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'push_folder',
@@ -223,45 +224,3 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
                            f'check the network (and that HF_HUB_OFFLINE is not set)') from e
     return str(getattr(info, 'commit_url', info))
 
-
-def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[str, List[str]]:
-    """Initialise an ``sl_`` model from a non-SL timm state dict of the same family (opt-in, in place).
-
-    Every parameter / buffer with the same name and shape is copied. An SPT patch projection is initialised from the
-    source's convolutional patch embedding (``patch_embed.proj.weight`` of shape ``(D, C, P, P)``): the slice that
-    reads the unshifted copy gets the convolution's weights, the shifted copies start at zero, the SPT LayerNorm at
-    identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
-    source's fixed scale.
-
-    Returns:
-        ``{'mapped': [...], 'not_mapped': [...], 'unused_source': [...]}`` (key names), also the caller's report.
-    """
-    from .layers import ShiftedPatchProjection
-    target = model.state_dict()
-    mapped, new_state = [], {}
-    for key, value in source.items():
-        if key in target and target[key].shape == value.shape:
-            new_state[key] = value
-            mapped.append(key)
-    for name, module in model.named_modules():
-        if not isinstance(module, ShiftedPatchProjection):
-            continue
-        conv = source.get(f'{name}.weight')
-        ph, pw = module.patch_size
-        if conv is None or conv.ndim != 4 or tuple(conv.shape) != (module.embed_dim, module.in_chans, ph, pw):
-            continue
-        weight = torch.zeros(module.embed_dim, ph, pw, module.num_copies, module.in_chans, dtype=conv.dtype)
-        weight[:, :, :, 0, :] = conv.permute(0, 2, 3, 1)  # the unshifted copy is copy 0 of the (py, px, copy, c) layout
-        new_state[f'{name}.weight'] = weight.reshape(module.embed_dim, -1)
-        new_state[f'{name}.norm.weight'] = torch.ones(module.patch_dim, dtype=conv.dtype)
-        new_state[f'{name}.norm.bias'] = torch.zeros(module.patch_dim, dtype=conv.dtype)
-        mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
-        if f'{name}.bias' in source and module.bias is not None:
-            new_state[f'{name}.bias'] = source[f'{name}.bias']
-    model.load_state_dict(new_state, strict=False)
-    loaded = {k.split(' ')[0] for k in mapped}
-    return {
-        'mapped': mapped,
-        'not_mapped': sorted(k for k in target if k not in loaded),
-        'unused_source': sorted(k for k in source if k not in loaded),
-    }

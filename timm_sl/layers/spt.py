@@ -20,8 +20,7 @@ from torch import nn
 from timm.layers import PatchEmbed, _assert, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
-           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging', 'adapt_spt_in_chans',
-           'resize_channel_axis']
+           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -337,44 +336,3 @@ class ShiftedPatchMerging(nn.Module):
         if self.channels_last:
             x = x.permute(0, 2, 3, 1)
         return x
-
-
-def resize_channel_axis(value: torch.Tensor, dim: int, dst: int, reduce: str = 'sum') -> torch.Tensor:
-    """Re-size an input-channel axis as timm's ``adapt_input_conv`` does for convolutions: to one channel by summing
-    (``reduce='sum'``, weights) or averaging (``'mean'``, norm affines), to more by tiling — weights then rescaled by
-    ``src / dst`` so a replicated input gives the same response."""
-    src = value.shape[dim]
-    if dst == 1:
-        return value.sum(dim, keepdim=True) if reduce == 'sum' else value.mean(dim, keepdim=True)
-    repeats = [1] * value.ndim
-    repeats[dim] = -(-dst // src)
-    value = value.repeat(*repeats).narrow(dim, 0, dst)
-    return value * (src / dst) if reduce == 'sum' else value
-
-
-def adapt_spt_in_chans(state_dict: dict, prefix: str, proj: ShiftedPatchProjection) -> dict:
-    """Adapt a checkpoint's SPT projection (``prefix`` + ``weight``/``bias``/``norm.*``) to ``proj``'s input channels.
-
-    The LayerNorm affine is folded into the projection first (``W' = W diag(gamma)``, ``b' = b + W beta``, new
-    ``gamma = 1``, ``beta = 0``), then the channel axis of ``W'`` is summed (to 1 channel) or tiled and rescaled (to
-    more), as timm's ``adapt_input_conv`` does for convolutions. For a grey image fed as one channel to a model trained
-    on the same grey image replicated to RGB, the adapted projection gives exactly the original output.
-    """
-    weight = state_dict.get(prefix + 'weight')
-    if weight is None or weight.shape == proj.weight.shape:
-        return state_dict
-    ph, pw = proj.patch_size
-    src_chans = weight.shape[1] // (ph * pw * proj.num_copies)
-    if weight.shape[0] != proj.embed_dim or src_chans * ph * pw * proj.num_copies != weight.shape[1]:
-        raise ValueError(f'{prefix}weight has shape {tuple(weight.shape)}, which no input-channel count maps to '
-                         f'{tuple(proj.weight.shape)} (patch {proj.patch_size}, {proj.num_copies} copies)')
-    gamma, beta = state_dict[prefix + 'norm.weight'], state_dict[prefix + 'norm.bias']
-    bias = state_dict.get(prefix + 'bias')
-    folded = (weight * gamma).reshape(weight.shape[0], ph, pw, proj.num_copies, src_chans)
-    folded = resize_channel_axis(folded, -1, proj.in_chans)
-    state_dict[prefix + 'weight'] = folded.reshape(weight.shape[0], -1)
-    if bias is not None:
-        state_dict[prefix + 'bias'] = bias + weight @ beta
-    state_dict[prefix + 'norm.weight'] = torch.ones(proj.patch_dim, dtype=gamma.dtype)
-    state_dict[prefix + 'norm.bias'] = torch.zeros(proj.patch_dim, dtype=beta.dtype)
-    return state_dict

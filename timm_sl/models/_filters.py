@@ -1,11 +1,14 @@
-"""Checkpoint filtering shared by every ``sl_`` family: native checkpoints adapted to the model being built.
+"""Checkpoint mapping shared by every ``sl_`` family: native checkpoints adapted to the model being built, and
+non-SL timm weights mapped onto an ``sl_`` model.
 
 timm's per-family filters convert *foreign* layouts (original repositories, JAX, ...) and assume a convolutional patch
 embedding, so they cannot read SPT weights. :func:`sl_filter` keeps them for foreign checkpoints and otherwise
 adapts a native state dict: the SPT projection to another ``in_chans``, absolute position embeddings to another
 grid, relative-position tables to another window, fixed (buffer) position tables left to the model.
+:func:`warm_start` is the opt-in map from a non-SL timm state dict of the same family.
 """
-from typing import Callable, Dict
+import logging
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -13,11 +16,122 @@ from torch import nn
 
 from timm.layers import resample_abs_pos_embed, resize_rel_pos_bias_table
 
-from ..layers import ShiftedPatchProjection, adapt_spt_in_chans
+from ..layers import ShiftedPatchProjection
 
-__all__ = ['unwrap_state_dict', 'adapt_sl_state_dict', 'sl_filter']
+__all__ = ['unwrap_state_dict', 'adapt_sl_state_dict', 'sl_filter', 'resize_channel_axis', 'adapt_norm_linear_chans',
+           'adapt_norm_linear_entries', 'adapt_spt_in_chans', 'claim_stem_adaptation', 'warm_start']
+
+_logger = logging.getLogger(__name__)
 
 FilterFn = Callable[[Dict[str, torch.Tensor], nn.Module], Dict[str, torch.Tensor]]
+
+
+def resize_channel_axis(value: torch.Tensor, dim: int, dst: int, reduce: str = 'sum') -> torch.Tensor:
+    """Re-size an input-channel axis as timm's ``adapt_input_conv`` does for convolutions: to one channel by summing
+    (``reduce='sum'``, weights) or averaging (``'mean'``), to more by tiling — weights then rescaled by ``src / dst``
+    so a replicated input gives the same response (exactly when ``dst`` is a multiple of ``src``)."""
+    src = value.shape[dim]
+    if dst == 1:
+        return value.sum(dim, keepdim=True) if reduce == 'sum' else value.mean(dim, keepdim=True)
+    repeats = [1] * value.ndim
+    repeats[dim] = -(-dst // src)
+    value = value.repeat(*repeats).narrow(dim, 0, dst)
+    return value * (src / dst) if reduce == 'sum' else value
+
+
+def adapt_norm_linear_chans(
+        norm_weight: torch.Tensor,
+        norm_bias: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        dst: int,
+        groups: int,
+        rest: int = 1,
+) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+    """``LayerNorm`` then ``Linear`` over features laid out ``(groups, channels, rest)``, re-sized to ``dst`` channels.
+
+    For an input whose channels are copies of one image (grey fed as RGB, or RGB fed as two RGB copies), the LayerNorm
+    mean and variance over the whole vector are those of a single copy, so the map is exact (to float rounding) when
+    ``dst`` is 1 or a multiple of the source channels; other counts are timm's best-effort tiling. The LayerNorm
+    affine cannot stay per channel once channels merge, so it is folded into the Linear (``W diag(gamma)`` summed or
+    tiled over channels, ``gamma = 1``) and its shift ``W beta`` moves to:
+
+    * the Linear bias, when there is one (``beta = 0``);
+    * otherwise the LayerNorm shift itself: a normalised vector sums to zero, so adding a constant column ``a`` to
+      the Linear weight changes nothing but its response to ``beta``; with ``beta = 1`` and
+      ``a = (W beta - W' 1) / features`` the new ``W' beta`` is the old ``W beta``.
+
+    Returns:
+        ``(norm_weight, norm_bias, weight, bias)`` for ``dst`` channels (``bias`` None when it was).
+    """
+    out_dim, features = weight.shape
+    shift = weight @ norm_bias
+    folded = (weight * norm_weight).reshape(out_dim, groups, features // (groups * rest), rest)
+    folded = resize_channel_axis(folded, 2, dst).reshape(out_dim, -1)
+    new_features = folded.shape[1]
+    ones = torch.ones(new_features, dtype=norm_weight.dtype, device=norm_weight.device)
+    if bias is not None:
+        return ones, torch.zeros_like(ones), folded, bias + shift
+    folded = folded + ((shift - folded.sum(1)) / new_features).unsqueeze(1)
+    return ones, ones.clone(), folded, None
+
+
+def adapt_norm_linear_entries(
+        state_dict: Dict[str, torch.Tensor],
+        norm: str,
+        linear: str,
+        dst: int,
+        groups: int,
+        rest: int = 1,
+) -> None:
+    """:func:`adapt_norm_linear_chans` on the state-dict entries of a LayerNorm (prefix ``norm``) and the Linear after
+    it (prefix ``linear``), in place, and log it; a channel count the map cannot make exact is logged as a warning."""
+    weight = state_dict[linear + 'weight']
+    src = weight.shape[1] // (groups * rest)
+    adapted = adapt_norm_linear_chans(
+        state_dict[norm + 'weight'], state_dict[norm + 'bias'], weight, state_dict.get(linear + 'bias'), dst, groups,
+        rest)
+    for key, value in zip((norm + 'weight', norm + 'bias', linear + 'weight', linear + 'bias'), adapted):
+        if value is not None:
+            state_dict[key] = value
+    _logger.info(f'Adapted pretrained {linear[:-1]} and its LayerNorm {norm[:-1]} from {src} to {dst} input '
+                 f'channel(s) (LayerNorm affine folded into the Linear).')
+    if dst != 1 and dst % src:
+        _logger.warning(f'{linear[:-1]}: {src} -> {dst} input channels is approximate (weights tiled and rescaled by '
+                        f'{src}/{dst}); the map is exact for 1 channel or a multiple of {src}.')
+
+
+def adapt_spt_in_chans(state_dict: Dict[str, torch.Tensor], prefix: str, proj: ShiftedPatchProjection) -> bool:
+    """Adapt a checkpoint's SPT projection (``prefix`` + ``weight``/``bias``/``norm.*``) to ``proj``'s input channels
+    in place, with :func:`adapt_norm_linear_chans` (exact for a replicated input, with or without a projection bias).
+
+    Returns:
+        Whether the channel count differed (and the entries were adapted).
+
+    Raises:
+        ValueError: the checkpoint's projection width fits no channel count of ``proj``'s patch and copies.
+    """
+    weight = state_dict.get(prefix + 'weight')
+    if weight is None or weight.shape == proj.weight.shape:
+        return False
+    ph, pw = proj.patch_size
+    groups = ph * pw * proj.num_copies  # the flattened patch is (py, px, copy, channel)
+    if weight.shape[0] != proj.embed_dim or weight.shape[1] % groups:
+        raise ValueError(f'{prefix}weight has shape {tuple(weight.shape)}, which no input-channel count maps to '
+                         f'{tuple(proj.weight.shape)} (patch {proj.patch_size}, {proj.num_copies} copies)')
+    adapt_norm_linear_entries(state_dict, prefix + 'norm.', prefix, proj.in_chans, groups)
+    return True
+
+
+def claim_stem_adaptation(model: nn.Module) -> None:
+    """Tell timm's loader that this model's filter adapted the input stem to ``in_chans`` already.
+
+    After the filter, ``load_pretrained`` compares the ``first_conv`` weight with the model's and, finding them equal
+    while ``in_chans`` differs from the checkpoint's, warns "weights already match ... Loading unchanged", untrue
+    once the filter has adapted them. timm's documented switch for a model that adapts its own stem is a ``first_conv``
+    trait of None (timm reads ``model._traits``, it has no public setter).
+    """
+    model._traits = {**getattr(model, '_traits', {}), 'first_conv': None}
 
 
 def unwrap_state_dict(state_dict: Dict) -> Dict[str, torch.Tensor]:
@@ -36,9 +150,10 @@ def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -
     """Adapt a native state dict to ``model`` (input channels, grid, windows); other mismatches are left for
     ``load_state_dict`` to report."""
     target = model.state_dict()
-    for name, module in model.named_modules():
-        if isinstance(module, ShiftedPatchProjection) and f'{name}.weight' in state_dict:
-            adapt_spt_in_chans(state_dict, f'{name}.', module)
+    adapted = [adapt_spt_in_chans(state_dict, f'{name}.', module) for name, module in model.named_modules()
+               if isinstance(module, ShiftedPatchProjection) and f'{name}.weight' in state_dict]
+    if any(adapted):
+        claim_stem_adaptation(model)
     persistent_buffers = {n for n, _ in model.named_buffers()}
     for key, value in list(state_dict.items()):
         if key not in target or target[key].shape == value.shape:
@@ -83,3 +198,45 @@ def sl_filter(base_filter: FilterFn) -> FilterFn:
             state_dict = base_filter(state_dict, model)
         return adapt_sl_state_dict(dict(state_dict), model)
     return filter_fn
+
+
+def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[str, List[str]]:
+    """Initialise an ``sl_`` model from a non-SL timm state dict of the same family (opt-in, in place).
+
+    Every parameter / buffer with the same name and shape is copied. An SPT patch projection is initialised from the
+    source's convolutional patch embedding (``patch_embed.proj.weight`` of shape ``(D, C, P, P)``): the slice that
+    reads the unshifted copy gets the convolution's weights, the shifted copies start at zero, the SPT LayerNorm at
+    identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
+    source's fixed scale.
+
+    Returns:
+        ``{'mapped': [...], 'not_mapped': [...], 'unused_source': [...]}`` (key names), also the caller's report.
+    """
+    target = model.state_dict()
+    mapped, new_state = [], {}
+    for key, value in source.items():
+        if key in target and target[key].shape == value.shape:
+            new_state[key] = value
+            mapped.append(key)
+    for name, module in model.named_modules():
+        if not isinstance(module, ShiftedPatchProjection):
+            continue
+        conv = source.get(f'{name}.weight')
+        ph, pw = module.patch_size
+        if conv is None or conv.ndim != 4 or tuple(conv.shape) != (module.embed_dim, module.in_chans, ph, pw):
+            continue
+        weight = torch.zeros(module.embed_dim, ph, pw, module.num_copies, module.in_chans, dtype=conv.dtype)
+        weight[:, :, :, 0, :] = conv.permute(0, 2, 3, 1)  # the unshifted copy is copy 0 of the (py, px, copy, c) layout
+        new_state[f'{name}.weight'] = weight.reshape(module.embed_dim, -1)
+        new_state[f'{name}.norm.weight'] = torch.ones(module.patch_dim, dtype=conv.dtype)
+        new_state[f'{name}.norm.bias'] = torch.zeros(module.patch_dim, dtype=conv.dtype)
+        mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
+        if f'{name}.bias' in source and module.bias is not None:
+            new_state[f'{name}.bias'] = source[f'{name}.bias']
+    model.load_state_dict(new_state, strict=False)
+    loaded = {k.split(' ')[0] for k in mapped}
+    return {
+        'mapped': mapped,
+        'not_mapped': sorted(k for k in target if k not in loaded),
+        'unused_source': sorted(k for k in source if k not in loaded),
+    }

@@ -82,7 +82,7 @@ class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
         attn = attn.softmax(dim=-1)
         attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         attn = self.attn_drop(attn)
-        x = (attn @ v).transpose(1, 2).reshape(B, N, -1)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
         x = self.proj(x)
         x = self.proj_drop(x)
         return x
@@ -92,8 +92,14 @@ class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
 
 
 class LocalityClassAttn(LsaMixin, ClassAttn):
-    """timm's class attention with LSA's learnable per-head temperature and an optional head dim (no diagonal mask:
-    see the module docstring). ``diag_mask`` is accepted for a uniform interface and ignored."""
+    """timm's class attention with LSA's learnable per-head temperature and an optional head dim.
+
+    It has no diagonal mask (see the module docstring: the reference applies none in class attention), so
+    ``diag_mask`` exists only for the LSA classes' common signature and must be False.
+
+    Raises:
+        ValueError: ``diag_mask=True``.
+    """
 
     def __init__(
             self,
@@ -107,6 +113,9 @@ class LocalityClassAttn(LsaMixin, ClassAttn):
             dtype=None,
             **kwargs: Any,
     ) -> None:
+        if diag_mask:
+            raise ValueError('diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal '
+                             'mask (the reference applies none); allowed: diag_mask=False.')
         super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
         self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))
         self.init_lsa(num_heads, self.head_dim, False, learn_temp, temp_ratio, device=device, dtype=dtype)
@@ -124,7 +133,7 @@ class LocalityClassAttn(LsaMixin, ClassAttn):
             attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
             attn = self.attn_drop(attn)
             x_cls = attn @ v
-        x_cls = x_cls.transpose(1, 2).reshape(B, 1, -1)
+        x_cls = x_cls.transpose(1, 2).reshape(B, 1, self.num_heads * self.head_dim)  # explicit width: B may be 0
         x_cls = self.proj(x_cls)
         x_cls = self.proj_drop(x_cls)
         return x_cls
@@ -152,10 +161,12 @@ class SlCait(Cait):
         custom_heads = head_dim is not None and head_dim * heads != dim
         if sl_args.uses_lsa_layer or custom_heads:
             switches = sl_args.lsa_kwargs()
-            for key, cls in (('attn_block', LocalityTalkingHeadAttn), ('attn_block_token_only', LocalityClassAttn)):
+            class_switches = dict(switches, diag_mask=False)  # class attention is never masked (module docstring)
+            for key, cls, lsa in (('attn_block', LocalityTalkingHeadAttn, switches),
+                                  ('attn_block_token_only', LocalityClassAttn, class_switches)):
                 if key in kwargs:
                     raise ValueError(f'{key} cannot be combined with LSA or head_dim; pass lsa=False, head_dim=None.')
-                kwargs[key] = cls.configured(head_dim=head_dim, **switches)
+                kwargs[key] = cls.configured(head_dim=head_dim, **lsa)
         super().__init__(**kwargs)
         self.sl_args = sl_args
 

@@ -23,11 +23,10 @@ from timm.layers import Format, Mlp, _assert, nchw_to, to_2tuple, use_fused_attn
 from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 
-from ..layers import (
-    LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resize_channel_axis, resolve_shift, shift_and_concat, shift_offsets)
+from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg
 from ._sl_args import SlArgs, check_depths
-from ._filters import adapt_sl_state_dict, unwrap_state_dict
+from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
 
@@ -104,6 +103,7 @@ class TokenTransformer(nn.Module):
 
 
 def _split_size(size: Tuple[int, int], split: SoftSplit) -> Tuple[int, int]:
+    """Output ``(H, W)`` of one soft split (an unfold of kernel ``k``, stride ``s``, padding ``p``) on ``size``."""
     k, s, p = split
     return (size[0] + 2 * p - k) // s + 1, (size[1] + 2 * p - k) // s + 1
 
@@ -122,10 +122,8 @@ class SoftSplitStage(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, _, H, W = x.shape
-        k, s, p = self.split
-        out_h, out_w = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
         x = self.layer(self.unfold(x).transpose(1, 2))  # (B, tokens, token_dim)
-        return x.transpose(1, 2).reshape(B, -1, out_h, out_w)
+        return x.transpose(1, 2).reshape(B, x.shape[-1], *_split_size((H, W), self.split))
 
 
 class T2TEmbed(nn.Module):
@@ -220,8 +218,7 @@ class T2TEmbed(nn.Module):
         _, _, H, W = x.shape
         x = self.proj(self.final_split(x).transpose(1, 2))
         if self.output_fmt != Format.NLC:
-            k, s, p = self.soft_splits[-1]
-            x = nchw_to(x.transpose(1, 2).reshape(B, -1, (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1),
+            x = nchw_to(x.transpose(1, 2).reshape(B, x.shape[-1], *_split_size((H, W), self.soft_splits[-1])),
                         self.output_fmt)
         return x
 
@@ -260,9 +257,32 @@ class SlT2T(VisionTransformer):
         self.sl_args = sl_args
         if self.pos_embed is not None:
             # T2T's fixed sin/cos table instead of timm's learned embedding: a buffer (kept in the state dict)
-            table = sinusoid_position_embedding(self.pos_embed.shape[1], self.pos_embed.shape[2])
+            table = self.fixed_pos_table(self.pos_embed)
             del self.pos_embed
-            self.register_buffer('pos_embed', table.to(self.cls_token.device, self.cls_token.dtype))
+            self.register_buffer('pos_embed', table)
+
+    def fixed_pos_table(self, like: torch.Tensor) -> torch.Tensor:
+        """T2T's sin/cos table for the current token grid (plus the prefix tokens it covers), on ``like``'s device."""
+        num_tokens = self.patch_embed.num_patches + (0 if self.no_embed_class else self.num_prefix_tokens)
+        return sinusoid_position_embedding(num_tokens, self.embed_dim).to(like.device, like.dtype)
+
+    def set_input_size(
+            self,
+            img_size: Optional[Tuple[int, int]] = None,
+            patch_size: Optional[Tuple[int, int]] = None,
+    ) -> None:
+        """timm's resize, with the fixed position table rebuilt for the new grid.
+
+        timm's ``VisionTransformer.set_input_size`` resamples a *learned* table and stores it as an ``nn.Parameter``;
+        T2T's table is a function of the grid, so it is hidden from timm's resize (a None buffer) and rebuilt.
+        """
+        table = self.pos_embed
+        self.pos_embed = None
+        try:
+            super().set_input_size(img_size=img_size, patch_size=patch_size)
+        finally:  # also after a refused size: the table of whatever grid the tokenizer now has
+            if table is not None:
+                self.pos_embed = self.fixed_pos_table(table)
 
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
@@ -270,27 +290,19 @@ class SlT2T(VisionTransformer):
         return (super().no_weight_decay() - {'pos_embed'}) | lsa_no_weight_decay(self)
 
 
-def _adapt_channel_axis(value: torch.Tensor, src: int, dst: int, groups: int, reduce: str) -> torch.Tensor:
-    """Re-size the channel axis of a last dim laid out as ``(groups, channels, rest)`` (unfolded shifted copies)."""
-    lead = value.shape[:-1]
-    value = resize_channel_axis(value.reshape(*lead, groups, src, -1), -2, dst, reduce)
-    return value.reshape(*lead, -1)
-
-
 def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> Dict[str, torch.Tensor]:
     """T2T checkpoints are always native: the shared SL adaptation, plus the first token layer's input width when
-    ``in_chans`` differs (its LayerNorm and qkv read ``copies x channels x k x k`` unfolded values)."""
+    ``in_chans`` differs. Its LayerNorm and (bias-free) qkv read ``copies x channels x k x k`` unfolded values, the
+    layout :func:`~timm_sl.models._filters.adapt_norm_linear_chans` maps exactly for a replicated input."""
     state_dict = unwrap_state_dict(state_dict)
     prefix = 'patch_embed.stages.0.layer.'
     first = model.patch_embed.stages[0]
     weight = state_dict.get(prefix + 'attn.qkv.weight')
     if weight is not None and weight.shape != first.layer.attn.qkv.weight.shape:
-        groups = 1 + len(model.patch_embed.offsets)
-        area = first.split[0] ** 2
-        src, dst = weight.shape[1] // (groups * area), first.layer.attn.qkv.in_features // (groups * area)
-        state_dict[prefix + 'attn.qkv.weight'] = _adapt_channel_axis(weight, src, dst, groups, 'sum')
-        for name in ('norm1.weight', 'norm1.bias'):
-            state_dict[prefix + name] = _adapt_channel_axis(state_dict[prefix + name], src, dst, groups, 'mean')
+        k = first.split[0]
+        adapt_norm_linear_entries(state_dict, prefix + 'norm1.', prefix + 'attn.qkv.', model.patch_embed.in_chans,
+                                  groups=1 + len(model.patch_embed.offsets), rest=k * k)
+        claim_stem_adaptation(model)
     return adapt_sl_state_dict(state_dict, model)
 
 
