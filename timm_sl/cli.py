@@ -30,8 +30,13 @@ def _fail(args: argparse.Namespace, message: str) -> SystemExit:
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
     return f' (did you mean {" or ".join(close)}?)' if close else ''
+
+
+def _did_you_mean_model(name: str, names: Sequence[str]) -> str:
+    """Close ``sl_`` names, also for a plain timm name (``vit_tiny_patch16_224`` -> ``sl_vit_tiny``)."""
+    return _did_you_mean(name if name.startswith('sl_') else f'sl_{name}', names)
 
 
 def _register_models() -> List[str]:
@@ -44,7 +49,7 @@ def _register_models() -> List[str]:
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
     if name not in names:
-        raise _fail(args, f'unknown model {name!r}{_did_you_mean(name, names)}; allowed: the sl_ models '
+        raise _fail(args, f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                           f'{", ".join(names)}')
 
 

@@ -14,6 +14,9 @@ OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
 
 Grid = Sequence[Sequence[float]]
 
+_LINESTYLES = ('-', '--', '-.', ':')
+_MARKERS = ('o', 's', '^', 'D', 'v', 'P')
+
 
 def require_matplotlib() -> None:
     """Raises:
@@ -53,13 +56,20 @@ def plot_curves(
     """One line per entry of ``curves`` (a value per step, x from 1), legend outside the axes; returns the figure.
 
     The y axis spans the data (not forced to 0) with plain tick labels, so a curve that moves by 0.001 reads as such.
+    Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.
+    every temperature of an untrained model) stay visible as nested markers.
     """
     fig = _figure(9, 5)
     ax = fig.add_subplot()
-    for name, ys in curves.items():
-        ax.plot(range(1, len(ys) + 1), ys, marker='o', markersize=4, linewidth=2, label=name)
-    from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    for i, (name, ys) in enumerate(curves.items()):
+        ax.plot(range(1, len(ys) + 1), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1))
+    steps = max((len(ys) for ys in curves.values()), default=0)
+    if steps <= 20:
+        ax.set_xticks(range(1, steps + 1))  # every epoch / depth
+    else:
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     _plain_ticks(ax.yaxis)
     ax.grid(True, color='0.9')
     ax.set_xlabel(x_label)
@@ -129,11 +139,12 @@ def plot_attention(
     mappable = None
     for i, image in enumerate(images):
         pixels = np.asarray(image)
+        grey = pixels.mean(-1) if pixels.ndim == 3 else pixels  # under the map: colours are the map's alone
         height, width = pixels.shape[:2]
         axes[i, 0].imshow(pixels)
         for j, column in enumerate(columns.values(), start=1):
-            axes[i, j].imshow(pixels)
-            mappable = axes[i, j].imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.6,
+            axes[i, j].imshow(grey, cmap='gray')
+            mappable = axes[i, j].imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.7,
                                          extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
         for j, label in enumerate(labels):
             axes[i, j].set_xticks([])
