@@ -72,7 +72,8 @@ def test_model_kwargs_values_are_python_literals():
 
 
 @pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
-                                     ['kld', 'img', '--model', 'sl_vit_32'], ['attention', 'img', '--model', 'sl_vit_32']])
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
 def test_out_needs_an_extension_and_an_existing_folder(command, tmp_path, capsys):
     for out, error in ((tmp_path / 'chart', "has no file extension; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
                        (tmp_path / 'chart.txt', "has extension '.txt'; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
@@ -136,7 +137,8 @@ def test_installed_command_help_imports_no_torch():
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME='1')
     result = subprocess.run([str(SCRIPT), '--help'], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0 and 'usage: timm-sl' in result.stdout
-    imported = {line.rsplit('|', 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith('import time')}
+    imported = {line.rsplit('|', 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith('import time')}
     assert 'timm_sl.cli' in imported and not {'torch', 'timm'} & imported
 
 

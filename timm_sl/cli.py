@@ -187,7 +187,9 @@ def _weights(args: argparse.Namespace) -> str:
     """What the analysed weights are, for titles: figures of an untrained model must say so."""
     if getattr(args, 'checkpoint', None):
         return f'checkpoint {Path(args.checkpoint).name}'
-    return 'pretrained' if getattr(args, 'pretrained', False) else 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
+    if getattr(args, 'pretrained', False):
+        return 'pretrained'
+    return 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
 
 
 def _load_images(args: argparse.Namespace, model):
