@@ -148,3 +148,14 @@ def test_library_import_still_registers_the_models():
                             env=dict(os.environ, TIMM_SL_NO_AUTOLOAD='1'))
     assert result.returncode == 0, result.stderr
     assert 'SlVisionTransformer' in result.stdout
+
+
+def test_list_shows_only_sl_models(capsys):
+    """A filter that matches timm's own models (no spt/lsa baseline) is not an error deep inside the table."""
+    assert main(['list', '--filter', 'vit_tiny_patch16_*', '--baseline']) == 1
+    assert capsys.readouterr().err == "no sl_ model matches 'vit_tiny_patch16_*'\n"
+
+
+def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'not found: pass the folder that holds' in message
