@@ -7,10 +7,12 @@ from PIL import Image
 
 import timm
 from timm.models.swin_transformer import window_partition
+import timm_sl.plot
 from timm_sl.analysis import (
-    attention_layers, attention_probs, capture_attention, depth_curve, final_attention_map, kld_to_uniform,
-    learned_temperatures, receptive_field, tokenizer_geometry)
-from timm_sl.cli import _load_images, main
+    attention_layers, attention_probs, attention_records, capture_attention, depth_curve, final_attention_map,
+    kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
+    tokenizer_geometry)
+from timm_sl.cli import main
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -205,6 +207,20 @@ def image_dir(tmp_path_factory):
     return folder
 
 
+@pytest.fixture
+def figures(monkeypatch):
+    """The matplotlib figures the CLI draws, in order."""
+    drawn = []
+    for name in ('plot_curves', 'plot_attention'):
+        draw = getattr(timm_sl.plot, name)
+        monkeypatch.setattr(timm_sl.plot, name, lambda *a, _draw=draw, **k: drawn.append(_draw(*a, **k)))
+    return drawn
+
+
+def _title(fig):
+    return fig.get_suptitle() or fig.axes[0].get_title()
+
+
 def _cli_kwargs(kwargs):
     """``--model-kwargs`` words for a kwargs dict (tuples without spaces, as timm's ParseKwargs reads them)."""
     return [f'{k}={v}'.replace(' ', '') for k, v in kwargs.items()]
@@ -216,16 +232,20 @@ def _checkpoint(path, name, kwargs, baseline=False):
     return model
 
 
-def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys):
+def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figures):
     assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
                  '--out', str(tmp_path / 't.png')]) == 0
     out = capsys.readouterr().out
     assert '0.2500' in out and (tmp_path / 't.png').exists()  # 16 ** -0.5 for every head at init
+    assert _title(figures[0]) == ('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
+                                  'learned temperature per depth')
     assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
                  '--out', str(tmp_path / 'k.png')]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2')]
     assert [r[1] for r in rows] == ['blocks.0.attn', 'blocks.1.attn'] and all(float(r[2]) >= 0 for r in rows)
-    assert Image.open(tmp_path / 'k.png').size == (720, 460)
+    assert 'RANDOM INIT' in _title(figures[1]) and Image.open(tmp_path / 'k.png').format == 'PNG'
+    (line,) = figures[1].axes[0].get_lines()
+    assert list(line.get_ydata()) == pytest.approx([float(r[2]) for r in rows], abs=1e-4)
     assert main(['receptive-field', '--patch-size', '4']) == 0
     assert 'standard tokenization r_token = 4, SPT (shift 2) r_token = 8' in capsys.readouterr().out
     assert main(['receptive-field', '--model', 'sl_t2t_32', '--model-kwargs', 'depth=1']) == 0
@@ -234,7 +254,7 @@ def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys):
 
 @pytest.mark.parametrize('name,kwargs', [('sl_swin_32', dict(depths=(1, 1, 1), window_size=2)),
                                          ('sl_cait_32', dict(depth=1, depth_token_only=1))], ids=['swin', 'cait'])
-def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, kwargs):
+def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, kwargs, figures):
     sl = _checkpoint(tmp_path / 'sl.pth', name, kwargs)
     base = _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
     cli_kwargs = _cli_kwargs(kwargs)
@@ -243,16 +263,19 @@ def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, k
                  '--out', str(tmp_path / 'k.png')]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
     assert [r[1] for r in rows] == [layer for layer, _ in attention_layers(sl)]
-    batch = _load_images([str(image_dir)], sl)[1]  # the CLI's own batch: files through the model's eval transform
+    batch = load_images([str(image_dir)], sl).tensor  # the CLI's own batch: files through the model's eval transform
     for model, column in ((sl, 2), (base, 3)):
         with torch.no_grad(), capture_attention(model) as maps:
             model(batch)
         assert [float(r[column]) for r in rows] == pytest.approx(depth_curve(maps), abs=1e-4)
-    assert Image.open(tmp_path / 'k.png').size == (720, 460)
+        assert list(kld_by_depth(model, batch).values()) == pytest.approx(depth_curve(maps), abs=1e-6)
+    title = _title(figures[0])
+    assert 'checkpoint sl.pth' in title and 'RANDOM INIT' not in title
+    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == ['SL', 'baseline']
 
 
 @pytest.mark.parametrize('name,kwargs', [(n, k) for n, k, _ in FAMILIES], ids=IDS)
-def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs):
+def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs, figures):
     _checkpoint(tmp_path / 'sl.pth', name, kwargs)
     _checkpoint(tmp_path / 'base.pth', name, kwargs, baseline=True)
     cli_kwargs = _cli_kwargs(kwargs)
@@ -273,17 +296,25 @@ def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs):
         if name in ('sl_vit_32', 'sl_pit_32', 'sl_t2t_32') and r['model'] == 'SL':
             assert mean.sum().item() == pytest.approx(1.0, abs=1e-5)  # LSA: all class-token weight on patches
         assert f"{mean.max():.4f}" in printed
-    image = Image.open(out)
-    assert image.width == 8 + 152 * 3 and image.height > 44 + 152 * 2  # input, SL, baseline; one row per image
+    fig = figures[0]
+    panels = [ax for ax in fig.axes if ax.get_images()]
+    assert [ax.get_title() for ax in panels[:3]] == ['input', 'SL', 'baseline'] and len(panels) == 2 * 3
+    overlays = [ax.get_images()[-1] for ax in panels if len(ax.get_images()) == 2]
+    peak = max(r['peak_weight'] for r in records)  # one colour scale for the four maps: 0 .. the largest weight
+    assert len(overlays) == 4 and len({im.get_clim() for im in overlays}) == 1
+    assert overlays[0].get_clim() == (0., pytest.approx(peak, rel=1e-5))
+    assert 'checkpoint sl.pth' in fig.get_suptitle() and Image.open(out).format == 'PNG'
 
 
-def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys):
+def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):
     out = tmp_path / 'heads.png'
     assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'num_heads=3',
                  '--heads', 'all', '--out', str(out)]) == 0
-    assert Image.open(out).width == 8 + 152 * 4  # input + 3 heads
+    panels = [ax for ax in figures[0].axes if ax.get_images()]
+    assert [ax.get_title() for ax in panels[:4]] == ['input', 'SL h0', 'SL h1', 'SL h2']  # input + 3 heads
+    assert figures[0].get_suptitle().startswith('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained)')
     assert len(json.loads(out.with_suffix('.json').read_text())[0]['heads']) == 3
-    with pytest.raises(SystemExit, match="unknown model 'vit_tiny_patch16_224'"):
+    with pytest.raises(SystemExit, match="timm-sl attention: unknown model 'vit_tiny_patch16_224'"):
         main(['attention', str(image_dir), '--model', 'vit_tiny_patch16_224'])
     with pytest.raises(SystemExit, match='No pretrained weights exist for sl_vit_32'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--pretrained'])
@@ -292,8 +323,13 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys):
     with pytest.raises(SystemExit, match=r"unknown model kwargs \['depht'\]"):
         main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depht=2'])
     (tmp_path / 'empty').mkdir()
-    with pytest.raises(SystemExit, match='no images'):
+    with pytest.raises(SystemExit, match=r'^timm-sl attention: no images \(.png, .jpg, .jpeg\) found in '):
         main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])
+    (tmp_path / 'broken.png').write_text('not an image')
+    with pytest.raises(SystemExit, match=r'^timm-sl kld: .*broken.png is not a readable image: '):
+        main(['kld', str(tmp_path / 'broken.png'), '--model', 'sl_vit_32'])
+    with pytest.raises(SystemExit, match=r'^timm-sl attention: .*nothing.png does not exist$'):
+        main(['attention', str(tmp_path / 'nothing.png'), '--model', 'sl_vit_32'])
     _checkpoint(tmp_path / 'other.pth', 'sl_vit_32', dict(depth=1))
     with pytest.raises(SystemExit, match='does not fit sl_vit_32'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
@@ -317,4 +353,22 @@ def test_cli_temperature_every_family_from_checkpoint(tmp_path, capsys, name, kw
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
     assert [r[1] for r in rows] == list(temps)  # every LSA layer, tokenizer layers included, depth order
     assert [float(v) for r in rows for v in r[2:5]] == pytest.approx(sum(expected, []), abs=1e-4)
-    assert Image.open(tmp_path / 't.png').size == (720, 460)
+    records = temperature_records(model)
+    assert [r[k] for r in records for k in ('mean', 'min', 'max')] == pytest.approx(sum(expected, []), abs=1e-6)
+    assert Image.open(tmp_path / 't.png').format == 'PNG'
+
+
+def test_load_images_and_attention_records(image_dir):
+    model = _model('sl_vit_32', dict(depth=1))
+    loaded = load_images([str(image_dir)], model)
+    assert [f.name for f in loaded.files] == ['0.png', '1.png'] and loaded.tensor.shape == (2, 3, 32, 32)
+    assert [im.size for im in loaded.images] == [(32, 32)] * 2  # what the model saw, de-normalised, to draw on
+    result = final_attention_map(model, loaded.tensor)
+    records = attention_records(loaded.files, 'SL', result)
+    assert [r['image'] for r in records] == [str(f) for f in loaded.files]
+    for r, maps in zip(records, result.maps):
+        mean = maps.mean(0)
+        assert r['peak_weight'] == pytest.approx(mean.max().item()) and r['map_sum'] == pytest.approx(1., abs=1e-5)
+        assert r['kl'] == pytest.approx(kld_to_uniform(mean.flatten() / mean.sum()).item())
+    with pytest.raises(FileNotFoundError, match='missing does not exist'):
+        load_images([str(image_dir / 'missing')], model)

@@ -16,3 +16,146 @@ def test_list_prints_params_macs_and_baseline(capsys):
 def test_list_unknown_filter_fails(capsys):
     assert main(['list', '--filter', 'sl_nothing_*']) == 1
     assert "no sl_ model matches 'sl_nothing_*'" in capsys.readouterr().err
+
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+from timm_sl.version import __version__  # noqa: E402
+
+SCRIPT = Path(sys.executable).with_name('timm-sl')  # the installed console command, when there is one
+
+
+def _exit_message(argv) -> str:
+    """The one-line message a command ends with (SystemExit with a string: exit status 1, message on stderr)."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert isinstance(info.value.code, str) and '\n' not in info.value.code
+    return info.value.code
+
+
+def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
+    message = _exit_message(['demo', '--model', 'vit_tiny_patch16_224'])
+    assert message.startswith("timm-sl demo: unknown model 'vit_tiny_patch16_224' (did you mean sl_vit_tiny?); "
+                              "allowed: the sl_ models sl_cait_32, ")
+    assert _exit_message(['demo', '--model', 'sl_vit_3']).startswith(
+        "timm-sl demo: unknown model 'sl_vit_3' (did you mean sl_vit_32 or ")
+
+
+def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
+    message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
+    assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")
+    assert message.endswith(' (did you mean depth?)')
+
+
+@pytest.mark.parametrize('command', [['demo'], ['export', 'x.pth', '--model', 'sl_vit_32', '--out', 'o'],
+                                     ['temperature', '--model', 'sl_vit_32'], ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32'],
+                                     ['receptive-field', '--model', 'sl_vit_32']])
+def test_model_kwargs_without_equals_sign(command, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model-kwargs', 'depth=2', 'lsa'])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"timm-sl {command[0]}: error: argument --model-kwargs: 'lsa' is not KEY=VALUE; "
+        f"allowed: words like depth=6 lsa=False")
+
+
+def test_model_kwargs_values_are_python_literals():
+    from timm_sl.cli import build_parser
+    args = build_parser().parse_args(['demo', '--model-kwargs', 'depth=2', 'lsa=False', 'depths=(1,1,1)', 'act=gelu'])
+    assert args.model_kwargs == dict(depth=2, lsa=False, depths=(1, 1, 1), act='gelu')
+
+
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_out_needs_an_extension_and_an_existing_folder(command, tmp_path, capsys):
+    for out, error in ((tmp_path / 'chart', "has no file extension; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
+                       (tmp_path / 'chart.txt', "has extension '.txt'; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
+                       (tmp_path / 'missing' / 'c.png', f"folder '{tmp_path / 'missing'}' of "
+                                                         f"'{tmp_path / 'missing' / 'c.png'}' does not exist; "
+                                                         f"create it first")):
+        with pytest.raises(SystemExit) as info:
+            main(command + ['--out', str(out)])
+        assert info.value.code == 2
+        last = capsys.readouterr().err.splitlines()[-1]
+        assert last.startswith(f'timm-sl {command[0]}: error: argument --out: ') and last.endswith(error)
+
+
+def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, 'matplotlib', None)
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]"')
+    assert not (tmp_path / 't.png').exists()
+
+
+def test_receptive_field_without_input():
+    assert _exit_message(['receptive-field']) == (
+        'timm-sl receptive-field: nothing to measure; allowed: --model NAME or --patch-size P')
+
+
+def test_a_usage_error_reaches_the_shell_without_traceback():
+    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
+    result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == '' and 'Traceback' not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "timm-sl demo: error: argument --model-kwargs: 'lsa' is not KEY=VALUE; allowed: words like depth=6 lsa=False")
+
+
+HELP_PROBE = '''
+import sys
+sys.argv[0] = 'timm-sl'  # as the console command starts
+from timm_sl.cli import main
+try:
+    main({argv!r})
+except SystemExit as e:
+    assert e.code == 0, e.code
+heavy = sorted(m for m in ('torch', 'timm', 'numpy', 'PIL', 'matplotlib') if m in sys.modules)
+assert not heavy, heavy
+'''
+
+
+@pytest.mark.parametrize('argv', [['--help'], ['--version'], ['demo', '--help'], ['attention', '--help']],
+                         ids=['help', 'version', 'demo-help', 'attention-help'])
+def test_help_and_version_load_neither_torch_nor_timm(argv):
+    result = subprocess.run([sys.executable, '-c', HELP_PROBE.format(argv=argv)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    if argv == ['--version']:
+        assert result.stdout == f'timm-sl {__version__}\n'
+    if argv == ['demo', '--help']:  # option defaults are shown
+        assert '(default: sl_vit_32)' in result.stdout and '(default: 10)' in result.stdout
+
+
+@pytest.mark.skipif(not SCRIPT.exists(), reason='the timm-sl console command is not installed beside this python')
+def test_installed_command_help_imports_no_torch():
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME='1')
+    result = subprocess.run([str(SCRIPT), '--help'], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0 and 'usage: timm-sl' in result.stdout
+    imported = {line.rsplit('|', 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith('import time')}
+    assert 'timm_sl.cli' in imported and not {'torch', 'timm'} & imported
+
+
+def test_library_import_still_registers_the_models():
+    code = 'import timm_sl, timm; assert "sl_vit_32" in timm.list_models("sl_*"); print(timm_sl.SlVisionTransformer)'
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TIMM_SL_NO_AUTOLOAD='1'))
+    assert result.returncode == 0, result.stderr
+    assert 'SlVisionTransformer' in result.stdout
+
+
+def test_list_shows_only_sl_models(capsys):
+    """A filter that matches timm's own models (no spt/lsa baseline) is not an error deep inside the table."""
+    assert main(['list', '--filter', 'vit_tiny_patch16_*', '--baseline']) == 1
+    assert capsys.readouterr().err == "no sl_ model matches 'vit_tiny_patch16_*'\n"
+
+
+def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'not found: pass the folder that holds' in message

@@ -1,11 +1,14 @@
-import pytest
-from PIL import Image
+import io
 
+import pytest
+
+import timm_sl.plot
 from timm_sl.cli import main
-from timm_sl.demo import load_digits_split
-from timm_sl.plot import plot_curves
+from timm_sl.demo import load_digits_split, run_demo
 
 pytest.importorskip('sklearn')
+
+TINY = dict(epochs=1, batch_size=16, limit=40, model_kwargs=dict(depth=1, embed_dim=48, num_heads=2))
 
 
 def test_digits_split_is_real_and_disjoint():
@@ -16,26 +19,57 @@ def test_digits_split_is_real_and_disjoint():
     assert set(map(id, (img for img, _ in train))).isdisjoint(map(id, (img for img, _ in val)))
 
 
-def test_demo_tiny_run_prints_both_models_and_writes_png(tmp_path, capsys):
+def _numbers(results):
+    return [(r.top1, r.train_loss, r.params) for r in results]
+
+
+def test_demo_seed_repeats_and_plain_progress_off_a_terminal():
+    log = io.StringIO()  # not a terminal: one plain line per run and epoch, no carriage returns
+    first = run_demo('sl_vit_32', seed=0, stream=log, **TINY)
+    again = run_demo('sl_vit_32', seed=0, stream=io.StringIO(), **TINY)
+    other = run_demo('sl_vit_32', seed=1, stream=io.StringIO(), **TINY)
+    assert _numbers(first) == _numbers(again)  # timm's random crop draws from python's random: seeded too
+    assert [r.train_loss for r in first] != [r.train_loss for r in other]
+    lines = log.getvalue().splitlines()
+    assert '\r' not in log.getvalue() and len(lines) == 2
+    assert lines[0].startswith('SL seed 0 epoch 1/1: train loss ') and ', val top-1 ' in lines[0]
+    assert lines[1].startswith('baseline seed 0 epoch 1/1: train loss ')
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_demo_progress_bar_on_a_terminal():
+    term = _Terminal()
+    run_demo('sl_vit_32', stream=term, **TINY)
+    text = term.getvalue()
+    assert '\r' in text and 'SL seed 0' in text and 'baseline seed 0' in text and 'step' in text
+    assert 'train loss' not in text  # the plain per-epoch lines are only for logs
+
+
+def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monkeypatch):
+    figures = []
+    draw = timm_sl.plot.plot_curves
+    monkeypatch.setattr(timm_sl.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
     out = tmp_path / 'curves.png'
-    assert main(['demo', '--epochs', '2', '--limit', '120', '--batch-size', '32', '--out', str(out),
-                 '--model-kwargs', 'depth=1']) == 0
+    assert main(['demo', '--epochs', '2', '--limit', '60', '--batch-size', '32', '--out', str(out),
+                 '--model-kwargs', 'depth=1', '--seed', '3']) == 0
     text = capsys.readouterr().out
     assert 'SL top-1' in text and 'baseline top-1' in text
     summary = text[text.index('best top-1'):]
     assert 'SL' in summary and 'baseline' in summary and 'spt=False lsa=False' in summary
     epoch_rows = [line.split() for line in text.splitlines() if line.split()[:1] in (['1'], ['2'])]
     assert len(epoch_rows) == 2 and all(0. <= float(v) <= 100. for row in epoch_rows for v in row[1:3])
-    img = Image.open(out)
-    assert img.size == (720, 460) and len(img.getcolors(1 << 16)) > 4  # axes, two curves, text
-
-
-def test_plot_curves_draws_each_series(tmp_path):
-    path = tmp_path / 'p.png'
-    plot_curves({'a': [10., 50., 90.], 'b': [5., 5., 5.]}, str(path), title='t')
-    img = Image.open(path).convert('RGB')
-    colors = {c for _, c in img.getcolors(1 << 16)}
-    assert (214, 39, 40) in colors and (31, 119, 180) in colors
+    ax = figures[0].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        'SL (sl_vit_32)', 'baseline (sl_vit_32, spt/lsa off)']
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [
+        pytest.approx([float(row[1]) for row in epoch_rows], abs=0.006),
+        pytest.approx([float(row[2]) for row in epoch_rows], abs=0.006)]
+    assert ax.get_title() == 'sl_vit_32 vs baseline on digits, trained from scratch (seed 3)'
+    assert out.stat().st_size > 0
 
 
 def test_demo_rejects_bad_epochs(capsys):

@@ -15,7 +15,8 @@ import math
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -28,8 +29,9 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 from .layers import LsaMixin, lsa_attn_bias
 from .models.sl_swin import window_attn_bias
 
-__all__ = ['AttentionMap', 'attention_probs', 'capture_attention', 'depth_curve', 'final_attention_map',
-           'kld_to_uniform', 'learned_temperatures', 'receptive_field']
+__all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
+           'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_to_uniform',
+           'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
 
 
 def _split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -287,3 +289,78 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
 def depth_curve(maps: Dict[str, List[torch.Tensor]]) -> List[float]:
     """Per-depth mean KL to uniform over all captured forwards."""
     return [statistics.fmean(kld_to_uniform(a).item() for a in captured) for captured in maps.values()]
+
+
+def kld_by_depth(model: nn.Module, images: torch.Tensor) -> Dict[str, float]:
+    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4)."""
+    with torch.no_grad(), capture_attention(model) as maps:
+        model(images)
+    return dict(zip(maps, depth_curve(maps)))
+
+
+def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
+    """Per LSA layer (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over heads and the ``fixed``
+    ``head_dim ** -0.5`` (times the layer's ``temp_ratio``) it starts from (paper Fig. 3)."""
+    modules = dict(model.named_modules())
+    return [dict(layer=name, mean=t.mean().item(), min=t.min().item(), max=t.max().item(),
+                 fixed=modules[name].init_temperature * modules[name].temp_ratio)
+            for name, t in learned_temperatures(model).items()]
+
+
+def attention_records(files: Sequence[Path], label: str, result: AttentionMap) -> List[Dict[str, Any]]:
+    """One JSON-ready record per image of ``result`` (from :func:`final_attention_map`): the heads-averaged map
+    ``mean`` and the per-head maps ``heads``, their ``grid``, the ``peak`` (row, col) and ``peak_weight``, the map's
+    total weight ``map_sum`` and ``kl`` (the map, normalised, against the uniform map)."""
+    records = []
+    for file, per_head in zip(files, result.maps):
+        mean = per_head.mean(0)
+        records.append(dict(
+            image=str(file), model=label, layer=result.layer, kind=result.kind, description=result.description,
+            grid=list(mean.shape), peak=list(divmod(int(mean.argmax()), mean.shape[1])),
+            peak_weight=mean.max().item(), map_sum=mean.sum().item(),
+            kl=kld_to_uniform((mean / mean.sum()).flatten()).item(), mean=mean.tolist(), heads=per_head.tolist()))
+    return records
+
+
+IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
+
+
+class ImageBatch(NamedTuple):
+    """Images prepared for an analysis: the files, the batch through the model's eval transform, and that batch
+    as PIL images (de-normalised), to draw maps on."""
+    files: List[Path]
+    tensor: torch.Tensor
+    images: List[Any]
+
+
+def load_images(paths: Sequence[str], model: nn.Module) -> ImageBatch:
+    """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through ``model``'s eval transform.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+        ValueError: no image found, or a file is not a readable image.
+    """
+    from PIL import Image
+    from timm.data import create_transform, resolve_data_config
+    files: List[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f'{p} does not exist')
+        files += sorted(f for f in p.rglob('*') if f.suffix.lower() in IMAGE_SUFFIXES) if p.is_dir() else [p]
+    if not files:
+        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
+    config = resolve_data_config({}, model=model)
+    transform = create_transform(**config)
+    tensors = []
+    for f in files:
+        try:
+            with Image.open(f) as image:
+                tensors.append(transform(image.convert('RGB')))
+        except OSError as e:
+            raise ValueError(f'{f} is not a readable image: {e}') from e
+    batch = torch.stack(tensors)
+    mean = torch.tensor(config['mean']).view(-1, 1, 1)
+    std = torch.tensor(config['std']).view(-1, 1, 1)
+    shown = [Image.fromarray((((x * std + mean).clamp(0, 1) * 255).round().byte().permute(1, 2, 0)).numpy())
+             for x in batch]
+    return ImageBatch(files, batch, shown)

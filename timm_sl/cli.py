@@ -1,9 +1,19 @@
-"""The ``timm-sl`` command."""
-import argparse
-import sys
-from typing import List, Optional, Sequence
+"""The ``timm-sl`` command.
 
-__all__ = ['main']
+Only the standard library is imported here: ``timm-sl --help`` and ``--version`` answer without loading torch or
+timm. Each ``cmd_*`` function imports what it needs. Mistakes in the arguments end as one line on stderr (what was
+wrong and what is allowed) and a non-zero exit status, not as a traceback.
+"""
+import argparse
+import ast
+import difflib
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from .version import __version__
+
+__all__ = ['build_parser', 'main']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -14,17 +24,75 @@ def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return '\n'.join(lines)
 
 
+def _fail(args: argparse.Namespace, message: str) -> SystemExit:
+    """The one-line error of a subcommand (exit status 1), to ``raise``."""
+    return SystemExit(f'timm-sl {args.command}: {message}')
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.6)
+    return f' (did you mean {" or ".join(close)}?)' if close else ''
+
+
+def _did_you_mean_model(name: str, names: Sequence[str]) -> str:
+    """Close ``sl_`` names, also for a plain timm name (``vit_tiny_patch16_224`` -> ``sl_vit_tiny``)."""
+    return _did_you_mean(name if name.startswith('sl_') else f'sl_{name}', names)
+
+
+def _register_models() -> List[str]:
+    """Register the ``sl_`` models (also when the autoload hook is off) and return their names."""
+    import timm
+    import timm_sl.models  # noqa: F401
+    return timm.list_models('sl_*')
+
+
+def _check_model_name(args: argparse.Namespace, name: str) -> None:
+    names = _register_models()
+    if name not in names:
+        raise _fail(args, f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
+                          f'{", ".join(names)}')
+
+
+def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> SystemExit:
+    """One line for a model that could not be built; unknown kwargs get close matches among the accepted ones."""
+    hints = ''
+    if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
+        import timm
+        from timm_sl.models._sl_args import accepted_kwargs
+        allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
+        hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
+    return _fail(args, f'{error}{hints}')
+
+
+def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], **create_kwargs: Any):
+    """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
+    import timm
+    _check_model_name(args, name)
+    try:
+        return timm.create_model(name, **kwargs, **create_kwargs)
+    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, no pretrained weights
+        raise _model_error(args, name, kwargs, e) from e
+
+
+def _require_plotting(args: argparse.Namespace) -> None:
+    """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
+    from timm_sl.plot import require_matplotlib
+    try:
+        require_matplotlib()
+    except ImportError as e:
+        raise _fail(args, str(e)) from e
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     import timm
-    import timm_sl  # noqa: F401  (registers the models even when the autoload hook is disabled)
+    from timm_sl.paper import TABLE2
     from timm_sl.profile import count_macs, count_params
 
-    names = timm.list_models(args.filter)
+    sl_names = set(_register_models())
+    names = [n for n in timm.list_models(args.filter) if n in sl_names]
     if not names:
         print(f'no sl_ model matches {args.filter!r}', file=sys.stderr)
         return 1
-    from timm_sl.paper import TABLE2
-
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     if args.baseline:
         header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
@@ -50,8 +118,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from timm_sl.demo import run_demo
     from timm_sl.plot import plot_curves
 
-    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, batch_size=args.batch_size, lr=args.lr,
-                       model_kwargs=args.model_kwargs, limit=args.limit)
+    _require_plotting(args)
+    _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
+    try:
+        results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
+                           batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
+    except ImportError as e:  # scikit-learn (the [demo] extra) is missing
+        raise _fail(args, str(e)) from e
     sl, base = results
     print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
           f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
@@ -64,8 +137,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(_format_table(['model', 'kwargs', 'best top-1', 'train img/s', 'params (M)'], [
         [r.name, ' '.join(f'{k}={v}' for k, v in r.kwargs.items()) or '-', spread(r.best),
          f'{statistics.fmean(r.train_img_s):.1f}', f'{r.params / 1e6:.2f}'] for r in results]))
-    plot_curves({f'SL ({args.model})': sl.mean_curve, 'baseline': base.mean_curve}, args.out,
-                title=f'{args.model} vs baseline on digits')
+    seeds = f'seed {args.seed}' if args.seeds == 1 else f'seeds {args.seed}-{args.seed + args.seeds - 1}'
+    plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
+                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
+                y_label='validation top-1 (%)')
     print(f'\nlearning curves: {args.out}')
     return 0
 
@@ -94,49 +169,35 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
     """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint.
     ``baseline_of`` (an SL model) switches SPT/LSA off with its class's ``baseline_kwargs`` (the
     ``--compare-checkpoint`` model, never pretrained)."""
-    import timm
-    import timm_sl  # noqa: F401  (registers the models even when the autoload hook is disabled)
-    if args.model not in timm.list_models('sl_*'):
-        raise SystemExit(f'timm-sl: unknown model {args.model!r}; allowed: {", ".join(timm.list_models("sl_*"))}')
     kwargs = dict(args.model_kwargs)
     if baseline_of is not None:
         kwargs.update(type(baseline_of).baseline_kwargs)
     pretrained = getattr(args, 'pretrained', False) and baseline_of is None
+    if not checkpoint:
+        return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
+    from timm_sl.hub import model_from_checkpoint
+    _check_model_name(args, args.model)
     try:
-        if checkpoint:
-            from timm_sl.hub import model_from_checkpoint
-            model = model_from_checkpoint(checkpoint, args.model, kwargs)[0]
-        else:
-            model = timm.create_model(args.model, pretrained=pretrained, **kwargs)
+        return model_from_checkpoint(checkpoint, args.model, kwargs)[0].eval()
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
-        raise SystemExit(f'timm-sl: {e}') from e
-    return model.eval()
+        raise _model_error(args, args.model, kwargs, e) from e
 
 
-def _load_images(paths: List[str], model):
-    """Image files / folders as ``(files, batch through the model's eval transform, the batch as PIL images)``."""
-    import torch
-    from pathlib import Path
-    from PIL import Image
-    from timm.data import create_transform, resolve_data_config
-    files = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise SystemExit(f'timm-sl: {p} does not exist')
-        files += sorted(f for f in p.rglob('*') if f.suffix.lower() in ('.png', '.jpg', '.jpeg')) if p.is_dir() else [p]
-    if not files:
-        raise SystemExit(f'timm-sl: no images (.png, .jpg, .jpeg) found in {", ".join(paths)}')
-    config = resolve_data_config({}, model=model)
-    transform = create_transform(**config)
+def _weights(args: argparse.Namespace) -> str:
+    """What the analysed weights are, for titles: figures of an untrained model must say so."""
+    if getattr(args, 'checkpoint', None):
+        return f'checkpoint {Path(args.checkpoint).name}'
+    if getattr(args, 'pretrained', False):
+        return 'pretrained'
+    return 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
+
+
+def _load_images(args: argparse.Namespace, model):
+    from timm_sl.analysis import load_images
     try:
-        batch = torch.stack([transform(Image.open(f).convert('RGB')) for f in files])
-    except OSError as e:
-        raise SystemExit(f'timm-sl: cannot read image: {e}') from e
-    mean = torch.tensor(config['mean']).view(-1, 1, 1)
-    std = torch.tensor(config['std']).view(-1, 1, 1)
-    shown = [Image.fromarray((((x * std + mean).clamp(0, 1) * 255).round().byte().permute(1, 2, 0)).numpy())
-             for x in batch]
-    return files, batch, shown
+        return load_images(args.images, model)
+    except (FileNotFoundError, ValueError) as e:
+        raise _fail(args, str(e)) from e
 
 
 def _runs(args: argparse.Namespace):
@@ -148,40 +209,38 @@ def _runs(args: argparse.Namespace):
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import learned_temperatures
+    from timm_sl.analysis import temperature_records
     from timm_sl.plot import plot_curves
-    model = _analysis_model(args, args.checkpoint)
-    temps = learned_temperatures(model)
-    if not temps:
-        print(f'timm-sl: {args.model} has no LSA temperature (lsa off?)', file=sys.stderr)
-        return 1
-    fixed = [m.init_temperature * m.temp_ratio for n, m in model.named_modules() if n in temps]
-    rows = [[str(i + 1), name, f'{t.mean():.4f}', f'{t.min():.4f}', f'{t.max():.4f}', f'{f:.4f}']
-            for i, ((name, t), f) in enumerate(zip(temps.items(), fixed))]
+    _require_plotting(args)
+    records = temperature_records(_analysis_model(args, args.checkpoint))
+    if not records:
+        raise _fail(args, f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
+    rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
+            for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
-    plot_curves({'learned (mean over heads)': [t.mean().item() for t in temps.values()],
-                 'min head': [t.min().item() for t in temps.values()],
-                 'max head': [t.max().item() for t in temps.values()],
-                 'fixed head_dim^-0.5': fixed}, args.out, title=f'{args.model}: learned temperature per depth',
+    plot_curves({'learned (mean over heads)': [r['mean'] for r in records],
+                 'min head': [r['min'] for r in records],
+                 'max head': [r['max'] for r in records],
+                 'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
+                title=f'{args.model}, {_weights(args)}: learned temperature per depth',
                 y_label='temperature (multiplier of QK^T)', x_label='depth')
     print(f'plot: {args.out}')
     return 0
 
 
 def cmd_kld(args: argparse.Namespace) -> int:
-    import torch
-    from timm_sl.analysis import capture_attention, depth_curve
+    from timm_sl.analysis import kld_by_depth
     from timm_sl.plot import plot_curves
-    curves, layers, batch = {}, [], None
+    _require_plotting(args)
+    curves, batch = {}, None
     for label, model in _runs(args):
-        batch = _load_images(args.images, model)[1] if batch is None else batch
-        with torch.no_grad(), capture_attention(model) as maps:
-            model(batch)
-        curves[label] = depth_curve(maps)
-        layers = layers or list(maps)
-    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in curves.values()] for d, layer in enumerate(layers)]
+        batch = _load_images(args, model).tensor if batch is None else batch
+        curves[label] = kld_by_depth(model, batch)
+    layers = list(curves['SL'])
+    rows = [[str(d + 1), layer] + [f'{c[layer]:.4f}' for c in curves.values()] for d, layer in enumerate(layers)]
     print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
-    plot_curves(curves, args.out, title=f'{args.model}: attention KL divergence from uniform ({len(batch)} images)',
+    plot_curves({label: list(c.values()) for label, c in curves.items()}, args.out,
+                title=f'{args.model}, {_weights(args)}: attention KL divergence from uniform ({len(batch)} images)',
                 y_label='mean KL (nats)', x_label='depth')
     print(f'plot: {args.out}')
     return 0
@@ -189,32 +248,26 @@ def cmd_kld(args: argparse.Namespace) -> int:
 
 def cmd_attention(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
-    from timm_sl.analysis import final_attention_map, kld_to_uniform
+    from timm_sl.analysis import attention_records, final_attention_map
     from timm_sl.plot import plot_attention
-    files = batch = shown = None
-    columns, notes, records, rows = {}, [], [], []
+    _require_plotting(args)
+    loaded = None
+    columns, notes, records = {}, [], []
     for label, model in _runs(args):
-        if batch is None:
-            files, batch, shown = _load_images(args.images, model)
-        result = final_attention_map(model, batch)
+        loaded = loaded or _load_images(args, model)
+        result = final_attention_map(model, loaded.tensor)
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
             columns[label + tag] = [grid.tolist() for grid in view]
         notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else ''))
-        for file, per_head in zip(files, maps):
-            mean = per_head.mean(0)
-            peak = divmod(int(mean.argmax()), mean.shape[1])
-            kl = kld_to_uniform((mean / mean.sum()).flatten()).item()
-            rows.append([file.name, label, result.layer, f'{mean.shape[0]}x{mean.shape[1]}', f'{peak}',
-                         f'{mean.max():.4f}', f'{mean.sum():.4f}', f'{kl:.4f}'])
-            records.append(dict(image=str(file), model=label, layer=result.layer, kind=result.kind,
-                                description=result.description, grid=list(mean.shape), peak=list(peak),
-                                mean=mean.tolist(), heads=per_head.tolist()))
+        records += attention_records(loaded.files, label, result)
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
-                         'KL(map || uniform)'], rows))
-    plot_attention(shown, columns, args.out, title=f'{args.model}: final attention map ({result.kind})', notes=notes)
+                         'KL(map || uniform)'], [
+        [Path(r['image']).name, r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
+         f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
+    plot_attention(loaded.images, columns, args.out, notes=notes,
+                   title=f'{args.model}, {_weights(args)}: final attention map ({result.kind})')
     numbers = Path(args.out).with_suffix('.json')
     numbers.write_text(json.dumps(records, indent=1))
     print(f'plot: {args.out}\nnumbers: {numbers}')
@@ -225,17 +278,20 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
     if args.model:
-        kernel, stride, shift = tokenizer_geometry(_analysis_model(args))
+        kernel, stride, shift = tokenizer_geometry(_analysis_model(args, args.checkpoint))
         what = f'{args.model}: first tokenization step kernel {kernel}, stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
     elif args.patch_size:
         kernel = stride = args.patch_size
-        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+        try:
+            shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+        except ValueError as e:
+            raise _fail(args, str(e)) from e
         what = f'patch {args.patch_size}'
     else:
-        raise SystemExit('timm-sl receptive-field: give --model NAME or --patch-size P')
+        raise _fail(args, 'nothing to measure; allowed: --model NAME or --patch-size P')
     print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
           f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
@@ -243,54 +299,108 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_val
-    counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
+    try:
+        counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
+    except (FileNotFoundError, ValueError) as e:
+        raise _fail(args, str(e)) from e
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's ``--help`` shows the option defaults."""
+
+    def __init__(self, *args: Any, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kwargs: Any) -> None:
+        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+
+class _ModelKwargs(argparse.Action):
+    """``KEY=VALUE`` words into a dict; a value is read as a Python literal (``False``, ``6``, ``(1,1,1)``), else kept
+    as a string, as timm's ``ParseKwargs`` does (not imported: it would load torch for ``--help``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        kwargs = {}
+        for word in values:
+            key, sep, value = word.partition('=')
+            if not sep or not key.isidentifier():
+                raise argparse.ArgumentError(self, f'{word!r} is not KEY=VALUE; allowed: words like depth=6 lsa=False')
+            try:
+                kwargs[key] = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                kwargs[key] = value
+        setattr(namespace, self.dest, kwargs)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 1') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
+    return value
+
+
+def _figure_path(text: str) -> str:
+    """``--out`` of a chart: a known image extension, in a folder that exists (checked before any work)."""
+    from timm_sl.plot import OUT_SUFFIXES
+    path = Path(text)
+    if path.suffix.lower() not in OUT_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
+            f'allowed: {", ".join(OUT_SUFFIXES)}')
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='timm-sl', description='SPT + LSA vision transformers for timm.')
-    sub = parser.add_subparsers(dest='command', required=True)
+    """The ``timm-sl`` parser: one ``sub.add_parser`` per command, each with a ``cmd_*`` function as ``func``."""
+    parser = _Parser(prog='timm-sl', description='SPT + LSA vision transformers for timm.')
+    parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+
     p = sub.add_parser('list', help='table of the sl_ models: params, MACs, input size, pretrained tags')
-    p.add_argument('--filter', default='sl_*', help='model name pattern (default: sl_*)')
+    p.add_argument('--filter', default='sl_*', help='model name pattern')
     p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off')
     p.set_defaults(func=cmd_list)
 
-    from timm.utils import ParseKwargs
     p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
-    p.add_argument('--model', default='sl_vit_32', help='sl_ model (default: sl_vit_32)')
-    p.add_argument('--epochs', type=_positive_int, default=10)
+    p.add_argument('--model', default='sl_vit_32', help='sl_ model')
+    p.add_argument('--epochs', type=_positive_int, default=10, help='training epochs per run')
     p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
-    p.add_argument('--batch-size', type=_positive_int, default=64)
-    p.add_argument('--lr', type=float, default=1e-3)
+    p.add_argument('--seed', type=int, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
+                                                       'numbers)')
+    p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
+    p.add_argument('--lr', type=float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
     p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='e.g. depth=6 lsa_mask=False')
-    p.add_argument('--out', default='sl_demo.png', help='PNG of the learning curves (default: sl_demo.png)')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
+    p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
         'export', help='write a Hub-ready folder (safetensors, config.json, card) from a train.py checkpoint')
     p.add_argument('checkpoint', help="train.py checkpoint (EMA weights are used when present)")
     p.add_argument('--model', required=True, help='sl_ model name the checkpoint was trained as')
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='as given to train.py')
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='as given to train.py')
     p.add_argument('--out', required=True, help='output folder')
     p.add_argument('--summary', default=None, help="train.py's summary.csv, for the card's metrics")
     p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet')
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser('push', help='upload an exported folder to the Hugging Face Hub')
-    p.add_argument('folder')
+    p.add_argument('folder', help='a folder written by timm-sl export')
     p.add_argument('--repo-id', required=True, help='ORG/NAME')
-    p.add_argument('--private', action='store_true')
+    p.add_argument('--private', action='store_true', help='create the repository as private')
     p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
     def add_model_source(p: argparse.ArgumentParser, required: bool = True) -> None:
         p.add_argument('--model', required=required, help='sl_ model name')
         source = p.add_mutually_exclusive_group()
-        source.add_argument('--checkpoint', default=None, help='train.py checkpoint (default: random init)')
+        source.add_argument('--checkpoint', default=None, help='train.py checkpoint (neither: random init)')
         source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
-        p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs, help='as given to train.py')
+        p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='as given to train.py')
 
     def add_image_analysis(p: argparse.ArgumentParser) -> None:
         p.add_argument('images', nargs='+', help='image files or folders')
@@ -300,24 +410,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
     add_model_source(p)
-    p.add_argument('--out', default='sl_temperature.png')
+    p.add_argument('--out', type=_figure_path, default='sl_temperature.png', help='chart')
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     add_image_analysis(p)
-    p.add_argument('--out', default='sl_kld.png')
+    p.add_argument('--out', type=_figure_path, default='sl_kld.png', help='chart')
     p.set_defaults(func=cmd_kld)
 
-    p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); PNG + JSON")
+    p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); chart + JSON")
     add_image_analysis(p)
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
-    p.add_argument('--out', default='sl_attention.png', help='PNG; the numbers go to the same name with .json')
+    p.add_argument('--out', type=_figure_path, default='sl_attention.png',
+                   help='chart; the numbers go to the same name with .json')
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p, required=False)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
-    p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size (default 0.5)')
+    p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size: shift / patch size')
     p.set_defaults(func=cmd_receptive_field)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")
@@ -327,15 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
-    return value
-
-
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
+    _register_models()  # every command may create sl_ models (timm_sl/__init__.py defers this for the command)
     return args.func(args)
 
 

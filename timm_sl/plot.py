@@ -1,150 +1,167 @@
-"""Charts as PNG drawn with Pillow (no plotting library needed): learning curves and ratio bars."""
+"""Charts with matplotlib (the ``[demo]`` extra): learning curves, throughput ratios and attention-map overlays.
+
+Every function builds a :class:`matplotlib.figure.Figure` on the Agg canvas (no pyplot, no global backend switch,
+no display needed), saves it to ``path`` (the format follows the extension) and returns it, so callers and tests can
+look at what was drawn. matplotlib is imported inside the functions: importing this module costs nothing.
+"""
 import textwrap
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
-from PIL import Image, ImageDraw, ImageOps
+__all__ = ['OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
 
-__all__ = ['attention_overlay', 'plot_attention', 'plot_curves', 'plot_ratios']
-
-_COLORS = [(214, 39, 40), (31, 119, 180), (44, 160, 44), (255, 127, 14), (148, 103, 189), (140, 86, 75)]
-
-
-def plot_curves(curves: Dict[str, Sequence[float]], path: str, title: str = '', y_label: str = 'top-1 (%)',
-                x_label: str = 'epoch', size=(720, 460)) -> None:
-    """Draw one line per entry of ``curves`` (values per epoch, 1-based x) with axes, ticks, labels and a legend."""
-    width, height = size
-    left, right, top, bottom = 70, 20, 40, 60
-    img = Image.new('RGB', size, 'white')
-    draw = ImageDraw.Draw(img)
-    values = [v for ys in curves.values() for v in ys]
-    y_min, y_max = (min(values), max(values)) if values else (0., 1.)
-    y_min, y_max = min(0., y_min), max(y_max, y_min + 1e-6)
-    n = max((len(ys) for ys in curves.values()), default=1)
-    plot_w, plot_h = width - left - right, height - top - bottom
-
-    def to_xy(i: int, y: float):
-        x = left + (plot_w * (i / max(n - 1, 1)))
-        return x, top + plot_h * (1 - (y - y_min) / (y_max - y_min))
-
-    draw.rectangle([left, top, left + plot_w, top + plot_h], outline='black')
-    for k in range(6):  # y ticks and grid
-        y = y_min + (y_max - y_min) * k / 5
-        _, py = to_xy(0, y)
-        draw.line([left, py, left + plot_w, py], fill=(225, 225, 225))
-        draw.text((left - 45, py - 6), f'{y:.1f}', fill='black')
-    for i in range(n):  # x ticks
-        px, _ = to_xy(i, y_min)
-        if n <= 20 or i % max(1, n // 10) == 0:
-            draw.text((px - 4, top + plot_h + 6), str(i + 1), fill='black')
-    for idx, (name, ys) in enumerate(curves.items()):
-        color = _COLORS[idx % len(_COLORS)]
-        points: List = [to_xy(i, y) for i, y in enumerate(ys)]
-        if len(points) > 1:
-            draw.line(points, fill=color, width=3)
-        for px, py in points:
-            draw.ellipse([px - 3, py - 3, px + 3, py + 3], fill=color)
-        draw.line([left + 12, top + 14 + 18 * idx, left + 36, top + 14 + 18 * idx], fill=color, width=3)  # legend
-        draw.text((left + 42, top + 8 + 18 * idx), name, fill='black')
-    draw.text((left + plot_w // 2 - 20, height - 30), x_label, fill='black')
-    draw.text((8, top - 28), y_label, fill='black')
-    if title:
-        draw.text((left + plot_w // 2 - 4 * len(title) // 2, 10), title, fill='black')
-    img.save(path)
-
-
-def plot_ratios(labels: Sequence[str], medians: Sequence[float], lows: Sequence[float], highs: Sequence[float],
-                references: Sequence[float], path: str, title: str = '', size=(820, 0)) -> None:
-    """Horizontal bars of throughput ratios (median, min-max whisker) with a marker at a reference (MACs) ratio."""
-    row_h, left, right, top = 26, 260, 30, 50
-    width = size[0]
-    height = top + row_h * len(labels) + 60
-    img = Image.new('RGB', (width, height), 'white')
-    draw = ImageDraw.Draw(img)
-    x_max = max([1.05] + list(highs) + list(references))
-    plot_w = width - left - right
-
-    def to_x(value: float) -> float:
-        return left + plot_w * value / x_max
-
-    for k in range(int(x_max / 0.2) + 1):  # grid every 0.2
-        x = to_x(0.2 * k)
-        draw.line([x, top - 5, x, top + row_h * len(labels)], fill=(225, 225, 225))
-        draw.text((x - 8, top + row_h * len(labels) + 6), f'{0.2 * k:.1f}', fill='black')
-    draw.line([to_x(1.0), top - 5, to_x(1.0), top + row_h * len(labels)], fill='black')
-    for i, (label, med, lo, hi, ref) in enumerate(zip(labels, medians, lows, highs, references)):
-        y = top + row_h * i + row_h // 2
-        draw.text((8, y - 6), label, fill='black')
-        draw.rectangle([left, y - 8, to_x(med), y + 8], fill=_COLORS[1])
-        draw.line([to_x(lo), y, to_x(hi), y], fill='black', width=2)
-        draw.line([to_x(ref), y - 10, to_x(ref), y + 10], fill=_COLORS[0], width=3)
-    legend_y = height - 28
-    draw.rectangle([left, legend_y, left + 20, legend_y + 12], fill=_COLORS[1])
-    draw.text((left + 26, legend_y), 'throughput ratio to baseline (median; whisker: min-max)', fill='black')
-    draw.line([left + 420, legend_y - 2, left + 420, legend_y + 14], fill=_COLORS[0], width=3)
-    draw.text((left + 428, legend_y), 'MACs ratio', fill='black')
-    if title:
-        draw.text((left, 14), title, fill='black')
-    img.save(path)
-
+# file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
+OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
 
 Grid = Sequence[Sequence[float]]
 
-
-def _heat(grid: Grid) -> Image.Image:
-    """A 2-D map as an 8-bit grey image, min-max normalised (a constant map is mid grey)."""
-    values = [v for row in grid for v in row]
-    lo, hi = min(values), max(values)
-    span = hi - lo
-    heat = Image.new('L', (len(grid[0]), len(grid)))
-    heat.putdata([int(round(255 * (v - lo) / span)) if span > 0 else 128 for v in values])
-    return heat
+_LINESTYLES = ('-', '--', '-.', ':')
+_MARKERS = ('o', 's', '^', 'D', 'v', 'P')
 
 
-def _colorize(grey: Image.Image) -> Image.Image:
-    return ImageOps.colorize(grey, black=(20, 30, 160), mid=(250, 220, 40), white=(220, 20, 20))
+def require_matplotlib() -> None:
+    """Raises:
+        ImportError: matplotlib is not installed, with the install command (one line).
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as e:
+        raise ImportError('the charts need matplotlib, which is not installed: pip install "timm-sl[demo]"') from e
 
 
-def attention_overlay(image: Image.Image, grid: Grid, alpha: float = 0.55) -> Image.Image:
-    """``image`` with the token map ``grid`` (rows of values, any scale) upsampled onto it as a heat map."""
-    heat = _colorize(_heat(grid).resize(image.size, Image.Resampling.BILINEAR))
-    return Image.blend(image.convert('RGB'), heat, alpha)
+def _figure(width: float, height: float, dpi: int = 100):
+    """A constrained-layout figure on its own Agg canvas."""
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), dpi=dpi, layout='constrained')
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _plain_ticks(axis) -> None:
+    """Tick labels that show the real values: no offset ("+1e-3") and no scientific multiplier."""
+    from matplotlib.ticker import ScalarFormatter
+    formatter = ScalarFormatter(useOffset=False)
+    formatter.set_scientific(False)
+    axis.set_major_formatter(formatter)
+
+
+def plot_curves(
+        curves: Dict[str, Sequence[float]],
+        path: str,
+        title: str = '',
+        y_label: str = 'top-1 (%)',
+        x_label: str = 'epoch',
+):
+    """One line per entry of ``curves`` (a value per step, x from 1), legend outside the axes; returns the figure.
+
+    The y axis spans the data (not forced to 0) with plain tick labels, so a curve that moves by 0.001 reads as such.
+    Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.
+    every temperature of an untrained model) stay visible as nested markers.
+    """
+    fig = _figure(9, 5)
+    ax = fig.add_subplot()
+    for i, (name, ys) in enumerate(curves.items()):
+        ax.plot(range(1, len(ys) + 1), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+                marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1))
+    steps = max((len(ys) for ys in curves.values()), default=0)
+    if steps <= 20:
+        ax.set_xticks(range(1, steps + 1))  # every epoch / depth
+    else:
+        from matplotlib.ticker import MaxNLocator
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _plain_ticks(ax.yaxis)
+    ax.grid(True, color='0.9')
+    ax.set_xlabel(x_label)
+    ax.set_ylabel(y_label)
+    if title:
+        ax.set_title(title, wrap=True)
+    ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)  # never over the data
+    fig.savefig(path)
+    return fig
+
+
+def plot_ratios(
+        labels: Sequence[str],
+        medians: Sequence[float],
+        lows: Sequence[float],
+        highs: Sequence[float],
+        references: Sequence[float],
+        path: str,
+        title: str = '',
+):
+    """Horizontal bars of throughput ratios (median, min-max whisker) with a marker at a reference (MACs) ratio."""
+    fig = _figure(10, 1.5 + 0.32 * len(labels))
+    ax = fig.add_subplot()
+    rows = range(len(labels))
+    errors = [[m - lo for m, lo in zip(medians, lows)], [hi - m for m, hi in zip(medians, highs)]]
+    ax.barh(rows, medians, xerr=errors, color='tab:blue', capsize=3,
+            label='throughput ratio to baseline (median; whisker: min-max)')
+    ax.scatter(references, rows, marker='|', s=250, linewidths=3, color='tab:red', zorder=3, label='MACs ratio')
+    ax.axvline(1.0, color='black', linewidth=1)
+    ax.set_yticks(list(rows), labels)
+    ax.invert_yaxis()
+    ax.grid(True, axis='x', color='0.9')
+    ax.set_xlabel('ratio to baseline')
+    if title:
+        ax.set_title(title, wrap=True)
+    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12 - 0.4 / max(len(labels), 1)), ncol=2, frameon=False)
+    fig.savefig(path)
+    return fig
 
 
 def plot_attention(
-        images: Sequence[Image.Image],
+        images: Sequence,
         columns: Dict[str, Sequence[Grid]],
         path: str,
         title: str = '',
         notes: Sequence[str] = (),
-        cell: int = 144,
-) -> None:
+        cell: float = 3.,
+        value_label: str = 'attention weight',
+):
     """One row per image: the image, then one overlay per entry of ``columns`` (label -> one grid per image).
 
-    Each overlay is normalised on its own (the colour bar runs from that map's lowest to its highest weight).
+    All overlays share one colour scale, from 0 to the largest weight of any map in the figure, with one colour bar:
+    maps are comparable across images, models and heads, and a near-uniform map looks flat instead of being stretched
+    into structure. The colour bar marks the uniform level (the mean weight of the maps). ``cell``: inches per panel
+    (100 dpi). Returns the figure.
     """
-    pad, head = 8, 44
+    import numpy as np
+    from matplotlib.colors import Normalize
+
+    grids = [np.asarray(grid, dtype=float) for column in columns.values() for grid in column]
+    if not grids:
+        raise ValueError('plot_attention needs at least one map')
+    norm = Normalize(vmin=0., vmax=max(float(g.max()) for g in grids) or 1.)
     labels = ['input'] + list(columns)
-    width = max(pad + (cell + pad) * len(labels), 420)
-    notes = [line for note in notes for line in textwrap.wrap(note, (width - 2 * pad) // 6)]
-    foot = 40 + 14 * len(notes)
-    height = head + (cell + pad) * len(images) + foot
-    fig = Image.new('RGB', (width, height), 'white')
-    draw = ImageDraw.Draw(fig)
-    if title:
-        draw.text((pad, 6), title, fill='black')
-    for j, label in enumerate(labels):
-        draw.text((pad + j * (cell + pad), head - 16), label[:cell // 6], fill='black')
+    fig = _figure(cell * len(labels) + 1.2, cell * len(images) + 1. + 0.18 * len(notes))
+    axes = fig.subplots(len(images), len(labels), squeeze=False)
+    mappable = None
     for i, image in enumerate(images):
-        shown = image.convert('RGB').resize((cell, cell), Image.Resampling.BILINEAR)
-        y = head + i * (cell + pad)
-        fig.paste(shown, (pad, y))
-        for j, grids in enumerate(columns.values(), start=1):
-            fig.paste(attention_overlay(shown, grids[i]), (pad + j * (cell + pad), y))
-    bar_y = head + (cell + pad) * len(images) + 6  # colour bar legend
-    bar = _colorize(Image.linear_gradient('L').rotate(90).resize((160, 12)))
-    fig.paste(bar, (pad + 40, bar_y))
-    draw.text((pad, bar_y), 'low', fill='black')
-    draw.text((pad + 206, bar_y), 'high attention (per map)', fill='black')
-    for k, note in enumerate(notes):
-        draw.text((pad, bar_y + 20 + 14 * k), note, fill='black')
-    fig.save(path)
+        pixels = np.asarray(image)
+        grey = pixels.mean(-1) if pixels.ndim == 3 else pixels  # under the map: colours are the map's alone
+        height, width = pixels.shape[:2]
+        axes[i, 0].imshow(pixels)
+        for j, column in enumerate(columns.values(), start=1):
+            axes[i, j].imshow(grey, cmap='gray')
+            mappable = axes[i, j].imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.7,
+                                         extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
+        for j, label in enumerate(labels):
+            axes[i, j].set_xticks([])
+            axes[i, j].set_yticks([])
+            if i == 0:
+                axes[i, j].set_title(label)
+    bar = fig.colorbar(mappable, ax=axes, shrink=min(1., 0.9 / len(images) + 0.3), label=value_label)
+    uniform = float(np.mean([g.mean() for g in grids]))
+    bar.ax.axhline(uniform, color='white', linewidth=2)
+    bar.ax.axhline(uniform, color='black', linewidth=1, linestyle='--')
+    bar.set_label(f'{value_label} (shared scale; dashed: uniform = {uniform:.4g})')
+    if title:
+        fig.suptitle(title, wrap=True)
+    if notes:
+        width_chars = int((cell * len(labels) + 1.2) * 12)
+        fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, width_chars)), fontsize=8,
+                      ha='left', x=0.01)
+    fig.savefig(path)
+    return fig
+

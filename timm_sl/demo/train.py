@@ -1,4 +1,9 @@
-"""Train an ``sl_`` model and its same-configuration baseline side by side with timm's own training pieces."""
+"""Train an ``sl_`` model and its same-configuration baseline side by side with timm's own training pieces.
+
+Runs repeat exactly for a seed: everything the demo draws from is seeded per run (python ``random``, which timm's
+random-resized crop uses; numpy; torch, for weight init, dropout and drop-path; the DataLoader's shuffling
+generator). Loading runs in the main process (no workers), so there are no worker seeds to set.
+"""
 import statistics
 import sys
 import time
@@ -6,13 +11,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO
 
 import torch
+from tqdm import tqdm
 
 import timm
 from timm.data import create_transform
 from timm.loss import LabelSmoothingCrossEntropy
 from timm.optim import create_optimizer_v2
 from timm.scheduler import create_scheduler_v2
-from timm.utils import accuracy
+from timm.utils import accuracy, random_seed
 
 from ..profile import count_params
 from .digits import DIGITS_MEAN, DIGITS_STD, DigitsDataset, load_digits_split
@@ -22,10 +28,11 @@ __all__ = ['DemoResult', 'run_demo']
 
 @dataclass
 class DemoResult:
-    """Per variant: top-1 per epoch for each seed, training throughput, parameter count."""
+    """Per variant: top-1 and mean training loss per epoch for each seed, training throughput, parameter count."""
     name: str
     kwargs: Dict[str, Any]
     top1: List[List[float]] = field(default_factory=list)
+    train_loss: List[List[float]] = field(default_factory=list)
     train_img_s: List[float] = field(default_factory=list)
     params: int = 0
 
@@ -38,17 +45,8 @@ class DemoResult:
         return [statistics.fmean(epoch) for epoch in zip(*self.top1)]
 
 
-def _progress(stream: TextIO, label: str, step: int, total: int, loss: float) -> None:
-    width = 24
-    filled = int(width * step / max(total, 1))
-    stream.write(f'\r{label} [{"#" * filled}{"." * (width - filled)}] {step}/{total} loss {loss:.3f}')
-    if step == total:
-        stream.write('\n')
-    stream.flush()
-
-
 def _loaders(img_size: int, batch_size: int, seed: int, limit: Optional[int]):
-    train_samples, val_samples = load_digits_split(seed=0, limit=limit)
+    train_samples, val_samples = load_digits_split(seed=0, limit=limit)  # one fixed split: seeds vary the training
     train_tf = create_transform(img_size, is_training=True, scale=(0.8, 1.0), ratio=(0.9, 1.1), hflip=0.,
                                 color_jitter=0., interpolation='bicubic', mean=DIGITS_MEAN, std=DIGITS_STD)
     eval_tf = create_transform(img_size, is_training=False, crop_pct=1.0, interpolation='bicubic',
@@ -58,6 +56,11 @@ def _loaders(img_size: int, batch_size: int, seed: int, limit: Optional[int]):
                                         shuffle=True, drop_last=len(train_samples) > batch_size, generator=generator)
     val = torch.utils.data.DataLoader(DigitsDataset(val_samples, img_size, eval_tf), batch_size=256)
     return train, val
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, 'isatty', None)
+    return bool(isatty and isatty())
 
 
 @torch.no_grad()
@@ -72,7 +75,12 @@ def evaluate(model: torch.nn.Module, loader) -> float:
 
 def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, batch_size: int, lr: float,
                   limit: Optional[int], stream: TextIO) -> None:
-    torch.manual_seed(seed)
+    """One seeded run of one variant; appends its curves to ``result``.
+
+    Progress: a tqdm bar (ETA, loss, last validation top-1) when ``stream`` is a terminal, else one plain line per
+    epoch (no carriage-return floods in logs).
+    """
+    random_seed(seed)  # python random, numpy, torch
     model = timm.create_model(model_name, num_classes=10, **result.kwargs)
     img_size = model.pretrained_cfg['input_size'][-1]
     train_loader, val_loader = _loaders(img_size, batch_size, seed, limit)
@@ -81,34 +89,56 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
                                        warmup_lr=lr / 10, min_lr=lr / 100)
     loss_fn = LabelSmoothingCrossEntropy(smoothing=0.1)
     result.params = count_params(model)
-    curve, seen, train_time = [], 0, 0.
+    label = f'{result.name} seed {seed}'
+    live = _is_terminal(stream)
+    bar = tqdm(total=epochs * len(train_loader), desc=label, file=stream, disable=not live, leave=False,
+               unit='step', dynamic_ncols=True)
+    curve, losses, seen, train_time = [], [], 0, 0.
     for epoch in range(epochs):
         model.train()
         start = time.perf_counter()
-        for step, (images, target) in enumerate(train_loader, start=1):
+        total_loss = 0.
+        for images, target in train_loader:
             loss = loss_fn(model(images), target)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             seen += images.shape[0]
-            _progress(stream, f'{result.name:<9} seed {seed} epoch {epoch + 1}/{epochs}', step, len(train_loader),
-                      loss.item())
+            total_loss += loss.item()
+            bar.update()
+            bar.set_postfix_str(f'epoch {epoch + 1}/{epochs} loss {loss.item():.3f}'
+                                + (f' val top-1 {curve[-1]:.2f}' if curve else ''), refresh=False)
         train_time += time.perf_counter() - start
         scheduler.step(epoch + 1)
         curve.append(evaluate(model, val_loader))
+        losses.append(total_loss / len(train_loader))
+        if not live:
+            print(f'{label} epoch {epoch + 1}/{epochs}: train loss {losses[-1]:.3f}, val top-1 {curve[-1]:.2f} '
+                  f'({time.perf_counter() - start:.1f} s)', file=stream, flush=True)
+    bar.close()
     result.top1.append(curve)
+    result.train_loss.append(losses)
     result.train_img_s.append(seen / train_time)
 
 
 def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, batch_size: int = 64, lr: float = 1e-3,
              model_kwargs: Optional[Dict[str, Any]] = None, limit: Optional[int] = None,
-             stream: TextIO = sys.stderr) -> List[DemoResult]:
-    """Train ``model_name`` (SL) and its baseline for every seed; returns their results (SL first)."""
+             stream: TextIO = sys.stderr, seed: int = 0) -> List[DemoResult]:
+    """Train ``model_name`` (SL) and its baseline with seeds ``seed, ..., seed + seeds - 1``; returns their results
+    (SL first). The same arguments give the same numbers.
+
+    Raises:
+        ValueError: ``model_name`` is not an ``sl_`` model (it has no baseline to compare with).
+    """
     model_kwargs = dict(model_kwargs or {})
     probe = timm.create_model(model_name, **model_kwargs)
-    results = [DemoResult('SL', model_kwargs), DemoResult('baseline', {**model_kwargs, **type(probe).baseline_kwargs})]
+    baseline_kwargs = getattr(type(probe), 'baseline_kwargs', None)
+    if baseline_kwargs is None:
+        raise ValueError(f'{model_name} is not an sl_ model (no spt/lsa baseline to compare with); allowed: the '
+                         f'models of timm.list_models("sl_*")')
+    results = [DemoResult('SL', model_kwargs), DemoResult('baseline', {**model_kwargs, **baseline_kwargs})]
     del probe
-    for seed in range(seeds):
+    for run_seed in range(seed, seed + seeds):
         for result in results:
-            train_variant(result, model_name, seed, epochs, batch_size, lr, limit, stream)
+            train_variant(result, model_name, run_seed, epochs, batch_size, lr, limit, stream)
     return results
