@@ -207,8 +207,8 @@ def test_knobs_reachable_with_train_py_string_values():
     assert [_rate(b.drop_path) for b in cait.blocks_token_only] == [0., 0.]
     assert isinstance(cait.blocks_token_only[0], PatchKeysClassAttnBlock)
 
-    t2t = timm.create_model('sl_t2t_32', depth=2, **_parse_model_kwargs('extra_residual=True', 'drop_path_schedule=constant',
-                                                               'drop_path_rate=0.1'))
+    t2t_kwargs = _parse_model_kwargs('extra_residual=True', 'drop_path_schedule=constant', 'drop_path_rate=0.1')
+    t2t = timm.create_model('sl_t2t_32', depth=2, **t2t_kwargs)
     assert isinstance(t2t.blocks[0], ExtraResidualBlock) and _rate(t2t.blocks[0].drop_path1) == 0.1
 
     vit = timm.create_model('sl_vit_tiny', **_parse_model_kwargs('pos_embed_init=normal'))
@@ -221,7 +221,8 @@ def test_knobs_reachable_with_train_py_string_values():
     ('sl_pit_32', dict(drop_path_schedule='linear'),
      "drop_path_schedule='linear' is not supported; allowed: 'timm', 'constant'."),
     ('sl_cait_32', dict(layer_scale_init=0.1), "layer_scale_init=0.1 is not supported; allowed: 'timm', 'per_layer'."),
-    ('sl_cait_32', dict(class_attn_kv='raw'), "class_attn_kv='raw' is not supported; allowed: 'normed', 'raw_patches'."),
+    ('sl_cait_32', dict(class_attn_kv='raw'),
+     "class_attn_kv='raw' is not supported; allowed: 'normed', 'raw_patches'."),
     ('sl_t2t_32', dict(extra_residual='true'), "extra_residual='true' is invalid; allowed: True or False."),
     ('sl_vit_32', dict(drop_path_rate=1.0), 'drop_path_rate=1.0 is invalid; allowed: a number in [0, 1).'),
     ('sl_t2t_32', dict(drop_path_rate=-0.1), 'drop_path_rate=-0.1 is invalid; allowed: a number in [0, 1).'),

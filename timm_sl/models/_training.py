@@ -11,7 +11,7 @@ kwarg                   values      meaning
 ======================  ==========  ===================================================================================
 ``pos_embed_init``      'timm'      timm's init (ViT: position embedding trunc-normal std .02, class token N(0, 1e-6))
                         'normal'    position embedding and class token drawn from N(0, 1), as the reference code
-``drop_path_schedule``  'timm'      the backbone's own schedule (ViT / T2T: linear ramp from 0; PiT: ramp over stages;
+``drop_path_schedule``  'timm'      the backbone's own schedule (ViT, T2T, PiT: linear ramp from 0 over all blocks;
                                     CaiT: constant in the self-attention layers, none in the class-attention layers)
                         'constant'  ``drop_path_rate`` in every residual branch of every block, class attention included
 ======================  ==========  ===================================================================================
@@ -47,9 +47,9 @@ def check_drop_path_rate(rate: Any) -> None:
 def set_drop_path(blocks: Iterable[nn.Module], rate: float) -> None:
     """Give every residual branch of ``blocks`` stochastic depth ``rate`` (``nn.Identity`` at 0, as timm does).
 
-    timm computes its schedule inside each backbone's constructor (ViT's linear ramp, PiT's ramp over stages, CaiT's
-    none in the class-attention layers) with no argument to choose another, so the blocks' drop-path modules are
-    replaced after construction; they hold no parameters, so the state dict is unchanged.
+    timm computes its schedule inside each backbone's constructor (ViT's and PiT's linear ramps, CaiT's none in the
+    class-attention layers) with no argument to choose another, so the blocks' drop-path modules are replaced after
+    construction; they hold no parameters, so the state dict is unchanged.
     """
     for block in blocks:
         names = [name for name in _DROP_PATH_NAMES if hasattr(block, name)]

@@ -8,10 +8,10 @@ width): the paper's small-data CaiT has 4 heads of 64 (inner width 256) on a 192
 
 Talking-heads LSA: ``(temperature * q) k^T``, pre-softmax head mixing (``proj_l``), **then** ``-inf`` on the
 diagonal, softmax, post-softmax mixing (``proj_w``). Masking before the pre-softmax mixing would feed ``-inf`` into a
-linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code masks before mixing with ``-1e-9``, which
-masks nothing — not reproduced. Class attention (one query, the class token) gets the learnable temperature only and
-no diagonal mask, as in the reference code: its only "self" relation is the class token attending to itself
-among the patch tokens, which carries the summary being built.
+linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code overwrites the self score with ``-1e-9``
+(about 0) before the mixing, which is no mask but still changes the output — not reproduced. Class attention (one
+query, the class token) gets the learnable temperature only and no diagonal mask, as in the reference code: its only
+"self" relation is the class token attending to itself among the patch tokens, which carries the summary being built.
 
 Training behaviour (see :mod:`timm_sl.models._training`): ``layer_scale_init='per_layer'`` starts LayerScale as the
 reference code does, from CaiT's depth rule applied to each layer's index (0.1 up to layer 18, 1e-5 up to 24, 1e-6

@@ -78,8 +78,8 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         pool_layout: Pooling when ``spt_pool`` is off: 'timm' (timm's grouped conv) or 'pointwise' (the reference
             code's depthwise + pointwise conv, the paper's baseline).
         pos_embed_init: 'timm' or 'normal' (N(0, 1) position embedding and class token, as the reference code).
-        drop_path_schedule: 'timm' (ramp over the stages) or 'constant' (``drop_path_rate`` in every block, as the
-            reference code).
+        drop_path_schedule: 'timm' (linear ramp over all blocks) or 'constant' (``drop_path_rate`` in every block,
+            as the reference code).
         **kwargs: ``PoolingVisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
