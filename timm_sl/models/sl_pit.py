@@ -26,7 +26,7 @@ from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMergi
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
-from ._training import TrainingInit
+from ._training import TrainingInit, check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
 
@@ -95,9 +95,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         sl_args = SlArgs.pop_from(kwargs, type(self))
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
-        if pool_layout not in POOL_LAYOUTS:
-            allowed = ', '.join(map(repr, POOL_LAYOUTS))
-            raise ValueError(f'pool_layout={pool_layout!r} is not supported; allowed: {allowed}.')
+        check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
         training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         super().__init__(**kwargs)
         self.sl_args = sl_args
