@@ -2,10 +2,11 @@
 reference code's opt-in variants (T2T extra residual, CaiT class attention on raw patches), as kwargs that
 ``train.py --model-kwargs`` can set, without changing the architecture."""
 import argparse
+import csv
+from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 import timm
@@ -16,6 +17,7 @@ from timm.utils import ParseKwargs
 
 from timm_sl.models.sl_cait import LocalityClassAttn, PatchKeysClassAttnBlock, per_layer_scale
 from timm_sl.models.sl_t2t import ExtraResidualBlock
+import test_timm_scripts  # train.py helpers (image folder, subprocess run)
 
 NORMAL_INIT_FAMILIES = ['sl_vit_32', 'sl_pit_32', 'sl_cait_32']
 SHALLOW = dict(sl_vit_32=dict(depth=2), sl_pit_32=dict(depth=(1, 1, 1)), sl_cait_32=dict(depth=2),
@@ -258,3 +260,24 @@ def test_knobs_leave_architecture_unchanged(name, kwargs):
     assert _layout(model) == _layout(reference)
     assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in reference.parameters())
     assert model(torch.randn(2, 3, 32, 32)).shape == (2, 100)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not test_timm_scripts.TIMM_REPO, reason="set TIMM_REPO to a folder with timm's train.py")
+@pytest.mark.parametrize('model, model_kwargs', [
+    ('sl_cait_32', ['class_attn_kv=raw_patches', 'layer_scale_init=timm', 'pos_embed_init=timm']),
+    ('sl_t2t_32', ['extra_residual=True', 'drop_path_schedule=constant']),
+])
+def test_timm_train_script_takes_the_knobs(model, model_kwargs, tmp_path):
+    """timm's unmodified train.py passes every knob through ``--model-kwargs`` as plain strings / bools."""
+    data = test_timm_scripts._image_folder(tmp_path / 'data', per_class=4)
+    log = test_timm_scripts._run([
+        str(Path(test_timm_scripts.TIMM_REPO) / 'train.py'), str(data), '--model', model, '--num-classes', '3',
+        '--model-kwargs', 'depth=2', *model_kwargs, '--drop-path', '0.1',
+        '--input-size', '3', '32', '32', '--epochs', '1', '--batch-size', '4', '--workers', '1',
+        '--warmup-epochs', '0', '--output', str(tmp_path / 'out'), '--experiment', 'x', '--no-prefetcher',
+        '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert f'Model {model} created' in log
+    summary = list(csv.DictReader(open(tmp_path / 'out' / 'x' / 'summary.csv')))
+    assert len(summary) == 1 and float(summary[0]['train_loss']) > 0
