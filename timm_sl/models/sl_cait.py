@@ -8,10 +8,15 @@ width): the paper's small-data CaiT has 4 heads of 64 (inner width 256) on a 192
 
 Talking-heads LSA: ``(temperature * q) k^T``, pre-softmax head mixing (``proj_l``), **then** ``-inf`` on the
 diagonal, softmax, post-softmax mixing (``proj_w``). Masking before the pre-softmax mixing would feed ``-inf`` into a
-linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code masks before mixing with ``-1e-9``, which
-masks nothing — not reproduced. Class attention (one query, the class token) gets the learnable temperature only and
-no diagonal mask, as in the reference code: its only "self" relation is the class token attending to itself
-among the patch tokens, which carries the summary being built.
+linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code overwrites the self score with ``-1e-9``
+(about 0) before the mixing, which is no mask but still changes the output — not reproduced. Class attention (one
+query, the class token) gets the learnable temperature only and no diagonal mask, as in the reference code: its only
+"self" relation is the class token attending to itself among the patch tokens, which carries the summary being built.
+
+Training behaviour (see :mod:`timm_sl.models._training`): ``layer_scale_init='per_layer'`` starts LayerScale as the
+reference code does, from CaiT's depth rule applied to each layer's index (0.1 up to layer 18, 1e-5 up to 24, 1e-6
+beyond; the class-attention layers count from 1 again); ``class_attn_kv='raw_patches'`` is the reference code's class
+attention, whose keys and values are the un-normalised patch tokens only (an opt-in for exact reproduction).
 """
 from typing import Any, Dict, Optional, Set
 
@@ -20,14 +25,25 @@ import torch.nn.functional as F
 from torch import nn
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn, checkpoint_filter_fn as timm_filter_fn
+from timm.models.cait import (
+    Cait, ClassAttn, LayerScaleBlockClassAttn, TalkingHeadAttn, checkpoint_filter_fn as timm_filter_fn)
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths
+from ._training import TrainingInit, check_choice
 
-__all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn']
+__all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'per_layer_scale']
+
+LAYER_SCALE_INITS = ('timm', 'per_layer')
+CLASS_ATTN_KV = ('normed', 'raw_patches')
+
+
+def per_layer_scale(layer: int) -> float:
+    """The reference code's LayerScale start for the ``layer``-th block (1-based): CaiT's rule for the init as a
+    function of network depth (0.1 up to 18, 1e-5 up to 24, 1e-6 beyond), applied to the layer index instead."""
+    return 0.1 if layer <= 18 else 1e-5 if layer <= 24 else 1e-6
 
 
 def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optional[int], names: tuple) -> int:
@@ -120,12 +136,15 @@ class LocalityClassAttn(LsaMixin, ClassAttn):
         self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))
         self.init_lsa(num_heads, self.head_dim, False, learn_temp, temp_ratio, device=device, dtype=dtype)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, N, C = x.shape
+    def forward(self, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The class token ``x[:, 0]`` attends to ``kv`` (default: all of ``x``, timm's class attention)."""
+        B = x.shape[0]
+        kv = x if kv is None else kv
+        N = kv.shape[1]
         q = F.linear(x[:, 0], *self.scaled_qkv_params(self.q.weight, self.q.bias))
         q = q.reshape(B, 1, self.num_heads, self.head_dim).transpose(1, 2)
-        k = self.k(x).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
-        v = self.v(x).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        v = self.v(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         if self.fused_attn:
             x_cls = F.scaled_dot_product_attention(
                 q, k, v, dropout_p=self.attn_drop.p if self.training else 0., scale=1.0)
@@ -142,33 +161,80 @@ class LocalityClassAttn(LsaMixin, ClassAttn):
         return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
 
 
+class PatchKeysClassAttnBlock(LayerScaleBlockClassAttn):
+    """The reference code's class-attention block: the normalised class token attends to the raw (un-normalised)
+    patch tokens only, not to itself; timm's block normalises ``[class, patches]`` and attends to all of it.
+
+    Needs :class:`LocalityClassAttn` (its ``kv`` argument) as the attention; the parameters are timm's block's.
+    """
+
+    def forward(self, x: torch.Tensor, x_cls: torch.Tensor) -> torch.Tensor:
+        x_cls = x_cls + self.drop_path(self.gamma_1 * self.attn(self.norm1(x_cls), kv=x))
+        x_cls = x_cls + self.drop_path(self.gamma_2 * self.mlp(self.norm2(x_cls)))
+        return x_cls
+
+
 class SlCait(Cait):
     """timm ``Cait`` with SPT patch embedding and LSA attention.
 
     Args:
         head_dim: Width of each attention head (default ``embed_dim // num_heads``, as timm's CaiT).
+        layer_scale_init: 'timm' (``init_values`` in every block) or 'per_layer' (the reference code's per-index
+            values, see :func:`per_layer_scale`; ``init_values`` is then unused).
+        class_attn_kv: 'normed' (timm and the CaiT paper: keys / values are LayerNorm([class, patches])) or
+            'raw_patches' (the reference code: the un-normalised patch tokens only).
+        pos_embed_init: 'timm' or 'normal' (N(0, 1) position embedding and class token, as the reference code).
+        drop_path_schedule: 'timm' (constant in the self-attention blocks, none in the class-attention blocks) or
+            'constant' (``drop_path_rate`` in every block, class attention included, as the reference code).
         **kwargs: ``Cait`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
 
-    def __init__(self, head_dim: Optional[int] = None, **kwargs: Any) -> None:
+    def __init__(
+            self,
+            head_dim: Optional[int] = None,
+            layer_scale_init: str = 'timm',
+            class_attn_kv: str = 'normed',
+            pos_embed_init: str = 'timm',
+            drop_path_schedule: str = 'timm',
+            **kwargs: Any,
+    ) -> None:
         sl_args = SlArgs.pop_from(kwargs, type(self))
         check_depths(kwargs, 'depth', 'depth_token_only')
+        check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
+        check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
+        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
         if head_dim is not None and (not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1):
             raise ValueError(f'head_dim={head_dim!r} is invalid; allowed: a positive int or None.')
         custom_heads = head_dim is not None and head_dim * heads != dim
+        raw_patches = class_attn_kv == 'raw_patches'
+        switches = dict(head_dim=head_dim, **sl_args.lsa_kwargs())
+        layers = {}
         if sl_args.uses_lsa_layer or custom_heads:
-            switches = sl_args.lsa_kwargs()
+            layers['attn_block'] = LocalityTalkingHeadAttn.configured(**switches)
+        if sl_args.uses_lsa_layer or custom_heads or raw_patches:  # timm's ClassAttn cannot take separate keys
             class_switches = dict(switches, diag_mask=False)  # class attention is never masked (module docstring)
-            for key, cls, lsa in (('attn_block', LocalityTalkingHeadAttn, switches),
-                                  ('attn_block_token_only', LocalityClassAttn, class_switches)):
-                if key in kwargs:
-                    raise ValueError(f'{key} cannot be combined with LSA or head_dim; pass lsa=False, head_dim=None.')
-                kwargs[key] = cls.configured(head_dim=head_dim, **lsa)
-        super().__init__(**kwargs)
+            layers['attn_block_token_only'] = LocalityClassAttn.configured(**class_switches)
+        if raw_patches:
+            layers['block_layers_token'] = PatchKeysClassAttnBlock
+        for key in layers:
+            if key in kwargs:
+                raise ValueError(f"{key} cannot be combined with LSA, head_dim or class_attn_kv='raw_patches'; "
+                                 "pass lsa=False, head_dim=None, class_attn_kv='normed'.")
+        super().__init__(**kwargs, **layers)
         self.sl_args = sl_args
+        if layer_scale_init == 'per_layer':
+            self._per_layer_scale()
+        training.apply(self, [*self.blocks, *self.blocks_token_only])
+
+    @torch.no_grad()
+    def _per_layer_scale(self) -> None:
+        for blocks in (self.blocks, self.blocks_token_only):
+            for layer, block in enumerate(blocks, start=1):
+                block.gamma_1.fill_(per_layer_scale(layer))
+                block.gamma_2.fill_(per_layer_scale(layer))
 
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
@@ -194,9 +260,11 @@ default_cfgs = generate_default_cfgs({
 })
 
 # The paper's small-data CaiT (Table 2): dim 192, 24 talking-heads layers + 2 class-attention layers, 4 heads of 64
-# (inner width 256), MLP hidden 384, LayerScale; patch 4 (32 px) / 8 (64 px) for 8x8 tokens; no qkv bias (reference).
+# (inner width 256), MLP hidden 384, LayerScale; patch 4 (32 px) / 8 (64 px) for 8x8 tokens; no qkv bias, per-layer
+# LayerScale init, N(0, 1) position embedding / class token, one stochastic-depth rate in every block (reference).
 _SMALL_CAIT = dict(embed_dim=192, depth=24, num_heads=4, head_dim=64, mlp_ratio=2, mlp_ratio_token_only=2,
-                   qkv_bias=False, init_values=1e-5)
+                   qkv_bias=False, init_values=1e-5, layer_scale_init='per_layer', pos_embed_init='normal',
+                   drop_path_schedule='constant')
 
 
 @register_model

@@ -26,6 +26,7 @@ from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMergi
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._training import TrainingInit, check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
 
@@ -76,17 +77,26 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             are ``spt_pool=False``).
         pool_layout: Pooling when ``spt_pool`` is off: 'timm' (timm's grouped conv) or 'pointwise' (the reference
             code's depthwise + pointwise conv, the paper's baseline).
+        pos_embed_init: 'timm' or 'normal' (N(0, 1) position embedding and class token, as the reference code).
+        drop_path_schedule: 'timm' (linear ramp over all blocks) or 'constant' (``drop_path_rate`` in every block,
+            as the reference code).
         **kwargs: ``PoolingVisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
 
-    def __init__(self, spt_pool: Optional[bool] = None, pool_layout: str = 'timm', **kwargs: Any) -> None:
+    def __init__(
+            self,
+            spt_pool: Optional[bool] = None,
+            pool_layout: str = 'timm',
+            pos_embed_init: str = 'timm',
+            drop_path_schedule: str = 'timm',
+            **kwargs: Any,
+    ) -> None:
         sl_args = SlArgs.pop_from(kwargs, type(self))
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
-        if pool_layout not in POOL_LAYOUTS:
-            allowed = ', '.join(map(repr, POOL_LAYOUTS))
-            raise ValueError(f'pool_layout={pool_layout!r} is not supported; allowed: {allowed}.')
+        check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
+        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
@@ -101,6 +111,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             if lsa_layer is not None:
                 for block in stage.blocks:
                     block.attn = lsa_layer.from_attention(block.attn)
+        training.apply(self, [block for stage in self.transformers for block in stage.blocks])
 
     def _use_spt_stem(self, kwargs: Dict[str, Any], dd: Dict[str, Any]) -> None:
         stem = self.patch_embed
@@ -148,8 +159,9 @@ default_cfgs = generate_default_cfgs({
 
 # The paper's small-data PiT (Table 2): stage widths 96 / 192 / 384 (48 per head), depths (2, 6, 4), heads
 # (2, 4, 8), MLP ratio 2, non-overlapping patch 2 (32 px) / 4 (64 px) for a 16x16 first-stage grid; the reference
-# code's pooling layout.
-_SMALL_PIT = dict(base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=2, pool_layout='pointwise')
+# code's pooling layout, N(0, 1) position embedding / class token and one stochastic-depth rate in every block.
+_SMALL_PIT = dict(base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=2, pool_layout='pointwise',
+                  pos_embed_init='normal', drop_path_schedule='constant')
 
 
 @register_model

@@ -11,6 +11,10 @@ shift_ratio)``) and concatenates the copies before the first soft split, and use
 
 Token layers follow T2T: one head, the attention maps the split width to ``token_dim`` and its residual is the value
 itself; its softmax scale is ``(split width) ** -0.5`` as in T2T's code (the LSA temperature starts there).
+
+``extra_residual=True`` reproduces the reference code's backbone blocks, ``x + Attn(LN x) + LN x`` (its attention
+returns ``out + input`` for multi-head layers and the block adds its own residual): an authors' bug, off by default,
+offered for exact reproduction of Table 2's T2T rows.
 """
 import math
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -22,13 +26,15 @@ from torch import nn
 from timm.layers import Format, Mlp, _assert, nchw_to, to_2tuple, use_fused_attn
 from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
+from timm.models.vision_transformer import Block
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg
-from ._sl_args import SlArgs, check_depths
+from ._sl_args import SlArgs, check_bool, check_depths
+from ._training import TrainingInit
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
-__all__ = ['SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
+__all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
 
 SoftSplit = Tuple[int, int, int]  # kernel, stride, padding
 
@@ -223,12 +229,33 @@ class T2TEmbed(nn.Module):
         return x
 
 
+class ExtraResidualBlock(Block):
+    """timm's ``Block`` whose attention branch also carries its normalised input: ``x + Attn(LN x) + LN x`` (the
+    reference T2T's bug; the extra term sits inside LayerScale and drop path, as it sits inside the attention there).
+    """
+
+    def forward(
+            self,
+            x: torch.Tensor,
+            attn_mask: Optional[torch.Tensor] = None,
+            is_causal: bool = False,
+    ) -> torch.Tensor:
+        y = self.norm1(x)
+        x = x + self.drop_path1(self.ls1(self.attn(y, attn_mask=attn_mask, is_causal=is_causal) + y))
+        x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+        return x
+
+
 class SlT2T(VisionTransformer):
     """T2T-ViT: :class:`T2TEmbed` + timm ``VisionTransformer`` with a fixed sinusoidal position embedding.
 
     Args:
         soft_splits: ``(kernel, stride, padding)`` per soft split.
         token_dim: Width of the token layers.
+        extra_residual: Backbone blocks compute ``x + Attn(LN x) + LN x`` (:class:`ExtraResidualBlock`), the
+            reference code's bug; off by default.
+        drop_path_schedule: 'timm' (linear ramp, as the reference T2T) or 'constant' (``drop_path_rate`` in every
+            block).
         **kwargs: ``VisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
@@ -237,10 +264,18 @@ class SlT2T(VisionTransformer):
             self,
             soft_splits: Sequence[SoftSplit] = ((7, 4, 2), (3, 2, 1), (3, 2, 1)),
             token_dim: int = 64,
+            extra_residual: bool = False,
+            drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
         sl_args = SlArgs.pop_from(kwargs, type(self))
         check_depths(kwargs, 'depth')
+        check_bool('extra_residual', extra_residual)
+        training = TrainingInit(drop_path_schedule=drop_path_schedule, drop_path_rate=kwargs.get('drop_path_rate', 0.))
+        if extra_residual:
+            if 'block_fn' in kwargs:
+                raise ValueError('block_fn cannot be combined with extra_residual=True; pass extra_residual=False.')
+            kwargs['block_fn'] = ExtraResidualBlock
         if 'embed_layer' in kwargs:
             raise ValueError('embed_layer cannot be set on T2T: the T2T tokenizer is its embed layer.')
         lsa_kwargs = sl_args.lsa_kwargs() if sl_args.uses_lsa_layer else None
@@ -260,6 +295,7 @@ class SlT2T(VisionTransformer):
             table = self.fixed_pos_table(self.pos_embed)
             del self.pos_embed
             self.register_buffer('pos_embed', table)
+        training.apply(self, self.blocks)
 
     def fixed_pos_table(self, like: torch.Tensor) -> torch.Tensor:
         """T2T's sin/cos table for the current token grid (plus the prefix tokens it covers), on ``like``'s device."""

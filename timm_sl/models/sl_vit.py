@@ -16,6 +16,7 @@ from ..layers import lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths
+from ._training import TrainingInit
 
 __all__ = ['SlVisionTransformer']
 
@@ -25,13 +26,18 @@ class SlVisionTransformer(VisionTransformer):
 
     Takes every ``VisionTransformer`` argument plus the SL switches of :class:`timm_sl.models.SlArgs`
     (``spt``, ``shift_ratio``, ``shift_directions``, ``lsa``, ``lsa_mask``, ``lsa_learn_temp``, ``lsa_temp_ratio``).
+
+    Args:
+        pos_embed_init: 'timm' or 'normal' (N(0, 1) position embedding and class token, as the reference code).
+        drop_path_schedule: 'timm' (linear ramp) or 'constant' (``drop_path_rate`` in every block, as the reference).
     """
     # kwargs that turn this model into its family's baseline architecture
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, pos_embed_init: str = 'timm', drop_path_schedule: str = 'timm', **kwargs: Any) -> None:
         sl_args = SlArgs.pop_from(kwargs, type(self))
         check_depths(kwargs, 'depth')
+        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
@@ -39,6 +45,7 @@ class SlVisionTransformer(VisionTransformer):
             kwargs['attn_layer'] = sl_args.attn_layer()
         super().__init__(**kwargs)
         self.sl_args = sl_args
+        training.apply(self, self.blocks)
 
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
@@ -69,8 +76,10 @@ default_cfgs = generate_default_cfgs({
 })
 
 # The paper's small-data ViT (Table 2): patch 4 (32 px) / 8 (64 px) for an 8x8 token grid, dim 192, depth 9,
-# 12 heads of dim 16, MLP ratio 2; no qkv bias, as in the reference code.
-_SMALL_VIT = dict(embed_dim=192, depth=9, num_heads=12, mlp_ratio=2, qkv_bias=False)
+# 12 heads of dim 16, MLP ratio 2; no qkv bias, N(0, 1) position embedding / class token and one stochastic-depth
+# rate in every block, as in the reference code.
+_SMALL_VIT = dict(embed_dim=192, depth=9, num_heads=12, mlp_ratio=2, qkv_bias=False, pos_embed_init='normal',
+                  drop_path_schedule='constant')
 
 
 @register_model
