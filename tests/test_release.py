@@ -76,8 +76,9 @@ def released(reproduced, tmp_path_factory):
 def test_release_exports_every_run_with_a_card(released, reproduced):
     out, result, lines = released
     root, _ = reproduced
-    assert [r.repo_id for r in result] == ['timm-sl-test/sl_vit_32.base-cifar10-s0',
-                                           'timm-sl-test/sl_vit_32.sl-cifar10-s0', 'timm-sl-test/sl_vit_32.sl-cifar10-s1']
+    assert [r.repo_id for r in result] == [
+        'timm-sl-test/sl_vit_32.base-cifar10-s0', 'timm-sl-test/sl_vit_32.sl-cifar10-s0',
+        'timm-sl-test/sl_vit_32.sl-cifar10-s1']
     assert all(r.weights == 'state_dict_ema' and r.pushed is None for r in result)
     assert [r.best_top1 for r in result] == [60., 80., 75.] and [r.paper_top1 for r in result] == [93.58, 94.53, 94.53]
     assert lines[1] == (f'2/3: {root / "runs" / "vit-sl-s0"} -> {out / "sl_vit_32.sl-cifar10-s0"} (state_dict_ema, '

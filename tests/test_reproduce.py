@@ -103,14 +103,14 @@ def test_train_command(tmp_path):
     recipe = recipe_path('cifar100')
     cmd = train_command(run, Path('/t/train.py'), '/data', recipe, ['--epochs', '1'], python='py')
     assert cmd == ['py', '/t/train.py', '--data-dir', '/data', '--config', str(recipe), '--model', 'sl_pit_32',
-                   '--model-kwargs', 'spt_pool=False', '--lr', '0.001', '--seed', '3', '--output', str(tmp_path / 'runs'),
-                   '--experiment', 'pit-sl_no_spool-s3', '--epochs', '1']
+                   '--model-kwargs', 'spt_pool=False', '--lr', '0.001', '--seed', '3',
+                   '--output', str(tmp_path / 'runs'), '--experiment', 'pit-sl_no_spool-s3', '--epochs', '1']
     cmd = train_command(run, Path('/t/train.py'), '/data', recipe, nproc=4, resume=run.out_dir / 'last.pth.tar',
                         python='py')
     assert cmd[:6] == ['py', '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '4']
     assert cmd[-2:] == ['--resume', str(run.out_dir / 'last.pth.tar')]
-    sl = plan_runs('cifar100', ['vit'], [0], tmp_path)[1]
-    assert '--model-kwargs' not in train_command(sl, Path('t.py'), 'd', recipe) and '3e-3' not in sl.name
+    vit_sl = train_command(plan_runs('cifar100', ['vit'], [0], tmp_path)[1], Path('t.py'), 'd', recipe)
+    assert '--model-kwargs' not in vit_sl and vit_sl[vit_sl.index('--lr') + 1] == '0.003'
 
 
 def test_summary_rows_survive_resume_headers_and_repeated_epochs(tmp_path):
@@ -242,7 +242,8 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert 'run 5/5: swin-sl-s0, ETA ' in result.stdout
     report = (out / 'report.md').read_text()
-    for row in ('| vit | baseline |', '| vit | SL |', '| swin | baseline |', '| swin | SL w/o Spool |', '| swin | SL |'):
+    rows = ('| vit | baseline |', '| vit | SL |', '| swin | baseline |', '| swin | SL w/o Spool |', '| swin | SL |')
+    for row in rows:
         line = next(line for line in report.splitlines() if line.startswith(row))
         assert '| 1/1 |' in line, line
     results = json.loads((out / 'results.json').read_text())

@@ -109,8 +109,8 @@ def _classifier_classes(model_name: str, state: Dict[str, torch.Tensor]) -> Opti
     return None if weight is None else weight.shape[0]
 
 
-def _format_kwargs(kwargs: Dict[str, Any]) -> str:
-    return ' '.join(f'{k}={v}' for k, v in kwargs.items())
+def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
+    return f'{model_name} {kwargs}' if kwargs else model_name
 
 
 def trained_as(meta: Dict[str, Any]) -> str:
@@ -118,11 +118,11 @@ def trained_as(meta: Dict[str, Any]) -> str:
     args = meta.get('args') or {}
     name = meta.get('arch') or args.get('model')
     if not name:
-        return 'an unknown model (the checkpoint carries no arch / args)'
+        return 'an unknown model (no arch / args in the checkpoint)'
     kwargs = dict(args.get('model_kwargs') or {})
     if args.get('num_classes'):
         kwargs['num_classes'] = args['num_classes']
-    return f'{name} {_format_kwargs(kwargs)}'.rstrip()
+    return _named(name, kwargs)
 
 
 def _state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Tensor]) -> str:
@@ -230,15 +230,15 @@ def model_from_checkpoint(
         classes = _classifier_classes(model_name, state)
         if classes is not None:
             model_kwargs['num_classes'] = classes
-    wanted = f'{model_name} {_format_kwargs(model_kwargs)}'.rstrip()
+    wanted = _named(model_name, model_kwargs)
     try:
         model = timm.create_model(model_name, **model_kwargs)
     except (RuntimeError, TypeError, ValueError) as e:
         detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f'{checkpoint} was trained as {trained_as(meta)}; cannot build {wanted}: {detail}') from e
+        raise ValueError(f'{checkpoint} cannot build {wanted} (it was trained as {trained_as(meta)}): {detail}') from e
     mismatch = _state_mismatch(model.state_dict(), state)
     if mismatch:
-        raise ValueError(f'{checkpoint} was trained as {trained_as(meta)} and does not fit {wanted}: {mismatch}')
+        raise ValueError(f'{checkpoint} does not fit {wanted} (it was trained as {trained_as(meta)}): {mismatch}')
     model.load_state_dict(state, strict=True)
     return model, model_kwargs, source, meta
 

@@ -361,7 +361,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
         lines += ['## Failed runs', ''] + [f'- {o.run.name}: {o.message}' for o in failed] + ['']
-    lines += ['## Runs', '', '| run | status | best top-1 (%) | best epoch | epochs | minutes |', '|---|---|---|---|---|---|']
+    lines += ['## Runs', '', '| run | status | best top-1 (%) | best epoch | epochs | minutes |',
+              '|---|---|---|---|---|---|']
     for o in outcomes:
         s = o.summary or {}
         lines.append(f'| {o.run.name} | {o.status} | {_fmt(s.get("best_top1"))} | {s.get("best_epoch", "-")} | '
@@ -383,7 +384,8 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--dataset', required=True, help=f'recipe to use: {", ".join(DATASETS)}')
     parser.add_argument('--families', nargs='+', default=list(FAMILIES), help=f'default: {" ".join(FAMILIES)}')
     parser.add_argument('--seeds', nargs='+', type=int, default=[0], help='seeds per row (default: 0)')
-    parser.add_argument('--out', default='reproduce', help='output folder: runs/, report.md, PNGs (default: %(default)s)')
+    parser.add_argument('--out', default='reproduce',
+                        help='output folder: runs/, report.md, PNGs (default: %(default)s)')
     parser.add_argument('--train-script', default=None, help="timm's train.py (default: $TIMM_REPO/train.py)")
     parser.add_argument('--nproc', type=int, default=1, help='processes per run; > 1 launches torchrun (default: 1)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
