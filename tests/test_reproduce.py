@@ -195,6 +195,25 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     assert len((out / 'runs' / 'vit-base-s0' / 'argv.log').read_text().splitlines()) == 2
 
 
+def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monkeypatch, capsys):
+    import subprocess
+    real_run = subprocess.run
+    calls = []
+
+    def run_then_interrupt(cmd, **kwargs):
+        calls.append(cmd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(cmd, **kwargs)
+    monkeypatch.setattr(subprocess, 'run', run_then_interrupt)
+    out = tmp_path / 'out'
+    assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
+                 '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']) == 130
+    assert 'run 2/2: vit-sl-s0 interrupted; run the same command again to resume' in capsys.readouterr().out
+    report = (out / 'report.md').read_text()
+    assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | interrupted | - |' in report
+
+
 @pytest.mark.parametrize('change,message', [
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
                               "tiny-imagenet\n"),

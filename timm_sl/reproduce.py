@@ -73,7 +73,7 @@ class Run:
 
 @dataclass
 class Outcome:
-    """What happened to a run in this invocation: 'done' (now or before), 'failed' or 'not run'."""
+    """What happened to a run in this invocation: 'done' (now or before), 'failed', 'interrupted' or 'not run'."""
     run: Run
     status: str
     message: str = ''
@@ -173,8 +173,9 @@ def run_state(run: Run, epochs: int) -> str:
 
 
 def _last_line(log: Path) -> str:
-    lines = [line.strip() for line in log.read_text(errors='replace').splitlines() if line.strip()] if log.is_file() \
-        else []
+    """The last non-blank line of a log (a crash's exception message)."""
+    lines = log.read_text(errors='replace').split('\n') if log.is_file() else []
+    lines = [line.strip() for line in lines if line.strip()]
     return lines[-1] if lines else 'no output'
 
 
@@ -227,8 +228,14 @@ def reproduce(
         (run.out_dir / 'command.txt').write_text(shlex.join(cmd) + '\n')
         log = run.out_dir / LOG_NAME
         start = time.monotonic()
-        with log.open('a') as f:
-            code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+        try:
+            with log.open('a') as f:
+                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
+        except KeyboardInterrupt:  # Ctrl-C reaches train.py too; keep what finished, report, resume next time
+            echo(f'run {i}/{len(runs)}: {run.name} interrupted; run the same command again to resume')
+            outcomes.append(_collect(Outcome(run, 'interrupted', 'interrupted', time.monotonic() - start)))
+            outcomes += [_collect(Outcome(r, 'not run')) for r in runs[i:]]
+            break
         seconds = time.monotonic() - start
         if code != 0:
             message = f'train.py exited with {code}: {_last_line(log)} (log: {log})'
@@ -420,6 +427,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
     print(f'report: {report}')
+    if any(o.status == 'interrupted' for o in outcomes):
+        return 130
     if failed:
         print(f'timm-sl reproduce: {len(failed)} run(s) failed: {", ".join(failed)} (see the report)',
               file=sys.stderr)
