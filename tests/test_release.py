@@ -13,12 +13,17 @@ import torch
 import timm
 from timm_sl.cli import main
 from timm_sl.models._cfgs import PRETRAINED_ENV, PRETRAINED_FILE, read_pretrained_tags, with_pretrained_tags
-from timm_sl.release import find_runs, release, repo_name
+from timm_sl.release import find_runs, portable_command, release, repo_name
 
 from test_hub import _offline_cache
 
 CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
-COMMAND = 'python train.py --data-dir /data --config recipes/cifar10.yaml --model sl_vit_32 --lr 0.003 --seed 0'
+COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
+           '--config /src/timm_sl/recipes/cifar10.yaml --model sl_vit_32 --lr 0.003 --seed 0 '
+           '--output /home/someone/runs --experiment vit-sl-s0 '
+           '--resume /home/someone/runs/vit-sl-s0/last.pth.tar --epochs 3')
+PORTABLE = ('python train.py --data-dir DATA --config recipes/cifar10.yaml --model sl_vit_32 --lr 0.003 --seed 0 '
+            '--output OUTPUT --experiment vit-sl-s0 --epochs 3')
 
 
 def _run(root, name, kwargs, top1s, seed=0):
@@ -87,7 +92,7 @@ def test_release_exports_every_run_with_a_card(released, reproduced):
                         f'https://huggingface.co/timm-sl-test/sl_vit_32.base-cifar10-s0 (pass --push to upload)')
     card = (out / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
     for text in ('| dataset | cifar10 |', '| Table 2 row | vit, SL |', '| measured best top-1 (%) | 80.00 |',
-                 '| paper top-1 (%) for this row | 94.53 |', COMMAND, '- Parameters: 2.', '- MACs: ',
+                 '| paper top-1 (%) for this row | 94.53 |', PORTABLE, '- Parameters: 2.', '- MACs: ',
                  "timm.create_model('hf-hub:timm-sl-test/sl_vit_32.sl-cifar10-s0', pretrained=True)",
                  'timm.create_model("sl_vit_32.cifar10", pretrained=True)', '| best epoch | 1 |'):
         assert text in card, text
@@ -96,6 +101,15 @@ def test_release_exports_every_run_with_a_card(released, reproduced):
     assert 'lr: 0.003' in recipe and 'epochs: 3' in recipe and 'seed: 0' in recipe and 'num_classes: 3' in recipe
     assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset' not in recipe
     assert json.loads((out / 'release.json').read_text())[0]['variant'] == 'base'
+    assert '/home/someone' not in card
+
+
+def test_portable_command():
+    assert portable_command(COMMAND) == PORTABLE
+    torchrun = ('/v/bin/python -m torch.distributed.run --standalone --nproc_per_node 4 /t/train.py '
+                '--config /r/svhn.yaml')
+    assert portable_command(torchrun) == ('python -m torch.distributed.run --standalone --nproc_per_node 4 train.py '
+                                          '--config recipes/svhn.yaml')
 
 
 def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):

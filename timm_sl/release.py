@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,8 +25,8 @@ from .paper import paper_top1
 from .reproduce import DATASETS, DONE_MARKER, VARIANT_LABELS, VARIANTS
 from .train_args import find_train_script, read_args_yaml, summarize, train_script_defaults
 
-__all__ = ['Released', 'find_runs', 'run_info', 'repo_name', 'release_run', 'release', 'add_release_args',
-           'run_from_args']
+__all__ = ['Released', 'find_runs', 'run_info', 'portable_command', 'repo_name', 'release_run', 'pretrained_entries',
+           'release', 'add_release_args', 'run_from_args']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
@@ -105,7 +106,8 @@ def run_info(run_dir: Path) -> Dict[str, Any]:
     model = args.get('model') or ''
     model_kwargs = dict(args.get('model_kwargs') or {})
     family = marker.get('family') or (model.split('_')[1] if model.startswith('sl_') else model)
-    command = (run_dir / 'command.txt').read_text().strip() if (run_dir / 'command.txt').is_file() else None
+    command_file = run_dir / 'command.txt'
+    command = portable_command(command_file.read_text().strip()) if command_file.is_file() else None
     summary = summarize(run_dir / 'summary.csv') if (run_dir / 'summary.csv').is_file() else None
     return dict(
         args=args, model=model, model_kwargs=model_kwargs, family=family,
@@ -113,6 +115,33 @@ def run_info(run_dir: Path) -> Dict[str, Any]:
         dataset=_dataset_name(run_dir, args, marker), command=command, summary=summary,
         checkpoint=next(run_dir / c for c in CHECKPOINTS if (run_dir / c).is_file()),
     )
+
+
+# train.py arguments whose values are this machine's paths, and what a card shows instead
+PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
+
+
+def portable_command(command: str) -> str:
+    """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
+    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``)."""
+    tokens = shlex.split(command)
+    script = next((i for i, t in enumerate(tokens) if t.endswith('train.py')), None)
+    if script is None:
+        return command
+    out = tokens[:script] + ['train.py']
+    out[0] = 'python' if script > 0 and Path(tokens[0]).name.startswith('python') else out[0]
+    rest = iter(tokens[script + 1:])
+    for token in rest:
+        if token == '--resume':
+            next(rest, None)
+        elif token in PATH_PLACEHOLDERS:
+            out += [token, PATH_PLACEHOLDERS[token]]
+            next(rest, None)
+        elif token == '--config':
+            out += [token, f'recipes/{Path(next(rest, "")).name}']
+        else:
+            out.append(token)
+    return shlex.join(out)
 
 
 def repo_name(pattern: str, info: Dict[str, Any]) -> str:
@@ -142,7 +171,8 @@ def _release_section(info: Dict[str, Any], paper: Optional[float], repo_id: str,
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {info["seed"]} |', '']
     if info['command']:
-        lines += ['Exact train.py command:', '', '```bash', info['command'], '```', '']
+        lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', info['command'], '```',
+                  '']
     else:
         lines += ['The exact command was not recorded; the recipe below lists every train.py argument that differs'
                   ' from its defaults.', '']
