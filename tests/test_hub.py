@@ -29,9 +29,15 @@ def trained(tmp_path_factory):
                 'args': args, 'metric': 61.5}, root / 'model_best.pth.tar')
     (root / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
                                       '0,2.0,1.9,40.0,80.0\n1,1.5,1.4,61.5,92.25\n2,1.2,1.3,60.0,91.0\n')
-    (root / 'args.yaml').write_text('model: sl_vit_32\nepochs: 3\nlr: 0.001\n')
+    # trained with CIFAR-10 statistics (sl_vit_32's default cfg has CIFAR-100's), on this machine's paths
+    (root / 'args.yaml').write_text(
+        'model: sl_vit_32\nepochs: 3\nlr: 0.001\nmean: [0.4914, 0.4822, 0.4465]\nstd: [0.247, 0.2435, 0.2616]\n'
+        'interpolation: bilinear\ncrop_pct: 0.9\ndata_dir: /home/someone/data\noutput: /home/someone/out\n'
+        'workers: 8\nmodel_kwargs: {depth: 2, shift_directions: cardinal}\n')
     model.load_state_dict(ema)
     return root, model
+
+CIFAR10_MEAN, CIFAR10_STD = (0.4914, 0.4822, 0.4465), (0.247, 0.2435, 0.2616)
 
 
 def _export(trained, tmp_path):
@@ -52,6 +58,58 @@ def test_export_folder_contents_and_card(trained, tmp_path):
     assert '| best top-1 (%) | 61.50 |' in card and '| top-5 at that epoch (%) | 92.25 |' in card
     assert '| best epoch | 1 |' in card and '| epochs run | 3 |' in card
     assert 'epochs: 3' in card and 'arXiv:2112.13492' in card and 'state_dict_ema' in card
+    # the recipe that matters, not the machine's paths; how to install a package that is not on PyPI
+    assert '/home/someone' not in card and 'workers' not in card and 'model_kwargs: {depth: 2' in card
+    assert 'not published on PyPI' in card and 'pip install git+<repository URL>' in card
+    assert 'pip install timm-sl' not in card
+
+
+def test_export_carries_the_training_data_config(trained, tmp_path):
+    out, _ = _export(trained, tmp_path)
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True)
+    cfg = loaded.pretrained_cfg
+    assert tuple(cfg['mean']) == CIFAR10_MEAN and tuple(cfg['std']) == CIFAR10_STD
+    assert cfg['interpolation'] == 'bilinear' and cfg['crop_pct'] == 0.9 and tuple(cfg['input_size']) == (3, 32, 32)
+    data = timm.data.resolve_data_config({}, model=loaded)
+    assert tuple(data['mean']) == CIFAR10_MEAN and tuple(data['std']) == CIFAR10_STD and data['crop_pct'] == 0.9
+    assert 'mean (0.4914, 0.4822, 0.4465)' in (out / 'README.md').read_text()
+
+
+def test_export_without_args_keeps_the_model_defaults(trained, tmp_path):
+    root, model = trained
+    bare = tmp_path / 'bare' / 'model.pth'
+    bare.parent.mkdir()
+    torch.save(model.state_dict(), bare)
+    out, source = export_checkpoint(bare, 'sl_vit_32', tmp_path / 'export', model_kwargs=KWARGS)
+    cfg = json.loads((out / 'config.json').read_text())['pretrained_cfg']
+    assert source == 'plain' and tuple(cfg['mean']) == timm.get_pretrained_cfg('sl_vit_32').mean
+
+
+@pytest.mark.parametrize('text', ['zero\none\ntwo\nthree\nfour\nfive\nsix\n\n',
+                                  '["zero", "one", "two", "three", "four", "five", "six"]'])
+def test_label_names_round_trip(trained, tmp_path, text):
+    root, _ = trained
+    names = tmp_path / 'labels.txt'
+    names.write_text(text)
+    out, _ = export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'export', model_kwargs=KWARGS,
+                               label_names=names)
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True)
+    assert list(loaded.pretrained_cfg['label_names']) == ['zero', 'one', 'two', 'three', 'four', 'five', 'six']
+
+
+def test_label_names_must_number_the_classes(trained, tmp_path):
+    root, _ = trained
+    names = tmp_path / 'labels.txt'
+    names.write_text('cat\ndog\n')
+    message = (f'2 label names given but {root / "model_best.pth.tar"} has 7 classes; give exactly one name per '
+               f'class, in class-index order')
+    with pytest.raises(ValueError) as e:
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', model_kwargs=KWARGS,
+                          label_names=names)
+    assert str(e.value) == message
+    names.write_text('{"0": "cat"}')
+    with pytest.raises(ValueError, match='holds JSON that is not a list of strings'):
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', label_names=names)
 
 
 def test_local_dir_round_trip(trained, tmp_path):
@@ -120,8 +178,37 @@ def test_checkpoint_errors_name_the_file(tmp_path):
 
 def test_mismatched_architecture_is_named(trained, tmp_path):
     root, _ = trained
-    with pytest.raises(ValueError, match=r'(?s)does not fit sl_vit_32 .*Missing key\(s\).*blocks\.2'):
-        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', model_kwargs=dict(depth=3))
+    ckpt = root / 'model_best.pth.tar'
+    with pytest.raises(ValueError) as e:
+        export_checkpoint(ckpt, 'sl_vit_32', tmp_path / 'x', model_kwargs=dict(depth=3))
+    assert str(e.value) == (
+        f"{ckpt} does not fit sl_vit_32 {{'depth': 3, 'num_classes': 7}} (it was trained as sl_vit_32 "
+        f"{{'depth': 2, 'shift_directions': 'cardinal'}}): 12 missing key(s) (blocks.2.norm1.weight, "
+        f"blocks.2.norm1.bias, blocks.2.attn.temperature, ...)")
+
+
+def test_checkpoint_into_the_wrong_model_says_what_it_was_trained_as(trained):
+    from timm_sl.hub import model_from_checkpoint
+    ckpt = trained[0] / 'model_best.pth.tar'
+    with pytest.raises(ValueError) as e:
+        model_from_checkpoint(ckpt, 'sl_pit_32', {})
+    message = str(e.value)
+    assert '\n' not in message
+    assert message.startswith(f"{ckpt} does not fit sl_pit_32 {{'num_classes': 7}} (it was trained as sl_vit_32 "
+                              f"{{'depth': 2, 'shift_directions': 'cardinal'}}): ")
+    with pytest.raises(ValueError) as e:
+        model_from_checkpoint(ckpt, 'sl_vit_32', dict(depht=2))
+    assert str(e.value).startswith(f"{ckpt} cannot build sl_vit_32 {{'depht': 2, 'num_classes': 7}} (it was trained as "
+                                   f"sl_vit_32 {{'depth': 2, 'shift_directions': 'cardinal'}}): ")
+
+
+def test_cli_export_errors_are_one_line(trained, tmp_path, capsys):
+    root, _ = trained
+    assert main(['export', str(tmp_path / 'missing.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f'timm-sl export: checkpoint {tmp_path / "missing.pth.tar"} does not exist\n'
+    assert main(['export', str(root / 'model_best.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith('timm-sl export: ') and "was trained as sl_vit_32 {'depth': 2" in err and err.count('\n') == 1
 
 
 def test_truncated_safetensors_is_a_clear_error(trained, tmp_path):

@@ -147,11 +147,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.hub import export_checkpoint
-    out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
-                                    summary=args.summary, dataset=args.dataset)
+    try:
+        out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
+                                        summary=args.summary, dataset=args.dataset, label_names=args.label_names)
+    except (FileNotFoundError, ValueError) as e:
+        print(f'timm-sl export: {e}', file=sys.stderr)
+        return 1
     print(f'exported {args.checkpoint} ({source} weights) as {args.model} to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from timm_sl.reproduce import run_from_args
+    return run_from_args(args)
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from timm_sl.release import run_from_args
+    return run_from_args(args)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
@@ -386,7 +400,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--out', required=True, help='output folder')
     p.add_argument('--summary', default=None, help="train.py's summary.csv, for the card's metrics")
     p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet')
+    p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
+
+    from timm_sl.reproduce import add_reproduce_args
+    p = sub.add_parser('reproduce', help="train every Table 2 row (baseline / SL) with timm's train.py, one report")
+    add_reproduce_args(p)
+    p.set_defaults(func=cmd_reproduce)
+
+    from timm_sl.release import add_release_args
+    p = sub.add_parser('release', help='export train.py runs with model cards and push them to the Hub (dry run)')
+    add_release_args(p)
+    p.set_defaults(func=cmd_release)
 
     p = sub.add_parser('push', help='upload an exported folder to the Hugging Face Hub')
     p.add_argument('folder', help='a folder written by timm-sl export')

@@ -8,9 +8,9 @@ Checkpoints are read with ``torch.load(weights_only=True)`` (train.py's ``args``
 nothing is unpickled beyond tensors and plain containers.
 """
 import argparse
-import csv
+import json
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -19,9 +19,10 @@ from timm.models import save_for_hf
 
 from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
+from .train_args import format_recipe, read_args_yaml, recipe_args, summarize
 
-__all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'push_folder',
-           'CITATION']
+__all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'read_label_names',
+           'trained_as', 'training_data_config', 'run_train_args', 'push_folder', 'CITATION']
 
 # train.py's CheckpointSaver keys, most preferred first: EMA weights when the run kept them
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
@@ -75,14 +76,32 @@ def load_training_checkpoint(path: Union[str, Path]) -> Tuple[Dict[str, torch.Te
 
 def read_summary(path: Union[str, Path]) -> Dict[str, Any]:
     """Best epoch of a train.py ``summary.csv`` (by ``eval_top1``), with the number of epochs run."""
-    rows = list(csv.DictReader(Path(path).open()))
-    if not rows or 'eval_top1' not in rows[0]:
-        raise ValueError(f'{path} is not a train.py summary.csv (no eval_top1 column)')
-    best = max(rows, key=lambda r: float(r['eval_top1']))
-    return {
-        'best_top1': float(best['eval_top1']), 'best_top5': float(best['eval_top5']) if best.get('eval_top5') else None,
-        'best_epoch': int(float(best['epoch'])), 'epochs': len(rows),
-    }
+    return summarize(path)
+
+
+def read_label_names(path: Union[str, Path]) -> List[str]:
+    """Class names from a file: a JSON list, or one name per line (blank lines ignored).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a JSON value that is not a list of strings, or no names at all.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f'label names file {path} does not exist')
+    text = path.read_text()
+    if text.lstrip().startswith(('[', '{', '"')):
+        try:
+            names = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f'{path} is not valid JSON ({e}); give a JSON list or one name per line') from e
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f'{path} holds JSON that is not a list of strings; give a JSON list or one name per line')
+    else:
+        names = [line.strip() for line in text.splitlines() if line.strip()]
+    if not names:
+        raise ValueError(f'{path} holds no label names')
+    return names
 
 
 def _classifier_classes(model_name: str, state: Dict[str, torch.Tensor]) -> Optional[int]:
@@ -91,19 +110,69 @@ def _classifier_classes(model_name: str, state: Dict[str, torch.Tensor]) -> Opti
     return None if weight is None else weight.shape[0]
 
 
-def _recipe(checkpoint: Path, meta: Dict[str, Any]) -> str:
-    args_yaml = checkpoint.parent / 'args.yaml'
+def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
+    return f'{model_name} {kwargs}' if kwargs else model_name
+
+
+def trained_as(meta: Dict[str, Any]) -> str:
+    """What a train.py checkpoint says it was trained as: model name, ``--model-kwargs`` and class count."""
+    args = meta.get('args') or {}
+    name = meta.get('arch') or args.get('model')
+    if not name:
+        return 'an unknown model (no arch / args in the checkpoint)'
+    kwargs = dict(args.get('model_kwargs') or {})
+    if args.get('num_classes'):
+        kwargs['num_classes'] = args['num_classes']
+    return _named(name, kwargs)
+
+
+def _state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Tensor]) -> str:
+    """One line naming missing / unexpected keys and shape mismatches ('' when ``state`` fits)."""
+    def first(keys: List[str]) -> str:
+        return ', '.join(keys[:3]) + (', ...' if len(keys) > 3 else '')
+
+    missing = [k for k in expected if k not in state]
+    unexpected = [k for k in state if k not in expected]
+    shapes = [f'{k} {tuple(state[k].shape)} vs {tuple(v.shape)}' for k, v in expected.items()
+              if k in state and state[k].shape != v.shape]
+    parts = []
+    if missing:
+        parts.append(f'{len(missing)} missing key(s) ({first(missing)})')
+    if unexpected:
+        parts.append(f'{len(unexpected)} unexpected key(s) ({first(unexpected)})')
+    if shapes:
+        parts.append(f'{len(shapes)} shape mismatch(es), checkpoint vs model ({first(shapes)})')
+    return '; '.join(parts)
+
+
+def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """The data config the run trained with, resolved as train.py does (``resolve_data_config`` over its arguments,
+    the model's pretrained cfg filling what the arguments leave unset)."""
+    from timm.data import resolve_data_config
+    return resolve_data_config(dict(train_args or {}), model=model)
+
+
+def _card_recipe(checkpoint: Path, meta: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> str:
+    args = run_train_args(checkpoint, meta)
+    return format_recipe(recipe_args(args, defaults)) if args else ''
+
+
+def run_train_args(checkpoint: Union[str, Path], meta: Dict[str, Any]) -> Dict[str, Any]:
+    """The train.py arguments of a checkpoint's run: ``args.yaml`` beside it, else the checkpoint's ``args``."""
+    args_yaml = Path(checkpoint).parent / 'args.yaml'
     if args_yaml.is_file():
-        return args_yaml.read_text()
-    if 'args' in meta:
-        keep = ('model', 'model_kwargs', 'epochs', 'batch_size', 'opt', 'lr', 'weight_decay', 'sched', 'warmup_epochs',
-                'min_lr', 'smoothing', 'drop_path', 'aa', 'reprob', 'mixup', 'cutmix', 'aug_repeats', 'model_ema')
-        return '\n'.join(f'{k}: {meta["args"][k]}' for k in keep if k in meta['args']) + '\n'
-    return ''
+        return read_args_yaml(args_yaml)
+    return dict(meta.get('args') or {})
+
+
+INSTALL_NOTE = ('timm_sl is not published on PyPI: install it from its git repository '
+                '(`pip install git+<repository URL>`) or from a checkout (`pip install .`). Installing it registers '
+                "the `sl_` models with timm, so `timm.create_model` finds them without importing timm_sl.")
 
 
 def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any], source: str,
-                summary: Optional[Dict[str, Any]], dataset: Optional[str], recipe: str) -> str:
+                summary: Optional[Dict[str, Any]], dataset: Optional[str], recipe: str,
+                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> str:
     cfg = model.pretrained_cfg
     variant = ', '.join(f'{k}={v}' for k, v in model_kwargs.items()) or 'SPT + LSA'
     lines = [
@@ -116,6 +185,8 @@ def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any],
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
         f'- Classes: {model.num_classes}',
+        f'- Preprocessing (as trained): mean {tuple(cfg["mean"])}, std {tuple(cfg["std"])}, '
+        f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
     if summary:
@@ -124,12 +195,14 @@ def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any],
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch | {summary["best_epoch"]} |', f'| epochs run | {summary["epochs"]} |', '']
+    lines += list(extra)
     if recipe:
-        lines += ['## Training recipe', '', '```yaml', recipe.rstrip(), '```', '']
+        lines += ["## Training recipe (train.py arguments that differ from train.py's defaults)", '',
+                  '```yaml', recipe.rstrip(), '```', '']
     lines += [
-        '## Usage', '', '```python', 'import timm  # with timm-sl installed: pip install timm-sl',
-        "model = timm.create_model('hf-hub:ORG/NAME', pretrained=True).eval()",
-        'config = timm.data.resolve_data_config({}, model=model)',
+        '## Usage', '', INSTALL_NOTE, '', '```python', 'import timm',
+        f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
+        'config = timm.data.resolve_data_config({}, model=model)  # the training mean / std / size',
         'transform = timm.data.create_transform(**config)', '```', '',
         '## Intended use', '',
         'Image classification on data like the training set, and a starting point for fine-tuning on small datasets.'
@@ -149,8 +222,8 @@ def model_from_checkpoint(
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: not a weights-only readable checkpoint, or it does not fit ``model_name`` with ``model_kwargs``
-            (names the missing/unexpected keys or the shape mismatch).
+        ValueError: not a weights-only readable checkpoint, or it does not fit ``model_name`` with ``model_kwargs``:
+            one line saying what the checkpoint was trained as and which keys / shapes differ.
     """
     state, source, meta = load_training_checkpoint(checkpoint)
     model_kwargs = dict(model_kwargs or {})
@@ -158,11 +231,16 @@ def model_from_checkpoint(
         classes = _classifier_classes(model_name, state)
         if classes is not None:
             model_kwargs['num_classes'] = classes
-    model = timm.create_model(model_name, **model_kwargs)
+    wanted = _named(model_name, model_kwargs)
     try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as e:
-        raise ValueError(f'{checkpoint} does not fit {model_name} {model_kwargs}: {e}') from e
+        model = timm.create_model(model_name, **model_kwargs)
+    except (RuntimeError, TypeError, ValueError) as e:
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f'{checkpoint} cannot build {wanted} (it was trained as {trained_as(meta)}): {detail}') from e
+    mismatch = _state_mismatch(model.state_dict(), state)
+    if mismatch:
+        raise ValueError(f'{checkpoint} does not fit {wanted} (it was trained as {trained_as(meta)}): {mismatch}')
+    model.load_state_dict(state, strict=True)
     return model, model_kwargs, source, meta
 
 
@@ -173,23 +251,39 @@ def export_checkpoint(
         model_kwargs: Optional[Dict[str, Any]] = None,
         summary: Optional[Union[str, Path]] = None,
         dataset: Optional[str] = None,
-        label_names: Optional[List[str]] = None,
+        label_names: Optional[Union[List[str], str, Path]] = None,
+        train_defaults: Optional[Dict[str, Any]] = None,
+        repo_id: str = 'ORG/NAME',
+        card_sections: Sequence[str] = (),
 ) -> Tuple[Path, str]:
     """Write a Hub-ready folder for a train.py checkpoint; returns ``(folder, state dict key used)``.
 
+    The exported ``pretrained_cfg`` carries the data config the run trained with (mean, std, input size,
+    interpolation, crop) resolved from its ``args.yaml`` (or the checkpoint's ``args``) as train.py resolved it, and
+    ``label_names`` (a list, or a file: JSON list or one per line) when given. The card's recipe lists the train.py
+    arguments that differ from ``train_defaults`` (train.py's defaults; without them, the usual recipe keys).
+
     Raises:
+        FileNotFoundError: no such checkpoint / label names file.
         ValueError: the checkpoint does not fit ``model_name`` with ``model_kwargs`` (see
-            :func:`model_from_checkpoint`).
+            :func:`model_from_checkpoint`), or the label names do not number the model's classes.
     """
     checkpoint = Path(checkpoint)
+    if isinstance(label_names, (str, Path)):
+        label_names = read_label_names(label_names)
     model, model_kwargs, source, meta = model_from_checkpoint(checkpoint, model_name, model_kwargs)
+    if label_names is not None and len(label_names) != model.num_classes:
+        raise ValueError(f'{len(label_names)} label names given but {checkpoint} has {model.num_classes} classes; '
+                         f'give exactly one name per class, in class-index order')
+    model.pretrained_cfg.update(training_data_config(model, run_train_args(checkpoint, meta)))
     out_dir = Path(out_dir)
-    model_config = {'label_names': label_names} if label_names else {}
+    model_config = {'label_names': list(label_names)} if label_names else {}
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     card_kwargs = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
     summary_info = read_summary(summary) if summary else None
-    (out_dir / 'README.md').write_text(
-        _model_card(model_name, model, card_kwargs, source, summary_info, dataset, _recipe(checkpoint, meta)))
+    card = _model_card(model_name, model, card_kwargs, source, summary_info, dataset,
+                       _card_recipe(checkpoint, meta, train_defaults), repo_id=repo_id, extra=card_sections)
+    (out_dir / 'README.md').write_text(card)
     return out_dir, source
 
 

@@ -1,11 +1,13 @@
-"""The paper's Table 2 figures (Tiny-ImageNet: 64 px, 200 classes), for side-by-side reports.
+"""The paper's Table 2 figures, for side-by-side reports.
 
-MACs in millions (the paper's "FLOPs" column counts multiply-accumulates), parameters in millions, throughput in
-images/s (RTX 2080 Ti, batch 128). Keys: ``'base'``, ``'sl'`` and, for the pooling families, ``'sl_no_spool'``.
+``TABLE2`` (Tiny-ImageNet: 64 px, 200 classes): MACs in millions (the paper's "FLOPs" column counts
+multiply-accumulates), parameters in millions, throughput in images/s (RTX 2080 Ti, batch 128).
+``TABLE2_TOP1``: best top-1 accuracy (%) per family, variant and dataset. Variant keys: ``'base'``, ``'sl'`` and, for
+the pooling families (PiT, Swin), ``'sl_no_spool'`` (SPT + LSA with the baseline's pooling).
 """
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
-__all__ = ['TABLE2']
+__all__ = ['TABLE2', 'TABLE2_TOP1', 'DATASETS', 'paper_top1']
 
 # model -> variant -> (MACs M, params M, throughput img/s)
 TABLE2: Dict[str, Dict[str, Tuple[float, float, float]]] = {
@@ -15,3 +17,28 @@ TABLE2: Dict[str, Dict[str, Tuple[float, float, float]]] = {
     'sl_pit_64': {'base': (279.2, 7.1, 7583), 'sl_no_spool': (280.4, 7.1, 6632), 'sl': (322.9, 8.7, 5981)},
     'sl_swin_64': {'base': (242.3, 7.1, 6804), 'sl_no_spool': (247.0, 7.1, 6384), 'sl': (284.9, 10.2, 5711)},
 }
+
+# dataset keys of TABLE2_TOP1, in the paper's column order
+DATASETS = ('cifar10', 'cifar100', 'svhn', 'tiny-imagenet')
+
+# family -> variant -> top-1 % in DATASETS order
+_TOP1_ROWS: Dict[str, Dict[str, Tuple[float, float, float, float]]] = {
+    'vit': {'base': (93.58, 73.81, 97.82, 57.07), 'sl': (94.53, 76.92, 97.79, 61.07)},
+    't2t': {'base': (95.30, 77.00, 97.90, 60.57), 'sl': (95.57, 77.36, 97.91, 61.83)},
+    'cait': {'base': (94.91, 76.89, 98.13, 64.37), 'sl': (95.81, 80.32, 98.28, 67.18)},
+    'pit': {'base': (94.24, 74.99, 97.83, 60.25), 'sl_no_spool': (94.96, 77.08, 97.94, 60.31),
+            'sl': (95.88, 79.00, 97.93, 62.91)},
+    'swin': {'base': (94.46, 76.87, 97.72, 60.87), 'sl_no_spool': (95.30, 78.13, 97.88, 62.70),
+             'sl': (95.93, 79.99, 97.92, 64.95)},
+}
+
+# family -> variant -> dataset -> top-1 %
+TABLE2_TOP1: Dict[str, Dict[str, Dict[str, float]]] = {
+    family: {variant: dict(zip(DATASETS, row)) for variant, row in variants.items()}
+    for family, variants in _TOP1_ROWS.items()
+}
+
+
+def paper_top1(family: str, variant: str, dataset: str) -> Optional[float]:
+    """Table 2's top-1 for a row, or None where the paper has none (an unknown dataset, a variant it did not run)."""
+    return TABLE2_TOP1.get(family, {}).get(variant, {}).get(dataset)

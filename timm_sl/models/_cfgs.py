@@ -1,10 +1,27 @@
-"""Default (pretrained) cfg helpers shared by the ``sl_`` families."""
-from typing import Any, Dict
+"""Default (pretrained) cfg helpers shared by the ``sl_`` families.
+
+Pretrained tags (``sl_vit_32.cifar100``, ...) are data, not code: ``pretrained.json`` beside this file maps each tag to
+its weights and data config, ``{"MODEL.TAG": {"hf_hub_id": "ORG/NAME", "num_classes": 100, "mean": [...], ...}}`` (any
+field of timm's ``PretrainedCfg``; unset fields come from the model's own cfg). It ships empty until weights are
+published, so no tag points at a repository that does not exist. ``TIMM_SL_PRETRAINED`` may name further files of the
+same format (``os.pathsep``-separated, read after the shipped one, so their entries win): private or not yet
+published weights, and the tests' temporary tags. ``timm-sl release`` writes the entries of the runs it publishes.
+"""
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List
 
 from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
+from timm.models import PretrainedCfg
 
 __all__ = ['CIFAR100_MEAN', 'CIFAR100_STD', 'TINY_IMAGENET_MEAN', 'TINY_IMAGENET_STD', 'PAPER', 'sl_cfg',
-           'small_data_cfg']
+           'small_data_cfg', 'PRETRAINED_FILE', 'PRETRAINED_ENV', 'pretrained_files', 'read_pretrained_tags',
+           'with_pretrained_tags']
+
+PRETRAINED_FILE = Path(__file__).with_name('pretrained.json')
+PRETRAINED_ENV = 'TIMM_SL_PRETRAINED'
 
 # Per-channel statistics of the training splits (the values the reference training code normalises with).
 CIFAR100_MEAN = (0.5071, 0.4865, 0.4409)
@@ -39,3 +56,54 @@ def small_data_cfg(img_size: int, **kwargs: Any) -> Dict[str, Any]:
     else:
         raise ValueError(f'img_size={img_size} has no small-data cfg; allowed: 32, 64.')
     return sl_cfg(input_size=(3, img_size, img_size), crop_pct=1.0, **{**data, **kwargs})
+
+
+def pretrained_files() -> List[Path]:
+    """The tag files read: the shipped ``pretrained.json``, then those named by ``TIMM_SL_PRETRAINED``."""
+    extra = [Path(p) for p in os.environ.get(PRETRAINED_ENV, '').split(os.pathsep) if p]
+    return [PRETRAINED_FILE, *extra]
+
+
+def _check_entry(path: Path, tag: str, entry: Any) -> Dict[str, Any]:
+    allowed = {f.name for f in dataclasses.fields(PretrainedCfg)}
+    if '.' not in tag or not tag.split('.', 1)[1]:
+        raise ValueError(f'{path}: key {tag!r} is not MODEL.TAG (e.g. sl_vit_32.cifar100)')
+    if not isinstance(entry, dict) or not entry.get('hf_hub_id'):
+        raise ValueError(f'{path}: {tag} needs an object with "hf_hub_id" (ORG/NAME of its Hub repository)')
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise ValueError(f'{path}: {tag} has unknown field(s) {", ".join(unknown)}; allowed: PretrainedCfg fields '
+                         f'such as hf_hub_id, num_classes, mean, std, input_size, interpolation, crop_pct, label_names')
+    return {k: tuple(v) if isinstance(v, list) and k != 'label_names' else v for k, v in entry.items()}
+
+
+def read_pretrained_tags() -> Dict[str, Dict[str, Any]]:
+    """``{'MODEL.TAG': cfg fields}`` from every tag file (later files win).
+
+    Raises:
+        FileNotFoundError: a file named by ``TIMM_SL_PRETRAINED`` does not exist.
+        ValueError: a file is not a JSON object of ``MODEL.TAG`` -> ``{"hf_hub_id": ..., ...}``; names file and tag.
+    """
+    tags: Dict[str, Dict[str, Any]] = {}
+    for path in pretrained_files():
+        if not path.is_file():
+            raise FileNotFoundError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) does not exist')
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as e:
+            raise ValueError(f'{path} is not valid JSON: {e}') from e
+        if not isinstance(data, dict):
+            raise ValueError(f'{path} must hold a JSON object of MODEL.TAG -> cfg')
+        tags.update({tag: _check_entry(path, tag, entry) for tag, entry in data.items()})
+    return tags
+
+
+def with_pretrained_tags(cfgs: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """``cfgs`` (a family's ``generate_default_cfgs`` input) plus one ``MODEL.TAG`` cfg per tag-file entry of a model
+    in it: the model's cfg with the entry's fields on top. timm then makes a tag with weights the model's default."""
+    out = dict(cfgs)
+    for tag, entry in read_pretrained_tags().items():
+        model = tag.split('.', 1)[0]
+        if model in cfgs:
+            out[tag] = {**cfgs[model], **entry}
+    return out

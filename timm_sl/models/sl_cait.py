@@ -29,7 +29,7 @@ from timm.models.cait import (
     Cait, ClassAttn, LayerScaleBlockClassAttn, TalkingHeadAttn, checkpoint_filter_fn as timm_filter_fn)
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay
-from ._cfgs import sl_cfg, small_data_cfg
+from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths
 from ._training import TrainingInit, check_choice
@@ -253,11 +253,11 @@ def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     )
 
 
-default_cfgs = generate_default_cfgs({
+default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_cait_xxs24': sl_cfg(crop_pct=1.0),
     'sl_cait_32': small_data_cfg(32),
     'sl_cait_64': small_data_cfg(64),
-})
+}))
 
 # The paper's small-data CaiT (Table 2): dim 192, 24 talking-heads layers + 2 class-attention layers, 4 heads of 64
 # (inner width 256), MLP hidden 384, LayerScale; patch 4 (32 px) / 8 (64 px) for 8x8 tokens; no qkv bias, per-layer

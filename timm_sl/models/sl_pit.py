@@ -23,7 +23,7 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
-from ._cfgs import sl_cfg, small_data_cfg
+from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
 from ._training import TrainingInit, check_choice
@@ -151,11 +151,11 @@ def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlP
     )
 
 
-default_cfgs = generate_default_cfgs({
+default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_pit_xs': sl_cfg(),
     'sl_pit_32': small_data_cfg(32),
     'sl_pit_64': small_data_cfg(64),
-})
+}))
 
 # The paper's small-data PiT (Table 2): stage widths 96 / 192 / 384 (48 per head), depths (2, 6, 4), heads
 # (2, 4, 8), MLP ratio 2, non-overlapping patch 2 (32 px) / 4 (64 px) for a 16x16 first-stage grid; the reference

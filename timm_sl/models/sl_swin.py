@@ -21,7 +21,7 @@ from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAt
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LsaMixin, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
-from ._cfgs import sl_cfg, small_data_cfg
+from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
 
@@ -174,11 +174,11 @@ def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     )
 
 
-default_cfgs = generate_default_cfgs({
+default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_swin_t': sl_cfg(crop_pct=.9, pool_size=(7, 7), classifier='head.fc'),
     'sl_swin_32': small_data_cfg(32, pool_size=(4, 4), classifier='head.fc'),
     'sl_swin_64': small_data_cfg(64, pool_size=(4, 4), classifier='head.fc'),
-})
+}))
 
 # The paper's small-data Swin (Table 2): dim 96, 3 stages of depths (2, 6, 4) with (3, 6, 12) heads, window 4,
 # MLP ratio 2; patch 2 (32 px) / 4 (64 px) for a 16x16 first-stage grid.

@@ -29,7 +29,7 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from timm.models.vision_transformer import Block
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
-from ._cfgs import sl_cfg, small_data_cfg
+from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._sl_args import SlArgs, check_bool, check_depths
 from ._training import TrainingInit
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
@@ -354,11 +354,11 @@ def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT
     )
 
 
-default_cfgs = generate_default_cfgs({
+default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_t2t_14': sl_cfg(crop_pct=.9, first_conv='patch_embed.stages.0.layer.attn.qkv'),
     'sl_t2t_32': small_data_cfg(32, first_conv='patch_embed.stages.0.layer.attn.qkv'),
     'sl_t2t_64': small_data_cfg(64, first_conv='patch_embed.stages.0.layer.attn.qkv'),
-})
+}))
 
 # The paper's small-data T2T (Table 2, reference code): backbone dim 256, depth 12, 4 heads, MLP ratio 2, no qkv
 # bias; token dim 64; soft splits 3x3 stride 2 (two for 32 px, three for 64 px) for an 8x8 token grid.

@@ -13,7 +13,7 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
 from ..layers import lsa_no_weight_decay
-from ._cfgs import sl_cfg, small_data_cfg
+from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths
 from ._training import TrainingInit
@@ -69,11 +69,11 @@ def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlV
     )
 
 
-default_cfgs = generate_default_cfgs({
+default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_vit_tiny': sl_cfg(),
     'sl_vit_32': small_data_cfg(32),
     'sl_vit_64': small_data_cfg(64),
-})
+}))
 
 # The paper's small-data ViT (Table 2): patch 4 (32 px) / 8 (64 px) for an 8x8 token grid, dim 192, depth 9,
 # 12 heads of dim 16, MLP ratio 2; no qkv bias, N(0, 1) position embedding / class token and one stochastic-depth

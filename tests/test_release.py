@@ -1,0 +1,208 @@
+"""``timm-sl release`` and the pretrained-tags data file: runs -> Hub folders + cards -> tag entries -> (offline)
+``timm.create_model('sl_vit_32.<tag>', pretrained=True)`` in a fresh interpreter."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import timm
+from timm_sl.cli import main
+from timm_sl.models._cfgs import PRETRAINED_ENV, PRETRAINED_FILE, read_pretrained_tags, with_pretrained_tags
+from timm_sl.release import find_runs, portable_command, release, repo_name
+
+from test_hub import _offline_cache
+
+CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
+COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
+           '--config /src/timm_sl/recipes/cifar10.yaml --model sl_vit_32 --lr 0.003 --seed 0 '
+           '--output /home/someone/runs --experiment vit-sl-s0 '
+           '--resume /home/someone/runs/vit-sl-s0/last.pth.tar --epochs 3')
+PORTABLE = ('python train.py --data-dir DATA --config recipes/cifar10.yaml --model sl_vit_32 --lr 0.003 --seed 0 '
+            '--output OUTPUT --experiment vit-sl-s0 --epochs 3')
+
+
+def _run(root, name, kwargs, top1s, seed=0):
+    """A train.py run folder as timm-sl reproduce leaves it (checkpoint with EMA, args.yaml, summary, marker)."""
+    run = root / 'runs' / name
+    run.mkdir(parents=True)
+    torch.manual_seed(seed)
+    model = timm.create_model('sl_vit_32', num_classes=3, **kwargs).eval()
+    args = dict(model='sl_vit_32', model_kwargs=kwargs, num_classes=3, seed=seed, lr=0.003, epochs=len(top1s),
+                mean=CIFAR10_MEAN, std=CIFAR10_STD, dataset='', data_dir='/home/someone/data', workers=4)
+    torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict_ema': model.state_dict(),
+                'state_dict': {k: torch.zeros_like(v) for k, v in model.state_dict().items()},
+                'args': argparse.Namespace(**args)}, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(args))  # JSON is YAML
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1.0,1.0,{t},99.0\n' for e, t in enumerate(top1s)))
+    family_variant = dict(family='vit', variant='sl' if not kwargs else 'base', epochs=len(top1s))
+    (run / 'done.json').write_text(json.dumps(family_variant))
+    (run / 'command.txt').write_text(COMMAND + '\n')
+    return model
+
+
+@pytest.fixture(scope='module')
+def reproduced(tmp_path_factory):
+    root = tmp_path_factory.mktemp('reproduce')
+    models = {
+        'vit-sl-s0': _run(root, 'vit-sl-s0', {}, [40., 80., 70.]),
+        'vit-sl-s1': _run(root, 'vit-sl-s1', {}, [50., 75.], seed=1),
+        'vit-base-s0': _run(root, 'vit-base-s0', dict(spt=False, lsa=False), [30., 60.]),
+    }
+    (root / 'results.json').write_text(json.dumps(dict(dataset='cifar10', rows=[], runs=[])))
+    return root, models
+
+
+@pytest.fixture(scope='module')
+def released(reproduced, tmp_path_factory):
+    root, _ = reproduced
+    out = tmp_path_factory.mktemp('release')
+    script = out / 'train.py'
+    script.write_text(textwrap.dedent('''
+        import argparse
+        parser = argparse.ArgumentParser()
+        parser.add_argument('--lr', type=float, default=0.05)
+        parser.add_argument('--epochs', type=int, default=300)
+        parser.add_argument('--seed', type=int, default=42)
+        parser.add_argument('--num-classes', type=int, default=None)
+        parser.add_argument('--dataset', default='')
+        if __name__ == '__main__':
+            raise SystemExit('must not run')
+    '''))
+    lines = []
+    return out, release([root], out, 'timm-sl-test', train_script=script, echo=lines.append), lines
+
+
+def test_release_exports_every_run_with_a_card(released, reproduced):
+    out, result, lines = released
+    root, _ = reproduced
+    assert [r.repo_id for r in result] == [
+        'timm-sl-test/sl_vit_32.base-cifar10-s0', 'timm-sl-test/sl_vit_32.sl-cifar10-s0',
+        'timm-sl-test/sl_vit_32.sl-cifar10-s1']
+    assert all(r.weights == 'state_dict_ema' and r.pushed is None for r in result)
+    assert [r.best_top1 for r in result] == [60., 80., 75.] and [r.paper_top1 for r in result] == [93.58, 94.53, 94.53]
+    assert lines[1] == (f'2/3: {root / "runs" / "vit-sl-s0"} -> {out / "sl_vit_32.sl-cifar10-s0"} (state_dict_ema, '
+                        f'best top-1 80.00) as timm-sl-test/sl_vit_32.sl-cifar10-s0')
+    assert lines[3] == (f'dry run: would push {out / "sl_vit_32.base-cifar10-s0"} to '
+                        f'https://huggingface.co/timm-sl-test/sl_vit_32.base-cifar10-s0 (pass --push to upload)')
+    card = (out / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+    for text in ('| dataset | cifar10 |', '| Table 2 row | vit, SL |', '| measured best top-1 (%) | 80.00 |',
+                 '| paper top-1 (%) for this row | 94.53 |', PORTABLE, '- Parameters: 2.', '- MACs: ',
+                 "timm.create_model('hf-hub:timm-sl-test/sl_vit_32.sl-cifar10-s0', pretrained=True)",
+                 'timm.create_model("sl_vit_32.cifar10", pretrained=True)', '| best epoch | 1 |'):
+        assert text in card, text
+    # the recipe: what differs from train.py's defaults, without the machine's paths
+    recipe = card.split('```yaml\n')[1].split('```')[0]
+    assert 'lr: 0.003' in recipe and 'epochs: 3' in recipe and 'seed: 0' in recipe and 'num_classes: 3' in recipe
+    assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset' not in recipe
+    assert json.loads((out / 'release.json').read_text())[0]['variant'] == 'base'
+    assert '/home/someone' not in card
+
+
+def test_portable_command():
+    assert portable_command(COMMAND) == PORTABLE
+    torchrun = ('/v/bin/python -m torch.distributed.run --standalone --nproc_per_node 4 /t/train.py '
+                '--config /r/svhn.yaml')
+    assert portable_command(torchrun) == ('python -m torch.distributed.run --standalone --nproc_per_node 4 train.py '
+                                          '--config recipes/svhn.yaml')
+
+
+def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):
+    out, _, lines = released
+    entries = json.loads((out / 'pretrained_entries.json').read_text())
+    assert list(entries) == ['sl_vit_32.cifar10']  # the baseline (spt=False lsa=False) cannot be a tag of sl_vit_32
+    entry = entries['sl_vit_32.cifar10']
+    assert entry['hf_hub_id'] == 'timm-sl-test/sl_vit_32.sl-cifar10-s0'
+    assert entry['mean'] == CIFAR10_MEAN and entry['std'] == CIFAR10_STD and entry['num_classes'] == 3
+    assert entry['input_size'] == [3, 32, 32] and entry['crop_pct'] == 1.0
+    assert lines[-1].startswith('1 pretrained tag entry in ')
+
+
+def test_tag_loads_offline_in_a_fresh_interpreter(released, reproduced, tmp_path):
+    out, result, _ = released
+    _, models = reproduced
+    repo = result[1].repo_id
+    cache = tmp_path / 'hf_cache'
+    _offline_cache(out / repo.split('/')[1], cache, repo=repo)
+    tags = tmp_path / 'tags.json'
+    tags.write_text((out / 'pretrained_entries.json').read_text())
+    x = torch.randn(2, 3, 32, 32)
+    torch.save({'x': x, 'y': models['vit-sl-s0'](x).detach()}, tmp_path / 'io.pt')
+    code = textwrap.dedent(f'''
+        import torch, timm
+        io = torch.load(r'{tmp_path / 'io.pt'}')
+        tags = [n for n in timm.list_pretrained('sl_*') if '.' in n]
+        assert tags == ['sl_vit_32.cifar10'], tags
+        for name in ('sl_vit_32.cifar10', 'sl_vit_32'):  # the only tag with weights is the default
+            m = timm.create_model(name, pretrained=True).eval()
+            torch.testing.assert_close(m(io['x']), io['y'], atol=1e-5, rtol=1e-5)
+            assert list(m.pretrained_cfg['mean']) == {CIFAR10_MEAN}, m.pretrained_cfg
+        print('ok')
+    ''')
+    env = {k: v for k, v in os.environ.items() if k not in ('TIMM_SL_NO_AUTOLOAD', 'HF_HOME')}
+    env.update(HF_HUB_OFFLINE='1', HF_HUB_CACHE=str(cache), **{PRETRAINED_ENV: str(tags)})
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=300)
+    assert result.stdout.strip() == 'ok', result.stderr[-2000:]
+
+
+def test_push_uploads_each_folder(reproduced, tmp_path, monkeypatch):
+    import timm_sl.hub
+    calls = []
+    monkeypatch.setattr(timm_sl.hub, 'push_folder', lambda folder, repo_id, **kw: calls.append(repo_id) or 'url')
+    root, _ = reproduced
+    result = release([root / 'runs' / 'vit-sl-s1'], tmp_path, 'org', '{family}-{seed}', push=True, echo=lambda _: None)
+    assert calls == ['org/vit-1'] and result[0].pushed == 'url' and result[0].dataset == 'cifar10'
+
+
+def test_release_errors_are_one_line(reproduced, tmp_path, capsys):
+    root, _ = reproduced
+    assert main(['release', str(tmp_path / 'nothing'), '--org', 'o', '--out', str(tmp_path / 'o')]) == 1
+    assert capsys.readouterr().err == f'timm-sl release: {tmp_path / "nothing"} does not exist\n'
+    assert main(['release', str(tmp_path), '--org', 'o', '--out', str(tmp_path / 'o')]) == 1
+    assert capsys.readouterr().err == (f'timm-sl release: {tmp_path} holds no train.py run (no model_best.pth.tar or '
+                                       f'last.pth.tar at or below it)\n')
+    assert main(['release', str(root), '--org', 'o', '--name-pattern', '{model}', '--out', str(tmp_path / 'o')]) == 1
+    assert capsys.readouterr().err == ("timm-sl release: --name-pattern '{model}' gives several runs the same "
+                                       "repository name; add {seed} or {run}\n")
+    info = dict(model='sl_vit_32', family='vit', variant='sl', dataset='cifar10', seed=0)
+    with pytest.raises(ValueError, match=r"uses an unknown field 'size'; allowed: model, family, variant"):
+        repo_name('{model}-{size}', info)
+    with pytest.raises(ValueError, match="repository name 'sl_vit_32/x' .* is not allowed on the Hub"):
+        repo_name('{model}/x', info)
+    assert find_runs([root]) == sorted((root / 'runs').iterdir())
+
+
+def test_shipped_tags_file_is_empty():
+    assert json.loads(PRETRAINED_FILE.read_text()) == {}
+    if not os.environ.get(PRETRAINED_ENV):
+        assert timm.list_pretrained('sl_*') == []
+
+
+def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_path, monkeypatch):
+    tags = tmp_path / 'tags.json'
+    tags.write_text(json.dumps({'sl_vit_32.demo': {'hf_hub_id': 'o/n', 'mean': [0.5, 0.5, 0.5], 'num_classes': 10},
+                                'sl_pit_32.demo': {'hf_hub_id': 'o/p'}}))
+    monkeypatch.setenv(PRETRAINED_ENV, str(tags))
+    base = timm.get_pretrained_cfg('sl_vit_32').to_dict()
+    cfgs = with_pretrained_tags({'sl_vit_32': base})
+    assert list(cfgs) == ['sl_vit_32', 'sl_vit_32.demo']
+    assert cfgs['sl_vit_32.demo'] == {**base, 'hf_hub_id': 'o/n', 'mean': (0.5, 0.5, 0.5), 'num_classes': 10}
+    tags.write_text(json.dumps({'sl_vit_32.demo': {'hf_hub_id': 'o/n', 'means': [0.5]}}))
+    with pytest.raises(ValueError) as e:
+        read_pretrained_tags()
+    assert str(e.value).startswith(f'{tags}: sl_vit_32.demo has unknown field(s) means; allowed: PretrainedCfg fields')
+    tags.write_text(json.dumps({'sl_vit_32': {'hf_hub_id': 'o/n'}}))
+    with pytest.raises(ValueError, match=r"key 'sl_vit_32' is not MODEL.TAG \(e.g. sl_vit_32.cifar100\)"):
+        read_pretrained_tags()
+    tags.write_text(json.dumps({'sl_vit_32.x': {'mean': [0.5]}}))
+    with pytest.raises(ValueError, match='sl_vit_32.x needs an object with "hf_hub_id"'):
+        read_pretrained_tags()
+    monkeypatch.setenv(PRETRAINED_ENV, str(tmp_path / 'missing.json'))
+    with pytest.raises(FileNotFoundError, match=f'pretrained tags file {tmp_path / "missing.json"} '
+                                                f'\\(from {PRETRAINED_ENV}\\) does not exist'):
+        read_pretrained_tags()

@@ -1,0 +1,271 @@
+"""``timm-sl reproduce``: planning, commands, resumability, report math and errors (a fake train.py), and one end to
+end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
+import json
+import os
+import statistics
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from timm_sl.cli import main
+from timm_sl.reproduce import (
+    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command)
+from timm_sl.train_args import read_summary_rows
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A stand-in for timm's train.py: the arguments reproduce passes, a summary.csv whose best top-1 is known from the
+# seed and kwargs, a last.pth.tar per epoch; it crashes for spt_pool=False and stops after EPOCHS_BEFORE_KILL epochs
+# (exit 3) when that variable is set, like an interrupted job.
+FAKE_TRAIN = textwrap.dedent('''
+    import argparse, os, sys
+    from pathlib import Path
+    p = argparse.ArgumentParser()
+    for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--resume',
+                 '--epochs'):
+        p.add_argument(flag)
+    p.add_argument('--model-kwargs', nargs='*', default=[])
+    a = p.parse_args()
+    out = Path(a.output) / a.experiment
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / 'argv.log', 'a') as f:
+        f.write(' '.join(sys.argv[1:]) + '\\n')
+    if 'spt_pool=False' in a.model_kwargs and 'spt=False' not in a.model_kwargs:
+        print('Traceback ...'); print('RuntimeError: boom in', a.experiment); sys.exit(1)
+    start = int(Path(a.resume).read_text()) + 1 if a.resume else 0
+    base = 50. + 10 * len(a.model_kwargs) * -1 + int(a.seed)
+    summary = out / 'summary.csv'
+    with open(summary, 'a') as f:
+        f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\\n')
+        for epoch in range(start, int(a.epochs)):
+            if os.environ.get('EPOCHS_BEFORE_KILL') and epoch == int(os.environ['EPOCHS_BEFORE_KILL']):
+                sys.exit(3)
+            f.write(f'{epoch},1.0,1.0,{base + epoch},90.0,0.001\\n')
+            f.flush()
+            (out / 'last.pth.tar').write_text(str(epoch))
+''')
+
+
+@pytest.fixture
+def fake_train(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(FAKE_TRAIN)
+    return script
+
+
+def test_plan_has_every_table2_row():
+    runs = plan_runs('tiny-imagenet', ['vit', 'pit'], [0, 1], Path('out'))
+    assert [r.name for r in runs] == [
+        'vit-base-s0', 'vit-base-s1', 'vit-sl-s0', 'vit-sl-s1',
+        'pit-base-s0', 'pit-base-s1', 'pit-sl_no_spool-s0', 'pit-sl_no_spool-s1', 'pit-sl-s0', 'pit-sl-s1']
+    assert {r.model for r in runs} == {'sl_vit_64', 'sl_pit_64'}
+    assert runs[0].model_kwargs == dict(spt=False, lsa=False) and runs[0].lr == 3e-3
+    assert runs[6].model_kwargs == dict(spt_pool=False) and runs[6].lr == 1e-3
+    assert runs[4].model_kwargs == dict(spt=False, lsa=False, spt_pool=False)
+    assert runs[3].out_dir == Path('out/runs/vit-sl-s1')
+    assert [r.model for r in plan_runs('svhn', ['swin'], [0], Path('o'))] == ['sl_swin_32'] * 3
+
+
+def test_baseline_rows_are_the_model_classes_baselines():
+    import timm
+    for family, variants in VARIANTS.items():
+        model_cls = type(timm.create_model(f'sl_{family}_32', **({'depth': 2} if family in ('vit', 'cait', 't2t')
+                                                                   else {})))
+        assert variants['base'] == model_cls.baseline_kwargs, family
+        assert ('sl_no_spool' in variants) == ('spt_pool' in model_cls.baseline_kwargs), family
+
+
+def test_bad_plan_input_is_named():
+    with pytest.raises(ValueError) as e:
+        plan_runs('mnist', ['vit'], [0], Path('o'))
+    assert str(e.value) == "unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, tiny-imagenet"
+    with pytest.raises(ValueError) as e:
+        plan_runs('cifar10', ['vit', 'deit'], [0], Path('o'))
+    assert str(e.value) == "unknown family 'deit'; allowed: vit, t2t, cait, pit, swin"
+    with pytest.raises(ValueError, match='no seeds given'):
+        plan_runs('cifar10', ['vit'], [], Path('o'))
+
+
+def test_recipes_are_found_and_shipped_in_the_wheel():
+    tomllib = pytest.importorskip('tomllib')
+    assert recipe_path('tiny-imagenet') == REPO / 'recipes' / 'tiny_imagenet.yaml'
+    assert planned_epochs(recipe_path('cifar100'), []) == 100
+    assert planned_epochs(recipe_path('cifar100'), ['--epochs', '5', '--epochs=2']) == 2
+    force = tomllib.loads((REPO / 'pyproject.toml').read_text())['tool']['hatch']['build']['targets']['wheel'][
+        'force-include']
+    assert force['recipes'] == 'timm_sl/recipes'
+
+
+def test_train_command(tmp_path):
+    run = plan_runs('cifar100', ['pit'], [3], tmp_path)[1]  # SL without Spool
+    recipe = recipe_path('cifar100')
+    cmd = train_command(run, Path('/t/train.py'), '/data', recipe, ['--epochs', '1'], python='py')
+    assert cmd == ['py', '/t/train.py', '--data-dir', '/data', '--config', str(recipe), '--model', 'sl_pit_32',
+                   '--model-kwargs', 'spt_pool=False', '--lr', '0.001', '--seed', '3',
+                   '--output', str(tmp_path / 'runs'), '--experiment', 'pit-sl_no_spool-s3', '--epochs', '1']
+    cmd = train_command(run, Path('/t/train.py'), '/data', recipe, nproc=4, resume=run.out_dir / 'last.pth.tar',
+                        python='py')
+    assert cmd[:6] == ['py', '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '4']
+    assert cmd[-2:] == ['--resume', str(run.out_dir / 'last.pth.tar')]
+    vit_sl = train_command(plan_runs('cifar100', ['vit'], [0], tmp_path)[1], Path('t.py'), 'd', recipe)
+    assert '--model-kwargs' not in vit_sl and vit_sl[vit_sl.index('--lr') + 1] == '0.003'
+
+
+def test_summary_rows_survive_resume_headers_and_repeated_epochs(tmp_path):
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n0,1,1,10,50,0.1\n1,1,1,20,60,0.1\n'
+                       'epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1,1,25,60,0.1\n2,1,1,30,70,0.1\n')
+    assert [(r['epoch'], r['eval_top1']) for r in read_summary_rows(summary)] == [(0, 10), (1, 25), (2, 30)]
+
+
+def test_run_state(tmp_path):
+    run = plan_runs('cifar10', ['vit'], [0], tmp_path)[0]
+    assert run_state(run, 3) == 'new'
+    run.out_dir.mkdir(parents=True)
+    (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n1,20\n')
+    assert run_state(run, 3) == 'new'
+    (run.out_dir / 'last.pth.tar').write_text('1')
+    assert run_state(run, 3) == 'resume'
+    assert run_state(run, 2) == 'done'  # summary reached the last epoch (killed before the marker)
+    (run.out_dir / 'done.json').write_text(json.dumps({'epochs': 3}))
+    assert run_state(run, 3) == 'done' and run_state(run, 5) == 'resume'  # more epochs asked: resume
+
+
+def _outcome(family, variant, seed, top1, status='done'):
+    run = Run(family, variant, seed, f'sl_{family}_32', dict(VARIANTS[family][variant]), Path('x'))
+    return Outcome(run, status, summary=None if top1 is None else dict(best_top1=top1))
+
+
+def test_report_math():
+    outcomes = [_outcome('pit', 'base', 0, 70.), _outcome('pit', 'base', 1, 72.), _outcome('pit', 'sl', 0, 75.),
+                _outcome('pit', 'sl', 1, 78.), _outcome('pit', 'sl', 2, 99., status='failed'),
+                _outcome('pit', 'sl_no_spool', 0, None, status='failed'), _outcome('vit', 'sl', 0, 60.)]
+    rows = {(r['family'], r['variant']): r for r in aggregate(outcomes, 'cifar100')}
+    base, sl, no_spool, vit = rows['pit', 'base'], rows['pit', 'sl'], rows['pit', 'sl_no_spool'], rows['vit', 'sl']
+    assert base['mean'] == 71. and base['std'] == pytest.approx(statistics.stdev([70., 72.])) and base['delta'] is None
+    assert sl['mean'] == 76.5 and sl['seeds'] == 2 and sl['runs'] == 3 and sl['delta'] == 5.5
+    assert sl['paper'] == 79.00 and sl['paper_delta'] == pytest.approx(79.00 - 74.99)
+    assert no_spool['mean'] is None and no_spool['delta'] is None and no_spool['paper'] == 77.08
+    assert vit['std'] is None and vit['delta'] is None and vit['paper_delta'] == pytest.approx(76.92 - 73.81)
+
+
+def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
+    data = tmp_path / 'data'
+    data.mkdir()
+    out = tmp_path / 'out'
+    args = ['reproduce', '--data-dir', str(data), '--dataset', 'cifar10', '--families', 'vit', 'pit', '--seeds', '0',
+            '1', '--out', str(out), '--train-script', str(fake_train), '--', '--epochs', '3']
+    os.environ['EPOCHS_BEFORE_KILL'] = '1'
+    try:
+        assert main(args) == 1
+    finally:
+        del os.environ['EPOCHS_BEFORE_KILL']
+    printed = capsys.readouterr()
+    assert 'run 1/10: vit-base-s0, ETA unknown until a run finishes' in printed.out
+    # every run "interrupted" after one epoch (exit 3), pit without Spool crashed (exit 1): all failed
+    assert 'timm-sl reproduce: 10 run(s) failed' in printed.err
+    assert main(args) == 1
+    printed = capsys.readouterr()
+    assert 'run 1/10: vit-base-s0 (resuming), ETA unknown until a run finishes' in printed.out
+    assert 'run 2/10: vit-base-s1 (resuming), ETA 0:00:0' in printed.out
+    argv = (out / 'runs' / 'vit-base-s0' / 'argv.log').read_text().splitlines()
+    assert len(argv) == 2 and '--resume' not in argv[0] and argv[1].endswith(
+        f'--resume {out / "runs" / "vit-base-s0" / "last.pth.tar"} --epochs 3')
+    assert 'timm-sl reproduce: 2 run(s) failed: pit-sl_no_spool-s0, pit-sl_no_spool-s1 (see the report)' in printed.err
+    rows = read_summary_rows(out / 'runs' / 'vit-base-s0' / 'summary.csv')
+    assert [r['epoch'] for r in rows] == [0, 1, 2]  # one epoch before the interruption, two after the resume
+
+    report = (out / 'report.md').read_text()
+    # fake top-1: 50 - 10 * (number of kwargs) + seed + best epoch (2)
+    assert '| vit | baseline | `sl_vit_32` spt=False lsa=False | 2/2 | 32.50 ± 0.71 | - | 93.58 | - |' in report
+    assert '| vit | SL | `sl_vit_32` | 2/2 | 52.50 ± 0.71 | +20.00 | 94.53 | +0.95 |' in report
+    assert '| pit | SL w/o Spool | `sl_pit_32` spt_pool=False | 0/2 | - | - | 94.96 | +0.72 |' in report
+    assert '- pit-sl_no_spool-s0: train.py exited with 1: RuntimeError: boom in pit-sl_no_spool-s0 (log: ' in report
+    assert (out / 'top1.png').stat().st_size > 10000 and (out / 'curves.png').stat().st_size > 10000
+    results = json.loads((out / 'results.json').read_text())
+    assert results['dataset'] == 'cifar10' and len(results['runs']) == 10
+
+    # a third call runs nothing that finished: only the crashing rows go again
+    assert main(args) == 1
+    printed = capsys.readouterr().out
+    assert 'run 1/10: vit-base-s0 finished earlier, skipped' in printed
+    assert printed.count('finished earlier, skipped') == 8
+    assert len((out / 'runs' / 'vit-base-s0' / 'argv.log').read_text().splitlines()) == 2
+
+
+def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monkeypatch, capsys):
+    import subprocess
+    real_run = subprocess.run
+    calls = []
+
+    def run_then_interrupt(cmd, **kwargs):
+        calls.append(cmd)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_run(cmd, **kwargs)
+    monkeypatch.setattr(subprocess, 'run', run_then_interrupt)
+    out = tmp_path / 'out'
+    assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
+                 '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']) == 130
+    assert 'run 2/2: vit-sl-s0 interrupted; run the same command again to resume' in capsys.readouterr().out
+    report = (out / 'report.md').read_text()
+    assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | interrupted | - |' in report
+
+
+@pytest.mark.parametrize('change,message', [
+    (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
+                              "tiny-imagenet\n"),
+    (dict(families=['vit', 'deit']), "timm-sl reproduce: unknown family 'deit'; allowed: vit, t2t, cait, pit, swin\n"),
+    (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: timm's train.py not found at /nowhere/train.py\n"),
+    (dict(data_dir=['/nowhere/data']), 'timm-sl reproduce: --data-dir /nowhere/data does not exist\n'),
+    (dict(nproc=['0']), 'timm-sl reproduce: --nproc 0 is not allowed; expected an integer >= 1\n'),
+])
+def test_bad_input_is_one_line(fake_train, tmp_path, capsys, change, message):
+    options = dict(data_dir=[str(tmp_path)], dataset=['cifar10'], families=['vit'], train_script=[str(fake_train)],
+                   out=[str(tmp_path / 'out')])
+    options.update(change)
+    args = ['reproduce'] + [a for k, v in options.items() for a in ['--' + k.replace('_', '-'), *v]]
+    assert main(args) == 2
+    assert capsys.readouterr().err == message
+
+
+def test_missing_train_script_without_timm_repo(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv('TIMM_REPO', raising=False)
+    assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2
+    assert capsys.readouterr().err.startswith("timm-sl reproduce: timm's train.py not given: pass --train-script PATH "
+                                              "or set TIMM_REPO")
+
+
+TIMM_REPO = os.environ.get('TIMM_REPO')
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists(),
+                    reason="set TIMM_REPO to a folder with timm's train.py")
+def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
+    """Two families, one epoch, on a tiny generated ImageFolder: every row trains and lands in the report; a second
+    call skips them all."""
+    import subprocess
+    from test_timm_scripts import _image_folder
+    data = _image_folder(tmp_path / 'data', classes=3, per_class=8)
+    out = tmp_path / 'out'
+    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'cifar10',
+           '--families', 'vit', 'swin', '--out', str(out), '--', '--dataset', '', '--train-split', 'train',
+           '--val-split', 'val', '--num-classes', '3', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
+           '--workers', '1', '--aug-repeats', '0', '--device', 'cpu', '--no-prefetcher']
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1')
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert 'run 5/5: swin-sl-s0, ETA ' in result.stdout
+    report = (out / 'report.md').read_text()
+    rows = ('| vit | baseline |', '| vit | SL |', '| swin | baseline |', '| swin | SL w/o Spool |', '| swin | SL |')
+    for row in rows:
+        line = next(line for line in report.splitlines() if line.startswith(row))
+        assert '| 1/1 |' in line, line
+    results = json.loads((out / 'results.json').read_text())
+    assert all(r['status'] == 'done' and r['summary']['epochs'] == 1 for r in results['runs'])
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0 and again.stdout.count('finished earlier, skipped') == 5
