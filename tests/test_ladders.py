@@ -5,8 +5,8 @@ count) and timm's state dict loads into it strictly; with them on, the parameter
 Spool predict. The default run builds the models on the meta device (no memory, no init); the slow tests build them
 for real at 224 px and compare outputs with timm's, through timm's own pretrained-file loading.
 """
-import math
-from typing import Dict
+import functools
+from typing import Any, Dict, Tuple
 
 import pytest
 import torch
@@ -31,9 +31,15 @@ ATTENTION_CLASSES = (Attention, WindowAttention, TalkingHeadAttn, ClassAttn, Tok
 SPT_COPIES = 5  # the image and its 4 diagonal shifts
 
 
-def _meta_model(name: str, **kwargs) -> nn.Module:
+@functools.lru_cache(maxsize=None)
+def _cached_meta_model(name: str, kwargs: Tuple[Tuple[str, Any], ...]) -> nn.Module:
     with torch.device('meta'):
-        return timm.create_model(name, **kwargs)
+        return timm.create_model(name, **dict(kwargs))
+
+
+def _meta_model(name: str, **kwargs) -> nn.Module:
+    """The model on the meta device, built once per module run (meta tensors hold no values to change)."""
+    return _cached_meta_model(name, tuple(sorted(kwargs.items())))
 
 
 def _sl_baseline(name: str, **kwargs) -> nn.Module:
@@ -185,3 +191,10 @@ def test_timm_weights_load_into_baseline_and_give_timm_outputs(name, tmp_path):
     with torch.no_grad():
         out = sl(x)
     assert out.shape == (1, 1000) and torch.isfinite(out).all()
+
+
+def test_timm_suite_leaves_out_models_over_the_size_limit():
+    from timm_suite import select_models
+    assert select_models('sl_vit_*', max_params_m=35) == (
+        ['sl_vit_32', 'sl_vit_64', 'sl_vit_small', 'sl_vit_tiny'], ['sl_vit_base'])
+    assert select_models('sl_vit_*', max_params_m=0) == (timm.list_models('sl_vit_*'), [])
