@@ -24,6 +24,8 @@ from sl_models import LADDER_MODELS, TIMM_BASELINES
 
 TIMM_LADDERS = [name for name in LADDER_MODELS if name in TIMM_BASELINES]
 T2T_MODELS = ['sl_t2t_14', 'sl_t2t_19', 'sl_t2t_24']
+# every 224 px config: the ladders and the paper's five ImageNet models they extend
+MODELS_224 = sorted(TIMM_BASELINES) + T2T_MODELS
 # T2T paper (T2T-ViT_t-14 / 19 / 24): params (M). Its code keeps the fixed sin/cos table as a (frozen) Parameter and
 # counts it; here it is a buffer, so the table (197 tokens x width) is added back before comparing.
 T2T_PAPER_PARAMS_M = {'sl_t2t_14': 21.5, 'sl_t2t_19': 39.2, 'sl_t2t_24': 64.1}
@@ -118,7 +120,7 @@ def test_ladder_names_registered_with_their_cfgs():
     assert all(timm.is_model(base) for base in TIMM_BASELINES.values())
 
 
-@pytest.mark.parametrize('name', TIMM_LADDERS)
+@pytest.mark.parametrize('name', sorted(TIMM_BASELINES))
 def test_baseline_is_the_timm_model(name):
     base = _sl_baseline(name)
     with torch.device('meta'):
@@ -131,7 +133,7 @@ def test_baseline_is_the_timm_model(name):
     assert type(base).__name__.startswith('Sl') and type(base).__mro__[1] is type(ref)
 
 
-@pytest.mark.parametrize('name', LADDER_MODELS)
+@pytest.mark.parametrize('name', MODELS_224)
 def test_sl_adds_exactly_spt_lsa_spool(name):
     sl, base = _meta_model(name), _sl_baseline(name)
     assert count_params(sl) - count_params(base) == _predicted_sl_additions(base) > 0
@@ -139,7 +141,7 @@ def test_sl_adds_exactly_spt_lsa_spool(name):
     assert len(temperatures) == len(_heads(base)) and not any(k.endswith('.temperature') for k in base.state_dict())
 
 
-@pytest.mark.parametrize('name', LADDER_MODELS)
+@pytest.mark.parametrize('name', MODELS_224)
 def test_sl_forward_shapes_on_meta(name):
     sl = _meta_model(name).eval()
     x = torch.empty(2, 3, 224, 224, device='meta')
