@@ -136,7 +136,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument('--timm-tests', type=Path, default=None, help="timm's tests folder (default: from PyPI)")
     parser.add_argument('--models', default='sl_*', help='model name pattern (default: sl_*)')
     parser.add_argument('--max-params', type=float, default=DEFAULT_MAX_PARAMS_M, metavar='M',
-                        help=f'leave out models over M million parameters (default {DEFAULT_MAX_PARAMS_M:g}; 0: none)')
+                        help=f'leave out models over M million parameters (default {DEFAULT_MAX_PARAMS_M:g}; 0: all)')
     parser.add_argument('pytest_args', nargs='*', help='extra pytest arguments (after --)')
     args = parser.parse_args(argv)
     return run(args.timm_tests, args.pytest_args, args.models, args.max_params)
