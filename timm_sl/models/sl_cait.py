@@ -255,6 +255,9 @@ def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_cait_xxs24': sl_cfg(crop_pct=1.0),
+    'sl_cait_xxs36': sl_cfg(crop_pct=1.0),
+    'sl_cait_xs24': sl_cfg(crop_pct=1.0),
+    'sl_cait_s24': sl_cfg(crop_pct=1.0),
     'sl_cait_32': small_data_cfg(32),
     'sl_cait_64': small_data_cfg(64),
 }))
@@ -286,3 +289,36 @@ def sl_cait_64(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT of the paper's small-dataset setting for 64 px inputs: patch 8."""
     model_args = dict(img_size=64, patch_size=8, **_SMALL_CAIT)
     return _create_sl_cait('sl_cait_64', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_cait_xxs36(pretrained: bool = False, **kwargs: Any) -> SlCait:
+    """SL-CaiT-XXS36 at 224 px; mirrors timm's ``cait_xxs36_224`` (patch 16, dim 192, depth 36, 4 heads)."""
+    model_args = dict(patch_size=16, embed_dim=192, depth=36, num_heads=4, init_values=1e-5)
+    return _create_sl_cait('sl_cait_xxs36', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_cait_xs24(pretrained: bool = False, **kwargs: Any) -> SlCait:
+    """SL-CaiT-XS24 at 224 px; mirrors timm's ``cait_xs24_384`` built at 224 px (patch 16, dim 288, depth 24,
+    6 heads). timm registers XS24 at 384 px only; its weights load into the baseline with the position embedding
+    resampled to the 14x14 grid."""
+    model_args = dict(patch_size=16, embed_dim=288, depth=24, num_heads=6, init_values=1e-5)
+    return _create_sl_cait('sl_cait_xs24', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_cait_s24(pretrained: bool = False, **kwargs: Any) -> SlCait:
+    """SL-CaiT-S24 at 224 px; mirrors timm's ``cait_s24_224`` (patch 16, dim 384, depth 24, 8 heads)."""
+    model_args = dict(patch_size=16, embed_dim=384, depth=24, num_heads=8, init_values=1e-5)
+    return _create_sl_cait('sl_cait_s24', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+# timm's registered model that each 224 px config mirrors (built at 224 px): with ``baseline_kwargs`` the SL model has
+# its architecture, and timm's weights for it load into that baseline
+TIMM_BASELINES: Dict[str, str] = {
+    'sl_cait_xxs24': 'cait_xxs24_224',
+    'sl_cait_xxs36': 'cait_xxs36_224',
+    'sl_cait_xs24': 'cait_xs24_384',
+    'sl_cait_s24': 'cait_s24_224',
+}

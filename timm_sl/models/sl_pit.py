@@ -153,6 +153,9 @@ def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlP
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_pit_xs': sl_cfg(),
+    'sl_pit_ti': sl_cfg(),
+    'sl_pit_s': sl_cfg(),
+    'sl_pit_b': sl_cfg(),
     'sl_pit_32': small_data_cfg(32),
     'sl_pit_64': small_data_cfg(64),
 }))
@@ -183,3 +186,37 @@ def sl_pit_64(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfo
     """SL-PiT of the paper's small-dataset setting for 64 px inputs: patch 4."""
     model_args = dict(img_size=64, patch_size=4, stride=4, **_SMALL_PIT)
     return _create_sl_pit('sl_pit_64', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_pit_ti(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT-Ti at 224 px; mirrors timm's ``pit_ti_224`` (stem 16/8, widths 64/128/256, depths (2, 6, 4), heads
+    (2, 4, 8)); SPT stem of patch 8."""
+    model_args = dict(patch_size=16, stride=8, base_dims=(32, 32, 32), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=4)
+    return _create_sl_pit('sl_pit_ti', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_pit_s(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT-S at 224 px; mirrors timm's ``pit_s_224`` (stem 16/8, widths 144/288/576, depths (2, 6, 4), heads
+    (3, 6, 12)); SPT stem of patch 8."""
+    model_args = dict(patch_size=16, stride=8, base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(3, 6, 12), mlp_ratio=4)
+    return _create_sl_pit('sl_pit_s', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_pit_b(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
+    """SL-PiT-B at 224 px; mirrors timm's ``pit_b_224`` (stem 14/7, widths 256/512/1024, depths (3, 6, 4), heads
+    (4, 8, 16)); SPT stem of patch 7 (3 px shift)."""
+    model_args = dict(patch_size=14, stride=7, base_dims=(64, 64, 64), depth=(3, 6, 4), heads=(4, 8, 16), mlp_ratio=4)
+    return _create_sl_pit('sl_pit_b', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
+# architecture, and timm's weights for it load into that baseline
+TIMM_BASELINES: Dict[str, str] = {
+    'sl_pit_ti': 'pit_ti_224',
+    'sl_pit_xs': 'pit_xs_224',
+    'sl_pit_s': 'pit_s_224',
+    'sl_pit_b': 'pit_b_224',
+}

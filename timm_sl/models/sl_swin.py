@@ -176,6 +176,8 @@ def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_swin_t': sl_cfg(crop_pct=.9, pool_size=(7, 7), classifier='head.fc'),
+    'sl_swin_s': sl_cfg(crop_pct=.9, pool_size=(7, 7), classifier='head.fc'),
+    'sl_swin_b': sl_cfg(crop_pct=.9, pool_size=(7, 7), classifier='head.fc'),
     'sl_swin_32': small_data_cfg(32, pool_size=(4, 4), classifier='head.fc'),
     'sl_swin_64': small_data_cfg(64, pool_size=(4, 4), classifier='head.fc'),
 }))
@@ -204,3 +206,28 @@ def sl_swin_64(pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
     """SL-Swin of the paper's small-dataset setting for 64 px inputs: patch 4."""
     model_args = dict(img_size=64, patch_size=4, **_SMALL_SWIN)
     return _create_sl_swin('sl_swin_64', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_swin_s(pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
+    """SL-Swin-S at 224 px; mirrors timm's ``swin_small_patch4_window7_224`` (patch 4, window 7, dim 96, depths
+    (2, 2, 18, 2), heads (3, 6, 12, 24))."""
+    model_args = dict(patch_size=4, window_size=7, embed_dim=96, depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24))
+    return _create_sl_swin('sl_swin_s', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_swin_b(pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
+    """SL-Swin-B at 224 px; mirrors timm's ``swin_base_patch4_window7_224`` (patch 4, window 7, dim 128, depths
+    (2, 2, 18, 2), heads (4, 8, 16, 32))."""
+    model_args = dict(patch_size=4, window_size=7, embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
+    return _create_sl_swin('sl_swin_b', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
+# architecture, and timm's weights for it load into that baseline
+TIMM_BASELINES: Dict[str, str] = {
+    'sl_swin_t': 'swin_tiny_patch4_window7_224',
+    'sl_swin_s': 'swin_small_patch4_window7_224',
+    'sl_swin_b': 'swin_base_patch4_window7_224',
+}

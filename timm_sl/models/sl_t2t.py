@@ -356,6 +356,8 @@ def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_t2t_14': sl_cfg(crop_pct=.9, first_conv='patch_embed.stages.0.layer.attn.qkv'),
+    'sl_t2t_19': sl_cfg(crop_pct=.9, first_conv='patch_embed.stages.0.layer.attn.qkv'),
+    'sl_t2t_24': sl_cfg(crop_pct=.9, first_conv='patch_embed.stages.0.layer.attn.qkv'),
     'sl_t2t_32': small_data_cfg(32, first_conv='patch_embed.stages.0.layer.attn.qkv'),
     'sl_t2t_64': small_data_cfg(64, first_conv='patch_embed.stages.0.layer.attn.qkv'),
 }))
@@ -385,3 +387,21 @@ def sl_t2t_64(pretrained: bool = False, **kwargs: Any) -> SlT2T:
     """SL-T2T of the paper's small-dataset setting for 64 px inputs (3 soft splits)."""
     model_args = dict(img_size=64, patch_size=8, soft_splits=((3, 2, 1), (3, 2, 1), (3, 2, 1)), **_SMALL_T2T)
     return _create_sl_t2t('sl_t2t_64', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_t2t_19(pretrained: bool = False, **kwargs: Any) -> SlT2T:
+    """SL-T2T-ViT-19 at 224 px (T2T paper's T2T-ViT-19 with transformer token layers, T2T-ViT_t-19: soft splits 7/4,
+    3/2, 3/2, token dim 64; dim 448, depth 19, 7 heads, MLP ratio 3). timm has no T2T-ViT."""
+    model_args = dict(patch_size=16, embed_dim=448, depth=19, num_heads=7, mlp_ratio=3, qkv_bias=False, token_dim=64,
+                      soft_splits=((7, 4, 2), (3, 2, 1), (3, 2, 1)))
+    return _create_sl_t2t('sl_t2t_19', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_t2t_24(pretrained: bool = False, **kwargs: Any) -> SlT2T:
+    """SL-T2T-ViT-24 at 224 px (T2T paper's T2T-ViT-24 with transformer token layers, T2T-ViT_t-24: soft splits 7/4,
+    3/2, 3/2, token dim 64; dim 512, depth 24, 8 heads, MLP ratio 3). timm has no T2T-ViT."""
+    model_args = dict(patch_size=16, embed_dim=512, depth=24, num_heads=8, mlp_ratio=3, qkv_bias=False, token_dim=64,
+                      soft_splits=((7, 4, 2), (3, 2, 1), (3, 2, 1)))
+    return _create_sl_t2t('sl_t2t_24', pretrained=pretrained, **dict(model_args, **kwargs))

@@ -71,6 +71,8 @@ def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlV
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
     'sl_vit_tiny': sl_cfg(),
+    'sl_vit_small': sl_cfg(),
+    'sl_vit_base': sl_cfg(),
     'sl_vit_32': small_data_cfg(32),
     'sl_vit_64': small_data_cfg(64),
 }))
@@ -101,3 +103,28 @@ def sl_vit_64(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
     """SL-ViT of the paper's small-dataset setting for 64 px inputs (Tiny-ImageNet): patch 8."""
     model_args = dict(img_size=64, patch_size=8, **_SMALL_VIT)
     return _create_sl_vit('sl_vit_64', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_vit_small(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    """SL-ViT-Small at 224 px; mirrors timm's ``vit_small_patch16_224`` (DeiT-Small's architecture, timm's
+    ``deit_small_patch16_224``): patch 16, dim 384, depth 12, 6 heads."""
+    model_args = dict(patch_size=16, embed_dim=384, depth=12, num_heads=6)
+    return _create_sl_vit('sl_vit_small', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+@register_model
+def sl_vit_base(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
+    """SL-ViT-Base at 224 px; mirrors timm's ``vit_base_patch16_224`` (DeiT-Base's architecture, timm's
+    ``deit_base_patch16_224``): patch 16, dim 768, depth 12, 12 heads."""
+    model_args = dict(patch_size=16, embed_dim=768, depth=12, num_heads=12)
+    return _create_sl_vit('sl_vit_base', pretrained=pretrained, **dict(model_args, **kwargs))
+
+
+# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
+# architecture, and timm's weights for it load into that baseline
+TIMM_BASELINES: Dict[str, str] = {
+    'sl_vit_tiny': 'vit_tiny_patch16_224',
+    'sl_vit_small': 'vit_small_patch16_224',
+    'sl_vit_base': 'vit_base_patch16_224',
+}
