@@ -7,3 +7,4 @@ from .version import __version__
 from .layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchProjection
 from .models import (
     SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlT2T, SlVisionTransformer)
+from .slify import SlifyError, plan_slify, slify, slify_refusal
