@@ -234,7 +234,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
-    p.add_argument('--batch-size', type=int, default=32)
+    p.add_argument('-b', '--batch-size', type=int, default=32)
     p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')

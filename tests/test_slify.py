@@ -72,6 +72,13 @@ def test_attention_weights_carry_over_and_spt_starts_fresh():
     assert model.patch_embed.proj.weight.shape == (192, 16 * 16 * 3 * 5)
 
 
+def test_replacements_keep_train_or_eval_mode():
+    model = slify(timm.create_model('pit_xs_224', depth=(1, 1, 1), img_size=64).eval())
+    assert not any(m.training for m in model.modules())
+    model = slify(timm.create_model('pit_xs_224', depth=(1, 1, 1), img_size=64).train())
+    assert all(m.training for m in model.modules())
+
+
 def test_every_attention_option_is_kept():
     """qk_norm with a custom eps, scale_norm, proj_bias=False, dropouts, a head dim that is not dim // heads."""
     norm = partial(nn.LayerNorm, eps=1e-3)
@@ -123,7 +130,7 @@ def test_swin_post_embed_norm_dropped_unless_asked():
      'cannot slify eva02_tiny_patch14_224: attention class timm.models.eva.EvaAttention has no LSA form '
      '(rotary position embedding).'),
     ('xcit_nano_12_p16_224', dict(depth=1),
-     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch embedding is timm.models.xcit.ConvPatchEmbed).'),
+     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed).'),
     ('beit_base_patch16_224', dict(depth=1),
      'cannot slify beit_base_patch16_224: attention class timm.models.beit.Attention has no LSA form '
      '(relative-position bias inside the attention).'),
@@ -219,7 +226,7 @@ def _size(kwargs):
 
 
 @pytest.mark.parametrize('base,kwargs', SMALL_BASES, ids=SMALL_IDS)
-def test_deepcopy_state_dict_round_trip_and_compile(base, kwargs):
+def test_deepcopy_and_state_dict_round_trip(base, kwargs):
     model = slify(base, **kwargs).eval()
     x = torch.randn(2, 3, _size(kwargs), _size(kwargs))
     with torch.no_grad():
@@ -228,17 +235,23 @@ def test_deepcopy_state_dict_round_trip_and_compile(base, kwargs):
         twin = slify(base, **kwargs).eval()
         twin.load_state_dict(model.state_dict(), strict=True)
         torch.testing.assert_close(twin(x), ref, rtol=0, atol=0)
-        compiled = torch.compile(model, backend='eager', fullgraph=False)
-        torch.testing.assert_close(compiled(x), ref)
     y = model.train()(x).sum()
     y.backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for n, p in model.named_parameters()
                if p.requires_grad and 'head_dist' not in n)
 
 
-@pytest.mark.parametrize('base,kwargs', [b for b in SMALL_BASES if not b[0].startswith('swin')],
-                         ids=[i for i in SMALL_IDS if i != 'swin'])
-def test_torchscript_where_the_base_scripts(base, kwargs):
+@pytest.mark.parametrize('base,kwargs', [
+    pytest.param(*b, marks=() if b[0].startswith('vit') else pytest.mark.slow) for b in SMALL_BASES], ids=SMALL_IDS)
+def test_torch_compile_matches_eager(base, kwargs):
+    model = slify(base, **kwargs).eval()
+    x = torch.randn(2, 3, _size(kwargs), _size(kwargs))
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend='eager')(x), model(x))
+
+
+@pytest.mark.parametrize('base,kwargs', SMALL_BASES, ids=SMALL_IDS)
+def test_torchscript_matches_eager(base, kwargs):
     model = slify(base, **kwargs).eval()
     x = torch.randn(1, 3, _size(kwargs), _size(kwargs))
     scripted = torch.jit.script(model)
@@ -281,3 +294,76 @@ def test_survey_outcomes_match_the_readme_table():
         assert row['model'] in table, f"{row['model']} is missing from the README table"
         assert table[row['model']] == row['outcome'], row['model']
     assert len(table) == len(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's unmodified train.py / validate.py (slow; skipped without TIMM_REPO)
+
+@pytest.mark.slow
+def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
+    from test_timm_scripts import TIMM_REPO, _image_folder, _run
+    if not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists():
+        pytest.skip("set TIMM_REPO to a folder with timm's train.py / validate.py")
+    data = _image_folder(tmp_path / 'data')
+    out = tmp_path / 'output'
+    model_args = ['--model', 'slify', '--num-classes', '3', '--model-kwargs', 'base=vit_tiny_patch16_224', 'depth=2',
+                  'img_size=32', 'lsa_mask=False', '--input-size', '3', '32', '32']
+    log = _run([
+        str(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
+        '--workers', '0', '--opt', 'adamw', '--lr', '1e-3', '--warmup-epochs', '0', '--output', str(out),
+        '--experiment', 'slify', '--no-prefetcher', '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert 'Model slify created' in log
+    # the data config is the base's (vit_tiny_patch16_224: mean / std 0.5, crop 0.9), not a generic default
+    assert re.search(r'mean: \(0\.5, 0\.5, 0\.5\)', log) and re.search(r'crop_pct: 0\.9\b', log), log[-3000:]
+    checkpoint = out / 'slify' / 'model_best.pth.tar'
+    state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
+    assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
+    log = _run([str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args, '--checkpoint', str(checkpoint),
+                '--batch-size', '8', '--workers', '0', '--no-prefetcher', '--device', 'cpu'], cwd=tmp_path)
+    assert 'top1' in log
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's own tests/test_models.py over the `slify` entry (slow; fetches timm's sdist once, see tests/timm_suite.py)
+
+_BASE_PLUGIN = """
+import os
+import timm
+
+_create_model = timm.create_model
+
+
+def create_model(model_name, *args, **kwargs):
+    # timm's suite creates models by name alone: give the `slify` entry its base
+    if model_name.split('.')[0] == 'slify':
+        kwargs.setdefault('base', os.environ['TIMM_SL_SLIFY_BASE'])
+    return _create_model(model_name, *args, **kwargs)
+
+
+timm.create_model = create_model
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('base,non_std', [('vit_tiny_patch16_224', True), ('pit_ti_224', True),
+                                          ('swin_tiny_patch4_window7_224', False)])
+def test_timm_model_suite_passes_for_the_slify_entry(base, non_std, tmp_path):
+    import subprocess
+    import timm_suite
+    tests = tmp_path / 'timm_tests'
+    test_file = timm_suite.prepare(timm_suite.fetch_timm_tests(), tests)
+    source = test_file.read_text()
+    if non_std:  # counted with its base family, as timm counts the base
+        source = timm_suite._extend_list(source, 'NON_STD_FILTERS', ['slify'])
+    test_file.write_text(timm_suite._extend_list(source, 'FEAT_INTER_FILTERS', ['slify_entry']))
+    (tmp_path / '_timm_sl_select.py').write_text(timm_suite._SELECT_PLUGIN)
+    (tmp_path / '_timm_sl_slify_base.py').write_text(_BASE_PLUGIN)
+    env = dict(os.environ, TIMM_SL_SUITE_MODELS='slify', TIMM_SL_SLIFY_BASE=base)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tmp_path), env.get('PYTHONPATH')]))
+    env.pop('GITHUB_ACTIONS', None)
+    cmd = [sys.executable, '-m', 'pytest', str(test_file), '-p', '_timm_sl_slify_base', '-p', '_timm_sl_select',
+           '-p', 'no:cacheprovider', '-o', 'addopts=', '-W', 'ignore::pytest.PytestUnknownMarkWarning', '-q', '-rfEs']
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r'\d+ passed', result.stdout)

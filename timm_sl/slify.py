@@ -202,7 +202,10 @@ class SlifyPlan:
         built = [(step.path, step.build()) for step in self.steps]
         for path, new in built:
             parent_path, _, attr = path.rpartition('.')
-            setattr(model.get_submodule(parent_path), attr, new)
+            parent = model.get_submodule(parent_path)
+            if isinstance(new, nn.Module):
+                new.train(getattr(parent, attr).training)  # an eval-mode model stays in eval mode (no dropout)
+            setattr(parent, attr, new)
         return model
 
 
@@ -212,8 +215,9 @@ def _attention_reason(module: nn.Module) -> str:
     forward_args = inspect.signature(module.forward).parameters
     if 'rope' in forward_args or 'rope' in type(module).__name__.lower():
         return reason + ' (rotary position embedding)'
-    if any('rel_pos' in n or 'relative_position' in n for n, _ in module.named_parameters(recurse=False)) or \
-            any('rel_pos' in n for n in vars(module)) or 'rel_pos' in forward_args:
+    names = [n for n, _ in module.named_parameters(recurse=False)] + [n for n, _ in module.named_children()]
+    names += list(forward_args) + list(vars(module))
+    if any('rel_pos' in n or 'relative_position' in n for n in names):
         return reason + ' (relative-position bias inside the attention)'
     if hasattr(module, 'logit_scale'):
         return reason + ' (cosine attention with a learned logit scale)'
@@ -228,8 +232,11 @@ def _looks_like_attention(module: nn.Module) -> bool:
 def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[_Step], reasons: List[str]) -> None:
     stems = [(n, m) for n, m in model.named_modules() if type(m) in (PatchEmbed, ConvEmbedding)]
     if not stems:
-        embed = getattr(model, 'patch_embed', getattr(model, 'stem', None))
-        found = f' (its patch embedding is {_qualname(embed)})' if isinstance(embed, nn.Module) else ''
+        found = ''
+        for attr in ('patch_embed', 'stem'):
+            if isinstance(getattr(model, attr, None), nn.Module):
+                found = f' (its {attr} is {_qualname(getattr(model, attr))})'
+                break
         reasons.append(f'no timm PatchEmbed{found}')
         return
     if len(stems) > 1:
