@@ -308,8 +308,9 @@ def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     out = tmp_path / 'output'
     model_args = ['--model', 'slify', '--num-classes', '3', '--model-kwargs', 'base=vit_tiny_patch16_224', 'depth=2',
                   'img_size=32', 'lsa_mask=False', '--input-size', '3', '32', '32']
+    # -P: the scripts' folder is not put on sys.path, so a timm checkout beside them does not shadow installed timm
     log = _run([
-        str(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
+        '-P', str(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
         '--workers', '0', '--opt', 'adamw', '--lr', '1e-3', '--warmup-epochs', '0', '--output', str(out),
         '--experiment', 'slify', '--no-prefetcher', '--device', 'cpu',
     ], cwd=tmp_path)
@@ -317,9 +318,11 @@ def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     # the data config is the base's (vit_tiny_patch16_224: mean / std 0.5, crop 0.9), not a generic default
     assert re.search(r'mean: \(0\.5, 0\.5, 0\.5\)', log) and re.search(r'crop_pct: 0\.9\b', log), log[-3000:]
     checkpoint = out / 'slify' / 'model_best.pth.tar'
-    state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
+    import argparse
+    with torch.serialization.safe_globals([argparse.Namespace]):  # train.py stores its args next to the weights
+        state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
     assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
-    log = _run([str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args, '--checkpoint', str(checkpoint),
+    log = _run(['-P', str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args, '--checkpoint', str(checkpoint),
                 '--batch-size', '8', '--workers', '0', '--no-prefetcher', '--device', 'cpu'], cwd=tmp_path)
     assert 'top1' in log
 
