@@ -142,6 +142,13 @@ def test_refusal_names_the_reason(name, kwargs, reason):
     assert info.value.model_name == name and info.value.reasons
 
 
+def test_slify_refusal_answers_without_building():
+    assert slify_refusal('vit_tiny_patch16_224') is None
+    assert slify_refusal('convnext_atto') == ('cannot slify convnext_atto: no timm PatchEmbed (its stem is '
+                                              'torch.nn.modules.container.Sequential).')
+    assert slify_refusal('convnext_atto', spt=False) == 'cannot slify convnext_atto: no attention layer for LSA.'
+
+
 def test_refused_instance_is_untouched():
     """A model with one convertible and one unconvertible part: nothing is converted, not even the convertible part."""
     model = timm.create_model('vit_tiny_patch16_224', depth=2, img_size=32)
@@ -185,12 +192,12 @@ def test_pretrained_loads_timm_weights_then_converts(tmp_path):
     kw = dict(depth=1, img_size=32)
     source = timm.create_model('vit_tiny_patch16_224', **kw)
     save_file(source.state_dict(), tmp_path / 'w.safetensors')
-    model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'w.safetensors')),
-                  **kw)
+    overlay = dict(file=str(tmp_path / 'w.safetensors'))
+    model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
     assert torch.equal(model.blocks[0].attn.qkv.weight, source.blocks[0].attn.qkv.weight)
     assert torch.equal(model.pos_embed, source.pos_embed) and torch.equal(model.head.weight, source.head.weight)
     via_entry = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
-                                  pretrained_cfg_overlay=dict(file=str(tmp_path / 'w.safetensors')), **kw)
+                                  pretrained_cfg_overlay=overlay, **kw)
     assert torch.equal(via_entry.blocks[0].attn.proj.weight, source.blocks[0].attn.proj.weight)
 
 
@@ -322,8 +329,9 @@ def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     with torch.serialization.safe_globals([argparse.Namespace]):  # train.py stores its args next to the weights
         state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
     assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
-    log = _run(['-P', str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args, '--checkpoint', str(checkpoint),
-                '--batch-size', '8', '--workers', '0', '--no-prefetcher', '--device', 'cpu'], cwd=tmp_path)
+    log = _run(['-P', str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args,
+                '--checkpoint', str(checkpoint), '--batch-size', '8', '--workers', '0', '--no-prefetcher',
+                '--device', 'cpu'], cwd=tmp_path)
     assert 'top1' in log
 
 
