@@ -378,3 +378,13 @@ def test_timm_model_suite_passes_for_the_slify_entry(base, non_std, tmp_path):
     result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert re.search(r'\d+ passed', result.stdout)
+
+
+def test_optimizer_factory_does_not_decay_the_temperatures():
+    """The converted model keeps its base class's no_weight_decay(); timm's factory leaves 1-d tensors undecayed."""
+    from timm.optim import create_optimizer_v2
+    model = slify('vit_tiny_patch16_224', depth=1, img_size=32)
+    optimizer = create_optimizer_v2(model, 'adamw', lr=1e-3, weight_decay=0.05)
+    temperature = model.blocks[0].attn.temperature
+    group = next(g for g in optimizer.param_groups if any(p is temperature for p in g['params']))
+    assert group['weight_decay'] == 0.
