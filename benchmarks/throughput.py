@@ -176,8 +176,9 @@ def slify_survey_rows() -> List[Dict[str, str]]:
     return rows
 
 
-def slify_survey_table(args: argparse.Namespace, header: str) -> str:
-    """The README table: outcome per architecture, and the measured ratio for those that convert."""
+def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str] = None) -> str:
+    """The README table: outcome per architecture, and the measured ratio for those that convert (written to
+    ``path`` row by row, so a long run shows its progress)."""
     modes = ', '.join(args.modes)
     lines = [f'| architecture | timm model | `slify` | SL / baseline throughput ({modes}) | MACs ratio |',
              '|---|---|---|---|---|']
@@ -190,6 +191,9 @@ def slify_survey_table(args: argparse.Namespace, header: str) -> str:
             print(f"{row['model']}: {ratio}", file=sys.stderr, flush=True)
         kwargs = ''.join(f', {k}={v!r}' for k, v in row['kwargs'].items())
         lines.append(f"| {row['arch']}{kwargs} | `{row['model']}` | {row['outcome']} | {ratio} | {macs} |")
+        if path:
+            with open(path, 'w') as f:
+                f.write(header + '\n\n' + '\n'.join(lines) + '\n')
     return header + '\n\n' + '\n'.join(lines) + '\n'
 
 
@@ -268,8 +272,7 @@ def main(argv: List[str] = None) -> int:
     header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; '
               f'batch {args.batch_size}')
     if args.slify_survey:
-        with open(args.slify_survey, 'w') as f:
-            f.write(slify_survey_table(args, header))
+        slify_survey_table(args, header, args.slify_survey)
     rows = []
     jobs = [(name, bench_model) for name in args.models] + [(base, bench_slify) for base in args.slify]
     for name, bench in jobs:

@@ -357,8 +357,7 @@ timm.create_model = create_model
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize('base,non_std', [('vit_tiny_patch16_224', True), ('pit_ti_224', True),
-                                          ('swin_tiny_patch4_window7_224', False)])
+@pytest.mark.parametrize('base,non_std', [('vit_tiny_patch16_224', True)])
 def test_timm_model_suite_passes_for_the_slify_entry(base, non_std, tmp_path):
     import subprocess
     import timm_suite
