@@ -169,6 +169,8 @@ def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
         slify('vit_tiny_patch16_224', depth=1, spt=False, lsa=False)
     with pytest.raises(ValueError, match=r"shift_directions='up' is not supported"):
         slify('vit_tiny_patch16_224', depth=1, shift_directions='up')
+    with pytest.raises(ValueError, match=r'shift_ratio=0.1 with patch size \(4, 4\) gives a shift of \(0, 0\) px'):
+        slify('vit_tiny_patch16_224', pretrained=True, depth=1, patch_size=4, img_size=32, shift_ratio=0.1)
     with pytest.raises(TypeError, match=r"slify got model kwargs \['depth'\] with a model instance"):
         slify(timm.create_model('vit_tiny_patch16_224', depth=1), depth=2)
     with pytest.raises(ValueError, match=r"base=None is invalid; the slify model needs the timm model to convert"):

@@ -35,7 +35,8 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import ConvEmbedding, Pooling
 from timm.models.swin_transformer import PatchMerging, WindowAttention
 
-from .layers import LsaMixin, LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection
+from .layers import (
+    LsaMixin, LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, resolve_shift)
 from .models._sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
 from .models.sl_cait import LocalityClassAttn, LocalityTalkingHeadAttn
 from .models.sl_pit import ShiftedTokenPooling
@@ -245,6 +246,7 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[_S
         return
     path, stem = stems[0]
     conv = stem.proj if isinstance(stem, PatchEmbed) else stem.conv
+    resolve_shift(conv.stride, sl_args.shift_ratio)  # a bad ratio for this patch size fails now, before any build
     if isinstance(stem, PatchEmbed) and (
             not isinstance(conv, nn.Conv2d) or conv.kernel_size != conv.stride or conv.padding != (0, 0)
             or conv.groups != 1 or conv.dilation != (1, 1)):
