@@ -6,25 +6,58 @@ every round) so that machine noise hits all alike. Each round gives a throughput
 reports the median ratio with its min-max spread, next to the MACs ratio (baseline MACs / variant MACs, the ratio a
 purely compute-bound run would show).
 
+``--slify BASE ...`` times ``timm_sl.slify`` of timm models against the unconverted model the same way, and
+``--slify-survey FILE`` writes the README's "SPT/LSA on any timm model" table: every architecture of
+:data:`SLIFY_SURVEY`, whether ``slify`` converts it (or why not), and for those that convert the SL / baseline ratio.
+
 Examples::
 
     python benchmarks/throughput.py                                   # every small config + sl_vit_tiny on CPU
     python benchmarks/throughput.py --models sl_vit_64 --device cuda --batch-size 128 --amp
+    python benchmarks/throughput.py --models --slify vit_small_patch16_224 pit_xs_224 --modes infer -b 8
+    python benchmarks/throughput.py --models --slify-survey survey.md --modes infer -b 8 --repeats 3 --iters 2
 """
 import argparse
+import copy
 import csv
 import statistics
 import sys
 import time
 from contextlib import nullcontext
-from typing import Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
 from timm.optim import create_optimizer_v2
+from timm_sl import SlifyError, plan_slify, slify
+from timm_sl.models import SlArgs
 from timm_sl.profile import count_macs, count_params
+
+# The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
+# (full size, nothing allocated); tests/test_slify.py checks the README table against them.
+SLIFY_SURVEY: List[Tuple[str, str, Dict[str, Any]]] = [
+    ('ViT', 'vit_tiny_patch16_224', {}),
+    ('ViT, MAP pooling head', 'vit_small_patch16_224', dict(global_pool='map')),
+    ('DeiT', 'deit_small_patch16_224', {}),
+    ('DeiT, distilled', 'deit_tiny_distilled_patch16_224', {}),
+    ('DeiT III', 'deit3_small_patch16_224', {}),
+    ('ViT + registers', 'vit_little_patch16_reg4_gap_256', {}),
+    ('FlexiViT', 'flexivit_small', {}),
+    ('PiT', 'pit_xs_224', {}),
+    ('Swin', 'swin_tiny_patch4_window7_224', {}),
+    ('CaiT', 'cait_xxs24_224', {}),
+    ('ViT + RoPE', 'vit_medium_patch16_rope_reg1_gap_256', {}),
+    ('ViT, relative position', 'vit_relpos_small_patch16_224', {}),
+    ('EVA-02', 'eva02_tiny_patch14_224', {}),
+    ('BEiT', 'beit_base_patch16_224', {}),
+    ('Swin V2', 'swinv2_tiny_window8_256', {}),
+    ('XCiT', 'xcit_nano_12_p16_224', {}),
+    ('LeViT', 'levit_128s', {}),
+    ('MViTv2', 'mvitv2_tiny', {}),
+    ('ConvNeXt', 'convnext_atto', {}),
+]
 
 
 def _sync(device: torch.device) -> None:
@@ -74,13 +107,10 @@ def variants_of(model_cls: type) -> Dict[str, Dict[str, object]]:
     return variants
 
 
-def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
-    """Time every variant of ``name`` in interleaved rounds; one row per non-baseline variant, relative to base."""
+def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[int, int, int], mode: str,
+                   args: argparse.Namespace) -> List[Dict[str, object]]:
+    """Time ``models`` (one keyed 'base') in interleaved rounds; one row per non-baseline model, relative to base."""
     device = torch.device(args.device)
-    first = timm.create_model(name, **args.model_kwargs)
-    models = {
-        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
-    size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     batch = torch.randn(args.batch_size, *size, device=device)
     steps = {}
     for key, model in models.items():
@@ -109,6 +139,62 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
             'params_m': count_params(models[key]) / 1e6, 'base_params_m': count_params(models['base']) / 1e6,
         })
     return rows
+
+
+def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
+    """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
+    first = timm.create_model(name, **args.model_kwargs)
+    models = {
+        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
+    size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    return bench_variants(name, models, size, mode, args)
+
+
+def bench_slify(base: str, mode: str, args: argparse.Namespace,
+                create_kwargs: Optional[Dict[str, Any]] = None) -> List[Dict[str, object]]:
+    """The timm model ``base`` against ``slify`` of a copy of it (``--model-kwargs`` are the SL switches)."""
+    model = timm.create_model(base, **(create_kwargs or {}))
+    models = {'base': model, 'slify': slify(copy.deepcopy(model), **args.model_kwargs)}
+    size = model.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    return bench_variants(base, models, size, mode, args)
+
+
+def slify_survey_rows() -> List[Dict[str, str]]:
+    """Outcome of ``slify`` (default switches) for every :data:`SLIFY_SURVEY` architecture, planned on meta."""
+    rows = []
+    for arch, name, kwargs in SLIFY_SURVEY:
+        with torch.device('meta'):
+            model = timm.create_model(name, **kwargs)
+        plan = plan_slify(model, SlArgs(), model_name=name)
+        if plan.ok:
+            kinds = {'spt': 'SPT', 'lsa': 'LSA', 'spool': 'Spool'}
+            summary = plan.summary()
+            outcome = 'converts: ' + ', '.join(f'{label} ×{summary[k]}' for k, label in kinds.items() if k in summary)
+        else:
+            outcome = 'refused: ' + str(SlifyError(name, list(plan.reasons))).split(': ', 1)[1]
+        rows.append({'arch': arch, 'model': name, 'kwargs': kwargs, 'outcome': outcome, 'ok': plan.ok})
+    return rows
+
+
+def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str] = None) -> str:
+    """The README table: outcome per architecture, and the measured ratio for those that convert (written to
+    ``path`` row by row, so a long run shows its progress)."""
+    modes = ', '.join(args.modes)
+    lines = [f'| architecture | timm model | `slify` | SL / baseline throughput ({modes}) | MACs ratio |',
+             '|---|---|---|---|---|']
+    for row in slify_survey_rows():
+        ratio, macs = '—', '—'
+        if row['ok']:
+            timed = [bench_slify(row['model'], mode, args, row['kwargs'])[0] for mode in args.modes]
+            ratio = ' / '.join(f"{t['ratio']:.2f} ({t['ratio_min']:.2f}-{t['ratio_max']:.2f})" for t in timed)
+            macs = f"{timed[0]['macs_ratio']:.3f}"
+            print(f"{row['model']}: {ratio}", file=sys.stderr, flush=True)
+        kwargs = ''.join(f', {k}={v!r}' for k, v in row['kwargs'].items())
+        lines.append(f"| {row['arch']}{kwargs} | `{row['model']}` | {row['outcome']} | {ratio} | {macs} |")
+        if path:
+            with open(path, 'w') as f:
+                f.write(header + '\n\n' + '\n'.join(lines) + '\n')
+    return header + '\n\n' + '\n'.join(lines) + '\n'
 
 
 def timm_benchmark_table(args: argparse.Namespace) -> str:
@@ -149,10 +235,10 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument('--models', nargs='+', default=[
+    p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
-    p.add_argument('--batch-size', type=int, default=32)
+    p.add_argument('-b', '--batch-size', type=int, default=32)
     p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
@@ -160,7 +246,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--iters', type=int, default=5, help='steps per round')
     p.add_argument('--warmup', type=int, default=2)
     p.add_argument('--threads', type=int, default=None, help='torch CPU threads')
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
+                   help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
+    p.add_argument('--slify', nargs='*', default=[], metavar='BASE',
+                   help='also time timm_sl.slify of these timm models against the models themselves')
+    p.add_argument('--slify-survey', default=None, metavar='FILE',
+                   help="write the README's slify architecture table (outcome + measured ratios) to FILE")
     p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
     p.add_argument('--markdown', default=None, help='also write the table to this Markdown file')
     p.add_argument('--plot', default=None, help='also draw the ratios to this PNG file')
@@ -174,18 +265,24 @@ def main(argv: List[str] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    rows = []
-    for name in args.models:
-        for mode in args.modes:
-            for row in bench_model(name, mode, args):
-                rows.append(row)
-                print(f"{name} {row['variant']} {mode}: ratio to base = {row['ratio']:.3f}",
-                      file=sys.stderr, flush=True)
     if args.device.startswith('cuda'):
         device = torch.cuda.get_device_name()
     else:
         device = f'CPU, {torch.get_num_threads()} threads'
-    header = f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}'
+    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; '
+              f'batch {args.batch_size}')
+    if args.slify_survey:
+        slify_survey_table(args, header, args.slify_survey)
+    rows = []
+    jobs = [(name, bench_model) for name in args.models] + [(base, bench_slify) for base in args.slify]
+    for name, bench in jobs:
+        for mode in args.modes:
+            for row in bench(name, mode, args):
+                rows.append(row)
+                print(f"{name} {row['variant']} {mode}: ratio to base = {row['ratio']:.3f}",
+                      file=sys.stderr, flush=True)
+    if not rows:
+        return 0
     table = to_markdown(rows)
     print(header)
     print(table)

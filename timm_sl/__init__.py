@@ -16,6 +16,7 @@ _EXPORTS = {
     'LocalitySelfAttention': 'layers', 'ShiftedPatchEmbed': 'layers', 'ShiftedPatchProjection': 'layers',
     'SL_ARG_NAMES': 'models', 'SlArgs': 'models', 'SlCait': 'models', 'SlPoolingVisionTransformer': 'models',
     'SlSwinTransformer': 'models', 'SlT2T': 'models', 'SlVisionTransformer': 'models',
+    'SlifyError': 'slify', 'plan_slify': 'slify', 'slify': 'slify', 'slify_refusal': 'slify',
 }
 
 
@@ -34,3 +35,4 @@ else:
     from .layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchProjection
     from .models import (
         SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlT2T, SlVisionTransformer)
+    from .slify import SlifyError, plan_slify, slify, slify_refusal

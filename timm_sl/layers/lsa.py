@@ -8,6 +8,7 @@ Following the reference code, the learnable parameter is called ``temperature`` 
 ``QK^T`` (so a *smaller* value is a *higher* softmax temperature). The paper's Table 1 expresses fixed temperatures
 as ``ratio * sqrt(d_k)``; ``temp_ratio`` takes that ratio, giving the multiplier ``head_dim ** -0.5 / temp_ratio``.
 """
+import copy
 import functools
 from typing import Any, Optional, Set, Tuple
 
@@ -194,6 +195,9 @@ class LocalitySelfAttention(LsaMixin, Attention):
             dtype=weight.dtype,
             **lsa_kwargs,
         )
+        # the norms themselves, not rebuilt from their class: a partial's options (eps, ...) would be lost
+        new.q_norm, new.k_norm, new.norm = (copy.deepcopy(m) for m in (attn.q_norm, attn.k_norm, attn.norm))
+        new.fused_attn = attn.fused_attn
         new.load_state_dict(attn.state_dict(), strict=False)  # 'temperature' keeps its own init
         return new
 

@@ -1,0 +1,391 @@
+"""timm_sl.slify: SPT / LSA / Spool on timm model instances and names, the registered ``slify`` entry, refusals, and
+the README's architecture table."""
+import copy
+import os
+import re
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import timm
+from timm.layers import Attention, PatchEmbed
+from timm_sl import SlifyError, slify, slify_refusal
+from timm_sl.layers import LocalitySelfAttention, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / 'benchmarks'))
+from throughput import SLIFY_SURVEY, slify_survey_rows  # noqa: E402
+
+# slify(base) == registered sl_ model, each pair built small: (base, sl_ model, shared kwargs, input size)
+EQUIVALENT = [
+    ('vit_tiny_patch16_224', 'sl_vit_tiny', dict(depth=2, img_size=64), 64),
+    ('pit_xs_224', 'sl_pit_xs', dict(depth=(1, 2, 1), img_size=64), 64),
+    ('swin_tiny_patch4_window7_224', 'sl_swin_t', dict(depths=(2, 1, 1, 1), window_size=4, img_size=64), 64),
+    ('cait_xxs24_224', 'sl_cait_xxs24', dict(depth=2, depth_token_only=1, img_size=64), 64),
+]
+
+
+def _structure(model: nn.Module):
+    return [(name, type(m).__qualname__, type(m).__module__) for name, m in model.named_modules()]
+
+
+@pytest.mark.parametrize('base,sl_name,kwargs,size', EQUIVALENT, ids=[e[1] for e in EQUIVALENT])
+def test_slify_equals_registered_sl_model(base, sl_name, kwargs, size):
+    converted = slify(base, num_classes=10, **kwargs).eval()
+    registered = timm.create_model(sl_name, num_classes=10, **kwargs).eval()
+    # the root keeps the base's class (the sl_ model subclasses it); every module below is the same type
+    assert type(registered).__mro__[1] is type(converted)
+    assert _structure(converted)[1:] == _structure(registered)[1:]
+    ref_state = registered.state_dict()
+    assert {k: v.shape for k, v in converted.state_dict().items()} == {k: v.shape for k, v in ref_state.items()}
+    with torch.no_grad():
+        for module in registered.modules():  # temperatures away from their init, so a mix-up would show
+            if isinstance(module, LsaMixin):
+                module.temperature.uniform_(0.05, 0.5)
+    converted.load_state_dict(registered.state_dict(), strict=True)
+    x = torch.randn(2, 3, size, size)
+    with torch.no_grad():
+        torch.testing.assert_close(converted(x), registered(x), rtol=0, atol=0)
+    assert converted.sl_args == registered.sl_args
+
+
+def test_attention_weights_carry_over_and_spt_starts_fresh():
+    base = timm.create_model('vit_tiny_patch16_224', depth=2, img_size=32, qkv_bias=True)
+    old_attn = [copy.deepcopy(b.attn) for b in base.blocks]
+    old_state = copy.deepcopy(base.state_dict())
+    model = slify(base)
+    assert model is base  # converted in place
+    for block, old in zip(model.blocks, old_attn):
+        assert type(block.attn).__name__ == 'LocalitySelfAttention'
+        for key, value in old.state_dict().items():
+            assert torch.equal(block.attn.state_dict()[key], value), key
+        torch.testing.assert_close(block.attn.temperature, torch.full((3,), 64 ** -0.5))
+    assert isinstance(model.patch_embed, ShiftedPatchEmbed)
+    # everything outside the patch embedding and attention (norms, MLPs, head, pos / cls) is untouched
+    for key, value in old_state.items():
+        if not key.startswith('patch_embed.'):
+            assert torch.equal(model.state_dict()[key], value), key
+    assert model.patch_embed.proj.weight.shape == (192, 16 * 16 * 3 * 5)
+
+
+def test_replacements_keep_train_or_eval_mode():
+    model = slify(timm.create_model('pit_xs_224', depth=(1, 1, 1), img_size=64).eval())
+    assert not any(m.training for m in model.modules())
+    model = slify(timm.create_model('pit_xs_224', depth=(1, 1, 1), img_size=64).train())
+    assert all(m.training for m in model.modules())
+
+
+def test_every_attention_option_is_kept():
+    """qk_norm with a custom eps, scale_norm, proj_bias=False, dropouts, a head dim that is not dim // heads."""
+    norm = partial(nn.LayerNorm, eps=1e-3)
+    attn = Attention(64, num_heads=2, attn_head_dim=24, qkv_bias=True, qk_norm=True, scale_norm=True,
+                     proj_bias=False, attn_drop=0.1, proj_drop=0.2, norm_layer=norm)
+    host = nn.Sequential(PatchEmbed(16, 4, 3, 64), attn)
+    slify(host, spt=False)
+    new = host[1]
+    assert isinstance(new, LocalitySelfAttention)
+    assert (new.num_heads, new.head_dim, new.attn_dim) == (2, 24, 48)
+    assert new.q_norm.eps == new.k_norm.eps == new.norm.eps == 1e-3  # from_attention used to rebuild them at 1e-5
+    assert new.proj.bias is None and new.qkv.bias is not None
+    assert (new.attn_drop.p, new.proj_drop.p) == (0.1, 0.2)
+    assert new.fused_attn == attn.fused_attn
+    # with every LSA part off it computes exactly the timm attention it came from
+    plain = LocalitySelfAttention.from_attention(attn, diag_mask=False, learn_temp=False).eval()
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        torch.testing.assert_close(plain(x), attn.eval()(x))
+
+
+@pytest.mark.parametrize('kwargs,fmt_shape', [
+    (dict(), (2, 16, 32)),
+    (dict(flatten=False), (2, 32, 4, 4)),
+    (dict(output_fmt='NHWC'), (2, 4, 4, 32)),
+    (dict(strict_img_size=False, dynamic_img_pad=True, output_fmt='NHWC'), (2, 5, 5, 32)),
+])
+def test_spt_keeps_patch_embed_grid_and_format(kwargs, fmt_shape):
+    embed = PatchEmbed(img_size=16, patch_size=4, in_chans=3, embed_dim=32, bias=False, **kwargs)
+    host = nn.Sequential(embed)
+    slify(host, lsa=False)
+    spt = host[0]
+    assert isinstance(spt, ShiftedPatchEmbed) and spt.proj.bias is None
+    for attr in ('img_size', 'patch_size', 'grid_size', 'flatten', 'output_fmt', 'strict_img_size', 'dynamic_img_pad'):
+        assert getattr(spt, attr) == getattr(embed, attr), attr
+    size = 18 if kwargs.get('dynamic_img_pad') else 16
+    assert spt(torch.randn(2, 3, size, size)).shape == fmt_shape
+
+
+def test_swin_post_embed_norm_dropped_unless_asked():
+    kw = dict(depths=(1, 1), num_heads=(2, 4), embed_dim=32, window_size=4, img_size=32)
+    assert isinstance(slify('swin_tiny_patch4_window7_224', **kw).patch_embed.norm, nn.Identity)
+    kept = slify('swin_tiny_patch4_window7_224', spt_post_norm=True, **kw).patch_embed.norm
+    assert isinstance(kept, nn.LayerNorm) and kept.normalized_shape == (32,)
+
+
+@pytest.mark.parametrize('name,kwargs,reason', [
+    ('eva02_tiny_patch14_224', dict(depth=1),
+     'cannot slify eva02_tiny_patch14_224: attention class timm.models.eva.EvaAttention has no LSA form '
+     '(rotary position embedding).'),
+    ('xcit_nano_12_p16_224', dict(depth=1),
+     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed).'),
+    ('beit_base_patch16_224', dict(depth=1),
+     'cannot slify beit_base_patch16_224: attention class timm.models.beit.Attention has no LSA form '
+     '(relative-position bias inside the attention).'),
+])
+def test_refusal_names_the_reason(name, kwargs, reason):
+    with pytest.raises(SlifyError) as info:
+        slify(name, **kwargs)
+    assert str(info.value) == reason
+    assert info.value.model_name == name and info.value.reasons
+
+
+def test_slify_refusal_answers_without_building():
+    assert slify_refusal('vit_tiny_patch16_224') is None
+    assert slify_refusal('convnext_atto') == ('cannot slify convnext_atto: no timm PatchEmbed (its stem is '
+                                              'torch.nn.modules.container.Sequential).')
+    assert slify_refusal('convnext_atto', spt=False) == 'cannot slify convnext_atto: no attention layer for LSA.'
+
+
+def test_refused_instance_is_untouched():
+    """A model with one convertible and one unconvertible part: nothing is converted, not even the convertible part."""
+    model = timm.create_model('vit_tiny_patch16_224', depth=2, img_size=32)
+    model.blocks[1].attn = nn.MultiheadAttention(192, 3)  # no LSA form
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(SlifyError, match=r'attention class torch\.nn\.modules\.activation\.MultiheadAttention has '
+                                         r'no LSA form'):
+        slify(model)
+    assert type(model.patch_embed) is PatchEmbed and type(model.blocks[0].attn) is Attention
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in before.items())
+    assert not any(isinstance(m, (LsaMixin, ShiftedPatchProjection)) for m in model.modules())
+
+
+def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
+    with pytest.raises(SlifyError, match=r'already has SL layers \(LocalitySelfAttention, ShiftedPatchProjection\)'):
+        slify(timm.create_model('sl_vit_32', depth=1))
+    with pytest.raises(SlifyError, match='nothing to convert with these switches'):
+        slify('vit_tiny_patch16_224', depth=1, spt=False, lsa=False)
+    with pytest.raises(ValueError, match=r"shift_directions='up' is not supported"):
+        slify('vit_tiny_patch16_224', depth=1, shift_directions='up')
+    with pytest.raises(ValueError, match=r'shift_ratio=0.1 with patch size \(4, 4\) gives a shift of \(0, 0\) px'):
+        slify('vit_tiny_patch16_224', pretrained=True, depth=1, patch_size=4, img_size=32, shift_ratio=0.1)
+    with pytest.raises(TypeError, match=r"slify got model kwargs \['depth'\] with a model instance"):
+        slify(timm.create_model('vit_tiny_patch16_224', depth=1), depth=2)
+    with pytest.raises(ValueError, match=r"base=None is invalid; the slify model needs the timm model to convert"):
+        timm.create_model('slify')
+
+
+def test_registered_entry_follows_the_base_cfg_and_switches():
+    model = timm.create_model('slify', base='vit_tiny_patch16_224', depth=1, img_size=32, num_classes=7,
+                              lsa_mask=False, shift_directions='cardinal')
+    assert model.pretrained_cfg['architecture'] == 'vit_tiny_patch16_224'
+    data = timm.data.resolve_data_config({}, model=model)
+    assert data['mean'] == timm.data.IMAGENET_INCEPTION_MEAN or data['mean'] == model.pretrained_cfg['mean']
+    attn = model.blocks[0].attn
+    assert (attn.diag_mask, attn.learn_temp) == (False, True)
+    assert model.patch_embed.proj.shift_directions == 'cardinal' and model.num_classes == 7
+    assert model(torch.randn(1, 3, 32, 32)).shape == (1, 7)
+
+
+def test_pretrained_loads_timm_weights_then_converts(tmp_path):
+    from safetensors.torch import save_file
+    kw = dict(depth=1, img_size=32)
+    source = timm.create_model('vit_tiny_patch16_224', **kw)
+    save_file(source.state_dict(), tmp_path / 'w.safetensors')
+    overlay = dict(file=str(tmp_path / 'w.safetensors'))
+    model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    assert torch.equal(model.blocks[0].attn.qkv.weight, source.blocks[0].attn.qkv.weight)
+    assert torch.equal(model.pos_embed, source.pos_embed) and torch.equal(model.head.weight, source.head.weight)
+    via_entry = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
+                                  pretrained_cfg_overlay=overlay, **kw)
+    assert torch.equal(via_entry.blocks[0].attn.proj.weight, source.blocks[0].attn.proj.weight)
+
+
+def test_refused_name_builds_nothing(monkeypatch):
+    """The plan runs on a meta twin: a refused name never builds real weights or loads pretrained ones."""
+    calls = []
+    create = timm.create_model
+
+    def spy(name, *args, **kwargs):
+        calls.append((kwargs.get('pretrained', False), torch.empty(0).device.type))
+        return create(name, *args, **kwargs)
+    monkeypatch.setattr(timm, 'create_model', spy)
+    with pytest.raises(SlifyError):
+        slify('eva02_tiny_patch14_224', pretrained=True, depth=1)
+    assert calls == [(False, 'meta')]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the converted models in timm's machinery
+
+SMALL_BASES = [
+    ('vit_tiny_patch16_224', dict(depth=2, img_size=32)),
+    ('pit_xs_224', dict(depth=(1, 1, 1), img_size=64)),
+    ('swin_tiny_patch4_window7_224', dict(depths=(2, 1), num_heads=(2, 4), embed_dim=32, window_size=4, img_size=32)),
+    ('cait_xxs24_224', dict(depth=2, depth_token_only=1, img_size=32)),
+]
+FEATURE_KWARGS = {'vit_tiny_patch16_224': dict(out_indices=(0, 1)), 'cait_xxs24_224': dict(out_indices=(0, 1))}
+SMALL_IDS = [b[0].split('_')[0] for b in SMALL_BASES]
+
+
+def _size(kwargs):
+    return kwargs['img_size']
+
+
+@pytest.mark.parametrize('base,kwargs', SMALL_BASES, ids=SMALL_IDS)
+def test_deepcopy_and_state_dict_round_trip(base, kwargs):
+    model = slify(base, **kwargs).eval()
+    x = torch.randn(2, 3, _size(kwargs), _size(kwargs))
+    with torch.no_grad():
+        ref = model(x)
+        torch.testing.assert_close(copy.deepcopy(model)(x), ref, rtol=0, atol=0)
+        twin = slify(base, **kwargs).eval()
+        twin.load_state_dict(model.state_dict(), strict=True)
+        torch.testing.assert_close(twin(x), ref, rtol=0, atol=0)
+    y = model.train()(x).sum()
+    y.backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for n, p in model.named_parameters()
+               if p.requires_grad and 'head_dist' not in n)
+
+
+@pytest.mark.parametrize('base,kwargs', [
+    pytest.param(*b, marks=() if b[0].startswith('vit') else pytest.mark.slow) for b in SMALL_BASES], ids=SMALL_IDS)
+def test_torch_compile_matches_eager(base, kwargs):
+    model = slify(base, **kwargs).eval()
+    x = torch.randn(2, 3, _size(kwargs), _size(kwargs))
+    with torch.no_grad():
+        torch.testing.assert_close(torch.compile(model, backend='eager')(x), model(x))
+
+
+@pytest.mark.parametrize('base,kwargs', SMALL_BASES, ids=SMALL_IDS)
+def test_torchscript_matches_eager(base, kwargs):
+    model = slify(base, **kwargs).eval()
+    x = torch.randn(1, 3, _size(kwargs), _size(kwargs))
+    scripted = torch.jit.script(model)
+    with torch.no_grad():
+        torch.testing.assert_close(scripted(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('base,kwargs', SMALL_BASES, ids=SMALL_IDS)
+def test_features_only_and_intermediates(base, kwargs):
+    x = torch.randn(1, 3, _size(kwargs), _size(kwargs))
+    features = timm.create_model('slify', base=base, features_only=True, **kwargs, **FEATURE_KWARGS.get(base, {}))
+    assert any(isinstance(m, ShiftedPatchProjection) for m in features.modules())
+    assert any(isinstance(m, LsaMixin) for m in features.modules())
+    maps = features(x)
+    assert len(maps) == len(features.feature_info.channels())
+    assert [m.shape[1] for m in maps] == features.feature_info.channels() or \
+        [m.shape[-1] for m in maps] == features.feature_info.channels()
+    model = slify(base, **kwargs).eval()
+    final, inter = model.forward_intermediates(x)
+    assert len(inter) >= 1 and all(torch.isfinite(t).all() for t in inter)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the README table
+
+def test_survey_outcomes_match_the_readme_table():
+    """Every architecture of the README table converts or is refused as the table says (small configs, meta device)."""
+    rows = slify_survey_rows()
+    assert len(rows) >= 12 and {r['arch'] for r in rows} >= {
+        'ViT', 'DeiT', 'DeiT III', 'ViT + registers', 'FlexiViT', 'EVA-02', 'BEiT', 'PiT', 'Swin', 'Swin V2', 'CaiT',
+        'XCiT', 'LeViT', 'MViTv2'}
+    readme = (ROOT / 'README.md').read_text()
+    section = readme.split('## SPT/LSA on any timm model', 1)[1].split('\n## ', 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if len(cells) >= 4 and cells[1].startswith('`'):
+            table[cells[1].strip('`')] = cells[2]
+    for row in rows:
+        assert row['model'] in table, f"{row['model']} is missing from the README table"
+        assert table[row['model']] == row['outcome'], row['model']
+    assert len(table) == len(rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's unmodified train.py / validate.py (slow; skipped without TIMM_REPO)
+
+@pytest.mark.slow
+def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
+    from test_timm_scripts import TIMM_REPO, _image_folder, _run
+    if not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists():
+        pytest.skip("set TIMM_REPO to a folder with timm's train.py / validate.py")
+    data = _image_folder(tmp_path / 'data')
+    out = tmp_path / 'output'
+    model_args = ['--model', 'slify', '--num-classes', '3', '--model-kwargs', 'base=vit_tiny_patch16_224', 'depth=2',
+                  'img_size=32', 'lsa_mask=False', '--input-size', '3', '32', '32']
+    # -P: the scripts' folder is not put on sys.path, so a timm checkout beside them does not shadow installed timm
+    log = _run([
+        '-P', str(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
+        '--workers', '0', '--opt', 'adamw', '--lr', '1e-3', '--warmup-epochs', '0', '--output', str(out),
+        '--experiment', 'slify', '--no-prefetcher', '--device', 'cpu',
+    ], cwd=tmp_path)
+    assert 'Model slify created' in log
+    # the data config is the base's (vit_tiny_patch16_224: mean / std 0.5, crop 0.9), not a generic default
+    assert re.search(r'mean: \(0\.5, 0\.5, 0\.5\)', log) and re.search(r'crop_pct: 0\.9\b', log), log[-3000:]
+    checkpoint = out / 'slify' / 'model_best.pth.tar'
+    import argparse
+    with torch.serialization.safe_globals([argparse.Namespace]):  # train.py stores its args next to the weights
+        state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
+    assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
+    log = _run(['-P', str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args,
+                '--checkpoint', str(checkpoint), '--batch-size', '8', '--workers', '0', '--no-prefetcher',
+                '--device', 'cpu'], cwd=tmp_path)
+    assert 'top1' in log
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's own tests/test_models.py over the `slify` entry (slow; fetches timm's sdist once, see tests/timm_suite.py)
+
+_BASE_PLUGIN = """
+import os
+import timm
+
+_create_model = timm.create_model
+
+
+def create_model(model_name, *args, **kwargs):
+    # timm's suite creates models by name alone: give the `slify` entry its base
+    if model_name.split('.')[0] == 'slify':
+        kwargs.setdefault('base', os.environ['TIMM_SL_SLIFY_BASE'])
+    return _create_model(model_name, *args, **kwargs)
+
+
+timm.create_model = create_model
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('base,non_std', [('vit_tiny_patch16_224', True)])
+def test_timm_model_suite_passes_for_the_slify_entry(base, non_std, tmp_path):
+    import subprocess
+    import timm_suite
+    tests = tmp_path / 'timm_tests'
+    test_file = timm_suite.prepare(timm_suite.fetch_timm_tests(), tests)
+    source = test_file.read_text()
+    if non_std:  # counted with its base family, as timm counts the base
+        source = timm_suite._extend_list(source, 'NON_STD_FILTERS', ['slify'])
+    test_file.write_text(timm_suite._extend_list(source, 'FEAT_INTER_FILTERS', ['slify_entry']))
+    (tmp_path / '_timm_sl_select.py').write_text(timm_suite._SELECT_PLUGIN)
+    (tmp_path / '_timm_sl_slify_base.py').write_text(_BASE_PLUGIN)
+    env = dict(os.environ, TIMM_SL_SUITE_MODELS='slify', TIMM_SL_SLIFY_BASE=base)
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(tmp_path), env.get('PYTHONPATH')]))
+    env.pop('GITHUB_ACTIONS', None)
+    cmd = [sys.executable, '-m', 'pytest', str(test_file), '-p', '_timm_sl_slify_base', '-p', '_timm_sl_select',
+           '-p', 'no:cacheprovider', '-o', 'addopts=', '-W', 'ignore::pytest.PytestUnknownMarkWarning', '-q', '-rfEs']
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert re.search(r'\d+ passed', result.stdout)
+
+
+def test_optimizer_factory_does_not_decay_the_temperatures():
+    """The converted model keeps its base class's no_weight_decay(); timm's factory leaves 1-d tensors undecayed."""
+    from timm.optim import create_optimizer_v2
+    model = slify('vit_tiny_patch16_224', depth=1, img_size=32)
+    optimizer = create_optimizer_v2(model, 'adamw', lr=1e-3, weight_decay=0.05)
+    temperature = model.blocks[0].attn.temperature
+    group = next(g for g in optimizer.param_groups if any(p is temperature for p in g['params']))
+    assert group['weight_decay'] == 0.

@@ -1,0 +1,32 @@
+"""``slify``: a registered model that is :func:`timm_sl.slify` of any timm model, for timm's scripts.
+
+``train.py --model slify --model-kwargs base=vit_small_patch16_224 lsa_mask=False`` trains the SL version of
+``vit_small_patch16_224`` with no code. Every kwarg that is not an SL switch (``num_classes``, ``img_size``,
+``drop_path_rate``, ``features_only``, ...) and ``pretrained`` go to the base model, so the base's own pretrained cfg
+(input size, mean / std, crop) is the model's, and train.py's data config follows the base.
+
+The entry is not named ``sl_*``: it is not one configuration but a converter, so it stays out of the ``sl_`` model
+set (``timm-sl list``, the per-model test matrix) whose members have fixed architectures and ``baseline_kwargs``.
+"""
+from typing import Any, Optional
+
+from torch import nn
+
+import timm
+from timm.models import register_model
+
+__all__ = []
+
+
+@register_model
+def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -> nn.Module:
+    """SPT / LSA (and Spool) on the timm model named by ``base`` (see :func:`timm_sl.slify`)."""
+    from ..slify import slify as convert  # the converter imports the model families: import it when called
+    if not isinstance(base, str) or not base:
+        raise ValueError(f'base={base!r} is invalid; the slify model needs the timm model to convert, e.g. '
+                         f'--model-kwargs base=vit_small_patch16_224 (allowed: a timm model name).')
+    if base == 'slify' or base.split('.')[0] == 'slify':
+        raise ValueError("base='slify' is invalid; allowed: a timm model name other than slify.")
+    if kwargs.get('pretrained_cfg') is None:  # the entry's own (empty) cfg: the base resolves its own
+        kwargs.pop('pretrained_cfg', None)
+    return convert(base, pretrained=pretrained, **kwargs)
