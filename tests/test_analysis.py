@@ -372,3 +372,23 @@ def test_load_images_and_attention_records(image_dir):
         assert r['kl'] == pytest.approx(kld_to_uniform(mean.flatten() / mean.sum()).item())
     with pytest.raises(FileNotFoundError, match='missing does not exist'):
         load_images([str(image_dir / 'missing')], model)
+
+
+def test_capture_class_attention_with_raw_patch_keys():
+    """class_attn_kv='raw_patches': the class token attends to the raw patch tokens only (64 keys, not 65), and the
+    captured probabilities rebuild the layer's output."""
+    model = timm.create_model('sl_cait_32', class_attn_kv='raw_patches', depth=1, depth_token_only=1).eval()
+    block = model.blocks_token_only[0]
+    seen = {}
+    block.attn.register_forward_hook(lambda m, args, kwargs, out: seen.update(args=args, kwargs=kwargs, out=out),
+                                     with_kwargs=True)
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad(), capture_attention(model, ['blocks_token_only.0.attn']) as maps:
+        model(x)
+    probs = maps['blocks_token_only.0.attn'][0]
+    kv = seen['kwargs']['kv']
+    assert probs.shape == (2, block.attn.num_heads, 1, 64) == (2, block.attn.num_heads, 1, kv.shape[1])
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, block.attn.num_heads, 1))
+    v = block.attn.v(kv).reshape(2, 64, block.attn.num_heads, -1).transpose(1, 2)
+    out = (probs @ v).transpose(1, 2).reshape(2, 1, -1)
+    torch.testing.assert_close(block.attn.proj(out), seen['out'], rtol=1e-4, atol=1e-5)

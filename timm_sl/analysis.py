@@ -78,9 +78,10 @@ def _talking_heads_probs(module: TalkingHeadAttn, x: torch.Tensor) -> torch.Tens
     return _softmax(logits, _diag_bias(module, logits))
 
 
-def _class_attention_probs(module: ClassAttn, x: torch.Tensor) -> torch.Tensor:
+def _class_attention_probs(module: ClassAttn, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
+    # kv: separate keys (the reference's raw-patch class attention, ``class_attn_kv='raw_patches'``)
     q = _split_heads(module.q(x[:, :1]), module.num_heads)
-    k = _split_heads(module.k(x), module.num_heads)
+    k = _split_heads(module.k(x if kv is None else kv), module.num_heads)
     return _softmax(_logits(module, q, k))
 
 
