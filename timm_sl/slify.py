@@ -38,7 +38,7 @@ from timm.models.swin_transformer import PatchMerging, WindowAttention
 from .layers import (
     LsaMixin, LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, resolve_shift)
 from .models._sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
-from .models.sl_cait import LocalityClassAttn, LocalityTalkingHeadAttn
+from .models.sl_cait import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches
 from .models.sl_pit import ShiftedTokenPooling
 from .models.sl_swin import LocalityWindowAttention
 
@@ -108,7 +108,7 @@ def _lsa_talking_heads(old: TalkingHeadAttn, sl_args: SlArgs) -> nn.Module:
 
 
 def _lsa_class_attention(old: ClassAttn, sl_args: SlArgs) -> nn.Module:
-    cls = LocalityClassAttn.configured(head_dim=None, **sl_args.lsa_kwargs())
+    cls = LocalityClassAttn.configured(head_dim=None, **class_attn_switches(sl_args.lsa_kwargs()))
     new = cls(old.q.in_features, num_heads=old.num_heads, head_dim=_head_dim(old.q.out_features, old.num_heads, 1),
               qkv_bias=old.q.bias is not None, attn_drop=old.attn_drop.p, proj_drop=old.proj_drop.p, **_dd(old))
     return _copy_weights(new, old)

@@ -34,7 +34,8 @@ from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths
 from ._training import TrainingInit, check_choice
 
-__all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'per_layer_scale']
+__all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
+           'per_layer_scale']
 
 LAYER_SCALE_INITS = ('timm', 'per_layer')
 CLASS_ATTN_KV = ('normed', 'raw_patches')
@@ -105,6 +106,11 @@ class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
 
     def extra_repr(self) -> str:
         return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
+
+
+def class_attn_switches(lsa_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The SL switches ``lsa_kwargs`` as class attention takes them: its temperature ones, never the mask."""
+    return dict(lsa_kwargs, diag_mask=False)
 
 
 class LocalityClassAttn(LsaMixin, ClassAttn):
@@ -215,8 +221,7 @@ class SlCait(Cait):
         if sl_args.uses_lsa_layer or custom_heads:
             layers['attn_block'] = LocalityTalkingHeadAttn.configured(**switches)
         if sl_args.uses_lsa_layer or custom_heads or raw_patches:  # timm's ClassAttn cannot take separate keys
-            class_switches = dict(switches, diag_mask=False)  # class attention is never masked (module docstring)
-            layers['attn_block_token_only'] = LocalityClassAttn.configured(**class_switches)
+            layers['attn_block_token_only'] = LocalityClassAttn.configured(**class_attn_switches(switches))
         if raw_patches:
             layers['block_layers_token'] = PatchKeysClassAttnBlock
         for key in layers:
