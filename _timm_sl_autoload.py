@@ -57,7 +57,10 @@ class _LoaderWrapper:
         if getattr(module, '__spec__', None) is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        load_plugins()
+        if not _disabled():
+            load_plugins()
+        while _callbacks:
+            _callbacks.pop(0)()
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -81,6 +84,17 @@ class TimmImportFinder:
 
 
 _finder = TimmImportFinder()
+_callbacks: list = []
+
+
+def after_timm_import(callback) -> None:
+    """Call ``callback()`` once ``timm`` has finished importing (at once if it has); also with the hook disabled."""
+    if _TARGET in sys.modules:
+        callback()
+        return
+    _callbacks.append(callback)
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
 
 
 def install() -> None:

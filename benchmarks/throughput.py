@@ -33,6 +33,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm.optim import create_optimizer_v2
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.models import SlArgs
+from timm_sl.paper import VARIANTS, family_of
 from timm_sl.profile import count_macs, count_params
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
@@ -99,12 +100,11 @@ def time_steps(step: Callable[[], None], iters: int, device: torch.device) -> fl
     return time.perf_counter() - start
 
 
-def variants_of(model_cls: type) -> Dict[str, Dict[str, object]]:
-    """Configurations timed against each other: the SL model, its baseline and, for pooling families, SL w/o Spool."""
-    variants: Dict[str, Dict[str, object]] = {'sl': {}, 'base': dict(model_cls.baseline_kwargs)}
-    if 'spt_pool' in model_cls.baseline_kwargs:
-        variants['sl_no_spool'] = dict(spt_pool=False)
-    return variants
+def variants_of(name: str) -> Dict[str, Dict[str, object]]:
+    """Configurations timed against each other: the SL model, then the other Table 2 rows of its family (baseline
+    and, for pooling families, SL w/o Spool)."""
+    rows = VARIANTS[family_of(name)]
+    return {'sl': dict(rows['sl']), **{k: dict(v) for k, v in rows.items() if k != 'sl'}}
 
 
 def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[int, int, int], mode: str,
@@ -145,7 +145,7 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
     first = timm.create_model(name, **args.model_kwargs)
     models = {
-        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(type(first)).items()}
+        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(name).items()}
     size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     return bench_variants(name, models, size, mode, args)
 
@@ -203,9 +203,8 @@ def timm_benchmark_table(args: argparse.Namespace) -> str:
     import subprocess
     lines = ['| model | variant | infer img/s | train img/s | infer ratio | train ratio |', '|---|---|---|---|---|---|']
     for name in args.models:
-        model_cls = type(timm.create_model(name, **args.model_kwargs))
         rates = {}
-        for key, kwargs in variants_of(model_cls).items():
+        for key, kwargs in variants_of(name).items():
             kv = [f'{k}={v}' for k, v in {**args.model_kwargs, **kwargs}.items()]
             cmd = [sys.executable, args.timm_benchmark, '--model', name, '--bench', 'both', '-b', str(args.batch_size),
                    '--device', args.device, '--num-bench-iter', str(max(5, args.iters * args.repeats)),

@@ -1,14 +1,13 @@
 """timm_sl: Shifted Patch Tokenization and Locality Self-Attention for timm.
 
-Importing this package registers the ``sl_`` models with timm's registry. Once the package is installed this
-happens by itself when ``timm`` is imported (see ``_timm_sl_autoload``), so ``import timm_sl`` is optional.
-
-One exception keeps ``timm-sl --help`` fast: when the ``timm-sl`` command imports this package (on its way to
-``timm_sl.cli``) and timm is not loaded yet, nothing heavy is imported here; the command registers the models itself
-before it runs a subcommand, and the names below load on first use.
+Importing this package registers the ``sl_`` models with timm's registry the moment timm is imported (at once when
+it already is); once the package is installed this also happens by itself when ``timm`` is imported (see
+``_timm_sl_autoload``), so ``import timm_sl`` is optional. The package imports neither torch nor timm by itself, so
+``timm-sl --help`` answers at once; the names below load on first use. This behaves the same in every process,
+whatever started it.
 """
+import importlib
 import sys
-from pathlib import Path
 
 from .version import __version__
 
@@ -18,21 +17,26 @@ _EXPORTS = {
     'SlSwinTransformer': 'models', 'SlT2T': 'models', 'SlVisionTransformer': 'models',
     'SlifyError': 'slify', 'plan_slify': 'slify', 'slify': 'slify', 'slify_refusal': 'slify',
 }
+__all__ = ['__version__', *_EXPORTS]
 
 
-def _imported_by_command() -> bool:
-    argv = getattr(sys, 'argv', None) or ['']
-    return 'timm' not in sys.modules and Path(argv[0]).stem == 'timm-sl'
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)
 
 
-if _imported_by_command():
-    def __getattr__(name: str):
-        if name not in _EXPORTS:
-            raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-        import importlib
-        return getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+def _register_models() -> None:
+    importlib.import_module('.models', __name__)
+
+
+try:
+    from _timm_sl_autoload import after_timm_import
+except ImportError:  # a start-up hook installed by an older timm_sl (reinstall to refresh it): register now
+    _register_models()
 else:
-    from .layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchProjection
-    from .models import (
-        SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlT2T, SlVisionTransformer)
-    from .slify import SlifyError, plan_slify, slify, slify_refusal
+    after_timm_import(_register_models)

@@ -24,9 +24,18 @@ def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return '\n'.join(lines)
 
 
-def _fail(args: argparse.Namespace, message: str) -> SystemExit:
-    """The one-line error of a subcommand (exit status 1), to ``raise``."""
-    return SystemExit(f'timm-sl {args.command}: {message}')
+class CliError(SystemExit):
+    """A command's error, raised anywhere below :func:`main`: ``main`` prints it as one line on stderr
+    (``timm-sl COMMAND: message``) and the exit status is 2, argparse's for a usage error. A ``SystemExit``, so that
+    it never ends in a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+        self.command: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f'timm-sl {self.command}: {self.message}' if self.command else self.message
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:
@@ -48,12 +57,12 @@ def _register_models() -> List[str]:
 
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
-    if name not in names:
-        raise _fail(args, f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
+    if name not in names and name != 'slify':
+        raise CliError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                           f'{", ".join(names)}')
 
 
-def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> SystemExit:
+def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> CliError:
     """One line for a model that could not be built; unknown kwargs get close matches among the accepted ones."""
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
@@ -61,7 +70,7 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         from timm_sl.models._sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    return _fail(args, f'{error}{hints}')
+    return CliError(f'{error}{hints}')
 
 
 def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], **create_kwargs: Any):
@@ -80,7 +89,7 @@ def _require_plotting(args: argparse.Namespace) -> None:
     try:
         require_matplotlib()
     except ImportError as e:
-        raise _fail(args, str(e)) from e
+        raise CliError(str(e)) from e
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -91,8 +100,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
     if not names:
-        print(f'no sl_ model matches {args.filter!r}', file=sys.stderr)
-        return 1
+        raise CliError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     if args.baseline:
         header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
@@ -124,7 +132,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
                            batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     except ImportError as e:  # scikit-learn (the [demo] extra) is missing
-        raise _fail(args, str(e)) from e
+        raise CliError(str(e)) from e
     sl, base = results
     print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
           f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
@@ -147,13 +155,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.hub import export_checkpoint
+    if args.model:
+        _check_model_name(args, args.model)
     try:
         out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
-                                        summary=args.summary, dataset=args.dataset, label_names=args.label_names)
+                                        summary=args.summary, dataset=args.dataset, label_names=args.label_names,
+                                        overwrite=args.overwrite)
     except (FileNotFoundError, ValueError) as e:
-        print(f'timm-sl export: {e}', file=sys.stderr)
-        return 1
-    print(f'exported {args.checkpoint} ({source} weights) as {args.model} to {out}: '
+        raise CliError(str(e)) from e
+    print(f'exported {args.checkpoint} ({source} weights) to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
 
@@ -173,26 +183,31 @@ def cmd_push(args: argparse.Namespace) -> int:
     try:
         url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
     except (RuntimeError, FileNotFoundError) as e:
-        print(f'timm-sl push: {e}', file=sys.stderr)
-        return 1
+        raise CliError(str(e)) from e
     print(f'pushed {args.folder} to {args.repo_id}: {url}')
     return 0
 
 
 def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_of=None):
-    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint.
-    ``baseline_of`` (an SL model) switches SPT/LSA off with its class's ``baseline_kwargs`` (the
-    ``--compare-checkpoint`` model, never pretrained)."""
-    kwargs = dict(args.model_kwargs)
+    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint (its
+    model kwargs, as its run recorded them, unless ``--model-kwargs`` are given). ``baseline_of`` (an SL model)
+    switches SPT/LSA off with its class's ``baseline_kwargs`` (the ``--compare-checkpoint`` model, never
+    pretrained)."""
+    kwargs = dict(args.model_kwargs or {})
     if baseline_of is not None:
         kwargs.update(type(baseline_of).baseline_kwargs)
     pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
-    from timm_sl.hub import model_from_checkpoint
+    from timm_sl.checkpoint import build_model, read_checkpoint
+    from timm_sl.runs import read_run
     _check_model_name(args, args.model)
     try:
-        return model_from_checkpoint(checkpoint, args.model, kwargs)[0].eval()
+        loaded = read_checkpoint(checkpoint)
+        record = read_run(checkpoint).with_checkpoint(loaded.arch, loaded.args)
+        if args.model_kwargs is None and record.model == args.model:
+            kwargs = record.model_kwargs
+        return build_model(loaded, args.model, kwargs)[0].eval()
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
         raise _model_error(args, args.model, kwargs, e) from e
 
@@ -211,7 +226,7 @@ def _load_images(args: argparse.Namespace, model):
     try:
         return load_images(args.images, model)
     except (FileNotFoundError, ValueError) as e:
-        raise _fail(args, str(e)) from e
+        raise CliError(str(e)) from e
 
 
 def _runs(args: argparse.Namespace):
@@ -228,7 +243,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     _require_plotting(args)
     records = temperature_records(_analysis_model(args, args.checkpoint))
     if not records:
-        raise _fail(args, f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
+        raise CliError(f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
@@ -302,10 +317,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
         try:
             shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
         except ValueError as e:
-            raise _fail(args, str(e)) from e
+            raise CliError(str(e)) from e
         what = f'patch {args.patch_size}'
     else:
-        raise _fail(args, 'nothing to measure; allowed: --model NAME or --patch-size P')
+        raise CliError('nothing to measure; allowed: --model NAME or --patch-size P')
     print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
           f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
@@ -316,15 +331,23 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     try:
         counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
     except (FileNotFoundError, ValueError) as e:
-        raise _fail(args, str(e)) from e
+        raise CliError(str(e)) from e
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     return 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """Every (sub)command's ``--help`` shows the option defaults."""
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds ``(default: ...)`` to an option's help unless the help already says what the default is."""
 
-    def __init__(self, *args: Any, formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kwargs: Any) -> None:
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        text = action.help or ''
+        return text if 'default' in text else super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's ``--help`` shows the option defaults, once."""
+
+    def __init__(self, *args: Any, formatter_class=_HelpFormatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
 
 
@@ -395,11 +418,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         'export', help='write a Hub-ready folder (safetensors, config.json, card) from a train.py checkpoint')
     p.add_argument('checkpoint', help="train.py checkpoint (EMA weights are used when present)")
-    p.add_argument('--model', required=True, help='sl_ model name the checkpoint was trained as')
-    p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='as given to train.py')
-    p.add_argument('--out', required=True, help='output folder')
-    p.add_argument('--summary', default=None, help="train.py's summary.csv, for the card's metrics")
-    p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet')
+    p.add_argument('--model', default=None,
+                   help="model the checkpoint was trained as (sl_ name or slify; default: what the run recorded)")
+    p.add_argument('--model-kwargs', nargs='*', default=None, action=_ModelKwargs,
+                   help="as given to train.py (default: the run's, when --model is the run's model)")
+    p.add_argument('--out', required=True, help='output folder: new or empty')
+    p.add_argument('--overwrite', action='store_true', help='write into a non-empty --out')
+    p.add_argument('--summary', default=None,
+                   help="train.py's summary.csv, for the card's metrics (default: the one beside the checkpoint)")
+    p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet (default: the run\'s)')
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
 
@@ -425,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
         source = p.add_mutually_exclusive_group()
         source.add_argument('--checkpoint', default=None, help='train.py checkpoint (neither: random init)')
         source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
-        p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='as given to train.py')
+        p.add_argument('--model-kwargs', nargs='*', default=None, action=_ModelKwargs,
+                       help="as given to train.py (default: with --checkpoint, its run's; else none)")
 
     def add_image_analysis(p: argparse.ArgumentParser) -> None:
         p.add_argument('images', nargs='+', help='image files or folders')
@@ -465,8 +493,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
-    _register_models()  # every command may create sl_ models (timm_sl/__init__.py defers this for the command)
-    return args.func(args)
+    _register_models()  # every command may create sl_ models, also when the autoload hook is off
+    try:
+        return args.func(args)
+    except CliError as e:
+        e.command = args.command
+        print(e, file=sys.stderr)
+        raise
 
 
 if __name__ == '__main__':

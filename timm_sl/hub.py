@@ -4,28 +4,25 @@ An exported folder is exactly what timm's own hub loading reads: ``model.safeten
 timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.md`` model card. It loads with
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
-Checkpoints are read with ``torch.load(weights_only=True)`` (train.py's ``args`` Namespace is allowed explicitly);
-nothing is unpickled beyond tensors and plain containers.
+Checkpoints are read by :mod:`timm_sl.checkpoint` (weights-only) and described by :mod:`timm_sl.runs` (the run's
+record: arguments, summary, dataset); :func:`export_run` writes a folder from those two.
 """
-import argparse
 import json
+import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 
-import timm
 from timm.models import save_for_hf
 
+from .checkpoint import Checkpoint, build_model, read_checkpoint
 from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
-from .train_args import format_recipe, read_args_yaml, recipe_args, summarize
+from .runs import RunRecord, read_run
+from .train_args import format_recipe, recipe_args
 
-__all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'read_label_names',
-           'trained_as', 'training_data_config', 'run_train_args', 'push_folder', 'CITATION']
-
-# train.py's CheckpointSaver keys, most preferred first: EMA weights when the run kept them
-STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
+__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder', 'CITATION']
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},
@@ -33,50 +30,6 @@ CITATION = """@article{lee2021vision,
   journal={arXiv preprint arXiv:2112.13492},
   year={2021}
 }"""
-
-
-def load_training_checkpoint(path: Union[str, Path]) -> Tuple[Dict[str, torch.Tensor], str, Dict[str, Any]]:
-    """Read a train.py checkpoint (plain state dict, ``state_dict`` or EMA keys) without unpickling code.
-
-    Returns:
-        ``(state_dict, source_key, meta)``: the weights (EMA when present, ``module.`` prefixes stripped), the key they
-        came from ('plain' for a bare state dict) and the checkpoint's epoch / metric / args when present.
-
-    Raises:
-        FileNotFoundError: no such file.
-        ValueError: the file is not a readable torch checkpoint or holds no state dict; the message names the file.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f'checkpoint {path} does not exist')
-    try:
-        with torch.serialization.safe_globals([argparse.Namespace]):
-            checkpoint = torch.load(path, map_location='cpu', weights_only=True)
-    except Exception as e:
-        raise ValueError(f'{path} is not a readable torch checkpoint (weights-only load failed: {e})') from e
-    source = 'plain'
-    state = checkpoint
-    if isinstance(checkpoint, dict):
-        for key in STATE_KEYS:
-            if isinstance(checkpoint.get(key), dict):
-                state, source = checkpoint[key], key
-                break
-    if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
-    state = {k[len('module.'):] if k.startswith('module.') else k: v for k, v in state.items()}
-    meta: Dict[str, Any] = {}
-    if isinstance(checkpoint, dict):
-        for key in ('epoch', 'metric', 'arch'):
-            if key in checkpoint:
-                meta[key] = checkpoint[key]
-        if isinstance(checkpoint.get('args'), argparse.Namespace):
-            meta['args'] = vars(checkpoint['args'])
-    return state, source, meta
-
-
-def read_summary(path: Union[str, Path]) -> Dict[str, Any]:
-    """Best epoch of a train.py ``summary.csv`` (by ``eval_top1``), with the number of epochs run."""
-    return summarize(path)
 
 
 def read_label_names(path: Union[str, Path]) -> List[str]:
@@ -104,47 +57,6 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
     return names
 
 
-def _classifier_classes(model_name: str, state: Dict[str, torch.Tensor]) -> Optional[int]:
-    classifier = timm.get_pretrained_cfg_value(model_name, 'classifier') or 'head'
-    weight = state.get(f'{classifier}.weight')
-    return None if weight is None else weight.shape[0]
-
-
-def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
-    return f'{model_name} {kwargs}' if kwargs else model_name
-
-
-def trained_as(meta: Dict[str, Any]) -> str:
-    """What a train.py checkpoint says it was trained as: model name, ``--model-kwargs`` and class count."""
-    args = meta.get('args') or {}
-    name = meta.get('arch') or args.get('model')
-    if not name:
-        return 'an unknown model (no arch / args in the checkpoint)'
-    kwargs = dict(args.get('model_kwargs') or {})
-    if args.get('num_classes'):
-        kwargs['num_classes'] = args['num_classes']
-    return _named(name, kwargs)
-
-
-def _state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Tensor]) -> str:
-    """One line naming missing / unexpected keys and shape mismatches ('' when ``state`` fits)."""
-    def first(keys: List[str]) -> str:
-        return ', '.join(keys[:3]) + (', ...' if len(keys) > 3 else '')
-
-    missing = [k for k in expected if k not in state]
-    unexpected = [k for k in state if k not in expected]
-    shapes = [f'{k} {tuple(state[k].shape)} vs {tuple(v.shape)}' for k, v in expected.items()
-              if k in state and state[k].shape != v.shape]
-    parts = []
-    if missing:
-        parts.append(f'{len(missing)} missing key(s) ({first(missing)})')
-    if unexpected:
-        parts.append(f'{len(unexpected)} unexpected key(s) ({first(unexpected)})')
-    if shapes:
-        parts.append(f'{len(shapes)} shape mismatch(es), checkpoint vs model ({first(shapes)})')
-    return '; '.join(parts)
-
-
 def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """The data config the run trained with, resolved as train.py does (``resolve_data_config`` over its arguments,
     the model's pretrained cfg filling what the arguments leave unset)."""
@@ -152,34 +64,33 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     return resolve_data_config(dict(train_args or {}), model=model)
 
 
-def _card_recipe(checkpoint: Path, meta: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> str:
-    args = run_train_args(checkpoint, meta)
-    return format_recipe(recipe_args(args, defaults)) if args else ''
-
-
-def run_train_args(checkpoint: Union[str, Path], meta: Dict[str, Any]) -> Dict[str, Any]:
-    """The train.py arguments of a checkpoint's run: ``args.yaml`` beside it, else the checkpoint's ``args``."""
-    args_yaml = Path(checkpoint).parent / 'args.yaml'
-    if args_yaml.is_file():
-        return read_args_yaml(args_yaml)
-    return dict(meta.get('args') or {})
-
-
 INSTALL_NOTE = ('timm_sl is not published on PyPI: install it from its git repository '
                 '(`pip install git+<repository URL>`) or from a checkout (`pip install .`). Installing it registers '
                 "the `sl_` models with timm, so `timm.create_model` finds them without importing timm_sl.")
 
 
-def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any], source: str,
-                summary: Optional[Dict[str, Any]], dataset: Optional[str], recipe: str,
+def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]]) -> List[str]:
+    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys."""
+    if not record.args:
+        return []
+    recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
+    title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
+             "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
+    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '']
+
+
+def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
                 repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> str:
     cfg = model.pretrained_cfg
-    variant = ', '.join(f'{k}={v}' for k, v in model_kwargs.items()) or 'SPT + LSA'
+    name, dataset, summary = record.model, record.dataset, record.summary
+    arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
+    variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
+    what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     lines = [
         '---', 'library_name: timm', 'license: apache-2.0', 'tags:', '- image-classification', '- timm', '- timm_sl',
         *(['datasets:', f'- {dataset}'] if dataset else []), '---', '',
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
-        f'A `{name}` ({variant}) image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
+        f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
         " Song, 2021), trained with timm's train.py and exported with `timm-sl export`.", '',
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
@@ -195,10 +106,7 @@ def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any],
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch | {summary["best_epoch"]} |', f'| epochs run | {summary["epochs"]} |', '']
-    lines += list(extra)
-    if recipe:
-        lines += ["## Training recipe (train.py arguments that differ from train.py's defaults)", '',
-                  '```yaml', recipe.rstrip(), '```', '']
+    lines += [*extra, *recipe]
     lines += [
         '## Usage', '', INSTALL_NOTE, '', '```python', 'import timm',
         f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
@@ -212,79 +120,108 @@ def _model_card(name: str, model: torch.nn.Module, model_kwargs: Dict[str, Any],
     return '\n'.join(lines)
 
 
-def model_from_checkpoint(
-        checkpoint: Union[str, Path],
-        model_name: str,
-        model_kwargs: Optional[Dict[str, Any]] = None,
-) -> Tuple[torch.nn.Module, Dict[str, Any], str, Dict[str, Any]]:
-    """Build ``model_name`` and load a train.py checkpoint into it strictly (``num_classes`` read from the classifier
-    unless given). Returns ``(model, model_kwargs used, state dict key used, checkpoint metadata)``.
+def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f'--out {out_dir} is a file; allowed: a new or empty folder')
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
+                         f'the files an export writes there')
+
+
+def _readable(path: Path) -> None:
+    """Give a written file the mode a new file gets under the umask (safetensors writes 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
+
+
+class Exported(NamedTuple):
+    """An exported folder, the checkpoint key its weights came from and the pretrained cfg written for them (the
+    exported data config, ``num_classes`` and ``label_names``)."""
+    folder: Path
+    source: str
+    pretrained_cfg: Dict[str, Any]
+
+
+def export_run(
+        record: RunRecord,
+        out_dir: Union[str, Path],
+        checkpoint: Optional[Checkpoint] = None,
+        label_names: Optional[Union[List[str], str, Path]] = None,
+        train_defaults: Optional[Dict[str, Any]] = None,
+        repo_id: str = 'ORG/NAME',
+        card_sections: Sequence[str] = (),
+        overwrite: bool = False,
+) -> Exported:
+    """Write a Hub-ready folder for a run's checkpoint.
+
+    Args:
+        record: The run (:func:`timm_sl.runs.read_run`), completed by the checkpoint and naming its model.
+        out_dir: A new or empty folder (any folder with ``overwrite``).
+        checkpoint: ``record.checkpoint`` when already read.
+        label_names: Class names: a list, or a file (JSON list or one per line).
+        train_defaults: train.py's defaults; the card's recipe lists the arguments that differ from them (without
+            them, the usual recipe keys, and the card says so).
+        repo_id: The Hub repository the card's usage names.
+        card_sections: Markdown lines the card gains before its recipe.
+        overwrite: Write into a non-empty ``out_dir``.
+
+    The exported ``pretrained_cfg`` carries the data config the run trained with (mean, std, input size,
+    interpolation, crop), resolved from the run's arguments as train.py resolved it. A ``slify`` model is exported as
+    ``slify`` with its ``base`` among the model arguments, so that ``local-dir:`` / ``hf-hub:`` rebuild it.
 
     Raises:
-        FileNotFoundError: no such file.
-        ValueError: not a weights-only readable checkpoint, or it does not fit ``model_name`` with ``model_kwargs``:
-            one line saying what the checkpoint was trained as and which keys / shapes differ.
+        FileNotFoundError: no such checkpoint / label names file.
+        ValueError: a non-empty ``out_dir``, a checkpoint that does not fit the model (see
+            :func:`timm_sl.checkpoint.build_model`), or label names that do not number the model's classes.
     """
-    state, source, meta = load_training_checkpoint(checkpoint)
-    model_kwargs = dict(model_kwargs or {})
-    if 'num_classes' not in model_kwargs:
-        classes = _classifier_classes(model_name, state)
-        if classes is not None:
-            model_kwargs['num_classes'] = classes
-    wanted = _named(model_name, model_kwargs)
-    try:
-        model = timm.create_model(model_name, **model_kwargs)
-    except (RuntimeError, TypeError, ValueError) as e:
-        detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f'{checkpoint} cannot build {wanted} (it was trained as {trained_as(meta)}): {detail}') from e
-    mismatch = _state_mismatch(model.state_dict(), state)
-    if mismatch:
-        raise ValueError(f'{checkpoint} does not fit {wanted} (it was trained as {trained_as(meta)}): {mismatch}')
-    model.load_state_dict(state, strict=True)
-    return model, model_kwargs, source, meta
+    out_dir = Path(out_dir)
+    _check_out_dir(out_dir, overwrite)
+    if isinstance(label_names, (str, Path)):
+        label_names = read_label_names(label_names)
+    checkpoint = checkpoint or read_checkpoint(record.checkpoint)
+    if not record.model:
+        raise ValueError(f'{record.checkpoint} records no model (no args.yaml beside it, no arch / args in it); '
+                         f'name it with --model')
+    model, model_kwargs = build_model(checkpoint, record.model, record.model_kwargs)
+    if label_names is not None and len(label_names) != model.num_classes:
+        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+                         f'classes; give exactly one name per class, in class-index order')
+    model.pretrained_cfg.update(training_data_config(model, record.args))
+    # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
+    model.pretrained_cfg.update(architecture=record.model, tag=None)
+    model_config = {'label_names': list(label_names)} if label_names else {}
+    save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
+    _readable(out_dir / 'model.safetensors')
+    card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
+                       extra=card_sections)
+    (out_dir / 'README.md').write_text(card)
+    written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
+    return Exported(out_dir, checkpoint.source, written)
 
 
 def export_checkpoint(
         checkpoint: Union[str, Path],
-        model_name: str,
+        model_name: Optional[str],
         out_dir: Union[str, Path],
         model_kwargs: Optional[Dict[str, Any]] = None,
         summary: Optional[Union[str, Path]] = None,
         dataset: Optional[str] = None,
         label_names: Optional[Union[List[str], str, Path]] = None,
-        train_defaults: Optional[Dict[str, Any]] = None,
-        repo_id: str = 'ORG/NAME',
-        card_sections: Sequence[str] = (),
+        overwrite: bool = False,
 ) -> Tuple[Path, str]:
-    """Write a Hub-ready folder for a train.py checkpoint; returns ``(folder, state dict key used)``.
+    """``timm-sl export``: :func:`export_run` for a checkpoint file and its run folder; ``(folder, weights key)``.
 
-    The exported ``pretrained_cfg`` carries the data config the run trained with (mean, std, input size,
-    interpolation, crop) resolved from its ``args.yaml`` (or the checkpoint's ``args``) as train.py resolved it, and
-    ``label_names`` (a list, or a file: JSON list or one per line) when given. The card's recipe lists the train.py
-    arguments that differ from ``train_defaults`` (train.py's defaults; without them, the usual recipe keys).
-
-    Raises:
-        FileNotFoundError: no such checkpoint / label names file.
-        ValueError: the checkpoint does not fit ``model_name`` with ``model_kwargs`` (see
-            :func:`model_from_checkpoint`), or the label names do not number the model's classes.
+    ``model_name`` / ``model_kwargs`` default to what the run recorded (``args.yaml`` beside the checkpoint, else the
+    checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
     """
-    checkpoint = Path(checkpoint)
-    if isinstance(label_names, (str, Path)):
-        label_names = read_label_names(label_names)
-    model, model_kwargs, source, meta = model_from_checkpoint(checkpoint, model_name, model_kwargs)
-    if label_names is not None and len(label_names) != model.num_classes:
-        raise ValueError(f'{len(label_names)} label names given but {checkpoint} has {model.num_classes} classes; '
-                         f'give exactly one name per class, in class-index order')
-    model.pretrained_cfg.update(training_data_config(model, run_train_args(checkpoint, meta)))
-    out_dir = Path(out_dir)
-    model_config = {'label_names': list(label_names)} if label_names else {}
-    save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
-    card_kwargs = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
-    summary_info = read_summary(summary) if summary else None
-    card = _model_card(model_name, model, card_kwargs, source, summary_info, dataset,
-                       _card_recipe(checkpoint, meta, train_defaults), repo_id=repo_id, extra=card_sections)
-    (out_dir / 'README.md').write_text(card)
-    return out_dir, source
+    record = read_run(checkpoint, summary=summary, dataset=dataset)
+    loaded = read_checkpoint(checkpoint)
+    record = record.with_checkpoint(loaded.arch, loaded.args)
+    if model_name:
+        record = record.with_model(model_name, model_kwargs)
+    exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
+    return exported.folder, exported.source
 
 
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,

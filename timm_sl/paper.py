@@ -1,13 +1,38 @@
-"""The paper's Table 2 figures, for side-by-side reports.
+"""The paper's Table 2 vocabulary, torch-free: families, rows (variants) and their model kwargs, datasets and their
+recipes, learning rates and the paper's numbers. ``reproduce``, ``release`` and the benchmarks read it from here.
 
 ``TABLE2`` (Tiny-ImageNet: 64 px, 200 classes): MACs in millions (the paper's "FLOPs" column counts
 multiply-accumulates), parameters in millions, throughput in images/s (RTX 2080 Ti, batch 128).
 ``TABLE2_TOP1``: best top-1 accuracy (%) per family, variant and dataset. Variant keys: ``'base'``, ``'sl'`` and, for
 the pooling families (PiT, Swin), ``'sl_no_spool'`` (SPT + LSA with the baseline's pooling).
 """
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-__all__ = ['TABLE2', 'TABLE2_TOP1', 'DATASETS', 'paper_top1']
+__all__ = ['FAMILIES', 'VARIANTS', 'VARIANT_LABELS', 'LEARNING_RATES', 'DATASETS', 'TABLE2', 'TABLE2_TOP1',
+           'paper_top1', 'learning_rate', 'family_of', 'variant_of', 'model_name']
+
+FAMILIES = ('vit', 't2t', 'cait', 'pit', 'swin')
+
+# Table 2 rows of each family as model kwargs; each baseline equals the model class's ``baseline_kwargs`` (tested)
+# and is written out here so that planning needs no torch
+VARIANTS: Dict[str, Dict[str, Dict[str, Any]]] = {
+    'vit': {'base': dict(spt=False, lsa=False), 'sl': {}},
+    't2t': {'base': dict(spt=False, lsa=False), 'sl': {}},
+    'cait': {'base': dict(spt=False, lsa=False), 'sl': {}},
+    'pit': {'base': dict(spt=False, lsa=False, spt_pool=False), 'sl_no_spool': dict(spt_pool=False), 'sl': {}},
+    'swin': {'base': dict(spt=False, lsa=False, spt_pool=False), 'sl_no_spool': dict(spt_pool=False), 'sl': {}},
+}
+VARIANT_LABELS = {'base': 'baseline', 'sl_no_spool': 'SL w/o Spool', 'sl': 'SL'}
+
+# the paper's learning rates (section 4.1): ViT 3e-3, every other family the recipe's 1e-3
+LEARNING_RATES = {'vit': 3e-3}
+DEFAULT_LR = 1e-3
+
+# dataset -> (recipe file, image size of the model configuration), in the paper's column order
+DATASETS: Dict[str, Tuple[str, int]] = {
+    'cifar10': ('cifar10.yaml', 32), 'cifar100': ('cifar100.yaml', 32), 'svhn': ('svhn.yaml', 32),
+    'tiny-imagenet': ('tiny_imagenet.yaml', 64),
+}
 
 # model -> variant -> (MACs M, params M, throughput img/s)
 TABLE2: Dict[str, Dict[str, Tuple[float, float, float]]] = {
@@ -17,9 +42,6 @@ TABLE2: Dict[str, Dict[str, Tuple[float, float, float]]] = {
     'sl_pit_64': {'base': (279.2, 7.1, 7583), 'sl_no_spool': (280.4, 7.1, 6632), 'sl': (322.9, 8.7, 5981)},
     'sl_swin_64': {'base': (242.3, 7.1, 6804), 'sl_no_spool': (247.0, 7.1, 6384), 'sl': (284.9, 10.2, 5711)},
 }
-
-# dataset keys of TABLE2_TOP1, in the paper's column order
-DATASETS = ('cifar10', 'cifar100', 'svhn', 'tiny-imagenet')
 
 # family -> variant -> top-1 % in DATASETS order
 _TOP1_ROWS: Dict[str, Dict[str, Tuple[float, float, float, float]]] = {
@@ -42,3 +64,29 @@ TABLE2_TOP1: Dict[str, Dict[str, Dict[str, float]]] = {
 def paper_top1(family: str, variant: str, dataset: str) -> Optional[float]:
     """Table 2's top-1 for a row, or None where the paper has none (an unknown dataset, a variant it did not run)."""
     return TABLE2_TOP1.get(family, {}).get(variant, {}).get(dataset)
+
+
+def learning_rate(family: str) -> float:
+    """The paper's peak learning rate of a family."""
+    return LEARNING_RATES.get(family, DEFAULT_LR)
+
+
+def model_name(family: str, dataset: str) -> str:
+    """The ``sl_`` configuration a family trains on a dataset (``sl_vit_32`` for CIFAR, ``sl_vit_64`` for
+    Tiny-ImageNet)."""
+    return f'sl_{family}_{DATASETS[dataset][1]}'
+
+
+def family_of(model: str) -> str:
+    """The family of an ``sl_`` model name (``sl_pit_32`` -> ``pit``); any other name is its own family."""
+    parts = model.split('_')
+    return parts[1] if model.startswith('sl_') and len(parts) > 1 else model
+
+
+def variant_of(family: str, model_kwargs: Dict[str, Any]) -> str:
+    """The Table 2 row that ``model_kwargs`` make for ``family`` (``num_classes`` aside); ``custom`` for any other."""
+    arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
+    for variant, kwargs in VARIANTS.get(family, {}).items():
+        if arch == kwargs:
+            return variant
+    return 'custom'

@@ -2,7 +2,7 @@
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
 Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.hub.export_checkpoint` under ``OUT/<repo name>/`` with a model card that adds the Table 2 row, the
+:func:`timm_sl.hub.export_run` (its :class:`timm_sl.runs.RunRecord` read once) under ``OUT/<repo name>/`` with a model card that adds the Table 2 row, the
 paper's number for it and the exact train.py command. ``OUT/release.json`` lists what was released and
 ``OUT/pretrained_entries.json`` holds, in the format of ``timm_sl/models/pretrained.json``, one tag per model and
 dataset (the best seed) for the runs whose architecture is the registered one (no ``--model-kwargs`` other than
@@ -15,20 +15,17 @@ import argparse
 import json
 import os
 import re
-import shlex
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .paper import paper_top1
-from .reproduce import DATASETS, DONE_MARKER, VARIANT_LABELS, VARIANTS
-from .train_args import find_train_script, read_args_yaml, summarize, train_script_defaults
+from .paper import DATASETS, VARIANT_LABELS, paper_top1
+from .runs import RunRecord, find_runs, read_run, run_checkpoint
+from .train_args import find_train_script, train_script_defaults
 
-__all__ = ['Released', 'find_runs', 'run_info', 'portable_command', 'repo_name', 'release_run', 'pretrained_entries',
-           'release', 'add_release_args', 'run_from_args']
+__all__ = ['Released', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
+           'run_from_args']
 
-CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
 # the fields a pretrained tag entry takes from the exported pretrained_cfg
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
@@ -50,108 +47,18 @@ class Released:
     best_top1: Optional[float]
     paper_top1: Optional[float]
     weights: str
+    pretrained_cfg: Dict[str, Any]
     pushed: Optional[str] = None
 
 
-def find_runs(paths: Sequence[Any]) -> List[Path]:
-    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted.
-
-    Raises:
-        FileNotFoundError: a path does not exist, or holds no run.
-    """
-    runs = set()
-    for path in map(Path, paths):
-        if not path.exists():
-            raise FileNotFoundError(f'{path} does not exist')
-        found = {c.parent for name in CHECKPOINTS for c in ([path / name] if (path / name).is_file() else [])}
-        found |= {c.parent for name in CHECKPOINTS for c in path.rglob(name)}
-        if not found:
-            raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
-        runs |= found
-    return sorted(runs)
-
-
-def _dataset_name(run_dir: Path, args: Dict[str, Any], marker: Dict[str, Any]) -> Optional[str]:
-    """The dataset of a run: reproduce's record, else train.py's ``--dataset`` without its reader prefix."""
-    if marker.get('dataset'):
-        return marker['dataset']
-    for parent in list(run_dir.parents)[:3]:
-        results = parent / 'results.json'
-        if results.is_file():
-            return json.loads(results.read_text()).get('dataset')
-    name = str(args.get('dataset') or '').split('/')[-1]
-    return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
-
-
-def _variant(family: str, model_kwargs: Dict[str, Any]) -> str:
-    """The Table 2 row a run's kwargs make (``custom`` for anything else)."""
-    arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
-    for variant, kwargs in VARIANTS.get(family, {}).items():
-        if arch == kwargs:
-            return variant
-    return 'custom'
-
-
-def run_info(run_dir: Path) -> Dict[str, Any]:
-    """What a run folder says about itself: train.py args, reproduce's marker, summary, checkpoint, command.
-
-    Raises:
-        FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
-    """
-    args_yaml = run_dir / 'args.yaml'
-    if not args_yaml.is_file():
-        raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    args = read_args_yaml(args_yaml)
-    marker = json.loads((run_dir / DONE_MARKER).read_text()) if (run_dir / DONE_MARKER).is_file() else {}
-    model = args.get('model') or ''
-    model_kwargs = dict(args.get('model_kwargs') or {})
-    family = marker.get('family') or (model.split('_')[1] if model.startswith('sl_') else model)
-    command_file = run_dir / 'command.txt'
-    command = portable_command(command_file.read_text().strip()) if command_file.is_file() else None
-    summary = summarize(run_dir / 'summary.csv') if (run_dir / 'summary.csv').is_file() else None
-    return dict(
-        args=args, model=model, model_kwargs=model_kwargs, family=family,
-        variant=marker.get('variant') or _variant(family, model_kwargs), seed=args.get('seed'),
-        dataset=_dataset_name(run_dir, args, marker), command=command, summary=summary,
-        checkpoint=next(run_dir / c for c in CHECKPOINTS if (run_dir / c).is_file()),
-    )
-
-
-# train.py arguments whose values are this machine's paths, and what a card shows instead
-PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
-
-
-def portable_command(command: str) -> str:
-    """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
-    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``)."""
-    tokens = shlex.split(command)
-    script = next((i for i, t in enumerate(tokens) if t.endswith('train.py')), None)
-    if script is None:
-        return command
-    out = tokens[:script] + ['train.py']
-    out[0] = 'python' if script > 0 and Path(tokens[0]).name.startswith('python') else out[0]
-    rest = iter(tokens[script + 1:])
-    for token in rest:
-        if token == '--resume':
-            next(rest, None)
-        elif token in PATH_PLACEHOLDERS:
-            out += [token, PATH_PLACEHOLDERS[token]]
-            next(rest, None)
-        elif token == '--config':
-            out += [token, f'recipes/{Path(next(rest, "")).name}']
-        else:
-            out.append(token)
-    return shlex.join(out)
-
-
-def repo_name(pattern: str, info: Dict[str, Any]) -> str:
+def repo_name(pattern: str, record: RunRecord) -> str:
     """A Hub repository name from ``pattern`` (fields: model, family, variant, dataset, seed, run).
 
     Raises:
         ValueError: an unknown field, or a name the Hub does not accept.
     """
-    fields = dict(model=info['model'], family=info['family'], variant=info['variant'],
-                  dataset=info['dataset'] or 'data', seed=info['seed'], run=Path(str(info.get('run_dir', ''))).name)
+    fields = dict(model=record.model, family=record.family, variant=record.variant,
+                  dataset=record.dataset or 'data', seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
     except (KeyError, IndexError) as e:
@@ -162,56 +69,59 @@ def repo_name(pattern: str, info: Dict[str, Any]) -> str:
     return name
 
 
-def _release_section(info: Dict[str, Any], paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
-    summary = info['summary'] or {}
-    row = f'{info["family"]}, {VARIANT_LABELS.get(info["variant"], info["variant"])}'
+def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
+    summary = record.summary or {}
+    row = f'{record.family}, {VARIANT_LABELS.get(record.variant, record.variant)}'
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
-             f'| dataset | {info["dataset"] or "unknown"} |', f'| Table 2 row | {row} |',
+             f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary else '| measured best top-1 | - |',
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
-             '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {info["seed"]} |', '']
-    if info['command']:
-        lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', info['command'], '```',
+             '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
+    if record.command:
+        lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', record.command, '```',
                   '']
     else:
-        lines += ['The exact command was not recorded; the recipe below lists every train.py argument that differs'
-                  ' from its defaults.', '']
+        lines += ['The exact command was not recorded; the recipe below lists the train.py arguments of the run.', '']
     if tag:
         lines += [f'Once the package lists the tag, `timm.create_model("{tag}", pretrained=True)` loads these weights '
                   f'too (the tag points at `{repo_id}`).', '']
     return lines
 
 
-def _tag(info: Dict[str, Any]) -> Optional[str]:
+def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Optional[str]:
     """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs), else None."""
-    arch = {k: v for k, v in info['model_kwargs'].items() if k != 'num_classes'}
-    if arch or not info['dataset'] or not info['model'].startswith('sl_'):
+    arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
+    if arch or not dataset or not model.startswith('sl_'):
         return None
-    return f'{info["model"]}.{info["dataset"].replace("-", "")}'
+    return f'{model}.{dataset.replace("-", "")}'
 
 
 def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_PATTERN,
                 label_names: Optional[Any] = None, train_defaults: Optional[Dict[str, Any]] = None,
                 dataset: Optional[str] = None) -> Released:
-    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card."""
-    from .hub import export_checkpoint
-    info = run_info(run_dir)
-    info['run_dir'] = str(run_dir)
-    if dataset:
-        info['dataset'] = dataset
-    name = repo_name(name_pattern, info)
+    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card.
+
+    Raises:
+        FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
+    """
+    from .checkpoint import read_checkpoint
+    from .hub import export_run
+    record = read_run(run_checkpoint(run_dir), dataset=dataset)
+    if record.run_dir is None:
+        raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
-    paper = paper_top1(info['family'], info['variant'], info['dataset'] or '')
-    folder, source = export_checkpoint(
-        info['checkpoint'], info['model'], out / name, model_kwargs=info['model_kwargs'],
-        summary=run_dir / 'summary.csv' if info['summary'] else None, dataset=info['dataset'],
-        label_names=label_names, train_defaults=train_defaults, repo_id=repo_id,
-        card_sections=_release_section(info, paper, repo_id, _tag(info)))
+    paper = paper_top1(record.family, record.variant, record.dataset or '')
+    checkpoint = read_checkpoint(record.checkpoint)
+    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset))
+    # OUT/<repo name> is release's own folder: releasing again refreshes it
+    exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
+                          train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
-        run_dir=str(run_dir), checkpoint=str(info['checkpoint']), folder=str(folder), repo_id=repo_id,
-        model=info['model'], model_kwargs=info['model_kwargs'], family=info['family'], variant=info['variant'],
-        seed=info['seed'], dataset=info['dataset'], best_top1=(info['summary'] or {}).get('best_top1'),
-        paper_top1=paper, weights=source)
+        run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
+        model=record.model, model_kwargs=record.model_kwargs, family=record.family, variant=record.variant,
+        seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
+        paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg)
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
@@ -219,17 +129,12 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
     the data config it was exported with."""
     best: Dict[str, Released] = {}
     for r in released:
-        tag = _tag(dict(model=r.model, model_kwargs=r.model_kwargs, dataset=r.dataset))
+        tag = _tag(r.model, r.model_kwargs, r.dataset)
         if tag and (tag not in best or (r.best_top1 or 0.) > (best[tag].best_top1 or 0.)):
             best[tag] = r
-    entries = {}
-    for tag, r in sorted(best.items()):
-        config = json.loads((Path(r.folder) / 'config.json').read_text())
-        cfg = dict(config['pretrained_cfg'], num_classes=config['num_classes'])
-        if config.get('label_names'):
-            cfg['label_names'] = config['label_names']
-        entries[tag] = dict(hf_hub_id=r.repo_id, **{k: cfg[k] for k in TAG_FIELDS if cfg.get(k) is not None})
-    return entries
+    return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
+                                              if r.pretrained_cfg.get(k) is not None})
+            for tag, r in sorted(best.items())}
 
 
 def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAULT_PATTERN, push: bool = False,
@@ -293,7 +198,8 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl release``; every failure ends in one line on stderr."""
+    """``timm-sl release``; every failure is a :class:`timm_sl.cli.CliError` (one line on stderr, exit status 2)."""
+    from .cli import CliError
     try:
         script = None
         if args.train_script or os.environ.get('TIMM_REPO'):
@@ -302,6 +208,5 @@ def run_from_args(args: argparse.Namespace) -> int:
                 label_names=args.label_names, train_script=script, dataset=args.dataset,
                 echo=lambda line: print(line, flush=True))
     except (FileNotFoundError, ValueError, RuntimeError) as e:
-        print(f'timm-sl release: {e}', file=sys.stderr)
-        return 1
+        raise CliError(str(e)) from e
     return 0

@@ -20,33 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .paper import paper_top1
+from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
 from .train_args import find_train_script, read_summary_rows, summarize
 
-__all__ = ['FAMILIES', 'VARIANTS', 'DATASETS', 'Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_command',
+__all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_command',
            'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args', 'run_from_args']
-
-FAMILIES = ('vit', 't2t', 'cait', 'pit', 'swin')
-
-# Table 2 rows of each family as model kwargs; each baseline equals the model class's ``baseline_kwargs`` (tested)
-# and is written out here so that planning needs no torch
-VARIANTS: Dict[str, Dict[str, Dict[str, Any]]] = {
-    'vit': {'base': dict(spt=False, lsa=False), 'sl': {}},
-    't2t': {'base': dict(spt=False, lsa=False), 'sl': {}},
-    'cait': {'base': dict(spt=False, lsa=False), 'sl': {}},
-    'pit': {'base': dict(spt=False, lsa=False, spt_pool=False), 'sl_no_spool': dict(spt_pool=False), 'sl': {}},
-    'swin': {'base': dict(spt=False, lsa=False, spt_pool=False), 'sl_no_spool': dict(spt_pool=False), 'sl': {}},
-}
-VARIANT_LABELS = {'base': 'baseline', 'sl_no_spool': 'SL w/o Spool', 'sl': 'SL'}
-
-# the paper's learning rates (section 4.1): ViT 3e-3, every other family the recipe's 1e-3
-LEARNING_RATES = {'vit': 3e-3}
-
-# dataset -> (recipe file, image size of the model configuration)
-DATASETS: Dict[str, Tuple[str, int]] = {
-    'cifar10': ('cifar10.yaml', 32), 'cifar100': ('cifar100.yaml', 32), 'svhn': ('svhn.yaml', 32),
-    'tiny-imagenet': ('tiny_imagenet.yaml', 64),
-}
 
 DONE_MARKER = 'done.json'
 LOG_NAME = 'train.log'
@@ -68,7 +46,7 @@ class Run:
 
     @property
     def lr(self) -> float:
-        return LEARNING_RATES.get(self.family, 1e-3)
+        return learning_rate(self.family)
 
 
 @dataclass
@@ -109,12 +87,11 @@ def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], outpu
         _check_choice('family', family, FAMILIES)
     if not seeds:
         raise ValueError('no seeds given; pass at least one, e.g. --seeds 0')
-    size = DATASETS[dataset][1]
     runs = []
     for family in dict.fromkeys(families):
         for variant, kwargs in VARIANTS[family].items():
             for seed in dict.fromkeys(seeds):
-                run = Run(family, variant, seed, f'sl_{family}_{size}', dict(kwargs), Path())
+                run = Run(family, variant, seed, model_name(family, dataset), dict(kwargs), Path())
                 run.out_dir = Path(output) / 'runs' / run.name
                 runs.append(run)
     return runs

@@ -114,9 +114,10 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
-def summarize(path: Union[str, Path]) -> Dict[str, Any]:
-    """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs)."""
-    rows = read_summary_rows(path)
+def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None) -> Dict[str, Any]:
+    """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs);
+    ``rows`` when :func:`read_summary_rows` already read them."""
+    rows = read_summary_rows(path) if rows is None else rows
     if not rows:
         raise ValueError(f'{path} has no finished epoch')
     best = max(rows, key=lambda r: r['eval_top1'])

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from torch import nn
 
 import timm
-from timm.models import register_model
+from timm.models import load_pretrained, register_model
 
 __all__ = []
 
@@ -29,4 +29,13 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         raise ValueError("base='slify' is invalid; allowed: a timm model name other than slify.")
     if kwargs.get('pretrained_cfg') is None:  # the entry's own (empty) cfg: the base resolves its own
         kwargs.pop('pretrained_cfg', None)
-    return convert(base, pretrained=pretrained, **kwargs)
+    if not (pretrained and 'base' in (kwargs.get('pretrained_model_args') or {})):
+        return convert(base, pretrained=pretrained, **kwargs)
+    # weights of a converted model (timm passes the saved model_args of a `timm-sl export`, base included, when it
+    # loads one from local-dir: / hf-hub:): build and convert the base, then load them as timm loads pretrained
+    # weights (the classifier adapted when num_classes differs)
+    cfg = kwargs.get('pretrained_cfg')
+    cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
+    model = convert(base, pretrained=False, **kwargs)
+    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3))
+    return model
