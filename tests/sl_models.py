@@ -5,15 +5,22 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the models even when the autoload hook is disabled)
-from timm_sl.models import sl_cait, sl_pit, sl_swin, sl_vit
 
 ALL_MODELS = timm.list_models('sl_*')
 FAST_MODELS = [name for name in ALL_MODELS if name.endswith('_32')]
 MODELS = [pytest.param(name, marks=() if name in FAST_MODELS else pytest.mark.slow) for name in ALL_MODELS]
 
-# timm's registered model that each 224 px sl_ config mirrors (its baseline architecture; timm's weights load into it).
-# T2T has none: timm has no T2T-ViT.
-TIMM_BASELINES = {**sl_vit.TIMM_BASELINES, **sl_pit.TIMM_BASELINES, **sl_swin.TIMM_BASELINES, **sl_cait.TIMM_BASELINES}
+# timm's registered model that each 224 px sl_ config mirrors: with ``baseline_kwargs`` the SL model has its
+# architecture, and timm's weights for it load into that baseline (CaiT-XS24 built at 224 px). T2T has none: timm has
+# no T2T-ViT.
+TIMM_BASELINES = {
+    'sl_vit_tiny': 'vit_tiny_patch16_224', 'sl_vit_small': 'vit_small_patch16_224', 'sl_vit_base': 'vit_base_patch16_224',
+    'sl_pit_ti': 'pit_ti_224', 'sl_pit_xs': 'pit_xs_224', 'sl_pit_s': 'pit_s_224', 'sl_pit_b': 'pit_b_224',
+    'sl_swin_t': 'swin_tiny_patch4_window7_224', 'sl_swin_s': 'swin_small_patch4_window7_224',
+    'sl_swin_b': 'swin_base_patch4_window7_224',
+    'sl_cait_xxs24': 'cait_xxs24_224', 'sl_cait_xxs36': 'cait_xxs36_224', 'sl_cait_xs24': 'cait_xs24_384',
+    'sl_cait_s24': 'cait_s24_224',
+}
 # the SL twins of timm's standard sizes beyond the paper's five 224 px configurations (issue 14)
 LADDER_MODELS = [
     'sl_vit_small', 'sl_vit_base', 'sl_pit_ti', 'sl_pit_s', 'sl_pit_b', 'sl_swin_s', 'sl_swin_b',

@@ -14,8 +14,8 @@ def test_list_prints_params_macs_and_baseline(capsys):
 
 
 def test_list_unknown_filter_fails(capsys):
-    assert main(['list', '--filter', 'sl_nothing_*']) == 1
-    assert "no sl_ model matches 'sl_nothing_*'" in capsys.readouterr().err
+    assert _exit_message(['list', '--filter', 'sl_nothing_*']).startswith(
+        "timm-sl list: no sl_ model matches 'sl_nothing_*'")
 
 
 import os  # noqa: E402
@@ -31,11 +31,11 @@ SCRIPT = Path(sys.executable).with_name('timm-sl')  # the installed console comm
 
 
 def _exit_message(argv) -> str:
-    """The one-line message a command ends with (SystemExit with a string: exit status 1, message on stderr)."""
+    """The one-line message a command ends with (exit status 2, the message on stderr)."""
     with pytest.raises(SystemExit) as info:
         main(argv)
-    assert isinstance(info.value.code, str) and '\n' not in info.value.code
-    return info.value.code
+    assert info.value.code == 2 and '\n' not in str(info.value)
+    return str(info.value)
 
 
 def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
@@ -152,8 +152,9 @@ def test_library_import_still_registers_the_models():
 
 def test_list_shows_only_sl_models(capsys):
     """A filter that matches timm's own models (no spt/lsa baseline) is not an error deep inside the table."""
-    assert main(['list', '--filter', 'vit_tiny_patch16_*', '--baseline']) == 1
-    assert capsys.readouterr().err == "no sl_ model matches 'vit_tiny_patch16_*'\n"
+    assert _exit_message(['list', '--filter', 'vit_tiny_patch16_*', '--baseline']) == (
+        "timm-sl list: no sl_ model matches 'vit_tiny_patch16_*'; allowed: a pattern of sl_ names, e.g. sl_vit_*")
+    assert capsys.readouterr().err.endswith("e.g. sl_vit_*\n")
 
 
 def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):

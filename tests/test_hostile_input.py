@@ -8,7 +8,7 @@ from safetensors.torch import save_file
 
 import timm
 from timm.models import load_checkpoint
-from timm_sl.hub import load_training_checkpoint, model_from_checkpoint
+from timm_sl.checkpoint import model_from_checkpoint, read_checkpoint
 from sl_models import FAST_MODELS, MODELS, model_input
 
 
@@ -129,10 +129,10 @@ def test_load_checkpoint_errors(files):
 
 def test_training_checkpoint_errors(files):
     with pytest.raises(FileNotFoundError, match='missing.pth does not exist'):
-        load_training_checkpoint(files / 'missing.pth')
+        read_checkpoint(files / 'missing.pth')
     for name in ('garbage.pth', 'truncated.pth', 'code.pth'):
         with pytest.raises(ValueError, match=rf'{name} is not a readable torch checkpoint \(weights-only load'):
-            load_training_checkpoint(files / name)
+            read_checkpoint(files / name)
     assert not (files / 'EXECUTED').exists()
     with pytest.raises(ValueError, match=r"good.pth does not fit sl_vit_32 \{'depth': 2"):
         model_from_checkpoint(files / 'good.pth', 'sl_vit_32', dict(depth=2))

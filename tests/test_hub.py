@@ -12,7 +12,8 @@ import torch
 
 import timm
 from timm_sl.cli import main
-from timm_sl.hub import export_checkpoint, load_training_checkpoint, push_folder
+from timm_sl.checkpoint import read_checkpoint
+from timm_sl.hub import export_checkpoint, push_folder
 
 KWARGS = dict(depth=2, shift_directions='cardinal')
 
@@ -165,15 +166,15 @@ def test_adaptation_on_load(trained, tmp_path):
 
 def test_checkpoint_errors_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match='does not exist'):
-        load_training_checkpoint(tmp_path / 'nope.pth')
+        read_checkpoint(tmp_path / 'nope.pth')
     bad = tmp_path / 'corrupt.pth'
     bad.write_bytes(b'not a checkpoint')
     with pytest.raises(ValueError, match='corrupt.pth is not a readable torch checkpoint'):
-        load_training_checkpoint(bad)
+        read_checkpoint(bad)
     empty = tmp_path / 'empty.pth'
     torch.save({'epoch': 1}, empty)
     with pytest.raises(ValueError, match='empty.pth holds no state dict'):
-        load_training_checkpoint(empty)
+        read_checkpoint(empty)
 
 
 def test_mismatched_architecture_is_named(trained, tmp_path):
@@ -188,7 +189,7 @@ def test_mismatched_architecture_is_named(trained, tmp_path):
 
 
 def test_checkpoint_into_the_wrong_model_says_what_it_was_trained_as(trained):
-    from timm_sl.hub import model_from_checkpoint
+    from timm_sl.checkpoint import model_from_checkpoint
     ckpt = trained[0] / 'model_best.pth.tar'
     with pytest.raises(ValueError) as e:
         model_from_checkpoint(ckpt, 'sl_pit_32', {})
@@ -204,9 +205,14 @@ def test_checkpoint_into_the_wrong_model_says_what_it_was_trained_as(trained):
 
 def test_cli_export_errors_are_one_line(trained, tmp_path, capsys):
     root, _ = trained
-    assert main(['export', str(tmp_path / 'missing.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)]) == 1
+    with pytest.raises(SystemExit) as e:
+        main(['export', str(tmp_path / 'missing.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)])
+    assert e.value.code == 2
     assert capsys.readouterr().err == f'timm-sl export: checkpoint {tmp_path / "missing.pth.tar"} does not exist\n'
-    assert main(['export', str(root / 'model_best.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)]) == 1
+    with pytest.raises(SystemExit) as e:
+        main(['export', str(root / 'model_best.pth.tar'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=3',
+              '--out', str(tmp_path)])
+    assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith('timm-sl export: ') and "was trained as sl_vit_32 {'depth': 2" in err and err.count('\n') == 1
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +14,8 @@ import torch
 import timm
 from timm_sl.cli import main
 from timm_sl.models._cfgs import PRETRAINED_ENV, PRETRAINED_FILE, read_pretrained_tags, with_pretrained_tags
-from timm_sl.release import find_runs, portable_command, release, repo_name
+from timm_sl.release import release, repo_name
+from timm_sl.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
 
@@ -161,15 +163,21 @@ def test_push_uploads_each_folder(reproduced, tmp_path, monkeypatch):
 
 def test_release_errors_are_one_line(reproduced, tmp_path, capsys):
     root, _ = reproduced
-    assert main(['release', str(tmp_path / 'nothing'), '--org', 'o', '--out', str(tmp_path / 'o')]) == 1
+    def fails(argv):  # one line on stderr, exit status 2
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        return True
+
+    assert fails(['release', str(tmp_path / 'nothing'), '--org', 'o', '--out', str(tmp_path / 'o')])
     assert capsys.readouterr().err == f'timm-sl release: {tmp_path / "nothing"} does not exist\n'
-    assert main(['release', str(tmp_path), '--org', 'o', '--out', str(tmp_path / 'o')]) == 1
+    assert fails(['release', str(tmp_path), '--org', 'o', '--out', str(tmp_path / 'o')])
     assert capsys.readouterr().err == (f'timm-sl release: {tmp_path} holds no train.py run (no model_best.pth.tar or '
                                        f'last.pth.tar at or below it)\n')
-    assert main(['release', str(root), '--org', 'o', '--name-pattern', '{model}', '--out', str(tmp_path / 'o')]) == 1
+    assert fails(['release', str(root), '--org', 'o', '--name-pattern', '{model}', '--out', str(tmp_path / 'o')])
     assert capsys.readouterr().err == ("timm-sl release: --name-pattern '{model}' gives several runs the same "
                                        "repository name; add {seed} or {run}\n")
-    info = dict(model='sl_vit_32', family='vit', variant='sl', dataset='cifar10', seed=0)
+    info = RunRecord(Path('x'), model='sl_vit_32', family='vit', variant='sl', dataset='cifar10', seed=0)
     with pytest.raises(ValueError, match=r"uses an unknown field 'size'; allowed: model, family, variant"):
         repo_name('{model}-{size}', info)
     with pytest.raises(ValueError, match="repository name 'sl_vit_32/x' .* is not allowed on the Hub"):

@@ -317,13 +317,3 @@ def sl_cait_s24(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT-S24 at 224 px; mirrors timm's ``cait_s24_224`` (patch 16, dim 384, depth 24, 8 heads)."""
     model_args = dict(patch_size=16, embed_dim=384, depth=24, num_heads=8, init_values=1e-5)
     return _create_sl_cait('sl_cait_s24', pretrained=pretrained, **dict(model_args, **kwargs))
-
-
-# timm's registered model that each 224 px config mirrors (built at 224 px): with ``baseline_kwargs`` the SL model has
-# its architecture, and timm's weights for it load into that baseline
-TIMM_BASELINES: Dict[str, str] = {
-    'sl_cait_xxs24': 'cait_xxs24_224',
-    'sl_cait_xxs36': 'cait_xxs36_224',
-    'sl_cait_xs24': 'cait_xs24_384',
-    'sl_cait_s24': 'cait_s24_224',
-}

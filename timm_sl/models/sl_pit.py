@@ -210,13 +210,3 @@ def sl_pit_b(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfor
     (4, 8, 16)); SPT stem of patch 7 (3 px shift)."""
     model_args = dict(patch_size=14, stride=7, base_dims=(64, 64, 64), depth=(3, 6, 4), heads=(4, 8, 16), mlp_ratio=4)
     return _create_sl_pit('sl_pit_b', pretrained=pretrained, **dict(model_args, **kwargs))
-
-
-# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
-# architecture, and timm's weights for it load into that baseline
-TIMM_BASELINES: Dict[str, str] = {
-    'sl_pit_ti': 'pit_ti_224',
-    'sl_pit_xs': 'pit_xs_224',
-    'sl_pit_s': 'pit_s_224',
-    'sl_pit_b': 'pit_b_224',
-}

@@ -222,12 +222,3 @@ def sl_swin_b(pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
     (2, 2, 18, 2), heads (4, 8, 16, 32))."""
     model_args = dict(patch_size=4, window_size=7, embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
     return _create_sl_swin('sl_swin_b', pretrained=pretrained, **dict(model_args, **kwargs))
-
-
-# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
-# architecture, and timm's weights for it load into that baseline
-TIMM_BASELINES: Dict[str, str] = {
-    'sl_swin_t': 'swin_tiny_patch4_window7_224',
-    'sl_swin_s': 'swin_small_patch4_window7_224',
-    'sl_swin_b': 'swin_base_patch4_window7_224',
-}

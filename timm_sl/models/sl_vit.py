@@ -119,12 +119,3 @@ def sl_vit_base(pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
     ``deit_base_patch16_224``): patch 16, dim 768, depth 12, 12 heads."""
     model_args = dict(patch_size=16, embed_dim=768, depth=12, num_heads=12)
     return _create_sl_vit('sl_vit_base', pretrained=pretrained, **dict(model_args, **kwargs))
-
-
-# timm's registered model that each 224 px config mirrors: with ``baseline_kwargs`` the SL model has its
-# architecture, and timm's weights for it load into that baseline
-TIMM_BASELINES: Dict[str, str] = {
-    'sl_vit_tiny': 'vit_tiny_patch16_224',
-    'sl_vit_small': 'vit_small_patch16_224',
-    'sl_vit_base': 'vit_base_patch16_224',
-}

@@ -1,0 +1,202 @@
+"""From a train.py run to an exported folder: the run record read once, every kind of model (sl_, baseline kwargs,
+slify) exported and loaded back, checkpoints as timm reads them, and one-line errors (exit status 2)."""
+import argparse
+import builtins
+import collections
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+import timm
+from timm_sl.cli import build_parser, main
+from timm_sl.hub import export_checkpoint
+
+
+def _train_run(folder: Path, model: str, kwargs: dict, args_yaml: bool = True, **extra_args) -> torch.nn.Module:
+    """A train.py run folder: checkpoint with ``arch`` and ``args`` (and, unless told not to, args.yaml +
+    summary.csv)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    model_obj = timm.create_model(model, num_classes=4, **kwargs).eval()
+    args = dict(model=model, model_kwargs=kwargs, num_classes=4, seed=1, lr=1e-3, **extra_args)
+    torch.save({'epoch': 1, 'arch': model, 'state_dict': model_obj.state_dict(), 'args': argparse.Namespace(**args)},
+               folder / 'model_best.pth.tar')
+    if args_yaml:
+        (folder / 'args.yaml').write_text(json.dumps(args))
+        (folder / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50.0,90.0\n'
+                                            '1,1,1,55.5,95.0\n')
+    return model_obj
+
+
+def _fails(argv, capsys) -> str:
+    """A command's error: exit status 2 and one line on stderr."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count('\n') == 1, err
+    return err.rstrip('\n')
+
+
+def _loads_equal_in_fresh_interpreter(folder: Path, model: torch.nn.Module, tmp_path: Path, size: int = 32) -> None:
+    x = torch.randn(2, 3, size, size)
+    with torch.no_grad():
+        torch.save({'x': x, 'y': model(x)}, tmp_path / 'io.pt')
+    code = textwrap.dedent(f'''
+        import torch, timm
+        io = torch.load(r'{tmp_path / 'io.pt'}')
+        m = timm.create_model(r'local-dir:{folder}', pretrained=True).eval()
+        with torch.no_grad():
+            torch.testing.assert_close(m(io['x']), io['y'], atol=1e-5, rtol=1e-5)
+        print('ok')
+    ''')
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env, timeout=300)
+    assert result.stdout.strip() == 'ok', result.stderr[-2000:]
+
+
+SLIFY_KWARGS = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=2)
+
+
+def test_slify_run_exports_with_its_base_and_loads_back(tmp_path, capsys):
+    model = _train_run(tmp_path / 'run', 'slify', SLIFY_KWARGS, img_size=32)
+    out = tmp_path / 'out'
+    assert main(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model', 'slify', '--out', str(out)]) == 0
+    config = json.loads((out / 'config.json').read_text())
+    assert config['architecture'] == 'slify' and config['model_args']['base'] == 'vit_tiny_patch16_224'
+    assert config['num_classes'] == 4 and config['pretrained_cfg']['input_size'] == [3, 32, 32]
+    assert '`vit_tiny_patch16_224` converted by `slify`' in (out / 'README.md').read_text()
+    _loads_equal_in_fresh_interpreter(out, model, tmp_path)
+    five = timm.create_model(f'local-dir:{out}', pretrained=True, num_classes=5)
+    assert five.num_classes == 5 and five.sl_args.spt
+
+
+@pytest.mark.parametrize('kwargs', [{}, dict(spt=False, lsa=False)], ids=['sl', 'baseline'])
+def test_export_takes_the_model_the_checkpoint_records(kwargs, tmp_path, capsys):
+    """No --model: a train.py checkpoint names its arch and kwargs (here without an args.yaml beside it)."""
+    model = _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, **kwargs), args_yaml=False)
+    out = tmp_path / 'out'
+    assert main(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(out)]) == 0
+    config = json.loads((out / 'config.json').read_text())
+    assert config['architecture'] == 'sl_vit_32' and config['model_args']['depth'] == 1
+    assert all(config['model_args'][k] == v for k, v in kwargs.items())
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_export_without_a_recorded_model_asks_for_it(tmp_path, capsys):
+    torch.save(timm.create_model('sl_vit_32', depth=1).state_dict(), tmp_path / 'bare.pth')
+    err = _fails(['export', str(tmp_path / 'bare.pth'), '--out', str(tmp_path / 'o')], capsys)
+    assert err == (f'timm-sl export: {tmp_path / "bare.pth"} records no model (no args.yaml beside it, no arch / args '
+                   f'in it); name it with --model')
+
+
+def test_state_dict_of_a_compiled_model_exports(tmp_path):
+    """torch.compile wraps the model: its state dict keys start with _orig_mod. (timm's clean_state_dict strips it)."""
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=3).eval()
+    torch.save({'state_dict': {f'_orig_mod.{k}': v for k, v in model.state_dict().items()}}, tmp_path / 'c.pth')
+    out, source = export_checkpoint(tmp_path / 'c.pth', 'sl_vit_32', tmp_path / 'out', model_kwargs=dict(depth=1))
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+
+
+@pytest.mark.parametrize('content', [b'not a checkpoint at all', 'truncated'])
+def test_a_file_that_is_not_a_checkpoint_is_one_line(content, tmp_path, capsys):
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    data = (run / 'model_best.pth.tar').read_bytes()
+    (run / 'model_best.pth.tar').write_bytes(data[:len(data) // 2] if content == 'truncated' else content)
+    ckpt = run / 'model_best.pth.tar'
+    for argv in (['export', str(ckpt), '--model', 'sl_vit_32', '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+        err = _fails(argv, capsys)
+        assert err.startswith(f'timm-sl {argv[0]}: {ckpt} is not a readable torch checkpoint'), err
+
+
+def test_export_refuses_a_non_empty_out_and_writes_readable_files(tmp_path, capsys):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    ckpt = str(tmp_path / 'run' / 'model_best.pth.tar')
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'notes.txt').write_text('mine')
+    assert _fails(['export', ckpt, '--out', str(out)], capsys) == (
+        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the files '
+        f'an export writes there')
+    assert {p.name for p in out.iterdir()} == {'notes.txt'}
+    old = os.umask(0o022)
+    try:
+        assert main(['export', ckpt, '--out', str(out), '--overwrite']) == 0
+    finally:
+        os.umask(old)
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == {
+        'notes.txt': 0o644, 'README.md': 0o644, 'config.json': 0o644, 'model.safetensors': 0o644}
+
+
+def test_card_says_what_its_recipe_list_is(tmp_path):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    out, _ = export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out')
+    card = (out / 'README.md').read_text()
+    assert "differ from train.py's defaults" not in card
+    assert ("## Training recipe (the run's usual recipe arguments, as set; timm's train.py was not at hand to compare "
+            "with its defaults)") in card
+    assert '| best top-1 (%) | 55.50 |' in card  # the run folder's summary.csv, read without --summary
+
+
+def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    assert main(['attention', str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--checkpoint',
+                 str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(tmp_path / 'a.png')]) == 0
+    assert (tmp_path / 'a.png').is_file()
+
+
+def test_every_help_shows_each_default_once():
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in {'': parser, **commands}.items():
+        text = ' '.join(sub.format_help().split())
+        assert 'default: ' in text or name in ('', 'push', 'prepare-tiny-imagenet'), name
+        for chunk in text.split('(default: ')[1:]:
+            assert not chunk.split(')', 1)[1].lstrip().startswith('(default:'), (name, chunk[:80])
+
+
+def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
+    from timm_sl.release import release
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1), dataset='')
+    (run / 'command.txt').write_text('python train.py --model sl_vit_32\n')
+    reads = collections.Counter()
+    real_open = io.open
+
+    def counting_open(file, mode='r', *args, **kwargs):
+        if 'r' in mode and isinstance(file, (str, os.PathLike)):
+            reads[Path(file).resolve()] += 1
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(io, 'open', counting_open)
+    monkeypatch.setattr(builtins, 'open', counting_open)
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
+    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if tmp_path.resolve() in p.parents}
+    assert ours and all(n == 1 for n in ours.values()), ours
+    assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
+    assert not any(p.name == 'config.json' for p in ours)  # what was exported is not read back
+
+
+def test_import_does_not_depend_on_the_program_name():
+    code = ("import sys; sys.argv[0] = 'timm-sl'; import timm_sl, timm; assert 'sl_vit_32' in timm.list_models("
+            "'sl_*'); print(timm_sl.SlVisionTransformer.__name__)")
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                            env=dict(os.environ, TIMM_SL_NO_AUTOLOAD='1'))
+    assert result.stdout.strip() == 'SlVisionTransformer', result.stderr[-2000:]
