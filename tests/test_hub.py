@@ -232,8 +232,9 @@ def test_cli_export_and_push_offline(trained, tmp_path, capsys, monkeypatch):
                  'shift_directions=cardinal', '--out', str(out), '--summary', str(root / 'summary.csv')]) == 0
     assert 'state_dict_ema weights' in capsys.readouterr().out
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
-    assert main(['push', str(out), '--repo-id', 'timm-sl/nothing']) == 1
-    assert 'timm-sl push:' in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(['push', str(out), '--repo-id', 'timm-sl/nothing'])
+    assert e.value.code == 2 and 'timm-sl push:' in capsys.readouterr().err
     with pytest.raises(FileNotFoundError, match='missing config.json'):
         push_folder(tmp_path, 'timm-sl/nothing')
 
