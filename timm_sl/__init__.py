@@ -8,6 +8,7 @@ whatever started it.
 """
 import importlib
 import sys
+import types
 
 from .version import __version__
 
@@ -28,6 +29,23 @@ def __getattr__(name: str):
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``timm_sl.slify`` is the function, as ``from timm_sl import slify`` promises, also
+    after the submodule of the same name has been imported (the import system binds a submodule on its package; this
+    keeps the name for the function)."""
+
+    @property
+    def slify(self):
+        return importlib.import_module('.slify', __name__).slify
+
+    @slify.setter
+    def slify(self, value) -> None:
+        pass
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 def _register_models() -> None:
