@@ -14,7 +14,8 @@ MODELS = [pytest.param(name, marks=() if name in FAST_MODELS else pytest.mark.sl
 # architecture, and timm's weights for it load into that baseline (CaiT-XS24 built at 224 px). T2T has none: timm has
 # no T2T-ViT.
 TIMM_BASELINES = {
-    'sl_vit_tiny': 'vit_tiny_patch16_224', 'sl_vit_small': 'vit_small_patch16_224', 'sl_vit_base': 'vit_base_patch16_224',
+    'sl_vit_tiny': 'vit_tiny_patch16_224', 'sl_vit_small': 'vit_small_patch16_224',
+    'sl_vit_base': 'vit_base_patch16_224',
     'sl_pit_ti': 'pit_ti_224', 'sl_pit_xs': 'pit_xs_224', 'sl_pit_s': 'pit_s_224', 'sl_pit_b': 'pit_b_224',
     'sl_swin_t': 'swin_tiny_patch4_window7_224', 'sl_swin_s': 'swin_small_patch4_window7_224',
     'sl_swin_b': 'swin_base_patch4_window7_224',

@@ -131,8 +131,8 @@ def test_export_refuses_a_non_empty_out_and_writes_readable_files(tmp_path, caps
     out.mkdir()
     (out / 'notes.txt').write_text('mine')
     assert _fails(['export', ckpt, '--out', str(out)], capsys) == (
-        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the files '
-        f'an export writes there')
+        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the '
+        f'files an export writes there')
     assert {p.name for p in out.iterdir()} == {'notes.txt'}
     old = os.umask(0o022)
     try:

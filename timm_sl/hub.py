@@ -22,7 +22,8 @@ from .profile import count_macs, count_params
 from .runs import RunRecord, read_run
 from .train_args import format_recipe, recipe_args
 
-__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder', 'CITATION']
+__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder',
+           'CITATION']
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},

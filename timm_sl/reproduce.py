@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
+from .runs import DONE_MARKER
 from .train_args import find_train_script, read_summary_rows, summarize
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_command',
            'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args', 'run_from_args']
 
-DONE_MARKER = 'done.json'
 LOG_NAME = 'train.log'
 
 
@@ -165,8 +165,9 @@ def _collect(outcome: Outcome) -> Outcome:
     summary = outcome.run.out_dir / 'summary.csv'
     if summary.is_file():
         try:
-            outcome.summary = summarize(summary)
-            outcome.curve = [(int(r['epoch']), r['eval_top1']) for r in read_summary_rows(summary)]
+            rows = read_summary_rows(summary)
+            outcome.summary = summarize(summary, rows)
+            outcome.curve = [(int(r['epoch']), r['eval_top1']) for r in rows]
         except ValueError:
             pass
     return outcome
