@@ -200,3 +200,30 @@ def test_import_does_not_depend_on_the_program_name():
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
                             env=dict(os.environ, TIMM_SL_NO_AUTOLOAD='1'))
     assert result.stdout.strip() == 'SlVisionTransformer', result.stderr[-2000:]
+
+
+def test_release_of_a_slify_run_and_a_baseline_run(tmp_path):
+    from timm_sl.release import release
+    slify_model = _train_run(tmp_path / 'runs' / 'slify', 'slify', SLIFY_KWARGS, img_size=32, dataset='')
+    base_model = _train_run(tmp_path / 'runs' / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), dataset='')
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', echo=lambda _: None)
+    assert [(r.model, r.family, r.variant) for r in released] == [('sl_vit_32', 'vit', 'custom'),
+                                                                  ('slify', 'slify', 'custom')]
+    x = torch.randn(2, 3, 32, 32)
+    for r, model in zip(released, (base_model, slify_model)):
+        loaded = timm.create_model(f'local-dir:{r.folder}', pretrained=True).eval()
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_safetensors_weights_export(tmp_path):
+    from safetensors.torch import save_file
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=3).eval()
+    save_file(model.state_dict(), tmp_path / 'w.safetensors')
+    out, source = export_checkpoint(tmp_path / 'w.safetensors', 'sl_vit_32', tmp_path / 'out',
+                                    model_kwargs=dict(depth=1))
+    assert source == 'safetensors'
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
