@@ -1,8 +1,9 @@
 """The ``timm-sl`` command.
 
 Only the standard library is imported here: ``timm-sl --help`` and ``--version`` answer without loading torch or
-timm. Each ``cmd_*`` function imports what it needs. Mistakes in the arguments end as one line on stderr (what was
-wrong and what is allowed) and a non-zero exit status, not as a traceback.
+timm. Each ``cmd_*`` function imports what it needs. A mistake ends as one line on stderr (what was wrong and what is
+allowed) and exit status 2, not as a traceback: argparse reports the arguments', :class:`CliError` (raised anywhere
+below :func:`main`) every other.
 """
 import argparse
 import ast
@@ -57,9 +58,9 @@ def _register_models() -> List[str]:
 
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
-    if name not in names and name != 'slify':
+    if name not in names:
         raise CliError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
-                          f'{", ".join(names)}')
+                       f'{", ".join(names)}')
 
 
 def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> CliError:
@@ -155,7 +156,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.hub import export_checkpoint
-    if args.model:
+    if args.model and args.model != 'slify':  # export also takes slify (--model-kwargs base=NAME ...)
         _check_model_name(args, args.model)
     try:
         out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
