@@ -118,5 +118,5 @@ def test_attention_figure_texts_stay_inside_and_apart(tmp_path, images, heads):
     assert not _overlap(boxes['title'], bar.get_window_extent(renderer))
     assert not _overlap(boxes['title'], boxes['colour-bar label'])
     assert 'uniform = 0.01562' in bar.get_ylabel().replace('\n', ' ')
-    assert fig.get_suptitle().replace('\n', ' ') == ('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
-                                                      'final attention map (class token)')
+    assert fig.get_suptitle().replace('\n', ' ') == (
+        'sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): final attention map (class token)')

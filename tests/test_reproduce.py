@@ -335,6 +335,9 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       "by the folder it is in, so every image would be class 'images'; run timm-sl prepare-tiny-imagenet {D}",
       '{D}/val is not sorted into class folders (val/images/, val_annotations.txt): '
       'run timm-sl prepare-tiny-imagenet {D}']),
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
+                       'val/images/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2'],
+     ['{D}/val/images would be read as one more class: remove it (the images are sorted into class folders)']),
     ('cifar10', ['file.txt'], [], ['--data-dir {D}/file.txt is not a folder']),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
@@ -348,8 +351,8 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
 
 @pytest.mark.parametrize('dataset,layout,train_args', [
     ('svhn', DIGITS, []),
-    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG'],
-     ['--num-classes', '2']),
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
+                       'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),

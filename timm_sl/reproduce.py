@@ -158,9 +158,9 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     """
     import yaml
     config = yaml.safe_load(Path(recipe).read_text()) or {}
-    data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''), train_split=config.get('train_split', 'train'),
-                val_split=config.get('val_split', 'validation'), num_classes=config.get('num_classes'),
-                class_map=config.get('class_map', ''))
+    data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''),
+                train_split=config.get('train_split', 'train'), val_split=config.get('val_split', 'validation'),
+                num_classes=config.get('num_classes'), class_map=config.get('class_map', ''))
     for key in data:
         value = _last_value(extra_args, '--' + key.replace('_', '-'))
         if value is not None:
@@ -218,11 +218,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{root / split} not found: the {dataset} recipe reads the {split} split from an image '
                           f'folder, {root / split}/<class>/<image>')
             continue
-        if (folder / 'val_annotations.txt').is_file():
-            errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
-                          f'run timm-sl prepare-tiny-imagenet {root}')
-            continue
         class_dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith('.'))
+        if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
+            errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
+                          f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
+                          f'{folder / "images"} would be read as one more class: remove it (the images are sorted '
+                          f'into class folders)')
+            continue
         if not class_dirs:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
@@ -443,7 +445,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     left.set_xticks(list(x), labels, fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
-    left.set_title('measured best top-1, mean ± std over seeds' + (f'\nblack tick: paper ({dataset})' if paper else ''))
+    left.set_title('measured best top-1, mean ± std over seeds' +
+                   (f'\nblack tick: paper ({dataset})' if paper else ''))
     deltas = [r for r in rows if r['variant'] != 'base']
     x = range(len(deltas))
     have = [i for i in x if deltas[i]['delta'] is not None]
