@@ -408,3 +408,16 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
         ticks = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
         assert ticks and all(float(t).is_integer() for t in ticks), ticks
     assert 'data: image folder' in (out / 'report.md').read_text()
+
+
+def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
+    from timm_sl import reproduce as module
+    data = module.train_data(recipe_path('cifar100'), str(tmp_path))
+    assert (data['dataset'], data['num_classes']) == ('torch/cifar100', 100)
+    assert module.check_data(data, 'cifar100') == []  # train.py downloads it
+    monkeypatch.setattr(module.os, 'access', lambda path, mode: False)  # a read-only folder (root writes anyway)
+    assert module.check_data(data, 'cifar100') == [
+        f'{tmp_path}/cifar-100-python not found, and train.py cannot download torch/cifar100 into {tmp_path} '
+        f'(not writable)']
+    (tmp_path / 'cifar-100-python').mkdir()
+    assert module.check_data(data, 'cifar100') == []

@@ -228,9 +228,10 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if not class_dirs:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
-        nested = [(c, sub) for c in class_dirs for sub in sorted(p for p in c.iterdir() if p.is_dir())[:1]]
+        nested = [sub for c in class_dirs for sub in sorted(
+            p for p in c.iterdir() if p.is_dir() and not p.name.startswith('.') and any(p.iterdir()))[:1]]
         if nested:
-            (first, sub), more = nested[0], len(nested) - 1
+            sub, more = nested[0], len(nested) - 1
             fix = (f'run timm-sl prepare-tiny-imagenet {root}' if dataset == 'tiny-imagenet' else
                    f'move them up to {folder}/<class>/')
             errors.append(f'{sub} holds images one folder too deep' +
