@@ -424,12 +424,18 @@ def _wrap(text: str, width: int) -> str:
     return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
+def _bar_label(row: Dict[str, Any]) -> str:
+    return f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+
+
 def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
     """Best top-1 per Table 2 row (bars from 0, the paper's value as a tick) and SL − baseline gains; returns the
     figure. A row without a finished run has no bar, and says so."""
     from .plot import _figure
-    fig = _figure(12, 5)
-    left, right = fig.subplots(1, 2)
+    deltas = [r for r in rows if r['variant'] != 'base']
+    width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.6 in per tick label
+    fig = _figure(max(12., 0.6 * sum(width) + 2.5), 5)
+    left, right = fig.subplots(1, 2, width_ratios=width)
     x = range(len(rows))
     measured = [i for i in x if rows[i]['mean'] is not None]
     left.bar(measured, [rows[i]['mean'] for i in measured], yerr=[rows[i]['std'] or 0 for i in measured], capsize=3,
@@ -442,13 +448,11 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     for i in x:
         if rows[i]['mean'] is None:
             left.text(i, 1, 'no finished run', rotation=90, ha='center', va='bottom', fontsize=8)
-    labels = [f'{r["family"]}\n{VARIANT_LABELS[r["variant"]]}' for r in rows]
-    left.set_xticks(list(x), labels, fontsize=8)
+    left.set_xticks(list(x), [_bar_label(r) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
     left.set_title('measured best top-1, mean ± std over seeds' +
                    (f'\nblack tick: paper ({dataset})' if paper else ''))
-    deltas = [r for r in rows if r['variant'] != 'base']
     x = range(len(deltas))
     have = [i for i in x if deltas[i]['delta'] is not None]
     right.bar([i - 0.2 for i in have], [deltas[i]['delta'] for i in have], width=0.4, label='measured')
@@ -459,11 +463,11 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
         if deltas[i]['delta'] is None:
             right.text(i - 0.2, 0, 'not measured', rotation=90, ha='center', va='bottom', fontsize=8)
     right.axhline(0, color='black', linewidth=0.8)
-    right.set_xticks(list(x), [f'{r["family"]}\n{VARIANT_LABELS[r["variant"]]}' for r in deltas], fontsize=8)
+    right.set_xticks(list(x), [_bar_label(r) for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     right.set_title('SL − baseline')
     right.legend()
-    fig.suptitle(_wrap(f'data: {data}', 110))
+    fig.suptitle(_wrap(f'data: {data}', int(fig.get_figwidth() * 9)))
     fig.savefig(path, dpi=110)
     return fig
 
