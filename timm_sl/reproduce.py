@@ -455,7 +455,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                    (f'\nblack tick: paper ({dataset})' if paper else ''))
     x = range(len(deltas))
     have = [i for i in x if deltas[i]['delta'] is not None]
-    right.bar([i - 0.2 for i in have], [deltas[i]['delta'] for i in have], width=0.4, label='measured')
+    gains = right.bar([i - 0.2 for i in have], [deltas[i]['delta'] for i in have], width=0.4, label='measured')
+    right.bar_label(gains, fmt='{:+.2f}', fontsize=8)  # a gain of 0 has no visible bar: its value says so
     have_paper = [i for i in x if deltas[i]['paper_delta'] is not None]
     right.bar([i + 0.2 for i in have_paper], [deltas[i]['paper_delta'] for i in have_paper], width=0.4,
               label=f'paper ({dataset})')
