@@ -89,3 +89,34 @@ def test_missing_matplotlib_names_the_extra(monkeypatch, tmp_path):
         require_matplotlib()
     with pytest.raises(ImportError, match='timm-sl'):
         plot_curves({'a': [1.]}, str(tmp_path / 'x.png'))
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+@pytest.mark.parametrize('images,heads', [(1, 1), (1, 3), (3, 1)])
+def test_attention_figure_texts_stay_inside_and_apart(tmp_path, images, heads):
+    """The one-model figure of ``timm-sl attention``: the colour-bar label is whole (it was cut at both ends) and the
+    title keeps off the colour bar and its label (they ran into each other)."""
+    maps = [np.full((8, 8), 1 / 64)] * images
+    columns = {f'SL h{i}' if heads > 1 else 'SL': maps for i in range(heads)}
+    fig = plot_attention([np.zeros((32, 32, 3), np.uint8)] * images, columns, str(tmp_path / 'a.png'),
+                         title='sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): final attention map '
+                               '(class token)',
+                         notes=['SL: attention of the class token over the patch tokens in blocks.8.attn (the last '
+                                'LocalitySelfAttention) (heads averaged)'])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    figure_box = fig.bbox.padded(-1)  # a pixel of slack for antialiasing
+    bar = next(ax for ax in fig.axes if 'shared scale' in ax.get_ylabel())
+    texts = {'title': fig._suptitle, 'notes': fig._supxlabel, 'colour-bar label': bar.yaxis.label}
+    texts.update({f'panel title {ax.get_title()}': ax.title for ax in fig.axes if ax.get_title()})
+    boxes = {name: text.get_window_extent(renderer) for name, text in texts.items()}
+    for name, box in boxes.items():
+        assert figure_box.contains(box.x0, box.y0) and figure_box.contains(box.x1, box.y1), (name, box, fig.bbox)
+    assert not _overlap(boxes['title'], bar.get_window_extent(renderer))
+    assert not _overlap(boxes['title'], boxes['colour-bar label'])
+    assert 'uniform = 0.01562' in bar.get_ylabel().replace('\n', ' ')
+    assert fig.get_suptitle().replace('\n', ' ') == (
+        'sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): final attention map (class token)')

@@ -259,3 +259,28 @@ def test_prepare_tiny_imagenet_errors(tmp_path):
     (tmp_path / 'val' / 'val_annotations.txt').write_text('missing.JPEG\tn01\n')
     with pytest.raises(ValueError, match='image missing.JPEG is neither in'):
         prepare_tiny_imagenet_val(tmp_path)
+
+
+def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp_path):
+    """timm labels an image by the folder it is in: Tiny-ImageNet's ``train/<wnid>/images/*.JPEG`` would be one
+    class, 'images', for every training image."""
+    from timm.data.readers.reader_image_folder import find_images_and_targets
+    from timm_sl.reproduce import check_data
+    for i, wnid in enumerate(['n01', 'n02']):
+        (tmp_path / 'train' / wnid / 'images').mkdir(parents=True)
+        (tmp_path / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'jpeg')
+        (tmp_path / 'train' / wnid / f'{wnid}_boxes.txt').write_text(f'{wnid}_0.JPEG\t0\t0\t10\t10\n')
+        (tmp_path / 'val' / 'images').mkdir(parents=True, exist_ok=True)
+        (tmp_path / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'jpeg')
+    (tmp_path / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    assert find_images_and_targets(str(tmp_path / 'train'))[1] == {'images': 0}  # as downloaded: one class
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    for split in ('train', 'val'):
+        samples, classes = find_images_and_targets(str(tmp_path / split))
+        assert classes == {'n01': 0, 'n02': 1} and [target for _, target in samples] == [0, 1], split
+    assert (tmp_path / 'train' / 'n01' / 'n01_boxes.txt').is_file()
+    assert not (tmp_path / 'train' / 'n01' / 'images').exists()
+    data = dict(data_dir=str(tmp_path), dataset='', train_split='train', val_split='val', num_classes=2, class_map='')
+    assert check_data(data, 'tiny-imagenet') == []
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0  # idempotent
+    assert find_images_and_targets(str(tmp_path / 'train'))[1] == {'n01': 0, 'n02': 1}

@@ -18,13 +18,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for timm's train.py: the arguments reproduce passes, a summary.csv whose best top-1 is known from the
 # seed and kwargs, a last.pth.tar per epoch; it crashes for spt_pool=False and stops after EPOCHS_BEFORE_KILL epochs
-# (exit 3) when that variable is set, like an interrupted job.
+# (exit 3) when that variable is set, like an interrupted job. Its args.yaml records the data as train.py's does (the
+# recipe's dataset unless --dataset is given); with FAKE_NO_SUMMARY set it exits 0 having trained nothing.
 FAKE_TRAIN = textwrap.dedent('''
     import argparse, os, sys
     from pathlib import Path
+    import yaml
     p = argparse.ArgumentParser()
     for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--resume',
-                 '--epochs'):
+                 '--epochs', '--dataset', '--num-classes', '--train-split', '--val-split'):
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -32,6 +34,10 @@ FAKE_TRAIN = textwrap.dedent('''
     out.mkdir(parents=True, exist_ok=True)
     with open(out / 'argv.log', 'a') as f:
         f.write(' '.join(sys.argv[1:]) + '\\n')
+    dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
+    (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset)))
+    if os.environ.get('FAKE_NO_SUMMARY'):
+        sys.exit(0)
     if 'spt_pool=False' in a.model_kwargs and 'spt=False' not in a.model_kwargs:
         print('Traceback ...'); print('RuntimeError: boom in', a.experiment); sys.exit(1)
     start = int(Path(a.resume).read_text()) + 1 if a.resume else 0
@@ -269,3 +275,149 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     assert all(r['status'] == 'done' and r['summary']['epochs'] == 1 for r in results['runs'])
     again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert again.returncode == 0 and again.stdout.count('finished earlier, skipped') == 5
+
+
+def _reproduce_args(data, out, script, dataset='cifar10', families=('vit',), train_args=('--epochs', '2')):
+    return ['reproduce', '--data-dir', str(data), '--dataset', dataset, '--families', *families, '--out', str(out),
+            '--train-script', str(script), '--', *train_args]
+
+
+def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 1
+    printed = capsys.readouterr()
+    assert 'timm-sl reproduce: 2 run(s) failed: vit-base-s0, vit-sl-s0 (see the report)' in printed.err
+    log = out / 'runs' / 'vit-base-s0' / 'train.log'
+    assert (f'run 1/2: vit-base-s0 failed: train.py exited with 0 but wrote no summary.csv (no epoch finished) '
+            f'(log: {log})') in printed.out
+    report = (out / 'report.md').read_text()
+    assert f'- vit-base-s0: train.py exited with 0 but wrote no summary.csv (no epoch finished) (log: {log})' in report
+    assert not (out / 'runs' / 'vit-base-s0' / 'done.json').exists()
+    monkeypatch.delenv('FAKE_NO_SUMMARY')
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # nothing was marked done: both run again
+    assert capsys.readouterr().out.count('finished earlier') == 0
+
+
+def _folders(root, layout):
+    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    for path in layout:
+        target = root / path
+        if target.suffix:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(b'')
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)]
+
+
+@pytest.mark.parametrize('dataset,layout,train_args,errors', [
+    ('svhn', [], [], ['{D}/train not found: the svhn recipe reads the train split from an image folder, '
+                      '{D}/train/<class>/<image>',
+                      '{D}/test not found: the svhn recipe reads the test split from an image folder, '
+                      '{D}/test/<class>/<image>']),
+    ('svhn', DIGITS[:10] + ['test/0.png'], [],
+     ['{D}/test holds no class folders: expected {D}/test/<class>/<image>']),
+    ('svhn', DIGITS[:10] + ['test/0/0.png', 'test/1/0.png', 'test/2/0.png'], [],
+     ['{D}/test has 3 class folders; the run trains 10 classes (num_classes)']),
+    ('svhn', DIGITS[:10] + ['test/0/0.png', 'test/1/0.png', 'test/x/0.png'], ['--num-classes', '3'],
+     ['{D}/train has 10 class folders; the run trains 3 classes (num_classes)']),
+    ('svhn', [f'train/{d}/0.png' for d in range(9)] + ['train/z/0.png'] + DIGITS[10:], [],
+     ['{D}/train and {D}/test hold different classes: only in {D}/train: z; only in {D}/test: 9']),
+    # Tiny-ImageNet as downloaded: train/<wnid>/images/*.JPEG (timm would label every image 'images'), val unsorted
+    ('tiny-imagenet', ['train/n01/images/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/images/0.JPEG',
+                       'val/images/val_0.JPEG', 'val/val_annotations.txt'], [],
+     ["{D}/train/n01/images holds images one folder too deep (1 more class folder alike): timm labels an image "
+      "by the folder it is in, so every image would be class 'images'; run timm-sl prepare-tiny-imagenet {D}",
+      '{D}/val is not sorted into class folders (val/images/, val_annotations.txt): '
+      'run timm-sl prepare-tiny-imagenet {D}']),
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
+                       'val/images/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2'],
+     ['{D}/val/images would be read as one more class: remove it (the images are sorted into class folders)']),
+    ('cifar10', ['file.txt'], [], ['--data-dir {D}/file.txt is not a folder']),
+])
+def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
+    data = _folders(tmp_path / 'data', layout)
+    data_dir = data / 'file.txt' if dataset == 'cifar10' else data
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data_dir, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 2
+    assert capsys.readouterr().err == ''.join(f'timm-sl reproduce: {e.format(D=data)}\n' for e in errors)
+    assert not out.exists()  # nothing ran
+
+
+@pytest.mark.parametrize('dataset,layout,train_args', [
+    ('svhn', DIGITS, []),
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
+                       'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
+    ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
+    ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
+     ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
+])
+def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
+    data = _folders(tmp_path / 'data', layout)
+    assert main(_reproduce_args(data, tmp_path / 'out', fake_train, dataset, train_args=['--epochs', '1',
+                                                                                          *train_args])) == 0
+    assert capsys.readouterr().err == ''
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The figures saved while the test runs, by file name."""
+    from matplotlib.figure import Figure
+    saved, save = {}, Figure.savefig
+
+    def record(fig, path, *args, **kwargs):
+        saved[Path(path).name] = fig
+        return save(fig, path, *args, **kwargs)
+    monkeypatch.setattr(Figure, 'savefig', record)
+    return saved
+
+
+def _titles(fig):
+    return [fig.get_suptitle()] + [ax.get_title() for ax in fig.axes]
+
+
+def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epochs(fake_train, tmp_path, capsys,
+                                                                                   saved_figures):
+    data = _folders(tmp_path / 'digits', ['train/a/0.png', 'train/b/0.png', 'test/a/0.png', 'test/b/0.png'])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, families=['vit', 'pit'],
+                                train_args=['--dataset', '', '--num-classes', '2', '--epochs', '3'])) == 1
+    capsys.readouterr()  # pit's SL w/o Spool crashes (fake train.py): no measured gain for that row
+    top1, curves = saved_figures['top1.png'], saved_figures['curves.png']
+    for fig in (top1, curves):
+        titles = ' '.join(_titles(fig)).replace('\n', ' ')
+        assert f'data: image folder {data}' in titles, titles
+        assert 'cifar10' not in titles.replace('paper (cifar10)', ''), titles  # the recipe's name is the paper's column
+
+    bars = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert bars.get_ylim()[0] == 0 and bars.patches
+    assert all(p.get_y() == 0 and p.get_height() > 0 for p in bars.patches)  # bars from 0 up to the mean
+    assert sorted(round(p.get_height(), 6) for p in bars.patches) == [22., 32., 52., 52.]  # fake top-1 (seed 0)
+    gains = next(ax for ax in top1.axes if ax.get_ylabel().startswith('top-1 gain'))
+    measured = next(c for c in gains.containers if c.get_label() == 'measured')
+    assert [round(p.get_height(), 6) for p in measured] == [20., 30.]  # no bar of 0 for the crashed row
+
+    for ax in curves.axes:
+        curves.canvas.draw()
+        low, high = ax.get_xlim()
+        ticks = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert 'data: image folder' in (out / 'report.md').read_text()
+
+
+def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
+    from timm_sl import reproduce as module
+    data = module.train_data(recipe_path('cifar100'), str(tmp_path))
+    assert (data['dataset'], data['num_classes']) == ('torch/cifar100', 100)
+    assert module.check_data(data, 'cifar100') == []  # train.py downloads it
+    monkeypatch.setattr(module.os, 'access', lambda path, mode: False)  # a read-only folder (root writes anyway)
+    assert module.check_data(data, 'cifar100') == [
+        f'{tmp_path}/cifar-100-python not found, and train.py cannot download torch/cifar100 into {tmp_path} '
+        f'(not writable)']
+    (tmp_path / 'cifar-100-python').mkdir()
+    assert module.check_data(data, 'cifar100') == []

@@ -328,12 +328,15 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
-    from timm_sl.tools import prepare_tiny_imagenet_val
+    from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
     try:
         counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
+        train = prepare_tiny_imagenet_train(args.root)
     except (FileNotFoundError, ValueError) as e:
         raise CliError(str(e)) from e
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
+    if train:
+        print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
     return 0
 
 
@@ -485,9 +488,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size: shift / patch size')
     p.set_defaults(func=cmd_receptive_field)
 
-    p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders")
+    p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders and move "
+                                                     "train/<wnid>/images/* up into train/<wnid>/")
     p.add_argument('root', help='the folder holding train/ and val/')
-    p.add_argument('--copy', action='store_true', help='copy instead of move')
+    p.add_argument('--copy', action='store_true', help='copy the val images instead of moving them')
     p.set_defaults(func=cmd_prepare_tiny_imagenet)
     return parser
 

@@ -151,17 +151,22 @@ def plot_attention(
             axes[i, j].set_yticks([])
             if i == 0:
                 axes[i, j].set_title(label)
-    bar = fig.colorbar(mappable, ax=axes, shrink=min(1., 0.9 / len(images) + 0.3), label=value_label)
+    shrink = min(1., 0.9 / len(images) + 0.3)
+    bar = fig.colorbar(mappable, ax=axes, shrink=shrink)
     uniform = float(np.mean([g.mean() for g in grids]))
     bar.ax.axhline(uniform, color='white', linewidth=2)
     bar.ax.axhline(uniform, color='black', linewidth=1, linestyle='--')
-    bar.set_label(f'{value_label} (shared scale; dashed: uniform = {uniform:.4g})')
+    # texts are wrapped here, not with ``wrap=True``: the layout engine then reserves room for the wrapped size. The
+    # colour-bar label must fit along the bar (about the panels' height times ``shrink``; 10 pt text: ~13 chars/in)
+    bar_chars = max(int(cell * len(images) * shrink * 0.85 * 13), 16)
+    bar.set_label('\n'.join(line for phrase in (f'{value_label} (shared scale)', f'dashed: uniform = {uniform:.4g}')
+                            for line in textwrap.wrap(phrase, bar_chars)))
+    width_inches = cell * len(labels) + 1.2
     if title:
-        fig.suptitle(title, wrap=True)
+        fig.suptitle(textwrap.fill(title, int(width_inches * 9)))  # 12 pt: ~11 chars/in, kept clear of the edges
     if notes:
-        width_chars = int((cell * len(labels) + 1.2) * 12)
-        fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, width_chars)), fontsize=8,
-                      ha='left', x=0.01)
+        fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, int(width_inches * 12))),
+                      fontsize=8, ha='left', x=0.01)
     fig.savefig(path)
     return fig
 

@@ -22,10 +22,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
 from .runs import DONE_MARKER
-from .train_args import find_train_script, read_summary_rows, summarize
+from .train_args import find_train_script, read_args_yaml, read_summary_rows, summarize
 
-__all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_command',
-           'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args', 'run_from_args']
+__all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
+           'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
+           'run_from_args']
+
+# timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
+_SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
+# the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
+_TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 
 LOG_NAME = 'train.log'
 
@@ -58,6 +64,7 @@ class Outcome:
     seconds: float = 0.
     summary: Optional[Dict[str, Any]] = None
     curve: List[Tuple[int, float]] = field(default_factory=list)
+    data: str = ''  # the data as the run recorded it in args.yaml (:func:`describe_data`); '' when not recorded
 
 
 def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
@@ -117,6 +124,112 @@ def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
     return int(yaml.safe_load(Path(recipe).read_text()).get('epochs', 300))
 
 
+def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> Dict[str, Any]:
+    """The data settings train.py will run with: the recipe's, overridden by the extra train.py arguments.
+
+    Keys: ``data_dir``, ``dataset`` ('' for an image folder), ``train_split``, ``val_split``, ``num_classes``,
+    ``class_map``.
+
+    Raises:
+        ValueError: ``--num-classes`` among the extra arguments is not an integer.
+    """
+    import yaml
+    config = yaml.safe_load(Path(recipe).read_text()) or {}
+    data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''),
+                train_split=config.get('train_split', 'train'), val_split=config.get('val_split', 'validation'),
+                num_classes=config.get('num_classes'), class_map=config.get('class_map', ''))
+    for key in data:
+        value = _last_value(extra_args, '--' + key.replace('_', '-'))
+        if value is not None:
+            data[key] = value
+    try:
+        data['num_classes'] = None if data['num_classes'] is None else int(data['num_classes'])
+    except ValueError:
+        raise ValueError(f'--num-classes {data["num_classes"]} is not allowed; expected an integer') from None
+    return data
+
+
+def describe_data(args: Dict[str, Any]) -> str:
+    """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles."""
+    root = args.get('data_dir') or args.get('data') or '?'
+    return f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}'
+
+
+def _split_folder(root: Path, split: str) -> Optional[Path]:
+    """The folder timm's folder dataset reads for ``split`` (the name, else a synonym), or None where it would fall
+    back to reading all of ``root``."""
+    name = split.split('[')[0]
+    names = next((group for group in _SPLIT_SYNONYMS if name in group), ())
+    return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
+
+
+def _listed(names: Sequence[str], most: int = 3) -> str:
+    return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
+
+
+def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
+    """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
+
+    ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (dataset '')
+    needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
+    both splits; timm labels an image by the folder it sits in, so a layout one level too deep (Tiny-ImageNet's
+    ``train/<wnid>/images/``) or an unsorted Tiny-ImageNet ``val/`` would train silently on wrong labels. A torch/
+    dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
+    tfds/, wds/) are left to train.py.
+    """
+    root = Path(data['data_dir'])
+    if not root.is_dir():
+        return [f'--data-dir {root} is not a folder']
+    name = str(data['dataset'] or '').lower()
+    if name in _TORCH_FOLDERS:
+        if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
+            return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
+                    f'(not writable)']
+        return []
+    if name not in ('', 'folder', 'image_folder'):
+        return []
+    errors, classes = [], {}
+    for split in (data['train_split'], data['val_split']):
+        folder = _split_folder(root, split)
+        if folder is None:
+            errors.append(f'{root / split} not found: the {dataset} recipe reads the {split} split from an image '
+                          f'folder, {root / split}/<class>/<image>')
+            continue
+        class_dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith('.'))
+        if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
+            errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
+                          f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
+                          f'{folder / "images"} would be read as one more class: remove it (the images are sorted '
+                          f'into class folders)')
+            continue
+        if not class_dirs:
+            errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
+            continue
+        nested = [sub for c in class_dirs for sub in sorted(
+            p for p in c.iterdir() if p.is_dir() and not p.name.startswith('.') and any(p.iterdir()))[:1]]
+        if nested:
+            sub, more = nested[0], len(nested) - 1
+            fix = (f'run timm-sl prepare-tiny-imagenet {root}' if dataset == 'tiny-imagenet' else
+                   f'move them up to {folder}/<class>/')
+            errors.append(f'{sub} holds images one folder too deep' +
+                          (f' ({more} more class folder{"s" if more > 1 else ""} alike)' if more else '') +
+                          f": timm labels an image by the folder it is in, so every image would be class "
+                          f"'{sub.name}'; {fix}")
+            continue
+        if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
+            errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
+                          f'classes (num_classes)')
+            continue
+        classes[folder] = {c.name for c in class_dirs}
+    if len(classes) == 2 and not data['class_map']:
+        (train, train_names), (val, val_names) = classes.items()
+        if train_names != val_names:
+            errors.append(f'{train} and {val} hold different classes: only in {train}: '
+                          f'{_listed(sorted(train_names - val_names))}; only in {val}: '
+                          f'{_listed(sorted(val_names - train_names))}')
+    return errors
+
+
 def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_args: Sequence[str] = (),
                   nproc: int = 1, resume: Optional[Path] = None, python: str = sys.executable) -> List[str]:
     """The train.py command line of a run; the extra arguments come last, so they override the recipe and the plan."""
@@ -135,10 +248,9 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
     continue from) or 'new'."""
-    marker = run.out_dir / DONE_MARKER
-    if marker.is_file() and json.loads(marker.read_text()).get('epochs', 0) >= epochs:
+    marker, summary = run.out_dir / DONE_MARKER, run.out_dir / 'summary.csv'
+    if marker.is_file() and summary.is_file() and json.loads(marker.read_text()).get('epochs', 0) >= epochs:
         return 'done'
-    summary = run.out_dir / 'summary.csv'
     if summary.is_file():
         try:
             rows = read_summary_rows(summary)
@@ -168,6 +280,12 @@ def _collect(outcome: Outcome) -> Outcome:
             rows = read_summary_rows(summary)
             outcome.summary = summarize(summary, rows)
             outcome.curve = [(int(r['epoch']), r['eval_top1']) for r in rows]
+        except ValueError:
+            pass
+    args = outcome.run.out_dir / 'args.yaml'
+    if args.is_file():
+        try:
+            outcome.data = describe_data(read_args_yaml(args))
         except ValueError:
             pass
     return outcome
@@ -215,16 +333,19 @@ def reproduce(
             outcomes += [_collect(Outcome(r, 'not run')) for r in runs[i:]]
             break
         seconds = time.monotonic() - start
-        if code != 0:
-            message = f'train.py exited with {code}: {_last_line(log)} (log: {log})'
-            echo(f'run {i}/{len(runs)}: {run.name} failed: {message}')
-            outcomes.append(_collect(Outcome(run, 'failed', message, seconds)))
+        outcome = _collect(Outcome(run, 'done', seconds=seconds))
+        if code != 0 or outcome.summary is None:  # a clean exit that trained nothing failed too
+            outcome.status = 'failed'
+            outcome.message = (f'train.py exited with {code}: {_last_line(log)}' if code else
+                               'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + f' (log: {log})'
+            echo(f'run {i}/{len(runs)}: {run.name} failed: {outcome.message}')
+            outcomes.append(outcome)
             continue
         durations.append(seconds)
         (run.out_dir / DONE_MARKER).write_text(json.dumps(
             dict(epochs=epochs, seconds=round(seconds, 1), command=cmd, family=run.family, variant=run.variant,
                  seed=run.seed, model=run.model, model_kwargs=run.model_kwargs), indent=1))
-        outcomes.append(_collect(Outcome(run, 'done', seconds=seconds)))
+        outcomes.append(outcome)
     return outcomes
 
 
@@ -275,41 +396,68 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
     return '\n'.join(lines)
 
 
-def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str) -> None:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
-    measured = [r for r in rows if r['mean'] is not None]
+def _wrap(text: str, width: int) -> str:
+    """Lines of at most ``width`` characters, paths kept whole."""
+    import textwrap
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+
+
+def _bar_label(row: Dict[str, Any]) -> str:
+    return f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+
+
+def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
+    """Best top-1 per Table 2 row (bars from 0, the paper's value as a tick) and SL − baseline gains; returns the
+    figure. A row without a finished run has no bar, and says so."""
+    from .plot import _figure
     deltas = [r for r in rows if r['variant'] != 'base']
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    labels = [f'{r["family"]}\n{VARIANT_LABELS[r["variant"]]}' for r in measured]
-    left.bar(range(len(measured)), [r['mean'] for r in measured], yerr=[r['std'] or 0 for r in measured], capsize=3,
-             color=['tab:gray' if r['variant'] == 'base' else 'tab:blue' for r in measured])
-    left.set_xticks(range(len(measured)), labels, fontsize=8)
+    width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.6 in per tick label
+    fig = _figure(max(12., 0.6 * sum(width) + 2.5), 5)
+    left, right = fig.subplots(1, 2, width_ratios=width)
+    x = range(len(rows))
+    measured = [i for i in x if rows[i]['mean'] is not None]
+    left.bar(measured, [rows[i]['mean'] for i in measured], yerr=[rows[i]['std'] or 0 for i in measured], capsize=3,
+             color=['tab:gray' if rows[i]['variant'] == 'base' else 'tab:blue' for i in measured])
+    for i in measured:
+        left.annotate(f'{rows[i]["mean"]:.2f}', (i, rows[i]['mean']), xytext=(0, 2), textcoords='offset points',
+                      ha='center', va='bottom', fontsize=8)
+    paper = [i for i in x if rows[i]['paper'] is not None]
+    left.scatter(paper, [rows[i]['paper'] for i in paper], marker='_', s=400, linewidths=2, color='black', zorder=3)
+    for i in x:
+        if rows[i]['mean'] is None:
+            left.text(i, 1, 'no finished run', rotation=90, ha='center', va='bottom', fontsize=8)
+    left.set_xticks(list(x), [_bar_label(r) for r in rows], fontsize=8)
+    left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
-    if measured:
-        low = min(r['mean'] - (r['std'] or 0) for r in measured)
-        left.set_ylim(max(0., low - 5), min(100., max(r['mean'] + (r['std'] or 0) for r in measured) + 2))
-    left.set_title(f'measured best top-1, mean ± std over seeds ({dataset})')
+    left.set_title('measured best top-1, mean ± std over seeds' +
+                   (f'\nblack tick: paper ({dataset})' if paper else ''))
     x = range(len(deltas))
-    right.bar([i - 0.2 for i in x], [r['delta'] or 0. for r in deltas], width=0.4, label='measured')
-    right.bar([i + 0.2 for i in x], [r['paper_delta'] or 0. for r in deltas], width=0.4, label=f'paper ({dataset})')
+    have = [i for i in x if deltas[i]['delta'] is not None]
+    gains = right.bar([i - 0.2 for i in have], [deltas[i]['delta'] for i in have], width=0.4, label='measured')
+    right.bar_label(gains, fmt='{:+.2f}', fontsize=8)  # a gain of 0 has no visible bar: its value says so
+    have_paper = [i for i in x if deltas[i]['paper_delta'] is not None]
+    right.bar([i + 0.2 for i in have_paper], [deltas[i]['paper_delta'] for i in have_paper], width=0.4,
+              label=f'paper ({dataset})')
+    for i in x:
+        if deltas[i]['delta'] is None:
+            right.text(i - 0.2, 0, 'not measured', rotation=90, ha='center', va='bottom', fontsize=8)
     right.axhline(0, color='black', linewidth=0.8)
-    right.set_xticks(list(x), [f'{r["family"]}\n{VARIANT_LABELS[r["variant"]]}' for r in deltas], fontsize=8)
+    right.set_xticks(list(x), [_bar_label(r) for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     right.set_title('SL − baseline')
     right.legend()
-    fig.tight_layout()
+    fig.suptitle(_wrap(f'data: {data}', int(fig.get_figwidth() * 9)))
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
-def _plot_curves(outcomes: Sequence[Outcome], path: Path) -> None:
-    import matplotlib
-    matplotlib.use('Agg')
-    import matplotlib.pyplot as plt
+def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
+    """Validation top-1 per epoch, one panel per family (dashed: a failed run); returns the figure."""
+    from matplotlib.ticker import MaxNLocator
+    from .plot import _figure
     families = list(dict.fromkeys(o.run.family for o in outcomes))
-    fig, axes = plt.subplots(1, max(1, len(families)), figsize=(5 * max(1, len(families)), 4), squeeze=False)
+    fig = _figure(5 * max(1, len(families)), 4.5)
+    axes = fig.subplots(1, max(1, len(families)), squeeze=False)
     colors = {'base': 'tab:gray', 'sl_no_spool': 'tab:orange', 'sl': 'tab:blue'}
     for ax, family in zip(axes[0], families):
         shown = set()
@@ -320,23 +468,35 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path) -> None:
             shown.add(o.run.variant)
             ax.plot([e + 1 for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
                     color=colors[o.run.variant], label=label, linestyle='--' if o.status == 'failed' else '-')
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         ax.set_title(f'{family}: validation top-1 per epoch')
         ax.set_xlabel('epoch')
         ax.set_ylabel('top-1 (%)')
         ax.grid(alpha=0.3)
         if shown:
             ax.legend()
-    fig.tight_layout()
+    fig.suptitle(_wrap(f'data: {data}', 50 * max(1, len(families))))
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    return fig
 
 
-def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, command: str = '') -> Path:
-    """``report.md`` (table, failed runs, per-run results), ``top1.png``, ``curves.png`` and ``results.json``."""
+def _data_of(outcomes: Sequence[Outcome], planned: str = '') -> str:
+    """The data the runs recorded (each different one once); ``planned`` (what train.py was given) when none did."""
+    recorded = list(dict.fromkeys(o.data for o in outcomes if o.data))
+    return '; '.join(recorded) if recorded else (f'{planned} (as given to train.py)' if planned else 'not recorded')
+
+
+def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, command: str = '', data: str = '') -> Path:
+    """``report.md`` (table, failed runs, per-run results), ``top1.png``, ``curves.png`` and ``results.json``.
+
+    ``dataset`` names the recipe (and the paper's column); the data named in the report and charts is what the runs
+    recorded in their args.yaml, else ``data`` (what train.py was given, :func:`describe_data`).
+    """
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
-    lines = [f'# Table 2 reproduction: {dataset}', '']
+    data = _data_of(outcomes, data)
+    lines = [f'# Table 2 reproduction: {dataset} recipe', '', f'data: {data}', '']
     if command:
         lines += ['```bash', command, '```', '']
     lines += [report_table(rows, dataset), '',
@@ -354,12 +514,12 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
                      f'{s.get("epochs", "-")} | {o.seconds / 60:.1f} |')
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
-    _plot_top1(rows, output / 'top1.png', dataset)
-    _plot_curves(outcomes, output / 'curves.png')
-    (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, rows=rows, runs=[
+    _plot_top1(rows, output / 'top1.png', dataset, data)
+    _plot_curves(outcomes, output / 'curves.png', data)
+    (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
-             summary=o.summary) for o in outcomes]), indent=1))
+             summary=o.summary, data=o.data) for o in outcomes]), indent=1))
     return report
 
 
@@ -391,8 +551,14 @@ def run_from_args(args: argparse.Namespace) -> int:
         recipe = recipe_path(args.dataset)
         if not Path(args.data_dir).exists():
             raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
+        data = train_data(recipe, args.data_dir, extra)
     except (ValueError, FileNotFoundError) as e:
         print(f'timm-sl reproduce: {e}', file=sys.stderr)
+        return 2
+    errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
+    for error in errors:
+        print(f'timm-sl reproduce: {error}', file=sys.stderr)
+    if errors:
         return 2
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}', flush=True)
@@ -401,7 +567,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     command = 'timm-sl reproduce ' + shlex.join(
         ['--data-dir', args.data_dir, '--dataset', args.dataset, '--families', *args.families,
          '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *extra] if extra else []))
-    report = write_report(outcomes, args.dataset, Path(args.out), command)
+    report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data))
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
     print(f'report: {report}')

@@ -1,13 +1,40 @@
-"""Sort Tiny-ImageNet's validation images into per-class folders, so timm reads ``val`` as an ImageFolder.
+"""Lay Tiny-ImageNet out as timm's folder reader needs it: ``train/<wnid>/*.JPEG`` and ``val/<wnid>/*.JPEG``.
 
-The official archive ships ``val/images/*.JPEG`` with the labels in ``val/val_annotations.txt`` (tab separated:
-file name, wordnet id, box); ``train`` is already ``train/<wnid>/images/*.JPEG``, which timm's folder reader handles.
+timm labels an image by the name of the folder it sits in. The official archive ships ``val/images/*.JPEG`` with the
+labels in ``val/val_annotations.txt`` (tab separated: file name, wordnet id, box), read as one class 'images'; and
+``train/<wnid>/images/*.JPEG``, which would also be one class 'images'.
 """
 import shutil
 from pathlib import Path
 from typing import Dict, Union
 
-__all__ = ['prepare_tiny_imagenet_val']
+__all__ = ['prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
+
+
+def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
+    """Move ``root/train/<wnid>/images/<file>`` up to ``root/train/<wnid>/<file>``; safe to run twice.
+
+    Always moves (a copy would leave ``images/`` behind, which timm would read as one more class); the box files
+    ``<wnid>_boxes.txt`` stay where they are (not images). A root without ``train/`` is left as it is.
+
+    Returns:
+        Number of files per class folder now in place (images and the box file).
+
+    Raises:
+        ValueError: a file would overwrite one of the same name already in the class folder.
+    """
+    train = Path(root) / 'train'
+    counts: Dict[str, int] = {}
+    for wnid in sorted(p for p in train.iterdir() if p.is_dir()) if train.is_dir() else []:
+        images = wnid / 'images'
+        if images.is_dir():
+            for source in sorted(images.iterdir()):
+                if (wnid / source.name).exists():
+                    raise ValueError(f'{source} would overwrite {wnid / source.name}; move it by hand')
+                shutil.move(str(source), str(wnid / source.name))
+            images.rmdir()
+        counts[wnid.name] = sum(1 for p in wnid.iterdir() if p.is_file())
+    return counts
 
 
 def prepare_tiny_imagenet_val(root: Union[str, Path], copy: bool = False) -> Dict[str, int]:
