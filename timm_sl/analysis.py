@@ -71,6 +71,10 @@ def _recording(modules: Sequence[Tuple[str, nn.Module]]) -> Iterator[Dict[str, L
     """Hooks that append, per forward of each module, the probabilities seen at its observation point; the modules run
     their explicit path meanwhile (``fused_attn`` off). Hooks and kernel choices are restored on exit, errors included.
 
+    ``timm.utils.AttentionExtract`` itself does not fit: it keeps only the last forward, leaves its hooks registered and
+    the fused kernels (which bypass ``attn_drop``) on, sets the model's train/eval mode, and reads talking heads after
+    the head mixing.
+
     Raises:
         RuntimeError: a module's forward did not pass exactly one tensor through its observation point (its explicit
             path no longer hands its probabilities to that submodule).
