@@ -59,7 +59,7 @@ def test_capture_attention_rows_and_diagonal(name, kwargs, layers, baseline):
                 assert torch.all((diagonal == 0) | (diagonal == 1)), layer
             else:
                 assert torch.all(diagonal == 0), layer
-    assert all(not m._forward_hooks for m in model.modules())  # nothing stays hooked afterwards
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())  # nothing stays hooked
 
 
 def _reconstruct(module, probs, x):
@@ -372,6 +372,104 @@ def test_load_images_and_attention_records(image_dir):
         assert r['kl'] == pytest.approx(kld_to_uniform(mean.flatten() / mean.sum()).item())
     with pytest.raises(FileNotFoundError, match='missing does not exist'):
         load_images([str(image_dir / 'missing')], model)
+
+
+def _sharpened(module, forward):
+    """``forward`` run with the logits of ``module`` times 4 during the call only (LSA: temperature, timm: scale)."""
+    def run(*args, **kwargs):
+        with torch.no_grad():
+            if hasattr(module, 'temperature'):
+                module.temperature.mul_(4)
+            else:
+                module.scale *= 4
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            with torch.no_grad():
+                if hasattr(module, 'temperature'):
+                    module.temperature.div_(4)
+                else:
+                    module.scale /= 4
+    return run
+
+
+@pytest.mark.parametrize('name,kwargs,baseline', [(n, k, False) for n, k, _ in FAMILIES] + [
+    ('sl_vit_32', dict(depth=2), True), ('sl_swin_32', dict(depths=(2, 2, 2), window_size=2), True)],
+    ids=IDS + ['sl_vit_32-baseline', 'sl_swin_32-baseline'])
+def test_captured_attention_follows_a_changed_forward(name, kwargs, baseline):
+    """Each layer's forward is replaced by one that multiplies its logits by 4 while it runs (and restores them
+    after): the captured distribution must become ``p ** 4`` renormalised. Maps recomputed from the module's state after the
+    call would not see the change."""
+    model = _model(name, kwargs, baseline)
+    with torch.no_grad():
+        for m in model.modules():  # logits linear in the scale: no additive position bias, no bias in the head mixing
+            if hasattr(m, 'relative_position_bias_table'):
+                m.relative_position_bias_table.zero_()
+            if hasattr(m, 'proj_l'):
+                m.proj_l.bias.zero_()
+            if baseline and hasattr(m, 'attn_mask') and m.attn_mask is not None:
+                m.attn_mask.masked_fill_(m.attn_mask < 0, float('-inf'))  # timm's finite -100 shift mask
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad(), capture_attention(model) as plain:
+        model(x)
+    layers = attention_layers(model)
+    assert len(layers) == len(plain)
+    for layer, module in layers:
+        module.forward = _sharpened(module, module.forward)
+        try:
+            with torch.no_grad(), capture_attention(model, [layer]) as maps:
+                model(x)
+        finally:
+            del module.forward
+        p = plain[layer][0]
+        expected = p ** 4 / (p ** 4).sum(-1, keepdim=True)
+        assert (expected - p).abs().max() > 1e-4, layer  # the change is visible (well above the tolerance)
+        torch.testing.assert_close(maps[layer][0], expected, rtol=1e-4, atol=1e-6, msg=layer)
+
+
+def test_capture_switches_to_the_explicit_path_and_restores_it():
+    model = _model('sl_cait_32', dict(depth=1, depth_token_only=1))
+    fused_modules = [m for _, m in attention_layers(model) if hasattr(m, 'fused_attn')]
+    assert fused_modules  # class attention has a fused path
+    for m in fused_modules:
+        m.fused_attn = True
+    seen = []
+    hooks = [m.register_forward_pre_hook(lambda m, args: seen.append(m.fused_attn)) for m in fused_modules]
+    with torch.no_grad(), capture_attention(model):
+        model(torch.randn(1, 3, 32, 32))
+    assert seen == [False] * len(fused_modules) and all(m.fused_attn for m in fused_modules)
+    with pytest.raises(RuntimeError, match='boom'):
+        with capture_attention(model):
+            raise RuntimeError('boom')
+    assert all(m.fused_attn for m in fused_modules)
+    for h in hooks:
+        h.remove()
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def test_capture_refuses_a_forward_that_bypasses_the_observed_softmax():
+    """A forward that no longer hands its probabilities to ``attn_drop`` (e.g. a fused-only rewrite) must fail loudly,
+    not give maps from somewhere else; the hooks and kernel switches are undone."""
+    model = _model('sl_vit_32', dict(depth=1))
+    attn = model.blocks[0].attn
+    attn.forward = lambda x, **kwargs: torch.zeros_like(x)
+    with pytest.raises(RuntimeError, match=r'blocks\.0\.attn: its forward passed 0 tensors through '
+                                           r'LocalitySelfAttention\.attn_drop instead of one softmax output'):
+        with torch.no_grad(), capture_attention(model):
+            model(torch.randn(1, 3, 32, 32))
+    assert attn.fused_attn and not attn._forward_hooks and not attn.attn_drop._forward_pre_hooks
+
+
+def test_final_attention_map_with_raw_patch_keys():
+    """class_attn_kv='raw_patches': the class token's keys are the 64 patch tokens only; the map is that whole row."""
+    model = timm.create_model('sl_cait_32', class_attn_kv='raw_patches', depth=1, depth_token_only=1).eval()
+    x = torch.randn(2, 3, 32, 32)
+    result = final_attention_map(model, x)
+    assert result.kind == 'class token' and result.maps.shape == (2, 4, 8, 8)
+    with torch.no_grad(), capture_attention(model, [result.layer]) as maps:
+        model(x)
+    torch.testing.assert_close(result.maps.flatten(2), maps[result.layer][0][:, :, 0])
+    torch.testing.assert_close(result.maps.sum((-2, -1)), torch.ones(2, 4))
 
 
 def test_capture_class_attention_with_raw_patch_keys():

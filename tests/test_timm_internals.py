@@ -90,17 +90,17 @@ ATTRIBUTES = [
     (lambda: Attention(32, num_heads=4),
      ('qkv', 'num_heads', 'head_dim', 'attn_dim', 'proj', 'q_norm', 'k_norm', 'norm', 'gate', 'attn_drop', 'proj_drop',
       'fused_attn', 'scale'),
-     'LocalitySelfAttention.from_attention / forward (layers/lsa.py), analysis._self_attention_probs'),
+     'LocalitySelfAttention.from_attention / forward (layers/lsa.py), analysis._OBSERVED_AT'),
     (lambda: WindowAttention(32, 4, window_size=4),
      ('_get_rel_pos_bias', 'qkv', 'num_heads', 'dim', 'window_size', 'attn_drop', 'proj_drop', 'fused_attn', 'softmax',
       'proj', 'reset_parameters'),
-     'LocalityWindowAttention (models/sl_swin.py), analysis._window_probs'),
+     'LocalityWindowAttention (models/sl_swin.py), analysis._OBSERVED_AT'),
     (lambda: TalkingHeadAttn(32, num_heads=4),
      ('qkv', 'proj_l', 'proj_w', 'proj', 'attn_drop', 'proj_drop', 'num_heads', 'scale'),
-     'LocalityTalkingHeadAttn and _resize_heads (models/sl_cait.py), analysis._talking_heads_probs'),
+     'LocalityTalkingHeadAttn and _resize_heads (models/sl_cait.py), analysis._OBSERVED_AT'),
     (lambda: ClassAttn(32, num_heads=4),
      ('q', 'k', 'v', 'proj', 'attn_drop', 'proj_drop', 'num_heads', 'fused_attn', 'scale'),
-     'LocalityClassAttn and _resize_heads (models/sl_cait.py), analysis._class_attention_probs'),
+     'LocalityClassAttn and _resize_heads (models/sl_cait.py), analysis._OBSERVED_AT'),
     (lambda: Pooling(16, 32, stride=2),
      ('conv', 'fc'),
      'SlPoolingVisionTransformer._make_pool (models/sl_pit.py): pool.conv.stride, pool.fc in/out features'),
@@ -125,8 +125,42 @@ def test_window_attention_rel_pos_bias_shape():
     """``_get_rel_pos_bias()`` is private: LSA adds it to the logits as ``(1, heads, N, N)``."""
     attn = WindowAttention(32, 4, window_size=4)
     assert attn._get_rel_pos_bias().shape == (1, 4, 16, 16), (
-        'timm WindowAttention._get_rel_pos_bias() changed its output; update window_attn_bias (models/sl_swin.py) '
-        'and analysis._window_probs.')
+        'timm WindowAttention._get_rel_pos_bias() changed its output; update window_attn_bias and '
+        'LocalityWindowAttention.forward (models/sl_swin.py).')
+
+
+class _Zeros(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+@pytest.mark.parametrize('make,point,args', [
+    (lambda: Attention(32, num_heads=4), 'attn_drop', lambda: (torch.randn(2, 5, 32),)),
+    (lambda: WindowAttention(32, 4, window_size=2), 'attn_drop', lambda: (torch.randn(2, 4, 32),)),
+    (lambda: TalkingHeadAttn(32, num_heads=4), 'proj_w', lambda: (torch.randn(2, 5, 32),)),
+    (lambda: ClassAttn(32, num_heads=4), 'attn_drop', lambda: (torch.randn(2, 5, 32),)),
+], ids=['Attention', 'WindowAttention', 'TalkingHeadAttn', 'ClassAttn'])
+def test_attention_hands_its_softmax_to_the_observed_module(make, point, args):
+    """The attention analysis (analysis._OBSERVED_AT) reads each timm attention's probabilities, in its explicit path
+    (``fused_attn`` off), as the input of one submodule (talking heads: the post-softmax head mixing ``proj_w``; else
+    ``attn_drop``). That input must be a distribution per query, and what the module outputs must flow through it."""
+    from timm_sl.analysis import attention_probs
+    module = make().eval()
+    x = args()
+    where = f'timm {type(module).__name__} no longer passes its softmax output through .{point}: update ' \
+            f'analysis._OBSERVED_AT (timm_sl/analysis.py)'
+    probs = attention_probs(module, *x)
+    queries = 1 if isinstance(module, ClassAttn) else x[0].shape[1]
+    assert probs.shape == (2, 4, queries, x[0].shape[1]), where
+    torch.testing.assert_close(probs.sum(-1), torch.ones(2, 4, queries), msg=where)
+    if hasattr(module, 'fused_attn'):
+        module.fused_attn = False
+    with torch.no_grad():
+        out = module(*x)
+        setattr(module, point, _Zeros())
+        silenced = module(*x)
+    assert not torch.allclose(out, silenced), where
+    torch.testing.assert_close(silenced, module.proj.bias.expand_as(silenced), msg=where)  # no weight reaches v
 
 
 def test_pit_layout():
@@ -162,6 +196,11 @@ def test_cait_layout():
     assert not missing, f'timm Cait lost the constructor seams {missing}: update SlCait (models/sl_cait.py).'
     model = Cait(img_size=32, patch_size=4, embed_dim=32, depth=1, num_heads=2)
     assert isinstance(model.blocks[0].attn, TalkingHeadAttn) and isinstance(model.blocks_token_only[0].attn, ClassAttn)
+    seen = []
+    model.blocks_token_only[0].register_forward_pre_hook(lambda m, args: seen.append(args[0].shape))
+    model(torch.randn(1, 3, 32, 32))
+    assert seen == [(1, 64, 32)], ('a class-attention block no longer gets the patch tokens as its first input: '
+                                   'update analysis.final_attention_map')
 
 
 def test_vision_transformer_seams():
@@ -197,7 +236,7 @@ def test_vit_weight_init_calls_module_hooks():
 PRIVATE_IMPORTS = [
     ('timm.layers', '_assert', 'layers/spt.py, models/sl_t2t.py'),
     ('timm.layers.attention', 'maybe_add_mask', 'layers/lsa.py, models/sl_t2t.py'),
-    ('timm.layers.attention', 'resolve_self_attn_mask', 'layers/lsa.py, analysis.py'),
+    ('timm.layers.attention', 'resolve_self_attn_mask', 'layers/lsa.py'),
     ('timm.models.swin_transformer', 'window_reverse', 'analysis.py'),
     ('timm.models.vision_transformer', 'checkpoint_filter_fn', 'models/sl_vit.py'),
     ('timm.models.pit', 'checkpoint_filter_fn', 'models/sl_pit.py'),

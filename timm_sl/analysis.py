@@ -1,15 +1,16 @@
 """The paper's analyses: attention maps (Fig. 5), learned temperatures (Fig. 3), attention sharpness as KL divergence
 from the uniform distribution (Fig. 4), and the tokenization receptive field (Eq. 3).
 
-Attention is captured only inside :func:`capture_attention`: it hooks the attention modules for the duration of the
-block and recomputes their probabilities from the module input; outside it nothing is hooked and the normal (fused)
-forward path runs untouched.
+Attention probabilities are read from the forward the model runs, never recomputed: inside :func:`capture_attention`
+each attention module takes its explicit (non-fused) path, and hooks on the submodule its softmax output passes through
+record that tensor (as ``timm.utils.AttentionExtract`` does with hooks on ``attn_drop``). Outside the block nothing is
+hooked and every module runs with its own kernel choice again.
 
-Supported attention layers (plain timm and LSA versions alike): timm ``Attention`` (ViT, PiT and the T2T backbone;
-T2T's tokenizer token layers are not part of the depth), Swin's ``WindowAttention`` (one distribution per query of
-each window, ``(B * windows, heads, N, N)``), CaiT's talking-heads attention (the softmax distribution, before the
-post-softmax head mixing, which is a linear map across heads and not a distribution) and CaiT's class attention
-(``(B, heads, 1, N)``: the class token's row).
+Supported attention layers (plain timm and LSA versions alike, matched by their timm base class): timm ``Attention``
+(ViT, PiT and the T2T backbone; T2T's tokenizer token layers are not part of the depth), Swin's ``WindowAttention``
+(one distribution per query of each window, ``(B * windows, heads, N, N)``), CaiT's talking-heads attention (the
+softmax distribution, before the post-softmax head mixing, which is a linear map across heads and not a distribution)
+and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
 import math
 import statistics
@@ -22,100 +23,118 @@ import torch
 from torch import nn
 
 from timm.layers import Attention
-from timm.layers.attention import resolve_self_attn_mask
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
-from .layers import LsaMixin, lsa_attn_bias
-from .models.sl_swin import window_attn_bias
+from .layers import LsaMixin
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_to_uniform',
            'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
 
 
-def _split_heads(t: torch.Tensor, num_heads: int) -> torch.Tensor:
-    """``(B, N, heads * d)`` -> ``(B, heads, N, d)``."""
-    B, N, _ = t.shape
-    return t.reshape(B, N, num_heads, -1).transpose(1, 2)
+def _heads_first(t: torch.Tensor) -> torch.Tensor:
+    """``(B, queries, keys, heads)`` -> ``(B, heads, queries, keys)``."""
+    return t.permute(0, 3, 1, 2)
 
 
-def _logits(module: nn.Module, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """``QK^T`` times the LSA temperature (per head) or the module's fixed ``scale``."""
-    scale = module.temperature.to(q.dtype).view(-1, 1, 1) if isinstance(module, LsaMixin) else module.scale
-    return (q * scale) @ k.transpose(-2, -1)
+def _as_is(t: torch.Tensor) -> torch.Tensor:
+    return t
 
 
-def _diag_bias(module: nn.Module, logits: torch.Tensor) -> Optional[torch.Tensor]:
-    return lsa_attn_bias(logits.shape[-1], logits.dtype, logits.device) if getattr(module, 'diag_mask', False) else None
-
-
-def _softmax(logits: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    return (logits if bias is None else logits + bias).float().softmax(dim=-1)
-
-
-def _self_attention_probs(module: Attention, x: torch.Tensor, attn_mask: Optional[torch.Tensor] = None,
-                          is_causal: bool = False) -> torch.Tensor:
-    q, k, _ = module.qkv(x).chunk(3, dim=-1)
-    q, k = module.q_norm(_split_heads(q, module.num_heads)), module.k_norm(_split_heads(k, module.num_heads))
-    bias = resolve_self_attn_mask(x.shape[1], q, attn_mask, is_causal)
-    if getattr(module, 'diag_mask', False):
-        bias = lsa_attn_bias(x.shape[1], q.dtype, q.device, bias)
-    return _softmax(_logits(module, q, k), bias)
-
-
-def _window_probs(module: WindowAttention, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-    q, k, _ = (_split_heads(t, module.num_heads) for t in module.qkv(x).chunk(3, dim=-1))
-    logits = _logits(module, q, k)
-    bias = window_attn_bias(module._get_rel_pos_bias(), mask, getattr(module, 'diag_mask', False), logits.dtype)
-    shape = logits.shape
-    return _softmax(logits.view(-1, *bias.shape), bias).view(shape)
-
-
-def _talking_heads_probs(module: TalkingHeadAttn, x: torch.Tensor) -> torch.Tensor:
-    q, k, _ = (_split_heads(t, module.num_heads) for t in module.qkv(x).chunk(3, dim=-1))
-    logits = module.proj_l(_logits(module, q, k).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)  # pre-softmax mixing
-    return _softmax(logits, _diag_bias(module, logits))
-
-
-def _class_attention_probs(module: ClassAttn, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
-    # kv: separate keys (the reference's raw-patch class attention, ``class_attn_kv='raw_patches'``)
-    q = _split_heads(module.q(x[:, :1]), module.num_heads)
-    k = _split_heads(module.k(x if kv is None else kv), module.num_heads)
-    return _softmax(_logits(module, q, k))
-
-
-# (attention class, probabilities from the module's forward arguments); LSA subclasses match their timm base
-_PROBS: Tuple[Tuple[type, Callable[..., torch.Tensor]], ...] = (
-    (Attention, _self_attention_probs),
-    (WindowAttention, _window_probs),
-    (TalkingHeadAttn, _talking_heads_probs),
-    (ClassAttn, _class_attention_probs),
+# Where each supported attention's explicit path hands on its softmax output: (timm class, submodule whose input is
+# the probabilities, that input -> (B, heads, queries, keys)). Subclasses (the LSA layers) match their timm base and
+# keep that point. Talking heads: the input of the post-softmax head mixing ``proj_w`` (``attn_drop`` comes after it
+# and sees mixed weights, which are no distribution).
+_OBSERVED_AT: Tuple[Tuple[type, str, Callable[[torch.Tensor], torch.Tensor]], ...] = (
+    (TalkingHeadAttn, 'proj_w', _heads_first),
+    (Attention, 'attn_drop', _as_is),
+    (WindowAttention, 'attn_drop', _as_is),
+    (ClassAttn, 'attn_drop', _as_is),
 )
 
 
-def _probs_fn(module: nn.Module) -> Optional[Callable[..., torch.Tensor]]:
-    return next((fn for cls, fn in _PROBS if isinstance(module, cls)), None)
+def _observation_point(module: nn.Module) -> Optional[Tuple[str, Callable[[torch.Tensor], torch.Tensor]]]:
+    """Name of the submodule of a supported attention layer that receives its probabilities, and their layout fix."""
+    for cls, attr, layout in _OBSERVED_AT:
+        if isinstance(module, cls) and isinstance(getattr(module, attr, None), nn.Module):
+            return attr, layout
+    return None
+
+
+def _supported() -> str:
+    return f'{", ".join(cls.__name__ for cls, _, _ in _OBSERVED_AT)} and their LSA versions'
+
+
+@contextmanager
+def _recording(modules: Sequence[Tuple[str, nn.Module]]) -> Iterator[Dict[str, List[torch.Tensor]]]:
+    """Hooks that append, per forward of each module, the probabilities seen at its observation point; the modules run
+    their explicit path meanwhile (``fused_attn`` off). Hooks and kernel choices are restored on exit, errors included.
+
+    ``timm.utils.AttentionExtract`` itself does not fit: it keeps only the last forward, leaves its hooks registered and
+    the fused kernels (which bypass ``attn_drop``) on, sets the model's train/eval mode, and reads talking heads after
+    the head mixing.
+
+    Raises:
+        RuntimeError: a module's forward did not pass exactly one tensor through its observation point (its explicit
+            path no longer hands its probabilities to that submodule).
+    """
+    maps: Dict[str, List[torch.Tensor]] = {name: [] for name, _ in modules}
+    handles = []
+    fused = [(m, m.fused_attn) for _, m in modules if hasattr(m, 'fused_attn')]
+
+    def track(name: str, module: nn.Module) -> None:
+        point, layout = _observation_point(module)
+        seen: List[torch.Tensor] = []
+
+        def observe(_, args):
+            seen.append(layout(args[0]).detach().to(torch.float32, copy=True))
+
+        def start(*_):
+            seen.clear()
+
+        def finish(*_):
+            if len(seen) != 1:
+                raise RuntimeError(f'{name or type(module).__name__}: its forward passed {len(seen)} tensors through '
+                                   f'{type(module).__name__}.{point} instead of one softmax output; its explicit path '
+                                   f'changed and the attention cannot be read from it')
+            maps[name].append(seen.pop())
+
+        handles.append(getattr(module, point).register_forward_pre_hook(observe))
+        handles.append(module.register_forward_pre_hook(start))
+        handles.append(module.register_forward_hook(finish))
+
+    try:
+        for m, _ in fused:
+            m.fused_attn = False
+        for name, module in modules:
+            track(name, module)
+        yield maps
+    finally:
+        for handle in handles:
+            handle.remove()
+        for m, value in fused:
+            m.fused_attn = value
 
 
 @torch.no_grad()
-def attention_probs(module: nn.Module, x: torch.Tensor, **kwargs) -> torch.Tensor:
-    """Softmax attention ``(B, heads, queries, keys)`` (fp32) that a supported attention module computes for ``x``
-    (``kwargs``: the module's other forward arguments, e.g. Swin's window ``mask``).
+def attention_probs(module: nn.Module, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """Softmax attention ``(B, heads, queries, keys)`` (fp32) of a supported attention module, read from its forward
+    on ``args`` / ``kwargs`` (e.g. ``x`` and Swin's window ``mask``).
 
     Raises:
         TypeError: ``module`` is not a supported attention layer.
     """
-    fn = _probs_fn(module)
-    if fn is None:
-        raise TypeError(f'{type(module).__name__} is not a supported attention layer; supported: '
-                        f'{", ".join(cls.__name__ for cls, _ in _PROBS)} and their LSA versions')
-    return fn(module, x, **kwargs)
+    if _observation_point(module) is None:
+        raise TypeError(f'{type(module).__name__} is not a supported attention layer; supported: {_supported()}')
+    with _recording([('', module)]) as maps:
+        module(*args, **kwargs)
+    return maps[''][0]
 
 
 def attention_layers(model: nn.Module) -> List[Tuple[str, nn.Module]]:
     """The model's supported attention layers, ``(name, module)`` in definition (= depth) order."""
-    return [(name, m) for name, m in model.named_modules() if _probs_fn(m) is not None]
+    return [(name, m) for name, m in model.named_modules() if _observation_point(m) is not None]
 
 
 @contextmanager
@@ -123,8 +142,11 @@ def capture_attention(
         model: nn.Module,
         names: Optional[Sequence[str]] = None,
 ) -> Iterator[Dict[str, List[torch.Tensor]]]:
-    """Within the block, every forward of ``model`` appends each attention layer's probabilities to
-    ``maps[module_name]`` (depth order). ``names`` restricts capture to those layers.
+    """Within the block, every forward of ``model`` appends each attention layer's probabilities (fp32, as its forward
+    computed them) to ``maps[module_name]`` (depth order). ``names`` restricts capture to those layers.
+
+    The captured layers run their explicit (non-fused) path inside the block, so the model's output may differ from
+    the fused one by rounding; ``fused_attn`` is restored afterwards.
 
     Raises:
         ValueError: the model has no supported attention layer, or ``names`` holds one that is not.
@@ -132,25 +154,14 @@ def capture_attention(
     modules = attention_layers(model)
     if not modules:
         raise ValueError(f'{type(model).__name__} has no supported attention layer to capture; supported: '
-                         f'{", ".join(cls.__name__ for cls, _ in _PROBS)} and their LSA versions')
+                         f'{_supported()}')
     if names is not None:
         unknown = sorted(set(names) - {name for name, _ in modules})
         if unknown:
             raise ValueError(f'not attention layers of {type(model).__name__}: {unknown}')
         modules = [(name, m) for name, m in modules if name in names]
-    maps: Dict[str, List[torch.Tensor]] = {name: [] for name, _ in modules}
-
-    def make_hook(name: str):
-        def hook(module, args, kwargs, output):
-            maps[name].append(attention_probs(module, *args, **kwargs))
-        return hook
-
-    handles = [m.register_forward_hook(make_hook(name), with_kwargs=True) for name, m in modules]
-    try:
+    with _recording(modules) as maps:
         yield maps
-    finally:
-        for handle in handles:
-            handle.remove()
 
 
 @dataclass
@@ -186,7 +197,8 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     """The paper's Fig. 5 quantity: the final class token's attention over the patch tokens, per head.
 
     - ViT, PiT, T2T: row of the class token in the last attention layer, patch columns (prefix tokens dropped).
-    - CaiT: the last class-attention layer (its only query is the class token).
+    - CaiT: the last class-attention layer (its only query is the class token), over the patch tokens its block
+      received (timm's keys are ``[class, patches]``; with ``class_attn_kv='raw_patches'`` the patches only).
     - Swin (no class token; the classifier reads the average of the last stage's tokens): the attention each token
       receives in the last block, averaged over the queries of its window and put back on the grid (windows and
       cyclic shift undone). Through that block's attention, this is the token's weight in the pooled feature.
@@ -198,39 +210,38 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     name, module = (class_layers or layers)[-1]
     H, W = images.shape[-2:]
-    if isinstance(module, WindowAttention):
-        return _window_received_attention(model, name, images)
-    with capture_attention(model, [name]) as maps:
-        model(images)
-    probs = maps[name][-1]  # (B, heads, queries, keys)
-    if isinstance(module, ClassAttn):
-        prefix, has_cls = 1, True
-    else:
-        prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
-        has_cls = getattr(model, 'cls_token', None) is not None
-    if has_cls:
-        weights, kind = probs[:, :, 0, prefix:], 'class token'
-        text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
-    else:
-        weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
-        text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
-               f'averaged over the queries'
-    h, w = _grid(weights.shape[-1], H, W)
-    return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text)
-
-
-def _window_received_attention(model: nn.Module, name: str, images: torch.Tensor) -> AttentionMap:
     block = _owner(model, name)
-    grid: List[Tuple[int, int]] = []
-    handle = block.register_forward_pre_hook(lambda m, args: grid.append(tuple(args[0].shape[1:3])))  # NHWC input
+    block_inputs: List[torch.Size] = []  # the tokens the block gets: Swin's NHWC map, CaiT's patch tokens
+    handle = block.register_forward_pre_hook(lambda m, args: block_inputs.append(args[0].shape))
     try:
         with capture_attention(model, [name]) as maps:
             model(images)
     finally:
         handle.remove()
-    H, W = grid[-1]
+    probs = maps[name][-1]  # (B, heads, queries, keys)
+    if isinstance(module, WindowAttention):
+        return _window_received_attention(block, name, probs, block_inputs[-1][1:3])
+    if isinstance(module, ClassAttn):
+        weights, kind = probs[:, :, 0, -block_inputs[-1][1]:], 'class token'
+        text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
+    else:
+        prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
+        if getattr(model, 'cls_token', None) is not None:
+            weights, kind = probs[:, :, 0, prefix:], 'class token'
+            text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
+        else:
+            weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
+            text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
+                   f'averaged over the queries'
+    h, w = _grid(weights.shape[-1], H, W)
+    return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text)
+
+
+def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int]) -> AttentionMap:
+    """Attention each token receives in a Swin block, from its window attention's probabilities
+    ``(B * windows, heads, N, N)`` and the block's input grid ``(H, W)``."""
+    H, W = grid
     wh, ww = block.window_size
-    probs = maps[name][-1]  # (B * windows, heads, N, N)
     received = probs.mean(-2).transpose(1, 2).reshape(-1, wh, ww, probs.shape[1])
     pad_h, pad_w = math.ceil(H / wh) * wh, math.ceil(W / ww) * ww
     tokens = window_reverse(received, (wh, ww), pad_h, pad_w)[:, :H, :W]  # (B, H, W, heads), in shifted order
