@@ -154,7 +154,7 @@ def test_class_attention_refuses_diag_mask():
 
 def test_checkpoint_mapping_lives_in_filters():
     """warm_start and the channel adaptation are checkpoint mapping (models/_filters.py); warm_start stays importable
-    where the README documents it."""
+    where docs/hub.md documents it."""
     from timm_sl import hub
     from timm_sl.models import _filters
     assert hub.warm_start is _filters.warm_start and _filters.warm_start.__module__ == 'timm_sl.models._filters'

@@ -340,6 +340,17 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare_svhn(args: argparse.Namespace) -> int:
+    from timm_sl.tools import prepare_svhn
+    try:
+        counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as e:
+        raise CliError(str(e)) from e
+    print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
+          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}')
+    return 0
+
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Adds ``(default: ...)`` to an option's help unless the help already says what the default is."""
 
@@ -493,6 +504,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('root', help='the folder holding train/ and val/')
     p.add_argument('--copy', action='store_true', help='copy the val images instead of moving them')
     p.set_defaults(func=cmd_prepare_tiny_imagenet)
+
+    p = sub.add_parser('prepare-svhn', help="write SVHN's .mat files as train/ and test/ folders of digit PNGs")
+    p.add_argument('root', metavar='DIR', help="output folder, train.py's --data-dir")
+    p.add_argument('--source', metavar='MATS', default=None,
+                   help='folder holding train_32x32.mat, test_32x32.mat (the torchvision.datasets.SVHN root); '
+                        'None: DIR')
+    p.add_argument('--extra', action='store_true', help='also write extra_32x32.mat (531,131 images) to DIR/extra')
+    p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote')
+    p.set_defaults(func=cmd_prepare_svhn)
     return parser
 
 

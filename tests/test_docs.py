@@ -1,0 +1,156 @@
+"""README.md, docs/ and recipes/README.md: every link resolves, every ``timm-sl`` command of their ``bash`` blocks parses
+with the CLI as written, every train.py command builds its model (and, with ``TIMM_REPO``, parses with train.py's
+own arguments); the README stays a short entry page. test_recipes.py runs the train.py commands (slow)."""
+import argparse
+import re
+import shlex
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+import torch
+import yaml
+
+import timm
+from timm.utils import ParseKwargs
+from timm_sl.cli import build_parser
+
+from test_recipes import SCRIPTS, _train_py_parser
+
+ROOT = Path(__file__).parents[1]
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'docs').glob('*.md')), ROOT / 'recipes' / 'README.md']
+README_MAX_LINES = 250
+
+
+def _bash_commands(page: Path) -> List[Tuple[str, List[str]]]:
+    """(line, argv) of each command of the page's ``bash`` blocks, continuations joined, ``VAR=value`` prefixes and
+    here-document bodies left out."""
+    commands = []
+    for block in re.findall(r'```bash\n(.*?)```', page.read_text(), flags=re.S):
+        heredoc = None
+        for line in block.replace('\\\n', ' ').splitlines():
+            if heredoc is not None:
+                heredoc = None if line.strip() == heredoc else heredoc
+                continue
+            match = re.search(r"<<\s*'?(\w+)'?", line)
+            heredoc = match.group(1) if match else None
+            argv = shlex.split(line, comments=True)
+            while argv and re.fullmatch(r'[A-Z_]+=\S*', argv[0]):
+                argv = argv[1:]
+            if argv:
+                commands.append((line.strip(), argv))
+    return commands
+
+
+COMMANDS = [(page, line, argv) for page in PAGES for line, argv in _bash_commands(page)]
+CLI_COMMANDS = [(page, line, argv) for page, line, argv in COMMANDS if argv[0] == 'timm-sl']
+TRAIN_COMMANDS = [(page, line, argv) for page, line, argv in COMMANDS if 'train.py' in argv]
+
+
+def _id(item) -> str:
+    page, line, _ = item
+    return f'{page.relative_to(ROOT)}:{line[:60]}'
+
+
+def _heading_anchors(page: Path) -> set:
+    """GitHub's anchors of the page's headings: lower case, punctuation but '-' and '_' dropped, spaces to '-'."""
+    return {re.sub(r'[^\w\- ]', '', h.strip().lower()).replace(' ', '-')
+            for h in re.findall(r'^#+ (.*)$', page.read_text(), flags=re.M)}
+
+
+def test_readme_is_a_short_entry_page_linking_every_docs_page():
+    readme = (ROOT / 'README.md').read_text()
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    linked = set(re.findall(r'\]\((docs/[\w.-]+\.md)', readme))
+    assert {f'docs/{p.name}' for p in (ROOT / 'docs').glob('*.md')} <= linked
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_links_resolve(page):
+    """Relative links point to files that exist, and their #anchors to headings of those files."""
+    for target in re.findall(r'\]\(([^)\s]+)\)', page.read_text()):
+        if re.match(r'[a-z]+:', target):  # http(s), mailto
+            continue
+        path, _, anchor = target.partition('#')
+        file = (page.parent / path).resolve() if path else page
+        assert file.exists(), f'{page.name}: link {target} points to a missing file'
+        if anchor:
+            assert anchor in _heading_anchors(file), f'{page.name}: link {target} names no heading of {file.name}'
+
+
+def test_documented_commands_are_found():
+    assert {page.name for page, _, _ in CLI_COMMANDS} >= {'README.md', 'reproduce.md', 'analysis.md'}
+    assert {argv[1] for _, _, argv in CLI_COMMANDS} >= {
+        'export', 'push', 'release', 'reproduce', 'attention', 'temperature', 'kld', 'receptive-field',
+        'prepare-svhn', 'prepare-tiny-imagenet'}
+    assert len(TRAIN_COMMANDS) >= 10
+
+
+@pytest.mark.parametrize('item', CLI_COMMANDS, ids=_id)
+def test_cli_command_parses_as_written(item):
+    page, line, argv = item
+    try:
+        args = build_parser().parse_args(argv[1:])
+    except SystemExit as e:
+        pytest.fail(f'{page.name}: `{line}` does not parse (exit {e.code})')
+    assert args.command == argv[1]
+
+
+def _model_of(argv: List[str]) -> Tuple[str, dict, int]:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--model')
+    parser.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs)
+    parser.add_argument('--num-classes', type=int, default=None)
+    args, _ = parser.parse_known_args(argv[argv.index('train.py') + 1:])
+    return args.model, args.model_kwargs, args.num_classes
+
+
+@pytest.mark.parametrize('item', TRAIN_COMMANDS, ids=_id)
+def test_train_py_command_builds_its_model(item):
+    """The model and --model-kwargs of the command are accepted (built on the meta device: nothing allocated)."""
+    page, line, argv = item
+    name, kwargs, num_classes = _model_of(argv)
+    with torch.device('meta'):
+        model = timm.create_model(name, **({'num_classes': num_classes} if num_classes else {}), **kwargs)
+    if num_classes:
+        assert model.num_classes == num_classes
+
+
+@pytest.mark.parametrize('item', TRAIN_COMMANDS, ids=_id)
+def test_train_py_command_parses_with_train_py(item):
+    page, line, argv = item
+    parser = _train_py_parser()  # skips without TIMM_REPO
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument('--config')
+    recipe, args = config.parse_known_args(argv[argv.index('train.py') + 1:])
+    if recipe.config:  # as train.py does: the recipe's values become the defaults of its argument parser
+        parser.set_defaults(**yaml.safe_load((ROOT / recipe.config).read_text()))
+    try:
+        parsed = parser.parse_args(args)
+    except SystemExit as e:
+        pytest.fail(f'{page.name}: `{line}` is refused by train.py (exit {e.code})')
+    assert parsed.model == _model_of(argv)[0]
+
+
+def test_scripts_other_than_train_py_are_timm_scripts_or_this_repository_files():
+    """A `python X.py` command runs one of timm's scripts or a file of this repository that exists."""
+    for page, line, argv in COMMANDS:
+        if argv[0] in ('python', 'python3') and len(argv) > 1 and argv[1].endswith('.py'):
+            assert argv[1] in SCRIPTS or (ROOT / argv[1]).is_file(), f'{page.name}: `{line}`'
+
+
+def test_reproduce_page_digits_folder_script_runs_as_written(tmp_path):
+    """docs/reproduce.md's here-document writes the 32 px digits ImageFolder it describes (400 train / 100 val)."""
+    import subprocess
+    import sys
+    text = (ROOT / 'docs' / 'reproduce.md').read_text()
+    script = re.search(r"python - <<'PY'[^\n]*\n(.*?)\nPY\n", text, flags=re.S).group(1)
+    result = subprocess.run([sys.executable, '-'], input=script, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    counts = {split: len(list((tmp_path / 'digits' / split).rglob('*.png'))) for split in ('train', 'val')}
+    assert counts == {'train': 400, 'val': 100}
+    assert sorted(p.name for p in (tmp_path / 'digits' / 'train').iterdir()) == [str(d) for d in range(10)]
+    from PIL import Image
+    with Image.open(next((tmp_path / 'digits' / 'val').rglob('*.png'))) as image:
+        assert image.size == (32, 32) and image.mode == 'RGB'

@@ -1,0 +1,237 @@
+"""``timm-sl prepare-svhn``: SVHN's .mat files (generated small here) -> train/ and test/ digit folders that timm's
+dataset reader and ``timm-sl reproduce --dataset svhn`` take; errors, refusals and overwrite."""
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import numpy as np
+import pytest
+
+from timm_sl.cli import main
+from timm_sl.tools import prepare_svhn, read_svhn_mat
+
+scipy_io = pytest.importorskip('scipy.io')
+from PIL import Image  # noqa: E402
+
+SIZES = {'train': 30, 'test': 12, 'extra': 7}
+FILES = {'train': 'train_32x32.mat', 'test': 'test_32x32.mat', 'extra': 'extra_32x32.mat'}
+
+
+def _write_mat(path: Path, n: int, seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """An SVHN-format file: X (32, 32, 3, n) uint8, y (n, 1) uint8 in 1..10, every label present when n >= 10."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 256, (32, 32, 3, n), dtype=np.uint8)
+    y = (np.arange(n) % 10 + 1).astype(np.uint8)
+    rng.shuffle(y)
+    scipy_io.savemat(str(path), {'X': x, 'y': y[:, None]})
+    return x, y
+
+
+@pytest.fixture
+def mats(tmp_path) -> Tuple[Path, Dict[str, Tuple[np.ndarray, np.ndarray]]]:
+    source = tmp_path / 'mats'
+    source.mkdir()
+    return source, {split: _write_mat(source / FILES[split], n, seed) for seed, (split, n) in enumerate(SIZES.items())}
+
+
+def _layout(root: Path) -> Dict[str, List[str]]:
+    return {split.name: sorted(d.name for d in split.iterdir()) for split in sorted(root.iterdir())}
+
+
+def _cli_error(argv: List[str], capsys) -> str:
+    """The one line a failing command ends with, whether it raises SystemExit(message) or prints and returns."""
+    try:
+        status = main(argv)
+    except SystemExit as e:
+        assert isinstance(e.code, str), e.code
+        message = e.code
+    else:
+        assert status != 0
+        message = capsys.readouterr().err.strip()
+    assert '\n' not in message
+    return message
+
+
+def test_images_and_labels_round_trip(mats, tmp_path):
+    source, data = mats
+    out = tmp_path / 'svhn'
+    counts = prepare_svhn(out, source=source, progress=False)
+    assert _layout(out) == {'test': [str(d) for d in range(10)], 'train': [str(d) for d in range(10)]}
+    for split in ('train', 'test'):
+        x, y = data[split]
+        digits = y % 10  # label 10 is the digit 0
+        assert counts[split] == {str(d): int((digits == d).sum()) for d in range(10)}
+        for i in range(len(y)):
+            image = np.asarray(Image.open(out / split / str(digits[i]) / f'{i:06d}.png'))
+            np.testing.assert_array_equal(image, x[:, :, :, i])
+        assert sum(1 for _ in (out / split).rglob('*.png')) == len(y)
+    assert not (out / 'extra').exists()  # present in the source, but not asked for
+    assert [p.name for p in out.iterdir() if p.name.startswith('.')] == []  # no staging folder left
+
+
+def test_folders_match_torchvision_and_timm_readers(mats, tmp_path, monkeypatch):
+    """Every image torchvision's SVHN dataset yields with target t is in folder t; timm reads the splits the recipe
+    names with class index = digit."""
+    import timm.data
+    import yaml
+    from torchvision.datasets import SVHN
+    source, data = mats
+    out = tmp_path / 'svhn'
+    prepare_svhn(out, source=source, progress=False)
+    monkeypatch.setattr(SVHN, '_check_integrity', lambda self: True)  # the generated files have no official md5
+    reference = SVHN(str(source), split='test')
+    for i in range(len(reference)):
+        image, target = reference[i]
+        np.testing.assert_array_equal(np.asarray(Image.open(out / 'test' / str(target) / f'{i:06d}.png')),
+                                      np.asarray(image))
+    recipe = yaml.safe_load((Path(__file__).parents[1] / 'recipes' / 'svhn.yaml').read_text())
+    for split, n in ((recipe['train_split'], SIZES['train']), (recipe['val_split'], SIZES['test'])):
+        dataset = timm.data.create_dataset('', root=str(out), split=split)
+        assert len(dataset) == n
+        assert dataset.reader.class_to_idx == {str(d): d for d in range(recipe['num_classes'])}
+        for index in range(n):
+            path, target = dataset.reader.samples[index]
+            assert Path(path).parent.name == str(target)
+
+
+def test_extra_split_on_request(mats, tmp_path):
+    source, data = mats
+    out = tmp_path / 'svhn'
+    counts = prepare_svhn(out, source=source, extra=True, progress=False)
+    assert sorted(counts) == ['extra', 'test', 'train'] and sum(counts['extra'].values()) == SIZES['extra']
+    assert sum(1 for _ in (out / 'extra').rglob('*.png')) == SIZES['extra']
+    (source / FILES['extra']).unlink()
+    with pytest.raises(FileNotFoundError, match='extra_32x32.mat not found'):
+        prepare_svhn(tmp_path / 'other', source=source, extra=True, progress=False)
+    assert not (tmp_path / 'other').exists()
+
+
+def test_source_defaults_to_the_output_folder(mats, tmp_path, capsys):
+    """torchvision's root can be the output: the .mat files stay, train/ and test/ appear beside them."""
+    source, _ = mats
+    assert main(['prepare-svhn', str(source)]) == 0
+    assert f'30 train, 12 test images in digit folders 0-9 under {source}/{{train,test}}' in capsys.readouterr().out
+    assert sorted(p.name for p in source.iterdir()) == ['extra_32x32.mat', 'test', 'test_32x32.mat', 'train',
+                                                         'train_32x32.mat']
+
+
+def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
+    source, data = mats
+    out = tmp_path / 'svhn'
+    prepare_svhn(out, source=source, progress=False)
+    before = _layout(out)
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
+    _write_mat(source / FILES['train'], 10, seed=7)  # a new train file: --overwrite replaces the old images
+    assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 10 and _layout(out) == before
+    (out / 'test' / 'notes.txt').write_text('mine')
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source), '--overwrite'], capsys) == (
+        f'timm-sl prepare-svhn: {out / "test"} holds files other than digit folders of PNGs; move it away first')
+    assert (out / 'test' / 'notes.txt').read_text() == 'mine'
+
+
+def test_a_bad_file_leaves_the_output_untouched(mats, tmp_path):
+    source, _ = mats
+    (source / FILES['test']).write_bytes(b'not a MATLAB file at all' * 10)
+    out = tmp_path / 'svhn'
+    with pytest.raises(ValueError, match=r'test_32x32.mat is not a readable MATLAB file \(.*\); expected'):
+        prepare_svhn(out, source=source, progress=False)
+    assert list(out.iterdir()) == []  # train/ was written to a staging folder only, then removed
+
+
+@pytest.mark.parametrize('arrays, message', [
+    ({'X': np.zeros((32, 32, 3, 2), np.uint8)}, r" holds \['X'\]; expected 'X' uint8 of shape \(32, 32, 3, N\)"),
+    ({'X': np.zeros((3, 32, 32, 2), np.uint8), 'y': np.ones((2, 1))}, r": 'X' is uint8 of shape \(3, 32, 32, 2\)"),
+    ({'X': np.zeros((32, 32, 3, 2)), 'y': np.ones((2, 1))}, r": 'X' is float64 of shape"),
+    ({'X': np.zeros((32, 32, 3, 2), np.uint8), 'y': np.ones((3, 1))}, r": 'y' has shape \(3, 1\) for 2 images"),
+    ({'X': np.zeros((32, 32, 3, 2), np.uint8), 'y': np.array([[10], [0]], np.uint8)},
+     r': label 0 of image 1; expected .* labels 1\.\.10 \(10 is the digit 0\)'),
+])
+def test_malformed_mat_is_named(tmp_path, arrays, message):
+    import re
+    path = tmp_path / 'train_32x32.mat'
+    scipy_io.savemat(str(path), arrays)
+    with pytest.raises(ValueError, match=f'^{re.escape(str(path))}{message}'):
+        read_svhn_mat(path)
+
+
+def test_missing_file_and_missing_scipy_are_one_line(tmp_path, capsys, monkeypatch):
+    message = _cli_error(['prepare-svhn', str(tmp_path / 'out'), '--source', str(tmp_path)], capsys)
+    assert message == (f'timm-sl prepare-svhn: {tmp_path / "train_32x32.mat"} not found: the source must be the folder '
+                       'holding train_32x32.mat, test_32x32.mat (torchvision.datasets.SVHN root)')
+    _write_mat(tmp_path / FILES['train'], 2, 0)
+    _write_mat(tmp_path / FILES['test'], 2, 1)
+    monkeypatch.setitem(sys.modules, 'scipy.io', None)  # import scipy.io now raises ImportError
+    assert _cli_error(['prepare-svhn', str(tmp_path / 'out'), '--source', str(tmp_path)], capsys) == (
+        "timm-sl prepare-svhn: reading SVHN's .mat files needs scipy; install it: pip install scipy")
+
+
+# A stand-in for timm's train.py that reads the data folder as train.py would (timm's dataset factory, the splits and
+# class count of the --config recipe) and records what it found; summary.csv as train.py writes it.
+READING_TRAIN = textwrap.dedent('''
+    import argparse, json
+    from pathlib import Path
+    import yaml
+    from timm.data import create_dataset
+    p = argparse.ArgumentParser()
+    for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--epochs'):
+        p.add_argument(flag)
+    p.add_argument('--model-kwargs', nargs='*', default=[])
+    a = p.parse_args()
+    cfg = yaml.safe_load(Path(a.config).read_text())
+    found = {}
+    for key in ('train_split', 'val_split'):
+        ds = create_dataset('', root=a.data_dir, split=cfg[key])
+        assert len(ds.reader.class_to_idx) == cfg['num_classes'], ds.reader.class_to_idx
+        found[cfg[key]] = len(ds)
+    out = Path(a.output) / a.experiment
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'data.json').write_text(json.dumps(found))
+    with open(out / 'summary.csv', 'w') as f:
+        f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\\n0,1.0,1.0,50.0,90.0,0.001\\n')
+''')
+
+
+def test_reproduce_svhn_reads_the_prepared_folder(mats, tmp_path, capsys):
+    source, _ = mats
+    data = tmp_path / 'svhn'
+    assert main(['prepare-svhn', str(data), '--source', str(source)]) == 0
+    script = tmp_path / 'train.py'
+    script.write_text(READING_TRAIN)
+    out = tmp_path / 'out'
+    assert main(['reproduce', '--data-dir', str(data), '--dataset', 'svhn', '--families', 'vit', '--out', str(out),
+                 '--train-script', str(script), '--', '--epochs', '1']) == 0
+    results = json.loads((out / 'results.json').read_text())
+    assert [(r['name'], r['status']) for r in results['runs']] == [('vit-base-s0', 'done'), ('vit-sl-s0', 'done')]
+    for run in results['runs']:
+        assert json.loads((Path(run['dir']) / 'data.json').read_text()) == {'train': SIZES['train'],
+                                                                            'test': SIZES['test']}
+
+
+TIMM_REPO = os.environ.get('TIMM_REPO')
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists(),
+                    reason="set TIMM_REPO to a folder with timm's train.py")
+def test_reproduce_svhn_with_timm_train_py(mats, tmp_path):
+    """timm's own train.py trains one epoch of both ViT rows with recipes/svhn.yaml on the prepared folder."""
+    import subprocess
+    source, _ = mats
+    data = tmp_path / 'svhn'
+    prepare_svhn(data, source=source, progress=False)
+    out = tmp_path / 'out'
+    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
+           '--families', 'vit', '--out', str(out), '--', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
+           '--workers', '1', '--device', 'cpu', '--no-prefetcher']
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1')
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads((out / 'results.json').read_text())
+    assert [r['status'] for r in results['runs']] == ['done', 'done']
+    assert all(r['summary']['epochs'] == 1 for r in results['runs'])

@@ -1,0 +1,130 @@
+"""Write SVHN's MATLAB files as an ImageFolder of PNGs, the layout timm's train.py reads with ``--data-dir``.
+
+SVHN's cropped-digit splits (``train_32x32.mat``, ``test_32x32.mat``, ``extra_32x32.mat``, the names
+``torchvision.datasets.SVHN`` downloads into its root) hold ``X``, uint8 of shape (32, 32, 3, N): image ``i`` is
+``X[:, :, :, i]`` as height x width x RGB, and ``y``, of shape (N, 1), the digits 1..9 with 10 standing for 0.
+``prepare_svhn`` writes image ``i`` of a split to ``<root>/<split>/<digit>/<i>.png`` (``i`` zero-padded to six
+places), so class folder ``0`` holds the label-10 images and class index = digit.
+"""
+import shutil
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ['SVHN_FILES', 'prepare_svhn', 'read_svhn_mat']
+
+SVHN_FILES = {'train': 'train_32x32.mat', 'test': 'test_32x32.mat', 'extra': 'extra_32x32.mat'}
+_DIGITS = [str(d) for d in range(10)]
+_EXPECTED = "'X' uint8 of shape (32, 32, 3, N) and 'y' of shape (N, 1) with labels 1..10 (10 is the digit 0)"
+
+
+def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
+    """Images and digits of one SVHN split file.
+
+    Returns:
+        ``(images, digits)``: uint8 (N, 32, 32, 3) (a view of the file's array) and int64 (N,) in 0..9.
+
+    Raises:
+        ImportError: scipy, which reads MATLAB files, is not installed.
+        ValueError: the file is not a MATLAB file scipy reads, or lacks the arrays described in the module docstring.
+    """
+    try:
+        from scipy.io import loadmat
+    except ImportError:
+        raise ImportError("reading SVHN's .mat files needs scipy; install it: pip install scipy") from None
+    path = Path(path)
+    try:
+        mat = loadmat(str(path), variable_names=('X', 'y'))
+    except Exception as e:  # scipy raises ValueError, MatReadError, OSError, zlib / struct errors... on a bad file
+        raise ValueError(f'{path} is not a readable MATLAB file ({type(e).__name__}: {e}); expected {_EXPECTED}'
+                         ) from None
+    x, y = mat.get('X'), mat.get('y')
+    if x is None or y is None:
+        raise ValueError(f'{path} holds {sorted(k for k in mat if not k.startswith("__")) or "no arrays"}; '
+                         f'expected {_EXPECTED}')
+    if x.dtype != np.uint8 or x.ndim != 4 or x.shape[:3] != (32, 32, 3):
+        raise ValueError(f"{path}: 'X' is {x.dtype} of shape {x.shape}; expected {_EXPECTED}")
+    labels = y.reshape(-1) if y.ndim == 2 and y.shape[1] == 1 else None
+    if labels is None or len(labels) != x.shape[3]:
+        raise ValueError(f"{path}: 'y' has shape {y.shape} for {x.shape[3]} images; expected {_EXPECTED}")
+    bad = (labels < 1) | (labels > 10) | (labels != np.round(labels))
+    if bad.any():
+        raise ValueError(f"{path}: label {labels[bad][0].item()!r} of image {int(np.argmax(bad))}; expected {_EXPECTED}")
+    return np.moveaxis(x, 3, 0), labels.astype(np.int64) % 10
+
+
+def _written_by_us(folder: Path) -> bool:
+    """Only digit folders of PNGs below ``folder``: what an earlier ``prepare_svhn`` left, safe to replace."""
+    return all(d.is_dir() and d.name in _DIGITS and all(f.suffix == '.png' for f in d.iterdir())
+               for d in folder.iterdir())
+
+
+def _write_split(images: np.ndarray, digits: np.ndarray, folder: Path, desc: str, progress: bool) -> List[int]:
+    from PIL import Image
+    from tqdm import tqdm
+    for d in _DIGITS:
+        (folder / d).mkdir(parents=True)
+    for i in tqdm(range(len(digits)), desc=desc, unit='img', disable=not progress, leave=False):
+        Image.fromarray(np.ascontiguousarray(images[i])).save(folder / str(digits[i]) / f'{i:06d}.png')
+    return np.bincount(digits, minlength=10).tolist()
+
+
+def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = None, extra: bool = False,
+                 overwrite: bool = False, progress: bool = True) -> Dict[str, Dict[str, int]]:
+    """Write ``root/train`` and ``root/test`` (and ``root/extra`` with ``extra``) as digit folders ``0``..``9`` of PNGs.
+
+    Every split is checked and written into a hidden folder of ``root`` first, then renamed into place: an error or
+    an interruption leaves the output as it was.
+
+    Args:
+        root: Output folder, created if missing (train.py's ``--data-dir``).
+        source: Folder holding the ``.mat`` files (torchvision's SVHN root); default ``root``.
+        extra: Also write the 531,131 images of ``extra_32x32.mat`` (the paper trains on ``train`` only).
+        overwrite: Replace split folders that already hold images (only ones this function could have written).
+        progress: Show a progress bar per split.
+
+    Returns:
+        Images per digit folder, per split.
+
+    Raises:
+        FileNotFoundError: a ``.mat`` file of a requested split is missing from ``source``.
+        FileExistsError: an output split folder is not empty (and ``overwrite`` is off, or it holds other files).
+        ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``).
+        ImportError: scipy is missing.
+    """
+    root = Path(root)
+    source = Path(source) if source is not None else root
+    splits: Sequence[str] = ('train', 'test', 'extra') if extra else ('train', 'test')
+    for split in splits:
+        mat = source / SVHN_FILES[split]
+        if not mat.is_file():
+            raise FileNotFoundError(
+                f'{mat} not found: the source must be the folder holding '
+                f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
+    for split in splits:
+        out = root / split
+        if out.is_file():
+            raise FileExistsError(f'{out} is a file; the split folder goes there')
+        if out.is_dir() and any(out.iterdir()):
+            if not _written_by_us(out):
+                raise FileExistsError(f'{out} holds files other than digit folders of PNGs; move it away first')
+            if not overwrite:
+                raise FileExistsError(f'{out} is not empty; refusing to write into it (--overwrite replaces it)')
+    counts: Dict[str, Dict[str, int]] = {}
+    staged: Dict[str, Path] = {}
+    try:
+        for split in splits:  # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
+            images, digits = read_svhn_mat(source / SVHN_FILES[split])
+            staged[split] = root / f'.{split}.prepare-svhn'
+            shutil.rmtree(staged[split], ignore_errors=True)  # left by an interrupted run
+            per_digit = _write_split(images, digits, staged[split], f'{split} ({SVHN_FILES[split]})', progress)
+            counts[split] = dict(zip(_DIGITS, per_digit))
+            del images, digits
+        for split, folder in staged.items():
+            shutil.rmtree(root / split, ignore_errors=True)
+            folder.rename(root / split)
+    finally:
+        for folder in staged.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    return counts
