@@ -42,16 +42,12 @@ def _layout(root: Path) -> Dict[str, List[str]]:
 
 
 def _cli_error(argv: List[str], capsys) -> str:
-    """The one line a failing command ends with, whether it raises SystemExit(message) or prints and returns."""
-    try:
-        status = main(argv)
-    except SystemExit as e:
-        assert isinstance(e.code, str), e.code
-        message = e.code
-    else:
-        assert status != 0
-        message = capsys.readouterr().err.strip()
-    assert '\n' not in message
+    """The one line a failing command ends with (the CLI's convention: exit status 2, one line on stderr)."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    message = str(info.value)
+    assert '\n' not in message and capsys.readouterr().err.strip().splitlines()[-1] == message
     return message
 
 
