@@ -20,6 +20,7 @@ from timm.models import save_for_hf
 from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
 from .train_args import format_recipe, read_args_yaml, recipe_args, summarize
+from .transformers_compat import make_transformers_compatible
 
 __all__ = ['load_training_checkpoint', 'model_from_checkpoint', 'export_checkpoint', 'read_summary', 'read_label_names',
            'trained_as', 'training_data_config', 'run_train_args', 'push_folder', 'CITATION']
@@ -279,6 +280,7 @@ def export_checkpoint(
     out_dir = Path(out_dir)
     model_config = {'label_names': list(label_names)} if label_names else {}
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
+    make_transformers_compatible(out_dir)  # also loads in transformers' timm wrapper
     card_kwargs = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
     summary_info = read_summary(summary) if summary else None
     card = _model_card(model_name, model, card_kwargs, source, summary_info, dataset,
