@@ -199,9 +199,9 @@ def test_compatible_config_changes_only_what_transformers_needs():
     assert transformers_compatible_config(fixed) == fixed
     only_classes = transformers_compatible_config(dict(config, model_args=dict(num_classes=3)))
     assert 'model_args' not in only_classes and only_classes['num_classes'] == 3
-    slified = transformers_compatible_config(dict(config, architecture='vit_tiny_patch16_224',
-                                                  model_args=dict(base='vit_tiny_patch16_224.augreg_in21k')))
-    assert slified['architecture'] == 'slify' and slified['model_args'] == dict(base='vit_tiny_patch16_224.augreg_in21k')
+    base = dict(base='vit_tiny_patch16_224.augreg_in21k')
+    slified = transformers_compatible_config(dict(config, architecture='vit_tiny_patch16_224', model_args=base))
+    assert slified['architecture'] == 'slify' and slified['model_args'] == base
     with pytest.raises(ValueError) as e:
         transformers_compatible_config(dict(config, num_classes=5))
     assert str(e.value) == ('config.json says num_classes=5 but model_args has num_classes=3; the exported weights '

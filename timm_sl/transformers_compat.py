@@ -65,7 +65,8 @@ def make_transformers_compatible(folder: Union[str, Path]) -> Path:
     """
     path = Path(folder) / 'config.json'
     if not path.is_file():
-        raise FileNotFoundError(f'{path} does not exist; give a folder written by timm\'s save_for_hf or timm-sl export')
+        raise FileNotFoundError(f"{path} does not exist; give a folder written by timm's save_for_hf or "
+                                "timm-sl export")
     try:
         config = json.loads(path.read_text())
     except json.JSONDecodeError as e:
