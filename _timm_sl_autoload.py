@@ -52,6 +52,7 @@ class _LoaderWrapper:
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:
+        uninstall()  # timm is being executed: the hook has done its work
         # from here on timm's module carries its own loader again, as if the hook had never been there
         module.__loader__ = self._loader
         if getattr(module, '__spec__', None) is not None:
@@ -67,13 +68,18 @@ class _LoaderWrapper:
 
 
 class TimmImportFinder:
-    """``sys.meta_path`` finder that fires once, for the top-level ``timm`` import, then removes itself."""
+    """``sys.meta_path`` finder that fires once, for the top-level ``timm`` import, then removes itself.
+
+    A mere look-up (``importlib.util.find_spec('timm')``, as transformers' availability check does before it imports
+    timm) leaves it armed: it removes itself when timm's module is executed.
+    """
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != _TARGET:
             return None
-        uninstall()
         for finder in sys.meta_path:
+            if finder is self:
+                continue
             find_spec = getattr(finder, 'find_spec', None)
             spec = find_spec(fullname, path, target) if find_spec is not None else None
             if spec is not None:

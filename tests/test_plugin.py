@@ -69,3 +69,10 @@ def test_install_is_idempotent_and_uninstall_removes(monkeypatch):
     assert sum(f is autoload._finder for f in sys.meta_path) == 1
     autoload.uninstall()
     assert autoload._finder not in sys.meta_path
+
+
+def test_a_look_up_before_the_import_keeps_the_hook():
+    """transformers asks ``importlib.util.find_spec('timm')`` before it imports timm; the import still loads plugins."""
+    code = ("import importlib.util; spec = importlib.util.find_spec('timm'); import timm; "
+            "print(spec is not None, timm.is_model('sl_vit_32'), type(timm.__spec__.loader).__name__)")
+    assert _run(code) == 'True True SourceFileLoader'

@@ -97,3 +97,20 @@ def test_set_input_size_keeps_lsa_and_spt(name):
 @pytest.mark.parametrize('name', ['sl_pit_32', 'sl_cait_32'])
 def test_families_without_set_input_size_say_so(name):
     assert not hasattr(timm.create_model(name), 'set_input_size')  # as timm's PiT and CaiT: rebuild with img_size
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_a_meta_device_build_restores_its_non_persistent_buffers(name):
+    """Built on the meta device, materialised uninitialised (here: NaN / -1), given timm's buffer hook and then the
+    checkpoint -- as transformers' timm wrapper loads a model -- the model computes what the original does. A fixed
+    LSA temperature is a buffer too."""
+    from timm.models._manipulate import reinit_non_persistent_buffers
+    original = timm.create_model(name, lsa_learn_temp=False).eval()
+    model = timm.create_model(name, lsa_learn_temp=False, device='meta').to_empty(device='cpu').eval()
+    with torch.no_grad():
+        for buffer in model.buffers():
+            buffer.fill_(float('nan') if buffer.is_floating_point() else -1)
+    reinit_non_persistent_buffers(model)
+    model.load_state_dict(original.state_dict())
+    x = model_input(original)
+    torch.testing.assert_close(model(x), original(x))

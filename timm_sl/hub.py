@@ -21,6 +21,7 @@ from .models._filters import warm_start  # noqa: F401  (documented here; it live
 from .profile import count_macs, count_params
 from .runs import RunRecord, read_run
 from .train_args import format_recipe, recipe_args
+from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder',
            'CITATION']
@@ -193,6 +194,7 @@ def export_run(
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
+    make_transformers_compatible(out_dir)  # the class count once: also loads in transformers' timm wrapper
     _readable(out_dir / 'model.safetensors')
     card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
                        extra=card_sections)

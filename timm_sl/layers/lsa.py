@@ -107,6 +107,16 @@ class LsaMixin:
         with torch.no_grad():
             self.temperature.fill_(self.init_temperature)
 
+    def init_non_persistent_buffers(self) -> None:
+        """timm's hook for buffers a checkpoint does not hold, called after a build on the meta device
+        (``timm.models.reinit_non_persistent_buffers``, transformers' timm wrapper): the host's own (e.g. Swin's
+        relative position index), then the fixed temperature (a buffer when it is not learned)."""
+        host = getattr(super(), 'init_non_persistent_buffers', None)
+        if host is not None:
+            host()
+        if not self.learn_temp:
+            self.reset_temperature()
+
     @classmethod
     def configured(cls, **defaults: Any) -> type:
         """A subclass whose constructor defaults are ``defaults`` (the LSA switches, a head dim, ...).

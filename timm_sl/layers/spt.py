@@ -146,12 +146,22 @@ class ShiftedPatchProjection(nn.Module):
         self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
-        # how many copies see each pixel of a (P + 2s) window: the LayerNorm statistics kernel of the fused path
-        ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
-        count = self.fold_copies(ones)[0, :, :, 0]  # (P + 2s, P + 2s)
-        # plain contiguous strides: DDP's buffer broadcast rejects the odd (but contiguous) strides of a permute
-        self.register_buffer('overlap_count', count.expand(2, 1, -1, -1).contiguous(), persistent=False)
+        self.register_buffer('overlap_count', self._overlap_count(device), persistent=False)
         self.reset_parameters()
+
+    def _overlap_count(self, device=None) -> torch.Tensor:
+        """How many copies see each pixel of a ``(P + 2s)`` window: the LayerNorm statistics kernel of the fused path,
+        ``(2, 1, P + 2s, P + 2s)`` float32."""
+        ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
+        count = self.fold_copies(ones)[0, :, :, 0]
+        # plain contiguous strides: DDP's buffer broadcast rejects the odd (but contiguous) strides of a permute
+        return count.expand(2, 1, -1, -1).contiguous()
+
+    @torch.no_grad()
+    def init_non_persistent_buffers(self) -> None:
+        """timm's hook for buffers a checkpoint does not hold, called after a build on the meta device
+        (``timm.models.reinit_non_persistent_buffers``, transformers' timm wrapper): recompute ``overlap_count``."""
+        self.overlap_count.copy_(self._overlap_count(self.overlap_count.device))
 
     def reset_parameters(self) -> None:
         # timm's ViT initialisation for linear layers
