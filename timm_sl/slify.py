@@ -36,11 +36,10 @@ from timm.models.pit import ConvEmbedding, Pooling
 from timm.models.swin_transformer import PatchMerging, WindowAttention
 
 from .layers import (
-    LsaMixin, LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, resolve_shift)
+    LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, LocalityWindowAttention, LsaMixin,
+    ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, ShiftedTokenPooling, class_attn_switches,
+    resolve_shift)
 from .models._sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
-from .models.sl_cait import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches
-from .models.sl_pit import ShiftedTokenPooling
-from .models.sl_swin import LocalityWindowAttention
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal']
 

@@ -10,7 +10,7 @@ the module it replaces):
 * ``patch_embed``: SPT with patch = the stem's stride (non-overlapping, as SPT is defined). For PiT-XS's overlapping
   16/8 stem this is an 8 px SPT whose half-patch shift gives the same 16 px receptive field.
 * every block's ``attn``: :class:`~timm_sl.layers.LocalitySelfAttention`.
-* every stage's ``pool``: :class:`ShiftedTokenPooling` (Spool; ``spt_pool``), or :class:`PointwisePooling`, the
+* every stage's ``pool``: :class:`~timm_sl.layers.ShiftedTokenPooling` (Spool; ``spt_pool``), or :class:`PointwisePooling`, the
   reference code's depthwise 3x3 + pointwise 1x1 pooling that the paper's baseline PiT uses (``pool_layout``).
 """
 from typing import Any, Dict, Optional, Set, Tuple
@@ -22,7 +22,7 @@ from timm.layers import trunc_normal_
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
+from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedTokenPooling, lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
@@ -47,26 +47,6 @@ class PointwisePooling(Pooling):
     def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         x, cls_token = super().forward(x, cls_token)
         return self.pw(x), cls_token
-
-
-class ShiftedTokenPooling(nn.Module):
-    """Spool for PiT (paper Eq. 8): SPT merges 2x2 tokens of the map, the class token gets its own Linear."""
-
-    def __init__(
-            self,
-            in_feature: int,
-            out_feature: int,
-            shift_directions: str = 'diagonal',
-            device=None,
-            dtype=None,
-    ) -> None:
-        super().__init__()
-        self.merge = ShiftedPatchMerging(
-            in_feature, out_feature, merge_size=2, shift_directions=shift_directions, device=device, dtype=dtype)
-        self.fc = nn.Linear(in_feature, out_feature, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        return self.merge(x), self.fc(cls_token)
 
 
 class SlPoolingVisionTransformer(PoolingVisionTransformer):
