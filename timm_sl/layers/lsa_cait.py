@@ -20,7 +20,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 
 from .lsa import LsaMixin, lsa_attn_bias
 
-__all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches']
+__all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
 
 
 def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optional[int], names: tuple) -> int:
@@ -39,6 +39,24 @@ def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optiona
                                         device=old.weight.device, dtype=old.weight.dtype))
     module.proj = nn.Linear(inner, dim, device=module.proj.weight.device, dtype=module.proj.weight.dtype)
     return head_dim
+
+
+def mix_heads(attn: torch.Tensor, mix: nn.Linear, extra_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Talking-heads mixing: ``mix`` (a Linear over heads) applied to ``(B, H, N, M)`` attention, plus an optional
+    additive ``(N, M)`` term.
+
+    The same map as ``mix(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)``, computed as one batched ``(H, H)`` by
+    ``(H, N * M)`` product on the contiguous attention: a Linear over a trailing dim of H (4 for small CaiT) would
+    run a GEMM of inner size H over ``B * N * M`` rows between two permuting copies, several times slower. The sum
+    over the H heads may round in another order (float32: within a few ulp).
+    """
+    B, H, N, M = attn.shape
+    bias = mix.bias.view(1, -1, 1) if mix.bias is not None else attn.new_zeros(1, 1, 1)
+    if extra_bias is not None:
+        bias = bias + extra_bias.reshape(1, 1, N * M)
+    weight = mix.weight.to(attn.dtype).unsqueeze(0).expand(B, -1, -1)
+    out = torch.baddbmm(bias.to(attn.dtype), weight, attn.reshape(B, H, N * M))
+    return out.view(B, mix.out_features, N, M)
 
 
 class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
@@ -69,11 +87,12 @@ class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
         qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         attn = q @ k.transpose(-2, -1)
-        attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-        if self.diag_mask:  # after the pre-softmax mixing: -inf must not pass through proj_l
-            attn = attn + lsa_attn_bias(N, attn.dtype, attn.device)
+        # the diagonal mask goes in after the pre-softmax mixing (-inf must not pass through proj_l), as one more
+        # additive term of the mixing
+        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
+        attn = mix_heads(attn, self.proj_l, diag_bias)
         attn = attn.softmax(dim=-1)
-        attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        attn = mix_heads(attn, self.proj_w)
         attn = self.attn_drop(attn)
         x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
         x = self.proj(x)

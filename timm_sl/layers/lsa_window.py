@@ -87,11 +87,12 @@ class LocalityWindowAttention(LsaMixin, WindowAttention):
         qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
 
-        bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # before expanding over batch
-        if mask is not None:
-            bias = bias.unsqueeze(0).expand(B_ // bias.shape[0], -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
+        bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # (nW or 1, nH, N, N)
+        num_win = bias.shape[0]
 
         if self.fused_attn:
+            if num_win > 1:  # SDPA takes a mask per batch entry
+                bias = bias.unsqueeze(0).expand(B_ // num_win, -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
             x = F.scaled_dot_product_attention(
                 q, k, v,
                 attn_mask=bias.to(q.dtype),
@@ -99,8 +100,9 @@ class LocalityWindowAttention(LsaMixin, WindowAttention):
                 scale=1.0,
             )
         else:
-            attn = q @ k.transpose(-2, -1) + bias
-            attn = self.softmax(attn)
+            # the per-window bias broadcast over the images of the batch, not copied for each of them
+            attn = (q @ k.transpose(-2, -1)).view(-1, num_win, self.num_heads, N, N) + bias.unsqueeze(0)
+            attn = self.softmax(attn.view(-1, self.num_heads, N, N))
             attn = self.attn_drop(attn)
             x = attn @ v
 
