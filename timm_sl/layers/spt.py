@@ -146,6 +146,8 @@ class ShiftedPatchProjection(nn.Module):
         self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
+        # where each copy's P x P block lands in the flattened (P + 2s) x (P + 2s) window, one row per copy
+        self.register_buffer('fold_index', self._fold_index(device), persistent=False)
         # how many copies see each pixel of a (P + 2s) window: the LayerNorm statistics kernel of the fused path
         ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
         count = self.fold_copies(ones)[0, :, :, 0]  # (P + 2s, P + 2s)
@@ -170,21 +172,37 @@ class ShiftedPatchProjection(nn.Module):
         x = x.reshape(B, C, H // ph, ph, W // pw, pw)
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
+    def window_offsets(self) -> List[Tuple[int, int]]:
+        """Top-left corner of every copy's block in the ``(P + 2s)`` window, unshifted copy first.
+
+        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window.
+        """
+        sh, sw = self.shift
+        return [(sh, sw)] + [((1 + dy) * sh, (1 + dx) * sw) for dy, dx in self.offsets]
+
+    def _fold_index(self, device=None) -> torch.Tensor:
+        ph, pw = self.patch_size
+        width = pw + 2 * self.shift[1]
+        rows = [[(oy + py) * width + ox + px for py in range(ph) for px in range(pw)]
+                for oy, ox in self.window_offsets()]
+        return torch.tensor(rows, dtype=torch.long, device=device)
+
     def fold_copies(self, per_copy: torch.Tensor) -> torch.Tensor:
         """Sum per-copy ``(D, P, P, copies, C)`` patch blocks into one ``(D, P + 2s, P + 2s, C)`` window kernel.
 
-        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window. The
-        channel dimension stays innermost (the Linear weight's own layout), so every add is a contiguous run.
+        The channel dimension stays innermost (the Linear weight's own layout), so every block is a run of whole
+        channel vectors. Each copy is added with one ``index_add`` (its positions are distinct, so the result is
+        deterministic, also on CUDA, and the copies are summed in order): unlike slice-assignments into a zero
+        kernel, whose backward zero-fills a weight-sized gradient per copy, the backward is one gather per copy.
         """
         sh, sw = self.shift
         ph, pw = self.patch_size
         D, C = per_copy.shape[0], per_copy.shape[-1]
-        kernel = per_copy.new_zeros(D, ph + 2 * sh, pw + 2 * sw, C)
-        kernel[:, sh:sh + ph, sw:sw + pw] += per_copy[:, :, :, 0]  # the unshifted copy sits in the centre
-        for k, (dy, dx) in enumerate(self.offsets, start=1):
-            oy, ox = (1 + dy) * sh, (1 + dx) * sw
-            kernel[:, oy:oy + ph, ox:ox + pw] += per_copy[:, :, :, k]
-        return kernel
+        kernel = per_copy.new_zeros(D, (ph + 2 * sh) * (pw + 2 * sw), C)
+        index = self.fold_index.to(per_copy.device)
+        for k, block in enumerate(per_copy.unbind(3)):
+            kernel.index_add_(1, index[k], block.reshape(D, ph * pw, C))
+        return kernel.view(D, ph + 2 * sh, pw + 2 * sw, C)
 
     def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
         x = shift_and_concat(x, self.shift, self.offsets)
