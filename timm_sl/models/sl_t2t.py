@@ -28,10 +28,10 @@ from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import Block
 
-from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
+from ..layers import LsaMixin, lsa_attn_bias, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._sl_args import SlArgs, check_bool, check_depths
-from ._training import TrainingInit
+from ._family import SlFamilyMixin
+from ._sl_args import check_bool, check_depths
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
@@ -246,7 +246,7 @@ class ExtraResidualBlock(Block):
         return x
 
 
-class SlT2T(VisionTransformer):
+class SlT2T(SlFamilyMixin, VisionTransformer):
     """T2T-ViT: :class:`T2TEmbed` + timm ``VisionTransformer`` with a fixed sinusoidal position embedding.
 
     Args:
@@ -268,10 +268,9 @@ class SlT2T(VisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = self.pop_sl_kwargs(kwargs, drop_path_schedule=drop_path_schedule)
         check_depths(kwargs, 'depth')
         check_bool('extra_residual', extra_residual)
-        training = TrainingInit(drop_path_schedule=drop_path_schedule, drop_path_rate=kwargs.get('drop_path_rate', 0.))
         if extra_residual:
             if 'block_fn' in kwargs:
                 raise ValueError('block_fn cannot be combined with extra_residual=True; pass extra_residual=False.')
@@ -323,7 +322,7 @@ class SlT2T(VisionTransformer):
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
         # the position embedding is a fixed buffer here, not a parameter
-        return (super().no_weight_decay() - {'pos_embed'}) | lsa_no_weight_decay(self)
+        return super().no_weight_decay() - {'pos_embed'}
 
 
 def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> Dict[str, torch.Tensor]:
