@@ -8,4 +8,5 @@ from .spt import (
     SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_shift_ratio, resolve_shift,
     shift_and_concat, shift_offsets)
 from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
-from .convert import SL_FORMS, Replacement, plan_replacements, replace_modules, resample_pos_embed
+from .convert import (
+    SL_FORMS, Replacement, convert_modules, plan_replacements, replace_modules, resample_pos_embed)

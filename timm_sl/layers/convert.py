@@ -3,8 +3,9 @@
 :data:`SL_FORMS` maps each timm class the package has an SL form of to that form's ``from_timm`` constructor (with the
 switches of an :class:`~timm_sl.layers.SlArgs`); :func:`plan_replacements` lists the modules of a model to replace
 (in module order), :func:`replace_modules` builds every replacement and then swaps them all in. The families whose
-timm class has no constructor seam for a layer (SL-PiT's stem, attention and pooling; SL-Swin's attention and merging)
-and :func:`timm_sl.slify` both convert through these three.
+timm class has no constructor seam for a layer (SL-PiT's stem, attention and pooling; SL-Swin's attention and merging,
+through :func:`convert_modules`) and :func:`timm_sl.slify` (which plans one kind after the other, with its own checks)
+both convert through these.
 
 Position-embedding policy for a replaced stem: when the new stem's token grid differs from the old one (PiT's
 overlapping conv stem becomes a non-overlapping SPT: 27x27 -> 28x28 at 224 px), the parent's ``(1, D, H, W)`` position
@@ -30,7 +31,7 @@ from .sl_args import SlArgs
 from .spool import ShiftedTokenPooling
 from .spt import ShiftedPatchEmbed, ShiftedPatchMerging
 
-__all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'plan_replacements', 'replace_modules',
+__all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'convert_modules', 'plan_replacements', 'replace_modules',
            'resample_pos_embed']
 
 Converter = Callable[[nn.Module, SlArgs], nn.Module]
@@ -146,3 +147,13 @@ def replace_modules(model: nn.Module, steps: List[Replacement]) -> nn.Module:
             new.train(getattr(parent, attr).training)
         setattr(parent, attr, new)
     return model
+
+
+def convert_modules(
+        model: nn.Module,
+        sl_args: SlArgs,
+        kinds: Collection[str] = KINDS,
+        forms: Optional[Mapping[type, Tuple[str, Converter]]] = None,
+) -> nn.Module:
+    """:func:`plan_replacements` then :func:`replace_modules`: ``model`` with its modules of ``kinds`` in SL form."""
+    return replace_modules(model, plan_replacements(model, sl_args, kinds, forms))

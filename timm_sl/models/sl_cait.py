@@ -23,7 +23,7 @@ from timm.models.cait import Cait, LayerScaleBlockClassAttn, checkpoint_filter_f
 
 from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import SlFamilyMixin
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
 from ._sl_args import check_depths
 from ._training import check_choice
@@ -54,7 +54,7 @@ class PatchKeysClassAttnBlock(LayerScaleBlockClassAttn):
         return x_cls
 
 
-class SlCait(SlFamilyMixin, Cait):
+class SlCait(Cait):
     """timm ``Cait`` with SPT patch embedding and LSA attention.
 
     Args:
@@ -69,6 +69,7 @@ class SlCait(SlFamilyMixin, Cait):
         **kwargs: ``Cait`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+    no_weight_decay = no_weight_decay_with_lsa(Cait)
 
     def __init__(
             self,
@@ -79,7 +80,7 @@ class SlCait(SlFamilyMixin, Cait):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args, training = self.pop_sl_kwargs(kwargs, pos_embed_init, drop_path_schedule)
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'depth_token_only')
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)

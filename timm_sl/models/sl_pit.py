@@ -23,10 +23,10 @@ from torch import nn
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import ShiftedTokenPooling  # noqa: F401  (re-exported: its import path before it moved to layers)
+from ..layers import ShiftedTokenPooling, convert_modules  # noqa: F401  (ShiftedTokenPooling: re-exported)
 from ..layers.from_timm import check_timm_source, copy_timm_state, module_dd
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import SlFamilyMixin
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
 from ._training import check_choice
@@ -61,7 +61,7 @@ class PointwisePooling(Pooling):
         return new
 
 
-class SlPoolingVisionTransformer(SlFamilyMixin, PoolingVisionTransformer):
+class SlPoolingVisionTransformer(PoolingVisionTransformer):
     """timm ``PoolingVisionTransformer`` with SPT stem, LSA in every block and Spool between stages.
 
     Args:
@@ -75,6 +75,7 @@ class SlPoolingVisionTransformer(SlFamilyMixin, PoolingVisionTransformer):
         **kwargs: ``PoolingVisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+    no_weight_decay = no_weight_decay_with_lsa(PoolingVisionTransformer)
 
     def __init__(
             self,
@@ -84,7 +85,7 @@ class SlPoolingVisionTransformer(SlFamilyMixin, PoolingVisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args, training = self.pop_sl_kwargs(kwargs, pos_embed_init, drop_path_schedule)
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
@@ -98,7 +99,7 @@ class SlPoolingVisionTransformer(SlFamilyMixin, PoolingVisionTransformer):
         if not self.spt_pool and pool_layout == 'pointwise':  # the reference code's pooling in place of timm's
             kinds.append('pool')
             forms = {Pooling: ('pool', PointwisePooling.convert)}
-        self.convert_timm_modules(kinds, forms)
+        convert_modules(self, sl_args, kinds, forms)
         training.apply(self, [block for stage in self.transformers for block in stage.blocks])
 
 

@@ -14,16 +14,16 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.swin_transformer import SwinTransformer
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalityWindowAttention, window_attn_bias  # noqa: F401  (re-exported: their path before layers)
+from ..layers import LocalityWindowAttention, convert_modules, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import SlFamilyMixin
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
 from ._sl_args import check_depths, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
 
 
-class SlSwinTransformer(SlFamilyMixin, SwinTransformer):
+class SlSwinTransformer(SwinTransformer):
     """timm ``SwinTransformer`` with SPT patch embedding, LSA in every window attention and Spool merging.
 
     Args:
@@ -35,17 +35,18 @@ class SlSwinTransformer(SlFamilyMixin, SwinTransformer):
     patch before projecting it); Spool merges with a one-token shift whatever ``shift_ratio`` the embedding uses.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+    no_weight_decay = no_weight_decay_with_lsa(SwinTransformer)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args, _ = self.pop_sl_kwargs(kwargs)
+        sl_args, _ = pop_sl_kwargs(type(self), kwargs)
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
-        self.convert_timm_modules(kind for kind, on in (('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
-                                  if on)
+        convert_modules(self, sl_args, [kind for kind, on in (('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
+                                         if on])
 
 
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:

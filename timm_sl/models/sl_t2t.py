@@ -28,9 +28,9 @@ from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import Block
 
-from ..layers import LsaMixin, lsa_attn_bias, resolve_shift, shift_and_concat, shift_offsets
+from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import SlFamilyMixin
+from ._family import pop_sl_kwargs
 from ._sl_args import check_bool, check_depths
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
@@ -246,7 +246,7 @@ class ExtraResidualBlock(Block):
         return x
 
 
-class SlT2T(SlFamilyMixin, VisionTransformer):
+class SlT2T(VisionTransformer):
     """T2T-ViT: :class:`T2TEmbed` + timm ``VisionTransformer`` with a fixed sinusoidal position embedding.
 
     Args:
@@ -268,7 +268,7 @@ class SlT2T(SlFamilyMixin, VisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args, training = self.pop_sl_kwargs(kwargs, drop_path_schedule=drop_path_schedule)
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, drop_path_schedule=drop_path_schedule)
         check_depths(kwargs, 'depth')
         check_bool('extra_residual', extra_residual)
         if extra_residual:
@@ -322,7 +322,7 @@ class SlT2T(SlFamilyMixin, VisionTransformer):
     @torch.jit.ignore
     def no_weight_decay(self) -> Set[str]:
         # the position embedding is a fixed buffer here, not a parameter
-        return super().no_weight_decay() - {'pos_embed'}
+        return (super().no_weight_decay() - {'pos_embed'}) | lsa_no_weight_decay(self)
 
 
 def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> Dict[str, torch.Tensor]:

@@ -11,14 +11,14 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import SlFamilyMixin
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
 from ._sl_args import check_depths
 
 __all__ = ['SlVisionTransformer']
 
 
-class SlVisionTransformer(SlFamilyMixin, VisionTransformer):
+class SlVisionTransformer(VisionTransformer):
     """timm ``VisionTransformer`` with SPT as patch embedding and LSA in every block.
 
     Takes every ``VisionTransformer`` argument plus the SL switches of :class:`timm_sl.models.SlArgs`
@@ -30,9 +30,10 @@ class SlVisionTransformer(SlFamilyMixin, VisionTransformer):
     """
     # kwargs that turn this model into its family's baseline architecture
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+    no_weight_decay = no_weight_decay_with_lsa(VisionTransformer)
 
     def __init__(self, pos_embed_init: str = 'timm', drop_path_schedule: str = 'timm', **kwargs: Any) -> None:
-        sl_args, training = self.pop_sl_kwargs(kwargs, pos_embed_init, drop_path_schedule)
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth')
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
