@@ -36,3 +36,4 @@ else:
     from .models import (
         SL_ARG_NAMES, SlArgs, SlCait, SlPoolingVisionTransformer, SlSwinTransformer, SlT2T, SlVisionTransformer)
     from .slify import SlifyError, plan_slify, slify, slify_refusal
+    from . import slify_entry as _slify_entry  # noqa: F401  (registers the `slify` model with timm)

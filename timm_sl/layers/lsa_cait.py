@@ -10,7 +10,7 @@ query, the class token) gets the learnable temperature only and no diagonal mask
 Both classes also take an explicit ``head_dim`` (timm's derive it from the width): the paper's small-data CaiT has 4
 heads of 64 (inner width 256) on a 192-wide model.
 """
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +18,7 @@ from torch import nn
 
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 
-from .lsa import LsaMixin, lsa_attn_bias
+from .lsa import TimmLsaMixin, lsa_attn_bias
 
 __all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
 
@@ -59,28 +59,30 @@ def mix_heads(attn: torch.Tensor, mix: nn.Linear, extra_bias: Optional[torch.Ten
     return out.view(B, mix.out_features, N, M)
 
 
-class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
+class _HeadDim:
+    """Adds ``head_dim`` to a timm CaiT attention (``None``: timm's ``dim // num_heads``), via :func:`_resize_heads`
+    after timm built the layer; ``head_projections`` names the input projections to resize."""
+    head_projections: Tuple[str, ...]
+
+    def __init__(self, dim: int, num_heads: int = 8, head_dim: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(dim, num_heads=num_heads, **kwargs)
+        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, self.head_projections)
+
+
+class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
     """timm's talking-heads attention with LSA (mask after the pre-softmax head mixing) and an optional head dim.
 
     With ``diag_mask=False, learn_temp=False, temp_ratio=1`` it computes plain talking-heads attention (the baseline
     of a config whose head dim timm's class cannot express); its state dict then has exactly timm's keys.
     """
+    timm_cls = TalkingHeadAttn
+    head_projections = ('qkv',)
 
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int = 8,
-            head_dim: Optional[int] = None,
-            diag_mask: bool = True,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
-        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('qkv',))
-        self.init_lsa(num_heads, self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
+    @classmethod
+    def timm_config(cls, attn: TalkingHeadAttn) -> Dict[str, Any]:
+        return dict(dim=attn.qkv.in_features, num_heads=attn.num_heads,
+                    head_dim=attn.qkv.out_features // 3 // attn.num_heads, qkv_bias=attn.qkv.bias is not None,
+                    attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, C = x.shape
@@ -108,7 +110,7 @@ def class_attn_switches(lsa_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return dict(lsa_kwargs, diag_mask=False)
 
 
-class LocalityClassAttn(LsaMixin, ClassAttn):
+class LocalityClassAttn(TimmLsaMixin, _HeadDim, ClassAttn):
     """timm's class attention with LSA's learnable per-head temperature and an optional head dim.
 
     It has no diagonal mask (see the module docstring: the reference applies none in class attention), so
@@ -117,25 +119,23 @@ class LocalityClassAttn(LsaMixin, ClassAttn):
     Raises:
         ValueError: ``diag_mask=True``.
     """
+    timm_cls = ClassAttn
+    head_projections = ('q', 'k', 'v')
 
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int = 8,
-            head_dim: Optional[int] = None,
-            diag_mask: bool = False,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
+    def __init__(self, *args: Any, diag_mask: bool = False, **kwargs: Any) -> None:
         if diag_mask:
             raise ValueError('diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal '
                              'mask (the reference applies none); allowed: diag_mask=False.')
-        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))
-        self.init_lsa(num_heads, self.head_dim, False, learn_temp, temp_ratio, device=device, dtype=dtype)
+        super().__init__(*args, diag_mask=False, **kwargs)
+
+    @classmethod
+    def for_switches(cls, sl_args: Any, **defaults: Any) -> type:
+        return cls.configured(**class_attn_switches(sl_args.lsa_kwargs()), **defaults)
+
+    @classmethod
+    def timm_config(cls, attn: ClassAttn) -> Dict[str, Any]:
+        return dict(dim=attn.q.in_features, num_heads=attn.num_heads, head_dim=attn.q.out_features // attn.num_heads,
+                    qkv_bias=attn.q.bias is not None, attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
 
     def forward(self, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The class token ``x[:, 0]`` attends to ``kv`` (default: all of ``x``, timm's class attention)."""

@@ -5,14 +5,14 @@ temperature) + shifted-window mask, ``-inf`` on the window's diagonal, softmax; 
 ``F.scaled_dot_product_attention`` as one mask. A token whose shifted-window region holds only itself keeps its
 self-relation (otherwise its row would be all ``-inf``).
 """
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import torch
 import torch.nn.functional as F
 
 from timm.models.swin_transformer import WindowAttention
 
-from .lsa import LsaMixin, lsa_attn_bias
+from .lsa import TimmLsaMixin, lsa_attn_bias
 
 __all__ = ['LocalityWindowAttention', 'window_attn_bias']
 
@@ -38,23 +38,14 @@ def window_attn_bias(
     return lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
 
 
-class LocalityWindowAttention(LsaMixin, WindowAttention):
-    """timm's Swin ``WindowAttention`` with LSA (diagonal mask per window, per-head learnable temperature)."""
+class LocalityWindowAttention(TimmLsaMixin, WindowAttention):
+    """timm's Swin ``WindowAttention`` with LSA (diagonal mask per window, per-head learnable temperature); the LSA
+    switches of :class:`~timm_sl.layers.TimmLsaMixin`."""
 
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int,
-            diag_mask: bool = True,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
-        super().__init__(dim, num_heads, device=device, dtype=dtype, **kwargs)
-        head_dim = self.qkv.out_features // 3 // num_heads
-        self.init_lsa(num_heads, head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
+    timm_cls = WindowAttention
+
+    def host_head_dim(self) -> int:
+        return self.qkv.out_features // 3 // self.num_heads
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -62,23 +53,21 @@ class LocalityWindowAttention(LsaMixin, WindowAttention):
             self.reset_temperature()
 
     @classmethod
-    def from_window_attention(cls, attn: WindowAttention, **lsa_kwargs: Any) -> 'LocalityWindowAttention':
-        """An LSA window attention with the configuration and weights of timm's ``WindowAttention``."""
-        weight = attn.qkv.weight
-        new = cls(
-            attn.dim,
-            attn.num_heads,
+    def timm_config(cls, attn: WindowAttention) -> Dict[str, Any]:
+        return dict(
+            dim=attn.dim,
+            num_heads=attn.num_heads,
             head_dim=attn.qkv.out_features // 3 // attn.num_heads,
             window_size=attn.window_size,
             qkv_bias=attn.qkv.bias is not None,
             attn_drop=attn.attn_drop.p,
             proj_drop=attn.proj_drop.p,
-            device=weight.device,
-            dtype=weight.dtype,
-            **lsa_kwargs,
         )
-        new.load_state_dict(attn.state_dict(), strict=False)  # 'temperature' keeps its own init
-        return new
+
+    @classmethod
+    def from_window_attention(cls, attn: WindowAttention, **switches: Any) -> 'LocalityWindowAttention':
+        """:meth:`from_timm` under the name it has had."""
+        return cls.from_timm(attn, **switches)
 
     def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         # timm's WindowAttention.forward has no hook for a tensor scale or an extra mask: its attention core is

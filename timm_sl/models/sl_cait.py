@@ -14,18 +14,19 @@ reference code does, from CaiT's depth rule applied to each layer's index (0.1 u
 beyond; the class-attention layers count from 1 again); ``class_attn_kv='raw_patches'`` is the reference code's class
 attention, whose keys and values are the un-normalised patch tokens only (an opt-in for exact reproduction).
 """
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Optional
 
 import torch
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.cait import Cait, LayerScaleBlockClassAttn, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches, lsa_no_weight_decay
+from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths
-from ._training import TrainingInit, check_choice
+from ._sl_args import check_depths
+from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
            'per_layer_scale']
@@ -68,6 +69,7 @@ class SlCait(Cait):
         **kwargs: ``Cait`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+    no_weight_decay = no_weight_decay_with_lsa(Cait)
 
     def __init__(
             self,
@@ -78,23 +80,21 @@ class SlCait(Cait):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'depth_token_only')
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
-        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
         if head_dim is not None and (not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1):
             raise ValueError(f'head_dim={head_dim!r} is invalid; allowed: a positive int or None.')
         custom_heads = head_dim is not None and head_dim * heads != dim
         raw_patches = class_attn_kv == 'raw_patches'
-        switches = dict(head_dim=head_dim, **sl_args.lsa_kwargs())
         layers = {}
         if sl_args.uses_lsa_layer or custom_heads:
-            layers['attn_block'] = LocalityTalkingHeadAttn.configured(**switches)
+            layers['attn_block'] = LocalityTalkingHeadAttn.for_switches(sl_args, head_dim=head_dim)
         if sl_args.uses_lsa_layer or custom_heads or raw_patches:  # timm's ClassAttn cannot take separate keys
-            layers['attn_block_token_only'] = LocalityClassAttn.configured(**class_attn_switches(switches))
+            layers['attn_block_token_only'] = LocalityClassAttn.for_switches(sl_args, head_dim=head_dim)
         if raw_patches:
             layers['block_layers_token'] = PatchKeysClassAttnBlock
         for key in layers:
@@ -113,10 +113,6 @@ class SlCait(Cait):
             for layer, block in enumerate(blocks, start=1):
                 block.gamma_1.fill_(per_layer_scale(layer))
                 block.gamma_2.fill_(per_layer_scale(layer))
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
 
 
 def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> SlCait:

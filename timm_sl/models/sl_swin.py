@@ -4,21 +4,21 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 
 SPT enters through timm's ``embed_layer`` seam. timm builds each block's ``WindowAttention`` and each stage's
 ``PatchMerging`` inline with no constructor argument to swap them, so :class:`SlSwinTransformer` replaces those
-submodules after timm has built the model, keeping their configuration and initial weights. The window LSA is
-:class:`~timm_sl.layers.LocalityWindowAttention`.
+submodules after timm has built the model, through the conversion path it shares with ``slify``
+(:mod:`timm_sl.layers.convert`): :class:`~timm_sl.layers.LocalityWindowAttention` keeps each attention's
+configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) takes each merging's widths.
 """
-from typing import Any, Dict, Optional, Set
-
-import torch
+from typing import Any, Dict, Optional
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.swin_transformer import PatchMerging, SwinTransformer
+from timm.models.swin_transformer import SwinTransformer
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalityWindowAttention, ShiftedPatchMerging, lsa_no_weight_decay, window_attn_bias  # noqa: F401
+from ..layers import LocalityWindowAttention, convert_modules, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._sl_args import check_depths, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
 
@@ -35,29 +35,18 @@ class SlSwinTransformer(SwinTransformer):
     patch before projecting it); Spool merges with a one-token shift whatever ``shift_ratio`` the embedding uses.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+    no_weight_decay = no_weight_decay_with_lsa(SwinTransformer)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, _ = pop_sl_kwargs(type(self), kwargs)
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
-        lsa_layer = sl_args.attn_layer(lsa_cls=LocalityWindowAttention) if sl_args.uses_lsa_layer else None
-        for stage in self.layers:
-            if self.spt_pool and isinstance(stage.downsample, PatchMerging):
-                merge = stage.downsample
-                stage.downsample = ShiftedPatchMerging(
-                    merge.dim, merge.out_dim, shift_directions=sl_args.shift_directions, input_fmt='NHWC',
-                    device=merge.reduction.weight.device, dtype=merge.reduction.weight.dtype)
-            if lsa_layer is not None:
-                for block in stage.blocks:
-                    block.attn = lsa_layer.from_window_attention(block.attn)
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
+        convert_modules(self, sl_args, [kind for kind, on in (('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
+                                         if on])
 
 
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
