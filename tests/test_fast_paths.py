@@ -20,7 +20,7 @@ def test_mix_heads_is_the_linear_over_heads(heads, bias, diag):
     mix = nn.Linear(heads, heads, bias=bias)
     attn = torch.randn(2, heads, 7, 7, requires_grad=True)
     extra = lsa_attn_bias(7, attn.dtype, attn.device) if diag else None
-    got, want = mix_heads(attn, mix, extra), _mix_by_linear(attn, mix, extra)
+    got, want = mix_heads(attn, mix.weight, mix.bias, extra), _mix_by_linear(attn, mix, extra)
     assert torch.equal(torch.isinf(got), torch.isinf(want))
     finite = torch.isfinite(want)
     torch.testing.assert_close(got[finite], want[finite])

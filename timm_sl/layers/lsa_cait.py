@@ -41,22 +41,30 @@ def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optiona
     return head_dim
 
 
-def mix_heads(attn: torch.Tensor, mix: nn.Linear, extra_bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """Talking-heads mixing: ``mix`` (a Linear over heads) applied to ``(B, H, N, M)`` attention, plus an optional
-    additive ``(N, M)`` term.
+def mix_heads(
+        attn: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor] = None,
+        extra_bias: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Talking-heads mixing: the Linear over heads ``(weight, bias)`` applied to ``(B, H, N, M)`` attention, plus an
+    optional additive ``(N, M)`` term.
 
-    The same map as ``mix(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)``, computed as one batched ``(H, H)`` by
-    ``(H, N * M)`` product on the contiguous attention: a Linear over a trailing dim of H (4 for small CaiT) would
-    run a GEMM of inner size H over ``B * N * M`` rows between two permuting copies, several times slower. The sum
-    over the H heads may round in another order (float32: within a few ulp).
+    The same map as ``F.linear(attn.permute(0, 2, 3, 1), weight, bias).permute(0, 3, 1, 2)``, computed as one batched
+    ``(H, H)`` by ``(H, N * M)`` product on the contiguous attention: a Linear over a trailing dim of H (4 for small
+    CaiT) would run a GEMM of inner size H over ``B * N * M`` rows between two permuting copies, several times
+    slower. The sum over the H heads may round in another order (float32: within a few ulp).
     """
     B, H, N, M = attn.shape
-    bias = mix.bias.view(1, -1, 1) if mix.bias is not None else attn.new_zeros(1, 1, 1)
+    if bias is None:
+        add = torch.zeros(1, 1, 1, dtype=attn.dtype, device=attn.device)
+    else:
+        add = bias.view(1, -1, 1)
     if extra_bias is not None:
-        bias = bias + extra_bias.reshape(1, 1, N * M)
-    weight = mix.weight.to(attn.dtype).unsqueeze(0).expand(B, -1, -1)
-    out = torch.baddbmm(bias.to(attn.dtype), weight, attn.reshape(B, H, N * M))
-    return out.view(B, mix.out_features, N, M)
+        add = add + extra_bias.reshape(1, 1, N * M)
+    mix = weight.to(attn.dtype).unsqueeze(0).expand(B, -1, -1)
+    out = torch.baddbmm(add.to(attn.dtype), mix, attn.reshape(B, H, N * M))
+    return out.view(B, weight.shape[0], N, M)
 
 
 class _HeadDim:
@@ -92,9 +100,9 @@ class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
         # the diagonal mask goes in after the pre-softmax mixing (-inf must not pass through proj_l), as one more
         # additive term of the mixing
         diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
-        attn = mix_heads(attn, self.proj_l, diag_bias)
+        attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
         attn = attn.softmax(dim=-1)
-        attn = mix_heads(attn, self.proj_w)
+        attn = mix_heads(attn, self.proj_w.weight, self.proj_w.bias)
         attn = self.attn_drop(attn)
         x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
         x = self.proj(x)
