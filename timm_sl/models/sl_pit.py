@@ -28,7 +28,7 @@ from ..layers.from_timm import check_timm_source, copy_timm_state, module_dd
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._sl_args import check_depths, check_optional_bool
 from ._training import check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
@@ -52,7 +52,7 @@ class PointwisePooling(Pooling):
         return self.pw(x), cls_token
 
     @classmethod
-    def convert(cls, pool: Pooling, sl_args: Optional[SlArgs] = None) -> 'PointwisePooling':
+    def from_timm(cls, pool: Pooling) -> 'PointwisePooling':
         """The pointwise layout in place of timm's ``Pooling`` (``pool_layout='pointwise'``): the class-token Linear
         is copied; the convolutions keep their own init (the small-data configurations are seeded that way)."""
         check_timm_source(pool, Pooling, cls.__name__)
@@ -98,7 +98,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         forms = None
         if not self.spt_pool and pool_layout == 'pointwise':  # the reference code's pooling in place of timm's
             kinds.append('pool')
-            forms = {Pooling: ('pool', PointwisePooling.convert)}
+            forms = {Pooling: ('pool', lambda pool, _: PointwisePooling.from_timm(pool))}
         convert_modules(self, sl_args, kinds, forms)
         training.apply(self, [block for stage in self.transformers for block in stage.blocks])
 

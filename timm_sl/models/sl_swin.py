@@ -16,9 +16,9 @@ from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..layers import LocalityWindowAttention, convert_modules, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
+from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_optional_bool
+from ._sl_args import SlArgs, check_depths, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
 
@@ -38,7 +38,7 @@ class SlSwinTransformer(SwinTransformer):
     no_weight_decay = no_weight_decay_with_lsa(SwinTransformer)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args, _ = pop_sl_kwargs(type(self), kwargs)
+        sl_args = SlArgs.pop_from(kwargs, type(self))  # Swin has no training-behaviour switches
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)
