@@ -22,19 +22,18 @@ import copy
 import csv
 import statistics
 import sys
-import time
-from contextlib import nullcontext
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm.optim import create_optimizer_v2
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.models import SlArgs
 from timm_sl.paper import VARIANTS, family_of
 from timm_sl.profile import count_macs, count_params
+
+from _timing import interleaved_rounds, make_step
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -61,45 +60,6 @@ SLIFY_SURVEY: List[Tuple[str, str, Dict[str, Any]]] = [
 ]
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == 'cuda':
-        torch.cuda.synchronize(device)
-
-
-def make_step(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool) -> Callable[[], None]:
-    """One inference forward, or one full train step (forward, loss, backward, AdamW step)."""
-    autocast = torch.autocast(batch.device.type, dtype=torch.bfloat16 if batch.device.type == 'cpu'
-                              else torch.float16) if amp else nullcontext()
-    if mode == 'infer':
-        model.eval()
-
-        def step() -> None:
-            with torch.inference_mode(), autocast:
-                model(batch)
-        return step
-
-    model.train()
-    optimizer = create_optimizer_v2(model, 'adamw', lr=1e-4, weight_decay=0.05)
-    target = torch.randint(0, model.num_classes, (batch.shape[0],), device=batch.device)
-
-    def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
-        with autocast:
-            loss = torch.nn.functional.cross_entropy(model(batch), target)
-        loss.backward()
-        optimizer.step()
-    return step
-
-
-def time_steps(step: Callable[[], None], iters: int, device: torch.device) -> float:
-    _sync(device)
-    start = time.perf_counter()
-    for _ in range(iters):
-        step()
-    _sync(device)
-    return time.perf_counter() - start
-
-
 def variants_of(name: str) -> Dict[str, Dict[str, object]]:
     """Configurations timed against each other: the SL model, then the other Table 2 rows of its family (baseline
     and, for pooling families, SL w/o Spool)."""
@@ -116,14 +76,8 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
     for key, model in models.items():
         model.to(device)
         steps[key] = make_step(model, mode, batch, args.amp)
-        for _ in range(args.warmup):
-            steps[key]()
+    elapsed = interleaved_rounds(steps, args.repeats, args.iters, args.warmup, device)
     keys = list(models)
-    elapsed: Dict[str, List[float]] = {key: [] for key in keys}
-    for r in range(args.repeats):
-        order = keys[r % len(keys):] + keys[:r % len(keys)]  # rotate who goes first
-        for key in order:
-            elapsed[key].append(time_steps(steps[key], args.iters, device))
     base_macs = count_macs(models['base'], size)
     rows = []
     for key in keys:

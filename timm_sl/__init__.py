@@ -50,6 +50,7 @@ sys.modules[__name__].__class__ = _Package
 
 def _register_models() -> None:
     importlib.import_module('.models', __name__)
+    importlib.import_module('.slify_entry', __name__)  # the `slify` model (it lives next to the converter)
 
 
 try:

@@ -50,9 +50,11 @@ def _did_you_mean_model(name: str, names: Sequence[str]) -> str:
 
 
 def _register_models() -> List[str]:
-    """Register the ``sl_`` models (also when the autoload hook is off) and return their names."""
+    """Register the ``sl_`` models and the ``slify`` model (also when the autoload hook is off) and return the
+    ``sl_`` names."""
     import timm
     import timm_sl.models  # noqa: F401
+    import timm_sl.slify_entry  # noqa: F401
     return timm.list_models('sl_*')
 
 

@@ -20,27 +20,20 @@ The whole conversion is planned before anything changes: a model with a part tha
 reason, and is left untouched. With a model *name* the plan runs on a meta-device instance, so a refused name builds
 nothing and downloads no weights.
 """
-import copy
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import nn
 
 import timm
-from timm.layers import Attention, Format, PatchEmbed
-from timm.models.cait import ClassAttn, TalkingHeadAttn
-from timm.models.pit import ConvEmbedding, Pooling
-from timm.models.swin_transformer import PatchMerging, WindowAttention
+from timm.layers import PatchEmbed
 
 from .layers import (
-    LsaMixin, LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, resolve_shift)
-from .models._sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
-from .models.sl_cait import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches
-from .models.sl_pit import ShiftedTokenPooling
-from .models.sl_swin import LocalityWindowAttention
+    SL_ARG_NAMES, SL_FORMS, LsaMixin, Replacement, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool,
+    check_optional_bool, plan_replacements, replace_modules, resolve_shift)
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal']
 
@@ -67,122 +60,20 @@ def _qualname(module: nn.Module) -> str:
     return f'{cls.__module__}.{cls.__qualname__}'
 
 
-def _dd(module: nn.Module) -> Dict[str, Any]:
-    tensor = next(module.parameters(), None)
-    return {} if tensor is None else {'device': tensor.device, 'dtype': tensor.dtype}
-
-
-def _copy_weights(new: nn.Module, old: nn.Module) -> nn.Module:
-    """Load ``old``'s state into ``new``; only LSA's ``temperature`` may be missing (it keeps its own init)."""
-    result = new.load_state_dict(old.state_dict(), strict=False)
-    missing = [k for k in result.missing_keys if k != 'temperature']
-    if missing or result.unexpected_keys:  # a timm class whose layout changed: better loud than half-loaded
-        raise RuntimeError(f'{_qualname(old)} -> {type(new).__name__}: weights do not line up '
-                           f'(missing {missing}, unexpected {result.unexpected_keys})')
-    if hasattr(old, 'fused_attn') and hasattr(new, 'fused_attn'):
-        new.fused_attn = old.fused_attn  # keep the instance's kernel choice (e.g. set off for attention maps)
-    return new
+def _forms_of(kind: str) -> Tuple[type, ...]:
+    return tuple(cls for cls, (k, _) in SL_FORMS.items() if k == kind)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Converters: one per timm class the package has an SL form of. Each takes the instance and returns its replacement.
-
-def _head_dim(qkv_out: int, num_heads: int, projections: int) -> int:
-    return qkv_out // projections // num_heads
-
-
-def _lsa_attention(old: Attention, sl_args: SlArgs) -> nn.Module:
-    return _copy_weights(sl_args.attn_layer(lsa_cls=LocalitySelfAttention).from_attention(old), old)
-
-
-def _lsa_window_attention(old: WindowAttention, sl_args: SlArgs) -> nn.Module:
-    return _copy_weights(sl_args.attn_layer(lsa_cls=LocalityWindowAttention).from_window_attention(old), old)
-
-
-def _lsa_talking_heads(old: TalkingHeadAttn, sl_args: SlArgs) -> nn.Module:
-    # the class SlCait configures (head_dim=None: taken from the instance below), so both paths share one type
-    cls = LocalityTalkingHeadAttn.configured(head_dim=None, **sl_args.lsa_kwargs())
-    new = cls(old.qkv.in_features, num_heads=old.num_heads, head_dim=_head_dim(old.qkv.out_features, old.num_heads, 3),
-              qkv_bias=old.qkv.bias is not None, attn_drop=old.attn_drop.p, proj_drop=old.proj_drop.p, **_dd(old))
-    return _copy_weights(new, old)
-
-
-def _lsa_class_attention(old: ClassAttn, sl_args: SlArgs) -> nn.Module:
-    cls = LocalityClassAttn.configured(head_dim=None, **class_attn_switches(sl_args.lsa_kwargs()))
-    new = cls(old.q.in_features, num_heads=old.num_heads, head_dim=_head_dim(old.q.out_features, old.num_heads, 1),
-              qkv_bias=old.q.bias is not None, attn_drop=old.attn_drop.p, proj_drop=old.proj_drop.p, **_dd(old))
-    return _copy_weights(new, old)
-
-
-_LSA_FORMS: Dict[type, Callable[[nn.Module, SlArgs], nn.Module]] = {
-    Attention: _lsa_attention,
-    WindowAttention: _lsa_window_attention,
-    TalkingHeadAttn: _lsa_talking_heads,
-    ClassAttn: _lsa_class_attention,
-}
-
-
-def _spt_from_patch_embed(old: PatchEmbed, sl_args: SlArgs, post_norm: bool) -> ShiftedPatchEmbed:
-    conv = old.proj
-    new = ShiftedPatchEmbed(
-        img_size=old.img_size, patch_size=old.patch_size, in_chans=conv.in_channels, embed_dim=conv.out_channels,
-        flatten=old.flatten, output_fmt=None if old.output_fmt == Format.NCHW else old.output_fmt.value,
-        bias=conv.bias is not None, strict_img_size=old.strict_img_size, dynamic_img_pad=old.dynamic_img_pad,
-        post_norm=False, **sl_args.spt_kwargs(), **_dd(old))
-    if post_norm:
-        new.norm = copy.deepcopy(old.norm)  # the same norm over the embedding, with its weights
-    return new
-
-
-def _spt_from_conv_stem(old: ConvEmbedding, sl_args: SlArgs) -> ShiftedPatchEmbed:
-    # SPT patches do not overlap: the patch is the stem's stride (PiT-XS's 16/8 stem -> an 8 px SPT, whose half-patch
-    # shift sees the same 16 px), as SlPoolingVisionTransformer does
-    return ShiftedPatchEmbed(
-        img_size=old.img_size, patch_size=old.conv.stride, in_chans=old.conv.in_channels,
-        embed_dim=old.conv.out_channels, flatten=False, **sl_args.spt_kwargs(), **_dd(old))
-
-
-def _resampled_pos_embed(pos_embed: nn.Parameter, grid: Tuple[int, int]) -> nn.Parameter:
-    """A ``(1, D, H, W)`` position map resampled to ``grid`` (PiT's embedding after the stem's grid changed)."""
-    with torch.no_grad():
-        value = torch.nn.functional.interpolate(pos_embed.float(), size=grid, mode='bicubic', align_corners=False)
-    return nn.Parameter(value.to(pos_embed.dtype), requires_grad=pos_embed.requires_grad)
-
-
-def _spool_pit(old: Pooling, sl_args: SlArgs) -> nn.Module:
-    new = ShiftedTokenPooling(
-        old.fc.in_features, old.fc.out_features, shift_directions=sl_args.shift_directions, **_dd(old))
-    new.fc.load_state_dict(old.fc.state_dict())  # the class-token Linear means the same in both
-    return new
-
-
-def _spool_swin(old: PatchMerging, sl_args: SlArgs) -> nn.Module:
-    return ShiftedPatchMerging(
-        old.dim, old.out_dim, shift_directions=sl_args.shift_directions, input_fmt='NHWC', **_dd(old))
-
-
-_SPOOL_FORMS: Dict[type, Callable[[nn.Module, SlArgs], nn.Module]] = {
-    Pooling: _spool_pit,
-    PatchMerging: _spool_swin,
-}
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Planning
-
-@dataclass(frozen=True)
-class _Step:
-    path: str  # dotted path of the module (or parameter) to replace
-    kind: str  # 'spt', 'lsa', 'spool', 'pos_embed'
-    source: str  # qualified class name of what is replaced
-    build: Callable[[], Union[nn.Module, nn.Parameter]]
-
+# Planning: what to convert comes from the shared table (timm_sl.layers.convert); slify adds the checks that say why
+# a model cannot be converted, and plans one kind after the other (stem, attention, pooling: the order its random
+# inits draw in)
 
 @dataclass(frozen=True)
 class SlifyPlan:
     """Every replacement a conversion makes (``steps``), or why it cannot be made (``reasons``)."""
     model_name: str
-    steps: Tuple[_Step, ...]
+    steps: Tuple[Replacement, ...]
     reasons: Tuple[str, ...]
 
     @property
@@ -200,14 +91,7 @@ class SlifyPlan:
         """Build every replacement, then swap them all in (a failing build leaves ``model`` as it was)."""
         if self.reasons:
             raise SlifyError(self.model_name, list(self.reasons))
-        built = [(step.path, step.build()) for step in self.steps]
-        for path, new in built:
-            parent_path, _, attr = path.rpartition('.')
-            parent = model.get_submodule(parent_path)
-            if isinstance(new, nn.Module):
-                new.train(getattr(parent, attr).training)  # an eval-mode model stays in eval mode (no dropout)
-            setattr(parent, attr, new)
-        return model
+        return replace_modules(model, list(self.steps))
 
 
 def _attention_reason(module: nn.Module) -> str:
@@ -230,8 +114,10 @@ def _looks_like_attention(module: nn.Module) -> bool:
     return bool(_ATTENTION_NAME.search(name)) and not _NOT_ATTENTION_NAME.search(name)
 
 
-def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[_Step], reasons: List[str]) -> None:
-    stems = [(n, m) for n, m in model.named_modules() if type(m) in (PatchEmbed, ConvEmbedding)]
+def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Replacement],
+              reasons: List[str]) -> None:
+    stem_classes = _forms_of('spt')
+    stems = [(n, m) for n, m in model.named_modules() if type(m) in stem_classes]
     if not stems:
         found = ''
         for attr in ('patch_embed', 'stem'):
@@ -252,18 +138,12 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[_S
             or conv.groups != 1 or conv.dilation != (1, 1)):
         reasons.append(f'{path} is not a plain non-overlapping patch projection ({conv}); SPT needs kernel == stride')
         return
-    if isinstance(stem, PatchEmbed):
-        steps.append(_Step(path, 'spt', _qualname(stem), lambda: _spt_from_patch_embed(stem, sl_args, post_norm)))
-        return
-    steps.append(_Step(path, 'spt', _qualname(stem), lambda: _spt_from_conv_stem(stem, sl_args)))
-    # PiT: the overlapping stem's grid becomes the non-overlapping SPT grid; its position map follows
-    parent_path = path.rpartition('.')[0]
-    parent = model.get_submodule(parent_path)
-    grid = tuple(s // p for s, p in zip(stem.img_size, stem.conv.stride))
-    pos_embed = getattr(parent, 'pos_embed', None)
-    if isinstance(pos_embed, nn.Parameter) and tuple(pos_embed.shape[-2:]) != grid:
-        pos_path = f'{parent_path}.pos_embed' if parent_path else 'pos_embed'
-        steps.append(_Step(pos_path, 'pos_embed', 'nn.Parameter', lambda: _resampled_pos_embed(pos_embed, grid)))
+
+    def spt_with_norm(old: nn.Module, args: SlArgs) -> nn.Module:
+        return ShiftedPatchEmbed.from_timm(old, **args.spt_kwargs(), post_norm=post_norm)
+
+    # PiT's overlapping conv stem: its position map is resampled to SPT's grid (the shared policy)
+    steps += plan_replacements(model, sl_args, kinds=('spt',), forms={PatchEmbed: ('spt', spt_with_norm)})
 
 
 def plan_slify(
@@ -277,7 +157,7 @@ def plan_slify(
     sl_args = sl_args or SlArgs()
     spt_pool = sl_args.spt if spt_pool is None else spt_pool
     model_name = model_name or type(model).__name__
-    steps: List[_Step] = []
+    steps: List[Replacement] = []
     reasons: List[str] = []
     already = sorted({type(m).__name__ for m in model.modules() if isinstance(m, (LsaMixin, ShiftedPatchProjection))})
     if already:
@@ -285,12 +165,10 @@ def plan_slify(
     if sl_args.spt:
         _plan_spt(model, sl_args, spt_post_norm, steps, reasons)
     if sl_args.uses_lsa_layer:
-        lsa_steps = []
-        for path, module in model.named_modules():
-            convert = _LSA_FORMS.get(type(module))
-            if convert is not None:
-                lsa_steps.append(_Step(path, 'lsa', _qualname(module), lambda m=module, c=convert: c(m, sl_args)))
-            elif _looks_like_attention(module):
+        lsa_steps = plan_replacements(model, sl_args, kinds=('lsa',))
+        lsa_classes = _forms_of('lsa')
+        for module in model.modules():
+            if type(module) not in lsa_classes and _looks_like_attention(module):
                 reason = _attention_reason(module)
                 if reason not in reasons:
                     reasons.append(reason)
@@ -298,10 +176,7 @@ def plan_slify(
             reasons.append('no attention layer for LSA')
         steps += lsa_steps
     if spt_pool:
-        for path, module in model.named_modules():
-            convert = _SPOOL_FORMS.get(type(module))
-            if convert is not None:
-                steps.append(_Step(path, 'spool', _qualname(module), lambda m=module, c=convert: c(m, sl_args)))
+        steps += plan_replacements(model, sl_args, kinds=('spool',))
     if not steps and not reasons:
         reasons.append('nothing to convert with these switches')
     return SlifyPlan(model_name, tuple(steps), tuple(reasons))

@@ -10,7 +10,7 @@ as ``ratio * sqrt(d_k)``; ``temp_ratio`` takes that ratio, giving the multiplier
 """
 import copy
 import functools
-from typing import Any, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +20,10 @@ from timm.layers import Attention
 from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 from timm.layers import register_notrace_function
 
-__all__ = ['LsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias', 'lsa_no_weight_decay']
+from .from_timm import check_timm_source, copy_timm_state, module_dd
+
+__all__ = ['LsaMixin', 'TimmLsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias',
+           'lsa_no_weight_decay']
 
 
 def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
@@ -127,6 +130,12 @@ class LsaMixin:
         """
         return _configured_lsa(cls, tuple(sorted(defaults.items())))
 
+    @classmethod
+    def for_switches(cls, sl_args: Any, **defaults: Any) -> type:
+        """:meth:`configured` with the LSA switches of ``sl_args`` (a :class:`~timm_sl.layers.SlArgs`) and
+        ``defaults``: the attention class a timm block builds, and the class a conversion builds."""
+        return cls.configured(**sl_args.lsa_kwargs(), **defaults)
+
     def scaled_qkv_params(
             self,
             weight: torch.Tensor,
@@ -149,34 +158,64 @@ class LsaMixin:
         return f'diag_mask={self.diag_mask}, learn_temp={self.learn_temp}, temp_ratio={self.temp_ratio}'
 
 
-class LocalitySelfAttention(LsaMixin, Attention):
-    """timm ``Attention`` with LSA: diagonal masking and a per-head learnable temperature.
+class TimmLsaMixin(LsaMixin):
+    """LSA on a timm attention class (``class X(TimmLsaMixin, TimmAttention)``): the one constructor signature and
+    the one conversion from a timm instance.
 
-    Drop-in for ``timm.layers.Attention`` (same constructor and parameter names, so state dicts line up); adds
-    ``temperature`` (shape ``(num_heads,)``) when it is learnable. Use :meth:`configured` to get a class with the
-    LSA switches bound, as timm's blocks take an attention *class*.
-
-    Args:
-        diag_mask: Mask the self-relation (diagonal of ``QK^T``) with ``-inf`` (paper's "M").
-        learn_temp: Learn the per-head multiplier of ``QK^T`` (paper's "T"); when False it is a fixed buffer.
-        temp_ratio: Softmax temperature as a multiple of ``sqrt(head_dim)`` (paper Table 1); the multiplier starts
-            at (or, when not learnable, stays) ``head_dim ** -0.5 / temp_ratio``.
-        **kwargs: ``timm.layers.Attention`` arguments.
+    The constructor takes the timm class's arguments plus the LSA switches ``diag_mask`` (mask the self-relation,
+    paper's "M"), ``learn_temp`` (learn the per-head multiplier of ``QK^T``, paper's "T"; a fixed buffer otherwise)
+    and ``temp_ratio`` (softmax temperature as a multiple of ``sqrt(head_dim)``, paper Table 1). A host names the
+    timm class it replaces (``timm_cls``) and how to read that class's constructor arguments back from an instance
+    (:meth:`timm_config`).
     """
+    timm_cls: type
 
     def __init__(
             self,
-            dim: int,
-            num_heads: int = 8,
+            *args: Any,
             diag_mask: bool = True,
             learn_temp: bool = True,
             temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs,
+            **kwargs: Any,
     ) -> None:
-        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.init_lsa(num_heads, self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
+        super().__init__(*args, **kwargs)
+        self.init_lsa(self.num_heads, self.host_head_dim(), diag_mask, learn_temp, temp_ratio,
+                      device=kwargs.get('device'), dtype=kwargs.get('dtype'))
+
+    def host_head_dim(self) -> int:
+        """Width of one head of the timm layer just built (the temperature starts at its ``** -0.5``)."""
+        return self.head_dim
+
+    @classmethod
+    def timm_config(cls, module: nn.Module) -> Dict[str, Any]:
+        """Constructor keyword arguments that rebuild ``module`` (an instance of ``timm_cls``)."""
+        raise NotImplementedError
+
+    def adopt_timm(self, module: nn.Module) -> None:
+        """Take from ``module`` what its constructor arguments cannot express (default: nothing)."""
+
+    @classmethod
+    def from_timm(cls, module: nn.Module, **switches: Any) -> 'TimmLsaMixin':
+        """The LSA form of a timm attention: its configuration, its weights (every key, strictly; ``temperature``
+        keeps its init) and its kernel choice, plus the LSA ``switches``."""
+        check_timm_source(module, cls.timm_cls, cls.__name__)
+        new = cls(**cls.timm_config(module), **switches, **module_dd(module))
+        new.adopt_timm(module)
+        return copy_timm_state(new, module)
+
+
+class LocalitySelfAttention(TimmLsaMixin, Attention):
+    """timm ``Attention`` with LSA: diagonal masking and a per-head learnable temperature.
+
+    Drop-in for ``timm.layers.Attention`` (same constructor and parameter names, so state dicts line up; the LSA
+    switches of :class:`TimmLsaMixin`); adds ``temperature`` (shape ``(num_heads,)``) when it is learnable. Use
+    :meth:`configured` to get a class with the LSA switches bound, as timm's blocks take an attention *class*.
+    """
+
+    timm_cls = Attention
+
+    def init_lsa(self, *args: Any, **kwargs: Any) -> None:
+        super().init_lsa(*args, **kwargs)
         # with a q norm the temperature must scale the normalised q; otherwise it folds into the qkv weight
         self.fold_temperature = isinstance(self.q_norm, nn.Identity)
 
@@ -184,11 +223,9 @@ class LocalitySelfAttention(LsaMixin, Attention):
         self.reset_temperature()
 
     @classmethod
-    def from_attention(cls, attn: Attention, **lsa_kwargs: Any) -> 'LocalitySelfAttention':
-        """An LSA layer with the configuration and weights of a timm ``Attention`` (for hosts without a seam)."""
-        weight = attn.qkv.weight
-        new = cls(
-            attn.qkv.in_features,
+    def timm_config(cls, attn: Attention) -> Dict[str, Any]:
+        return dict(
+            dim=attn.qkv.in_features,
             num_heads=attn.num_heads,
             attn_head_dim=attn.head_dim,
             dim_out=attn.proj.out_features,
@@ -201,15 +238,16 @@ class LocalitySelfAttention(LsaMixin, Attention):
             proj_drop=attn.proj_drop.p,
             norm_layer=type(attn.q_norm) if not isinstance(attn.q_norm, nn.Identity) else (
                 type(attn.norm) if not isinstance(attn.norm, nn.Identity) else None),
-            device=weight.device,
-            dtype=weight.dtype,
-            **lsa_kwargs,
         )
+
+    def adopt_timm(self, attn: Attention) -> None:
         # the norms themselves, not rebuilt from their class: a partial's options (eps, ...) would be lost
-        new.q_norm, new.k_norm, new.norm = (copy.deepcopy(m) for m in (attn.q_norm, attn.k_norm, attn.norm))
-        new.fused_attn = attn.fused_attn
-        new.load_state_dict(attn.state_dict(), strict=False)  # 'temperature' keeps its own init
-        return new
+        self.q_norm, self.k_norm, self.norm = (copy.deepcopy(m) for m in (attn.q_norm, attn.k_norm, attn.norm))
+
+    @classmethod
+    def from_attention(cls, attn: Attention, **switches: Any) -> 'LocalitySelfAttention':
+        """:meth:`from_timm` under the name it has had."""
+        return cls.from_timm(attn, **switches)
 
     def forward(
             self,

@@ -10,6 +10,7 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
+import copy
 from contextlib import nullcontext
 from typing import List, Optional, Tuple, Union
 
@@ -17,7 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timm.layers import PatchEmbed, _assert, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
+from timm.layers import Format, PatchEmbed, _assert, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
+from timm.models.pit import ConvEmbedding
+from timm.models.swin_transformer import PatchMerging
+
+from .from_timm import check_timm_source, module_dd
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
            'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
@@ -146,6 +151,8 @@ class ShiftedPatchProjection(nn.Module):
         self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
+        # where each copy's P x P block lands in the flattened (P + 2s) x (P + 2s) window, one row per copy
+        self.register_buffer('fold_index', self._fold_index(device), persistent=False)
         self.register_buffer('overlap_count', self._overlap_count(device), persistent=False)
         self.reset_parameters()
 
@@ -160,7 +167,9 @@ class ShiftedPatchProjection(nn.Module):
     @torch.no_grad()
     def init_non_persistent_buffers(self) -> None:
         """timm's hook for buffers a checkpoint does not hold, called after a build on the meta device
-        (``timm.models.reinit_non_persistent_buffers``, transformers' timm wrapper): recompute ``overlap_count``."""
+        (``timm.models.reinit_non_persistent_buffers``, transformers' timm wrapper): recompute ``fold_index``, then
+        ``overlap_count`` (which is folded with it)."""
+        self.fold_index.copy_(self._fold_index(self.fold_index.device))
         self.overlap_count.copy_(self._overlap_count(self.overlap_count.device))
 
     def reset_parameters(self) -> None:
@@ -180,21 +189,37 @@ class ShiftedPatchProjection(nn.Module):
         x = x.reshape(B, C, H // ph, ph, W // pw, pw)
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
+    def window_offsets(self) -> List[Tuple[int, int]]:
+        """Top-left corner of every copy's block in the ``(P + 2s)`` window, unshifted copy first.
+
+        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window.
+        """
+        sh, sw = self.shift
+        return [(sh, sw)] + [((1 + dy) * sh, (1 + dx) * sw) for dy, dx in self.offsets]
+
+    def _fold_index(self, device=None) -> torch.Tensor:
+        ph, pw = self.patch_size
+        width = pw + 2 * self.shift[1]
+        rows = [[(oy + py) * width + ox + px for py in range(ph) for px in range(pw)]
+                for oy, ox in self.window_offsets()]
+        return torch.tensor(rows, dtype=torch.long, device=device)
+
     def fold_copies(self, per_copy: torch.Tensor) -> torch.Tensor:
         """Sum per-copy ``(D, P, P, copies, C)`` patch blocks into one ``(D, P + 2s, P + 2s, C)`` window kernel.
 
-        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window. The
-        channel dimension stays innermost (the Linear weight's own layout), so every add is a contiguous run.
+        The channel dimension stays innermost (the Linear weight's own layout), so every block is a run of whole
+        channel vectors. Each copy is added with one ``index_add`` (its positions are distinct, so the result is
+        deterministic, also on CUDA, and the copies are summed in order): unlike slice-assignments into a zero
+        kernel, whose backward zero-fills a weight-sized gradient per copy, the backward is one gather per copy.
         """
         sh, sw = self.shift
         ph, pw = self.patch_size
         D, C = per_copy.shape[0], per_copy.shape[-1]
-        kernel = per_copy.new_zeros(D, ph + 2 * sh, pw + 2 * sw, C)
-        kernel[:, sh:sh + ph, sw:sw + pw] += per_copy[:, :, :, 0]  # the unshifted copy sits in the centre
-        for k, (dy, dx) in enumerate(self.offsets, start=1):
-            oy, ox = (1 + dy) * sh, (1 + dx) * sw
-            kernel[:, oy:oy + ph, ox:ox + pw] += per_copy[:, :, :, k]
-        return kernel
+        kernel = per_copy.new_zeros(D, (ph + 2 * sh) * (pw + 2 * sw), C)
+        index = self.fold_index.to(per_copy.device)
+        for k, block in enumerate(per_copy.unbind(3)):
+            kernel.index_add_(1, index[k], block.reshape(D, ph * pw, C))
+        return kernel.view(D, ph + 2 * sh, pw + 2 * sw, C)
 
     def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
         x = shift_and_concat(x, self.shift, self.offsets)
@@ -284,6 +309,40 @@ class ShiftedPatchEmbed(PatchEmbed):
             in_chans, embed_dim, self.patch_size, shift_ratio=shift_ratio, shift_directions=shift_directions,
             bias=bias, device=device, dtype=dtype)
 
+    @classmethod
+    def from_timm(
+            cls,
+            stem: Union[PatchEmbed, ConvEmbedding],
+            shift_ratio: float = 0.5,
+            shift_directions: str = 'diagonal',
+            post_norm: bool = False,
+    ) -> 'ShiftedPatchEmbed':
+        """SPT in place of a timm ``PatchEmbed`` or PiT's ``ConvEmbedding``.
+
+        Kept: the image size, channels, width and, for a ``PatchEmbed``, its grid, image-size policy (strict /
+        dynamic padding) and output format. SPT's patch is the stem's stride (SPT patches do not overlap: PiT-XS's
+        16/8 stem becomes an 8 px SPT whose half-patch shift sees the same 16 px), so an overlapping stem's grid
+        changes (see :func:`~timm_sl.layers.convert.resample_pos_embed`). Nothing is copied: a convolution does not
+        mean what SPT's LayerNorm + Linear over the shifted copies means, so SPT starts from its own init. With
+        ``post_norm`` the stem's norm after the projection is kept, with its weights; otherwise it is dropped (SPT
+        normalises each patch before projecting).
+        """
+        spt = dict(shift_ratio=shift_ratio, shift_directions=shift_directions, **module_dd(stem))
+        if type(stem) is ConvEmbedding:
+            conv = stem.conv
+            return cls(img_size=stem.img_size, patch_size=conv.stride, in_chans=conv.in_channels,
+                       embed_dim=conv.out_channels, flatten=False, **spt)
+        check_timm_source(stem, PatchEmbed, cls.__name__)
+        conv = stem.proj
+        new = cls(
+            img_size=stem.img_size, patch_size=stem.patch_size, in_chans=conv.in_channels, embed_dim=conv.out_channels,
+            flatten=stem.flatten, output_fmt=None if stem.output_fmt == Format.NCHW else stem.output_fmt.value,
+            bias=conv.bias is not None, strict_img_size=stem.strict_img_size, dynamic_img_pad=stem.dynamic_img_pad,
+            post_norm=False, **spt)
+        if post_norm:
+            new.norm = copy.deepcopy(stem.norm)  # the same norm over the embedding, with its weights
+        return new
+
     def set_input_size(
             self,
             img_size: Optional[Union[int, Tuple[int, int]]] = None,
@@ -334,6 +393,13 @@ class ShiftedPatchMerging(nn.Module):
         self.proj = ShiftedPatchProjection(
             in_dim, out_dim, merge_size, shift_ratio=0.5, shift_directions=shift_directions, device=device,
             dtype=dtype)
+
+    @classmethod
+    def from_timm(cls, merge: PatchMerging, shift_directions: str = 'diagonal') -> 'ShiftedPatchMerging':
+        """Spool in place of Swin's ``PatchMerging`` (channels-last, same widths). Nothing is copied: its LayerNorm +
+        Linear over the 2x2 group do not mean what SPT's over the shifted copies do."""
+        check_timm_source(merge, PatchMerging, cls.__name__)
+        return cls(merge.dim, merge.out_dim, shift_directions=shift_directions, input_fmt='NHWC', **module_dd(merge))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.channels_last:

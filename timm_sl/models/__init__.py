@@ -5,4 +5,3 @@ from .sl_pit import SlPoolingVisionTransformer
 from .sl_swin import SlSwinTransformer
 from .sl_cait import SlCait
 from .sl_t2t import SlT2T
-from .slify_entry import slify as _slify_entry  # noqa: F401  (registers the `slify` model; last: it uses the families)

@@ -6,33 +6,27 @@ SPT enters through Cait's ``patch_layer`` seam, the attention classes through ``
 ``attn_block_token_only``. Both attention classes also take an explicit ``head_dim`` (timm's derive it from the
 width): the paper's small-data CaiT has 4 heads of 64 (inner width 256) on a 192-wide model.
 
-Talking-heads LSA: ``(temperature * q) k^T``, pre-softmax head mixing (``proj_l``), **then** ``-inf`` on the
-diagonal, softmax, post-softmax mixing (``proj_w``). Masking before the pre-softmax mixing would feed ``-inf`` into a
-linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code overwrites the self score with ``-1e-9``
-(about 0) before the mixing, which is no mask but still changes the output — not reproduced. Class attention (one
-query, the class token) gets the learnable temperature only and no diagonal mask, as in the reference code: its only
-"self" relation is the class token attending to itself among the patch tokens, which carries the summary being built.
+The LSA forms of both attentions (:class:`~timm_sl.layers.LocalityTalkingHeadAttn`, mask after the pre-softmax
+head mixing; :class:`~timm_sl.layers.LocalityClassAttn`, temperature only) live in :mod:`timm_sl.layers.lsa_cait`.
 
 Training behaviour (see :mod:`timm_sl.models._training`): ``layer_scale_init='per_layer'`` starts LayerScale as the
 reference code does, from CaiT's depth rule applied to each layer's index (0.1 up to layer 18, 1e-5 up to 24, 1e-6
 beyond; the class-attention layers count from 1 again); ``class_attn_kv='raw_patches'`` is the reference code's class
 attention, whose keys and values are the un-normalised patch tokens only (an opt-in for exact reproduction).
 """
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Optional
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.cait import (
-    Cait, ClassAttn, LayerScaleBlockClassAttn, TalkingHeadAttn, checkpoint_filter_fn as timm_filter_fn)
+from timm.models.cait import Cait, LayerScaleBlockClassAttn, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay
+from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths
-from ._training import TrainingInit, check_choice
+from ._sl_args import check_depths
+from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
            'per_layer_scale']
@@ -45,126 +39,6 @@ def per_layer_scale(layer: int) -> float:
     """The reference code's LayerScale start for the ``layer``-th block (1-based): CaiT's rule for the init as a
     function of network depth (0.1 up to 18, 1e-5 up to 24, 1e-6 beyond), applied to the layer index instead."""
     return 0.1 if layer <= 18 else 1e-5 if layer <= 24 else 1e-6
-
-
-def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optional[int], names: tuple) -> int:
-    """Rebuild ``module``'s input projections (``names``) and ``proj`` for ``num_heads * head_dim`` inner width.
-
-    timm's CaiT attention derives the head width from ``dim // num_heads`` and offers no argument for it; the
-    projections it built are replaced here when another ``head_dim`` is asked for. Returns the head dim in use.
-    """
-    if head_dim is None or head_dim * num_heads == dim:
-        return dim // num_heads
-    inner = head_dim * num_heads
-    for name in names:
-        old = getattr(module, name)
-        ratio = old.out_features // dim
-        setattr(module, name, nn.Linear(dim, inner * ratio, bias=old.bias is not None,
-                                        device=old.weight.device, dtype=old.weight.dtype))
-    module.proj = nn.Linear(inner, dim, device=module.proj.weight.device, dtype=module.proj.weight.dtype)
-    return head_dim
-
-
-class LocalityTalkingHeadAttn(LsaMixin, TalkingHeadAttn):
-    """timm's talking-heads attention with LSA (mask after the pre-softmax head mixing) and an optional head dim.
-
-    With ``diag_mask=False, learn_temp=False, temp_ratio=1`` it computes plain talking-heads attention (the baseline
-    of a config whose head dim timm's class cannot express); its state dict then has exactly timm's keys.
-    """
-
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int = 8,
-            head_dim: Optional[int] = None,
-            diag_mask: bool = True,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
-        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('qkv',))
-        self.init_lsa(num_heads, self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, N, C = x.shape
-        qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
-        q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
-        attn = q @ k.transpose(-2, -1)
-        attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-        if self.diag_mask:  # after the pre-softmax mixing: -inf must not pass through proj_l
-            attn = attn + lsa_attn_bias(N, attn.dtype, attn.device)
-        attn = attn.softmax(dim=-1)
-        attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-        attn = self.attn_drop(attn)
-        x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
-        x = self.proj(x)
-        x = self.proj_drop(x)
-        return x
-
-    def extra_repr(self) -> str:
-        return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
-
-
-def class_attn_switches(lsa_kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The SL switches ``lsa_kwargs`` as class attention takes them: its temperature ones, never the mask."""
-    return dict(lsa_kwargs, diag_mask=False)
-
-
-class LocalityClassAttn(LsaMixin, ClassAttn):
-    """timm's class attention with LSA's learnable per-head temperature and an optional head dim.
-
-    It has no diagonal mask (see the module docstring: the reference applies none in class attention), so
-    ``diag_mask`` exists only for the LSA classes' common signature and must be False.
-
-    Raises:
-        ValueError: ``diag_mask=True``.
-    """
-
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int = 8,
-            head_dim: Optional[int] = None,
-            diag_mask: bool = False,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
-        if diag_mask:
-            raise ValueError('diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal '
-                             'mask (the reference applies none); allowed: diag_mask=False.')
-        super().__init__(dim, num_heads=num_heads, device=device, dtype=dtype, **kwargs)
-        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))
-        self.init_lsa(num_heads, self.head_dim, False, learn_temp, temp_ratio, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """The class token ``x[:, 0]`` attends to ``kv`` (default: all of ``x``, timm's class attention)."""
-        B = x.shape[0]
-        kv = x if kv is None else kv
-        N = kv.shape[1]
-        q = F.linear(x[:, 0], *self.scaled_qkv_params(self.q.weight, self.q.bias))
-        q = q.reshape(B, 1, self.num_heads, self.head_dim).transpose(1, 2)
-        k = self.k(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
-        v = self.v(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
-        if self.fused_attn:
-            x_cls = F.scaled_dot_product_attention(
-                q, k, v, dropout_p=self.attn_drop.p if self.training else 0., scale=1.0)
-        else:
-            attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
-            attn = self.attn_drop(attn)
-            x_cls = attn @ v
-        x_cls = x_cls.transpose(1, 2).reshape(B, 1, self.num_heads * self.head_dim)  # explicit width: B may be 0
-        x_cls = self.proj(x_cls)
-        x_cls = self.proj_drop(x_cls)
-        return x_cls
-
-    def extra_repr(self) -> str:
-        return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
 
 
 class PatchKeysClassAttnBlock(LayerScaleBlockClassAttn):
@@ -195,6 +69,7 @@ class SlCait(Cait):
         **kwargs: ``Cait`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+    no_weight_decay = no_weight_decay_with_lsa(Cait)
 
     def __init__(
             self,
@@ -205,23 +80,21 @@ class SlCait(Cait):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'depth_token_only')
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
-        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
         if head_dim is not None and (not isinstance(head_dim, int) or isinstance(head_dim, bool) or head_dim < 1):
             raise ValueError(f'head_dim={head_dim!r} is invalid; allowed: a positive int or None.')
         custom_heads = head_dim is not None and head_dim * heads != dim
         raw_patches = class_attn_kv == 'raw_patches'
-        switches = dict(head_dim=head_dim, **sl_args.lsa_kwargs())
         layers = {}
         if sl_args.uses_lsa_layer or custom_heads:
-            layers['attn_block'] = LocalityTalkingHeadAttn.configured(**switches)
+            layers['attn_block'] = LocalityTalkingHeadAttn.for_switches(sl_args, head_dim=head_dim)
         if sl_args.uses_lsa_layer or custom_heads or raw_patches:  # timm's ClassAttn cannot take separate keys
-            layers['attn_block_token_only'] = LocalityClassAttn.configured(**class_attn_switches(switches))
+            layers['attn_block_token_only'] = LocalityClassAttn.for_switches(sl_args, head_dim=head_dim)
         if raw_patches:
             layers['block_layers_token'] = PatchKeysClassAttnBlock
         for key in layers:
@@ -240,10 +113,6 @@ class SlCait(Cait):
             for layer, block in enumerate(blocks, start=1):
                 block.gamma_1.fill_(per_layer_scale(layer))
                 block.gamma_2.fill_(per_layer_scale(layer))
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
 
 
 def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> SlCait:

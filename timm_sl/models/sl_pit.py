@@ -4,29 +4,32 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 
 timm's ``PoolingVisionTransformer`` builds its convolutional stem, its blocks' attention and its pooling layers inline,
 with no constructor argument to swap them, so :class:`SlPoolingVisionTransformer` replaces those submodules after
-timm has built the model (each replacement keeps the configuration, and where shapes allow the initial weights, of
-the module it replaces):
+timm has built the model, through the conversion path it shares with ``slify`` (:mod:`timm_sl.layers.convert`; each
+replacement is its layer's ``from_timm``, which keeps the configuration and the weights that mean the same thing):
 
 * ``patch_embed``: SPT with patch = the stem's stride (non-overlapping, as SPT is defined). For PiT-XS's overlapping
-  16/8 stem this is an 8 px SPT whose half-patch shift gives the same 16 px receptive field.
+  16/8 stem this is an 8 px SPT whose half-patch shift gives the same 16 px receptive field. Where the grid changes
+  (the 224 px configs: 27x27 -> 28x28) the position embedding is resampled to it (the policy shared with ``slify``).
 * every block's ``attn``: :class:`~timm_sl.layers.LocalitySelfAttention`.
-* every stage's ``pool``: :class:`ShiftedTokenPooling` (Spool; ``spt_pool``), or :class:`PointwisePooling`, the
-  reference code's depthwise 3x3 + pointwise 1x1 pooling that the paper's baseline PiT uses (``pool_layout``).
+* every stage's ``pool``: :class:`~timm_sl.layers.ShiftedTokenPooling` (Spool; ``spt_pool``), or
+  :class:`PointwisePooling`, the reference code's depthwise 3x3 + pointwise 1x1 pooling that the paper's baseline PiT
+  uses (``pool_layout``).
 """
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import nn
 
-from timm.layers import trunc_normal_
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalitySelfAttention, ShiftedPatchEmbed, ShiftedPatchMerging, lsa_no_weight_decay
+from ..layers import ShiftedTokenPooling, convert_modules  # noqa: F401  (ShiftedTokenPooling: re-exported)
+from ..layers.from_timm import check_timm_source, copy_timm_state, module_dd
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths, check_optional_bool
-from ._training import TrainingInit, check_choice
+from ._sl_args import check_depths, check_optional_bool
+from ._training import check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
 
@@ -48,25 +51,14 @@ class PointwisePooling(Pooling):
         x, cls_token = super().forward(x, cls_token)
         return self.pw(x), cls_token
 
-
-class ShiftedTokenPooling(nn.Module):
-    """Spool for PiT (paper Eq. 8): SPT merges 2x2 tokens of the map, the class token gets its own Linear."""
-
-    def __init__(
-            self,
-            in_feature: int,
-            out_feature: int,
-            shift_directions: str = 'diagonal',
-            device=None,
-            dtype=None,
-    ) -> None:
-        super().__init__()
-        self.merge = ShiftedPatchMerging(
-            in_feature, out_feature, merge_size=2, shift_directions=shift_directions, device=device, dtype=dtype)
-        self.fc = nn.Linear(in_feature, out_feature, device=device, dtype=dtype)
-
-    def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        return self.merge(x), self.fc(cls_token)
+    @classmethod
+    def from_timm(cls, pool: Pooling) -> 'PointwisePooling':
+        """The pointwise layout in place of timm's ``Pooling`` (``pool_layout='pointwise'``): the class-token Linear
+        is copied; the convolutions keep their own init (the small-data configurations are seeded that way)."""
+        check_timm_source(pool, Pooling, cls.__name__)
+        new = cls(pool.fc.in_features, pool.fc.out_features, stride=pool.conv.stride[0], **module_dd(pool))
+        copy_timm_state(new.fc, pool.fc, own=())
+        return new
 
 
 class SlPoolingVisionTransformer(PoolingVisionTransformer):
@@ -83,6 +75,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         **kwargs: ``PoolingVisionTransformer`` arguments and the SL switches of :class:`timm_sl.models.SlArgs`.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+    no_weight_decay = no_weight_decay_with_lsa(PoolingVisionTransformer)
 
     def __init__(
             self,
@@ -92,51 +85,22 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
-        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
         self.pool_layout = pool_layout
-        dd = {'device': self.cls_token.device, 'dtype': self.cls_token.dtype}
-        if sl_args.spt:
-            self._use_spt_stem(kwargs, dd)
-        lsa_layer = sl_args.attn_layer(lsa_cls=LocalitySelfAttention) if sl_args.uses_lsa_layer else None
-        for stage in self.transformers:
-            if stage.pool is not None:
-                stage.pool = self._make_pool(stage.pool, sl_args, dd)
-            if lsa_layer is not None:
-                for block in stage.blocks:
-                    block.attn = lsa_layer.from_attention(block.attn)
+        kinds = [kind for kind, on in (('spt', sl_args.spt), ('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
+                 if on]
+        forms = None
+        if not self.spt_pool and pool_layout == 'pointwise':  # the reference code's pooling in place of timm's
+            kinds.append('pool')
+            forms = {Pooling: ('pool', lambda pool, _: PointwisePooling.from_timm(pool))}
+        convert_modules(self, sl_args, kinds, forms)
         training.apply(self, [block for stage in self.transformers for block in stage.blocks])
-
-    def _use_spt_stem(self, kwargs: Dict[str, Any], dd: Dict[str, Any]) -> None:
-        stem = self.patch_embed
-        self.patch_embed = ShiftedPatchEmbed(
-            img_size=stem.img_size, patch_size=stem.conv.stride, in_chans=stem.conv.in_channels,
-            embed_dim=stem.conv.out_channels, flatten=False, **self.sl_args.spt_kwargs(), **dd)
-        grid = self.patch_embed.grid_size
-        if tuple(self.pos_embed.shape[-2:]) != tuple(grid):
-            self.pos_embed = nn.Parameter(torch.empty(1, self.pos_embed.shape[1], *grid, **dd))
-            trunc_normal_(self.pos_embed, std=.02)
-
-    def _make_pool(self, pool: Pooling, sl_args: SlArgs, dd: Dict[str, Any]) -> nn.Module:
-        in_dim, out_dim = pool.fc.in_features, pool.fc.out_features
-        if self.spt_pool:
-            new = ShiftedTokenPooling(in_dim, out_dim, shift_directions=sl_args.shift_directions, **dd)
-        elif self.pool_layout == 'pointwise':
-            new = PointwisePooling(in_dim, out_dim, stride=pool.conv.stride[0], **dd)
-        else:
-            return pool
-        new.fc.load_state_dict(pool.fc.state_dict())
-        return new
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
 
 
 def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:

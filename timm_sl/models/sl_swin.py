@@ -4,124 +4,23 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 
 SPT enters through timm's ``embed_layer`` seam. timm builds each block's ``WindowAttention`` and each stage's
 ``PatchMerging`` inline with no constructor argument to swap them, so :class:`SlSwinTransformer` replaces those
-submodules after timm has built the model, keeping their configuration and initial weights.
-
-Inside a window, LSA computes, in this order: ``(temperature * q) k^T`` + relative-position bias (not scaled by the
-temperature) + shifted-window mask, ``-inf`` on the window's diagonal, softmax; the three additive terms go to
-``F.scaled_dot_product_attention`` as one mask. A token whose shifted-window region holds only itself keeps its
-self-relation (otherwise its row would be all ``-inf``).
+submodules after timm has built the model, through the conversion path it shares with ``slify``
+(:mod:`timm_sl.layers.convert`): :class:`~timm_sl.layers.LocalityWindowAttention` keeps each attention's
+configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) takes each merging's widths.
 """
-from typing import Any, Dict, Optional, Set
-
-import torch
-import torch.nn.functional as F
+from typing import Any, Dict, Optional
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAttention
+from timm.models.swin_transformer import SwinTransformer
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LsaMixin, ShiftedPatchMerging, lsa_attn_bias, lsa_no_weight_decay
+from ..layers import LocalityWindowAttention, convert_modules, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
-
-
-def window_attn_bias(
-        rel_pos_bias: torch.Tensor,
-        mask: Optional[torch.Tensor],
-        diag_mask: bool,
-        dtype: torch.dtype,
-) -> torch.Tensor:
-    """Additive logit bias of a window attention: relative-position bias ``(1, heads, N, N)`` + shifted-window
-    ``mask`` ``(nW, N, N)``, and ``-inf`` on the diagonal when ``diag_mask``. Shape ``(nW or 1, heads, N, N)``.
-
-    timm's shift mask blocks with a finite ``-100``. With the diagonal masked, a token alone in its shifted-window
-    region would then spread its attention over the blocked tokens (all at ``-100``); so under LSA blocked entries
-    become ``-inf``, which lets :func:`lsa_attn_bias` spot such rows and give them back their self-relation.
-    """
-    bias = rel_pos_bias
-    if not diag_mask:
-        return bias if mask is None else bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N): timm's sum
-    if mask is not None:
-        bias = bias.masked_fill(mask.unsqueeze(1) < 0, float('-inf'))  # (nW, nH, N, N)
-    return lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
-
-
-class LocalityWindowAttention(LsaMixin, WindowAttention):
-    """timm's Swin ``WindowAttention`` with LSA (diagonal mask per window, per-head learnable temperature)."""
-
-    def __init__(
-            self,
-            dim: int,
-            num_heads: int,
-            diag_mask: bool = True,
-            learn_temp: bool = True,
-            temp_ratio: float = 1.0,
-            device=None,
-            dtype=None,
-            **kwargs: Any,
-    ) -> None:
-        super().__init__(dim, num_heads, device=device, dtype=dtype, **kwargs)
-        head_dim = self.qkv.out_features // 3 // num_heads
-        self.init_lsa(num_heads, head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
-
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
-        if hasattr(self, 'temperature'):  # WindowAttention.__init__ calls this before init_lsa
-            self.reset_temperature()
-
-    @classmethod
-    def from_window_attention(cls, attn: WindowAttention, **lsa_kwargs: Any) -> 'LocalityWindowAttention':
-        """An LSA window attention with the configuration and weights of timm's ``WindowAttention``."""
-        weight = attn.qkv.weight
-        new = cls(
-            attn.dim,
-            attn.num_heads,
-            head_dim=attn.qkv.out_features // 3 // attn.num_heads,
-            window_size=attn.window_size,
-            qkv_bias=attn.qkv.bias is not None,
-            attn_drop=attn.attn_drop.p,
-            proj_drop=attn.proj_drop.p,
-            device=weight.device,
-            dtype=weight.dtype,
-            **lsa_kwargs,
-        )
-        new.load_state_dict(attn.state_dict(), strict=False)  # 'temperature' keeps its own init
-        return new
-
-    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        # timm's WindowAttention.forward has no hook for a tensor scale or an extra mask: its attention core is
-        # written out here with the LSA terms; the projections and the position-bias table are timm's.
-        B_, N, C = x.shape
-        qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
-        q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
-
-        bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # before expanding over batch
-        if mask is not None:
-            bias = bias.unsqueeze(0).expand(B_ // bias.shape[0], -1, -1, -1, -1).reshape(-1, self.num_heads, N, N)
-
-        if self.fused_attn:
-            x = F.scaled_dot_product_attention(
-                q, k, v,
-                attn_mask=bias.to(q.dtype),
-                dropout_p=self.attn_drop.p if self.training else 0.,
-                scale=1.0,
-            )
-        else:
-            attn = q @ k.transpose(-2, -1) + bias
-            attn = self.softmax(attn)
-            attn = self.attn_drop(attn)
-            x = attn @ v
-
-        x = x.transpose(1, 2).reshape(B_, N, -1)
-        x = self.proj(x)
-        x = self.proj_drop(x)
-        return x
-
-    def extra_repr(self) -> str:
-        return f'dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, {self.lsa_repr()}'
 
 
 class SlSwinTransformer(SwinTransformer):
@@ -136,29 +35,18 @@ class SlSwinTransformer(SwinTransformer):
     patch before projecting it); Spool merges with a one-token shift whatever ``shift_ratio`` the embedding uses.
     """
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False, spt_pool=False)
+    no_weight_decay = no_weight_decay_with_lsa(SwinTransformer)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args = SlArgs.pop_from(kwargs, type(self))  # Swin has no training-behaviour switches
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
-        lsa_layer = sl_args.attn_layer(lsa_cls=LocalityWindowAttention) if sl_args.uses_lsa_layer else None
-        for stage in self.layers:
-            if self.spt_pool and isinstance(stage.downsample, PatchMerging):
-                merge = stage.downsample
-                stage.downsample = ShiftedPatchMerging(
-                    merge.dim, merge.out_dim, shift_directions=sl_args.shift_directions, input_fmt='NHWC',
-                    device=merge.reduction.weight.device, dtype=merge.reduction.weight.dtype)
-            if lsa_layer is not None:
-                for block in stage.blocks:
-                    block.attn = lsa_layer.from_window_attention(block.attn)
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
+        convert_modules(self, sl_args, [kind for kind, on in (('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
+                                         if on])
 
 
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:

@@ -30,8 +30,8 @@ from timm.models.vision_transformer import Block
 
 from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
-from ._sl_args import SlArgs, check_bool, check_depths
-from ._training import TrainingInit
+from ._family import pop_sl_kwargs
+from ._sl_args import check_bool, check_depths
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
@@ -268,10 +268,9 @@ class SlT2T(VisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, drop_path_schedule=drop_path_schedule)
         check_depths(kwargs, 'depth')
         check_bool('extra_residual', extra_residual)
-        training = TrainingInit(drop_path_schedule=drop_path_schedule, drop_path_rate=kwargs.get('drop_path_rate', 0.))
         if extra_residual:
             if 'block_fn' in kwargs:
                 raise ValueError('block_fn cannot be combined with extra_residual=True; pass extra_residual=False.')

@@ -5,18 +5,15 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 The backbone is timm's own ``VisionTransformer``; SPT enters as its ``embed_layer`` and LSA as its ``attn_layer``.
 With ``spt=False, lsa=False`` the model is timm's ViT of the same configuration, module for module.
 """
-from typing import Any, Dict, Set
-
-import torch
+from typing import Any, Dict
 
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
-from ..layers import lsa_no_weight_decay
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
+from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths
-from ._training import TrainingInit
+from ._sl_args import check_depths
 
 __all__ = ['SlVisionTransformer']
 
@@ -33,11 +30,11 @@ class SlVisionTransformer(VisionTransformer):
     """
     # kwargs that turn this model into its family's baseline architecture
     baseline_kwargs: Dict[str, Any] = dict(spt=False, lsa=False)
+    no_weight_decay = no_weight_decay_with_lsa(VisionTransformer)
 
     def __init__(self, pos_embed_init: str = 'timm', drop_path_schedule: str = 'timm', **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth')
-        training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
@@ -46,10 +43,6 @@ class SlVisionTransformer(VisionTransformer):
         super().__init__(**kwargs)
         self.sl_args = sl_args
         training.apply(self, self.blocks)
-
-    @torch.jit.ignore
-    def no_weight_decay(self) -> Set[str]:
-        return super().no_weight_decay() | lsa_no_weight_decay(self)
 
 
 # timm's ViT filter converts foreign layouts (and loads timm ViT weights into the baselines); native SL checkpoints

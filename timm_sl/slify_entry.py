@@ -6,14 +6,16 @@
 (input size, mean / std, crop) is the model's, and train.py's data config follows the base.
 
 The entry is not named ``sl_*``: it is not one configuration but a converter, so it stays out of the ``sl_`` model
-set (``timm-sl list``, the per-model test matrix) whose members have fixed architectures and ``baseline_kwargs``.
+set (``timm-sl list``, the per-model test matrix) whose members have fixed architectures and ``baseline_kwargs``, and
+it lives next to the converter, not among the families (the converter is built from ``timm_sl.layers`` only).
 """
 from typing import Any, Optional
 
 from torch import nn
 
-import timm
 from timm.models import load_pretrained, register_model
+
+from .slify import slify as convert
 
 __all__ = []
 
@@ -21,7 +23,6 @@ __all__ = []
 @register_model
 def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -> nn.Module:
     """SPT / LSA (and Spool) on the timm model named by ``base`` (see :func:`timm_sl.slify`)."""
-    from ..slify import slify as convert  # the converter imports the model families: import it when called
     if not isinstance(base, str) or not base:
         raise ValueError(f'base={base!r} is invalid; the slify model needs the timm model to convert, e.g. '
                          f'--model-kwargs base=vit_small_patch16_224 (allowed: a timm model name).')

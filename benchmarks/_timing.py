@@ -1,0 +1,97 @@
+"""Timing helpers shared by the benchmarks: one step per mode, interleaved rounds, peak training memory.
+
+Every benchmark here times models side by side in one process: :func:`interleaved_rounds` runs each model's step for
+``iters`` steps per round, rotating which model goes first every round, so machine noise hits all of them alike.
+"""
+import time
+from contextlib import nullcontext
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+from timm.optim import create_optimizer_v2
+
+__all__ = ['sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory']
+
+
+def sync(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def make_step(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool,
+              num_classes: Optional[int] = None) -> Callable[[], None]:
+    """One inference forward (eval, inference mode), or one full train step (forward, cross-entropy, backward,
+    AdamW step). ``num_classes`` defaults to ``model.num_classes`` (models outside timm may lack it)."""
+    autocast = torch.autocast(batch.device.type, dtype=torch.bfloat16 if batch.device.type == 'cpu'
+                              else torch.float16) if amp else nullcontext()
+    if mode == 'infer':
+        model.eval()
+
+        def step() -> None:
+            with torch.inference_mode(), autocast:
+                model(batch)
+        return step
+
+    model.train()
+    optimizer = create_optimizer_v2(model, 'adamw', lr=1e-4, weight_decay=0.05)
+    num_classes = model.num_classes if num_classes is None else num_classes
+    target = torch.randint(0, num_classes, (batch.shape[0],), device=batch.device)
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        with autocast:
+            loss = torch.nn.functional.cross_entropy(model(batch), target)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
+def time_steps(step: Callable[[], None], iters: int, device: torch.device) -> float:
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(iters):
+        step()
+    sync(device)
+    return time.perf_counter() - start
+
+
+def interleaved_rounds(steps: Dict[str, Callable[[], None]], rounds: int, iters: int, warmup: int,
+                       device: torch.device) -> Dict[str, List[float]]:
+    """Seconds per round (``iters`` steps) of every step, rounds interleaved with a rotating order."""
+    for step in steps.values():
+        for _ in range(warmup):
+            step()
+    keys = list(steps)
+    elapsed: Dict[str, List[float]] = {key: [] for key in keys}
+    for r in range(rounds):
+        order = keys[r % len(keys):] + keys[:r % len(keys)]  # rotate who goes first
+        for key in order:
+            elapsed[key].append(time_steps(steps[key], iters, device))
+    return elapsed
+
+
+def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
+    """Peak bytes allocated during one call of ``step`` above what was live before it.
+
+    CUDA: ``torch.cuda.max_memory_allocated``. CPU: the allocation / free events of ``torch.profiler`` (memory
+    profiling), accumulated in time order.
+    """
+    step()  # optimizer state and caches exist from here on
+    if device.type == 'cuda':
+        sync(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        before = torch.cuda.memory_allocated(device)
+        step()
+        sync(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    # the raw allocation (+) / free (-) records: prof.events() folds them into the ops that made them
+    records = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == '[memory]'),
+                     key=lambda e: e.start_ns())
+    live = peak = 0
+    for record in records:
+        live += record.nbytes()
+        peak = max(peak, live)
+    return peak

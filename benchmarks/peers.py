@@ -1,0 +1,186 @@
+"""SL models against other implementations of the same models, side by side in one process.
+
+For every family (ViT, PiT, Swin, CaiT, T2T at 32 px, the paper's small-data configs) this times, in interleaved
+rounds (the order rotates every round): the ``sl_`` model, its baseline (``type(model).baseline_kwargs``: SPT, LSA and
+Spool off) and, for the pooling families, SL without Spool; lucidrains' ``vit_pytorch.vit_for_small_dataset.ViT``
+(ViT only; ``pip install vit-pytorch``); and, with ``--reference DIR``, the authors' models built by their
+``models.create_model`` from a checkout of their repository at DIR (imported from there, SPT and LSA on).
+
+It prints, per family and mode, the speed ratio ours / peer (> 1: ours is faster) from the fastest round of each
+(and the median of the per-round ratios), the parameter counts of both (a mismatch means the configs differ), SL /
+baseline, and the peak memory of one training step SL / baseline (CUDA: ``max_memory_allocated``; CPU: the memory
+events of ``torch.profiler``).
+
+Examples::
+
+    python benchmarks/peers.py                                    # CPU, 1 thread, batch 32, every family
+    python benchmarks/peers.py --reference ../vit-small-datasets --out peers.md
+    python benchmarks/peers.py --device cuda --amp --batch-size 128 --threads 8
+"""
+import argparse
+import statistics
+import sys
+from types import SimpleNamespace
+from typing import Callable, Dict, List, Optional
+
+import torch
+
+import timm
+import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm_sl.profile import count_params
+
+from _timing import interleaved_rounds, make_step, peak_train_memory
+from throughput import variants_of
+
+FAMILIES: Dict[str, str] = {
+    'vit': 'sl_vit_32',
+    'pit': 'sl_pit_32',
+    'swin': 'sl_swin_32',
+    'cait': 'sl_cait_32',
+    't2t': 'sl_t2t_32',
+}
+IMG_SIZE = 32
+
+
+def lucidrains_vit(num_classes: int) -> torch.nn.Module:
+    """``vit_pytorch``'s SPT + LSA ViT in ``sl_vit_32``'s configuration (patch 4, dim 192, depth 9, 12 heads of 16,
+    MLP 384)."""
+    from vit_pytorch.vit_for_small_dataset import ViT
+    return ViT(image_size=IMG_SIZE, patch_size=4, num_classes=num_classes, dim=192, depth=9, heads=12, dim_head=16,
+               mlp_dim=384)
+
+
+def reference_factory(directory: str) -> Callable[[str, int], torch.nn.Module]:
+    """The authors' ``create_model(img_size, n_classes, args)``, imported from their checkout at ``directory``."""
+    sys.path.insert(0, directory)
+    try:
+        from models.create_model import create_model
+    except ImportError as e:
+        raise SystemExit(f'--reference {directory}: cannot import models.create_model from it ({e}); allowed: a '
+                         'checkout of the authors\' repository (the folder holding models/ and utils/).')
+
+    def build(family: str, num_classes: int) -> torch.nn.Module:
+        args = SimpleNamespace(model=family, sd=0., is_SPT=True, is_LSA=True)
+        return create_model(IMG_SIZE, num_classes, args)
+    return build
+
+
+def peers_of(family: str, num_classes: int, reference: Optional[Callable]) -> Dict[str, torch.nn.Module]:
+    peers = {}
+    if family == 'vit':
+        peers['lucidrains'] = lucidrains_vit(num_classes)
+    if reference is not None:
+        peers['reference'] = reference(family, num_classes)
+    return peers
+
+
+def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Optional[Callable]) -> Dict:
+    """Time ours (SL, baseline, SL w/o Spool) and the peers of one family in interleaved rounds."""
+    name = FAMILIES[family]
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    first = timm.create_model(name)
+    models = {key: (first if key == 'sl' else timm.create_model(name, **kw))
+              for key, kw in variants_of(type(first)).items()}
+    num_classes = first.num_classes
+    models.update(peers_of(family, num_classes, reference))
+    batch = torch.randn(args.batch_size, 3, IMG_SIZE, IMG_SIZE, device=device)
+    steps = {}
+    for key, model in models.items():
+        model.to(device)
+        steps[key] = make_step(model, mode, batch, args.amp, num_classes=num_classes)
+        if key in ('sl', 'base', 'sl_no_spool'):
+            continue
+        try:  # a peer that cannot run here (device, AMP) is reported and left out, not fatal
+            steps[key]()
+        except Exception as e:  # noqa: BLE001
+            print(f'{family} {mode}: {key} left out, it failed: {type(e).__name__}: {e}', file=sys.stderr)
+            del steps[key]
+    models = {key: models[key] for key in steps}
+    elapsed = interleaved_rounds(steps, args.rounds, args.iters, args.warmup, device)
+    memory = {}
+    if mode == 'train' and not args.no_memory:
+        memory = {key: peak_train_memory(steps[key], device) for key in models}
+    return dict(family=family, model=name, mode=mode, elapsed=elapsed, memory=memory,
+                params={key: count_params(m) for key, m in models.items()})
+
+
+def ratio(elapsed: Dict[str, List[float]], faster: str, than: str) -> str:
+    """Speed of ``faster`` relative to ``than``: best rounds' ratio, and the median of the per-round ratios."""
+    best = min(elapsed[than]) / min(elapsed[faster])
+    median = statistics.median(t / s for t, s in zip(elapsed[than], elapsed[faster]))
+    return f'{best:.2f} ({median:.2f})'
+
+
+def tables(results: List[Dict], args: argparse.Namespace) -> str:
+    peer_lines = ['| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |',
+                  '|---|---|---|---|---|---|']
+    base_lines = ['| family | mode | SL img/s | baseline img/s | SL / baseline: best (median) | '
+                  'SL w/o Spool / baseline |', '|---|---|---|---|---|---|']
+    mem_lines = ['| family | peak train MiB: SL | baseline | SL / baseline | peers MiB |', '|---|---|---|---|---|']
+    for r in results:
+        e, p = r['elapsed'], r['params']
+        img_s = {key: args.iters * args.batch_size / min(t) for key, t in e.items()}
+        for peer in (k for k in e if k not in ('sl', 'base', 'sl_no_spool')):
+            peer_lines.append(f"| {r['family']} | {r['mode']} | {img_s['sl']:.1f} | {peer} | "
+                              f"{ratio(e, 'sl', peer)} | {p['sl'] / 1e6:.3f} / {p[peer] / 1e6:.3f} |")
+        no_spool = ratio(e, 'sl_no_spool', 'base') if 'sl_no_spool' in e else '—'
+        base_lines.append(f"| {r['family']} | {r['mode']} | {img_s['sl']:.1f} | {img_s['base']:.1f} | "
+                          f"{ratio(e, 'sl', 'base')} | {no_spool} |")
+        m = r['memory']
+        if m:
+            peers = ', '.join(f'{k} {v / 2**20:.1f}' for k, v in m.items() if k not in ('sl', 'base', 'sl_no_spool'))
+            mem_lines.append(f"| {r['family']} | {m['sl'] / 2**20:.1f} | {m['base'] / 2**20:.1f} | "
+                             f"{m['sl'] / m['base']:.3f} | {peers or '—'} |")
+    out = ['Ours / peer (speed ratio, > 1: ours faster):', '', *peer_lines, '', 'SL / baseline (speed ratio):', '',
+           *base_lines]
+    if len(mem_lines) > 2:
+        out += ['', 'Peak memory of one training step (allocated above what was live before it):', '', *mem_lines]
+    return '\n'.join(out)
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
+    p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
+    p.add_argument('--device', default='cpu')
+    p.add_argument('-b', '--batch-size', type=int, default=32)
+    p.add_argument('--threads', type=int, default=1, help='torch CPU threads (default 1)')
+    p.add_argument('--rounds', type=int, default=7, help='interleaved rounds')
+    p.add_argument('--iters', type=int, default=3, help='steps per round')
+    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
+    p.add_argument('--reference', default=None, metavar='DIR',
+                   help="a checkout of the authors' repository: also time their models (imported from DIR)")
+    p.add_argument('--no-memory', action='store_true', help='skip the peak training memory measurement')
+    p.add_argument('--out', default=None, help='also write the tables to this Markdown file')
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.batch_size < 1 or args.rounds < 1 or args.iters < 1:
+        raise SystemExit('--batch-size, --rounds and --iters must be >= 1.')
+    torch.set_num_threads(args.threads)
+    reference = reference_factory(args.reference) if args.reference else None
+    device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
+        else f'CPU, {torch.get_num_threads()} thread(s)'
+    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; batch '
+              f'{args.batch_size}, {IMG_SIZE} px; {args.rounds} interleaved rounds of {args.iters} steps')
+    results = []
+    for family in args.families:
+        for mode in args.modes:
+            results.append(bench_family(family, mode, args, reference))
+            e = results[-1]['elapsed']
+            print(f"{family} {mode}: " + ', '.join(f'{k} {min(v) / args.iters * 1e3:.1f} ms' for k, v in e.items()),
+                  file=sys.stderr, flush=True)
+    text = header + '\n\n' + tables(results, args) + '\n'
+    print(text)
+    if args.out:
+        with open(args.out, 'w') as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""The reformulated fast paths compute what their plain formulations compute (values and gradients)."""
+import pytest
+import torch
+from torch import nn
+
+from timm_sl.layers.lsa import lsa_attn_bias
+from timm_sl.layers.lsa_cait import mix_heads
+from timm_sl.layers.spt import ShiftedPatchProjection
+
+
+def _mix_by_linear(attn, mix, extra_bias=None):
+    out = mix(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+    return out if extra_bias is None else out + extra_bias
+
+
+@pytest.mark.parametrize('heads,bias', [(4, True), (3, False)])
+@pytest.mark.parametrize('diag', [False, True])
+def test_mix_heads_is_the_linear_over_heads(heads, bias, diag):
+    torch.manual_seed(0)
+    mix = nn.Linear(heads, heads, bias=bias)
+    attn = torch.randn(2, heads, 7, 7, requires_grad=True)
+    extra = lsa_attn_bias(7, attn.dtype, attn.device) if diag else None
+    got, want = mix_heads(attn, mix.weight, mix.bias, extra), _mix_by_linear(attn, mix, extra)
+    assert torch.equal(torch.isinf(got), torch.isinf(want))
+    finite = torch.isfinite(want)
+    torch.testing.assert_close(got[finite], want[finite])
+    weights = torch.randn_like(want).masked_fill(~finite, 0)
+    params = [attn, *mix.parameters()]
+    g_got = torch.autograd.grad(got.masked_fill(~finite, 0).mul(weights).sum(), params)
+    g_want = torch.autograd.grad(want.masked_fill(~finite, 0).mul(weights).sum(), params)
+    for a, b in zip(g_got, g_want):
+        torch.testing.assert_close(a, b)
+
+
+def _fold_by_slices(proj, per_copy):
+    """The copies' weight blocks summed into the window kernel by slice-adds, copy by copy."""
+    (ph, pw), (sh, sw) = proj.patch_size, proj.shift
+    kernel = per_copy.new_zeros(per_copy.shape[0], ph + 2 * sh, pw + 2 * sw, per_copy.shape[-1])
+    for k, (oy, ox) in enumerate(proj.window_offsets()):
+        kernel[:, oy:oy + ph, ox:ox + pw] += per_copy[:, :, :, k]
+    return kernel
+
+
+@pytest.mark.parametrize('patch,ratio,directions', [(2, 0.5, 'diagonal'), (4, 0.5, 'all'), ((4, 2), 0.5, 'cardinal'),
+                                                    (8, 0.25, 'diagonal')])
+def test_fold_copies_matches_slice_adds(patch, ratio, directions):
+    torch.manual_seed(0)
+    proj = ShiftedPatchProjection(3, 5, patch, shift_ratio=ratio, shift_directions=directions)
+    per_copy = torch.randn(5, *proj.patch_size, proj.num_copies, 3, requires_grad=True)
+    got, want = proj.fold_copies(per_copy), _fold_by_slices(proj, per_copy)
+    assert torch.equal(got, want)  # the copies are added in the same order: bit for bit
+    upstream = torch.randn_like(want)
+    assert torch.equal(torch.autograd.grad(got, per_copy, upstream)[0],
+                       torch.autograd.grad(want, per_copy, upstream)[0])

@@ -1,0 +1,170 @@
+"""Locality Self-Attention for CaiT's talking-heads attention and class attention.
+
+Talking-heads LSA: ``(temperature * q) k^T``, pre-softmax head mixing (``proj_l``), **then** ``-inf`` on the
+diagonal, softmax, post-softmax mixing (``proj_w``). Masking before the pre-softmax mixing would feed ``-inf`` into a
+linear map and give NaN (``-inf * 0``, ``-inf + inf``); the reference code overwrites the self score with ``-1e-9``
+(about 0) before the mixing, which is no mask but still changes the output — not reproduced. Class attention (one
+query, the class token) gets the learnable temperature only and no diagonal mask, as in the reference code: its only
+"self" relation is the class token attending to itself among the patch tokens, which carries the summary being built.
+
+Both classes also take an explicit ``head_dim`` (timm's derive it from the width): the paper's small-data CaiT has 4
+heads of 64 (inner width 256) on a 192-wide model.
+"""
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from timm.models.cait import ClassAttn, TalkingHeadAttn
+
+from .lsa import TimmLsaMixin, lsa_attn_bias
+
+__all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
+
+
+def _resize_heads(module: nn.Module, dim: int, num_heads: int, head_dim: Optional[int], names: tuple) -> int:
+    """Rebuild ``module``'s input projections (``names``) and ``proj`` for ``num_heads * head_dim`` inner width.
+
+    timm's CaiT attention derives the head width from ``dim // num_heads`` and offers no argument for it; the
+    projections it built are replaced here when another ``head_dim`` is asked for. Returns the head dim in use.
+    """
+    if head_dim is None or head_dim * num_heads == dim:
+        return dim // num_heads
+    inner = head_dim * num_heads
+    for name in names:
+        old = getattr(module, name)
+        ratio = old.out_features // dim
+        setattr(module, name, nn.Linear(dim, inner * ratio, bias=old.bias is not None,
+                                        device=old.weight.device, dtype=old.weight.dtype))
+    module.proj = nn.Linear(inner, dim, device=module.proj.weight.device, dtype=module.proj.weight.dtype)
+    return head_dim
+
+
+def mix_heads(
+        attn: torch.Tensor,
+        weight: torch.Tensor,
+        bias: Optional[torch.Tensor] = None,
+        extra_bias: Optional[torch.Tensor] = None,
+) -> torch.Tensor:
+    """Talking-heads mixing: the Linear over heads ``(weight, bias)`` applied to ``(B, H, N, M)`` attention, plus an
+    optional additive ``(N, M)`` term.
+
+    The same map as ``F.linear(attn.permute(0, 2, 3, 1), weight, bias).permute(0, 3, 1, 2)``, computed as one batched
+    ``(H, H)`` by ``(H, N * M)`` product on the contiguous attention: a Linear over a trailing dim of H (4 for small
+    CaiT) would run a GEMM of inner size H over ``B * N * M`` rows between two permuting copies, several times
+    slower. The sum over the H heads may round in another order (float32: within a few ulp).
+    """
+    B, H, N, M = attn.shape
+    if bias is None:
+        add = torch.zeros(1, 1, 1, dtype=attn.dtype, device=attn.device)
+    else:
+        add = bias.view(1, -1, 1)
+    if extra_bias is not None:
+        add = add + extra_bias.reshape(1, 1, N * M)
+    mix = weight.to(attn.dtype).unsqueeze(0).expand(B, -1, -1)
+    out = torch.baddbmm(add.to(attn.dtype), mix, attn.reshape(B, H, N * M))
+    return out.view(B, weight.shape[0], N, M)
+
+
+class _HeadDim:
+    """Adds ``head_dim`` to a timm CaiT attention (``None``: timm's ``dim // num_heads``), via :func:`_resize_heads`
+    after timm built the layer; ``head_projections`` names the input projections to resize."""
+    head_projections: Tuple[str, ...]
+
+    def __init__(self, dim: int, num_heads: int = 8, head_dim: Optional[int] = None, **kwargs: Any) -> None:
+        super().__init__(dim, num_heads=num_heads, **kwargs)
+        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, self.head_projections)
+
+
+class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
+    """timm's talking-heads attention with LSA (mask after the pre-softmax head mixing) and an optional head dim.
+
+    With ``diag_mask=False, learn_temp=False, temp_ratio=1`` it computes plain talking-heads attention (the baseline
+    of a config whose head dim timm's class cannot express); its state dict then has exactly timm's keys.
+    """
+    timm_cls = TalkingHeadAttn
+    head_projections = ('qkv',)
+
+    @classmethod
+    def timm_config(cls, attn: TalkingHeadAttn) -> Dict[str, Any]:
+        return dict(dim=attn.qkv.in_features, num_heads=attn.num_heads,
+                    head_dim=attn.qkv.out_features // 3 // attn.num_heads, qkv_bias=attn.qkv.bias is not None,
+                    attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, N, C = x.shape
+        qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
+        q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        attn = q @ k.transpose(-2, -1)
+        # the diagonal mask goes in after the pre-softmax mixing (-inf must not pass through proj_l), as one more
+        # additive term of the mixing
+        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
+        attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
+        attn = attn.softmax(dim=-1)
+        attn = mix_heads(attn, self.proj_w.weight, self.proj_w.bias)
+        attn = self.attn_drop(attn)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+
+    def extra_repr(self) -> str:
+        return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'
+
+
+def class_attn_switches(lsa_kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """The SL switches ``lsa_kwargs`` as class attention takes them: its temperature ones, never the mask."""
+    return dict(lsa_kwargs, diag_mask=False)
+
+
+class LocalityClassAttn(TimmLsaMixin, _HeadDim, ClassAttn):
+    """timm's class attention with LSA's learnable per-head temperature and an optional head dim.
+
+    It has no diagonal mask (see the module docstring: the reference applies none in class attention), so
+    ``diag_mask`` exists only for the LSA classes' common signature and must be False.
+
+    Raises:
+        ValueError: ``diag_mask=True``.
+    """
+    timm_cls = ClassAttn
+    head_projections = ('q', 'k', 'v')
+
+    def __init__(self, *args: Any, diag_mask: bool = False, **kwargs: Any) -> None:
+        if diag_mask:
+            raise ValueError('diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal '
+                             'mask (the reference applies none); allowed: diag_mask=False.')
+        super().__init__(*args, diag_mask=False, **kwargs)
+
+    @classmethod
+    def for_switches(cls, sl_args: Any, **defaults: Any) -> type:
+        return cls.configured(**class_attn_switches(sl_args.lsa_kwargs()), **defaults)
+
+    @classmethod
+    def timm_config(cls, attn: ClassAttn) -> Dict[str, Any]:
+        return dict(dim=attn.q.in_features, num_heads=attn.num_heads, head_dim=attn.q.out_features // attn.num_heads,
+                    qkv_bias=attn.q.bias is not None, attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
+
+    def forward(self, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The class token ``x[:, 0]`` attends to ``kv`` (default: all of ``x``, timm's class attention)."""
+        B = x.shape[0]
+        kv = x if kv is None else kv
+        N = kv.shape[1]
+        q = F.linear(x[:, 0], *self.scaled_qkv_params(self.q.weight, self.q.bias))
+        q = q.reshape(B, 1, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        v = self.v(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
+        if self.fused_attn:
+            x_cls = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.attn_drop.p if self.training else 0., scale=1.0)
+        else:
+            attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x_cls = attn @ v
+        x_cls = x_cls.transpose(1, 2).reshape(B, 1, self.num_heads * self.head_dim)  # explicit width: B may be 0
+        x_cls = self.proj(x_cls)
+        x_cls = self.proj_drop(x_cls)
+        return x_cls
+
+    def extra_repr(self) -> str:
+        return f'num_heads={self.num_heads}, head_dim={self.head_dim}, {self.lsa_repr()}'

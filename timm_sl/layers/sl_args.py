@@ -1,0 +1,151 @@
+"""The SPT / LSA switches shared by every ``sl_`` model (the package's public kwargs interface).
+
+Every family's model class takes these keyword arguments next to its timm backbone's own, and they survive
+``timm.create_model(name, **kwargs)`` and ``train.py --model-kwargs k=v`` unchanged:
+
+====================  ===========  ==========================================================================
+kwarg                 default      meaning
+====================  ===========  ==========================================================================
+``spt``               ``True``     Shifted Patch Tokenization as the patch embedding
+``shift_ratio``       ``0.5``      shift = ``int(patch * shift_ratio)`` px, ratio in (0, 1]
+``shift_directions``  'diagonal'   'diagonal' (4), 'cardinal' (4) or 'all' (8) shifted copies
+``lsa``               ``True``     Locality Self-Attention master switch (default of the two below)
+``lsa_mask``          ``None``     diagonal masking ("M"); ``None`` follows ``lsa``
+``lsa_learn_temp``    ``None``     learnable per-head temperature ("T"); ``None`` follows ``lsa``
+``lsa_temp_ratio``    ``1.0``      softmax temperature as a multiple of sqrt(head_dim) (paper Table 1)
+====================  ===========  ==========================================================================
+
+With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly its timm baseline: the same modules,
+state-dict keys and parameter count.
+"""
+import inspect
+from dataclasses import asdict, dataclass, fields
+from functools import partial
+from typing import Any, Dict, Optional, Set, Tuple, Type
+
+from timm.layers import Attention
+
+from .lsa import LocalitySelfAttention, check_temp_ratio
+from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
+
+__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool']
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise ValueError(f'{name}={value!r} is invalid; allowed: True or False.')
+
+
+def check_optional_bool(name: str, value: Any) -> None:
+    """Raise ``ValueError`` naming ``name`` unless ``value`` is a bool or None."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f'{name}={value!r} is invalid; allowed: True, False or None.')
+
+
+def accepted_kwargs(model_cls: type) -> Set[str]:
+    """Keyword names ``model_cls(**kwargs)`` accepts: its constructor's, those of each base its ``**kwargs`` flow to
+    (up the MRO until a constructor without ``**kwargs``), and the SL switches."""
+    names = set(SL_ARG_NAMES)
+    for klass in model_cls.__mro__:
+        init = klass.__dict__.get('__init__')
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {'self'}
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names
+
+
+def check_model_kwargs(model_cls: type, kwargs: Dict[str, Any]) -> None:
+    """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones."""
+    unknown = sorted(set(kwargs) - accepted_kwargs(model_cls))
+    if unknown:
+        raise TypeError(f'{model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
+                        f'{", ".join(sorted(accepted_kwargs(model_cls)))}.')
+
+
+@dataclass(frozen=True)
+class SlArgs:
+    """Validated SPT / LSA switches; see the module docstring for their meaning."""
+    spt: bool = True
+    shift_ratio: float = 0.5
+    shift_directions: str = 'diagonal'
+    lsa: bool = True
+    lsa_mask: Optional[bool] = None
+    lsa_learn_temp: Optional[bool] = None
+    lsa_temp_ratio: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_bool('spt', self.spt)
+        check_bool('lsa', self.lsa)
+        check_optional_bool('lsa_mask', self.lsa_mask)
+        check_optional_bool('lsa_learn_temp', self.lsa_learn_temp)
+        shift_offsets(self.shift_directions)
+        check_shift_ratio(self.shift_ratio)  # the pixel shift is checked again with the real patch size
+        check_temp_ratio(self.lsa_temp_ratio, name='lsa_temp_ratio')
+
+    @classmethod
+    def pop_from(cls, kwargs: Dict[str, Any], model_cls: Optional[type] = None) -> 'SlArgs':
+        """Remove the SL switches from a model-kwargs dict and return them validated.
+
+        With ``model_cls``, first check that every kwarg is one that class (or the timm backbone it passes its
+        ``**kwargs`` to) accepts, so a typo fails with the name and the allowed names instead of a bare TypeError.
+        """
+        if model_cls is not None:
+            check_model_kwargs(model_cls, kwargs)
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls) if f.name in kwargs})
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def diag_mask(self) -> bool:
+        return self.lsa if self.lsa_mask is None else self.lsa_mask
+
+    @property
+    def learn_temp(self) -> bool:
+        return self.lsa if self.lsa_learn_temp is None else self.lsa_learn_temp
+
+    @property
+    def uses_lsa_layer(self) -> bool:
+        """False when attention is exactly the baseline's (no mask, no learned or changed temperature)."""
+        return self.diag_mask or self.learn_temp or self.lsa_temp_ratio != 1.0
+
+    def lsa_kwargs(self) -> Dict[str, Any]:
+        return dict(diag_mask=self.diag_mask, learn_temp=self.learn_temp, temp_ratio=self.lsa_temp_ratio)
+
+    def attn_layer(self, base: Type[Attention] = Attention,
+                   lsa_cls: Type[LocalitySelfAttention] = LocalitySelfAttention) -> Type[Attention]:
+        """The attention class to build blocks with: ``base`` for the baseline, a configured LSA class otherwise."""
+        if not self.uses_lsa_layer:
+            return base
+        return lsa_cls.for_switches(self)
+
+    def spt_kwargs(self) -> Dict[str, Any]:
+        return dict(shift_ratio=self.shift_ratio, shift_directions=self.shift_directions)
+
+    def inject_embed_layer(self, model_kwargs: Dict[str, Any], key: str = 'embed_layer', **embed_kwargs: Any) -> None:
+        """With ``spt``, set a backbone's patch-embedding kwarg ``key`` to :class:`ShiftedPatchEmbed` (in place)."""
+        if not self.spt:
+            return
+        if key in model_kwargs:
+            raise ValueError(f'{key} cannot be combined with spt=True (SPT is the patch embedding); pass spt=False.')
+        model_kwargs[key] = partial(ShiftedPatchEmbed, **self.spt_kwargs(), **embed_kwargs)
+
+    def ablation_tag(self) -> str:
+        """Paper-style name of this configuration: 'base', 'S', 'L', 'T', 'M', 'SL', 'ST', 'SM' (+ temperature)."""
+        parts = 'S' if self.spt else ''
+        if self.diag_mask and self.learn_temp:
+            parts += 'L'
+        elif self.learn_temp:
+            parts += 'T'
+        elif self.diag_mask:
+            parts += 'M'
+        if self.lsa_temp_ratio != 1.0:
+            parts += f'@{self.lsa_temp_ratio:g}t'
+        return parts or 'base'
+
+
+SL_ARG_NAMES: Tuple[str, ...] = tuple(f.name for f in fields(SlArgs))
