@@ -32,6 +32,25 @@ def test_mix_heads_is_the_linear_over_heads(heads, bias, diag):
         torch.testing.assert_close(a, b)
 
 
+@pytest.mark.parametrize('diag_mask', [True, False])
+def test_talking_heads_fast_and_explicit_paths_agree(diag_mask):
+    """``fused_attn`` picks the batched mixing; off, the mixing Linears run as modules (the path attention capture
+    observes): the same attention either way, values and gradients."""
+    from timm_sl.layers.lsa_cait import LocalityTalkingHeadAttn
+    torch.manual_seed(0)
+    layer = LocalityTalkingHeadAttn(32, num_heads=4, head_dim=16, diag_mask=diag_mask)
+    x = torch.randn(2, 9, 32, requires_grad=True)
+    outputs, grads = [], []
+    for fused in (True, False):
+        layer.fused_attn = fused
+        out = layer(x)
+        outputs.append(out)
+        grads.append(torch.autograd.grad(out.square().sum(), [x, *layer.parameters()]))
+    torch.testing.assert_close(outputs[0], outputs[1])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b)
+
+
 def _fold_by_slices(proj, per_copy):
     """The copies' weight blocks summed into the window kernel by slice-adds, copy by copy."""
     (ph, pw), (sh, sw) = proj.patch_size, proj.shift

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from timm.layers import use_fused_attn
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 
 from .lsa import TimmLsaMixin, lsa_attn_bias
@@ -86,6 +87,12 @@ class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
     timm_cls = TalkingHeadAttn
     head_projections = ('qkv',)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # fast path: both head mixings as batched products (mix_heads); off (TIMM_FUSED_ATTN=0, attention capture)
+        # the explicit path runs timm's proj_l / proj_w modules, as timm's TalkingHeadAttn does
+        self.fused_attn = use_fused_attn()
+
     @classmethod
     def timm_config(cls, attn: TalkingHeadAttn) -> Dict[str, Any]:
         return dict(dim=attn.qkv.in_features, num_heads=attn.num_heads,
@@ -97,12 +104,18 @@ class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
         qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
         q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         attn = q @ k.transpose(-2, -1)
-        # the diagonal mask goes in after the pre-softmax mixing (-inf must not pass through proj_l), as one more
-        # additive term of the mixing
+        # the diagonal mask goes in after the pre-softmax mixing: -inf must not pass through proj_l
         diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
-        attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
-        attn = attn.softmax(dim=-1)
-        attn = mix_heads(attn, self.proj_w.weight, self.proj_w.bias)
+        if self.fused_attn:  # the mask as one more additive term of the batched mixing
+            attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
+            attn = attn.softmax(dim=-1)
+            attn = mix_heads(attn, self.proj_w.weight, self.proj_w.bias)
+        else:  # explicit path: the mixing Linears run as modules (attention capture reads proj_w's input)
+            attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+            if diag_bias is not None:
+                attn = attn + diag_bias
+            attn = attn.softmax(dim=-1)
+            attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         attn = self.attn_drop(attn)
         x = (attn @ v).transpose(1, 2).reshape(B, N, self.num_heads * self.head_dim)  # explicit width: B may be 0
         x = self.proj(x)
