@@ -76,3 +76,16 @@ def test_a_look_up_before_the_import_keeps_the_hook():
     code = ("import importlib.util; spec = importlib.util.find_spec('timm'); import timm; "
             "print(spec is not None, timm.is_model('sl_vit_32'), type(timm.__spec__.loader).__name__)")
     assert _run(code) == 'True True SourceFileLoader'
+
+
+@pytest.mark.parametrize('first', [
+    'import timm_sl.layers.lsa', 'from timm_sl.layers import LocalitySelfAttention', 'import timm_sl.models.sl_pit',
+    'from timm_sl.layers.lsa_cait import mix_heads', 'import timm_sl.slify',
+])
+@pytest.mark.parametrize('autoload_off', ['', '1'])
+def test_a_package_module_imported_before_timm_registers_the_models(first, autoload_off):
+    """A module of the package that imports timm part-way through its own import (the models need it complete):
+    the models register once it is done, not from inside it (a circular import)."""
+    code = (f"{first}; import timm, sys; print(len(timm.list_models('sl_*')) >= 25, timm.is_model('slify'), "
+            f"type(sys.modules['timm_sl.layers'].__loader__).__name__)")
+    assert _run(code, **{autoload.DISABLE_ENV: autoload_off}) == 'True True SourceFileLoader'

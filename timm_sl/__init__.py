@@ -10,6 +10,7 @@ import importlib
 import sys
 import types
 
+from . import _registration
 from .version import __version__
 
 _EXPORTS = {
@@ -49,6 +50,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 def _register_models() -> None:
+    _registration.stop_tracking()
     importlib.import_module('.models', __name__)
     importlib.import_module('.slify_entry', __name__)  # the `slify` model (it lives next to the converter)
 
@@ -58,4 +60,8 @@ try:
 except ImportError:  # a start-up hook installed by an older timm_sl (reinstall to refresh it): register now
     _register_models()
 else:
-    after_timm_import(_register_models)
+    # when one of this package's own modules imports timm (`import timm_sl.layers` first), the models register once
+    # that module is complete, not from inside it (see _registration)
+    if 'timm' not in sys.modules:
+        _registration.track_imports()
+    after_timm_import(lambda: _registration.when_idle(_register_models))
