@@ -42,8 +42,9 @@ def load_plugins() -> list:
     return loaded
 
 
-class _LoaderWrapper:
-    """Wraps timm's own loader: executes the module as usual, then loads the plugins."""
+class WrappedLoader:
+    """A module's own loader, wrapped: executing the module first gives it its own loader back (as if it had been
+    imported without the wrapper), then runs :meth:`run`, by default the loader's ``exec_module``."""
 
     def __init__(self, loader) -> None:
         self._loader = loader
@@ -52,30 +53,28 @@ class _LoaderWrapper:
         return self._loader.create_module(spec)
 
     def exec_module(self, module) -> None:
-        uninstall()  # timm is being executed: the hook has done its work
-        # from here on timm's module carries its own loader again, as if the hook had never been there
         module.__loader__ = self._loader
         if getattr(module, '__spec__', None) is not None:
             module.__spec__.loader = self._loader
+        self.run(module)
+
+    def run(self, module) -> None:
         self._loader.exec_module(module)
-        if not _disabled():
-            load_plugins()
-        while _callbacks:
-            _callbacks.pop(0)()
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
 
 
-class TimmImportFinder:
-    """``sys.meta_path`` finder that fires once, for the top-level ``timm`` import, then removes itself.
+class WrappingFinder:
+    """``sys.meta_path`` finder: for a module name that ``matches``, the spec the other finders give, with its loader
+    wrapped by ``wrap`` (a :class:`WrappedLoader` class)."""
 
-    A mere look-up (``importlib.util.find_spec('timm')``, as transformers' availability check does before it imports
-    timm) leaves it armed: it removes itself when timm's module is executed.
-    """
+    def __init__(self, matches, wrap) -> None:
+        self._matches = matches
+        self._wrap = wrap
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _TARGET:
+        if not self._matches(fullname):
             return None
         for finder in sys.meta_path:
             if finder is self:
@@ -84,9 +83,32 @@ class TimmImportFinder:
             spec = find_spec(fullname, path, target) if find_spec is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
-                    spec.loader = _LoaderWrapper(spec.loader)
+                    spec.loader = self._wrap(spec.loader)
                 return spec
         return None
+
+
+class _LoaderWrapper(WrappedLoader):
+    """Wraps timm's own loader: executes the module as usual, then loads the plugins."""
+
+    def run(self, module) -> None:
+        uninstall()  # timm is being executed: the hook has done its work
+        self._loader.exec_module(module)
+        if not _disabled():
+            load_plugins()
+        while _callbacks:
+            _callbacks.pop(0)()
+
+
+class TimmImportFinder(WrappingFinder):
+    """``sys.meta_path`` finder that fires once, for the top-level ``timm`` import, then removes itself.
+
+    A mere look-up (``importlib.util.find_spec('timm')``, as transformers' availability check does before it imports
+    timm) leaves it armed: it removes itself when timm's module is executed.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(lambda name: name == _TARGET, _LoaderWrapper)
 
 
 _finder = TimmImportFinder()

@@ -63,7 +63,7 @@ def test_broken_plugin_warns_instead_of_breaking(monkeypatch):
 
 def test_install_is_idempotent_and_uninstall_removes(monkeypatch):
     monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
-    monkeypatch.delitem(sys.modules, 'timm')  # pretend timm is not imported yet
+    monkeypatch.delitem(sys.modules, 'timm', raising=False)  # pretend timm is not imported yet
     autoload.install()
     autoload.install()
     assert sum(f is autoload._finder for f in sys.meta_path) == 1

@@ -10,7 +10,6 @@ import importlib
 import sys
 import types
 
-from . import _registration
 from .version import __version__
 
 _EXPORTS = {
@@ -50,18 +49,23 @@ sys.modules[__name__].__class__ = _Package
 
 
 def _register_models() -> None:
-    _registration.stop_tracking()
     importlib.import_module('.models', __name__)
     importlib.import_module('.slify_entry', __name__)  # the `slify` model (it lives next to the converter)
 
 
 try:
     from _timm_sl_autoload import after_timm_import
+    from ._registration import stop_tracking, track_imports, when_idle
 except ImportError:  # a start-up hook installed by an older timm_sl (reinstall to refresh it): register now
     _register_models()
 else:
     # when one of this package's own modules imports timm (`import timm_sl.layers` first), the models register once
     # that module is complete, not from inside it (see _registration)
     if 'timm' not in sys.modules:
-        _registration.track_imports()
-    after_timm_import(lambda: _registration.when_idle(_register_models))
+        track_imports()
+
+    def _register_when_idle() -> None:
+        stop_tracking()
+        when_idle(_register_models)
+
+    after_timm_import(_register_when_idle)

@@ -6,10 +6,13 @@ that moment would import ``timm_sl.models``, which needs the half-executed ``tim
 So, until the models are registered, every ``timm_sl.*`` module is executed through a loader that counts the imports
 in progress, and a registration that falls inside one runs as soon as the outermost of them has finished.
 
-Standard library only: the package's torch-free commands (``timm-sl --help``) import it too.
+Standard library only: the package's torch-free commands (``timm-sl --help``) import it too. Used only with the
+start-up hook (``_timm_sl_autoload``), whose finder and loader wrappers it shares.
 """
 import sys
 from typing import Callable, List
+
+from _timm_sl_autoload import WrappedLoader, WrappingFinder
 
 __all__ = ['track_imports', 'stop_tracking', 'when_idle']
 
@@ -18,21 +21,11 @@ _pending: List[Callable[[], None]] = []
 _depth = 0
 
 
-class _CountingLoader:
+class _CountingLoader(WrappedLoader):
     """Executes a module with its own loader, counting this package's imports in progress."""
 
-    def __init__(self, loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module) -> None:
+    def run(self, module) -> None:
         global _depth
-        # the module carries its own loader, as if it had been imported without this one
-        module.__loader__ = self._loader
-        if getattr(module, '__spec__', None) is not None:
-            module.__spec__.loader = self._loader
         _depth += 1
         try:
             self._loader.exec_module(module)
@@ -41,29 +34,9 @@ class _CountingLoader:
         if _depth == 0:
             _run_pending()
 
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
 
-
-class _SubmoduleFinder:
-    """``sys.meta_path`` finder giving this package's submodules a :class:`_CountingLoader`."""
-
-    def find_spec(self, fullname, path=None, target=None):
-        if not fullname.startswith(_PACKAGE + '.'):
-            return None
-        for finder in sys.meta_path:
-            if finder is self:
-                continue
-            find_spec = getattr(finder, 'find_spec', None)
-            spec = find_spec(fullname, path, target) if find_spec is not None else None
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, 'exec_module'):
-                    spec.loader = _CountingLoader(spec.loader)
-                return spec
-        return None
-
-
-_finder = _SubmoduleFinder()
+# this package's submodules get a counting loader
+_finder = WrappingFinder(lambda name: name.startswith(_PACKAGE + '.'), _CountingLoader)
 
 
 def _run_pending() -> None:
