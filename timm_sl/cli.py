@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .errors import CliError
 from .version import __version__
 
 __all__ = ['build_parser', 'main']
@@ -23,20 +24,6 @@ def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines.append('  '.join('-' * w for w in widths))
     lines += ['  '.join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
     return '\n'.join(lines)
-
-
-class CliError(SystemExit):
-    """A command's error, raised anywhere below :func:`main`: ``main`` prints it as one line on stderr
-    (``timm-sl COMMAND: message``) and the exit status is 2, argparse's for a usage error. A ``SystemExit``, so that
-    it never ends in a traceback."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(2)
-        self.message = message
-        self.command: Optional[str] = None
-
-    def __str__(self) -> str:
-        return f'timm-sl {self.command}: {self.message}' if self.command else self.message
 
 
 def _did_you_mean(word: str, choices: Sequence[str]) -> str:

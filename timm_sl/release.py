@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .errors import CliError
 from .paper import DATASETS, VARIANT_LABELS, paper_top1
 from .runs import RunRecord, find_runs, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
@@ -198,8 +199,7 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl release``; every failure is a :class:`timm_sl.cli.CliError` (one line on stderr, exit status 2)."""
-    from .cli import CliError
+    """``timm-sl release``; every failure is a :class:`timm_sl.errors.CliError` (one line on stderr, exit status 2)."""
     try:
         script = None
         if args.train_script or os.environ.get('TIMM_REPO'):
