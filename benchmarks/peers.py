@@ -27,18 +27,13 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm_sl.paper import FAMILIES, model_name
 from timm_sl.profile import count_params
 
 from _timing import interleaved_rounds, make_step, peak_train_memory
 from throughput import variants_of
 
-FAMILIES: Dict[str, str] = {
-    'vit': 'sl_vit_32',
-    'pit': 'sl_pit_32',
-    'swin': 'sl_swin_32',
-    'cait': 'sl_cait_32',
-    't2t': 'sl_t2t_32',
-}
+DATASET = 'cifar10'  # the paper's 32 px configurations (sl_vit_32, ...)
 IMG_SIZE = 32
 
 
@@ -76,12 +71,12 @@ def peers_of(family: str, num_classes: int, reference: Optional[Callable]) -> Di
 
 def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Optional[Callable]) -> Dict:
     """Time ours (SL, baseline, SL w/o Spool) and the peers of one family in interleaved rounds."""
-    name = FAMILIES[family]
+    name = model_name(family, DATASET)
     device = torch.device(args.device)
     torch.manual_seed(0)
     first = timm.create_model(name)
     models = {key: (first if key == 'sl' else timm.create_model(name, **kw))
-              for key, kw in variants_of(type(first)).items()}
+              for key, kw in variants_of(name).items()}
     num_classes = first.num_classes
     models.update(peers_of(family, num_classes, reference))
     batch = torch.randn(args.batch_size, 3, IMG_SIZE, IMG_SIZE, device=device)

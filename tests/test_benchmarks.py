@@ -1,0 +1,35 @@
+"""benchmarks/peers.py and benchmarks/throughput.py run as documented and print their side-by-side tables (timings
+themselves are not checked: they are machine noise here)."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+def _run(script: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / script), *args], capture_output=True,
+                            text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_peers_prints_ratios_against_vit_pytorch_with_matching_parameter_counts():
+    pytest.importorskip('vit_pytorch')
+    out = _run('peers.py', '--families', 'vit', 'pit', '--modes', 'infer', '--rounds', '1', '--iters', '1',
+               '--warmup', '0', '-b', '2', '--no-memory')
+    row = re.search(r'\| vit \| infer \| [\d.]+ \| lucidrains \| ([\d.]+) \(([\d.]+)\) \| ([\d.]+) / ([\d.]+) \|', out)
+    assert row, out
+    assert float(row[1]) > 0 and row[3] == row[4] == '2.747'  # the same ViT configuration: equal parameters
+    # SL / baseline for both families, and SL w/o Spool for the pooling one
+    assert re.search(r'\| vit \| infer \| [\d.]+ \| [\d.]+ \| [\d.]+ \([\d.]+\) \| — \|', out), out
+    assert re.search(r'\| pit \| infer \| [\d.]+ \| [\d.]+ \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \|', out), out
+
+
+def test_peers_refuses_an_unknown_family():
+    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 2 and "invalid choice: 'deit'" in result.stderr
