@@ -226,3 +226,18 @@ def test_safetensors_weights_export(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_export_applies_model_kwargs_given_without_model(tmp_path, capsys):
+    """--model-kwargs alone replace the run's kwargs (they were silently dropped when --model was not given)."""
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    err = _fails(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model-kwargs', 'depth=2',
+                  '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith('timm-sl export: ') and 'depth' in err and 'blocks.1' in err
+
+
+def test_export_of_slify_without_base_is_one_line(tmp_path, capsys):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    err = _fails(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model', 'slify', '--model-kwargs',
+                  'depth=1', '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith('timm-sl export: ') and "base=None is invalid" in err

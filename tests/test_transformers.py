@@ -47,7 +47,8 @@ def _train_run(root: Path, name: str, kwargs: dict) -> Path:
     """A train.py checkpoint (weights + args) with its args.yaml, as a run leaves them."""
     root.mkdir(parents=True)
     model = timm.create_model(name, num_classes=len(LABELS), **kwargs)
-    args = dict(model=name, model_kwargs=kwargs, num_classes=len(LABELS), mean=list(TRAINING['mean']),
+    args = dict(model=name, model_kwargs=kwargs, num_classes=len(LABELS), input_size=list(TRAINING['input_size']),
+                mean=list(TRAINING['mean']),
                 std=list(TRAINING['std']), interpolation=TRAINING['interpolation'], crop_pct=TRAINING['crop_pct'])
     torch.save({'epoch': 1, 'arch': name, 'state_dict': model.state_dict(), 'args': argparse.Namespace(**args)},
                root / 'model_best.pth.tar')
@@ -56,18 +57,10 @@ def _train_run(root: Path, name: str, kwargs: dict) -> Path:
 
 
 def _export(kind: str, root: Path) -> Path:
-    """``timm-sl export`` of a run; a slify model (which export does not take from a checkpoint yet) through timm's
-    ``save_for_hf`` with the run's data config, then :func:`make_transformers_compatible`."""
+    """``timm-sl export`` of a run of each kind (sl_ model, baseline kwargs, slify)."""
     name, kwargs = KINDS[kind]
     out = root / f'{kind}-export'
-    if kind != 'slify':
-        export_checkpoint(_train_run(root / kind, name, kwargs), name, out, model_kwargs=kwargs, label_names=LABELS)
-        return out
-    model = timm.create_model(name, num_classes=len(LABELS), **kwargs)
-    save_for_hf(model, out, model_config=dict(label_names=LABELS), safe_serialization=True,
-                data_config={k: v for k, v in TRAINING.items() if k != 'input_size'})
-    make_transformers_compatible(out)
-    torch.save(model.state_dict(), root / 'slify-weights.pth')
+    export_checkpoint(_train_run(root / kind, name, kwargs), name, out, model_kwargs=kwargs, label_names=LABELS)
     return out
 
 
@@ -75,9 +68,7 @@ def _reference(kind: str, root: Path) -> torch.nn.Module:
     """The model as trained: built by name, holding the exported weights (not read through either hub loader)."""
     name, kwargs = KINDS[kind]
     model = timm.create_model(name, num_classes=len(LABELS), **kwargs).eval()
-    state = (torch.load(root / kind / 'model_best.pth.tar', weights_only=False)['state_dict'] if kind != 'slify'
-             else torch.load(root / 'slify-weights.pth'))
-    model.load_state_dict(state)
+    model.load_state_dict(torch.load(root / kind / 'model_best.pth.tar', weights_only=False)['state_dict'])
     return model
 
 

@@ -15,8 +15,10 @@ import torch
 import timm
 from timm.models import clean_state_dict
 
-__all__ = ['Checkpoint', 'STATE_KEYS', 'read_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model',
-           'model_from_checkpoint', 'trained_as']
+from .runs import RunRecord, read_run
+
+__all__ = ['Checkpoint', 'STATE_KEYS', 'read_checkpoint', 'read_run_checkpoint', 'classifier_classes',
+           'state_mismatch', 'build_model', 'model_from_checkpoint', 'trained_as']
 
 # train.py's CheckpointSaver keys in timm's order of preference (load_state_dict with use_ema=True): EMA weights first
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
@@ -101,6 +103,8 @@ def classifier_classes(model_name: str, model_kwargs: Dict[str, Any], state: Dic
     """The class count of a state dict's classifier (named by the model's pretrained cfg; for ``slify``, by its
     base's)."""
     arch = model_kwargs.get('base') if model_name == 'slify' else model_name
+    if not isinstance(arch, str):  # slify without base=NAME: building it says so
+        return None
     try:
         classifier = timm.get_pretrained_cfg_value(arch, 'classifier') or 'head'
     except RuntimeError:  # no pretrained cfg registered for this name
@@ -126,6 +130,18 @@ def state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Ten
     if shapes:
         parts.append(f'{len(shapes)} shape mismatch(es), checkpoint vs model ({first(shapes)})')
     return '; '.join(parts)
+
+
+def read_run_checkpoint(path: Union[str, Path], model_name: Optional[str] = None,
+                        model_kwargs: Optional[Dict[str, Any]] = None, **run_kwargs: Any) -> Tuple[RunRecord, Checkpoint]:
+    """A checkpoint and the record of its run, completed by what the checkpoint itself records (``arch``, ``args``);
+    with ``model_name`` / ``model_kwargs``, for the model a user names (default: the one the run trained)."""
+    record = read_run(path, **run_kwargs)
+    loaded = read_checkpoint(path)
+    record = record.with_checkpoint(loaded.arch, loaded.args)
+    if model_name or model_kwargs is not None:
+        record = record.with_model(model_name or record.model, model_kwargs)
+    return record, loaded
 
 
 def build_model(checkpoint: Checkpoint, model_name: str,

@@ -47,9 +47,9 @@ def _register_models() -> List[str]:
 
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
-    if name not in names:
+    if name not in names and name != 'slify':
         raise CliError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
-                       f'{", ".join(names)}')
+                       f'{", ".join(names)}, or slify (--model-kwargs base=NAME: any timm model it converts)')
 
 
 def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> CliError:
@@ -145,7 +145,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.hub import export_checkpoint
-    if args.model and args.model != 'slify':  # export also takes slify (--model-kwargs base=NAME ...)
+    if args.model:
         _check_model_name(args, args.model)
     try:
         out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
@@ -189,12 +189,10 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
     pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
-    from timm_sl.checkpoint import build_model, read_checkpoint
-    from timm_sl.runs import read_run
+    from timm_sl.checkpoint import build_model, read_run_checkpoint
     _check_model_name(args, args.model)
     try:
-        loaded = read_checkpoint(checkpoint)
-        record = read_run(checkpoint).with_checkpoint(loaded.arch, loaded.args)
+        record, loaded = read_run_checkpoint(checkpoint)
         if args.model_kwargs is None and record.model == args.model:
             kwargs = record.model_kwargs
         return build_model(loaded, args.model, kwargs)[0].eval()
@@ -429,7 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--out', required=True, help='output folder: new or empty')
     p.add_argument('--overwrite', action='store_true', help='write into a non-empty --out')
     p.add_argument('--summary', default=None,
-                   help="train.py's summary.csv, for the card's metrics (default: the one beside the checkpoint)")
+                   help="train.py's summary.csv, for the card's metrics (default: the run folder's, when args.yaml is "
+                        "beside the checkpoint)")
     p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet (default: the run\'s)')
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
@@ -497,8 +496,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('prepare-svhn', help="write SVHN's .mat files as train/ and test/ folders of digit PNGs")
     p.add_argument('root', metavar='DIR', help="output folder, train.py's --data-dir")
     p.add_argument('--source', metavar='MATS', default=None,
-                   help='folder holding train_32x32.mat, test_32x32.mat (the torchvision.datasets.SVHN root); '
-                        'None: DIR')
+                   help='folder holding train_32x32.mat, test_32x32.mat (the torchvision.datasets.SVHN root; '
+                        'default: DIR)')
     p.add_argument('--extra', action='store_true', help='also write extra_32x32.mat (531,131 images) to DIR/extra')
     p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote')
     p.set_defaults(func=cmd_prepare_svhn)

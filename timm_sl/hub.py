@@ -16,7 +16,7 @@ import torch
 
 from timm.models import save_for_hf
 
-from .checkpoint import Checkpoint, build_model, read_checkpoint
+from .checkpoint import Checkpoint, build_model, read_checkpoint, read_run_checkpoint
 from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
 from .runs import RunRecord, read_run
@@ -194,7 +194,7 @@ def export_run(
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
-    make_transformers_compatible(out_dir)  # the class count once: also loads in transformers' timm wrapper
+    make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
     card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
                        extra=card_sections)
@@ -218,11 +218,7 @@ def export_checkpoint(
     ``model_name`` / ``model_kwargs`` default to what the run recorded (``args.yaml`` beside the checkpoint, else the
     checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
     """
-    record = read_run(checkpoint, summary=summary, dataset=dataset)
-    loaded = read_checkpoint(checkpoint)
-    record = record.with_checkpoint(loaded.arch, loaded.args)
-    if model_name:
-        record = record.with_model(model_name, model_kwargs)
+    record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
 
