@@ -89,3 +89,30 @@ def test_a_package_module_imported_before_timm_registers_the_models(first, autol
     code = (f"{first}; import timm, sys; print(len(timm.list_models('sl_*')) >= 25, timm.is_model('slify'), "
             f"type(sys.modules['timm_sl.layers'].__loader__).__name__)")
     assert _run(code, **{autoload.DISABLE_ENV: autoload_off}) == 'True True SourceFileLoader'
+
+
+def test_a_failed_package_import_keeps_the_registration_pending(monkeypatch):
+    """A registration that waited on an import that then failed runs after the next import of the package."""
+    from timm_sl import _registration
+
+    class Loader:
+        def __init__(self, fail):
+            self.fail = fail
+
+        def exec_module(self, module):
+            if self.fail:
+                raise ImportError('broken')
+
+    monkeypatch.setattr(sys, 'meta_path', list(sys.meta_path))
+    calls = []
+    _registration.stop_tracking()
+    monkeypatch.setattr(_registration, '_depth', 1)  # inside a package import: the callback must wait
+    _registration.when_idle(lambda: calls.append('registered'))
+    monkeypatch.setattr(_registration, '_depth', 0)
+    module = type(sys)('timm_sl._fake')
+    with pytest.raises(ImportError, match='broken'):
+        _registration._CountingLoader(Loader(fail=True)).exec_module(module)
+    assert calls == [] and _registration._finder in sys.meta_path  # still pending, counting again
+    _registration._CountingLoader(Loader(fail=False)).exec_module(module)
+    assert calls == ['registered'] and _registration._depth == 0
+    _registration.stop_tracking()

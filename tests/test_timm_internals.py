@@ -75,11 +75,11 @@ def test_attention_rebuilt_from_attributes_computes_the_same(options):
 
 
 def test_window_attention_constructor_arguments_are_all_carried_over():
-    """``LocalityWindowAttention.from_window_attention`` (timm_sl/models/sl_swin.py) rebuilds Swin's attention."""
+    """``LocalityWindowAttention.from_timm`` (timm_sl/layers/lsa_window.py) rebuilds Swin's attention."""
     expected = _init_params(WindowAttention) - {'device', 'dtype'}
     carried = _rebuilt_kwargs('from_window_attention', WindowAttention(32, 4, window_size=4), LocalityWindowAttention)
     assert carried == expected, (
-        f'timm WindowAttention.__init__ takes {sorted(expected)}; from_window_attention (timm_sl/models/sl_swin.py) '
+        f'timm WindowAttention.__init__ takes {sorted(expected)}; LocalityWindowAttention.from_timm (timm_sl/layers/lsa_window.py) '
         f'passes {sorted(carried)}: carry over {sorted(expected - carried)}, drop {sorted(carried - expected)}.')
 
 
@@ -94,19 +94,20 @@ ATTRIBUTES = [
     (lambda: WindowAttention(32, 4, window_size=4),
      ('_get_rel_pos_bias', 'qkv', 'num_heads', 'dim', 'window_size', 'attn_drop', 'proj_drop', 'fused_attn', 'softmax',
       'proj', 'reset_parameters'),
-     'LocalityWindowAttention (models/sl_swin.py), analysis._OBSERVED_AT'),
+     'LocalityWindowAttention (layers/lsa_window.py), analysis._OBSERVED_AT'),
     (lambda: TalkingHeadAttn(32, num_heads=4),
      ('qkv', 'proj_l', 'proj_w', 'proj', 'attn_drop', 'proj_drop', 'num_heads', 'scale'),
-     'LocalityTalkingHeadAttn and _resize_heads (models/sl_cait.py), analysis._OBSERVED_AT'),
+     'LocalityTalkingHeadAttn and _resize_heads (layers/lsa_cait.py), analysis._OBSERVED_AT'),
     (lambda: ClassAttn(32, num_heads=4),
      ('q', 'k', 'v', 'proj', 'attn_drop', 'proj_drop', 'num_heads', 'fused_attn', 'scale'),
-     'LocalityClassAttn and _resize_heads (models/sl_cait.py), analysis._OBSERVED_AT'),
+     'LocalityClassAttn and _resize_heads (layers/lsa_cait.py), analysis._OBSERVED_AT'),
     (lambda: Pooling(16, 32, stride=2),
      ('conv', 'fc'),
-     'SlPoolingVisionTransformer._make_pool (models/sl_pit.py): pool.conv.stride, pool.fc in/out features'),
+     'ShiftedTokenPooling / PointwisePooling.from_timm (layers/spool.py, models/sl_pit.py): pool.conv.stride, '
+     'pool.fc in/out features'),
     (lambda: PatchMerging(16, 32),
      ('dim', 'out_dim', 'reduction'),
-     'SlSwinTransformer Spool swap (models/sl_swin.py)'),
+     'ShiftedPatchMerging.from_timm (layers/spt.py, through layers/convert.py)'),
     (lambda: PatchEmbed(32, 4, 3, 16),
      ('proj', 'patch_size', 'img_size', 'grid_size', 'num_patches', 'strict_img_size', 'set_input_size', 'feat_ratio',
       'dynamic_feat_size'),
@@ -126,7 +127,7 @@ def test_window_attention_rel_pos_bias_shape():
     attn = WindowAttention(32, 4, window_size=4)
     assert attn._get_rel_pos_bias().shape == (1, 4, 16, 16), (
         'timm WindowAttention._get_rel_pos_bias() changed its output; update window_attn_bias and '
-        'LocalityWindowAttention.forward (models/sl_swin.py).')
+        'LocalityWindowAttention.forward (layers/lsa_window.py).')
 
 
 class _Zeros(nn.Module):

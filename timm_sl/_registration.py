@@ -29,8 +29,12 @@ class _CountingLoader(WrappedLoader):
         _depth += 1
         try:
             self._loader.exec_module(module)
-        finally:
+        except BaseException:
             _depth -= 1
+            if _depth == 0 and _pending:  # the import failed: the next one of the package that completes registers
+                track_imports()
+            raise
+        _depth -= 1
         if _depth == 0:
             _run_pending()
 

@@ -31,6 +31,7 @@ from torch import nn
 import timm
 from timm.layers import PatchEmbed
 
+from .layers.from_timm import qualname
 from .layers import (
     SL_ARG_NAMES, SL_FORMS, LsaMixin, Replacement, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool,
     check_optional_bool, plan_replacements, replace_modules, resolve_shift)
@@ -53,11 +54,6 @@ class SlifyError(ValueError):
         self.model_name = model_name
         self.reasons = list(reasons)
         super().__init__(f'cannot slify {model_name}: {"; ".join(reasons)}.')
-
-
-def _qualname(module: nn.Module) -> str:
-    cls = type(module)
-    return f'{cls.__module__}.{cls.__qualname__}'
 
 
 def _forms_of(kind: str) -> Tuple[type, ...]:
@@ -96,7 +92,7 @@ class SlifyPlan:
 
 def _attention_reason(module: nn.Module) -> str:
     """Why an attention class has no LSA form, with the position scheme that rules out a drop-in where one shows."""
-    reason = f'attention class {_qualname(module)} has no LSA form'
+    reason = f'attention class {qualname(module)} has no LSA form'
     forward_args = inspect.signature(module.forward).parameters
     if 'rope' in forward_args or 'rope' in type(module).__name__.lower():
         return reason + ' (rotary position embedding)'
@@ -122,7 +118,7 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Re
         found = ''
         for attr in ('patch_embed', 'stem'):
             if isinstance(getattr(model, attr, None), nn.Module):
-                found = f' (its {attr} is {_qualname(getattr(model, attr))})'
+                found = f' (its {attr} is {qualname(getattr(model, attr))})'
                 break
         reasons.append(f'no timm PatchEmbed{found}')
         return

@@ -24,6 +24,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import ConvEmbedding, Pooling
 from timm.models.swin_transformer import PatchMerging, WindowAttention
 
+from .from_timm import qualname
 from .lsa import LocalitySelfAttention
 from .lsa_cait import LocalityClassAttn, LocalityTalkingHeadAttn
 from .lsa_window import LocalityWindowAttention
@@ -76,11 +77,6 @@ class Replacement:
     build: Callable[[], Union[nn.Module, nn.Parameter]]
 
 
-def _qualname(obj: object) -> str:
-    cls = type(obj)
-    return f'{cls.__module__}.{cls.__qualname__}'
-
-
 def resample_pos_embed(pos_embed: nn.Parameter, grid: Tuple[int, int]) -> nn.Parameter:
     """A ``(1, D, H, W)`` position map resampled (bicubic) to ``grid``: the position-embedding policy for a stem
     whose grid changed (see the module docstring)."""
@@ -128,7 +124,7 @@ def plan_replacements(
         kind, convert = table.get(type(module), (None, None))
         if kind not in kinds:
             continue
-        steps.append(Replacement(path, kind, _qualname(module), lambda m=module, c=convert: c(m, sl_args)))
+        steps.append(Replacement(path, kind, qualname(module), lambda m=module, c=convert: c(m, sl_args)))
         if kind == 'spt':
             pos_step = _pos_embed_step(model, path, module)
             if pos_step is not None:

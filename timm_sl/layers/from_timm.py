@@ -5,7 +5,13 @@ from typing import Any, Dict, Iterable
 
 from torch import nn
 
-__all__ = ['check_timm_source', 'copy_timm_state', 'module_dd']
+__all__ = ['check_timm_source', 'copy_timm_state', 'module_dd', 'qualname']
+
+
+def qualname(obj: object) -> str:
+    """``module.Class`` of a class, or of an instance's class."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    return f'{cls.__module__}.{cls.__qualname__}'
 
 
 def module_dd(module: nn.Module) -> Dict[str, Any]:
@@ -18,8 +24,7 @@ def check_timm_source(module: nn.Module, timm_cls: type, target: str) -> None:
     """Raise ``TypeError`` unless ``module`` is exactly ``timm_cls`` (a subclass may have options the rebuild
     would drop)."""
     if type(module) is not timm_cls:
-        raise TypeError(f'{target}.from_timm takes a {timm_cls.__module__}.{timm_cls.__qualname__}, not '
-                        f'{type(module).__module__}.{type(module).__qualname__}.')
+        raise TypeError(f'{target}.from_timm takes a {qualname(timm_cls)}, not {qualname(module)}.')
 
 
 def copy_timm_state(new: nn.Module, old: nn.Module, own: Iterable[str] = ('temperature',)) -> nn.Module:
@@ -28,7 +33,7 @@ def copy_timm_state(new: nn.Module, old: nn.Module, own: Iterable[str] = ('tempe
     result = new.load_state_dict(old.state_dict(), strict=False)
     missing = [k for k in result.missing_keys if k not in set(own)]
     if missing or result.unexpected_keys:  # a timm class whose layout changed: better loud than half-loaded
-        raise RuntimeError(f'{type(old).__module__}.{type(old).__qualname__} -> {type(new).__name__}: weights do not '
+        raise RuntimeError(f'{qualname(old)} -> {type(new).__name__}: weights do not '
                            f'line up (missing {missing}, unexpected {result.unexpected_keys})')
     if hasattr(old, 'fused_attn') and hasattr(new, 'fused_attn'):
         new.fused_attn = old.fused_attn  # e.g. set off on the instance for attention maps
