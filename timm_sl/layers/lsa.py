@@ -21,9 +21,10 @@ from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 from timm.layers import register_notrace_function
 
 from .from_timm import check_timm_source, copy_timm_state, module_dd
+from .shared_tensors import SharedTensorCache, reuse_allowed
 
-__all__ = ['LsaMixin', 'TimmLsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'lsa_attn_bias',
-           'lsa_no_weight_decay']
+__all__ = ['LsaMixin', 'TimmLsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'diagonal_bias',
+           'shared_diagonal_bias', 'lsa_attn_bias', 'lsa_no_weight_decay']
 
 
 def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
@@ -32,12 +33,40 @@ def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
         raise ValueError(f'{name}={temp_ratio!r} is invalid; allowed: a finite number > 0 (1.0 = sqrt(head_dim)).')
 
 
+# Diagonal biases shared between attention calls (``lsa_attn_bias(..., shared=True)``) up to this many tokens (4 MiB
+# in float32); larger ones are built per call, their attention costing far more than the bias.
+MAX_SHARED_BIAS_TOKENS = 1024
+_DIAGONAL_BIASES = SharedTensorCache(max_entries=32)
+
+
+def diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """``(N, N)`` additive bias: ``-inf`` on the diagonal, 0 elsewhere (all 0 for a lone token, which must keep its
+    only key)."""
+    # arange comparison rather than torch.eye: ONNX exports a bool eye as EyeLike, which ONNX Runtime cannot run
+    index = torch.arange(num_tokens, device=device)
+    diag = index.unsqueeze(1) == index.unsqueeze(0)
+    bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
+    return bias.masked_fill_(diag, float('-inf')) if num_tokens > 1 else bias
+
+
+@torch.jit.unused
+def shared_diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """:func:`diagonal_bias`, built once per ``(N, dtype, device)`` and shared between calls (four small kernels less
+    per attention call, see :mod:`~timm_sl.layers.shared_tensors`); built per call above
+    :data:`MAX_SHARED_BIAS_TOKENS` tokens or while a graph is captured. Must not be modified in place."""
+    if num_tokens > MAX_SHARED_BIAS_TOKENS or not reuse_allowed():
+        return diagonal_bias(num_tokens, dtype, device)
+    device = torch.device(device)
+    return _DIAGONAL_BIASES.get((num_tokens, dtype, device), lambda: diagonal_bias(num_tokens, dtype, device))
+
+
 @register_notrace_function
 def lsa_attn_bias(
         num_tokens: int,
         dtype: torch.dtype,
         device: torch.device,
         attn_mask: Optional[torch.Tensor] = None,
+        shared: bool = False,
 ) -> torch.Tensor:
     """Additive attention bias with ``-inf`` on the diagonal, combined with an optional ``attn_mask``.
 
@@ -49,17 +78,18 @@ def lsa_attn_bias(
         dtype: Float dtype of the bias (the attention logits' dtype).
         device: Device of the bias.
         attn_mask: Optional boolean (True = attend) or additive mask broadcastable to ``(..., N, N)``.
+        shared: Without ``attn_mask``, return the bias shared between calls (:func:`shared_diagonal_bias`, as the
+            attention layers do) rather than a new tensor; it must not be modified in place.
 
     Returns:
         Additive bias of shape ``(N, N)``, or the broadcast shape of ``attn_mask``.
     """
-    # arange comparison rather than torch.eye: ONNX exports a bool eye as EyeLike, which ONNX Runtime cannot run
+    if attn_mask is None:
+        if shared and not torch.jit.is_scripting():
+            return shared_diagonal_bias(num_tokens, dtype, device)
+        return diagonal_bias(num_tokens, dtype, device)
     index = torch.arange(num_tokens, device=device)
     diag = index.unsqueeze(1) == index.unsqueeze(0)
-    if attn_mask is None:
-        # common case, kept to two small ops: only a lone token (N == 1) would be left without a key
-        bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
-        return bias.masked_fill_(diag, float('-inf')) if num_tokens > 1 else bias
     neg_inf = torch.tensor(float('-inf'), dtype=dtype, device=device)
     if attn_mask.dtype == torch.bool:
         base = torch.where(attn_mask, torch.zeros((), dtype=dtype, device=device), neg_inf)
@@ -146,12 +176,14 @@ class LsaMixin:
         ``(t * q) . k == (x W_q^T t) . k``: scaling the (small) weight instead of the (large) q activation keeps q, k,
         v as views of one projection output, the memory layout SDPA's fused kernels are fastest on.
         """
-        q_dim = self.temperature.shape[0] * self.lsa_head_dim
-        ones = torch.ones(weight.shape[0] - q_dim, dtype=self.temperature.dtype, device=self.temperature.device)
-        row_scale = torch.cat([self.temperature.repeat_interleave(self.lsa_head_dim), ones]).to(weight.dtype)
-        weight = weight * row_scale.unsqueeze(1)
+        num_heads, head_dim = self.temperature.shape[0], self.lsa_head_dim
+        q_dim = num_heads * head_dim
+        scale = self.temperature.to(weight.dtype).view(num_heads, 1, 1)
+        # only the q rows are multiplied and the k / v rows (none for a q-only projection) joined back: two kernels,
+        # not a row-scale vector built and multiplied over the whole weight
+        weight = torch.cat([(weight[:q_dim].reshape(num_heads, head_dim, -1) * scale).view(q_dim, -1), weight[q_dim:]])
         if bias is not None:
-            bias = bias * row_scale
+            bias = torch.cat([(bias[:q_dim].view(num_heads, head_dim) * scale.view(-1, 1)).view(q_dim), bias[q_dim:]])
         return weight, bias
 
     def lsa_repr(self) -> str:
@@ -270,7 +302,7 @@ class LocalitySelfAttention(TimmLsaMixin, Attention):
             q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
         attn_bias = resolve_self_attn_mask(N, q, attn_mask, is_causal)  # bool / causal -> additive, or None
         if self.diag_mask:
-            attn_bias = lsa_attn_bias(N, q.dtype, q.device, attn_bias)
+            attn_bias = lsa_attn_bias(N, q.dtype, q.device, attn_bias, shared=True)
 
         if self.fused_attn:
             x = F.scaled_dot_product_attention(

@@ -105,7 +105,7 @@ class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
         q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         attn = q @ k.transpose(-2, -1)
         # the diagonal mask goes in after the pre-softmax mixing: -inf must not pass through proj_l
-        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
+        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device, shared=True) if self.diag_mask else None
         if self.fused_attn:  # the mask as one more additive term of the batched mixing
             attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
             attn = attn.softmax(dim=-1)

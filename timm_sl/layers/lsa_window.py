@@ -10,9 +10,11 @@ from typing import Any, Dict, Optional
 import torch
 import torch.nn.functional as F
 
+from timm.layers import register_notrace_function
 from timm.models.swin_transformer import WindowAttention
 
 from .lsa import TimmLsaMixin, lsa_attn_bias
+from .shared_tensors import SharedTensorCache, reuse_allowed
 
 __all__ = ['LocalityWindowAttention', 'window_attn_bias']
 
@@ -28,14 +30,45 @@ def window_attn_bias(
 
     timm's shift mask blocks with a finite ``-100``. With the diagonal masked, a token alone in its shifted-window
     region would then spread its attention over the blocked tokens (all at ``-100``); so under LSA blocked entries
-    become ``-inf``, which lets :func:`lsa_attn_bias` spot such rows and give them back their self-relation.
+    become ``-inf``, which lets :func:`lsa_attn_bias` spot such rows and give them back their self-relation. Under
+    LSA the sum is ``rel_pos_bias + window_lsa_structure(mask)``: the finite position bias plus a 0 / ``-inf``
+    pattern that depends on the mask alone.
     """
-    bias = rel_pos_bias
     if not diag_mask:
-        return bias if mask is None else bias + mask.unsqueeze(1).to(bias.dtype)  # (nW, nH, N, N): timm's sum
-    if mask is not None:
-        bias = bias.masked_fill(mask.unsqueeze(1) < 0, float('-inf'))  # (nW, nH, N, N)
-    return lsa_attn_bias(bias.shape[-1], dtype, bias.device, bias)
+        return rel_pos_bias if mask is None else rel_pos_bias + mask.unsqueeze(1).to(rel_pos_bias.dtype)  # timm's sum
+    structure = window_lsa_structure(mask, rel_pos_bias.shape[-1], rel_pos_bias.device)
+    return (rel_pos_bias + structure).to(dtype)
+
+
+def _window_structure(mask: torch.Tensor) -> torch.Tensor:
+    return lsa_attn_bias(mask.shape[-1], torch.float32, mask.device, (mask >= 0).unsqueeze(1))
+
+
+_STRUCTURES = SharedTensorCache(max_entries=64)
+
+
+@register_notrace_function
+def window_lsa_structure(mask: Optional[torch.Tensor], num_tokens: int, device: torch.device) -> torch.Tensor:
+    """The LSA part of a window attention's bias, float32: ``-inf`` where the shift ``mask`` blocks (``< 0``) and on
+    the diagonal, 0 elsewhere, and 0 on the diagonal of a row that would otherwise have no key. ``(nW, 1, N, N)``,
+    or the shared ``(N, N)`` diagonal bias without a mask.
+
+    It depends on the mask alone, so it is built once per mask and reused (no kernel per call): timm's block passes
+    the same mask buffer every forward. A mask made per call (timm's ``dynamic_mask``), one made under inference
+    mode, or a graph capture (tracing, ``torch.compile``) builds it afresh. Do not modify the result in place.
+    """
+    if mask is None:
+        return lsa_attn_bias(num_tokens, torch.float32, device, shared=True)
+    if not torch.jit.is_scripting():
+        return _shared_window_structure(mask)
+    return _window_structure(mask)
+
+
+@torch.jit.unused
+def _shared_window_structure(mask: torch.Tensor) -> torch.Tensor:
+    if not reuse_allowed() or mask.is_inference():  # an inference tensor has no version counter to watch
+        return _window_structure(mask)
+    return _STRUCTURES.get('window_lsa_structure', lambda: _window_structure(mask), source=mask)
 
 
 class LocalityWindowAttention(TimmLsaMixin, WindowAttention):

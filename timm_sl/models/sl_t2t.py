@@ -79,7 +79,7 @@ class TokenAttention(LsaMixin, nn.Module):
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.token_dim // self.num_heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
-        bias = lsa_attn_bias(N, q.dtype, q.device) if self.diag_mask else None
+        bias = lsa_attn_bias(N, q.dtype, q.device, shared=True) if self.diag_mask else None
         if self.fused_attn:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
         else:
