@@ -8,10 +8,20 @@ from contextlib import nullcontext
 from typing import Callable, Dict, List, Optional
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from timm.optim import create_optimizer_v2
 
-__all__ = ['sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory']
+__all__ = ['sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory', 'count_kernel_ops']
+
+# aten ops that launch no kernel of their own: views and metadata, casts / copies that are no-ops when nothing
+# changes (a real copy shows as _to_copy / copy_ / clone), and composites whose parts are counted themselves
+_NO_KERNEL_OPS = frozenset({
+    'view', 'reshape', '_unsafe_view', '_reshape_alias', 'view_as', 'permute', 'transpose', 't', 'expand', 'unsqueeze',
+    'squeeze', 'select', 'slice', 'as_strided', 'diagonal', 'unbind', 'split', 'split_with_sizes', 'unflatten',
+    'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'to', 'contiguous', 'empty', 'empty_like', 'dropout',
+    'linear', 'layer_norm', 'matmul',
+})
 
 
 def sync(device: torch.device) -> None:
@@ -95,3 +105,23 @@ def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
         live += record.nbytes()
         peak = max(peak, live)
     return peak
+
+
+class _KernelOpCounter(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ not in _NO_KERNEL_OPS:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_kernel_ops(step: Callable[[], None]) -> int:
+    """aten ops that one call of ``step`` dispatches, views and no-op casts left out: about the kernels a GPU would
+    launch, the cost that dominates a small model there. Deterministic, so comparable across machines."""
+    step()  # caches and optimizer state exist from here on, as in a timed step
+    with _KernelOpCounter() as counter:
+        step()
+    return counter.count

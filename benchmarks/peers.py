@@ -9,13 +9,15 @@ Spool off) and, for the pooling families, SL without Spool; lucidrains' ``vit_py
 It prints, per family and mode, the speed ratio ours / peer (> 1: ours is faster) from the fastest round of each
 (and the median of the per-round ratios), the parameter counts of both (a mismatch means the configs differ), SL /
 baseline, and the peak memory of one training step SL / baseline (CUDA: ``max_memory_allocated``; CPU: the memory
-events of ``torch.profiler``).
+events of ``torch.profiler``). With ``--count-ops`` it also counts the kernel ops one step dispatches per model (views
+and no-op casts left out): deterministic, the same on every machine, and what a launch-bound GPU run pays for.
 
 Examples::
 
     python benchmarks/peers.py                                    # CPU, 1 thread, batch 32, every family
     python benchmarks/peers.py --reference ../vit-small-datasets --out peers.md
     python benchmarks/peers.py --device cuda --amp --batch-size 128 --threads 8
+    python benchmarks/peers.py --count-ops --rounds 1 --iters 1 -b 2 --no-memory   # kernel ops per step only
 """
 import argparse
 import statistics
@@ -30,7 +32,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl.paper import FAMILIES, model_name
 from timm_sl.profile import count_params
 
-from _timing import interleaved_rounds, make_step, peak_train_memory
+from _timing import count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations (sl_vit_32, ...)
@@ -96,7 +98,8 @@ def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Op
     memory = {}
     if mode == 'train' and not args.no_memory:
         memory = {key: peak_train_memory(steps[key], device) for key in models}
-    return dict(family=family, model=name, mode=mode, elapsed=elapsed, memory=memory,
+    ops = {key: count_kernel_ops(step) for key, step in steps.items()} if args.count_ops else {}
+    return dict(family=family, model=name, mode=mode, elapsed=elapsed, memory=memory, ops=ops,
                 params={key: count_params(m) for key, m in models.items()})
 
 
@@ -113,6 +116,7 @@ def tables(results: List[Dict], args: argparse.Namespace) -> str:
     base_lines = ['| family | mode | SL img/s | baseline img/s | SL / baseline: best (median) | '
                   'SL w/o Spool / baseline |', '|---|---|---|---|---|---|']
     mem_lines = ['| family | peak train MiB: SL | baseline | SL / baseline | peers MiB |', '|---|---|---|---|---|']
+    ops_lines = ['| family | mode | SL | baseline | SL w/o Spool | peers |', '|---|---|---|---|---|---|']
     for r in results:
         e, p = r['elapsed'], r['params']
         img_s = {key: args.iters * args.batch_size / min(t) for key, t in e.items()}
@@ -127,10 +131,17 @@ def tables(results: List[Dict], args: argparse.Namespace) -> str:
             peers = ', '.join(f'{k} {v / 2**20:.1f}' for k, v in m.items() if k not in ('sl', 'base', 'sl_no_spool'))
             mem_lines.append(f"| {r['family']} | {m['sl'] / 2**20:.1f} | {m['base'] / 2**20:.1f} | "
                              f"{m['sl'] / m['base']:.3f} | {peers or '—'} |")
+        ops = r['ops']
+        if ops:
+            peers = ', '.join(f'{k} {v}' for k, v in ops.items() if k not in ('sl', 'base', 'sl_no_spool'))
+            ops_lines.append(f"| {r['family']} | {r['mode']} | {ops['sl']} | {ops['base']} | "
+                             f"{ops.get('sl_no_spool', '—')} | {peers or '—'} |")
     out = ['Ours / peer (speed ratio, > 1: ours faster):', '', *peer_lines, '', 'SL / baseline (speed ratio):', '',
            *base_lines]
     if len(mem_lines) > 2:
         out += ['', 'Peak memory of one training step (allocated above what was live before it):', '', *mem_lines]
+    if len(ops_lines) > 2:
+        out += ['', 'Kernel ops per step (aten ops dispatched, views and no-op casts left out):', '', *ops_lines]
     return '\n'.join(out)
 
 
@@ -148,6 +159,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--reference', default=None, metavar='DIR',
                    help="a checkout of the authors' repository: also time their models (imported from DIR)")
     p.add_argument('--no-memory', action='store_true', help='skip the peak training memory measurement')
+    p.add_argument('--count-ops', action='store_true',
+                   help='also count the kernel ops of one step per model (what launch-bound GPU runs pay for)')
     p.add_argument('--out', default=None, help='also write the tables to this Markdown file')
     return p.parse_args(argv)
 

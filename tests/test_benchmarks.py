@@ -29,6 +29,17 @@ def test_peers_prints_ratios_against_vit_pytorch_with_matching_parameter_counts(
     assert re.search(r'\| pit \| infer \| [\d.]+ \| [\d.]+ \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \|', out), out
 
 
+def test_peers_counts_kernel_ops_per_step():
+    out = _run('peers.py', '--families', 'vit', '--modes', 'infer', '--rounds', '1', '--iters', '1', '--warmup', '0',
+               '-b', '2', '--no-memory', '--count-ops')
+    row = re.search(r'\| vit \| infer \| (\d+) \| (\d+) \| — \|', out)
+    assert row, out
+    sl, base = int(row[1]), int(row[2])
+    # SPT and LSA add a few kernels (the stem's fold and statistics, the temperature fold per block), never the
+    # diagonal bias, which is built once and shared: 9 blocks of 4 more ops each would break this bound
+    assert base < sl < base + 25, (sl, base)
+
+
 def test_peers_refuses_an_unknown_family():
     result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
                             capture_output=True, text=True, cwd=ROOT)
