@@ -54,9 +54,9 @@ def shared_diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.devi
     """:func:`diagonal_bias`, built once per ``(N, dtype, device)`` and shared between calls (four small kernels less
     per attention call, see :mod:`~timm_sl.layers.shared_tensors`); built per call above
     :data:`MAX_SHARED_BIAS_TOKENS` tokens or while a graph is captured. Must not be modified in place."""
-    if num_tokens > MAX_SHARED_BIAS_TOKENS or not reuse_allowed():
-        return diagonal_bias(num_tokens, dtype, device)
     device = torch.device(device)
+    if num_tokens > MAX_SHARED_BIAS_TOKENS or not reuse_allowed(device):
+        return diagonal_bias(num_tokens, dtype, device)
     return _DIAGONAL_BIASES.get((num_tokens, dtype, device), lambda: diagonal_bias(num_tokens, dtype, device))
 
 

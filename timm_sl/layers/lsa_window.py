@@ -55,7 +55,8 @@ def window_lsa_structure(mask: Optional[torch.Tensor], num_tokens: int, device: 
 
     It depends on the mask alone, so it is built once per mask and reused (no kernel per call): timm's block passes
     the same mask buffer every forward. A mask made per call (timm's ``dynamic_mask``), one made under inference
-    mode, or a graph capture (tracing, ``torch.compile``) builds it afresh. Do not modify the result in place.
+    mode, or a graph capture (tracing, ``torch.compile``, a CUDA graph) builds it afresh. Do not modify the result
+    in place.
     """
     if mask is None:
         return lsa_attn_bias(num_tokens, torch.float32, device, shared=True)
@@ -66,7 +67,7 @@ def window_lsa_structure(mask: Optional[torch.Tensor], num_tokens: int, device: 
 
 @torch.jit.unused
 def _shared_window_structure(mask: torch.Tensor) -> torch.Tensor:
-    if not reuse_allowed() or mask.is_inference():  # an inference tensor has no version counter to watch
+    if not reuse_allowed(mask.device) or mask.is_inference():  # an inference tensor has no version counter to watch
         return _window_structure(mask)
     return _STRUCTURES.get('window_lsa_structure', lambda: _window_structure(mask), source=mask)
 

@@ -4,6 +4,7 @@ and shared between calls.
 On a GPU a small model's forward waits on kernel launches more than on arithmetic; building such a constant costs
 several small kernels per attention call, and nothing at all once it is shared.
 """
+import threading
 import weakref
 from collections import OrderedDict
 from typing import Callable, Hashable, Optional, Tuple
@@ -14,10 +15,12 @@ __all__ = ['SharedTensorCache', 'reuse_allowed']
 
 
 @torch.jit.unused
-def reuse_allowed() -> bool:
-    """Whether a forward may hand out a tensor built by an earlier call: not while a graph is being captured
-    (tracing, ``torch.compile``, ``torch.export``), which should record the ops that build it."""
-    return not (torch.jit.is_tracing() or torch.compiler.is_compiling())
+def reuse_allowed(device: torch.device) -> bool:
+    """Whether a forward on ``device`` may hand out a tensor built by an earlier call: not while a graph is being
+    captured (tracing, ``torch.compile``, ``torch.export``, a CUDA graph), which should record the ops that build it."""
+    if torch.jit.is_tracing() or torch.compiler.is_compiling():
+        return False
+    return not (device.type == 'cuda' and torch.cuda.is_current_stream_capturing())
 
 
 class SharedTensorCache:
@@ -26,12 +29,14 @@ class SharedTensorCache:
     An entry is rebuilt when its tensor was modified in place (its version counter moved) and, for an entry derived
     from a ``source`` tensor, when that tensor is another object or was modified; an entry of a source goes when
     the source is freed. Least recently used entries go first beyond ``max_entries``. Entries are built outside
-    inference mode, so one first made under ``torch.inference_mode`` still serves a training step.
+    inference mode, so one first made under ``torch.inference_mode`` still serves a training step. Thread-safe
+    (``nn.DataParallel`` runs its replicas in threads).
     """
 
     def __init__(self, max_entries: int) -> None:
         self.max_entries = max_entries
         self._entries: 'OrderedDict[Hashable, Tuple]' = OrderedDict()
+        self._lock = threading.RLock()  # re-entrant: a weak-reference callback may fire inside a locked section
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -45,21 +50,26 @@ class SharedTensorCache:
         """The tensor stored under ``key`` (with ``source``: under ``key`` and that tensor), else ``build()``'s."""
         if source is not None:
             key = (key, id(source))
-        entry = self._entries.get(key)
-        if entry is not None and self._valid(entry, source):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and self._valid(entry, source):
+                self._entries.move_to_end(key)
+                return entry[0]
+            with torch.inference_mode(False):
+                value = build()
+            if source is None:
+                self._entries[key] = (value, value._version)
+            else:  # the weak reference's callback drops the entry when the source is freed (before its id is reused)
+                ref = weakref.ref(source, lambda _, k=key: self._drop(k))
+                self._entries[key] = (value, value._version, ref, source._version)
             self._entries.move_to_end(key)
-            return entry[0]
-        with torch.inference_mode(False):
-            value = build()
-        if source is None:
-            self._entries[key] = (value, value._version)
-        else:  # the weak reference's callback drops the entry when the source is freed (before its id is reused)
-            ref = weakref.ref(source, lambda _, k=key: self._entries.pop(k, None))
-            self._entries[key] = (value, value._version, ref, source._version)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
-        return value
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+            return value
+
+    def _drop(self, key: Hashable) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
 
     @staticmethod
     def _valid(entry: Tuple, source: Optional[torch.Tensor]) -> bool:
