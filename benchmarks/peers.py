@@ -65,7 +65,10 @@ def reference_factory(directory: str) -> Callable[[str, int], torch.nn.Module]:
 def peers_of(family: str, num_classes: int, reference: Optional[Callable]) -> Dict[str, torch.nn.Module]:
     peers = {}
     if family == 'vit':
-        peers['lucidrains'] = lucidrains_vit(num_classes)
+        try:
+            peers['lucidrains'] = lucidrains_vit(num_classes)
+        except ImportError:
+            print('vit: lucidrains left out: vit-pytorch is not installed (pip install vit-pytorch)', file=sys.stderr)
     if reference is not None:
         peers['reference'] = reference(family, num_classes)
     return peers

@@ -1,5 +1,6 @@
 """benchmarks/peers.py and benchmarks/throughput.py run as documented and print their side-by-side tables (timings
 themselves are not checked: they are machine noise here)."""
+import os
 import re
 import subprocess
 import sys
@@ -38,6 +39,17 @@ def test_peers_counts_kernel_ops_per_step():
     # SPT and LSA add a few kernels (the stem's fold and statistics, the temperature fold per block), never the
     # diagonal bias, which is built once and shared: 9 blocks of 4 more ops each would break this bound
     assert base < sl < base + 25, (sl, base)
+
+
+def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
+    (tmp_path / 'vit_pytorch.py').write_text('raise ImportError("not installed here")\n')  # shadows any install
+    result = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'vit', '--modes', 'infer', '--rounds',
+         '1', '--iters', '1', '--warmup', '0', '-b', '2', '--no-memory'],
+        capture_output=True, text=True, cwd=ROOT, timeout=600, env={**os.environ, 'PYTHONPATH': str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 'lucidrains left out: vit-pytorch is not installed' in result.stderr
+    assert '| vit | infer |' in result.stdout and 'lucidrains |' not in result.stdout
 
 
 def test_peers_refuses_an_unknown_family():
