@@ -157,6 +157,11 @@ def test_list_shows_only_sl_models(capsys):
     assert capsys.readouterr().err.endswith("e.g. sl_vit_*\n")
 
 
+def test_prepare_tiny_imagenet_refuses_copy_which_would_leave_a_class_images(tmp_path):
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path), '--copy'])
+    assert message.startswith('timm-sl prepare-tiny-imagenet: --copy is no longer offered') and '201st class' in message
+
+
 def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):
     message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
     assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'not found: pass the folder that holds' in message

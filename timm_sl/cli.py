@@ -316,8 +316,11 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
+    if args.copy:
+        raise CliError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
+                       "'images' that shifts every label; copy the dataset folder first and run without --copy")
     try:
-        counts = prepare_tiny_imagenet_val(args.root, copy=args.copy)
+        counts = prepare_tiny_imagenet_val(args.root)
         train = prepare_tiny_imagenet_train(args.root)
     except (FileNotFoundError, ValueError) as e:
         raise CliError(str(e)) from e
@@ -490,7 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders and move "
                                                      "train/<wnid>/images/* up into train/<wnid>/")
     p.add_argument('root', help='the folder holding train/ and val/')
-    p.add_argument('--copy', action='store_true', help='copy the val images instead of moving them')
+    p.add_argument('--copy', action='store_true', help=argparse.SUPPRESS)  # refused with a reason, see the command
     p.set_defaults(func=cmd_prepare_tiny_imagenet)
 
     p = sub.add_parser('prepare-svhn', help="write SVHN's .mat files as train/ and test/ folders of digit PNGs")

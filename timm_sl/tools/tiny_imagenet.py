@@ -37,8 +37,11 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
     return counts
 
 
-def prepare_tiny_imagenet_val(root: Union[str, Path], copy: bool = False) -> Dict[str, int]:
-    """Move (or copy) ``root/val/images/<file>`` to ``root/val/<wnid>/<file>``; safe to run twice.
+def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
+    """Move ``root/val/images/<file>`` to ``root/val/<wnid>/<file>``; safe to run twice.
+
+    Always moves, as for train: copies would leave ``val/images/``, which timm would read as a 201st class
+    ('images', sorted first, so every other label would shift by one).
 
     Returns:
         Number of images per class now in place.
@@ -66,9 +69,9 @@ def prepare_tiny_imagenet_val(root: Union[str, Path], copy: bool = False) -> Dic
                 raise ValueError(
                     f'{annotations}:{line_no}: image {name} is neither in {source.parent} nor in {target.parent}')
             target.parent.mkdir(exist_ok=True)
-            (shutil.copy2 if copy else shutil.move)(str(source), str(target))
+            shutil.move(str(source), str(target))
         counts[wnid] = counts.get(wnid, 0) + 1
     images = val / 'images'
-    if not copy and images.is_dir() and not any(images.iterdir()):
+    if images.is_dir() and not any(images.iterdir()):
         images.rmdir()
     return counts
