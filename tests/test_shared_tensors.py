@@ -35,6 +35,17 @@ def test_cache_builds_once_per_key_and_rebuilds_after_in_place_change():
     assert builds[-1] == 6
 
 
+def test_cache_holds_at_most_max_bytes_but_always_the_newest():
+    cache = SharedTensorCache(max_entries=8, max_bytes=100)
+    cache.get('a', lambda: torch.zeros(10))  # 40 bytes
+    cache.get('b', lambda: torch.zeros(10))
+    assert len(cache) == 2 and cache.nbytes() == 80
+    cache.get('c', lambda: torch.zeros(10))  # 120 > 100: 'a' goes
+    assert len(cache) == 2 and cache.nbytes() == 80
+    cache.get('big', lambda: torch.zeros(50))  # alone over the budget: kept, everything older goes
+    assert len(cache) == 1 and cache.nbytes() == 200
+
+
 def test_cache_entries_of_a_source_follow_its_identity_version_and_life():
     cache = SharedTensorCache(max_entries=8)
     source = torch.zeros(3)

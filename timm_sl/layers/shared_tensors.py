@@ -28,13 +28,15 @@ class SharedTensorCache:
 
     An entry is rebuilt when its tensor was modified in place (its version counter moved) and, for an entry derived
     from a ``source`` tensor, when that tensor is another object or was modified; an entry of a source goes when
-    the source is freed. Least recently used entries go first beyond ``max_entries``. Entries are built outside
+    the source is freed. Least recently used entries go first beyond ``max_entries`` entries or ``max_bytes`` bytes
+    (the newest entry always stays). Entries are built outside
     inference mode, so one first made under ``torch.inference_mode`` still serves a training step. Thread-safe
     (``nn.DataParallel`` runs its replicas in threads).
     """
 
-    def __init__(self, max_entries: int) -> None:
+    def __init__(self, max_entries: int, max_bytes: int = 16 * 2 ** 20) -> None:
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._entries: 'OrderedDict[Hashable, Tuple]' = OrderedDict()
         self._lock = threading.RLock()  # re-entrant: a weak-reference callback may fire inside a locked section
 
@@ -63,9 +65,13 @@ class SharedTensorCache:
                 ref = weakref.ref(source, lambda _, k=key: self._drop(k))
                 self._entries[key] = (value, value._version, ref, source._version)
             self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
+            while len(self._entries) > self.max_entries or (len(self._entries) > 1 and self.nbytes() > self.max_bytes):
                 self._entries.popitem(last=False)
             return value
+
+    def nbytes(self) -> int:
+        """Bytes held by the entries' tensors."""
+        return sum(entry[0].numel() * entry[0].element_size() for entry in self._entries.values())
 
     def _drop(self, key: Hashable) -> None:
         with self._lock:
