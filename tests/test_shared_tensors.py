@@ -148,3 +148,24 @@ def test_swin_inference_mode_then_training_step():
     model.eval()
     with torch.no_grad():
         torch.testing.assert_close(model(x), expected)
+
+
+def test_fake_tensor_mode_neither_keeps_nor_receives_shared_tensors():
+    """Shape / memory estimation under FakeTensorMode: its tensors are not kept for real calls, and a strict fake
+    forward after a real one is not handed the real cached bias."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    model = timm.create_model('sl_vit_32', img_size=40).eval()  # 101 tokens: a count no other test caches
+    x = torch.randn(2, 3, 40, 40)
+    with torch.no_grad():
+        expected = model(x)
+    with FakeTensorMode(allow_non_fake_inputs=True) as mode, torch.no_grad():
+        assert model(mode.from_tensor(x)).shape == (2, 100)
+    bias = lsa_attn_bias(101, torch.float32, CPU, shared=True)
+    assert type(bias) is torch.Tensor and torch.isneginf(bias.diagonal()).all()
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), expected, rtol=0, atol=0)
+    # a strict fake mode refuses real tensors: the model's state goes in converted, the shared bias must not go in
+    with FakeTensorMode() as strict, torch.no_grad():
+        state = {n: strict.from_tensor(t) for n, t in [*model.named_parameters(), *model.named_buffers()]}
+        out = torch.func.functional_call(model, state, (strict.from_tensor(x),))
+    assert out.shape == (2, 100)

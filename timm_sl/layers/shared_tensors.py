@@ -17,10 +17,17 @@ __all__ = ['SharedTensorCache', 'reuse_allowed']
 @torch.jit.unused
 def reuse_allowed(device: torch.device) -> bool:
     """Whether a forward on ``device`` may hand out a tensor built by an earlier call: not while a graph is being
-    captured (tracing, ``torch.compile``, ``torch.export``, a CUDA graph), which should record the ops that build it."""
-    if torch.jit.is_tracing() or torch.compiler.is_compiling():
+    captured (tracing, ``torch.compile``, ``torch.export``, a CUDA graph), which should record the ops that build it,
+    nor under a fake-tensor mode (shape / memory estimation), whose tensors must neither be kept nor mixed with real
+    ones."""
+    if torch.jit.is_tracing() or torch.compiler.is_compiling() or _fake_mode_active():
         return False
     return not (device.type == 'cuda' and torch.cuda.is_current_stream_capturing())
+
+
+def _fake_mode_active() -> bool:
+    # torch offers no public query for an active FakeTensorMode; this is the dispatcher's own slot for it (~0.1 us)
+    return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None
 
 
 class SharedTensorCache:
@@ -59,6 +66,8 @@ class SharedTensorCache:
                 return entry[0]
             with torch.inference_mode(False):
                 value = build()
+            if type(value) is not torch.Tensor:  # a tensor subclass (fake, functional, ...) belongs to its context
+                return value
             if source is None:
                 self._entries[key] = (value, value._version)
             else:  # the weak reference's callback drops the entry when the source is freed (before its id is reused)
