@@ -23,48 +23,60 @@ def test_cache_builds_once_per_key_and_rebuilds_after_in_place_change():
         builds.append(value)
         return torch.full((2,), float(value))
 
-    first = cache.get('a', lambda: build(1))
-    assert cache.get('a', lambda: build(2)) is first and builds == [1]
+    first = cache.get('a', lambda: build(1), CPU)
+    assert cache.get('a', lambda: build(2), CPU) is first and builds == [1]
     first.add_(5)  # a caller broke the contract: the entry must not be handed out again
-    again = cache.get('a', lambda: build(3))
+    again = cache.get('a', lambda: build(3), CPU)
     assert again is not first and again.tolist() == [3., 3.] and builds == [1, 3]
-    cache.get('b', lambda: build(4))
-    cache.get('c', lambda: build(5))  # beyond max_entries: the least recently used ('a') goes
+    cache.get('b', lambda: build(4), CPU)
+    cache.get('c', lambda: build(5), CPU)  # beyond max_entries: the least recently used ('a') goes
     assert len(cache) == 2
-    cache.get('a', lambda: build(6))
+    cache.get('a', lambda: build(6), CPU)
     assert builds[-1] == 6
 
 
 def test_cache_holds_at_most_max_bytes_but_always_the_newest():
     cache = SharedTensorCache(max_entries=8, max_bytes=100)
-    cache.get('a', lambda: torch.zeros(10))  # 40 bytes
-    cache.get('b', lambda: torch.zeros(10))
+    cache.get('a', lambda: torch.zeros(10), CPU)  # 40 bytes
+    cache.get('b', lambda: torch.zeros(10), CPU)
     assert len(cache) == 2 and cache.nbytes() == 80
-    cache.get('c', lambda: torch.zeros(10))  # 120 > 100: 'a' goes
+    cache.get('c', lambda: torch.zeros(10), CPU)  # 120 > 100: 'a' goes
     assert len(cache) == 2 and cache.nbytes() == 80
-    cache.get('big', lambda: torch.zeros(50))  # alone over the budget: kept, everything older goes
+    cache.get('big', lambda: torch.zeros(50), CPU)  # alone over the budget: kept, everything older goes
     assert len(cache) == 1 and cache.nbytes() == 200
 
 
 def test_cache_entries_of_a_source_follow_its_identity_version_and_life():
     cache = SharedTensorCache(max_entries=8)
     source = torch.zeros(3)
-    doubled = cache.get('double', lambda: source * 2, source=source)
-    assert cache.get('double', lambda: source * 3, source=source) is doubled
+    doubled = cache.get('double', lambda: source * 2, CPU, source=source)
+    assert cache.get('double', lambda: source * 3, CPU, source=source) is doubled
     source.add_(1)  # the source changed in place: rebuilt from its new values
-    assert cache.get('double', lambda: source * 2, source=source).tolist() == [2., 2., 2.]
+    assert cache.get('double', lambda: source * 2, CPU, source=source).tolist() == [2., 2., 2.]
     other = torch.ones(3)
-    assert cache.get('double', lambda: other * 4, source=other).tolist() == [4., 4., 4.]  # another object
+    assert cache.get('double', lambda: other * 4, CPU, source=other).tolist() == [4., 4., 4.]  # another object
     assert len(cache) == 2
     del source, other
     gc.collect()
     assert len(cache) == 0  # freed sources take their entries with them
 
 
+def test_inference_source_or_graph_capture_builds_without_keeping():
+    cache = SharedTensorCache(max_entries=4)
+    with torch.inference_mode():
+        source = torch.ones(3)  # an inference tensor: no version counter to watch
+    first = cache.get('k', lambda: source * 2, CPU, source=source)
+    assert cache.get('k', lambda: source * 2, CPU, source=source) is not first and len(cache) == 0
+    def add_shared(x):
+        return x + cache.get('c', lambda: torch.ones(3), CPU)
+    traced = torch.jit.trace(add_shared, torch.zeros(3), check_trace=False)  # the check would rerun it eagerly
+    assert len(cache) == 0 and torch.equal(traced(torch.zeros(3)), torch.ones(3))  # tracing recorded the build
+
+
 def test_entry_built_under_inference_mode_serves_training():
     cache = SharedTensorCache(max_entries=2)
     with torch.inference_mode():
-        bias = cache.get('k', lambda: torch.zeros(4))
+        bias = cache.get('k', lambda: torch.zeros(4), CPU)
     assert not bias.is_inference()
     x = torch.randn(4, requires_grad=True)
     (x + bias).sum().backward()  # an inference tensor could not take part in autograd like this

@@ -21,7 +21,7 @@ from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 from timm.layers import register_notrace_function
 
 from .from_timm import check_timm_source, copy_timm_state, module_dd
-from .shared_tensors import SharedTensorCache, reuse_allowed
+from .shared_tensors import SharedTensorCache
 
 __all__ = ['LsaMixin', 'TimmLsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'diagonal_bias',
            'shared_diagonal_bias', 'lsa_attn_bias', 'lsa_no_weight_decay']
@@ -54,10 +54,10 @@ def shared_diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.devi
     """:func:`diagonal_bias`, built once per ``(N, dtype, device)`` and shared between calls (four small kernels less
     per attention call, see :mod:`~timm_sl.layers.shared_tensors`); built per call above
     :data:`MAX_SHARED_BIAS_TOKENS` tokens or while a graph is captured. Must not be modified in place."""
-    device = torch.device(device)
-    if num_tokens > MAX_SHARED_BIAS_TOKENS or not reuse_allowed(device):
+    if num_tokens > MAX_SHARED_BIAS_TOKENS:
         return diagonal_bias(num_tokens, dtype, device)
-    return _DIAGONAL_BIASES.get((num_tokens, dtype, device), lambda: diagonal_bias(num_tokens, dtype, device))
+    device = torch.device(device)
+    return _DIAGONAL_BIASES.get((num_tokens, dtype, device), lambda: diagonal_bias(num_tokens, dtype, device), device)
 
 
 @register_notrace_function

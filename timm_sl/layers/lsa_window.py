@@ -14,7 +14,7 @@ from timm.layers import register_notrace_function
 from timm.models.swin_transformer import WindowAttention
 
 from .lsa import TimmLsaMixin, lsa_attn_bias
-from .shared_tensors import SharedTensorCache, reuse_allowed
+from .shared_tensors import SharedTensorCache
 
 __all__ = ['LocalityWindowAttention', 'window_attn_bias']
 
@@ -67,9 +67,7 @@ def window_lsa_structure(mask: Optional[torch.Tensor], num_tokens: int, device: 
 
 @torch.jit.unused
 def _shared_window_structure(mask: torch.Tensor) -> torch.Tensor:
-    if not reuse_allowed(mask.device) or mask.is_inference():  # an inference tensor has no version counter to watch
-        return _window_structure(mask)
-    return _STRUCTURES.get('window_lsa_structure', lambda: _window_structure(mask), source=mask)
+    return _STRUCTURES.get('window_lsa_structure', lambda: _window_structure(mask), mask.device, source=mask)
 
 
 class LocalityWindowAttention(TimmLsaMixin, WindowAttention):

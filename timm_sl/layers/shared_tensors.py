@@ -54,9 +54,16 @@ class SharedTensorCache:
             self,
             key: Hashable,
             build: Callable[[], torch.Tensor],
+            device: torch.device,
             source: Optional[torch.Tensor] = None,
     ) -> torch.Tensor:
-        """The tensor stored under ``key`` (with ``source``: under ``key`` and that tensor), else ``build()``'s."""
+        """The tensor stored under ``key`` (with ``source``: under ``key`` and that tensor), else ``build()``'s.
+
+        ``build()`` runs and nothing is kept or handed out where :func:`reuse_allowed` says no for ``device``, or
+        when ``source`` is an inference tensor (it has no version counter to watch).
+        """
+        if not reuse_allowed(device) or (source is not None and source.is_inference()):
+            return build()
         if source is not None:
             key = (key, id(source))
         with self._lock:
@@ -64,7 +71,7 @@ class SharedTensorCache:
             if entry is not None and self._valid(entry, source):
                 self._entries.move_to_end(key)
                 return entry[0]
-            with torch.inference_mode(False):
+            with torch.inference_mode(False):  # a tensor made here still serves autograd outside inference mode
                 value = build()
             if type(value) is not torch.Tensor:  # a tensor subclass (fake, functional, ...) belongs to its context
                 return value
