@@ -10,7 +10,9 @@ It prints, per family and mode, the speed ratio ours / peer (> 1: ours is faster
 (and the median of the per-round ratios), the parameter counts of both (a mismatch means the configs differ), SL /
 baseline, and the peak memory of one training step SL / baseline (CUDA: ``max_memory_allocated``; CPU: the memory
 events of ``torch.profiler``). With ``--count-ops`` it also counts the kernel ops one step dispatches per model (views
-and no-op casts left out): deterministic, the same on every machine, and what a launch-bound GPU run pays for.
+and no-op casts left out): deterministic, the same on every machine, and what a launch-bound GPU run pays for. With
+``--compile`` every model, the peers' too, runs ``torch.compile``d (``--compile-mode``, as timm's
+``--torchcompile-mode``), and the tables give each model's dynamo graph count next to its times (1: no graph break).
 
 Examples::
 
@@ -18,6 +20,7 @@ Examples::
     python benchmarks/peers.py --reference ../vit-small-datasets --out peers.md
     python benchmarks/peers.py --device cuda --amp --batch-size 128 --threads 8
     python benchmarks/peers.py --count-ops --rounds 1 --iters 1 -b 2 --no-memory   # kernel ops per step only
+    python benchmarks/peers.py --device cuda --amp -b 128 --compile --reference ../vit-small-datasets
 """
 import argparse
 import statistics
@@ -74,6 +77,16 @@ def peers_of(family: str, num_classes: int, reference: Optional[Callable]) -> Di
     return peers
 
 
+def graph_count(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool) -> int:
+    """How many graphs dynamo captures of one forward in ``mode`` (1: no graph break)."""
+    model.train(mode == 'train')
+    torch._dynamo.reset()
+    autocast = torch.autocast(batch.device.type, dtype=torch.bfloat16 if batch.device.type == 'cpu'
+                              else torch.float16, enabled=amp)
+    with autocast, torch.no_grad():
+        return torch._dynamo.explain(model)(batch).graph_count
+
+
 def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Optional[Callable]) -> Dict:
     """Time ours (SL, baseline, SL w/o Spool) and the peers of one family in interleaved rounds."""
     name = model_name(family, DATASET)
@@ -85,9 +98,16 @@ def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Op
     num_classes = first.num_classes
     models.update(peers_of(family, num_classes, reference))
     batch = torch.randn(args.batch_size, 3, IMG_SIZE, IMG_SIZE, device=device)
-    steps = {}
+    steps, graphs = {}, {}
     for key, model in models.items():
         model.to(device)
+        if args.compile:
+            graphs[key] = graph_count(model, mode, batch, args.amp)
+    if args.compile:
+        torch._dynamo.reset()  # each family compiles afresh: no cache entries left by another family's models
+    for key, model in models.items():
+        if args.compile:
+            model = torch.compile(model, mode=args.compile_mode)
         steps[key] = make_step(model, mode, batch, args.amp, num_classes=num_classes)
         if key in ('sl', 'base', 'sl_no_spool'):
             continue
@@ -102,7 +122,7 @@ def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Op
     if mode == 'train' and not args.no_memory:
         memory = {key: peak_train_memory(steps[key], device) for key in models}
     ops = {key: count_kernel_ops(step) for key, step in steps.items()} if args.count_ops else {}
-    return dict(family=family, model=name, mode=mode, elapsed=elapsed, memory=memory, ops=ops,
+    return dict(family=family, model=name, mode=mode, elapsed=elapsed, memory=memory, ops=ops, graphs=graphs,
                 params={key: count_params(m) for key, m in models.items()})
 
 
@@ -114,21 +134,24 @@ def ratio(elapsed: Dict[str, List[float]], faster: str, than: str) -> str:
 
 
 def tables(results: List[Dict], args: argparse.Namespace) -> str:
-    peer_lines = ['| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |',
-                  '|---|---|---|---|---|---|']
+    graph_col = ' graphs |' if args.compile else ''
+    peer_lines = ['| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |' + graph_col,
+                  '|---|---|---|---|---|---|' + '---|' * args.compile]
     base_lines = ['| family | mode | SL img/s | baseline img/s | SL / baseline: best (median) | '
-                  'SL w/o Spool / baseline |', '|---|---|---|---|---|---|']
+                  'SL w/o Spool / baseline |' + graph_col, '|---|---|---|---|---|---|' + '---|' * args.compile]
     mem_lines = ['| family | peak train MiB: SL | baseline | SL / baseline | peers MiB |', '|---|---|---|---|---|']
     ops_lines = ['| family | mode | SL | baseline | SL w/o Spool | peers |', '|---|---|---|---|---|---|']
     for r in results:
-        e, p = r['elapsed'], r['params']
+        e, p, g = r['elapsed'], r['params'], r['graphs']
         img_s = {key: args.iters * args.batch_size / min(t) for key, t in e.items()}
         for peer in (k for k in e if k not in ('sl', 'base', 'sl_no_spool')):
+            graphs = f" {g['sl']} / {g[peer]} |" if g else ''
             peer_lines.append(f"| {r['family']} | {r['mode']} | {img_s['sl']:.1f} | {peer} | "
-                              f"{ratio(e, 'sl', peer)} | {p['sl'] / 1e6:.3f} / {p[peer] / 1e6:.3f} |")
+                              f"{ratio(e, 'sl', peer)} | {p['sl'] / 1e6:.3f} / {p[peer] / 1e6:.3f} |{graphs}")
         no_spool = ratio(e, 'sl_no_spool', 'base') if 'sl_no_spool' in e else '—'
+        graphs = f" {' / '.join(str(g[k]) for k in ('sl', 'base', 'sl_no_spool') if k in g)} |" if g else ''
         base_lines.append(f"| {r['family']} | {r['mode']} | {img_s['sl']:.1f} | {img_s['base']:.1f} | "
-                          f"{ratio(e, 'sl', 'base')} | {no_spool} |")
+                          f"{ratio(e, 'sl', 'base')} | {no_spool} |{graphs}")
         m = r['memory']
         if m:
             peers = ', '.join(f'{k} {v / 2**20:.1f}' for k, v in m.items() if k not in ('sl', 'base', 'sl_no_spool'))
@@ -164,6 +187,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--no-memory', action='store_true', help='skip the peak training memory measurement')
     p.add_argument('--count-ops', action='store_true',
                    help='also count the kernel ops of one step per model (what launch-bound GPU runs pay for)')
+    p.add_argument('--compile', action='store_true',
+                   help='torch.compile every model (ours and the peers); the tables add each graph count')
+    p.add_argument('--compile-mode', default=None, choices=['default', 'reduce-overhead', 'max-autotune'],
+                   help="torch.compile's mode (timm's --torchcompile-mode); default: torch's default")
     p.add_argument('--out', default=None, help='also write the tables to this Markdown file')
     return p.parse_args(argv)
 
@@ -176,8 +203,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     reference = reference_factory(args.reference) if args.reference else None
     device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
         else f'CPU, {torch.get_num_threads()} thread(s)'
-    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; batch '
-              f'{args.batch_size}, {IMG_SIZE} px; {args.rounds} interleaved rounds of {args.iters} steps')
+    compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'
+    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; {compiled}; '
+              f'batch {args.batch_size}, {IMG_SIZE} px; {args.rounds} interleaved rounds of {args.iters} steps')
     results = []
     for family in args.families:
         for mode in args.modes:

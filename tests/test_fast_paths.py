@@ -5,7 +5,6 @@ from torch import nn
 
 from timm_sl.layers.lsa import lsa_attn_bias
 from timm_sl.layers.lsa_cait import mix_heads
-from timm_sl.layers.spt import ShiftedPatchProjection
 
 
 def _mix_by_linear(attn, mix, extra_bias=None):
@@ -49,25 +48,3 @@ def test_talking_heads_fast_and_explicit_paths_agree(diag_mask):
     torch.testing.assert_close(outputs[0], outputs[1])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b)
-
-
-def _fold_by_slices(proj, per_copy):
-    """The copies' weight blocks summed into the window kernel by slice-adds, copy by copy."""
-    (ph, pw), (sh, sw) = proj.patch_size, proj.shift
-    kernel = per_copy.new_zeros(per_copy.shape[0], ph + 2 * sh, pw + 2 * sw, per_copy.shape[-1])
-    for k, (oy, ox) in enumerate(proj.window_offsets()):
-        kernel[:, oy:oy + ph, ox:ox + pw] += per_copy[:, :, :, k]
-    return kernel
-
-
-@pytest.mark.parametrize('patch,ratio,directions', [(2, 0.5, 'diagonal'), (4, 0.5, 'all'), ((4, 2), 0.5, 'cardinal'),
-                                                    (8, 0.25, 'diagonal')])
-def test_fold_copies_matches_slice_adds(patch, ratio, directions):
-    torch.manual_seed(0)
-    proj = ShiftedPatchProjection(3, 5, patch, shift_ratio=ratio, shift_directions=directions)
-    per_copy = torch.randn(5, *proj.patch_size, proj.num_copies, 3, requires_grad=True)
-    got, want = proj.fold_copies(per_copy), _fold_by_slices(proj, per_copy)
-    assert torch.equal(got, want)  # the copies are added in the same order: bit for bit
-    upstream = torch.randn_like(want)
-    assert torch.equal(torch.autograd.grad(got, per_copy, upstream)[0],
-                       torch.autograd.grad(want, per_copy, upstream)[0])

@@ -29,14 +29,6 @@ def _randomise(model: nn.Module) -> nn.Module:
     return model
 
 
-def _explicit(model: nn.Module) -> nn.Module:
-    """The model with every SPT projection on its explicit path (the fused one computes in float32)."""
-    for module in model.modules():
-        if isinstance(module, ShiftedPatchProjection):
-            module.fused = False
-    return model
-
-
 # ---- T2T: set_input_size keeps the fixed sin/cos table fixed ----
 
 def test_t2t_set_input_size_rebuilds_the_fixed_table():
@@ -69,10 +61,7 @@ def test_spt_channel_adaptation_is_exact(bias, src, dst):
         state = dict(source.state_dict())
         assert adapt_spt_in_chans(state, '', target)
         target.load_state_dict(state)
-        paths = ('forward_explicit',) if dtype == torch.float64 else ('forward_explicit', 'forward_fused')
-        for path in paths:  # (the fused path runs in float32 whatever the dtype)
-            torch.testing.assert_close(getattr(target, path)(x_dst.to(dtype)), getattr(source, path)(x_src.to(dtype)),
-                                       rtol=tol, atol=tol)
+        torch.testing.assert_close(target(x_dst.to(dtype)), source(x_src.to(dtype)), rtol=tol, atol=tol)
 
 
 GREY_CASES = [(name, {}) for name in FAST_MODELS] + [('sl_vit_32', dict(pre_norm=True))]
@@ -80,7 +69,7 @@ GREY_CASES = [(name, {}) for name in FAST_MODELS] + [('sl_vit_32', dict(pre_norm
 
 @pytest.mark.parametrize('name,kwargs', GREY_CASES, ids=[f'{n}-{k}' for n, k in GREY_CASES])
 def test_grey_checkpoint_adaptation_is_exact(name, kwargs, tmp_path, caplog):
-    # float64 throughout (weights, adaptation, the explicit SPT path): what remains is the map, not rounding
+    # float64 throughout (weights, adaptation, SPT): what remains is the map, not rounding
     kwargs = dict(_small(name), dtype=torch.float64, **kwargs)
     rgb = _randomise(timm.create_model(name, **kwargs)).eval()
     torch.save(rgb.state_dict(), tmp_path / 'rgb.pth')
@@ -89,7 +78,7 @@ def test_grey_checkpoint_adaptation_is_exact(name, kwargs, tmp_path, caplog):
                                  in_chans=1, **kwargs).eval()
     g = torch.randn(2, 1, 32, 32, dtype=torch.float64)
     with torch.no_grad():
-        expected, out = _explicit(rgb)(g.expand(-1, 3, -1, -1)), _explicit(grey)(g)
+        expected, out = rgb(g.expand(-1, 3, -1, -1)), grey(g)
     assert expected.abs().mean() > 0.1  # outputs of a size where a wrong map would show
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
     # the log says what happened: adapted by the SL filter, not timm's "weights already match ... Loading unchanged"

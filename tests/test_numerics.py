@@ -6,7 +6,6 @@ import torch
 
 import timm
 from timm_sl.analysis import capture_attention
-from timm_sl.layers import ShiftedPatchProjection
 from sl_models import FAST_MODELS, model_input
 
 # tiny and odd configurations; the comment says which edge each one reaches
@@ -62,9 +61,8 @@ def _assert_same(a, b):
         torch.testing.assert_close(a[1][n], b[1][n], rtol=1e-3, atol=1e-5, msg=n)
 
 
-# path -> (which modules, their switch); SPT's fused switch also needs its size rule overridden to force the kernel
+# path -> (which modules, their switch)
 PATHS = {
-    'spt': (lambda m: isinstance(m, ShiftedPatchProjection), 'fused'),
     'attention': (lambda m: hasattr(m, 'fused_attn'), 'fused_attn'),
 }
 
@@ -82,7 +80,5 @@ def test_fused_and_explicit_paths_agree(name, path):
     for fused in (True, False):
         for m in modules:
             setattr(m, switch, fused)
-            if isinstance(m, ShiftedPatchProjection):
-                m.prefers_fused = lambda _: True  # take the fused kernel whenever it is switched on
         results.append(_outputs(model, x))
     _assert_same(*results)

@@ -6,7 +6,7 @@ import torch
 import timm
 from timm.layers import Attention
 from timm_sl.layers import LocalitySelfAttention
-from timm_sl.profile import count_macs, explicit_attention, explicit_spt
+from timm_sl.profile import count_macs, explicit_attention
 
 from sl_models import FAST_MODELS
 
@@ -47,10 +47,10 @@ def test_explicit_paths_are_restored_after_an_error():
     model = timm.create_model('sl_vit_32')
     _set_fused_attn(model, True)
     with pytest.raises(RuntimeError, match='inside'):
-        with explicit_spt(model), explicit_attention(model):
-            assert model.patch_embed.proj.fused is False and set(_attention_flags(model)) == {False}
+        with explicit_attention(model):
+            assert set(_attention_flags(model)) == {False}
             raise RuntimeError('inside')
-    assert model.patch_embed.proj.fused is True and set(_attention_flags(model)) == {True}
+    assert set(_attention_flags(model)) == {True}
 
 
 def test_count_keeps_training_mode_and_counts_one_sample():

@@ -119,59 +119,25 @@ def test_embed_gradients_reach_all_parameters():
             assert p.grad is not None and p.grad.abs().sum() > 0, name
 
 
-@pytest.mark.parametrize('directions,ratio,patch', [('diagonal', .5, 4), ('all', .25, 8), ('cardinal', 1., 4),
-                                                    ('diagonal', .5, (4, 2))])
-def test_fused_projection_equals_explicit_forward_and_backward(directions, ratio, patch):
-    proj = ShiftedPatchProjection(3, 24, patch, shift_ratio=ratio, shift_directions=directions)
-    assert proj.fused
-    with torch.no_grad():
-        proj.norm.weight.normal_()
-        proj.norm.bias.normal_()
-        proj.bias.normal_()
-    x = torch.randn(2, 3, 16, 24, requires_grad=True)
-    params = [x, proj.weight, proj.bias, proj.norm.weight, proj.norm.bias]
-    explicit, fused = proj.forward_explicit(x), proj.forward_fused(x)
-    torch.testing.assert_close(fused, explicit, rtol=1e-5, atol=1e-5)
-    grads_e = torch.autograd.grad(explicit.square().sum(), params)
-    grads_f = torch.autograd.grad(fused.square().sum(), params)
-    for ge, gf in zip(grads_e, grads_f):
-        torch.testing.assert_close(gf, ge, rtol=1e-4, atol=1e-4)
-
-
-def test_fused_projection_flat_and_large_valued_patches():
-    # constant patches have zero variance: the fused path must not lose them to cancellation
+def test_projection_under_autocast_normalises_in_float32():
+    # constant patches (zero variance) next to large values: autocast keeps the LayerNorm in float32, only the Linear
+    # runs in bfloat16, so the result stays within bfloat16 rounding of the float32 one
     proj = ShiftedPatchProjection(3, 16, 4)
-    x = torch.full((1, 3, 16, 16), 200.)
-    x[..., 8:, :] = torch.rand(1, 3, 8, 16) * 255
-    torch.testing.assert_close(proj.forward_fused(x), proj.forward_explicit(x), rtol=1e-4, atol=2e-4)
-
-
-def test_fused_projection_stays_float32_under_autocast():
-    proj = ShiftedPatchProjection(3, 16, 4)
-    x = torch.randn(2, 3, 16, 16)
+    x = torch.full((2, 3, 16, 16), 200.)
+    x[..., 8:, :] = torch.rand(2, 3, 8, 16) * 255
     with torch.autocast('cpu', dtype=torch.bfloat16):
         out = proj(x)
-    assert out.dtype == torch.float32
-    torch.testing.assert_close(out, proj.forward_explicit(x), rtol=1e-5, atol=1e-5)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), proj(x), rtol=2e-2, atol=2e-2)
     half = ShiftedPatchProjection(3, 16, 4).to(torch.bfloat16)
     assert half(x.bfloat16()).dtype == torch.bfloat16
 
 
-def test_exportable_and_scripted_use_explicit_path():
-    from timm.layers import set_layer_config
-    with set_layer_config(exportable=True):
-        assert not ShiftedPatchProjection(3, 16, 4).fused
+def test_scripted_projection_equals_eager():
     proj = ShiftedPatchProjection(3, 16, 4)
     scripted = torch.jit.script(proj)
     x = torch.randn(1, 3, 8, 8)
     torch.testing.assert_close(scripted(x), proj(x), rtol=1e-5, atol=1e-5)
-
-
-def test_overlap_count_kernel():
-    proj = ShiftedPatchProjection(1, 4, 2, shift_ratio=0.5)  # shift 1: a 4x4 window
-    expected = torch.tensor([[1., 1., 1., 1.], [1., 2., 2., 1.], [1., 2., 2., 1.], [1., 1., 1., 1.]])
-    torch.testing.assert_close(proj.overlap_count[0, 0], expected)
-    assert proj.overlap_count[0].sum() == proj.patch_dim
 
 
 @pytest.mark.parametrize('size,expected', [(8, 4), (7, 4)])
@@ -187,14 +153,6 @@ def test_spool_merging_shapes_nchw_and_nhwc(size, expected):
     torch.testing.assert_close(nhwc(x.permute(0, 2, 3, 1)), out.permute(0, 2, 3, 1))
     with pytest.raises(ValueError, match="input_fmt='NLC' is not supported"):
         ShiftedPatchMerging(16, 32, input_fmt='NLC')
-
-
-def test_path_choice_rule():
-    proj = ShiftedPatchProjection(96, 192, 2)
-    small, large = torch.randn(1, 96, 4, 4), torch.randn(8, 96, 16, 16)
-    assert not proj.prefers_fused(small) and proj.prefers_fused(large)
-    torch.testing.assert_close(proj(small), proj.forward_fused(small), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(proj(large), proj.forward_explicit(large), rtol=1e-5, atol=1e-5)
 
 
 def test_resize_channel_axis():

@@ -6,9 +6,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from .layers import ShiftedPatchProjection
-
-__all__ = ['count_params', 'count_macs', 'explicit_attention', 'explicit_spt']
+__all__ = ['count_params', 'count_macs', 'explicit_attention']
 
 
 def count_params(model: nn.Module) -> int:
@@ -30,11 +28,6 @@ def _set_on_modules(model: nn.Module, select: Callable[[nn.Module], bool], attr:
             setattr(m, attr, old)
 
 
-def explicit_spt(model: nn.Module) -> ContextManager[None]:
-    """Run every SPT projection in ``model`` on its explicit (paper-formulation) path inside the block."""
-    return _set_on_modules(model, lambda m: isinstance(m, ShiftedPatchProjection), 'fused', False)
-
-
 def explicit_attention(model: nn.Module) -> ContextManager[None]:
     """Run every attention module in ``model`` (timm's and ours: a ``fused_attn`` flag) on its matmul/softmax path.
 
@@ -49,8 +42,7 @@ def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> 
     """Multiply-accumulates of one forward pass of a single image, counted by torch's ``FlopCounterMode``.
 
     Counted as the paper formulates the model, the same on every torch version and SDPA kernel: SPT as concatenated
-    copies, LayerNorm, Linear (the fused SPT kernel computes the same function with fewer MACs), and attention as
-    explicit matmuls (:func:`explicit_attention`).
+    copies, LayerNorm, Linear (its only form), and attention as explicit matmuls (:func:`explicit_attention`).
 
     The forward runs with autograd on: FlopCounterMode's module tracker fails on no-grad runs of models that pass
     tuples between modules (timm's PiT).
@@ -67,7 +59,7 @@ def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> 
     was_training = model.training
     model.eval()
     try:
-        with explicit_spt(model), explicit_attention(model), FlopCounterMode(display=False) as counter:
+        with explicit_attention(model), FlopCounterMode(display=False) as counter:
             model(x)
     finally:
         model.train(was_training)

@@ -11,14 +11,13 @@ projected linearly to the embedding width.
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
 import copy
-from contextlib import nullcontext
 from typing import List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timm.layers import Format, PatchEmbed, _assert, is_exportable, register_notrace_module, to_2tuple, trunc_normal_
+from timm.layers import Format, PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 from timm.models.pit import ConvEmbedding
 from timm.models.swin_transformer import PatchMerging
 
@@ -92,14 +91,7 @@ def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tupl
     return torch.cat(copies, dim=1)
 
 
-def _autocast_disabled(device_type: str):
-    """A context with autocast off for ``device_type`` (a no-op on devices without autocast, e.g. 'meta')."""
-    if not torch.amp.is_autocast_available(device_type):
-        return nullcontext()
-    return torch.autocast(device_type=device_type, enabled=False)
-
-
-@register_notrace_module  # FX keeps it whole, so its fp32 island survives tracing
+@register_notrace_module  # crops odd sizes: shape-dependent control flow FX cannot trace
 class ShiftedPatchProjection(nn.Module):
     """Shift, patchify, LayerNorm and Linear: the SPT replacement for a patch embedding's strided convolution.
 
@@ -110,16 +102,10 @@ class ShiftedPatchProjection(nn.Module):
     (``embed_dim x P*P*C*(1+n_shift)``), ``bias`` and ``norm.{weight,bias}``; ``weight`` is the Linear weight, so
     ``first_conv='patch_embed.proj'`` style config keys keep pointing at a weight.
 
-    Two equivalent forward paths:
-
-    * explicit (``fused=False``): concatenate the shifted copies, patchify, LayerNorm, Linear, as the paper writes it.
-    * fused (default): never materialises the copies. Every copy is a window of the zero-padded input, so
-      ``Linear(gamma * v)`` over all copies is *one* strided convolution of the input (padding ``shift``) whose
-      ``(P + 2s)``-wide kernel sums the copies' weight blocks at their offsets. The LayerNorm statistics are two more
-      convolutions of the channel sums of ``x`` and ``x**2`` with the copies' overlap-count kernel, and
-      ``LN`` then ``Linear`` is ``rstd * (conv - mean * sum_f W'[:, f]) + (W beta + b)``. It runs in float32 (also
-      under autocast: the mean subtraction cancels digits), and is used unless timm's exportable mode is on or the
-      module is being scripted; otherwise it is chosen per call by :meth:`prefers_fused`.
+    The forward is the paper's, written out: concatenate the shifted copies, patchify, LayerNorm, Linear. On an H100
+    (torch 2.11, fp16 AMP, batch 128) it was faster than a conv-fused form that never materialises the copies, eager
+    and compiled, at every SPT / Spool shape of the models (e.g. the 32 px ViT stem: 1.12 vs 2.01 ms per training
+    step eager; docs/performance.md), so it is the only form.
     """
 
     def __init__(
@@ -131,7 +117,6 @@ class ShiftedPatchProjection(nn.Module):
             shift_directions: str = 'diagonal',
             bias: bool = True,
             norm_eps: float = 1e-5,
-            fused: Optional[bool] = None,
             device=None,
             dtype=None,
     ) -> None:
@@ -146,31 +131,11 @@ class ShiftedPatchProjection(nn.Module):
         self.shift = resolve_shift(self.patch_size, shift_ratio)
         self.num_copies = 1 + len(self.offsets)
         self.patch_dim = self.patch_size[0] * self.patch_size[1] * in_chans * self.num_copies
-        self.fused = not is_exportable() if fused is None else fused
 
         self.norm = nn.LayerNorm(self.patch_dim, eps=norm_eps, **dd)
         self.weight = nn.Parameter(torch.empty(embed_dim, self.patch_dim, **dd))
         self.bias = nn.Parameter(torch.empty(embed_dim, **dd)) if bias else None
-        # where each copy's P x P block lands in the flattened (P + 2s) x (P + 2s) window, one row per copy
-        self.register_buffer('fold_index', self._fold_index(device), persistent=False)
-        self.register_buffer('overlap_count', self._overlap_count(device), persistent=False)
         self.reset_parameters()
-
-    def _overlap_count(self, device=None) -> torch.Tensor:
-        """How many copies see each pixel of a ``(P + 2s)`` window: the LayerNorm statistics kernel of the fused path,
-        ``(2, 1, P + 2s, P + 2s)`` float32."""
-        ones = torch.ones(1, *self.patch_size, self.num_copies, 1, device=device, dtype=torch.float32)
-        count = self.fold_copies(ones)[0, :, :, 0]
-        # plain contiguous strides: DDP's buffer broadcast rejects the odd (but contiguous) strides of a permute
-        return count.expand(2, 1, -1, -1).contiguous()
-
-    @torch.no_grad()
-    def init_non_persistent_buffers(self) -> None:
-        """timm's hook for buffers a checkpoint does not hold, called after a build on the meta device
-        (``timm.models.reinit_non_persistent_buffers``, transformers' timm wrapper): recompute ``fold_index``, then
-        ``overlap_count`` (which is folded with it)."""
-        self.fold_index.copy_(self._fold_index(self.fold_index.device))
-        self.overlap_count.copy_(self._overlap_count(self.overlap_count.device))
 
     def reset_parameters(self) -> None:
         # timm's ViT initialisation for linear layers
@@ -189,39 +154,11 @@ class ShiftedPatchProjection(nn.Module):
         x = x.reshape(B, C, H // ph, ph, W // pw, pw)
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
-    def window_offsets(self) -> List[Tuple[int, int]]:
-        """Top-left corner of every copy's block in the ``(P + 2s)`` window, unshifted copy first.
-
-        Copy ``(dy, dx)`` sees the zero-padded input at offset ``((1 + dy) * sh, (1 + dx) * sw)`` of the window.
-        """
-        sh, sw = self.shift
-        return [(sh, sw)] + [((1 + dy) * sh, (1 + dx) * sw) for dy, dx in self.offsets]
-
-    def _fold_index(self, device=None) -> torch.Tensor:
-        ph, pw = self.patch_size
-        width = pw + 2 * self.shift[1]
-        rows = [[(oy + py) * width + ox + px for py in range(ph) for px in range(pw)]
-                for oy, ox in self.window_offsets()]
-        return torch.tensor(rows, dtype=torch.long, device=device)
-
-    def fold_copies(self, per_copy: torch.Tensor) -> torch.Tensor:
-        """Sum per-copy ``(D, P, P, copies, C)`` patch blocks into one ``(D, P + 2s, P + 2s, C)`` window kernel.
-
-        The channel dimension stays innermost (the Linear weight's own layout), so every block is a run of whole
-        channel vectors. Each copy is added with one ``index_add`` (its positions are distinct, so the result is
-        deterministic, also on CUDA, and the copies are summed in order): unlike slice-assignments into a zero
-        kernel, whose backward zero-fills a weight-sized gradient per copy, the backward is one gather per copy.
-        """
-        sh, sw = self.shift
-        ph, pw = self.patch_size
-        D, C = per_copy.shape[0], per_copy.shape[-1]
-        kernel = per_copy.new_zeros(D, (ph + 2 * sh) * (pw + 2 * sw), C)
-        index = self.fold_index.to(per_copy.device)
-        for k, block in enumerate(per_copy.unbind(3)):
-            kernel.index_add_(1, index[k], block.reshape(D, ph * pw, C))
-        return kernel.view(D, ph + 2 * sh, pw + 2 * sw, C)
-
-    def forward_explicit(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _assert(x.shape[1] == self.in_chans,
+                f'Input has {x.shape[1]} channels; this SPT projection was built for in_chans={self.in_chans}.')
+        _assert(x.shape[-2] >= self.patch_size[0] and x.shape[-1] >= self.patch_size[1],
+                f'Input of {x.shape[-2]}x{x.shape[-1]} is smaller than one patch {self.patch_size}.')
         x = shift_and_concat(x, self.shift, self.offsets)
         ph, pw = self.patch_size
         H, W = x.shape[-2:]
@@ -231,47 +168,9 @@ class ShiftedPatchProjection(nn.Module):
         x = F.linear(self.norm(x), self.weight, self.bias)
         return x.permute(0, 3, 1, 2)  # NHWC view as NCHW, the layout a conv would return
 
-    def forward_fused(self, x: torch.Tensor) -> torch.Tensor:
-        out_dtype = x.dtype
-        ph, pw = self.patch_size
-        with _autocast_disabled(x.device.type):
-            x = x.float()
-            weight = self.weight.float()
-            scaled = weight * self.norm.weight.float()  # W' = W diag(gamma)
-            kernel = self.fold_copies(scaled.view(self.embed_dim, ph, pw, self.num_copies, self.in_chans))
-            kernel = kernel.permute(0, 3, 1, 2)  # (D, C, P + 2s, P + 2s) with channels-last strides
-            proj = F.conv2d(x, kernel, stride=self.patch_size, padding=self.shift)
-            sums = torch.stack([x.sum(1), x.square().sum(1)], dim=1)
-            moments = F.conv2d(sums, self.overlap_count.float(), stride=self.patch_size, padding=self.shift, groups=2)
-            moments = moments / self.patch_dim
-            mean, sq_mean = moments[:, :1], moments[:, 1:]
-            rstd = torch.rsqrt((sq_mean - mean.square()).clamp_min(0) + self.norm.eps)
-            offset = (weight * self.norm.bias.float()).sum(1)  # W beta; no matmul-by-vector (fvcore cannot count it)
-            if self.bias is not None:
-                offset = offset + self.bias.float()
-            out = (proj - mean * scaled.sum(1).view(1, -1, 1, 1)) * rstd + offset.view(1, -1, 1, 1)
-        return out.to(out_dtype)
-
-    def prefers_fused(self, x: torch.Tensor) -> bool:
-        """Cost rule between the two equal paths (measured on CPU, see README): the explicit path copies the input
-        ``copies`` times, the fused one rebuilds its kernel from the weight on every call, so the fused path is taken
-        once the copies outweigh the weight (large images, big batches), the explicit one for small token maps at
-        small batch (e.g. Spool's last merge at batch 8).
-        """
-        return x.numel() * self.num_copies >= self.weight.numel()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _assert(x.shape[1] == self.in_chans,
-                f'Input has {x.shape[1]} channels; this SPT projection was built for in_chans={self.in_chans}.')
-        _assert(x.shape[-2] >= self.patch_size[0] and x.shape[-1] >= self.patch_size[1],
-                f'Input of {x.shape[-2]}x{x.shape[-1]} is smaller than one patch {self.patch_size}.')
-        if self.fused and not torch.jit.is_scripting() and self.prefers_fused(x):
-            return self.forward_fused(x)
-        return self.forward_explicit(x)
-
     def extra_repr(self) -> str:
         return (f'{self.in_chans}, {self.embed_dim}, patch_size={self.patch_size}, shift={self.shift}, '
-                f'shift_directions={self.shift_directions!r}, copies={self.num_copies}, fused={self.fused}')
+                f'shift_directions={self.shift_directions!r}, copies={self.num_copies}')
 
 
 class ShiftedPatchEmbed(PatchEmbed):

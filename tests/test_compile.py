@@ -1,0 +1,80 @@
+"""One graph everywhere: every registered model, the ablation switches and ``slify``'s converted architectures trace
+into a single dynamo graph (``fullgraph=True`` fails on any break) for inference and for a training step.
+
+A break sends ``torch.compile`` back to Python between graphs on every call (and, on the GPU, keeps CUDA graphs off):
+a 32 px SL-ViT once ran 61x slower compiled than eager on torch 2.11 for one untraceable call in SPT. The cheap
+``eager`` backend checks the capture without inductor's code generation. No layer picks its path by input size, so a
+small batch traces what a real one does. CI runs this file on the newest torch and on the oldest one the project
+supports (``.ci/run``).
+"""
+import pytest
+import torch
+
+import timm
+from timm_sl import slify
+from sl_models import ALL_MODELS, FAST_MODELS, model_input
+
+# the paper's ablation rows (Tables 1, 4, 5) and the other switches, on the families whose layers they change
+SWITCHES = [
+    ('sl_vit_32', dict(lsa=False)), ('sl_vit_32', dict(spt=False, lsa_mask=False)),
+    ('sl_vit_32', dict(spt=False, lsa=False, lsa_temp_ratio=0.5)), ('sl_vit_32', dict(shift_directions='all')),
+    ('sl_pit_32', dict(spt_pool=False)), ('sl_pit_32', dict(spt_pool=False, pool_layout='pointwise')),
+    ('sl_swin_32', dict(spt_pool=False)), ('sl_swin_32', dict(lsa_learn_temp=False)),
+    ('sl_cait_32', dict(lsa_mask=False)), ('sl_t2t_32', dict(spt=False, lsa_mask=False)),
+]
+# slify's converting architectures (benchmarks/throughput.py's survey), built small: the layers are what matter
+SLIFIED = [
+    ('vit_tiny_patch16_224', dict(depth=2)), ('vit_small_patch16_224', dict(depth=2, global_pool='map')),
+    ('deit_tiny_distilled_patch16_224', dict(depth=2)), ('deit3_small_patch16_224', dict(depth=2)),
+    ('vit_little_patch16_reg4_gap_256', dict(depth=2)), ('flexivit_small', dict(depth=2)),
+    ('pit_xs_224', dict(depth=(1, 1, 1))), ('swin_tiny_patch4_window7_224', dict(depths=(1, 1, 1, 1))),
+    ('cait_xxs24_224', dict(depth=2)),
+]
+
+
+def _assert_one_graph(model: torch.nn.Module, x: torch.Tensor, train: bool) -> None:
+    """Compile with ``fullgraph=True`` (raises on a break) and check the compiled forward (and backward) is eager's."""
+    torch._dynamo.reset()
+    model.train(train)
+    compiled = torch.compile(model, fullgraph=True, backend='eager')
+    if not train:
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+        return
+    torch.manual_seed(0)  # the same drop-path draws in both
+    compiled(x).logsumexp(-1).mean().backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad()
+    torch.manual_seed(0)
+    model(x).logsumexp(-1).mean().backward()
+    assert grads, 'no parameter received a gradient'
+    for n, p in model.named_parameters():
+        if n in grads:
+            torch.testing.assert_close(grads[n], p.grad, rtol=1e-4, atol=1e-6, msg=n)
+
+
+@pytest.mark.parametrize('name', ALL_MODELS)
+def test_training_step_is_one_graph(name):
+    model = timm.create_model(name, drop_path_rate=0.1)
+    _assert_one_graph(model, model_input(model), train=True)
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_inference_is_one_graph(name):
+    model = timm.create_model(name)
+    _assert_one_graph(model, model_input(model, batch=8), train=False)
+
+
+@pytest.mark.parametrize('name,kwargs', SWITCHES, ids=[f'{n}-{k}' for n, k in SWITCHES])
+@pytest.mark.parametrize('train', [False, True], ids=['infer', 'train'])
+def test_switches_are_one_graph(name, kwargs, train):
+    model = timm.create_model(name, **kwargs)
+    _assert_one_graph(model, model_input(model), train=train)
+
+
+@pytest.mark.parametrize('base,kwargs', SLIFIED, ids=[b for b, _ in SLIFIED])
+@pytest.mark.parametrize('train', [False, True], ids=['infer', 'train'])
+def test_slified_models_are_one_graph(base, kwargs, train):
+    model = slify(base, **kwargs)
+    x = torch.randn(2, *model.pretrained_cfg['input_size'])
+    _assert_one_graph(model, x, train=train)
