@@ -206,6 +206,9 @@ def test_throughput_from_train_py_logs(tmp_path):
 
 
 def test_progress_lines_without_a_terminal_and_a_bar_on_one(fake_train, tmp_path, capsys):
+    stale = tmp_path / 'out' / 'runs' / 'vit-base-s0'  # a summary.csv without a checkpoint: started afresh
+    stale.mkdir(parents=True)
+    (stale / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,5,50\n')
     assert main(_args(tmp_path, '--jobs', '2')) == 0
     lines = capsys.readouterr().out.splitlines()
     assert 'run 1/2: vit-base-s0 started, ETA unknown until an epoch finishes' in lines

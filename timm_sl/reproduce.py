@@ -387,7 +387,9 @@ def reproduce(
 
     images_before = {run.name: images(run) for _, run in todo}
     start = time.monotonic()
-    results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME) for _, run in todo],
+    fresh = {run.name for _, run in todo if run_state(run, epochs) == 'new'}  # an old summary.csv is not progress
+    results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
+                            done=0 if run.name in fresh else None) for _, run in todo],
                        concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
                        numbering=[i + 1 for i, _ in todo], total=len(runs))
     if stats is not None:

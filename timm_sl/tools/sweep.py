@@ -59,6 +59,7 @@ class Job:
     command: Callable[[], List[str]]
     log_name: str = 'train.log'
     label: str = ''  # how event lines name the job (default: its name)
+    done: Optional[int] = None  # epochs it starts from (default: the rows of its summary.csv)
 
     @property
     def log(self) -> Path:
@@ -299,7 +300,7 @@ def run_jobs(
     total = total or len(jobs)
     devices = list(devices) or ['']
     planned = sum(j.epochs for j in jobs)
-    before = {id(j): min(len(_epochs_done(j.out_dir)), j.epochs) for j in jobs}
+    before = {id(j): min(len(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs) for j in jobs}
     display = _Display(planned, sum(before.values()), len(jobs), echo, tty)
     results: Dict[int, JobResult] = {}
     running: List[_Running] = []
