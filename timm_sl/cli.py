@@ -350,7 +350,8 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from e
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
-          f'{args.root}/{{{",".join(info["counts"])}}}' + ('' if info['written'] else ' (already there: nothing written)'))
+          f'{args.root}/{{{",".join(info["counts"])}}}' +
+          ('' if info['written'] else ' (already there: nothing written)'))
     print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
           f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
     print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '

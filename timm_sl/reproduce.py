@@ -329,8 +329,8 @@ def reproduce(
         poll: float = POLL_S,
         stats: Optional[Dict[str, Any]] = None,
 ) -> List[Outcome]:
-    """Run (or skip / resume) every planned run, ``jobs`` at once over ``devices`` (:func:`timm_sl.tools.sweep.run_jobs`);
-    a crash is recorded and the other runs go on.
+    """Run (or skip / resume) every planned run, ``jobs`` at once over ``devices``
+    (:func:`timm_sl.tools.sweep.run_jobs`); a crash is recorded and the other runs go on.
 
     Event lines (``run i/N: name started``, epochs, finished / failed) go to ``echo``, or a tqdm bar on a terminal;
     train.py's own output goes to the run's train.log. Each train.py session's wall time is kept in the run's

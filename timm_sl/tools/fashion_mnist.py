@@ -18,12 +18,13 @@ class folders to number them, and the prefix keeps Fashion-MNIST's own label num
 import gzip
 import json
 import os
-import shutil
 import struct
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
+
+from ._splits import check_split_folders, write_staged
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -180,37 +181,23 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             info = {}
         if all(info.get(k) == v for k, v in settings.items()) and all((root / s).is_dir() for s in FASHION_MNIST_FILES):
             return {**info, 'written': False}
-    for split in FASHION_MNIST_FILES:
-        out = root / split
-        if out.is_file():
-            raise FileExistsError(f'{out} is a file; the split folder goes there')
-        if out.is_dir() and any(out.iterdir()):
-            if not _ours(out):
-                raise FileExistsError(f'{out} holds files other than Fashion-MNIST class folders of PNGs; move it '
-                                      f'away first')
-            if not overwrite:
-                raise FileExistsError(f'{out} was written with other settings (or not finished); --overwrite '
-                                      f'replaces it')
+    check_split_folders(root, list(FASHION_MNIST_FILES), _ours, 'Fashion-MNIST class folders of PNGs',
+                        None if overwrite else 'was written with other settings (or not finished); --overwrite '
+                                               'replaces it')
     data = {split: read_fashion_mnist(source, split) for split in FASHION_MNIST_FILES}  # all checked first
     root.mkdir(parents=True, exist_ok=True)
-    counts, staged, stats = {}, {}, None
-    try:
-        for split, (images, labels) in data.items():
-            images, labels = images[:limit], labels[:limit]
-            images = _upscale(images)
-            if split == 'train':
-                stats = _mean_std(images)
-            staged[split] = root / f'.{split}.prepare-fashion-mnist'
-            shutil.rmtree(staged[split], ignore_errors=True)  # left by an interrupted run
-            counts[split] = _write_split(images, labels, staged[split], f'{split} ({len(labels)} images)', progress)
-        info_path.unlink(missing_ok=True)  # the folder is incomplete until the new JSON is written
-        for split, folder in staged.items():
-            shutil.rmtree(root / split, ignore_errors=True)
-            folder.rename(root / split)
-    finally:
-        for folder in staged.values():
-            shutil.rmtree(folder, ignore_errors=True)
-    mean, std = stats
+    stats = {}
+
+    def write(split: str, folder: Path) -> Dict[str, int]:
+        images, labels = data[split]
+        images, labels = _upscale(images[:limit]), labels[:limit]
+        if split == 'train':
+            stats['train'] = _mean_std(images)
+        return _write_split(images, labels, folder, f'{split} ({len(labels)} images)', progress)
+    # the folder is incomplete until the new JSON is written
+    counts = write_staged(root, list(FASHION_MNIST_FILES), 'prepare-fashion-mnist', write,
+                          before_rename=lambda: info_path.unlink(missing_ok=True))
+    mean, std = stats['train']
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
                 label_names=list(LABEL_NAMES), counts=counts, mean=[round(mean, 4)] * 3, std=[round(std, 4)] * 3)
     (root / 'label_names.txt').write_text('\n'.join(LABEL_NAMES) + '\n')
