@@ -188,20 +188,26 @@ def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):
 
 
 def test_throughput_from_train_py_logs(tmp_path):
+    """Batches of 128; epoch 0's first step takes 5 s (compilation), the others 0.1 s; epoch 1 steps 0.2 s, logged
+    again after a resume; epoch 2 has only its last line (the first was read before: all steps count)."""
     log = tmp_path / 'train.log'
     log.write_text(
-        'Train: 0 [   0/10 (  10%)]  Loss: 2.3 (2.3)  Time: 5.000s,   25.60/s  (5.000s,   25.60/s)  LR: 1e-3\n'
-        'Train: 0 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.100s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 0 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 5.000s,   25.60/s  (5.000s,   25.60/s)  LR: 1e-3\n'
+        'Train: 0 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.590s,  216.95/s)  LR: 1e-3\n'
         'Test: [   0/2]  Time: 0.1\n'
-        'Train: 1 [   4/10 ( 50%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.300s,  426.67/s)  LR: 1e-3\n'
-        'Train: 1 [   0/10 (  10%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.200s,  640.00/s)  LR: 1e-3\n'
+        'Train: 1 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 0.300s,  426.67/s  (0.300s,  426.67/s)  LR: 1e-3\n'
+        'Train: 1 [   4/10 ( 50%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.220s,  581.82/s)  LR: 1e-3\n'
+        'Train: 1 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.200s,  640.00/s)  LR: 1e-3\n'
         'Train: 1 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.200s,  640.00/s)  LR: 1e-3\n'
-        'Train: 2 [   3/10 (  40%)]  Loss: 2.3 (2.3)  Time: 0.1')  # a line being written
+        'Train: 2 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.100s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 3 [   3/10 (  40%)]  Loss: 2.3 (2.3)  Time: 0.1')  # a line being written
     epochs, offset = log_throughput(log)
-    assert epochs == {0: (10, 0.1, 1280.), 1: (10, 0.2, 640.)} and offset == log.read_text().rfind('\n') + 1
-    assert log_throughput(log, offset) == ({}, offset)
-    images, seconds = train_throughput(log)  # epoch 1 logged again after a resume: its last lines count
-    assert images == pytest.approx(2 * 1280) and seconds == pytest.approx(3.)
+    assert epochs == {0: (10, 0.59, 216.95, 5.), 1: (10, 0.2, 640., 0.2), 2: (10, 0.1, 1280., None)}
+    assert offset == log.read_text().rfind('\n') + 1 and log_throughput(log, offset) == ({}, offset)
+    images, seconds = train_throughput(log)
+    assert images == pytest.approx(9 * 128 + 9 * 128 + 10 * 128, rel=1e-4)
+    assert seconds == pytest.approx(0.9 + 1.8 + 1.0, rel=1e-4)
+    assert train_throughput(log, steady=False) == pytest.approx((30 * 128, 5.9 + 2. + 1.), rel=1e-4)
     assert train_throughput(tmp_path / 'missing.log') is None
 
 

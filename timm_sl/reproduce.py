@@ -382,7 +382,7 @@ def reproduce(
         _record_session(run, result)
 
     def images(run: Run) -> float:
-        throughput = train_throughput(run.out_dir / LOG_NAME)
+        throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)
         return throughput[0] if throughput else 0.
 
     images_before = {run.name: images(run) for _, run in todo}
@@ -585,9 +585,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
                      f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', 'wall: seconds the run\'s train.py processes ran, every session of a resumed run summed (start-up, '
-              'compilation and evaluation included); train img/s: images per second in its training steps, from '
-              'train.py\'s own log (per epoch, its last progress line: steps x average step time x average img/s), '
-              'measured while the runs shared the GPU. Epochs as train.py counts them (best epoch from 0).']
+              'compilation and evaluation included); train img/s: images per second in its training steps but the first '
+              'of each epoch (which holds torch.compile\'s compilation and the data loader\'s start), from train.py\'s '
+              'own progress lines, measured while the runs shared the GPU. Epochs as train.py counts them (best epoch '
+              'from 0).']
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
     _plot_top1(rows, output / 'top1.png', dataset, data)

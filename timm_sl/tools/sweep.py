@@ -153,10 +153,11 @@ def default_jobs(gpus: Sequence[Gpu], nproc: int = 1, workers: int = TRAIN_PY_WO
                   f'{cores} cores / ({max(nproc, 1)} x ({workers} workers + 1)) = {by_cpu} by CPU')
 
 
-def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, float, float]], int]:
-    """train.py's progress lines of a log from byte ``offset``: per epoch the last ``(updates, avg step s, avg img/s)``
-    seen, and the offset after the last whole line read."""
-    epochs: Dict[int, Tuple[int, float, float]] = {}
+def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, float, float, Optional[float]]], int]:
+    """train.py's progress lines of a log from byte ``offset``: per epoch the last ``(updates, avg step s, avg img/s,
+    first step s)`` seen (the first step's time when its line, update 0, was read since it began, else None), and the
+    offset after the last whole line read."""
+    epochs: Dict[int, Tuple[int, float, float, Optional[float]]] = {}
     try:
         with open(log, 'rb') as f:
             f.seek(offset)
@@ -167,22 +168,31 @@ def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, flo
     for line in data[:end].decode('utf-8', 'replace').splitlines():
         m = _TRAIN_LINE.search(line)
         if m:
-            epochs[int(m[1])] = (int(m[2]) + 1, float(m[4]), float(m[5]))
+            epoch, index, step = int(m[1]), int(m[2]), float(m[4])
+            first = step if index == 0 else epochs.get(epoch, (0, 0., 0., None))[3]
+            epochs[epoch] = (index + 1, step, float(m[5]), first)
     return epochs, offset + end
 
 
-def train_throughput(log: Path) -> Optional[Tuple[float, float]]:
-    """``(images, seconds)`` a run spent in training steps, from its whole log (every session of a resumed run).
+def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, float]]:
+    """``(images, seconds)`` of a run's training steps, from its whole log (every session of a resumed run), without
+    the first step of each epoch (``steady``; it holds torch.compile's compilation and the data loader's start).
 
     Per epoch, train.py's last progress line gives the updates so far, their average time and average images per
-    second: images = updates x step time x img/s, seconds = updates x step time. An epoch logged again after a resume
-    counts once (its last lines). None when the log has no progress line.
+    second (images = updates x step time x img/s); its first line (update 0) the first step's time. An epoch logged
+    again after a resume counts once (its last lines). None when the log has no progress line.
     """
     epochs, _ = log_throughput(log)
     if not epochs:
         return None
-    images = sum(n * s * rate for n, s, rate in epochs.values())
-    seconds = sum(n * s for n, s, _ in epochs.values())
+    images = seconds = 0.
+    for n, step, rate, first in epochs.values():
+        if steady and n > 1 and first is not None:  # the steps after the first: n - 1 batches in n x step - first seconds
+            images += (n - 1) * step * rate
+            seconds += n * step - first
+        else:
+            images += n * step * rate
+            seconds += n * step
     return images, seconds
 
 
@@ -327,7 +337,7 @@ def run_jobs(
     def look(r: _Running) -> None:
         nonlocal trained
         epochs, r.log_offset = log_throughput(r.job.log, r.log_offset)
-        r.rates.update({e: rate for e, (_, _, rate) in epochs.items()})
+        r.rates.update({e: rate for e, (_, _, rate, _) in epochs.items()})
         if epochs:
             r.rate = epochs[max(epochs)][2]
         rows = _epochs_done(r.job.out_dir)
