@@ -259,3 +259,17 @@ def test_extra_arguments_that_would_change_every_row_are_refused(fake_train, tmp
     assert main(_args(tmp_path, train_args=['--epochs', '1', *train_args])) == 2
     assert capsys.readouterr().err == f'timm-sl reproduce: {message}\n'
     assert not (tmp_path / 'out').exists()
+
+
+
+def test_unknown_model_without_the_plugin_installed_says_how_to_install(fake_train, tmp_path, capsys, monkeypatch):
+    import importlib.metadata
+    fake_train.write_text("print('RuntimeError: Unknown model (sl_vit_32)'); raise SystemExit(1)")
+    assert main(_args(tmp_path)) == 1
+    log = tmp_path / 'out' / 'runs' / 'vit-base-s0' / 'train.log'
+    message = f'train.py exited with 1: RuntimeError: Unknown model (sl_vit_32) (log: {log})'
+    assert f'- vit-base-s0: {message}\n' in (tmp_path / 'out' / 'report.md').read_text()  # installed: no hint
+    monkeypatch.setattr(importlib.metadata, 'entry_points', lambda **kwargs: [])
+    assert main(_args(tmp_path)) == 1
+    assert f'- vit-base-s0: {message}; timm_sl is not installed in this Python (no timm.plugins entry point), so ' \
+        f'train.py does not know the sl_ models: pip install .' in (tmp_path / 'out' / 'report.md').read_text()

@@ -371,9 +371,10 @@ def reproduce(
                 pass
             if result.code != 0 or summary is None:  # a clean exit that trained nothing failed too
                 log = run.out_dir / LOG_NAME
-                result.message = (f'train.py exited with {result.code}: {_last_line(log)}' if result.code else
+                last = _last_line(log)
+                result.message = (f'train.py exited with {result.code}: {last}' if result.code else
                                   'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + \
-                    f' (log: {log})'
+                    f' (log: {log})' + (plugin_hint() if 'Unknown model' in last else '')
             else:
                 (run.out_dir / DONE_MARKER).write_text(json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
@@ -698,6 +699,21 @@ def _no_gpu_here(env: Dict[str, str]) -> bool:
     if env.get('CUDA_VISIBLE_DEVICES', None) == '':
         return True
     return not any(Path(p).exists() for p in ('/dev/nvidiactl', '/dev/kfd'))
+
+
+def plugin_hint() -> str:
+    """Why train.py may not know the ``sl_`` models: it finds them through timm_sl's ``timm.plugins`` entry point,
+    which only an installed timm_sl has (a checkout on ``PYTHONPATH`` does not); '' when it is installed."""
+    from importlib.metadata import entry_points
+    try:
+        plugins = entry_points(group='timm.plugins')
+    except TypeError:  # Python 3.9
+        plugins = entry_points().get('timm.plugins', [])
+    if any(ep.value.split(':')[0].split('.')[0] == 'timm_sl' for ep in plugins):
+        return ''
+    return ('; timm_sl is not installed in this Python (no timm.plugins entry point), so train.py does not know the '
+            'sl_ models: pip install . (offline: pip wheel --no-deps . -w wheels where pip can build, then pip install '
+            '--no-deps wheels/timm_sl-*.whl)')
 
 
 def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]) -> Tuple[int, List[str], str]:
