@@ -273,3 +273,15 @@ def test_unknown_model_without_the_plugin_installed_says_how_to_install(fake_tra
     assert main(_args(tmp_path)) == 1
     assert f'- vit-base-s0: {message}; timm_sl is not installed in this Python (no timm.plugins entry point), so ' \
         f'train.py does not know the sl_ models: pip install .' in (tmp_path / 'out' / 'report.md').read_text()
+
+
+def test_a_run_stopped_from_outside_is_not_marked_done(fake_train, tmp_path, capsys):
+    """train.py exits 0 when a SIGINT reaches it alone (not through the sweep): the run failed, and resumes later."""
+    fake_train.write_text(FAKE_TRAIN.replace("for epoch in range(start, int(value('--epochs'))):",
+                                             "for epoch in range(start, min(start + 1, int(value('--epochs')))):"))
+    assert main(_args(tmp_path)) == 1
+    assert '- vit-sl-s0: train.py exited with 0 after 1 of 2 epochs (stopped from outside?); run the same command ' \
+           'again to resume' in (tmp_path / 'out' / 'report.md').read_text()
+    assert not (tmp_path / 'out' / 'runs' / 'vit-sl-s0' / 'done.json').exists()
+    assert main(_args(tmp_path)) == 0  # each run trains its second epoch
+    assert 'started (resuming: 1/2 epochs done)' in capsys.readouterr().out
