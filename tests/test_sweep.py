@@ -265,11 +265,17 @@ def test_extra_arguments_that_would_change_every_row_are_refused(fake_train, tmp
 def test_unknown_model_without_the_plugin_installed_says_how_to_install(fake_train, tmp_path, capsys, monkeypatch):
     import importlib.metadata
     fake_train.write_text("print('RuntimeError: Unknown model (sl_vit_32)'); raise SystemExit(1)")
+    real = importlib.metadata.entry_points
+
+    def plugins(found):  # the timm.plugins entry points this Python has, as found
+        return lambda **kwargs: found if kwargs.get('group') == 'timm.plugins' else real(**kwargs)
+    monkeypatch.setattr(importlib.metadata, 'entry_points',
+                        plugins([importlib.metadata.EntryPoint('timm_sl', 'timm_sl', 'timm.plugins')]))
     assert main(_args(tmp_path)) == 1
     log = tmp_path / 'out' / 'runs' / 'vit-base-s0' / 'train.log'
     message = f'train.py exited with 1: RuntimeError: Unknown model (sl_vit_32) (log: {log})'
     assert f'- vit-base-s0: {message}\n' in (tmp_path / 'out' / 'report.md').read_text()  # installed: no hint
-    monkeypatch.setattr(importlib.metadata, 'entry_points', lambda **kwargs: [])
+    monkeypatch.setattr(importlib.metadata, 'entry_points', plugins([]))
     assert main(_args(tmp_path)) == 1
     assert f'- vit-base-s0: {message}; timm_sl is not installed in this Python (no timm.plugins entry point), so ' \
         f'train.py does not know the sl_ models: pip install .' in (tmp_path / 'out' / 'report.md').read_text()
@@ -285,3 +291,20 @@ def test_a_run_stopped_from_outside_is_not_marked_done(fake_train, tmp_path, cap
     assert not (tmp_path / 'out' / 'runs' / 'vit-sl-s0' / 'done.json').exists()
     assert main(_args(tmp_path)) == 0  # each run trains its second epoch
     assert 'started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+
+
+def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monkeypatch):
+    """A GPU machine may lack matplotlib: report.md and results.json are written, without the charts."""
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.split('.')[0] == 'matplotlib':
+            raise ImportError('No module named matplotlib')
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_matplotlib)
+    assert main(_args(tmp_path)) == 0
+    report = (tmp_path / 'out' / 'report.md').read_text()
+    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]".' in report
+    assert '| vit | SL | `sl_vit_32` | 1/1 | 11.00 |' in report and '(top1.png)' not in report
+    assert (tmp_path / 'out' / 'results.json').is_file() and not (tmp_path / 'out' / 'top1.png').exists()

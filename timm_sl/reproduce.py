@@ -565,6 +565,12 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     ``dataset`` names the recipe (and the paper's column); the data named in the report and charts is what the runs
     recorded in their args.yaml, else ``data`` (what train.py was given, :func:`describe_data`).
     """
+    from .plot import require_matplotlib
+    try:
+        require_matplotlib()
+        charts = ''
+    except ImportError as e:  # a GPU machine without it: the tables and results.json still
+        charts = str(e)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
@@ -575,7 +581,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     lines += [report_table(rows, dataset), '',
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
               'SL − baseline: difference of the means. Paper: Table 2.', '',
-              '![top-1](top1.png)', '', '![learning curves](curves.png)', '']
+              *([f'No charts: {charts}.'] if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
+              '']
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
         lines += ['## Failed runs', ''] + [f'- {o.run.name}: {o.message}' for o in failed] + ['']
@@ -595,8 +602,9 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               'from 0).']
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
-    _plot_top1(rows, output / 'top1.png', dataset, data)
-    _plot_curves(outcomes, output / 'curves.png', data)
+    if not charts:
+        _plot_top1(rows, output / 'top1.png', dataset, data)
+        _plot_curves(outcomes, output / 'curves.png', data)
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
