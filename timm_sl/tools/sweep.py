@@ -187,7 +187,7 @@ def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, fl
         return None
     images = seconds = 0.
     for n, step, rate, first in epochs.values():
-        if steady and n > 1 and first is not None:  # the steps after the first: n - 1 batches in n x step - first seconds
+        if steady and n > 1 and first is not None:  # n - 1 batches in n x step - first seconds
             images += (n - 1) * step * rate
             seconds += n * step - first
         else:
