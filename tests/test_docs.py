@@ -82,7 +82,7 @@ def test_documented_commands_are_found():
     assert {page.name for page, _, _ in CLI_COMMANDS} >= {'README.md', 'reproduce.md', 'analysis.md'}
     assert {argv[1] for _, _, argv in CLI_COMMANDS} >= {
         'export', 'push', 'release', 'reproduce', 'attention', 'temperature', 'kld', 'receptive-field',
-        'prepare-svhn', 'prepare-tiny-imagenet'}
+        'prepare-svhn', 'prepare-tiny-imagenet', 'prepare-fashion-mnist'}
     assert len(TRAIN_COMMANDS) >= 10
 
 

@@ -23,7 +23,8 @@ RECIPES = sorted((ROOT / 'recipes').glob('*.yaml'))
 TIMM_REPO = os.environ.get('TIMM_REPO')
 SCRIPTS = ('train.py', 'validate.py', 'benchmark.py', 'onnx_export.py')
 EXPECTED = {  # recipe -> (input size, classes)
-    'cifar10': (32, 10), 'cifar100': (32, 100), 'svhn': (32, 10), 'tiny_imagenet': (64, 200), 'imagenet': (224, 1000)}
+    'cifar10': (32, 10), 'cifar100': (32, 100), 'svhn': (32, 10), 'tiny_imagenet': (64, 200), 'imagenet': (224, 1000),
+    'fashion_mnist': (32, 10)}
 
 
 def _load(path):

@@ -86,7 +86,7 @@ def test_baseline_rows_are_the_model_classes_baselines():
 def test_bad_plan_input_is_named():
     with pytest.raises(ValueError) as e:
         plan_runs('mnist', ['vit'], [0], Path('o'))
-    assert str(e.value) == "unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, tiny-imagenet"
+    assert str(e.value) == "unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist"
     with pytest.raises(ValueError) as e:
         plan_runs('cifar10', ['vit', 'deit'], [0], Path('o'))
     assert str(e.value) == "unknown family 'deit'; allowed: vit, t2t, cait, pit, swin"
@@ -169,13 +169,13 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     finally:
         del os.environ['EPOCHS_BEFORE_KILL']
     printed = capsys.readouterr()
-    assert 'run 1/10: vit-base-s0, ETA unknown until a run finishes' in printed.out
+    assert 'run 1/10: vit-base-s0 started, ETA unknown until an epoch finishes' in printed.out
     # every run "interrupted" after one epoch (exit 3), pit without Spool crashed (exit 1): all failed
     assert 'timm-sl reproduce: 10 run(s) failed' in printed.err
     assert main(args) == 1
     printed = capsys.readouterr()
-    assert 'run 1/10: vit-base-s0 (resuming), ETA unknown until a run finishes' in printed.out
-    assert 'run 2/10: vit-base-s1 (resuming), ETA 0:00:0' in printed.out
+    assert 'run 1/10: vit-base-s0 started (resuming: 1/3 epochs done), ETA unknown until an epoch finishes' in printed.out
+    assert 'run 2/10: vit-base-s1 started (resuming: 1/3 epochs done), ETA 0:00:0' in printed.out
     argv = (out / 'runs' / 'vit-base-s0' / 'argv.log').read_text().splitlines()
     assert len(argv) == 2 and '--resume' not in argv[0] and argv[1].endswith(
         f'--resume {out / "runs" / "vit-base-s0" / "last.pth.tar"} --epochs 3')
@@ -203,26 +203,26 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
 
 def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monkeypatch, capsys):
     import subprocess
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
     calls = []
 
-    def run_then_interrupt(cmd, **kwargs):
+    def popen_then_interrupt(cmd, **kwargs):  # Ctrl-C as the second run starts
         calls.append(cmd)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real_run(cmd, **kwargs)
-    monkeypatch.setattr(subprocess, 'run', run_then_interrupt)
+        return real_popen(cmd, **kwargs)
+    monkeypatch.setattr(subprocess, 'Popen', popen_then_interrupt)
     out = tmp_path / 'out'
     assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
                  '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']) == 130
-    assert 'run 2/2: vit-sl-s0 interrupted; run the same command again to resume' in capsys.readouterr().out
+    assert 'stopping 0 running train.py process(es); run the same command again to resume' in capsys.readouterr().out
     report = (out / 'report.md').read_text()
-    assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | interrupted | - |' in report
+    assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | not run | - |' in report
 
 
 @pytest.mark.parametrize('change,message', [
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
-                              "tiny-imagenet\n"),
+                              "tiny-imagenet, fashion-mnist\n"),
     (dict(families=['vit', 'deit']), "timm-sl reproduce: unknown family 'deit'; allowed: vit, t2t, cait, pit, swin\n"),
     (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: timm's train.py not found at /nowhere/train.py\n"),
     (dict(data_dir=['/nowhere/data']), 'timm-sl reproduce: --data-dir /nowhere/data does not exist\n'),
@@ -289,8 +289,9 @@ def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path,
     printed = capsys.readouterr()
     assert 'timm-sl reproduce: 2 run(s) failed: vit-base-s0, vit-sl-s0 (see the report)' in printed.err
     log = out / 'runs' / 'vit-base-s0' / 'train.log'
-    assert (f'run 1/2: vit-base-s0 failed: train.py exited with 0 but wrote no summary.csv (no epoch finished) '
-            f'(log: {log})') in printed.out
+    assert any(line.startswith('run 1/2: vit-base-s0 failed after 0:00:0') and line.endswith(
+        f': train.py exited with 0 but wrote no summary.csv (no epoch finished) (log: {log})')
+        for line in printed.out.splitlines())
     report = (out / 'report.md').read_text()
     assert f'- vit-base-s0: train.py exited with 0 but wrote no summary.csv (no epoch finished) (log: {log})' in report
     assert not (out / 'runs' / 'vit-base-s0' / 'done.json').exists()

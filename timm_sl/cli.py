@@ -341,6 +341,24 @@ def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
+    from timm_sl.tools.fashion_mnist import prepare_fashion_mnist
+    try:
+        info = prepare_fashion_mnist(args.root, source=args.source, limit=args.limit, overwrite=args.overwrite,
+                                     progress=sys.stderr.isatty())
+    except (OSError, ValueError) as e:  # missing / malformed source file, output not writable or refused
+        raise CliError(str(e)) from e
+    counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
+    print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
+          f'{args.root}/{{{",".join(info["counts"])}}}' +
+          ('' if info['written'] else ' (already there: nothing written)'))
+    print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
+          f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
+    print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '
+          f'--dataset fashion-mnist, or python train.py {args.root} --config recipes/fashion_mnist.yaml --model ...')
+    return 0
+
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Adds ``(default: ...)`` to an option's help unless the help already says what the default is."""
 
@@ -504,6 +522,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--extra', action='store_true', help='also write extra_32x32.mat (531,131 images) to DIR/extra')
     p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote')
     p.set_defaults(func=cmd_prepare_svhn)
+
+    p = sub.add_parser('prepare-fashion-mnist', help="write Fashion-MNIST's idx files (no download) as train/ and "
+                                                     "test/ class folders of 32 px RGB PNGs")
+    p.add_argument('root', metavar='DIR', help="output folder, train.py's --data-dir")
+    p.add_argument('--source', metavar='IDX', default='/usr/share/datasets/fashion-mnist',
+                   help="folder of the four idx files, e.g. torchvision's FashionMNIST/raw (default: Debian's "
+                        "dataset-fashion-mnist, %(default)s)")
+    p.add_argument('--limit', type=_positive_int, default=None,
+                   help='at most this many images per split, the first of each file (quick runs; default: all)')
+    p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote with other '
+                                                            'settings')
+    p.set_defaults(func=cmd_prepare_fashion_mnist)
     return parser
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import CliError
-from .paper import DATASETS, VARIANT_LABELS, paper_top1
+from .paper import TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import RunRecord, find_runs, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
@@ -148,8 +148,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         RuntimeError: an upload failed (see :func:`timm_sl.hub.push_folder`).
     """
     from .hub import push_folder
-    if dataset is not None and dataset not in DATASETS:
-        echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(DATASETS)}); cards carry no paper number')
+    if dataset is not None and dataset not in TABLE2_COLUMNS:
+        echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]*', org):
         raise ValueError(f'--org {org!r} is not a Hub user or organisation name')
     runs = find_runs(paths)

@@ -13,15 +13,17 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
 from .runs import DONE_MARKER
+from .tools.sweep import (
+    POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, default_jobs, device_groups, format_seconds, parse_gpus, probe_gpus,
+    run_jobs, train_throughput)
 from .train_args import find_train_script, read_args_yaml, read_summary_rows, summarize
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
@@ -34,6 +36,7 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 
 LOG_NAME = 'train.log'
+SESSIONS = 'sessions.json'  # per run: each train.py session's wall time, exit, devices and epochs (before, after)
 
 
 @dataclass
@@ -65,6 +68,9 @@ class Outcome:
     summary: Optional[Dict[str, Any]] = None
     curve: List[Tuple[int, float]] = field(default_factory=list)
     data: str = ''  # the data as the run recorded it in args.yaml (:func:`describe_data`); '' when not recorded
+    wall: float = 0.  # seconds of all the run's train.py sessions (resumes included), from its sessions.json
+    img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
+    devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
 
 
 def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
@@ -268,12 +274,12 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else 'no output'
 
 
-def _format_seconds(seconds: float) -> str:
-    seconds = int(round(seconds))
-    return f'{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}'
-
-
 def _collect(outcome: Outcome) -> Outcome:
+    sessions = _sessions(outcome.run)
+    outcome.wall = sum(float(s.get('seconds') or 0) for s in sessions)
+    outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
+    throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
+    outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
     summary = outcome.run.out_dir / 'summary.csv'
     if summary.is_file():
         try:
@@ -291,6 +297,23 @@ def _collect(outcome: Outcome) -> Outcome:
     return outcome
 
 
+def _sessions(run: Run) -> List[Dict[str, Any]]:
+    """The train.py sessions of a run this command recorded (:data:`SESSIONS`): one per start, resumes included."""
+    path = run.out_dir / SESSIONS
+    try:
+        sessions = json.loads(path.read_text()) if path.is_file() else []
+    except (ValueError, UnicodeDecodeError):
+        return []
+    return sessions if isinstance(sessions, list) else []
+
+
+def _record_session(run: Run, result: JobResult) -> None:
+    sessions = _sessions(run) + [dict(status=result.status if not result.message else 'failed', code=result.code,
+                                      seconds=round(result.seconds, 1), devices=result.devices,
+                                      epochs=[result.epochs_before, result.epochs_after])]
+    (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
+
+
 def reproduce(
         runs: Sequence[Run],
         script: Path,
@@ -300,53 +323,92 @@ def reproduce(
         nproc: int = 1,
         echo=print,
         env: Optional[Dict[str, str]] = None,
+        jobs: int = 1,
+        devices: Sequence[str] = ('',),
+        tty: Optional[bool] = None,
+        poll: float = POLL_S,
+        stats: Optional[Dict[str, Any]] = None,
 ) -> List[Outcome]:
-    """Run (or skip / resume) every planned run in order; a crash is recorded and the next run goes on.
+    """Run (or skip / resume) every planned run, ``jobs`` at once over ``devices``
+    (:func:`timm_sl.tools.sweep.run_jobs`); a crash is recorded and the other runs go on.
 
-    Progress goes to ``echo`` as ``run i/N: name, ETA h:mm:ss``; train.py's own output goes to the run's train.log.
+    Event lines (``run i/N: name started``, epochs, finished / failed) go to ``echo``, or a tqdm bar on a terminal;
+    train.py's own output goes to the run's train.log. Each train.py session's wall time is kept in the run's
+    :data:`SESSIONS` file. ``stats``, when given, receives this call's sweep numbers (runs started, jobs, devices,
+    seconds, epochs and images trained).
     """
     epochs = planned_epochs(recipe, extra_args)
-    outcomes, durations = [], []
-    for i, run in enumerate(runs, 1):
-        state = run_state(run, epochs)
-        if state == 'done':
-            outcomes.append(_collect(Outcome(run, 'done', 'finished earlier')))
-            echo(f'run {i}/{len(runs)}: {run.name} finished earlier, skipped')
-            continue
-        todo = sum(run_state(r, epochs) != 'done' for r in runs[i - 1:])
-        eta = _format_seconds(statistics.fmean(durations) * todo) if durations else 'unknown until a run finishes'
-        resume = run.out_dir / 'last.pth.tar' if state == 'resume' else None
-        echo(f'run {i}/{len(runs)}: {run.name}' + (' (resuming)' if resume else '') + f', ETA {eta}')
-        run.out_dir.mkdir(parents=True, exist_ok=True)
-        if resume is None and (run.out_dir / 'summary.csv').exists():
-            (run.out_dir / 'summary.csv').unlink()  # a run restarted from scratch must not mix with an old summary
-        cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-        (run.out_dir / 'command.txt').write_text(shlex.join(cmd) + '\n')
-        log = run.out_dir / LOG_NAME
-        start = time.monotonic()
-        try:
-            with log.open('a') as f:
-                code = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env).returncode
-        except KeyboardInterrupt:  # Ctrl-C reaches train.py too; keep what finished, report, resume next time
-            echo(f'run {i}/{len(runs)}: {run.name} interrupted; run the same command again to resume')
-            outcomes.append(_collect(Outcome(run, 'interrupted', 'interrupted', time.monotonic() - start)))
-            outcomes += [_collect(Outcome(r, 'not run')) for r in runs[i:]]
-            break
-        seconds = time.monotonic() - start
-        outcome = _collect(Outcome(run, 'done', seconds=seconds))
-        if code != 0 or outcome.summary is None:  # a clean exit that trained nothing failed too
-            outcome.status = 'failed'
-            outcome.message = (f'train.py exited with {code}: {_last_line(log)}' if code else
-                               'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + f' (log: {log})'
-            echo(f'run {i}/{len(runs)}: {run.name} failed: {outcome.message}')
-            outcomes.append(outcome)
-            continue
-        durations.append(seconds)
-        (run.out_dir / DONE_MARKER).write_text(json.dumps(
-            dict(epochs=epochs, seconds=round(seconds, 1), command=cmd, family=run.family, variant=run.variant,
-                 seed=run.seed, model=run.model, model_kwargs=run.model_kwargs), indent=1))
-        outcomes.append(outcome)
-    return outcomes
+    outcomes: Dict[int, Outcome] = {}
+    todo: List[Tuple[int, Run]] = []
+    for i, run in enumerate(runs):
+        if run_state(run, epochs) == 'done':
+            outcomes[i] = _collect(Outcome(run, 'done', 'finished earlier'))
+            echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
+        else:
+            todo.append((i, run))
+
+    def command(run: Run) -> Callable[[], List[str]]:
+        def start() -> List[str]:
+            resume = run.out_dir / 'last.pth.tar' if run_state(run, epochs) == 'resume' else None
+            if resume is None and (run.out_dir / 'summary.csv').exists():
+                (run.out_dir / 'summary.csv').unlink()  # a run restarted from scratch must not mix with an old summary
+            cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
+            (run.out_dir / 'command.txt').write_text(shlex.join(cmd) + '\n')
+            started[run.name] = cmd
+            return cmd
+        return start
+
+    started: Dict[str, List[str]] = {}
+    by_name = {run.name: run for _, run in todo}
+
+    def finish(result: JobResult) -> None:
+        run = by_name[result.job.name]
+        if result.status == 'exited':
+            summary = None
+            try:
+                summary = summarize(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else None
+            except ValueError:
+                pass
+            if result.code != 0 or summary is None:  # a clean exit that trained nothing failed too
+                log = run.out_dir / LOG_NAME
+                last = _last_line(log)
+                result.message = (f'train.py exited with {result.code}: {last}' if result.code else
+                                  'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + \
+                    f' (log: {log})' + (plugin_hint() if 'Unknown model' in last else '')
+            elif summary['last_epoch'] + 1 < epochs:  # train.py ends with 0 when stopped by a signal of its own
+                result.message = (f'train.py exited with 0 after {summary["last_epoch"] + 1} of {epochs} epochs '
+                                  f'(stopped from outside?); run the same command again to resume')
+            else:
+                (run.out_dir / DONE_MARKER).write_text(json.dumps(
+                    dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
+                         family=run.family, variant=run.variant, seed=run.seed, model=run.model,
+                         model_kwargs=run.model_kwargs), indent=1))
+        _record_session(run, result)
+
+    def images(run: Run) -> float:
+        throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)
+        return throughput[0] if throughput else 0.
+
+    images_before = {run.name: images(run) for _, run in todo}
+    start = time.monotonic()
+    fresh = {run.name for _, run in todo if run_state(run, epochs) == 'new'}  # an old summary.csv is not progress
+    results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
+                            done=0 if run.name in fresh else None) for _, run in todo],
+                       concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
+                       numbering=[i + 1 for i, _ in todo], total=len(runs))
+    if stats is not None:
+        stats.update(runs=sum(r.status != 'not run' for r in results), jobs=jobs, devices=list(devices),
+                     seconds=round(time.monotonic() - start, 1),
+                     epochs=sum(max(r.epochs_after - r.epochs_before, 0) for r in results),
+                     images=round(sum(max(images(run) - images_before[run.name], 0.) for _, run in todo)))
+    for (i, run), result in zip(todo, results):
+        if result.status == 'exited':
+            status = 'failed' if result.message else 'done'
+        else:
+            status = result.status
+        message = result.message or ('interrupted' if status == 'interrupted' else '')
+        outcomes[i] = _collect(Outcome(run, status, message, result.seconds))
+    return [outcomes[i] for i in range(len(runs))]
 
 
 def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
@@ -486,12 +548,29 @@ def _data_of(outcomes: Sequence[Outcome], planned: str = '') -> str:
     return '; '.join(recorded) if recorded else (f'{planned} (as given to train.py)' if planned else 'not recorded')
 
 
-def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, command: str = '', data: str = '') -> Path:
+def _sweep_line(sweep: Dict[str, Any]) -> str:
+    rate = sweep['images'] / sweep['seconds'] if sweep.get('seconds') else 0.
+    where = f'on GPU {" / ".join(sweep["devices"])}' if any(sweep.get('devices') or ()) else 'unpinned'
+    return (f'This call: {sweep["runs"]} run(s) started, up to {sweep["jobs"]} at once {where}; wall time '
+            f'{format_seconds(sweep["seconds"])}, {sweep["epochs"]} epochs trained, aggregate {rate:,.0f} train img/s '
+            f'(images the runs trained in this call, from their logs, / its wall time).')
+
+
+def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, command: str = '', data: str = '',
+                 sweep: Optional[Dict[str, Any]] = None) -> Path:
     """``report.md`` (table, failed runs, per-run results), ``top1.png``, ``curves.png`` and ``results.json``.
+
+    ``sweep``: what :func:`reproduce` measured of this call (its ``stats``), for the report's sweep line.
 
     ``dataset`` names the recipe (and the paper's column); the data named in the report and charts is what the runs
     recorded in their args.yaml, else ``data`` (what train.py was given, :func:`describe_data`).
     """
+    from .plot import require_matplotlib
+    try:
+        require_matplotlib()
+        charts = ''
+    except ImportError as e:  # a GPU machine without it: the tables and results.json still
+        charts = str(e)
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
@@ -502,24 +581,35 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     lines += [report_table(rows, dataset), '',
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
               'SL − baseline: difference of the means. Paper: Table 2.', '',
-              '![top-1](top1.png)', '', '![learning curves](curves.png)', '']
+              *([f'No charts: {charts}.'] if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
+              '']
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
         lines += ['## Failed runs', ''] + [f'- {o.run.name}: {o.message}' for o in failed] + ['']
-    lines += ['## Runs', '', '| run | status | best top-1 (%) | best epoch | epochs | minutes |',
-              '|---|---|---|---|---|---|']
+    if sweep:
+        lines += ['## Sweep', '', _sweep_line(sweep), '']
+    lines += ['## Runs', '', '| run | status | best top-1 (%) | best epoch | epochs | wall | train img/s | GPU |',
+              '|---|---|---|---|---|---|---|---|']
     for o in outcomes:
         s = o.summary or {}
         lines.append(f'| {o.run.name} | {o.status} | {_fmt(s.get("best_top1"))} | {s.get("best_epoch", "-")} | '
-                     f'{s.get("epochs", "-")} | {o.seconds / 60:.1f} |')
+                     f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
+                     f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
+    lines += ['', 'wall: seconds the run\'s train.py processes ran, every session of a resumed run summed (start-up, '
+              'compilation and evaluation included); train img/s: images per second in its training steps but the '
+              'first of each epoch (which holds torch.compile\'s compilation and the data loader\'s start), from train.py\'s '
+              'own progress lines, measured while the runs shared the GPU. Epochs as train.py counts them (best epoch '
+              'from 0).']
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
-    _plot_top1(rows, output / 'top1.png', dataset, data)
-    _plot_curves(outcomes, output / 'curves.png', data)
+    if not charts:
+        _plot_top1(rows, output / 'top1.png', dataset, data)
+        _plot_curves(outcomes, output / 'curves.png', data)
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
-             summary=o.summary, data=o.data) for o in outcomes]), indent=1))
+             summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices)
+        for o in outcomes], sweep=sweep), indent=1))
     return report
 
 
@@ -533,25 +623,155 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
                         help='output folder: runs/, report.md, PNGs (default: %(default)s)')
     parser.add_argument('--train-script', default=None, help="timm's train.py (default: $TIMM_REPO/train.py)")
     parser.add_argument('--nproc', type=int, default=1, help='processes per run; > 1 launches torchrun (default: 1)')
+    parser.add_argument('--jobs', type=int, default=None,
+                        help='runs at once (default: a rule from GPU memory and CPU cores, see docs/reproduce.md; '
+                             '1 without a GPU)')
+    parser.add_argument('--gpus', default='auto',
+                        help='GPUs to spread the runs over, e.g. 0,1; each run sees its own as CUDA_VISIBLE_DEVICES '
+                             '(default: auto, every GPU torch sees)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
                         help='after --: extra train.py arguments for every run, e.g. -- --epochs 1 --device cpu')
+
+
+# train.py arguments reproduce sets per run: one among the extra arguments would make every run the same
+_PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
+
+
+def split_model_kwargs(extra_args: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
+    """The extra train.py arguments without their ``--model-kwargs``, and the kwargs of the last one (train.py's
+    ``--model-kwargs`` keeps the last): :func:`run_from_args` merges them into each row's own kwargs.
+
+    Raises:
+        ValueError: a word is not ``KEY=VALUE``.
+    """
+    import ast
+    rest: List[str] = []
+    words: List[str] = []
+    i = 0
+    while i < len(extra_args):
+        arg = extra_args[i]
+        i += 1
+        if arg != '--model-kwargs' and not arg.startswith('--model-kwargs='):
+            rest.append(arg)
+            continue
+        words = [arg.split('=', 1)[1]] if '=' in arg else []
+        while i < len(extra_args) and not extra_args[i].startswith('-'):  # argparse's nargs='*'
+            words.append(extra_args[i])
+            i += 1
+    kwargs: Dict[str, Any] = {}
+    for word in words:
+        key, sep, value = word.partition('=')
+        if not sep or not key.isidentifier():
+            raise ValueError(f'--model-kwargs after --: {word!r} is not KEY=VALUE; allowed: words like depth=6')
+        try:
+            kwargs[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            kwargs[key] = value
+    return rest, kwargs
+
+
+def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
+    """Add ``kwargs`` (``-- --model-kwargs ...``) to every run's own.
+
+    Raises:
+        ValueError: a key that a Table 2 row sets itself (``spt``, ``lsa``, ``spt_pool``): it would turn a row into
+            another (a baseline into SL).
+    """
+    rows = sorted({k for run in runs for v in VARIANTS[run.family].values() for k in v})
+    clash = [k for k in kwargs if k in rows]
+    if clash:
+        raise ValueError(f'--model-kwargs {" ".join(f"{k}={kwargs[k]}" for k in clash)} after -- would change the '
+                         f'Table 2 rows, which set {", ".join(rows)} themselves; allowed: other model kwargs (e.g. '
+                         f'depth=2), which every row gets')
+    for run in runs:
+        run.model_kwargs = {**run.model_kwargs, **kwargs}
+
+
+def _workers(recipe: Path, extra_args: Sequence[str]) -> int:
+    """Data workers per run: the last ``-j`` / ``--workers`` among the extra arguments, else the recipe's, else
+    train.py's default."""
+    value = None
+    for i, arg in enumerate(extra_args):
+        if arg in ('-j', '--workers') and i + 1 < len(extra_args):
+            value = extra_args[i + 1]
+        elif arg.startswith('--workers='):
+            value = arg.split('=', 1)[1]
+    if value is None:
+        import yaml
+        value = (yaml.safe_load(Path(recipe).read_text()) or {}).get('workers', TRAIN_PY_WORKERS)
+    try:
+        return max(int(value), 0)
+    except ValueError:
+        raise ValueError(f'-j {value} is not allowed; expected an integer >= 0') from None
+
+
+def _no_gpu_here(env: Dict[str, str]) -> bool:
+    """Nothing to probe: CUDA_VISIBLE_DEVICES set empty, or no GPU driver device files (NVIDIA, AMD)."""
+    if env.get('CUDA_VISIBLE_DEVICES', None) == '':
+        return True
+    return not any(Path(p).exists() for p in ('/dev/nvidiactl', '/dev/kfd'))
+
+
+def plugin_hint() -> str:
+    """Why train.py may not know the ``sl_`` models: it finds them through timm_sl's ``timm.plugins`` entry point,
+    which only an installed timm_sl has (a checkout on ``PYTHONPATH`` does not); '' when it is installed."""
+    from importlib.metadata import entry_points
+    try:
+        plugins = entry_points(group='timm.plugins')
+    except TypeError:  # Python 3.9
+        plugins = entry_points().get('timm.plugins', [])
+    if any(ep.value.split(':')[0].split('.')[0] == 'timm_sl' for ep in plugins):
+        return ''
+    return ('; timm_sl is not installed in this Python (no timm.plugins entry point), so train.py does not know the '
+            'sl_ models: pip install . (offline: pip wheel --no-deps . -w wheels where pip can build, then pip install '
+            '--no-deps wheels/timm_sl-*.whl)')
+
+
+def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]) -> Tuple[int, List[str], str]:
+    """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
+
+    Raises:
+        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, or fewer GPUs than ``--nproc``.
+    """
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f'--jobs {args.jobs} is not allowed; expected an integer >= 1')
+    ids = parse_gpus(args.gpus)
+    on_cpu = str(_last_value(extra_args, '--device') or '').startswith('cpu')
+    if ids is None:
+        gpus = [] if on_cpu or _no_gpu_here(dict(os.environ)) else probe_gpus()
+    else:
+        gpus = [Gpu(i) for i in ids]
+    devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
+    if args.jobs is not None:
+        jobs, why = args.jobs, '--jobs'
+    else:
+        jobs, why = default_jobs(gpus, args.nproc, _workers(recipe, extra_args))
+    where = f'GPU {" / ".join(devices)}' if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
+    return jobs, devices, f'{jobs} run(s) at once ({why}), {where}'
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """``timm-sl reproduce``: plan, run, report; bad input ends in one line on stderr (exit 2), a crashed run in
     exit 1 after the report."""
-    extra = list(args.train_args)
-    if extra[:1] == ['--']:
-        extra = extra[1:]
+    given = list(args.train_args)
+    if given[:1] == ['--']:
+        given = given[1:]
     try:
         if args.nproc < 1:
             raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
+        for flag in _PER_RUN_FLAGS:
+            if any(a == flag or a.startswith(flag + '=') for a in given):
+                raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
+                                 f'allowed after --: the other train.py arguments')
+        extra, user_kwargs = split_model_kwargs(given)
         script = find_train_script(args.train_script)
         runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
+        merge_model_kwargs(runs, user_kwargs)
         recipe = recipe_path(args.dataset)
         if not Path(args.data_dir).exists():
             raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
         data = train_data(recipe, args.data_dir, extra)
+        jobs, devices, how = plan_sweep(args, recipe, extra)
     except (ValueError, FileNotFoundError) as e:
         print(f'timm-sl reproduce: {e}', file=sys.stderr)
         return 2
@@ -561,17 +781,18 @@ def run_from_args(args: argparse.Namespace) -> int:
     if errors:
         return 2
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
-          f'with {recipe.name}; output {args.out}', flush=True)
+          f'with {recipe.name}; output {args.out}; {how}', flush=True)
+    stats: Dict[str, Any] = {}
     outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,
-                         echo=lambda line: print(line, flush=True))
+                         echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats)
     command = 'timm-sl reproduce ' + shlex.join(
         ['--data-dir', args.data_dir, '--dataset', args.dataset, '--families', *args.families,
-         '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *extra] if extra else []))
-    report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data))
+         '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *given] if given else []))
+    report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
     print(f'report: {report}')
-    if any(o.status == 'interrupted' for o in outcomes):
+    if any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
         return 130
     if failed:
         print(f'timm-sl reproduce: {len(failed)} run(s) failed: {", ".join(failed)} (see the report)',

@@ -6,11 +6,12 @@ SVHN's cropped-digit splits (``train_32x32.mat``, ``test_32x32.mat``, ``extra_32
 ``prepare_svhn`` writes image ``i`` of a split to ``<root>/<split>/<digit>/<i>.png`` (``i`` zero-padded to six
 places), so class folder ``0`` holds the label-10 images and class index = digit.
 """
-import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from ._splits import check_split_folders, write_staged
 
 __all__ = ['SVHN_FILES', 'prepare_svhn', 'read_svhn_mat']
 
@@ -102,29 +103,12 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             raise FileNotFoundError(
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
-    for split in splits:
-        out = root / split
-        if out.is_file():
-            raise FileExistsError(f'{out} is a file; the split folder goes there')
-        if out.is_dir() and any(out.iterdir()):
-            if not _written_by_us(out):
-                raise FileExistsError(f'{out} holds files other than digit folders of PNGs; move it away first')
-            if not overwrite:
-                raise FileExistsError(f'{out} is not empty; refusing to write into it (--overwrite replaces it)')
-    counts: Dict[str, Dict[str, int]] = {}
-    staged: Dict[str, Path] = {}
-    try:
-        for split in splits:  # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
-            images, digits = read_svhn_mat(source / SVHN_FILES[split])
-            staged[split] = root / f'.{split}.prepare-svhn'
-            shutil.rmtree(staged[split], ignore_errors=True)  # left by an interrupted run
-            per_digit = _write_split(images, digits, staged[split], f'{split} ({SVHN_FILES[split]})', progress)
-            counts[split] = dict(zip(_DIGITS, per_digit))
-            del images, digits
-        for split, folder in staged.items():
-            shutil.rmtree(root / split, ignore_errors=True)
-            folder.rename(root / split)
-    finally:
-        for folder in staged.values():
-            shutil.rmtree(folder, ignore_errors=True)
+    check_split_folders(root, splits, _written_by_us, 'digit folders of PNGs',
+                        None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
+
+    def write(split: str, folder: Path) -> Dict[str, int]:
+        # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
+        images, digits = read_svhn_mat(source / SVHN_FILES[split])
+        return dict(zip(_DIGITS, _write_split(images, digits, folder, f'{split} ({SVHN_FILES[split]})', progress)))
+    counts = write_staged(root, splits, 'prepare-svhn', write)
     return counts

@@ -1,0 +1,194 @@
+"""``timm-sl prepare-fashion-mnist``: real Fashion-MNIST images (Debian's dataset-fashion-mnist, a few hundred of them)
+-> train/ and test/ class folders that timm's reader and ``timm-sl reproduce --dataset fashion-mnist`` take; generated
+idx files for the hostile cases."""
+import gzip
+import json
+import os
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from timm_sl.cli import main
+from timm_sl.tools.fashion_mnist import (
+    CLASS_FOLDERS, DEFAULT_SOURCE, LABEL_NAMES, prepare_fashion_mnist, read_fashion_mnist, read_idx)
+
+FILES = ('train-images-idx3-ubyte.gz', 'train-labels-idx1-ubyte.gz', 't10k-images-idx3-ubyte.gz',
+         't10k-labels-idx1-ubyte.gz')
+real = pytest.mark.skipif(not all((Path(DEFAULT_SOURCE) / f).is_file() for f in FILES),
+                          reason=f'Fashion-MNIST not installed in {DEFAULT_SOURCE} (apt install dataset-fashion-mnist)')
+
+
+def _idx(array: np.ndarray) -> bytes:
+    return bytes([0, 0, 8, array.ndim]) + struct.pack(f'>{array.ndim}I', *array.shape) + array.tobytes()
+
+
+@pytest.fixture
+def source(tmp_path) -> Path:
+    """Generated idx files: 30 training and 20 test images, labels i % 10."""
+    folder = tmp_path / 'idx'
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for prefix, n in (('train', 30), ('t10k', 20)):
+        (folder / f'{prefix}-images-idx3-ubyte.gz').write_bytes(gzip.compress(_idx(
+            rng.integers(0, 256, (n, 28, 28), dtype=np.uint8))))
+        (folder / f'{prefix}-labels-idx1-ubyte.gz').write_bytes(gzip.compress(_idx(
+            (np.arange(n) % 10).astype(np.uint8))))
+    return folder
+
+
+def _cli_error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == str(info.value)
+    return err[0]
+
+
+@real
+def test_real_images_round_trip_and_timm_reads_them(tmp_path):
+    import timm.data
+    out = tmp_path / 'fmnist'
+    info = prepare_fashion_mnist(out, limit=300, progress=False)
+    images, labels = read_fashion_mnist(DEFAULT_SOURCE, 'train')
+    assert (images.shape, labels.shape) == ((60000, 28, 28), (60000,))
+    assert info['counts']['train'] == dict(zip(CLASS_FOLDERS, np.bincount(labels[:300], minlength=10).tolist()))
+    assert sum(info['counts']['test'].values()) == 300 and info['label_names'] == list(LABEL_NAMES)
+    for i in (0, 7, 299):
+        written = np.asarray(Image.open(out / 'train' / CLASS_FOLDERS[labels[i]] / f'{i:05d}.png'))
+        assert written.shape == (32, 32, 3) and (written == written[..., :1]).all()  # grey as RGB
+        upscaled = np.asarray(Image.fromarray(images[i]).resize((32, 32), Image.BICUBIC))
+        np.testing.assert_array_equal(written[..., 0], upscaled)
+    # timm numbers the sorted class folders: the label prefix keeps Fashion-MNIST's numbers
+    dataset = timm.data.create_dataset('', root=str(out), split='train')
+    assert len(dataset) == 300 and dataset.reader.class_to_idx == {c: i for i, c in enumerate(CLASS_FOLDERS)}
+    pixels = np.stack([np.asarray(dataset[i][0], np.float64) / 255 for i in range(len(dataset))])
+    assert info['mean'] == [round(pixels.mean(), 4)] * 3 and info['std'] == [round(pixels.std(), 4)] * 3
+    assert 0.2 < info['mean'][0] < 0.4 and 0.3 < info['std'][0] < 0.4
+    assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
+    assert json.loads((out / 'fashion_mnist.json').read_text())['limit'] == 300
+
+
+@real
+def test_recipe_holds_the_full_training_sets_mean_and_std():
+    """recipes/fashion_mnist.yaml: the CIFAR-10 regime with the data keys of the prepared folder and the statistics
+    of all 60,000 training images as written (computed here from the idx file, as prepare does)."""
+    import yaml
+    from timm_sl.tools.fashion_mnist import _mean_std, _upscale
+    root = Path(__file__).resolve().parents[1] / 'recipes'
+    recipe, cifar = (yaml.safe_load((root / name).read_text()) for name in ('fashion_mnist.yaml', 'cifar10.yaml'))
+    images, _ = read_fashion_mnist(DEFAULT_SOURCE, 'train')
+    mean, std = _mean_std(_upscale(images))
+    assert recipe['mean'] == [round(mean, 4)] * 3 and recipe['std'] == [round(std, 4)] * 3
+    data_keys = {'dataset', 'dataset_download', 'mean', 'std'}
+    assert {k: v for k, v in recipe.items() if k not in data_keys} == {
+        k: v for k, v in cifar.items() if k not in data_keys}
+    assert 'dataset' not in recipe  # an image folder
+
+
+def test_cli_prints_the_stats_and_a_rerun_writes_nothing(source, tmp_path, capsys):
+    out = tmp_path / 'fm'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    printed = capsys.readouterr().out
+    assert f'30 train, 20 test images in class folders 0_t-shirt_top ... 9_ankle_boot under {out}/{{train,test}}\n' \
+        in printed
+    info = json.loads((out / 'fashion_mnist.json').read_text())
+    assert f'--mean {info["mean"][0]} {info["mean"][0]} {info["mean"][0]} --std {info["std"][0]}' in printed
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob('*')}
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    assert '(already there: nothing written)' in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in out.rglob('*')} == stamps
+    assert sorted(p.name for p in (out / 'test').iterdir()) == list(CLASS_FOLDERS)
+    assert [p.name for p in out.iterdir() if p.name.startswith('.')] == []  # no staging folder left
+
+
+def test_other_settings_need_overwrite_and_foreign_files_are_kept(source, tmp_path, capsys):
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '5'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); '
+        f'--overwrite replaces it')
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 30
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '5', '--overwrite']) == 0
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 5 and sum(1 for _ in (out / 'test').rglob('*.png')) == 5
+    (out / 'test' / 'notes.txt').write_text('mine')
+    (out / 'fashion_mnist.json').unlink()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/test holds files other than Fashion-MNIST class folders of PNGs; '
+        f'move it away first')
+    assert (out / 'test' / 'notes.txt').read_text() == 'mine'
+
+
+def _corrupt(path: Path, how: str) -> None:
+    raw = gzip.decompress(path.read_bytes())
+    data = {'gzip': b'not gzip at all', 'magic': gzip.compress(b'\x00\x00\x09' + raw[3:]),
+            'short': gzip.compress(raw[:-5]), 'cut': path.read_bytes()[:100]}[how]
+    path.write_bytes(data)
+
+
+@pytest.mark.parametrize('file,how,message', [
+    ('train-images-idx3-ubyte.gz', 'gzip', '{F} is not readable gzip data (Not a gzipped file'),
+    ('t10k-labels-idx1-ubyte.gz', 'magic', '{F} starts with 00000901; expected an idx file of unsigned bytes with 1 '
+                                           'dimension (header 00000801)'),
+    ('train-images-idx3-ubyte.gz', 'short', '{F} holds 23515 bytes of data for shape (30, 28, 28): the file is cut '
+                                            'short or has trailing bytes'),
+    ('t10k-images-idx3-ubyte.gz', 'cut', '{F} is not readable gzip data ('),
+])
+def test_a_bad_source_file_is_named_and_nothing_is_written(source, tmp_path, capsys, file, how, message):
+    _corrupt(source / file, how)
+    out = tmp_path / 'fm'
+    error = _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys)
+    assert error.startswith('timm-sl prepare-fashion-mnist: ' + message.format(F=source / file)), error
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_missing_file_and_labels_that_disagree(source, tmp_path, capsys):
+    (source / 't10k-labels-idx1-ubyte.gz').unlink()
+    assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'fm'), '--source', str(source)], capsys).startswith(
+        f'timm-sl prepare-fashion-mnist: {source}/t10k-labels-idx1-ubyte.gz not found: --source must be the folder '
+        f'holding the four Fashion-MNIST idx files')
+    (source / 't10k-labels-idx1-ubyte').write_bytes(_idx(np.full(19, 3, np.uint8)))  # uncompressed is read too
+    assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'fm'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/t10k-images-idx3-ubyte.gz holds 20 images but '
+        f'{source}/t10k-labels-idx1-ubyte 19 labels')
+    assert read_idx(source / 't10k-labels-idx1-ubyte', 1).tolist() == [3] * 19
+
+
+def test_an_output_that_cannot_be_written_is_one_line(source, tmp_path, capsys, monkeypatch):
+    a_file = tmp_path / 'file'
+    a_file.write_text('')
+    assert _cli_error(['prepare-fashion-mnist', str(a_file), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {a_file} is a file; the output must be a folder (new, or written by an '
+        f'earlier prepare-fashion-mnist)')
+    assert _cli_error(['prepare-fashion-mnist', str(a_file / 'sub'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {a_file} is a file; cannot create {a_file / "sub"} below it')
+    from timm_sl.tools import fashion_mnist
+    monkeypatch.setattr(fashion_mnist.os, 'access', lambda path, mode: False)  # root may write anywhere
+    assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'new' / 'fm'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {tmp_path} is not writable; choose an output folder you can write to')
+    assert not (tmp_path / 'new').exists()
+
+
+def test_reproduce_reads_the_prepared_folder(source, tmp_path, capsys):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_reproduce import FAKE_TRAIN
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    (tmp_path / 'train.py').write_text(FAKE_TRAIN)
+    assert main(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families', 'vit',
+                 '--out', str(tmp_path / 'sweep'), '--train-script', str(tmp_path / 'train.py'), '--',
+                 '--epochs', '1']) == 0
+    argv = (tmp_path / 'sweep' / 'runs' / 'vit-sl-s0' / 'argv.log').read_text()
+    assert f'--config {Path(__file__).resolve().parents[1] / "recipes" / "fashion_mnist.yaml"} --model sl_vit_32' \
+        in argv
+    report = (tmp_path / 'sweep' / 'report.md').read_text()
+    assert '# Table 2 reproduction: fashion-mnist recipe' in report and f'data: image folder {out}' in report
+    assert '| vit | SL | `sl_vit_32` | 1/1 | 50.00 | +20.00 | - | - |' in report  # no paper column for it
+    (out / 'test' / CLASS_FOLDERS[3]).rename(out / 'test' / 'x')  # a class folder renamed: refused before any run
+    assert main(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families', 'vit',
+                 '--out', str(tmp_path / 'sweep2'), '--train-script', str(tmp_path / 'train.py')]) == 2
+    assert 'only in' in capsys.readouterr().err

@@ -1,0 +1,310 @@
+"""``timm-sl reproduce`` as a sweep: runs at once, pinned to GPUs, stopped and resumed, timed, shown, with the extra
+train.py arguments merged into every run (a fake train.py that records what it was given and when)."""
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from timm_sl.cli import main
+from timm_sl.tools.sweep import (
+    MAX_RUNS_PER_GPU, Gpu, Job, default_jobs, device_groups, log_throughput, parse_gpus, run_jobs, train_throughput)
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A stand-in for timm's train.py that keeps a record (record.jsonl: start / end time, pid, CUDA_VISIBLE_DEVICES, the
+# pid of a helper process like a data worker, argv) and writes what the sweep reads: a progress line per epoch in
+# train.py's format (10 steps of FAKE_STEP_S s at 1280 img/s, 640 in odd epochs), a summary.csv row and last.pth.tar
+# after FAKE_EPOCH_S s per epoch. Ctrl-C (SIGINT) ends it with exit 0 after the last whole epoch, as train.py does.
+FAKE_TRAIN = textwrap.dedent('''
+    import json, os, subprocess, sys, time
+    from pathlib import Path
+    argv = sys.argv[1:]
+    def value(flag, default=None):
+        return argv[argv.index(flag) + 1] if flag in argv else default
+    out = Path(value('--output')) / value('--experiment')
+    worker = subprocess.Popen([sys.executable, '-c', 'import signal, time; signal.signal(signal.SIGINT, '
+                               'signal.SIG_IGN); time.sleep(600)'])
+    record = dict(start=time.time(), pid=os.getpid(), worker=worker.pid, argv=argv,
+                  gpu=os.environ.get('CUDA_VISIBLE_DEVICES'))
+    start = int(Path(value('--resume')).read_text()) + 1 if value('--resume') else 0
+    try:
+        for epoch in range(start, int(value('--epochs'))):
+            time.sleep(float(os.environ.get('FAKE_EPOCH_S', '0.2')))
+            rate = 640 if epoch % 2 else 1280
+            step = 0.2 if epoch % 2 else 0.1
+            print(f'Train: {epoch} [   9/10 (100%)]  Loss: 2.30 (2.30)  Time: {step:.3f}s, {rate:.2f}/s  '
+                  f'({step:.3f}s, {rate:.2f}/s)  LR: 1.000e-03  Data: 0.001 (0.001)', flush=True)
+            with open(out / 'summary.csv', 'a') as f:
+                f.write(('' if epoch else 'epoch,train_loss,eval_loss,eval_top1,eval_top5\\n') +
+                        f'{epoch},1.0,1.0,{10 + epoch},50\\n')
+            (out / 'last.pth.tar').write_text(str(epoch))
+    except KeyboardInterrupt:
+        pass
+    record['end'] = time.time()
+    with open(out / 'record.jsonl', 'a') as f:
+        f.write(json.dumps(record) + '\\n')
+''')
+
+
+@pytest.fixture
+def fake_train(tmp_path):
+    script = tmp_path / 'train.py'
+    script.write_text(FAKE_TRAIN)
+    (tmp_path / 'data').mkdir()
+    return script
+
+
+def _args(tmp_path, *options, train_args=('--epochs', '2'), families=('vit',)):
+    return ['reproduce', '--data-dir', str(tmp_path / 'data'), '--dataset', 'cifar10', '--families', *families,
+            '--out', str(tmp_path / 'out'), '--train-script', str(tmp_path / 'train.py'), *options, '--', *train_args]
+
+
+def _records(out: Path):
+    return {d.name: [json.loads(line) for line in (d / 'record.jsonl').read_text().splitlines()]
+            for d in sorted((out / 'runs').iterdir()) if (d / 'record.jsonl').is_file()}
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an exited orphan its new parent has not reaped yet)."""
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return False
+    return '\nState:\tZ' not in status
+
+
+def test_runs_at_once_never_more_than_jobs(fake_train, tmp_path, capsys):
+    assert main(_args(tmp_path, '--seeds', '0', '1', '--jobs', '2')) == 0
+    records = _records(tmp_path / 'out')
+    assert sorted(records) == ['vit-base-s0', 'vit-base-s1', 'vit-sl-s0', 'vit-sl-s1']
+    spans = [(r[0]['start'], r[0]['end']) for r in records.values()]
+    at_start = [sum(s <= start < e for s, e in spans) for start, _ in spans]  # runs going when each one started
+    assert max(at_start) == 2  # two at once, never three
+    assert '4 runs (vit x seeds 0 1) on cifar10 with cifar10.yaml' in capsys.readouterr().out
+
+
+def test_each_run_is_pinned_to_a_gpu_spread_evenly(fake_train, tmp_path, capsys):
+    assert main(_args(tmp_path, '--seeds', '0', '1', '--jobs', '4', '--gpus', '0,1')) == 0
+    records = _records(tmp_path / 'out')
+    assert sorted(r[0]['gpu'] for r in records.values()) == ['0', '0', '1', '1']
+    printed = capsys.readouterr().out
+    assert '4 run(s) at once (--jobs), GPU 0 / 1' in printed and 'started on GPU 1' in printed
+    report = (tmp_path / 'out' / 'report.md').read_text()
+    assert f'| vit-sl-s1 | done | 11.00 | 1 | 2 | ' in report and '| 853 | 1 |' in report
+    sessions = json.loads((tmp_path / 'out' / 'runs' / 'vit-sl-s1' / 'sessions.json').read_text())
+    assert [s['devices'] for s in sessions] == ['1'] and sessions[0]['epochs'] == [0, 2]
+
+
+def test_device_groups_and_gpu_options():
+    assert device_groups(['0', '1', '2', '3'], 1) == ['0', '1', '2', '3']
+    assert device_groups(['0', '1', '2', '3', '4'], 2) == ['0,1', '2,3']
+    with pytest.raises(ValueError, match=r'--nproc 4 needs 4 GPUs per run; --gpus gives 2 \(0,1\)'):
+        device_groups(['0', '1'], 4)
+    assert parse_gpus('auto') is None and parse_gpus('0, 2') == ['0', '2']
+    for bad in ('', '0,,1', '1,1'):
+        with pytest.raises(ValueError, match='--gpus'):
+            parse_gpus(bad)
+
+
+@pytest.mark.parametrize('option,message', [
+    (['--jobs', '0'], '--jobs 0 is not allowed; expected an integer >= 1'),
+    (['--gpus', '0,0'], '--gpus 0,0 names a device twice; expected each device once'),
+    (['--gpus', '0', '--nproc', '2'], '--nproc 2 needs 2 GPUs per run; --gpus gives 1 (0)'),
+])
+def test_bad_sweep_options_are_one_line(fake_train, tmp_path, capsys, option, message):
+    assert main(_args(tmp_path, *option)) == 2
+    assert capsys.readouterr().err == f'timm-sl reproduce: {message}\n'
+    assert not (tmp_path / 'out').exists()
+
+
+def test_default_jobs_rule():
+    h100 = [Gpu('0', 79.2)]
+    assert default_jobs(h100, workers=3, cores=16)[0] == 4  # 16 cores / (3 + 1): the data workers decide
+    assert default_jobs(h100, workers=4, cores=16)[0] == 3
+    assert default_jobs(h100, workers=0, cores=64)[0] == MAX_RUNS_PER_GPU
+    assert default_jobs([Gpu('0', 12.)], workers=1, cores=64)[0] == 1  # memory decides
+    assert default_jobs([Gpu('0', 79.2), Gpu('1', 79.2)], workers=1, cores=16)[0] == 8
+    assert default_jobs([Gpu(str(i), 79.2) for i in range(4)], nproc=2, workers=3, cores=64)[0] == 8
+    assert default_jobs([], workers=1, cores=64) == (1, 'no GPU: one run at a time')
+    assert '16 cores / (1 x (3 workers + 1)) = 4 by CPU' in default_jobs(h100, workers=3, cores=16)[1]
+
+
+def test_workers_read_from_the_train_args_for_the_rule(fake_train, tmp_path, capsys, monkeypatch):
+    from timm_sl import reproduce as module
+    monkeypatch.setattr(module, '_no_gpu_here', lambda env: False)
+    monkeypatch.setattr(module, 'probe_gpus', lambda: [Gpu('3', 79.2), Gpu('5', 79.2)])
+    monkeypatch.setattr(module.os, 'sched_getaffinity', lambda pid: set(range(16)), raising=False)
+    assert main(_args(tmp_path, train_args=['--epochs', '1', '-j', '1', '--workers', '3'])) == 0
+    printed = capsys.readouterr().out
+    assert '4 run(s) at once (2 x min(6, 79 GiB / 8 GiB per run) = 12 by GPU, 16 cores / (1 x (3 workers + 1)) = 4 ' \
+           'by CPU), GPU 3 / 5' in printed
+    assert sorted(r[0]['gpu'] for r in _records(tmp_path / 'out').values()) == ['3', '5']
+
+
+def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):
+    """SIGINT to the sweep (Ctrl-C) while two runs train: both are stopped with their helper processes (which ignore
+    SIGINT), the sweep exits 130 with the report, and the same command continues each run from its last epoch."""
+    env = dict(os.environ, FAKE_EPOCH_S='0.7', PYTHONPATH=str(REPO))
+    cmd = [sys.executable, '-m', 'timm_sl.cli', *_args(tmp_path, '--jobs', '2', train_args=['--epochs', '3'])]
+    sweep = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    runs = tmp_path / 'out' / 'runs'
+    deadline = time.monotonic() + 120
+    while not all((runs / r / 'last.pth.tar').is_file() for r in ('vit-base-s0', 'vit-sl-s0')):
+        assert time.monotonic() < deadline and sweep.poll() is None, sweep.stdout.read() if sweep.poll() else ''
+        time.sleep(0.05)
+    sweep.send_signal(signal.SIGINT)
+    printed = sweep.communicate(timeout=60)[0]
+    assert sweep.returncode == 130, printed
+    assert 'stopping 2 running train.py process(es); run the same command again to resume' in printed
+    assert 'run 2/2: vit-sl-s0 interrupted; run the same command again to resume' in printed
+    first = _records(tmp_path / 'out')
+    for name, (record,) in first.items():
+        assert not _alive(record['pid']) and not _alive(record['worker']), name  # no orphan
+        assert not (runs / name / 'done.json').exists()
+    report = (tmp_path / 'out' / 'report.md').read_text()
+    assert '| vit-base-s0 | interrupted |' in report and '| vit-sl-s0 | interrupted |' in report
+
+    again = subprocess.run(cmd, env=dict(env, FAKE_EPOCH_S='0.05'), capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert 'run 1/2: vit-base-s0 started (resuming: ' in again.stdout
+    for name, records in _records(tmp_path / 'out').items():
+        assert len(records) == 2 and records[1]['argv'][-4:] == ['--resume', str(runs / name / 'last.pth.tar'),
+                                                                 '--epochs', '3']
+        rows = (runs / name / 'summary.csv').read_text().splitlines()[1:]
+        assert [int(r.split(',')[0]) for r in rows] == [0, 1, 2]  # each epoch once: resumed, not restarted
+        sessions = json.loads((runs / name / 'sessions.json').read_text())
+        assert [s['status'] for s in sessions] == ['interrupted', 'exited']
+        assert sessions[1]['epochs'][1] == 3 and sessions[0]['seconds'] > 0.7
+        wall = sum(s['seconds'] for s in sessions)
+        results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+        assert next(r for r in results['runs'] if r['name'] == name)['wall_seconds'] == pytest.approx(wall, abs=0.2)
+
+
+def test_throughput_from_train_py_logs(tmp_path):
+    """Batches of 128; epoch 0's first step takes 5 s (compilation), the others 0.1 s; epoch 1 steps 0.2 s, logged
+    again after a resume; epoch 2 has only its last line (the first was read before: all steps count)."""
+    log = tmp_path / 'train.log'
+    log.write_text(
+        'Train: 0 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 5.000s,   25.60/s  (5.000s,   25.60/s)  LR: 1e-3\n'
+        'Train: 0 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.590s,  216.95/s)  LR: 1e-3\n'
+        'Test: [   0/2]  Time: 0.1\n'
+        'Train: 1 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 0.300s,  426.67/s  (0.300s,  426.67/s)  LR: 1e-3\n'
+        'Train: 1 [   4/10 ( 50%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.220s,  581.82/s)  LR: 1e-3\n'
+        'Train: 1 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.200s,  640.00/s)  LR: 1e-3\n'
+        'Train: 1 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.200s,  640.00/s  (0.200s,  640.00/s)  LR: 1e-3\n'
+        'Train: 2 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.100s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 3 [   3/10 (  40%)]  Loss: 2.3 (2.3)  Time: 0.1')  # a line being written
+    epochs, offset = log_throughput(log)
+    assert epochs == {0: (10, 0.59, 216.95, 5.), 1: (10, 0.2, 640., 0.2), 2: (10, 0.1, 1280., None)}
+    assert offset == log.read_text().rfind('\n') + 1 and log_throughput(log, offset) == ({}, offset)
+    images, seconds = train_throughput(log)
+    assert images == pytest.approx(9 * 128 + 9 * 128 + 10 * 128, rel=1e-4)
+    assert seconds == pytest.approx(0.9 + 1.8 + 1.0, rel=1e-4)
+    assert train_throughput(log, steady=False) == pytest.approx((30 * 128, 5.9 + 2. + 1.), rel=1e-4)
+    assert train_throughput(tmp_path / 'missing.log') is None
+
+
+def test_progress_lines_without_a_terminal_and_a_bar_on_one(fake_train, tmp_path, capsys):
+    stale = tmp_path / 'out' / 'runs' / 'vit-base-s0'  # a summary.csv without a checkpoint: started afresh
+    stale.mkdir(parents=True)
+    (stale / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,5,50\n')
+    assert main(_args(tmp_path, '--jobs', '2')) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert 'run 1/2: vit-base-s0 started, ETA unknown until an epoch finishes' in lines
+    epoch = [line for line in lines if line.startswith('run 2/2: vit-sl-s0: 1/2 epochs done, top-1 10.00')]
+    assert len(epoch) == 1 and '1,280 img/s; sweep: ' in epoch[0] and ', ETA 0:' in epoch[0]
+    assert any(line.startswith('run 2/2: vit-sl-s0 finished in 0:00:0') for line in lines)
+
+    jobs = [Job(f'j{i}', tmp_path / f'j{i}', 2, lambda i=i: [sys.executable, str(fake_train), '--output', str(tmp_path),
+                                                             '--experiment', f'j{i}', '--epochs', '2'])
+            for i in range(2)]
+    results = run_jobs(jobs, concurrency=2, tty=True, echo=lambda line: pytest.fail(line), poll=0.05)
+    assert [r.code for r in results] == [0, 0] and [r.epochs_after for r in results] == [2, 2]
+    bar = capsys.readouterr().out
+    assert 'run 1/2: j0 started' in bar  # events above the bar
+    assert '4/4' in bar and '2/2 runs done, 0 running' in bar and 'epochs done' not in bar
+
+
+def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsys):
+    assert main(_args(tmp_path, families=['vit', 'pit'], train_args=[
+        '--epochs', '1', '--model-kwargs', 'depth=2', 'drop_rate=0.1', '--torchcompile'])) == 0
+    argv = {name: r[0]['argv'] for name, r in _records(tmp_path / 'out').items()}
+    for name, words in argv.items():
+        assert words.count('--model-kwargs') == 1 and words[-1] == '--torchcompile', name
+    kwargs = {name: words[words.index('--model-kwargs') + 1:words.index('--lr')] for name, words in argv.items()}
+    assert kwargs['vit-base-s0'] == ['spt=False', 'lsa=False', 'depth=2', 'drop_rate=0.1']
+    assert kwargs['vit-sl-s0'] == ['depth=2', 'drop_rate=0.1']
+    assert kwargs['pit-sl_no_spool-s0'] == ['spt_pool=False', 'depth=2', 'drop_rate=0.1']
+    report = (tmp_path / 'out' / 'report.md').read_text()
+    assert '| vit | baseline | `sl_vit_32` spt=False lsa=False depth=2 drop_rate=0.1 | 1/1 |' in report
+    assert '-- --epochs 1 --model-kwargs depth=2 drop_rate=0.1 --torchcompile\n' in report
+
+
+@pytest.mark.parametrize('train_args,message', [
+    (['--model-kwargs', 'lsa=True', 'depth=2'], '--model-kwargs lsa=True after -- would change the Table 2 rows, '
+                                                'which set lsa, spt themselves; allowed: other model kwargs (e.g. '
+                                                'depth=2), which every row gets'),
+    (['--model-kwargs', 'depth'], "--model-kwargs after --: 'depth' is not KEY=VALUE; allowed: words like depth=6"),
+    (['--model', 'sl_vit_tiny'], '--model after -- is set for each run by reproduce (--model, --output, --experiment, '
+                                 '--resume, --seed); allowed after --: the other train.py arguments'),
+])
+def test_extra_arguments_that_would_change_every_row_are_refused(fake_train, tmp_path, capsys, train_args, message):
+    assert main(_args(tmp_path, train_args=['--epochs', '1', *train_args])) == 2
+    assert capsys.readouterr().err == f'timm-sl reproduce: {message}\n'
+    assert not (tmp_path / 'out').exists()
+
+
+
+def test_unknown_model_without_the_plugin_installed_says_how_to_install(fake_train, tmp_path, capsys, monkeypatch):
+    import importlib.metadata
+    fake_train.write_text("print('RuntimeError: Unknown model (sl_vit_32)'); raise SystemExit(1)")
+    real = importlib.metadata.entry_points
+
+    def plugins(found):  # the timm.plugins entry points this Python has, as found
+        return lambda **kwargs: found if kwargs.get('group') == 'timm.plugins' else real(**kwargs)
+    monkeypatch.setattr(importlib.metadata, 'entry_points',
+                        plugins([importlib.metadata.EntryPoint('timm_sl', 'timm_sl', 'timm.plugins')]))
+    assert main(_args(tmp_path)) == 1
+    log = tmp_path / 'out' / 'runs' / 'vit-base-s0' / 'train.log'
+    message = f'train.py exited with 1: RuntimeError: Unknown model (sl_vit_32) (log: {log})'
+    assert f'- vit-base-s0: {message}\n' in (tmp_path / 'out' / 'report.md').read_text()  # installed: no hint
+    monkeypatch.setattr(importlib.metadata, 'entry_points', plugins([]))
+    assert main(_args(tmp_path)) == 1
+    assert f'- vit-base-s0: {message}; timm_sl is not installed in this Python (no timm.plugins entry point), so ' \
+        f'train.py does not know the sl_ models: pip install .' in (tmp_path / 'out' / 'report.md').read_text()
+
+
+def test_a_run_stopped_from_outside_is_not_marked_done(fake_train, tmp_path, capsys):
+    """train.py exits 0 when a SIGINT reaches it alone (not through the sweep): the run failed, and resumes later."""
+    fake_train.write_text(FAKE_TRAIN.replace("for epoch in range(start, int(value('--epochs'))):",
+                                             "for epoch in range(start, min(start + 1, int(value('--epochs')))):"))
+    assert main(_args(tmp_path)) == 1
+    assert '- vit-sl-s0: train.py exited with 0 after 1 of 2 epochs (stopped from outside?); run the same command ' \
+           'again to resume' in (tmp_path / 'out' / 'report.md').read_text()
+    assert not (tmp_path / 'out' / 'runs' / 'vit-sl-s0' / 'done.json').exists()
+    assert main(_args(tmp_path)) == 0  # each run trains its second epoch
+    assert 'started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+
+
+def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monkeypatch):
+    """A GPU machine may lack matplotlib: report.md and results.json are written, without the charts."""
+    import builtins
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.split('.')[0] == 'matplotlib':
+            raise ImportError('No module named matplotlib')
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_matplotlib)
+    assert main(_args(tmp_path)) == 0
+    report = (tmp_path / 'out' / 'report.md').read_text()
+    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]".' in report
+    assert '| vit | SL | `sl_vit_32` | 1/1 | 11.00 |' in report and '(top1.png)' not in report
+    assert (tmp_path / 'out' / 'results.json').is_file() and not (tmp_path / 'out' / 'top1.png').exists()

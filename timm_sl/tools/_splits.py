@@ -1,0 +1,50 @@
+"""What the prepare-* commands share: checking the split folders they write into, and writing each split into a
+hidden folder first so that an error or an interruption leaves the output as it was."""
+import shutil
+from pathlib import Path
+from typing import Callable, Dict, Optional, Sequence, TypeVar
+
+__all__ = ['check_split_folders', 'write_staged']
+
+T = TypeVar('T')
+
+
+def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path], bool], what: str,
+                        refusal: Optional[str]) -> None:
+    """Refuse split folders that are files, that hold anything ``ours`` does not recognise (``what`` names what it
+    recognises), or, with ``refusal`` (the rest of the message), any non-empty one.
+
+    Raises:
+        FileExistsError: the first split folder refused.
+    """
+    for split in splits:
+        out = root / split
+        if out.is_file():
+            raise FileExistsError(f'{out} is a file; the split folder goes there')
+        if out.is_dir() and any(out.iterdir()):
+            if not ours(out):
+                raise FileExistsError(f'{out} holds files other than {what}; move it away first')
+            if refusal:
+                raise FileExistsError(f'{out} {refusal}')
+
+
+def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],
+                 before_rename: Optional[Callable[[], None]] = None) -> Dict[str, T]:
+    """``write(split, folder)`` for each split into ``root/.<split>.<tag>``, then each folder renamed to
+    ``root/<split>`` (replacing it); the hidden folders are gone afterwards, also after an error."""
+    staged: Dict[str, Path] = {}
+    results: Dict[str, T] = {}
+    try:
+        for split in splits:
+            staged[split] = root / f'.{split}.{tag}'
+            shutil.rmtree(staged[split], ignore_errors=True)  # left by an interrupted run
+            results[split] = write(split, staged[split])
+        if before_rename is not None:
+            before_rename()
+        for split, folder in staged.items():
+            shutil.rmtree(root / split, ignore_errors=True)
+            folder.rename(root / split)
+    finally:
+        for folder in staged.values():
+            shutil.rmtree(folder, ignore_errors=True)
+    return results

@@ -1,0 +1,205 @@
+"""Write Fashion-MNIST's idx files as an ImageFolder of 32 px RGB PNGs, the layout timm's train.py reads with
+``--data-dir``: a real image data set that needs no download where Debian's ``dataset-fashion-mnist`` is installed.
+
+The source is the four files of the original release (``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``,
+``t10k-images-idx3-ubyte.gz``, ``t10k-labels-idx1-ubyte.gz``; the same names without ``.gz`` are read too), as Debian
+installs them in ``/usr/share/datasets/fashion-mnist`` and torchvision keeps them in ``FashionMNIST/raw``. An idx
+file is a big-endian header (two zero bytes, the type byte 0x08 for unsigned bytes, the number of dimensions, one
+uint32 per dimension) followed by the data.
+
+Why a folder and not train.py's ``--dataset torch/fashion_mnist``: torchvision's reader yields 28 px single-channel
+images that timm's torch/ route passes on unconverted (its ``input_img_mode`` applies to folders and the other readers
+only), so the paper's 3-channel 32 px models and the recipes' 3-channel mean / std do not take them. The folder holds
+each image upscaled once to 32 px (bicubic) and written as RGB, the size class of CIFAR, so every recipe setting (the
+crop scale of a 4-px shift at 32 px, AutoAugment, random erasing) means what it means for CIFAR, and the data loader
+does no per-sample resize. Class folders are ``<label>_<name>`` (``0_t-shirt_top`` ... ``9_ankle_boot``): timm sorts
+class folders to number them, and the prefix keeps Fashion-MNIST's own label numbers.
+"""
+import gzip
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from ._splits import check_split_folders, write_staged
+
+__all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
+           'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
+
+DEFAULT_SOURCE = '/usr/share/datasets/fashion-mnist'  # Debian's dataset-fashion-mnist
+FASHION_MNIST_FILES = {
+    'train': ('train-images-idx3-ubyte', 'train-labels-idx1-ubyte'),
+    'test': ('t10k-images-idx3-ubyte', 't10k-labels-idx1-ubyte'),
+}
+LABEL_NAMES = ('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag',
+               'Ankle boot')
+CLASS_FOLDERS = tuple(f'{i}_' + name.lower().replace('/', '_').replace(' ', '_') for i, name in enumerate(LABEL_NAMES))
+INFO_FILE = 'fashion_mnist.json'  # written last: its presence says the folder is complete
+SIZE = 32
+_SPLIT_SIZES = {'train': 60000, 'test': 10000}
+
+
+def _find(source: Path, stem: str) -> Path:
+    for name in (stem + '.gz', stem):
+        if (source / name).is_file():
+            return source / name
+    raise FileNotFoundError(
+        f'{source / (stem + ".gz")} not found: --source must be the folder holding the four Fashion-MNIST idx files '
+        f'({", ".join(s + ".gz" for pair in FASHION_MNIST_FILES.values() for s in pair)}; on Debian: '
+        f'apt install dataset-fashion-mnist, in {DEFAULT_SOURCE})')
+
+
+def read_idx(path: Union[str, Path], ndim: int) -> np.ndarray:
+    """The uint8 array of an idx file (gzip-compressed when its name ends in ``.gz``) of ``ndim`` dimensions.
+
+    Raises:
+        ValueError: not gzip data, not an idx file of unsigned bytes with ``ndim`` dimensions, or cut short; the
+            message names the file.
+    """
+    path = Path(path)
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == '.gz' else path.read_bytes()
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise ValueError(f'{path} is not readable gzip data ({e}); expected a Fashion-MNIST idx file') from None
+    expected = f'an idx file of unsigned bytes with {ndim} dimension{"s" if ndim > 1 else ""}'
+    if len(raw) < 4 + 4 * ndim or raw[:3] != b'\x00\x00\x08' or raw[3] != ndim:
+        raise ValueError(f'{path} starts with {raw[:4].hex() or "nothing"}; expected {expected} '
+                         f'(header 0000080{ndim})')
+    shape = struct.unpack(f'>{ndim}I', raw[4:4 + 4 * ndim])
+    data = np.frombuffer(raw, np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(shape)):
+        raise ValueError(f'{path} holds {data.size} bytes of data for shape {shape}: the file is cut short or has '
+                         f'trailing bytes; expected {expected}')
+    return data.reshape(shape)
+
+
+def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
+    """Images (N, 28, 28) and labels (N,) in 0..9 of one split (``train`` or ``test``), checked against each other.
+
+    Raises:
+        FileNotFoundError: a file of the split is missing.
+        ValueError: a file is malformed (see :func:`read_idx`), or images and labels disagree.
+    """
+    source = Path(source)
+    image_file, label_file = (_find(source, stem) for stem in FASHION_MNIST_FILES[split])
+    images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
+    if images.shape[1:] != (28, 28):
+        raise ValueError(f'{image_file} holds images of {images.shape[1]}x{images.shape[2]} px; expected 28x28')
+    if len(images) != len(labels):
+        raise ValueError(f'{image_file} holds {len(images)} images but {label_file} {len(labels)} labels')
+    if labels.size and labels.max() > 9:
+        raise ValueError(f'{label_file} holds label {int(labels.max())}; expected 0..9')
+    return images, labels
+
+
+def _upscale(images: np.ndarray) -> np.ndarray:
+    """(N, 28, 28) -> (N, 32, 32) uint8, bicubic (PIL)."""
+    from PIL import Image
+    return np.stack([np.asarray(Image.fromarray(im).resize((SIZE, SIZE), Image.BICUBIC)) for im in images]) \
+        if len(images) else np.zeros((0, SIZE, SIZE), np.uint8)
+
+
+def _mean_std(images: np.ndarray) -> Tuple[float, float]:
+    """Mean and (population) std of the pixels in [0, 1], exact sums in chunks (no float copy of the split)."""
+    total = squares = 0
+    for chunk in np.array_split(images.reshape(len(images), -1), max(1, len(images) // 4096)):
+        chunk = chunk.astype(np.int64)
+        total, squares = total + int(chunk.sum()), squares + int((chunk * chunk).sum())
+    n = max(images.size, 1)
+    mean = total / n
+    return mean / 255, max(squares / n - mean * mean, 0.) ** 0.5 / 255
+
+
+def _write_split(images: np.ndarray, labels: np.ndarray, folder: Path, desc: str, progress: bool) -> Dict[str, int]:
+    from PIL import Image
+    from tqdm import tqdm
+    for name in CLASS_FOLDERS:
+        (folder / name).mkdir(parents=True)
+    for i in tqdm(range(len(labels)), desc=desc, unit='img', disable=not progress, leave=False):
+        Image.fromarray(images[i]).convert('RGB').save(folder / CLASS_FOLDERS[labels[i]] / f'{i:05d}.png')
+    return dict(zip(CLASS_FOLDERS, np.bincount(labels, minlength=10).tolist()))
+
+
+def _ours(folder: Path) -> bool:
+    """Only our class folders of PNGs below ``folder``: what an earlier run left, safe to replace."""
+    return all(d.is_dir() and d.name in CLASS_FOLDERS and all(f.suffix == '.png' for f in d.iterdir())
+               for d in folder.iterdir())
+
+
+def _check_target(root: Path) -> None:
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f'{root} is a file; the output must be a folder (new, or written by an earlier '
+                                 f'prepare-fashion-mnist)')
+    existing = next(p for p in (root, *root.parents) if p.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(f'{existing} is a file; cannot create {root} below it')
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
+
+
+def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Path]] = None,
+                          limit: Optional[int] = None, overwrite: bool = False,
+                          progress: bool = True) -> Dict[str, Any]:
+    """Write ``root/train`` and ``root/test`` as class folders of 32 px RGB PNGs, and ``root/fashion_mnist.json``.
+
+    The JSON (written last) holds the class folders, label names, images per class and the training images' mean /
+    std per channel (of the 32 px images written, as train.py's ``--mean`` / ``--std`` take them). Every split is
+    checked and written into a hidden folder of ``root`` first, then renamed into place: an error or an interruption
+    leaves the output as it was. Run again with the same source and limit, it writes nothing and returns the JSON.
+
+    Args:
+        root: Output folder, created if missing (train.py's ``--data-dir``).
+        source: Folder of the idx files; default Debian's ``/usr/share/datasets/fashion-mnist``.
+        limit: At most this many images per split (the first ones of each file), for quick runs.
+        overwrite: Replace split folders that an earlier run wrote with other settings.
+        progress: Show a progress bar per split.
+
+    Raises:
+        FileNotFoundError: an idx file is missing from ``source``.
+        ValueError: an idx file is malformed, or ``limit`` < 1.
+        FileExistsError: an output split folder holds other files, or was written with other settings and
+            ``overwrite`` is off.
+        NotADirectoryError, PermissionError: ``root`` cannot be written.
+    """
+    root = Path(root)
+    source = Path(source if source is not None else DEFAULT_SOURCE)
+    if limit is not None and limit < 1:
+        raise ValueError(f'--limit {limit} is not allowed; expected an integer >= 1')
+    for split in FASHION_MNIST_FILES:  # every file present before anything is read or written
+        for stem in FASHION_MNIST_FILES[split]:
+            _find(source, stem)
+    _check_target(root)
+    settings = dict(source=str(source.resolve()), limit=limit)
+    info_path = root / INFO_FILE
+    if info_path.is_file():
+        try:
+            info = json.loads(info_path.read_text())
+        except (ValueError, UnicodeDecodeError):
+            info = {}
+        if all(info.get(k) == v for k, v in settings.items()) and all((root / s).is_dir() for s in FASHION_MNIST_FILES):
+            return {**info, 'written': False}
+    check_split_folders(root, list(FASHION_MNIST_FILES), _ours, 'Fashion-MNIST class folders of PNGs',
+                        None if overwrite else 'was written with other settings (or not finished); --overwrite '
+                                               'replaces it')
+    data = {split: read_fashion_mnist(source, split) for split in FASHION_MNIST_FILES}  # all checked first
+    root.mkdir(parents=True, exist_ok=True)
+    stats = {}
+
+    def write(split: str, folder: Path) -> Dict[str, int]:
+        images, labels = data[split]
+        images, labels = _upscale(images[:limit]), labels[:limit]
+        if split == 'train':
+            stats['train'] = _mean_std(images)
+        return _write_split(images, labels, folder, f'{split} ({len(labels)} images)', progress)
+    # the folder is incomplete until the new JSON is written
+    counts = write_staged(root, list(FASHION_MNIST_FILES), 'prepare-fashion-mnist', write,
+                          before_rename=lambda: info_path.unlink(missing_ok=True))
+    mean, std = stats['train']
+    info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
+                label_names=list(LABEL_NAMES), counts=counts, mean=[round(mean, 4)] * 3, std=[round(std, 4)] * 3)
+    (root / 'label_names.txt').write_text('\n'.join(LABEL_NAMES) + '\n')
+    info_path.write_text(json.dumps(info, indent=1) + '\n')
+    return {**info, 'written': True}

@@ -1,0 +1,429 @@
+"""Several train.py processes at once: a sweep scheduler for ``timm-sl reproduce``, torch-free.
+
+Each job is one train.py process (or one torchrun of ``nproc`` processes) with its own log and run folder, started
+in its own session and pinned to its devices through ``CUDA_VISIBLE_DEVICES``. At most ``jobs`` run at once; a new
+job goes to the device group with the fewest running jobs. A job that fails does not stop the others. Ctrl-C (or
+SIGTERM / SIGHUP to the sweep) sends SIGINT to every job's process group, waits :data:`STOP_GRACE_S` for train.py to
+stop, then kills what is left: no process outlives the sweep, and every run resumes from its last finished epoch.
+
+Progress is read from what train.py writes: ``summary.csv`` (a row per finished epoch) and its log lines
+``Train: E [ i/N (..%)] ... (avg s, avg/s) ...`` (training images per second, the running average of the epoch).
+On a terminal a tqdm bar counts epochs of the whole sweep (runs done, aggregate img/s, ETA); elsewhere each event
+(run started / finished / failed, epoch) is one plain line.
+
+The default number of concurrent runs is :func:`default_jobs`; its constants are at the top of this module.
+"""
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from ..train_args import read_summary_rows
+
+__all__ = ['GPU_GIB_PER_RUN', 'MAX_RUNS_PER_GPU', 'TRAIN_PY_WORKERS', 'STOP_GRACE_S', 'Job', 'JobResult', 'Gpu',
+           'default_jobs', 'probe_gpus', 'parse_gpus', 'device_groups', 'log_throughput', 'train_throughput',
+           'format_seconds', 'run_jobs']
+
+# ---- the default --jobs rule (docs/reproduce.md, "How many runs at once"); set from measurements on the GPU ----
+GPU_GIB_PER_RUN = 8.0  # GPU memory one run may take (a 32 px paper model, batch 128, AMP, torch.compile) + headroom
+MAX_RUNS_PER_GPU = 6  # beyond this, runs on one GPU slow each other down more than they add
+TRAIN_PY_WORKERS = 4  # train.py's default -j: data-loading processes per run; each run keeps -j + 1 cores busy
+# ---------------------------------------------------------------------------------------------------------------
+
+STOP_GRACE_S = 20.  # after Ctrl-C, seconds train.py gets to stop before its process group is killed
+POLL_S = 1.  # how often running jobs' logs and summaries are read
+_TICK_S = 0.05  # how often their processes are asked whether they ended
+
+# timm train.py's progress line: epoch, update index, updates per epoch, then "(avg s, avg/s)"
+_TRAIN_LINE = re.compile(r'Train: (\d+) \[\s*(\d+)/(\d+)\b.*?\(\s*([\d.]+)s,\s*([\d.]+)/s\)')
+
+
+@dataclass
+class Gpu:
+    """A device as the sweep's children will see it: its ``CUDA_VISIBLE_DEVICES`` entry and memory (GiB)."""
+    id: str
+    gib: Optional[float] = None
+
+
+@dataclass
+class Job:
+    """One train.py run of the sweep. ``command`` is called when the job starts (it may prepare the run folder)."""
+    name: str
+    out_dir: Path
+    epochs: int  # planned epochs
+    command: Callable[[], List[str]]
+    log_name: str = 'train.log'
+    label: str = ''  # how event lines name the job (default: its name)
+    done: Optional[int] = None  # epochs it starts from (default: the rows of its summary.csv)
+
+    @property
+    def log(self) -> Path:
+        return self.out_dir / self.log_name
+
+
+@dataclass
+class JobResult:
+    """What happened to a job in this sweep: ``exited`` (see ``code``), ``interrupted`` or ``not run``."""
+    job: Job
+    status: str
+    code: Optional[int] = None
+    seconds: float = 0.
+    devices: str = ''  # CUDA_VISIBLE_DEVICES it ran with; '' when not pinned
+    epochs_before: int = 0
+    epochs_after: int = 0
+    message: str = ''  # filled by the ``finish`` callback: why a run that exited counts as failed ('' when done)
+
+
+def format_seconds(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f'{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}'
+
+
+def parse_gpus(text: str) -> Optional[List[str]]:
+    """``--gpus``: ``auto`` (None: detect) or ids separated by commas (``0,1``), each a ``CUDA_VISIBLE_DEVICES`` entry.
+
+    Raises:
+        ValueError: empty, or an entry repeated.
+    """
+    if text == 'auto':
+        return None
+    ids = [part.strip() for part in text.split(',')]
+    if not text.strip() or not all(ids):
+        raise ValueError(f'--gpus {text!r} is not allowed; expected auto or device ids separated by commas, e.g. 0,1')
+    if len(set(ids)) != len(ids):
+        raise ValueError(f'--gpus {text} names a device twice; expected each device once')
+    return ids
+
+
+def probe_gpus(python: str = sys.executable, env: Optional[Dict[str, str]] = None) -> List[Gpu]:
+    """The CUDA devices visible to a child of this process (honouring ``CUDA_VISIBLE_DEVICES``) with their memory.
+
+    Asked of torch in a separate interpreter, so that this process neither imports torch nor holds a CUDA context;
+    no devices (or no CUDA torch) gives ``[]``.
+    """
+    code = ('import torch\nfor i in range(torch.cuda.device_count() if torch.cuda.is_available() else 0):\n'
+            '    print(torch.cuda.get_device_properties(i).total_memory / 2 ** 30)')
+    env = dict(os.environ if env is None else env)
+    try:
+        out = subprocess.run([python, '-c', code], capture_output=True, text=True, env=env, timeout=300).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gib = [float(line) for line in out.split()]
+    visible = [v.strip() for v in env.get('CUDA_VISIBLE_DEVICES', '').split(',') if v.strip()]
+    ids = visible[:len(gib)] if len(visible) >= len(gib) else [str(i) for i in range(len(gib))]
+    return [Gpu(i, g) for i, g in zip(ids, gib)]
+
+
+def device_groups(gpus: Sequence[str], nproc: int) -> List[str]:
+    """The ``CUDA_VISIBLE_DEVICES`` value of each slot a run can take: one GPU per run, ``nproc`` GPUs per torchrun.
+
+    Raises:
+        ValueError: fewer GPUs than ``nproc``.
+    """
+    if len(gpus) < nproc:
+        raise ValueError(f'--nproc {nproc} needs {nproc} GPUs per run; --gpus gives {len(gpus)} ({",".join(gpus)})')
+    return [','.join(gpus[i:i + nproc]) for i in range(0, len(gpus) - nproc + 1, nproc)]
+
+
+def default_jobs(gpus: Sequence[Gpu], nproc: int = 1, workers: int = TRAIN_PY_WORKERS,
+                 cores: Optional[int] = None) -> Tuple[int, str]:
+    """How many runs to start at once, and why (one phrase).
+
+    Without a GPU: 1 (runs on CPU share its cores anyway). With GPUs, the fewest of: per GPU
+    ``min(MAX_RUNS_PER_GPU, memory // GPU_GIB_PER_RUN)`` (per group of ``nproc`` GPUs for torchrun), and for the
+    data workers ``cores // (nproc * (workers + 1))``, as each process keeps its ``-j`` workers and itself busy; at
+    least 1.
+    """
+    if not gpus:
+        return 1, 'no GPU: one run at a time'
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else (os.cpu_count() or 1)
+    groups = max(1, len(gpus) // max(nproc, 1))
+    gib = min((g.gib for g in gpus if g.gib), default=None)
+    per_gpu = MAX_RUNS_PER_GPU if gib is None else max(1, min(MAX_RUNS_PER_GPU, int(gib // GPU_GIB_PER_RUN)))
+    by_cpu = max(1, cores // (max(nproc, 1) * (workers + 1)))
+    jobs = max(1, min(per_gpu * groups, by_cpu))
+    memory = f'{gib:.0f} GiB / {GPU_GIB_PER_RUN:g} GiB per run' if gib else 'memory unknown'
+    return jobs, (f'{groups} x min({MAX_RUNS_PER_GPU}, {memory}) = {per_gpu * groups} by GPU, '
+                  f'{cores} cores / ({max(nproc, 1)} x ({workers} workers + 1)) = {by_cpu} by CPU')
+
+
+def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, float, float, Optional[float]]], int]:
+    """train.py's progress lines of a log from byte ``offset``: per epoch the last ``(updates, avg step s, avg img/s,
+    first step s)`` seen (the first step's time when its line, update 0, was read since it began, else None), and the
+    offset after the last whole line read."""
+    epochs: Dict[int, Tuple[int, float, float, Optional[float]]] = {}
+    try:
+        with open(log, 'rb') as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return epochs, offset
+    end = data.rfind(b'\n') + 1
+    for line in data[:end].decode('utf-8', 'replace').splitlines():
+        m = _TRAIN_LINE.search(line)
+        if m:
+            epoch, index, step = int(m[1]), int(m[2]), float(m[4])
+            first = step if index == 0 else epochs.get(epoch, (0, 0., 0., None))[3]
+            epochs[epoch] = (index + 1, step, float(m[5]), first)
+    return epochs, offset + end
+
+
+def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, float]]:
+    """``(images, seconds)`` of a run's training steps, from its whole log (every session of a resumed run), without
+    the first step of each epoch (``steady``; it holds torch.compile's compilation and the data loader's start).
+
+    Per epoch, train.py's last progress line gives the updates so far, their average time and average images per
+    second (images = updates x step time x img/s); its first line (update 0) the first step's time. An epoch logged
+    again after a resume counts once (its last lines). None when the log has no progress line.
+    """
+    epochs, _ = log_throughput(log)
+    if not epochs:
+        return None
+    images = seconds = 0.
+    for n, step, rate, first in epochs.values():
+        if steady and n > 1 and first is not None:  # n - 1 batches in n x step - first seconds
+            images += (n - 1) * step * rate
+            seconds += n * step - first
+        else:
+            images += n * step * rate
+            seconds += n * step
+    return images, seconds
+
+
+def _epochs_done(out_dir: Path) -> List[Dict[str, float]]:
+    try:
+        return read_summary_rows(out_dir / 'summary.csv')
+    except (OSError, ValueError, KeyError, IndexError):  # absent, or a row being written
+        return []
+
+
+class _Display:
+    """One progress display: a tqdm bar on a terminal, else one line per event."""
+
+    def __init__(self, total_epochs: int, done_epochs: int, runs: int, echo: Callable[[str], None], tty: bool):
+        self.echo, self.tty, self.runs = echo, tty, runs
+        self.bar = None
+        if tty:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total_epochs, initial=done_epochs, unit='epoch', dynamic_ncols=True,
+                            file=sys.stdout, desc='sweep')
+
+    def event(self, line: str, epoch: bool = False) -> None:
+        if self.bar is None:
+            self.echo(line)
+        elif not epoch:
+            self.bar.write(line)
+
+    def update(self, epochs: int, postfix: str) -> None:
+        if self.bar is not None:
+            self.bar.update(epochs)
+            self.bar.set_postfix_str(postfix, refresh=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _Running:
+    def __init__(self, job: Job, proc: subprocess.Popen, devices: str, start: float, epochs_before: int, index: int):
+        self.job, self.proc, self.devices, self.start, self.index = job, proc, devices, start, index
+        self.epochs_before = self.epochs_seen = epochs_before
+        self.log_offset = job.log.stat().st_size if job.log.is_file() else 0
+        self.rate = 0.  # img/s of the current epoch (train.py's running average)
+        self.rates: Dict[int, float] = {}  # img/s of each epoch logged in this session
+
+
+def _stop(running: Sequence[_Running], grace: float) -> None:
+    """SIGINT to each job's process group (train.py stops after its current step), SIGKILL to what is left."""
+    for r in running:
+        try:
+            os.killpg(r.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    try:
+        for r in running:
+            try:
+                r.proc.wait(timeout=max(0., deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
+        pass
+    for r in running:
+        _kill_group(r)
+        r.proc.wait()
+
+
+def _kill_group(r: _Running) -> None:
+    """SIGKILL to a job's process group: also the data / compile workers of a train.py that has exited."""
+    try:
+        os.killpg(r.proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def run_jobs(
+        jobs: Sequence[Job],
+        concurrency: int = 1,
+        devices: Sequence[str] = ('',),
+        finish: Optional[Callable[[JobResult], None]] = None,
+        echo: Callable[[str], None] = print,
+        tty: Optional[bool] = None,
+        env: Optional[Dict[str, str]] = None,
+        poll: float = POLL_S,
+        grace: float = STOP_GRACE_S,
+        numbering: Optional[Sequence[int]] = None,
+        total: Optional[int] = None,
+) -> List[JobResult]:
+    """Run ``jobs``, at most ``concurrency`` at once, spread over ``devices``; return a result per job, in order.
+
+    Args:
+        jobs: The runs to start, in order.
+        concurrency: Runs at once.
+        devices: ``CUDA_VISIBLE_DEVICES`` per slot ('' leaves the variable as it is); a job starts on the slot with
+            the fewest running jobs.
+        finish: Called with each job's result when its process ends (before the event line is shown): may set
+            ``message`` to count it as failed.
+        echo: Where event lines go when there is no terminal bar.
+        tty: Show a tqdm bar (default: when stdout is a terminal).
+        env: Environment of the processes (default: this one's).
+        poll: Seconds between looks at running jobs.
+        grace: Seconds train.py gets to stop after Ctrl-C.
+        numbering: Each job's number in the event lines (``run 3/12``; default 1, 2, ...), and ``total`` the 12.
+
+    On Ctrl-C or SIGTERM / SIGHUP every running job is stopped (its result ``interrupted``), the jobs not started are
+    ``not run``, and the results return as usual.
+    """
+    env = dict(os.environ if env is None else env)
+    tty = sys.stdout.isatty() if tty is None else tty
+    numbering = list(numbering or range(1, len(jobs) + 1))
+    total = total or len(jobs)
+    devices = list(devices) or ['']
+    planned = sum(j.epochs for j in jobs)
+    before = {id(j): min(len(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs) for j in jobs}
+    display = _Display(planned, sum(before.values()), len(jobs), echo, tty)
+    results: Dict[int, JobResult] = {}
+    running: List[_Running] = []
+    pending = list(range(len(jobs)))
+    sweep_start = time.monotonic()
+    trained = 0  # epochs finished in this call
+
+    def name(i: int) -> str:
+        return f'run {numbering[i]}/{total}: {jobs[i].label or jobs[i].name}'
+
+    def eta() -> str:
+        left = planned - sum(before.values()) - trained
+        if trained == 0:
+            return 'ETA unknown until an epoch finishes'
+        return f'ETA {format_seconds(left * (time.monotonic() - sweep_start) / trained)}'
+
+    def status() -> str:
+        done = sum(1 for r in results.values() if r.status == 'exited' and not r.message)
+        failed = len(results) - done
+        rate = sum(r.rate for r in running)
+        return (f'{done}/{len(jobs)} runs done' + (f', {failed} failed' if failed else '') +
+                f', {len(running)} running, {rate:,.0f} img/s')
+
+    def look(r: _Running) -> None:
+        nonlocal trained
+        epochs, r.log_offset = log_throughput(r.job.log, r.log_offset)
+        r.rates.update({e: rate for e, (_, _, rate, _) in epochs.items()})
+        if epochs:
+            r.rate = epochs[max(epochs)][2]
+        rows = _epochs_done(r.job.out_dir)
+        new = len(rows) - r.epochs_seen
+        if new <= 0:
+            return
+        trained += new
+        for done in range(r.epochs_seen + 1, len(rows) + 1):  # a line per epoch, also when several ended since
+            rate = r.rates.get(int(rows[done - 1]['epoch']))
+            speed = f', {rate:,.0f} img/s' if rate else ''
+            display.event(f'{name(r.index)}: {done}/{r.job.epochs} epochs done, top-1 '
+                          f'{rows[done - 1]["eval_top1"]:.2f}{speed}; sweep: {status()}, {eta()}', epoch=True)
+        r.epochs_seen = len(rows)
+        display.update(new, status())
+
+    def start(i: int) -> None:
+        job = jobs[i]
+        load = {d: sum(r.devices == d for r in running) for d in devices}
+        slot = min(devices, key=lambda d: load[d])
+        job.out_dir.mkdir(parents=True, exist_ok=True)
+        cmd = job.command()
+        child_env = dict(env, CUDA_VISIBLE_DEVICES=slot) if slot else env
+        with job.log.open('ab') as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=child_env, start_new_session=True)
+        running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i))
+        resumed = f' (resuming: {before[id(job)]}/{job.epochs} epochs done)' if before[id(job)] else ''
+        display.event(f'{name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') + f', {eta()}')
+
+    def ended(r: _Running, code: Optional[int], status: str = 'exited') -> JobResult:
+        _kill_group(r)  # what the run left behind (data or compile workers) goes with it
+        look(r)
+        result = JobResult(r.job, status, code, time.monotonic() - r.start, r.devices, r.epochs_before,
+                           r.epochs_seen)
+        if finish is not None:
+            finish(result)
+        results[r.index] = result
+        running.remove(r)
+        return result
+
+    handlers = {}
+    if hasattr(signal, 'SIGHUP'):
+        handlers[signal.SIGHUP] = None
+    handlers[signal.SIGTERM] = None
+    try:
+        for sig in handlers:
+            try:
+                handlers[sig] = signal.signal(sig, _raise_interrupt)
+            except ValueError:  # not the main thread: Ctrl-C only
+                pass
+        last_look = time.monotonic()
+        while pending or running:
+            while pending and len(running) < concurrency:
+                start(pending[0])  # leaves pending once its process runs: an interrupt in between keeps it 'not run'
+                pending.pop(0)
+            time.sleep(_TICK_S)
+            finished = [(r, r.proc.poll()) for r in running]
+            if time.monotonic() - last_look >= poll:
+                last_look = time.monotonic()
+                for r, code in finished:
+                    if code is None:
+                        look(r)
+            for r, code in finished:
+                if code is None:
+                    continue
+                result = ended(r, code)
+                spent = format_seconds(result.seconds)
+                if result.message:
+                    display.event(f'{name(r.index)} failed after {spent}: {result.message}')
+                else:
+                    display.event(f'{name(r.index)} finished in {spent} ({result.epochs_after}/{r.job.epochs} '
+                                  f'epochs); sweep: {status()}')
+                display.update(0, status())
+    except KeyboardInterrupt:
+        stopping = list(running)
+        display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to resume')
+        _stop(stopping, grace)
+        for r in stopping:
+            ended(r, r.proc.returncode, 'interrupted')
+            display.event(f'{name(r.index)} interrupted; run the same command again to resume')
+        for i in pending:
+            results[i] = JobResult(jobs[i], 'not run', epochs_before=before[id(jobs[i])],
+                                   epochs_after=before[id(jobs[i])])
+    finally:
+        for sig, handler in handlers.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+        display.close()
+    return [results[i] for i in range(len(jobs))]
