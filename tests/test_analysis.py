@@ -127,6 +127,28 @@ def test_final_attention_map_per_family(name, kwargs, layers):
             torch.testing.assert_close(total, torch.ones_like(total))
 
 
+@pytest.mark.parametrize('baseline', [False, True], ids=['sl', 'baseline'])
+@pytest.mark.parametrize('name,kwargs,layers', FAMILIES, ids=IDS)
+def test_final_attention_map_uniform_level_counts_the_keys(name, kwargs, layers, baseline):
+    """The uniform level of a map's cell: 1/N for the N keys the row attends over, 1/(N-1) where LSA masks the class
+    token's own key (the figure drew the mean of all maps, neither); class attention is never masked, and a Swin
+    token receives 1/N of its N-token window either way."""
+    result = final_attention_map(_model(name, kwargs, baseline), torch.randn(2, 3, 32, 32))
+    cells = result.maps.shape[-1] * result.maps.shape[-2]
+    if name == 'sl_swin_32':
+        assert result.uniform == 1 / 4 and 'uniform level 1/N = 1/4' in result.uniform_note
+        torch.testing.assert_close(result.maps.mean((-2, -1)), torch.full(result.maps.shape[:2], 1 / 4))
+    elif name == 'sl_cait_32' or baseline:  # the class token's row spans itself and the patches
+        assert result.uniform == 1 / (cells + 1)
+        assert f'uniform level 1/N = 1/{cells + 1}: the class token attends over N = {cells + 1} keys' == \
+            result.uniform_note
+    else:  # LSA: its own key masked, the row is spread over the patches
+        assert result.uniform == 1 / cells
+        assert result.uniform_note == (f'uniform level 1/(N-1) = 1/{cells}: the class token attends over '
+                                       f'N = {cells + 1} keys, its own masked (LSA)')
+        torch.testing.assert_close(result.maps.mean((-2, -1)), torch.full(result.maps.shape[:2], 1 / cells))
+
+
 def test_swin_received_attention_undoes_windows_and_shift():
     model = _model('sl_swin_32', dict(depths=(2, 2, 2), window_size=2))
     block = model.layers[-1].blocks[-1]
@@ -152,6 +174,9 @@ def test_final_attention_without_class_token_uses_received_attention():
     result = final_attention_map(model, torch.randn(1, 3, 32, 32))
     assert result.kind == 'received' and result.maps.shape == (1, 12, 8, 8)
     torch.testing.assert_close(result.maps.sum((-2, -1)), torch.ones(1, 12))  # 64 rows of 1, averaged
+    assert result.uniform == 1 / 64  # each query over the 63 others, a token receives 63 / 63 / 64 on average
+    assert result.uniform_note == ('uniform level 1/N = 1/64: what a token receives when every query spreads over '
+                                   'the N = 64 tokens other than itself (LSA)')
 
 
 def test_capture_rejects_unknown_layers_and_models():
@@ -269,8 +294,9 @@ def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, k
             model(batch)
         assert [float(r[column]) for r in rows] == pytest.approx(depth_curve(maps), abs=1e-4)
         assert list(kld_by_depth(model, batch).values()) == pytest.approx(depth_curve(maps), abs=1e-6)
-    title = _title(figures[0])
-    assert 'checkpoint sl.pth' in title and 'RANDOM INIT' not in title
+    title = _title(figures[0]).replace('\n', ' ')
+    assert f'SL checkpoint {tmp_path.name}/sl.pth, baseline checkpoint {tmp_path.name}/base.pth' in title
+    assert 'RANDOM INIT' not in title
     assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == ['SL', 'baseline']
 
 
@@ -303,7 +329,38 @@ def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs, f
     peak = max(r['peak_weight'] for r in records)  # one colour scale for the four maps: 0 .. the largest weight
     assert len(overlays) == 4 and len({im.get_clim() for im in overlays}) == 1
     assert overlays[0].get_clim() == (0., pytest.approx(peak, rel=1e-5))
-    assert 'checkpoint sl.pth' in fig.get_suptitle() and Image.open(out).format == 'PNG'
+    assert f'checkpoint {tmp_path.name}/sl.pth' in fig.get_suptitle().replace('\n', ' ')
+    assert Image.open(out).format == 'PNG'
+
+
+def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, image_dir, capsys, figures):
+    """The title named the file model_best.pth.tar only (every run has one), rows did not name their images, and the
+    "uniform" line was the mean of the maps: now the run folders, the file names, and 1/64 (SL) and 1/65
+    (baseline) for sl_vit_32's 65 keys."""
+    runs = {}
+    for label, baseline in (('sl', False), ('base', True)):
+        runs[label] = tmp_path / f'20250101-{label}-sl_vit_32-32' / 'model_best.pth.tar'
+        runs[label].parent.mkdir()
+        _checkpoint(runs[label], 'sl_vit_32', dict(depth=1), baseline=baseline)
+    out = tmp_path / 'attn.png'
+    assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--checkpoint', str(runs['sl']), '--compare-checkpoint', str(runs['base']), '--out', str(out)]) == 0
+    capsys.readouterr()
+    fig = figures[0]
+    assert fig.get_suptitle().replace('\n', ' ') == (
+        'sl_vit_32, SL checkpoint 20250101-sl-sl_vit_32-32/model_best.pth.tar, baseline checkpoint '
+        '20250101-base-sl_vit_32-32/model_best.pth.tar: final attention map (class token)')
+    inputs = [ax for ax in fig.axes if len(ax.get_images()) == 1]
+    assert [ax.get_ylabel() for ax in inputs] == ['0.png', '1.png']
+    bar = next(ax for ax in fig.axes if 'shared scale' in ax.get_ylabel())
+    assert [line.get_ydata()[0] for line in bar.get_lines()] == pytest.approx([1 / 64] * 2 + [1 / 65] * 2)
+    label = bar.get_ylabel().replace('\n', ' ')
+    assert 'dashed: uniform, SL 1/64 = 0.01562' in label and 'dotted: uniform, baseline 1/65 = 0.01538' in label
+    notes = fig.get_supxlabel().replace('\n', ' ')
+    assert 'uniform level 1/(N-1) = 1/64: the class token attends over N = 65 keys, its own masked (LSA)' in notes
+    assert 'uniform level 1/N = 1/65: the class token attends over N = 65 keys' in notes
+    records = json.loads(out.with_suffix('.json').read_text())
+    assert [r['uniform'] for r in records] == pytest.approx([1 / 64] * 2 + [1 / 65] * 2)
 
 
 def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):
@@ -314,6 +371,9 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
     assert [ax.get_title() for ax in panels[:4]] == ['input', 'SL h0', 'SL h1', 'SL h2']  # input + 3 heads
     assert figures[0].get_suptitle().startswith('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained)')
     assert len(json.loads(out.with_suffix('.json').read_text())[0]['heads']) == 3
+    assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--heads', 'all', '--out', str(out)]) == 0  # 12 heads: 13 panels an image were one 4020 px row
+    assert figures[1].get_size_inches()[0] * figures[1].dpi <= 6 * 300 + 120
     with pytest.raises(SystemExit, match="timm-sl attention: unknown model 'vit_tiny_patch16_224'"):
         main(['attention', str(image_dir), '--model', 'vit_tiny_patch16_224'])
     with pytest.raises(SystemExit, match='No pretrained weights exist for sl_vit_32'):

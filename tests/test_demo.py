@@ -32,8 +32,8 @@ def test_demo_seed_repeats_and_plain_progress_off_a_terminal():
     assert [r.train_loss for r in first] != [r.train_loss for r in other]
     lines = log.getvalue().splitlines()
     assert '\r' not in log.getvalue() and len(lines) == 2
-    assert lines[0].startswith('SL seed 0 epoch 1/1: train loss ') and ', val top-1 ' in lines[0]
-    assert lines[1].startswith('baseline seed 0 epoch 1/1: train loss ')
+    assert lines[0].startswith('SL seed 0 epoch 0 (1 of 1): train loss ') and ', val top-1 ' in lines[0]
+    assert lines[1].startswith('baseline seed 0 epoch 0 (1 of 1): train loss ')  # epochs from 0, as train.py
 
 
 class _Terminal(io.StringIO):
@@ -60,7 +60,7 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
     assert 'SL top-1' in text and 'baseline top-1' in text
     summary = text[text.index('best top-1'):]
     assert 'SL' in summary and 'baseline' in summary and 'spt=False lsa=False' in summary
-    epoch_rows = [line.split() for line in text.splitlines() if line.split()[:1] in (['1'], ['2'])]
+    epoch_rows = [line.split() for line in text.splitlines() if line.split()[:1] in (['0'], ['1'])]
     assert len(epoch_rows) == 2 and all(0. <= float(v) <= 100. for row in epoch_rows for v in row[1:3])
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
@@ -70,6 +70,21 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
         pytest.approx([float(row[2]) for row in epoch_rows], abs=0.006)]
     assert ax.get_title() == 'sl_vit_32 vs baseline on digits, trained from scratch (seed 3)'
     assert out.stat().st_size > 0
+    # epochs as train.py counts them (summary.csv, the report, the cards): from 0, in the table and on the axis
+    assert '2 epochs (counted from 0, as train.py does)' in text
+    assert [list(line.get_xdata()) for line in ax.get_lines()] == [[0, 1]] * 2
+    assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
+
+
+def test_demo_chart_of_several_seeds_says_it_draws_their_mean(tmp_path, capsys, monkeypatch):
+    figures = []
+    draw = timm_sl.plot.plot_curves
+    monkeypatch.setattr(timm_sl.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    assert main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '32', '--out', str(tmp_path / 'c.png'),
+                 '--model-kwargs', 'depth=1', '--seeds', '2', '--seed', '5']) == 0
+    capsys.readouterr()
+    assert figures[0].axes[0].get_title() == (
+        'sl_vit_32 vs baseline on digits, trained from scratch (mean over 2 seeds, 5-6)')
 
 
 def test_demo_rejects_bad_epochs(capsys):

@@ -32,6 +32,15 @@ def test_curve_ticks_show_the_real_values_of_a_narrow_range(tmp_path):
     assert (tmp_path / 'kld.png').stat().st_size > 0
 
 
+def test_curves_over_epochs_count_from_zero_as_train_py(tmp_path):
+    from timm_sl.plot import EPOCH_AXIS
+    fig = plot_curves({'SL': [10., 20., 30.]}, str(tmp_path / 'e.png'), x_label=EPOCH_AXIS, x_start=0)
+    ax = fig.axes[0]
+    assert list(ax.get_lines()[0].get_xdata()) == [0, 1, 2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ['0', '1', '2']
+    assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
+
+
 def test_curve_legend_is_off_the_data_and_coinciding_series_stay_visible(tmp_path):
     temps = {name: [0.25] * 9 for name in ('learned', 'min head', 'max head', 'fixed')}
     fig = plot_curves(temps, str(tmp_path / 't.png'), title='sl_vit_32, RANDOM INIT: temperature')
@@ -59,7 +68,7 @@ def test_attention_maps_share_one_colour_scale_with_a_colour_bar(tmp_path):
     sharp[5, 5] = 0.3
     columns = {'SL': [sharp, near_uniform], 'baseline': [uniform, uniform]}
     fig = plot_attention(images, columns, str(tmp_path / 'a.png'), title='m, RANDOM INIT: final attention map',
-                         notes=['SL: class token'])
+                         notes=['SL: class token'], uniform={'SL': 1 / 64})
     panels = [ax for ax in fig.axes if ax.get_images()]
     overlays = [ax.get_images()[-1] for ax in panels if len(ax.get_images()) == 2]
     assert len(overlays) == 4  # 2 images x 2 columns; the input column has no overlay
@@ -67,7 +76,7 @@ def test_attention_maps_share_one_colour_scale_with_a_colour_bar(tmp_path):
     near = overlays[1].norm(overlays[1].get_array())  # the near-uniform map: flat, not stretched to full range
     assert float(near.max() - near.min()) < 0.001
     bars = [ax for ax in fig.axes if 'shared scale' in ax.get_ylabel()]
-    assert len(bars) == 1 and 'uniform = 0.01562' in bars[0].get_ylabel()
+    assert len(bars) == 1 and 'uniform, SL 1/64 = 0.01562' in bars[0].get_ylabel()
     assert fig.get_suptitle() == 'm, RANDOM INIT: final attention map'
     assert [ax.get_title() for ax in panels[:3]] == ['input', 'SL', 'baseline']
     width, height = fig.get_size_inches() * fig.dpi
@@ -105,7 +114,7 @@ def test_attention_figure_texts_stay_inside_and_apart(tmp_path, images, heads):
                          title='sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): final attention map '
                                '(class token)',
                          notes=['SL: attention of the class token over the patch tokens in blocks.8.attn (the last '
-                                'LocalitySelfAttention) (heads averaged)'])
+                                'LocalitySelfAttention) (heads averaged)'], uniform={'SL': 1 / 64})
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     figure_box = fig.bbox.padded(-1)  # a pixel of slack for antialiasing
@@ -117,6 +126,58 @@ def test_attention_figure_texts_stay_inside_and_apart(tmp_path, images, heads):
         assert figure_box.contains(box.x0, box.y0) and figure_box.contains(box.x1, box.y1), (name, box, fig.bbox)
     assert not _overlap(boxes['title'], bar.get_window_extent(renderer))
     assert not _overlap(boxes['title'], boxes['colour-bar label'])
-    assert 'uniform = 0.01562' in bar.get_ylabel().replace('\n', ' ')
+    assert 'uniform, SL 1/64 = 0.01562' in bar.get_ylabel().replace('\n', ' ')
     assert fig.get_suptitle().replace('\n', ' ') == (
         'sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): final attention map (class token)')
+
+
+def _colour_bar(fig):
+    return next(ax for ax in fig.axes if 'shared scale' in ax.get_ylabel())
+
+
+def test_attention_uniform_levels_are_the_given_ones_not_the_mean_of_the_maps(tmp_path):
+    """The dashed "uniform" line was the mean weight of all maps: neither 1/64 (SL: the class token's own key masked)
+    nor 1/65 (baseline: 65 keys). Each level given is drawn and named; none is made up."""
+    sharp = np.zeros((8, 8))
+    sharp[2, 3] = 0.9  # a map summing to 0.9: its mean is 0.0141, not a uniform level
+    images = [np.zeros((32, 32, 3), np.uint8)]
+    fig = plot_attention(images, {'SL': [sharp], 'baseline': [sharp]}, str(tmp_path / 'a.png'),
+                         uniform={'SL': 1 / 64, 'baseline': 1 / 65})
+    bar = _colour_bar(fig)
+    levels = [line.get_ydata()[0] for line in bar.get_lines()]
+    assert levels == pytest.approx([1 / 64, 1 / 64, 1 / 65, 1 / 65])  # each a white line under a black one
+    assert [line.get_linestyle() for line in bar.get_lines()][1::2] == ['--', ':']
+    label = bar.get_ylabel().replace('\n', ' ')
+    assert 'dashed: uniform, SL 1/64 = 0.01562' in label and 'dotted: uniform, baseline 1/65 = 0.01538' in label
+    fig = plot_attention(images, {'SL': [sharp]}, str(tmp_path / 'b.png'))
+    assert _colour_bar(fig).get_lines() == [] and 'uniform' not in _colour_bar(fig).get_ylabel()
+    flat = np.full((8, 8), 0.01)  # every weight below the uniform level: the scale reaches up to it
+    fig = plot_attention(images, {'SL': [flat]}, str(tmp_path / 'c.png'), uniform={'SL': 1 / 64})
+    assert _colour_bar(fig).get_ylim() == pytest.approx((0, 1 / 64))
+
+
+def test_attention_rows_name_their_images(tmp_path):
+    images = [np.zeros((32, 32, 3), np.uint8)] * 2
+    fig = plot_attention(images, {'SL': [np.ones((8, 8))] * 2}, str(tmp_path / 'a.png'),
+                         row_labels=['cat.png', 'dog.png'])
+    inputs = [ax for ax in fig.axes if len(ax.get_images()) == 1]
+    assert [ax.get_ylabel() for ax in inputs] == ['cat.png', 'dog.png']
+
+
+def test_attention_per_head_panels_wrap_into_a_grid(tmp_path):
+    """``--heads all`` put the input and 12 heads in one row, 4020 px wide; wrapped: rows of 5, 5 and 3 panels per
+    image, each titled and each row named by its image."""
+    images = [np.zeros((32, 32, 3), np.uint8)] * 2
+    columns = {f'SL h{i}': [np.full((8, 8), 1 / 64)] * 2 for i in range(12)}
+    fig = plot_attention(images, columns, str(tmp_path / 'a.png'), row_labels=['cat.png', 'dog.png'])
+    width, height = fig.get_size_inches() * fig.dpi
+    assert width <= 6 * 300 + 120 and height >= 6 * 300  # at most 6 panels (300 px) a row; 3 rows per image
+    panels = [ax for ax in fig.axes if ax.get_images()]
+    assert len(panels) == 2 * 13
+    assert [ax.get_title() for ax in panels] == (['input'] + list(columns)) * 2
+    columns_x = sorted({round(ax.get_position().x0, 3) for ax in panels})
+    rows_y = sorted({round(ax.get_position().y0, 3) for ax in panels}, reverse=True)
+    assert len(columns_x) == 5 and len(rows_y) == 6
+    names = [ax.get_ylabel() for ax in sorted(panels, key=lambda a: (-a.get_position().y0, a.get_position().x0))
+             if round(ax.get_position().x0, 3) == columns_x[0]]
+    assert names == ['cat.png'] * 3 + ['dog.png'] * 3

@@ -11,7 +11,8 @@ import pytest
 
 from timm_sl.cli import main
 from timm_sl.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command)
+    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command,
+    write_report)
 from timm_sl.train_args import read_summary_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -398,7 +399,8 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
     bars = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
     assert bars.get_ylim()[0] == 0 and bars.patches
     assert all(p.get_y() == 0 and p.get_height() > 0 for p in bars.patches)  # bars from 0 up to the mean
-    assert sorted(round(p.get_height(), 6) for p in bars.patches) == [22., 32., 52., 52.]  # fake top-1 (seed 0)
+    measured = next(c for c in bars.containers if c.get_label() == 'measured')
+    assert sorted(round(p.get_height(), 6) for p in measured) == [22., 32., 52., 52.]  # fake top-1 (seed 0)
     gains = next(ax for ax in top1.axes if ax.get_ylabel().startswith('top-1 gain'))
     measured = next(c for c in gains.containers if c.get_label() == 'measured')
     assert [round(p.get_height(), 6) for p in measured] == [20., 30.]  # no bar of 0 for the crashed row
@@ -422,3 +424,71 @@ def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
         f'(not writable)']
     (tmp_path / 'cifar-100-python').mkdir()
     assert module.check_data(data, 'cifar100') == []
+
+
+def _report_outcome(family, variant, seed, top1, epochs=3):
+    """A finished run whose validation top-1 climbs to ``top1`` over ``epochs`` (train.py's epochs 0, 1, ...)."""
+    outcome = _outcome(family, variant, seed, top1)
+    outcome.curve = [(e, top1 - 5 * (epochs - 1 - e)) for e in range(epochs)]
+    return outcome
+
+
+def _bar_values(ax):
+    """(label of its container, height) of every bar, and the texts written on the axes."""
+    from matplotlib.container import BarContainer
+    bars = [(c.get_label(), round(p.get_height(), 6)) for c in ax.containers if isinstance(c, BarContainer) for p in c]
+    return bars, [t.get_text() for t in ax.texts]
+
+
+@pytest.mark.parametrize('seeds,title', [
+    ([0], 'measured best top-1, one seed per row (no spread)'),
+    ([0, 1, 2], 'measured best top-1, mean ± std over 3 seeds'),
+])
+def test_top1_chart_says_what_its_bars_are_and_labels_every_bar(tmp_path, saved_figures, seeds, title):
+    """One seed was titled "mean ± std over seeds" (with zero-length whiskers); the paper's bars had no values."""
+    from matplotlib.collections import LineCollection
+    outcomes = [_report_outcome('pit', variant, seed, top1 + seed)
+                for variant, top1 in (('base', 70.), ('sl_no_spool', 72.), ('sl', 75.)) for seed in seeds]
+    write_report(outcomes, 'cifar100', tmp_path)
+    top1 = saved_figures['top1.png']
+    left = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
+    right = next(ax for ax in top1.axes if ax.get_ylabel().startswith('top-1 gain'))
+    assert left.get_title() == title
+    whiskers = [seg for coll in left.collections if isinstance(coll, LineCollection) for seg in coll.get_segments()]
+    assert len(whiskers) == (3 if len(seeds) > 1 else 0)  # a whisker only where there is a spread (none of length 0)
+    rows = aggregate(outcomes, 'cifar100')
+    bars, texts = _bar_values(left)
+    assert bars == [('measured', round(r['mean'], 6)) for r in rows] + [('paper (cifar100)', r['paper']) for r in rows]
+    spreads = [f'\n±{r["std"]:.2f}' if len(seeds) > 1 else '' for r in rows]
+    assert texts == [f'{r["mean"]:.2f}{s}' for r, s in zip(rows, spreads)] + [f'{r["paper"]:.2f}' for r in rows]
+    bars, texts = _bar_values(right)  # SL − baseline: measured and paper gains, each with its value
+    deltas = rows[1:]
+    assert [label for label, _ in bars] == ['measured'] * 2 + ['paper (cifar100)'] * 2
+    assert texts == [f'{r["delta"]:+.2f}' for r in deltas] + [f'{r["paper_delta"]:+.2f}' for r in deltas]
+    assert all(p.get_y() == 0 for p in right.patches)  # gains drawn from 0
+
+
+def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_path, saved_figures):
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'base', 1, 71.),
+                _report_outcome('vit', 'sl', 0, 74.)]
+    write_report(outcomes, 'cifar100', tmp_path)
+    left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert left.get_title() == "measured best top-1, mean ± std over each row's seeds (one seed: no spread)"
+    assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nbaseline\n(2 seeds)', 'vit\nSL\n(1 seed)']
+
+
+def test_curves_panels_share_one_scale_and_count_epochs_as_train_py(tmp_path, saved_figures):
+    """The panels had their own y ranges (a family at 30 % looked like one at 80 %), and epochs counted from 1 where
+    summary.csv, the report and the cards count from 0."""
+    outcomes = [_report_outcome('vit', 'base', 0, 80.), _report_outcome('vit', 'sl', 0, 85.),
+                _report_outcome('pit', 'base', 0, 30.), _report_outcome('pit', 'sl', 0, 32.)]
+    write_report(outcomes, 'cifar100', tmp_path)
+    curves = saved_figures['curves.png']
+    assert len(curves.axes) == 2 and curves.axes[0].get_ylim() == curves.axes[1].get_ylim()
+    assert curves.axes[0].get_xlim() == curves.axes[1].get_xlim()
+    low, high = curves.axes[0].get_ylim()
+    assert low <= 20. and high >= 85.  # both families' values on the one scale
+    for ax in curves.axes:
+        assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
+        assert [list(line.get_xdata()) for line in ax.get_lines()] == [[0, 1, 2]] * 2  # summary.csv's epochs
+    assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'

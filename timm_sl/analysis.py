@@ -173,11 +173,16 @@ class AttentionMap:
         kind: ``'class token'`` (the class token's attention over the patch tokens) or ``'received'`` (mean over
             the queries of the attention each token receives: for models without a class token).
         description: One sentence saying what the map is, for reports.
+        uniform: The weight every cell would hold if each query spread its weight evenly over the keys it may
+            attend to (``1/N`` for ``N`` keys; ``1/(N-1)`` for a class token whose own key LSA masks).
+        uniform_note: One sentence saying how ``uniform`` follows from the keys, for reports.
     """
     maps: torch.Tensor
     layer: str
     kind: str
     description: str
+    uniform: float = float('nan')
+    uniform_note: str = ''
 
 
 def _grid(num_tokens: int, height: int, width: int) -> Tuple[int, int]:
@@ -186,6 +191,24 @@ def _grid(num_tokens: int, height: int, width: int) -> Tuple[int, int]:
     if num_tokens % h:
         raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image')
     return h, num_tokens // h
+
+
+def _row_uniform(keys: int, masked: bool, query: str) -> Tuple[float, str]:
+    """Weight per key of ``query``'s row spread evenly over ``keys`` keys, its own masked when ``masked``."""
+    if masked and keys > 1:
+        return 1 / (keys - 1), (f'uniform level 1/(N-1) = 1/{keys - 1}: {query} attends over N = {keys} keys, its '
+                                f'own masked (LSA)')
+    return 1 / keys, f'uniform level 1/N = 1/{keys}: {query} attends over N = {keys} keys'
+
+
+def _received_uniform(keys: int, prefix: int, masked: bool) -> Tuple[float, str]:
+    """Attention a patch token receives, averaged over the patch queries, when every query spreads its weight evenly
+    over the ``keys`` tokens (all but itself when ``masked``): ``1/N`` without prefix tokens, masked or not."""
+    patches = keys - prefix
+    level = (patches - 1) / (patches * (keys - 1)) if masked and keys > 1 else 1 / keys
+    value = f'1/N = 1/{keys}' if abs(level * keys - 1) < 1e-9 else f'{level:.4g}'
+    return level, (f'uniform level {value}: what a token receives when every query spreads over the N = {keys} '
+                   f'tokens' + (' other than itself (LSA)' if masked else ''))
 
 
 def _owner(model: nn.Module, name: str) -> nn.Module:
@@ -221,20 +244,24 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     probs = maps[name][-1]  # (B, heads, queries, keys)
     if isinstance(module, WindowAttention):
         return _window_received_attention(block, name, probs, block_inputs[-1][1:3])
+    keys, masked = probs.shape[-1], bool(getattr(module, 'diag_mask', False))  # LSA masks each query's own key
     if isinstance(module, ClassAttn):
         weights, kind = probs[:, :, 0, -block_inputs[-1][1]:], 'class token'
         text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
+        uniform = _row_uniform(keys, False, 'the class token')  # class attention has no diagonal mask
     else:
         prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
         if getattr(model, 'cls_token', None) is not None:
             weights, kind = probs[:, :, 0, prefix:], 'class token'
             text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
+            uniform = _row_uniform(keys, masked, 'the class token')
         else:
             weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
             text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
                    f'averaged over the queries'
+            uniform = _received_uniform(keys, prefix, masked)
     h, w = _grid(weights.shape[-1], H, W)
-    return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text)
+    return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
 
 
 def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int]) -> AttentionMap:
@@ -249,7 +276,12 @@ def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor,
         tokens = torch.roll(tokens, shifts=tuple(block.shift_size), dims=(1, 2))
     text = (f'Swin has no class token: attention each token receives in {name} (the last window attention), '
             f'averaged over the queries of its {wh}x{ww} window: its weight in the average-pooled feature')
-    return AttentionMap(tokens.permute(0, 3, 1, 2).contiguous(), name, 'received', text)
+    # a query spreading evenly over the keys of its (shifted-window) region gives each 1/region (1/(region-1) with
+    # LSA's mask, from the others), and a key is averaged over the window's N queries: 1/N either way
+    keys = wh * ww
+    note = (f'uniform level 1/N = 1/{keys}: what a token receives when every query spreads evenly over the keys it '
+            f'may attend to in its {wh}x{ww} window of N = {keys} tokens')
+    return AttentionMap(tokens.permute(0, 3, 1, 2).contiguous(), name, 'received', text, 1 / keys, note)
 
 
 def kld_to_uniform(attn: torch.Tensor) -> torch.Tensor:
@@ -322,14 +354,15 @@ def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
 def attention_records(files: Sequence[Path], label: str, result: AttentionMap) -> List[Dict[str, Any]]:
     """One JSON-ready record per image of ``result`` (from :func:`final_attention_map`): the heads-averaged map
     ``mean`` and the per-head maps ``heads``, their ``grid``, the ``peak`` (row, col) and ``peak_weight``, the map's
-    total weight ``map_sum`` and ``kl`` (the map, normalised, against the uniform map)."""
+    total weight ``map_sum``, ``kl`` (the map, normalised, against the uniform map) and the ``uniform`` level of a
+    cell (:class:`AttentionMap`)."""
     records = []
     for file, per_head in zip(files, result.maps):
         mean = per_head.mean(0)
         records.append(dict(
             image=str(file), model=label, layer=result.layer, kind=result.kind, description=result.description,
             grid=list(mean.shape), peak=list(divmod(int(mean.argmax()), mean.shape[1])),
-            peak_weight=mean.max().item(), map_sum=mean.sum().item(),
+            peak_weight=mean.max().item(), map_sum=mean.sum().item(), uniform=result.uniform,
             kl=kld_to_uniform((mean / mean.sum()).flatten()).item(), mean=mean.tolist(), heads=per_head.tolist()))
     return records
 

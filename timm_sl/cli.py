@@ -114,7 +114,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     import statistics
     from timm_sl.demo import run_demo
-    from timm_sl.plot import plot_curves
+    from timm_sl.plot import EPOCH_AXIS, plot_curves
 
     _require_plotting(args)
     _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
@@ -124,9 +124,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as e:  # scikit-learn (the [demo] extra) is missing
         raise CliError(str(e)) from e
     sl, base = results
-    print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
-          f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
-    rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
+    print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs (counted from 0, '
+          f'as train.py does), {args.seeds} seed(s): validation top-1 (%), mean over seeds')
+    rows = [[str(e), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
     print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
 
     def spread(values):
@@ -135,10 +135,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print(_format_table(['model', 'kwargs', 'best top-1', 'train img/s', 'params (M)'], [
         [r.name, ' '.join(f'{k}={v}' for k, v in r.kwargs.items()) or '-', spread(r.best),
          f'{statistics.fmean(r.train_img_s):.1f}', f'{r.params / 1e6:.2f}'] for r in results]))
-    seeds = f'seed {args.seed}' if args.seeds == 1 else f'seeds {args.seed}-{args.seed + args.seeds - 1}'
+    seeds = f'seed {args.seed}' if args.seeds == 1 else \
+        f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
     plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
                 args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
-                y_label='validation top-1 (%)')
+                y_label='validation top-1 (%)', x_label=EPOCH_AXIS, x_start=0)
     print(f'\nlearning curves: {args.out}')
     return 0
 
@@ -200,13 +201,23 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
         raise _model_error(args, args.model, kwargs, e) from e
 
 
+def _run_file(path: str) -> str:
+    """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``)."""
+    path = Path(path).resolve()
+    return f'{path.parent.name}/{path.name}' if path.parent.name else path.name
+
+
 def _weights(args: argparse.Namespace) -> str:
-    """What the analysed weights are, for titles: figures of an untrained model must say so."""
+    """What the analysed weights are, for titles (the baseline's too, when compared): figures of an untrained model
+    must say so."""
     if getattr(args, 'checkpoint', None):
-        return f'checkpoint {Path(args.checkpoint).name}'
-    if getattr(args, 'pretrained', False):
-        return 'pretrained'
-    return 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
+        weights = f'checkpoint {_run_file(args.checkpoint)}'
+    elif getattr(args, 'pretrained', False):
+        weights = 'pretrained'
+    else:
+        weights = 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
+    compare = getattr(args, 'compare_checkpoint', None)
+    return f'SL {weights}, baseline checkpoint {_run_file(compare)}' if compare else weights
 
 
 def _load_images(args: argparse.Namespace, model):
@@ -269,7 +280,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     from timm_sl.plot import plot_attention
     _require_plotting(args)
     loaded = None
-    columns, notes, records = {}, [], []
+    columns, notes, records, uniform = {}, [], [], {}
     for label, model in _runs(args):
         loaded = loaded or _load_images(args, model)
         result = final_attention_map(model, loaded.tensor)
@@ -277,13 +288,17 @@ def cmd_attention(args: argparse.Namespace) -> int:
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
             columns[label + tag] = [grid.tolist() for grid in view]
-        notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else ''))
+        notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else '') +
+                     f'; {result.uniform_note}')
+        uniform[label] = result.uniform
         records += attention_records(loaded.files, label, result)
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
                          'KL(map || uniform)'], [
         [Path(r['image']).name, r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    plot_attention(loaded.images, columns, args.out, notes=notes,
+    names = [f.name for f in loaded.files]
+    plot_attention(loaded.images, columns, args.out, notes=notes, uniform=uniform,
+                   row_labels=names if len(set(names)) == len(names) else [str(f) for f in loaded.files],
                    title=f'{args.model}, {_weights(args)}: final attention map ({result.kind})')
     numbers = Path(args.out).with_suffix('.json')
     numbers.write_text(json.dumps(records, indent=1))

@@ -4,18 +4,24 @@ Every function builds a :class:`matplotlib.figure.Figure` on the Agg canvas (no 
 no display needed), saves it to ``path`` (the format follows the extension) and returns it, so callers and tests can
 look at what was drawn. matplotlib is imported inside the functions: importing this module costs nothing.
 """
+import math
 import textwrap
-from typing import Dict, Sequence
+from fractions import Fraction
+from typing import Dict, Mapping, Optional, Sequence
 
-__all__ = ['OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
+__all__ = ['EPOCH_AXIS', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
+
+# every chart over epochs counts them as train.py does (its summary.csv, the report and the cards): from 0
+EPOCH_AXIS = 'epoch (from 0, as train.py counts)'
 
 Grid = Sequence[Sequence[float]]
 
 _LINESTYLES = ('-', '--', '-.', ':')
 _MARKERS = ('o', 's', '^', 'D', 'v', 'P')
+_LEVEL_STYLES = (('--', 'dashed'), (':', 'dotted'), ('-.', 'dash-dot'), ((0, (5, 1, 1, 1, 1, 1)), 'dash-dot-dot'))
 
 
 def require_matplotlib() -> None:
@@ -52,8 +58,10 @@ def plot_curves(
         title: str = '',
         y_label: str = 'top-1 (%)',
         x_label: str = 'epoch',
+        x_start: int = 1,
 ):
-    """One line per entry of ``curves`` (a value per step, x from 1), legend outside the axes; returns the figure.
+    """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths, 0 for epochs as train.py
+    counts them), legend outside the axes; returns the figure.
 
     The y axis spans the data (not forced to 0) with plain tick labels, so a curve that moves by 0.001 reads as such.
     Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.
@@ -62,11 +70,11 @@ def plot_curves(
     fig = _figure(9, 5)
     ax = fig.add_subplot()
     for i, (name, ys) in enumerate(curves.items()):
-        ax.plot(range(1, len(ys) + 1), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
+        ax.plot(range(x_start, x_start + len(ys)), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
                 marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1))
     steps = max((len(ys) for ys in curves.values()), default=0)
     if steps <= 20:
-        ax.set_xticks(range(1, steps + 1))  # every epoch / depth
+        ax.set_xticks(range(x_start, x_start + steps))  # every epoch / depth
     else:
         from matplotlib.ticker import MaxNLocator
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -118,13 +126,19 @@ def plot_attention(
         notes: Sequence[str] = (),
         cell: float = 3.,
         value_label: str = 'attention weight',
+        uniform: Optional[Mapping[str, float]] = None,
+        row_labels: Sequence[str] = (),
+        max_columns: int = 6,
 ):
-    """One row per image: the image, then one overlay per entry of ``columns`` (label -> one grid per image).
+    """Per image: the image, then one overlay per entry of ``columns`` (label -> one grid per image), wrapped into
+    balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3). Returns the figure.
 
-    All overlays share one colour scale, from 0 to the largest weight of any map in the figure, with one colour bar:
-    maps are comparable across images, models and heads, and a near-uniform map looks flat instead of being stretched
-    into structure. The colour bar marks the uniform level (the mean weight of the maps). ``cell``: inches per panel
-    (100 dpi). Returns the figure.
+    All overlays share one colour scale, from 0 to the largest weight of any map in the figure (or a higher
+    ``uniform`` level), with one colour bar: maps are comparable across images, models and heads, and a near-uniform
+    map looks flat instead of being stretched into structure. ``uniform`` (name -> level, e.g. ``{'SL': 1/64}``) marks
+    on the colour bar the weight a cell holds when attention is spread evenly over the keys a query may attend to
+    (the caller knows which keys those are; none is guessed). ``row_labels`` (one per image, e.g. its file name)
+    are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi).
     """
     import numpy as np
     from matplotlib.colors import Normalize
@@ -132,36 +146,52 @@ def plot_attention(
     grids = [np.asarray(grid, dtype=float) for column in columns.values() for grid in column]
     if not grids:
         raise ValueError('plot_attention needs at least one map')
-    norm = Normalize(vmin=0., vmax=max(float(g.max()) for g in grids) or 1.)
+    uniform = dict(uniform or {})
+    norm = Normalize(vmin=0., vmax=max([float(g.max()) for g in grids] + list(uniform.values())) or 1.)
     labels = ['input'] + list(columns)
-    fig = _figure(cell * len(labels) + 1.2, cell * len(images) + 1. + 0.18 * len(notes))
-    axes = fig.subplots(len(images), len(labels), squeeze=False)
+    rows_per_image = math.ceil(len(labels) / max_columns)
+    ncols = math.ceil(len(labels) / rows_per_image)
+    nrows = rows_per_image * len(images)
+    width_inches = cell * ncols + 1.2
+    fig = _figure(width_inches, cell * nrows + 1. + 0.18 * len(notes))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    last_row = len(labels) - (rows_per_image - 1) * ncols  # panels in each image's last row
+    for ax in axes[rows_per_image - 1::rows_per_image, last_row:].flat:
+        ax.remove()
+    kept = [ax for ax in axes.flat if ax.figure is not None]
     mappable = None
     for i, image in enumerate(images):
         pixels = np.asarray(image)
         grey = pixels.mean(-1) if pixels.ndim == 3 else pixels  # under the map: colours are the map's alone
         height, width = pixels.shape[:2]
-        axes[i, 0].imshow(pixels)
-        for j, column in enumerate(columns.values(), start=1):
-            axes[i, j].imshow(grey, cmap='gray')
-            mappable = axes[i, j].imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.7,
-                                         extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
-        for j, label in enumerate(labels):
-            axes[i, j].set_xticks([])
-            axes[i, j].set_yticks([])
-            if i == 0:
-                axes[i, j].set_title(label)
-    shrink = min(1., 0.9 / len(images) + 0.3)
-    bar = fig.colorbar(mappable, ax=axes, shrink=shrink)
-    uniform = float(np.mean([g.mean() for g in grids]))
-    bar.ax.axhline(uniform, color='white', linewidth=2)
-    bar.ax.axhline(uniform, color='black', linewidth=1, linestyle='--')
+        panels = [axes[i * rows_per_image + k // ncols, k % ncols] for k in range(len(labels))]
+        panels[0].imshow(pixels)
+        for ax, column in zip(panels[1:], columns.values()):
+            ax.imshow(grey, cmap='gray')
+            mappable = ax.imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.7,
+                                 extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
+        for ax, label in zip(panels, labels):
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if i == 0 or rows_per_image > 1:  # wrapped rows: every panel says what it is
+                ax.set_title(label)
+        if i < len(row_labels):
+            for ax in panels[::ncols]:  # the first panel of each row names the image
+                ax.set_ylabel(textwrap.fill(str(row_labels[i]), int(cell * 10), break_long_words=True))
+    shrink = min(1., 0.9 / nrows + 0.3)
+    bar = fig.colorbar(mappable, ax=kept, shrink=shrink)
+    phrases = [f'{value_label} (shared scale)']
+    for k, (name, level) in enumerate(uniform.items()):
+        style, word = _LEVEL_STYLES[k % len(_LEVEL_STYLES)]
+        bar.ax.axhline(level, color='white', linewidth=2)
+        bar.ax.axhline(level, color='black', linewidth=1, linestyle=style)
+        fraction = Fraction(level).limit_denominator(10 ** 6)  # 1/64, 1/(N-1): the level as its keys give it
+        exact = abs(float(fraction) - level) <= 1e-9 * abs(level)
+        phrases.append(f'{word}: uniform, {name} ' + (f'{fraction} = ' if exact else '') + f'{level:.4g}')
     # texts are wrapped here, not with ``wrap=True``: the layout engine then reserves room for the wrapped size. The
     # colour-bar label must fit along the bar (about the panels' height times ``shrink``; 10 pt text: ~13 chars/in)
-    bar_chars = max(int(cell * len(images) * shrink * 0.85 * 13), 16)
-    bar.set_label('\n'.join(line for phrase in (f'{value_label} (shared scale)', f'dashed: uniform = {uniform:.4g}')
-                            for line in textwrap.wrap(phrase, bar_chars)))
-    width_inches = cell * len(labels) + 1.2
+    bar_chars = max(int(cell * nrows * shrink * 0.85 * 13), 16)
+    bar.set_label('\n'.join(line for phrase in phrases for line in textwrap.wrap(phrase, bar_chars)))
     if title:
         fig.suptitle(textwrap.fill(title, int(width_inches * 9)))  # 12 pt: ~11 chars/in, kept clear of the edges
     if notes:
@@ -169,4 +199,3 @@ def plot_attention(
                       fontsize=8, ha='left', x=0.01)
     fig.savefig(path)
     return fig
-

@@ -464,79 +464,108 @@ def _wrap(text: str, width: int) -> str:
     return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
-def _bar_label(row: Dict[str, Any]) -> str:
-    return f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+def _bar_label(row: Dict[str, Any], seeds: bool = False) -> str:
+    label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+    return label + (f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else '')
+
+
+def _spread_title(rows: Sequence[Dict[str, Any]]) -> Tuple[str, bool]:
+    """What the measured bars are (one seed: no ± claim; n seeds: n), and whether tick labels must carry the count
+    (rows measured over different numbers of seeds)."""
+    counts = sorted({r['seeds'] for r in rows if r['mean'] is not None})
+    if not counts:
+        return 'measured best top-1: no finished run', False
+    if counts == [1]:
+        return 'measured best top-1, one seed per row (no spread)', False
+    if len(counts) == 1:
+        return f'measured best top-1, mean ± std over {counts[0]} seeds', False
+    return 'measured best top-1, mean ± std over each row\'s seeds (one seed: no spread)', True
+
+
+def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], paper: Sequence[Optional[float]],
+                 dataset: str, fmt: str, spread: Sequence[Optional[float]] = ()) -> None:
+    """Measured (left) and paper (right) bars side by side at ``xs``, every bar with its value; a ``spread`` (std)
+    draws a whisker, and the value sits above it. ``None``: no bar."""
+    spread = list(spread) or [None] * len(xs)
+    for offset, values, color, label in ((-0.2, measured, 'tab:blue', 'measured'),
+                                         (0.2, paper, 'tab:orange', f'paper ({dataset})')):
+        have = [(x + offset, v, e) for x, v, e in zip(xs, values, spread if offset < 0 else [None] * len(xs))
+                if v is not None]
+        ax.bar([x for x, _, _ in have], [v for _, v, _ in have], width=0.4, color=color, label=label)
+        for x, v, e in have:
+            if e is not None:
+                ax.errorbar(x, v, yerr=e, color='black', capsize=3, linewidth=1)
+            top = v + (e or 0) if v >= 0 else v - (e or 0)
+            text = fmt.format(v) + (f'\n±{e:.2f}' if e is not None else '')
+            ax.annotate(text, (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords='offset points', ha='center',
+                        va='bottom' if v >= 0 else 'top', fontsize=8)
 
 
 def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
-    """Best top-1 per Table 2 row (bars from 0, the paper's value as a tick) and SL − baseline gains; returns the
-    figure. A row without a finished run has no bar, and says so."""
+    """Best top-1 per Table 2 row and SL − baseline gains, measured and the paper's as bars side by side from 0, each
+    with its value; returns the figure. The title says what the measured bars are (one seed, or mean ± std over n
+    seeds). A row without a finished run has no measured bar, and says so."""
     from .plot import _figure
     deltas = [r for r in rows if r['variant'] != 'base']
-    width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.6 in per tick label
-    fig = _figure(max(12., 0.6 * sum(width) + 2.5), 5)
+    width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.9 in per row
+    fig = _figure(max(12., 0.9 * sum(width) + 2.5), 5.5)
     left, right = fig.subplots(1, 2, width_ratios=width)
-    x = range(len(rows))
-    measured = [i for i in x if rows[i]['mean'] is not None]
-    left.bar(measured, [rows[i]['mean'] for i in measured], yerr=[rows[i]['std'] or 0 for i in measured], capsize=3,
-             color=['tab:gray' if rows[i]['variant'] == 'base' else 'tab:blue' for i in measured])
-    for i in measured:
-        left.annotate(f'{rows[i]["mean"]:.2f}', (i, rows[i]['mean']), xytext=(0, 2), textcoords='offset points',
-                      ha='center', va='bottom', fontsize=8)
-    paper = [i for i in x if rows[i]['paper'] is not None]
-    left.scatter(paper, [rows[i]['paper'] for i in paper], marker='_', s=400, linewidths=2, color='black', zorder=3)
+    title, per_row = _spread_title(rows)
+    x = list(range(len(rows)))
+    _paired_bars(left, x, [r['mean'] for r in rows], [r['paper'] for r in rows], dataset, '{:.2f}',
+                 spread=[r['std'] if r['seeds'] > 1 else None for r in rows])
     for i in x:
         if rows[i]['mean'] is None:
-            left.text(i, 1, 'no finished run', rotation=90, ha='center', va='bottom', fontsize=8)
-    left.set_xticks(list(x), [_bar_label(r) for r in rows], fontsize=8)
+            left.text(i - 0.2, 1, 'no finished run', rotation=90, ha='center', va='bottom', fontsize=8)
+    left.set_xticks(x, [_bar_label(r, per_row) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
-    left.set_title('measured best top-1, mean ± std over seeds' +
-                   (f'\nblack tick: paper ({dataset})' if paper else ''))
-    x = range(len(deltas))
-    have = [i for i in x if deltas[i]['delta'] is not None]
-    gains = right.bar([i - 0.2 for i in have], [deltas[i]['delta'] for i in have], width=0.4, label='measured')
-    right.bar_label(gains, fmt='{:+.2f}', fontsize=8)  # a gain of 0 has no visible bar: its value says so
-    have_paper = [i for i in x if deltas[i]['paper_delta'] is not None]
-    right.bar([i + 0.2 for i in have_paper], [deltas[i]['paper_delta'] for i in have_paper], width=0.4,
-              label=f'paper ({dataset})')
-    for i in x:
+    left.set_title(title)
+    x = list(range(len(deltas)))
+    _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset, '{:+.2f}')
+    for i in x:  # a gain of 0 has no visible bar: its value says so
         if deltas[i]['delta'] is None:
             right.text(i - 0.2, 0, 'not measured', rotation=90, ha='center', va='bottom', fontsize=8)
     right.axhline(0, color='black', linewidth=0.8)
-    right.set_xticks(list(x), [_bar_label(r) for r in deltas], fontsize=8)
+    right.margins(y=0.15)  # room for the values above (below) the tallest bars
+    right.set_xticks(x, [_bar_label(r) for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
-    right.set_title('SL − baseline')
-    right.legend()
+    right.set_title('SL − baseline' + (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
+    handles, labels = left.get_legend_handles_labels()
+    fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(f'data: {data}', int(fig.get_figwidth() * 9)))
     fig.savefig(path, dpi=110)
     return fig
 
 
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
-    """Validation top-1 per epoch, one panel per family (dashed: a failed run); returns the figure."""
+    """Validation top-1 per epoch (as train.py counts them, from 0), one panel per family on one shared y (and x)
+    scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
-    from .plot import _figure
+    from .plot import EPOCH_AXIS, _figure
     families = list(dict.fromkeys(o.run.family for o in outcomes))
     fig = _figure(5 * max(1, len(families)), 4.5)
-    axes = fig.subplots(1, max(1, len(families)), squeeze=False)
+    axes = fig.subplots(1, max(1, len(families)), squeeze=False, sharex=True, sharey=True)
     colors = {'base': 'tab:gray', 'sl_no_spool': 'tab:orange', 'sl': 'tab:blue'}
     for ax, family in zip(axes[0], families):
-        shown = set()
+        shown, seeds = set(), False
         for o in outcomes:
             if o.run.family != family or not o.curve:
                 continue
-            label = VARIANT_LABELS[o.run.variant] if o.run.variant not in shown else None
-            shown.add(o.run.variant)
-            ax.plot([e + 1 for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
-                    color=colors[o.run.variant], label=label, linestyle='--' if o.status == 'failed' else '-')
+            failed = o.status == 'failed'
+            key = o.run.variant, failed
+            label = VARIANT_LABELS[o.run.variant] + (' (failed run)' if failed else '') if key not in shown else None
+            seeds |= key in shown
+            shown.add(key)
+            ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
+                    color=colors[o.run.variant], label=label, linestyle='--' if failed else '-')
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
-        ax.set_title(f'{family}: validation top-1 per epoch')
-        ax.set_xlabel('epoch')
-        ax.set_ylabel('top-1 (%)')
+        ax.set_title(f'{family}: validation top-1 per epoch' + (', a line per seed' if seeds else ''))
+        ax.set_xlabel(EPOCH_AXIS)
         ax.grid(alpha=0.3)
         if shown:
             ax.legend()
+    axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(f'data: {data}', 50 * max(1, len(families))))
     fig.savefig(path, dpi=110)
     return fig

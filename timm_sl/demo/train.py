@@ -78,7 +78,7 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
     """One seeded run of one variant; appends its curves to ``result``.
 
     Progress: a tqdm bar (ETA, loss, last validation top-1) when ``stream`` is a terminal, else one plain line per
-    epoch (no carriage-return floods in logs).
+    epoch (no carriage-return floods in logs); epochs are counted from 0, as train.py counts them.
     """
     random_seed(seed)  # python random, numpy, torch
     model = timm.create_model(model_name, num_classes=10, **result.kwargs)
@@ -106,15 +106,15 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
             seen += images.shape[0]
             total_loss += loss.item()
             bar.update()
-            bar.set_postfix_str(f'epoch {epoch + 1}/{epochs} loss {loss.item():.3f}'
+            bar.set_postfix_str(f'epoch {epoch} ({epoch + 1} of {epochs}) loss {loss.item():.3f}'
                                 + (f' val top-1 {curve[-1]:.2f}' if curve else ''), refresh=False)
         train_time += time.perf_counter() - start
         scheduler.step(epoch + 1)
         curve.append(evaluate(model, val_loader))
         losses.append(total_loss / len(train_loader))
         if not live:
-            print(f'{label} epoch {epoch + 1}/{epochs}: train loss {losses[-1]:.3f}, val top-1 {curve[-1]:.2f} '
-                  f'({time.perf_counter() - start:.1f} s)', file=stream, flush=True)
+            print(f'{label} epoch {epoch} ({epoch + 1} of {epochs}): train loss {losses[-1]:.3f}, '
+                  f'val top-1 {curve[-1]:.2f} ({time.perf_counter() - start:.1f} s)', file=stream, flush=True)
     bar.close()
     result.top1.append(curve)
     result.train_loss.append(losses)
