@@ -1,6 +1,6 @@
 """Numerics of every family: the -inf diagonal never gives NaN/inf (lone tokens, windows of one token, shifted
-windows whose region holds only the token itself, odd grids) in fp32 / bf16 / fp16, and the fused and explicit
-paths (SPT and attention) agree."""
+windows whose region holds only the token itself, odd grids) in fp32 / bf16 / fp16, and SPT's fused and explicit
+paths agree."""
 import pytest
 import torch
 
@@ -62,27 +62,16 @@ def _assert_same(a, b):
         torch.testing.assert_close(a[1][n], b[1][n], rtol=1e-3, atol=1e-5, msg=n)
 
 
-# path -> (which modules, their switch); SPT's fused switch also needs its size rule overridden to force the kernel
-PATHS = {
-    'spt': (lambda m: isinstance(m, ShiftedPatchProjection), 'fused'),
-    'attention': (lambda m: hasattr(m, 'fused_attn'), 'fused_attn'),
-}
-
-
-@pytest.mark.parametrize('path', list(PATHS))
-@pytest.mark.parametrize('name', FAST_MODELS)
-def test_fused_and_explicit_paths_agree(name, path):
+@pytest.mark.parametrize('name', [n for n in FAST_MODELS if not n.startswith('sl_t2t')])  # T2T: no SPT projection
+def test_fused_and_explicit_spt_agree(name):
+    """SPT's two paths in every model (the attention's: test_models.py)."""
     model = timm.create_model(name, drop_path_rate=0.).eval()
     x = model_input(model)
-    selects, switch = PATHS[path]
-    modules = [m for m in model.modules() if selects(m)]
-    if not modules:
-        pytest.skip(f'{name} shifts the raw image without an SPT projection (T2T)')
+    modules = [m for m in model.modules() if isinstance(m, ShiftedPatchProjection)]
     results = []
     for fused in (True, False):
         for m in modules:
-            setattr(m, switch, fused)
-            if isinstance(m, ShiftedPatchProjection):
-                m.prefers_fused = lambda _: True  # take the fused kernel whenever it is switched on
+            m.fused = fused
+            m.prefers_fused = lambda _: True  # take the fused kernel whenever it is switched on
         results.append(_outputs(model, x))
     _assert_same(*results)
