@@ -291,3 +291,20 @@ def test_each_kind_without_mask_at_its_initial_temperature_is_the_timm_layer(kin
         args = inputs()
         with torch.no_grad():
             torch.testing.assert_close(layer(*args), source(*args), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('fused', [True, False], ids=['fused', 'explicit'])
+@pytest.mark.parametrize('kind', list(KINDS))
+def test_each_kind_traces_into_one_graph(kind, fused):
+    """Dynamo captures every attention forward whole (``fullgraph=True``: no query it cannot trace, no branch on a
+    tensor's value), both paths, forward and backward; the compiled layer computes what the eager one does."""
+    make, inputs, _ = KINDS[kind]
+    layer = make(diag_mask=True, learn_temp=True)
+    layer.fused_attn = fused
+    args = inputs()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend='eager', fullgraph=True)
+    out = compiled(*args)
+    out.sum().backward()
+    assert layer.temperature.grad is not None
+    torch.testing.assert_close(out, layer(*args))
