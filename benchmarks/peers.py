@@ -77,14 +77,19 @@ def peers_of(family: str, num_classes: int, reference: Optional[Callable]) -> Di
     return peers
 
 
-def graph_count(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool) -> int:
-    """How many graphs dynamo captures of one forward in ``mode`` (1: no graph break)."""
+def graph_count(model: torch.nn.Module, mode: str, batch: torch.Tensor, amp: bool) -> str:
+    """How many graphs dynamo captures of one forward in ``mode`` (1: no graph break); '?' where dynamo fails."""
     model.train(mode == 'train')
     torch._dynamo.reset()
     autocast = torch.autocast(batch.device.type, dtype=torch.bfloat16 if batch.device.type == 'cpu'
                               else torch.float16, enabled=amp)
-    with autocast, torch.no_grad():
-        return torch._dynamo.explain(model)(batch).graph_count
+    try:
+        with autocast, torch.no_grad():
+            return str(torch._dynamo.explain(model)(batch).graph_count)
+    except Exception as e:  # noqa: BLE001  (a peer dynamo cannot trace is reported, not fatal)
+        print(f'{type(model).__name__}: dynamo failed: {type(e).__name__}: {e}'.splitlines()[0], file=sys.stderr)
+        return '?'
+
 
 
 def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Optional[Callable]) -> Dict:

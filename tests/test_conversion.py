@@ -1,5 +1,5 @@
-"""The one conversion path (timm_sl/layers/convert.py): SL-PiT and SL-Swin replace timm's inline modules through it,
-as ``slify`` does, so the two build the same model from the same seed; each SL layer's ``from_timm`` is strict."""
+"""The one conversion path (timm_sl/convert.py): SL-PiT and SL-Swin replace timm's inline modules through it, as
+``slify`` does, so the two build the same model from the same seed; each conversion is strict."""
 import ast
 from pathlib import Path
 
@@ -11,10 +11,8 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import PoolingVisionTransformer
 from timm.models.swin_transformer import SwinTransformer, WindowAttention
 from timm_sl import slify
-from timm_sl.layers import (
-    SL_FORMS, LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, LocalityWindowAttention,
-    resample_pos_embed)
-from timm_sl.layers.from_timm import copy_timm_state
+from timm_sl.convert import SL_FORMS, convert_module, copy_timm_state, resample_pos_embed
+from timm_sl.layers import LocalityClassAttn, LocalityTalkingHeadAttn, LocalityWindowAttention, SlArgs
 from timm_sl.models import SlPoolingVisionTransformer, SlSwinTransformer
 
 ROOT = Path(__file__).resolve().parents[1] / 'timm_sl'
@@ -79,18 +77,21 @@ def test_family_swin_and_slify_build_the_same_model_from_the_same_seed():
     (lambda: TalkingHeadAttn(16, num_heads=2), LocalityTalkingHeadAttn, lambda m, x: m(x)),
     (lambda: ClassAttn(16, num_heads=2, qkv_bias=True), LocalityClassAttn, lambda m, x: m(x)),
 ], ids=['window', 'talking_heads', 'class_attn'])
-def test_from_timm_without_mask_and_fixed_temperature_is_the_timm_layer(timm_module, lsa_cls, call):
+def test_conversion_without_mask_and_fixed_temperature_is_the_timm_layer(timm_module, lsa_cls, call):
     source = timm_module().eval()
-    rebuilt = lsa_cls.from_timm(source, diag_mask=False, learn_temp=False).eval()
+    rebuilt = convert_module(source, SlArgs(lsa=False)).eval()
+    assert type(rebuilt) is lsa_cls
     x = torch.randn(3, 16, 16)
     with torch.no_grad():
         torch.testing.assert_close(call(rebuilt, x), call(source, x), rtol=1e-5, atol=1e-6)
 
 
-def test_from_timm_refuses_another_class():
-    with pytest.raises(TypeError, match='LocalitySelfAttention.from_timm takes a timm.layers.attention.Attention, '
-                                        'not timm.models.swin_transformer.WindowAttention'):
-        LocalitySelfAttention.from_timm(WindowAttention(16, 2, window_size=4))
+def test_conversion_refuses_a_class_without_an_sl_form():
+    class MyAttention(WindowAttention):  # a subclass may carry options a rebuild would drop: exact classes only
+        pass
+    with pytest.raises(TypeError, match=r'^test_conversion\..*MyAttention has no SL form; allowed: '
+                                        r'timm.layers.patch_embed.PatchEmbed, .*WindowAttention'):
+        convert_module(MyAttention(16, 2, window_size=4))
 
 
 def test_state_copy_is_strict():
@@ -113,7 +114,7 @@ def _imports(path: Path) -> set:
 
 
 def test_layers_and_slify_do_not_import_the_families_and_families_not_slify():
-    for path in [ROOT / 'slify.py', *sorted((ROOT / 'layers').glob('*.py'))]:
+    for path in [ROOT / 'slify.py', ROOT / 'convert.py', *sorted((ROOT / 'layers').glob('*.py'))]:
         wrong = {n for n in _imports(path) if n.lstrip('.').startswith('models') or n.startswith('timm_sl.models')}
         assert not wrong, f'{path.name} imports {wrong}'
     for path in sorted((ROOT / 'models').glob('*.py')):

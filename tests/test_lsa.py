@@ -7,7 +7,13 @@ from torch import nn
 import timm
 from timm.layers import Attention, set_fused_attn
 from timm.optim import create_optimizer_v2, param_groups_weight_decay
-from timm_sl.layers import LocalitySelfAttention, lsa_attn_bias, lsa_no_weight_decay
+from timm.models.cait import ClassAttn, TalkingHeadAttn
+from timm.models.swin_transformer import WindowAttention
+from timm_sl.convert import convert_module
+from timm_sl.layers import (
+    LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, LocalityWindowAttention, SlArgs, lsa_attn_bias,
+    lsa_no_weight_decay, set_lsa_switches)
+from timm_sl.models.sl_t2t import TokenAttention
 
 
 def _probe_attention(diag_mask=True, num_tokens=6):
@@ -160,15 +166,6 @@ def test_bad_temp_ratio(ratio):
         LocalitySelfAttention(16, num_heads=2, temp_ratio=ratio)
 
 
-def test_configured_class_binds_defaults_and_is_a_class():
-    cls = LocalitySelfAttention.configured(diag_mask=False, learn_temp=True, temp_ratio=0.5)
-    assert isinstance(cls, type) and issubclass(cls, LocalitySelfAttention)
-    assert cls is LocalitySelfAttention.configured(diag_mask=False, learn_temp=True, temp_ratio=0.5)
-    layer = cls(32, num_heads=2)
-    assert not layer.diag_mask and layer.learn_temp and layer.temp_ratio == 0.5
-    assert cls.__qualname__ == LocalitySelfAttention.__qualname__
-
-
 def test_temperature_is_excluded_from_weight_decay():
     model = timm.create_model('sl_vit_32', depth=2)
     names = lsa_no_weight_decay(model)
@@ -198,18 +195,116 @@ def test_temperature_learns_under_training():
     assert not torch.equal(before, model.blocks[0].attn.temperature.detach())
 
 
-def test_configured_layers_pickle_and_deepcopy():
-    import copy
-    import io
-    model = timm.create_model('sl_vit_32', depth=2, lsa_mask=False, lsa_temp_ratio=0.5).eval()
+# ---- every attention kind: plain, Swin window, CaiT talking heads and class attention, T2T token attention ----
+
+def _window_mask():
+    """A shift mask of 2 windows of 9 tokens (timm's -100 for blocked pairs); token 0 of window 1 is alone."""
+    mask = torch.zeros(2, 9, 9)
+    mask[1, :, :3] = -100.
+    mask[1, :3, :] = -100.
+    mask[1, :3, :3] = 0.
+    mask[1, 0, 1:] = -100.
+    mask[1, 1:, 0] = -100.
+    return mask
+
+
+# kind -> (layer with LSA switches, its input, the timm layer it is the LSA form of, or None)
+KINDS = {
+    'plain': (lambda **sw: LocalitySelfAttention(48, num_heads=4, qkv_bias=True, **sw),
+              lambda: (torch.randn(2, 7, 48),), lambda: Attention(48, num_heads=4, qkv_bias=True)),
+    'window': (lambda **sw: LocalityWindowAttention(48, 4, window_size=3, **sw),
+               lambda: (torch.randn(4, 9, 48), _window_mask()), lambda: WindowAttention(48, 4, window_size=3)),
+    'talking_heads': (lambda **sw: LocalityTalkingHeadAttn(48, num_heads=4, **sw),
+                      lambda: (torch.randn(2, 7, 48),), lambda: TalkingHeadAttn(48, num_heads=4)),
+    'class_attn': (lambda **sw: LocalityClassAttn(48, num_heads=4, **dict(sw, diag_mask=False)),
+                   lambda: (torch.randn(2, 7, 48),), lambda: ClassAttn(48, num_heads=4)),
+    'token': (lambda **sw: TokenAttention(27, 64, **sw), lambda: (torch.randn(2, 10, 27),), None),
+}
+# the paper's ablation switches: mask only ("M"), temperature only ("T"), a fixed temperature ratio (Table 1)
+SWITCHES = {
+    'mask_only': dict(diag_mask=True, learn_temp=False),
+    'temperature_only': dict(diag_mask=False, learn_temp=True),
+    'temp_ratio': dict(diag_mask=False, learn_temp=False, temp_ratio=0.25),
+    'lsa': dict(diag_mask=True, learn_temp=True),
+}
+
+
+@pytest.mark.parametrize('kind', list(KINDS))
+def test_each_kind_fused_and_explicit_paths_agree(kind):
+    make, inputs, _ = KINDS[kind]
+    layer = make(diag_mask=True, learn_temp=True)
     with torch.no_grad():
-        model.blocks[1].attn.temperature.fill_(0.3)
-    buffer = io.BytesIO()
-    torch.save(model, buffer)
-    buffer.seek(0)
-    loaded = torch.load(buffer, weights_only=False)
-    assert type(loaded.blocks[0].attn) is LocalitySelfAttention
-    assert not loaded.blocks[0].attn.diag_mask and loaded.blocks[0].attn.temp_ratio == 0.5
-    x = torch.randn(2, 3, 32, 32)
-    torch.testing.assert_close(loaded(x), model(x))
-    torch.testing.assert_close(copy.deepcopy(model)(x), model(x))
+        layer.temperature.uniform_(0.1, 0.6)  # heads differ, so a per-head mix-up would show
+    args = inputs()
+    x = args[0].requires_grad_()
+    results = []
+    for fused in (True, False):
+        layer.fused_attn = fused
+        layer.zero_grad()
+        x.grad = None
+        out = layer(*args)
+        out.square().mean().backward()
+        results.append((out.detach(), x.grad.clone(), layer.temperature.grad.clone()))
+    assert torch.isfinite(results[0][0]).all()
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize('switches', list(SWITCHES))
+@pytest.mark.parametrize('kind', list(KINDS))
+def test_each_kind_with_the_ablation_switches(kind, switches):
+    """Built with the switches directly, or with the defaults and switched afterwards (the seam of the backbones
+    that take a bare class): the same layer, drawing the same random numbers; the temperature is learned (a
+    parameter in the state dict) or fixed (a non-persistent buffer) at ``head_dim ** -0.5 / temp_ratio``; the mask is
+    what changes the output."""
+    make, inputs, _ = KINDS[kind]
+    sw = dict(SWITCHES[switches], diag_mask=False) if kind == 'class_attn' else SWITCHES[switches]
+    torch.manual_seed(0)
+    direct = make(**sw)
+    after_direct = torch.randn(4)
+    torch.manual_seed(0)
+    switched = make()
+    set_lsa_switches([switched], **sw)
+    assert torch.equal(torch.randn(4), after_direct)  # the switches draw no random number
+    learn, ratio = sw.get('learn_temp'), sw.get('temp_ratio', 1.)
+    diag = sw['diag_mask']
+    for layer in (direct, switched):
+        assert (layer.diag_mask, layer.learn_temp, layer.temp_ratio) == (diag, learn, ratio)
+        assert ('temperature' in dict(layer.named_parameters())) == learn == ('temperature' in layer.state_dict())
+        init = torch.full_like(layer.temperature, layer.lsa_head_dim ** -0.5 / ratio)
+        torch.testing.assert_close(layer.temperature, init)
+    assert list(direct.state_dict()) == list(switched.state_dict())
+    args = inputs()
+    with torch.no_grad():
+        torch.testing.assert_close(switched(*args), direct(*args))
+        unmasked = make(**dict(sw, diag_mask=False))
+        unmasked.load_state_dict(direct.state_dict())
+        assert torch.allclose(unmasked(*args), direct(*args)) != diag
+
+
+@pytest.mark.parametrize('kind', [k for k in KINDS if KINDS[k][2] is not None])
+def test_each_kind_without_mask_at_its_initial_temperature_is_the_timm_layer(kind):
+    _, inputs, make_timm = KINDS[kind]
+    source = make_timm().eval()
+    for sl_args in (SlArgs(lsa=False), SlArgs(lsa_mask=False)):  # fixed, then learned temperature at its init
+        layer = convert_module(source, sl_args).eval()
+        args = inputs()
+        with torch.no_grad():
+            torch.testing.assert_close(layer(*args), source(*args), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('fused', [True, False], ids=['fused', 'explicit'])
+@pytest.mark.parametrize('kind', list(KINDS))
+def test_each_kind_traces_into_one_graph(kind, fused):
+    """Dynamo captures every attention forward whole (``fullgraph=True``: no query it cannot trace, no branch on a
+    tensor's value), both paths, forward and backward; the compiled layer computes what the eager one does."""
+    make, inputs, _ = KINDS[kind]
+    layer = make(diag_mask=True, learn_temp=True)
+    layer.fused_attn = fused
+    args = inputs()
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, backend='eager', fullgraph=True)
+    out = compiled(*args)
+    out.sum().backward()
+    assert layer.temperature.grad is not None
+    torch.testing.assert_close(out, layer(*args))

@@ -13,10 +13,9 @@ BASE = dict(spt=False, lsa=False, spt_pool=False)
 
 @pytest.mark.parametrize('name,size,classes', [
     ('sl_pit_32', 32, 100), ('sl_pit_64', 64, 200), ('sl_pit_xs', 224, 1000)])
-def test_forward_and_sl_parts(name, size, classes):
-    model = timm.create_model(name).eval()
-    out = model(torch.randn(2, 3, size, size))
-    assert out.shape == (2, classes) and torch.isfinite(out).all()
+def test_sl_parts(name, size, classes):  # forward, backward: test_models.py
+    model = timm.create_model(name, device='meta')
+    assert model.pretrained_cfg['input_size'] == (3, size, size) and model.num_classes == classes
     assert isinstance(model.patch_embed, ShiftedPatchEmbed)
     attns = [b.attn for stage in model.transformers for b in stage.blocks]
     assert len(attns) == 12 and all(isinstance(a, LocalitySelfAttention) for a in attns)
@@ -50,16 +49,6 @@ def test_stage_shapes_with_spool():
 
 def _modules_by_name(model):
     return {name: type(m) for name, m in model.named_modules() if name}
-
-
-def test_baseline_is_timm_pit_xs_exactly():
-    base = timm.create_model('sl_pit_xs', **BASE)
-    ref = timm.create_model('pit_xs_224')
-    assert _modules_by_name(base) == _modules_by_name(ref)
-    assert {k: v.shape for k, v in base.state_dict().items()} == {k: v.shape for k, v in ref.state_dict().items()}
-    base.load_state_dict(ref.state_dict())
-    x = torch.randn(1, 3, 224, 224)
-    torch.testing.assert_close(base.eval()(x), ref.eval()(x))
 
 
 def test_paper_baseline_pooling_is_depthwise_plus_pointwise():
@@ -96,19 +85,3 @@ def test_w_o_spool_keeps_conv_pooling():
 def test_bad_kwargs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         timm.create_model('sl_pit_32', **kwargs)
-
-
-def test_train_step_reaches_every_parameter():
-    model = timm.create_model('sl_pit_32', num_classes=5)
-    nn.functional.cross_entropy(model(torch.randn(2, 3, 32, 32)), torch.tensor([0, 3])).backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.abs().sum() > 0]
-    assert missing == []
-
-
-def test_reset_classifier_keeps_sl_state():
-    model = timm.create_model('sl_pit_32')
-    with torch.no_grad():
-        model.transformers[2].blocks[0].attn.temperature.fill_(0.5)
-    model.reset_classifier(10)
-    assert model(torch.randn(1, 3, 32, 32)).shape == (1, 10)
-    assert torch.all(model.transformers[2].blocks[0].attn.temperature == 0.5)

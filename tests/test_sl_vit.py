@@ -24,32 +24,16 @@ def test_registered():
 
 @pytest.mark.parametrize('name,size,classes,patch', [
     ('sl_vit_tiny', 224, 1000, 16), ('sl_vit_32', 32, 100, 4), ('sl_vit_64', 64, 200, 8)])
-def test_default_cfgs_and_forward(name, size, classes, patch):
-    model = timm.create_model(name).eval()
+def test_default_cfgs_and_sl_parts(name, size, classes, patch):  # forward: test_models.py
+    model = timm.create_model(name, device='meta')
     assert model.pretrained_cfg['input_size'] == (3, size, size)
     assert model.num_classes == classes and model.patch_embed.patch_size == (patch, patch)
-    out = model(_input(model))
-    assert out.shape == (2, classes) and torch.isfinite(out).all()
     assert isinstance(model.patch_embed, ShiftedPatchEmbed)
     assert all(isinstance(b.attn, LocalitySelfAttention) for b in model.blocks)
 
 
 def _modules_by_name(model):
     return {name: type(m) for name, m in model.named_modules() if name}
-
-
-def test_baseline_switch_is_exactly_timm_vit():
-    kwargs = dict(img_size=64, patch_size=8, embed_dim=192, depth=9, num_heads=12, mlp_ratio=2, qkv_bias=False,
-                  num_classes=200)
-    base = timm.create_model('sl_vit_64', spt=False, lsa=False)
-    ref = VisionTransformer(**kwargs)
-    assert _modules_by_name(base) == _modules_by_name(ref)
-    assert {k: v.shape for k, v in base.state_dict().items()} == {k: v.shape for k, v in ref.state_dict().items()}
-    assert type(base.patch_embed) is PatchEmbed and type(base.blocks[0].attn) is Attention
-    # same weights -> same function
-    base.load_state_dict(ref.state_dict())
-    x = torch.randn(2, 3, 64, 64)
-    torch.testing.assert_close(base.eval()(x), ref.eval()(x))
 
 
 def test_baseline_loads_timm_vit_weights_through_timm_filter():
@@ -117,12 +101,6 @@ def test_unknown_kwarg_is_named():
         timm.create_model('sl_vit_32', shift_ration=0.5)
 
 
-def test_no_weight_decay_lists_temperatures_only_when_learned():
-    assert {f'blocks.{i}.attn.temperature' for i in range(9)} <= timm.create_model('sl_vit_32').no_weight_decay()
-    nwd = timm.create_model('sl_vit_32', lsa_learn_temp=False).no_weight_decay()
-    assert not any('temperature' in n for n in nwd)
-
-
 def test_features_only_and_intermediates():
     model = timm.create_model('sl_vit_32', features_only=True, out_indices=(2, 8))
     feats = model(torch.randn(2, 3, 32, 32))
@@ -152,14 +130,6 @@ def test_set_input_size_keeps_sl_state():
     assert torch.all(model.blocks[3].attn.temperature == 0.123)
 
 
-def test_grad_checkpointing_same_output():
-    model = timm.create_model('sl_vit_32').eval()
-    x = torch.randn(2, 3, 32, 32)
-    out = model(x)
-    model.set_grad_checkpointing()
-    torch.testing.assert_close(model(x), out)
-
-
 def test_pretrained_without_weights_is_timm_error():
     with pytest.raises(RuntimeError, match='No pretrained weights exist for sl_vit_32'):
         timm.create_model('sl_vit_32', pretrained=True)
@@ -180,16 +150,6 @@ def test_checkpoint_file_round_trip_and_pos_embed_resize(tmp_path):
     other = timm.create_model('sl_vit_32', num_classes=10)
     load_checkpoint(other, str(path))
     torch.testing.assert_close(other.eval()(x), model(x))
-
-
-def test_train_step_changes_every_parameter():
-    model = timm.create_model('sl_vit_32', depth=2, num_classes=5)
-    out = model(torch.randn(4, 3, 32, 32))
-    nn.functional.cross_entropy(out, torch.arange(4)).backward()
-    for name, p in model.named_parameters():
-        assert p.grad is not None, name
-        if name not in ('cls_token',):
-            assert p.grad.abs().sum() > 0, name
 
 
 def test_model_class_can_be_built_directly():

@@ -14,7 +14,8 @@ from torch import nn
 import timm
 from timm.layers import Attention, PatchEmbed
 from timm_sl import SlifyError, slify, slify_refusal
-from timm_sl.layers import LocalitySelfAttention, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection
+from timm_sl.convert import convert_module
+from timm_sl.layers import LocalitySelfAttention, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / 'benchmarks'))
@@ -89,12 +90,12 @@ def test_every_attention_option_is_kept():
     new = host[1]
     assert isinstance(new, LocalitySelfAttention)
     assert (new.num_heads, new.head_dim, new.attn_dim) == (2, 24, 48)
-    assert new.q_norm.eps == new.k_norm.eps == new.norm.eps == 1e-3  # from_attention used to rebuild them at 1e-5
+    assert new.q_norm.eps == new.k_norm.eps == new.norm.eps == 1e-3  # a rebuild from their class would give 1e-5
     assert new.proj.bias is None and new.qkv.bias is not None
     assert (new.attn_drop.p, new.proj_drop.p) == (0.1, 0.2)
     assert new.fused_attn == attn.fused_attn
     # with every LSA part off it computes exactly the timm attention it came from
-    plain = LocalitySelfAttention.from_attention(attn, diag_mask=False, learn_temp=False).eval()
+    plain = convert_module(attn, SlArgs(lsa=False)).eval()
     x = torch.randn(2, 5, 64)
     with torch.no_grad():
         torch.testing.assert_close(plain(x), attn.eval()(x))

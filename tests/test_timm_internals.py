@@ -17,7 +17,9 @@ from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn
 from timm.models.pit import Pooling, PoolingVisionTransformer
 from timm.models.swin_transformer import PatchMerging, SwinTransformer, WindowAttention
 
-from timm_sl.layers import LocalitySelfAttention
+import timm_sl.convert
+from timm_sl.convert import convert_module
+from timm_sl.layers import LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, SlArgs
 from timm_sl.models.sl_swin import LocalityWindowAttention
 
 LSA_KWARGS = {'diag_mask', 'learn_temp', 'temp_ratio'}
@@ -27,8 +29,9 @@ def _init_params(cls: type) -> set:
     return set(inspect.signature(cls.__init__).parameters) - {'self', 'args', 'kwargs'}
 
 
-def _rebuilt_kwargs(factory, source: nn.Module, lsa_cls: type) -> set:
-    """Constructor arguments a ``from_*`` factory passes when it rebuilds ``source`` as ``lsa_cls``."""
+def _rebuilt_kwargs(source: nn.Module, lsa_cls: type, monkeypatch) -> set:
+    """Constructor arguments the conversion table (timm_sl/convert.py) passes when it rebuilds ``source`` as
+    ``lsa_cls``."""
     seen = {}
 
     class Probe(lsa_cls):
@@ -36,7 +39,8 @@ def _rebuilt_kwargs(factory, source: nn.Module, lsa_cls: type) -> set:
             seen.update(dict(zip(_positional(lsa_cls), args)), **kwargs)
             super().__init__(*args, **kwargs)
 
-    getattr(Probe, factory)(source)
+    monkeypatch.setattr(timm_sl.convert, lsa_cls.__name__, Probe)
+    timm_sl.convert.convert_module(source)
     return set(seen) - LSA_KWARGS - {'device', 'dtype'}
 
 
@@ -50,14 +54,14 @@ def _missing(obj: object, names) -> list:
 
 # ---- constructor arguments rebuilt when a timm attention is replaced by its LSA version ----
 
-def test_attention_constructor_arguments_are_all_carried_over():
-    """``LocalitySelfAttention.from_attention`` (timm_sl/layers/lsa.py) rebuilds a timm ``Attention`` from its
-    attributes (PiT builds its attention inline). A new ``Attention`` option would be silently dropped."""
+def test_attention_constructor_arguments_are_all_carried_over(monkeypatch):
+    """The conversion table (timm_sl/convert.py) rebuilds a timm ``Attention`` from its attributes (PiT builds its
+    attention inline). A new ``Attention`` option would be silently dropped."""
     expected = _init_params(Attention) - {'device', 'dtype'}
-    carried = _rebuilt_kwargs('from_attention', Attention(32, num_heads=4), LocalitySelfAttention)
+    carried = _rebuilt_kwargs(Attention(32, num_heads=4), LocalitySelfAttention, monkeypatch)
     assert carried == expected, (
-        f'timm.layers.Attention.__init__ takes {sorted(expected)}; LocalitySelfAttention.from_attention '
-        f'(timm_sl/layers/lsa.py) passes {sorted(carried)}: carry over {sorted(expected - carried)}, '
+        f'timm.layers.Attention.__init__ takes {sorted(expected)}; the conversion of Attention '
+        f'(timm_sl/convert.py) passes {sorted(carried)}: carry over {sorted(expected - carried)}, '
         f'drop {sorted(carried - expected)}.')
 
 
@@ -66,20 +70,27 @@ def test_attention_constructor_arguments_are_all_carried_over():
     dict(scale_norm=True, proj_bias=False, dim_out=48, norm_layer=nn.LayerNorm),
     dict(gated=True, attn_head_dim=12)])
 def test_attention_rebuilt_from_attributes_computes_the_same(options):
-    """What ``from_attention`` reads (qkv, q_norm, norm, gate, proj, attn_drop, head_dim, ...) reproduces timm's layer:
+    """What the conversion reads (qkv, q_norm, norm, gate, proj, attn_drop, head_dim, ...) reproduces timm's layer:
     with no mask and a fixed temperature equal to timm's scale, the LSA layer is the same function."""
     source = Attention(32, num_heads=4, **options).eval()
-    rebuilt = LocalitySelfAttention.from_attention(source, diag_mask=False, learn_temp=False).eval()
+    rebuilt = convert_module(source, SlArgs(lsa=False)).eval()
     x = torch.randn(2, 5, 32)
     torch.testing.assert_close(rebuilt(x), source(x), rtol=1e-5, atol=1e-5)
 
 
-def test_window_attention_constructor_arguments_are_all_carried_over():
-    """``LocalityWindowAttention.from_timm`` (timm_sl/layers/lsa_window.py) rebuilds Swin's attention."""
-    expected = _init_params(WindowAttention) - {'device', 'dtype'}
-    carried = _rebuilt_kwargs('from_window_attention', WindowAttention(32, 4, window_size=4), LocalityWindowAttention)
+@pytest.mark.parametrize('make,lsa_cls', [
+    (lambda: WindowAttention(32, 4, window_size=4), LocalityWindowAttention),
+    (lambda: TalkingHeadAttn(32, num_heads=4), LocalityTalkingHeadAttn),
+    (lambda: ClassAttn(32, num_heads=4), LocalityClassAttn),
+], ids=['WindowAttention', 'TalkingHeadAttn', 'ClassAttn'])
+def test_window_and_cait_constructor_arguments_are_all_carried_over(make, lsa_cls, monkeypatch):
+    """The conversion table (timm_sl/convert.py) rebuilds Swin's and CaiT's attention from their attributes (CaiT's
+    with the ``head_dim`` the SL classes add)."""
+    source = make()
+    expected = _init_params(type(source)) - {'device', 'dtype'} | {'head_dim'}
+    carried = _rebuilt_kwargs(source, lsa_cls, monkeypatch)
     assert carried == expected, (
-        f'timm WindowAttention.__init__ takes {sorted(expected)}; LocalityWindowAttention.from_timm (timm_sl/layers/lsa_window.py) '
+        f'timm {type(source).__name__}.__init__ takes {sorted(expected)}; its conversion (timm_sl/convert.py) '
         f'passes {sorted(carried)}: carry over {sorted(expected - carried)}, drop {sorted(carried - expected)}.')
 
 
@@ -90,7 +101,8 @@ ATTRIBUTES = [
     (lambda: Attention(32, num_heads=4),
      ('qkv', 'num_heads', 'head_dim', 'attn_dim', 'proj', 'q_norm', 'k_norm', 'norm', 'gate', 'attn_drop', 'proj_drop',
       'fused_attn', 'scale'),
-     'LocalitySelfAttention.from_attention / forward (layers/lsa.py), analysis._OBSERVED_AT'),
+     'the conversion of Attention (convert.py), LocalitySelfAttention.forward (layers/lsa.py), '
+     'analysis._OBSERVED_AT'),
     (lambda: WindowAttention(32, 4, window_size=4),
      ('_get_rel_pos_bias', 'qkv', 'num_heads', 'dim', 'window_size', 'attn_drop', 'proj_drop', 'fused_attn', 'softmax',
       'proj', 'reset_parameters'),
@@ -103,11 +115,11 @@ ATTRIBUTES = [
      'LocalityClassAttn and _resize_heads (layers/lsa_cait.py), analysis._OBSERVED_AT'),
     (lambda: Pooling(16, 32, stride=2),
      ('conv', 'fc'),
-     'ShiftedTokenPooling / PointwisePooling.from_timm (layers/spool.py, models/sl_pit.py): pool.conv.stride, '
+     'the conversion of Pooling (convert.py, models/sl_pit.py _pointwise_from_timm): pool.conv.stride, '
      'pool.fc in/out features'),
     (lambda: PatchMerging(16, 32),
      ('dim', 'out_dim', 'reduction'),
-     'ShiftedPatchMerging.from_timm (layers/spt.py, through layers/convert.py)'),
+     'the conversion of PatchMerging (convert.py)'),
     (lambda: PatchEmbed(32, 4, 3, 16),
      ('proj', 'patch_size', 'img_size', 'grid_size', 'num_patches', 'strict_img_size', 'set_input_size', 'feat_ratio',
       'dynamic_feat_size'),
@@ -211,7 +223,7 @@ def test_vision_transformer_seams():
     params = _init_params(VisionTransformer)
     assert {'embed_layer', 'attn_layer', 'pre_norm'} <= params, 'update SlVisionTransformer / SlT2T'
     model = VisionTransformer(img_size=32, patch_size=4, embed_dim=32, depth=1, num_heads=2,
-                              attn_layer=LocalitySelfAttention.configured(diag_mask=True))
+                              attn_layer=LocalitySelfAttention)
     assert isinstance(model.blocks[0].attn, LocalitySelfAttention)
     assert not _missing(model, ('pos_embed', 'no_embed_class', 'num_prefix_tokens', 'cls_token', 'set_input_size')), \
         'update SlT2T (models/sl_t2t.py)'

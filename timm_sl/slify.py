@@ -31,10 +31,9 @@ from torch import nn
 import timm
 from timm.layers import PatchEmbed
 
-from .layers.from_timm import qualname
+from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
 from .layers import (
-    SL_ARG_NAMES, SL_FORMS, LsaMixin, Replacement, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool,
-    check_optional_bool, plan_replacements, replace_modules, resolve_shift)
+    SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_optional_bool, resolve_shift)
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal']
 
@@ -61,7 +60,7 @@ def _forms_of(kind: str) -> Tuple[type, ...]:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Planning: what to convert comes from the shared table (timm_sl.layers.convert); slify adds the checks that say why
+# Planning: what to convert comes from the shared table (timm_sl.convert); slify adds the checks that say why
 # a model cannot be converted, and plans one kind after the other (stem, attention, pooling: the order its random
 # inits draw in)
 
@@ -136,7 +135,7 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Re
         return
 
     def spt_with_norm(old: nn.Module, args: SlArgs) -> nn.Module:
-        return ShiftedPatchEmbed.from_timm(old, **args.spt_kwargs(), post_norm=post_norm)
+        return spt_from_timm(old, args, post_norm=post_norm)
 
     # PiT's overlapping conv stem: its position map is resampled to SPT's grid (the shared policy)
     steps += plan_replacements(model, sl_args, kinds=('spt',), forms={PatchEmbed: ('spt', spt_with_norm)})

@@ -7,7 +7,7 @@
 
 The entry is not named ``sl_*``: it is not one configuration but a converter, so it stays out of the ``sl_`` model
 set (``timm-sl list``, the per-model test matrix) whose members have fixed architectures and ``baseline_kwargs``, and
-it lives next to the converter, not among the families (the converter is built from ``timm_sl.layers`` only).
+it lives next to the converter, not among the families (the converter is built from ``timm_sl.convert`` and ``timm_sl.layers`` only).
 """
 from typing import Any, Optional
 

@@ -10,7 +10,7 @@ query, the class token) gets the learnable temperature only and no diagonal mask
 Both classes also take an explicit ``head_dim`` (timm's derive it from the width): the paper's small-data CaiT has 4
 heads of 64 (inner width 256) on a 192-wide model.
 """
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from torch import nn
 from timm.layers import use_fused_attn
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 
-from .lsa import TimmLsaMixin, lsa_attn_bias
+from .lsa import LsaMixin, lsa_attn_bias
 
 __all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
 
@@ -68,44 +68,45 @@ def mix_heads(
     return out.view(B, weight.shape[0], N, M)
 
 
-class _HeadDim:
-    """Adds ``head_dim`` to a timm CaiT attention (``None``: timm's ``dim // num_heads``), via :func:`_resize_heads`
-    after timm built the layer; ``head_projections`` names the input projections to resize."""
-    head_projections: Tuple[str, ...]
-
-    def __init__(self, dim: int, num_heads: int = 8, head_dim: Optional[int] = None, **kwargs: Any) -> None:
-        super().__init__(dim, num_heads=num_heads, **kwargs)
-        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, self.head_projections)
-
-
-class LocalityTalkingHeadAttn(TimmLsaMixin, _HeadDim, TalkingHeadAttn):
+class LocalityTalkingHeadAttn(TalkingHeadAttn, LsaMixin):
     """timm's talking-heads attention with LSA (mask after the pre-softmax head mixing) and an optional head dim.
 
-    With ``diag_mask=False, learn_temp=False, temp_ratio=1`` it computes plain talking-heads attention (the baseline
-    of a config whose head dim timm's class cannot express); its state dict then has exactly timm's keys.
+    timm's constructor plus ``head_dim`` (``None``: timm's ``dim // num_heads``) and the LSA switches ``diag_mask``,
+    ``learn_temp``, ``temp_ratio`` of :class:`~timm_sl.layers.LsaMixin`. With ``diag_mask=False, learn_temp=False,
+    temp_ratio=1`` it computes plain talking-heads attention (the baseline of a config whose head dim timm's class
+    cannot express); its state dict then has exactly timm's keys.
     """
-    timm_cls = TalkingHeadAttn
-    head_projections = ('qkv',)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+            self,
+            dim: int,
+            num_heads: int = 8,
+            qkv_bias: bool = False,
+            attn_drop: float = 0.,
+            proj_drop: float = 0.,
+            head_dim: Optional[int] = None,
+            diag_mask: bool = True,
+            learn_temp: bool = True,
+            temp_ratio: float = 1.0,
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop,
+                         device=device, dtype=dtype)
+        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('qkv',))
         # fast path: both head mixings as batched products (mix_heads); off (TIMM_FUSED_ATTN=0, attention capture)
         # the explicit path runs timm's proj_l / proj_w modules, as timm's TalkingHeadAttn does
         self.fused_attn = use_fused_attn()
-
-    @classmethod
-    def timm_config(cls, attn: TalkingHeadAttn) -> Dict[str, Any]:
-        return dict(dim=attn.qkv.in_features, num_heads=attn.num_heads,
-                    head_dim=attn.qkv.out_features // 3 // attn.num_heads, qkv_bias=attn.qkv.bias is not None,
-                    attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
+        self.init_lsa(self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, C = x.shape
-        qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
-        q, k, v = qkv.reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
         attn = q @ k.transpose(-2, -1)
         # the diagonal mask goes in after the pre-softmax mixing: -inf must not pass through proj_l
-        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device, shared=True) if self.diag_mask else None
+        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
         if self.fused_attn:  # the mask as one more additive term of the batched mixing
             attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
             attn = attn.softmax(dim=-1)
@@ -131,40 +132,49 @@ def class_attn_switches(lsa_kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return dict(lsa_kwargs, diag_mask=False)
 
 
-class LocalityClassAttn(TimmLsaMixin, _HeadDim, ClassAttn):
+class LocalityClassAttn(ClassAttn, LsaMixin):
     """timm's class attention with LSA's learnable per-head temperature and an optional head dim.
 
-    It has no diagonal mask (see the module docstring: the reference applies none in class attention), so
-    ``diag_mask`` exists only for the LSA classes' common signature and must be False.
+    timm's constructor plus ``head_dim`` and the temperature switches ``learn_temp``, ``temp_ratio``. It has no diagonal
+    mask (see the module docstring: the reference applies none in class attention): ``diag_mask`` exists only for the
+    LSA classes' common signature and must be False.
 
     Raises:
-        ValueError: ``diag_mask=True``.
+        ValueError: ``diag_mask=True`` (also through :func:`~timm_sl.layers.set_lsa_switches`).
     """
-    timm_cls = ClassAttn
-    head_projections = ('q', 'k', 'v')
 
-    def __init__(self, *args: Any, diag_mask: bool = False, **kwargs: Any) -> None:
+    def __init__(
+            self,
+            dim: int,
+            num_heads: int = 8,
+            qkv_bias: bool = False,
+            attn_drop: float = 0.,
+            proj_drop: float = 0.,
+            head_dim: Optional[int] = None,
+            diag_mask: bool = False,
+            learn_temp: bool = True,
+            temp_ratio: float = 1.0,
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop,
+                         device=device, dtype=dtype)
+        self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))
+        self.init_lsa(self.head_dim, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
+
+    def init_lsa(self, head_dim: int, diag_mask: bool = False, *args: Any, **kwargs: Any) -> None:
         if diag_mask:
             raise ValueError('diag_mask=True is not supported by LocalityClassAttn: class attention has no diagonal '
                              'mask (the reference applies none); allowed: diag_mask=False.')
-        super().__init__(*args, diag_mask=False, **kwargs)
-
-    @classmethod
-    def for_switches(cls, sl_args: Any, **defaults: Any) -> type:
-        return cls.configured(**class_attn_switches(sl_args.lsa_kwargs()), **defaults)
-
-    @classmethod
-    def timm_config(cls, attn: ClassAttn) -> Dict[str, Any]:
-        return dict(dim=attn.q.in_features, num_heads=attn.num_heads, head_dim=attn.q.out_features // attn.num_heads,
-                    qkv_bias=attn.q.bias is not None, attn_drop=attn.attn_drop.p, proj_drop=attn.proj_drop.p)
+        super().init_lsa(head_dim, False, *args, **kwargs)
 
     def forward(self, x: torch.Tensor, kv: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The class token ``x[:, 0]`` attends to ``kv`` (default: all of ``x``, timm's class attention)."""
         B = x.shape[0]
         kv = x if kv is None else kv
         N = kv.shape[1]
-        q = F.linear(x[:, 0], *self.scaled_qkv_params(self.q.weight, self.q.bias))
-        q = q.reshape(B, 1, self.num_heads, self.head_dim).transpose(1, 2)
+        q = self.q(x[:, 0]).reshape(B, 1, self.num_heads, self.head_dim).transpose(1, 2)
+        q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
         k = self.k(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         v = self.v(kv).reshape(B, N, self.num_heads, self.head_dim).transpose(1, 2)
         if self.fused_attn:

@@ -5,16 +5,14 @@ temperature) + shifted-window mask, ``-inf`` on the window's diagonal, softmax; 
 ``F.scaled_dot_product_attention`` as one mask. A token whose shifted-window region holds only itself keeps its
 self-relation (otherwise its row would be all ``-inf``).
 """
-from typing import Any, Dict, Optional
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-from timm.layers import register_notrace_function
 from timm.models.swin_transformer import WindowAttention
 
-from .lsa import TimmLsaMixin, lsa_attn_bias
-from .shared_tensors import SharedTensorCache
+from .lsa import LsaMixin, lsa_attn_bias
 
 __all__ = ['LocalityWindowAttention', 'window_attn_bias']
 
@@ -30,84 +28,58 @@ def window_attn_bias(
 
     timm's shift mask blocks with a finite ``-100``. With the diagonal masked, a token alone in its shifted-window
     region would then spread its attention over the blocked tokens (all at ``-100``); so under LSA blocked entries
-    become ``-inf``, which lets :func:`lsa_attn_bias` spot such rows and give them back their self-relation. Under
-    LSA the sum is ``rel_pos_bias + window_lsa_structure(mask)``: the finite position bias plus a 0 / ``-inf``
-    pattern that depends on the mask alone.
+    become ``-inf``, which lets :func:`~timm_sl.layers.lsa_attn_bias` spot such rows and give them back their
+    self-relation. Under LSA the sum is the finite position bias plus a 0 / ``-inf`` pattern of the mask alone.
     """
     if not diag_mask:
         return rel_pos_bias if mask is None else rel_pos_bias + mask.unsqueeze(1).to(rel_pos_bias.dtype)  # timm's sum
-    structure = window_lsa_structure(mask, rel_pos_bias.shape[-1], rel_pos_bias.device)
+    allowed = None if mask is None else (mask >= 0).unsqueeze(1)
+    structure = lsa_attn_bias(rel_pos_bias.shape[-1], torch.float32, rel_pos_bias.device, allowed)
     return (rel_pos_bias + structure).to(dtype)
 
 
-def _window_structure(mask: torch.Tensor) -> torch.Tensor:
-    return lsa_attn_bias(mask.shape[-1], torch.float32, mask.device, (mask >= 0).unsqueeze(1))
+class LocalityWindowAttention(WindowAttention, LsaMixin):
+    """timm's Swin ``WindowAttention`` with LSA (diagonal mask per window, per-head learnable temperature).
 
-
-_STRUCTURES = SharedTensorCache(max_entries=64)
-
-
-@register_notrace_function
-def window_lsa_structure(mask: Optional[torch.Tensor], num_tokens: int, device: torch.device) -> torch.Tensor:
-    """The LSA part of a window attention's bias, float32: ``-inf`` where the shift ``mask`` blocks (``< 0``) and on
-    the diagonal, 0 elsewhere, and 0 on the diagonal of a row that would otherwise have no key. ``(nW, 1, N, N)``,
-    or the shared ``(N, N)`` diagonal bias without a mask.
-
-    It depends on the mask alone, so it is built once per mask and reused (no kernel per call): timm's block passes
-    the same mask buffer every forward. A mask made per call (timm's ``dynamic_mask``), one made under inference
-    mode, or a graph capture (tracing, ``torch.compile``, a CUDA graph) builds it afresh. Do not modify the result
-    in place.
+    timm's constructor plus the LSA switches ``diag_mask``, ``learn_temp``, ``temp_ratio`` of
+    :class:`~timm_sl.layers.LsaMixin`; timm's projections, relative-position table and index.
     """
-    if mask is None:
-        return lsa_attn_bias(num_tokens, torch.float32, device, shared=True)
-    if not torch.jit.is_scripting():
-        return _shared_window_structure(mask)
-    return _window_structure(mask)
 
-
-@torch.jit.unused
-def _shared_window_structure(mask: torch.Tensor) -> torch.Tensor:
-    return _STRUCTURES.get('window_lsa_structure', lambda: _window_structure(mask), mask.device, source=mask)
-
-
-class LocalityWindowAttention(TimmLsaMixin, WindowAttention):
-    """timm's Swin ``WindowAttention`` with LSA (diagonal mask per window, per-head learnable temperature); the LSA
-    switches of :class:`~timm_sl.layers.TimmLsaMixin`."""
-
-    timm_cls = WindowAttention
-
-    def host_head_dim(self) -> int:
-        return self.qkv.out_features // 3 // self.num_heads
+    def __init__(
+            self,
+            dim: int,
+            num_heads: int,
+            head_dim: Optional[int] = None,
+            window_size=7,
+            qkv_bias: bool = True,
+            attn_drop: float = 0.,
+            proj_drop: float = 0.,
+            diag_mask: bool = True,
+            learn_temp: bool = True,
+            temp_ratio: float = 1.0,
+            device=None,
+            dtype=None,
+    ) -> None:
+        super().__init__(
+            dim, num_heads, head_dim=head_dim, window_size=window_size, qkv_bias=qkv_bias, attn_drop=attn_drop,
+            proj_drop=proj_drop, device=device, dtype=dtype)
+        self.init_lsa(head_dim or dim // num_heads, diag_mask, learn_temp, temp_ratio, device=device, dtype=dtype)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
         if hasattr(self, 'temperature'):  # WindowAttention.__init__ calls this before init_lsa
             self.reset_temperature()
 
-    @classmethod
-    def timm_config(cls, attn: WindowAttention) -> Dict[str, Any]:
-        return dict(
-            dim=attn.dim,
-            num_heads=attn.num_heads,
-            head_dim=attn.qkv.out_features // 3 // attn.num_heads,
-            window_size=attn.window_size,
-            qkv_bias=attn.qkv.bias is not None,
-            attn_drop=attn.attn_drop.p,
-            proj_drop=attn.proj_drop.p,
-        )
-
-    @classmethod
-    def from_window_attention(cls, attn: WindowAttention, **switches: Any) -> 'LocalityWindowAttention':
-        """:meth:`from_timm` under the name it has had."""
-        return cls.from_timm(attn, **switches)
+    def init_non_persistent_buffers(self) -> None:
+        """timm's hook after a meta-device build: the relative-position index, then a fixed temperature."""
+        WindowAttention.init_non_persistent_buffers(self)
+        LsaMixin.init_non_persistent_buffers(self)
 
     def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        # timm's WindowAttention.forward has no hook for a tensor scale or an extra mask: its attention core is
-        # written out here with the LSA terms; the projections and the position-bias table are timm's.
         B_, N, C = x.shape
-        qkv = F.linear(x, *self.scaled_qkv_params(self.qkv.weight, self.qkv.bias))
-        q, k, v = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4).unbind(0)
-
+        qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        q = q * self.temperature.to(q.dtype).view(-1, 1, 1)  # the position bias is added unscaled, after
         bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # (nW or 1, nH, N, N)
         num_win = bias.shape[0]
 

@@ -21,11 +21,9 @@ state-dict keys and parameter count.
 import inspect
 from dataclasses import asdict, dataclass, fields
 from functools import partial
-from typing import Any, Dict, Optional, Set, Tuple, Type
+from typing import Any, Dict, Optional, Set, Tuple
 
-from timm.layers import Attention
-
-from .lsa import LocalitySelfAttention, check_temp_ratio
+from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool']
@@ -115,13 +113,6 @@ class SlArgs:
 
     def lsa_kwargs(self) -> Dict[str, Any]:
         return dict(diag_mask=self.diag_mask, learn_temp=self.learn_temp, temp_ratio=self.lsa_temp_ratio)
-
-    def attn_layer(self, base: Type[Attention] = Attention,
-                   lsa_cls: Type[LocalitySelfAttention] = LocalitySelfAttention) -> Type[Attention]:
-        """The attention class to build blocks with: ``base`` for the baseline, a configured LSA class otherwise."""
-        if not self.uses_lsa_layer:
-            return base
-        return lsa_cls.for_switches(self)
 
     def spt_kwargs(self) -> Dict[str, Any]:
         return dict(shift_ratio=self.shift_ratio, shift_directions=self.shift_directions)

@@ -7,9 +7,6 @@ from typing import Tuple
 import torch
 from torch import nn
 
-from timm.models.pit import Pooling
-
-from .from_timm import check_timm_source, copy_timm_state, module_dd
 from .spt import ShiftedPatchMerging
 
 __all__ = ['ShiftedTokenPooling']
@@ -30,15 +27,6 @@ class ShiftedTokenPooling(nn.Module):
         self.merge = ShiftedPatchMerging(
             in_feature, out_feature, merge_size=2, shift_directions=shift_directions, device=device, dtype=dtype)
         self.fc = nn.Linear(in_feature, out_feature, device=device, dtype=dtype)
-
-    @classmethod
-    def from_timm(cls, pool: Pooling, shift_directions: str = 'diagonal') -> 'ShiftedTokenPooling':
-        """Spool in place of PiT's ``Pooling``: the class-token Linear means the same in both and is copied; the
-        token map's merge starts from SPT's own init (a strided conv does not mean what SPT does)."""
-        check_timm_source(pool, Pooling, cls.__name__)
-        new = cls(pool.fc.in_features, pool.fc.out_features, shift_directions=shift_directions, **module_dd(pool))
-        copy_timm_state(new.fc, pool.fc, own=())
-        return new
 
     def forward(self, x: torch.Tensor, cls_token: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         return self.merge(x), self.fc(cls_token)

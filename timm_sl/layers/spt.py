@@ -10,18 +10,13 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
-import copy
 from typing import List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from timm.layers import Format, PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
-from timm.models.pit import ConvEmbedding
-from timm.models.swin_transformer import PatchMerging
-
-from .from_timm import check_timm_source, module_dd
+from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
            'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
@@ -208,40 +203,6 @@ class ShiftedPatchEmbed(PatchEmbed):
             in_chans, embed_dim, self.patch_size, shift_ratio=shift_ratio, shift_directions=shift_directions,
             bias=bias, device=device, dtype=dtype)
 
-    @classmethod
-    def from_timm(
-            cls,
-            stem: Union[PatchEmbed, ConvEmbedding],
-            shift_ratio: float = 0.5,
-            shift_directions: str = 'diagonal',
-            post_norm: bool = False,
-    ) -> 'ShiftedPatchEmbed':
-        """SPT in place of a timm ``PatchEmbed`` or PiT's ``ConvEmbedding``.
-
-        Kept: the image size, channels, width and, for a ``PatchEmbed``, its grid, image-size policy (strict /
-        dynamic padding) and output format. SPT's patch is the stem's stride (SPT patches do not overlap: PiT-XS's
-        16/8 stem becomes an 8 px SPT whose half-patch shift sees the same 16 px), so an overlapping stem's grid
-        changes (see :func:`~timm_sl.layers.convert.resample_pos_embed`). Nothing is copied: a convolution does not
-        mean what SPT's LayerNorm + Linear over the shifted copies means, so SPT starts from its own init. With
-        ``post_norm`` the stem's norm after the projection is kept, with its weights; otherwise it is dropped (SPT
-        normalises each patch before projecting).
-        """
-        spt = dict(shift_ratio=shift_ratio, shift_directions=shift_directions, **module_dd(stem))
-        if type(stem) is ConvEmbedding:
-            conv = stem.conv
-            return cls(img_size=stem.img_size, patch_size=conv.stride, in_chans=conv.in_channels,
-                       embed_dim=conv.out_channels, flatten=False, **spt)
-        check_timm_source(stem, PatchEmbed, cls.__name__)
-        conv = stem.proj
-        new = cls(
-            img_size=stem.img_size, patch_size=stem.patch_size, in_chans=conv.in_channels, embed_dim=conv.out_channels,
-            flatten=stem.flatten, output_fmt=None if stem.output_fmt == Format.NCHW else stem.output_fmt.value,
-            bias=conv.bias is not None, strict_img_size=stem.strict_img_size, dynamic_img_pad=stem.dynamic_img_pad,
-            post_norm=False, **spt)
-        if post_norm:
-            new.norm = copy.deepcopy(stem.norm)  # the same norm over the embedding, with its weights
-        return new
-
     def set_input_size(
             self,
             img_size: Optional[Union[int, Tuple[int, int]]] = None,
@@ -292,13 +253,6 @@ class ShiftedPatchMerging(nn.Module):
         self.proj = ShiftedPatchProjection(
             in_dim, out_dim, merge_size, shift_ratio=0.5, shift_directions=shift_directions, device=device,
             dtype=dtype)
-
-    @classmethod
-    def from_timm(cls, merge: PatchMerging, shift_directions: str = 'diagonal') -> 'ShiftedPatchMerging':
-        """Spool in place of Swin's ``PatchMerging`` (channels-last, same widths). Nothing is copied: its LayerNorm +
-        Linear over the 2x2 group do not mean what SPT's over the shifted copies do."""
-        check_timm_source(merge, PatchMerging, cls.__name__)
-        return cls(merge.dim, merge.out_dim, shift_directions=shift_directions, input_fmt='NHWC', **module_dd(merge))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.channels_last:

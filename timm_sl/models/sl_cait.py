@@ -14,6 +14,7 @@ reference code does, from CaiT's depth rule applied to each layer's index (0.1 u
 beyond; the class-attention layers count from 1 again); ``class_attn_kv='raw_patches'`` is the reference code's class
 attention, whose keys and values are the un-normalised patch tokens only (an opt-in for exact reproduction).
 """
+from functools import partial
 from typing import Any, Dict, Optional
 
 import torch
@@ -92,9 +93,10 @@ class SlCait(Cait):
         raw_patches = class_attn_kv == 'raw_patches'
         layers = {}
         if sl_args.uses_lsa_layer or custom_heads:
-            layers['attn_block'] = LocalityTalkingHeadAttn.for_switches(sl_args, head_dim=head_dim)
+            layers['attn_block'] = partial(LocalityTalkingHeadAttn, head_dim=head_dim, **sl_args.lsa_kwargs())
         if sl_args.uses_lsa_layer or custom_heads or raw_patches:  # timm's ClassAttn cannot take separate keys
-            layers['attn_block_token_only'] = LocalityClassAttn.for_switches(sl_args, head_dim=head_dim)
+            layers['attn_block_token_only'] = partial(
+                LocalityClassAttn, head_dim=head_dim, **class_attn_switches(sl_args.lsa_kwargs()))
         if raw_patches:
             layers['block_layers_token'] = PatchKeysClassAttnBlock
         for key in layers:

@@ -4,8 +4,8 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 
 timm's ``PoolingVisionTransformer`` builds its convolutional stem, its blocks' attention and its pooling layers inline,
 with no constructor argument to swap them, so :class:`SlPoolingVisionTransformer` replaces those submodules after
-timm has built the model, through the conversion path it shares with ``slify`` (:mod:`timm_sl.layers.convert`; each
-replacement is its layer's ``from_timm``, which keeps the configuration and the weights that mean the same thing):
+timm has built the model, through the conversion path it shares with ``slify`` (:mod:`timm_sl.convert`; each
+replacement keeps the configuration and the weights that mean the same thing):
 
 * ``patch_embed``: SPT with patch = the stem's stride (non-overlapping, as SPT is defined). For PiT-XS's overlapping
   16/8 stem this is an 8 px SPT whose half-patch shift gives the same 16 px receptive field. Where the grid changes
@@ -23,8 +23,8 @@ from torch import nn
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import ShiftedTokenPooling, convert_modules  # noqa: F401  (ShiftedTokenPooling: re-exported)
-from ..layers.from_timm import check_timm_source, copy_timm_state, module_dd
+from ..convert import convert_modules, copy_timm_state, module_dd
+from ..layers import ShiftedTokenPooling  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
@@ -51,14 +51,15 @@ class PointwisePooling(Pooling):
         x, cls_token = super().forward(x, cls_token)
         return self.pw(x), cls_token
 
-    @classmethod
-    def from_timm(cls, pool: Pooling) -> 'PointwisePooling':
-        """The pointwise layout in place of timm's ``Pooling`` (``pool_layout='pointwise'``): the class-token Linear
-        is copied; the convolutions keep their own init (the small-data configurations are seeded that way)."""
-        check_timm_source(pool, Pooling, cls.__name__)
-        new = cls(pool.fc.in_features, pool.fc.out_features, stride=pool.conv.stride[0], **module_dd(pool))
-        copy_timm_state(new.fc, pool.fc, own=())
-        return new
+
+
+def _pointwise_from_timm(pool: Pooling, _: Any) -> PointwisePooling:
+    """The pointwise layout in place of timm's ``Pooling`` (``pool_layout='pointwise'``), a conversion-table entry: the
+    class-token Linear is copied; the convolutions keep their own init (the small-data configurations are seeded that
+    way)."""
+    new = PointwisePooling(pool.fc.in_features, pool.fc.out_features, stride=pool.conv.stride[0], **module_dd(pool))
+    copy_timm_state(new.fc, pool.fc, own=())
+    return new
 
 
 class SlPoolingVisionTransformer(PoolingVisionTransformer):
@@ -98,7 +99,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         forms = None
         if not self.spt_pool and pool_layout == 'pointwise':  # the reference code's pooling in place of timm's
             kinds.append('pool')
-            forms = {Pooling: ('pool', lambda pool, _: PointwisePooling.from_timm(pool))}
+            forms = {Pooling: ('pool', _pointwise_from_timm)}
         convert_modules(self, sl_args, kinds, forms)
         training.apply(self, [block for stage in self.transformers for block in stage.blocks])
 

@@ -5,7 +5,7 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 SPT enters through timm's ``embed_layer`` seam. timm builds each block's ``WindowAttention`` and each stage's
 ``PatchMerging`` inline with no constructor argument to swap them, so :class:`SlSwinTransformer` replaces those
 submodules after timm has built the model, through the conversion path it shares with ``slify``
-(:mod:`timm_sl.layers.convert`): :class:`~timm_sl.layers.LocalityWindowAttention` keeps each attention's
+(:mod:`timm_sl.convert`): :class:`~timm_sl.layers.LocalityWindowAttention` keeps each attention's
 configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) takes each merging's widths.
 """
 from typing import Any, Dict, Optional
@@ -14,7 +14,8 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.swin_transformer import SwinTransformer
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
-from ..layers import LocalityWindowAttention, convert_modules, window_attn_bias  # noqa: F401  (re-exported)
+from ..convert import convert_modules
+from ..layers import LocalityWindowAttention, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter

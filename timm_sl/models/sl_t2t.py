@@ -28,7 +28,9 @@ from timm.layers.attention import maybe_add_mask
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import Block
 
-from ..layers import LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, shift_and_concat, shift_offsets
+from ..layers import (
+    LocalitySelfAttention, LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, set_lsa_switches,
+    shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
 from ._sl_args import check_bool, check_depths
@@ -48,8 +50,9 @@ def sinusoid_position_embedding(num_positions: int, dim: int) -> torch.Tensor:
     return table.float().unsqueeze(0)
 
 
-class TokenAttention(LsaMixin, nn.Module):
-    """T2T's token-layer attention (``dim -> token_dim``, residual through ``v``) with optional LSA."""
+class TokenAttention(nn.Module, LsaMixin):
+    """T2T's token-layer attention (``dim -> token_dim``, residual through ``v``) with optional LSA (the switches of
+    :class:`~timm_sl.layers.LsaMixin`; off by default, T2T's own layer)."""
     fused_attn: torch.jit.Final[bool]
 
     def __init__(
@@ -72,18 +75,21 @@ class TokenAttention(LsaMixin, nn.Module):
         self.qkv = nn.Linear(dim, token_dim * 3, bias=qkv_bias, **dd)
         self.proj = nn.Linear(token_dim, token_dim, **dd)
         # T2T scales by the *input* width per head; the temperature starts from that value
-        self.init_lsa(num_heads, dim // num_heads, diag_mask, learn_temp, temp_ratio, **dd)
+        self.init_lsa(dim // num_heads, diag_mask, learn_temp, temp_ratio, **dd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, _ = x.shape
         qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.token_dim // self.num_heads).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
-        bias = lsa_attn_bias(N, q.dtype, q.device, shared=True) if self.diag_mask else None
+        attn_bias = lsa_attn_bias(N, q.dtype, q.device) if self.diag_mask else None
         if self.fused_attn:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=1.0)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, scale=1.0)
         else:
-            out = maybe_add_mask(q @ k.transpose(-2, -1), bias).softmax(dim=-1) @ v
+            attn = q @ k.transpose(-2, -1)
+            attn = maybe_add_mask(attn, attn_bias)
+            attn = attn.softmax(dim=-1)
+            out = attn @ v
         out = self.proj(out.transpose(1, 2).reshape(B, N, self.token_dim))
         return v.transpose(1, 2).reshape(B, N, self.token_dim) + out
 
@@ -286,8 +292,10 @@ class SlT2T(VisionTransformer):
 
         kwargs['embed_layer'] = embed_layer
         if sl_args.uses_lsa_layer:
-            kwargs['attn_layer'] = sl_args.attn_layer()
+            kwargs['attn_layer'] = LocalitySelfAttention  # timm's Block takes a class: switches set right after
         super().__init__(**kwargs)
+        if sl_args.uses_lsa_layer:
+            set_lsa_switches(self.blocks, **sl_args.lsa_kwargs())
         self.sl_args = sl_args
         if self.pos_embed is not None:
             # T2T's fixed sin/cos table instead of timm's learned embedding: a buffer (kept in the state dict)

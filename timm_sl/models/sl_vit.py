@@ -10,6 +10,7 @@ from typing import Any, Dict
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
 
+from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
@@ -39,8 +40,10 @@ class SlVisionTransformer(VisionTransformer):
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
                 raise ValueError('attn_layer cannot be combined with LSA; pass lsa=False to use your own attention.')
-            kwargs['attn_layer'] = sl_args.attn_layer()
+            kwargs['attn_layer'] = LocalitySelfAttention  # timm's Block takes a class: switches set right after
         super().__init__(**kwargs)
+        if sl_args.uses_lsa_layer:
+            set_lsa_switches(self.blocks, **sl_args.lsa_kwargs())
         self.sl_args = sl_args
         training.apply(self, self.blocks)
 
