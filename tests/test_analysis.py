@@ -7,12 +7,12 @@ from PIL import Image
 
 import timm
 from timm.models.swin_transformer import window_partition
-import timm_sl.plot
-from timm_sl.analysis import (
+import timm_sl.tools.plot
+from timm_sl.tools.analysis import (
     attention_layers, attention_probs, attention_records, capture_attention, depth_curve, final_attention_map,
     kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
     tokenizer_geometry)
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -212,8 +212,8 @@ def figures(monkeypatch):
     """The matplotlib figures the CLI draws, in order."""
     drawn = []
     for name in ('plot_curves', 'plot_attention'):
-        draw = getattr(timm_sl.plot, name)
-        monkeypatch.setattr(timm_sl.plot, name, lambda *a, _draw=draw, **k: drawn.append(_draw(*a, **k)))
+        draw = getattr(timm_sl.tools.plot, name)
+        monkeypatch.setattr(timm_sl.tools.plot, name, lambda *a, _draw=draw, **k: drawn.append(_draw(*a, **k)))
     return drawn
 
 

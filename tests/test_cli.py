@@ -1,4 +1,4 @@
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 
 
 def test_list_prints_params_macs_and_baseline(capsys):
@@ -66,7 +66,7 @@ def test_model_kwargs_without_equals_sign(command, capsys):
 
 
 def test_model_kwargs_values_are_python_literals():
-    from timm_sl.cli import build_parser
+    from timm_sl.tools.cli import build_parser
     args = build_parser().parse_args(['demo', '--model-kwargs', 'depth=2', 'lsa=False', 'depths=(1,1,1)', 'act=gelu'])
     assert args.model_kwargs == dict(depth=2, lsa=False, depths=(1, 1, 1), act='gelu')
 
@@ -100,7 +100,7 @@ def test_receptive_field_without_input():
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():
-    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
+    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.tools.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
     result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == '' and 'Traceback' not in result.stderr
     assert result.stderr.splitlines()[-1] == (
@@ -110,7 +110,7 @@ def test_a_usage_error_reaches_the_shell_without_traceback():
 HELP_PROBE = '''
 import sys
 sys.argv[0] = 'timm-sl'  # as the console command starts
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 try:
     main({argv!r})
 except SystemExit as e:
@@ -132,14 +132,33 @@ def test_help_and_version_load_neither_torch_nor_timm(argv):
         assert '(default: sl_vit_32)' in result.stdout and '(default: 10)' in result.stdout
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason='the timm-sl console command is not installed beside this python')
+def _entry_point() -> str:
+    """``timm-sl``'s target in pyproject.toml, ``module:function``."""
+    text = (Path(__file__).parents[1] / 'pyproject.toml').read_text()
+    return text.split('[project.scripts]', 1)[1].split('timm-sl = "', 1)[1].split('"', 1)[0]
+
+
+def test_console_script_entry_point_is_the_cli_main():
+    import importlib
+    module, _, name = _entry_point().partition(':')
+    assert getattr(importlib.import_module(module), name) is main
+
+
+def _script_is_current() -> bool:
+    """The installed command runs this checkout's entry point (an install made before the harness moved does not)."""
+    module = _entry_point().partition(':')[0]
+    return SCRIPT.exists() and f'from {module} import' in SCRIPT.read_text(errors='replace')
+
+
+@pytest.mark.skipif(not _script_is_current(), reason='no timm-sl console command installed from this checkout '
+                                                      'beside this python (reinstall: pip install -e .)')
 def test_installed_command_help_imports_no_torch():
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME='1')
     result = subprocess.run([str(SCRIPT), '--help'], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0 and 'usage: timm-sl' in result.stdout
     imported = {line.rsplit('|', 1)[-1].strip() for line in result.stderr.splitlines()
                 if line.startswith('import time')}
-    assert 'timm_sl.cli' in imported and not {'torch', 'timm'} & imported
+    assert 'timm_sl.tools.cli' in imported and not {'torch', 'timm'} & imported
 
 
 def test_library_import_still_registers_the_models():

@@ -2,9 +2,9 @@ import io
 
 import pytest
 
-import timm_sl.plot
-from timm_sl.cli import main
-from timm_sl.demo import load_digits_split, run_demo
+import timm_sl.tools.plot
+from timm_sl.tools.cli import main
+from timm_sl.tools.demo import load_digits_split, run_demo
 
 pytest.importorskip('sklearn')
 
@@ -51,8 +51,8 @@ def test_demo_progress_bar_on_a_terminal():
 
 def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monkeypatch):
     figures = []
-    draw = timm_sl.plot.plot_curves
-    monkeypatch.setattr(timm_sl.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
     out = tmp_path / 'curves.png'
     assert main(['demo', '--epochs', '2', '--limit', '60', '--batch-size', '32', '--out', str(out),
                  '--model-kwargs', 'depth=1', '--seed', '3']) == 0

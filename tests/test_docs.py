@@ -13,7 +13,7 @@ import yaml
 
 import timm
 from timm.utils import ParseKwargs
-from timm_sl.cli import build_parser
+from timm_sl.tools.cli import build_parser
 
 from test_recipes import SCRIPTS, _train_py_parser
 

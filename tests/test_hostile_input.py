@@ -8,7 +8,7 @@ from safetensors.torch import save_file
 
 import timm
 from timm.models import load_checkpoint
-from timm_sl.checkpoint import model_from_checkpoint, read_checkpoint
+from timm_sl.tools.checkpoint import model_from_checkpoint, read_checkpoint
 from sl_models import FAST_MODELS, MODELS, model_input
 
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import timm
-from timm_sl.cli import main
-from timm_sl.checkpoint import read_checkpoint
-from timm_sl.hub import export_checkpoint, push_folder
+from timm_sl.tools.cli import main
+from timm_sl.tools.checkpoint import read_checkpoint
+from timm_sl.tools.hub import export_checkpoint, push_folder
 
 KWARGS = dict(depth=2, shift_directions='cardinal')
 
@@ -189,7 +189,7 @@ def test_mismatched_architecture_is_named(trained, tmp_path):
 
 
 def test_checkpoint_into_the_wrong_model_says_what_it_was_trained_as(trained):
-    from timm_sl.checkpoint import model_from_checkpoint
+    from timm_sl.tools.checkpoint import model_from_checkpoint
     ckpt = trained[0] / 'model_best.pth.tar'
     with pytest.raises(ValueError) as e:
         model_from_checkpoint(ckpt, 'sl_pit_32', {})
@@ -240,7 +240,7 @@ def test_cli_export_and_push_offline(trained, tmp_path, capsys, monkeypatch):
 
 
 def test_warm_start_from_timm_vit():
-    from timm_sl.hub import warm_start
+    from timm_sl import warm_start
     source_model = timm.create_model('vit_tiny_patch16_224', num_classes=10)
     source = source_model.state_dict()
     sl = timm.create_model('sl_vit_tiny', num_classes=10)

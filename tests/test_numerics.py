@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import timm
-from timm_sl.analysis import capture_attention
+from timm_sl.tools.analysis import capture_attention
 from timm_sl.layers import ShiftedPatchProjection
 from sl_models import FAST_MODELS, model_input
 

@@ -3,7 +3,7 @@ import sys
 import numpy as np
 import pytest
 
-from timm_sl.plot import plot_attention, plot_curves, plot_ratios, require_matplotlib
+from timm_sl.tools.plot import plot_attention, plot_curves, plot_ratios, require_matplotlib
 
 pytest.importorskip('matplotlib')
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import timm
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools import prepare_tiny_imagenet_val
 
 ROOT = Path(__file__).parents[1]
@@ -265,7 +265,7 @@ def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp
     """timm labels an image by the folder it is in: Tiny-ImageNet's ``train/<wnid>/images/*.JPEG`` would be one
     class, 'images', for every training image."""
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    from timm_sl.reproduce import check_data
+    from timm_sl.tools.reproduce import check_data
     for i, wnid in enumerate(['n01', 'n02']):
         (tmp_path / 'train' / wnid / 'images').mkdir(parents=True)
         (tmp_path / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'jpeg')

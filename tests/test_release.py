@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import timm
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.models._cfgs import PRETRAINED_ENV, PRETRAINED_FILE, read_pretrained_tags, with_pretrained_tags
-from timm_sl.release import release, repo_name
-from timm_sl.runs import RunRecord, find_runs, portable_command
+from timm_sl.tools.release import release, repo_name
+from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
 
@@ -153,9 +153,9 @@ def test_tag_loads_offline_in_a_fresh_interpreter(released, reproduced, tmp_path
 
 
 def test_push_uploads_each_folder(reproduced, tmp_path, monkeypatch):
-    import timm_sl.hub
+    import timm_sl.tools.hub
     calls = []
-    monkeypatch.setattr(timm_sl.hub, 'push_folder', lambda folder, repo_id, **kw: calls.append(repo_id) or 'url')
+    monkeypatch.setattr(timm_sl.tools.hub, 'push_folder', lambda folder, repo_id, **kw: calls.append(repo_id) or 'url')
     root, _ = reproduced
     result = release([root / 'runs' / 'vit-sl-s1'], tmp_path, 'org', '{family}-{seed}', push=True, echo=lambda _: None)
     assert calls == ['org/vit-1'] and result[0].pushed == 'url' and result[0].dataset == 'cifar10'

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from timm_sl.cli import main
-from timm_sl.reproduce import (
+from timm_sl.tools.cli import main
+from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command)
-from timm_sl.train_args import read_summary_rows
+from timm_sl.tools.train_args import read_summary_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -257,7 +257,7 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     from test_timm_scripts import _image_folder
     data = _image_folder(tmp_path / 'data', classes=3, per_class=8)
     out = tmp_path / 'out'
-    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'cifar10',
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'cifar10',
            '--families', 'vit', 'swin', '--out', str(out), '--', '--dataset', '', '--train-split', 'train',
            '--val-split', 'val', '--num-classes', '3', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
            '--workers', '1', '--aug-repeats', '0', '--device', 'cpu', '--no-prefetcher']
@@ -411,7 +411,7 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
 
 
 def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
-    from timm_sl import reproduce as module
+    from timm_sl.tools import reproduce as module
     data = module.train_data(recipe_path('cifar100'), str(tmp_path))
     assert (data['dataset'], data['num_classes']) == ('torch/cifar100', 100)
     assert module.check_data(data, 'cifar100') == []  # train.py downloads it

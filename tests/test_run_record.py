@@ -16,8 +16,8 @@ import torch
 from PIL import Image
 
 import timm
-from timm_sl.cli import build_parser, main
-from timm_sl.hub import export_checkpoint
+from timm_sl.tools.cli import build_parser, main
+from timm_sl.tools.hub import export_checkpoint
 
 
 def _train_run(folder: Path, model: str, kwargs: dict, args_yaml: bool = True, **extra_args) -> torch.nn.Module:
@@ -173,7 +173,7 @@ def test_every_help_shows_each_default_once():
 
 
 def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
-    from timm_sl.release import release
+    from timm_sl.tools.release import release
     run = tmp_path / 'runs' / 'r'
     _train_run(run, 'sl_vit_32', dict(depth=1), dataset='')
     (run / 'command.txt').write_text('python train.py --model sl_vit_32\n')
@@ -202,7 +202,7 @@ def test_import_does_not_depend_on_the_program_name():
 
 
 def test_release_of_a_slify_run_and_a_baseline_run(tmp_path):
-    from timm_sl.release import release
+    from timm_sl.tools.release import release
     slify_model = _train_run(tmp_path / 'runs' / 'slify', 'slify', SLIFY_KWARGS, img_size=32, dataset='')
     base_model = _train_run(tmp_path / 'runs' / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), dataset='')
     released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', echo=lambda _: None)

@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 import pytest
 
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools import prepare_svhn, read_svhn_mat
 
 scipy_io = pytest.importorskip('scipy.io')
@@ -221,7 +221,7 @@ def test_reproduce_svhn_with_timm_train_py(mats, tmp_path):
     data = tmp_path / 'svhn'
     prepare_svhn(data, source=source, progress=False)
     out = tmp_path / 'out'
-    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
            '--families', 'vit', '--out', str(out), '--', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
            '--workers', '1', '--device', 'cpu', '--no-prefetcher']
     env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}

@@ -1,3 +1,21 @@
-"""Dataset preparation helpers."""
-from .svhn import prepare_svhn, read_svhn_mat
-from .tiny_imagenet import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
+"""The harness around the ``sl_`` models: the ``timm-sl`` command (:mod:`.cli`), export / Hub / release, ``reproduce``,
+train.py run records, analysis, charts, the demo and data preparation.
+
+It imports the core (``timm_sl.layers``, ``timm_sl.models``, ``timm_sl.slify``) and nothing of it that is private;
+the core never imports it. Its functions raise plain exceptions (see :mod:`.errors`); only :mod:`.cli` turns them
+into one line and an exit status. Importing this package loads nothing (``timm-sl --help`` stays torch-free); the
+data preparation functions below load on first use.
+"""
+import importlib
+
+_EXPORTS = {
+    'prepare_svhn': 'svhn', 'read_svhn_mat': 'svhn',
+    'prepare_tiny_imagenet_train': 'tiny_imagenet', 'prepare_tiny_imagenet_val': 'tiny_imagenet',
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    return getattr(importlib.import_module(f'.{_EXPORTS[name]}', __name__), name)

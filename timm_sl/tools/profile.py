@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from .layers import ShiftedPatchProjection
+from ..layers import ShiftedPatchProjection
 
 __all__ = ['count_params', 'count_macs', 'explicit_attention', 'explicit_spt']
 

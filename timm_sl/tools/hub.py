@@ -17,7 +17,6 @@ import torch
 from timm.models import save_for_hf
 
 from .checkpoint import Checkpoint, build_model, read_checkpoint, read_run_checkpoint
-from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
 from .profile import count_macs, count_params
 from .runs import RunRecord, read_run
 from .train_args import format_recipe, recipe_args

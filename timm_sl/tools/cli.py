@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import CliError
-from .version import __version__
+from ..version import __version__
 
 __all__ = ['build_parser', 'main']
 
@@ -57,7 +57,7 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
         import timm
-        from timm_sl.models._sl_args import accepted_kwargs
+        from timm_sl.layers.sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
     return CliError(f'{error}{hints}')
@@ -75,7 +75,7 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
 
 def _require_plotting(args: argparse.Namespace) -> None:
     """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
-    from timm_sl.plot import require_matplotlib
+    from timm_sl.tools.plot import require_matplotlib
     try:
         require_matplotlib()
     except ImportError as e:
@@ -84,8 +84,8 @@ def _require_plotting(args: argparse.Namespace) -> None:
 
 def cmd_list(args: argparse.Namespace) -> int:
     import timm
-    from timm_sl.paper import TABLE2
-    from timm_sl.profile import count_macs, count_params
+    from timm_sl.tools.paper import TABLE2
+    from timm_sl.tools.profile import count_macs, count_params
 
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
@@ -113,8 +113,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import statistics
-    from timm_sl.demo import run_demo
-    from timm_sl.plot import plot_curves
+    from timm_sl.tools.demo import run_demo
+    from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
     _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
@@ -144,7 +144,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from timm_sl.hub import export_checkpoint
+    from timm_sl.tools.hub import export_checkpoint
     if args.model:
         _check_model_name(args, args.model)
     try:
@@ -159,17 +159,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from timm_sl.reproduce import run_from_args
+    from timm_sl.tools.reproduce import run_from_args
     return run_from_args(args)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from timm_sl.release import run_from_args
+    from timm_sl.tools.release import run_from_args
     return run_from_args(args)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from timm_sl.hub import push_folder
+    from timm_sl.tools.hub import push_folder
     try:
         url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
     except (RuntimeError, FileNotFoundError) as e:
@@ -189,7 +189,7 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
     pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
-    from timm_sl.checkpoint import build_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
     _check_model_name(args, args.model)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
@@ -210,7 +210,7 @@ def _weights(args: argparse.Namespace) -> str:
 
 
 def _load_images(args: argparse.Namespace, model):
-    from timm_sl.analysis import load_images
+    from timm_sl.tools.analysis import load_images
     try:
         return load_images(args.images, model)
     except (FileNotFoundError, ValueError) as e:
@@ -226,8 +226,8 @@ def _runs(args: argparse.Namespace):
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import temperature_records
-    from timm_sl.plot import plot_curves
+    from timm_sl.tools.analysis import temperature_records
+    from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
     records = temperature_records(_analysis_model(args, args.checkpoint))
     if not records:
@@ -246,8 +246,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
 
 
 def cmd_kld(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import kld_by_depth
-    from timm_sl.plot import plot_curves
+    from timm_sl.tools.analysis import kld_by_depth
+    from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
     curves, batch = {}, None
     for label, model in _runs(args):
@@ -265,8 +265,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
 
 def cmd_attention(args: argparse.Namespace) -> int:
     import json
-    from timm_sl.analysis import attention_records, final_attention_map
-    from timm_sl.plot import plot_attention
+    from timm_sl.tools.analysis import attention_records, final_attention_map
+    from timm_sl.tools.plot import plot_attention
     _require_plotting(args)
     loaded = None
     columns, notes, records = {}, [], []
@@ -292,7 +292,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
 
 
 def cmd_receptive_field(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import receptive_field, tokenizer_geometry
+    from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
     if args.model:
         kernel, stride, shift = tokenizer_geometry(_analysis_model(args, args.checkpoint))
@@ -385,7 +385,7 @@ def _positive_int(text: str) -> int:
 
 def _figure_path(text: str) -> str:
     """``--out`` of a chart: a known image extension, in a folder that exists (checked before any work)."""
-    from timm_sl.plot import OUT_SUFFIXES
+    from timm_sl.tools.plot import OUT_SUFFIXES
     path = Path(text)
     if path.suffix.lower() not in OUT_SUFFIXES:
         raise argparse.ArgumentTypeError(
@@ -436,12 +436,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
 
-    from timm_sl.reproduce import add_reproduce_args
+    from timm_sl.tools.reproduce import add_reproduce_args
     p = sub.add_parser('reproduce', help="train every Table 2 row (baseline / SL) with timm's train.py, one report")
     add_reproduce_args(p)
     p.set_defaults(func=cmd_reproduce)
 
-    from timm_sl.release import add_release_args
+    from timm_sl.tools.release import add_release_args
     p = sub.add_parser('release', help='export train.py runs with model cards and push them to the Hub (dry run)')
     add_release_args(p)
     p.set_defaults(func=cmd_release)

@@ -76,7 +76,7 @@ def recipe_path(dataset: str) -> Path:
     """The recipe YAML of a dataset: shipped in the wheel as ``timm_sl/recipes``, or ``recipes/`` of a checkout."""
     _check_choice('dataset', dataset, list(DATASETS))
     name = DATASETS[dataset][0]
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the timm_sl package
     for folder in (here / 'recipes', here.parent / 'recipes'):
         if (folder / name).is_file():
             return folder / name
