@@ -184,3 +184,47 @@ def test_prepare_tiny_imagenet_refuses_copy_which_would_leave_a_class_images(tmp
 def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):
     message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
     assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'not found: pass the folder that holds' in message
+
+
+# ---- one error convention: the library raises plain exceptions, the CLI alone prints one line and exits 2 ----
+
+@pytest.mark.parametrize('argv', [['demo', '--epochs', '0'], ['export', 'x.pth'], ['no-such-command'],
+                                  ['reproduce', '--dataset', 'cifar10'], ['push', 'folder']])
+def test_argparse_errors_are_one_line_without_usage(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1 and 'usage:' not in err and err.startswith('timm-sl')
+    assert ': error: ' in err
+
+
+def test_required_and_unset_options_show_no_default(capsys):
+    for command in (['export'], ['push'], ['reproduce'], ['release']):
+        with pytest.raises(SystemExit):
+            main(command + ['--help'])
+    text = capsys.readouterr().out
+    assert '(default: None)' not in text and 'ORG/NAME' in text and '(default: release)' in text
+
+
+def test_library_functions_raise_plain_exceptions(tmp_path):
+    """No SystemExit and no exit status from below the CLI: callers catch ValueError / OSError as usual."""
+    from timm_sl.tools import release, reproduce
+    from timm_sl.tools.cli import build_parser
+    args = build_parser().parse_args(['release', str(tmp_path / 'missing'), '--org', 'org'])
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        release.run_from_args(args)
+    args = build_parser().parse_args(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'mnist',
+                                      '--train-script', __file__])
+    with pytest.raises(ValueError, match="unknown dataset 'mnist'"):
+        reproduce.run_from_args(args)
+
+
+def test_system_errors_name_the_file(monkeypatch, tmp_path, capsys):
+    """An OSError raised by the system below a command is one line naming the file, not '[Errno 13] ...'."""
+    from timm_sl.tools import svhn
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, 'Permission denied', str(tmp_path / 'x.mat'))
+    monkeypatch.setattr(svhn, 'prepare_svhn', refuse)
+    assert _exit_message(['prepare-svhn', str(tmp_path)]) == (
+        f'timm-sl prepare-svhn: {tmp_path / "x.mat"}: permission denied')

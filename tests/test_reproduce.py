@@ -14,6 +14,15 @@ from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command)
 from timm_sl.tools.train_args import read_summary_rows
 
+
+def _exit_status(argv) -> int:
+    """The exit status of ``timm-sl`` for ``argv``: what main returns, or the status of the SystemExit it ends in."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for timm's train.py: the arguments reproduce passes, a summary.csv whose best top-1 is known from the
@@ -233,13 +242,13 @@ def test_bad_input_is_one_line(fake_train, tmp_path, capsys, change, message):
                    out=[str(tmp_path / 'out')])
     options.update(change)
     args = ['reproduce'] + [a for k, v in options.items() for a in ['--' + k.replace('_', '-'), *v]]
-    assert main(args) == 2
+    assert _exit_status(args) == 2
     assert capsys.readouterr().err == message
 
 
 def test_missing_train_script_without_timm_repo(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv('TIMM_REPO', raising=False)
-    assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2
+    assert _exit_status(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2
     assert capsys.readouterr().err.startswith("timm-sl reproduce: timm's train.py not given: pass --train-script PATH "
                                               "or set TIMM_REPO")
 
@@ -344,7 +353,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     data = _folders(tmp_path / 'data', layout)
     data_dir = data / 'file.txt' if dataset == 'cifar10' else data
     out = tmp_path / 'out'
-    assert main(_reproduce_args(data_dir, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 2
+    assert _exit_status(_reproduce_args(data_dir, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 2
     assert capsys.readouterr().err == ''.join(f'timm-sl reproduce: {e.format(D=data)}\n' for e in errors)
     assert not out.exists()  # nothing ran
 

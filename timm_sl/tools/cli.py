@@ -1,9 +1,10 @@
 """The ``timm-sl`` command.
 
 Only the standard library is imported here: ``timm-sl --help`` and ``--version`` answer without loading torch or
-timm. Each ``cmd_*`` function imports what it needs. A mistake ends as one line on stderr (what was wrong and what is
-allowed) and exit status 2, not as a traceback: argparse reports the arguments', :class:`CliError` (raised anywhere
-below :func:`main`) every other.
+timm. Each ``cmd_*`` function imports what it needs. A mistake ends as one line on stderr (``timm-sl COMMAND: what
+was wrong; what is allowed``) and exit status 2, not as a traceback: the parser reports the arguments' (without the
+usage lines), :func:`main` every error of :data:`~timm_sl.tools.errors.USER_ERRORS` that a command or the library
+functions below it raise; this module is the only place that turns exceptions into exit statuses.
 """
 import argparse
 import ast
@@ -12,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import CliError
+from .errors import USER_ERRORS, describe
 from ..version import __version__
 
-__all__ = ['build_parser', 'main']
+__all__ = ['CommandFailed', 'build_parser', 'main']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -48,11 +49,11 @@ def _register_models() -> List[str]:
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
     if name not in names and name != 'slify':
-        raise CliError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
+        raise ValueError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                        f'{", ".join(names)}, or slify (--model-kwargs base=NAME: any timm model it converts)')
 
 
-def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> CliError:
+def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> ValueError:
     """One line for a model that could not be built; unknown kwargs get close matches among the accepted ones."""
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
@@ -60,7 +61,7 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         from timm_sl.layers.sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    return CliError(f'{error}{hints}')
+    return ValueError(f'{describe(error)}{hints}')
 
 
 def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], **create_kwargs: Any):
@@ -76,10 +77,7 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
 def _require_plotting(args: argparse.Namespace) -> None:
     """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
     from timm_sl.tools.plot import require_matplotlib
-    try:
-        require_matplotlib()
-    except ImportError as e:
-        raise CliError(str(e)) from e
+    require_matplotlib()
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -90,7 +88,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
     if not names:
-        raise CliError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
+        raise ValueError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     if args.baseline:
         header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
@@ -118,11 +116,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     _require_plotting(args)
     _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
-    try:
-        results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
-                           batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
-    except ImportError as e:  # scikit-learn (the [demo] extra) is missing
-        raise CliError(str(e)) from e
+    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
+                       batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     sl, base = results
     print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
           f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
@@ -147,12 +142,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
     if args.model:
         _check_model_name(args, args.model)
-    try:
-        out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
-                                        summary=args.summary, dataset=args.dataset, label_names=args.label_names,
-                                        overwrite=args.overwrite)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
+    out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
+                                    summary=args.summary, dataset=args.dataset, label_names=args.label_names,
+                                    overwrite=args.overwrite)
     print(f'exported {args.checkpoint} ({source} weights) to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
@@ -170,10 +162,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 
 def cmd_push(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import push_folder
-    try:
-        url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
-    except (RuntimeError, FileNotFoundError) as e:
-        raise CliError(str(e)) from e
+    url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
     print(f'pushed {args.folder} to {args.repo_id}: {url}')
     return 0
 
@@ -211,10 +200,7 @@ def _weights(args: argparse.Namespace) -> str:
 
 def _load_images(args: argparse.Namespace, model):
     from timm_sl.tools.analysis import load_images
-    try:
-        return load_images(args.images, model)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
+    return load_images(args.images, model)
 
 
 def _runs(args: argparse.Namespace):
@@ -231,7 +217,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     _require_plotting(args)
     records = temperature_records(_analysis_model(args, args.checkpoint))
     if not records:
-        raise CliError(f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
+        raise ValueError(f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
@@ -302,13 +288,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
             return 0
     elif args.patch_size:
         kernel = stride = args.patch_size
-        try:
-            shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
-        except ValueError as e:
-            raise CliError(str(e)) from e
+        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
         what = f'patch {args.patch_size}'
     else:
-        raise CliError('nothing to measure; allowed: --model NAME or --patch-size P')
+        raise ValueError('nothing to measure; allowed: --model NAME or --patch-size P')
     print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
           f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
@@ -317,13 +300,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
     if args.copy:
-        raise CliError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
+        raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
-    try:
-        counts = prepare_tiny_imagenet_val(args.root)
-        train = prepare_tiny_imagenet_train(args.root)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
+    counts = prepare_tiny_imagenet_val(args.root)
+    train = prepare_tiny_imagenet_train(args.root)
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     if train:
         print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
@@ -332,28 +312,32 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
 
 def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_svhn
-    try:
-        counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
-    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as e:
-        raise CliError(str(e)) from e
+    counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
           + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}')
     return 0
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Adds ``(default: ...)`` to an option's help unless the help already says what the default is."""
+    """Adds ``(default: ...)`` to an option's help unless the help already says what the default is, the option is
+    required, or there is no default (None)."""
 
     def _get_help_string(self, action: argparse.Action) -> Optional[str]:
         text = action.help or ''
-        return text if 'default' in text else super()._get_help_string(action)
+        if 'default' in text or action.required or action.default is None:
+            return text
+        return super()._get_help_string(action)
 
 
 class _Parser(argparse.ArgumentParser):
-    """Every (sub)command's ``--help`` shows the option defaults, once."""
+    """Every (sub)command's ``--help`` shows the option defaults, once; a usage error is one line on stderr
+    (``timm-sl COMMAND: error: ...``, without argparse's usage lines) and exit status 2."""
 
     def __init__(self, *args: Any, formatter_class=_HelpFormatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}\n')
 
 
 class _ModelKwargs(argparse.Action):
@@ -507,16 +491,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class CommandFailed(SystemExit):
+    """How :func:`main` ends a command that failed: exit status 2, after printing ``message`` (``timm-sl COMMAND:
+    ...``) on stderr. A ``SystemExit``, so that the console command ends without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
     _register_models()  # every command may create sl_ models, also when the autoload hook is off
     try:
         return args.func(args)
-    except CliError as e:
-        e.command = args.command
-        print(e, file=sys.stderr)
-        raise
-
+    except USER_ERRORS as e:
+        message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
+        print(message, file=sys.stderr)
+        raise CommandFailed(message) from e
 
 if __name__ == '__main__':
     sys.exit(main())

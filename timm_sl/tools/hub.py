@@ -4,7 +4,7 @@ An exported folder is exactly what timm's own hub loading reads: ``model.safeten
 timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.md`` model card. It loads with
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
-Checkpoints are read by :mod:`timm_sl.checkpoint` (weights-only) and described by :mod:`timm_sl.runs` (the run's
+Checkpoints are read by :mod:`timm_sl.tools.checkpoint` (weights-only) and described by :mod:`timm_sl.tools.runs` (the run's
 record: arguments, summary, dataset); :func:`export_run` writes a folder from those two.
 """
 import json
@@ -16,6 +16,7 @@ import torch
 
 from timm.models import save_for_hf
 
+from .errors import ToolError
 from .checkpoint import Checkpoint, build_model, read_checkpoint, read_run_checkpoint
 from .profile import count_macs, count_params
 from .runs import RunRecord, read_run
@@ -157,7 +158,7 @@ def export_run(
     """Write a Hub-ready folder for a run's checkpoint.
 
     Args:
-        record: The run (:func:`timm_sl.runs.read_run`), completed by the checkpoint and naming its model.
+        record: The run (:func:`timm_sl.tools.runs.read_run`), completed by the checkpoint and naming its model.
         out_dir: A new or empty folder (any folder with ``overwrite``).
         checkpoint: ``record.checkpoint`` when already read.
         label_names: Class names: a list, or a file (JSON list or one per line).
@@ -174,7 +175,7 @@ def export_run(
     Raises:
         FileNotFoundError: no such checkpoint / label names file.
         ValueError: a non-empty ``out_dir``, a checkpoint that does not fit the model (see
-            :func:`timm_sl.checkpoint.build_model`), or label names that do not number the model's classes.
+            :func:`timm_sl.tools.checkpoint.build_model`), or label names that do not number the model's classes.
     """
     out_dir = Path(out_dir)
     _check_out_dir(out_dir, overwrite)
@@ -227,7 +228,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        RuntimeError: not logged in, offline, or the Hub refused the upload — with what to do about it.
+        FileNotFoundError: ``folder`` is not an exported model folder.
+        ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
     """
     from huggingface_hub import HfApi
     from huggingface_hub.utils import HfHubHTTPError
@@ -245,11 +247,11 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     except HfHubHTTPError as e:
         status = getattr(getattr(e, 'response', None), 'status_code', None)
         if status in (401, 403):
-            raise RuntimeError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
+            raise ToolError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
                                f'to a token with write access') from e
-        raise RuntimeError(f'upload of {folder} to {repo_id} failed: {e}') from e
+        raise ToolError(f'upload of {folder} to {repo_id} failed: {e}') from e
     except Exception as e:  # offline mode, DNS, connection refused, ...
-        raise RuntimeError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
+        raise ToolError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
                            f'check the network (and that HF_HUB_OFFLINE is not set)') from e
     return str(getattr(info, 'commit_url', info))
 

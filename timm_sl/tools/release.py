@@ -2,7 +2,7 @@
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
 Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.hub.export_run` (the run read once into a :class:`timm_sl.runs.RunRecord`) under ``OUT/<repo name>/``
+:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under ``OUT/<repo name>/``
 with a model card that adds the Table 2 row, the paper's number for it and the exact train.py command.
 ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
 ``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import CliError
 from .paper import DATASETS, VARIANT_LABELS, paper_top1
 from .runs import RunRecord, find_runs, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
@@ -145,7 +144,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
 
     Raises:
         FileNotFoundError / ValueError: no runs, a bad pattern or dataset, a checkpoint that does not fit.
-        RuntimeError: an upload failed (see :func:`timm_sl.hub.push_folder`).
+        ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
     from .hub import push_folder
     if dataset is not None and dataset not in DATASETS:
@@ -199,14 +198,11 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl release``; every failure is a :class:`timm_sl.errors.CliError` (one line on stderr, exit status 2)."""
-    try:
-        script = None
-        if args.train_script or os.environ.get('TIMM_REPO'):
-            script = find_train_script(args.train_script)
-        release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
-                label_names=args.label_names, train_script=script, dataset=args.dataset,
-                echo=lambda line: print(line, flush=True))
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        raise CliError(str(e)) from e
+    """``timm-sl release`` from its parsed arguments; raises what :func:`release` raises."""
+    script = None
+    if args.train_script or os.environ.get('TIMM_REPO'):
+        script = find_train_script(args.train_script)
+    release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
+            label_names=args.label_names, train_script=script, dataset=args.dataset,
+            echo=lambda line: print(line, flush=True))
     return 0

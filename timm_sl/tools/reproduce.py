@@ -538,28 +538,26 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl reproduce``: plan, run, report; bad input ends in one line on stderr (exit 2), a crashed run in
-    exit 1 after the report."""
+    """``timm-sl reproduce``: plan, run, report. Returns the exit status: 0, 1 when a run crashed (after the report),
+    130 when interrupted.
+
+    Raises:
+        ValueError / FileNotFoundError: bad input, before anything runs (the data folder's problems one per line).
+    """
     extra = list(args.train_args)
     if extra[:1] == ['--']:
         extra = extra[1:]
-    try:
-        if args.nproc < 1:
-            raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
-        script = find_train_script(args.train_script)
-        runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
-        recipe = recipe_path(args.dataset)
-        if not Path(args.data_dir).exists():
-            raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
-        data = train_data(recipe, args.data_dir, extra)
-    except (ValueError, FileNotFoundError) as e:
-        print(f'timm-sl reproduce: {e}', file=sys.stderr)
-        return 2
+    if args.nproc < 1:
+        raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
+    script = find_train_script(args.train_script)
+    runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
+    recipe = recipe_path(args.dataset)
+    if not Path(args.data_dir).exists():
+        raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
+    data = train_data(recipe, args.data_dir, extra)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
-    for error in errors:
-        print(f'timm-sl reproduce: {error}', file=sys.stderr)
     if errors:
-        return 2
+        raise ValueError('\n'.join(errors))
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}', flush=True)
     outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,

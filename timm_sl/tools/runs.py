@@ -5,7 +5,7 @@ A run folder (``train.py --output``) holds ``args.yaml`` (every argument), ``sum
 checkpoints and, when ``timm-sl reproduce`` ran it, ``done.json`` (family, Table 2 row, seed) and ``command.txt``.
 :func:`read_run` reads each of those files at most once into a :class:`RunRecord`; what only the checkpoint knows
 (its ``arch`` and ``args`` when there is no ``args.yaml``) is added by :meth:`RunRecord.with_checkpoint` once the
-checkpoint has been read (:mod:`timm_sl.checkpoint`).
+checkpoint has been read (:mod:`timm_sl.tools.checkpoint`).
 """
 import json
 import shlex
@@ -35,7 +35,7 @@ class RunRecord:
         args: train.py's arguments (``args.yaml``, else the checkpoint's ``args``).
         model: The model trained (train.py's ``--model``, else the checkpoint's ``arch``).
         model_kwargs: train.py's ``--model-kwargs`` (for ``slify``, with its ``base``).
-        summary: The best epoch of ``summary.csv`` (see :func:`timm_sl.train_args.summarize`), when there is one.
+        summary: The best epoch of ``summary.csv`` (see :func:`timm_sl.tools.train_args.summarize`), when there is one.
         dataset: The dataset name: reproduce's record, else train.py's ``--dataset`` without its reader prefix.
         family: The Table 2 family (``vit``, ...; any other model is its own family).
         variant: The Table 2 row the kwargs make (``base``, ``sl``, ``sl_no_spool``; ``custom`` for any other).
