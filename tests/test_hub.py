@@ -12,7 +12,7 @@ import torch
 
 import timm
 from timm_sl.tools.cli import main
-from timm_sl.tools.checkpoint import read_checkpoint
+from timm_sl.tools.runs import read_checkpoint
 from timm_sl.tools.hub import export_checkpoint, push_folder
 
 KWARGS = dict(depth=2, shift_directions='cardinal')
@@ -57,7 +57,7 @@ def test_export_folder_contents_and_card(trained, tmp_path):
     assert config['pretrained_cfg']['input_size'] == [3, 32, 32]
     card = (out / 'README.md').read_text()
     assert '| best top-1 (%) | 61.50 |' in card and '| top-5 at that epoch (%) | 92.25 |' in card
-    assert '| best epoch | 1 |' in card and '| epochs run | 3 |' in card
+    assert '| best epoch (counted from 1) | 2 of 3 |' in card and '| epochs run | 3 |' in card
     assert 'epochs: 3' in card and 'arXiv:2112.13492' in card and 'state_dict_ema' in card
     # the recipe that matters, not the machine's paths; how to install a package that is not on PyPI
     assert '/home/someone' not in card and 'workers' not in card and 'model_kwargs: {depth: 2' in card

@@ -12,7 +12,7 @@ import pytest
 from timm_sl.tools.cli import main
 from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command)
-from timm_sl.tools.train_args import read_summary_rows
+from timm_sl.tools.runs import read_summary_rows
 
 
 def _exit_status(argv) -> int:

@@ -140,12 +140,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
+    from timm_sl.tools.runs import checkpoint_file
     if args.model:
         _check_model_name(args, args.model)
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
                                     summary=args.summary, dataset=args.dataset, label_names=args.label_names,
                                     overwrite=args.overwrite)
-    print(f'exported {args.checkpoint} ({source} weights) to {out}: '
+    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
 
@@ -406,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         'export', help='write a Hub-ready folder (safetensors, config.json, card) from a train.py checkpoint')
-    p.add_argument('checkpoint', help="train.py checkpoint (EMA weights are used when present)")
+    p.add_argument('checkpoint', help="train.py checkpoint, or a run folder (its model_best.pth.tar, else "
+                                      "last.pth.tar); EMA weights are used when present")
     p.add_argument('--model', default=None,
                    help="model the checkpoint was trained as (sl_ name or slify; default: what the run recorded)")
     p.add_argument('--model-kwargs', nargs='*', default=None, action=_ModelKwargs,

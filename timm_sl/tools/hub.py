@@ -4,8 +4,8 @@ An exported folder is exactly what timm's own hub loading reads: ``model.safeten
 timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.md`` model card. It loads with
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
-Checkpoints are read by :mod:`timm_sl.tools.checkpoint` (weights-only) and described by :mod:`timm_sl.tools.runs` (the run's
-record: arguments, summary, dataset); :func:`export_run` writes a folder from those two.
+Checkpoints and their run folders are read by :mod:`timm_sl.tools.runs` (weights-only; the run's record: arguments,
+summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from those two.
 """
 import json
 import os
@@ -17,9 +17,9 @@ import torch
 from timm.models import save_for_hf
 
 from .errors import ToolError
-from .checkpoint import Checkpoint, build_model, read_checkpoint, read_run_checkpoint
+from .checkpoint import build_model, read_run_checkpoint
 from .profile import count_macs, count_params
-from .runs import RunRecord, read_run
+from .runs import Checkpoint, RunRecord, read_checkpoint
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -102,12 +102,16 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
-    if summary:
+    if summary and summary['best_top1'] is None:
+        lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
+                  'diverged); these weights are not a trained model.', '']
+    elif summary:
         lines += ['## Results', '', '| metric | value |', '|---|---|',
                   f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
-        lines += [f'| best epoch | {summary["best_epoch"]} |', f'| epochs run | {summary["epochs"]} |', '']
+        lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
+                  f'| epochs run | {summary["epochs"]} |', '']
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', INSTALL_NOTE, '', '```python', 'import timm',
@@ -183,8 +187,8 @@ def export_run(
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     if not record.model:
-        raise ValueError(f'{record.checkpoint} records no model (no args.yaml beside it, no arch / args in it); '
-                         f'name it with --model')
+        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
+        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
     model, model_kwargs = build_model(checkpoint, record.model, record.model_kwargs)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '

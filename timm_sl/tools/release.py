@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .paper import DATASETS, VARIANT_LABELS, paper_top1
-from .runs import RunRecord, find_runs, read_run, run_checkpoint
+from .runs import RunRecord, find_runs, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
@@ -74,7 +74,8 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     row = f'{record.family}, {VARIANT_LABELS.get(record.variant, record.variant)}'
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
-             f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary else '| measured best top-1 | - |',
+             f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
+             '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     if record.command:
@@ -104,7 +105,6 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
     """
-    from .checkpoint import read_checkpoint
     from .hub import export_run
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
-from .runs import DONE_MARKER
-from .train_args import find_train_script, read_args_yaml, read_summary_rows, summarize
+from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
+from .train_args import find_train_script
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -248,8 +248,9 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
     continue from) or 'new'."""
-    marker, summary = run.out_dir / DONE_MARKER, run.out_dir / 'summary.csv'
-    if marker.is_file() and summary.is_file() and json.loads(marker.read_text()).get('epochs', 0) >= epochs:
+    summary = run.out_dir / 'summary.csv'
+    epochs_done = read_done_marker(run.out_dir).get('epochs')
+    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs:
         return 'done'
     if summary.is_file():
         try:
@@ -361,7 +362,8 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         groups.setdefault((outcome.run.family, outcome.run.variant), []).append(outcome)
     rows = []
     for (family, variant), members in groups.items():
-        values = [o.summary['best_top1'] for o in members if o.status == 'done' and o.summary]
+        values = [o.summary['best_top1'] for o in members
+                  if o.status == 'done' and o.summary and o.summary['best_top1'] is not None]
         mean, std = _mean_std(values) if values else (None, None)
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
@@ -501,7 +503,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         lines += ['```bash', command, '```', '']
     lines += [report_table(rows, dataset), '',
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
-              'SL − baseline: difference of the means. Paper: Table 2.', '',
+              'SL − baseline: difference of the means. Paper: Table 2. Epochs are counted from 1 (the first epoch '
+              "is epoch 1; train.py's summary.csv counts from 0).", '',
               '![top-1](top1.png)', '', '![learning curves](curves.png)', '']
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
