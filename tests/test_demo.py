@@ -76,3 +76,38 @@ def test_demo_rejects_bad_epochs(capsys):
     with pytest.raises(SystemExit):
         main(['demo', '--epochs', '0'])
     assert 'expected an integer >= 1' in capsys.readouterr().err
+
+
+def _demo_error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16'] + argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1 and 'Traceback' not in err, err
+    return err.rstrip('\n')
+
+
+def test_demo_refuses_kwargs_the_digits_cannot_take_in_one_line(capsys, tmp_path):
+    out = ['--out', str(tmp_path / 'c.png')]
+    assert _demo_error(['--model-kwargs', 'num_classes=3'] + out, capsys) == (
+        'timm-sl demo: num_classes=3 is not allowed in the demo: the digits have 10 classes (the demo sets it)')
+    assert _demo_error(['--model-kwargs', 'in_chans=2'] + out, capsys).startswith(
+        'timm-sl demo: in_chans=2 is not allowed in the demo; allowed: 1 (grey digits) or 3')
+    assert _demo_error(['--model-kwargs', 'spt=False', 'lsa=False'] + out, capsys) == (
+        'timm-sl demo: --model-kwargs spt=False lsa=False make sl_vit_32 its own baseline (SPT and LSA off), so '
+        'there is nothing to compare; allowed: kwargs that keep SPT or LSA on')
+    assert _demo_error(['--limit', '5'] + out, capsys).startswith('timm-sl demo: --limit 5 is too few images')
+
+
+@pytest.mark.parametrize('kwargs', [dict(in_chans=1), dict(img_size=48), dict(num_classes=10)])
+def test_demo_trains_other_sizes_and_grey(kwargs):
+    sl, base = run_demo('sl_vit_32', stream=io.StringIO(), **dict(TINY, model_kwargs={**TINY['model_kwargs'],
+                                                                                       **kwargs}))
+    assert len(sl.top1[0]) == 1 and len(base.top1[0]) == 1 and sl.val_images == 8 and sl.train_images == 32
+
+
+def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_path, capsys):
+    assert main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'c.png')]) == 0
+    captured = capsys.readouterr()
+    assert '(32 training / 8 validation images, 8x8 upscaled), 1 epochs (counted from 1)' in captured.out
+    assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err

@@ -119,8 +119,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
                        batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     sl, base = results
-    print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs, '
-          f'{args.seeds} seed(s): validation top-1 (%), mean over seeds')
+    print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
+          f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
+          f'over seeds')
+    if sl.val_images < 100:
+        print(f'warning: {sl.val_images} validation image(s): each is {100 / sl.val_images:.3g} points of top-1, so '
+              f'these numbers are a smoke test, not a comparison (drop --limit for all 1797 images)', file=sys.stderr)
     rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
     print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
 
