@@ -228,3 +228,36 @@ def test_system_errors_name_the_file(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(svhn, 'prepare_svhn', refuse)
     assert _exit_message(['prepare-svhn', str(tmp_path)]) == (
         f'timm-sl prepare-svhn: {tmp_path / "x.mat"}: permission denied')
+
+
+def _tiny_imagenet(root: Path) -> None:
+    """A two-class Tiny-ImageNet as the archive extracts: train/<wnid>/images/, val/images/ + annotations."""
+    for i, wnid in enumerate(['n01', 'n02']):
+        (root / 'train' / wnid / 'images').mkdir(parents=True, exist_ok=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'train' + wnid.encode())
+        (root / 'val' / 'images').mkdir(parents=True, exist_ok=True)
+        (root / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'val%d' % i)
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+
+
+def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
+    """Extracting the archive again over a prepared folder brings val/images/ (and train/<wnid>/images/) back: they
+    must go again (timm would read 'images' as a 201st class), not stay with exit status 0."""
+    _tiny_imagenet(tmp_path)
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    _tiny_imagenet(tmp_path)  # extracted again
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    assert sorted(p.name for p in (tmp_path / 'val').iterdir()) == ['n01', 'n02', 'val_annotations.txt']
+    assert sorted(p.name for p in (tmp_path / 'train' / 'n01').iterdir()) == ['n01_0.JPEG']
+    # a file that is not the prepared one, or one the annotations do not list: refused, nothing lost
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'other')
+    (tmp_path / 'val' / 'images' / 'stray.JPEG').write_bytes(b'stray')
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message == (f'timm-sl prepare-tiny-imagenet: {tmp_path / "val" / "images" / "val_0.JPEG"} would overwrite '
+                       f'{tmp_path / "val" / "n01" / "val_0.JPEG"}, which differs; move one of them away by hand')
+    (tmp_path / 'val' / 'images' / 'val_0.JPEG').unlink()
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message.startswith(f'timm-sl prepare-tiny-imagenet: {tmp_path / "val" / "images"} still holds 1 file(s) '
+                              f'(stray.JPEG) not listed in val_annotations.txt')
+    assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
