@@ -316,7 +316,7 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
     assert len(json.loads(out.with_suffix('.json').read_text())[0]['heads']) == 3
     with pytest.raises(SystemExit, match="timm-sl attention: unknown model 'vit_tiny_patch16_224'"):
         main(['attention', str(image_dir), '--model', 'vit_tiny_patch16_224'])
-    with pytest.raises(SystemExit, match='No pretrained weights exist for sl_vit_32'):
+    with pytest.raises(SystemExit, match='sl_vit_32 has no pretrained weights'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--pretrained'])
     with pytest.raises(SystemExit, match='missing.pth does not exist'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'missing.pth')])

@@ -261,3 +261,17 @@ def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
     assert message.startswith(f'timm-sl prepare-tiny-imagenet: {tmp_path / "val" / "images"} still holds 1 file(s) '
                               f'(stray.JPEG) not listed in val_annotations.txt')
     assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
+
+
+def test_analysis_commands_say_what_they_cannot_do(tmp_path):
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
+        'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '
+        'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--pretrained']) == (
+        'timm-sl temperature: sl_vit_32 has no pretrained weights (no tag in timm.list_pretrained); allowed: '
+        '--checkpoint FILE (a train.py checkpoint), or neither for random init')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa=False', 'spt=False',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
+        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
+        'lsa_learn_temp=True)')

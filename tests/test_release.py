@@ -214,3 +214,26 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
     with pytest.raises(FileNotFoundError, match=f'pretrained tags file {tmp_path / "missing.json"} '
                                                 f'\\(from {PRETRAINED_ENV}\\) does not exist'):
         read_pretrained_tags()
+
+
+def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
+    """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
+    from timm_sl.tools.cli import main
+    _run(tmp_path, 'r', {}, [40.])
+    (tmp_path / 'runs' / 'r' / 'done.json').unlink()
+    with pytest.raises(SystemExit):
+        main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
+    assert capsys.readouterr().err == (
+        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, no timm-sl '
+        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet)\n')
+    assert not (tmp_path / 'rel').exists()
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
+                 '--dataset', 'cifar10']) == 0
+    assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-cifar10-s0'
+
+
+@pytest.mark.parametrize('org,reason', [('a--b', 'Cannot have -- or ..'), ('-org', 'cannot start or end with'),
+                                        ('x' * 97, 'maximum length is 96')])
+def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
+    with pytest.raises(ValueError, match=rf"^--org '{org}' is not allowed on the Hub \(.*{reason}"):
+        release([tmp_path], tmp_path / 'o', org)

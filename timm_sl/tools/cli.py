@@ -68,9 +68,12 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
     _check_model_name(args, name)
+    if create_kwargs.get('pretrained') and not timm.list_pretrained(f'{name}.*'):
+        raise ValueError(f'{name} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
+                         f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
-    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, no pretrained weights
+    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, weights that cannot be loaded
         raise _model_error(args, name, kwargs, e) from e
 
 
@@ -220,9 +223,15 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    records = temperature_records(_analysis_model(args, args.checkpoint))
+    model = _analysis_model(args, args.checkpoint)
+    records = temperature_records(model)
     if not records:
-        raise ValueError(f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
+        sl_args = getattr(model, 'sl_args', None)
+        switches = f'lsa={sl_args.lsa}, lsa_learn_temp={sl_args.lsa_learn_temp}' if sl_args is not None else '-'
+        source = f'{args.checkpoint} holds' if args.checkpoint else 'this is'
+        raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
+                         f'(SL switches); allowed: a model with a learned temperature (lsa=True or '
+                         f'lsa_learn_temp=True)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
@@ -285,6 +294,9 @@ def cmd_attention(args: argparse.Namespace) -> int:
 def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
+    if args.model and args.patch_size:
+        raise ValueError('--patch-size and --model measure different things; allowed: --model NAME (its own '
+                         'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
     if args.model:
         kernel, stride, shift = tokenizer_geometry(_analysis_model(args, args.checkpoint))
         what = f'{args.model}: first tokenization step kernel {kernel}, stride {stride}'

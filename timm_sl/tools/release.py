@@ -14,7 +14,6 @@ Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 import argparse
 import json
 import os
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -58,15 +57,32 @@ def repo_name(pattern: str, record: RunRecord) -> str:
         ValueError: an unknown field, or a name the Hub does not accept.
     """
     fields = dict(model=record.model, family=record.family, variant=record.variant,
-                  dataset=record.dataset or 'data', seed=record.seed, run=Path(str(record.run_dir or '')).name)
+                  dataset=record.dataset, seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
     except (KeyError, IndexError) as e:
         raise ValueError(f'--name-pattern {pattern!r} uses an unknown field {e}; allowed: {", ".join(fields)}') from e
-    if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,95}', name) or '..' in name or '--' in name:
-        raise ValueError(f'repository name {name!r} (from --name-pattern {pattern!r}) is not allowed on the Hub: '
-                         f'letters, digits, ".", "_", "-", at most 96 characters, no "--" or ".."')
+    _check_hub_name(name, f'repository name {name!r} (from --name-pattern {pattern!r})')
     return name
+
+
+def _check_hub_name(name: str, what: str) -> None:
+    """One name of a Hub repository id (the user / organisation or the repository), by huggingface_hub's own rules.
+
+    Raises:
+        ValueError: ``what`` is not allowed on the Hub, with the Hub's reason.
+    """
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    try:
+        if '/' in name:
+            raise HFValidationError('a name cannot hold "/"')
+        validate_repo_id(name)
+    except HFValidationError as e:
+        raise ValueError(f'{what} is not allowed on the Hub ({_first_line(e)})') from None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
@@ -109,6 +125,9 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    if not record.dataset:
+        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
+                         f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     paper = paper_top1(record.family, record.variant, record.dataset or '')
@@ -149,8 +168,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     from .hub import push_folder
     if dataset is not None and dataset not in DATASETS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(DATASETS)}); cards carry no paper number')
-    if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]*', org):
-        raise ValueError(f'--org {org!r} is not a Hub user or organisation name')
+    _check_hub_name(org, f'--org {org!r}')
     runs = find_runs(paths)
     defaults = train_script_defaults(train_script) if train_script else None
     out = Path(out)
