@@ -275,3 +275,21 @@ def test_analysis_commands_say_what_they_cannot_do(tmp_path):
         'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
         'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
         'lsa_learn_temp=True)')
+
+
+def test_list_prints_each_row_as_it_is_counted(capsys, monkeypatch):
+    """Rows stream (a long table is not silent until its end) and each model is counted on the meta device."""
+    from timm_sl.tools import profile
+    real = profile.model_counts
+    seen = []
+
+    def counts(name, **kwargs):
+        if seen:  # the second model: the first row must be out already
+            assert 'sl_vit_32 ' in capsys.readouterr().out
+            raise ValueError('stop here')
+        seen.append(name)
+        params, macs, model = real(name, **kwargs)
+        assert next(model.parameters()).device.type == 'meta'
+        return params, macs, model
+    monkeypatch.setattr(profile, 'model_counts', counts)
+    assert _exit_message(['list', '--filter', 'sl_vit_[36]*']) == 'timm-sl list: stop here'

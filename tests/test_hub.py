@@ -61,8 +61,35 @@ def test_export_folder_contents_and_card(trained, tmp_path):
     assert 'epochs: 3' in card and 'arXiv:2112.13492' in card and 'state_dict_ema' in card
     # the recipe that matters, not the machine's paths; how to install a package that is not on PyPI
     assert '/home/someone' not in card and 'workers' not in card and 'model_kwargs: {depth: 2' in card
-    assert 'not published on PyPI' in card and 'pip install git+<repository URL>' in card
+    assert 'not published on PyPI' in card and '<' not in card.split('## Usage')[1].split('```')[0]
     assert 'pip install timm-sl' not in card
+
+
+def test_card_recipe_keeps_the_augmentation_arguments(trained, tmp_path):
+    """Without train.py's defaults at hand the recipe still lists random erasing's mode, flips and the training
+    interpolation: they change what the weights learned."""
+    from timm_sl.tools.train_args import recipe_args
+    args = dict(model='sl_vit_32', reprob=0.25, remode='pixel', hflip=0.5, vflip=0., train_interpolation='random',
+                workers=4)
+    assert recipe_args(args) == dict(model='sl_vit_32', reprob=0.25, remode='pixel', hflip=0.5, vflip=0.,
+                                     train_interpolation='random')
+
+
+def test_install_note_names_a_real_source_or_a_checkout(monkeypatch):
+    from importlib import metadata
+    from timm_sl.tools import hub
+    real = metadata.metadata
+
+    def with_urls(urls):
+        class Meta(dict):
+            def get_all(self, key):
+                return urls if key == 'Project-URL' else None
+        monkeypatch.setattr(metadata, 'metadata', lambda name: Meta())
+    with_urls(['Source, https://example.org/timm-sl.git'])
+    assert '`pip install git+https://example.org/timm-sl.git`' in hub.install_note()
+    with_urls([])
+    assert 'from a checkout of its source (`pip install .` in that folder)' in hub.install_note()
+    monkeypatch.setattr(metadata, 'metadata', real)
 
 
 def test_export_carries_the_training_data_config(trained, tmp_path):

@@ -9,6 +9,7 @@ functions below it raise; this module is the only place that turns exceptions in
 import argparse
 import ast
 import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -84,31 +85,36 @@ def _require_plotting(args: argparse.Namespace) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """The table, a row printed as soon as it is counted (models built on the meta device: see model_counts)."""
     import timm
     from timm_sl.tools.paper import TABLE2
-    from timm_sl.tools.profile import count_macs, count_params
+    from timm_sl.tools.profile import model_counts
 
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
     if not names:
         raise ValueError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
+    widths = [max(len(n) for n in names), 10, 8, 9, 7, 15]
     if args.baseline:
         header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
-    rows = []
+        widths[3:3] = [15, 13, 34]
+
+    def line(cells: Sequence[str]) -> str:
+        return '  '.join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    print(line(header), line(['-' * w for w in widths]), sep='\n', flush=True)
     for name in names:
-        model = timm.create_model(name)
+        params, macs, model = model_counts(name)
         cfg = model.pretrained_cfg
         tags = [t.split('.', 1)[1] for t in timm.list_pretrained(f'{name}.*')]
-        row = [name, f'{count_params(model) / 1e6:.2f}', f'{count_macs(model) / 1e6:.1f}',
-               'x'.join(str(s) for s in cfg['input_size']), str(cfg['num_classes']), ', '.join(tags) or '-']
+        row = [name, f'{params / 1e6:.2f}', f'{macs / 1e6:.1f}', 'x'.join(str(s) for s in cfg['input_size']),
+               str(cfg['num_classes']), ', '.join(tags) or '-']
         if args.baseline:
-            base = timm.create_model(name, **type(model).baseline_kwargs)
+            base_params, base_macs, _ = model_counts(name, **type(model).baseline_kwargs)
             paper = TABLE2.get(name)
             paper_text = f"{paper['sl'][0]}/{paper['sl'][1]} ; {paper['base'][0]}/{paper['base'][1]}" if paper else '-'
-            row[3:3] = [f'{count_params(base) / 1e6:.2f}', f'{count_macs(base) / 1e6:.1f}', paper_text]
-        rows.append(row)
-    print(_format_table(header, rows))
+            row[3:3] = [f'{base_params / 1e6:.2f}', f'{base_macs / 1e6:.1f}', paper_text]
+        print(line(row), flush=True)
     return 0
 
 
@@ -527,6 +533,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     _register_models()  # every command may create sl_ models, also when the autoload hook is off
     try:
         return args.func(args)
+    except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except USER_ERRORS as e:
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)

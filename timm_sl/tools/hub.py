@@ -66,9 +66,19 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     return resolve_data_config(dict(train_args or {}), model=model)
 
 
-INSTALL_NOTE = ('timm_sl is not published on PyPI: install it from its git repository '
-                '(`pip install git+<repository URL>`) or from a checkout (`pip install .`). Installing it registers '
-                "the `sl_` models with timm, so `timm.create_model` finds them without importing timm_sl.")
+def install_note() -> str:
+    """How a card's reader installs timm_sl: ``pip install git+URL`` when the installed package names its source
+    repository (``[project.urls]``), else from a checkout of the source. No placeholder a reader would have to fill."""
+    from importlib import metadata
+    try:
+        urls = metadata.metadata('timm-sl').get_all('Project-URL') or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    source = next((u.split(',', 1)[1].strip() for u in urls if u.lower().startswith(('source', 'repository'))), None)
+    how = (f'`pip install git+{source}`' if source else
+           'from a checkout of its source (`pip install .` in that folder)')
+    return (f'timm_sl is not published on PyPI: install it {how}. Installing it registers the `sl_` models with timm, '
+            f'so `timm.create_model` finds them without importing timm_sl.')
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]]) -> List[str]:
@@ -114,7 +124,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                   f'| epochs run | {summary["epochs"]} |', '']
     lines += [*extra, *recipe]
     lines += [
-        '## Usage', '', INSTALL_NOTE, '', '```python', 'import timm',
+        '## Usage', '', install_note(), '', '```python', 'import timm',
         f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
         'config = timm.data.resolve_data_config({}, model=model)  # the training mean / std / size',
         'transform = timm.data.create_transform(**config)', '```', '',

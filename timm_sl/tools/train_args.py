@@ -25,8 +25,9 @@ NON_RECIPE_KEYS = frozenset({
 RECIPE_KEYS = (
     'model', 'model_kwargs', 'dataset', 'num_classes', 'input_size', 'mean', 'std', 'interpolation', 'crop_pct',
     'epochs', 'batch_size', 'opt', 'lr', 'weight_decay', 'sched', 'warmup_epochs', 'warmup_lr', 'min_lr', 'smoothing',
-    'drop_path', 'aa', 'reprob', 'scale', 'ratio', 'mixup', 'cutmix', 'mixup_prob', 'mixup_switch_prob', 'aug_repeats',
-    'model_ema', 'amp', 'seed',
+    'drop_path', 'aa', 'reprob', 'remode', 'recount', 'scale', 'ratio', 'hflip', 'vflip', 'color_jitter',
+    'train_interpolation', 'mixup', 'cutmix', 'mixup_prob', 'mixup_switch_prob', 'mixup_mode', 'aug_repeats',
+    'clip_grad', 'model_ema', 'model_ema_decay', 'amp', 'seed',
 )
 
 
