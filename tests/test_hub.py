@@ -298,3 +298,23 @@ def test_every_family_round_trips_and_adapts(name, kwargs, tmp_path):
     assert torch.isfinite(grey(torch.randn(1, 1, 32, 32))).all()
     big = timm.create_model(f'local-dir:{tmp_path}', pretrained=True, img_size=64).eval()
     assert big(torch.randn(1, 3, 64, 64)).shape == (1, 7)
+
+
+def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path, capsys):
+    """A folder where a file is read, a file where a folder is written: one line saying which, nothing written."""
+    root, _ = trained
+    ckpt = str(root / 'model_best.pth.tar')
+    (tmp_path / 'names').mkdir()
+    (tmp_path / 'a_file').write_text('mine')
+    for extra, message in (
+            (['--label-names', str(tmp_path / 'names')],
+             f'{tmp_path / "names"} is a folder; expected the class names (a JSON list or one name per line)'),
+            (['--summary', str(tmp_path / 'names')],
+             f"{tmp_path / 'names'} is a folder; expected train.py's summary.csv"),
+            (['--out', str(tmp_path / 'a_file')], f'--out {tmp_path / "a_file"} is a file; allowed: a new or empty '
+                                                   f'folder')):
+        argv = ['export', ckpt, '--out', str(tmp_path / 'out')] + extra
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert capsys.readouterr().err == f'timm-sl export: {message}\n'
+    assert not (tmp_path / 'out').exists() and (tmp_path / 'a_file').read_text() == 'mine'

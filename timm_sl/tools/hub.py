@@ -19,7 +19,7 @@ from timm.models import save_for_hf
 from .errors import ToolError
 from .checkpoint import build_model, read_run_checkpoint
 from .profile import count_macs, count_params
-from .runs import Checkpoint, RunRecord, read_checkpoint
+from .runs import Checkpoint, RunRecord, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -38,13 +38,11 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
     """Class names from a file: a JSON list, or one name per line (blank lines ignored).
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError / IsADirectoryError: no such file, or a folder.
         ValueError: a JSON value that is not a list of strings, or no names at all.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f'label names file {path} does not exist')
-    text = path.read_text()
+    text = read_text(path, 'the class names (a JSON list or one name per line)')
     if text.lstrip().startswith(('[', '{', '"')):
         try:
             names = json.loads(text)
