@@ -119,7 +119,7 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line(content, tmp_path, capsys):
     (run / 'model_best.pth.tar').write_bytes(data[:len(data) // 2] if content == 'truncated' else content)
     ckpt = run / 'model_best.pth.tar'
     for argv in (['export', str(ckpt), '--model', 'sl_vit_32', '--out', str(tmp_path / 'o')],
-                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
         err = _fails(argv, capsys)
         assert err.startswith(f'timm-sl {argv[0]}: {ckpt} is not a readable torch checkpoint'), err
 
@@ -187,7 +187,7 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(io, 'open', counting_open)
     monkeypatch.setattr(builtins, 'open', counting_open)
-    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
     ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if tmp_path.resolve() in p.parents}
     assert ours and all(n == 1 for n in ours.values()), ours
     assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
@@ -205,7 +205,8 @@ def test_release_of_a_slify_run_and_a_baseline_run(tmp_path):
     from timm_sl.tools.release import release
     slify_model = _train_run(tmp_path / 'runs' / 'slify', 'slify', SLIFY_KWARGS, img_size=32, dataset='')
     base_model = _train_run(tmp_path / 'runs' / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), dataset='')
-    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', echo=lambda _: None)
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', dataset='digits',
+                       echo=lambda _: None)
     assert [(r.model, r.family, r.variant) for r in released] == [('sl_vit_32', 'vit', 'custom'),
                                                                   ('slify', 'slify', 'custom')]
     x = torch.randn(2, 3, 32, 32)
