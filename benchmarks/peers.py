@@ -32,8 +32,8 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.paper import FAMILIES, model_name
-from timm_sl.profile import count_params
+from timm_sl.tools.paper import FAMILIES, model_name
+from timm_sl.tools.profile import count_params
 
 from _timing import count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
 from throughput import variants_of

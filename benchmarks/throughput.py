@@ -30,8 +30,8 @@ import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.models import SlArgs
-from timm_sl.paper import VARIANTS, family_of
-from timm_sl.profile import count_macs, count_params
+from timm_sl.tools.paper import VARIANTS, family_of
+from timm_sl.tools.profile import count_macs, count_params
 
 from _timing import interleaved_rounds, make_step
 
@@ -246,7 +246,7 @@ def main(argv: List[str] = None) -> int:
         with open(args.markdown, 'w') as f:
             f.write(header + '\n\n' + table + '\n')
     if args.plot:
-        from timm_sl.plot import plot_ratios
+        from timm_sl.tools.plot import plot_ratios
         plot_ratios([f"{r['model']} {r['variant']} {r['mode']}" for r in rows], [r['ratio'] for r in rows],
                     [r['ratio_min'] for r in rows], [r['ratio_max'] for r in rows], [r['macs_ratio'] for r in rows],
                     args.plot, title=header)

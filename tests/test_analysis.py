@@ -7,12 +7,12 @@ from PIL import Image
 
 import timm
 from timm.models.swin_transformer import window_partition
-import timm_sl.plot
-from timm_sl.analysis import (
+import timm_sl.tools.plot
+from timm_sl.tools.analysis import (
     attention_layers, attention_probs, attention_records, capture_attention, depth_curve, final_attention_map,
     kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
     tokenizer_geometry)
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -237,8 +237,8 @@ def figures(monkeypatch):
     """The matplotlib figures the CLI draws, in order."""
     drawn = []
     for name in ('plot_curves', 'plot_attention'):
-        draw = getattr(timm_sl.plot, name)
-        monkeypatch.setattr(timm_sl.plot, name, lambda *a, _draw=draw, **k: drawn.append(_draw(*a, **k)))
+        draw = getattr(timm_sl.tools.plot, name)
+        monkeypatch.setattr(timm_sl.tools.plot, name, lambda *a, _draw=draw, **k: drawn.append(_draw(*a, **k)))
     return drawn
 
 
@@ -376,7 +376,7 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
     assert figures[1].get_size_inches()[0] * figures[1].dpi <= 6 * 300 + 120
     with pytest.raises(SystemExit, match="timm-sl attention: unknown model 'vit_tiny_patch16_224'"):
         main(['attention', str(image_dir), '--model', 'vit_tiny_patch16_224'])
-    with pytest.raises(SystemExit, match='No pretrained weights exist for sl_vit_32'):
+    with pytest.raises(SystemExit, match='sl_vit_32 has no pretrained weights'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--pretrained'])
     with pytest.raises(SystemExit, match='missing.pth does not exist'):
         main(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'missing.pth')])

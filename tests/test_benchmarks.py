@@ -46,7 +46,8 @@ def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'vit', '--modes', 'infer', '--rounds',
          '1', '--iters', '1', '--warmup', '0', '-b', '2', '--no-memory'],
-        capture_output=True, text=True, cwd=ROOT, timeout=600, env={**os.environ, 'PYTHONPATH': str(tmp_path)})
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+        env={**os.environ, 'PYTHONPATH': os.pathsep.join([str(tmp_path), str(ROOT)])})  # the checkout, not an install
     assert result.returncode == 0, result.stderr[-2000:]
     assert 'lucidrains left out: vit-pytorch is not installed' in result.stderr
     assert '| vit | infer |' in result.stdout and 'lucidrains |' not in result.stdout

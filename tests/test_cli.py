@@ -1,4 +1,4 @@
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 
 
 def test_list_prints_params_macs_and_baseline(capsys):
@@ -66,7 +66,7 @@ def test_model_kwargs_without_equals_sign(command, capsys):
 
 
 def test_model_kwargs_values_are_python_literals():
-    from timm_sl.cli import build_parser
+    from timm_sl.tools.cli import build_parser
     args = build_parser().parse_args(['demo', '--model-kwargs', 'depth=2', 'lsa=False', 'depths=(1,1,1)', 'act=gelu'])
     assert args.model_kwargs == dict(depth=2, lsa=False, depths=(1, 1, 1), act='gelu')
 
@@ -100,7 +100,7 @@ def test_receptive_field_without_input():
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():
-    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
+    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.tools.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
     result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == '' and 'Traceback' not in result.stderr
     assert result.stderr.splitlines()[-1] == (
@@ -110,7 +110,7 @@ def test_a_usage_error_reaches_the_shell_without_traceback():
 HELP_PROBE = '''
 import sys
 sys.argv[0] = 'timm-sl'  # as the console command starts
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 try:
     main({argv!r})
 except SystemExit as e:
@@ -132,14 +132,33 @@ def test_help_and_version_load_neither_torch_nor_timm(argv):
         assert '(default: sl_vit_32)' in result.stdout and '(default: 10)' in result.stdout
 
 
-@pytest.mark.skipif(not SCRIPT.exists(), reason='the timm-sl console command is not installed beside this python')
+def _entry_point() -> str:
+    """``timm-sl``'s target in pyproject.toml, ``module:function``."""
+    text = (Path(__file__).parents[1] / 'pyproject.toml').read_text()
+    return text.split('[project.scripts]', 1)[1].split('timm-sl = "', 1)[1].split('"', 1)[0]
+
+
+def test_console_script_entry_point_is_the_cli_main():
+    import importlib
+    module, _, name = _entry_point().partition(':')
+    assert getattr(importlib.import_module(module), name) is main
+
+
+def _script_is_current() -> bool:
+    """The installed command runs this checkout's entry point (an install made before the harness moved does not)."""
+    module = _entry_point().partition(':')[0]
+    return SCRIPT.exists() and f'from {module} import' in SCRIPT.read_text(errors='replace')
+
+
+@pytest.mark.skipif(not _script_is_current(), reason='no timm-sl console command installed from this checkout '
+                                                      'beside this python (reinstall: pip install -e .)')
 def test_installed_command_help_imports_no_torch():
     env = dict(os.environ, PYTHONPROFILEIMPORTTIME='1')
     result = subprocess.run([str(SCRIPT), '--help'], capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0 and 'usage: timm-sl' in result.stdout
     imported = {line.rsplit('|', 1)[-1].strip() for line in result.stderr.splitlines()
                 if line.startswith('import time')}
-    assert 'timm_sl.cli' in imported and not {'torch', 'timm'} & imported
+    assert 'timm_sl.tools.cli' in imported and not {'torch', 'timm'} & imported
 
 
 def test_library_import_still_registers_the_models():
@@ -165,3 +184,112 @@ def test_prepare_tiny_imagenet_refuses_copy_which_would_leave_a_class_images(tmp
 def test_prepare_tiny_imagenet_without_the_dataset(tmp_path):
     message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
     assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'not found: pass the folder that holds' in message
+
+
+# ---- one error convention: the library raises plain exceptions, the CLI alone prints one line and exits 2 ----
+
+@pytest.mark.parametrize('argv', [['demo', '--epochs', '0'], ['export', 'x.pth'], ['no-such-command'],
+                                  ['reproduce', '--dataset', 'cifar10'], ['push', 'folder']])
+def test_argparse_errors_are_one_line_without_usage(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1 and 'usage:' not in err and err.startswith('timm-sl')
+    assert ': error: ' in err
+
+
+def test_required_and_unset_options_show_no_default(capsys):
+    for command in (['export'], ['push'], ['reproduce'], ['release']):
+        with pytest.raises(SystemExit):
+            main(command + ['--help'])
+    text = capsys.readouterr().out
+    assert '(default: None)' not in text and 'ORG/NAME' in text and '(default: release)' in text
+
+
+def test_library_functions_raise_plain_exceptions(tmp_path):
+    """No SystemExit and no exit status from below the CLI: callers catch ValueError / OSError as usual."""
+    from timm_sl.tools import release, reproduce
+    from timm_sl.tools.cli import build_parser
+    args = build_parser().parse_args(['release', str(tmp_path / 'missing'), '--org', 'org'])
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        release.run_from_args(args)
+    args = build_parser().parse_args(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'mnist',
+                                      '--train-script', __file__])
+    with pytest.raises(ValueError, match="unknown dataset 'mnist'"):
+        reproduce.run_from_args(args)
+
+
+def test_system_errors_name_the_file(monkeypatch, tmp_path, capsys):
+    """An OSError raised by the system below a command is one line naming the file, not '[Errno 13] ...'."""
+    from timm_sl.tools import svhn
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, 'Permission denied', str(tmp_path / 'x.mat'))
+    monkeypatch.setattr(svhn, 'prepare_svhn', refuse)
+    assert _exit_message(['prepare-svhn', str(tmp_path)]) == (
+        f'timm-sl prepare-svhn: {tmp_path / "x.mat"}: permission denied')
+
+
+def _tiny_imagenet(root: Path) -> None:
+    """A two-class Tiny-ImageNet as the archive extracts: train/<wnid>/images/, val/images/ + annotations."""
+    for i, wnid in enumerate(['n01', 'n02']):
+        (root / 'train' / wnid / 'images').mkdir(parents=True, exist_ok=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'train' + wnid.encode())
+        (root / 'val' / 'images').mkdir(parents=True, exist_ok=True)
+        (root / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'val%d' % i)
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+
+
+def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
+    """Extracting the archive again over a prepared folder brings val/images/ (and train/<wnid>/images/) back: they
+    must go again (timm would read 'images' as a 201st class), not stay with exit status 0."""
+    _tiny_imagenet(tmp_path)
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    _tiny_imagenet(tmp_path)  # extracted again
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    assert sorted(p.name for p in (tmp_path / 'val').iterdir()) == ['n01', 'n02', 'val_annotations.txt']
+    assert sorted(p.name for p in (tmp_path / 'train' / 'n01').iterdir()) == ['n01_0.JPEG']
+    # a file that is not the prepared one, or one the annotations do not list: refused, nothing lost
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'other')
+    (tmp_path / 'val' / 'images' / 'stray.JPEG').write_bytes(b'stray')
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message == (f'timm-sl prepare-tiny-imagenet: {tmp_path / "val" / "images" / "val_0.JPEG"} would overwrite '
+                       f'{tmp_path / "val" / "n01" / "val_0.JPEG"}, which differs; move one of them away by hand')
+    (tmp_path / 'val' / 'images' / 'val_0.JPEG').unlink()
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message.startswith(f'timm-sl prepare-tiny-imagenet: {tmp_path / "val" / "images"} still holds 1 file(s) '
+                              f'(stray.JPEG) not listed in val_annotations.txt')
+    assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
+
+
+def test_analysis_commands_say_what_they_cannot_do(tmp_path):
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
+        'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '
+        'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--pretrained']) == (
+        'timm-sl temperature: sl_vit_32 has no pretrained weights (no tag in timm.list_pretrained); allowed: '
+        '--checkpoint FILE (a train.py checkpoint), or neither for random init')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa=False', 'spt=False',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
+        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
+        'lsa_learn_temp=True)')
+
+
+def test_list_prints_each_row_as_it_is_counted(capsys, monkeypatch):
+    """Rows stream (a long table is not silent until its end) and each model is counted on the meta device."""
+    from timm_sl.tools import profile
+    real = profile.model_counts
+    seen = []
+
+    def counts(name, **kwargs):
+        if seen:  # the second model: the first row must be out already
+            assert 'sl_vit_32 ' in capsys.readouterr().out
+            raise ValueError('stop here')
+        seen.append(name)
+        params, macs, model = real(name, **kwargs)
+        assert next(model.parameters()).device.type == 'meta'
+        return params, macs, model
+    monkeypatch.setattr(profile, 'model_counts', counts)
+    assert _exit_message(['list', '--filter', 'sl_vit_[36]*']) == 'timm-sl list: stop here'

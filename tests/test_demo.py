@@ -2,9 +2,9 @@ import io
 
 import pytest
 
-import timm_sl.plot
-from timm_sl.cli import main
-from timm_sl.demo import load_digits_split, run_demo
+import timm_sl.tools.plot
+from timm_sl.tools.cli import main
+from timm_sl.tools.demo import load_digits_split, run_demo
 
 pytest.importorskip('sklearn')
 
@@ -51,8 +51,8 @@ def test_demo_progress_bar_on_a_terminal():
 
 def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monkeypatch):
     figures = []
-    draw = timm_sl.plot.plot_curves
-    monkeypatch.setattr(timm_sl.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
     out = tmp_path / 'curves.png'
     assert main(['demo', '--epochs', '2', '--limit', '60', '--batch-size', '32', '--out', str(out),
                  '--model-kwargs', 'depth=1', '--seed', '3']) == 0
@@ -70,16 +70,16 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
         pytest.approx([float(row[2]) for row in epoch_rows], abs=0.006)]
     assert ax.get_title() == 'sl_vit_32 vs baseline on digits, trained from scratch (seed 3)'
     assert out.stat().st_size > 0
-    # epochs as train.py counts them (summary.csv, the report, the cards): from 0, in the table and on the axis
-    assert '2 epochs (counted from 0, as train.py does)' in text
-    assert [list(line.get_xdata()) for line in ax.get_lines()] == [[0, 1]] * 2
-    assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
+    # epochs as the report and the cards count them: from 1, in the table and on the axis
+    assert '2 epochs (counted from 1)' in text
+    assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 2]] * 2
+    assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
 
 
 def test_demo_chart_of_several_seeds_says_it_draws_their_mean(tmp_path, capsys, monkeypatch):
     figures = []
-    draw = timm_sl.plot.plot_curves
-    monkeypatch.setattr(timm_sl.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
     assert main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '32', '--out', str(tmp_path / 'c.png'),
                  '--model-kwargs', 'depth=1', '--seeds', '2', '--seed', '5']) == 0
     capsys.readouterr()
@@ -91,3 +91,38 @@ def test_demo_rejects_bad_epochs(capsys):
     with pytest.raises(SystemExit):
         main(['demo', '--epochs', '0'])
     assert 'expected an integer >= 1' in capsys.readouterr().err
+
+
+def _demo_error(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as info:
+        main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16'] + argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1 and 'Traceback' not in err, err
+    return err.rstrip('\n')
+
+
+def test_demo_refuses_kwargs_the_digits_cannot_take_in_one_line(capsys, tmp_path):
+    out = ['--out', str(tmp_path / 'c.png')]
+    assert _demo_error(['--model-kwargs', 'num_classes=3'] + out, capsys) == (
+        'timm-sl demo: num_classes=3 is not allowed in the demo: the digits have 10 classes (the demo sets it)')
+    assert _demo_error(['--model-kwargs', 'in_chans=2'] + out, capsys).startswith(
+        'timm-sl demo: in_chans=2 is not allowed in the demo; allowed: 1 (grey digits) or 3')
+    assert _demo_error(['--model-kwargs', 'spt=False', 'lsa=False'] + out, capsys) == (
+        'timm-sl demo: --model-kwargs spt=False lsa=False make sl_vit_32 its own baseline (SPT and LSA off), so '
+        'there is nothing to compare; allowed: kwargs that keep SPT or LSA on')
+    assert _demo_error(['--limit', '5'] + out, capsys).startswith('timm-sl demo: --limit 5 is too few images')
+
+
+@pytest.mark.parametrize('kwargs', [dict(in_chans=1), dict(img_size=48), dict(num_classes=10)])
+def test_demo_trains_other_sizes_and_grey(kwargs):
+    sl, base = run_demo('sl_vit_32', stream=io.StringIO(), **dict(TINY, model_kwargs={**TINY['model_kwargs'],
+                                                                                       **kwargs}))
+    assert len(sl.top1[0]) == 1 and len(base.top1[0]) == 1 and sl.val_images == 8 and sl.train_images == 32
+
+
+def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_path, capsys):
+    assert main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'c.png')]) == 0
+    captured = capsys.readouterr()
+    assert '(32 training / 8 validation images, 8x8 upscaled), 1 epochs (counted from 1)' in captured.out
+    assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err

@@ -13,7 +13,7 @@ import yaml
 
 import timm
 from timm.utils import ParseKwargs
-from timm_sl.cli import build_parser
+from timm_sl.tools.cli import build_parser
 
 from test_recipes import SCRIPTS, _train_py_parser
 
@@ -154,3 +154,10 @@ def test_reproduce_page_digits_folder_script_runs_as_written(tmp_path):
     from PIL import Image
     with Image.open(next((tmp_path / 'digits' / 'val').rglob('*.png'))) as image:
         assert image.size == (32, 32) and image.mode == 'RGB'
+
+
+def test_readme_counts_the_registered_configurations():
+    """The README's number of sl_ configurations is the registry's, not a number from an earlier day."""
+    count = len(timm.list_models('sl_*'))
+    text = (ROOT / 'README.md').read_text()
+    assert f'the {count} registered `sl_` configurations' in text

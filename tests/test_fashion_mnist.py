@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools.fashion_mnist import (
     CLASS_FOLDERS, DEFAULT_SOURCE, LABEL_NAMES, prepare_fashion_mnist, read_fashion_mnist, read_idx)
 

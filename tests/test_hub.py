@@ -11,9 +11,9 @@ import pytest
 import torch
 
 import timm
-from timm_sl.cli import main
-from timm_sl.checkpoint import read_checkpoint
-from timm_sl.hub import export_checkpoint, push_folder
+from timm_sl.tools.cli import main
+from timm_sl.tools.runs import read_checkpoint
+from timm_sl.tools.hub import export_checkpoint, push_folder
 
 KWARGS = dict(depth=2, shift_directions='cardinal')
 
@@ -57,12 +57,39 @@ def test_export_folder_contents_and_card(trained, tmp_path):
     assert config['pretrained_cfg']['input_size'] == [3, 32, 32]
     card = (out / 'README.md').read_text()
     assert '| best top-1 (%) | 61.50 |' in card and '| top-5 at that epoch (%) | 92.25 |' in card
-    assert '| best epoch | 1 |' in card and '| epochs run | 3 |' in card
+    assert '| best epoch (counted from 1) | 2 of 3 |' in card and '| epochs run | 3 |' in card
     assert 'epochs: 3' in card and 'arXiv:2112.13492' in card and 'state_dict_ema' in card
     # the recipe that matters, not the machine's paths; how to install a package that is not on PyPI
     assert '/home/someone' not in card and 'workers' not in card and 'model_kwargs: {depth: 2' in card
-    assert 'not published on PyPI' in card and 'pip install git+<repository URL>' in card
+    assert 'not published on PyPI' in card and '<' not in card.split('## Usage')[1].split('```')[0]
     assert 'pip install timm-sl' not in card
+
+
+def test_card_recipe_keeps_the_augmentation_arguments(trained, tmp_path):
+    """Without train.py's defaults at hand the recipe still lists random erasing's mode, flips and the training
+    interpolation: they change what the weights learned."""
+    from timm_sl.tools.train_args import recipe_args
+    args = dict(model='sl_vit_32', reprob=0.25, remode='pixel', hflip=0.5, vflip=0., train_interpolation='random',
+                workers=4)
+    assert recipe_args(args) == dict(model='sl_vit_32', reprob=0.25, remode='pixel', hflip=0.5, vflip=0.,
+                                     train_interpolation='random')
+
+
+def test_install_note_names_a_real_source_or_a_checkout(monkeypatch):
+    from importlib import metadata
+    from timm_sl.tools import hub
+    real = metadata.metadata
+
+    def with_urls(urls):
+        class Meta(dict):
+            def get_all(self, key):
+                return urls if key == 'Project-URL' else None
+        monkeypatch.setattr(metadata, 'metadata', lambda name: Meta())
+    with_urls(['Source, https://example.org/timm-sl.git'])
+    assert '`pip install git+https://example.org/timm-sl.git`' in hub.install_note()
+    with_urls([])
+    assert 'from a checkout of its source (`pip install .` in that folder)' in hub.install_note()
+    monkeypatch.setattr(metadata, 'metadata', real)
 
 
 def test_export_carries_the_training_data_config(trained, tmp_path):
@@ -189,7 +216,7 @@ def test_mismatched_architecture_is_named(trained, tmp_path):
 
 
 def test_checkpoint_into_the_wrong_model_says_what_it_was_trained_as(trained):
-    from timm_sl.checkpoint import model_from_checkpoint
+    from timm_sl.tools.checkpoint import model_from_checkpoint
     ckpt = trained[0] / 'model_best.pth.tar'
     with pytest.raises(ValueError) as e:
         model_from_checkpoint(ckpt, 'sl_pit_32', {})
@@ -240,7 +267,7 @@ def test_cli_export_and_push_offline(trained, tmp_path, capsys, monkeypatch):
 
 
 def test_warm_start_from_timm_vit():
-    from timm_sl.hub import warm_start
+    from timm_sl import warm_start
     source_model = timm.create_model('vit_tiny_patch16_224', num_classes=10)
     source = source_model.state_dict()
     sl = timm.create_model('sl_vit_tiny', num_classes=10)
@@ -271,3 +298,23 @@ def test_every_family_round_trips_and_adapts(name, kwargs, tmp_path):
     assert torch.isfinite(grey(torch.randn(1, 1, 32, 32))).all()
     big = timm.create_model(f'local-dir:{tmp_path}', pretrained=True, img_size=64).eval()
     assert big(torch.randn(1, 3, 64, 64)).shape == (1, 7)
+
+
+def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path, capsys):
+    """A folder where a file is read, a file where a folder is written: one line saying which, nothing written."""
+    root, _ = trained
+    ckpt = str(root / 'model_best.pth.tar')
+    (tmp_path / 'names').mkdir()
+    (tmp_path / 'a_file').write_text('mine')
+    for extra, message in (
+            (['--label-names', str(tmp_path / 'names')],
+             f'{tmp_path / "names"} is a folder; expected the class names (a JSON list or one name per line)'),
+            (['--summary', str(tmp_path / 'names')],
+             f"{tmp_path / 'names'} is a folder; expected train.py's summary.csv"),
+            (['--out', str(tmp_path / 'a_file')], f'--out {tmp_path / "a_file"} is a file; allowed: a new or empty '
+                                                   f'folder')):
+        argv = ['export', ckpt, '--out', str(tmp_path / 'out')] + extra
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert capsys.readouterr().err == f'timm-sl export: {message}\n'
+    assert not (tmp_path / 'out').exists() and (tmp_path / 'a_file').read_text() == 'mine'

@@ -18,7 +18,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import Pooling
 from timm.models.swin_transformer import PatchMerging, WindowAttention
 from timm_sl.models.sl_t2t import TokenAttention
-from timm_sl.profile import count_macs, count_params
+from timm_sl.tools.profile import count_macs, count_params
 
 from sl_models import LADDER_MODELS, TIMM_BASELINES
 

@@ -141,10 +141,8 @@ def test_class_attention_refuses_diag_mask():
     assert model.blocks[0].attn.diag_mask and not model.blocks_token_only[0].attn.diag_mask
 
 
-def test_checkpoint_mapping_lives_in_filters():
-    """warm_start and the channel adaptation are checkpoint mapping (models/_filters.py); warm_start stays importable
-    where docs/hub.md documents it."""
-    from timm_sl import hub
-    from timm_sl.models import _filters
-    assert hub.warm_start is _filters.warm_start and _filters.warm_start.__module__ == 'timm_sl.models._filters'
-    assert _filters.adapt_spt_in_chans.__module__ == 'timm_sl.models._filters'
+def test_warm_start_public_paths():
+    """warm_start is public at the package root and in timm_sl.models (docs/hub.md)."""
+    import timm_sl
+    from timm_sl.models import warm_start
+    assert timm_sl.warm_start is warm_start

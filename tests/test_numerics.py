@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import timm
-from timm_sl.analysis import capture_attention
+from timm_sl.tools.analysis import capture_attention
 from sl_models import model_input
 
 # tiny and odd configurations; the comment says which edge each one reaches

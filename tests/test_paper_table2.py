@@ -2,8 +2,8 @@
 import pytest
 
 import timm
-from timm_sl.paper import TABLE2
-from timm_sl.profile import count_macs, count_params
+from timm_sl.tools.paper import TABLE2
+from timm_sl.tools.profile import count_macs, count_params
 
 VARIANT_KWARGS = {'sl': {}, 'sl_no_spool': dict(spt_pool=False)}
 

@@ -3,7 +3,7 @@ import sys
 import numpy as np
 import pytest
 
-from timm_sl.plot import plot_attention, plot_curves, plot_ratios, require_matplotlib
+from timm_sl.tools.plot import plot_attention, plot_curves, plot_ratios, require_matplotlib
 
 pytest.importorskip('matplotlib')
 
@@ -33,7 +33,7 @@ def test_curve_ticks_show_the_real_values_of_a_narrow_range(tmp_path):
 
 
 def test_curves_over_epochs_count_from_zero_as_train_py(tmp_path):
-    from timm_sl.plot import EPOCH_AXIS
+    from timm_sl.tools.plot import EPOCH_AXIS
     fig = plot_curves({'SL': [10., 20., 30.]}, str(tmp_path / 'e.png'), x_label=EPOCH_AXIS, x_start=0)
     ax = fig.axes[0]
     assert list(ax.get_lines()[0].get_xdata()) == [0, 1, 2]

@@ -6,7 +6,7 @@ import torch
 import timm
 from timm.layers import Attention
 from timm_sl.layers import LocalitySelfAttention
-from timm_sl.profile import count_macs, explicit_attention
+from timm_sl.tools.profile import count_macs, explicit_attention
 
 from sl_models import FAST_MODELS
 

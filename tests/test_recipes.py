@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import timm
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools import prepare_tiny_imagenet_val
 
 ROOT = Path(__file__).parents[1]
@@ -114,7 +114,7 @@ def _command_id(argv: List[str]) -> str:
 def test_documented_commands_are_found():
     assert [argv[0] for argv in RECIPE_COMMANDS] == ['python'] * 6 + ['torchrun'] * 2
     assert [next(a for a in argv if a in SCRIPTS) for argv in README_COMMANDS] == [
-        'train.py', 'benchmark.py', 'onnx_export.py']
+        'train.py', 'benchmark.py', 'onnx_export.py', 'train.py']  # the last: an ImageFolder on CPU
     for argv in RECIPE_COMMANDS:
         assert (ROOT / _option(argv, '--config')).is_file()
 
@@ -222,10 +222,13 @@ def test_recipes_readme_command_runs(argv, tmp_path):
 @pytest.mark.slow
 @needs_repo
 def test_readme_timm_scripts_commands_run(tmp_path):
-    """README "With timm's scripts": train (one epoch), benchmark (5 iterations of 8), ONNX export of that checkpoint."""
+    """README "With timm's scripts": train (one epoch), benchmark (5 iterations of 8), ONNX export of that checkpoint,
+    and the ImageFolder command on CPU (3 classes here)."""
     onnx = pytest.importorskip('onnx')
-    train, bench, export = README_COMMANDS
+    train, bench, export, folder = README_COMMANDS
     data = _image_folder(tmp_path / 'data', 32, per_class=8)
+    _run_documented(folder, tmp_path, data, tmp_path / 'folder', extra=['--num-classes', '3'])
+    _trained_one_epoch(tmp_path / 'folder', folder)
     _run_documented(train, tmp_path, data, tmp_path / 'out')
     _trained_one_epoch(tmp_path / 'out', train)
     log = _run_documented(
@@ -266,7 +269,7 @@ def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp
     """timm labels an image by the folder it is in: Tiny-ImageNet's ``train/<wnid>/images/*.JPEG`` would be one
     class, 'images', for every training image."""
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    from timm_sl.reproduce import check_data
+    from timm_sl.tools.reproduce import check_data
     for i, wnid in enumerate(['n01', 'n02']):
         (tmp_path / 'train' / wnid / 'images').mkdir(parents=True)
         (tmp_path / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'jpeg')

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import timm
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.models._cfgs import PRETRAINED_ENV, PRETRAINED_FILE, read_pretrained_tags, with_pretrained_tags
-from timm_sl.release import release, repo_name
-from timm_sl.runs import RunRecord, find_runs, portable_command
+from timm_sl.tools.release import release, repo_name
+from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
 
@@ -96,7 +96,7 @@ def test_release_exports_every_run_with_a_card(released, reproduced):
     for text in ('| dataset | cifar10 |', '| Table 2 row | vit, SL |', '| measured best top-1 (%) | 80.00 |',
                  '| paper top-1 (%) for this row | 94.53 |', PORTABLE, '- Parameters: 2.', '- MACs: ',
                  "timm.create_model('hf-hub:timm-sl-test/sl_vit_32.sl-cifar10-s0', pretrained=True)",
-                 'timm.create_model("sl_vit_32.cifar10", pretrained=True)', '| best epoch | 1 |'):
+                 'timm.create_model("sl_vit_32.cifar10", pretrained=True)', '| best epoch (counted from 1) | 2 of '):
         assert text in card, text
     # the recipe: what differs from train.py's defaults, without the machine's paths
     recipe = card.split('```yaml\n')[1].split('```')[0]
@@ -153,9 +153,9 @@ def test_tag_loads_offline_in_a_fresh_interpreter(released, reproduced, tmp_path
 
 
 def test_push_uploads_each_folder(reproduced, tmp_path, monkeypatch):
-    import timm_sl.hub
+    import timm_sl.tools.hub
     calls = []
-    monkeypatch.setattr(timm_sl.hub, 'push_folder', lambda folder, repo_id, **kw: calls.append(repo_id) or 'url')
+    monkeypatch.setattr(timm_sl.tools.hub, 'push_folder', lambda folder, repo_id, **kw: calls.append(repo_id) or 'url')
     root, _ = reproduced
     result = release([root / 'runs' / 'vit-sl-s1'], tmp_path, 'org', '{family}-{seed}', push=True, echo=lambda _: None)
     assert calls == ['org/vit-1'] and result[0].pushed == 'url' and result[0].dataset == 'cifar10'
@@ -214,3 +214,26 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
     with pytest.raises(FileNotFoundError, match=f'pretrained tags file {tmp_path / "missing.json"} '
                                                 f'\\(from {PRETRAINED_ENV}\\) does not exist'):
         read_pretrained_tags()
+
+
+def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
+    """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
+    from timm_sl.tools.cli import main
+    _run(tmp_path, 'r', {}, [40.])
+    (tmp_path / 'runs' / 'r' / 'done.json').unlink()
+    with pytest.raises(SystemExit):
+        main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
+    assert capsys.readouterr().err == (
+        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, no timm-sl '
+        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet)\n')
+    assert not (tmp_path / 'rel').exists()
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
+                 '--dataset', 'cifar10']) == 0
+    assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-cifar10-s0'
+
+
+@pytest.mark.parametrize('org,reason', [('a--b', 'Cannot have -- or ..'), ('-org', 'cannot start or end with'),
+                                        ('x' * 97, 'maximum length is 96')])
+def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
+    with pytest.raises(ValueError, match=rf"^--org '{org}' is not allowed on the Hub \(.*{reason}"):
+        release([tmp_path], tmp_path / 'o', org)

@@ -9,11 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from timm_sl.cli import main
-from timm_sl.reproduce import (
+from timm_sl.tools.cli import main
+from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command,
     write_report)
-from timm_sl.train_args import read_summary_rows
+from timm_sl.tools.runs import read_summary_rows
+
+
+def _exit_status(argv) -> int:
+    """The exit status of ``timm-sl`` for ``argv``: what main returns, or the status of the SystemExit it ends in."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -234,13 +243,13 @@ def test_bad_input_is_one_line(fake_train, tmp_path, capsys, change, message):
                    out=[str(tmp_path / 'out')])
     options.update(change)
     args = ['reproduce'] + [a for k, v in options.items() for a in ['--' + k.replace('_', '-'), *v]]
-    assert main(args) == 2
+    assert _exit_status(args) == 2
     assert capsys.readouterr().err == message
 
 
 def test_missing_train_script_without_timm_repo(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv('TIMM_REPO', raising=False)
-    assert main(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2
+    assert _exit_status(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2
     assert capsys.readouterr().err.startswith("timm-sl reproduce: timm's train.py not given: pass --train-script PATH "
                                               "or set TIMM_REPO")
 
@@ -258,7 +267,7 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     from test_timm_scripts import _image_folder
     data = _image_folder(tmp_path / 'data', classes=3, per_class=8)
     out = tmp_path / 'out'
-    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'cifar10',
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'cifar10',
            '--families', 'vit', 'swin', '--out', str(out), '--', '--dataset', '', '--train-split', 'train',
            '--val-split', 'val', '--num-classes', '3', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
            '--workers', '1', '--aug-repeats', '0', '--device', 'cpu', '--no-prefetcher']
@@ -346,7 +355,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     data = _folders(tmp_path / 'data', layout)
     data_dir = data / 'file.txt' if dataset == 'cifar10' else data
     out = tmp_path / 'out'
-    assert main(_reproduce_args(data_dir, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 2
+    assert _exit_status(_reproduce_args(data_dir, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 2
     assert capsys.readouterr().err == ''.join(f'timm-sl reproduce: {e.format(D=data)}\n' for e in errors)
     assert not out.exists()  # nothing ran
 
@@ -414,7 +423,7 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
 
 
 def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
-    from timm_sl import reproduce as module
+    from timm_sl.tools import reproduce as module
     data = module.train_data(recipe_path('cifar100'), str(tmp_path))
     assert (data['dataset'], data['num_classes']) == ('torch/cifar100', 100)
     assert module.check_data(data, 'cifar100') == []  # train.py downloads it

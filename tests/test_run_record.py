@@ -16,8 +16,8 @@ import torch
 from PIL import Image
 
 import timm
-from timm_sl.cli import build_parser, main
-from timm_sl.hub import export_checkpoint
+from timm_sl.tools.cli import build_parser, main
+from timm_sl.tools.hub import export_checkpoint
 
 
 def _train_run(folder: Path, model: str, kwargs: dict, args_yaml: bool = True, **extra_args) -> torch.nn.Module:
@@ -119,7 +119,7 @@ def test_a_file_that_is_not_a_checkpoint_is_one_line(content, tmp_path, capsys):
     (run / 'model_best.pth.tar').write_bytes(data[:len(data) // 2] if content == 'truncated' else content)
     ckpt = run / 'model_best.pth.tar'
     for argv in (['export', str(ckpt), '--model', 'sl_vit_32', '--out', str(tmp_path / 'o')],
-                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
         err = _fails(argv, capsys)
         assert err.startswith(f'timm-sl {argv[0]}: {ckpt} is not a readable torch checkpoint'), err
 
@@ -173,7 +173,7 @@ def test_every_help_shows_each_default_once():
 
 
 def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
-    from timm_sl.release import release
+    from timm_sl.tools.release import release
     run = tmp_path / 'runs' / 'r'
     _train_run(run, 'sl_vit_32', dict(depth=1), dataset='')
     (run / 'command.txt').write_text('python train.py --model sl_vit_32\n')
@@ -187,7 +187,7 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(io, 'open', counting_open)
     monkeypatch.setattr(builtins, 'open', counting_open)
-    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
     ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if tmp_path.resolve() in p.parents}
     assert ours and all(n == 1 for n in ours.values()), ours
     assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
@@ -202,10 +202,11 @@ def test_import_does_not_depend_on_the_program_name():
 
 
 def test_release_of_a_slify_run_and_a_baseline_run(tmp_path):
-    from timm_sl.release import release
+    from timm_sl.tools.release import release
     slify_model = _train_run(tmp_path / 'runs' / 'slify', 'slify', SLIFY_KWARGS, img_size=32, dataset='')
     base_model = _train_run(tmp_path / 'runs' / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), dataset='')
-    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', echo=lambda _: None)
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', '{model}-{variant}', dataset='digits',
+                       echo=lambda _: None)
     assert [(r.model, r.family, r.variant) for r in released] == [('sl_vit_32', 'vit', 'custom'),
                                                                   ('slify', 'slify', 'custom')]
     x = torch.randn(2, 3, 32, 32)
@@ -241,3 +242,89 @@ def test_export_of_slify_without_base_is_one_line(tmp_path, capsys):
     err = _fails(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model', 'slify', '--model-kwargs',
                   'depth=1', '--out', str(tmp_path / 'o')], capsys)
     assert err.startswith('timm-sl export: ') and "base=None is invalid" in err
+
+
+# ---- what real run folders hold: read, not refused; what cannot be read names the file ----
+
+def _export(tmp_path, target, capsys=None):
+    return main(['export', str(target), '--out', str(tmp_path / 'out')])
+
+
+def test_export_of_a_run_folder_takes_its_best_checkpoint(tmp_path, capsys):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    assert _export(tmp_path, tmp_path / 'run') == 0
+    assert 'model_best.pth.tar' in capsys.readouterr().out
+    (tmp_path / 'empty').mkdir()
+    assert _fails(['export', str(tmp_path / 'empty'), '--out', str(tmp_path / 'o2')], capsys) == (
+        f'timm-sl export: {tmp_path / "empty"} is a folder without a checkpoint (model_best.pth.tar or last.pth.tar); '
+        f'allowed: a checkpoint file or a train.py run folder')
+
+
+@pytest.mark.parametrize('name', ['README.md', 'summary.csv', 'args.yaml'])
+def test_export_of_a_text_file_says_it_is_text(name, tmp_path, capsys):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'README.md').write_text('# notes\n')
+    target = tmp_path / 'run' / name
+    assert _fails(['export', str(target), '--model', 'sl_vit_32', '--out', str(tmp_path / 'o')], capsys) == (
+        f'timm-sl export: {target} is not a readable torch checkpoint (it is a text file; torch.save writes a zip '
+        f'archive)')
+
+
+def test_args_yaml_without_model_takes_the_checkpoints_arch(tmp_path):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'args.yaml').write_text('seed: 1\nlr: 0.001\nnum_classes: 4\n')  # no model, no model_kwargs
+    out, _ = export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out')
+    config = json.loads((out / 'config.json').read_text())
+    assert config['architecture'] == 'sl_vit_32' and config['model_args']['depth'] == 1
+
+
+def test_summary_cut_mid_line_nan_and_unknown_columns(tmp_path):
+    from timm_sl.tools.runs import read_summary_rows, summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_top1,eval_top5,note\n0,1,nan,nan,warm-up\n1,1,40.5,80,x\n'
+                       '2,1,42.25,81,y\n3,0.9,4')
+    rows = read_summary_rows(summary)
+    assert [r['epoch'] for r in rows] == [0, 1, 2] and 'note' not in rows[1]
+    assert summarize(summary, rows) == dict(best_top1=42.25, best_top5=81., best_epoch=3, epochs=3, last_epoch=3)
+    summary.write_text('epoch,eval_top1\n0,nan\n')
+    assert summarize(summary)['best_top1'] is None
+    summary.write_text('epoch,eval_top1\n0,40\n1,oops\n2,41\n')
+    with pytest.raises(ValueError, match=rf'^{summary}:3: not a summary.csv row'):
+        read_summary_rows(summary)
+
+
+def test_card_of_a_run_with_nan_top1(tmp_path):
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'summary.csv').write_text('epoch,eval_top1,eval_top5\n0,nan,nan\n1,nan,nan\n')
+    out, _ = export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out')
+    card = (out / 'README.md').read_text()
+    assert 'nan' not in card.lower().replace('nan:', '') and 'No epoch of the 2 run has a finite top-1' in card
+    (tmp_path / 'run' / 'summary.csv').write_text('epoch,eval_top1,eval_top5\n0,nan,nan\n1,30,60\n')
+    out, _ = export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out2')
+    assert '| best top-1 (%) | 30.00 |' in (out / 'README.md').read_text()
+
+
+def test_other_encodings_empty_marker_and_broken_yaml(tmp_path):
+    from timm_sl.tools.runs import read_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'args.yaml').write_bytes('model: sl_vit_32\ndata_dir: /données\nseed: 3\n'.encode('latin-1'))
+    (tmp_path / 'run' / 'done.json').write_text('')
+    (tmp_path / 'run' / 'command.txt').write_bytes('python train.py --data-dir /données\n'.encode('latin-1'))
+    record = read_run(tmp_path / 'run' / 'model_best.pth.tar')
+    assert record.model == 'sl_vit_32' and record.args['data_dir'] == '/données' and record.seed == 3
+    assert record.command == 'python train.py --data-dir DATA'
+    (tmp_path / 'run' / 'args.yaml').write_text('model: [sl_vit_32\n')
+    with pytest.raises(ValueError, match=rf'^{tmp_path / "run" / "args.yaml"} is not a train.py args.yaml \(not '
+                                         rf'valid YAML: '):
+        read_run(tmp_path / 'run' / 'model_best.pth.tar')
+
+
+def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
+    from timm_sl.tools.reproduce import plan_runs, run_state
+    run = plan_runs('cifar10', ['vit'], [0], tmp_path)[0]
+    run.out_dir.mkdir(parents=True)
+    (run.out_dir / 'done.json').write_text('{"epochs": ')
+    (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n')
+    assert run_state(run, epochs=2) == 'new'
+    (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n1,20\n2,3')  # the last line cut: 2 epochs done
+    assert run_state(run, epochs=2) == 'done'

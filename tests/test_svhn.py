@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 import pytest
 
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools import prepare_svhn, read_svhn_mat
 
 scipy_io = pytest.importorskip('scipy.io')
@@ -221,7 +221,7 @@ def test_reproduce_svhn_with_timm_train_py(mats, tmp_path):
     data = tmp_path / 'svhn'
     prepare_svhn(data, source=source, progress=False)
     out = tmp_path / 'out'
-    cmd = [sys.executable, '-m', 'timm_sl.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
            '--families', 'vit', '--out', str(out), '--', '--epochs', '1', '--warmup-epochs', '0', '--batch-size', '8',
            '--workers', '1', '--device', 'cpu', '--no-prefetcher']
     env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
@@ -231,3 +231,36 @@ def test_reproduce_svhn_with_timm_train_py(mats, tmp_path):
     results = json.loads((out / 'results.json').read_text())
     assert [r['status'] for r in results['runs']] == ['done', 'done']
     assert all(r['summary']['epochs'] == 1 for r in results['runs'])
+
+
+def test_output_onto_a_file_or_an_unwritable_folder_is_one_line(mats, tmp_path, capsys, monkeypatch):
+    source, _ = mats
+    (tmp_path / 'a_file').write_text('mine')
+    assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; allowed: a folder (the output folder)')
+    assert (tmp_path / 'a_file').read_text() == 'mine'
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    real_mkdir = Path.mkdir
+
+    def refuse(self, *args, **kwargs):  # what a folder without write permission does (the tests may run as root)
+        if self.parent == locked:
+            raise PermissionError(13, 'Permission denied', str(self))
+        return real_mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, 'mkdir', refuse)
+    assert _cli_error(['prepare-svhn', str(locked), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: cannot write into {locked} (Permission denied); allowed: a folder you can write to')
+    assert list(locked.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root writes into read-only folders')
+def test_read_only_folder(mats, tmp_path, capsys):
+    source, _ = mats
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert _cli_error(['prepare-svhn', str(locked), '--source', str(source)], capsys).startswith(
+            f'timm-sl prepare-svhn: cannot write into {locked} (Permission denied)')
+    finally:
+        locked.chmod(0o700)

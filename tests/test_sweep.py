@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from timm_sl.cli import main
+from timm_sl.tools.cli import main
 from timm_sl.tools.sweep import (
     MAX_RUNS_PER_GPU, Gpu, Job, default_jobs, device_groups, log_throughput, parse_gpus, run_jobs, train_throughput)
 
@@ -152,7 +152,7 @@ def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):
     """SIGINT to the sweep (Ctrl-C) while two runs train: both are stopped with their helper processes (which ignore
     SIGINT), the sweep exits 130 with the report, and the same command continues each run from its last epoch."""
     env = dict(os.environ, FAKE_EPOCH_S='0.7', PYTHONPATH=str(REPO))
-    cmd = [sys.executable, '-m', 'timm_sl.cli', *_args(tmp_path, '--jobs', '2', train_args=['--epochs', '3'])]
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', *_args(tmp_path, '--jobs', '2', train_args=['--epochs', '3'])]
     sweep = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     runs = tmp_path / 'out' / 'runs'
     deadline = time.monotonic() + 120

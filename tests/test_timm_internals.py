@@ -157,11 +157,11 @@ def test_attention_hands_its_softmax_to_the_observed_module(make, point, args):
     """The attention analysis (analysis._OBSERVED_AT) reads each timm attention's probabilities, in its explicit path
     (``fused_attn`` off), as the input of one submodule (talking heads: the post-softmax head mixing ``proj_w``; else
     ``attn_drop``). That input must be a distribution per query, and what the module outputs must flow through it."""
-    from timm_sl.analysis import attention_probs
+    from timm_sl.tools.analysis import attention_probs
     module = make().eval()
     x = args()
     where = f'timm {type(module).__name__} no longer passes its softmax output through .{point}: update ' \
-            f'analysis._OBSERVED_AT (timm_sl/analysis.py)'
+            f'analysis._OBSERVED_AT (timm_sl/tools/analysis.py)'
     probs = attention_probs(module, *x)
     queries = 1 if isinstance(module, ClassAttn) else x[0].shape[1]
     assert probs.shape == (2, 4, queries, x[0].shape[1]), where
@@ -250,7 +250,7 @@ PRIVATE_IMPORTS = [
     ('timm.layers', '_assert', 'layers/spt.py, models/sl_t2t.py'),
     ('timm.layers.attention', 'maybe_add_mask', 'layers/lsa.py, models/sl_t2t.py'),
     ('timm.layers.attention', 'resolve_self_attn_mask', 'layers/lsa.py'),
-    ('timm.models.swin_transformer', 'window_reverse', 'analysis.py'),
+    ('timm.models.swin_transformer', 'window_reverse', 'tools/analysis.py'),
     ('timm.models.vision_transformer', 'checkpoint_filter_fn', 'models/sl_vit.py'),
     ('timm.models.pit', 'checkpoint_filter_fn', 'models/sl_pit.py'),
     ('timm.models.swin_transformer', 'checkpoint_filter_fn', 'models/sl_swin.py'),

@@ -18,9 +18,9 @@ from PIL import Image
 
 import timm
 from timm.models import save_for_hf
-from timm_sl.cli import main
-from timm_sl.hub import export_checkpoint
-from timm_sl.transformers_compat import make_transformers_compatible, transformers_compatible_config
+from timm_sl.tools.cli import main
+from timm_sl.tools.hub import export_checkpoint
+from timm_sl.tools.transformers_compat import make_transformers_compatible, transformers_compatible_config
 
 from test_hub import _offline_cache
 

@@ -15,7 +15,7 @@ from .version import __version__
 _EXPORTS = {
     'LocalitySelfAttention': 'layers', 'ShiftedPatchEmbed': 'layers', 'ShiftedPatchProjection': 'layers',
     'SL_ARG_NAMES': 'models', 'SlArgs': 'models', 'SlCait': 'models', 'SlPoolingVisionTransformer': 'models',
-    'SlSwinTransformer': 'models', 'SlT2T': 'models', 'SlVisionTransformer': 'models',
+    'SlSwinTransformer': 'models', 'SlT2T': 'models', 'SlVisionTransformer': 'models', 'warm_start': 'models',
     'SlifyError': 'slify', 'plan_slify': 'slify', 'slify': 'slify', 'slify_refusal': 'slify',
 }
 __all__ = ['__version__', *_EXPORTS]

@@ -193,7 +193,7 @@ def sl_filter(base_filter: FilterFn) -> FilterFn:
             raise ValueError(
                 f'this checkpoint has a convolutional patch embedding (timm / original layout), which '
                 f'{type(model).__name__} with SPT cannot load; load it with spt=False, or start from it with '
-                f'timm_sl.hub.warm_start(model, state_dict).')
+                f'timm_sl.warm_start(model, state_dict).')
         if set(state_dict) - model_keys and not _has_sl_modules(state_dict):
             state_dict = base_filter(state_dict, model)
         return adapt_sl_state_dict(dict(state_dict), model)

@@ -71,6 +71,21 @@ def _write_split(images: np.ndarray, digits: np.ndarray, folder: Path, desc: str
     return np.bincount(digits, minlength=10).tolist()
 
 
+def _check_writable(root: Path) -> None:
+    """Create ``root`` (with its parents) and a folder in it, before any image is read.
+
+    Raises:
+        PermissionError / OSError: naming ``root`` and why it cannot be written to.
+    """
+    probe = root / '.prepare-svhn-probe'
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe.mkdir(exist_ok=True)
+        probe.rmdir()
+    except OSError as e:
+        raise type(e)(f'cannot write into {root} ({e.strerror or e}); allowed: a folder you can write to') from None
+
+
 def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = None, extra: bool = False,
                  overwrite: bool = False, progress: bool = True) -> Dict[str, Dict[str, int]]:
     """Write ``root/train`` and ``root/test`` (and ``root/extra`` with ``extra``) as digit folders ``0``..``9`` of PNGs.
@@ -91,12 +106,17 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     Raises:
         FileNotFoundError: a ``.mat`` file of a requested split is missing from ``source``.
         FileExistsError: an output split folder is not empty (and ``overwrite`` is off, or it holds other files).
+        NotADirectoryError: ``root`` or ``source`` is a file.
+        PermissionError / OSError: ``root`` cannot be written to (checked before any image is read).
         ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``).
         ImportError: scipy is missing.
     """
     root = Path(root)
     source = Path(source) if source is not None else root
     splits: Sequence[str] = ('train', 'test', 'extra') if extra else ('train', 'test')
+    for folder, what in ((root, 'the output folder'), (source, 'the folder of the .mat files')):
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(f'{folder} is a file; allowed: a folder ({what})')
     for split in splits:
         mat = source / SVHN_FILES[split]
         if not mat.is_file():
@@ -105,6 +125,7 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
     check_split_folders(root, splits, _written_by_us, 'digit folders of PNGs',
                         None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
+    _check_writable(root)
 
     def write(split: str, folder: Path) -> Dict[str, int]:
         # a bad file fails before anything lands; extra (1.6 GB in memory) is read last

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..train_args import read_summary_rows
+from .runs import read_summary_rows
 
 __all__ = ['GPU_GIB_PER_RUN', 'MAX_RUNS_PER_GPU', 'TRAIN_PY_WORKERS', 'STOP_GRACE_S', 'Job', 'JobResult', 'Gpu',
            'default_jobs', 'probe_gpus', 'parse_gpus', 'device_groups', 'log_throughput', 'train_throughput',

@@ -8,7 +8,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 import torch
 from tqdm import tqdm
@@ -18,12 +18,16 @@ from timm.data import create_transform
 from timm.loss import LabelSmoothingCrossEntropy
 from timm.optim import create_optimizer_v2
 from timm.scheduler import create_scheduler_v2
+from timm.layers import to_2tuple
 from timm.utils import accuracy, random_seed
 
 from ..profile import count_params
 from .digits import DIGITS_MEAN, DIGITS_STD, DigitsDataset, load_digits_split
 
-__all__ = ['DemoResult', 'run_demo']
+__all__ = ['DemoResult', 'run_demo', 'check_demo_kwargs']
+
+DIGIT_CLASSES = 10
+MIN_IMAGES = 20  # --limit: two images per class, so that the validation split is not a single image
 
 
 @dataclass
@@ -35,6 +39,8 @@ class DemoResult:
     train_loss: List[List[float]] = field(default_factory=list)
     train_img_s: List[float] = field(default_factory=list)
     params: int = 0
+    train_images: int = 0
+    val_images: int = 0
 
     @property
     def best(self) -> List[float]:
@@ -45,16 +51,17 @@ class DemoResult:
         return [statistics.fmean(epoch) for epoch in zip(*self.top1)]
 
 
-def _loaders(img_size: int, batch_size: int, seed: int, limit: Optional[int]):
+def _loaders(img_size: Tuple[int, int], in_chans: int, batch_size: int, seed: int, limit: Optional[int]):
     train_samples, val_samples = load_digits_split(seed=0, limit=limit)  # one fixed split: seeds vary the training
+    mean, std = DIGITS_MEAN[:in_chans], DIGITS_STD[:in_chans]
     train_tf = create_transform(img_size, is_training=True, scale=(0.8, 1.0), ratio=(0.9, 1.1), hflip=0.,
-                                color_jitter=0., interpolation='bicubic', mean=DIGITS_MEAN, std=DIGITS_STD)
-    eval_tf = create_transform(img_size, is_training=False, crop_pct=1.0, interpolation='bicubic',
-                               mean=DIGITS_MEAN, std=DIGITS_STD)
+                                color_jitter=0., interpolation='bicubic', mean=mean, std=std)
+    eval_tf = create_transform(img_size, is_training=False, crop_pct=1.0, interpolation='bicubic', mean=mean, std=std)
     generator = torch.Generator().manual_seed(seed)
-    train = torch.utils.data.DataLoader(DigitsDataset(train_samples, img_size, train_tf), batch_size=batch_size,
-                                        shuffle=True, drop_last=len(train_samples) > batch_size, generator=generator)
-    val = torch.utils.data.DataLoader(DigitsDataset(val_samples, img_size, eval_tf), batch_size=256)
+    train = torch.utils.data.DataLoader(DigitsDataset(train_samples, img_size, train_tf, in_chans),
+                                        batch_size=batch_size, shuffle=True,
+                                        drop_last=len(train_samples) > batch_size, generator=generator)
+    val = torch.utils.data.DataLoader(DigitsDataset(val_samples, img_size, eval_tf, in_chans), batch_size=256)
     return train, val
 
 
@@ -78,12 +85,13 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
     """One seeded run of one variant; appends its curves to ``result``.
 
     Progress: a tqdm bar (ETA, loss, last validation top-1) when ``stream`` is a terminal, else one plain line per
-    epoch (no carriage-return floods in logs); epochs are counted from 0, as train.py counts them.
+    epoch (no carriage-return floods in logs); epochs are counted from 1.
     """
     random_seed(seed)  # python random, numpy, torch
-    model = timm.create_model(model_name, num_classes=10, **result.kwargs)
-    img_size = model.pretrained_cfg['input_size'][-1]
-    train_loader, val_loader = _loaders(img_size, batch_size, seed, limit)
+    model = timm.create_model(model_name, num_classes=DIGIT_CLASSES, **result.kwargs)
+    img_size = to_2tuple(result.kwargs.get('img_size') or model.pretrained_cfg['input_size'][1:])
+    train_loader, val_loader = _loaders(img_size, result.kwargs.get('in_chans', 3), batch_size, seed, limit)
+    result.train_images, result.val_images = len(train_loader.dataset), len(val_loader.dataset)
     optimizer = create_optimizer_v2(model, 'adamw', lr=lr, weight_decay=0.05)
     scheduler, _ = create_scheduler_v2(optimizer, 'cosine', num_epochs=epochs, warmup_epochs=min(1, epochs - 1),
                                        warmup_lr=lr / 10, min_lr=lr / 100)
@@ -106,14 +114,14 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
             seen += images.shape[0]
             total_loss += loss.item()
             bar.update()
-            bar.set_postfix_str(f'epoch {epoch} ({epoch + 1} of {epochs}) loss {loss.item():.3f}'
+            bar.set_postfix_str(f'epoch {epoch + 1} of {epochs}, loss {loss.item():.3f}'
                                 + (f' val top-1 {curve[-1]:.2f}' if curve else ''), refresh=False)
         train_time += time.perf_counter() - start
         scheduler.step(epoch + 1)
         curve.append(evaluate(model, val_loader))
         losses.append(total_loss / len(train_loader))
         if not live:
-            print(f'{label} epoch {epoch} ({epoch + 1} of {epochs}): train loss {losses[-1]:.3f}, '
+            print(f'{label} epoch {epoch + 1} of {epochs}: train loss {losses[-1]:.3f}, '
                   f'val top-1 {curve[-1]:.2f} ({time.perf_counter() - start:.1f} s)', file=stream, flush=True)
     bar.close()
     result.top1.append(curve)
@@ -131,14 +139,44 @@ def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, ba
         ValueError: ``model_name`` is not an ``sl_`` model (it has no baseline to compare with).
     """
     model_kwargs = dict(model_kwargs or {})
-    probe = timm.create_model(model_name, **model_kwargs)
-    baseline_kwargs = getattr(type(probe), 'baseline_kwargs', None)
-    if baseline_kwargs is None:
-        raise ValueError(f'{model_name} is not an sl_ model (no spt/lsa baseline to compare with); allowed: the '
-                         f'models of timm.list_models("sl_*")')
+    baseline_kwargs = check_demo_kwargs(model_name, model_kwargs, limit)
+    model_kwargs.pop('num_classes', None)  # the digits' 10, set by train_variant
     results = [DemoResult('SL', model_kwargs), DemoResult('baseline', {**model_kwargs, **baseline_kwargs})]
-    del probe
     for run_seed in range(seed, seed + seeds):
         for result in results:
             train_variant(result, model_name, run_seed, epochs, batch_size, lr, limit, stream)
     return results
+
+
+def _architecture(model: torch.nn.Module) -> List[Any]:
+    return [type(m).__name__ for m in model.modules()] + [(k, tuple(v.shape)) for k, v in model.state_dict().items()]
+
+
+def check_demo_kwargs(model_name: str, model_kwargs: Dict[str, Any], limit: Optional[int] = None) -> Dict[str, Any]:
+    """Check what the demo is asked to train before any training; returns the baseline's kwargs.
+
+    Raises:
+        ValueError: not an ``sl_`` model; ``num_classes`` other than the digits' 10; ``in_chans`` other than 1 or 3
+            (the digits are grey, replicated to RGB for 3); kwargs that make the SL model its own baseline; a
+            ``limit`` below :data:`MIN_IMAGES`.
+    """
+    if limit is not None and limit < MIN_IMAGES:
+        raise ValueError(f'--limit {limit} is too few images; allowed: at least {MIN_IMAGES} (two per digit; the '
+                         f'validation split is a fifth of them)')
+    if model_kwargs.get('num_classes', DIGIT_CLASSES) != DIGIT_CLASSES:
+        raise ValueError(f"num_classes={model_kwargs['num_classes']!r} is not allowed in the demo: the digits have "
+                         f"{DIGIT_CLASSES} classes (the demo sets it)")
+    if model_kwargs.get('in_chans', 3) not in (1, 3):
+        raise ValueError(f"in_chans={model_kwargs['in_chans']!r} is not allowed in the demo; allowed: 1 (grey digits) "
+                         f"or 3 (grey replicated to RGB)")
+    kwargs = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
+    probe = timm.create_model(model_name, **kwargs)
+    baseline_kwargs = getattr(type(probe), 'baseline_kwargs', None)
+    if baseline_kwargs is None:
+        raise ValueError(f'{model_name} is not an sl_ model (no spt/lsa baseline to compare with); allowed: the '
+                         f'models of timm.list_models("sl_*")')
+    if _architecture(probe) == _architecture(timm.create_model(model_name, **{**kwargs, **baseline_kwargs})):
+        given = ' '.join(f'{k}={v}' for k, v in model_kwargs.items())
+        raise ValueError(f'--model-kwargs {given} make {model_name} its own baseline (SPT and LSA off), so there is '
+                         f'nothing to compare; allowed: kwargs that keep SPT or LSA on')
+    return dict(baseline_kwargs)

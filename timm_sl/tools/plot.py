@@ -14,8 +14,8 @@ __all__ = ['EPOCH_AXIS', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
 
-# every chart over epochs counts them as train.py does (its summary.csv, the report and the cards): from 0
-EPOCH_AXIS = 'epoch (from 0, as train.py counts)'
+# every chart over epochs counts them as the report and the cards do: from 1
+EPOCH_AXIS = "epoch (from 1; train.py's summary.csv counts from 0)"
 
 Grid = Sequence[Sequence[float]]
 
@@ -60,8 +60,8 @@ def plot_curves(
         x_label: str = 'epoch',
         x_start: int = 1,
 ):
-    """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths, 0 for epochs as train.py
-    counts them), legend outside the axes; returns the figure.
+    """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths and epochs alike),
+    legend outside the axes; returns the figure.
 
     The y axis spans the data (not forced to 0) with plain tick labels, so a curve that moves by 0.001 reads as such.
     Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.

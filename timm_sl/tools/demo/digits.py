@@ -3,7 +3,7 @@
 The images ship inside scikit-learn, so the demo needs no download. They are upscaled (bicubic) to the model's input
 size and replicated to 3 channels, then go through timm's own train / eval transforms.
 """
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -40,10 +40,14 @@ def load_digits_split(val_fraction: float = 0.2, seed: int = 0, limit: Optional[
 
 
 class DigitsDataset(torch.utils.data.Dataset):
-    """``(image, label)`` pairs upscaled to ``img_size`` and passed through ``transform``."""
+    """``(image, label)`` pairs upscaled to ``img_size`` (an int, or ``(height, width)``), grey for ``in_chans=1``
+    (RGB otherwise), and passed through ``transform``."""
 
-    def __init__(self, samples: List[Tuple[Image.Image, int]], img_size: int, transform: Callable) -> None:
-        self.samples = [(img.resize((img_size, img_size), Image.BICUBIC), label) for img, label in samples]
+    def __init__(self, samples: List[Tuple[Image.Image, int]], img_size: Union[int, Tuple[int, int]],
+                 transform: Callable, in_chans: int = 3) -> None:
+        height, width = (img_size, img_size) if isinstance(img_size, int) else img_size
+        mode = 'L' if in_chans == 1 else 'RGB'
+        self.samples = [(img.resize((width, height), Image.BICUBIC).convert(mode), label) for img, label in samples]
         self.transform = transform
 
     def __len__(self) -> int:

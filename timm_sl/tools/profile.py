@@ -1,12 +1,12 @@
 """Parameter and multiply-accumulate counts, as the paper reports them (MACs = FLOPs / 2)."""
 from contextlib import contextmanager
-from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = ['count_params', 'count_macs', 'explicit_attention']
+__all__ = ['count_params', 'count_macs', 'explicit_attention', 'model_counts']
 
 
 def count_params(model: nn.Module) -> int:
@@ -64,3 +64,13 @@ def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> 
     finally:
         model.train(was_training)
     return counter.get_total_flops() // 2
+
+
+def model_counts(name: str, **kwargs: Any) -> Tuple[int, int, nn.Module]:
+    """``(parameters, MACs, model)`` of a registered model, built on the meta device: no weights are allocated or
+    initialised and the counted forward does no arithmetic, so the counts are those of the real model (the same
+    shapes, the same ops) in a fraction of the time. The model is for its cfg and structure only."""
+    import timm
+    with torch.device('meta'):
+        model = timm.create_model(name, **kwargs)
+    return count_params(model), count_macs(model), model

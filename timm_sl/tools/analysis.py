@@ -26,7 +26,7 @@ from timm.layers import Attention
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
-from .layers import LsaMixin
+from ..layers import LsaMixin
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_to_uniform',

@@ -4,8 +4,8 @@ An exported folder is exactly what timm's own hub loading reads: ``model.safeten
 timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.md`` model card. It loads with
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
-Checkpoints are read by :mod:`timm_sl.checkpoint` (weights-only) and described by :mod:`timm_sl.runs` (the run's
-record: arguments, summary, dataset); :func:`export_run` writes a folder from those two.
+Checkpoints and their run folders are read by :mod:`timm_sl.tools.runs` (weights-only; the run's record: arguments,
+summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from those two.
 """
 import json
 import os
@@ -16,10 +16,10 @@ import torch
 
 from timm.models import save_for_hf
 
-from .checkpoint import Checkpoint, build_model, read_checkpoint, read_run_checkpoint
-from .models._filters import warm_start  # noqa: F401  (documented here; it lives with the checkpoint mapping)
+from .errors import ToolError
+from .checkpoint import build_model, read_run_checkpoint
 from .profile import count_macs, count_params
-from .runs import RunRecord, read_run
+from .runs import Checkpoint, RunRecord, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -38,13 +38,11 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
     """Class names from a file: a JSON list, or one name per line (blank lines ignored).
 
     Raises:
-        FileNotFoundError: no such file.
+        FileNotFoundError / IsADirectoryError: no such file, or a folder.
         ValueError: a JSON value that is not a list of strings, or no names at all.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f'label names file {path} does not exist')
-    text = path.read_text()
+    text = read_text(path, 'the class names (a JSON list or one name per line)')
     if text.lstrip().startswith(('[', '{', '"')):
         try:
             names = json.loads(text)
@@ -66,9 +64,19 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     return resolve_data_config(dict(train_args or {}), model=model)
 
 
-INSTALL_NOTE = ('timm_sl is not published on PyPI: install it from its git repository '
-                '(`pip install git+<repository URL>`) or from a checkout (`pip install .`). Installing it registers '
-                "the `sl_` models with timm, so `timm.create_model` finds them without importing timm_sl.")
+def install_note() -> str:
+    """How a card's reader installs timm_sl: ``pip install git+URL`` when the installed package names its source
+    repository (``[project.urls]``), else from a checkout of the source. No placeholder a reader would have to fill."""
+    from importlib import metadata
+    try:
+        urls = metadata.metadata('timm-sl').get_all('Project-URL') or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    source = next((u.split(',', 1)[1].strip() for u in urls if u.lower().startswith(('source', 'repository'))), None)
+    how = (f'`pip install git+{source}`' if source else
+           'from a checkout of its source (`pip install .` in that folder)')
+    return (f'timm_sl is not published on PyPI: install it {how}. Installing it registers the `sl_` models with timm, '
+            f'so `timm.create_model` finds them without importing timm_sl.')
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]]) -> List[str]:
@@ -102,15 +110,19 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
-    if summary:
+    if summary and summary['best_top1'] is None:
+        lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
+                  'diverged); these weights are not a trained model.', '']
+    elif summary:
         lines += ['## Results', '', '| metric | value |', '|---|---|',
                   f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
-        lines += [f'| best epoch | {summary["best_epoch"]} |', f'| epochs run | {summary["epochs"]} |', '']
+        lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
+                  f'| epochs run | {summary["epochs"]} |', '']
     lines += [*extra, *recipe]
     lines += [
-        '## Usage', '', INSTALL_NOTE, '', '```python', 'import timm',
+        '## Usage', '', install_note(), '', '```python', 'import timm',
         f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
         'config = timm.data.resolve_data_config({}, model=model)  # the training mean / std / size',
         'transform = timm.data.create_transform(**config)', '```', '',
@@ -158,7 +170,7 @@ def export_run(
     """Write a Hub-ready folder for a run's checkpoint.
 
     Args:
-        record: The run (:func:`timm_sl.runs.read_run`), completed by the checkpoint and naming its model.
+        record: The run (:func:`timm_sl.tools.runs.read_run`), completed by the checkpoint and naming its model.
         out_dir: A new or empty folder (any folder with ``overwrite``).
         checkpoint: ``record.checkpoint`` when already read.
         label_names: Class names: a list, or a file (JSON list or one per line).
@@ -175,7 +187,7 @@ def export_run(
     Raises:
         FileNotFoundError: no such checkpoint / label names file.
         ValueError: a non-empty ``out_dir``, a checkpoint that does not fit the model (see
-            :func:`timm_sl.checkpoint.build_model`), or label names that do not number the model's classes.
+            :func:`timm_sl.tools.checkpoint.build_model`), or label names that do not number the model's classes.
     """
     out_dir = Path(out_dir)
     _check_out_dir(out_dir, overwrite)
@@ -183,8 +195,8 @@ def export_run(
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     if not record.model:
-        raise ValueError(f'{record.checkpoint} records no model (no args.yaml beside it, no arch / args in it); '
-                         f'name it with --model')
+        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
+        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
     model, model_kwargs = build_model(checkpoint, record.model, record.model_kwargs)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
@@ -228,7 +240,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        RuntimeError: not logged in, offline, or the Hub refused the upload — with what to do about it.
+        FileNotFoundError: ``folder`` is not an exported model folder.
+        ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
     """
     from huggingface_hub import HfApi
     from huggingface_hub.utils import HfHubHTTPError
@@ -246,11 +259,11 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     except HfHubHTTPError as e:
         status = getattr(getattr(e, 'response', None), 'status_code', None)
         if status in (401, 403):
-            raise RuntimeError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
+            raise ToolError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
                                f'to a token with write access') from e
-        raise RuntimeError(f'upload of {folder} to {repo_id} failed: {e}') from e
+        raise ToolError(f'upload of {folder} to {repo_id} failed: {e}') from e
     except Exception as e:  # offline mode, DNS, connection refused, ...
-        raise RuntimeError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
+        raise ToolError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
                            f'check the network (and that HF_HUB_OFFLINE is not set)') from e
     return str(getattr(info, 'commit_url', info))
 

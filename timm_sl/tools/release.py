@@ -2,7 +2,7 @@
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
 Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.hub.export_run` (the run read once into a :class:`timm_sl.runs.RunRecord`) under ``OUT/<repo name>/``
+:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under ``OUT/<repo name>/``
 with a model card that adds the Table 2 row, the paper's number for it and the exact train.py command.
 ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
 ``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
@@ -14,14 +14,12 @@ Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 import argparse
 import json
 import os
-import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import CliError
-from .paper import TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import RunRecord, find_runs, read_run, run_checkpoint
+from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
+from .runs import RunRecord, find_runs, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
@@ -59,15 +57,32 @@ def repo_name(pattern: str, record: RunRecord) -> str:
         ValueError: an unknown field, or a name the Hub does not accept.
     """
     fields = dict(model=record.model, family=record.family, variant=record.variant,
-                  dataset=record.dataset or 'data', seed=record.seed, run=Path(str(record.run_dir or '')).name)
+                  dataset=record.dataset, seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
     except (KeyError, IndexError) as e:
         raise ValueError(f'--name-pattern {pattern!r} uses an unknown field {e}; allowed: {", ".join(fields)}') from e
-    if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]{0,95}', name) or '..' in name or '--' in name:
-        raise ValueError(f'repository name {name!r} (from --name-pattern {pattern!r}) is not allowed on the Hub: '
-                         f'letters, digits, ".", "_", "-", at most 96 characters, no "--" or ".."')
+    _check_hub_name(name, f'repository name {name!r} (from --name-pattern {pattern!r})')
     return name
+
+
+def _check_hub_name(name: str, what: str) -> None:
+    """One name of a Hub repository id (the user / organisation or the repository), by huggingface_hub's own rules.
+
+    Raises:
+        ValueError: ``what`` is not allowed on the Hub, with the Hub's reason.
+    """
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    try:
+        if '/' in name:
+            raise HFValidationError('a name cannot hold "/"')
+        validate_repo_id(name)
+    except HFValidationError as e:
+        raise ValueError(f'{what} is not allowed on the Hub ({_first_line(e)})') from None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
@@ -75,7 +90,8 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     row = f'{record.family}, {VARIANT_LABELS.get(record.variant, record.variant)}'
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
-             f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary else '| measured best top-1 | - |',
+             f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
+             '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     if record.command:
@@ -105,11 +121,13 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
     """
-    from .checkpoint import read_checkpoint
     from .hub import export_run
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    if not record.dataset:
+        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
+                         f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     paper = paper_top1(record.family, record.variant, record.dataset or '')
@@ -145,13 +163,12 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
 
     Raises:
         FileNotFoundError / ValueError: no runs, a bad pattern or dataset, a checkpoint that does not fit.
-        RuntimeError: an upload failed (see :func:`timm_sl.hub.push_folder`).
+        ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
     from .hub import push_folder
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
-    if not re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9._-]*', org):
-        raise ValueError(f'--org {org!r} is not a Hub user or organisation name')
+    _check_hub_name(org, f'--org {org!r}')
     runs = find_runs(paths)
     defaults = train_script_defaults(train_script) if train_script else None
     out = Path(out)
@@ -199,14 +216,11 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl release``; every failure is a :class:`timm_sl.errors.CliError` (one line on stderr, exit status 2)."""
-    try:
-        script = None
-        if args.train_script or os.environ.get('TIMM_REPO'):
-            script = find_train_script(args.train_script)
-        release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
-                label_names=args.label_names, train_script=script, dataset=args.dataset,
-                echo=lambda line: print(line, flush=True))
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        raise CliError(str(e)) from e
+    """``timm-sl release`` from its parsed arguments; raises what :func:`release` raises."""
+    script = None
+    if args.train_script or os.environ.get('TIMM_REPO'):
+        script = find_train_script(args.train_script)
+    release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
+            label_names=args.label_names, train_script=script, dataset=args.dataset,
+            echo=lambda line: print(line, flush=True))
     return 0

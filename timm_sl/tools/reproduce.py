@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
-from .runs import DONE_MARKER
-from .tools.sweep import (
+from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
+from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, default_jobs, device_groups, format_seconds, parse_gpus, probe_gpus,
     run_jobs, train_throughput)
-from .train_args import find_train_script, read_args_yaml, read_summary_rows, summarize
+from .train_args import find_train_script
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -82,7 +82,7 @@ def recipe_path(dataset: str) -> Path:
     """The recipe YAML of a dataset: shipped in the wheel as ``timm_sl/recipes``, or ``recipes/`` of a checkout."""
     _check_choice('dataset', dataset, list(DATASETS))
     name = DATASETS[dataset][0]
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the timm_sl package
     for folder in (here / 'recipes', here.parent / 'recipes'):
         if (folder / name).is_file():
             return folder / name
@@ -254,8 +254,9 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
     continue from) or 'new'."""
-    marker, summary = run.out_dir / DONE_MARKER, run.out_dir / 'summary.csv'
-    if marker.is_file() and summary.is_file() and json.loads(marker.read_text()).get('epochs', 0) >= epochs:
+    summary = run.out_dir / 'summary.csv'
+    epochs_done = read_done_marker(run.out_dir).get('epochs')
+    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs:
         return 'done'
     if summary.is_file():
         try:
@@ -285,7 +286,7 @@ def _collect(outcome: Outcome) -> Outcome:
         try:
             rows = read_summary_rows(summary)
             outcome.summary = summarize(summary, rows)
-            outcome.curve = [(int(r['epoch']), r['eval_top1']) for r in rows]
+            outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
         except ValueError:
             pass
     args = outcome.run.out_dir / 'args.yaml'
@@ -423,7 +424,8 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         groups.setdefault((outcome.run.family, outcome.run.variant), []).append(outcome)
     rows = []
     for (family, variant), members in groups.items():
-        values = [o.summary['best_top1'] for o in members if o.status == 'done' and o.summary]
+        values = [o.summary['best_top1'] for o in members
+                  if o.status == 'done' and o.summary and o.summary['best_top1'] is not None]
         mean, std = _mean_std(values) if values else (None, None)
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
@@ -539,7 +541,7 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 
 
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
-    """Validation top-1 per epoch (as train.py counts them, from 0), one panel per family on one shared y (and x)
+    """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, _figure
@@ -609,7 +611,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         lines += ['```bash', command, '```', '']
     lines += [report_table(rows, dataset), '',
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
-              'SL − baseline: difference of the means. Paper: Table 2.', '',
+              'SL − baseline: difference of the means. Paper: Table 2. Epochs are counted from 1 (the first epoch '
+              "is epoch 1; train.py's summary.csv counts from 0).", '',
               *([f'No charts: {charts}.'] if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
               '']
     failed = [o for o in outcomes if o.status == 'failed']
@@ -780,35 +783,33 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
 
 
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl reproduce``: plan, run, report; bad input ends in one line on stderr (exit 2), a crashed run in
-    exit 1 after the report."""
+    """``timm-sl reproduce``: plan, run, report. Returns the exit status: 0, 1 when a run crashed (after the report),
+    130 when interrupted.
+
+    Raises:
+        ValueError / FileNotFoundError: bad input, before anything runs (the data folder's problems one per line).
+    """
     given = list(args.train_args)
     if given[:1] == ['--']:
         given = given[1:]
-    try:
-        if args.nproc < 1:
-            raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
-        for flag in _PER_RUN_FLAGS:
-            if any(a == flag or a.startswith(flag + '=') for a in given):
-                raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
-                                 f'allowed after --: the other train.py arguments')
-        extra, user_kwargs = split_model_kwargs(given)
-        script = find_train_script(args.train_script)
-        runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
-        merge_model_kwargs(runs, user_kwargs)
-        recipe = recipe_path(args.dataset)
-        if not Path(args.data_dir).exists():
-            raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
-        data = train_data(recipe, args.data_dir, extra)
-        jobs, devices, how = plan_sweep(args, recipe, extra)
-    except (ValueError, FileNotFoundError) as e:
-        print(f'timm-sl reproduce: {e}', file=sys.stderr)
-        return 2
+    if args.nproc < 1:
+        raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
+    for flag in _PER_RUN_FLAGS:
+        if any(a == flag or a.startswith(flag + '=') for a in given):
+            raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
+                             f'allowed after --: the other train.py arguments')
+    extra, user_kwargs = split_model_kwargs(given)
+    script = find_train_script(args.train_script)
+    runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
+    merge_model_kwargs(runs, user_kwargs)
+    recipe = recipe_path(args.dataset)
+    if not Path(args.data_dir).exists():
+        raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
+    data = train_data(recipe, args.data_dir, extra)
+    jobs, devices, how = plan_sweep(args, recipe, extra)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
-    for error in errors:
-        print(f'timm-sl reproduce: {error}', file=sys.stderr)
     if errors:
-        return 2
+        raise ValueError('\n'.join(errors))
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}; {how}', flush=True)
     stats: Dict[str, Any] = {}

@@ -1,21 +1,23 @@
 """The ``timm-sl`` command.
 
 Only the standard library is imported here: ``timm-sl --help`` and ``--version`` answer without loading torch or
-timm. Each ``cmd_*`` function imports what it needs. A mistake ends as one line on stderr (what was wrong and what is
-allowed) and exit status 2, not as a traceback: argparse reports the arguments', :class:`CliError` (raised anywhere
-below :func:`main`) every other.
+timm. Each ``cmd_*`` function imports what it needs. A mistake ends as one line on stderr (``timm-sl COMMAND: what
+was wrong; what is allowed``) and exit status 2, not as a traceback: the parser reports the arguments' (without the
+usage lines), :func:`main` every error of :data:`~timm_sl.tools.errors.USER_ERRORS` that a command or the library
+functions below it raise; this module is the only place that turns exceptions into exit statuses.
 """
 import argparse
 import ast
 import difflib
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import CliError
-from .version import __version__
+from .errors import USER_ERRORS, describe
+from ..version import __version__
 
-__all__ = ['build_parser', 'main']
+__all__ = ['CommandFailed', 'build_parser', 'main']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -48,85 +50,91 @@ def _register_models() -> List[str]:
 def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
     if name not in names and name != 'slify':
-        raise CliError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
+        raise ValueError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                        f'{", ".join(names)}, or slify (--model-kwargs base=NAME: any timm model it converts)')
 
 
-def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> CliError:
+def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], error: Exception) -> ValueError:
     """One line for a model that could not be built; unknown kwargs get close matches among the accepted ones."""
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
         import timm
-        from timm_sl.models._sl_args import accepted_kwargs
+        from timm_sl.layers.sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    return CliError(f'{error}{hints}')
+    return ValueError(f'{describe(error)}{hints}')
 
 
 def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], **create_kwargs: Any):
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
     _check_model_name(args, name)
+    if create_kwargs.get('pretrained') and not timm.list_pretrained(f'{name}.*'):
+        raise ValueError(f'{name} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
+                         f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
-    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, no pretrained weights
+    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, weights that cannot be loaded
         raise _model_error(args, name, kwargs, e) from e
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
     """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
-    from timm_sl.plot import require_matplotlib
-    try:
-        require_matplotlib()
-    except ImportError as e:
-        raise CliError(str(e)) from e
+    from timm_sl.tools.plot import require_matplotlib
+    require_matplotlib()
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    """The table, a row printed as soon as it is counted (models built on the meta device: see model_counts)."""
     import timm
-    from timm_sl.paper import TABLE2
-    from timm_sl.profile import count_macs, count_params
+    from timm_sl.tools.paper import TABLE2
+    from timm_sl.tools.profile import model_counts
 
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
     if not names:
-        raise CliError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
+        raise ValueError(f'no sl_ model matches {args.filter!r}; allowed: a pattern of sl_ names, e.g. sl_vit_*')
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
+    widths = [max(len(n) for n in names), 10, 8, 9, 7, 15]
     if args.baseline:
         header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
-    rows = []
+        widths[3:3] = [15, 13, 34]
+
+    def line(cells: Sequence[str]) -> str:
+        return '  '.join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+    print(line(header), line(['-' * w for w in widths]), sep='\n', flush=True)
     for name in names:
-        model = timm.create_model(name)
+        params, macs, model = model_counts(name)
         cfg = model.pretrained_cfg
         tags = [t.split('.', 1)[1] for t in timm.list_pretrained(f'{name}.*')]
-        row = [name, f'{count_params(model) / 1e6:.2f}', f'{count_macs(model) / 1e6:.1f}',
-               'x'.join(str(s) for s in cfg['input_size']), str(cfg['num_classes']), ', '.join(tags) or '-']
+        row = [name, f'{params / 1e6:.2f}', f'{macs / 1e6:.1f}', 'x'.join(str(s) for s in cfg['input_size']),
+               str(cfg['num_classes']), ', '.join(tags) or '-']
         if args.baseline:
-            base = timm.create_model(name, **type(model).baseline_kwargs)
+            base_params, base_macs, _ = model_counts(name, **type(model).baseline_kwargs)
             paper = TABLE2.get(name)
             paper_text = f"{paper['sl'][0]}/{paper['sl'][1]} ; {paper['base'][0]}/{paper['base'][1]}" if paper else '-'
-            row[3:3] = [f'{count_params(base) / 1e6:.2f}', f'{count_macs(base) / 1e6:.1f}', paper_text]
-        rows.append(row)
-    print(_format_table(header, rows))
+            row[3:3] = [f'{base_params / 1e6:.2f}', f'{base_macs / 1e6:.1f}', paper_text]
+        print(line(row), flush=True)
     return 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     import statistics
-    from timm_sl.demo import run_demo
-    from timm_sl.plot import EPOCH_AXIS, plot_curves
+    from timm_sl.tools.demo import run_demo
+    from timm_sl.tools.plot import EPOCH_AXIS, plot_curves
 
     _require_plotting(args)
     _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
-    try:
-        results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
-                           batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
-    except ImportError as e:  # scikit-learn (the [demo] extra) is missing
-        raise CliError(str(e)) from e
+    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
+                       batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     sl, base = results
-    print(f'\n{args.model} on scikit-learn digits (1797 images, 8x8 upscaled), {args.epochs} epochs (counted from 0, '
-          f'as train.py does), {args.seeds} seed(s): validation top-1 (%), mean over seeds')
-    rows = [[str(e), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
+    print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
+          f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
+          f'over seeds')
+    if sl.val_images < 100:
+        print(f'warning: {sl.val_images} validation image(s): each is {100 / sl.val_images:.3g} points of top-1, so '
+              f'these numbers are a smoke test, not a comparison (drop --limit for all 1797 images)', file=sys.stderr)
+    rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
     print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
 
     def spread(values):
@@ -139,42 +147,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
     plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
                 args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
-                y_label='validation top-1 (%)', x_label=EPOCH_AXIS, x_start=0)
+                y_label='validation top-1 (%)', x_label=EPOCH_AXIS, x_start=1)
     print(f'\nlearning curves: {args.out}')
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from timm_sl.hub import export_checkpoint
+    from timm_sl.tools.hub import export_checkpoint
+    from timm_sl.tools.runs import checkpoint_file
     if args.model:
         _check_model_name(args, args.model)
-    try:
-        out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
-                                        summary=args.summary, dataset=args.dataset, label_names=args.label_names,
-                                        overwrite=args.overwrite)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
-    print(f'exported {args.checkpoint} ({source} weights) to {out}: '
+    out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
+                                    summary=args.summary, dataset=args.dataset, label_names=args.label_names,
+                                    overwrite=args.overwrite)
+    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from timm_sl.reproduce import run_from_args
+    from timm_sl.tools.reproduce import run_from_args
     return run_from_args(args)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
-    from timm_sl.release import run_from_args
+    from timm_sl.tools.release import run_from_args
     return run_from_args(args)
 
 
 def cmd_push(args: argparse.Namespace) -> int:
-    from timm_sl.hub import push_folder
-    try:
-        url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
-    except (RuntimeError, FileNotFoundError) as e:
-        raise CliError(str(e)) from e
+    from timm_sl.tools.hub import push_folder
+    url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
     print(f'pushed {args.folder} to {args.repo_id}: {url}')
     return 0
 
@@ -190,7 +193,7 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
     pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
-    from timm_sl.checkpoint import build_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
     _check_model_name(args, args.model)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
@@ -221,11 +224,8 @@ def _weights(args: argparse.Namespace) -> str:
 
 
 def _load_images(args: argparse.Namespace, model):
-    from timm_sl.analysis import load_images
-    try:
-        return load_images(args.images, model)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
+    from timm_sl.tools.analysis import load_images
+    return load_images(args.images, model)
 
 
 def _runs(args: argparse.Namespace):
@@ -237,12 +237,18 @@ def _runs(args: argparse.Namespace):
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import temperature_records
-    from timm_sl.plot import plot_curves
+    from timm_sl.tools.analysis import temperature_records
+    from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    records = temperature_records(_analysis_model(args, args.checkpoint))
+    model = _analysis_model(args, args.checkpoint)
+    records = temperature_records(model)
     if not records:
-        raise CliError(f'{args.model} {args.model_kwargs or ""} has no LSA temperature (lsa=False?)')
+        sl_args = getattr(model, 'sl_args', None)
+        switches = f'lsa={sl_args.lsa}, lsa_learn_temp={sl_args.lsa_learn_temp}' if sl_args is not None else '-'
+        source = f'{args.checkpoint} holds' if args.checkpoint else 'this is'
+        raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
+                         f'(SL switches); allowed: a model with a learned temperature (lsa=True or '
+                         f'lsa_learn_temp=True)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
@@ -257,8 +263,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
 
 
 def cmd_kld(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import kld_by_depth
-    from timm_sl.plot import plot_curves
+    from timm_sl.tools.analysis import kld_by_depth
+    from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
     curves, batch = {}, None
     for label, model in _runs(args):
@@ -276,8 +282,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
 
 def cmd_attention(args: argparse.Namespace) -> int:
     import json
-    from timm_sl.analysis import attention_records, final_attention_map
-    from timm_sl.plot import plot_attention
+    from timm_sl.tools.analysis import attention_records, final_attention_map
+    from timm_sl.tools.plot import plot_attention
     _require_plotting(args)
     loaded = None
     columns, notes, records, uniform = {}, [], [], {}
@@ -307,8 +313,11 @@ def cmd_attention(args: argparse.Namespace) -> int:
 
 
 def cmd_receptive_field(args: argparse.Namespace) -> int:
-    from timm_sl.analysis import receptive_field, tokenizer_geometry
+    from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
+    if args.model and args.patch_size:
+        raise ValueError('--patch-size and --model measure different things; allowed: --model NAME (its own '
+                         'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
     if args.model:
         kernel, stride, shift = tokenizer_geometry(_analysis_model(args, args.checkpoint))
         what = f'{args.model}: first tokenization step kernel {kernel}, stride {stride}'
@@ -317,13 +326,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
             return 0
     elif args.patch_size:
         kernel = stride = args.patch_size
-        try:
-            shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
-        except ValueError as e:
-            raise CliError(str(e)) from e
+        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
         what = f'patch {args.patch_size}'
     else:
-        raise CliError('nothing to measure; allowed: --model NAME or --patch-size P')
+        raise ValueError('nothing to measure; allowed: --model NAME or --patch-size P')
     print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
           f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
@@ -332,13 +338,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
     if args.copy:
-        raise CliError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
+        raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
-    try:
-        counts = prepare_tiny_imagenet_val(args.root)
-        train = prepare_tiny_imagenet_train(args.root)
-    except (FileNotFoundError, ValueError) as e:
-        raise CliError(str(e)) from e
+    counts = prepare_tiny_imagenet_val(args.root)
+    train = prepare_tiny_imagenet_train(args.root)
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     if train:
         print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
@@ -347,10 +350,7 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
 
 def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_svhn
-    try:
-        counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
-    except (FileNotFoundError, FileExistsError, ValueError, ImportError) as e:
-        raise CliError(str(e)) from e
+    counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
           + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}')
     return 0
@@ -358,11 +358,8 @@ def cmd_prepare_svhn(args: argparse.Namespace) -> int:
 
 def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
     from timm_sl.tools.fashion_mnist import prepare_fashion_mnist
-    try:
-        info = prepare_fashion_mnist(args.root, source=args.source, limit=args.limit, overwrite=args.overwrite,
-                                     progress=sys.stderr.isatty())
-    except (OSError, ValueError) as e:  # missing / malformed source file, output not writable or refused
-        raise CliError(str(e)) from e
+    info = prepare_fashion_mnist(args.root, source=args.source, limit=args.limit, overwrite=args.overwrite,
+                                 progress=sys.stderr.isatty())
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
           f'{args.root}/{{{",".join(info["counts"])}}}' +
@@ -375,18 +372,25 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Adds ``(default: ...)`` to an option's help unless the help already says what the default is."""
+    """Adds ``(default: ...)`` to an option's help unless the help already says what the default is, the option is
+    required, or there is no default (None)."""
 
     def _get_help_string(self, action: argparse.Action) -> Optional[str]:
         text = action.help or ''
-        return text if 'default' in text else super()._get_help_string(action)
+        if 'default' in text or action.required or action.default is None:
+            return text
+        return super()._get_help_string(action)
 
 
 class _Parser(argparse.ArgumentParser):
-    """Every (sub)command's ``--help`` shows the option defaults, once."""
+    """Every (sub)command's ``--help`` shows the option defaults, once; a usage error is one line on stderr
+    (``timm-sl COMMAND: error: ...``, without argparse's usage lines) and exit status 2."""
 
     def __init__(self, *args: Any, formatter_class=_HelpFormatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}\n')
 
 
 class _ModelKwargs(argparse.Action):
@@ -418,7 +422,7 @@ def _positive_int(text: str) -> int:
 
 def _figure_path(text: str) -> str:
     """``--out`` of a chart: a known image extension, in a folder that exists (checked before any work)."""
-    from timm_sl.plot import OUT_SUFFIXES
+    from timm_sl.tools.plot import OUT_SUFFIXES
     path = Path(text)
     if path.suffix.lower() not in OUT_SUFFIXES:
         raise argparse.ArgumentTypeError(
@@ -455,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         'export', help='write a Hub-ready folder (safetensors, config.json, card) from a train.py checkpoint')
-    p.add_argument('checkpoint', help="train.py checkpoint (EMA weights are used when present)")
+    p.add_argument('checkpoint', help="train.py checkpoint, or a run folder (its model_best.pth.tar, else "
+                                      "last.pth.tar); EMA weights are used when present")
     p.add_argument('--model', default=None,
                    help="model the checkpoint was trained as (sl_ name or slify; default: what the run recorded)")
     p.add_argument('--model-kwargs', nargs='*', default=None, action=_ModelKwargs,
@@ -469,12 +474,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
 
-    from timm_sl.reproduce import add_reproduce_args
+    from timm_sl.tools.reproduce import add_reproduce_args
     p = sub.add_parser('reproduce', help="train every Table 2 row (baseline / SL) with timm's train.py, one report")
     add_reproduce_args(p)
     p.set_defaults(func=cmd_reproduce)
 
-    from timm_sl.release import add_release_args
+    from timm_sl.tools.release import add_release_args
     p = sub.add_parser('release', help='export train.py runs with model cards and push them to the Hub (dry run)')
     add_release_args(p)
     p.set_defaults(func=cmd_release)
@@ -552,16 +557,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class CommandFailed(SystemExit):
+    """How :func:`main` ends a command that failed: exit status 2, after printing ``message`` (``timm-sl COMMAND:
+    ...``) on stderr. A ``SystemExit``, so that the console command ends without a traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
     _register_models()  # every command may create sl_ models, also when the autoload hook is off
     try:
         return args.func(args)
-    except CliError as e:
-        e.command = args.command
-        print(e, file=sys.stderr)
-        raise
-
+    except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except USER_ERRORS as e:
+        message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
+        print(message, file=sys.stderr)
+        raise CommandFailed(message) from e
 
 if __name__ == '__main__':
     sys.exit(main())

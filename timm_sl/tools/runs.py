@@ -1,0 +1,417 @@
+"""A timm ``train.py`` run folder, read by this module alone: each file once, as real runs leave it.
+
+A run folder (``train.py --output``) holds ``args.yaml`` (every argument), ``summary.csv`` (one row per epoch, a header
+repeated after each ``--resume``), its checkpoints and, when ``timm-sl reproduce`` ran it, ``done.json`` (family,
+Table 2 row, seed) and ``command.txt``. :func:`read_run` reads them into a :class:`RunRecord`; what only the checkpoint
+knows (its ``arch`` and ``args``) is added by :meth:`RunRecord.with_checkpoint` once :func:`read_checkpoint` has read
+it. Torch is imported only to read a checkpoint.
+
+What real runs leave is read, not refused: a ``summary.csv`` whose last line is cut (a run still writing), NaN top-1
+(a diverged epoch), columns this module does not know, text files in another encoding than UTF-8, an empty or
+half-written ``done.json`` (no marker). What cannot be read is a ``ValueError`` / ``OSError`` whose one line names the
+file. Epochs: train.py counts them from 0 in ``summary.csv``; everything this package shows counts them from 1
+(:func:`summarize`'s ``best_epoch`` is train.py's epoch + 1).
+"""
+import argparse
+import csv
+import json
+import math
+import shlex
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from .paper import family_of, variant_of
+
+__all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
+           'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
+           'read_done_marker', 'read_text', 'portable_command']
+
+CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
+DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
+# train.py's CheckpointSaver keys in timm's order of preference (load_state_dict with use_ema=True): EMA weights first
+STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
+
+# train.py arguments whose values are this machine's paths, and what a card shows instead
+PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
+    """A text file of a run: UTF-8, else Latin-1 (every byte is a character: a path written in another encoding is
+    read, not refused).
+
+    Raises:
+        FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f'{path} is a folder; expected {what}')
+    if not path.exists():
+        raise FileNotFoundError(f'{path} does not exist; expected {what}')
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise type(e)(f'{path} cannot be read ({e.strerror or _first_line(e)}); expected {what}') from e
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        return data.decode('latin-1')
+
+
+def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
+    """The arguments a train.py run saved in ``args.yaml`` (safe YAML load).
+
+    Raises:
+        ValueError: not YAML, or not a mapping of argument names; naming the file.
+    """
+    import yaml
+    try:
+        args = yaml.safe_load(read_text(path, "train.py's args.yaml"))
+    except yaml.YAMLError as e:
+        raise ValueError(f'{path} is not a train.py args.yaml (not valid YAML: {_first_line(e)})') from None
+    if not isinstance(args, dict):
+        raise ValueError(f'{path} is not a train.py args.yaml (expected a mapping of argument names)')
+    return args
+
+
+def _number(text: Optional[str]) -> Optional[float]:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
+    """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
+
+    Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
+    checkpoint, then resumed) keeps its last row, a last row cut short (a run still writing) is left out, and a value
+    that is not a number (an unknown column's text) is dropped; NaN stays NaN.
+
+    Raises:
+        ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
+            naming the file (and line).
+    """
+    text = read_text(path, "train.py's summary.csv")
+    lines = text.splitlines()
+    rows = list(csv.reader(lines))
+    header = rows[0] if rows else []
+    if 'eval_top1' not in header or 'epoch' not in header:
+        raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
+    by_epoch: Dict[int, Dict[str, float]] = {}
+    for line_no, row in enumerate(rows[1:], start=2):
+        if row == header or not any(cell.strip() for cell in row):
+            continue
+        values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
+        epoch = values.get('epoch')
+        if len(row) != len(header) or epoch is None or 'eval_top1' not in values or epoch != int(epoch):
+            if line_no == len(rows):  # the last line, cut short by a run still writing
+                continue
+            raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a numeric epoch '
+                             f'and eval_top1: {lines[line_no - 1][:80]!r}')
+        by_epoch[int(epoch)] = values
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None) -> Dict[str, Any]:
+    """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs);
+    ``rows`` when :func:`read_summary_rows` already read them.
+
+    Returns:
+        ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
+        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start).
+
+    Raises:
+        ValueError: no finished epoch.
+    """
+    rows = read_summary_rows(path) if rows is None else rows
+    if not rows:
+        raise ValueError(f'{path} has no finished epoch')
+    finite = [r for r in rows if math.isfinite(r['eval_top1'])]
+    best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
+    return {
+        'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
+        'best_epoch': int(best['epoch']) + 1 if best else None, 'epochs': len(rows),
+        'last_epoch': int(rows[-1]['epoch']) + 1,
+    }
+
+
+def _read_json(path: Path) -> Dict[str, Any]:
+    """A JSON object this package wrote beside a run; {} when absent, empty, half-written or not an object."""
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(read_text(path, 'a JSON file'))
+    except (ValueError, OSError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
+    """``timm-sl reproduce``'s ``done.json`` of a run folder; {} when there is none or it was not written whole (an
+    interrupted write is no marker: the run's ``summary.csv`` decides)."""
+    return _read_json(Path(folder) / DONE_MARKER)
+
+
+@dataclass
+class RunRecord:
+    """What is known about a checkpoint's training run.
+
+    Attributes:
+        checkpoint: The checkpoint file.
+        run_dir: Its run folder when that holds train.py's ``args.yaml``, else None.
+        args: train.py's arguments (``args.yaml``, else the checkpoint's ``args``).
+        model: The model trained (train.py's ``--model``, else the checkpoint's ``arch``).
+        model_kwargs: train.py's ``--model-kwargs`` (for ``slify``, with its ``base``).
+        summary: The best epoch of ``summary.csv`` (see :func:`summarize`), when there is one.
+        dataset: The dataset name: reproduce's record, else train.py's ``--dataset`` without its reader prefix.
+        family: The Table 2 family (``vit``, ...; any other model is its own family).
+        variant: The Table 2 row the kwargs make (``base``, ``sl``, ``sl_no_spool``; ``custom`` for any other).
+        seed: train.py's ``--seed``.
+        command: The recorded train.py command without this machine's paths (see :func:`portable_command`).
+    """
+    checkpoint: Path
+    run_dir: Optional[Path] = None
+    args: Dict[str, Any] = field(default_factory=dict)
+    model: Optional[str] = None
+    model_kwargs: Dict[str, Any] = field(default_factory=dict)
+    summary: Optional[Dict[str, Any]] = None
+    dataset: Optional[str] = None
+    family: str = ''
+    variant: str = 'custom'
+    seed: Optional[int] = None
+    command: Optional[str] = None
+
+    @property
+    def num_classes(self) -> Optional[int]:
+        """train.py's ``--num-classes`` (None when not recorded)."""
+        return self.args.get('num_classes') or None
+
+    def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
+        """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
+        nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
+        checkpoint)."""
+        if self.model or not (arch or args):
+            return self
+        model = args.get('model') or arch
+        if self.args:  # args.yaml without `model`: its other arguments stand
+            kwargs = self.model_kwargs or dict(args.get('model_kwargs') or {})
+            return _described(replace(self, model=model, model_kwargs=kwargs))
+        return _described(replace(self, args=dict(args), model=model,
+                                  model_kwargs=dict(args.get('model_kwargs') or {})))
+
+    def with_model(self, model: str, model_kwargs: Optional[Dict[str, Any]]) -> 'RunRecord':
+        """The record for the model a user names: the run's kwargs unless ``model_kwargs`` are given (or the run
+        trained another model)."""
+        if model_kwargs is None:
+            model_kwargs = self.model_kwargs if model == self.model else {}
+        if model == self.model and model_kwargs == self.model_kwargs:
+            return self
+        return _described(replace(self, model=model, model_kwargs=dict(model_kwargs), family='', variant='custom'))
+
+
+def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
+    """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
+    marker = marker or {}
+    record.family = marker.get('family') or (family_of(record.model) if record.model else '')
+    record.variant = marker.get('variant') or variant_of(record.family, record.model_kwargs)
+    record.seed = record.args.get('seed', record.seed)
+    if record.dataset is None:
+        name = str(record.args.get('dataset') or '').split('/')[-1]
+        record.dataset = {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
+    return record
+
+
+def read_run(
+        checkpoint: Union[str, Path],
+        summary: Optional[Union[str, Path]] = None,
+        dataset: Optional[str] = None,
+) -> RunRecord:
+    """The record of a checkpoint's run, from the files beside it (each read once).
+
+    Args:
+        checkpoint: A checkpoint file, or a run folder (its :func:`run_checkpoint`); the checkpoint's folder is the
+            run folder when it holds ``args.yaml``.
+        summary: A ``summary.csv`` to use instead of the run folder's.
+        dataset: The dataset name, when the run does not record it (or records it wrongly).
+
+    Raises:
+        FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
+        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's.
+    """
+    checkpoint = checkpoint_file(checkpoint)
+    folder = checkpoint.parent
+    args_yaml = folder / 'args.yaml'
+    run_dir = folder if args_yaml.is_file() else None
+    args = read_args_yaml(args_yaml) if run_dir else {}
+    marker = read_done_marker(folder) if run_dir else {}
+    if summary is None and run_dir and (folder / 'summary.csv').is_file():
+        summary = folder / 'summary.csv'
+    if dataset is None and run_dir:
+        dataset = marker.get('dataset') or next(
+            (_read_json(p / 'results.json').get('dataset') for p in list(folder.parents)[:3]
+             if (p / 'results.json').is_file()), None)
+    command_file = folder / 'command.txt'
+    command = None
+    if run_dir and command_file.is_file():
+        command = portable_command(read_text(command_file).strip()) or None
+    record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
+                       model_kwargs=dict(args.get('model_kwargs') or {}),
+                       summary=summarize(summary) if summary else None, dataset=dataset, command=command)
+    return _described(record, marker)
+
+
+def find_runs(paths: Sequence[Any]) -> List[Path]:
+    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted.
+
+    Raises:
+        FileNotFoundError: a path does not exist, or holds no run.
+    """
+    runs = set()
+    for path in map(Path, paths):
+        if not path.exists():
+            raise FileNotFoundError(f'{path} does not exist')
+        if not path.is_dir():
+            raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
+        found = {c.parent for name in CHECKPOINTS for c in path.rglob(name) if c.is_file()}
+        if not found:
+            raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
+        runs |= found
+    return sorted(runs)
+
+
+def run_checkpoint(run_dir: Union[str, Path]) -> Path:
+    """The checkpoint a run is released from: the best one, else the last.
+
+    Raises:
+        FileNotFoundError: the folder holds neither.
+    """
+    run_dir = Path(run_dir)
+    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).is_file()), None)
+    if found is None:
+        raise FileNotFoundError(f'{run_dir} is a folder without a checkpoint ({" or ".join(CHECKPOINTS)}); allowed: '
+                                f'a checkpoint file or a train.py run folder')
+    return found
+
+
+def checkpoint_file(path: Union[str, Path]) -> Path:
+    """The checkpoint file ``path`` names: itself, or a run folder's :func:`run_checkpoint`.
+
+    Raises:
+        FileNotFoundError: nothing there, or a folder without a checkpoint.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return run_checkpoint(path)
+    if not path.is_file():
+        raise FileNotFoundError(f'checkpoint {path} does not exist')
+    return path
+
+
+@dataclass
+class Checkpoint:
+    """What a checkpoint file holds: the weights to use and what train.py recorded beside them."""
+    path: Path
+    state_dict: Dict[str, Any]  # name -> tensor
+    source: str  # the key the weights came from ('plain' for a bare state dict, 'safetensors' for such a file)
+    arch: Optional[str] = None
+    args: Dict[str, Any] = field(default_factory=dict)  # train.py's arguments, when the checkpoint carries them
+    epoch: Optional[int] = None
+    metric: Optional[float] = None
+
+
+_ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its legacy pickle format) begin
+
+
+def _load(path: Path) -> Any:
+    """The file's content, read once; one line naming the file (and why) when it is not a checkpoint."""
+    import torch
+    if path.suffix == '.safetensors':
+        import safetensors.torch
+        try:
+            return safetensors.torch.load_file(str(path), device='cpu')
+        except Exception as e:  # noqa: BLE001 - safetensors raises several types for a bad file
+            raise ValueError(f'{path} is not a readable safetensors file ({_first_line(e)})') from e
+    with path.open('rb') as f:
+        head = f.read(64)
+        if not (head.startswith(_ZIP) or head.startswith(_PICKLE)):
+            try:
+                head.decode('utf-8')
+                kind = 'a text file'
+            except UnicodeDecodeError:
+                kind = f'a file that begins {head[:8]!r}'
+            raise ValueError(f'{path} is not a readable torch checkpoint (it is {kind}; torch.save writes a zip '
+                             f'archive)')
+        f.seek(0)
+        try:
+            with torch.serialization.safe_globals([argparse.Namespace]):
+                return torch.load(f, map_location='cpu', weights_only=True)
+        except Exception as e:  # noqa: BLE001 - torch raises many types for a bad file
+            reason = _first_line(e)
+            if 'Weights only load failed' in reason:  # torch's lines of advice on unpickling code: not taken here
+                reason = 'weights-only load refused it: it holds objects other than tensors and plain containers'
+            else:
+                reason = f'truncated or damaged: {reason}'
+            raise ValueError(f'{path} is not a readable torch checkpoint ({reason})') from e
+
+
+def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
+    """Read a train.py checkpoint, a plain state dict or a ``.safetensors`` file (or a run folder's checkpoint).
+
+    Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
+    (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
+    tensors and plain containers. The weights are picked as timm's ``load_state_dict(use_ema=True)`` picks them (EMA
+    first) and cleaned by timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
+    loader itself is not used: it drops the ``arch`` / ``args`` / ``epoch`` read here in the same pass.
+
+    Raises:
+        FileNotFoundError: no such file (or a folder without a checkpoint).
+        ValueError: not a weights-only readable checkpoint, or it holds no state dict; one line naming the file.
+    """
+    import torch
+    from timm.models import clean_state_dict
+    path = checkpoint_file(path)
+    content = _load(path)
+    source, state = ('safetensors' if path.suffix == '.safetensors' else 'plain'), content
+    if isinstance(content, dict):
+        key = next((k for k in STATE_KEYS if isinstance(content.get(k), dict)), None)
+        if key is not None:
+            source, state = key, content[key]
+    if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
+    meta = content if isinstance(content, dict) and source not in ('plain', 'safetensors') else {}
+    args = meta.get('args')
+    args = vars(args) if isinstance(args, argparse.Namespace) else args
+    arch = meta.get('arch')
+    return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
+                      arch=arch if isinstance(arch, str) and arch else None,
+                      args=dict(args) if isinstance(args, dict) else {}, epoch=meta.get('epoch'),
+                      metric=meta.get('metric'))
+
+
+def portable_command(command: str) -> str:
+    """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
+    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``)."""
+    tokens = shlex.split(command)
+    script = next((i for i, t in enumerate(tokens) if t.endswith('train.py')), None)
+    if script is None:
+        return command
+    out = tokens[:script] + ['train.py']
+    out[0] = 'python' if script > 0 and Path(tokens[0]).name.startswith('python') else out[0]
+    rest = iter(tokens[script + 1:])
+    for token in rest:
+        if token == '--resume':
+            next(rest, None)
+        elif token in PATH_PLACEHOLDERS:
+            out += [token, PATH_PLACEHOLDERS[token]]
+            next(rest, None)
+        elif token == '--config':
+            out += [token, f'recipes/{Path(next(rest, "")).name}']
+        else:
+            out.append(token)
+    return shlex.join(out)
