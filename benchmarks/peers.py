@@ -218,11 +218,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             e = results[-1]['elapsed']
             print(f"{family} {mode}: " + ', '.join(f'{k} {min(v) / args.iters * 1e3:.1f} ms' for k, v in e.items()),
                   file=sys.stderr, flush=True)
-    text = header + '\n\n' + tables(results, args) + '\n'
-    print(text)
-    if args.out:
-        with open(args.out, 'w') as f:
-            f.write(text)
+            if args.out:  # the tables so far: a run cut short (a time limit) keeps what it measured
+                with open(args.out, 'w') as f:
+                    f.write(header + '\n\n' + tables(results, args) + '\n')
+    print(header + '\n\n' + tables(results, args))
     return 0
 
 

@@ -22,15 +22,6 @@ def test_torchscript_matches_eager(name):
         torch.testing.assert_close(scripted(x), model(x), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize('name', MODELS)
-def test_compile_fullgraph_captures_without_breaks(name):
-    model, x = _pair(name)
-    torch._dynamo.reset()
-    compiled = torch.compile(model, fullgraph=True, backend='eager')  # fails on any graph break
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize('name', FAST_MODELS)
 def test_compile_inductor_forward_and_backward(name):
