@@ -436,9 +436,10 @@ def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
 
 
 def _report_outcome(family, variant, seed, top1, epochs=3):
-    """A finished run whose validation top-1 climbs to ``top1`` over ``epochs`` (train.py's epochs 0, 1, ...)."""
+    """A finished run whose validation top-1 climbs to ``top1`` over ``epochs`` (epochs 1, 2, ... as the reader
+    gives them)."""
     outcome = _outcome(family, variant, seed, top1)
-    outcome.curve = [(e, top1 - 5 * (epochs - 1 - e)) for e in range(epochs)]
+    outcome.curve = [(e + 1, top1 - 5 * (epochs - 1 - e)) for e in range(epochs)]
     return outcome
 
 
@@ -477,6 +478,17 @@ def test_top1_chart_says_what_its_bars_are_and_labels_every_bar(tmp_path, saved_
     assert all(p.get_y() == 0 for p in right.patches)  # gains drawn from 0
 
 
+def test_top1_chart_without_paper_numbers_has_no_paper_legend_entry(tmp_path, saved_figures):
+    """A dataset the paper has no column for (Fashion-MNIST) drew no paper bars but still listed them in the legend,
+    in the measured bars' colour."""
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'sl', 0, 74.)]
+    write_report(outcomes, 'fashion-mnist', tmp_path)
+    figure = saved_figures['top1.png']
+    assert [t.get_text() for legend in figure.legends for t in legend.get_texts()] == ['measured']
+    for ax in figure.axes:
+        assert {label for label, _ in _bar_values(ax)[0]} == {'measured'}
+
+
 def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_path, saved_figures):
     outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'base', 1, 71.),
                 _report_outcome('vit', 'sl', 0, 74.)]
@@ -486,9 +498,9 @@ def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_pa
     assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nbaseline\n(2 seeds)', 'vit\nSL\n(1 seed)']
 
 
-def test_curves_panels_share_one_scale_and_count_epochs_as_train_py(tmp_path, saved_figures):
-    """The panels had their own y ranges (a family at 30 % looked like one at 80 %), and epochs counted from 1 where
-    summary.csv, the report and the cards count from 0."""
+def test_curves_panels_share_one_scale_and_count_epochs_as_the_report(tmp_path, saved_figures):
+    """The panels had their own y ranges (a family at 30 % looked like one at 80 %); epochs count from 1 as in the
+    report and the cards (the axis says that summary.csv counts from 0)."""
     outcomes = [_report_outcome('vit', 'base', 0, 80.), _report_outcome('vit', 'sl', 0, 85.),
                 _report_outcome('pit', 'base', 0, 30.), _report_outcome('pit', 'sl', 0, 32.)]
     write_report(outcomes, 'cifar100', tmp_path)
@@ -498,6 +510,6 @@ def test_curves_panels_share_one_scale_and_count_epochs_as_train_py(tmp_path, sa
     low, high = curves.axes[0].get_ylim()
     assert low <= 20. and high >= 85.  # both families' values on the one scale
     for ax in curves.axes:
-        assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
-        assert [list(line.get_xdata()) for line in ax.get_lines()] == [[0, 1, 2]] * 2  # summary.csv's epochs
+        assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
+        assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 2, 3]] * 2
     assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'

@@ -493,6 +493,8 @@ def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], pap
                                          (0.2, paper, 'tab:orange', f'paper ({dataset})')):
         have = [(x + offset, v, e) for x, v, e in zip(xs, values, spread if offset < 0 else [None] * len(xs))
                 if v is not None]
+        if not have:  # e.g. no paper number for this dataset: no bars and no legend entry for them
+            continue
         ax.bar([x for x, _, _ in have], [v for _, v, _ in have], width=0.4, color=color, label=label)
         for x, v, e in have:
             if e is not None:
