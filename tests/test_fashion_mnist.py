@@ -106,15 +106,26 @@ def test_cli_prints_the_stats_and_a_rerun_writes_nothing(source, tmp_path, capsy
     assert [p.name for p in out.iterdir() if p.name.startswith('.')] == []  # no staging folder left
 
 
+def test_a_limit_that_empties_a_class_is_refused(source, tmp_path, capsys):
+    """--limit 5 left five class folders empty: timm numbers only folders with images, so train and test labels of
+    every class after the first empty one disagreed, silently."""
+    out = tmp_path / 'fm'
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '5'], capsys) == (
+        'timm-sl prepare-fashion-mnist: --limit 5 leaves 5_sandal, 6_shirt, 7_sneaker, 8_bag, 9_ankle_boot without a '
+        'train image (timm would label the classes after it differently in train and test); allowed: --limit >= 10 '
+        'or none')
+    assert not out.exists() or not any(out.rglob('*.png'))
+
+
 def test_other_settings_need_overwrite_and_foreign_files_are_kept(source, tmp_path, capsys):
     out = tmp_path / 'fm'
     prepare_fashion_mnist(out, source=source, progress=False)
-    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '5'], capsys) == (
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '10'], capsys) == (
         f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); '
         f'--overwrite replaces it')
     assert sum(1 for _ in (out / 'train').rglob('*.png')) == 30
-    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '5', '--overwrite']) == 0
-    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 5 and sum(1 for _ in (out / 'test').rglob('*.png')) == 5
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '10', '--overwrite']) == 0
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 10 and sum(1 for _ in (out / 'test').rglob('*.png')) == 10
     (out / 'test' / 'notes.txt').write_text('mine')
     (out / 'fashion_mnist.json').unlink()
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite'], capsys) == (
@@ -189,6 +200,6 @@ def test_reproduce_reads_the_prepared_folder(source, tmp_path, capsys):
     assert '# Table 2 reproduction: fashion-mnist recipe' in report and f'data: image folder {out}' in report
     assert '| vit | SL | `sl_vit_32` | 1/1 | 50.00 | +20.00 | - | - |' in report  # no paper column for it
     (out / 'test' / CLASS_FOLDERS[3]).rename(out / 'test' / 'x')  # a class folder renamed: refused before any run
-    assert main(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families', 'vit',
-                 '--out', str(tmp_path / 'sweep2'), '--train-script', str(tmp_path / 'train.py')]) == 2
-    assert 'only in' in capsys.readouterr().err
+    assert 'only in' in _cli_error(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families',
+                                    'vit', '--out', str(tmp_path / 'sweep2'), '--train-script',
+                                    str(tmp_path / 'train.py')], capsys)

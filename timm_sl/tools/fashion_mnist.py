@@ -140,6 +140,23 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
+def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
+    """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
+    images and numbers them in order, so the splits would give the classes after it different labels."""
+    first = {}  # split -> class -> index of its first image
+    for split, (_, labels) in data.items():
+        first[split] = {}
+        for i, label in enumerate(labels.tolist()):
+            first[split].setdefault(int(label), i)
+    needed = max(max(by_class.values()) + 1 for by_class in first.values())
+    for split, by_class in first.items():
+        missing = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if by_class.get(c, limit) >= limit]
+        if missing:
+            raise ValueError(f'--limit {limit} leaves {", ".join(missing)} without a {split} image (timm would label '
+                             f'the classes after it differently in train and test); allowed: --limit >= {needed} '
+                             f'or none')
+
+
 def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Path]] = None,
                           limit: Optional[int] = None, overwrite: bool = False,
                           progress: bool = True) -> Dict[str, Any]:
@@ -185,6 +202,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
                         None if overwrite else 'was written with other settings (or not finished); --overwrite '
                                                'replaces it')
     data = {split: read_fashion_mnist(source, split) for split in FASHION_MNIST_FILES}  # all checked first
+    if limit is not None:
+        _check_limit_keeps_every_class(data, limit)
     root.mkdir(parents=True, exist_ok=True)
     stats = {}
 
