@@ -32,8 +32,8 @@ def test_demo_seed_repeats_and_plain_progress_off_a_terminal():
     assert [r.train_loss for r in first] != [r.train_loss for r in other]
     lines = log.getvalue().splitlines()
     assert '\r' not in log.getvalue() and len(lines) == 2
-    assert lines[0].startswith('SL seed 0 epoch 0 (1 of 1): train loss ') and ', val top-1 ' in lines[0]
-    assert lines[1].startswith('baseline seed 0 epoch 0 (1 of 1): train loss ')  # epochs from 0, as train.py
+    assert lines[0].startswith('SL seed 0 epoch 1 of 1: train loss ') and ', val top-1 ' in lines[0]
+    assert lines[1].startswith('baseline seed 0 epoch 1 of 1: train loss ')  # epochs from 1, as everywhere shown
 
 
 class _Terminal(io.StringIO):
@@ -60,7 +60,7 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
     assert 'SL top-1' in text and 'baseline top-1' in text
     summary = text[text.index('best top-1'):]
     assert 'SL' in summary and 'baseline' in summary and 'spt=False lsa=False' in summary
-    epoch_rows = [line.split() for line in text.splitlines() if line.split()[:1] in (['0'], ['1'])]
+    epoch_rows = [line.split() for line in text.splitlines() if line.split()[:1] in (['1'], ['2'])]
     assert len(epoch_rows) == 2 and all(0. <= float(v) <= 100. for row in epoch_rows for v in row[1:3])
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
@@ -73,7 +73,7 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
     # epochs as the report and the cards count them: from 1, in the table and on the axis
     assert '2 epochs (counted from 1)' in text
     assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 2]] * 2
-    assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
+    assert ax.get_xlabel() == 'epoch'  # the demo runs no train.py: nothing to compare the count with
 
 
 def test_demo_chart_of_several_seeds_says_it_draws_their_mean(tmp_path, capsys, monkeypatch):

@@ -32,13 +32,13 @@ def test_curve_ticks_show_the_real_values_of_a_narrow_range(tmp_path):
     assert (tmp_path / 'kld.png').stat().st_size > 0
 
 
-def test_curves_over_epochs_count_from_zero_as_train_py(tmp_path):
+def test_curves_over_epochs_count_from_one_and_say_so(tmp_path):
     from timm_sl.tools.plot import EPOCH_AXIS
-    fig = plot_curves({'SL': [10., 20., 30.]}, str(tmp_path / 'e.png'), x_label=EPOCH_AXIS, x_start=0)
+    fig = plot_curves({'SL': [10., 20., 30.]}, str(tmp_path / 'e.png'), x_label=EPOCH_AXIS, x_start=1)
     ax = fig.axes[0]
-    assert list(ax.get_lines()[0].get_xdata()) == [0, 1, 2]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ['0', '1', '2']
-    assert ax.get_xlabel() == 'epoch (from 0, as train.py counts)'
+    assert list(ax.get_lines()[0].get_xdata()) == [1, 2, 3]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ['1', '2', '3']
+    assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
 
 
 def test_curve_legend_is_off_the_data_and_coinciding_series_stay_visible(tmp_path):

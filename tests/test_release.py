@@ -225,7 +225,7 @@ def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
         main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
     assert capsys.readouterr().err == (
         f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, no timm-sl '
-        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet)\n')
+        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)\n')
     assert not (tmp_path / 'rel').exists()
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
                  '--dataset', 'cifar10']) == 0

@@ -121,7 +121,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     import statistics
     from timm_sl.tools.demo import run_demo
-    from timm_sl.tools.plot import EPOCH_AXIS, plot_curves
+    from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
     _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
@@ -147,7 +147,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
     plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
                 args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
-                y_label='validation top-1 (%)', x_label=EPOCH_AXIS, x_start=1)
+                y_label='validation top-1 (%)', x_label='epoch', x_start=1)
     print(f'\nlearning curves: {args.out}')
     return 0
 

@@ -376,8 +376,8 @@ def reproduce(
                 result.message = (f'train.py exited with {result.code}: {last}' if result.code else
                                   'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + \
                     f' (log: {log})' + (plugin_hint() if 'Unknown model' in last else '')
-            elif summary['last_epoch'] + 1 < epochs:  # train.py ends with 0 when stopped by a signal of its own
-                result.message = (f'train.py exited with 0 after {summary["last_epoch"] + 1} of {epochs} epochs '
+            elif summary['last_epoch'] < epochs:  # (from 1) train.py ends with 0 when stopped by a signal of its own
+                result.message = (f'train.py exited with 0 after {summary["last_epoch"]} of {epochs} epochs '
                                   f'(stopped from outside?); run the same command again to resume')
             else:
                 (run.out_dir / DONE_MARKER).write_text(json.dumps(
