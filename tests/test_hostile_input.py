@@ -76,6 +76,44 @@ def test_unknown_kwargs_are_named_with_the_allowed_ones(name):
         timm.create_model(name, depht=3)
 
 
+
+TOO_MANY_TOKENS = [  # (name, kwargs, the grid that is refused)
+    ('sl_vit_32', dict(img_size=4096), r'1024x1024 token grid \(1048576 tokens\)'),
+    ('sl_vit_base', dict(img_size=4096), r'256x256 token grid \(65536 tokens\)'),
+    ('sl_vit_32', dict(img_size=513, dynamic_img_pad=True), '129x129 token grid'),  # the padded last patch counts
+    ('sl_cait_32', dict(img_size=1024), '256x256 token grid'),
+    ('sl_pit_32', dict(img_size=1024), r'512x512 token grid \(262144 tokens\) in the first stage'),
+    ('sl_pit_xs', dict(img_size=2048, spt=False), '255x255 token grid'),  # timm's overlapping 16 / 8 conv stem
+    ('sl_t2t_14', dict(img_size=1024), r'first soft split \(kernel, stride, padding\)=\(7, 4, 2\) give a 256x256'),
+    ('sl_t2t_32', dict(img_size=1024), '512x512 token grid'),
+]
+
+
+@pytest.mark.parametrize('name,kwargs,grid', TOO_MANY_TOKENS,
+                         ids=[f'{n}-{k["img_size"]}' for n, k, _ in TOO_MANY_TOKENS])
+def test_global_attention_over_too_many_tokens_is_refused_at_construction(name, kwargs, grid, monkeypatch):
+    """A global-attention grid past 16384 tokens would ask for the square of it per head in the forward (1 TiB for
+    sl_vit_32 at 4096 px): refused in one line before any module is built."""
+    built = []
+    monkeypatch.setattr(torch.nn.Module, '__init__', lambda self, *a, **k: built.append(self))
+    with pytest.raises(ValueError, match=rf'{grid}.* under global attention; allowed: at most 16384 tokens \(e\.g\. a '
+                                         r'128x128 grid\)') as error:
+        timm.create_model(name, **kwargs)
+    assert '\n' not in str(error.value) and f"img_size={kwargs['img_size']}" in str(error.value)
+    assert not built
+
+
+@pytest.mark.parametrize('name,kwargs', [
+    ('sl_vit_32', dict(img_size=512)),  # 128x128 patches: the bound itself
+    ('sl_vit_32', dict(img_size=(8, 32768))),  # 2x8192
+    ('sl_t2t_14', dict(img_size=512)),  # its first soft split gives 128x128
+    ('sl_pit_32', dict(img_size=256)),
+    ('sl_swin_32', dict(img_size=4096)),  # windowed attention: memory grows with the image area only
+])
+def test_token_grids_up_to_the_bound_build(name, kwargs):
+    with torch.device('meta'):
+        assert timm.create_model(name, **kwargs).patch_embed.img_size == timm.layers.to_2tuple(kwargs['img_size'])
+
 class _Payload:
     """Pickles to a call that would leave a marker file: proves a loader executed pickled code."""
 

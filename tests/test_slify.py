@@ -178,6 +178,33 @@ def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
         timm.create_model('slify')
 
 
+
+@pytest.mark.parametrize('via_entry', [False, True], ids=['slify', 'entry'])
+def test_unknown_kwarg_with_a_name_is_named_with_the_allowed_ones(via_entry, monkeypatch):
+    """As ``create_model`` for an sl_ model: one line naming the unknown kwargs, the base and what is allowed (the SL
+    switches and the base class's constructor kwargs), before anything real is built."""
+    calls = []
+    create = timm.create_model
+
+    def spy(name, *args, **kwargs):
+        calls.append((name, torch.empty(0).device.type))
+        return create(name, *args, **kwargs)
+    monkeypatch.setattr(timm, 'create_model', spy)
+    kwargs = dict(depth=1, img_size=32, num_classes=3, foo=1, depht=2, features_only=False)
+    with pytest.raises(TypeError) as error:
+        if via_entry:  # train.py --model slify --model-kwargs base=vit_tiny_patch16_224 foo=1 ...
+            create('slify', base='vit_tiny_patch16_224', **kwargs)
+        else:
+            slify('vit_tiny_patch16_224', **kwargs)
+    message = str(error.value)
+    assert '\n' not in message
+    assert re.fullmatch(r"slify of vit_tiny_patch16_224 \(VisionTransformer\) got unknown model kwargs "
+                        r"\['depht', 'foo'\]; allowed: .*\.", message), message
+    allowed = set(message.split('allowed: ')[1].rstrip('.').split(', '))
+    assert {'depth', 'img_size', 'num_classes', 'spt', 'lsa_mask', 'shift_ratio', 'spt_pool'} <= allowed
+    assert not {'foo', 'depht', 'features_only'} & allowed
+    assert all(device == 'meta' for _, device in calls)
+
 def test_registered_entry_follows_the_base_cfg_and_switches():
     model = timm.create_model('slify', base='vit_tiny_patch16_224', depth=1, img_size=32, num_classes=7,
                               lsa_mask=False, shift_directions='cardinal')

@@ -23,17 +23,19 @@ nothing and downloads no weights.
 import inspect
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 import torch
 from torch import nn
 
 import timm
 from timm.layers import PatchEmbed
+from timm.models import build_model_with_cfg
 
 from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
 from .layers import (
-    SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_optional_bool, resolve_shift)
+    SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs, check_optional_bool,
+    resolve_shift)
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal']
 
@@ -183,11 +185,42 @@ def _split_kwargs(kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any
     return switches, {k: v for k, v in kwargs.items() if k not in switches}
 
 
+def _factory_kwarg_names() -> Set[str]:
+    """Kwargs that ``timm.create_model`` and ``build_model_with_cfg`` take themselves (never the model class's)."""
+    names = {'features_only', 'out_indices', 'feature_cls', 'pruned'}  # popped inside build_model_with_cfg
+    for fn in (timm.create_model, build_model_with_cfg):
+        names |= {p.name for p in inspect.signature(fn).parameters.values() if p.kind == p.POSITIONAL_OR_KEYWORD}
+    return names
+
+
+def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[TypeError]:
+    """The one-line error naming the kwargs of ``create_kwargs`` that ``name``'s model class does not take, and the
+    allowed ones (the SL switches and that class's constructor kwargs); None when none can be named."""
+    try:
+        with torch.device('meta'):
+            model_cls = type(timm.create_model(name))
+    except Exception:  # a model that needs kwargs to build at all: leave timm's own error
+        return None
+    given = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
+    try:
+        owner = f'slify of {name} ({model_cls.__name__})'
+        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner)
+    except TypeError as error:
+        return error
+    return None
+
+
 def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     """``name`` built on the meta device (no memory, no weights): enough to plan a conversion, so a refused name
-    builds nothing real and downloads nothing."""
-    with torch.device('meta'):
-        return timm.create_model(name, **create_kwargs)
+    builds nothing real and downloads nothing. A kwarg the model class does not take fails here, in one line."""
+    try:
+        with torch.device('meta'):
+            return timm.create_model(name, **create_kwargs)
+    except TypeError as error:
+        unknown = _unknown_kwargs_error(name, create_kwargs)
+        if unknown is None:
+            raise
+        raise unknown from error
 
 
 def slify_refusal(model_or_name: Union[str, nn.Module], **kwargs: Any) -> Optional[str]:
@@ -230,7 +263,8 @@ def slify(
     Raises:
         SlifyError: a part of the model cannot be converted; the message names each reason, the model is untouched.
         ValueError: an invalid SL switch (e.g. a shift ratio that gives a 0 px shift for this patch size).
-        TypeError: ``create_model`` kwargs given with a model instance.
+        TypeError: ``create_model`` kwargs given with a model instance, or, with a name, a kwarg the model's class
+            does not take (the message names it and lists the allowed ones; nothing is built).
     """
     switches, create_kwargs = _split_kwargs(kwargs)
     sl_args = SlArgs(**switches)

@@ -9,4 +9,4 @@ from .spool import ShiftedTokenPooling
 from .spt import (
     SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_shift_ratio, resolve_shift,
     shift_and_concat, shift_offsets)
-from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_optional_bool
+from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool

@@ -21,7 +21,7 @@ state-dict keys and parameter count.
 import inspect
 from dataclasses import asdict, dataclass, fields
 from functools import partial
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
@@ -56,12 +56,19 @@ def accepted_kwargs(model_cls: type) -> Set[str]:
     return names
 
 
-def check_model_kwargs(model_cls: type, kwargs: Dict[str, Any]) -> None:
-    """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones."""
-    unknown = sorted(set(kwargs) - accepted_kwargs(model_cls))
+def check_model_kwargs(
+        model_cls: type,
+        kwargs: Dict[str, Any],
+        also_allowed: Iterable[str] = (),
+        owner: Optional[str] = None,
+) -> None:
+    """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
+    ``also_allowed``); ``owner`` names the caller in the message (default: the class)."""
+    allowed = accepted_kwargs(model_cls) | set(also_allowed)
+    unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise TypeError(f'{model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
-                        f'{", ".join(sorted(accepted_kwargs(model_cls)))}.')
+        raise TypeError(f'{owner or model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
+                        f'{", ".join(sorted(allowed))}.')
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swit
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths
+from ._sl_args import check_depths, check_patch_tokens
 from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
@@ -83,6 +83,7 @@ class SlCait(Cait):
     ) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth', 'depth_token_only')
+        check_patch_tokens(type(self), kwargs, Cait)
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
         sl_args.inject_embed_layer(kwargs, key='patch_layer')

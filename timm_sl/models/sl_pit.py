@@ -28,7 +28,7 @@ from ..layers import ShiftedTokenPooling  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_optional_bool
+from ._sl_args import backbone_kwarg, check_depths, check_global_tokens, check_optional_bool, patch_grid
 from ._training import check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
@@ -90,6 +90,12 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
+        img, patch, stride = (backbone_kwarg(kwargs, PoolingVisionTransformer, n)
+                              for n in ('img_size', 'patch_size', 'stride'))
+        # the first stage attends over the whole stem grid (SPT's stem: non-overlapping patches of the stride)
+        grid = patch_grid(img, stride) if sl_args.spt else patch_grid(img, patch, stride)
+        check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}, stride={stride!r}',
+                            ' in the first stage')
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool

@@ -33,7 +33,7 @@ from ..layers import (
     shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
-from ._sl_args import check_bool, check_depths
+from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
@@ -277,6 +277,11 @@ class SlT2T(VisionTransformer):
         sl_args, training = pop_sl_kwargs(type(self), kwargs, drop_path_schedule=drop_path_schedule)
         check_depths(kwargs, 'depth')
         check_bool('extra_residual', extra_residual)
+        first = soft_splits[0] if soft_splits else None
+        if isinstance(first, (tuple, list)) and len(first) == 3:  # the first token layer (or the backbone) attends
+            img = backbone_kwarg(kwargs, VisionTransformer, 'img_size')  # over the first split's whole grid
+            check_global_tokens(type(self), patch_grid(img, *first), f'img_size={img!r}, first soft split '
+                                f'(kernel, stride, padding)={tuple(first)!r}', ' after it')
         if extra_residual:
             if 'block_fn' in kwargs:
                 raise ValueError('block_fn cannot be combined with extra_residual=True; pass extra_residual=False.')

@@ -14,7 +14,7 @@ from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths
+from ._sl_args import check_depths, check_patch_tokens
 
 __all__ = ['SlVisionTransformer']
 
@@ -36,6 +36,7 @@ class SlVisionTransformer(VisionTransformer):
     def __init__(self, pos_embed_init: str = 'timm', drop_path_schedule: str = 'timm', **kwargs: Any) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
         check_depths(kwargs, 'depth')
+        check_patch_tokens(type(self), kwargs, VisionTransformer)
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:
             if 'attn_layer' in kwargs:
