@@ -487,6 +487,8 @@ def test_top1_chart_without_paper_numbers_has_no_paper_legend_entry(tmp_path, sa
     assert [t.get_text() for legend in figure.legends for t in legend.get_texts()] == ['measured']
     for ax in figure.axes:
         assert {label for label, _ in _bar_values(ax)[0]} == {'measured'}
+        centres = [p.get_x() + p.get_width() / 2 for p in ax.patches]
+        assert centres == pytest.approx([round(c) for c in centres])  # each bar on its label, no empty paper slot
 
 
 def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_path, saved_figures):

@@ -489,9 +489,10 @@ def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], pap
     """Measured (left) and paper (right) bars side by side at ``xs``, every bar with its value; a ``spread`` (std)
     draws a whisker, and the value sits above it. ``None``: no bar."""
     spread = list(spread) or [None] * len(xs)
-    for offset, values, color, label in ((-0.2, measured, 'tab:blue', 'measured'),
+    pairs = any(v is not None for v in paper)  # no paper number at all: the measured bars sit on their labels
+    for offset, values, color, label in ((-0.2 * pairs, measured, 'tab:blue', 'measured'),
                                          (0.2, paper, 'tab:orange', f'paper ({dataset})')):
-        have = [(x + offset, v, e) for x, v, e in zip(xs, values, spread if offset < 0 else [None] * len(xs))
+        have = [(x + offset, v, e) for x, v, e in zip(xs, values, spread if values is measured else [None] * len(xs))
                 if v is not None]
         if not have:  # e.g. no paper number for this dataset: no bars and no legend entry for them
             continue
@@ -629,11 +630,11 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         lines.append(f'| {o.run.name} | {o.status} | {_fmt(s.get("best_top1"))} | {s.get("best_epoch", "-")} | '
                      f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
-    lines += ['', 'wall: seconds the run\'s train.py processes ran, every session of a resumed run summed (start-up, '
+    lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '
-              'first of each epoch (which holds torch.compile\'s compilation and the data loader\'s start), from train.py\'s '
-              'own progress lines, measured while the runs shared the GPU. Epochs counted from 1 (train.py\'s '
-              'summary.csv counts from 0).']
+              "first of each epoch (which holds torch.compile's compilation and the data loader's start), from "
+              "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
+              "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
     if not charts:
