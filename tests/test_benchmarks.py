@@ -57,3 +57,54 @@ def test_peers_refuses_an_unknown_family():
     result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 2 and "invalid choice: 'deit'" in result.stderr
+
+
+def _tiny_image_folder(root: Path) -> Path:
+    from PIL import Image
+    for c in range(2):
+        (root / f'class_{c}').mkdir(parents=True)
+        for i in range(4):
+            Image.new('RGB', (32, 32), (40 * i, 100 * c, 7)).save(root / f'class_{c}' / f'{i}.png')
+    return root
+
+
+def test_loader_times_each_stage_of_a_recipe(tmp_path):
+    folder = _tiny_image_folder(tmp_path / 'train')
+    out = _run('loader.py', str(folder), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml'), '--images', '8')
+    rates = re.findall(r'^(read \+ decode|crop \+ flip|recipe, CUDA \(prefetcher\)|recipe, CPU \(--no-prefetcher\))'
+                       r' +(\d+) img/s per core$', out, flags=re.M)
+    assert [name for name, _ in rates] == ['read + decode', 'crop + flip', 'recipe, CUDA (prefetcher)',
+                                           'recipe, CPU (--no-prefetcher)'], out
+    assert all(int(rate) > 0 for _, rate in rates)
+
+
+def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
+    """With the prefetcher (CUDA) the worker hands over uint8 CHW arrays of the recipe's size; without it a
+    normalised float tensor: the two paths train.py takes."""
+    import numpy as np
+    import torch
+    import yaml
+    from PIL import Image
+    sys.path.insert(0, str(ROOT / 'benchmarks'))
+    try:
+        from loader import train_transform
+    finally:
+        sys.path.remove(str(ROOT / 'benchmarks'))
+    recipe = yaml.safe_load((ROOT / 'recipes' / 'fashion_mnist.yaml').read_text())
+    import random
+    random.seed(0)  # AutoAugment draws from Python's random, erasing from torch's
+    torch.manual_seed(0)
+    image = Image.new('RGB', (32, 32), (200, 10, 90))
+    on_cuda = train_transform(recipe, use_prefetcher=True)(image)
+    on_cpu = train_transform(dict(recipe, reprob=0.))(image)
+    assert isinstance(on_cuda, (np.ndarray, torch.Tensor)) and on_cuda.dtype in (np.uint8, torch.uint8)
+    assert tuple(on_cuda.shape) == (3, 32, 32)
+    assert on_cpu.dtype == torch.float32 and tuple(on_cpu.shape) == (3, 32, 32)
+    assert on_cpu.min() < 0  # normalised with the recipe's mean / std
+
+
+def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'loader.py'), str(tmp_path / 'nope'),
+                             '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
+    assert result.returncode == 1 and result.stderr.strip().count('\n') == 0, result.stderr
+    assert 'is not a folder' in result.stderr and 'nope' in result.stderr
