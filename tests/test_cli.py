@@ -263,6 +263,67 @@ def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
     assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
 
 
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob('*'))}
+
+
+@pytest.mark.parametrize('change,message', [
+    # a class the data set does not have: timm would number it among the others, shifting their labels
+    (dict(wnids='n01\nn02\n', annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
+     "{root}/val/val_annotations.txt:2: class 'n03' of val_1.JPEG is not among the ids listed in {root}/wnids.txt (2 "
+     "classes; a class more would shift every label after it); allowed: one of those classes"),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
+     "{root}/val/val_annotations.txt:2: class 'n03' of val_1.JPEG is not among the class folders of {root}/train (2 "
+     "classes; a class more would shift every label after it); allowed: one of those classes"),
+    # a cut last line: found before val_0.JPEG moves
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn0'),
+     "{root}/val/val_annotations.txt:2: class 'n0' of val_1.JPEG is not among the class folders of {root}/train (2 "
+     "classes; a class more would shift every label after it); allowed: one of those classes"),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JP'),
+     '{root}/val/val_annotations.txt:2: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got '
+     "'val_1.JP'"),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_9.JPEG\tn02\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:2: image val_9.JPEG is neither in {root}/val/images nor in {root}/val/n02'),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_0.JPEG\tn02\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:2: image val_0.JPEG is listed again (first on line 1); allowed: each image once'),
+    (dict(annotations='val_0.JPEG\t../n01\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:1: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got '
+     "'val_0.JPEG\\t../n01\\t0\\t0\\t9\\t9'"),
+    # not UTF-8: the file is named
+    (dict(annotations=b'val_0.JPEG\tn01\xff\n'),
+     '{root}/val/val_annotations.txt is not UTF-8 text (byte 0xff at offset 14); expected the text file of the '
+     'Tiny-ImageNet archive'),
+    (dict(wnids=b'n01\n\xe9n02\n'),
+     '{root}/wnids.txt is not UTF-8 text (byte 0xe9 at offset 4); expected the text file of the Tiny-ImageNet archive'),
+    # a train file in the way: refused before any val image moves
+    (dict(train_clash=True),
+     '{root}/train/n02/images/n02_0.JPEG would overwrite {root}/train/n02/n02_0.JPEG, which differs; move one of '
+     'them away by hand'),
+])
+def test_prepare_tiny_imagenet_checks_everything_before_it_moves_a_file(tmp_path, change, message):
+    """A refused folder is left exactly as it was: every annotation, class id and file in the way is checked before
+    the first move."""
+    _tiny_imagenet(tmp_path)
+    for name, text in (('wnids', tmp_path / 'wnids.txt'), ('annotations', tmp_path / 'val' / 'val_annotations.txt')):
+        if name in change:
+            content = change[name]
+            text.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if change.get('train_clash'):
+        (tmp_path / 'train' / 'n02' / 'n02_0.JPEG').write_bytes(b'another image')
+    before = _tree(tmp_path)
+    assert _exit_message(['prepare-tiny-imagenet', str(tmp_path)]) == (
+        'timm-sl prepare-tiny-imagenet: ' + message.format(root=tmp_path))
+    assert _tree(tmp_path) == before
+
+
+def test_prepare_tiny_imagenet_takes_the_classes_of_wnids_and_train(tmp_path):
+    from timm_sl.tools import prepare_tiny_imagenet_val
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'wnids.txt').write_text('n02\nn01\n\n')
+    assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
+    assert sorted(p.name for p in (tmp_path / 'val').iterdir()) == ['n01', 'n02', 'val_annotations.txt']
+
 def test_analysis_commands_say_what_they_cannot_do(tmp_path):
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
         'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '

@@ -336,12 +336,11 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
-    from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
+    from timm_sl.tools import prepare_tiny_imagenet
     if args.copy:
         raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
-    counts = prepare_tiny_imagenet_val(args.root)
-    train = prepare_tiny_imagenet_train(args.root)
+    counts, train = prepare_tiny_imagenet(args.root)  # every move checked before the first
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     if train:
         print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
