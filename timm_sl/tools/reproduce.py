@@ -122,10 +122,17 @@ def _last_value(args: Sequence[str], flag: str) -> Optional[str]:
 
 
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
-    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's."""
+    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
+
+    Raises:
+        ValueError: ``--epochs`` among the extra arguments is not an integer >= 1.
+    """
     value = _last_value(extra_args, '--epochs')
     if value is not None:
-        return int(value)
+        epochs = int(value) if value.strip().isdigit() else 0
+        if epochs < 1:
+            raise ValueError(f'--epochs {value} after -- is not allowed; expected an integer >= 1')
+        return epochs
     import yaml
     return int(yaml.safe_load(Path(recipe).read_text()).get('epochs', 300))
 
@@ -662,7 +669,7 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
                         help='runs at once (default: a rule from GPU memory and CPU cores, see docs/reproduce.md; '
                              '1 without a GPU)')
     parser.add_argument('--gpus', default='auto',
-                        help='GPUs to spread the runs over, e.g. 0,1; each run sees its own as CUDA_VISIBLE_DEVICES '
+                        help='GPU indices to spread the runs over, e.g. 0,1; each run sees its own as CUDA_VISIBLE_DEVICES '
                              '(default: auto, every GPU torch sees)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
                         help='after --: extra train.py arguments for every run, e.g. -- --epochs 1 --device cpu')
@@ -809,6 +816,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
+    planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     jobs, devices, how = plan_sweep(args, recipe, extra)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
