@@ -347,11 +347,21 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
     return 0
 
 
+def _what_was_written(splits: Sequence[str], written: Sequence[str]) -> str:
+    """What a prepare-* command that keeps finished splits did, for the end of its line."""
+    if not written:
+        return ' (already there: nothing written)'
+    kept = [split for split in splits if split not in written]
+    return f' ({", ".join(written)} written; {", ".join(kept)} already there)' if kept else ''
+
+
 def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_svhn
-    counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    info = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    counts = info['counts']
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
-          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}')
+          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}'
+          + _what_was_written(list(counts), info['written']))
     return 0
 
 
@@ -361,8 +371,7 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
                                  progress=sys.stderr.isatty())
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
-          f'{args.root}/{{{",".join(info["counts"])}}}' +
-          ('' if info['written'] else ' (already there: nothing written)'))
+          f'{args.root}/{{{",".join(info["counts"])}}}' + _what_was_written(list(info['counts']), info['written']))
     print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
           f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
     print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '

@@ -669,8 +669,8 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
                         help='runs at once (default: a rule from GPU memory and CPU cores, see docs/reproduce.md; '
                              '1 without a GPU)')
     parser.add_argument('--gpus', default='auto',
-                        help='GPU indices to spread the runs over, e.g. 0,1; each run sees its own as CUDA_VISIBLE_DEVICES '
-                             '(default: auto, every GPU torch sees)')
+                        help='GPU indices to spread the runs over, e.g. 0,1; each run sees its own as '
+                             'CUDA_VISIBLE_DEVICES (default: auto, every GPU torch sees)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
                         help='after --: extra train.py arguments for every run, e.g. -- --epochs 1 --device cpu')
 
