@@ -198,6 +198,63 @@ def test_argparse_errors_are_one_line_without_usage(argv, capsys):
     assert ': error: ' in err
 
 
+AFTER_DASHES = ("; train.py's arguments go after --, e.g. timm-sl reproduce --data-dir DATA --dataset cifar10 -- "
+                "--epochs 3")
+
+
+@pytest.mark.parametrize('argv,error', [
+    # train.py's arguments before --: named by the command, with where they go (they used to read 'timm-sl: error:
+    # unrecognized arguments: --epochs', the 3 silently passed on to train.py)
+    (['reproduce', '--recipe', 'R', '--epochs', '3'],
+     'timm-sl reproduce: error: the following arguments are required: --data-dir, --dataset' + AFTER_DASHES),
+    (['reproduce', '--data-dir', 'D', '--dataset', 'cifar10', '--epochs', '3'],
+     'timm-sl reproduce: error: unrecognized arguments: --epochs 3' + AFTER_DASHES),
+    (['reproduce', '--data-dir', 'D', '--dataset', 'cifar10', '3', '--', '--epochs', '3'],
+     'timm-sl reproduce: error: unrecognized arguments: 3' + AFTER_DASHES),
+    (['demo', '--bogus', '1'], 'timm-sl demo: error: unrecognized arguments: --bogus 1'),
+])
+def test_unrecognized_arguments_name_the_command(argv, error, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
+
+
+def test_what_follows_dashes_goes_to_train_py_as_given():
+    from timm_sl.tools.cli import build_parser
+    base = ['reproduce', '--data-dir', 'D', '--dataset', 'cifar10']
+    assert build_parser().parse_args(base).train_args == []
+    assert build_parser().parse_args(base + ['--', '--epochs', '3', '--', 'x']).train_args == ['--epochs', '3', '--',
+                                                                                               'x']
+    assert build_parser().parse_args(['kld', '--model', 'sl_vit_32', '--', '-image.png']).images == ['-image.png']
+
+
+@pytest.mark.parametrize('argv,error', [
+    (['demo', '--out', '{f}/x.png'], "timm-sl demo: error: argument --out: '{f}' of '{f}/x.png' is a file, not a "
+                                     "folder; allowed: a path in a folder"),
+    (['temperature', '--model', 'sl_vit_32', '--out', '{f}/sub/x.png'],
+     "timm-sl temperature: error: argument --out: '{f}' of '{f}/sub/x.png' is a file, not a folder; allowed: a path "
+     "in a folder"),
+    (['export', '{f}', '--out', '{f}/sub'], 'timm-sl export: --out {f}/sub: {f} is a file; cannot create a folder '
+                                            'below it'),
+    (['release', '{f}', '--org', 'o', '--out', '{f}/sub'],
+     'timm-sl release: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+    (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}/sub'],
+     'timm-sl reproduce: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+    (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}'],
+     'timm-sl reproduce: --out {f} is a file; allowed: a folder (new, or the output of an earlier timm-sl '
+     'reproduce, which is resumed)'),
+])
+def test_an_out_below_a_file_says_it_is_a_file(tmp_path, capsys, argv, error):
+    """--out somefile/sub used to read 'does not exist' (or 'not a directory' deep in a run, naming no option)."""
+    a_file = tmp_path / 'a_file'
+    a_file.write_text('mine')
+    names = dict(f=a_file, d=tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(**names) for a in argv])
+    assert info.value.code == 2 and capsys.readouterr().err == error.format(**names) + '\n'
+    assert a_file.read_text() == 'mine' and sorted(p.name for p in tmp_path.iterdir()) == ['a_file']
+
+
 def test_required_and_unset_options_show_no_default(capsys):
     for command in (['export'], ['push'], ['reproduce'], ['release']):
         with pytest.raises(SystemExit):

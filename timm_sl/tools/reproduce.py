@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
 from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
 from .sweep import (
@@ -804,6 +805,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         given = given[1:]
     if args.nproc < 1:
         raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise NotADirectoryError(f'--out {args.out} is a file; allowed: a folder (new, or the output of an earlier '
+                                 f'timm-sl reproduce, which is resumed)')
+    check_not_below_a_file(args.out, '--out')
     for flag in _PER_RUN_FLAGS:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
