@@ -325,18 +325,19 @@ def _tree(root: Path) -> dict:
     return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob('*'))}
 
 
+NOT_A_CLASS = ("{{root}}/val/val_annotations.txt:2: class '{wnid}' of val_1.JPEG is not among {among} (2 classes; a "
+               "class more would shift every label after it); allowed: one of those classes")
+
+
 @pytest.mark.parametrize('change,message', [
     # a class the data set does not have: timm would number it among the others, shifting their labels
     (dict(wnids='n01\nn02\n', annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
-     "{root}/val/val_annotations.txt:2: class 'n03' of val_1.JPEG is not among the ids listed in {root}/wnids.txt (2 "
-     "classes; a class more would shift every label after it); allowed: one of those classes"),
+     NOT_A_CLASS.format(wnid='n03', among='the ids listed in {root}/wnids.txt')),
     (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
-     "{root}/val/val_annotations.txt:2: class 'n03' of val_1.JPEG is not among the class folders of {root}/train (2 "
-     "classes; a class more would shift every label after it); allowed: one of those classes"),
+     NOT_A_CLASS.format(wnid='n03', among='the class folders of {root}/train')),
     # a cut last line: found before val_0.JPEG moves
     (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn0'),
-     "{root}/val/val_annotations.txt:2: class 'n0' of val_1.JPEG is not among the class folders of {root}/train (2 "
-     "classes; a class more would shift every label after it); allowed: one of those classes"),
+     NOT_A_CLASS.format(wnid='n0', among='the class folders of {root}/train')),
     (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JP'),
      '{root}/val/val_annotations.txt:2: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got '
      "'val_1.JP'"),
