@@ -198,6 +198,63 @@ def test_argparse_errors_are_one_line_without_usage(argv, capsys):
     assert ': error: ' in err
 
 
+AFTER_DASHES = ("; train.py's arguments go after --, e.g. timm-sl reproduce --data-dir DATA --dataset cifar10 -- "
+                "--epochs 3")
+
+
+@pytest.mark.parametrize('argv,error', [
+    # train.py's arguments before --: named by the command, with where they go (they used to read 'timm-sl: error:
+    # unrecognized arguments: --epochs', the 3 silently passed on to train.py)
+    (['reproduce', '--recipe', 'R', '--epochs', '3'],
+     'timm-sl reproduce: error: the following arguments are required: --data-dir, --dataset' + AFTER_DASHES),
+    (['reproduce', '--data-dir', 'D', '--dataset', 'cifar10', '--epochs', '3'],
+     'timm-sl reproduce: error: unrecognized arguments: --epochs 3' + AFTER_DASHES),
+    (['reproduce', '--data-dir', 'D', '--dataset', 'cifar10', '3', '--', '--epochs', '3'],
+     'timm-sl reproduce: error: unrecognized arguments: 3' + AFTER_DASHES),
+    (['demo', '--bogus', '1'], 'timm-sl demo: error: unrecognized arguments: --bogus 1'),
+])
+def test_unrecognized_arguments_name_the_command(argv, error, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
+
+
+def test_what_follows_dashes_goes_to_train_py_as_given():
+    from timm_sl.tools.cli import build_parser
+    base = ['reproduce', '--data-dir', 'D', '--dataset', 'cifar10']
+    assert build_parser().parse_args(base).train_args == []
+    assert build_parser().parse_args(base + ['--', '--epochs', '3', '--', 'x']).train_args == ['--epochs', '3', '--',
+                                                                                               'x']
+    assert build_parser().parse_args(['kld', '--model', 'sl_vit_32', '--', '-image.png']).images == ['-image.png']
+
+
+@pytest.mark.parametrize('argv,error', [
+    (['demo', '--out', '{f}/x.png'], "timm-sl demo: error: argument --out: '{f}' of '{f}/x.png' is a file, not a "
+                                     "folder; allowed: a path in a folder"),
+    (['temperature', '--model', 'sl_vit_32', '--out', '{f}/sub/x.png'],
+     "timm-sl temperature: error: argument --out: '{f}' of '{f}/sub/x.png' is a file, not a folder; allowed: a path "
+     "in a folder"),
+    (['export', '{f}', '--out', '{f}/sub'], 'timm-sl export: --out {f}/sub: {f} is a file; cannot create a folder '
+                                            'below it'),
+    (['release', '{f}', '--org', 'o', '--out', '{f}/sub'],
+     'timm-sl release: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+    (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}/sub'],
+     'timm-sl reproduce: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+    (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}'],
+     'timm-sl reproduce: --out {f} is a file; allowed: a folder (new, or the output of an earlier timm-sl '
+     'reproduce, which is resumed)'),
+])
+def test_an_out_below_a_file_says_it_is_a_file(tmp_path, capsys, argv, error):
+    """--out somefile/sub used to read 'does not exist' (or 'not a directory' deep in a run, naming no option)."""
+    a_file = tmp_path / 'a_file'
+    a_file.write_text('mine')
+    names = dict(f=a_file, d=tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main([a.format(**names) for a in argv])
+    assert info.value.code == 2 and capsys.readouterr().err == error.format(**names) + '\n'
+    assert a_file.read_text() == 'mine' and sorted(p.name for p in tmp_path.iterdir()) == ['a_file']
+
+
 def test_required_and_unset_options_show_no_default(capsys):
     for command in (['export'], ['push'], ['reproduce'], ['release']):
         with pytest.raises(SystemExit):
@@ -262,6 +319,68 @@ def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
                               f'(stray.JPEG) not listed in val_annotations.txt')
     assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
 
+
+
+def _tree(root: Path) -> dict:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob('*'))}
+
+
+NOT_A_CLASS = ("{{root}}/val/val_annotations.txt:2: class '{wnid}' of val_1.JPEG is not among {among} (2 classes; a "
+               "class more would shift every label after it); allowed: one of those classes")
+
+
+@pytest.mark.parametrize('change,message', [
+    # a class the data set does not have: timm would number it among the others, shifting their labels
+    (dict(wnids='n01\nn02\n', annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
+     NOT_A_CLASS.format(wnid='n03', among='the ids listed in {root}/wnids.txt')),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn03\t0\t0\t9\t9\n'),
+     NOT_A_CLASS.format(wnid='n03', among='the class folders of {root}/train')),
+    # a cut last line: found before val_0.JPEG moves
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn0'),
+     NOT_A_CLASS.format(wnid='n0', among='the class folders of {root}/train')),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JP'),
+     '{root}/val/val_annotations.txt:2: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got '
+     "'val_1.JP'"),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_9.JPEG\tn02\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:2: image val_9.JPEG is neither in {root}/val/images nor in {root}/val/n02'),
+    (dict(annotations='val_0.JPEG\tn01\t0\t0\t9\t9\nval_0.JPEG\tn02\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:2: image val_0.JPEG is listed again (first on line 1); allowed: each image once'),
+    (dict(annotations='val_0.JPEG\t../n01\t0\t0\t9\t9\n'),
+     '{root}/val/val_annotations.txt:1: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got '
+     "'val_0.JPEG\\t../n01\\t0\\t0\\t9\\t9'"),
+    # not UTF-8: the file is named
+    (dict(annotations=b'val_0.JPEG\tn01\xff\n'),
+     '{root}/val/val_annotations.txt is not UTF-8 text (byte 0xff at offset 14); expected the text file of the '
+     'Tiny-ImageNet archive'),
+    (dict(wnids=b'n01\n\xe9n02\n'),
+     '{root}/wnids.txt is not UTF-8 text (byte 0xe9 at offset 4); expected the text file of the Tiny-ImageNet archive'),
+    # a train file in the way: refused before any val image moves
+    (dict(train_clash=True),
+     '{root}/train/n02/images/n02_0.JPEG would overwrite {root}/train/n02/n02_0.JPEG, which differs; move one of '
+     'them away by hand'),
+])
+def test_prepare_tiny_imagenet_checks_everything_before_it_moves_a_file(tmp_path, change, message):
+    """A refused folder is left exactly as it was: every annotation, class id and file in the way is checked before
+    the first move."""
+    _tiny_imagenet(tmp_path)
+    for name, text in (('wnids', tmp_path / 'wnids.txt'), ('annotations', tmp_path / 'val' / 'val_annotations.txt')):
+        if name in change:
+            content = change[name]
+            text.write_bytes(content if isinstance(content, bytes) else content.encode())
+    if change.get('train_clash'):
+        (tmp_path / 'train' / 'n02' / 'n02_0.JPEG').write_bytes(b'another image')
+    before = _tree(tmp_path)
+    assert _exit_message(['prepare-tiny-imagenet', str(tmp_path)]) == (
+        'timm-sl prepare-tiny-imagenet: ' + message.format(root=tmp_path))
+    assert _tree(tmp_path) == before
+
+
+def test_prepare_tiny_imagenet_takes_the_classes_of_wnids_and_train(tmp_path):
+    from timm_sl.tools import prepare_tiny_imagenet_val
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'wnids.txt').write_text('n02\nn01\n\n')
+    assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
+    assert sorted(p.name for p in (tmp_path / 'val').iterdir()) == ['n01', 'n02', 'val_annotations.txt']
 
 def test_analysis_commands_say_what_they_cannot_do(tmp_path):
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (

@@ -4,6 +4,7 @@ idx files for the hostile cases."""
 import gzip
 import json
 import os
+import shutil
 import struct
 import sys
 from pathlib import Path
@@ -104,6 +105,24 @@ def test_cli_prints_the_stats_and_a_rerun_writes_nothing(source, tmp_path, capsy
     assert {p: p.stat().st_mtime_ns for p in out.rglob('*')} == stamps
     assert sorted(p.name for p in (out / 'test').iterdir()) == list(CLASS_FOLDERS)
     assert [p.name for p in out.iterdir() if p.name.startswith('.')] == []  # no staging folder left
+
+
+def test_a_split_deleted_from_a_finished_output_is_written_again_alone(source, tmp_path, capsys):
+    """test/ deleted: the re-run used to refuse, blaming train/ ('was written with other settings'); it writes test/
+    and names it, train/ and the mean / std stay."""
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    info = json.loads((out / 'fashion_mnist.json').read_text())
+    train = {p: p.stat().st_mtime_ns for p in (out / 'train').rglob('*')}
+    shutil.rmtree(out / 'test')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    assert f'under {out}/{{train,test}} (test written; train already there)\n' in capsys.readouterr().out
+    assert sum(1 for _ in (out / 'test').rglob('*.png')) == 20
+    assert {p: p.stat().st_mtime_ns for p in (out / 'train').rglob('*')} == train
+    assert json.loads((out / 'fashion_mnist.json').read_text()) == info
+    shutil.rmtree(out / 'train')
+    assert prepare_fashion_mnist(out, source=source, progress=False)['written'] == ['train']
+    assert json.loads((out / 'fashion_mnist.json').read_text()) == info
 
 
 def test_a_limit_that_empties_a_class_is_refused(source, tmp_path, capsys):

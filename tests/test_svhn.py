@@ -2,6 +2,7 @@
 dataset reader and ``timm-sl reproduce --dataset svhn`` take; errors, refusals and overwrite."""
 import json
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -38,7 +39,7 @@ def mats(tmp_path) -> Tuple[Path, Dict[str, Tuple[np.ndarray, np.ndarray]]]:
 
 
 def _layout(root: Path) -> Dict[str, List[str]]:
-    return {split.name: sorted(d.name for d in split.iterdir()) for split in sorted(root.iterdir())}
+    return {split.name: sorted(d.name for d in split.iterdir()) for split in sorted(root.iterdir()) if split.is_dir()}
 
 
 def _cli_error(argv: List[str], capsys) -> str:
@@ -54,7 +55,7 @@ def _cli_error(argv: List[str], capsys) -> str:
 def test_images_and_labels_round_trip(mats, tmp_path):
     source, data = mats
     out = tmp_path / 'svhn'
-    counts = prepare_svhn(out, source=source, progress=False)
+    counts = prepare_svhn(out, source=source, progress=False)['counts']
     assert _layout(out) == {'test': [str(d) for d in range(10)], 'train': [str(d) for d in range(10)]}
     for split in ('train', 'test'):
         x, y = data[split]
@@ -96,7 +97,7 @@ def test_folders_match_torchvision_and_timm_readers(mats, tmp_path, monkeypatch)
 def test_extra_split_on_request(mats, tmp_path):
     source, data = mats
     out = tmp_path / 'svhn'
-    counts = prepare_svhn(out, source=source, extra=True, progress=False)
+    counts = prepare_svhn(out, source=source, extra=True, progress=False)['counts']
     assert sorted(counts) == ['extra', 'test', 'train'] and sum(counts['extra'].values()) == SIZES['extra']
     assert sum(1 for _ in (out / 'extra').rglob('*.png')) == SIZES['extra']
     (source / FILES['extra']).unlink()
@@ -110,8 +111,37 @@ def test_source_defaults_to_the_output_folder(mats, tmp_path, capsys):
     source, _ = mats
     assert main(['prepare-svhn', str(source)]) == 0
     assert f'30 train, 12 test images in digit folders 0-9 under {source}/{{train,test}}' in capsys.readouterr().out
-    assert sorted(p.name for p in source.iterdir()) == ['extra_32x32.mat', 'test', 'test_32x32.mat', 'train',
-                                                         'train_32x32.mat']
+    assert sorted(p.name for p in source.iterdir()) == ['extra_32x32.mat', 'svhn.json', 'test', 'test_32x32.mat',
+                                                         'train', 'train_32x32.mat']
+
+
+def _stamps(root: Path) -> Dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in root.rglob('*')}
+
+
+def test_a_rerun_writes_only_what_is_not_there(mats, tmp_path, capsys):
+    """As prepare-fashion-mnist: a second run over its own finished output writes nothing and exits 0 (it used to
+    refuse); a split folder deleted since is written again, alone; asked for extra later, extra alone is written."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    capsys.readouterr()
+    stamps = _stamps(out)
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    assert capsys.readouterr().out == (f'30 train, 12 test images in digit folders 0-9 under {out}/{{train,test}} '
+                                       f'(already there: nothing written)\n')
+    assert _stamps(out) == stamps
+    shutil.rmtree(out / 'test')
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    assert capsys.readouterr().out.endswith(f'under {out}/{{train,test}} (test written; train already there)\n')
+    assert sum(1 for _ in (out / 'test').rglob('*.png')) == SIZES['test']
+    assert {p: t for p, t in _stamps(out).items() if 'train' in p.parts} == {
+        p: t for p, t in stamps.items() if 'train' in p.parts}
+    assert main(['prepare-svhn', str(out), '--source', str(source), '--extra']) == 0
+    assert capsys.readouterr().out.endswith('(extra written; train, test already there)\n')
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0  # extra/ stays, listed in svhn.json
+    assert json.loads((out / 'svhn.json').read_text())['counts']['extra'] == prepare_svhn(
+        out, source=source, extra=True, progress=False)['counts']['extra']
 
 
 def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
@@ -119,12 +149,18 @@ def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
     out = tmp_path / 'svhn'
     prepare_svhn(out, source=source, progress=False)
     before = _layout(out)
+    _write_mat(source / FILES['train'], 10, seed=7)  # a new train file: only --overwrite replaces the old images
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
-    _write_mat(source / FILES['train'], 10, seed=7)  # a new train file: --overwrite replaces the old images
+    (out / 'svhn.json').unlink()  # an output of an older timm-sl, or not finished: refused too
+    _write_mat(source / FILES['train'], 30, seed=0)
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
+    _write_mat(source / FILES['train'], 10, seed=7)
     assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
     assert sum(1 for _ in (out / 'train').rglob('*.png')) == 10 and _layout(out) == before
     (out / 'test' / 'notes.txt').write_text('mine')
+    _write_mat(source / FILES['test'], 10, seed=8)  # test/ must be written again: the file in it is not replaced
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source), '--overwrite'], capsys) == (
         f'timm-sl prepare-svhn: {out / "test"} holds files other than digit folders of PNGs; move it away first')
     assert (out / 'test' / 'notes.txt').read_text() == 'mine'
@@ -140,7 +176,10 @@ def test_a_bad_file_leaves_the_output_untouched(mats, tmp_path):
 
 
 @pytest.mark.parametrize('arrays, message', [
-    ({'X': np.zeros((32, 32, 3, 2), np.uint8)}, r" holds \['X'\]; expected 'X' uint8 of shape \(32, 32, 3, N\)"),
+    ({'X': np.zeros((32, 32, 3, 2), np.uint8)}, r" holds 'X' but no 'y'; expected 'X' uint8 of shape \(32, 32, 3, N\)"),
+    # one unexpected array: named, with what is expected (it used to read 'holds no arrays')
+    ({'images': np.zeros((32, 32, 3, 2), np.uint8)}, r" holds 'images' but no 'X' or 'y'; expected 'X' uint8 of "),
+    ({}, r" holds no arrays but no 'X' or 'y'; expected 'X' uint8 of "),
     ({'X': np.zeros((3, 32, 32, 2), np.uint8), 'y': np.ones((2, 1))}, r": 'X' is uint8 of shape \(3, 32, 32, 2\)"),
     ({'X': np.zeros((32, 32, 3, 2)), 'y': np.ones((2, 1))}, r": 'X' is float64 of shape"),
     ({'X': np.zeros((32, 32, 3, 2), np.uint8), 'y': np.ones((3, 1))}, r": 'y' has shape \(3, 1\) for 2 images"),
@@ -239,6 +278,8 @@ def test_output_onto_a_file_or_an_unwritable_folder_is_one_line(mats, tmp_path, 
     assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file'), '--source', str(source)], capsys) == (
         f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; allowed: a folder (the output folder)')
     assert (tmp_path / 'a_file').read_text() == 'mine'
+    assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file' / 'sub'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; cannot create {tmp_path / "a_file" / "sub"} below it')
     locked = tmp_path / 'locked'
     locked.mkdir()
     real_mkdir = Path.mkdir

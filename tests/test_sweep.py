@@ -116,8 +116,8 @@ def test_device_groups_and_gpu_options():
     assert device_groups(['0', '1', '2', '3', '4'], 2) == ['0,1', '2,3']
     with pytest.raises(ValueError, match=r'--nproc 4 needs 4 GPUs per run; --gpus gives 2 \(0,1\)'):
         device_groups(['0', '1'], 4)
-    assert parse_gpus('auto') is None and parse_gpus('0, 2') == ['0', '2']
-    for bad in ('', '0,,1', '1,1'):
+    assert parse_gpus('auto') is None and parse_gpus('0, 2') == ['0', '2'] and parse_gpus('01') == ['1']
+    for bad in ('', '0,,1', '1,1', 'x', '0,gpu1', '-1', '1.0', '1,01'):
         with pytest.raises(ValueError, match='--gpus'):
             parse_gpus(bad)
 
@@ -125,10 +125,17 @@ def test_device_groups_and_gpu_options():
 @pytest.mark.parametrize('option,message', [
     (['--jobs', '0'], '--jobs 0 is not allowed; expected an integer >= 1'),
     (['--gpus', '0,0'], '--gpus 0,0 names a device twice; expected each device once'),
+    (['--gpus', 'x'], "--gpus 'x' is not allowed; expected auto or GPU indices (integers >= 0) separated by commas, "
+                      "e.g. 0,1"),
+    (['--train-args', '--epochs', 'x'], '--epochs x after -- is not allowed; expected an integer >= 1'),
+    (['--train-args', '--epochs=0'], '--epochs 0 after -- is not allowed; expected an integer >= 1'),
     (['--gpus', '0', '--nproc', '2'], '--nproc 2 needs 2 GPUs per run; --gpus gives 1 (0)'),
 ])
 def test_bad_sweep_options_are_one_line(fake_train, tmp_path, capsys, option, message):
-    assert _exit_status(_args(tmp_path, *option)) == 2
+    if option[0] == '--train-args':  # what goes after --
+        assert _exit_status(_args(tmp_path, train_args=option[1:])) == 2
+    else:
+        assert _exit_status(_args(tmp_path, *option)) == 2
     assert capsys.readouterr().err == f'timm-sl reproduce: {message}\n'
     assert not (tmp_path / 'out').exists()
 

@@ -11,7 +11,8 @@ from typing import Any
 
 _EXPORTS = {
     'prepare_svhn': 'svhn', 'read_svhn_mat': 'svhn',
-    'prepare_tiny_imagenet_train': 'tiny_imagenet', 'prepare_tiny_imagenet_val': 'tiny_imagenet',
+    'prepare_tiny_imagenet': 'tiny_imagenet', 'prepare_tiny_imagenet_train': 'tiny_imagenet',
+    'prepare_tiny_imagenet_val': 'tiny_imagenet',
     'prepare_fashion_mnist': 'fashion_mnist', 'read_fashion_mnist': 'fashion_mnist',
 }
 __all__ = list(_EXPORTS)

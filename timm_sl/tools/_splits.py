@@ -1,10 +1,12 @@
-"""What the prepare-* commands share: checking the split folders they write into, and writing each split into a
-hidden folder first so that an error or an interruption leaves the output as it was."""
+"""What the prepare-* commands share: checking the split folders they write into, writing each split into a hidden
+folder first so that an error or an interruption leaves the output as it was, and the JSON file, written last, that
+says which splits are finished and from what (a second run with the same source writes nothing)."""
+import json
 import shutil
 from pathlib import Path
-from typing import Callable, Dict, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
-__all__ = ['check_split_folders', 'write_staged']
+__all__ = ['check_split_folders', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -48,3 +50,12 @@ def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[s
         for folder in staged.values():
             shutil.rmtree(folder, ignore_errors=True)
     return results
+
+
+def read_info(path: Path) -> Dict[str, Any]:
+    """The JSON object a finished run wrote at ``path``; ``{}`` when it is missing or unreadable (nothing finished)."""
+    try:
+        info = json.loads(path.read_text(encoding='utf-8'))
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        return {}
+    return info if isinstance(info, dict) else {}

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import USER_ERRORS, describe
+from .errors import USER_ERRORS, check_not_below_a_file, describe
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -155,6 +155,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
     from timm_sl.tools.runs import checkpoint_file
+    check_not_below_a_file(args.out, '--out')
     if args.model:
         _check_model_name(args, args.model)
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
@@ -172,6 +173,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     from timm_sl.tools.release import run_from_args
+    check_not_below_a_file(args.out, '--out')
     return run_from_args(args)
 
 
@@ -336,23 +338,32 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
-    from timm_sl.tools import prepare_tiny_imagenet_train, prepare_tiny_imagenet_val
+    from timm_sl.tools import prepare_tiny_imagenet
     if args.copy:
         raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
-    counts = prepare_tiny_imagenet_val(args.root)
-    train = prepare_tiny_imagenet_train(args.root)
+    counts, train = prepare_tiny_imagenet(args.root)  # every move checked before the first
     print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
     if train:
         print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
     return 0
 
 
+def _what_was_written(splits: Sequence[str], written: Sequence[str]) -> str:
+    """What a prepare-* command that keeps finished splits did, for the end of its line."""
+    if not written:
+        return ' (already there: nothing written)'
+    kept = [split for split in splits if split not in written]
+    return f' ({", ".join(written)} written; {", ".join(kept)} already there)' if kept else ''
+
+
 def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_svhn
-    counts = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    info = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    counts = info['counts']
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
-          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}')
+          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}'
+          + _what_was_written(list(counts), info['written']))
     return 0
 
 
@@ -362,8 +373,7 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
                                  progress=sys.stderr.isatty())
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
-          f'{args.root}/{{{",".join(info["counts"])}}}' +
-          ('' if info['written'] else ' (already there: nothing written)'))
+          f'{args.root}/{{{",".join(info["counts"])}}}' + _what_was_written(list(info['counts']), info['written']))
     print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
           f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
     print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '
@@ -384,13 +394,37 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 class _Parser(argparse.ArgumentParser):
     """Every (sub)command's ``--help`` shows the option defaults, once; a usage error is one line on stderr
-    (``timm-sl COMMAND: error: ...``, without argparse's usage lines) and exit status 2."""
+    (``timm-sl COMMAND: error: ...``, without argparse's usage lines: also for words no option takes) and exit status
+    2. A command with an ``after_dashes`` hint (reproduce) gets everything after the first ``--`` as its
+    ``train_args``, and its hint appended to an error when words before ``--`` are not its own."""
 
     def __init__(self, *args: Any, formatter_class=_HelpFormatter, **kwargs: Any) -> None:
         super().__init__(*args, formatter_class=formatter_class, **kwargs)
+        self.commands: Dict[str, '_Parser'] = {}  # name -> subparser, on the top-level parser
+        self.after_dashes = ''  # where the command passes on what follows --, the hint for words put before it
+        self.hint = ''
 
     def error(self, message: str):
-        self.exit(2, f'{self.prog}: error: {message}\n')
+        self.exit(2, f'{self.prog}: error: {message}{self.hint}\n')
+
+    def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None):
+        argv = list(sys.argv[1:] if args is None else args)
+        command = self.commands.get(argv[0]) if argv else None
+        after: Optional[List[str]] = None
+        if command is not None and command.after_dashes:
+            if '--' in argv:
+                argv, after = argv[:argv.index('--')], argv[argv.index('--') + 1:]
+            options = [o for o in command._option_string_actions if o.startswith('--')]
+            if any(w.startswith('-') and not any(o.startswith(w.split('=')[0]) for o in options) for w in argv[1:]):
+                command.hint = command.after_dashes  # e.g. a train.py option among the required ones missing
+        parsed, stray = self.parse_known_args(argv, namespace)
+        if command is not None and command.after_dashes:
+            stray += parsed.train_args  # words no option took, before any --
+            parsed.train_args = after or []
+            command.hint = command.after_dashes if stray else ''
+        if stray:
+            (command or self).error(f'unrecognized arguments: {" ".join(stray)}')
+        return parsed
 
 
 class _ModelKwargs(argparse.Action):
@@ -429,7 +463,13 @@ def _figure_path(text: str) -> str:
             f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
             f'allowed: {", ".join(OUT_SUFFIXES)}')
     if not path.parent.is_dir():
+        existing = next(p for p in path.parents if p.exists())
+        if not existing.is_dir():
+            raise argparse.ArgumentTypeError(f'{str(existing)!r} of {text!r} is a file, not a folder; allowed: a path '
+                                             f'in a folder')
         raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
     return text
 
 
@@ -477,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     from timm_sl.tools.reproduce import add_reproduce_args
     p = sub.add_parser('reproduce', help="train every Table 2 row (baseline / SL) with timm's train.py, one report")
     add_reproduce_args(p)
+    p.after_dashes = ("; train.py's arguments go after --, e.g. timm-sl reproduce --data-dir DATA --dataset cifar10 "
+                      "-- --epochs 3")
     p.set_defaults(func=cmd_reproduce)
 
     from timm_sl.tools.release import add_release_args
@@ -554,6 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote with other '
                                                             'settings')
     p.set_defaults(func=cmd_prepare_fashion_mnist)
+    parser.commands = sub.choices
     return parser
 
 
@@ -582,6 +625,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
         raise CommandFailed(message) from e
+
 
 if __name__ == '__main__':
     sys.exit(main())

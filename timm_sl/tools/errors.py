@@ -6,7 +6,10 @@ file, the value) and what is allowed: ``ValueError`` for a bad value or file con
 extra, :class:`ToolError` for an operation refused from outside (the Hub). Only :mod:`timm_sl.tools.cli` turns them
 into a line on stderr and an exit status; anything else is a bug and keeps its traceback.
 """
-__all__ = ['ToolError', 'USER_ERRORS', 'describe']
+from pathlib import Path
+from typing import Union
+
+__all__ = ['ToolError', 'USER_ERRORS', 'describe', 'check_not_below_a_file']
 
 
 class ToolError(RuntimeError):
@@ -25,3 +28,17 @@ def describe(error: BaseException) -> str:
         text = f'{error.filename}: {error.strerror[:1].lower()}{error.strerror[1:]}'
         return text + (f' (-> {error.filename2})' if error.filename2 is not None else '')
     return str(error).strip() or type(error).__name__
+
+
+def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:
+    """Refuse a ``path`` to be created below a file (``somefile/sub``), which the system would call 'not a directory'
+    or, asked whether it exists, 'does not exist'. ``option`` (``--out``) names what gave the path.
+
+    Raises:
+        NotADirectoryError: naming the file in the way.
+    """
+    path = Path(path)
+    existing = next(p for p in (path, *path.parents) if p.exists())
+    if existing != path and not existing.is_dir():
+        raise NotADirectoryError(f'{option} {path}: {existing} is a file; cannot create a folder below it' if option
+                                 else f'{existing} is a file; cannot create {path} below it')

@@ -24,7 +24,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, write_staged
+from ._splits import check_split_folders, read_info, write_staged
+from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -133,9 +134,8 @@ def _check_target(root: Path) -> None:
     if root.exists() and not root.is_dir():
         raise NotADirectoryError(f'{root} is a file; the output must be a folder (new, or written by an earlier '
                                  f'prepare-fashion-mnist)')
+    check_not_below_a_file(root)
     existing = next(p for p in (root, *root.parents) if p.exists())
-    if not existing.is_dir():
-        raise NotADirectoryError(f'{existing} is a file; cannot create {root} below it')
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
@@ -165,7 +165,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     The JSON (written last) holds the class folders, label names, images per class and the training images' mean /
     std per channel (of the 32 px images written, as train.py's ``--mean`` / ``--std`` take them). Every split is
     checked and written into a hidden folder of ``root`` first, then renamed into place: an error or an interruption
-    leaves the output as it was. Run again with the same source and limit, it writes nothing and returns the JSON.
+    leaves the output as it was. Run again with the same source and limit, it writes nothing and returns the JSON (after
+    a split folder was deleted: writes that split only).
 
     Args:
         root: Output folder, created if missing (train.py's ``--data-dir``).
@@ -191,17 +192,19 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     _check_target(root)
     settings = dict(source=str(source.resolve()), limit=limit)
     info_path = root / INFO_FILE
-    if info_path.is_file():
-        try:
-            info = json.loads(info_path.read_text())
-        except (ValueError, UnicodeDecodeError):
-            info = {}
-        if all(info.get(k) == v for k, v in settings.items()) and all((root / s).is_dir() for s in FASHION_MNIST_FILES):
-            return {**info, 'written': False}
-    check_split_folders(root, list(FASHION_MNIST_FILES), _ours, 'Fashion-MNIST class folders of PNGs',
+    info = read_info(info_path)
+    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(info.get('counts'), dict) and all(
+        isinstance(info.get(k), list) for k in ('mean', 'std'))
+    # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
+    # deleted writes that one only
+    todo = [split for split in FASHION_MNIST_FILES
+            if not (same and split in info['counts'] and (root / split).is_dir())]
+    if not todo:
+        return {**info, 'written': []}
+    check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else 'was written with other settings (or not finished); --overwrite '
                                                'replaces it')
-    data = {split: read_fashion_mnist(source, split) for split in FASHION_MNIST_FILES}  # all checked first
+    data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
     if limit is not None:
         _check_limit_keeps_every_class(data, limit)
     root.mkdir(parents=True, exist_ok=True)
@@ -211,14 +214,16 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
         images, labels = data[split]
         images, labels = _upscale(images[:limit]), labels[:limit]
         if split == 'train':
-            stats['train'] = _mean_std(images)
+            mean, std = _mean_std(images)
+            stats.update(mean=[round(mean, 4)] * 3, std=[round(std, 4)] * 3)
         return _write_split(images, labels, folder, f'{split} ({len(labels)} images)', progress)
     # the folder is incomplete until the new JSON is written
-    counts = write_staged(root, list(FASHION_MNIST_FILES), 'prepare-fashion-mnist', write,
-                          before_rename=lambda: info_path.unlink(missing_ok=True))
-    mean, std = stats['train']
+    written = write_staged(root, todo, 'prepare-fashion-mnist', write,
+                           before_rename=lambda: info_path.unlink(missing_ok=True))
+    counts = {split: written[split] if split in written else info['counts'][split] for split in FASHION_MNIST_FILES}
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
-                label_names=list(LABEL_NAMES), counts=counts, mean=[round(mean, 4)] * 3, std=[round(std, 4)] * 3)
+                label_names=list(LABEL_NAMES), counts=counts, mean=stats.get('mean', info.get('mean')),
+                std=stats.get('std', info.get('std')))
     (root / 'label_names.txt').write_text('\n'.join(LABEL_NAMES) + '\n')
     info_path.write_text(json.dumps(info, indent=1) + '\n')
-    return {**info, 'written': True}
+    return {**info, 'written': todo}

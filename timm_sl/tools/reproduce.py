@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
 from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
 from .sweep import (
@@ -122,10 +123,17 @@ def _last_value(args: Sequence[str], flag: str) -> Optional[str]:
 
 
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
-    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's."""
+    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
+
+    Raises:
+        ValueError: ``--epochs`` among the extra arguments is not an integer >= 1.
+    """
     value = _last_value(extra_args, '--epochs')
     if value is not None:
-        return int(value)
+        epochs = int(value) if value.strip().isdigit() else 0
+        if epochs < 1:
+            raise ValueError(f'--epochs {value} after -- is not allowed; expected an integer >= 1')
+        return epochs
     import yaml
     return int(yaml.safe_load(Path(recipe).read_text()).get('epochs', 300))
 
@@ -662,8 +670,8 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
                         help='runs at once (default: a rule from GPU memory and CPU cores, see docs/reproduce.md; '
                              '1 without a GPU)')
     parser.add_argument('--gpus', default='auto',
-                        help='GPUs to spread the runs over, e.g. 0,1; each run sees its own as CUDA_VISIBLE_DEVICES '
-                             '(default: auto, every GPU torch sees)')
+                        help='GPU indices to spread the runs over, e.g. 0,1; each run sees its own as '
+                             'CUDA_VISIBLE_DEVICES (default: auto, every GPU torch sees)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
                         help='after --: extra train.py arguments for every run, e.g. -- --epochs 1 --device cpu')
 
@@ -797,6 +805,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         given = given[1:]
     if args.nproc < 1:
         raise ValueError(f'--nproc {args.nproc} is not allowed; expected an integer >= 1')
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise NotADirectoryError(f'--out {args.out} is a file; allowed: a folder (new, or the output of an earlier '
+                                 f'timm-sl reproduce, which is resumed)')
+    check_not_below_a_file(args.out, '--out')
     for flag in _PER_RUN_FLAGS:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
@@ -809,6 +821,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
+    planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     jobs, devices, how = plan_sweep(args, recipe, extra)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:

@@ -6,16 +6,19 @@ SVHN's cropped-digit splits (``train_32x32.mat``, ``test_32x32.mat``, ``extra_32
 ``prepare_svhn`` writes image ``i`` of a split to ``<root>/<split>/<digit>/<i>.png`` (``i`` zero-padded to six
 places), so class folder ``0`` holds the label-10 images and class index = digit.
 """
+import json
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, write_staged
+from ._splits import check_split_folders, read_info, write_staged
+from .errors import check_not_below_a_file
 
-__all__ = ['SVHN_FILES', 'prepare_svhn', 'read_svhn_mat']
+__all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
 
 SVHN_FILES = {'train': 'train_32x32.mat', 'test': 'test_32x32.mat', 'extra': 'extra_32x32.mat'}
+INFO_FILE = 'svhn.json'  # written last: the finished splits and the .mat file each came from
 _DIGITS = [str(d) for d in range(10)]
 _EXPECTED = "'X' uint8 of shape (32, 32, 3, N) and 'y' of shape (N, 1) with labels 1..10 (10 is the digit 0)"
 
@@ -31,7 +34,7 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
         ValueError: the file is not a MATLAB file scipy reads, or lacks the arrays described in the module docstring.
     """
     try:
-        from scipy.io import loadmat
+        from scipy.io import loadmat, whosmat
     except ImportError:
         raise ImportError("reading SVHN's .mat files needs scipy; install it: pip install scipy") from None
     path = Path(path)
@@ -42,8 +45,12 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
                          ) from None
     x, y = mat.get('X'), mat.get('y')
     if x is None or y is None:
-        raise ValueError(f'{path} holds {sorted(k for k in mat if not k.startswith("__")) or "no arrays"}; '
-                         f'expected {_EXPECTED}')
+        missing = ' or '.join(repr(k) for k, v in (('X', x), ('y', y)) if v is None)
+        try:  # loadmat above read only X and y: list what the file holds without reading it
+            held = ', '.join(repr(name) for name, _, _ in whosmat(str(path)))
+        except Exception:  # noqa: BLE001 (the same reasons as loadmat's)
+            held = ''
+        raise ValueError(f'{path} holds {held or "no arrays"} but no {missing}; expected {_EXPECTED}')
     if x.dtype != np.uint8 or x.ndim != 4 or x.shape[:3] != (32, 32, 3):
         raise ValueError(f"{path}: 'X' is {x.dtype} of shape {x.shape}; expected {_EXPECTED}")
     labels = y.reshape(-1) if y.ndim == 2 and y.shape[1] == 1 else None
@@ -86,12 +93,21 @@ def _check_writable(root: Path) -> None:
         raise type(e)(f'cannot write into {root} ({e.strerror or e}); allowed: a folder you can write to') from None
 
 
+def _identity(mat: Path) -> Dict[str, Any]:
+    """What tells a ``.mat`` file from another: its resolved path, size and modification time."""
+    stat = mat.stat()
+    return dict(file=str(mat.resolve()), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
+
+
 def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = None, extra: bool = False,
-                 overwrite: bool = False, progress: bool = True) -> Dict[str, Dict[str, int]]:
-    """Write ``root/train`` and ``root/test`` (and ``root/extra`` with ``extra``) as digit folders ``0``..``9`` of PNGs.
+                 overwrite: bool = False, progress: bool = True) -> Dict[str, Any]:
+    """Write ``root/train`` and ``root/test`` (and ``root/extra`` with ``extra``) as digit folders ``0``..``9`` of PNGs,
+    and ``root/svhn.json``.
 
     Every split is checked and written into a hidden folder of ``root`` first, then renamed into place: an error or
-    an interruption leaves the output as it was.
+    an interruption leaves the output as it was. The JSON (written last) holds, per finished split, the ``.mat`` file
+    it came from (path, size, modification time) and its images per digit: a split finished from the same file is not
+    written again, so a second run writes nothing, and one after a split folder was deleted writes only that one.
 
     Args:
         root: Output folder, created if missing (train.py's ``--data-dir``).
@@ -101,12 +117,13 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         progress: Show a progress bar per split.
 
     Returns:
-        Images per digit folder, per split.
+        ``counts`` (images per digit folder, per split asked for), ``sources`` (the ``.mat`` file of each) and
+        ``written`` (the splits this call wrote; [] when all were there).
 
     Raises:
         FileNotFoundError: a ``.mat`` file of a requested split is missing from ``source``.
         FileExistsError: an output split folder is not empty (and ``overwrite`` is off, or it holds other files).
-        NotADirectoryError: ``root`` or ``source`` is a file.
+        NotADirectoryError: ``root`` or ``source`` is a file, or ``root`` would be below a file.
         PermissionError / OSError: ``root`` cannot be written to (checked before any image is read).
         ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``).
         ImportError: scipy is missing.
@@ -117,19 +134,37 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     for folder, what in ((root, 'the output folder'), (source, 'the folder of the .mat files')):
         if folder.exists() and not folder.is_dir():
             raise NotADirectoryError(f'{folder} is a file; allowed: a folder ({what})')
+    check_not_below_a_file(root)
     for split in splits:
         mat = source / SVHN_FILES[split]
         if not mat.is_file():
             raise FileNotFoundError(
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
-    check_split_folders(root, splits, _written_by_us, 'digit folders of PNGs',
-                        None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
-    _check_writable(root)
+    sources = {split: _identity(source / SVHN_FILES[split]) for split in splits}
+    info_path = root / INFO_FILE
+    info = read_info(info_path)
+    old_sources, old_counts = info.get('sources'), info.get('counts')
+    finished = {split: old_sources[split] for split in old_sources if split in old_counts and (root / split).is_dir()
+                } if isinstance(old_sources, dict) and isinstance(old_counts, dict) else {}
+    todo = [split for split in splits if finished.get(split) != sources[split]]
+    counts = {split: old_counts[split] for split in splits if split not in todo}
+    if todo:
+        check_split_folders(root, todo, _written_by_us, 'digit folders of PNGs',
+                            None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
+        _check_writable(root)
 
-    def write(split: str, folder: Path) -> Dict[str, int]:
-        # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
-        images, digits = read_svhn_mat(source / SVHN_FILES[split])
-        return dict(zip(_DIGITS, _write_split(images, digits, folder, f'{split} ({SVHN_FILES[split]})', progress)))
-    counts = write_staged(root, splits, 'prepare-svhn', write)
-    return counts
+        def write(split: str, folder: Path) -> Dict[str, int]:
+            # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
+            images, digits = read_svhn_mat(source / SVHN_FILES[split])
+            return dict(zip(_DIGITS, _write_split(images, digits, folder, f'{split} ({SVHN_FILES[split]})',
+                                                  progress)))
+        # the splits being replaced are unfinished until the new JSON is written
+        counts.update(write_staged(root, todo, 'prepare-svhn', write,
+                                   before_rename=lambda: info_path.unlink(missing_ok=True)))
+        kept = {split: finished[split] for split in finished if split not in todo}  # e.g. extra/ of an earlier run
+        info_path.write_text(json.dumps(dict(
+            dataset='svhn', sources={**kept, **{split: sources[split] for split in todo}},
+            counts={**{split: old_counts[split] for split in kept}, **{split: counts[split] for split in todo}}),
+            indent=1) + '\n')
+    return dict(counts={split: counts[split] for split in splits}, sources=sources, written=list(todo))

@@ -85,16 +85,19 @@ def format_seconds(seconds: float) -> str:
 
 
 def parse_gpus(text: str) -> Optional[List[str]]:
-    """``--gpus``: ``auto`` (None: detect) or ids separated by commas (``0,1``), each a ``CUDA_VISIBLE_DEVICES`` entry.
+    """``--gpus``: ``auto`` (None: detect) or GPU indices separated by commas (``0,1``), each a ``CUDA_VISIBLE_DEVICES``
+    entry.
 
     Raises:
-        ValueError: empty, or an entry repeated.
+        ValueError: empty, an entry not a GPU index (an integer >= 0), or an entry repeated.
     """
     if text == 'auto':
         return None
     ids = [part.strip() for part in text.split(',')]
-    if not text.strip() or not all(ids):
-        raise ValueError(f'--gpus {text!r} is not allowed; expected auto or device ids separated by commas, e.g. 0,1')
+    if not all(i.isdigit() and i.isascii() for i in ids):
+        raise ValueError(f'--gpus {text!r} is not allowed; expected auto or GPU indices (integers >= 0) separated by '
+                         f'commas, e.g. 0,1')
+    ids = [str(int(i)) for i in ids]  # 01 is GPU 1
     if len(set(ids)) != len(ids):
         raise ValueError(f'--gpus {text} names a device twice; expected each device once')
     return ids

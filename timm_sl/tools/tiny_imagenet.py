@@ -3,43 +3,150 @@
 timm labels an image by the name of the folder it sits in. The official archive ships ``val/images/*.JPEG`` with the
 labels in ``val/val_annotations.txt`` (tab separated: file name, wordnet id, box), read as one class 'images'; and
 ``train/<wnid>/images/*.JPEG``, which would also be one class 'images'.
+
+Every function here checks every move it will make (annotations, class ids, files in the way, files left over) before
+it moves the first file: a refused folder is left as it was.
 """
 import filecmp
 import shutil
 from pathlib import Path
-from typing import Dict, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
-__all__ = ['prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
+__all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
+
+# (source, target) of a file; (folder, None) for an ``images/`` folder to remove once the moves before emptied it
+_Moves = List[Tuple[Path, Optional[Path]]]
 
 
-def _move(source: Path, target: Path) -> None:
-    """Move ``source`` to ``target``; a ``target`` already there with the same bytes (the archive extracted again over
-    a prepared folder) makes ``source`` a duplicate, removed.
+def _check_move(source: Path, target: Path) -> bool:
+    """Whether ``source`` must move to ``target``: False when ``target`` already holds the same bytes (the archive
+    extracted again over a prepared folder makes ``source`` a duplicate, to be removed).
 
     Raises:
-        ValueError: a different file of that name is already at ``target``.
+        ValueError: a different file (or a folder) of that name is already at ``target``, or its folder is a file.
     """
-    if target.exists():
-        if target.is_file() and filecmp.cmp(source, target, shallow=False):
+    if target.parent.exists() and not target.parent.is_dir():
+        raise ValueError(f'{target.parent} is a file; the class folder of {source} goes there: move it away by hand')
+    if not target.exists():
+        return True
+    if target.is_file() and source.is_file() and filecmp.cmp(source, target, shallow=False):
+        return False
+    raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
+
+
+def _apply(moves: _Moves) -> None:
+    """Make the checked moves, in order."""
+    for source, target in moves:
+        if target is None:
+            source.rmdir()
+        elif _check_move(source, target):
+            target.parent.mkdir(exist_ok=True)
+            shutil.move(str(source), str(target))
+        else:
             source.unlink()
-            return
-        raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
-    shutil.move(str(source), str(target))
 
 
-def _remove_if_empty(images: Path, why: str) -> None:
-    """Remove an emptied ``images/`` folder; one that still holds files is refused (timm would read a class 'images').
+def _refuse_left_over(images: Path, listed: Set[str], why: str) -> None:
+    """Refuse files in ``images`` that no move takes away (timm would read them as a class 'images').
 
     Raises:
-        ValueError: files are left in ``images``.
+        ValueError: naming ``images`` and the first files left.
     """
-    if not images.is_dir():
-        return
-    left = sorted(p.name for p in images.iterdir())
+    left = sorted(p.name for p in images.iterdir() if p.name not in listed) if images.is_dir() else []
     if left:
-        raise ValueError(f'{images} still holds {len(left)} file(s) ({", ".join(left[:3])}{", ..." if len(left) > 3 else ""}) '
-                         f'{why}; timm would read them as one more class \'images\': move them away and run again')
-    images.rmdir()
+        shown = ', '.join(left[:3]) + (', ...' if len(left) > 3 else '')
+        raise ValueError(f'{images} still holds {len(left)} file(s) ({shown}) {why}; timm would read them as '
+                         f'one more class \'images\': move them away and run again')
+
+
+def _read_text(path: Path) -> str:
+    """``path`` as UTF-8 text (the archive's text files are ASCII).
+
+    Raises:
+        ValueError: naming ``path`` when it is not UTF-8.
+    """
+    try:
+        return path.read_text(encoding='utf-8')
+    except UnicodeDecodeError as e:
+        raise ValueError(f'{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); expected '
+                         f'the text file of the Tiny-ImageNet archive') from None
+
+
+def _known_classes(root: Path) -> List[Tuple[Path, Set[str]]]:
+    """What says which classes there are: ``root/wnids.txt`` (one id a line) and the class folders of ``root/train``,
+    each where present."""
+    known = []
+    wnids = root / 'wnids.txt'
+    if wnids.is_file():
+        known.append((wnids, {line.strip() for line in _read_text(wnids).splitlines() if line.strip()}))
+    train = root / 'train'
+    folders = {p.name for p in train.iterdir() if p.is_dir()} if train.is_dir() else set()
+    if folders:
+        known.append((train, folders))
+    return known
+
+
+def _plain_name(text: str) -> bool:
+    return bool(text) and text not in ('.', '..') and '/' not in text and '\\' not in text
+
+
+def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
+    """The moves of :func:`prepare_tiny_imagenet_val`, every one checked, and the images per class."""
+    val = root / 'val'
+    annotations = val / 'val_annotations.txt'
+    if not annotations.is_file():
+        raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
+    known = _known_classes(root)
+    moves: _Moves = []
+    counts: Dict[str, int] = {}
+    first_line: Dict[str, int] = {}
+    for line_no, line in enumerate(_read_text(annotations).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f'{annotations}:{line_no}'
+        fields = line.split('\t')
+        if len(fields) < 2 or not _plain_name(fields[0]) or not _plain_name(fields[1]) or fields[1] == 'images':
+            raise ValueError(f'{where}: expected "file<TAB>wnid<TAB>..." (a file name and a class id), got {line!r}')
+        name, wnid = fields[0], fields[1]
+        for source_of_classes, classes in known:
+            if wnid not in classes:
+                what = 'the ids listed in' if source_of_classes.is_file() else 'the class folders of'
+                raise ValueError(f'{where}: class {wnid!r} of {name} is not among {what} {source_of_classes} '
+                                 f'({len(classes)} classes; a class more would shift every label after it); allowed: '
+                                 f'one of those classes')
+        if name in first_line:
+            raise ValueError(f'{where}: image {name} is listed again (first on line {first_line[name]}); allowed: '
+                             f'each image once')
+        first_line[name] = line_no
+        source, target = val / 'images' / name, val / wnid / name
+        if source.exists():
+            _check_move(source, target)
+            moves.append((source, target))
+        elif not target.exists():
+            raise ValueError(f'{where}: image {name} is neither in {source.parent} nor in {target.parent}')
+        counts[wnid] = counts.get(wnid, 0) + 1
+    _refuse_left_over(val / 'images', set(first_line), f'not listed in {annotations.name}')
+    if (val / 'images').is_dir():
+        moves.append((val / 'images', None))
+    return moves, counts
+
+
+def _plan_train(root: Path) -> Tuple[_Moves, Dict[str, int]]:
+    """The moves of :func:`prepare_tiny_imagenet_train`, every one checked, and the files per class afterwards."""
+    train = root / 'train'
+    moves: _Moves = []
+    counts: Dict[str, int] = {}
+    for wnid in sorted(p for p in train.iterdir() if p.is_dir()) if train.is_dir() else []:
+        images = wnid / 'images'
+        sources = sorted(images.iterdir()) if images.is_dir() else []
+        staying = {p.name for p in wnid.iterdir() if p.is_file()}
+        for source in sources:
+            _check_move(source, wnid / source.name)
+            moves.append((source, wnid / source.name))
+        if images.is_dir():
+            moves.append((images, None))
+        counts[wnid.name] = len(staying | {p.name for p in sources})
+    return moves, counts
 
 
 def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
@@ -53,17 +160,11 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
 
     Raises:
         ValueError: a file would overwrite a different one of the same name already in the class folder (the same
-            bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed).
+            bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed);
+            checked for every file before the first moves.
     """
-    train = Path(root) / 'train'
-    counts: Dict[str, int] = {}
-    for wnid in sorted(p for p in train.iterdir() if p.is_dir()) if train.is_dir() else []:
-        images = wnid / 'images'
-        if images.is_dir():
-            for source in sorted(images.iterdir()):
-                _move(source, wnid / source.name)
-            _remove_if_empty(images, 'after the move')
-        counts[wnid.name] = sum(1 for p in wnid.iterdir() if p.is_file())
+    moves, counts = _plan_train(Path(root))
+    _apply(moves)
     return counts
 
 
@@ -71,7 +172,8 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
     """Move ``root/val/images/<file>`` to ``root/val/<wnid>/<file>``; safe to run twice.
 
     Always moves, as for train: copies would leave ``val/images/``, which timm would read as a 201st class
-    ('images', sorted first, so every other label would shift by one).
+    ('images', sorted first, so every other label would shift by one). Every annotation is checked before the first
+    file moves, its class against ``root/wnids.txt`` and the class folders of ``root/train`` where present.
 
     Returns:
         Number of images per class now in place.
@@ -81,29 +183,18 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
 
     Raises:
         FileNotFoundError: ``root/val/val_annotations.txt`` is missing (not a Tiny-ImageNet root).
-        ValueError: an annotation line is malformed, names an image that is nowhere to be found, or would overwrite a
-            different file; ``val/images/`` still holds files the annotations do not list.
+        ValueError: an annotation line is malformed (a cut last line too), names a class that ``wnids.txt`` or
+            ``train/`` lacks, names an image twice or one that is nowhere to be found, or would overwrite a different
+            file; ``val/images/`` holds files the annotations do not list; a text file is not UTF-8.
     """
-    val = Path(root) / 'val'
-    annotations = val / 'val_annotations.txt'
-    if not annotations.is_file():
-        raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
-    counts: Dict[str, int] = {}
-    for line_no, line in enumerate(annotations.read_text().splitlines(), start=1):
-        if not line.strip():
-            continue
-        fields = line.split('\t')
-        if len(fields) < 2:
-            raise ValueError(f'{annotations}:{line_no}: expected "file<TAB>wnid<TAB>...", got {line!r}')
-        name, wnid = fields[0], fields[1]
-        target = val / wnid / name
-        source = val / 'images' / name
-        if source.exists():
-            target.parent.mkdir(exist_ok=True)
-            _move(source, target)
-        elif not target.exists():
-            raise ValueError(
-                f'{annotations}:{line_no}: image {name} is neither in {source.parent} nor in {target.parent}')
-        counts[wnid] = counts.get(wnid, 0) + 1
-    _remove_if_empty(val / 'images', f'not listed in {annotations.name}')
+    moves, counts = _plan_val(Path(root))
+    _apply(moves)
     return counts
+
+
+def prepare_tiny_imagenet(root: Union[str, Path]) -> Tuple[Dict[str, int], Dict[str, int]]:
+    """:func:`prepare_tiny_imagenet_val` and :func:`prepare_tiny_imagenet_train`, both checked before either moves
+    a file. Returns their counts, ``(val, train)``."""
+    (val_moves, val), (train_moves, train) = _plan_val(Path(root)), _plan_train(Path(root))
+    _apply(val_moves + train_moves)
+    return val, train
