@@ -297,6 +297,13 @@ def _tiny_imagenet(root: Path) -> None:
     (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
 
 
+def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):
+    (tmp_path / 'val' / 'val_annotations.txt').mkdir(parents=True)
+    (tmp_path / 'train').mkdir()
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert message.startswith('timm-sl prepare-tiny-imagenet: ') and 'val_annotations.txt is a folder' in message
+
+
 def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
     """Extracting the archive again over a prepared folder brings val/images/ (and train/<wnid>/images/) back: they
     must go again (timm would read 'images' as a 201st class), not stay with exit status 0."""

@@ -94,6 +94,9 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     """The moves of :func:`prepare_tiny_imagenet_val`, every one checked, and the images per class."""
     val = root / 'val'
     annotations = val / 'val_annotations.txt'
+    if annotations.is_dir():
+        raise IsADirectoryError(f'{annotations} is a folder; allowed: the text file of Tiny-ImageNet\'s val annotations '
+                                '(image, class id, box per line)')
     if not annotations.is_file():
         raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
     known = _known_classes(root)
