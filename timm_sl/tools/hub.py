@@ -17,7 +17,7 @@ import torch
 from timm.models import save_for_hf
 
 from .errors import ToolError
-from .checkpoint import build_model, read_run_checkpoint
+from .checkpoint import build_run_model, read_run_checkpoint
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
@@ -197,7 +197,7 @@ def export_run(
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
-    model, model_kwargs = build_model(checkpoint, record.model, record.model_kwargs)
+    model, model_kwargs = build_run_model(record, checkpoint)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
