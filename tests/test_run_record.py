@@ -188,7 +188,8 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
     monkeypatch.setattr(io, 'open', counting_open)
     monkeypatch.setattr(builtins, 'open', counting_open)
     release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
-    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if tmp_path.resolve() in p.parents}
+    runs = (tmp_path / 'runs').resolve()  # what release wrote under rel/ it reads again to record its sha256
+    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}
     assert ours and all(n == 1 for n in ours.values()), ours
     assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
 

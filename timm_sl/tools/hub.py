@@ -24,7 +24,9 @@ from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder',
-           'CITATION']
+           'CITATION', 'EXPORTED_FILES']
+
+EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},
