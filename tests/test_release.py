@@ -298,3 +298,38 @@ def test_release_replaces_only_its_own_unchanged_files(reproduced, tmp_path, cap
     assert _fails(argv + ['--overwrite'], capsys) == (
         f'timm-sl release: {mine / "sl_vit_32.sl-cifar10-s1" / "README.md"} is a folder where release writes a file; '
         f'allowed: move it away')
+
+
+NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
+
+
+@pytest.mark.parametrize('name,content,says', [
+    ('empty.py', '', 'no module-level argparse parser named `parser`'),
+    ('plain.py', 'import os\nparser = os.sep\n', 'no module-level argparse parser named `parser`'),
+    ('broken.py', 'def f(:\n    pass\n', 'a syntax error at line 1: invalid syntax'),
+    ('needs.py', 'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--x", required=True)\n',
+     'its parser needs arguments: the following arguments are required: --x'),
+    ('imports.py', 'import timm_sl_no_such_module\n',
+     "importing it raised ModuleNotFoundError: No module named 'timm_sl_no_such_module'"),
+    ('exits.py', 'raise SystemExit(3)\n', 'importing it raised SystemExit: 3'),
+])
+def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, reproduced, tmp_path, capsys):
+    root, _ = reproduced
+    script = tmp_path / name
+    script.write_text(content)
+    argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(script)]
+    assert _fails(argv, capsys) == f"timm-sl release: {script} is not timm's train.py ({says}); {NOT_TRAIN_PY}"
+    assert not (tmp_path / 'o').exists()
+
+
+def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):
+    from timm_sl.tools.train_args import train_script_defaults
+    root, _ = reproduced
+    argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(tmp_path)]
+    assert _fails(argv, capsys) == f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY}'
+    (tmp_path / 'train.py').write_text('')
+    assert _fails(argv, capsys) == (f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY} '
+                                    f'({tmp_path / "train.py"} is there)')
+    for path, error in ((tmp_path, IsADirectoryError), (tmp_path / 'missing.py', FileNotFoundError)):
+        with pytest.raises(error, match=f'^.*{path}'):  # the library function too, not a traceback from the import
+            train_script_defaults(path)
