@@ -67,8 +67,12 @@ def state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Ten
     return '; '.join(parts)
 
 
-def read_run_checkpoint(path: Union[str, Path], model_name: Optional[str] = None,
-                        model_kwargs: Optional[Dict[str, Any]] = None, **run_kwargs: Any) -> Tuple[RunRecord, Checkpoint]:
+def read_run_checkpoint(
+        path: Union[str, Path],
+        model_name: Optional[str] = None,
+        model_kwargs: Optional[Dict[str, Any]] = None,
+        **run_kwargs: Any,
+) -> Tuple[RunRecord, Checkpoint]:
     """A checkpoint and the record of its run, completed by what the checkpoint itself records (``arch``, ``args``);
     with ``model_name`` / ``model_kwargs``, for the model a user names (default: the one the run trained)."""
     record = read_run(path, **run_kwargs)

@@ -5,7 +5,8 @@ timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.m
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
 Checkpoints and their run folders are read by :mod:`timm_sl.tools.runs` (weights-only; the run's record: arguments,
-summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from those two.
+summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from
+those two.
 """
 import json
 import os
@@ -242,12 +243,24 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        FileNotFoundError: ``folder`` is not an exported model folder.
+        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first.
+        FileNotFoundError / NotADirectoryError: ``folder`` does not exist, is a file, or is not an exported model
+            folder.
         ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
     """
     from huggingface_hub import HfApi
-    from huggingface_hub.utils import HfHubHTTPError
+    from huggingface_hub.utils import HFValidationError, HfHubHTTPError, validate_repo_id
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        reason = (str(e).strip().splitlines() or ['invalid'])[0]
+        raise ValueError(f'--repo-id {repo_id!r} is not a Hub repository id ({reason}); allowed: ORG/NAME (or NAME), '
+                         f"each of letters, digits, '-', '_' and '.'") from None
     folder = Path(folder)
+    if not folder.exists():
+        raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
+    if not folder.is_dir():
+        raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')

@@ -2,12 +2,14 @@
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
 Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under ``OUT/<repo name>/``
-with a model card that adds the Table 2 row, the paper's number for it and the exact train.py command.
-``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
+:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under
+``OUT/<repo name>/`` with a model card that adds the Table 2 row, the paper's number for it and the exact train.py
+command. ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
 ``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
-the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the package's file publishes ``sl_vit_32.cifar100`` and
-friends, a data change only. Pushing is a dry run unless ``--push`` is given.
+the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the
+package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a dry run unless
+``--push`` is given. ``OUT/release_manifest.json`` records the sha256 of every file written, so that a release into
+the same ``OUT`` replaces only its own files, unchanged (anything else needs ``--overwrite``).
 
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
