@@ -343,3 +343,22 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
             main(['push', str(path), '--repo-id', 'org/name'])
         assert capsys.readouterr().err == (f'timm-sl push: {path} {what}; allowed: a folder written by timm-sl export '
                                            f'or release\n')
+
+
+def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):
+    """The card is written by huggingface_hub's ModelCard: its header reads back as ModelCardData; a run without a
+    finite top-1 claims no metric."""
+    from huggingface_hub import ModelCard
+    out, _ = _export(trained, tmp_path)
+    card = ModelCard.load(out / 'README.md')
+    assert card.data.to_dict() == {'library_name': 'timm', 'license': 'apache-2.0', 'datasets': ['cifar10'],
+                                   'metrics': ['accuracy'], 'tags': ['image-classification', 'timm', 'timm_sl']}
+    assert card.text.lstrip('\n').startswith('# sl_vit_32 (cifar10)\n\nA `sl_vit_32` (depth=2, '
+                                              'shift_directions=cardinal) image')
+    root, _ = trained
+    (tmp_path / 'nan.csv').write_text('epoch,eval_top1\n0,nan\n')
+    out, _ = export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'nan', model_kwargs=KWARGS,
+                               summary=tmp_path / 'nan.csv', dataset='cifar10')
+    assert ModelCard.load(out / 'README.md').data.to_dict() == {
+        'library_name': 'timm', 'license': 'apache-2.0', 'datasets': ['cifar10'],
+        'tags': ['image-classification', 'timm', 'timm_sl']}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
+from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
@@ -92,16 +93,24 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
     return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '']
 
 
+def _card_data(record: RunRecord) -> ModelCardData:
+    """The card's YAML header, by huggingface_hub (what the Hub indexes: library, license, tags, data, metric)."""
+    measured = bool(record.summary and record.summary.get('best_top1') is not None)
+    return ModelCardData(library_name='timm', license='apache-2.0',
+                         tags=['image-classification', 'timm', 'timm_sl'],
+                         datasets=[record.dataset] if record.dataset else None,
+                         metrics=['accuracy'] if measured else None)
+
+
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
-                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> str:
+                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> ModelCard:
+    """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header."""
     cfg = model.pretrained_cfg
     name, dataset, summary = record.model, record.dataset, record.summary
     arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     lines = [
-        '---', 'library_name: timm', 'license: apache-2.0', 'tags:', '- image-classification', '- timm', '- timm_sl',
-        *(['datasets:', f'- {dataset}'] if dataset else []), '---', '',
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
         " Song, 2021), trained with timm's train.py and exported with `timm-sl export`.", '',
@@ -134,7 +143,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         ' Not evaluated for robustness, fairness or any safety-critical use.', '',
         '## Citation', '', '```bibtex', CITATION, '```', '',
     ]
-    return '\n'.join(lines)
+    return ModelCard(f'---\n{_card_data(record).to_yaml()}\n---\n\n' + '\n'.join(lines))
 
 
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
@@ -213,7 +222,7 @@ def export_run(
     _readable(out_dir / 'model.safetensors')
     card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
                        extra=card_sections)
-    (out_dir / 'README.md').write_text(card)
+    card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
 
