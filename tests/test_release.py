@@ -18,6 +18,7 @@ from timm_sl.tools.release import release, repo_name
 from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
+from test_run_record import _fails
 
 CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
 COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
@@ -237,14 +238,6 @@ def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
 def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
     with pytest.raises(ValueError, match=rf"^--org '{org}' is not allowed on the Hub \(.*{reason}"):
         release([tmp_path], tmp_path / 'o', org)
-
-
-def _fails(argv, capsys) -> str:
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count('\n') == 1, err
-    return err.rstrip('\n')
 
 
 @pytest.mark.parametrize('pattern,says', [
