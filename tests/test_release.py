@@ -299,7 +299,7 @@ NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/
 @pytest.mark.parametrize('name,content,says', [
     ('empty.py', '', 'no module-level argparse parser named `parser`'),
     ('plain.py', 'import os\nparser = os.sep\n', 'no module-level argparse parser named `parser`'),
-    ('broken.py', 'def f(:\n    pass\n', 'a syntax error at line 1: invalid syntax'),
+    ('broken.py', 'def f(:\n    pass\n', 'a syntax error at line 1: '),  # Python's words differ by version
     ('needs.py', 'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--x", required=True)\n',
      'its parser needs arguments: the following arguments are required: --x'),
     ('imports.py', 'import timm_sl_no_such_module\n',
@@ -311,7 +311,9 @@ def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, re
     script = tmp_path / name
     script.write_text(content)
     argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(script)]
-    assert _fails(argv, capsys) == f"timm-sl release: {script} is not timm's train.py ({says}); {NOT_TRAIN_PY}"
+    err = _fails(argv, capsys)
+    assert err.startswith(f"timm-sl release: {script} is not timm's train.py ({says}") and \
+        err.endswith(f'); {NOT_TRAIN_PY}') and err.count('allowed:') == 1, err
     assert not (tmp_path / 'o').exists()
 
 
