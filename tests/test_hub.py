@@ -318,3 +318,47 @@ def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path,
             main(argv)
         assert capsys.readouterr().err == f'timm-sl export: {message}\n'
     assert not (tmp_path / 'out').exists() and (tmp_path / 'a_file').read_text() == 'mine'
+
+
+@pytest.mark.parametrize('repo_id,reason', [
+    ('bad id!!', 'Repo id must use alphanumeric chars'), ('org/x--y', 'Cannot have -- or ..'),
+    ('a/b/c', "Repo id must be in the form 'repo_name' or 'namespace/repo_name'")])
+def test_push_checks_the_repo_id_before_anything_else(repo_id, reason, tmp_path, capsys, monkeypatch):
+    import huggingface_hub
+    monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
+    with pytest.raises(SystemExit) as e:
+        main(['push', str(tmp_path / 'missing'), '--repo-id', repo_id])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f'timm-sl push: --repo-id {repo_id!r} is not a Hub repository id ({reason}'), err
+    assert err.endswith("); allowed: ORG/NAME (or NAME), each of letters, digits, '-', '_' and '.'\n")
+
+
+def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatch):
+    import huggingface_hub
+    monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
+    (tmp_path / 'model.safetensors').write_bytes(b'x')
+    for path, what in ((tmp_path / 'missing', 'does not exist'), (tmp_path / 'model.safetensors', 'is a file')):
+        with pytest.raises(SystemExit):
+            main(['push', str(path), '--repo-id', 'org/name'])
+        assert capsys.readouterr().err == (f'timm-sl push: {path} {what}; allowed: a folder written by timm-sl export '
+                                           f'or release\n')
+
+
+def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):
+    """The card is written by huggingface_hub's ModelCard: its header reads back as ModelCardData; a run without a
+    finite top-1 claims no metric."""
+    from huggingface_hub import ModelCard
+    out, _ = _export(trained, tmp_path)
+    card = ModelCard.load(out / 'README.md')
+    assert card.data.to_dict() == {'library_name': 'timm', 'license': 'apache-2.0', 'datasets': ['cifar10'],
+                                   'metrics': ['accuracy'], 'tags': ['image-classification', 'timm', 'timm_sl']}
+    assert card.text.lstrip('\n').startswith('# sl_vit_32 (cifar10)\n\nA `sl_vit_32` (depth=2, '
+                                              'shift_directions=cardinal) image')
+    root, _ = trained
+    (tmp_path / 'nan.csv').write_text('epoch,eval_top1\n0,nan\n')
+    out, _ = export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'nan', model_kwargs=KWARGS,
+                               summary=tmp_path / 'nan.csv', dataset='cifar10')
+    assert ModelCard.load(out / 'README.md').data.to_dict() == {
+        'library_name': 'timm', 'license': 'apache-2.0', 'datasets': ['cifar10'],
+        'tags': ['image-classification', 'timm', 'timm_sl']}

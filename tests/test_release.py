@@ -18,6 +18,7 @@ from timm_sl.tools.release import release, repo_name
 from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
+from test_run_record import _fails
 
 CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
 COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
@@ -237,3 +238,93 @@ def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
 def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
     with pytest.raises(ValueError, match=rf"^--org '{org}' is not allowed on the Hub \(.*{reason}"):
         release([tmp_path], tmp_path / 'o', org)
+
+
+@pytest.mark.parametrize('pattern,says', [
+    ('{model', "is not a format string (expected '}' before end of string); allowed: the fields {model} {family} "
+               "{variant} {dataset} {seed} {run} (a literal brace doubled)"),
+    ('{model}}x', "is not a format string (Single '}' encountered in format string); allowed: the fields {model} "),
+    ('{model!z}', 'is not a format string (Unknown conversion specifier z); allowed: the fields {model} '),
+    ('{model.upper}', "uses an unknown field 'model.upper'; allowed: model, family, variant, dataset, seed, run"),
+    ('{foo}-{seed}', "uses an unknown field 'foo'; allowed: model, family, variant, dataset, seed, run"),
+    ('x{}', "uses an unknown field '' (an empty {}); allowed: model, family"),
+])
+def test_a_bad_name_pattern_names_the_option_and_the_fields(pattern, says, reproduced, tmp_path, capsys):
+    root, _ = reproduced
+    err = _fails(['release', str(root), '--org', 'o', '--name-pattern', pattern, '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith(f'timm-sl release: --name-pattern {pattern!r} {says}'), err
+    assert not (tmp_path / 'o').exists()
+
+
+def test_release_replaces_only_its_own_unchanged_files(reproduced, tmp_path, capsys):
+    """A card edited since the last release (or any file release did not write) is refused, not replaced;
+    --overwrite replaces it; files release never writes stay."""
+    root, _ = reproduced
+    out = tmp_path / 'rel'
+    argv = ['release', str(root / 'runs' / 'vit-sl-s1'), '--org', 'o', '--out', str(out)]
+    assert main(argv) == 0
+    assert main(argv) == 0  # its own files, unchanged: released again
+    card = out / 'sl_vit_32.sl-cifar10-s1' / 'README.md'
+    manifest = json.loads((out / 'release_manifest.json').read_text())['sha256']
+    assert sorted(manifest) == ['pretrained_entries.json', 'release.json', 'sl_vit_32.sl-cifar10-s1/README.md',
+                                'sl_vit_32.sl-cifar10-s1/config.json', 'sl_vit_32.sl-cifar10-s1/model.safetensors']
+    card.write_text(card.read_text() + '\nMy notes on this model.\n')
+    (card.parent / 'LICENSE').write_text('mine')
+    edited = card.read_text()
+    capsys.readouterr()
+    assert _fails(argv, capsys) == (
+        f'timm-sl release: {card} would be replaced but was not written by timm-sl release, or was changed since '
+        f'(release_manifest.json records what it wrote); allowed: move it away, or --overwrite to replace it')
+    assert card.read_text() == edited
+    assert main(argv + ['--overwrite']) == 0
+    assert 'My notes' not in card.read_text() and (card.parent / 'LICENSE').read_text() == 'mine'
+    # files of the user's own in a new --out: refused too, nothing written
+    mine = tmp_path / 'mine'
+    (mine / 'sl_vit_32.sl-cifar10-s1').mkdir(parents=True)
+    (mine / 'release.json').write_text('my list')
+    (mine / 'sl_vit_32.sl-cifar10-s1' / 'config.json').write_text('{}')
+    argv[-1] = str(mine)
+    assert _fails(argv, capsys).startswith(f'timm-sl release: {mine / "release.json"} (and 1 more) would be replaced '
+                                           f'but was not written by timm-sl release')
+    assert (mine / 'release.json').read_text() == 'my list' and len(list(mine.rglob('*'))) == 3
+    (mine / 'sl_vit_32.sl-cifar10-s1' / 'README.md').mkdir()
+    assert _fails(argv + ['--overwrite'], capsys) == (
+        f'timm-sl release: {mine / "sl_vit_32.sl-cifar10-s1" / "README.md"} is a folder where release writes a file; '
+        f'allowed: move it away')
+
+
+NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
+
+
+@pytest.mark.parametrize('name,content,says', [
+    ('empty.py', '', 'no module-level argparse parser named `parser`'),
+    ('plain.py', 'import os\nparser = os.sep\n', 'no module-level argparse parser named `parser`'),
+    ('broken.py', 'def f(:\n    pass\n', 'a syntax error at line 1: '),  # Python's words differ by version
+    ('needs.py', 'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--x", required=True)\n',
+     'its parser needs arguments: the following arguments are required: --x'),
+    ('imports.py', 'import timm_sl_no_such_module\n',
+     "importing it raised ModuleNotFoundError: No module named 'timm_sl_no_such_module'"),
+    ('exits.py', 'raise SystemExit(3)\n', 'importing it raised SystemExit: 3'),
+])
+def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, reproduced, tmp_path, capsys):
+    root, _ = reproduced
+    script = tmp_path / name
+    script.write_text(content)
+    argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(script)]
+    err = _fails(argv, capsys)
+    assert err.startswith(f"timm-sl release: {script} is not timm's train.py ({says}") and \
+        err.endswith(f'); {NOT_TRAIN_PY}') and err.count('allowed:') == 1, err
+    assert not (tmp_path / 'o').exists()
+
+
+def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):
+    from timm_sl.tools.train_args import train_script_defaults
+    root, _ = reproduced
+    argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(tmp_path)]
+    assert _fails(argv, capsys) == f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY}'
+    (tmp_path / 'train.py').write_text('')
+    assert _fails(argv, capsys) == (f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY} '
+                                    f'({tmp_path / "train.py"} is there)')
+    for path, error in ((tmp_path, IsADirectoryError), (tmp_path / 'missing.py', FileNotFoundError)):
+        with pytest.raises(error, match=f'^.*{path}'):  # the library function too, not a traceback from the import
+            train_script_defaults(path)

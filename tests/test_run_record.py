@@ -188,7 +188,8 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
     monkeypatch.setattr(io, 'open', counting_open)
     monkeypatch.setattr(builtins, 'open', counting_open)
     release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
-    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if tmp_path.resolve() in p.parents}
+    runs = (tmp_path / 'runs').resolve()  # what release wrote under rel/ it reads again to record its sha256
+    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}
     assert ours and all(n == 1 for n in ours.values()), ours
     assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
 
@@ -328,3 +329,54 @@ def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
     assert run_state(run, epochs=2) == 'new'
     (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n1,20\n2,3')  # the last line cut: 2 epochs done
     assert run_state(run, epochs=2) == 'done'
+
+
+def test_an_empty_checkpoint_is_called_empty(tmp_path, capsys):
+    for name in ('model_best.pth.tar', 'w.safetensors'):
+        (tmp_path / name).write_bytes(b'')
+        assert _fails(['export', str(tmp_path / name), '--model', 'sl_vit_32', '--out', str(tmp_path / 'o')],
+                      capsys) == (f'timm-sl export: {tmp_path / name} is not a readable checkpoint (it is empty: 0 '
+                                  f'bytes; an interrupted save?)')
+
+
+def test_a_run_file_that_is_a_folder_is_refused_by_name(tmp_path, capsys):
+    """Not the next checkpoint, not a card without metrics, not 'no args.yaml': the folder is named."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'model_best.pth.tar').rename(run / 'last.pth.tar')
+    (run / 'model_best.pth.tar').mkdir()
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+        assert _fails(argv, capsys) == (
+            f'timm-sl {argv[0]}: {run / "model_best.pth.tar"} is a folder; expected a checkpoint file (a train.py run '
+            f'folder holds its model_best.pth.tar or last.pth.tar as files)')
+    (run / 'model_best.pth.tar').rmdir()
+    for name, what in (('summary.csv', "train.py's summary.csv"), ('args.yaml', "train.py's args.yaml")):
+        (run / name).rename(run / f'{name}.bak')
+        (run / name).mkdir()
+        for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: {run / name} is a folder; expected {what}'
+        (run / name).rmdir()
+        (run / f'{name}.bak').rename(run / name)
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
+
+
+@pytest.mark.parametrize('text,says', [
+    ('model: sl_vit_32\nmodel_kwargs:', "names sl_vit_32 but {ckpt} was trained as sl_vit_32 {{'depth': 1, "
+                                         "'num_classes': 4}} (args.yaml cut short or edited?); allowed: the args.yaml "
+                                         "train.py wrote with this checkpoint"),
+    ('model: sl_vit', "names sl_vit but {ckpt} was trained as sl_vit_32 {{'depth': 1, 'num_classes': 4}} (args.yaml "
+                      "cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs: [1, 2]', 'is not a train.py args.yaml (model_kwargs: [1, 2] is not a mapping '
+                                               'of keyword arguments; cut short or edited?)'),
+    ('model: 5', 'is not a train.py args.yaml (model: 5 is not a model name; cut short or edited?)'),
+])
+def test_a_cut_or_malformed_args_yaml_is_blamed_on_args_yaml(text, says, tmp_path, capsys):
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(text)
+    says = says.format(ckpt=run / 'model_best.pth.tar')
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
+        err = _fails(argv, capsys)
+        assert err.startswith(f'timm-sl {argv[0]}: {run / "args.yaml"} {says}'), err

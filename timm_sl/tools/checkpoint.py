@@ -10,8 +10,8 @@ import timm
 
 from .runs import Checkpoint, RunRecord, read_checkpoint, read_run
 
-__all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'model_from_checkpoint',
-           'trained_as']
+__all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
+           'model_from_checkpoint', 'trained_as']
 
 
 def _first_line(error: Exception) -> str:
@@ -67,8 +67,12 @@ def state_mismatch(expected: Dict[str, torch.Tensor], state: Dict[str, torch.Ten
     return '; '.join(parts)
 
 
-def read_run_checkpoint(path: Union[str, Path], model_name: Optional[str] = None,
-                        model_kwargs: Optional[Dict[str, Any]] = None, **run_kwargs: Any) -> Tuple[RunRecord, Checkpoint]:
+def read_run_checkpoint(
+        path: Union[str, Path],
+        model_name: Optional[str] = None,
+        model_kwargs: Optional[Dict[str, Any]] = None,
+        **run_kwargs: Any,
+) -> Tuple[RunRecord, Checkpoint]:
     """A checkpoint and the record of its run, completed by what the checkpoint itself records (``arch``, ``args``);
     with ``model_name`` / ``model_kwargs``, for the model a user names (default: the one the run trained)."""
     record = read_run(path, **run_kwargs)
@@ -106,6 +110,23 @@ def build_model(checkpoint: Checkpoint, model_name: str,
                          f'{mismatch}')
     model.load_state_dict(state, strict=True)
     return model, model_kwargs
+
+
+def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+    """:func:`build_model` for the model a run record names; when that came from an ``args.yaml`` that disagrees with
+    the arguments the checkpoint itself carries, a failure names ``args.yaml`` (cut short or edited), not the
+    checkpoint."""
+    try:
+        return build_model(checkpoint, record.model, record.model_kwargs)
+    except ValueError as e:
+        from_yaml = record.run_dir is not None and record.model == record.args.get('model') and \
+            record.model_kwargs == dict(record.args.get('model_kwargs') or {})
+        saved = (checkpoint.args.get('model'), dict(checkpoint.args.get('model_kwargs') or {}))
+        if from_yaml and saved[0] and saved != (record.model, record.model_kwargs):
+            raise ValueError(f'{record.run_dir / "args.yaml"} names {_named(record.model, record.model_kwargs)} but '
+                             f'{checkpoint.path} was trained as {trained_as(checkpoint)} (args.yaml cut short or '
+                             f'edited?); allowed: the args.yaml train.py wrote with this checkpoint') from e
+        raise
 
 
 def model_from_checkpoint(

@@ -5,7 +5,8 @@ timm's ``save_for_hf``: architecture, model_args, pretrained_cfg) + a ``README.m
 ``timm.create_model('local-dir:DIR', pretrained=True)`` and, once pushed, ``'hf-hub:ORG/NAME'``.
 
 Checkpoints and their run folders are read by :mod:`timm_sl.tools.runs` (weights-only; the run's record: arguments,
-summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from those two.
+summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from
+those two.
 """
 import json
 import os
@@ -13,18 +14,21 @@ from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
+from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
 from .errors import ToolError
-from .checkpoint import build_model, read_run_checkpoint
+from .checkpoint import build_run_model, read_run_checkpoint
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder',
-           'CITATION']
+           'CITATION', 'EXPORTED_FILES']
+
+EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},
@@ -89,16 +93,24 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
     return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '']
 
 
+def _card_data(record: RunRecord) -> ModelCardData:
+    """The card's YAML header, by huggingface_hub (what the Hub indexes: library, license, tags, data, metric)."""
+    measured = bool(record.summary and record.summary.get('best_top1') is not None)
+    return ModelCardData(library_name='timm', license='apache-2.0',
+                         tags=['image-classification', 'timm', 'timm_sl'],
+                         datasets=[record.dataset] if record.dataset else None,
+                         metrics=['accuracy'] if measured else None)
+
+
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
-                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> str:
+                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> ModelCard:
+    """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header."""
     cfg = model.pretrained_cfg
     name, dataset, summary = record.model, record.dataset, record.summary
     arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     lines = [
-        '---', 'library_name: timm', 'license: apache-2.0', 'tags:', '- image-classification', '- timm', '- timm_sl',
-        *(['datasets:', f'- {dataset}'] if dataset else []), '---', '',
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
         " Song, 2021), trained with timm's train.py and exported with `timm-sl export`.", '',
@@ -131,7 +143,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         ' Not evaluated for robustness, fairness or any safety-critical use.', '',
         '## Citation', '', '```bibtex', CITATION, '```', '',
     ]
-    return '\n'.join(lines)
+    return ModelCard(f'---\n{_card_data(record).to_yaml()}\n---\n\n' + '\n'.join(lines))
 
 
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
@@ -197,7 +209,7 @@ def export_run(
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
-    model, model_kwargs = build_model(checkpoint, record.model, record.model_kwargs)
+    model, model_kwargs = build_run_model(record, checkpoint)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
@@ -210,7 +222,7 @@ def export_run(
     _readable(out_dir / 'model.safetensors')
     card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
                        extra=card_sections)
-    (out_dir / 'README.md').write_text(card)
+    card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
 
@@ -240,12 +252,24 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        FileNotFoundError: ``folder`` is not an exported model folder.
+        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first.
+        FileNotFoundError / NotADirectoryError: ``folder`` does not exist, is a file, or is not an exported model
+            folder.
         ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
     """
     from huggingface_hub import HfApi
-    from huggingface_hub.utils import HfHubHTTPError
+    from huggingface_hub.utils import HFValidationError, HfHubHTTPError, validate_repo_id
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        reason = (str(e).strip().splitlines() or ['invalid'])[0]
+        raise ValueError(f'--repo-id {repo_id!r} is not a Hub repository id ({reason}); allowed: ORG/NAME (or NAME), '
+                         f"each of letters, digits, '-', '_' and '.'") from None
     folder = Path(folder)
+    if not folder.exists():
+        raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
+    if not folder.is_dir():
+        raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')

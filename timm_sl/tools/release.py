@@ -2,30 +2,36 @@
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
 Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under ``OUT/<repo name>/``
-with a model card that adds the Table 2 row, the paper's number for it and the exact train.py command.
-``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
+:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under
+``OUT/<repo name>/`` with a model card that adds the Table 2 row, the paper's number for it and the exact train.py
+command. ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
 ``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
-the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the package's file publishes ``sl_vit_32.cifar100`` and
-friends, a data change only. Pushing is a dry run unless ``--push`` is given.
+the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the
+package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a dry run unless
+``--push`` is given. ``OUT/release_manifest.json`` records the sha256 of every file written, so that a release into
+the same ``OUT`` replaces only its own files, unchanged (anything else needs ``--overwrite``).
 
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
 import argparse
+import hashlib
 import json
 import os
+import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import RunRecord, find_runs, read_checkpoint, read_run, run_checkpoint
+from .runs import RunRecord, find_runs, read_checkpoint, read_run, read_text, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
-__all__ = ['Released', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
-           'run_from_args']
+__all__ = ['Released', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run', 'pretrained_entries',
+           'release', 'add_release_args', 'run_from_args']
 
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
+NAME_FIELDS = ('model', 'family', 'variant', 'dataset', 'seed', 'run')  # what --name-pattern may use
+MANIFEST = 'release_manifest.json'  # in --out: the sha256 of every file release wrote there
 # the fields a pretrained tag entry takes from the exported pretrained_cfg
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
 
@@ -50,18 +56,40 @@ class Released:
     pushed: Optional[str] = None
 
 
-def repo_name(pattern: str, record: RunRecord) -> str:
-    """A Hub repository name from ``pattern`` (fields: model, family, variant, dataset, seed, run).
+def check_name_pattern(pattern: str) -> None:
+    """Refuse a ``--name-pattern`` that is not a format string of :data:`NAME_FIELDS` before any run is read.
 
     Raises:
-        ValueError: an unknown field, or a name the Hub does not accept.
+        ValueError: a broken format string or an unknown field, naming the option and the allowed fields.
     """
+    allowed = f'allowed: the fields {" ".join("{" + f + "}" for f in NAME_FIELDS)} (a literal brace doubled)'
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(pattern) if f is not None]
+        unknown = next((f for f in fields if f not in NAME_FIELDS), None)
+        if unknown is None:
+            pattern.format(**{f: 0 if f == 'seed' else f for f in NAME_FIELDS})
+    except (ValueError, TypeError) as e:
+        raise ValueError(f'--name-pattern {pattern!r} is not a format string ({_first_line(e)}); {allowed}') from None
+    if unknown is not None:
+        field = repr(unknown) if unknown else "'' (an empty {})"
+        raise ValueError(f'--name-pattern {pattern!r} uses an unknown field {field}; allowed: {", ".join(NAME_FIELDS)}')
+
+
+def repo_name(pattern: str, record: RunRecord) -> str:
+    """A Hub repository name from ``pattern`` (fields: :data:`NAME_FIELDS`).
+
+    Raises:
+        ValueError: a bad pattern (see :func:`check_name_pattern`), one the run's values do not fit, or a name the
+            Hub does not accept.
+    """
+    check_name_pattern(pattern)
     fields = dict(model=record.model, family=record.family, variant=record.variant,
                   dataset=record.dataset, seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
-    except (KeyError, IndexError) as e:
-        raise ValueError(f'--name-pattern {pattern!r} uses an unknown field {e}; allowed: {", ".join(fields)}') from e
+    except (ValueError, TypeError) as e:  # a format spec the run's values do not fit, e.g. {seed:03d} without a seed
+        raise ValueError(f'--name-pattern {pattern!r} does not fit the run {record.run_dir} ({_first_line(e)})') \
+            from None
     _check_hub_name(name, f'repository name {name!r} (from --name-pattern {pattern!r})')
     return name
 
@@ -113,27 +141,39 @@ def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Op
     return f'{model}.{dataset.replace("-", "")}'
 
 
-def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_PATTERN,
-                label_names: Optional[Any] = None, train_defaults: Optional[Dict[str, Any]] = None,
-                dataset: Optional[str] = None) -> Released:
-    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card.
+def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunRecord:
+    """The record of a run to release (its best checkpoint's), read once.
 
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
+        ValueError: the run records no dataset and none is given.
     """
-    from .hub import export_run
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
     if not record.dataset:
         raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
                          f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
+    return record
+
+
+def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_PATTERN,
+                label_names: Optional[Any] = None, train_defaults: Optional[Dict[str, Any]] = None,
+                dataset: Optional[str] = None, record: Optional[RunRecord] = None) -> Released:
+    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card (``record`` when
+    :func:`read_release_record` already read the run). Replaces the folder's exported files: :func:`release` checks
+    first that they are its own.
+
+    Raises:
+        FileNotFoundError / ValueError: see :func:`read_release_record` and :func:`repo_name`.
+    """
+    from .hub import export_run
+    record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     paper = paper_top1(record.family, record.variant, record.dataset or '')
     checkpoint = read_checkpoint(record.checkpoint)
     section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset))
-    # OUT/<repo name> is release's own folder: releasing again refreshes it
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
@@ -141,6 +181,73 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=record.model_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open('rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_manifest(out: Path, overwrite: bool) -> Dict[str, str]:
+    """``OUT/release_manifest.json``: relative path -> sha256 of each file an earlier release wrote ({} for none).
+
+    Raises:
+        ValueError: a file of that name that release did not write (unless ``overwrite``).
+    """
+    path = out / MANIFEST
+    if not path.exists():
+        return {}
+    try:
+        hashes = json.loads(read_text(path, 'the manifest timm-sl release writes')).get('sha256')
+        if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
+            raise ValueError('no "sha256" mapping')
+        return hashes
+    except (ValueError, AttributeError) as e:
+        if overwrite:
+            return {}
+        raise ValueError(f'{path} is not the manifest timm-sl release writes ({_first_line(e)}); allowed: move it '
+                         f'away, or --overwrite to replace it') from None
+
+
+def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
+    """Refuse, before anything is written, to replace a file in ``out`` that release did not write or that changed
+    since (its sha256 is not the manifest's); ``overwrite`` allows that. A folder where a file goes is always refused.
+
+    Raises:
+        NotADirectoryError / IsADirectoryError: ``out`` or a repository folder is a file, a file's place a folder.
+        ValueError: a file release would replace is not its own, unchanged.
+    """
+    from .hub import EXPORTED_FILES
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f'--out {out} is a file; allowed: a folder (new, or one release wrote)')
+    targets = ['release.json', 'pretrained_entries.json']
+    for name in names:
+        if (out / name).exists() and not (out / name).is_dir():
+            raise NotADirectoryError(f'{out / name} is a file where release writes the folder of {name}; allowed: '
+                                     f'move it away')
+        targets += [f'{name}/{f}' for f in EXPORTED_FILES]
+    changed = []
+    for rel in targets:
+        path = out / rel
+        if path.is_dir():
+            raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
+        if path.exists() and not overwrite and manifest.get(rel) != _sha256(path):
+            changed.append(path)
+    if changed:
+        more = f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''
+        raise ValueError(f'{changed[0]}{more} would be replaced but was not written by timm-sl release, or was changed '
+                         f'since ({MANIFEST} records what it wrote); allowed: move it away, or --overwrite to '
+                         f'replace it')
+
+
+def _record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str]) -> None:
+    """Add the files just written to ``out``'s manifest and save it (after each run: an interrupted release leaves a
+    manifest of what it wrote)."""
+    manifest.update({rel: _sha256(out / rel) for rel in rels})
+    (out / MANIFEST).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
@@ -158,31 +265,41 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
 
 def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAULT_PATTERN, push: bool = False,
             private: bool = False, label_names: Optional[Any] = None, train_script: Optional[Path] = None,
-            dataset: Optional[str] = None, echo=print) -> List[Released]:
+            dataset: Optional[str] = None, overwrite: bool = False, echo=print) -> List[Released]:
     """Export every run under ``paths`` into ``out`` and (with ``push``) upload each folder to ``org``.
 
+    Every run is read and named before anything is written. A file in ``out`` that release would replace must be
+    one it wrote there, unchanged since (``OUT/release_manifest.json`` holds their sha256); ``overwrite`` replaces
+    any.
+
     Raises:
-        FileNotFoundError / ValueError: no runs, a bad pattern or dataset, a checkpoint that does not fit.
+        FileNotFoundError / ValueError: no runs, a bad pattern or dataset, a checkpoint that does not fit, a file in
+            ``out`` release did not write (or that changed since).
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
-    from .hub import push_folder
+    from .hub import EXPORTED_FILES, push_folder
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     _check_hub_name(org, f'--org {org!r}')
-    runs = find_runs(paths)
+    check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
-    out = Path(out)
-    released = []
-    for i, run_dir in enumerate(runs, 1):
-        r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
-                        dataset=dataset)
-        top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
-        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}) as {r.repo_id}')
-        released.append(r)
-    names = [r.repo_id for r in released]
+    runs = find_runs(paths)
+    records = [read_release_record(run_dir, dataset) for run_dir in runs]
+    names = [repo_name(name_pattern, record) for record in records]
     if len(set(names)) != len(names):
         raise ValueError(f'--name-pattern {name_pattern!r} gives several runs the same repository name; add {{seed}} '
                          f'or {{run}}')
+    out = Path(out)
+    manifest = _read_manifest(out, overwrite)
+    _check_own_files(out, names, manifest, overwrite)
+    released = []
+    for i, (run_dir, record, name) in enumerate(zip(runs, records, names), 1):
+        r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
+                        record=record)
+        _record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES])
+        top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
+        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}) as {r.repo_id}')
+        released.append(r)
     entries = pretrained_entries(released)
     for r in released:
         if push:
@@ -193,6 +310,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id} (pass --push to upload)')
     (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
     (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
+    _record_written(out, manifest, ['release.json', 'pretrained_entries.json'])
     echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
          + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
     return released
@@ -206,6 +324,9 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
                         help='repository name; fields {model} {family} {variant} {dataset} {seed} {run} '
                              '(default: %(default)s)')
     parser.add_argument('--out', default='release', help='folder for the exported models (default: %(default)s)')
+    parser.add_argument('--overwrite', action='store_true',
+                        help=f'replace files in --out that release did not write there, or that were changed since '
+                             f'(default: refuse; --out/{MANIFEST} records what it wrote)')
     parser.add_argument('--dataset', default=None, help='dataset name when the runs do not record it')
     parser.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     parser.add_argument('--train-script', default=None,
@@ -221,6 +342,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.train_script or os.environ.get('TIMM_REPO'):
         script = find_train_script(args.train_script)
     release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
-            label_names=args.label_names, train_script=script, dataset=args.dataset,
+            label_names=args.label_names, train_script=script, dataset=args.dataset, overwrite=args.overwrite,
             echo=lambda line: print(line, flush=True))
     return 0

@@ -67,7 +67,8 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     """The arguments a train.py run saved in ``args.yaml`` (safe YAML load).
 
     Raises:
-        ValueError: not YAML, or not a mapping of argument names; naming the file.
+        ValueError: not YAML, not a mapping of argument names, or a ``model`` that is not a name / ``model_kwargs``
+            that are not a mapping (a file cut short or edited); naming the file.
     """
     import yaml
     try:
@@ -76,6 +77,11 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
         raise ValueError(f'{path} is not a train.py args.yaml (not valid YAML: {_first_line(e)})') from None
     if not isinstance(args, dict):
         raise ValueError(f'{path} is not a train.py args.yaml (expected a mapping of argument names)')
+    for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
+                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict))):
+        if args.get(key) is not None and not ok(args[key]):
+            raise ValueError(f'{path} is not a train.py args.yaml ({key}: {args[key]!r} is not {kind}; cut short '
+                             f'or edited?)')
     return args
 
 
@@ -242,15 +248,16 @@ def read_run(
 
     Raises:
         FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
+        IsADirectoryError: ``args.yaml``, ``summary.csv`` or ``command.txt`` is a folder.
         ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's.
     """
     checkpoint = checkpoint_file(checkpoint)
     folder = checkpoint.parent
     args_yaml = folder / 'args.yaml'
-    run_dir = folder if args_yaml.is_file() else None
+    run_dir = folder if args_yaml.exists() else None  # a folder there is refused by name, not taken for no run
     args = read_args_yaml(args_yaml) if run_dir else {}
     marker = read_done_marker(folder) if run_dir else {}
-    if summary is None and run_dir and (folder / 'summary.csv').is_file():
+    if summary is None and run_dir and (folder / 'summary.csv').exists():  # a folder: refused, not skipped
         summary = folder / 'summary.csv'
     if dataset is None and run_dir:
         dataset = marker.get('dataset') or next(
@@ -258,7 +265,7 @@ def read_run(
              if (p / 'results.json').is_file()), None)
     command_file = folder / 'command.txt'
     command = None
-    if run_dir and command_file.is_file():
+    if run_dir and command_file.exists():
         command = portable_command(read_text(command_file).strip()) or None
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
@@ -278,7 +285,7 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
             raise FileNotFoundError(f'{path} does not exist')
         if not path.is_dir():
             raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
-        found = {c.parent for name in CHECKPOINTS for c in path.rglob(name) if c.is_file()}
+        found = {c.parent for name in CHECKPOINTS for c in path.rglob(name)}  # a folder there: run_checkpoint says
         if not found:
             raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
         runs |= found
@@ -290,9 +297,13 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
 
     Raises:
         FileNotFoundError: the folder holds neither.
+        IsADirectoryError: the first of them present is a folder.
     """
     run_dir = Path(run_dir)
-    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).is_file()), None)
+    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).exists()), None)
+    if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
+        raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
+                                f'{" or ".join(CHECKPOINTS)} as files)')
     if found is None:
         raise FileNotFoundError(f'{run_dir} is a folder without a checkpoint ({" or ".join(CHECKPOINTS)}); allowed: '
                                 f'a checkpoint file or a train.py run folder')
@@ -331,6 +342,8 @@ _ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its lega
 def _load(path: Path) -> Any:
     """The file's content, read once; one line naming the file (and why) when it is not a checkpoint."""
     import torch
+    if path.stat().st_size == 0:
+        raise ValueError(f'{path} is not a readable checkpoint (it is empty: 0 bytes; an interrupted save?)')
     if path.suffix == '.safetensors':
         import safetensors.torch
         try:

@@ -4,7 +4,10 @@ make. (A run folder's files are read by :mod:`timm_sl.tools.runs`.)
 timm's ``train.py`` lives in timm's git repository, not in its wheel; :func:`find_train_script` locates it from an
 explicit path or ``TIMM_REPO``.
 """
+import argparse
+import contextlib
 import importlib.util
+import io
 import os
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
@@ -31,11 +34,14 @@ RECIPE_KEYS = (
 )
 
 
+TRAIN_SCRIPT = "timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
+
+
 def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     """timm's ``train.py``: ``path`` when given, else ``$TIMM_REPO/train.py``.
 
     Raises:
-        FileNotFoundError: neither names an existing file; the message says where it looked.
+        FileNotFoundError / IsADirectoryError: neither names an existing file; the message says where it looked.
     """
     if path:
         script = Path(path)
@@ -46,6 +52,9 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     else:
         raise FileNotFoundError("timm's train.py not given: pass --train-script PATH or set TIMM_REPO to a checkout of "
                                 "https://github.com/huggingface/pytorch-image-models")
+    if script.is_dir():
+        inside = f" ({script / 'train.py'} is there)" if (script / 'train.py').is_file() else ''
+        raise IsADirectoryError(f'{where} is a folder; allowed: {TRAIN_SCRIPT}{inside}')
     if not script.is_file():
         raise FileNotFoundError(f"timm's train.py not found at {where}")
     return script
@@ -55,11 +64,42 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     """Default value of every argument of a ``train.py`` (its module-level ``parser``), by importing the script.
 
     train.py guards its ``main()`` with ``__name__ == '__main__'``; importing it defines the parsers only.
+
+    Raises:
+        FileNotFoundError / IsADirectoryError: no such file, or a folder.
+        ValueError: a file that is not timm's train.py: it cannot be imported (syntax error, a module it imports is
+            missing, it exits) or holds no module-level ``argparse`` ``parser`` that parses no arguments; one line
+            naming the file.
     """
+    script = find_train_script(script)
+
+    def refuse(reason: str) -> ValueError:
+        return ValueError(f'{script} is not timm\'s train.py ({reason}); allowed: {TRAIN_SCRIPT}')
+
     spec = importlib.util.spec_from_file_location('_timm_train_script', str(script))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return vars(module.parser.parse_args([]))
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as e:
+        raise refuse(f'a syntax error at line {e.lineno}: {e.msg}') from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever a script raises on import, it is not train.py
+        raise refuse(f'importing it raised {type(e).__name__}: {_first_line(e)}') from None
+    parser = getattr(module, 'parser', None)
+    if not isinstance(parser, argparse.ArgumentParser):
+        raise refuse('no module-level argparse parser named `parser`')
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            return vars(parser.parse_args([]))
+    except SystemExit:  # argparse printed why (a required argument) and exited
+        said = [line for line in errors.getvalue().splitlines() if line.strip()]
+        said = said[-1].split(': error: ', 1)[-1] if said else 'it exited'
+        raise refuse(f'its parser needs arguments: {said}') from None
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
