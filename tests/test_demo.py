@@ -126,3 +126,25 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
     captured = capsys.readouterr()
     assert '(32 training / 8 validation images, 8x8 upscaled), 1 epochs (counted from 1)' in captured.out
     assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err
+
+
+def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
+    """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
+    import timm_sl.tools.demo
+    from timm_sl.tools.demo import DemoResult
+    figures = []
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+
+    def untrained(model_name, **kwargs):
+        return [DemoResult(name, {}, top1=[[0., 0.]], train_loss=[[2.3, 2.3]], train_img_s=[1.], params=1,
+                           train_images=1437, val_images=360) for name in ('SL', 'baseline')]
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', untrained)
+    assert main(['demo', '--epochs', '2', '--out', str(tmp_path / 'c.png')]) == 0
+    capsys.readouterr()
+    ax = figures[0].axes[0]
+    assert ax.get_ylim() == (0., 100.)
+    ax.figure.canvas.draw()
+    ticks = [float(t.get_text().replace('\u2212', '-')) for t in ax.get_yticklabels()
+             if 0. <= t.get_position()[1] <= 100.]
+    assert min(ticks) == 0. and max(ticks) == 100.
