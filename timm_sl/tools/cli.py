@@ -145,8 +145,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
          f'{statistics.fmean(r.train_img_s):.1f}', f'{r.params / 1e6:.2f}'] for r in results]))
     seeds = f'seed {args.seed}' if args.seeds == 1 else \
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
+    images = f'top-1 of {sl.val_images} validation images' + (
+        f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
-                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
+                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds}); {images}',
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {args.out}')
     return 0
