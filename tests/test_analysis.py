@@ -270,7 +270,7 @@ def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figure
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2')]
     assert [r[1] for r in rows] == ['blocks.0.attn', 'blocks.1.attn'] and all(float(r[2]) >= 0 for r in rows)
     assert 'RANDOM INIT' in _title(figures[1]) and Image.open(tmp_path / 'k.png').format == 'PNG'
-    (line,) = figures[1].axes[0].get_lines()
+    line = figures[1].axes[0].get_lines()[0]  # then its mask floor
     assert list(line.get_ydata()) == pytest.approx([float(r[2]) for r in rows], abs=1e-4)
     assert main(['receptive-field', '--patch-size', '4']) == 0
     assert 'standard tokenization r_token = 4, SPT (shift 2) r_token = 8' in capsys.readouterr().out
@@ -620,7 +620,7 @@ def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_p
                  '--out', str(tmp_path / 't.png')]) == 0
     capsys.readouterr()
     kld, temperature = (fig.axes[0] for fig in figures)
-    (line,) = kld.get_lines()
+    line = kld.get_lines()[0]
     values = list(line.get_ydata())
     low, high = kld.get_ylim()
     assert low == 0. and max(values) < high <= 1.1 * max(values)
@@ -628,3 +628,46 @@ def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_p
     low, high = temperature.get_ylim()
     assert low == 0. and 0.25 < high <= 0.3  # every head at 16 ** -0.5: one flat line, measured from 0
     assert temperature.get_ylabel() == "multiplier of QK^T ('temperature'; higher = sharper)"
+
+
+def test_kld_floor_is_what_the_masks_alone_give():
+    from timm_sl.tools.analysis import kld_floor
+    torch.manual_seed(0)
+    free = torch.rand(2, 3, 5, 5).softmax(-1)
+    assert kld_floor(free).item() == 0.  # every key open
+    masked = torch.randn(2, 3, 5, 5).masked_fill(torch.eye(5, dtype=torch.bool), float('-inf')).softmax(-1)
+    assert kld_floor(masked).item() == pytest.approx(math.log(5 / 4), rel=1e-6)  # LSA's diagonal
+    shifted = torch.randn(1, 1, 4, 4)
+    shifted[..., :2, 2:] -= 100.  # timm's Swin shift mask: -100, a weight of ~4e-44, not exactly 0
+    shifted[..., 2:, :2] -= 100.
+    probs = shifted.softmax(-1)
+    assert probs.min() > 0 and kld_floor(probs).item() == pytest.approx(math.log(2), rel=1e-6)
+    assert kld_to_uniform(masked).item() >= kld_floor(masked).item()
+
+
+def test_cli_kld_draws_each_models_mask_floor(tmp_path, image_dir, capsys, figures):
+    """An untrained sl_vit_32 read 0.018 against its baseline's 0.002 as if SL's attention were sharper: 0.0155 of
+    it is log(65/64), what the masked own key alone gives. The chart draws that floor under each curve whose masks
+    have one (a shifted Swin window's region too, baseline included); the table prints it."""
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    out = capsys.readouterr().out
+    assert 'SL floor (masks alone)' in out
+    ax = figures[0].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ['SL', 'SL: floor of its masks']
+    sl, floor = ax.get_lines()
+    assert list(floor.get_ydata()) == pytest.approx([math.log(65 / 64)] * 2, rel=1e-5)
+    assert all(kl > f for kl, f in zip(sl.get_ydata(), floor.get_ydata()))
+    kwargs = dict(depths=(2, 1, 1), window_size=2)
+    _checkpoint(tmp_path / 'sl.pth', 'sl_swin_32', kwargs)
+    _checkpoint(tmp_path / 'base.pth', 'sl_swin_32', kwargs, baseline=True)
+    assert main(['kld', str(image_dir), '--model', 'sl_swin_32', '--model-kwargs', *_cli_kwargs(kwargs),
+                 '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    capsys.readouterr()
+    ax = figures[1].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        'SL', 'baseline', 'SL: floor of its masks', 'baseline: floor of its masks']
+    base_floor = ax.get_lines()[3].get_ydata()
+    assert base_floor[0] == 0. and base_floor[1] > 0.1  # the second block's shifted windows mask across regions

@@ -321,14 +321,19 @@ def cmd_kld(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import kld_by_depth
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    curves, batch = {}, None
+    curves, floors, batch = {}, {}, None
     for label, model in _runs(args):
         batch = _load_images(args, model).tensor if batch is None else batch
-        curves[label] = kld_by_depth(model, batch)
-    layers = list(next(iter(curves.values())))
-    rows = [[str(d + 1), layer] + [f'{c[layer]:.4f}' for c in curves.values()] for d, layer in enumerate(layers)]
-    print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
-    plot_curves({label: list(c.values()) for label, c in curves.items()}, args.out,
+        measured = kld_by_depth(model, batch, floor=True)
+        curves[label] = [kl for kl, _ in measured.values()]
+        floors[label] = [floor for _, floor in measured.values()]
+    floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
+    layers = list(measured)
+    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in [*curves.values(), *floors.values()]]
+            for d, layer in enumerate(layers)]
+    print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
+                        [f'{k} floor (masks alone)' for k in floors], rows))
+    plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
                 title=f'{args.model}, {_weights(args, list(curves))}: attention KL divergence from uniform '
                       f'({len(batch)} images)',
                 y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))

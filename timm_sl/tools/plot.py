@@ -75,6 +75,8 @@ def plot_curves(
         x_label: str = 'epoch',
         x_start: int = 1,
         y_range: Tuple[Optional[float], Optional[float]] = (None, None),
+        floors: Optional[Mapping[str, Sequence[float]]] = None,
+        floor_label: str = 'floor',
 ):
     """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths and epochs alike),
     legend outside the axes; returns the figure.
@@ -84,7 +86,8 @@ def plot_curves(
     that moves by 0.0003 then stays flat instead of being stretched over the whole height. An open end (None) follows
     the data. Tick labels are plain values (no offset or multiplier). Each series has its own line style and marker,
     drawn smaller than the one before: series that coincide (e.g. every temperature of an untrained model) stay
-    visible as nested markers.
+    visible as nested markers. ``floors`` (curve name -> a value per step) draws a level the curve cannot go below as
+    a dotted line in a darker shade of the curve's colour, over it (``floor_label`` names it in the legend).
     """
     fig = _figure(9, 5)
     ax = fig.add_subplot()
@@ -92,7 +95,14 @@ def plot_curves(
         ax.plot(range(x_start, x_start + len(ys)), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
                 marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1),
                 clip_on=False)  # a point on a bound (0 % top-1) is drawn whole
-    ax.set_ylim(*_y_limits([float(v) for ys in curves.values() for v in ys], *y_range))
+    from matplotlib.colors import to_rgb
+    colours = {line.get_label(): to_rgb(line.get_color()) for line in ax.get_lines()}
+    for name, ys in (floors or {}).items():  # over the curves, darker: a curve lying on its floor stays readable
+        colour = tuple(0.5 * c for c in colours.get(name, (0.8, 0.8, 0.8)))
+        ax.plot(range(x_start, x_start + len(ys)), ys, label=f'{name}: {floor_label}', color=colour,
+                linestyle=':', linewidth=2, zorder=3)
+    values = [float(v) for ys in [*curves.values(), *(floors or {}).values()] for v in ys]
+    ax.set_ylim(*_y_limits(values, *y_range))
     steps = max((len(ys) for ys in curves.values()), default=0)
     if steps <= 20:
         ax.set_xticks(range(x_start, x_start + steps))  # every epoch / depth
