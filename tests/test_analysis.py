@@ -298,7 +298,8 @@ def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, k
     title = _title(figures[0]).replace('\n', ' ')
     assert f'SL checkpoint {tmp_path.name}/sl.pth, baseline checkpoint {tmp_path.name}/base.pth' in title
     assert 'RANDOM INIT' not in title
-    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == ['SL', 'baseline']
+    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == [
+        'SL', 'baseline', 'SL: floor of its masks']  # no shifted window in depths 1: no baseline floor
 
 
 @pytest.mark.parametrize('name,kwargs', [(n, k) for n, k, _ in FAMILIES], ids=IDS)
@@ -583,7 +584,8 @@ def test_cli_labels_checkpoints_by_what_they_hold_not_by_their_flags(tmp_path, i
     captured = capsys.readouterr()
     assert 'baseline KL(attn || uniform)  SL KL(attn || uniform)' in captured.out
     assert captured.err.count('note:') == 1
-    assert [t.get_text() for t in figures[1].axes[0].get_legend().get_texts()] == ['baseline', 'SL']
+    assert [t.get_text() for t in figures[1].axes[0].get_legend().get_texts()] == [
+        'baseline', 'SL', 'SL: floor of its masks']
 
 
 def test_cli_labels_a_recorded_baseline_run_and_two_of_a_kind(tmp_path, image_dir, capsys, figures):
