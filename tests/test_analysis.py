@@ -572,7 +572,7 @@ def test_cli_labels_checkpoints_by_what_they_hold_not_by_their_flags(tmp_path, i
     torch.testing.assert_close(torch.tensor(records[1]['mean']), expected)  # the SL file's map, labelled SL
     note = [line for line in err.splitlines() if 'note:' in line]
     assert len(note) == 1 and note[0] == (
-        f'timm-sl attention: note: each model is labelled by what its checkpoint holds, not by its flag: '
+        f'timm-sl attention: note: each model is labelled by what it holds, not by its flag: '
         f'--checkpoint {tmp_path.name}/base.pth holds baseline (spt=False, lsa mask=False, learned '
         f'temperature=False), not SL; --compare-checkpoint {tmp_path.name}/sl.pth holds SL (spt=True, lsa '
         f'mask=True, learned temperature=True), not baseline')
@@ -610,6 +610,13 @@ def test_cli_labels_a_recorded_baseline_run_and_two_of_a_kind(tmp_path, image_di
     assert f'--compare-checkpoint {tmp_path.name}/b.pth holds SL (' in err and err.count('note:') == 1
     assert [r['model'] for r in json.loads(out.with_suffix('.json').read_text())] == [
         'SL (--checkpoint)', 'SL (--compare-checkpoint)']
+    _checkpoint(tmp_path / 'base.pth', 'sl_vit_32', dict(depth=1), baseline=True)
+    assert main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 'spt=False', 'lsa=False', '--compare-checkpoint', str(tmp_path / 'base.pth'), '--out', str(out)]) == 0
+    err = capsys.readouterr().err  # a baseline without checkpoint: no file to name
+    assert 'the random init model holds baseline (spt=False, lsa mask=False, learned temperature=False), not SL' in err
+    assert [r['model'] for r in json.loads(out.with_suffix('.json').read_text())] == [
+        'baseline (random init)', 'baseline (--compare-checkpoint)']
 
 
 def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_path, image_dir, capsys, figures):

@@ -279,13 +279,16 @@ def _runs(args: argparse.Namespace):
         return runs
     compared = _analysis_model(args, args.compare_checkpoint, baseline_first=True)
     runs.append((_variant(compared), compared))
-    flags = [('--checkpoint', args.checkpoint, 'SL'), ('--compare-checkpoint', args.compare_checkpoint, 'baseline')]
-    wrong = [f'{flag} {_run_file(path)} holds {label} ({_switches(m)}), not {meant}'
-             for (flag, path, meant), (label, m) in zip(flags, runs) if (label == 'baseline') != (meant == 'baseline')]
+    first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
+        'random init'
+    flags = [(first, args.checkpoint, 'SL'), ('--compare-checkpoint', args.compare_checkpoint, 'baseline')]
+    wrong = [(f'{flag} {_run_file(path)}' if path else f'the {flag} model') + f' holds {label} ({_switches(m)}), '
+             f'not {meant}' for (flag, path, meant), (label, m) in zip(flags, runs)
+             if (label == 'baseline') != (meant == 'baseline')]
     if wrong:
-        print(f'timm-sl {args.command}: note: each model is labelled by what its checkpoint holds, not by its flag: '
+        print(f'timm-sl {args.command}: note: each model is labelled by what it holds, not by its flag: '
               f'{"; ".join(wrong)}', file=sys.stderr)
-    if runs[0][0] == runs[1][0]:  # two checkpoints of one kind: told apart by their flags
+    if runs[0][0] == runs[1][0]:  # two models of one kind: told apart by their flags
         runs = [(f'{label} ({flag})', m) for (label, m), (flag, _, _) in zip(runs, flags)]
     return runs
 

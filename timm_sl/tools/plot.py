@@ -9,7 +9,8 @@ import textwrap
 from fractions import Fraction
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-__all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
+__all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios',
+           'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
