@@ -338,7 +338,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
                         [f'{k} floor (masks alone)' for k in floors], rows))
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
                 title=f'{args.model}, {_weights(args, list(curves))}: attention KL divergence from uniform '
-                      f'({len(batch)} images)',
+                      f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
