@@ -13,6 +13,7 @@ from timm_sl.tools.analysis import (
     kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
     tokenizer_geometry)
 from timm_sl.tools.cli import main
+from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -269,7 +270,7 @@ def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figure
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2')]
     assert [r[1] for r in rows] == ['blocks.0.attn', 'blocks.1.attn'] and all(float(r[2]) >= 0 for r in rows)
     assert 'RANDOM INIT' in _title(figures[1]) and Image.open(tmp_path / 'k.png').format == 'PNG'
-    (line,) = figures[1].axes[0].get_lines()
+    line = figures[1].axes[0].get_lines()[0]  # then its mask floor
     assert list(line.get_ydata()) == pytest.approx([float(r[2]) for r in rows], abs=1e-4)
     assert main(['receptive-field', '--patch-size', '4']) == 0
     assert 'standard tokenization r_token = 4, SPT (shift 2) r_token = 8' in capsys.readouterr().out
@@ -297,7 +298,8 @@ def test_cli_kld_sl_vs_baseline_checkpoints(tmp_path, image_dir, capsys, name, k
     title = _title(figures[0]).replace('\n', ' ')
     assert f'SL checkpoint {tmp_path.name}/sl.pth, baseline checkpoint {tmp_path.name}/base.pth' in title
     assert 'RANDOM INIT' not in title
-    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == ['SL', 'baseline']
+    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == [
+        'SL', 'baseline', 'SL: floor of its masks']  # no shifted window in depths 1: no baseline floor
 
 
 @pytest.mark.parametrize('name,kwargs', [(n, k) for n, k, _ in FAMILIES], ids=IDS)
@@ -325,7 +327,7 @@ def test_cli_attention_every_family(tmp_path, image_dir, capsys, name, kwargs, f
     fig = figures[0]
     panels = [ax for ax in fig.axes if ax.get_images()]
     assert [ax.get_title() for ax in panels[:3]] == ['input', 'SL', 'baseline'] and len(panels) == 2 * 3
-    overlays = [ax.get_images()[-1] for ax in panels if len(ax.get_images()) == 2]
+    overlays = [im for ax in panels for im in ax.get_images() if im.get_label() == MAP_LABEL]
     peak = max(r['peak_weight'] for r in records)  # one colour scale for the four maps: 0 .. the largest weight
     assert len(overlays) == 4 and len({im.get_clim() for im in overlays}) == 1
     assert overlays[0].get_clim() == (0., pytest.approx(peak, rel=1e-5))
@@ -350,7 +352,7 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
     assert fig.get_suptitle().replace('\n', ' ') == (
         'sl_vit_32, SL checkpoint 20250101-sl-sl_vit_32-32/model_best.pth.tar, baseline checkpoint '
         '20250101-base-sl_vit_32-32/model_best.pth.tar: final attention map (class token)')
-    inputs = [ax for ax in fig.axes if len(ax.get_images()) == 1]
+    inputs = [ax for ax in fig.axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel() for ax in inputs] == ['0.png', '1.png']
     bar = next(ax for ax in fig.axes if 'shared scale' in ax.get_ylabel())
     assert [line.get_ydata()[0] for line in bar.get_lines()] == pytest.approx([1 / 64] * 2 + [1 / 65] * 2)
@@ -550,3 +552,131 @@ def test_capture_class_attention_with_raw_patch_keys():
     v = block.attn.v(kv).reshape(2, 64, block.attn.num_heads, -1).transpose(1, 2)
     out = (probs @ v).transpose(1, 2).reshape(2, 1, -1)
     torch.testing.assert_close(block.attn.proj(out), seen['out'], rtol=1e-4, atol=1e-5)
+
+
+def test_cli_labels_checkpoints_by_what_they_hold_not_by_their_flags(tmp_path, image_dir, capsys, figures):
+    """Swapped files (the baseline given as --checkpoint, SL as --compare-checkpoint) were built as the flags said
+    and labelled "SL" / "baseline" by flag. Each is labelled by what its state dict holds (SL: LSA's learned
+    temperatures, SPT's projection), and one line on stderr says the flags said otherwise."""
+    sl = _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
+    _checkpoint(tmp_path / 'base.pth', 'sl_vit_32', dict(depth=1), baseline=True)
+    out = tmp_path / 'attn.png'
+    assert main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--checkpoint', str(tmp_path / 'base.pth'), '--compare-checkpoint', str(tmp_path / 'sl.pth'),
+                 '--out', str(out)]) == 0
+    err = capsys.readouterr().err
+    records = json.loads(out.with_suffix('.json').read_text())
+    assert [r['model'] for r in records] == ['baseline', 'SL']
+    assert [r['uniform'] for r in records] == pytest.approx([1 / 65, 1 / 64])  # the baseline's 65 keys, SL's mask
+    expected = final_attention_map(sl, load_images([str(image_dir / '0.png')], sl).tensor).maps.mean(1)[0]
+    torch.testing.assert_close(torch.tensor(records[1]['mean']), expected)  # the SL file's map, labelled SL
+    note = [line for line in err.splitlines() if 'note:' in line]
+    assert len(note) == 1 and note[0] == (
+        f'timm-sl attention: note: each model is labelled by what it holds, not by its flag: '
+        f'--checkpoint {tmp_path.name}/base.pth holds baseline (spt=False, lsa mask=False, learned '
+        f'temperature=False), not SL; --compare-checkpoint {tmp_path.name}/sl.pth holds SL (spt=True, lsa '
+        f'mask=True, learned temperature=True), not baseline')
+    title = figures[0].get_suptitle().replace('\n', ' ')
+    assert f'baseline checkpoint {tmp_path.name}/base.pth, SL checkpoint {tmp_path.name}/sl.pth' in title
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--checkpoint', str(tmp_path / 'base.pth'), '--compare-checkpoint', str(tmp_path / 'sl.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    captured = capsys.readouterr()
+    assert 'baseline KL(attn || uniform)  SL KL(attn || uniform)' in captured.out
+    assert captured.err.count('note:') == 1
+    assert [t.get_text() for t in figures[1].axes[0].get_legend().get_texts()] == [
+        'baseline', 'SL', 'SL: floor of its masks']
+
+
+def test_cli_labels_a_recorded_baseline_run_and_two_of_a_kind(tmp_path, image_dir, capsys, figures):
+    """A train.py checkpoint records its model kwargs: a run of spt=False lsa=False given alone was drawn as "SL".
+    Two SL checkpoints are told apart by their flags (the same label twice merged them into one column)."""
+    model = _model('sl_vit_32', dict(depth=1), baseline=True)
+    torch.save({'state_dict': model.state_dict(), 'epoch': 3, 'arch': 'sl_vit_32',
+                'args': {'model': 'sl_vit_32', 'model_kwargs': {'depth': 1, 'spt': False, 'lsa': False}}},
+               tmp_path / 'run.pth')
+    out = tmp_path / 'attn.png'
+    assert main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--checkpoint',
+                 str(tmp_path / 'run.pth'), '--out', str(out)]) == 0
+    assert 'note:' not in capsys.readouterr().err  # nothing contradicts: no --compare-checkpoint
+    assert [r['model'] for r in json.loads(out.with_suffix('.json').read_text())] == ['baseline']
+    assert [ax.get_title() for ax in figures[0].axes if ax.get_images()] == ['input', 'baseline']
+    for name in ('a.pth', 'b.pth'):
+        _checkpoint(tmp_path / name, 'sl_vit_32', dict(depth=1))
+    assert main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--checkpoint', str(tmp_path / 'a.pth'), '--compare-checkpoint', str(tmp_path / 'b.pth'),
+                 '--out', str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f'--compare-checkpoint {tmp_path.name}/b.pth holds SL (' in err and err.count('note:') == 1
+    assert [r['model'] for r in json.loads(out.with_suffix('.json').read_text())] == [
+        'SL (--checkpoint)', 'SL (--compare-checkpoint)']
+    _checkpoint(tmp_path / 'base.pth', 'sl_vit_32', dict(depth=1), baseline=True)
+    assert main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 'spt=False', 'lsa=False', '--compare-checkpoint', str(tmp_path / 'base.pth'), '--out', str(out)]) == 0
+    err = capsys.readouterr().err  # a baseline without checkpoint: no file to name
+    assert 'the random init model holds baseline (spt=False, lsa mask=False, learned temperature=False), not SL' in err
+    assert [r['model'] for r in json.loads(out.with_suffix('.json').read_text())] == [
+        'baseline (random init)', 'baseline (--compare-checkpoint)']
+
+
+def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_path, image_dir, capsys, figures):
+    """The KL axis spanned the data alone, so an untrained model's flat curve (0.018 +- 0.0003) filled the height
+    like a steep one; it starts at 0 now (KL >= 0), in nats. The temperature axis starts at 0 too, and says that
+    the value multiplies QK^T (higher: sharper), which "temperature" alone reads the other way round."""
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=3',
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=3',
+                 '--out', str(tmp_path / 't.png')]) == 0
+    capsys.readouterr()
+    kld, temperature = (fig.axes[0] for fig in figures)
+    line = kld.get_lines()[0]
+    values = list(line.get_ydata())
+    low, high = kld.get_ylim()
+    assert low == 0. and max(values) < high <= 1.1 * max(values)
+    assert kld.get_ylabel() == 'mean KL(attention || uniform) (nats)'
+    low, high = temperature.get_ylim()
+    assert low == 0. and 0.25 < high <= 0.3  # every head at 16 ** -0.5: one flat line, measured from 0
+    assert temperature.get_ylabel() == "multiplier of QK^T ('temperature'; higher = sharper)"
+
+
+def test_kld_floor_is_what_the_masks_alone_give():
+    from timm_sl.tools.analysis import kld_floor
+    torch.manual_seed(0)
+    free = torch.rand(2, 3, 5, 5).softmax(-1)
+    assert kld_floor(free).item() == 0.  # every key open
+    masked = torch.randn(2, 3, 5, 5).masked_fill(torch.eye(5, dtype=torch.bool), float('-inf')).softmax(-1)
+    assert kld_floor(masked).item() == pytest.approx(math.log(5 / 4), rel=1e-6)  # LSA's diagonal
+    shifted = torch.randn(1, 1, 4, 4)
+    shifted[..., :2, 2:] -= 100.  # timm's Swin shift mask: -100, a weight of ~4e-44, not exactly 0
+    shifted[..., 2:, :2] -= 100.
+    probs = shifted.softmax(-1)
+    assert probs.min() > 0 and kld_floor(probs).item() == pytest.approx(math.log(2), rel=1e-6)
+    assert kld_to_uniform(masked).item() >= kld_floor(masked).item()
+
+
+def test_cli_kld_draws_each_models_mask_floor(tmp_path, image_dir, capsys, figures):
+    """An untrained sl_vit_32 read 0.018 against its baseline's 0.002 as if SL's attention were sharper: 0.0155 of
+    it is log(65/64), what the masked own key alone gives. The chart draws that floor under each curve whose masks
+    have one (a shifted Swin window's region too, baseline included); the table prints it."""
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    out = capsys.readouterr().out
+    assert 'SL floor (masks alone)' in out
+    ax = figures[0].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ['SL', 'SL: floor of its masks']
+    sl, floor = ax.get_lines()
+    assert list(floor.get_ydata()) == pytest.approx([math.log(65 / 64)] * 2, rel=1e-5)
+    assert all(kl > f for kl, f in zip(sl.get_ydata(), floor.get_ydata()))
+    kwargs = dict(depths=(2, 1, 1), window_size=2)
+    _checkpoint(tmp_path / 'sl.pth', 'sl_swin_32', kwargs)
+    _checkpoint(tmp_path / 'base.pth', 'sl_swin_32', kwargs, baseline=True)
+    assert main(['kld', str(image_dir), '--model', 'sl_swin_32', '--model-kwargs', *_cli_kwargs(kwargs),
+                 '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    capsys.readouterr()
+    ax = figures[1].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        'SL', 'baseline', 'SL: floor of its masks', 'baseline: floor of its masks']
+    base_floor = ax.get_lines()[3].get_ydata()
+    assert base_floor[0] == 0. and base_floor[1] > 0.1  # the second block's shifted windows mask across regions

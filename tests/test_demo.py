@@ -68,7 +68,9 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
     assert [list(line.get_ydata()) for line in ax.get_lines()] == [
         pytest.approx([float(row[1]) for row in epoch_rows], abs=0.006),
         pytest.approx([float(row[2]) for row in epoch_rows], abs=0.006)]
-    assert ax.get_title() == 'sl_vit_32 vs baseline on digits, trained from scratch (seed 3)'
+    # 60 images: 12 validation images, each 8.33 points of top-1: the chart says so, as the terminal does
+    assert ax.get_title() == ('sl_vit_32 vs baseline on digits, trained from scratch (seed 3); top-1 of 12 '
+                              'validation images, 8.33 points each: a smoke test')
     assert out.stat().st_size > 0
     # epochs as the report and the cards count them: from 1, in the table and on the axis
     assert '2 epochs (counted from 1)' in text
@@ -84,7 +86,8 @@ def test_demo_chart_of_several_seeds_says_it_draws_their_mean(tmp_path, capsys, 
                  '--model-kwargs', 'depth=1', '--seeds', '2', '--seed', '5']) == 0
     capsys.readouterr()
     assert figures[0].axes[0].get_title() == (
-        'sl_vit_32 vs baseline on digits, trained from scratch (mean over 2 seeds, 5-6)')
+        'sl_vit_32 vs baseline on digits, trained from scratch (mean over 2 seeds, 5-6); top-1 of 8 validation '
+        'images, 12.5 points each: a smoke test')
 
 
 def test_demo_rejects_bad_epochs(capsys):
@@ -126,3 +129,26 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
     captured = capsys.readouterr()
     assert '(32 training / 8 validation images, 8x8 upscaled), 1 epochs (counted from 1)' in captured.out
     assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err
+
+
+def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
+    """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
+    import timm_sl.tools.demo
+    from timm_sl.tools.demo import DemoResult
+    figures = []
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+
+    def untrained(model_name, **kwargs):
+        return [DemoResult(name, {}, top1=[[0., 0.]], train_loss=[[2.3, 2.3]], train_img_s=[1.], params=1,
+                           train_images=1437, val_images=360) for name in ('SL', 'baseline')]
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', untrained)
+    assert main(['demo', '--epochs', '2', '--out', str(tmp_path / 'c.png')]) == 0
+    capsys.readouterr()
+    ax = figures[0].axes[0]
+    assert ax.get_ylim() == (0., 100.)
+    assert ax.get_title().endswith('(seed 0); top-1 of 360 validation images')  # enough images: no smoke-test note
+    ax.figure.canvas.draw()
+    ticks = [float(t.get_text().replace('\u2212', '-')) for t in ax.get_yticklabels()
+             if 0. <= t.get_position()[1] <= 100.]
+    assert min(ticks) == 0. and max(ticks) == 100.

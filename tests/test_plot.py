@@ -3,7 +3,7 @@ import sys
 import numpy as np
 import pytest
 
-from timm_sl.tools.plot import plot_attention, plot_curves, plot_ratios, require_matplotlib
+from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL, plot_attention, plot_curves, plot_ratios, require_matplotlib
 
 pytest.importorskip('matplotlib')
 
@@ -70,8 +70,8 @@ def test_attention_maps_share_one_colour_scale_with_a_colour_bar(tmp_path):
     fig = plot_attention(images, columns, str(tmp_path / 'a.png'), title='m, RANDOM INIT: final attention map',
                          notes=['SL: class token'], uniform={'SL': 1 / 64})
     panels = [ax for ax in fig.axes if ax.get_images()]
-    overlays = [ax.get_images()[-1] for ax in panels if len(ax.get_images()) == 2]
-    assert len(overlays) == 4  # 2 images x 2 columns; the input column has no overlay
+    overlays = [im for ax in panels for im in ax.get_images() if im.get_label() == MAP_LABEL]
+    assert len(overlays) == 4  # 2 images x 2 columns; the input column has no map
     assert {im.get_clim() for im in overlays} == {(0., 0.7)}  # one scale: 0 to the largest weight of any map
     near = overlays[1].norm(overlays[1].get_array())  # the near-uniform map: flat, not stretched to full range
     assert float(near.max() - near.min()) < 0.001
@@ -160,7 +160,7 @@ def test_attention_rows_name_their_images(tmp_path):
     images = [np.zeros((32, 32, 3), np.uint8)] * 2
     fig = plot_attention(images, {'SL': [np.ones((8, 8))] * 2}, str(tmp_path / 'a.png'),
                          row_labels=['cat.png', 'dog.png'])
-    inputs = [ax for ax in fig.axes if len(ax.get_images()) == 1]
+    inputs = [ax for ax in fig.axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel() for ax in inputs] == ['cat.png', 'dog.png']
 
 
@@ -181,3 +181,58 @@ def test_attention_per_head_panels_wrap_into_a_grid(tmp_path):
     names = [ax.get_ylabel() for ax in sorted(panels, key=lambda a: (-a.get_position().y0, a.get_position().x0))
              if round(ax.get_position().x0, 3) == columns_x[0]]
     assert names == ['cat.png'] * 3 + ['dog.png'] * 3
+
+
+def _pixel(fig, ax, x, y):
+    """RGB (0..1) of the rendered figure at data point ``(x, y)`` of ``ax``."""
+    fig.canvas.draw()
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    px, py = ax.transData.transform((x, y))
+    return pixels[int(round(pixels.shape[0] - py)), int(round(px)), :3] / 255.
+
+
+def test_attention_map_colours_are_the_colour_bars(tmp_path):
+    """The map was blended (alpha 0.7) over the grey image: a cell's colour then depended on the pixels under it and
+    matched no colour of the bar. Each map is drawn opaque in its own panel: the colour a cell shows is the bar's
+    colour for its weight, whatever the image (white or black) is."""
+    import matplotlib
+    grid = np.zeros((4, 4))
+    grid[0, 0], grid[1, 2], grid[3, 3] = 0.6, 0.3, 0.1
+    images = [np.full((32, 32, 3), 255, np.uint8), np.zeros((32, 32, 3), np.uint8)]
+    fig = plot_attention(images, {'SL': [grid, grid]}, str(tmp_path / 'a.png'), uniform={'SL': 1 / 16})
+    maps = [ax for ax in fig.axes if any(im.get_label() == MAP_LABEL for im in ax.get_images())]
+    assert len(maps) == 2 and all(len(ax.get_images()) == 1 for ax in maps)  # nothing under the map
+    bar = _colour_bar(fig)
+    image = maps[0].get_images()[0]
+    cmap, norm = image.get_cmap(), image.norm
+    assert image.get_alpha() in (None, 1.)
+    for ax in maps:  # white and black image: the same colours
+        for (row, col) in ((0, 0), (1, 2), (3, 3), (2, 0)):
+            x, y = (col + 0.5) * 8 - 0.5, (row + 0.5) * 8 - 0.5  # the cell's centre in image pixels
+            expected = np.asarray(matplotlib.colors.to_rgb(cmap(norm(grid[row, col]))))
+            assert _pixel(fig, ax, x, y) == pytest.approx(expected, abs=2 / 255), (row, col)
+    assert bar.get_ylim() == pytest.approx((0., 0.6))  # the bar spans the same 0 .. largest weight
+
+
+def test_curve_y_range_keeps_a_flat_curve_flat(tmp_path):
+    """A KL curve that moves by 0.0003 filled the whole height (the axis spanned the data alone): from 0 it reads as
+    flat, and the SL / baseline gap keeps its true proportion."""
+    kl = {'SL': [0.01831, 0.01839, 0.01857, 0.01823], 'baseline': [0.00235, 0.00236, 0.00240, 0.00229]}
+    fig = plot_curves(kl, str(tmp_path / 'k.png'), y_label='mean KL (nats)', x_label='depth', y_range=(0., None))
+    low, high = fig.axes[0].get_ylim()
+    assert low == 0. and 0.01857 < high <= 0.01857 * 1.1
+    sl = kl['SL']
+    assert (max(sl) - min(sl)) / (high - low) < 0.02  # the SL curve's wiggle: under 2 % of the height
+    for _, text in _y_ticks(fig.axes[0]):
+        assert float(text) >= 0.
+
+
+def test_percent_curves_at_zero_stay_on_0_to_100(tmp_path):
+    """An untrained model at 0 % top-1: the axis ran from -0.055 to 0.055 (negative top-1 on the ticks)."""
+    fig = plot_curves({'SL': [0., 0.], 'baseline': [0., 0.]}, str(tmp_path / 'c.png'), y_range=(0., 100.))
+    ax = fig.axes[0]
+    assert ax.get_ylim() == (0., 100.)
+    ticks = [float(text) for _, text in _y_ticks(ax)]
+    assert min(ticks) == 0. and max(ticks) == 100. and all(t >= 0 for t in ticks)
+    fig = plot_curves({'SL': [12.5, 37.5]}, str(tmp_path / 'd.png'), y_range=(0., 100.))
+    assert fig.axes[0].get_ylim() == (0., 100.)  # 12.5 .. 37.5 is not stretched over the height either

@@ -29,7 +29,7 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 from ..layers import LsaMixin
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
-           'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_to_uniform',
+           'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_floor', 'kld_to_uniform',
            'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
 
 
@@ -294,6 +294,21 @@ def kld_to_uniform(attn: torch.Tensor) -> torch.Tensor:
     return kl.mean()
 
 
+# a weight below this is a masked key's: ``-inf`` gives 0, timm's Swin shift mask (``-100`` on the logit) ~4e-44
+MASKED_WEIGHT = 1e-30
+
+
+def kld_floor(attn: torch.Tensor) -> torch.Tensor:
+    """Mean KL to uniform that attention rows ``(..., N)`` would have, spread evenly over the keys their masks leave
+    them: ``log(N / k)`` for ``k`` keys of weight at least :data:`MASKED_WEIGHT`. The least KL a row's masks allow:
+    ``log(N / (N - 1))`` under LSA's diagonal mask, ``log(N / region)`` in a shifted Swin window's region, 0 without
+    masks; only the KL above it is sharpness the softmax chose. (A learned weight below 1e-30, a logit 69 below the
+    row's largest, counts as masked too.)"""
+    n = attn.shape[-1]
+    keys = (attn >= MASKED_WEIGHT).sum(-1).clamp_min(1).double()
+    return (math.log(n) - keys.log()).mean().float()
+
+
 def learned_temperatures(model: nn.Module) -> Dict[str, torch.Tensor]:
     """Per LSA layer (depth order): its per-head multiplier of ``QK^T`` (the paper's Fig. 3 quantity)."""
     return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules() if isinstance(m, LsaMixin)}
@@ -330,15 +345,21 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
     return size, size, 0
 
 
-def depth_curve(maps: Dict[str, List[torch.Tensor]]) -> List[float]:
-    """Per-depth mean KL to uniform over all captured forwards."""
-    return [statistics.fmean(kld_to_uniform(a).item() for a in captured) for captured in maps.values()]
+def depth_curve(
+        maps: Dict[str, List[torch.Tensor]],
+        measure: Callable[[torch.Tensor], torch.Tensor] = kld_to_uniform,
+) -> List[float]:
+    """Per-depth mean of ``measure`` (KL to uniform; :func:`kld_floor` for its floor) over all captured forwards."""
+    return [statistics.fmean(measure(a).item() for a in captured) for captured in maps.values()]
 
 
-def kld_by_depth(model: nn.Module, images: torch.Tensor) -> Dict[str, float]:
-    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4)."""
+def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False) -> Dict[str, Any]:
+    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4);
+    with ``floor``, ``(KL, its floor)`` (:func:`kld_floor`: what the layer's masks alone give)."""
     with torch.no_grad(), capture_attention(model) as maps:
         model(images)
+    if floor:
+        return dict(zip(maps, zip(depth_curve(maps), depth_curve(maps, kld_floor))))
     return dict(zip(maps, depth_curve(maps)))
 
 

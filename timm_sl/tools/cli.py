@@ -145,9 +145,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
          f'{statistics.fmean(r.train_img_s):.1f}', f'{r.params / 1e6:.2f}'] for r in results]))
     seeds = f'seed {args.seed}' if args.seeds == 1 else \
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
+    images = f'top-1 of {sl.val_images} validation images' + (
+        f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
-                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds})',
-                y_label='validation top-1 (%)', x_label='epoch', x_start=1)
+                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds}); {images}',
+                y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {args.out}')
     return 0
 
@@ -184,26 +186,65 @@ def cmd_push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_of=None):
-    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint (its
-    model kwargs, as its run recorded them, unless ``--model-kwargs`` are given). ``baseline_of`` (an SL model)
-    switches SPT/LSA off with its class's ``baseline_kwargs`` (the ``--compare-checkpoint`` model, never
-    pretrained)."""
+def _baseline_kwargs(name: str) -> Dict[str, Any]:
+    """The switches that make ``name`` its paper baseline (SPT, LSA and Spool off)."""
+    from timm_sl.tools.paper import VARIANTS, family_of
+    return dict(VARIANTS.get(family_of(name), {}).get('base', dict(spt=False, lsa=False)))
+
+
+def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
+    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint.
+
+    A checkpoint whose run recorded ``args.model`` is built with the kwargs it recorded (with ``--model-kwargs``:
+    those, plus the SPT/LSA switches the run recorded unless they set them). One that records none is built as
+    whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state dict fits strictly
+    (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with ``baseline_first``.
+    What the model is comes from the model built (:func:`_variant`), never from the flag that named the file.
+    """
     kwargs = dict(args.model_kwargs or {})
-    if baseline_of is not None:
-        kwargs.update(type(baseline_of).baseline_kwargs)
-    pretrained = getattr(args, 'pretrained', False) and baseline_of is None
     if not checkpoint:
-        return _create_model(args, args.model, kwargs, pretrained=pretrained).eval()
+        return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval()
+    from timm_sl.layers.sl_args import SL_ARG_NAMES
     from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
     _check_model_name(args, args.model)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
-        if args.model_kwargs is None and record.model == args.model:
-            kwargs = record.model_kwargs
-        return build_model(loaded, args.model, kwargs)[0].eval()
+        if record.model == args.model:
+            switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
+            candidates = [record.model_kwargs if args.model_kwargs is None else {**switches, **kwargs}]
+        else:
+            baseline = {**kwargs, **_baseline_kwargs(args.model)}
+            candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
+        first_error = None
+        for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
+            try:
+                return build_model(loaded, args.model, candidate)[0].eval()
+            except ValueError as e:  # does not fit: the other candidate may
+                first_error = first_error or e
+        raise first_error
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
         raise _model_error(args, args.model, kwargs, e) from e
+
+
+def _variant(model) -> str:
+    """What a model is, from the switches it was built with (strictly loaded checkpoints included): ``SL``,
+    ``baseline``, or the paper's ablation tag (``S``, ``L``, ``SM``, ...; ``w/o Spool`` / ``+ Spool`` where the
+    Spool switch differs from SPT's)."""
+    sl_args = getattr(model, 'sl_args', None)
+    if sl_args is None:
+        return type(model).__name__
+    tag = sl_args.ablation_tag()
+    label = {'SL': 'SL', 'base': 'baseline'}.get(tag, tag)
+    spool = getattr(model, 'spt_pool', sl_args.spt)
+    return label if spool == sl_args.spt else label + (' w/o Spool' if sl_args.spt else ' + Spool')
+
+
+def _switches(model) -> str:
+    sl_args = getattr(model, 'sl_args', None)
+    if sl_args is None:
+        return 'no SL switches'
+    return (f'spt={sl_args.spt}, lsa mask={sl_args.diag_mask}, learned temperature={sl_args.learn_temp}' +
+            (f', spt_pool={model.spt_pool}' if hasattr(model, 'spt_pool') else ''))
 
 
 def _run_file(path: str) -> str:
@@ -212,9 +253,9 @@ def _run_file(path: str) -> str:
     return f'{path.parent.name}/{path.name}' if path.parent.name else path.name
 
 
-def _weights(args: argparse.Namespace) -> str:
-    """What the analysed weights are, for titles (the baseline's too, when compared): figures of an untrained model
-    must say so."""
+def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline')) -> str:
+    """What the analysed weights are, for titles (the compared checkpoint's too, each named by its ``labels``
+    entry): figures of an untrained model must say so."""
     if getattr(args, 'checkpoint', None):
         weights = f'checkpoint {_run_file(args.checkpoint)}'
     elif getattr(args, 'pretrained', False):
@@ -222,7 +263,7 @@ def _weights(args: argparse.Namespace) -> str:
     else:
         weights = 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
     compare = getattr(args, 'compare_checkpoint', None)
-    return f'SL {weights}, baseline checkpoint {_run_file(compare)}' if compare else weights
+    return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare)}' if compare else weights
 
 
 def _load_images(args: argparse.Namespace, model):
@@ -231,11 +272,27 @@ def _load_images(args: argparse.Namespace, model):
 
 
 def _runs(args: argparse.Namespace):
-    """``(label, model)``: the SL model, then its baseline when ``--compare-checkpoint`` is given."""
+    """``[(label, model)]``: the ``--checkpoint`` model (or random init / pretrained), then the
+    ``--compare-checkpoint`` one, each labelled by what it is (:func:`_variant`). The flags say "SL" and
+    "baseline": where a checkpoint holds something else, one line on stderr says so."""
     model = _analysis_model(args, args.checkpoint)
-    yield 'SL', model
-    if args.compare_checkpoint:
-        yield 'baseline', _analysis_model(args, args.compare_checkpoint, baseline_of=model)
+    runs = [(_variant(model), model)]
+    if not args.compare_checkpoint:
+        return runs
+    compared = _analysis_model(args, args.compare_checkpoint, baseline_first=True)
+    runs.append((_variant(compared), compared))
+    first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
+        'random init'
+    flags = [(first, args.checkpoint, 'SL'), ('--compare-checkpoint', args.compare_checkpoint, 'baseline')]
+    wrong = [(f'{flag} {_run_file(path)}' if path else f'the {flag} model') + f' holds {label} ({_switches(m)}), '
+             f'not {meant}' for (flag, path, meant), (label, m) in zip(flags, runs)
+             if (label == 'baseline') != (meant == 'baseline')]
+    if wrong:
+        print(f'timm-sl {args.command}: note: each model is labelled by what it holds, not by its flag: '
+              f'{"; ".join(wrong)}', file=sys.stderr)
+    if runs[0][0] == runs[1][0]:  # two models of one kind: told apart by their flags
+        runs = [(f'{label} ({flag})', m) for (label, m), (flag, _, _) in zip(runs, flags)]
+    return runs
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
@@ -259,7 +316,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
                 title=f'{args.model}, {_weights(args)}: learned temperature per depth',
-                y_label='temperature (multiplier of QK^T)', x_label='depth')
+                y_label="multiplier of QK^T ('temperature'; higher = sharper)", x_label='depth',
+                y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
 
@@ -268,16 +326,22 @@ def cmd_kld(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import kld_by_depth
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    curves, batch = {}, None
+    curves, floors, batch = {}, {}, None
     for label, model in _runs(args):
         batch = _load_images(args, model).tensor if batch is None else batch
-        curves[label] = kld_by_depth(model, batch)
-    layers = list(curves['SL'])
-    rows = [[str(d + 1), layer] + [f'{c[layer]:.4f}' for c in curves.values()] for d, layer in enumerate(layers)]
-    print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves], rows))
-    plot_curves({label: list(c.values()) for label, c in curves.items()}, args.out,
-                title=f'{args.model}, {_weights(args)}: attention KL divergence from uniform ({len(batch)} images)',
-                y_label='mean KL (nats)', x_label='depth')
+        measured = kld_by_depth(model, batch, floor=True)
+        curves[label] = [kl for kl, _ in measured.values()]
+        floors[label] = [floor for _, floor in measured.values()]
+    floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
+    layers = list(measured)
+    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in [*curves.values(), *floors.values()]]
+            for d, layer in enumerate(layers)]
+    print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
+                        [f'{k} floor (masks alone)' for k in floors], rows))
+    plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
+                title=f'{args.model}, {_weights(args, list(curves))}: attention KL divergence from uniform '
+                      f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
+                y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
 
@@ -307,7 +371,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     names = [f.name for f in loaded.files]
     plot_attention(loaded.images, columns, args.out, notes=notes, uniform=uniform,
                    row_labels=names if len(set(names)) == len(names) else [str(f) for f in loaded.files],
-                   title=f'{args.model}, {_weights(args)}: final attention map ({result.kind})')
+                   title=f'{args.model}, {_weights(args, list(uniform))}: final attention map ({result.kind})')
     numbers = Path(args.out).with_suffix('.json')
     numbers.write_text(json.dumps(records, indent=1))
     print(f'plot: {args.out}\nnumbers: {numbers}')

@@ -1,4 +1,4 @@
-"""Charts with matplotlib (the ``[demo]`` extra): learning curves, throughput ratios and attention-map overlays.
+"""Charts with matplotlib (the ``[demo]`` extra): learning curves, throughput ratios and attention maps.
 
 Every function builds a :class:`matplotlib.figure.Figure` on the Agg canvas (no pyplot, no global backend switch,
 no display needed), saves it to ``path`` (the format follows the extension) and returns it, so callers and tests can
@@ -7,15 +7,20 @@ look at what was drawn. matplotlib is imported inside the functions: importing t
 import math
 import textwrap
 from fractions import Fraction
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-__all__ = ['EPOCH_AXIS', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
+__all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios',
+           'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
 
 # every chart over epochs counts them as the report and the cards do: from 1
 EPOCH_AXIS = "epoch (from 1; train.py's summary.csv counts from 0)"
+
+# labels of the images plot_attention draws: the input panels' and the maps'
+INPUT_LABEL = 'input image'
+MAP_LABEL = 'attention map'
 
 Grid = Sequence[Sequence[float]]
 
@@ -52,6 +57,17 @@ def _plain_ticks(axis) -> None:
     axis.set_major_formatter(formatter)
 
 
+def _y_limits(values: Sequence[float], low: Optional[float], high: Optional[float]) -> Tuple[float, float]:
+    """The y range a curve chart shows: from ``low`` (or the data's minimum, if lower) to ``high`` (or the data's
+    maximum, if higher); an open end (None) is the data's own plus a 5 % margin of the span."""
+    finite = [v for v in values if math.isfinite(v)]
+    data_low, data_high = (min(finite), max(finite)) if finite else (0., 1.)
+    bottom = data_low if low is None else min(low, data_low)
+    top = data_high if high is None else max(high, data_high)
+    margin = 0.05 * (top - bottom) or 0.05 * abs(top) or 1.
+    return bottom - (margin if low is None else 0.), top + (margin if high is None else 0.)
+
+
 def plot_curves(
         curves: Dict[str, Sequence[float]],
         path: str,
@@ -59,19 +75,35 @@ def plot_curves(
         y_label: str = 'top-1 (%)',
         x_label: str = 'epoch',
         x_start: int = 1,
+        y_range: Tuple[Optional[float], Optional[float]] = (None, None),
+        floors: Optional[Mapping[str, Sequence[float]]] = None,
+        floor_label: str = 'floor',
 ):
     """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths and epochs alike),
     legend outside the axes; returns the figure.
 
-    The y axis spans the data (not forced to 0) with plain tick labels, so a curve that moves by 0.001 reads as such.
-    Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.
-    every temperature of an untrained model) stay visible as nested markers.
+    ``y_range`` ``(low, high)``: bounds the y axis always reaches (data beyond them widens it), e.g. ``(0, 100)`` for
+    a percentage and ``(0, None)`` for a quantity whose zero means something (KL divergence, temperature): a curve
+    that moves by 0.0003 then stays flat instead of being stretched over the whole height. An open end (None) follows
+    the data. Tick labels are plain values (no offset or multiplier). Each series has its own line style and marker,
+    drawn smaller than the one before: series that coincide (e.g. every temperature of an untrained model) stay
+    visible as nested markers. ``floors`` (curve name -> a value per step) draws a level the curve cannot go below as
+    a dotted line in a darker shade of the curve's colour, over it (``floor_label`` names it in the legend).
     """
     fig = _figure(9, 5)
     ax = fig.add_subplot()
     for i, (name, ys) in enumerate(curves.items()):
         ax.plot(range(x_start, x_start + len(ys)), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
-                marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1))
+                marker=_MARKERS[i % len(_MARKERS)], markersize=max(9 - 1.5 * i, 3), linewidth=max(3 - 0.5 * i, 1),
+                clip_on=False)  # a point on a bound (0 % top-1) is drawn whole
+    from matplotlib.colors import to_rgb
+    colours = {line.get_label(): to_rgb(line.get_color()) for line in ax.get_lines()}
+    for name, ys in (floors or {}).items():  # over the curves, darker: a curve lying on its floor stays readable
+        colour = tuple(0.5 * c for c in colours.get(name, (0.8, 0.8, 0.8)))
+        ax.plot(range(x_start, x_start + len(ys)), ys, label=f'{name}: {floor_label}', color=colour,
+                linestyle=':', linewidth=2, zorder=3)
+    values = [float(v) for ys in [*curves.values(), *(floors or {}).values()] for v in ys]
+    ax.set_ylim(*_y_limits(values, *y_range))
     steps = max((len(ys) for ys in curves.values()), default=0)
     if steps <= 20:
         ax.set_xticks(range(x_start, x_start + steps))  # every epoch / depth
@@ -130,12 +162,15 @@ def plot_attention(
         row_labels: Sequence[str] = (),
         max_columns: int = 6,
 ):
-    """Per image: the image, then one overlay per entry of ``columns`` (label -> one grid per image), wrapped into
-    balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3). Returns the figure.
+    """Per image: the image, then one map per entry of ``columns`` (label -> one grid per image) in its own panel on
+    the image's frame, wrapped into balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3).
+    Returns the figure.
 
-    All overlays share one colour scale, from 0 to the largest weight of any map in the figure (or a higher
-    ``uniform`` level), with one colour bar: maps are comparable across images, models and heads, and a near-uniform
-    map looks flat instead of being stretched into structure. ``uniform`` (name -> level, e.g. ``{'SL': 1/64}``) marks
+    Maps are drawn opaque, not blended over the image: a blend mixes each cell's colour with the pixels under it, so
+    the colour read off the panel would no longer be the weight the colour bar gives it. All maps share one colour
+    scale, from 0 to the largest weight of any map in the figure (or a higher ``uniform`` level), with one colour
+    bar: maps are comparable across images, models and heads, and a near-uniform map looks flat instead of being
+    stretched into structure. ``uniform`` (name -> level, e.g. ``{'SL': 1/64}``) marks
     on the colour bar the weight a cell holds when attention is spread evenly over the keys a query may attend to
     (the caller knows which keys those are; none is guessed). ``row_labels`` (one per image, e.g. its file name)
     are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi).
@@ -162,13 +197,11 @@ def plot_attention(
     mappable = None
     for i, image in enumerate(images):
         pixels = np.asarray(image)
-        grey = pixels.mean(-1) if pixels.ndim == 3 else pixels  # under the map: colours are the map's alone
         height, width = pixels.shape[:2]
         panels = [axes[i * rows_per_image + k // ncols, k % ncols] for k in range(len(labels))]
-        panels[0].imshow(pixels)
-        for ax, column in zip(panels[1:], columns.values()):
-            ax.imshow(grey, cmap='gray')
-            mappable = ax.imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, alpha=0.7,
+        panels[0].imshow(pixels, label=INPUT_LABEL)
+        for ax, column in zip(panels[1:], columns.values()):  # opaque, nothing under it: colours are the bar's
+            mappable = ax.imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, label=MAP_LABEL,
                                  extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
         for ax, label in zip(panels, labels):
             ax.set_xticks([])
