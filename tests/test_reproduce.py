@@ -11,7 +11,7 @@ import pytest
 
 from timm_sl.tools.cli import main
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command,
+    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, run_state, train_command,
     write_report)
 from timm_sl.tools.runs import read_summary_rows
 
@@ -356,7 +356,8 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('cifar10', ['file.txt'], [], ['--data-dir {D}/file.txt is not a folder']),
     # folders timm's reader labels otherwise than their names say: an empty class folder (skipped), a dot-folder with
     # images (a class), images beside the class folders (one more class)
-    ('svhn', [p for p in DIGITS if p not in ('train/3/0.png', 'train/7/0.png')] + ['train/3/a.txt', 'train/7/0.webp'], [],
+    ('svhn', [p for p in DIGITS if p not in ('train/3/0.png', 'train/7/0.png')] + ['train/3/a.txt', 'train/7/0.webp'],
+     [],
      ["{D}/train/3 holds no image (.png, .jpg, .jpeg): timm's folder reader skips it (1 more folder alike), shifting "
       "the labels of the classes sorted after it; add its images or remove it"]),
     ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], [],
@@ -568,7 +569,8 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
         f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), and 1 more run folder alike: '
         f'reproduce resumes or skips a run only with the settings it started with; use another --out')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'cifar100', train_args=first)) == 2
-    assert "(recipe: 'cifar10.yaml' -> 'cifar100.yaml'; data dataset: 'torch/cifar10' -> 'torch/cifar100';" in _one_error(capsys)
+    assert "(recipe: 'cifar10.yaml' -> 'cifar100.yaml'; data dataset: 'torch/cifar10' -> 'torch/cifar100';" in \
+        _one_error(capsys)
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=[*first, '-b', '64'])) == 2
     assert '(train_args -b: 32 -> 64)' in _one_error(capsys)
     assert _exit_status(_reproduce_args(tmp_path / 'out', out, fake_train, train_args=first)) == 2  # another folder
@@ -624,7 +626,8 @@ def test_a_file_where_a_run_folder_goes_is_named(fake_train, tmp_path, capsys, w
     (out / where).parent.mkdir(parents=True)
     (out / where).write_text('mine')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-    assert _one_error(capsys) == f'{out / where} is a file where reproduce keeps {what}; move it away or use another --out'
+    assert _one_error(capsys) == (f'{out / where} is a file where reproduce keeps {what}; move it away or use '
+                                  f'another --out')
     assert (out / where).read_text() == 'mine'
 
 

@@ -3,8 +3,9 @@
 Each run (family x Table 2 row x seed) is one ``train.py`` process (``torchrun`` when ``--nproc`` > 1) with the
 dataset's recipe from ``recipes/``, writing into ``OUT/runs/<name>``. A run that finished is skipped (a ``done.json``
 marker written after train.py exits cleanly, or a ``summary.csv`` that reached the last epoch); an interrupted run is
-resumed from its ``last.pth.tar``. The report (``OUT/report.md``, ``top1.png``, ``curves.png``, ``results.json``)
-holds every finished run, and lists crashed runs as failed.
+resumed from its ``last.pth.tar``; either only with the settings it started with (``run.json``, :func:`check_runs`),
+and nothing a run trained is trained over. The report (``OUT/report.md``, ``top1.png``, ``curves.png``,
+``results.json``) holds every finished run, and lists crashed runs as failed.
 
 Argument setup (:func:`add_reproduce_args`) and planning import neither torch nor timm.
 """
@@ -28,7 +29,7 @@ from .train_args import find_train_script
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
-           'run_from_args']
+           'run_from_args', 'run_settings', 'check_runs', 'checkpoint_problem']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
@@ -199,8 +200,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
 
     ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (dataset '')
     needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
-    both splits; timm labels an image by the folder it sits in, so a layout one level too deep (Tiny-ImageNet's
-    ``train/<wnid>/images/``) or an unsorted Tiny-ImageNet ``val/`` would train silently on wrong labels. A torch/
+    both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
+    deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
+    dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
     dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
     tfds/, wds/) are left to train.py.
     """
@@ -654,7 +656,8 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
              '|---|---|---|---|---|---|---|---|']
     for r in rows:
         model = ' '.join([f'`{r["model"]}`'] + [f'{k}={v}' for k, v in r['model_kwargs'].items()])
-        top1 = (DIVERGED if r['diverged'] else '-') if r['mean'] is None else _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '')
+        top1 = _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '') if r['mean'] is not None \
+            else DIVERGED if r['diverged'] else '-'
         lines.append(f'| {r["family"]} | {VARIANT_LABELS[r["variant"]]} | {model} | '
                      f'{r["seeds"]}/{r["runs"]} | {top1} | {_fmt(r["delta"], True)} | {_fmt(r["paper"])} | '
                      f'{_fmt(r["paper_delta"], True)} |')
@@ -728,7 +731,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                  spread=[r['std'] if r['seeds'] > 1 else None for r in rows])
     for i in x:
         if rows[i]['mean'] is None:
-            left.text(i - 0.2, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom', fontsize=8)
+            left.text(i - 0.2, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom',
+                      fontsize=8)
     left.set_xticks(x, [_bar_label(r, per_row) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
@@ -739,7 +743,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
         if deltas[i]['delta'] is None:
             base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
             diverged = deltas[i] if deltas[i]['mean'] is None else base
-            right.text(i - 0.2, 0, _no_value(diverged, 'not measured'), rotation=90, ha='center', va='bottom', fontsize=8)
+            right.text(i - 0.2, 0, _no_value(diverged, 'not measured'), rotation=90, ha='center', va='bottom',
+                       fontsize=8)
     right.axhline(0, color='black', linewidth=0.8)
     right.margins(y=0.15)  # room for the values above (below) the tallest bars
     right.set_xticks(x, [_bar_label(r) for r in deltas], fontsize=8)
