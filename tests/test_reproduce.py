@@ -279,7 +279,7 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1')
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert 'run 5/5: swin-sl-s0, ETA ' in result.stdout
+    assert 'run 5/5: swin-sl-s0 started, ETA ' in result.stdout
     report = (out / 'report.md').read_text()
     rows = ('| vit | baseline |', '| vit | SL |', '| swin | baseline |', '| swin | SL w/o Spool |', '| swin | SL |')
     for row in rows:

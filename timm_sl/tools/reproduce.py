@@ -236,7 +236,10 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
         holders = _image_folders(folder)
-        below = {d: [h for h in holders if h == d or d in h.parents] for d in subdirs}
+        below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
+        for holder in holders:
+            if holder != folder:
+                below.setdefault(folder / holder.relative_to(folder).parts[0], []).append(holder)
         dotted = [d for d in subdirs if d.name.startswith('.') and below[d]]
         empty = [d for d in class_dirs if not below[d]]
         nested = [next(h for h in below[c] if h != c) for c in class_dirs if any(h != c for h in below[c])]
@@ -351,7 +354,9 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
     def show(value: Any) -> str:
-        return 'unset' if value is None else ' '.join(map(str, value)) if isinstance(value, list) else repr(value)
+        if isinstance(value, list):  # a train.py flag's words (none: a switch)
+            return ' '.join(map(str, value)) or 'given'
+        return 'unset' if value is None else repr(value)
     found = []
     for key, value in old.items():
         now = new.get(key)
