@@ -580,9 +580,12 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
     assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', *first[2:], '-j', '0',
                                                                       '--device', 'cpu'])) == 0
     assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
-    # a run of an older reproduce (no run.json): the model kwargs train.py recorded in args.yaml
+    # a run of an older reproduce (no run.json): the model kwargs train.py recorded in args.yaml, its recipe
     (base / 'run.json').unlink()
     (base / 'args.yaml').write_text('model: sl_vit_32\nmodel_kwargs: {spt: false, lsa: false, depth: 1}\n')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'cifar100', train_args=first)) == 2
+    assert _one_error(capsys).startswith(f"{base} was trained with other settings (recipe: 'cifar10.yaml' -> "
+                                         f"'cifar100.yaml'), and 1 more run folder alike")
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
     assert _one_error(capsys).startswith(f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), '
                                          f'and 1 more run folder alike')

@@ -333,7 +333,7 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
 
 def _recorded_settings(run: Run) -> Dict[str, Any]:
     """The settings a run was started with: its :data:`SETTINGS`, else (a run of an older reproduce) the model, kwargs,
-    seed and data its train.py recorded in args.yaml; {} when neither is there."""
+    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there."""
     path = run.out_dir / SETTINGS
     try:
         recorded = json.loads(path.read_text()) if path.is_file() else None
@@ -346,6 +346,13 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     except (ValueError, OSError):
         return {}
     old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
+    command = run.out_dir / 'command.txt'
+    try:
+        config = _last_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
+    except (ValueError, UnicodeDecodeError):
+        config = None
+    if config:
+        old['recipe'] = Path(config).name
     data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes') if k in args}
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
