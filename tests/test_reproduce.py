@@ -11,7 +11,7 @@ import pytest
 
 from timm_sl.tools.cli import main
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, reproduce, run_state, train_command,
+    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, run_state, train_command,
     write_report)
 from timm_sl.tools.runs import read_summary_rows
 
@@ -27,16 +27,19 @@ def _exit_status(argv) -> int:
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for timm's train.py: the arguments reproduce passes, a summary.csv whose best top-1 is known from the
-# seed and kwargs, a last.pth.tar per epoch; it crashes for spt_pool=False and stops after EPOCHS_BEFORE_KILL epochs
-# (exit 3) when that variable is set, like an interrupted job. Its args.yaml records the data as train.py's does (the
-# recipe's dataset unless --dataset is given); with FAKE_NO_SUMMARY set it exits 0 having trained nothing.
+# seed and kwargs, a last.pth.tar per epoch (a zip archive holding the epoch, as torch.save writes a zip); it crashes
+# for spt_pool=False and stops after EPOCHS_BEFORE_KILL epochs (exit 3) when that variable is set, like an interrupted
+# job. Its args.yaml records the data as train.py's does (the recipe's dataset unless --dataset is given); with
+# FAKE_NO_SUMMARY set it exits 0 having trained nothing.
 FAKE_TRAIN = textwrap.dedent('''
-    import argparse, os, sys
+    import argparse, os, sys, zipfile
     from pathlib import Path
     import yaml
     p = argparse.ArgumentParser()
     for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--resume',
                  '--epochs', '--dataset', '--num-classes', '--train-split', '--val-split'):
+        p.add_argument(flag)
+    for flag in ('-b', '-j', '--device'):
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -50,7 +53,7 @@ FAKE_TRAIN = textwrap.dedent('''
         sys.exit(0)
     if 'spt_pool=False' in a.model_kwargs and 'spt=False' not in a.model_kwargs:
         print('Traceback ...'); print('RuntimeError: boom in', a.experiment); sys.exit(1)
-    start = int(Path(a.resume).read_text()) + 1 if a.resume else 0
+    start = int(zipfile.ZipFile(a.resume).read('epoch')) + 1 if a.resume else 0
     base = 50. + 10 * len(a.model_kwargs) * -1 + int(a.seed)
     summary = out / 'summary.csv'
     with open(summary, 'a') as f:
@@ -60,7 +63,8 @@ FAKE_TRAIN = textwrap.dedent('''
                 sys.exit(3)
             f.write(f'{epoch},1.0,1.0,{base + epoch},90.0,0.001\\n')
             f.flush()
-            (out / 'last.pth.tar').write_text(str(epoch))
+            with zipfile.ZipFile(out / 'last.pth.tar', 'w') as z:  # a zip archive, as torch.save writes
+                z.writestr('epoch', str(epoch))
 ''')
 
 
@@ -275,7 +279,7 @@ def test_reproduce_end_to_end_with_timm_train_py(tmp_path):
     env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1')
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert 'run 5/5: swin-sl-s0, ETA ' in result.stdout
+    assert 'run 5/5: swin-sl-s0 started, ETA ' in result.stdout
     report = (out / 'report.md').read_text()
     rows = ('| vit | baseline |', '| vit | SL |', '| swin | baseline |', '| swin | SL w/o Spool |', '| swin | SL |')
     for row in rows:
@@ -350,6 +354,18 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
                        'val/images/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2'],
      ['{D}/val/images would be read as one more class: remove it (the images are sorted into class folders)']),
     ('cifar10', ['file.txt'], [], ['--data-dir {D}/file.txt is not a folder']),
+    # folders timm's reader labels otherwise than their names say: an empty class folder (skipped), a dot-folder with
+    # images (a class), images beside the class folders (one more class)
+    ('svhn', [p for p in DIGITS if p not in ('train/3/0.png', 'train/7/0.png')] + ['train/3/a.txt', 'train/7/0.webp'],
+     [],
+     ["{D}/train/3 holds no image (.png, .jpg, .jpeg): timm's folder reader skips it (1 more folder alike), shifting "
+      "the labels of the classes sorted after it; add its images or remove it"]),
+    ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], [],
+     ["{D}/test/.ipynb_checkpoints holds images: timm's folder reader counts it as a class (dot-folders too), "
+      "shifting the labels of the classes sorted after it; remove it"]),
+    ('svhn', DIGITS + ['train/stray.JPG'], [],
+     ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
+      "them into {D}/train/<class>/"]),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -364,6 +380,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('svhn', DIGITS, []),
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
+    ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
@@ -373,6 +390,20 @@ def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, 
     assert main(_reproduce_args(data, tmp_path / 'out', fake_train, dataset, train_args=['--epochs', '1',
                                                                                           *train_args])) == 0
     assert capsys.readouterr().err == ''
+
+
+def test_data_check_counts_the_classes_timm_counts(tmp_path):
+    """check_data's classes are those of timm's folder reader: folders holding an image (any case of its extensions),
+    dot-folders and linked folders included, empty ones left out."""
+    from timm.data.readers.img_extensions import get_img_extensions
+    from timm.data.readers.reader_image_folder import find_images_and_targets
+    from timm_sl.tools.reproduce import IMAGE_SUFFIXES, _image_folders
+    assert set(IMAGE_SUFFIXES) == get_img_extensions(as_set=True)
+    split = _folders(tmp_path / 'train', ['a/0.png', 'b/0.JPEG', 'c/notes.txt', 'd', '.e/0.jpg', 'f/g/0.jpeg',
+                                          'h/0.webp'])
+    (split / 'i').symlink_to(split / 'a', target_is_directory=True)
+    _, class_to_idx = find_images_and_targets(str(split))
+    assert sorted(p.name for p in _image_folders(split)) == sorted(class_to_idx) == ['.e', 'a', 'b', 'g', 'i']
 
 
 @pytest.fixture
@@ -515,3 +546,127 @@ def test_curves_panels_share_one_scale_and_count_epochs_as_the_report(tmp_path, 
         assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
         assert [list(line.get_xdata()) for line in ax.get_lines()] == [[1, 2, 3]] * 2
     assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'
+
+
+def _one_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.startswith('timm-sl reproduce: '), err
+    return err[len('timm-sl reproduce: '):-1]
+
+
+def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_train, tmp_path, capsys):
+    """A run folder's name does not say its kwargs, recipe or data: a re-run into the same --out without depth=1 took
+    the finished runs as its own (and reported them as the full model), another recipe put its paper numbers beside
+    them."""
+    out = tmp_path / 'out'
+    base = out / 'runs' / 'vit-base-s0'
+    first = ['--epochs', '1', '--model-kwargs', 'depth=1', '-b', '32']
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=first)) == 0
+    capsys.readouterr()
+    report = (out / 'report.md').read_text()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=first[:2] + first[4:])) == 2
+    assert _one_error(capsys) == (
+        f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), and 1 more run folder alike: '
+        f'reproduce resumes or skips a run only with the settings it started with; use another --out')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'cifar100', train_args=first)) == 2
+    assert "(recipe: 'cifar10.yaml' -> 'cifar100.yaml'; data dataset: 'torch/cifar10' -> 'torch/cifar100';" in \
+        _one_error(capsys)
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=[*first, '-b', '64'])) == 2
+    assert '(train_args -b: 32 -> 64)' in _one_error(capsys)
+    assert _exit_status(_reproduce_args(tmp_path / 'out', out, fake_train, train_args=first)) == 2  # another folder
+    assert f"(data data_dir: '{tmp_path}' -> '{out}')" in _one_error(capsys)
+    assert (out / 'report.md').read_text() == report  # nothing was run or rewritten
+    # how a run goes is no setting (workers, device), and more epochs continue it (documented)
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', *first[2:], '-j', '0',
+                                                                      '--device', 'cpu'])) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+    # a run of an older reproduce (no run.json): the model kwargs train.py recorded in args.yaml, its recipe
+    (base / 'run.json').unlink()
+    (base / 'args.yaml').write_text('model: sl_vit_32\nmodel_kwargs: {spt: false, lsa: false, depth: 1}\n')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'cifar100', train_args=first)) == 2
+    assert _one_error(capsys).startswith(f"{base} was trained with other settings (recipe: 'cifar10.yaml' -> "
+                                         f"'cifar100.yaml'), and 1 more run folder alike")
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys).startswith(f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), '
+                                         f'and 1 more run folder alike')
+
+
+def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp_path, capsys):
+    """Without last.pth.tar a run was restarted from scratch: its summary.csv deleted, model_best.pth.tar replaced."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    (run / 'last.pth.tar').unlink()
+    (run / 'model_best.pth.tar').write_bytes(b'best')
+    summary = (run / 'summary.csv').read_text()
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/last.pth.tar is missing, but the run has trained (summary.csv of 1 epoch, model_best.pth.tar): '
+        f'reproduce resumes a run only from its last.pth.tar; put it back to resume, or delete {run} to restart the '
+        f'run on purpose (or use another --out)')
+    assert (run / 'summary.csv').read_text() == summary and (run / 'model_best.pth.tar').read_bytes() == b'best'
+
+
+def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
+    """A cut last.pth.tar failed every re-run in train.py with torch's zip error."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-base-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    last = run / 'last.pth.tar'
+    last.write_bytes(last.read_bytes()[:-30])  # its zip index (at the end) cut off
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (f'{last} is truncated or unreadable (not a whole zip archive: File is not a zip '
+                                  f'file); delete {run} to restart the run (or use another --out)')
+    assert len((run / 'argv.log').read_text().splitlines()) == 1  # train.py was not started again
+
+
+@pytest.mark.parametrize('where,what', [('runs/vit-sl-s0', 'the run folder of vit-sl-s0'),
+                                        ('runs', 'its run folders')])
+def test_a_file_where_a_run_folder_goes_is_named(fake_train, tmp_path, capsys, where, what):
+    out = tmp_path / 'out'
+    (out / where).parent.mkdir(parents=True)
+    (out / where).write_text('mine')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+    assert _one_error(capsys) == (f'{out / where} is a file where reproduce keeps {what}; move it away or use '
+                                  f'another --out')
+    assert (out / where).read_text() == 'mine'
+
+
+def test_a_restart_from_scratch_counts_only_its_own_sessions(fake_train, tmp_path, capsys, monkeypatch):
+    """sessions.json kept the sessions of an attempt that trained nothing, and the report summed them into the wall
+    time of the run that started again from scratch."""
+    out = tmp_path / 'out'
+    monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 1
+    monkeypatch.delenv('FAKE_NO_SUMMARY')
+    sessions = out / 'runs' / 'vit-base-s0' / 'sessions.json'
+    first = json.loads(sessions.read_text())
+    first[0]['seconds'] = 1000.  # the attempt that trained nothing, made long
+    sessions.write_text(json.dumps(first))
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    recorded = json.loads(sessions.read_text())
+    assert [s['start'] for s in recorded] == ['new', 'new'] and recorded[0]['seconds'] == 1000.
+    wall = {r['name']: r['wall_seconds'] for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert wall['vit-base-s0'] == recorded[1]['seconds'] < 1000.
+
+
+def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures):
+    """A finished run whose top-1 is NaN in every epoch: the report showed a literal None, the chart 'no finished
+    run'."""
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'sl', 0, 74.)]
+    outcomes[1].summary = dict(best_top1=None, best_top5=None, best_epoch=None, epochs=3, last_epoch=3)
+    report = write_report(outcomes, 'cifar100', tmp_path).read_text()
+    assert 'None' not in report
+    assert '| vit | SL | `sl_vit_32` | 0/1 | diverged (NaN) | - | 76.92 |' in report  # Table 2 row
+    assert '| vit-sl-s0 | done | diverged (NaN) | - | 3 |' in report  # the run's row
+    top1 = saved_figures['top1.png']
+    left = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
+    right = next(ax for ax in top1.axes if ax.get_ylabel().startswith('top-1 gain'))
+    assert 'diverged (NaN)' in _bar_values(left)[1] and 'no finished run' not in _bar_values(left)[1]
+    assert 'diverged (NaN)' in _bar_values(right)[1]
+    outcomes[0].summary = dict(outcomes[1].summary)
+    write_report(outcomes, 'cifar100', tmp_path)
+    left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert left.get_title() == 'measured best top-1: every finished run diverged (NaN)'

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 # train.py's format (10 steps of FAKE_STEP_S s at 1280 img/s, 640 in odd epochs), a summary.csv row and last.pth.tar
 # after FAKE_EPOCH_S s per epoch. Ctrl-C (SIGINT) ends it with exit 0 after the last whole epoch, as train.py does.
 FAKE_TRAIN = textwrap.dedent('''
-    import json, os, subprocess, sys, time
+    import json, os, subprocess, sys, time, zipfile
     from pathlib import Path
     argv = sys.argv[1:]
     def value(flag, default=None):
@@ -33,7 +33,7 @@ FAKE_TRAIN = textwrap.dedent('''
                                'signal.SIG_IGN); time.sleep(600)'])
     record = dict(start=time.time(), pid=os.getpid(), worker=worker.pid, argv=argv,
                   gpu=os.environ.get('CUDA_VISIBLE_DEVICES'))
-    start = int(Path(value('--resume')).read_text()) + 1 if value('--resume') else 0
+    start = int(zipfile.ZipFile(value('--resume')).read('epoch')) + 1 if value('--resume') else 0
     try:
         for epoch in range(start, int(value('--epochs'))):
             time.sleep(float(os.environ.get('FAKE_EPOCH_S', '0.2')))
@@ -44,7 +44,8 @@ FAKE_TRAIN = textwrap.dedent('''
             with open(out / 'summary.csv', 'a') as f:
                 f.write(('' if epoch else 'epoch,train_loss,eval_loss,eval_top1,eval_top5\\n') +
                         f'{epoch},1.0,1.0,{10 + epoch},50\\n')
-            (out / 'last.pth.tar').write_text(str(epoch))
+            with zipfile.ZipFile(out / 'last.pth.tar', 'w') as z:  # a zip archive, as torch.save writes
+                z.writestr('epoch', str(epoch))
     except KeyboardInterrupt:
         pass
     record['end'] = time.time()
@@ -228,9 +229,9 @@ def test_throughput_from_train_py_logs(tmp_path):
 
 
 def test_progress_lines_without_a_terminal_and_a_bar_on_one(fake_train, tmp_path, capsys):
-    stale = tmp_path / 'out' / 'runs' / 'vit-base-s0'  # a summary.csv without a checkpoint: started afresh
+    stale = tmp_path / 'out' / 'runs' / 'vit-base-s0'  # an attempt that finished no epoch: started afresh
     stale.mkdir(parents=True)
-    (stale / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,5,50\n')
+    (stale / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n')
     assert main(_args(tmp_path, '--jobs', '2')) == 0
     lines = capsys.readouterr().out.splitlines()
     assert 'run 1/2: vit-base-s0 started, ETA unknown until an epoch finishes' in lines

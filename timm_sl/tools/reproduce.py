@@ -3,8 +3,9 @@
 Each run (family x Table 2 row x seed) is one ``train.py`` process (``torchrun`` when ``--nproc`` > 1) with the
 dataset's recipe from ``recipes/``, writing into ``OUT/runs/<name>``. A run that finished is skipped (a ``done.json``
 marker written after train.py exits cleanly, or a ``summary.csv`` that reached the last epoch); an interrupted run is
-resumed from its ``last.pth.tar``. The report (``OUT/report.md``, ``top1.png``, ``curves.png``, ``results.json``)
-holds every finished run, and lists crashed runs as failed.
+resumed from its ``last.pth.tar``; either only with the settings it started with (``run.json``, :func:`check_runs`),
+and nothing a run trained is trained over. The report (``OUT/report.md``, ``top1.png``, ``curves.png``,
+``results.json``) holds every finished run, and lists crashed runs as failed.
 
 Argument setup (:func:`add_reproduce_args`) and planning import neither torch nor timm.
 """
@@ -29,15 +30,25 @@ from .train_args import find_train_script
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
-           'run_from_args']
+           'run_from_args', 'run_settings', 'check_runs', 'checkpoint_problem']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 
+IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
+DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
 SESSIONS = 'sessions.json'  # per run: each train.py session's wall time, exit, devices and epochs (before, after)
+SETTINGS = 'run.json'  # per run: what defines its result (:func:`run_settings`), written when it starts from scratch
+
+# train.py arguments that change how a run goes (devices, speed, logs), not what it learns: a resume may change them
+# (--epochs too: more epochs continue a finished run); the data arguments are compared as the data (train_data)
+_HOW_FLAGS = ('--epochs', '-j', '--workers', '--device', '--pin-mem', '--no-prefetcher', '--torchcompile',
+              '--torchcompile-mode', '--channels-last', '--synchronize-step', '--log-interval', '--recovery-interval',
+              '--checkpoint-hist', '--log-wandb')
+_DATA_FLAGS = ('--data-dir', '--dataset', '--train-split', '--val-split', '--num-classes', '--class-map')
 
 
 @dataclass
@@ -177,6 +188,17 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
+def _image_folders(folder: Path) -> List[Path]:
+    """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
+    (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
+    included; a folder without an image is no class)."""
+    found = []
+    for path, _, files in os.walk(folder, followlinks=True):
+        if any(os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES for f in files):
+            found.append(Path(path))
+    return sorted(found)
+
+
 def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
@@ -186,8 +208,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
 
     ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (dataset '')
     needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
-    both splits; timm labels an image by the folder it sits in, so a layout one level too deep (Tiny-ImageNet's
-    ``train/<wnid>/images/``) or an unsorted Tiny-ImageNet ``val/`` would train silently on wrong labels. A torch/
+    both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
+    deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
+    dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
     dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
     tfds/, wds/) are left to train.py.
     """
@@ -209,7 +232,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{root / split} not found: the {dataset} recipe reads the {split} split from an image '
                           f'folder, {root / split}/<class>/<image>')
             continue
-        class_dirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith('.'))
+        subdirs = sorted(p for p in folder.iterdir() if p.is_dir())
+        class_dirs = [p for p in subdirs if not p.name.startswith('.')]
         if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
             errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
                           f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
@@ -219,8 +243,30 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if not class_dirs:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
-        nested = [sub for c in class_dirs for sub in sorted(
-            p for p in c.iterdir() if p.is_dir() and not p.name.startswith('.') and any(p.iterdir()))[:1]]
+        holders = _image_folders(folder)
+        below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
+        for holder in holders:
+            if holder != folder:
+                below.setdefault(folder / holder.relative_to(folder).parts[0], []).append(holder)
+        dotted = [d for d in subdirs if d.name.startswith('.') and below[d]]
+        empty = [d for d in class_dirs if not below[d]]
+        nested = [next(h for h in below[c] if h != c) for c in class_dirs if any(h != c for h in below[c])]
+        loose = [] if folder not in holders else [folder]
+        if data['class_map']:  # timm labels by the map, leaving out the folders it does not name
+            dotted = empty = loose = []
+        if dotted or empty:
+            wrong, more = (dotted or empty)[0], len(dotted or empty) - 1
+            errors.append(f'{wrong} ' + ("holds images: timm's folder reader counts it as a class (dot-folders too)"
+                                         if dotted else f"holds no image ({', '.join(IMAGE_SUFFIXES)}): timm's "
+                                                        f"folder reader skips it") +
+                          (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
+                          ', shifting the labels of the classes sorted after it; ' +
+                          ('remove it' if dotted else 'add its images or remove it'))
+            continue
+        if loose:
+            errors.append(f"{folder} holds images outside its class folders: timm's folder reader counts them as one "
+                          f"more class; move them into {folder}/<class>/")
+            continue
         if nested:
             sub, more = nested[0], len(nested) - 1
             fix = (f'run timm-sl prepare-tiny-imagenet {root}' if dataset == 'tiny-imagenet' else
@@ -259,6 +305,161 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
     return cmd + list(extra_args)
 
 
+def _flag_words(args: Sequence[str]) -> Dict[str, List[str]]:
+    """train.py arguments as ``{flag: its words}``, each flag as given last (argparse keeps the last)."""
+    found: Dict[str, List[str]] = {}
+    flag = ''
+    for arg in args:
+        try:
+            float(arg)  # a negative number is a value
+            is_flag = False
+        except ValueError:
+            is_flag = arg.startswith('-')
+        if is_flag:
+            flag, sep, value = arg.partition('=')
+            found[flag] = [value] if sep else []
+        else:
+            found.setdefault(flag, []).append(arg)
+    return found
+
+
+def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1
+                 ) -> Dict[str, Any]:
+    """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
+    (but ``epochs``), the data (:func:`train_data`, its folder resolved), processes per run and the other extra
+    train.py arguments (but those of :data:`_HOW_FLAGS`). A run is resumed or skipped only with the settings it was
+    started with (:data:`SETTINGS`)."""
+    import yaml
+    data = train_data(recipe, data_dir, extra_args)
+    data['data_dir'] = str(Path(data['data_dir']).resolve())
+    config = {k: v for k, v in (yaml.safe_load(Path(recipe).read_text()) or {}).items() if k != 'epochs'}
+    args = {k: v for k, v in _flag_words(extra_args).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
+    settings = dict(model=run.model, model_kwargs=run.model_kwargs, lr=run.lr, seed=run.seed,
+                    recipe=Path(recipe).name, recipe_settings=config, data=data, nproc=nproc, train_args=args)
+    return json.loads(json.dumps(settings, default=str))
+
+
+def _recorded_settings(run: Run) -> Dict[str, Any]:
+    """The settings a run was started with: its :data:`SETTINGS`, else (a run of an older reproduce) the model, kwargs,
+    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there."""
+    path = run.out_dir / SETTINGS
+    try:
+        recorded = json.loads(path.read_text()) if path.is_file() else None
+    except (ValueError, UnicodeDecodeError):
+        recorded = None
+    if isinstance(recorded, dict):
+        return recorded
+    try:
+        args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
+    except (ValueError, OSError):
+        return {}
+    old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
+    command = run.out_dir / 'command.txt'
+    try:
+        config = _last_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
+    except (ValueError, UnicodeDecodeError):
+        config = None
+    if config:
+        old['recipe'] = Path(config).name
+    data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes') if k in args}
+    return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
+
+
+def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
+    """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
+    compared (of ``data``, its keys)."""
+    def show(value: Any) -> str:
+        if isinstance(value, list):  # a train.py flag's words (none: a switch)
+            return ' '.join(map(str, value)) or 'given'
+        return 'unset' if value is None else repr(value)
+    found = []
+    for key, value in old.items():
+        now = new.get(key)
+        if key == 'recipe_settings' and old.get('recipe') != new.get('recipe'):
+            continue  # another recipe: named once
+        if isinstance(value, dict) and isinstance(now, dict):
+            keys = value if key == 'data' else dict.fromkeys([*value, *now])
+            found += [f'{key} {k}: {show(value.get(k))} -> {show(now.get(k))}' for k in keys
+                      if value.get(k) != now.get(k)]
+        elif value != now:
+            found.append(f'{key}: {show(value)} -> {show(now)}')
+    return found
+
+
+def _trained(run: Run) -> List[str]:
+    """What a run folder holds of training: its summary.csv (with the epochs it records) and checkpoints."""
+    found = []
+    summary = run.out_dir / 'summary.csv'
+    if summary.is_file():
+        try:
+            rows = len(read_summary_rows(summary))
+            found += [f'summary.csv of {rows} epoch{"s" * (rows != 1)}'] if rows else []
+        except (ValueError, OSError):
+            found.append('summary.csv')
+    return found + sorted(p.name for p in run.out_dir.glob('*.pth.tar') if p.is_file())
+
+
+def checkpoint_problem(path: Path) -> str:
+    """Why train.py could not resume from a checkpoint ('' when it looks whole), without torch: torch.save writes a
+    zip archive whose index is at its end (a cut file has none) and whose members carry checksums."""
+    import zipfile
+    from .runs import _PICKLE, _ZIP
+    try:
+        with path.open('rb') as f:
+            head = f.read(4)
+        if head.startswith(_PICKLE):  # torch's legacy format: left to torch
+            return ''
+        if not head.startswith(_ZIP):
+            return 'it is empty' if not head else 'it is not a torch.save archive'
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except zipfile.BadZipFile as e:
+        return f'not a whole zip archive: {e}'
+    except (OSError, EOFError) as e:
+        return str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+    return f'its member {damaged} is damaged' if damaged else ''
+
+
+def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int) -> List[str]:
+    """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
+    (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
+    command's, by run name; the first such run named, with how many more); a run that trained but lost its
+    last.pth.tar; a last.pth.tar train.py cannot resume from. Nothing a run trained is overwritten by a restart."""
+    errors: List[str] = []
+    other: List[Tuple[Run, List[str]]] = []
+    for run in runs:
+        folder = run.out_dir
+        taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
+        if taken is not None:
+            errors.append(f'{taken} is a file where reproduce keeps ' + (
+                'its run folders' if taken == folder.parent else f'the run folder of {run.name}') +
+                '; move it away or use another --out')
+            continue
+        trained = _trained(run) if folder.is_dir() else []
+        if not trained:
+            continue  # nothing trained yet: the run starts (again) from scratch
+        differ = _differences(_recorded_settings(run), settings[run.name])
+        if differ:
+            other.append((run, differ))
+            continue
+        state = run_state(run, epochs)
+        last = folder / 'last.pth.tar'
+        if state == 'new':
+            errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
+                          f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
+                          f'run on purpose (or use another --out)')
+        elif state == 'resume' and checkpoint_problem(last):
+            errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
+                          f'restart the run (or use another --out)')
+    if other:
+        (run, differ), more = other[0], len(other) - 1
+        errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
+                      f'{"; ..." if len(differ) > 3 else ""})' +
+                      (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
+                      ': reproduce resumes or skips a run only with the settings it started with; use another --out')
+    return list(dict.fromkeys(errors))
+
+
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
     continue from) or 'new'."""
@@ -284,7 +485,7 @@ def _last_line(log: Path) -> str:
 
 
 def _collect(outcome: Outcome) -> Outcome:
-    sessions = _sessions(outcome.run)
+    sessions = _sessions(outcome.run, current=True)
     outcome.wall = sum(float(s.get('seconds') or 0) for s in sessions)
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
@@ -306,20 +507,24 @@ def _collect(outcome: Outcome) -> Outcome:
     return outcome
 
 
-def _sessions(run: Run) -> List[Dict[str, Any]]:
-    """The train.py sessions of a run this command recorded (:data:`SESSIONS`): one per start, resumes included."""
+def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
+    """The train.py sessions of a run this command recorded (:data:`SESSIONS`): one per start, resumes included;
+    ``current``: only those since its last start from scratch (what went before it trained nothing kept)."""
     path = run.out_dir / SESSIONS
     try:
         sessions = json.loads(path.read_text()) if path.is_file() else []
     except (ValueError, UnicodeDecodeError):
         return []
-    return sessions if isinstance(sessions, list) else []
+    sessions = [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+    fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
+    return sessions[fresh[-1]:] if current and fresh else sessions
 
 
-def _record_session(run: Run, result: JobResult) -> None:
+def _record_session(run: Run, result: JobResult, fresh: bool) -> None:
     sessions = _sessions(run) + [dict(status=result.status if not result.message else 'failed', code=result.code,
                                       seconds=round(result.seconds, 1), devices=result.devices,
-                                      epochs=[result.epochs_before, result.epochs_after])]
+                                      epochs=[result.epochs_before, result.epochs_after],
+                                      start='new' if fresh else 'resume')]
     (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
 
 
@@ -347,6 +552,10 @@ def reproduce(
     seconds, epochs and images trained).
     """
     epochs = planned_epochs(recipe, extra_args)
+    settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc) for run in runs}
+    problems = check_runs(runs, settings, epochs)
+    if problems:
+        raise ValueError('\n'.join(problems))
     outcomes: Dict[int, Outcome] = {}
     todo: List[Tuple[int, Run]] = []
     for i, run in enumerate(runs):
@@ -359,8 +568,11 @@ def reproduce(
     def command(run: Run) -> Callable[[], List[str]]:
         def start() -> List[str]:
             resume = run.out_dir / 'last.pth.tar' if run_state(run, epochs) == 'resume' else None
-            if resume is None and (run.out_dir / 'summary.csv').exists():
-                (run.out_dir / 'summary.csv').unlink()  # a run restarted from scratch must not mix with an old summary
+            if resume is None:  # from scratch (check_runs: nothing trained is there); its settings are the run's
+                if (run.out_dir / 'summary.csv').exists():
+                    (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
+                (run.out_dir / SETTINGS).write_text(json.dumps(settings[run.name], indent=1))
+            fresh_start[run.name] = resume is None
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
             (run.out_dir / 'command.txt').write_text(shlex.join(cmd) + '\n')
             started[run.name] = cmd
@@ -368,6 +580,7 @@ def reproduce(
         return start
 
     started: Dict[str, List[str]] = {}
+    fresh_start: Dict[str, bool] = {}
     by_name = {run.name: run for _, run in todo}
 
     def finish(result: JobResult) -> None:
@@ -392,7 +605,7 @@ def reproduce(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
                          model_kwargs=run.model_kwargs), indent=1))
-        _record_session(run, result)
+        _record_session(run, result, fresh_start.get(run.name, False))
 
     def images(run: Run) -> float:
         throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)
@@ -426,17 +639,19 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
 
 def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]:
     """One row per (family, Table 2 row): best top-1 mean / std over the finished seeds, SL - baseline delta, and
-    the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``."""
+    the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``; ``diverged``
+    counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out."""
     groups: Dict[Tuple[str, str], List[Outcome]] = {}
     for outcome in outcomes:
         groups.setdefault((outcome.run.family, outcome.run.variant), []).append(outcome)
     rows = []
     for (family, variant), members in groups.items():
-        values = [o.summary['best_top1'] for o in members
-                  if o.status == 'done' and o.summary and o.summary['best_top1'] is not None]
+        finished = [o.summary['best_top1'] for o in members if o.status == 'done' and o.summary]
+        values = [v for v in finished if v is not None]
         mean, std = _mean_std(values) if values else (None, None)
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
+                         diverged=len(finished) - len(values),
                          mean=mean, std=std, paper=paper_top1(family, variant, dataset)))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
@@ -461,11 +676,17 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
              '|---|---|---|---|---|---|---|---|']
     for r in rows:
         model = ' '.join([f'`{r["model"]}`'] + [f'{k}={v}' for k, v in r['model_kwargs'].items()])
-        top1 = '-' if r['mean'] is None else _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '')
+        top1 = _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '') if r['mean'] is not None \
+            else DIVERGED if r['diverged'] else '-'
         lines.append(f'| {r["family"]} | {VARIANT_LABELS[r["variant"]]} | {model} | '
                      f'{r["seeds"]}/{r["runs"]} | {top1} | {_fmt(r["delta"], True)} | {_fmt(r["paper"])} | '
                      f'{_fmt(r["paper_delta"], True)} |')
     return '\n'.join(lines)
+
+
+def _no_value(row: Dict[str, Any], none: str) -> str:
+    """What a chart shows for a row without a measured value: :data:`DIVERGED` when its finished runs diverged."""
+    return DIVERGED if row.get('diverged') else none
 
 
 def _wrap(text: str, width: int) -> str:
@@ -484,7 +705,8 @@ def _spread_title(rows: Sequence[Dict[str, Any]]) -> Tuple[str, bool]:
     (rows measured over different numbers of seeds)."""
     counts = sorted({r['seeds'] for r in rows if r['mean'] is not None})
     if not counts:
-        return 'measured best top-1: no finished run', False
+        return 'measured best top-1: ' + ('every finished run diverged (NaN)' if any(r.get('diverged') for r in rows)
+                                          else 'no finished run'), False
     if counts == [1]:
         return 'measured best top-1, one seed per row (no spread)', False
     if len(counts) == 1:
@@ -529,7 +751,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                  spread=[r['std'] if r['seeds'] > 1 else None for r in rows])
     for i in x:
         if rows[i]['mean'] is None:
-            left.text(i - 0.2, 1, 'no finished run', rotation=90, ha='center', va='bottom', fontsize=8)
+            left.text(i - 0.2, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom',
+                      fontsize=8)
     left.set_xticks(x, [_bar_label(r, per_row) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
@@ -538,7 +761,10 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset, '{:+.2f}')
     for i in x:  # a gain of 0 has no visible bar: its value says so
         if deltas[i]['delta'] is None:
-            right.text(i - 0.2, 0, 'not measured', rotation=90, ha='center', va='bottom', fontsize=8)
+            base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
+            diverged = deltas[i] if deltas[i]['mean'] is None else base
+            right.text(i - 0.2, 0, _no_value(diverged, 'not measured'), rotation=90, ha='center', va='bottom',
+                       fontsize=8)
     right.axhline(0, color='black', linewidth=0.8)
     right.margins(y=0.15)  # room for the values above (below) the tallest bars
     right.set_xticks(x, [_bar_label(r) for r in deltas], fontsize=8)
@@ -635,7 +861,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               '|---|---|---|---|---|---|---|---|']
     for o in outcomes:
         s = o.summary or {}
-        lines.append(f'| {o.run.name} | {o.status} | {_fmt(s.get("best_top1"))} | {s.get("best_epoch", "-")} | '
+        top1 = DIVERGED if s and s.get('best_top1') is None else _fmt(s.get('best_top1'))
+        lines.append(f'| {o.run.name} | {o.status} | {top1} | {s.get("best_epoch") or "-"} | '
                      f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
