@@ -548,6 +548,15 @@ def test_curves_panels_share_one_scale_and_count_epochs_as_the_report(tmp_path, 
     assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'
 
 
+def test_curves_of_runs_at_zero_percent_stay_on_0_to_100(tmp_path, saved_figures):
+    """An untrained sweep (every epoch at 0 %) was drawn from about -0.05 to 0.05: negative top-1."""
+    outcomes = [_report_outcome('vit', 'base', 0, 0.), _report_outcome('vit', 'sl', 0, 0.)]
+    for outcome in outcomes:
+        outcome.curve = [(1, 0.), (2, 0.), (3, 0.)]
+    write_report(outcomes, 'cifar100', tmp_path)
+    assert saved_figures['curves.png'].axes[0].get_ylim() == (0., 100.)
+
+
 def _one_error(capsys) -> str:
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith('timm-sl reproduce: '), err

@@ -781,7 +781,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
-    from .plot import EPOCH_AXIS, _figure
+    from .plot import EPOCH_AXIS, _figure, _y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
     fig = _figure(5 * max(1, len(families)), 4.5)
     axes = fig.subplots(1, max(1, len(families)), squeeze=False, sharex=True, sharey=True)
@@ -804,6 +804,8 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
         ax.grid(alpha=0.3)
         if shown:
             ax.legend()
+    values = [t for o in outcomes for _, t in o.curve]
+    axes[0, 0].set_ylim(*_y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(f'data: {data}', 50 * max(1, len(families))))
     fig.savefig(path, dpi=110)
