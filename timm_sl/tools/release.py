@@ -13,16 +13,17 @@ Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
 import argparse
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import RunRecord, find_runs, read_checkpoint, read_run, run_checkpoint
+from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1, table2_row
+from .runs import RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
-__all__ = ['Released', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
+__all__ = ['Released', 'UnfinishedRun', 'repo_name', 'release_run', 'pretrained_entries', 'release', 'add_release_args',
            'run_from_args']
 
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
@@ -30,9 +31,14 @@ DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
 
 
+class UnfinishedRun(ValueError):
+    """A run that did not train its planned epochs (failed or interrupted): not released."""
+
+
 @dataclass
 class Released:
-    """One exported run."""
+    """One exported run; ``weights_epoch`` (from 1) and ``weights_top1``: the exported checkpoint's own epoch and its
+    top-1 (None when not recorded), which ``best_top1`` need not be."""
     run_dir: str
     checkpoint: str
     folder: str
@@ -48,6 +54,8 @@ class Released:
     weights: str
     pretrained_cfg: Dict[str, Any]
     pushed: Optional[str] = None
+    weights_epoch: Optional[int] = None
+    weights_top1: Optional[float] = None
 
 
 def repo_name(pattern: str, record: RunRecord) -> str:
@@ -85,13 +93,19 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
+def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
+                     weights: Dict[str, Any]) -> List[str]:
+    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
     summary = record.summary or {}
-    row = f'{record.family}, {VARIANT_LABELS.get(record.variant, record.variant)}'
+    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
+           f'none (`{record.model}` with these kwargs is not a configuration the paper trained on {record.dataset})')
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
              '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
+             *([f'| top-1 (%) of these weights (epoch {weights["epoch"]}) | {format_top1(weights["top1"])} |']
+               if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     if record.command:
@@ -120,19 +134,27 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
 
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
+        UnfinishedRun: the run did not train its planned epochs (see :meth:`RunRecord.unfinished`).
     """
     from .hub import export_run
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    unfinished = record.unfinished()
+    if unfinished:
+        raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
+                            f'planned epochs (run timm-sl reproduce again to finish it)')
     if not record.dataset:
         raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
                          f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
-    paper = paper_top1(record.family, record.variant, record.dataset or '')
+    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    paper = paper_top1(*table2, record.dataset) if table2 else None
     checkpoint = read_checkpoint(record.checkpoint)
-    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset))
+    weights = record.weights_result(checkpoint.epoch)
+    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset),
+                               weights)
     # OUT/<repo name> is release's own folder: releasing again refreshes it
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
@@ -140,16 +162,20 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
         model=record.model, model_kwargs=record.model_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
-        paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg)
+        paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'])
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
-    """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the best-scoring run's repository and
-    the data config it was exported with."""
+    """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
+    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with."""
+    def score(r: Released) -> float:
+        return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
+
     best: Dict[str, Released] = {}
     for r in released:
         tag = _tag(r.model, r.model_kwargs, r.dataset)
-        if tag and (tag not in best or (r.best_top1 or 0.) > (best[tag].best_top1 or 0.)):
+        if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
                                               if r.pretrained_cfg.get(k) is not None})
@@ -174,11 +200,20 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     out = Path(out)
     released = []
     for i, run_dir in enumerate(runs, 1):
-        r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
-                        dataset=dataset)
+        try:
+            r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
+                            dataset=dataset)
+        except UnfinishedRun as e:
+            echo(f'{i}/{len(runs)}: skipped: {e}')
+            continue
         top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
-        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}) as {r.repo_id}')
+        own = '' if r.weights_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
+            f'{format_top1(r.weights_top1)}'
+        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
         released.append(r)
+    if not released:
+        raise UnfinishedRun(f'no finished run to release under {", ".join(map(str, paths))} ({len(runs)} skipped); '
+                            f'allowed: runs that trained their planned epochs')
     names = [r.repo_id for r in released]
     if len(set(names)) != len(names):
         raise ValueError(f'--name-pattern {name_pattern!r} gives several runs the same repository name; add {{seed}} '
