@@ -19,6 +19,7 @@ from timm_sl.tools.release import release, repo_name
 from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
+from test_run_record import _fails
 
 CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
 COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
@@ -29,15 +30,15 @@ PORTABLE = ('python train.py --data-dir DATA --config recipes/cifar10.yaml --mod
             '--output OUTPUT --experiment vit-sl-s0 --epochs 3')
 
 
-def _run(root, name, kwargs, top1s, seed=0, model='sl_vit_32'):
+def _run(root, name, kwargs, top1s, seed=0, model='sl_vit_32', classes=3, dataset='torch/cifar10'):
     """A train.py run folder as timm-sl reproduce leaves it (checkpoint with EMA, args.yaml, summary, marker); its
     model_best.pth.tar records the best epoch."""
     run = root / 'runs' / name
     run.mkdir(parents=True)
     torch.manual_seed(seed)
-    arch, model = model, timm.create_model(model, num_classes=3, **kwargs).eval()
-    args = dict(model=arch, model_kwargs=kwargs, num_classes=3, seed=seed, lr=0.003, epochs=len(top1s),
-                mean=CIFAR10_MEAN, std=CIFAR10_STD, dataset='', data_dir='/home/someone/data', workers=4)
+    arch, model = model, timm.create_model(model, num_classes=classes, **kwargs).eval()
+    args = dict(model=arch, model_kwargs=kwargs, num_classes=classes, seed=seed, lr=0.003, epochs=len(top1s),
+                mean=CIFAR10_MEAN, std=CIFAR10_STD, dataset=dataset, data_dir='/home/someone/data', workers=4)
     torch.save({'epoch': top1s.index(max(top1s)), 'arch': arch, 'state_dict_ema': model.state_dict(),
                 'state_dict': {k: torch.zeros_like(v) for k, v in model.state_dict().items()},
                 'args': argparse.Namespace(**args)}, run / 'model_best.pth.tar')
@@ -102,7 +103,7 @@ def test_release_exports_every_run_with_a_card(released, reproduced):
     # the recipe: what differs from train.py's defaults, without the machine's paths
     recipe = card.split('```yaml\n')[1].split('```')[0]
     assert 'lr: 0.003' in recipe and 'epochs: 3' in recipe and 'seed: 0' in recipe and 'num_classes: 3' in recipe
-    assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset' not in recipe
+    assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset: torch/cifar10' in recipe
     assert json.loads((out / 'release.json').read_text())[0]['variant'] == 'base'
     assert '/home/someone' not in card
 
@@ -220,13 +221,14 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main
-    _run(tmp_path, 'r', {}, [40.])
+    _run(tmp_path, 'r', {}, [40.], dataset='')  # an image folder (args.yaml), and no recipe of the package read
     (tmp_path / 'runs' / 'r' / 'done.json').unlink()
     with pytest.raises(SystemExit):
         main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
     assert capsys.readouterr().err == (
-        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, no timm-sl '
-        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)\n')
+        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, and no recipe '
+        f'of timm-sl whose data it read); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, '
+        f'fashion-mnist)\n')
     assert not (tmp_path / 'rel').exists()
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
                  '--dataset', 'cifar10']) == 0
@@ -240,27 +242,18 @@ def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
         release([tmp_path], tmp_path / 'o', org)
 
 
-def _fails(argv, capsys) -> str:
-    """A command's error: exit status 2 and one line on stderr."""
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count('\n') == 1, err
-    return err.rstrip('\n')
-
-
 def test_the_dataset_is_the_runs_own_record_not_a_report_around_it(tmp_path, capsys):
     """A Fashion-MNIST run below a CIFAR-10 reproduction's results.json: not `datasets: cifar10`, CIFAR-10's paper
     top-1 and an sl_vit_32.cifar10 tag."""
     (tmp_path / 'results.json').write_text(json.dumps(dict(dataset='cifar10', rows=[], runs=[])))
-    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.], classes=10, dataset='')  # an image folder of 10 classes
     run, rel = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'rel'
     argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
     (run / 'command.txt').unlink()
     (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))  # a marker without dataset
     assert _fails(argv, capsys) == (
-        f'timm-sl release: {run} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce record); '
-        f'allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)')
+        f'timm-sl release: {run} records no dataset (no --dataset in its args.yaml, and no recipe of timm-sl whose '
+        f'data it read); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)')
     # the recipe its command names, which reads an image folder as the run did (--dataset '')
     (run / 'command.txt').write_text(COMMAND.replace('cifar10.yaml', 'fashion_mnist.yaml') + '\n')
     assert main(argv) == 0
@@ -270,12 +263,17 @@ def test_the_dataset_is_the_runs_own_record_not_a_report_around_it(tmp_path, cap
     assert 'datasets:\n- fashion-mnist\n' in card and '| paper top-1 for this row | - (not in Table 2) |' in card
     assert list(json.loads((rel / 'pretrained_entries.json').read_text())) == ['sl_vit_32.fashionmnist']
     # cifar10.yaml reads torch/cifar10: a run of it with --dataset '' read some image folder, whose name it lacks
-    (run / 'command.txt').write_text(COMMAND + '\n')
-    assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
-    # timm-sl reproduce records the dataset in done.json; train.py's --dataset is the run's own word
+    for recorded in (dict(), dict(dataset='cifar10')):  # also where timm-sl reproduce's done.json names the recipe
+        (run / 'command.txt').write_text(COMMAND + '\n')
+        (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, **recorded)))
+        assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
+    # the dataset done.json records, of a recipe that reads an image folder of the run's 10 classes
     (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='svhn')))
     shutil.rmtree(rel)
     assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'svhn'
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), num_classes=7)))
+    assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
+    # train.py's --dataset is the run's own word
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()),
                                                    dataset='torch/cifar100')))
     shutil.rmtree(rel)
@@ -326,7 +324,7 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0']
     assert lines[1] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
                         f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
-                        f'their planned epochs (run timm-sl reproduce again to finish it)')
+                        f'their planned epochs (resume it to finish it)')
     assert lines[2].startswith(f'3/3: skipped: {runs / "vit-sl-s2"} is not a finished run (summary.csv reaches '
                                f'epoch 1 of the 4 done.json records)')
     entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())

@@ -412,3 +412,9 @@ def test_utf16_without_a_byte_order_mark_is_refused_naming_the_file(tmp_path, ca
     with pytest.raises(ValueError, match=rf'^{tmp_path / "labels.txt"} begins with the byte-order mark of utf-16 but '
                                          rf'is not utf-16 from byte 4 on'):
         read_label_names(tmp_path / 'labels.txt')
+
+
+def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
+    from timm_sl.tools.runs import read_summary_rows
+    (tmp_path / 'summary.csv').write_bytes(b'epoch,eval_top1\n0,40\n1,41\n2' + b'\x00' * 100)
+    assert [r['epoch'] for r in read_summary_rows(tmp_path / 'summary.csv')] == [0, 1]

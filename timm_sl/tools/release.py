@@ -1,13 +1,15 @@
 """``timm-sl release``: from train.py runs (a ``timm-sl reproduce`` output or any train.py output folders) to
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
-Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
+Each finished run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
 :func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under ``OUT/<repo name>/``
-with a model card that adds the Table 2 row, the paper's number for it and the exact train.py command.
+with a model card that adds the Table 2 row (the paper's own configurations only:
+:func:`timm_sl.tools.paper.table2_row`), the paper's number for it and the exact train.py command. A run that did not
+train its planned epochs is skipped with a note (:meth:`timm_sl.tools.runs.RunRecord.unfinished`).
 ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
-``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
-the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the package's file publishes ``sl_vit_32.cifar100`` and
-friends, a data change only. Pushing is a dry run unless ``--push`` is given.
+``timm_sl/models/pretrained.json``, one tag per model and dataset (the seed whose exported weights score best) for the
+runs whose architecture is the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging
+those entries into the package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a dry run unless ``--push`` is given.
 
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
@@ -143,10 +145,10 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
-                            f'planned epochs (run timm-sl reproduce again to finish it)')
+                            f'planned epochs (resume it to finish it)')
     if not record.dataset:
-        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
-                         f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
+        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, and no recipe of timm-sl whose '
+                         f'data it read); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     table2 = table2_row(record.model, record.model_kwargs, record.dataset)

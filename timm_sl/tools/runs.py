@@ -58,7 +58,7 @@ _BOMS = ((codecs.BOM_UTF32_LE, 'utf-32'), (codecs.BOM_UTF32_BE, 'utf-32'), (code
 def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
     """A text file of a run (every text file this package reads): by its byte-order mark (UTF-8, UTF-16, UTF-32; the
     mark is not part of the text), else UTF-8, else Latin-1 (every byte is a character: a path written in another
-    encoding is read, not refused).
+    encoding is read, not refused); zero bytes that end a file (a crash while it was written) are not text.
 
     Raises:
         FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
@@ -82,6 +82,7 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
         except UnicodeDecodeError as e:
             raise ValueError(f'{path} begins with the byte-order mark of {codec} but is not {codec} from byte '
                              f'{e.start} on; expected {what}; {allowed}') from None
+    data = data.rstrip(b'\x00')  # what a crash leaves at the end of a file being written: zero bytes
     if b'\x00' in data:
         raise ValueError(f'{path} holds NUL bytes (UTF-16 or UTF-32 without a byte-order mark, or not text); expected '
                          f'{what}; {allowed}')
@@ -326,31 +327,34 @@ def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
 
 def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str = '') -> Optional[str]:
     """The dataset a run records itself, never one guessed from the folders around it: train.py's ``--dataset``
-    (``args.yaml``), else ``timm-sl reproduce``'s ``done.json``, else the package recipe its ``--config`` names
-    (``done.json``'s command, else ``command.txt``) when that recipe reads an image folder as the run did
-    (``--dataset`` unset); None when the run records none."""
+    (``args.yaml``) when it names one; else, for an image folder, the package recipe's dataset the run read as that
+    recipe reads it (an image folder of the recipe's ``num_classes``): the one ``timm-sl reproduce`` records in
+    ``done.json``, else the recipe its ``--config`` names (``done.json``'s command, else ``command.txt``). None when
+    the run records none: e.g. the CIFAR-10 recipe run on another image folder (``-- --dataset ''``)."""
     from .reproduce import _last_value, recipe_path  # reproduce reads runs: imported here, when needed
     named = _dataset_arg(args)
-    if named or (isinstance(marker.get('dataset'), str) and marker['dataset']):
-        return named or marker['dataset']
-    tokens = marker.get('command')
-    if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
-        try:
-            tokens = shlex.split(command)
-        except ValueError:  # an unbalanced quote: no command to read
-            tokens = []
-    config = _last_value(tokens, '--config')
-    recipes = {recipe: name for name, (recipe, _) in DATASETS.items()}
-    dataset = recipes.get(Path(config).name) if config else None
+    if named:
+        return named
+    dataset = marker.get('dataset') if marker.get('dataset') in DATASETS else None
+    if dataset is None:
+        tokens = marker.get('command')
+        if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
+            try:
+                tokens = shlex.split(command)
+            except ValueError:  # an unbalanced quote: no command to read
+                tokens = []
+        config = _last_value(tokens, '--config')
+        dataset = {recipe: name for name, (recipe, _) in DATASETS.items()}.get(Path(config).name) if config else None
     if dataset is None:
         return None
     import yaml
     try:
-        recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe')) or {}
+        recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe'))
     except (OSError, ValueError, yaml.YAMLError):
         return None
-    # a recipe that names its dataset (torch/cifar10) run with --dataset '' read another image folder
-    return None if isinstance(recipe, dict) and recipe.get('dataset') else dataset
+    if not isinstance(recipe, dict) or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
+        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
+    return dataset
 
 
 def read_run(
