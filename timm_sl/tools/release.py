@@ -9,7 +9,8 @@ train its planned epochs is skipped with a note (:meth:`timm_sl.tools.runs.RunRe
 ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
 ``timm_sl/models/pretrained.json``, one tag per model and dataset (the seed whose exported weights score best) for the
 runs whose architecture is the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging
-those entries into the package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a dry run unless ``--push`` is given.
+those entries into the package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a
+dry run unless ``--push`` is given.
 
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
@@ -106,8 +107,8 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
              '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
-             *([f'| top-1 (%) of these weights (epoch {weights["epoch"]}) | {format_top1(weights["top1"])} |']
-               if summary and not weights['is_best'] else []),
+             *([f'| top-1 (%) of these weights (epoch {weights["epoch"] or "not recorded"}) | '
+                f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     if record.command:
