@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -29,22 +30,23 @@ PORTABLE = ('python train.py --data-dir DATA --config recipes/cifar10.yaml --mod
             '--output OUTPUT --experiment vit-sl-s0 --epochs 3')
 
 
-def _run(root, name, kwargs, top1s, seed=0):
-    """A train.py run folder as timm-sl reproduce leaves it (checkpoint with EMA, args.yaml, summary, marker)."""
+def _run(root, name, kwargs, top1s, seed=0, model='sl_vit_32', classes=3, dataset='torch/cifar10'):
+    """A train.py run folder as timm-sl reproduce leaves it (checkpoint with EMA, args.yaml, summary, marker); its
+    model_best.pth.tar records the best epoch."""
     run = root / 'runs' / name
     run.mkdir(parents=True)
     torch.manual_seed(seed)
-    model = timm.create_model('sl_vit_32', num_classes=3, **kwargs).eval()
-    args = dict(model='sl_vit_32', model_kwargs=kwargs, num_classes=3, seed=seed, lr=0.003, epochs=len(top1s),
-                mean=CIFAR10_MEAN, std=CIFAR10_STD, dataset='', data_dir='/home/someone/data', workers=4)
-    torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict_ema': model.state_dict(),
+    arch, model = model, timm.create_model(model, num_classes=classes, **kwargs).eval()
+    args = dict(model=arch, model_kwargs=kwargs, num_classes=classes, seed=seed, lr=0.003, epochs=len(top1s),
+                mean=CIFAR10_MEAN, std=CIFAR10_STD, dataset=dataset, data_dir='/home/someone/data', workers=4)
+    torch.save({'epoch': top1s.index(max(top1s)), 'arch': arch, 'state_dict_ema': model.state_dict(),
                 'state_dict': {k: torch.zeros_like(v) for k, v in model.state_dict().items()},
                 'args': argparse.Namespace(**args)}, run / 'model_best.pth.tar')
     (run / 'args.yaml').write_text(json.dumps(args))  # JSON is YAML
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
         f'{e},1.0,1.0,{t},99.0\n' for e, t in enumerate(top1s)))
-    family_variant = dict(family='vit', variant='sl' if not kwargs else 'base', epochs=len(top1s))
-    (run / 'done.json').write_text(json.dumps(family_variant))
+    marker = dict(family='vit', variant='sl' if not kwargs else 'base', epochs=len(top1s), dataset='cifar10')
+    (run / 'done.json').write_text(json.dumps(marker))
     (run / 'command.txt').write_text(COMMAND + '\n')
     return model
 
@@ -57,7 +59,6 @@ def reproduced(tmp_path_factory):
         'vit-sl-s1': _run(root, 'vit-sl-s1', {}, [50., 75.], seed=1),
         'vit-base-s0': _run(root, 'vit-base-s0', dict(spt=False, lsa=False), [30., 60.]),
     }
-    (root / 'results.json').write_text(json.dumps(dict(dataset='cifar10', rows=[], runs=[])))
     return root, models
 
 
@@ -102,7 +103,7 @@ def test_release_exports_every_run_with_a_card(released, reproduced):
     # the recipe: what differs from train.py's defaults, without the machine's paths
     recipe = card.split('```yaml\n')[1].split('```')[0]
     assert 'lr: 0.003' in recipe and 'epochs: 3' in recipe and 'seed: 0' in recipe and 'num_classes: 3' in recipe
-    assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset' not in recipe
+    assert 'data_dir' not in recipe and 'workers' not in recipe and 'dataset: torch/cifar10' in recipe
     assert json.loads((out / 'release.json').read_text())[0]['variant'] == 'base'
     assert '/home/someone' not in card
 
@@ -220,13 +221,14 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main
-    _run(tmp_path, 'r', {}, [40.])
+    _run(tmp_path, 'r', {}, [40.], dataset='')  # an image folder (args.yaml), and no recipe of the package read
     (tmp_path / 'runs' / 'r' / 'done.json').unlink()
     with pytest.raises(SystemExit):
         main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
     assert capsys.readouterr().err == (
-        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, no timm-sl '
-        f'reproduce record); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)\n')
+        f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (no --dataset in its args.yaml, and no recipe '
+        f'of timm-sl whose data it read); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, '
+        f'fashion-mnist)\n')
     assert not (tmp_path / 'rel').exists()
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
                  '--dataset', 'cifar10']) == 0
@@ -328,3 +330,126 @@ def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):
     for path, error in ((tmp_path, IsADirectoryError), (tmp_path / 'missing.py', FileNotFoundError)):
         with pytest.raises(error, match=f'^.*{path}'):  # the library function too, not a traceback from the import
             train_script_defaults(path)
+
+
+def test_the_dataset_is_the_runs_own_record_not_a_report_around_it(tmp_path, capsys):
+    """A Fashion-MNIST run below a CIFAR-10 reproduction's results.json: not `datasets: cifar10`, CIFAR-10's paper
+    top-1 and an sl_vit_32.cifar10 tag."""
+    (tmp_path / 'results.json').write_text(json.dumps(dict(dataset='cifar10', rows=[], runs=[])))
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.], classes=10, dataset='')  # an image folder of 10 classes
+    run, rel = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'rel'
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
+    (run / 'command.txt').unlink()
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))  # a marker without dataset
+    assert _fails(argv, capsys) == (
+        f'timm-sl release: {run} records no dataset (no --dataset in its args.yaml, and no recipe of timm-sl whose '
+        f'data it read); allowed: --dataset NAME (e.g. cifar10, cifar100, svhn, tiny-imagenet, fashion-mnist)')
+    # the recipe its command names, which reads an image folder as the run did (--dataset '')
+    (run / 'command.txt').write_text(COMMAND.replace('cifar10.yaml', 'fashion_mnist.yaml') + '\n')
+    assert main(argv) == 0
+    released = json.loads((rel / 'release.json').read_text())[0]
+    assert released['dataset'] == 'fashion-mnist' and released['paper_top1'] is None
+    card = (rel / 'sl_vit_32.sl-fashion-mnist-s0' / 'README.md').read_text()
+    assert 'datasets:\n- fashion-mnist\n' in card and '| paper top-1 for this row | - (not in Table 2) |' in card
+    assert list(json.loads((rel / 'pretrained_entries.json').read_text())) == ['sl_vit_32.fashionmnist']
+    # cifar10.yaml reads torch/cifar10: a run of it with --dataset '' read some image folder, whose name it lacks
+    for recorded in (dict(), dict(dataset='cifar10')):  # also where timm-sl reproduce's done.json names the recipe
+        (run / 'command.txt').write_text(COMMAND + '\n')
+        (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, **recorded)))
+        assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
+    # the dataset done.json records, of a recipe that reads an image folder of the run's 10 classes
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='svhn')))
+    shutil.rmtree(rel)
+    assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'svhn'
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), num_classes=7)))
+    assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
+    # train.py's --dataset is the run's own word
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()),
+                                                   dataset='torch/cifar100')))
+    shutil.rmtree(rel)
+    assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'cifar100'
+
+
+def test_released_weights_of_another_epoch_say_so_and_rank_by_their_own_top1(tmp_path):
+    """No model_best.pth.tar: release exports last.pth.tar, whose epoch is not the best one."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 80., 70.])
+    _run(tmp_path, 'vit-sl-s1', {}, [50., 75.], seed=1)
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    last = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(last, epoch=2), run / 'last.pth.tar')
+    (run / 'model_best.pth.tar').unlink()
+    lines = []
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lines.append)
+    first, second = released
+    assert first.checkpoint == str(run / 'last.pth.tar')
+    assert (first.best_top1, first.weights_epoch, first.weights_top1) == (80., 3, 70.)
+    assert (second.best_top1, second.weights_epoch, second.weights_top1) == (75., 2, 75.)
+    assert lines[0].endswith('(state_dict_ema, best top-1 80.00; these weights: epoch 3, top-1 70.00) as '
+                             'o/sl_vit_32.sl-cifar10-s0')
+    card = (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+    for text in ('| measured best top-1 (%) | 80.00 |', '| top-1 (%) of these weights (epoch 3) | 70.00 |',
+                 '| these weights: epoch (counted from 1) | 3 of 3 |', '| these weights: top-1 (%) | 70.00 |',
+                 "These weights are epoch 3's (top-1 70.00 %), not the best epoch's: the best top-1 above (epoch 2) "
+                 "belongs to another checkpoint"):
+        assert text in card, text
+    card = (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s1' / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 2 of 2 (the best epoch) |' in card
+    assert 'of these weights' not in card and 'another checkpoint' not in card
+    # the tag points at the weights that score best: s1's 75.00, not s0's 70.00 (whose run peaked at 80.00)
+    entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'
+
+
+def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50., 60.])
+    _run(tmp_path, 'vit-sl-s1', {}, [70., 90.], seed=1)  # interrupted after 2 of 3 epochs: the best top-1 so far
+    _run(tmp_path, 'vit-sl-s2', {}, [20.], seed=2)  # done.json of an earlier plan; this one stopped at epoch 1 of 4
+    runs = tmp_path / 'runs'
+    (runs / 'vit-sl-s1' / 'done.json').unlink()
+    args = json.loads((runs / 'vit-sl-s1' / 'args.yaml').read_text())
+    (runs / 'vit-sl-s1' / 'args.yaml').write_text(json.dumps(dict(args, epochs=3)))
+    (runs / 'vit-sl-s2' / 'done.json').write_text(json.dumps(dict(epochs=4, dataset='cifar10')))
+    lines = []
+    released = release([runs], tmp_path / 'rel', 'o', echo=lines.append)
+    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0']
+    # every run is read before anything is written: the skipped ones are said first, each with its number
+    assert lines[0] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
+                        f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
+                        f'their planned epochs (resume it to finish it)')
+    assert lines[1].startswith(f'3/3: skipped: {runs / "vit-sl-s2"} is not a finished run (summary.csv reaches '
+                               f'epoch 1 of the 4 done.json records)')
+    assert lines[2].startswith(f'1/3: {runs / "vit-sl-s0"} -> ')
+    entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s0'
+    assert not (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s1').exists()
+    assert _fails(['release', str(runs / 'vit-sl-s1'), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
+        f'timm-sl release: no finished run to release under {runs / "vit-sl-s1"} (1 skipped); allowed: runs that '
+        f'trained their planned epochs')
+
+
+def test_only_the_papers_configurations_get_a_paper_row():
+    from timm_sl.tools.paper import table2_row
+    assert table2_row('sl_vit_32', {}, 'cifar10') == ('vit', 'sl')
+    assert table2_row('sl_pit_32', dict(spt_pool=False, num_classes=100), 'cifar100') == ('pit', 'sl_no_spool')
+    assert table2_row('sl_swin_64', dict(spt=False, lsa=False, spt_pool=False), 'tiny-imagenet') == ('swin', 'base')
+    assert table2_row('sl_vit_32', {}, 'fashion-mnist') == ('vit', 'sl')  # a row, with no paper number there
+    for model, kwargs, dataset in [('sl_vit_tiny', {}, 'cifar10'), ('sl_pit_ti', {}, 'cifar10'),
+                                   ('sl_swin_t', {}, 'cifar10'), ('sl_vit_32', {}, 'tiny-imagenet'),
+                                   ('sl_vit_64', {}, 'cifar10'), ('sl_vit_32', dict(depth=1), 'cifar10'),
+                                   ('slify', dict(base='vit_tiny_patch16_224'), 'cifar10'), (None, {}, 'cifar10'),
+                                   ('sl_vit_32', {}, None)]:
+        assert table2_row(model, kwargs, dataset) is None, (model, kwargs, dataset)
+
+
+@pytest.mark.parametrize('model,kwargs', [('sl_vit_tiny', {}), ('sl_vit_32', dict(depth=1))])
+def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwargs, tmp_path):
+    """sl_vit_tiny is a ViT, and reproduce's marker says 'vit', 'sl' of a depth=1 run: neither is Table 2's ViT."""
+    _run(tmp_path, 'vit-sl-s0', kwargs, [40., 50.], model=model)
+    (tmp_path / 'runs' / 'vit-sl-s0' / 'done.json').write_text(
+        json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='cifar10')))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    assert r.paper_top1 is None
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert '94.53' not in card and '| paper top-1 for this row | - (not in Table 2) |' in card
+    assert (f'| Table 2 row | none (`{model}` with these kwargs is not a configuration the paper trained on '
+            f'cifar10) |') in card

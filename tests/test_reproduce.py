@@ -206,6 +206,7 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     assert (out / 'top1.png').stat().st_size > 10000 and (out / 'curves.png').stat().st_size > 10000
     results = json.loads((out / 'results.json').read_text())
     assert results['dataset'] == 'cifar10' and len(results['runs']) == 10
+    assert json.loads((out / 'runs' / 'vit-base-s0' / 'done.json').read_text())['dataset'] == 'cifar10'
 
     # a third call runs nothing that finished: only the crashing rows go again
     assert main(args) == 1

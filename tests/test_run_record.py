@@ -26,7 +26,7 @@ def _train_run(folder: Path, model: str, kwargs: dict, args_yaml: bool = True, *
     folder.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(0)
     model_obj = timm.create_model(model, num_classes=4, **kwargs).eval()
-    args = dict(model=model, model_kwargs=kwargs, num_classes=4, seed=1, lr=1e-3, **extra_args)
+    args = dict(model=model, model_kwargs=kwargs, num_classes=4, seed=1, lr=1e-3, epochs=2, **extra_args)
     torch.save({'epoch': 1, 'arch': model, 'state_dict': model_obj.state_dict(), 'args': argparse.Namespace(**args)},
                folder / 'model_best.pth.tar')
     if args_yaml:
@@ -380,3 +380,93 @@ def test_a_cut_or_malformed_args_yaml_is_blamed_on_args_yaml(text, says, tmp_pat
                  ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
         err = _fails(argv, capsys)
         assert err.startswith(f'timm-sl {argv[0]}: {run / "args.yaml"} {says}'), err
+
+
+@pytest.mark.parametrize('name,epoch,top1', [('last.pth.tar', 2, 52.0), ('checkpoint-0.pth.tar', 0, 50.0)])
+def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tmp_path):
+    """Not the best epoch's top-1 on the card of weights that are another epoch's."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))  # model_best.pth.tar records epoch 1 (counted from 0): the best
+    (run / 'summary.csv').write_text('epoch,eval_top1,eval_top5\n0,50,90\n1,55.5,95\n2,52,93\n')
+    torch.save(dict(torch.load(run / 'model_best.pth.tar', weights_only=False), epoch=epoch), run / name)
+    out, _ = export_checkpoint(run / name, None, tmp_path / 'out')
+    card = (out / 'README.md').read_text()
+    for text in (f'| these weights: epoch (counted from 1) | {epoch + 1} of 3 |', f'| these weights: top-1 (%) | '
+                 f'{top1:.2f} |', '| best top-1 (%) | 55.50 |', '| best epoch (counted from 1) | 2 of 3 |',
+                 f"These weights are epoch {epoch + 1}'s (top-1 {top1:.2f} %), not the best epoch's: the best top-1 "
+                 f"above (epoch 2) belongs to another checkpoint (train.py keeps it as model_best.pth.tar)."):
+        assert text in card, text
+    out, _ = export_checkpoint(run / 'model_best.pth.tar', None, tmp_path / 'best')
+    card = (out / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 2 of 3 (the best epoch) |' in card
+    assert '| these weights: top-1 (%) | 55.50 |' in card and 'another checkpoint' not in card
+    # a checkpoint without its epoch (a bare state dict), and one whose epoch summary.csv does not list
+    torch.save(torch.load(run / name, weights_only=False)['state_dict'], tmp_path / 'bare.pth')
+    out, _ = export_checkpoint(tmp_path / 'bare.pth', 'sl_vit_32', tmp_path / 'bare', model_kwargs=dict(depth=1),
+                               summary=run / 'summary.csv')
+    card = (out / 'README.md').read_text()
+    assert 'these weights: epoch' not in card and ("The checkpoint does not record its epoch: the best top-1 above "
+                                                   "may be another checkpoint's, not these weights'.") in card
+    torch.save(dict(torch.load(run / name, weights_only=False), epoch=7), run / name)
+    out, _ = export_checkpoint(run / name, None, tmp_path / 'seven')
+    card = (out / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 8 of 3 |' in card and '| these weights: top-1 (%) | - |' in card
+    assert "These weights are epoch 8's, which summary.csv does not list" in card
+
+
+@pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400'])
+def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_path, capsys):
+    from timm_sl.tools.runs import read_summary_rows
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    summary = run / 'summary.csv'
+    summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n2,42\n')
+    with pytest.raises(ValueError, match=rf"^{summary}:3: not a summary.csv row of 2 fields with a whole-number epoch "
+                                         rf"and a numeric eval_top1: '{epoch},41'$"):
+        read_summary_rows(summary)
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys).startswith(
+        f'timm-sl export: {summary}:3: not a summary.csv row')
+    summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n')  # the last line: left out as a cut row is
+    assert [r['epoch'] for r in read_summary_rows(summary)] == [0]
+
+
+NAMES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress']
+
+
+@pytest.mark.parametrize('bom,codec', [(b'', 'utf-8-sig'), (b'', 'utf-16'), (b'\xfe\xff', 'utf-16-be'),
+                                       (b'', 'utf-32')])
+def test_text_files_with_a_byte_order_mark_are_read_as_written(bom, codec, tmp_path, capsys):
+    """Label names and summary.csv saved by an editor that writes a BOM, or in UTF-16: not '\\ufeffT-shirt/top', not
+    'no epoch / eval_top1 columns'."""
+    from timm_sl.tools.hub import read_label_names
+    from timm_sl.tools.runs import summarize
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    for i, text in enumerate(['\n'.join(NAMES) + '\n', json.dumps(NAMES)]):
+        (tmp_path / f'labels{i}').write_bytes(bom + text.encode(codec))
+        assert read_label_names(tmp_path / f'labels{i}') == NAMES
+    (run / 'summary.csv').write_bytes(bom + 'epoch,eval_top1\n0,40\n1,42.5\n'.encode(codec))
+    assert summarize(run / 'summary.csv')['best_top1'] == 42.5
+    (run / 'args.yaml').write_bytes(bom + (run / 'args.yaml').read_text().encode(codec))
+    assert main(['export', str(run), '--out', str(tmp_path / 'o'), '--label-names', str(tmp_path / 'labels0')]) == 0
+    assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == NAMES
+    assert '| best top-1 (%) | 42.50 |' in (tmp_path / 'o' / 'README.md').read_text()
+
+
+def test_utf16_without_a_byte_order_mark_is_refused_naming_the_file(tmp_path, capsys):
+    from timm_sl.tools.hub import read_label_names
+    (tmp_path / 'labels.txt').write_bytes('\n'.join(NAMES).encode('utf-16-le'))
+    with pytest.raises(ValueError, match=rf'^{tmp_path / "labels.txt"} holds NUL bytes \(UTF-16 or UTF-32 without a '
+                                         rf'byte-order mark, or not text\); expected the class names .*; allowed: '
+                                         rf'UTF-8, or UTF-16 / UTF-32 with a byte-order mark$'):
+        read_label_names(tmp_path / 'labels.txt')
+    (tmp_path / 'labels.txt').write_bytes(b'\xff\xfe' + 'T'.encode('utf-16-le') + b'\x00')  # an odd byte count
+    with pytest.raises(ValueError, match=rf'^{tmp_path / "labels.txt"} begins with the byte-order mark of utf-16 but '
+                                         rf'is not utf-16 from byte 4 on'):
+        read_label_names(tmp_path / 'labels.txt')
+
+
+def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
+    from timm_sl.tools.runs import read_summary_rows
+    (tmp_path / 'summary.csv').write_bytes(b'epoch,eval_top1\n0,40\n1,41\n2' + b'\x00' * 100)
+    assert [r['epoch'] for r in read_summary_rows(tmp_path / 'summary.csv')] == [0, 1]

@@ -21,7 +21,7 @@ from timm.models import save_for_hf
 from .errors import ToolError
 from .checkpoint import build_run_model, read_run_checkpoint
 from .profile import count_macs, count_params
-from .runs import Checkpoint, RunRecord, read_checkpoint, read_text
+from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -103,8 +103,9 @@ def _card_data(record: RunRecord) -> ModelCardData:
 
 
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
-                repo_id: str = 'ORG/NAME', extra: Sequence[str] = ()) -> ModelCard:
-    """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header."""
+                repo_id: str = 'ORG/NAME', extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
+    """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header; ``epoch``: the one the
+    checkpoint records (train.py's, from 0)."""
     cfg = model.pretrained_cfg
     name, dataset, summary = record.model, record.dataset, record.summary
     arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
@@ -126,12 +127,17 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
                   'diverged); these weights are not a trained model.', '']
     elif summary:
-        lines += ['## Results', '', '| metric | value |', '|---|---|',
-                  f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
+        weights = record.weights_result(epoch)
+        lines += ['## Results', '', '| metric | value |', '|---|---|']
+        if weights['epoch'] is not None:
+            lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]} of {summary["last_epoch"]}'
+                      + (' (the best epoch)' if weights['is_best'] else '') + ' |',
+                      f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
+        lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
-                  f'| epochs run | {summary["epochs"]} |', '']
+                  f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', install_note(), '', '```python', 'import timm',
@@ -221,7 +227,7 @@ def export_run(
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
     card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
-                       extra=card_sections)
+                       extra=card_sections, epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)

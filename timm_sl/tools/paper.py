@@ -9,7 +9,7 @@ the pooling families (PiT, Swin), ``'sl_no_spool'`` (SPT + LSA with the baseline
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ['FAMILIES', 'VARIANTS', 'VARIANT_LABELS', 'LEARNING_RATES', 'DATASETS', 'TABLE2_COLUMNS', 'TABLE2',
-           'TABLE2_TOP1', 'paper_top1', 'learning_rate', 'family_of', 'variant_of', 'model_name']
+           'TABLE2_TOP1', 'paper_top1', 'learning_rate', 'family_of', 'variant_of', 'model_name', 'table2_row']
 
 FAMILIES = ('vit', 't2t', 'cait', 'pit', 'swin')
 
@@ -92,3 +92,15 @@ def variant_of(family: str, model_kwargs: Dict[str, Any]) -> str:
         if arch == kwargs:
             return variant
     return 'custom'
+
+
+def table2_row(model: Optional[str], model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Optional[Tuple[str, str]]:
+    """``(family, variant)`` of the Table 2 row a trained model is, or None for a configuration the paper did not
+    train: only the paper's small-data model of ``dataset`` (:func:`model_name`: ``sl_vit_32`` for CIFAR,
+    ``sl_vit_64`` for Tiny-ImageNet) with a row's kwargs (``num_classes`` aside) is one; ``sl_vit_tiny`` is a ViT but
+    no row of the paper's, and neither is ``sl_vit_32`` with ``depth=1``."""
+    family = family_of(model or '')
+    if dataset not in DATASETS or family not in VARIANTS or model != model_name(family, dataset):
+        return None
+    variant = variant_of(family, model_kwargs)
+    return None if variant == 'custom' else (family, variant)

@@ -1,33 +1,36 @@
 """``timm-sl release``: from train.py runs (a ``timm-sl reproduce`` output or any train.py output folders) to
 Hub-ready folders, pretrained-tag entries and, with ``--push``, Hub repositories.
 
-Each run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported with
-:func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under
-``OUT/<repo name>/`` with a model card that adds the Table 2 row, the paper's number for it and the exact train.py
-command. ``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
-``timm_sl/models/pretrained.json``, one tag per model and dataset (the best seed) for the runs whose architecture is
-the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging those entries into the
-package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a dry run unless
-``--push`` is given. ``OUT/release_manifest.json`` records the sha256 of every file written, so that a release into
-the same ``OUT`` replaces only its own files, unchanged (anything else needs ``--overwrite``).
+Each finished run's best checkpoint (``model_best.pth.tar``, else ``last.pth.tar``; EMA weights first) is exported
+with :func:`timm_sl.tools.hub.export_run` (the run read once into a :class:`timm_sl.tools.runs.RunRecord`) under
+``OUT/<repo name>/`` with a model card that adds the Table 2 row (the paper's own configurations only:
+:func:`timm_sl.tools.paper.table2_row`), the paper's number for it and the exact train.py command. A run that did not
+train its planned epochs is skipped with a note (:meth:`timm_sl.tools.runs.RunRecord.unfinished`).
+``OUT/release.json`` lists what was released and ``OUT/pretrained_entries.json`` holds, in the format of
+``timm_sl/models/pretrained.json``, one tag per model and dataset (the seed whose exported weights score best) for the
+runs whose architecture is the registered one (no ``--model-kwargs`` other than ``num_classes``): once pushed, merging
+those entries into the package's file publishes ``sl_vit_32.cifar100`` and friends, a data change only. Pushing is a
+dry run unless ``--push`` is given. ``OUT/release_manifest.json`` records the sha256 of every file written, so that a
+release into the same ``OUT`` replaces only its own files, unchanged (anything else needs ``--overwrite``).
 
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
 import argparse
 import hashlib
 import json
+import math
 import os
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import RunRecord, find_runs, read_checkpoint, read_run, read_text, run_checkpoint
+from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1, table2_row
+from .runs import RunRecord, find_runs, format_top1, read_checkpoint, read_run, read_text, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
-__all__ = ['Released', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run', 'pretrained_entries',
-           'release', 'add_release_args', 'run_from_args']
+__all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
+           'pretrained_entries', 'release', 'add_release_args', 'run_from_args']
 
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
 NAME_FIELDS = ('model', 'family', 'variant', 'dataset', 'seed', 'run')  # what --name-pattern may use
@@ -36,9 +39,14 @@ MANIFEST = 'release_manifest.json'  # in --out: the sha256 of every file release
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
 
 
+class UnfinishedRun(ValueError):
+    """A run that did not train its planned epochs (failed or interrupted): not released."""
+
+
 @dataclass
 class Released:
-    """One exported run."""
+    """One exported run; ``weights_epoch`` (from 1) and ``weights_top1``: the exported checkpoint's own epoch and its
+    top-1 (None when not recorded), which ``best_top1`` need not be."""
     run_dir: str
     checkpoint: str
     folder: str
@@ -54,6 +62,8 @@ class Released:
     weights: str
     pretrained_cfg: Dict[str, Any]
     pushed: Optional[str] = None
+    weights_epoch: Optional[int] = None
+    weights_top1: Optional[float] = None
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -113,13 +123,19 @@ def _first_line(error: Exception) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
-def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str]) -> List[str]:
+def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
+                     weights: Dict[str, Any]) -> List[str]:
+    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
     summary = record.summary or {}
-    row = f'{record.family}, {VARIANT_LABELS.get(record.variant, record.variant)}'
+    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
+           f'none (`{record.model}` with these kwargs is not a configuration the paper trained on {record.dataset})')
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
              '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
+             *([f'| top-1 (%) of these weights (epoch {weights["epoch"] or "not recorded"}) | '
+                f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     if record.command:
@@ -146,14 +162,19 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
 
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
+        UnfinishedRun: the run did not train its planned epochs (see :meth:`RunRecord.unfinished`).
         ValueError: the run records no dataset and none is given.
     """
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    unfinished = record.unfinished()
+    if unfinished:
+        raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
+                            f'planned epochs (resume it to finish it)')
     if not record.dataset:
-        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, no timm-sl reproduce '
-                         f'record); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
+        raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, and no recipe of timm-sl whose '
+                         f'data it read); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')
     return record
 
 
@@ -171,16 +192,20 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
-    paper = paper_top1(record.family, record.variant, record.dataset or '')
+    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    paper = paper_top1(*table2, record.dataset) if table2 else None
     checkpoint = read_checkpoint(record.checkpoint)
-    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset))
+    weights = record.weights_result(checkpoint.epoch)
+    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset),
+                               weights)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
         run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
         model=record.model, model_kwargs=record.model_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
-        paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg)
+        paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'])
 
 
 def _sha256(path: Path) -> str:
@@ -251,12 +276,15 @@ def _record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str]) ->
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
-    """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the best-scoring run's repository and
-    the data config it was exported with."""
+    """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
+    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with."""
+    def score(r: Released) -> float:
+        return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
+
     best: Dict[str, Released] = {}
     for r in released:
         tag = _tag(r.model, r.model_kwargs, r.dataset)
-        if tag and (tag not in best or (r.best_top1 or 0.) > (best[tag].best_top1 or 0.)):
+        if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
                                               if r.pretrained_cfg.get(k) is not None})
@@ -283,8 +311,16 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     _check_hub_name(org, f'--org {org!r}')
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
-    runs = find_runs(paths)
-    records = [read_release_record(run_dir, dataset) for run_dir in runs]
+    runs, records, numbers = find_runs(paths), [], []
+    for i, run_dir in enumerate(runs, 1):
+        try:
+            records.append(read_release_record(run_dir, dataset))
+            numbers.append(i)
+        except UnfinishedRun as e:
+            echo(f'{i}/{len(runs)}: skipped: {e}')
+    if not records:
+        raise UnfinishedRun(f'no finished run to release under {", ".join(map(str, paths))} ({len(runs)} skipped); '
+                            f'allowed: runs that trained their planned epochs')
     names = [repo_name(name_pattern, record) for record in records]
     if len(set(names)) != len(names):
         raise ValueError(f'--name-pattern {name_pattern!r} gives several runs the same repository name; add {{seed}} '
@@ -293,12 +329,15 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     manifest = _read_manifest(out, overwrite)
     _check_own_files(out, names, manifest, overwrite)
     released = []
-    for i, (run_dir, record, name) in enumerate(zip(runs, records, names), 1):
+    for i, record, name in zip(numbers, records, names):
+        run_dir = record.run_dir
         r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
                         record=record)
         _record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES])
         top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
-        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}) as {r.repo_id}')
+        own = '' if r.weights_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
+            f'{format_top1(r.weights_top1)}'
+        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
         released.append(r)
     entries = pretrained_entries(released)
     for r in released:

@@ -604,7 +604,8 @@ def reproduce(
                 (run.out_dir / DONE_MARKER).write_text(json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
-                         model_kwargs=run.model_kwargs), indent=1))
+                         model_kwargs=run.model_kwargs, dataset=next(
+                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1))
         _record_session(run, result, fresh_start.get(run.name, False))
 
     def images(run: Run) -> float:

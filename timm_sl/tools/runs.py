@@ -7,12 +7,14 @@ knows (its ``arch`` and ``args``) is added by :meth:`RunRecord.with_checkpoint` 
 it. Torch is imported only to read a checkpoint.
 
 What real runs leave is read, not refused: a ``summary.csv`` whose last line is cut (a run still writing), NaN top-1
-(a diverged epoch), columns this module does not know, text files in another encoding than UTF-8, an empty or
-half-written ``done.json`` (no marker). What cannot be read is a ``ValueError`` / ``OSError`` whose one line names the
-file. Epochs: train.py counts them from 0 in ``summary.csv``; everything this package shows counts them from 1
-(:func:`summarize`'s ``best_epoch`` is train.py's epoch + 1).
+(a diverged epoch), columns this module does not know, text files with a byte-order mark (UTF-8, UTF-16, UTF-32) or
+in a single-byte encoding, an empty or half-written ``done.json`` (no marker). What cannot be read is a ``ValueError``
+/ ``OSError`` whose one line names the file. The dataset is the one the run records (:func:`recorded_dataset`), never
+one read from folders around it. Epochs: train.py counts them from 0 in ``summary.csv`` and checkpoints; everything
+this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is train.py's epoch + 1).
 """
 import argparse
+import codecs
 import csv
 import json
 import math
@@ -21,11 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .paper import family_of, variant_of
+from .paper import DATASETS, family_of, variant_of
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'portable_command']
+           'read_done_marker', 'read_text', 'recorded_dataset', 'format_top1', 'portable_command']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -36,17 +38,32 @@ STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
 
 
+def format_top1(value: Optional[float]) -> str:
+    """A top-1 (%) as cards show it: two decimals, 'NaN (diverged)' for NaN, '-' for None."""
+    if value is None:
+        return '-'
+    return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
+
+
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 
 
+# byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
+_BOMS = ((codecs.BOM_UTF32_LE, 'utf-32'), (codecs.BOM_UTF32_BE, 'utf-32'), (codecs.BOM_UTF8, 'utf-8-sig'),
+         (codecs.BOM_UTF16_LE, 'utf-16'), (codecs.BOM_UTF16_BE, 'utf-16'))
+
+
 def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
-    """A text file of a run: UTF-8, else Latin-1 (every byte is a character: a path written in another encoding is
-    read, not refused).
+    """A text file of a run (every text file this package reads): by its byte-order mark (UTF-8, UTF-16, UTF-32; the
+    mark is not part of the text), else UTF-8, else Latin-1 (every byte is a character: a path written in another
+    encoding is read, not refused); zero bytes that end a file (a crash while it was written) are not text.
 
     Raises:
         FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
+        ValueError: bytes that a byte-order mark's codec cannot read, or NUL bytes without a mark (UTF-16 / UTF-32
+            without one, or not text); naming the file.
     """
     path = Path(path)
     if path.is_dir():
@@ -57,6 +74,18 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
         data = path.read_bytes()
     except OSError as e:
         raise type(e)(f'{path} cannot be read ({e.strerror or _first_line(e)}); expected {what}') from e
+    codec = next((codec for bom, codec in _BOMS if data.startswith(bom)), None)
+    allowed = 'allowed: UTF-8, or UTF-16 / UTF-32 with a byte-order mark'
+    if codec is not None:
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError as e:
+            raise ValueError(f'{path} begins with the byte-order mark of {codec} but is not {codec} from byte '
+                             f'{e.start} on; expected {what}; {allowed}') from None
+    data = data.rstrip(b'\x00')  # what a crash leaves at the end of a file being written: zero bytes
+    if b'\x00' in data:
+        raise ValueError(f'{path} holds NUL bytes (UTF-16 or UTF-32 without a byte-order mark, or not text); expected '
+                         f'{what}; {allowed}')
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError:
@@ -97,7 +126,8 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
 
     Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
     checkpoint, then resumed) keeps its last row, a last row cut short (a run still writing) is left out, and a value
-    that is not a number (an unknown column's text) is dropped; NaN stays NaN.
+    that is not a number (an unknown column's text) is dropped; NaN stays NaN. An epoch must be a whole number
+    (not ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -115,11 +145,12 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
             continue
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
-        if len(row) != len(header) or epoch is None or 'eval_top1' not in values or epoch != int(epoch):
+        if (len(row) != len(header) or epoch is None or 'eval_top1' not in values or not math.isfinite(epoch)
+                or epoch != int(epoch)):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
-            raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a numeric epoch '
-                             f'and eval_top1: {lines[line_no - 1][:80]!r}')
+            raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
+                             f'epoch and a numeric eval_top1: {lines[line_no - 1][:80]!r}')
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
 
@@ -164,6 +195,11 @@ def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
     return _read_json(Path(folder) / DONE_MARKER)
 
 
+def _whole(value: Any) -> bool:
+    """An int that is not a bool (a JSON or checkpoint value that counts epochs)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 @dataclass
 class RunRecord:
     """What is known about a checkpoint's training run.
@@ -175,11 +211,13 @@ class RunRecord:
         model: The model trained (train.py's ``--model``, else the checkpoint's ``arch``).
         model_kwargs: train.py's ``--model-kwargs`` (for ``slify``, with its ``base``).
         summary: The best epoch of ``summary.csv`` (see :func:`summarize`), when there is one.
-        dataset: The dataset name: reproduce's record, else train.py's ``--dataset`` without its reader prefix.
+        rows: ``summary.csv``'s rows (see :func:`read_summary_rows`), for the top-1 of the epoch a checkpoint holds.
+        dataset: The dataset name as the run records it (see :func:`recorded_dataset`); None without a record.
         family: The Table 2 family (``vit``, ...; any other model is its own family).
         variant: The Table 2 row the kwargs make (``base``, ``sl``, ``sl_no_spool``; ``custom`` for any other).
         seed: train.py's ``--seed``.
         command: The recorded train.py command without this machine's paths (see :func:`portable_command`).
+        marker: ``timm-sl reproduce``'s ``done.json`` ({} when there is none).
     """
     checkpoint: Path
     run_dir: Optional[Path] = None
@@ -192,11 +230,66 @@ class RunRecord:
     variant: str = 'custom'
     seed: Optional[int] = None
     command: Optional[str] = None
+    rows: List[Dict[str, float]] = field(default_factory=list)
+    marker: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def num_classes(self) -> Optional[int]:
         """train.py's ``--num-classes`` (None when not recorded)."""
         return self.args.get('num_classes') or None
+
+    def epoch_row(self, epoch: Any) -> Optional[Dict[str, float]]:
+        """The ``summary.csv`` row of ``epoch`` as a checkpoint records it (train.py's, counted from 0); None when the
+        epoch is not a whole number or has no row."""
+        if not _whole(epoch):
+            return None
+        return next((r for r in self.rows if int(r['epoch']) == epoch), None)
+
+    def weights_result(self, epoch: Any) -> Dict[str, Any]:
+        """What ``summary.csv`` says of a checkpoint's own weights, by the epoch the checkpoint records (train.py's,
+        from 0): ``last.pth.tar`` or ``checkpoint-N`` hold another epoch than the best row.
+
+        Returns:
+            ``epoch`` (from 1; None when the checkpoint records none), ``top1`` / ``top5`` of that epoch's row (None
+            without one), ``is_best`` (the best row is theirs) and ``note``: a sentence when the best row is not, or
+            may not be, theirs ('' when it is, or without a summary).
+        """
+        summary = self.summary or {}
+        row = self.epoch_row(epoch) or {}
+        result = dict(epoch=epoch + 1 if _whole(epoch) else None, top1=row.get('eval_top1'), top5=row.get('eval_top5'),
+                      is_best=False, note='')
+        if summary.get('best_epoch') is None:  # no summary, or no epoch with a finite top-1
+            return result
+        if not _whole(epoch):
+            result['note'] = ("The checkpoint does not record its epoch: the best top-1 above may be another "
+                              "checkpoint's, not these weights'.")
+        elif not row:
+            result['note'] = (f"These weights are epoch {epoch + 1}'s, which summary.csv does not list: the best top-1 "
+                              f"above may be another checkpoint's.")
+        elif epoch + 1 == summary['best_epoch']:
+            result['is_best'] = True
+        else:
+            result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
+                              f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
+                              f"another checkpoint (train.py keeps it as model_best.pth.tar).")
+        return result
+
+    def unfinished(self) -> str:
+        """Why the run has not trained its planned epochs ('' when it has): the epochs of ``timm-sl reproduce``'s
+        ``done.json``, else train.py's ``--epochs`` (``args.yaml``), against the last epoch of ``summary.csv``. A
+        run that failed or was interrupted has no ``done.json`` and stops short of ``--epochs``. Without either record
+        there is nothing to hold the run against ('')."""
+        if _whole(self.marker.get('epochs')):
+            planned, where = self.marker['epochs'], f'{DONE_MARKER} records'
+        elif _whole(self.args.get('epochs')):
+            planned, where = self.args['epochs'], f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+        else:  # train.py always writes --epochs: an args.yaml without it was cut or edited, which the model's
+            return ''  # build from it reports by name (a skip here would hide that behind 'not finished')
+        if self.summary is None:
+            return f'no summary.csv, of the {planned} epochs {where}'
+        if self.summary['last_epoch'] < planned:
+            return f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}"
+        return ''
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
@@ -228,9 +321,47 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     record.variant = marker.get('variant') or variant_of(record.family, record.model_kwargs)
     record.seed = record.args.get('seed', record.seed)
     if record.dataset is None:
-        name = str(record.args.get('dataset') or '').split('/')[-1]
-        record.dataset = {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
+        record.dataset = _dataset_arg(record.args)
     return record
+
+
+def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
+    """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
+    folder (``''``)."""
+    name = str(args.get('dataset') or '').split('/')[-1]
+    return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
+
+
+def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str = '') -> Optional[str]:
+    """The dataset a run records itself, never one guessed from the folders around it: train.py's ``--dataset``
+    (``args.yaml``) when it names one; else, for an image folder, the package recipe's dataset the run read as that
+    recipe reads it (an image folder of the recipe's ``num_classes``): the one ``timm-sl reproduce`` records in
+    ``done.json``, else the recipe its ``--config`` names (``done.json``'s command, else ``command.txt``). None when
+    the run records none: e.g. the CIFAR-10 recipe run on another image folder (``-- --dataset ''``)."""
+    from .reproduce import _last_value, recipe_path  # reproduce reads runs: imported here, when needed
+    named = _dataset_arg(args)
+    if named:
+        return named
+    dataset = marker.get('dataset') if marker.get('dataset') in DATASETS else None
+    if dataset is None:
+        tokens = marker.get('command')
+        if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
+            try:
+                tokens = shlex.split(command)
+            except ValueError:  # an unbalanced quote: no command to read
+                tokens = []
+        config = _last_value(tokens, '--config')
+        dataset = {recipe: name for name, (recipe, _) in DATASETS.items()}.get(Path(config).name) if config else None
+    if dataset is None:
+        return None
+    import yaml
+    try:
+        recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe'))
+    except (OSError, ValueError, yaml.YAMLError):
+        return None
+    if not isinstance(recipe, dict) or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
+        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
+    return dataset
 
 
 def read_run(
@@ -244,7 +375,8 @@ def read_run(
         checkpoint: A checkpoint file, or a run folder (its :func:`run_checkpoint`); the checkpoint's folder is the
             run folder when it holds ``args.yaml``.
         summary: A ``summary.csv`` to use instead of the run folder's.
-        dataset: The dataset name, when the run does not record it (or records it wrongly).
+        dataset: The dataset name, when the run does not record it (or records it wrongly); else
+            :func:`recorded_dataset`.
 
     Raises:
         FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
@@ -259,17 +391,16 @@ def read_run(
     marker = read_done_marker(folder) if run_dir else {}
     if summary is None and run_dir and (folder / 'summary.csv').exists():  # a folder: refused, not skipped
         summary = folder / 'summary.csv'
-    if dataset is None and run_dir:
-        dataset = marker.get('dataset') or next(
-            (_read_json(p / 'results.json').get('dataset') for p in list(folder.parents)[:3]
-             if (p / 'results.json').is_file()), None)
     command_file = folder / 'command.txt'
-    command = None
-    if run_dir and command_file.exists():
-        command = portable_command(read_text(command_file).strip()) or None
+    # a folder there is refused by name (read_text), not taken for no command
+    command = read_text(command_file).strip() if run_dir and command_file.exists() else ''
+    if dataset is None and run_dir:
+        dataset = recorded_dataset(args, marker, command)
+    rows = read_summary_rows(summary) if summary else []
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
-                       summary=summarize(summary) if summary else None, dataset=dataset, command=command)
+                       summary=summarize(summary, rows) if summary else None, dataset=dataset,
+                       command=portable_command(command) or None, rows=rows, marker=marker)
     return _described(record, marker)
 
 
