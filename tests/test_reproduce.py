@@ -171,6 +171,16 @@ def test_report_math():
     assert vit['std'] is None and vit['delta'] is None and vit['paper_delta'] == pytest.approx(76.92 - 73.81)
 
 
+def test_report_sets_the_paper_only_beside_the_papers_configuration():
+    """``-- --model-kwargs depth=1`` merges into every row: those runs are not Table 2's, no paper number beside them."""
+    outcomes = [_outcome('vit', 'base', 0, 50.), _outcome('vit', 'sl', 0, 55.)]
+    for outcome in outcomes:
+        outcome.run.model_kwargs['depth'] = 1
+    rows = aggregate(outcomes, 'cifar100')
+    assert [(r['paper'], r['paper_delta'], r['delta']) for r in rows] == [(None, None, None), (None, None, 5.)]
+    assert [r['paper'] for r in aggregate([_outcome('vit', 'sl', 0, 55.)], 'cifar100')] == [76.92]
+
+
 def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     data = tmp_path / 'data'
     data.mkdir()

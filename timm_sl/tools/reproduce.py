@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
-from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1
+from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
 from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, default_jobs, device_groups, format_seconds, parse_gpus, probe_gpus,
@@ -638,6 +638,13 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
+def _paper(run: Run, dataset: str) -> Optional[float]:
+    """The paper's top-1 for a run's row, when the run is that row as the paper trained it (with ``-- --model-kwargs
+    depth=1`` it is not: :func:`~timm_sl.tools.paper.table2_row`)."""
+    row = table2_row(run.model, run.model_kwargs, dataset)
+    return paper_top1(*row, dataset) if row else None
+
+
 def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]:
     """One row per (family, Table 2 row): best top-1 mean / std over the finished seeds, SL - baseline delta, and
     the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``; ``diverged``
@@ -653,11 +660,11 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
                          diverged=len(finished) - len(values),
-                         mean=mean, std=std, paper=paper_top1(family, variant, dataset)))
+                         mean=mean, std=std, paper=_paper(members[0].run, dataset)))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
         base = by_key.get((row['family'], 'base'))
-        paper_base = paper_top1(row['family'], 'base', dataset)
+        paper_base = paper_top1(row['family'], 'base', dataset) if row['paper'] is not None else None
         row['delta'] = None if row['variant'] == 'base' or row['mean'] is None or base is None or base['mean'] is None \
             else row['mean'] - base['mean']
         row['paper_delta'] = None if row['variant'] == 'base' or row['paper'] is None or paper_base is None \
