@@ -33,7 +33,8 @@ from .layers import (
     ShiftedPatchMerging, ShiftedTokenPooling, SlArgs, class_attn_switches)
 
 __all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'SL_HOSTS', 'convert_module', 'convert_modules',
-           'copy_timm_state', 'module_dd', 'plan_replacements', 'qualname', 'replace_modules', 'resample_pos_embed', 'spt_from_timm']
+           'copy_timm_state', 'module_dd', 'plan_replacements', 'qualname', 'replace_modules', 'resample_pos_embed',
+           'spt_from_timm']
 
 Converter = Callable[[nn.Module, SlArgs], nn.Module]
 KINDS = ('spt', 'lsa', 'spool')

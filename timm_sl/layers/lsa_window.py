@@ -28,9 +28,9 @@ def window_lsa_pattern(
         dtype: torch.dtype,
         device: torch.device,
 ) -> torch.Tensor:
-    """LSA's additive 0 / ``-inf`` pattern of a window attention, ``(nW or 1, 1, N, N)``: the pairs timm's ``shift_mask``
-    ``(nW, N, N)`` blocks (its finite ``-100``) and the diagonal at ``-inf``, except where a token is alone in its
-    shifted-window region (it keeps its self-relation)."""
+    """LSA's additive 0 / ``-inf`` pattern of a window attention, ``(nW or 1, 1, N, N)``: the pairs timm's
+    ``shift_mask`` ``(nW, N, N)`` blocks (its finite ``-100``) and the diagonal at ``-inf``, except where a token is
+    alone in its shifted-window region (it keeps its self-relation)."""
     allowed = None if shift_mask is None else shift_mask >= 0
     return lsa_attn_bias(window_area, dtype, device, allowed).reshape(-1, 1, window_area, window_area)
 
