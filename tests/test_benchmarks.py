@@ -57,3 +57,12 @@ def test_peers_refuses_an_unknown_family():
     result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
                             capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 2 and "invalid choice: 'deit'" in result.stderr
+
+
+def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
+    out = _run('launches.py', '--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
+               '--warmup', '0')
+    ops = {key: int(n) for key, n in re.findall(r'\| swin \| sl_swin_32 \| (\w+) \| (\d+) \|', out)}
+    assert set(ops) == {'sl', 'base', 'sl_no_spool'}, out
+    assert ops['base'] < ops['sl'] <= ops['base'] + 20, out  # the LSA mask is no longer rebuilt per call
+    assert re.search(r'\| sl \| \d+ \|  \| [\d.]+ \([\d.]+-[\d.]+\) \|', out) and 'swin: SL - base per op:' in out, out
