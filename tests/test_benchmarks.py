@@ -108,3 +108,12 @@ def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
                              '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
     assert result.returncode == 1 and result.stderr.strip().count('\n') == 0, result.stderr
     assert 'is not a folder' in result.stderr and 'nope' in result.stderr
+
+
+def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
+    out = _run('launches.py', '--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
+               '--warmup', '0')
+    ops = {key: int(n) for key, n in re.findall(r'\| swin \| sl_swin_32 \| (\w+) \| (\d+) \|', out)}
+    assert set(ops) == {'sl', 'base', 'sl_no_spool'}, out
+    assert ops['base'] < ops['sl'] <= ops['base'] + 20, out  # the LSA mask is no longer rebuilt per call
+    assert re.search(r'\| sl \| \d+ \|  \| [\d.]+ \([\d.]+-[\d.]+\) \|', out) and 'swin: SL - base per op:' in out, out

@@ -1,18 +1,21 @@
+import copy
 import math
+import warnings
 
 import pytest
 import torch
 from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import timm
 from timm.layers import Attention, set_fused_attn
 from timm.optim import create_optimizer_v2, param_groups_weight_decay
 from timm.models.cait import ClassAttn, TalkingHeadAttn
-from timm.models.swin_transformer import WindowAttention
+from timm.models.swin_transformer import SwinTransformerBlock, WindowAttention
 from timm_sl.convert import convert_module
 from timm_sl.layers import (
-    LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, LocalityWindowAttention, SlArgs, lsa_attn_bias,
-    lsa_no_weight_decay, set_lsa_switches)
+    LocalityClassAttn, LocalitySelfAttention, LocalitySwinBlock, LocalityTalkingHeadAttn, LocalityWindowAttention,
+    SlArgs, diagonal_bias, lsa_attn_bias, lsa_no_weight_decay, mask_diagonal_, set_lsa_switches, window_lsa_pattern)
 from timm_sl.models.sl_t2t import TokenAttention
 
 
@@ -308,3 +311,149 @@ def test_each_kind_traces_into_one_graph(kind, fused):
     out.sum().backward()
     assert layer.temperature.grad is not None
     torch.testing.assert_close(out, layer(*args))
+
+
+# ---- the mask's cost per call (a launch-bound GPU pays per kernel) and its traced form ----
+
+class _KernelOps(TorchDispatchMode):
+    """aten ops that launch a kernel (views left out), by name."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket.__name__ not in ('view', 'diagonal', 'unsqueeze', 'reshape', '_unsafe_view'):
+            self.ops.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_diagonal_takes_two_kernels_and_its_trace_fits_any_token_count():
+    with _KernelOps() as counter:
+        bias = diagonal_bias(5, torch.float32, torch.device('cpu'))
+    assert counter.ops == ['zeros', 'fill_']
+    assert torch.isneginf(bias.diagonal()).all() and (bias.fill_diagonal_(0) == 0).all()
+    assert diagonal_bias(1, torch.float32, torch.device('cpu')).item() == 0  # a lone token keeps its only key
+    # traced (as the ONNX export traces): the token count is a traced size, so the graph serves other counts,
+    # a lone token included
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', torch.jit.TracerWarning)
+        traced = torch.jit.trace(lambda x: x + diagonal_bias(x.shape[-1], x.dtype, x.device), torch.zeros(4, 4))
+    for n in (1, 3, 6):
+        logits = torch.randn(n, n)
+        torch.testing.assert_close(traced(logits), logits + diagonal_bias(n, logits.dtype, logits.device))
+
+
+def test_mask_diagonal_in_place_in_one_kernel_and_traced():
+    logits = torch.randn(2, 3, 5, 5)
+    want = logits + diagonal_bias(5, logits.dtype, logits.device)
+    with _KernelOps() as counter:
+        got = mask_diagonal_(logits)
+    assert counter.ops == ['fill_'] and got is logits and torch.equal(got, want)
+    lone = torch.randn(2, 3, 1, 1)
+    assert torch.equal(mask_diagonal_(lone.clone()), lone)
+    traced = torch.jit.trace(lambda x: mask_diagonal_(x * 1), torch.randn(2, 3, 4, 4))  # the export path
+    for n in (1, 6):
+        x = torch.randn(2, 3, n, n)
+        assert torch.equal(traced(x), x + diagonal_bias(n, x.dtype, x.device))
+
+
+# kernel ops each LSA kind may add to its timm layer's forward: the temperature multiply and the diagonal
+LSA_OPS = {'plain': 3, 'window': 1, 'talking_heads': 2, 'class_attn': 1}
+
+
+@pytest.mark.parametrize('kind', list(LSA_OPS))
+def test_each_kind_adds_few_kernels_to_the_timm_layer(kind):
+    """The window kind as its block calls it: timm's layer with timm's shift mask, the LSA layer with the block's
+    pattern (the mask then adds nothing per call)."""
+    make, inputs, make_timm = KINDS[kind]
+    layer, source = make(), make_timm()
+    args = inputs()
+    lsa_args = args
+    if kind == 'window':
+        lsa_args = (args[0], window_lsa_pattern(args[1], 9, torch.float32, torch.device('cpu')))
+    counts = []
+    for module, module_args in ((source, args), (layer, lsa_args)):
+        with torch.no_grad(), _KernelOps() as counter:
+            module(*module_args)
+        counts.append(len(counter.ops))
+    assert counts[1] - counts[0] <= LSA_OPS[kind], counts
+
+
+# ---- Swin: the LSA pattern as each block's constant ----
+
+def _fallback_twin(model):
+    """A copy whose blocks hold timm's own shift masks: its window attentions derive the LSA pattern per call."""
+    twin = copy.deepcopy(model)
+    for block in twin.modules():
+        if isinstance(block, LocalitySwinBlock):
+            SwinTransformerBlock._init_buffers(block)
+            assert block.attn_mask is None or block.attn_mask.dim() == 3
+    return twin
+
+
+def _blocks(model):
+    return [m for m in model.modules() if isinstance(m, SwinTransformerBlock)]
+
+
+def test_swin_blocks_hold_the_lsa_pattern_and_compute_what_the_per_call_pattern_does():
+    model = timm.create_model('sl_swin_32').eval()
+    with torch.no_grad():
+        for block in _blocks(model):
+            block.attn.relative_position_bias_table.normal_(std=2.)
+    blocks = _blocks(model)
+    assert all(type(b) is LocalitySwinBlock for b in blocks)
+    assert not [k for k in model.state_dict() if 'attn_mask' in k]  # non-persistent: checkpoints do not change
+    shifted = blocks[1]
+    timm_mask = shifted.get_attn_mask(device=torch.device('cpu'), dtype=torch.float32)
+    assert shifted.attn_mask.shape == (timm_mask.shape[0], 1, 16, 16)
+    assert torch.equal(shifted.attn_mask, window_lsa_pattern(timm_mask, 16, torch.float32, torch.device('cpu')))
+    assert torch.isneginf(blocks[0].attn_mask.diagonal(dim1=-2, dim2=-1)).all()  # no shift: the diagonal alone
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.equal(model(x), _fallback_twin(model)(x))
+        # the block's forward: the relative-position bias added to its pattern, no mask rebuilt
+        with _KernelOps() as counter:
+            shifted.attn(torch.randn(32, 16, 96), shifted.attn_mask)
+        assert not {'arange', 'eq', 'masked_fill', 'masked_fill_', 'where', 'all'} & set(counter.ops)
+
+    model.set_input_size(img_size=48)  # new grid: timm remakes its masks, the blocks their patterns
+    x = torch.randn(2, 3, 48, 48)
+    assert all(b.attn_mask.dim() == 4 for b in _blocks(model))
+    shifted = _blocks(model)[1]
+    timm_mask = shifted.get_attn_mask(device=torch.device('cpu'), dtype=torch.float32)
+    assert timm_mask.shape[0] == 16 and shifted.attn_mask.shape[0] == 16  # 24x24 tokens: timm's windows of 6
+    assert torch.equal(shifted.attn_mask, window_lsa_pattern(timm_mask, 36, torch.float32, torch.device('cpu')))
+    with torch.no_grad():
+        assert torch.equal(model(x), _fallback_twin(model)(x))
+    model = model.to(torch.float64)
+    assert _blocks(model)[1].attn_mask.dtype == torch.float64
+    with torch.no_grad():
+        assert torch.equal(model(x.double()), _fallback_twin(model)(x.double()))
+
+
+def test_swin_switches_remake_the_block_pattern():
+    model = timm.create_model('sl_swin_32').eval()
+    plain = timm.create_model('sl_swin_32', lsa_mask=False).eval()
+    plain.load_state_dict(model.state_dict())
+    x = torch.randn(2, 3, 32, 32)
+    set_lsa_switches(model.layers, diag_mask=False)
+    assert all(b.attn_mask is None or b.attn_mask.dim() == 3 for b in _blocks(model))  # timm's shift masks
+    with torch.no_grad():
+        torch.testing.assert_close(model(x), plain(x))
+    set_lsa_switches(model.layers)
+    assert all(b.attn_mask.dim() == 4 for b in _blocks(model))
+    block = _blocks(model)[1]
+    block.attn.init_lsa(block.attn.lsa_head_dim, diag_mask=False)  # the attention alone, its block left behind
+    with pytest.raises(ValueError, match='diag_mask=False but got its block'):
+        block(torch.randn(1, 16, 16, 96))
+
+
+def test_swin_with_dynamic_size_derives_the_pattern_per_call():
+    model = timm.create_model('sl_swin_32').eval()
+    dynamic = timm.create_model('sl_swin_32', strict_img_size=False).eval()
+    dynamic.load_state_dict(model.state_dict())
+    assert all(b.dynamic_mask and b.attn_mask is None for b in _blocks(dynamic))
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert torch.equal(dynamic(x), model(x))

@@ -5,6 +5,8 @@ belong to one family (Swin's mask order, CaiT's mask after the head mixing, T2T'
 family's tests/test_sl_*.py; export paths in test_export_paths.py, precision edge cases in test_numerics.py."""
 import copy
 import io
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -321,3 +323,21 @@ def test_a_meta_device_build_restores_its_non_persistent_buffers(name):
     model.load_state_dict(original.state_dict())
     x = model_input(original)
     torch.testing.assert_close(model(x), original(x))
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_lsa_adds_at_most_three_kernels_per_attention_layer(name):
+    """An eager GPU run at 32 px is launch-bound: each kernel costs issue time. LSA alone (SPT and Spool off) adds to
+    the baseline's inference forward at most 3 kernel ops per LSA layer: the temperature multiply and the diagonal
+    (two kernels built per call; written into the logits; or, in Swin, the block's constant pattern added to the
+    position bias in place of timm's shift mask). A mask rebuilt from scratch per call costs more."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+    from _timing import count_kernel_ops, make_step
+    model = timm.create_model(name)
+    lsa_only = {k: v for k, v in type(model).baseline_kwargs.items() if k != 'lsa'}
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 32, 32)
+    ops = {key: count_kernel_ops(make_step(timm.create_model(name, **kwargs), 'infer', x, amp=False))
+           for key, kwargs in (('lsa', lsa_only), ('base', type(model).baseline_kwargs))}
+    layers = sum(isinstance(m, LsaMixin) for m in model.modules())
+    assert 0 < ops['lsa'] - ops['base'] <= 3 * layers, (ops, layers)

@@ -56,8 +56,8 @@ def test_shifted_window_attention_masks_diagonal_with_bias_and_shift_mask():
 
 
 def test_an_edit_of_the_shift_mask_takes_effect_at_once():
-    """The LSA pattern is built from the mask every call: an in-place edit (also through ``.data``, which no version
-    counter sees) changes the next forward."""
+    """The block's mask (LSA's pattern) is read every call: an in-place edit (also through ``.data``, which no
+    version counter sees) changes the next forward."""
     model = timm.create_model('sl_swin_32').eval()
     block = model.layers[0].blocks[1]
     block.attn.fused_attn = False

@@ -1,10 +1,13 @@
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 from timm.layers import Format
 from timm_sl.layers import (
-    SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchProjection, resolve_shift, shift_and_concat, shift_offsets)
+    SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, resolve_shift, shift_and_concat,
+    shift_offsets)
 
 
 def _expected_copy(x, s, dy, dx):
@@ -165,3 +168,18 @@ def test_resize_channel_axis():
     torch.testing.assert_close(four[:, 3], w[:, 0] * 0.75)
     # tiling to a multiple keeps the response to a replicated input: the weights still sum to the old sum
     torch.testing.assert_close(resize_channel_axis(w, 1, 6).sum(1), w.sum(1))
+
+
+def test_traced_spt_and_spool_follow_the_input_size():
+    """Traced (as the TorchScript ONNX export traces) at a size that needs no crop or pad, without a TracerWarning:
+    the graph still crops (SPT) and pads (Spool) the sizes that need it, as the eager layers do."""
+    torch.manual_seed(0)
+    proj, merge = ShiftedPatchProjection(3, 8, 4), ShiftedPatchMerging(8, 16)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', torch.jit.TracerWarning)
+        traced_proj = torch.jit.trace(proj, torch.randn(1, 3, 16, 16))
+        traced_merge = torch.jit.trace(merge, torch.randn(1, 8, 8, 8))
+    for layer, traced, x in ((proj, traced_proj, torch.randn(2, 3, 18, 19)),
+                             (merge, traced_merge, torch.randn(2, 8, 7, 5))):
+        with torch.no_grad():
+            torch.testing.assert_close(traced(x), layer(x))

@@ -25,14 +25,16 @@ from torch import nn
 from timm.layers import Attention, Format, PatchEmbed
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import ConvEmbedding, Pooling
-from timm.models.swin_transformer import PatchMerging, WindowAttention
+from timm.models.swin_transformer import PatchMerging, SwinTransformerBlock, WindowAttention
 
 from .layers import (
-    LocalityClassAttn, LocalitySelfAttention, LocalityTalkingHeadAttn, LocalityWindowAttention, ShiftedPatchEmbed,
+    LocalityClassAttn, LocalitySelfAttention, LocalitySwinBlock, LocalityTalkingHeadAttn, LocalityWindowAttention,
+    ShiftedPatchEmbed,
     ShiftedPatchMerging, ShiftedTokenPooling, SlArgs, class_attn_switches)
 
-__all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'convert_module', 'convert_modules', 'copy_timm_state',
-           'module_dd', 'plan_replacements', 'qualname', 'replace_modules', 'resample_pos_embed', 'spt_from_timm']
+__all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'SL_HOSTS', 'convert_module', 'convert_modules',
+           'copy_timm_state', 'module_dd', 'plan_replacements', 'qualname', 'replace_modules', 'resample_pos_embed',
+           'spt_from_timm']
 
 Converter = Callable[[nn.Module, SlArgs], nn.Module]
 KINDS = ('spt', 'lsa', 'spool')
@@ -169,6 +171,14 @@ SL_FORMS: Dict[type, Tuple[str, Converter]] = {
 }
 
 
+# Hosts whose own constants follow their SL child: (host class, child class) -> the host's SL class, which adds no
+# state, only makes the constants. timm builds Swin's blocks inline (no seam for the block or its attention), so the
+# block that gets an LSA attention becomes a LocalitySwinBlock in place; its attn_mask then holds LSA's pattern.
+SL_HOSTS: Dict[type, Tuple[type, type]] = {
+    SwinTransformerBlock: (LocalityWindowAttention, LocalitySwinBlock),
+}
+
+
 def convert_module(module: nn.Module, sl_args: Optional[SlArgs] = None) -> nn.Module:
     """The SL form of one timm ``module`` (the :data:`SL_FORMS` entry of its exact class), built with ``sl_args``
     (default: SPT and LSA on).
@@ -251,7 +261,8 @@ def plan_replacements(
 
 def replace_modules(model: nn.Module, steps: List[Replacement]) -> nn.Module:
     """Build every replacement (in order: that order is the order random inits draw in), then swap them all in, so a
-    failing build leaves ``model`` as it was. A new module takes the train / eval mode of the one it replaces."""
+    failing build leaves ``model`` as it was. A new module takes the train / eval mode of the one it replaces; its
+    parent, when :data:`SL_HOSTS` lists the pair, becomes the host's SL class and remakes its constants."""
     built = [(step.path, step.build()) for step in steps]
     for path, new in built:
         parent_path, _, attr = path.rpartition('.')
@@ -259,6 +270,10 @@ def replace_modules(model: nn.Module, steps: List[Replacement]) -> nn.Module:
         if isinstance(new, nn.Module):
             new.train(getattr(parent, attr).training)
         setattr(parent, attr, new)
+        host = SL_HOSTS.get(type(parent))
+        if host is not None and isinstance(new, host[0]):
+            parent.__class__ = host[1]
+            parent.init_non_persistent_buffers()
     return model
 
 

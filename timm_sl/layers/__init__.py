@@ -2,9 +2,9 @@
 layers (the conversion table) lives outside, in :mod:`timm_sl.convert`."""
 from .lsa import (
     LocalitySelfAttention, LsaMixin, check_temp_ratio, diagonal_bias, lsa_attn_bias, lsa_no_weight_decay,
-    set_lsa_switches)
+    mask_diagonal_, set_lsa_switches)
 from .lsa_cait import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_switches, mix_heads
-from .lsa_window import LocalityWindowAttention, window_attn_bias
+from .lsa_window import LocalitySwinBlock, LocalityWindowAttention, window_attn_bias, window_lsa_pattern
 from .spool import ShiftedTokenPooling
 from .spt import (
     SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_shift_ratio, resolve_shift,

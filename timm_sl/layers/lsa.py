@@ -22,7 +22,7 @@ from timm.layers import Attention, register_notrace_function
 from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 
 __all__ = ['LsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'diagonal_bias', 'lsa_attn_bias',
-           'lsa_no_weight_decay', 'set_lsa_switches']
+           'lsa_no_weight_decay', 'mask_diagonal_', 'set_lsa_switches']
 
 
 def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
@@ -31,15 +31,55 @@ def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
         raise ValueError(f'{name}={temp_ratio!r} is invalid; allowed: a finite number > 0 (1.0 = sqrt(head_dim)).')
 
 
+@torch.jit.unused
+def _capturing() -> bool:
+    is_compiling = getattr(torch.compiler, 'is_compiling', None)  # torch >= 2.3
+    if is_compiling is None:
+        import torch._dynamo as dynamo
+        is_compiling = dynamo.is_compiling
+    return torch.jit.is_tracing() or is_compiling()
+
+
+def _functional_only() -> bool:
+    """True while a graph is captured: the jit tracer (TorchScript ONNX export), dynamo (``torch.compile``) or
+    ``torch.export`` (dynamo ONNX export). They get the mask in functional form: the tracer's export drops writes
+    through a diagonal view, the export's decomposition refuses them. (TorchScript runs the eager form.)"""
+    if torch.jit.is_scripting():
+        return False
+    return _capturing()
+
+
 def diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """``(N, N)`` additive bias: ``-inf`` on the diagonal, 0 elsewhere (all 0 for a lone token, which must keep its
-    only key)."""
+    only key).
+
+    Eager, built per call in two kernels (a fill, then a fill of its diagonal view): a per-layer constant would save
+    at most one (under AMP it still needs a cast to the logits' dtype) and would have to follow the token count.
+    While a graph is captured the mask is functional: an arange comparison (``torch.eye`` exports as EyeLike, which
+    ONNX Runtime cannot run for bool), with the lone-token rule as a tensor expression, since under the jit tracer
+    ``N`` is a traced size and the graph must be right for any token count.
+    """
+    if _functional_only():
+        index = torch.arange(num_tokens, device=device)
+        diag = (index.unsqueeze(1) == index.unsqueeze(0)) & (index.max() > 0)  # max > 0: more than one token
+        return torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device).masked_fill(diag, float('-inf'))
     bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
-    if num_tokens == 1:
-        return bias
-    # arange comparison rather than torch.eye: ONNX exports a bool eye as EyeLike, which ONNX Runtime cannot run
-    index = torch.arange(num_tokens, device=device)
-    return bias.masked_fill_(index.unsqueeze(1) == index.unsqueeze(0), float('-inf'))
+    if num_tokens > 1:
+        bias.diagonal().fill_(float('-inf'))
+    return bias
+
+
+@register_notrace_function  # branches on the token count: a leaf of FX graphs
+def mask_diagonal_(logits: torch.Tensor) -> torch.Tensor:
+    """``logits`` ``(..., N, N)`` with ``-inf`` written on the diagonal in place, eager (one kernel; left as they are
+    for a lone token). Only where nothing reads the logits before (autograd: the op that made them must not need its
+    output). While a graph is captured (tracer, dynamo, export) the :func:`diagonal_bias` is added instead."""
+    num_tokens = logits.shape[-1]
+    if _functional_only():
+        return logits + diagonal_bias(num_tokens, logits.dtype, logits.device)
+    if num_tokens > 1:
+        logits.diagonal(dim1=-2, dim2=-1).fill_(float('-inf'))
+    return logits
 
 
 @register_notrace_function
@@ -144,13 +184,18 @@ def set_lsa_switches(
 
     The seam for backbones that build their attention from a bare class (timm's ``Block`` checks ``attn_layer`` with
     ``issubclass``, so no ``functools.partial`` can carry the switches): they are built with the LSA class's defaults
-    and switched right after. The temperature is re-created on its device and dtype, no random number is drawn.
+    and switched right after. The temperature is re-created on its device and dtype, no random number is drawn; a
+    Swin block among them remakes its mask, which holds the diagonal when its attention masks it.
     """
+    from .lsa_window import LocalitySwinBlock  # a host of LSA layers: imports this module
     for module in modules:
         for layer in module.modules():
             if isinstance(layer, LsaMixin):
                 layer.init_lsa(layer.lsa_head_dim, diag_mask, learn_temp, temp_ratio,
                                device=layer.temperature.device, dtype=layer.temperature.dtype)
+        for layer in module.modules():
+            if isinstance(layer, LocalitySwinBlock):
+                layer.init_non_persistent_buffers()
 
 
 class LocalitySelfAttention(Attention, LsaMixin):

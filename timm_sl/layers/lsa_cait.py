@@ -19,7 +19,7 @@ from torch import nn
 from timm.layers import use_fused_attn
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 
-from .lsa import LsaMixin, lsa_attn_bias
+from .lsa import LsaMixin, lsa_attn_bias, mask_diagonal_
 
 __all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
 
@@ -106,15 +106,16 @@ class LocalityTalkingHeadAttn(TalkingHeadAttn, LsaMixin):
         q = q * self.temperature.to(q.dtype).view(-1, 1, 1)
         attn = q @ k.transpose(-2, -1)
         # the diagonal mask goes in after the pre-softmax mixing: -inf must not pass through proj_l
-        diag_bias = lsa_attn_bias(N, attn.dtype, attn.device) if self.diag_mask else None
-        if self.fused_attn:  # the mask as one more additive term of the batched mixing
-            attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias, diag_bias)
+        if self.fused_attn:  # the mask written into the mixed logits (baddbmm's backward does not read its output)
+            attn = mix_heads(attn, self.proj_l.weight, self.proj_l.bias)
+            if self.diag_mask:
+                attn = mask_diagonal_(attn)
             attn = attn.softmax(dim=-1)
             attn = mix_heads(attn, self.proj_w.weight, self.proj_w.bias)
         else:  # explicit path: the mixing Linears run as modules (attention capture reads proj_w's input)
             attn = self.proj_l(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-            if diag_bias is not None:
-                attn = attn + diag_bias
+            if self.diag_mask:
+                attn = attn + lsa_attn_bias(N, attn.dtype, attn.device)
             attn = attn.softmax(dim=-1)
             attn = self.proj_w(attn.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
         attn = self.attn_drop(attn)

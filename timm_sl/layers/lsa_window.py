@@ -4,17 +4,35 @@ Inside a window, LSA computes, in this order: ``(temperature * q) k^T`` + relati
 temperature) + shifted-window mask, ``-inf`` on the window's diagonal, softmax; the three additive terms go to
 ``F.scaled_dot_product_attention`` as one mask. A token whose shifted-window region holds only itself keeps its
 self-relation (otherwise its row would be all ``-inf``).
+
+The 0 / ``-inf`` part (shift mask, diagonal, lone-token rule) depends on the block's geometry only, so
+:class:`LocalitySwinBlock` makes it once, where timm makes the block's shift mask; each forward then adds the
+relative-position bias to it (one kernel). A window attention handed timm's own shift mask (or none) derives the
+pattern per call (:func:`window_attn_bias`).
 """
 from typing import Optional
 
 import torch
 import torch.nn.functional as F
 
-from timm.models.swin_transformer import WindowAttention
+from timm.models.swin_transformer import SwinTransformerBlock, WindowAttention
 
 from .lsa import LsaMixin, lsa_attn_bias
 
-__all__ = ['LocalityWindowAttention', 'window_attn_bias']
+__all__ = ['LocalitySwinBlock', 'LocalityWindowAttention', 'window_attn_bias', 'window_lsa_pattern']
+
+
+def window_lsa_pattern(
+        shift_mask: Optional[torch.Tensor],
+        window_area: int,
+        dtype: torch.dtype,
+        device: torch.device,
+) -> torch.Tensor:
+    """LSA's additive 0 / ``-inf`` pattern of a window attention, ``(nW or 1, 1, N, N)``: the pairs timm's
+    ``shift_mask`` ``(nW, N, N)`` blocks (its finite ``-100``) and the diagonal at ``-inf``, except where a token is
+    alone in its shifted-window region (it keeps its self-relation)."""
+    allowed = None if shift_mask is None else shift_mask >= 0
+    return lsa_attn_bias(window_area, dtype, device, allowed).reshape(-1, 1, window_area, window_area)
 
 
 def window_attn_bias(
@@ -29,12 +47,11 @@ def window_attn_bias(
     timm's shift mask blocks with a finite ``-100``. With the diagonal masked, a token alone in its shifted-window
     region would then spread its attention over the blocked tokens (all at ``-100``); so under LSA blocked entries
     become ``-inf``, which lets :func:`~timm_sl.layers.lsa_attn_bias` spot such rows and give them back their
-    self-relation. Under LSA the sum is the finite position bias plus a 0 / ``-inf`` pattern of the mask alone.
+    self-relation. Under LSA the sum is the finite position bias plus :func:`window_lsa_pattern`.
     """
     if not diag_mask:
         return rel_pos_bias if mask is None else rel_pos_bias + mask.unsqueeze(1).to(rel_pos_bias.dtype)  # timm's sum
-    allowed = None if mask is None else (mask >= 0).unsqueeze(1)
-    structure = lsa_attn_bias(rel_pos_bias.shape[-1], torch.float32, rel_pos_bias.device, allowed)
+    structure = window_lsa_pattern(mask, rel_pos_bias.shape[-1], torch.float32, rel_pos_bias.device)
     return (rel_pos_bias + structure).to(dtype)
 
 
@@ -76,11 +93,20 @@ class LocalityWindowAttention(WindowAttention, LsaMixin):
         LsaMixin.init_non_persistent_buffers(self)
 
     def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """``mask``: timm's shift mask ``(nW, N, N)`` (0 / ``-100``) or None, from which the LSA pattern is derived
+        here; or the complete pattern ``(nW or 1, 1, N, N)`` a :class:`LocalitySwinBlock` made once
+        (:func:`window_lsa_pattern`), which is only added to the relative-position bias."""
         B_, N, C = x.shape
         qkv = self.qkv(x).reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         q = q * self.temperature.to(q.dtype).view(-1, 1, 1)  # the position bias is added unscaled, after
-        bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)  # (nW or 1, nH, N, N)
+        if mask is not None and mask.dim() == 4:  # the block's pattern: shift mask, diagonal and lone tokens in it
+            if not self.diag_mask:
+                raise ValueError('This LocalityWindowAttention has diag_mask=False but got its block\'s LSA pattern; '
+                                 'remake the block\'s mask after switching (set_lsa_switches does).')
+            bias = self._get_rel_pos_bias() + mask  # (nW or 1, nH, N, N)
+        else:
+            bias = window_attn_bias(self._get_rel_pos_bias(), mask, self.diag_mask, q.dtype)
         num_win = bias.shape[0]
 
         if self.fused_attn:
@@ -106,3 +132,24 @@ class LocalityWindowAttention(WindowAttention, LsaMixin):
 
     def extra_repr(self) -> str:
         return f'dim={self.dim}, window_size={self.window_size}, num_heads={self.num_heads}, {self.lsa_repr()}'
+
+
+class LocalitySwinBlock(SwinTransformerBlock):
+    """timm's ``SwinTransformerBlock`` whose ``attn_mask`` buffer holds LSA's pattern when its attention is a
+    :class:`LocalityWindowAttention` with ``diag_mask``: the shift mask, diagonal and lone-token rule as one
+    non-persistent ``(nW or 1, 1, N, N)`` 0 / ``-inf`` constant (:func:`window_lsa_pattern`).
+
+    No state or constructor of its own: timm's blocks are built inline by its ``SwinTransformerStage`` (no seam for
+    the block or its attention), so :mod:`timm_sl.convert` turns a timm block into this class when it gives the
+    block an LSA attention. The pattern is made in ``_init_buffers``, the one place timm (re)makes the block's shift
+    mask: at build, in ``set_input_size`` and in ``init_non_persistent_buffers`` (after a meta-device build);
+    ``.to()`` moves and casts it with the model. With ``dynamic_mask`` (timm's non-strict image size) timm makes the
+    shift mask per call and the attention derives the pattern per call.
+    """
+
+    def _init_buffers(self) -> None:
+        super()._init_buffers()  # timm's shift mask (None without a shift)
+        if not self.dynamic_mask and isinstance(self.attn, LocalityWindowAttention) and self.attn.diag_mask:
+            weight = self.norm1.weight
+            pattern = window_lsa_pattern(self.attn_mask, self.window_area, weight.dtype, weight.device)
+            self.register_buffer('attn_mask', pattern, persistent=False)

@@ -150,14 +150,16 @@ class ShiftedPatchProjection(nn.Module):
         return x.permute(0, 2, 4, 3, 5, 1).reshape(B, H // ph, W // pw, ph * pw * C)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _assert(x.shape[1] == self.in_chans,
-                f'Input has {x.shape[1]} channels; this SPT projection was built for in_chans={self.in_chans}.')
-        _assert(x.shape[-2] >= self.patch_size[0] and x.shape[-1] >= self.patch_size[1],
-                f'Input of {x.shape[-2]}x{x.shape[-1]} is smaller than one patch {self.patch_size}.')
+        tracing = torch.jit.is_tracing()  # traced (ONNX export): sizes are traced values, not ints to branch on
+        if not tracing:  # a traced graph has its channels and sizes from the example input
+            _assert(x.shape[1] == self.in_chans,
+                    f'Input has {x.shape[1]} channels; this SPT projection was built for in_chans={self.in_chans}.')
+            _assert(x.shape[-2] >= self.patch_size[0] and x.shape[-1] >= self.patch_size[1],
+                    f'Input of {x.shape[-2]}x{x.shape[-1]} is smaller than one patch {self.patch_size}.')
         x = shift_and_concat(x, self.shift, self.offsets)
         ph, pw = self.patch_size
         H, W = x.shape[-2:]
-        if H % ph or W % pw:  # as a stride-P conv: rows / columns past the last whole patch form no token
+        if tracing or H % ph or W % pw:  # as a stride-P conv: rows / columns past the last whole patch form no token
             x = x[:, :, :H - H % ph, :W - W % pw]
         x = self.patchify(x)
         x = F.linear(self.norm(x), self.weight, self.bias)
@@ -258,9 +260,8 @@ class ShiftedPatchMerging(nn.Module):
         if self.channels_last:
             x = x.permute(0, 3, 1, 2)
         H, W = x.shape[-2:]
-        pad_h, pad_w = (-H) % self.merge_size, (-W) % self.merge_size
-        if pad_h or pad_w:
-            x = F.pad(x, (0, pad_w, 0, pad_h))
+        if torch.jit.is_tracing() or H % self.merge_size or W % self.merge_size:  # traced: the pad follows the size
+            x = F.pad(x, (0, (-W) % self.merge_size, 0, (-H) % self.merge_size))
         x = self.proj(x)
         if self.channels_last:
             x = x.permute(0, 2, 3, 1)

@@ -219,11 +219,12 @@ class T2TEmbed(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, _, H, W = x.shape
-        if self.strict_img_size:
-            _assert(H == self.img_size[0], f"Input height ({H}) doesn't match model ({self.img_size[0]}).")
-            _assert(W == self.img_size[1], f"Input width ({W}) doesn't match model ({self.img_size[1]}).")
-        _assert(x.shape[1] == self.in_chans,
-                f'Input has {x.shape[1]} channels; this T2T tokenizer was built for in_chans={self.in_chans}.')
+        if not torch.jit.is_tracing():  # traced (ONNX export): sizes are traced values; the graph has the example's
+            if self.strict_img_size:
+                _assert(H == self.img_size[0], f"Input height ({H}) doesn't match model ({self.img_size[0]}).")
+                _assert(W == self.img_size[1], f"Input width ({W}) doesn't match model ({self.img_size[1]}).")
+            _assert(x.shape[1] == self.in_chans,
+                    f'Input has {x.shape[1]} channels; this T2T tokenizer was built for in_chans={self.in_chans}.')
         if self.offsets:
             x = shift_and_concat(x, self.shift, self.offsets)
         x = self.stages(x)

@@ -1,0 +1,130 @@
+"""Kernels per forward of every family at 32 px: baseline against SL, side by side in one process.
+
+On a launch-bound GPU run (small inputs, eager mode) each extra small kernel costs CPU issue time, so the SL /
+baseline throughput ratio follows the kernel counts. Per family (the paper's 32 px configs) this prints, for the
+baseline (``type(model).baseline_kwargs``: SPT, LSA and Spool off), SL without Spool (pooling families) and SL:
+
+* ``ops``: aten ops one inference forward dispatches, views and no-op casts left out (``count_kernel_ops``):
+  deterministic, the same on every machine;
+* ``kernels`` (CUDA only): device kernels ``torch.profiler`` records for one forward;
+* with ``--time``: the speed SL / baseline from interleaved rounds (the order rotates every round), median and
+  min-max of the per-round ratios;
+* with ``--by-op``: the aten ops whose counts differ between SL and baseline.
+
+Examples::
+
+    python benchmarks/launches.py                                     # ops per forward, CPU
+    python benchmarks/launches.py --time -b 32 --rounds 7 --iters 5   # plus CPU eager SL / baseline speed
+    python benchmarks/launches.py --device cuda --amp -b 128 --time   # plus profiler kernel counts on the GPU
+"""
+import argparse
+import collections
+import statistics
+import sys
+from typing import Counter, Dict, List, Optional
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import timm
+import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm_sl.tools.paper import FAMILIES, model_name
+
+from _timing import _NO_KERNEL_OPS, count_kernel_ops, interleaved_rounds, make_step, sync
+from throughput import variants_of
+
+DATASET = 'cifar10'  # the paper's 32 px configurations
+IMG_SIZE = 32
+
+
+class _OpTally(TorchDispatchMode):
+    """Counts of every kernel-launching aten op, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name not in _NO_KERNEL_OPS:
+            self.ops[name] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def op_tally(step) -> Counter[str]:
+    step()
+    with _OpTally() as tally:
+        step()
+    return tally.ops
+
+
+def cuda_kernels(step) -> int:
+    """Device kernels (and memsets / copies) one call of ``step`` launches, from ``torch.profiler``."""
+    step()
+    sync(torch.device('cuda'))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        step()
+        sync(torch.device('cuda'))
+    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def bench_family(family: str, args: argparse.Namespace) -> Dict[str, object]:
+    name = model_name(family, DATASET)
+    device = torch.device(args.device)
+    torch.manual_seed(0)
+    models = {key: timm.create_model(name, **kw).to(device).eval() for key, kw in variants_of(name).items()}
+    batch = torch.randn(args.batch_size, 3, IMG_SIZE, IMG_SIZE, device=device)
+    steps = {key: make_step(model, 'infer', batch, args.amp) for key, model in models.items()}
+    row: Dict[str, object] = dict(family=family, model=name, ops={k: count_kernel_ops(s) for k, s in steps.items()})
+    if device.type == 'cuda':
+        row['kernels'] = {k: cuda_kernels(s) for k, s in steps.items()}
+    if args.by_op:
+        row['by_op'] = {k: op_tally(steps[k]) for k in ('base', 'sl')}
+    if args.time:
+        elapsed = interleaved_rounds(steps, args.rounds, args.iters, args.warmup, device)
+        row['speed'] = {k: [b / t for b, t in zip(elapsed['base'], elapsed[k])] for k in steps if k != 'base'}
+    return row
+
+
+def report(rows: List[Dict[str, object]]) -> str:
+    lines = ['| family | model | variant | ops / forward | kernels / forward | speed vs base (min-max) |',
+             '|---|---|---|---:|---:|---|']
+    for row in rows:
+        for key, ops in row['ops'].items():
+            kernels = row.get('kernels', {}).get(key, '')
+            speed = row.get('speed', {}).get(key)
+            speed = '1' if key == 'base' and 'speed' in row else (
+                f'{statistics.median(speed):.2f} ({min(speed):.2f}-{max(speed):.2f})' if speed else '')
+            lines.append(f"| {row['family']} | {row['model']} | {key} | {ops} | {kernels} | {speed} |")
+    for row in rows:
+        if 'by_op' in row:
+            base, sl = row['by_op']['base'], row['by_op']['sl']
+            diff = {op: sl[op] - base[op] for op in sorted(set(base) | set(sl)) if sl[op] != base[op]}
+            lines.append(f"{row['family']}: SL - base per op: " + ', '.join(f'{op} {d:+d}' for op, d in diff.items()))
+    return '\n'.join(lines)
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument('--device', default='cpu')
+    parser.add_argument('-b', '--batch-size', type=int, default=8)
+    parser.add_argument('--amp', action='store_true', help='autocast (bfloat16 on CPU, float16 on CUDA)')
+    parser.add_argument('--threads', type=int, default=1, help='CPU threads (torch.set_num_threads)')
+    parser.add_argument('--time', action='store_true', help='also time SL / baseline in interleaved rounds')
+    parser.add_argument('--by-op', action='store_true', help='also list the ops whose counts differ SL - base')
+    parser.add_argument('--rounds', type=int, default=5)
+    parser.add_argument('--iters', type=int, default=5)
+    parser.add_argument('--warmup', type=int, default=2)
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    print(report([bench_family(family, args) for family in args.families]))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
