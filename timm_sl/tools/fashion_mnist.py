@@ -178,7 +178,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
         FileNotFoundError: an idx file is missing from ``source``.
         ValueError: an idx file is malformed, or ``limit`` < 1.
         FileExistsError: an output split folder holds other files, or was written with other settings and
-            ``overwrite`` is off.
+            ``overwrite`` is off; ``label_names.txt`` or the JSON is there (a folder, or ``overwrite`` is off).
         NotADirectoryError, PermissionError: ``root`` cannot be written.
     """
     root = Path(root)
@@ -201,6 +201,10 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_split_folders(root, list(FASHION_MNIST_FILES), _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else 'was written with other settings (or not finished); --overwrite '
                                                'replaces it')
+    for path in (root / 'label_names.txt', info_path):  # the files beside the splits: refused as the folders are
+        if path.is_dir() or (path.exists() and not overwrite):
+            raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
+                                                                  else '--overwrite replaces it'))
     data = {split: read_fashion_mnist(source, split) for split in FASHION_MNIST_FILES}  # all checked first
     if limit is not None:
         _check_limit_keeps_every_class(data, limit)
