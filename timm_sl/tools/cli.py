@@ -387,9 +387,9 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
     if (args.model or args.checkpoint) and args.patch_size:
-        raise ValueError('--patch-size and --model / --checkpoint measure different things; allowed: --model NAME or '
-                         '--checkpoint FILE (its tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], '
-                         'not both')
+        raise ValueError(f'--patch-size and {"--model" if args.model else "--checkpoint"} measure different things; '
+                         f'allowed: --model NAME (its own tokenizer: patch size and shift) or --patch-size P '
+                         f'[--shift-ratio R], not both')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysis_run(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
