@@ -101,8 +101,8 @@ def test_captured_probabilities_reproduce_each_layer_output(name, kwargs, layers
         masked += kwargs_.get('mask') is not None
         with torch.no_grad():
             torch.testing.assert_close(_reconstruct(module, probs, args[0]), out, rtol=1e-4, atol=1e-5)
-    if name.startswith('sl_swin'):
-        assert masked == 3  # the shifted block of each stage, with its window mask
+    if name.startswith('sl_swin'):  # timm's shifted block of each stage has its window mask; under LSA every block
+        assert masked == (3 if baseline else layers)  # has the block's LSA pattern (diagonal, shift regions)
 
 
 @pytest.mark.parametrize('name,kwargs,layers', FAMILIES, ids=IDS)
@@ -680,3 +680,123 @@ def test_cli_kld_draws_each_models_mask_floor(tmp_path, image_dir, capsys, figur
         'SL', 'baseline', 'SL: floor of its masks', 'baseline: floor of its masks']
     base_floor = ax.get_lines()[3].get_ydata()
     assert base_floor[0] == 0. and base_floor[1] > 0.1  # the second block's shifted windows mask across regions
+
+
+def _run_folder(folder, name, kwargs, **train_args):
+    """A train.py run folder: ``model_best.pth.tar`` and the ``args.yaml`` recording ``name``, ``kwargs`` and
+    ``train_args``."""
+    import yaml
+    folder.mkdir()
+    model = _checkpoint(folder / 'model_best.pth.tar', name, kwargs)
+    (folder / 'args.yaml').write_text(yaml.safe_dump(dict(model=name, model_kwargs=kwargs, **train_args)))
+    return model
+
+
+def test_kld_and_attention_normalise_with_the_training_data_config(tmp_path, image_dir, capsys, figures):
+    """kld / attention put a run's images through the model's default mean / std (CIFAR-100's), not the data config
+    the run trained with (its args.yaml), as export does."""
+    from timm.data import resolve_data_config
+    model = _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1), mean=[0.5] * 3, std=[0.25] * 3)
+    checkpoint = str(tmp_path / 'run' / 'model_best.pth.tar')
+    with torch.no_grad():  # sharper attention than at init, so that its KL follows the input
+        model.blocks[0].attn.qkv.weight.mul_(20)
+    torch.save({'state_dict': model.state_dict()}, checkpoint)
+    trained = dict(resolve_data_config({}, model=model), mean=(0.5,) * 3, std=(0.25,) * 3)
+    batch = load_images([str(image_dir)], model, trained).tensor
+    default = load_images([str(image_dir)], model).tensor
+    assert not torch.allclose(batch, default)
+    said = (f"SL input: 32x32 px, mean (0.5, 0.5, 0.5), std (0.25, 0.25, 0.25), crop_pct 1.0, bicubic: the data "
+            f"config its run trained with ({tmp_path / 'run' / 'args.yaml'})")
+
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', checkpoint,
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    printed = capsys.readouterr().out
+    assert said in printed.splitlines()
+    (row,) = [line.split() for line in printed.splitlines() if line[:1].isdigit()]
+    assert float(row[2]) == pytest.approx(kld_by_depth(model, batch)['blocks.0.attn'], abs=1e-4)
+    assert float(row[2]) != pytest.approx(kld_by_depth(model, default)['blocks.0.attn'], abs=1e-4)
+
+    out = tmp_path / 'a.png'
+    assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', checkpoint,
+                 '--out', str(out)]) == 0
+    assert said in capsys.readouterr().out.splitlines()
+    records = json.loads(out.with_suffix('.json').read_text())
+    expected = final_attention_map(model, batch).maps.mean(1)
+    torch.testing.assert_close(torch.tensor([r['mean'] for r in records]), expected, atol=1e-6, rtol=1e-5)
+    assert not torch.allclose(expected, final_attention_map(model, default).maps.mean(1), atol=1e-4)
+
+    # a checkpoint that records no arguments: the model's default, and the output says so
+    _checkpoint(tmp_path / 'bare.pth', 'sl_vit_32', dict(depth=1))
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+                 str(tmp_path / 'bare.pth'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert ("SL input: 32x32 px, mean (0.5071, 0.4865, 0.4409), std (0.2673, 0.2564, 0.2762), crop_pct 1.0, "
+            "bicubic: the model's default data config (its run records no arguments)") in \
+        capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_out_that_is_a_folder_is_refused_before_any_work(command, tmp_path, capsys):
+    """A folder named like a chart was only found when the chart was saved (demo: after training), as
+    'figs/dir.png: is a directory'."""
+    (tmp_path / 'dir.png').mkdir()
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--out', str(tmp_path / 'dir.png')])
+    assert info.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"timm-sl {command[0]}: error: argument --out: '{tmp_path / 'dir.png'}' is a folder; allowed: a chart file "
+        f"name ending in .png, .jpg, .jpeg, .pdf, .svg, e.g. '{tmp_path / 'dir.png' / 'chart.png'}'")
+
+
+def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir, capsys, figures, monkeypatch):
+    """attention --out X.png replaced a user's X.json, and wrote X.png before failing on a folder X.json."""
+    import timm_sl.tools.cli as cli
+    built = []
+    monkeypatch.setattr(cli, '_analysis_run', lambda *a, _run=cli._analysis_run, **k: built.append(1) or _run(*a, **k))
+    command = ['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out']
+    out = tmp_path / 'attn.png'
+    out.with_suffix('.json').write_text('{"mine": 1}\n')
+    with pytest.raises(SystemExit, match=(
+            f'^timm-sl attention: --out {out}: its numbers would replace {out.with_suffix(".json")}, which timm-sl '
+            f'attention did not write; allowed: an --out whose .json name is free or holds numbers of an earlier '
+            f'timm-sl attention \\(move attn.json away or pick another --out\\)$')):
+        main(command + [str(out)])
+    assert out.with_suffix('.json').read_text() == '{"mine": 1}\n' and not out.exists() and not built
+
+    folder = tmp_path / 'f.png'
+    folder.with_suffix('.json').mkdir()
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {folder}: its numbers go to '
+                                         f'{folder.with_suffix(".json")}, which is a folder; allowed: '):
+        main(command + [str(folder)])
+    assert not folder.exists() and not built
+
+    image = tmp_path / 'photo.png'
+    image.write_bytes((image_dir / '0.png').read_bytes())
+    for cmd in ('attention', 'kld'):  # the chart would replace the image it is drawn from
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {image} is one of the input images'):
+            main([cmd, str(image), '--model', 'sl_vit_32', '--out', str(image)])
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {image_dir / "1.png"} is one of the input'):
+            main([cmd, str(image_dir), '--model', 'sl_vit_32', '--out', str(image_dir / '1.png')])
+    assert image.read_bytes() == (image_dir / '0.png').read_bytes() and not built
+
+    fresh = tmp_path / 'new.png'  # numbers of an earlier attention: replaced, as its chart is
+    assert main(command + [str(fresh), '--heads', 'all']) == 0
+    assert main(command + [str(fresh)]) == 0
+    assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
+
+
+def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
+    """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
+    _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))
+    assert main(['receptive-field', '--checkpoint', str(tmp_path / 'run' / 'model_best.pth.tar')]) == 0
+    assert capsys.readouterr().out.strip() == ('sl_t2t_32: first tokenization step kernel 3, stride 2: standard '
+                                               'tokenization r_token = 3, SPT (shift 1) r_token = 5')
+    _checkpoint(tmp_path / 'bare.pth', 'sl_vit_32', dict(depth=1))
+    with pytest.raises(SystemExit, match=f'^timm-sl receptive-field: {tmp_path / "bare.pth"} records no model '
+                                         r'\(no args.yaml beside it naming one, no arch / args in it\); allowed: '
+                                         'name it with --model$'):
+        main(['receptive-field', '--checkpoint', str(tmp_path / 'bare.pth')])
+    assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+                 str(tmp_path / 'bare.pth')]) == 0
+    assert 'sl_vit_32: first tokenization step kernel 4, stride 4' in capsys.readouterr().out

@@ -96,7 +96,7 @@ def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
 
 def test_receptive_field_without_input():
     assert _exit_message(['receptive-field']) == (
-        'timm-sl receptive-field: nothing to measure; allowed: --model NAME or --patch-size P')
+        'timm-sl receptive-field: nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():

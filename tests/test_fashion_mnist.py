@@ -222,3 +222,23 @@ def test_reproduce_reads_the_prepared_folder(source, tmp_path, capsys):
     assert 'only in' in _cli_error(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families',
                                     'vit', '--out', str(tmp_path / 'sweep2'), '--train-script',
                                     str(tmp_path / 'train.py')], capsys)
+
+
+def test_a_users_label_names_and_json_are_kept_without_overwrite(source, tmp_path, capsys):
+    """DIR/label_names.txt and DIR/fashion_mnist.json were replaced without --overwrite."""
+    out = tmp_path / 'fm'
+    out.mkdir()
+    for name in ('label_names.txt', 'fashion_mnist.json'):
+        (out / name).write_text('mine\n')
+        assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+            f'timm-sl prepare-fashion-mnist: {out / name} is already there; --overwrite replaces it')
+        assert (out / name).read_text() == 'mine\n' and not (out / 'train').exists()
+        (out / name).unlink()
+    (out / 'label_names.txt').mkdir()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out / "label_names.txt"} is already there; it is a folder: move it away '
+        f'first')
+    (out / 'label_names.txt').rmdir()
+    (out / 'label_names.txt').write_text('mine\n')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert (out / 'label_names.txt').read_text().splitlines()[0] == 'T-shirt/top'

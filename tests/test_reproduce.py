@@ -533,6 +533,25 @@ def test_top1_chart_without_paper_numbers_has_no_paper_legend_entry(tmp_path, sa
         assert centres == pytest.approx([round(c) for c in centres])  # each bar on its label, no empty paper slot
 
 
+@pytest.mark.parametrize('dataset,slot', [('fashion-mnist', 0.), ('cifar100', -0.2)])
+def test_top1_chart_says_no_finished_run_in_the_measured_slot(tmp_path, saved_figures, dataset, slot):
+    """Without paper numbers, 'no finished run' sat 0.2 left of its label and 'not measured' on the right panel's
+    y-axis label (the panel's x range did not reach its slot)."""
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _outcome('vit', 'sl', 0, None, status='failed')]
+    write_report(outcomes, dataset, tmp_path)
+    figure = saved_figures['top1.png']
+    figure.canvas.draw()
+    for ax, text in zip(figure.axes[:2], ('no finished run', 'not measured')):
+        (placed,) = [t for t in ax.texts if t.get_text() == text]
+        ticks = list(ax.get_xticks())
+        x = placed.xy[0] if hasattr(placed, 'xy') else placed.get_position()[0]  # an annotation's point, or its own
+        assert x == pytest.approx(ticks[-1] + slot)  # the measured bar's slot of the last label (vit SL)
+        assert ax.get_xlim() == (-0.5, len(ticks) - 0.5)  # every label's slot inside the panel
+        box = placed.get_window_extent()
+        assert ax.get_window_extent().x0 < box.x0 and box.x1 < ax.get_window_extent().x1
+        assert not box.overlaps(ax.yaxis.label.get_window_extent())
+
+
 def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_path, saved_figures):
     outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'base', 1, 71.),
                 _report_outcome('vit', 'sl', 0, 74.)]

@@ -399,8 +399,9 @@ class ImageBatch(NamedTuple):
     images: List[Any]
 
 
-def load_images(paths: Sequence[str], model: nn.Module) -> ImageBatch:
-    """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through ``model``'s eval transform.
+def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
+    """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
+    ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
 
     Raises:
         FileNotFoundError: a path does not exist.
@@ -415,7 +416,7 @@ def load_images(paths: Sequence[str], model: nn.Module) -> ImageBatch:
         files += sorted(f for f in p.rglob('*') if f.suffix.lower() in IMAGE_SUFFIXES) if p.is_dir() else [p]
     if not files:
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
-    config = resolve_data_config({}, model=model)
+    config = data_config or resolve_data_config({}, model=model)
     transform = create_transform(**config)
     tensors = []
     for f in files:

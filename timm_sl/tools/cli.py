@@ -12,7 +12,7 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import USER_ERRORS, check_not_below_a_file, describe
 from ..version import __version__
@@ -192,10 +192,11 @@ def _baseline_kwargs(name: str) -> Dict[str, Any]:
     return dict(VARIANTS.get(family_of(name), {}).get('base', dict(spt=False, lsa=False)))
 
 
-def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
-    """The model an analysis subcommand looks at: random init, ``--pretrained`` weights or a train.py checkpoint.
+def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
+    """``(model, run record)`` an analysis subcommand looks at: random init or ``--pretrained`` weights (record None),
+    or a train.py checkpoint (``--model``, else the model its run recorded).
 
-    A checkpoint whose run recorded ``args.model`` is built with the kwargs it recorded (with ``--model-kwargs``:
+    A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
     those, plus the SPT/LSA switches the run recorded unless they set them). One that records none is built as
     whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state dict fits strictly
     (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with ``baseline_first``.
@@ -203,27 +204,39 @@ def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, 
     """
     kwargs = dict(args.model_kwargs or {})
     if not checkpoint:
-        return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval()
+        return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
     from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
-    _check_model_name(args, args.model)
+    name = args.model
+    if name:
+        _check_model_name(args, name)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
-        if record.model == args.model:
+        name = name or record.model
+        if not name:
+            raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
+                             f'it); allowed: name it with --model')
+        _check_model_name(args, name)
+        if record.model == name:
             switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
             candidates = [record.model_kwargs if args.model_kwargs is None else {**switches, **kwargs}]
         else:
-            baseline = {**kwargs, **_baseline_kwargs(args.model)}
+            baseline = {**kwargs, **_baseline_kwargs(name)}
             candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
-                return build_model(loaded, args.model, candidate)[0].eval()
+                return build_model(loaded, name, candidate)[0].eval(), record
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
         raise first_error
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
-        raise _model_error(args, args.model, kwargs, e) from e
+        raise _model_error(args, name, kwargs, e) from e
+
+
+def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
+    """The model of :func:`_analysis_run`."""
+    return _analysis_run(args, checkpoint, baseline_first)[0]
 
 
 def _variant(model) -> str:
@@ -266,32 +279,54 @@ def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline'
     return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare)}' if compare else weights
 
 
-def _load_images(args: argparse.Namespace, model):
+def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
+    """The data config images go through for ``model``, and where it comes from: the one the run trained with when
+    it records its arguments (as ``export`` writes it), else the model's default."""
+    from timm.data import resolve_data_config
+    from timm_sl.tools.hub import training_data_config
+    if record is not None and record.args:
+        where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
+        return training_data_config(model, record.args), f'the data config its run trained with ({where})'
+    why = 'its run records no arguments' if record is not None else 'no --checkpoint'
+    return resolve_data_config({}, model=model), f"the model's default data config ({why})"
+
+
+def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
+    """The images through ``label``'s data config (:func:`_data_config`, printed as one line), read once per config
+    (``loaded`` holds them)."""
     from timm_sl.tools.analysis import load_images
-    return load_images(args.images, model)
+    config, source = _data_config(model, record)
+    size = 'x'.join(map(str, config['input_size'][1:]))
+    mean, std = (tuple(round(v, 4) for v in config[k]) for k in ('mean', 'std'))
+    print(f"{label} input: {size} px, mean {mean}, std {std}, crop_pct {config.get('crop_pct')}, "
+          f"{config.get('interpolation')}: {source}")
+    key = repr(sorted(config.items()))
+    if key not in loaded:
+        loaded[key] = load_images(args.images, model, config)
+    return loaded[key]
 
 
 def _runs(args: argparse.Namespace):
-    """``[(label, model)]``: the ``--checkpoint`` model (or random init / pretrained), then the
+    """``[(label, model, run record)]``: the ``--checkpoint`` model (or random init / pretrained), then the
     ``--compare-checkpoint`` one, each labelled by what it is (:func:`_variant`). The flags say "SL" and
     "baseline": where a checkpoint holds something else, one line on stderr says so."""
-    model = _analysis_model(args, args.checkpoint)
-    runs = [(_variant(model), model)]
+    model, record = _analysis_run(args, args.checkpoint)
+    runs = [(_variant(model), model, record)]
     if not args.compare_checkpoint:
         return runs
-    compared = _analysis_model(args, args.compare_checkpoint, baseline_first=True)
-    runs.append((_variant(compared), compared))
+    compared, compared_record = _analysis_run(args, args.compare_checkpoint, baseline_first=True)
+    runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
     flags = [(first, args.checkpoint, 'SL'), ('--compare-checkpoint', args.compare_checkpoint, 'baseline')]
     wrong = [(f'{flag} {_run_file(path)}' if path else f'the {flag} model') + f' holds {label} ({_switches(m)}), '
-             f'not {meant}' for (flag, path, meant), (label, m) in zip(flags, runs)
+             f'not {meant}' for (flag, path, meant), (label, m, _) in zip(flags, runs)
              if (label == 'baseline') != (meant == 'baseline')]
     if wrong:
         print(f'timm-sl {args.command}: note: each model is labelled by what it holds, not by its flag: '
               f'{"; ".join(wrong)}', file=sys.stderr)
     if runs[0][0] == runs[1][0]:  # two models of one kind: told apart by their flags
-        runs = [(f'{label} ({flag})', m) for (label, m), (flag, _, _) in zip(runs, flags)]
+        runs = [(f'{label} ({flag})', m, r) for (label, m, r), (flag, _, _) in zip(runs, flags)]
     return runs
 
 
@@ -322,13 +357,48 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_out_not_an_input(args: argparse.Namespace) -> None:
+    """Before any work: the chart must not replace one of the images it is drawn from."""
+    out = Path(args.out).resolve()
+    for given in map(Path, args.images):
+        given = given.resolve()
+        if out == given or (given.is_dir() and out.is_file() and given in out.parents):
+            raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
+                             f'not an input image')
+
+
+_ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
+
+
+def _attention_numbers(args: argparse.Namespace) -> Path:
+    """Before any work: where ``attention`` writes its numbers (``--out`` with .json). Replaced only when it is free
+    or holds numbers an earlier ``attention`` wrote, as its chart is."""
+    import json
+    numbers = Path(args.out).with_suffix('.json')
+    if numbers.is_dir():
+        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is a folder; allowed: an --out whose '
+                         f'.json name is free or holds numbers of an earlier timm-sl attention')
+    if numbers.exists():
+        try:
+            old = json.loads(numbers.read_text())
+            ours = isinstance(old, list) and old and all(isinstance(r, dict) and _ATTENTION_KEYS <= set(r) for r in old)
+        except (OSError, UnicodeDecodeError, ValueError):
+            ours = False
+        if not ours:
+            raise ValueError(f'--out {args.out}: its numbers would replace {numbers}, which timm-sl attention did not '
+                             f'write; allowed: an --out whose .json name is free or holds numbers of an earlier '
+                             f'timm-sl attention (move {numbers.name} away or pick another --out)')
+    return numbers
+
+
 def cmd_kld(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import kld_by_depth
     from timm_sl.tools.plot import plot_curves
+    _check_out_not_an_input(args)
     _require_plotting(args)
-    curves, floors, batch = {}, {}, None
-    for label, model in _runs(args):
-        batch = _load_images(args, model).tensor if batch is None else batch
+    curves, floors, batch, loaded = {}, {}, None, {}
+    for label, model, record in _runs(args):
+        batch = _load_images(args, label, model, record, loaded).tensor
         measured = kld_by_depth(model, batch, floor=True)
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
@@ -350,11 +420,14 @@ def cmd_attention(args: argparse.Namespace) -> int:
     import json
     from timm_sl.tools.analysis import attention_records, final_attention_map
     from timm_sl.tools.plot import plot_attention
+    _check_out_not_an_input(args)
+    numbers = _attention_numbers(args)
     _require_plotting(args)
-    loaded = None
+    shown, inputs = None, {}
     columns, notes, records, uniform = {}, [], [], {}
-    for label, model in _runs(args):
-        loaded = loaded or _load_images(args, model)
+    for label, model, record in _runs(args):
+        loaded = _load_images(args, label, model, record, inputs)
+        shown = shown or loaded  # the images drawn: as the first model sees them
         result = final_attention_map(model, loaded.tensor)
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
@@ -368,11 +441,10 @@ def cmd_attention(args: argparse.Namespace) -> int:
                          'KL(map || uniform)'], [
         [Path(r['image']).name, r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    names = [f.name for f in loaded.files]
-    plot_attention(loaded.images, columns, args.out, notes=notes, uniform=uniform,
-                   row_labels=names if len(set(names)) == len(names) else [str(f) for f in loaded.files],
+    names = [f.name for f in shown.files]
+    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform,
+                   row_labels=names if len(set(names)) == len(names) else [str(f) for f in shown.files],
                    title=f'{args.model}, {_weights(args, list(uniform))}: final attention map ({result.kind})')
-    numbers = Path(args.out).with_suffix('.json')
     numbers.write_text(json.dumps(records, indent=1))
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
@@ -381,12 +453,14 @@ def cmd_attention(args: argparse.Namespace) -> int:
 def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
-    if args.model and args.patch_size:
-        raise ValueError('--patch-size and --model measure different things; allowed: --model NAME (its own '
-                         'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
-    if args.model:
-        kernel, stride, shift = tokenizer_geometry(_analysis_model(args, args.checkpoint))
-        what = f'{args.model}: first tokenization step kernel {kernel}, stride {stride}'
+    if (args.model or args.checkpoint) and args.patch_size:
+        raise ValueError(f'--patch-size and {"--model" if args.model else "--checkpoint"} measure different things; '
+                         f'allowed: --model NAME (its own tokenizer: patch size and shift) or --patch-size P '
+                         f'[--shift-ratio R], not both')
+    if args.model or args.checkpoint:  # a checkpoint's run names its model
+        model, record = _analysis_run(args, args.checkpoint)
+        kernel, stride, shift = tokenizer_geometry(model)
+        what = f'{args.model or record.model}: first tokenization step kernel {kernel}, stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
@@ -395,7 +469,7 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
         shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
         what = f'patch {args.patch_size}'
     else:
-        raise ValueError('nothing to measure; allowed: --model NAME or --patch-size P')
+        raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
     print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
           f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
     return 0
@@ -519,9 +593,13 @@ def _positive_int(text: str) -> int:
 
 
 def _figure_path(text: str) -> str:
-    """``--out`` of a chart: a known image extension, in a folder that exists (checked before any work)."""
+    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists (checked
+    before any work). An existing chart file there is replaced, as re-running a command should."""
     from timm_sl.tools.plot import OUT_SUFFIXES
     path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: a chart file name ending in '
+                                         f'{", ".join(OUT_SUFFIXES)}, e.g. {str(path / "chart.png")!r}')
     if path.suffix.lower() not in OUT_SUFFIXES:
         raise argparse.ArgumentTypeError(
             f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '

@@ -37,6 +37,7 @@ FASHION_MNIST_FILES = {
 }
 LABEL_NAMES = ('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 'Shirt', 'Sneaker', 'Bag',
                'Ankle boot')
+LABEL_NAMES_TEXT = '\n'.join(LABEL_NAMES) + '\n'  # DIR/label_names.txt, as this command writes it
 CLASS_FOLDERS = tuple(f'{i}_' + name.lower().replace('/', '_').replace(' ', '_') for i, name in enumerate(LABEL_NAMES))
 INFO_FILE = 'fashion_mnist.json'  # written last: its presence says the folder is complete
 SIZE = 32
@@ -179,7 +180,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
         FileNotFoundError: an idx file is missing from ``source``.
         ValueError: an idx file is malformed, or ``limit`` < 1.
         FileExistsError: an output split folder holds other files, or was written with other settings and
-            ``overwrite`` is off.
+            ``overwrite`` is off; ``label_names.txt`` or the JSON is there (a folder, or ``overwrite`` is off).
         NotADirectoryError, PermissionError: ``root`` cannot be written.
     """
     root = Path(root)
@@ -204,6 +205,12 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else 'was written with other settings (or not finished); --overwrite '
                                                'replaces it')
+    names_path = root / 'label_names.txt'
+    for path, ours in ((names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
+                       (info_path, info.get('dataset') == 'fashion-mnist')):  # the files beside the splits
+        if path.is_dir() or (path.exists() and not ours and not overwrite):
+            raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
+                                                                  else '--overwrite replaces it'))
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
     if limit is not None:
         _check_limit_keeps_every_class(data, limit)
@@ -224,6 +231,6 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
                 label_names=list(LABEL_NAMES), counts=counts, mean=stats.get('mean', info.get('mean')),
                 std=stats.get('std', info.get('std')))
-    (root / 'label_names.txt').write_text('\n'.join(LABEL_NAMES) + '\n')
+    names_path.write_text(LABEL_NAMES_TEXT)
     info_path.write_text(json.dumps(info, indent=1) + '\n')
     return {**info, 'written': todo}

@@ -723,11 +723,13 @@ def _spread_title(rows: Sequence[Dict[str, Any]]) -> Tuple[str, bool]:
 
 
 def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], paper: Sequence[Optional[float]],
-                 dataset: str, fmt: str, spread: Sequence[Optional[float]] = ()) -> None:
+                 dataset: str, fmt: str, spread: Sequence[Optional[float]] = ()) -> float:
     """Measured (left) and paper (right) bars side by side at ``xs``, every bar with its value; a ``spread`` (std)
-    draws a whisker, and the value sits above it. ``None``: no bar."""
+    draws a whisker, and the value sits above it. ``None``: no bar. Every label's slot is shown (x from -0.5 to
+    ``len(xs) - 0.5``, also without bars). Returns the measured bars' offset from their labels."""
     spread = list(spread) or [None] * len(xs)
     pairs = any(v is not None for v in paper)  # no paper number at all: the measured bars sit on their labels
+    ax.set_xlim(-0.5, max(len(xs), 1) - 0.5)
     for offset, values, color, label in ((-0.2 * pairs, measured, 'tab:blue', 'measured'),
                                          (0.2, paper, 'tab:orange', f'paper ({dataset})')):
         have = [(x + offset, v, e) for x, v, e in zip(xs, values, spread if values is measured else [None] * len(xs))
@@ -742,6 +744,7 @@ def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], pap
             text = fmt.format(v) + (f'\n±{e:.2f}' if e is not None else '')
             ax.annotate(text, (x, top), xytext=(0, 2 if v >= 0 else -2), textcoords='offset points', ha='center',
                         va='bottom' if v >= 0 else 'top', fontsize=8)
+    return -0.2 * pairs
 
 
 def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
@@ -755,24 +758,26 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     left, right = fig.subplots(1, 2, width_ratios=width)
     title, per_row = _spread_title(rows)
     x = list(range(len(rows)))
-    _paired_bars(left, x, [r['mean'] for r in rows], [r['paper'] for r in rows], dataset, '{:.2f}',
-                 spread=[r['std'] if r['seeds'] > 1 else None for r in rows])
-    for i in x:
+    offset = _paired_bars(left, x, [r['mean'] for r in rows], [r['paper'] for r in rows], dataset, '{:.2f}',
+                          spread=[r['std'] if r['seeds'] > 1 else None for r in rows])
+    for i in x:  # in the measured bar's slot
         if rows[i]['mean'] is None:
-            left.text(i - 0.2, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom',
+            left.text(i + offset, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom',
                       fontsize=8)
     left.set_xticks(x, [_bar_label(r, per_row) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
     left.set_title(title)
     x = list(range(len(deltas)))
-    _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset, '{:+.2f}')
+    offset = _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset,
+                          '{:+.2f}')
     for i in x:  # a gain of 0 has no visible bar: its value says so
         if deltas[i]['delta'] is None:
             base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
             diverged = deltas[i] if deltas[i]['mean'] is None else base
-            right.text(i - 0.2, 0, _no_value(diverged, 'not measured'), rotation=90, ha='center', va='bottom',
-                       fontsize=8)
+            right.annotate(_no_value(diverged, 'not measured'), (i + offset, 0), xytext=(0, 3),
+                           textcoords='offset points', rotation=90, ha='center', va='bottom',
+                           fontsize=8)  # clear of the 0 line
     right.axhline(0, color='black', linewidth=0.8)
     right.margins(y=0.15)  # room for the values above (below) the tallest bars
     right.set_xticks(x, [_bar_label(r) for r in deltas], fontsize=8)
