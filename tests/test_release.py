@@ -221,7 +221,7 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main
-    _run(tmp_path, 'r', {}, [40.], dataset='')  # an image folder (args.yaml), and no recipe of the package read
+    _run(tmp_path, 'r', {}, [40.], dataset='', classes=10)  # an image folder, and no recipe of the package read
     (tmp_path / 'runs' / 'r' / 'done.json').unlink()
     with pytest.raises(SystemExit):
         main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
@@ -233,6 +233,41 @@ def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
                  '--dataset', 'cifar10']) == 0
     assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-cifar10-s0'
+
+
+def test_dataset_never_overrides_the_dataset_a_run_records(tmp_path, capsys):
+    """A Fashion-MNIST run released with --dataset cifar100 was named sl_vit_32.sl-cifar100-s0, carried CIFAR-100's
+    paper top-1 and gave the tag sl_vit_32.cifar100 10 classes; release and export refuse it in one line."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.], classes=10, dataset='')  # an image folder of 10 classes
+    run, rel = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'rel'
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='fashion-mnist')))
+    (run / 'command.txt').write_text(COMMAND.replace('cifar10.yaml', 'fashion_mnist.yaml') + '\n')
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
+    says = (f"{run} records the dataset 'fashion-mnist', not --dataset 'cifar100'; allowed: leave out --dataset (it "
+            f"names the dataset of runs that record none), or runs of 'cifar100'")
+    assert _fails(argv + ['--dataset', 'cifar100'], capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e'), '--dataset', 'cifar100'], capsys) == \
+        f'timm-sl export: {says}'
+    assert not rel.exists() and not (tmp_path / 'e').exists()
+    # the run's own dataset, however spelt, is no disagreement
+    assert main(argv + ['--dataset', 'fashion_mnist']) == 0
+    assert json.loads((rel / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-fashion-mnist-s0'
+    # a run that records none: --dataset names it, but not as a dataset of another class count
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))
+    (run / 'command.txt').unlink()
+    says = (f"{run} has 10 classes, which cannot be --dataset 'cifar100' (100 classes); allowed: a dataset of 10 "
+            f"classes (cifar10, svhn, fashion-mnist), or a name of your own data")
+    assert _fails(argv + ['--dataset', 'cifar100', '--overwrite'], capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e'), '--dataset', 'cifar100'], capsys) == \
+        f'timm-sl export: {says}'
+    # without args.yaml, the classes of the checkpoint's args
+    (run / 'args.yaml').unlink()
+    assert _fails(['export', str(run / 'model_best.pth.tar'), '--out', str(tmp_path / 'e'), '--dataset',
+                   'tinyimagenet'], capsys) == (
+        f"timm-sl export: {run / 'model_best.pth.tar'} has 10 classes, which cannot be --dataset 'tinyimagenet' (200 "
+        f"classes); allowed: a dataset of 10 classes (cifar10, svhn, fashion-mnist), or a name of your own data")
+    assert main(['export', str(run / 'model_best.pth.tar'), '--out', str(tmp_path / 'e'), '--dataset', 'svhn']) == 0
+    assert 'datasets:\n- svhn\n' in (tmp_path / 'e' / 'README.md').read_text()
 
 
 @pytest.mark.parametrize('org,reason', [('a--b', 'Cannot have -- or ..'), ('-org', 'cannot start or end with'),

@@ -27,7 +27,7 @@ from .paper import DATASETS, family_of, variant_of
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'recorded_dataset', 'format_top1', 'portable_command']
+           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -338,7 +338,7 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     recipe reads it (an image folder of the recipe's ``num_classes``): the one ``timm-sl reproduce`` records in
     ``done.json``, else the recipe its ``--config`` names (``done.json``'s command, else ``command.txt``). None when
     the run records none: e.g. the CIFAR-10 recipe run on another image folder (``-- --dataset ''``)."""
-    from .reproduce import _last_value, recipe_path  # reproduce reads runs: imported here, when needed
+    from .reproduce import _last_value  # reproduce reads runs: imported here, when needed
     named = _dataset_arg(args)
     if named:
         return named
@@ -352,16 +352,44 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
                 tokens = []
         config = _last_value(tokens, '--config')
         dataset = {recipe: name for name, (recipe, _) in DATASETS.items()}.get(Path(config).name) if config else None
-    if dataset is None:
-        return None
+    recipe = _recipe(dataset) if dataset else {}
+    if not recipe or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
+        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
+    return dataset
+
+
+def _recipe(dataset: str) -> Dict[str, Any]:
+    """The package recipe of a dataset of :data:`DATASETS` as a mapping ({} for another name, or one not readable)."""
+    if dataset not in DATASETS:
+        return {}
     import yaml
+    from .reproduce import recipe_path
     try:
         recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe'))
     except (OSError, ValueError, yaml.YAMLError):
-        return None
-    if not isinstance(recipe, dict) or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
-        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
-    return dataset
+        return {}
+    return recipe if isinstance(recipe, dict) else {}
+
+
+def given_dataset(where: Any, given: str, recorded: Optional[str], num_classes: Optional[int]) -> str:
+    """The dataset a user names (``--dataset``) for a run, which applies only to a run that records none: the name of
+    :data:`DATASETS` it spells (``tinyimagenet``, ``torch/cifar100``), else as given (data of the user's own).
+
+    Raises:
+        ValueError: the run records another dataset (``recorded``), or has ``num_classes`` classes where the named
+            dataset has another count; naming the run (``where``), both and what is allowed.
+    """
+    name = _dataset_arg(dict(dataset=given)) or given
+    name = next((d for d in DATASETS if d.replace('-', '') == name.lower().replace('-', '').replace('_', '')), name)
+    if recorded and name != recorded:
+        raise ValueError(f'{where} records the dataset {recorded!r}, not --dataset {given!r}; allowed: leave out '
+                         f'--dataset (it names the dataset of runs that record none), or runs of {name!r}')
+    classes = _recipe(name).get('num_classes')
+    if _whole(classes) and _whole(num_classes) and classes != num_classes:
+        fits = ', '.join(d for d in DATASETS if _recipe(d).get('num_classes') == num_classes) or 'none of ours'
+        raise ValueError(f'{where} has {num_classes} classes, which cannot be --dataset {given!r} ({classes} classes); '
+                         f'allowed: a dataset of {num_classes} classes ({fits}), or a name of your own data')
+    return recorded or name
 
 
 def read_run(
@@ -375,13 +403,13 @@ def read_run(
         checkpoint: A checkpoint file, or a run folder (its :func:`run_checkpoint`); the checkpoint's folder is the
             run folder when it holds ``args.yaml``.
         summary: A ``summary.csv`` to use instead of the run folder's.
-        dataset: The dataset name, when the run does not record it (or records it wrongly); else
+        dataset: The dataset name, when the run does not record it (:func:`given_dataset`); else
             :func:`recorded_dataset`.
 
     Raises:
         FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
         IsADirectoryError: ``args.yaml``, ``summary.csv`` or ``command.txt`` is a folder.
-        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's.
+        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's; a ``dataset`` the run contradicts.
     """
     checkpoint = checkpoint_file(checkpoint)
     folder = checkpoint.parent
@@ -394,8 +422,10 @@ def read_run(
     command_file = folder / 'command.txt'
     # a folder there is refused by name (read_text), not taken for no command
     command = read_text(command_file).strip() if run_dir and command_file.exists() else ''
-    if dataset is None and run_dir:
-        dataset = recorded_dataset(args, marker, command)
+    recorded = recorded_dataset(args, marker, command) if run_dir else None
+    if dataset is not None:
+        dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
+    dataset = dataset or recorded
     rows = read_summary_rows(summary) if summary else []
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
