@@ -488,3 +488,36 @@ def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwar
     assert '94.53' not in card and '| paper top-1 for this row | - (not in Table 2) |' in card
     assert (f'| Table 2 row | none (`{model}` with these kwargs is not a configuration the paper trained on '
             f'cifar10) |') in card
+
+
+def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
+    """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
+    scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+
+    def session(start, before, after, status='exited', code=0):
+        return dict(status=status, code=code, seconds=1., devices='', epochs=[before, after], start=start)
+
+    def card(sessions):
+        (run / 'sessions.json').write_text(json.dumps(sessions))
+        out = tmp_path / f'rel{len(list(tmp_path.glob("rel*")))}'
+        release([tmp_path / 'runs'], out, 'o', echo=lambda line: None)
+        return (out / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+
+    first = PORTABLE.replace(' --epochs 3', ' --epochs 1')
+    second = PORTABLE.replace(' --epochs 3', ' --resume OUTPUT/vit-sl-s0/last.pth.tar --epochs 2')
+    text = card([session('new', 0, 1), session('resume', 1, 2)])
+    assert 'Exact train.py command' not in text and f'\n{PORTABLE}\n' not in text
+    assert ('This run was extended from 1 to 2 epochs (its sessions.json): train.py ran it once per schedule and '
+            'resumed it each time with a larger `--epochs`, so one command from scratch does not reproduce it '
+            'exactly') in text
+    assert f'```bash\n{first}\n{second}\n```' in text
+    assert ("`epochs: 2` is the last session's: the run was extended from 1 epochs (its first 1 ran under a schedule "
+            "of `--epochs 1`, then it was resumed)") in text
+    # an interrupted session resumed under the same --epochs, or sessions before a start from scratch: one schedule
+    for sessions in ([session('new', 0, 1, 'killed', -9), session('resume', 1, 2)],
+                     [session('new', 0, 1), session('new', 0, 2)]):
+        text = card(sessions)
+        assert f'Exact train.py command (paths replaced by DATA / OUTPUT):\n\n```bash\n{PORTABLE}\n```' in text
+        assert 'extended' not in text

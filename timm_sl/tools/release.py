@@ -138,7 +138,15 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
                 f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
-    if record.command:
+    commands = record.session_commands()
+    if commands:
+        starts = record.extended_from()
+        lines += [f'This run was extended from {starts[0]} to {summary["last_epoch"]} epochs (its sessions.json): '
+                  f'train.py ran it once per schedule and resumed it each time with a larger `--epochs`, so one '
+                  f'command from scratch does not reproduce it exactly (the learning-rate schedule of its first '
+                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT):',
+                  '', '```bash', *commands, '```', '']
+    elif record.command:
         lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', record.command, '```',
                   '']
     else:

@@ -2,9 +2,10 @@
 
 A run folder (``train.py --output``) holds ``args.yaml`` (every argument), ``summary.csv`` (one row per epoch, a header
 repeated after each ``--resume``), its checkpoints and, when ``timm-sl reproduce`` ran it, ``done.json`` (family,
-Table 2 row, seed) and ``command.txt``. :func:`read_run` reads them into a :class:`RunRecord`; what only the checkpoint
-knows (its ``arch`` and ``args``) is added by :meth:`RunRecord.with_checkpoint` once :func:`read_checkpoint` has read
-it. Torch is imported only to read a checkpoint.
+Table 2 row, seed), ``command.txt`` (its last session's) and ``sessions.json`` (each train.py session).
+:func:`read_run` reads them into a :class:`RunRecord`; what only the checkpoint knows (its ``arch`` and ``args``) is
+added by :meth:`RunRecord.with_checkpoint` once :func:`read_checkpoint` has read it. Torch is imported only to read a
+checkpoint.
 
 What real runs leave is read, not refused: a ``summary.csv`` whose last line is cut (a run still writing), NaN top-1
 (a diverged epoch), columns this module does not know, text files with a byte-order mark (UTF-8, UTF-16, UTF-32) or
@@ -178,15 +179,16 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     }
 
 
-def _read_json(path: Path) -> Dict[str, Any]:
-    """A JSON object this package wrote beside a run; {} when absent, empty, half-written or not an object."""
+def _read_json(path: Path, kind: type = dict) -> Any:
+    """A JSON object (or another ``kind``) this package wrote beside a run; empty when absent, empty, half-written or
+    not of that kind."""
     if not path.is_file():
-        return {}
+        return kind()
     try:
         value = json.loads(read_text(path, 'a JSON file'))
     except (ValueError, OSError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return kind()
+    return value if isinstance(value, kind) else kind()
 
 
 def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
@@ -218,6 +220,8 @@ class RunRecord:
         seed: train.py's ``--seed``.
         command: The recorded train.py command without this machine's paths (see :func:`portable_command`).
         marker: ``timm-sl reproduce``'s ``done.json`` ({} when there is none).
+        sessions: ``timm-sl reproduce``'s ``sessions.json`` since the run's last start from scratch: one per train.py
+            session, resumes included ([] when there is none).
     """
     checkpoint: Path
     run_dir: Optional[Path] = None
@@ -232,6 +236,7 @@ class RunRecord:
     command: Optional[str] = None
     rows: List[Dict[str, float]] = field(default_factory=list)
     marker: Dict[str, Any] = field(default_factory=dict)
+    sessions: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def num_classes(self) -> Optional[int]:
@@ -290,6 +295,30 @@ class RunRecord:
         if self.summary['last_epoch'] < planned:
             return f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}"
         return ''
+
+    def extended_from(self) -> List[int]:
+        """The epochs of each schedule the run trained under before its last (``[1]`` for a run of ``--epochs 1``
+        resumed with ``--epochs 2``): a session that ended cleanly (exit 0) had trained its own ``--epochs``; one
+        that ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        last = (self.summary or {}).get('last_epoch')
+        ends = {s['epochs'][1] for s in self.sessions if s.get('status') == 'exited' and s.get('code') == 0
+                and isinstance(s.get('epochs'), list) and len(s['epochs']) == 2 and _whole(s['epochs'][1])}
+        return sorted(e for e in ends if _whole(last) and 0 < e < last)
+
+    def session_commands(self) -> List[str]:
+        """The portable train.py command of each schedule of an extended run (:meth:`extended_from`), in order: the
+        recorded (last) command with that schedule's ``--epochs``, after the first with ``--resume`` of the run's
+        ``last.pth.tar``. [] without a recorded command or for a run of one schedule."""
+        starts = self.extended_from()
+        if not (self.command and starts):
+            return []
+        tokens = shlex.split(self.command)
+        kept = [t for i, t in enumerate(tokens) if not (t == '--epochs' or t.startswith('--epochs=')
+                                                        or (i and tokens[i - 1] == '--epochs'))]
+        from .reproduce import _last_value
+        resume = ['--resume', f'OUTPUT/{_last_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
+        return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
+                for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
@@ -427,10 +456,15 @@ def read_run(
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
     rows = read_summary_rows(summary) if summary else []
+    from .reproduce import SESSIONS
+    sessions = _read_json(folder / SESSIONS, list) if run_dir else []
+    sessions = [s for s in sessions if isinstance(s, dict)]
+    fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
                        summary=summarize(summary, rows) if summary else None, dataset=dataset,
-                       command=portable_command(command) or None, rows=rows, marker=marker)
+                       command=portable_command(command) or None, rows=rows, marker=marker,
+                       sessions=sessions[fresh[-1]:] if fresh else sessions)
     return _described(record, marker)
 
 
