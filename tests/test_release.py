@@ -221,7 +221,7 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main
-    _run(tmp_path, 'r', {}, [40.], dataset='')  # an image folder (args.yaml), and no recipe of the package read
+    _run(tmp_path, 'r', {}, [40.], dataset='', classes=10)  # an image folder, and no recipe of the package read
     (tmp_path / 'runs' / 'r' / 'done.json').unlink()
     with pytest.raises(SystemExit):
         main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')])
@@ -233,6 +233,41 @@ def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
                  '--dataset', 'cifar10']) == 0
     assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-cifar10-s0'
+
+
+def test_dataset_never_overrides_the_dataset_a_run_records(tmp_path, capsys):
+    """A Fashion-MNIST run released with --dataset cifar100 was named sl_vit_32.sl-cifar100-s0, carried CIFAR-100's
+    paper top-1 and gave the tag sl_vit_32.cifar100 10 classes; release and export refuse it in one line."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.], classes=10, dataset='')  # an image folder of 10 classes
+    run, rel = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'rel'
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='fashion-mnist')))
+    (run / 'command.txt').write_text(COMMAND.replace('cifar10.yaml', 'fashion_mnist.yaml') + '\n')
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
+    says = (f"{run} records the dataset 'fashion-mnist', not --dataset 'cifar100'; allowed: leave out --dataset (it "
+            f"names the dataset of runs that record none), or runs of 'cifar100'")
+    assert _fails(argv + ['--dataset', 'cifar100'], capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e'), '--dataset', 'cifar100'], capsys) == \
+        f'timm-sl export: {says}'
+    assert not rel.exists() and not (tmp_path / 'e').exists()
+    # the run's own dataset, however spelt, is no disagreement
+    assert main(argv + ['--dataset', 'fashion_mnist']) == 0
+    assert json.loads((rel / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-fashion-mnist-s0'
+    # a run that records none: --dataset names it, but not as a dataset of another class count
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))
+    (run / 'command.txt').unlink()
+    says = (f"{run} has 10 classes, which cannot be --dataset 'cifar100' (100 classes); allowed: a dataset of 10 "
+            f"classes (cifar10, svhn, fashion-mnist), or a name of your own data")
+    assert _fails(argv + ['--dataset', 'cifar100', '--overwrite'], capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e'), '--dataset', 'cifar100'], capsys) == \
+        f'timm-sl export: {says}'
+    # without args.yaml, the classes of the checkpoint's args
+    (run / 'args.yaml').unlink()
+    assert _fails(['export', str(run / 'model_best.pth.tar'), '--out', str(tmp_path / 'e'), '--dataset',
+                   'tinyimagenet'], capsys) == (
+        f"timm-sl export: {run / 'model_best.pth.tar'} has 10 classes, which cannot be --dataset 'tinyimagenet' (200 "
+        f"classes); allowed: a dataset of 10 classes (cifar10, svhn, fashion-mnist), or a name of your own data")
+    assert main(['export', str(run / 'model_best.pth.tar'), '--out', str(tmp_path / 'e'), '--dataset', 'svhn']) == 0
+    assert 'datasets:\n- svhn\n' in (tmp_path / 'e' / 'README.md').read_text()
 
 
 @pytest.mark.parametrize('org,reason', [('a--b', 'Cannot have -- or ..'), ('-org', 'cannot start or end with'),
@@ -453,3 +488,36 @@ def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwar
     assert '94.53' not in card and '| paper top-1 for this row | - (not in Table 2) |' in card
     assert (f'| Table 2 row | none (`{model}` with these kwargs is not a configuration the paper trained on '
             f'cifar10) |') in card
+
+
+def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
+    """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
+    scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+
+    def session(start, before, after, status='exited', code=0):
+        return dict(status=status, code=code, seconds=1., devices='', epochs=[before, after], start=start)
+
+    def card(sessions):
+        (run / 'sessions.json').write_text(json.dumps(sessions))
+        out = tmp_path / f'rel{len(list(tmp_path.glob("rel*")))}'
+        release([tmp_path / 'runs'], out, 'o', echo=lambda line: None)
+        return (out / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+
+    first = PORTABLE.replace(' --epochs 3', ' --epochs 1')
+    second = PORTABLE.replace(' --epochs 3', ' --resume OUTPUT/vit-sl-s0/last.pth.tar --epochs 2')
+    text = card([session('new', 0, 1), session('resume', 1, 2)])
+    assert 'Exact train.py command' not in text and f'\n{PORTABLE}\n' not in text
+    assert ('This run was extended from 1 to 2 epochs (its sessions.json): train.py ran it once per schedule and '
+            'resumed it each time with a larger `--epochs`, so one command from scratch does not reproduce it '
+            'exactly') in text
+    assert f'```bash\n{first}\n{second}\n```' in text
+    assert ("`epochs: 2` is the last session's: the run was extended from 1 epochs (its first 1 ran under a schedule "
+            "of `--epochs 1`, then it was resumed)") in text
+    # an interrupted session resumed under the same --epochs, or sessions before a start from scratch: one schedule
+    for sessions in ([session('new', 0, 1, 'killed', -9), session('resume', 1, 2)],
+                     [session('new', 0, 1), session('new', 0, 2)]):
+        text = card(sessions)
+        assert f'Exact train.py command (paths replaced by DATA / OUTPUT):\n\n```bash\n{PORTABLE}\n```' in text
+        assert 'extended' not in text

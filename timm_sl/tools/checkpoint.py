@@ -8,7 +8,7 @@ import torch
 
 import timm
 
-from .runs import Checkpoint, RunRecord, read_checkpoint, read_run
+from .runs import Checkpoint, RunRecord, given_dataset, read_checkpoint, read_run
 
 __all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
            'model_from_checkpoint', 'trained_as']
@@ -78,6 +78,8 @@ def read_run_checkpoint(
     record = read_run(path, **run_kwargs)
     loaded = read_checkpoint(record.checkpoint)
     record = record.with_checkpoint(loaded.arch, loaded.args)
+    if run_kwargs.get('dataset') is not None:  # the classes the checkpoint's args record, where no args.yaml did
+        given_dataset(record.run_dir or record.checkpoint, run_kwargs['dataset'], None, record.num_classes)
     if model_name or model_kwargs is not None:
         record = record.with_model(model_name or record.model, model_kwargs)
     return record, loaded

@@ -652,7 +652,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--summary', default=None,
                    help="train.py's summary.csv, for the card's metrics (default: the run folder's, when args.yaml is "
                         "beside the checkpoint)")
-    p.add_argument('--dataset', default=None, help='dataset name for the card, e.g. tinyimagenet (default: the run\'s)')
+    p.add_argument('--dataset', default=None,
+                   help="dataset name for the card of a run that records none, e.g. tiny-imagenet (default: the run's; "
+                        "another than the run's, or of another class count, is refused)")
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     p.set_defaults(func=cmd_export)
 

@@ -90,7 +90,11 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
-    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '']
+    starts = record.extended_from()
+    extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
+                f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then it was '
+                f'resumed), so one train.py run of this recipe does not reproduce it exactly.', ''] if starts else []
+    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *extended]
 
 
 def _card_data(record: RunRecord) -> ModelCardData:

@@ -138,7 +138,15 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
                 f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
-    if record.command:
+    commands = record.session_commands()
+    if commands:
+        starts = record.extended_from()
+        lines += [f'This run was extended from {starts[0]} to {summary["last_epoch"]} epochs (its sessions.json): '
+                  f'train.py ran it once per schedule and resumed it each time with a larger `--epochs`, so one '
+                  f'command from scratch does not reproduce it exactly (the learning-rate schedule of its first '
+                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT):',
+                  '', '```bash', *commands, '```', '']
+    elif record.command:
         lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', record.command, '```',
                   '']
     else:
@@ -163,7 +171,8 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     Raises:
         FileNotFoundError: no ``args.yaml`` (not a train.py output folder).
         UnfinishedRun: the run did not train its planned epochs (see :meth:`RunRecord.unfinished`).
-        ValueError: the run records no dataset and none is given.
+        ValueError: the run records no dataset and none is given, or another than ``dataset`` (see
+            :func:`timm_sl.tools.runs.given_dataset`).
     """
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
@@ -366,7 +375,9 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--overwrite', action='store_true',
                         help=f'replace files in --out that release did not write there, or that were changed since '
                              f'(default: refuse; --out/{MANIFEST} records what it wrote)')
-    parser.add_argument('--dataset', default=None, help='dataset name when the runs do not record it')
+    parser.add_argument('--dataset', default=None,
+                        help='dataset name of runs that record none (a run that records another, or whose '
+                             'class count is not this dataset\'s, is refused)')
     parser.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
     parser.add_argument('--train-script', default=None,
                         help="timm's train.py, whose defaults the cards' recipes are compared with "

@@ -2,9 +2,10 @@
 
 A run folder (``train.py --output``) holds ``args.yaml`` (every argument), ``summary.csv`` (one row per epoch, a header
 repeated after each ``--resume``), its checkpoints and, when ``timm-sl reproduce`` ran it, ``done.json`` (family,
-Table 2 row, seed) and ``command.txt``. :func:`read_run` reads them into a :class:`RunRecord`; what only the checkpoint
-knows (its ``arch`` and ``args``) is added by :meth:`RunRecord.with_checkpoint` once :func:`read_checkpoint` has read
-it. Torch is imported only to read a checkpoint.
+Table 2 row, seed), ``command.txt`` (its last session's) and ``sessions.json`` (each train.py session).
+:func:`read_run` reads them into a :class:`RunRecord`; what only the checkpoint knows (its ``arch`` and ``args``) is
+added by :meth:`RunRecord.with_checkpoint` once :func:`read_checkpoint` has read it. Torch is imported only to read a
+checkpoint.
 
 What real runs leave is read, not refused: a ``summary.csv`` whose last line is cut (a run still writing), NaN top-1
 (a diverged epoch), columns this module does not know, text files with a byte-order mark (UTF-8, UTF-16, UTF-32) or
@@ -27,7 +28,7 @@ from .paper import DATASETS, family_of, variant_of
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'recorded_dataset', 'format_top1', 'portable_command']
+           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -178,15 +179,16 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     }
 
 
-def _read_json(path: Path) -> Dict[str, Any]:
-    """A JSON object this package wrote beside a run; {} when absent, empty, half-written or not an object."""
+def _read_json(path: Path, kind: type = dict) -> Any:
+    """A JSON object (or another ``kind``) this package wrote beside a run; empty when absent, empty, half-written or
+    not of that kind."""
     if not path.is_file():
-        return {}
+        return kind()
     try:
         value = json.loads(read_text(path, 'a JSON file'))
     except (ValueError, OSError):
-        return {}
-    return value if isinstance(value, dict) else {}
+        return kind()
+    return value if isinstance(value, kind) else kind()
 
 
 def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
@@ -218,6 +220,8 @@ class RunRecord:
         seed: train.py's ``--seed``.
         command: The recorded train.py command without this machine's paths (see :func:`portable_command`).
         marker: ``timm-sl reproduce``'s ``done.json`` ({} when there is none).
+        sessions: ``timm-sl reproduce``'s ``sessions.json`` since the run's last start from scratch: one per train.py
+            session, resumes included ([] when there is none).
     """
     checkpoint: Path
     run_dir: Optional[Path] = None
@@ -232,6 +236,7 @@ class RunRecord:
     command: Optional[str] = None
     rows: List[Dict[str, float]] = field(default_factory=list)
     marker: Dict[str, Any] = field(default_factory=dict)
+    sessions: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def num_classes(self) -> Optional[int]:
@@ -291,6 +296,30 @@ class RunRecord:
             return f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}"
         return ''
 
+    def extended_from(self) -> List[int]:
+        """The epochs of each schedule the run trained under before its last (``[1]`` for a run of ``--epochs 1``
+        resumed with ``--epochs 2``): a session that ended cleanly (exit 0) had trained its own ``--epochs``; one
+        that ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        last = (self.summary or {}).get('last_epoch')
+        ends = {s['epochs'][1] for s in self.sessions if s.get('status') == 'exited' and s.get('code') == 0
+                and isinstance(s.get('epochs'), list) and len(s['epochs']) == 2 and _whole(s['epochs'][1])}
+        return sorted(e for e in ends if _whole(last) and 0 < e < last)
+
+    def session_commands(self) -> List[str]:
+        """The portable train.py command of each schedule of an extended run (:meth:`extended_from`), in order: the
+        recorded (last) command with that schedule's ``--epochs``, after the first with ``--resume`` of the run's
+        ``last.pth.tar``. [] without a recorded command or for a run of one schedule."""
+        starts = self.extended_from()
+        if not (self.command and starts):
+            return []
+        tokens = shlex.split(self.command)
+        kept = [t for i, t in enumerate(tokens) if not (t == '--epochs' or t.startswith('--epochs=')
+                                                        or (i and tokens[i - 1] == '--epochs'))]
+        from .reproduce import _last_value
+        resume = ['--resume', f'OUTPUT/{_last_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
+        return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
+                for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
+
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
@@ -338,7 +367,7 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     recipe reads it (an image folder of the recipe's ``num_classes``): the one ``timm-sl reproduce`` records in
     ``done.json``, else the recipe its ``--config`` names (``done.json``'s command, else ``command.txt``). None when
     the run records none: e.g. the CIFAR-10 recipe run on another image folder (``-- --dataset ''``)."""
-    from .reproduce import _last_value, recipe_path  # reproduce reads runs: imported here, when needed
+    from .reproduce import _last_value  # reproduce reads runs: imported here, when needed
     named = _dataset_arg(args)
     if named:
         return named
@@ -352,16 +381,44 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
                 tokens = []
         config = _last_value(tokens, '--config')
         dataset = {recipe: name for name, (recipe, _) in DATASETS.items()}.get(Path(config).name) if config else None
-    if dataset is None:
-        return None
+    recipe = _recipe(dataset) if dataset else {}
+    if not recipe or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
+        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
+    return dataset
+
+
+def _recipe(dataset: str) -> Dict[str, Any]:
+    """The package recipe of a dataset of :data:`DATASETS` as a mapping ({} for another name, or one not readable)."""
+    if dataset not in DATASETS:
+        return {}
     import yaml
+    from .reproduce import recipe_path
     try:
         recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe'))
     except (OSError, ValueError, yaml.YAMLError):
-        return None
-    if not isinstance(recipe, dict) or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
-        return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
-    return dataset
+        return {}
+    return recipe if isinstance(recipe, dict) else {}
+
+
+def given_dataset(where: Any, given: str, recorded: Optional[str], num_classes: Optional[int]) -> str:
+    """The dataset a user names (``--dataset``) for a run, which applies only to a run that records none: the name of
+    :data:`DATASETS` it spells (``tinyimagenet``, ``torch/cifar100``), else as given (data of the user's own).
+
+    Raises:
+        ValueError: the run records another dataset (``recorded``), or has ``num_classes`` classes where the named
+            dataset has another count; naming the run (``where``), both and what is allowed.
+    """
+    name = _dataset_arg(dict(dataset=given)) or given
+    name = next((d for d in DATASETS if d.replace('-', '') == name.lower().replace('-', '').replace('_', '')), name)
+    if recorded and name != recorded:
+        raise ValueError(f'{where} records the dataset {recorded!r}, not --dataset {given!r}; allowed: leave out '
+                         f'--dataset (it names the dataset of runs that record none), or runs of {name!r}')
+    classes = _recipe(name).get('num_classes')
+    if _whole(classes) and _whole(num_classes) and classes != num_classes:
+        fits = ', '.join(d for d in DATASETS if _recipe(d).get('num_classes') == num_classes) or 'none of ours'
+        raise ValueError(f'{where} has {num_classes} classes, which cannot be --dataset {given!r} ({classes} classes); '
+                         f'allowed: a dataset of {num_classes} classes ({fits}), or a name of your own data')
+    return recorded or name
 
 
 def read_run(
@@ -375,13 +432,13 @@ def read_run(
         checkpoint: A checkpoint file, or a run folder (its :func:`run_checkpoint`); the checkpoint's folder is the
             run folder when it holds ``args.yaml``.
         summary: A ``summary.csv`` to use instead of the run folder's.
-        dataset: The dataset name, when the run does not record it (or records it wrongly); else
+        dataset: The dataset name, when the run does not record it (:func:`given_dataset`); else
             :func:`recorded_dataset`.
 
     Raises:
         FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
         IsADirectoryError: ``args.yaml``, ``summary.csv`` or ``command.txt`` is a folder.
-        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's.
+        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's; a ``dataset`` the run contradicts.
     """
     checkpoint = checkpoint_file(checkpoint)
     folder = checkpoint.parent
@@ -394,13 +451,20 @@ def read_run(
     command_file = folder / 'command.txt'
     # a folder there is refused by name (read_text), not taken for no command
     command = read_text(command_file).strip() if run_dir and command_file.exists() else ''
-    if dataset is None and run_dir:
-        dataset = recorded_dataset(args, marker, command)
+    recorded = recorded_dataset(args, marker, command) if run_dir else None
+    if dataset is not None:
+        dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
+    dataset = dataset or recorded
     rows = read_summary_rows(summary) if summary else []
+    from .reproduce import SESSIONS
+    sessions = _read_json(folder / SESSIONS, list) if run_dir else []
+    sessions = [s for s in sessions if isinstance(s, dict)]
+    fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
                        summary=summarize(summary, rows) if summary else None, dataset=dataset,
-                       command=portable_command(command) or None, rows=rows, marker=marker)
+                       command=portable_command(command) or None, rows=rows, marker=marker,
+                       sessions=sessions[fresh[-1]:] if fresh else sessions)
     return _described(record, marker)
 
 
