@@ -770,7 +770,7 @@ def _wrap(text: str, width: int) -> str:
 
 
 def _extra_kwargs(row: Dict[str, Any]) -> str:
-    """The model kwargs of a row that are not its Table 2 row's own (``-- --model-kwargs depth=1``), as ``k=v`` words."""
+    """The model kwargs of a row that are not its Table 2 row's own (``-- --model-kwargs depth=1``), as k=v words."""
     own = VARIANTS[row['family']][row['variant']]
     return ' '.join(f'{k}={v}' for k, v in row['model_kwargs'].items() if k not in own)
 
