@@ -30,9 +30,10 @@ REPO = Path(__file__).resolve().parents[1]
 # seed and kwargs, a last.pth.tar per epoch (a zip archive holding the epoch, as torch.save writes a zip); it crashes
 # for spt_pool=False and stops after EPOCHS_BEFORE_KILL epochs (exit 3) when that variable is set, like an interrupted
 # job. Its args.yaml records the data as train.py's does (the recipe's dataset unless --dataset is given); with
-# FAKE_NO_SUMMARY set it exits 0 having trained nothing.
+# FAKE_NO_SUMMARY set it exits 0 having trained nothing. The run named FAKE_HANG writes its pid to OUT/runs/hang.pid
+# and sleeps; the others wait for that file, and leave a folder named FAKE_FOLDER in their run folder.
 FAKE_TRAIN = textwrap.dedent('''
-    import argparse, os, sys, zipfile
+    import argparse, os, sys, time, zipfile
     from pathlib import Path
     import yaml
     p = argparse.ArgumentParser()
@@ -51,6 +52,14 @@ FAKE_TRAIN = textwrap.dedent('''
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset)))
     if os.environ.get('FAKE_NO_SUMMARY'):
         sys.exit(0)
+    if os.environ.get('FAKE_HANG') == a.experiment:
+        (out.parent / 'hang.pid').write_text(str(os.getpid()))
+        time.sleep(120)
+    elif os.environ.get('FAKE_HANG'):
+        while not (out.parent / 'hang.pid').exists():
+            time.sleep(0.05)
+    if os.environ.get('FAKE_FOLDER'):
+        (out / os.environ['FAKE_FOLDER']).mkdir()
     if 'spt_pool=False' in a.model_kwargs and 'spt=False' not in a.model_kwargs:
         print('Traceback ...'); print('RuntimeError: boom in', a.experiment); sys.exit(1)
     start = int(zipfile.ZipFile(a.resume).read('epoch')) + 1 if a.resume else 0
@@ -445,7 +454,7 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
     for fig in (top1, curves):
         titles = ' '.join(_titles(fig)).replace('\n', ' ')
         assert f'data: image folder {data}' in titles, titles
-        assert 'cifar10' not in titles.replace('paper (cifar10)', ''), titles  # the recipe's name is the paper's column
+    assert top1.get_suptitle().startswith('cifar10 recipe; data: image folder'), top1.get_suptitle()
 
     bars = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
     assert bars.get_ylim()[0] == 0 and bars.patches
@@ -709,3 +718,86 @@ def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures)
     write_report(outcomes, 'cifar100', tmp_path)
     left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
     assert left.get_title() == 'measured best top-1: every finished run diverged (NaN)'
+
+
+@pytest.mark.parametrize('where,what', [
+    ('runs/vit-sl-s0/sessions.json', 'record of train.py sessions of vit-sl-s0'),
+    ('runs/vit-base-s0/done.json', 'marker of a finished run of vit-base-s0'),
+    ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
+    ('results.json', 'results'), ('top1.png', 'top-1 chart')])
+def test_a_folder_where_reproduce_writes_a_file_is_named_before_any_run(fake_train, tmp_path, capsys, where, what):
+    """A folder in a run's bookkeeping (sessions.json) stopped the sweep after a run had trained, with a traceback."""
+    out = tmp_path / 'out'
+    (out / where).mkdir(parents=True)
+    (out / where / 'mine').write_text('mine')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+    assert _one_error(capsys) == (f'{out / where} is a folder where reproduce writes its {what}; allowed: move it '
+                                  f'away or use another --out')
+    assert not list(out.glob('runs/*/argv.log')) and (out / where / 'mine').read_text() == 'mine'  # nothing ran
+
+
+def test_a_file_that_cannot_be_written_midway_stops_every_run_and_writes_the_report(fake_train, tmp_path, capsys,
+                                                                                   monkeypatch):
+    """done.json turning into a folder while its run trained raised out of the sweep: the other train.py went on
+    running (an orphan, which a re-run would double), and no report was written."""
+    monkeypatch.setenv('FAKE_HANG', 'vit-sl-s0')  # runs while vit-base-s0 finishes
+    monkeypatch.setenv('FAKE_FOLDER', 'done.json')
+    out = tmp_path / 'out'
+    args = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    args.insert(args.index('--'), '--jobs')
+    args.insert(args.index('--'), '2')
+    try:
+        assert _exit_status(args) == 2
+        pid = int((out / 'runs' / 'hang.pid').read_text())
+        with pytest.raises(ProcessLookupError):  # stopped (and reaped) by the sweep
+            os.kill(pid, 0)
+    finally:
+        if (out / 'runs' / 'hang.pid').exists():
+            try:
+                os.kill(int((out / 'runs' / 'hang.pid').read_text()), 9)
+            except ProcessLookupError:
+                pass
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0/done.json: is a directory; the sweep stopped every run as on Ctrl-C; allowed: make '
+        f'it writable (a file, not a folder), then run the same command again to resume')
+    report = (out / 'report.md').read_text()
+    assert '| vit-base-s0 | done | 30.00 |' in report and '| vit-sl-s0 | interrupted | - |' in report
+    sessions = json.loads((out / 'runs' / 'vit-sl-s0' / 'sessions.json').read_text())
+    assert [s['status'] for s in sessions] == ['interrupted']
+
+
+def test_report_files_reproduce_did_not_write_are_not_replaced(fake_train, tmp_path, capsys):
+    """A user's report.md in --out was overwritten without a word."""
+    out = tmp_path / 'mine'
+    out.mkdir()
+    (out / 'report.md').write_text('notes\n')
+    args = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    assert _exit_status(args) == 2
+    assert _one_error(capsys) == (
+        f'{out}/report.md would be replaced by the report but was not written by timm-sl reproduce, or was changed '
+        f'since (report_manifest.json records what it wrote); allowed: move it away, another --out, or --overwrite to '
+        f'replace it')
+    assert (out / 'report.md').read_text() == 'notes\n' and not (out / 'runs').exists()
+    (out / 'report.md').unlink()
+    assert main(args) == 0  # its own report files are rewritten by the same sweep again
+    assert main(args) == 0 and 'finished earlier, skipped' in capsys.readouterr().out
+    (out / 'top1.png').write_bytes(b'edited')
+    assert _exit_status(args) == 2
+    assert _one_error(capsys).startswith(f'{out}/top1.png would be replaced by the report but was not written')
+    assert (out / 'top1.png').read_bytes() == b'edited'
+    assert main(args[:args.index('--')] + ['--overwrite'] + args[args.index('--'):]) == 0
+    assert (out / 'top1.png').read_bytes().startswith(b'\x89PNG')
+
+
+def test_top1_chart_names_the_recipe_and_the_kwargs_every_row_got(fake_train, tmp_path, capsys, saved_figures):
+    """The chart of a depth=1 sweep read "vit baseline" / "vit SL" under "data: image folder ...": the paper's ViT."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--model-kwargs',
+                                                                      'depth=1'])) == 0
+    top1 = saved_figures['top1.png']
+    assert top1.get_suptitle().startswith('cifar10 recipe, every row with depth=1; data: '), top1.get_suptitle()
+    assert 'Every row trained with the model kwargs depth=1 besides its own' in (out / 'report.md').read_text()
+    from timm_sl.tools.reproduce import _bar_label
+    rows = [dict(family='vit', variant='sl', model_kwargs=dict(depth=1), seeds=1, mean=1.),
+            dict(family='vit', variant='base', model_kwargs=dict(spt=False, lsa=False), seeds=1, mean=1.)]
+    assert [_bar_label(r, extra=True) for r in rows] == ['vit\nSL\ndepth=1', 'vit\nbaseline']

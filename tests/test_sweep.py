@@ -14,7 +14,8 @@ import pytest
 
 from timm_sl.tools.cli import main
 from timm_sl.tools.sweep import (
-    MAX_RUNS_PER_GPU, Gpu, Job, default_jobs, device_groups, log_throughput, parse_gpus, run_jobs, train_throughput)
+    MAX_RUNS_PER_GPU, Gpu, Job, SweepStopped, default_jobs, device_groups, log_throughput, parse_gpus, run_jobs,
+    train_throughput)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -324,3 +325,31 @@ def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monk
     assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]".' in report
     assert '| vit | SL | `sl_vit_32` | 1/1 | 11.00 |' in report and '(top1.png)' not in report
     assert (tmp_path / 'out' / 'results.json').is_file() and not (tmp_path / 'out' / 'top1.png').exists()
+
+
+@pytest.mark.parametrize('fails', ['finish', 'start'])
+def test_a_file_error_stops_every_job_as_ctrl_c_does(tmp_path, fails):
+    """An OSError in a job's bookkeeping (its finish, or the start of the next job) left the running jobs behind."""
+    sleeper = [sys.executable, '-c', 'import os, time; print(os.getpid(), flush=True); time.sleep(120)']
+    waits = (f'import pathlib, time\nlog = pathlib.Path({str(tmp_path / "slow" / "train.log")!r})\n'
+             f'while not log.is_file() or not log.read_text():\n    time.sleep(0.02)')  # until the slow one runs
+    jobs = [Job('quick', tmp_path / 'quick', 1, lambda: [sys.executable, '-c', waits]),
+            Job('slow', tmp_path / 'slow', 1, lambda: sleeper)]
+
+    def bad_command():
+        raise IsADirectoryError(21, 'Is a directory', str(tmp_path / 'third' / 'command.txt'))
+    jobs.append(Job('third', tmp_path / 'third', 1, bad_command))
+
+    def finish(result):
+        if fails == 'finish' and result.job.name == 'quick':
+            raise IsADirectoryError(21, 'Is a directory', str(tmp_path / 'quick' / 'done.json'))
+    lines = []
+    with pytest.raises(SweepStopped) as e:
+        run_jobs(jobs, concurrency=2, finish=finish, echo=lines.append, tty=False, poll=0.05, grace=5)
+    assert [r.status for r in e.value.results] == ['exited', 'interrupted', 'not run']
+    failed = 'quick/done.json' if fails == 'finish' else 'third/command.txt'
+    assert str(e.value) == (f'{tmp_path}/{failed}: is a directory; the sweep stopped every run as on Ctrl-C; allowed: '
+                            f'make it writable (a file, not a folder), then run the same command again to resume')
+    pid = int((tmp_path / 'slow' / 'train.log').read_text().split()[0])
+    assert not _alive(pid)  # no orphan
+    assert 'stopping 1 running train.py process(es); run the same command again to resume' in lines

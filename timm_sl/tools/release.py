@@ -225,24 +225,26 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _read_manifest(out: Path, overwrite: bool) -> Dict[str, str]:
-    """``OUT/release_manifest.json``: relative path -> sha256 of each file an earlier release wrote ({} for none).
+def _read_manifest(out: Path, overwrite: bool, name: str = MANIFEST, tool: str = 'timm-sl release'
+                   ) -> Dict[str, str]:
+    """``OUT/<name>`` (default ``release_manifest.json``): relative path -> sha256 of each file an earlier run of
+    ``tool`` wrote ({} for none).
 
     Raises:
-        ValueError: a file of that name that release did not write (unless ``overwrite``).
+        ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``).
     """
-    path = out / MANIFEST
+    path = out / name
     if not path.exists():
         return {}
     try:
-        hashes = json.loads(read_text(path, 'the manifest timm-sl release writes')).get('sha256')
+        hashes = json.loads(read_text(path, f'the manifest {tool} writes')).get('sha256')
         if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
             raise ValueError('no "sha256" mapping')
         return hashes
     except (ValueError, AttributeError) as e:
         if overwrite:
             return {}
-        raise ValueError(f'{path} is not the manifest timm-sl release writes ({_first_line(e)}); allowed: move it '
+        raise ValueError(f'{path} is not the manifest {tool} writes ({_first_line(e)}); allowed: move it '
                          f'away, or --overwrite to replace it') from None
 
 
@@ -277,11 +279,11 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
                          f'replace it')
 
 
-def _record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str]) -> None:
-    """Add the files just written to ``out``'s manifest and save it (after each run: an interrupted release leaves a
-    manifest of what it wrote)."""
+def _record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], name: str = MANIFEST) -> None:
+    """Add the files just written to ``out``'s manifest (``name``) and save it (after each run: an interrupted release
+    leaves a manifest of what it wrote)."""
     manifest.update({rel: _sha256(out / rel) for rel in rels})
-    (out / MANIFEST).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
+    (out / name).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:

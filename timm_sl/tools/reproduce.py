@@ -24,13 +24,14 @@ from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
 from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
 from .sweep import (
-    POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, default_jobs, device_groups, format_seconds, parse_gpus, probe_gpus,
-    run_jobs, train_throughput)
+    POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
+    parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .train_args import find_train_script
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
-           'run_from_args', 'run_settings', 'check_runs', 'checkpoint_problem']
+           'run_from_args', 'run_settings', 'check_runs', 'checkpoint_problem', 'check_run_files', 'check_report_files',
+           'REPORT_FILES', 'REPORT_MANIFEST']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
@@ -42,6 +43,13 @@ LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
 SESSIONS = 'sessions.json'  # per run: each train.py session's wall time, exit, devices and epochs (before, after)
 SETTINGS = 'run.json'  # per run: what defines its result (:func:`run_settings`), written when it starts from scratch
+COMMAND = 'command.txt'  # per run: its last train.py command line
+# the files reproduce writes in each run folder, and in --out (the report), with what each is (for the messages)
+RUN_FILES = {SESSIONS: 'record of train.py sessions', DONE_MARKER: 'marker of a finished run',
+             SETTINGS: 'record of the run settings', LOG_NAME: 'train.py log', COMMAND: 'train.py command line'}
+REPORT_FILES = {'report.md': 'report', 'results.json': 'results', 'top1.png': 'top-1 chart',
+                'curves.png': 'learning curves chart'}
+REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report file reproduce wrote there
 
 # train.py arguments that change how a run goes (devices, speed, logs), not what it learns: a resume may change them
 # (--epochs too: more epochs continue a finished run); the data arguments are compared as the data (train_data)
@@ -354,7 +362,7 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     except (ValueError, OSError):
         return {}
     old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
-    command = run.out_dir / 'command.txt'
+    command = run.out_dir / COMMAND
     try:
         config = _last_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
     except (ValueError, UnicodeDecodeError):
@@ -460,6 +468,56 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     return list(dict.fromkeys(errors))
 
 
+def _check_writable(path: Path, what: str) -> None:
+    """Refuse, before anything runs, a place reproduce could not write its ``what`` to: a folder there, or a file or
+    folder it may not write.
+
+    Raises:
+        IsADirectoryError / PermissionError: naming the path and what is allowed.
+    """
+    if path.is_dir():
+        raise IsADirectoryError(f'{path} is a folder where reproduce writes its {what}; allowed: move it away or use '
+                                f'another --out')
+    where = path if path.exists() else next((p for p in path.parents if p.exists()), None)
+    if where is not None and where.is_dir() == (where != path) and not os.access(where, os.W_OK):
+        raise PermissionError(f'{where} is not writable, and reproduce writes its {what} '
+                              f'{"there" if where == path else "below it"}; allowed: make it writable or use another '
+                              f'--out')
+
+
+def check_run_files(runs: Sequence[Run]) -> None:
+    """Refuse, before any run starts, a file of a run folder (:data:`RUN_FILES`) that reproduce could not write: a
+    sweep stopped midway by its bookkeeping is worse than one that never started.
+
+    Raises:
+        IsADirectoryError / PermissionError: the first such file, one line.
+    """
+    for run in runs:
+        for name, what in RUN_FILES.items():
+            _check_writable(run.out_dir / name, f'{what} of {run.name}')
+
+
+def check_report_files(output: Path, overwrite: bool = False) -> None:
+    """Refuse, before any run starts, to replace report files (:data:`REPORT_FILES`) in ``output`` that reproduce did
+    not write, or that changed since (their sha256 is not :data:`REPORT_MANIFEST`'s), unless ``overwrite``; and a
+    report file reproduce could not write (a folder there).
+
+    Raises:
+        IsADirectoryError / PermissionError / ValueError: the first problem, one line.
+    """
+    from .release import _read_manifest, _sha256
+    output = Path(output)
+    for name, what in [*REPORT_FILES.items(), (REPORT_MANIFEST, 'record of the report files it wrote')]:
+        _check_writable(output / name, what)
+    manifest = _read_manifest(output, overwrite, REPORT_MANIFEST, 'timm-sl reproduce')
+    theirs = [output / n for n in REPORT_FILES if (output / n).exists() and manifest.get(n) != _sha256(output / n)]
+    if theirs and not overwrite:
+        more = f' (and {len(theirs) - 1} more)' if len(theirs) > 1 else ''
+        raise ValueError(f'{theirs[0]}{more} would be replaced by the report but was not written by timm-sl '
+                         f'reproduce, or was changed since ({REPORT_MANIFEST} records what it wrote); allowed: move it '
+                         f'away, another --out, or --overwrite to replace it')
+
+
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
     continue from) or 'new'."""
@@ -556,6 +614,7 @@ def reproduce(
     problems = check_runs(runs, settings, epochs)
     if problems:
         raise ValueError('\n'.join(problems))
+    check_run_files(runs)
     outcomes: Dict[int, Outcome] = {}
     todo: List[Tuple[int, Run]] = []
     for i, run in enumerate(runs):
@@ -574,7 +633,7 @@ def reproduce(
                 (run.out_dir / SETTINGS).write_text(json.dumps(settings[run.name], indent=1))
             fresh_start[run.name] = resume is None
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            (run.out_dir / 'command.txt').write_text(shlex.join(cmd) + '\n')
+            (run.out_dir / COMMAND).write_text(shlex.join(cmd) + '\n')
             started[run.name] = cmd
             return cmd
         return start
@@ -615,10 +674,14 @@ def reproduce(
     images_before = {run.name: images(run) for _, run in todo}
     start = time.monotonic()
     fresh = {run.name for _, run in todo if run_state(run, epochs) == 'new'}  # an old summary.csv is not progress
-    results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
-                            done=0 if run.name in fresh else None) for _, run in todo],
-                       concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
-                       numbering=[i + 1 for i, _ in todo], total=len(runs))
+    stopped = None
+    try:
+        results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
+                                done=0 if run.name in fresh else None) for _, run in todo],
+                           concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
+                           numbering=[i + 1 for i, _ in todo], total=len(runs))
+    except SweepStopped as e:  # a file could not be written: every run was stopped; the outcomes go with the error
+        results, stopped = e.results, e
     if stats is not None:
         stats.update(runs=sum(r.status != 'not run' for r in results), jobs=jobs, devices=list(devices),
                      seconds=round(time.monotonic() - start, 1),
@@ -631,6 +694,9 @@ def reproduce(
             status = result.status
         message = result.message or ('interrupted' if status == 'interrupted' else '')
         outcomes[i] = _collect(Outcome(run, status, message, result.seconds))
+    if stopped is not None:
+        stopped.outcomes = [outcomes[i] for i in range(len(runs))]
+        raise stopped
     return [outcomes[i] for i in range(len(runs))]
 
 
@@ -703,8 +769,22 @@ def _wrap(text: str, width: int) -> str:
     return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
-def _bar_label(row: Dict[str, Any], seeds: bool = False) -> str:
+def _extra_kwargs(row: Dict[str, Any]) -> str:
+    """The model kwargs of a row that are not its Table 2 row's own (``-- --model-kwargs depth=1``), as k=v words."""
+    own = VARIANTS[row['family']][row['variant']]
+    return ' '.join(f'{k}={v}' for k, v in row['model_kwargs'].items() if k not in own)
+
+
+def _common_extra(rows: Sequence[Dict[str, Any]]) -> str:
+    """:func:`_extra_kwargs` when every row has the same ones, else ''."""
+    extras = {_extra_kwargs(r) for r in rows}
+    return extras.pop() if len(extras) == 1 else ''
+
+
+def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
+    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count."""
     label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+    label += f'\n{_extra_kwargs(row)}' if extra and _extra_kwargs(row) else ''
     return label + (f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else '')
 
 
@@ -764,7 +844,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
         if rows[i]['mean'] is None:
             left.text(i + offset, 1, _no_value(rows[i], 'no finished run'), rotation=90, ha='center', va='bottom',
                       fontsize=8)
-    left.set_xticks(x, [_bar_label(r, per_row) for r in rows], fontsize=8)
+    common = _common_extra(rows)  # kwargs every row has besides its own: in the title, else in each label
+    left.set_xticks(x, [_bar_label(r, per_row, not common) for r in rows], fontsize=8)
     left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
     left.set_ylabel('best top-1 (%)')
     left.set_title(title)
@@ -780,12 +861,13 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                            fontsize=8)  # clear of the 0 line
     right.axhline(0, color='black', linewidth=0.8)
     right.margins(y=0.15)  # room for the values above (below) the tallest bars
-    right.set_xticks(x, [_bar_label(r) for r in deltas], fontsize=8)
+    right.set_xticks(x, [_bar_label(r, extra=not common) for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     right.set_title('SL − baseline' + (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
-    fig.suptitle(_wrap(f'data: {data}', int(fig.get_figwidth() * 9)))
+    title = f'{dataset} recipe' + (f', every row with {common}' if common else '') + f'; data: {data}'
+    fig.suptitle(_wrap(title, int(fig.get_figwidth() * 9)))
     fig.savefig(path, dpi=110)
     return fig
 
@@ -859,6 +941,9 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     rows = aggregate(outcomes, dataset)
     data = _data_of(outcomes, data)
     lines = [f'# Table 2 reproduction: {dataset} recipe', '', f'data: {data}', '']
+    extra = _common_extra(rows)
+    if extra:
+        lines += [f'Every row trained with the model kwargs {extra} besides its own (-- --model-kwargs).', '']
     if command:
         lines += ['```bash', command, '```', '']
     lines += [report_table(rows, dataset), '',
@@ -886,15 +971,20 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
               "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
+    from .release import _read_manifest, _record_written
+    manifest = _read_manifest(output, True, REPORT_MANIFEST)  # what it wrote before (its charts, without matplotlib)
     report.write_text('\n'.join(lines) + '\n')
+    _record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
     if not charts:
         _plot_top1(rows, output / 'top1.png', dataset, data)
         _plot_curves(outcomes, output / 'curves.png', data)
+        _record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices)
         for o in outcomes], sweep=sweep), indent=1))
+    _record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
 
 
@@ -914,6 +1004,9 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--gpus', default='auto',
                         help='GPU indices to spread the runs over, e.g. 0,1; each run sees its own as '
                              'CUDA_VISIBLE_DEVICES (default: auto, every GPU torch sees)')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='replace report files in --out (report.md, results.json, top1.png, curves.png) that '
+                             'reproduce did not write, or that changed since (default: refuse)')
     parser.add_argument('train_args', nargs=argparse.REMAINDER,
                         help='after --: extra train.py arguments for every run, e.g. -- --epochs 1 --device cpu')
 
@@ -1068,18 +1161,31 @@ def run_from_args(args: argparse.Namespace) -> int:
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
+    check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}; {how}', flush=True)
     stats: Dict[str, Any] = {}
-    outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,
-                         echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats)
+    stopped = None
+    try:
+        outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,
+                             echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats)
+    except SweepStopped as e:  # every run stopped: the report of what there is, then the error's one line
+        outcomes, stopped = e.outcomes, e
     command = 'timm-sl reproduce ' + shlex.join(
         ['--data-dir', args.data_dir, '--dataset', args.dataset, '--families', *args.families,
          '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *given] if given else []))
-    report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
+    try:
+        report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
+    except OSError:
+        if stopped is None:
+            raise
+        report = None  # the sweep's own error is the one line
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
-    print(f'report: {report}')
+    if report is not None:
+        print(f'report: {report}')
+    if stopped is not None:
+        raise stopped
     if any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
         return 130
     if failed:

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from .errors import describe
 from .runs import read_summary_rows
 
 __all__ = ['GPU_GIB_PER_RUN', 'MAX_RUNS_PER_GPU', 'TRAIN_PY_WORKERS', 'STOP_GRACE_S', 'Job', 'JobResult', 'Gpu',
            'default_jobs', 'probe_gpus', 'parse_gpus', 'device_groups', 'log_throughput', 'train_throughput',
-           'format_seconds', 'run_jobs']
+           'format_seconds', 'run_jobs', 'SweepStopped']
 
 # ---- the default --jobs rule (docs/reproduce.md, "How many runs at once"); set from measurements on the GPU ----
 GPU_GIB_PER_RUN = 8.0  # GPU memory one run may take (a 32 px paper model, batch 128, AMP, torch.compile) + headroom
@@ -77,6 +78,16 @@ class JobResult:
     epochs_before: int = 0
     epochs_after: int = 0
     message: str = ''  # filled by the ``finish`` callback: why a run that exited counts as failed ('' when done)
+
+
+class SweepStopped(OSError):
+    """A file the sweep writes could not be written (``error``): every running job was stopped as on Ctrl-C, and
+    ``results`` holds what happened to each job (``interrupted`` / ``not run`` for those it stopped)."""
+
+    def __init__(self, error: OSError, results: List['JobResult']):
+        super().__init__(f'{describe(error)}; the sweep stopped every run as on Ctrl-C; allowed: make it writable (a '
+                         f'file, not a folder), then run the same command again to resume')
+        self.error, self.results = error, results
 
 
 def format_seconds(seconds: float) -> str:
@@ -306,6 +317,10 @@ def run_jobs(
 
     On Ctrl-C or SIGTERM / SIGHUP every running job is stopped (its result ``interrupted``), the jobs not started are
     ``not run``, and the results return as usual.
+
+    Raises:
+        SweepStopped: ``finish`` or a job's start (its folder, log, ``command``) raised an ``OSError``; every running
+            job was stopped first, as on Ctrl-C (no process outlives the sweep), and the exception holds the results.
     """
     env = dict(os.environ if env is None else env)
     tty = sys.stdout.isatty() if tty is None else tty
@@ -318,6 +333,7 @@ def run_jobs(
     results: Dict[int, JobResult] = {}
     running: List[_Running] = []
     pending = list(range(len(jobs)))
+    failures: List[OSError] = []  # files that could not be written: the sweep stops (SweepStopped)
     sweep_start = time.monotonic()
     trained = 0  # epochs finished in this call
 
@@ -375,10 +391,13 @@ def run_jobs(
         look(r)
         result = JobResult(r.job, status, code, time.monotonic() - r.start, r.devices, r.epochs_before,
                            r.epochs_seen)
-        if finish is not None:
-            finish(result)
         results[r.index] = result
         running.remove(r)
+        if finish is not None:
+            try:
+                finish(result)
+            except OSError as e:  # e.g. its bookkeeping file is a folder: the other jobs are stopped, not orphaned
+                failures.append(e)
         return result
 
     handlers = {}
@@ -393,9 +412,15 @@ def run_jobs(
                 pass
         last_look = time.monotonic()
         while pending or running:
-            while pending and len(running) < concurrency:
-                start(pending[0])  # leaves pending once its process runs: an interrupt in between keeps it 'not run'
+            while pending and len(running) < concurrency and not failures:
+                try:
+                    start(pending[0])  # leaves pending once its process runs: an interrupt in between: 'not run'
+                except OSError as e:
+                    failures.append(e)
+                    break
                 pending.pop(0)
+            if failures:
+                raise KeyboardInterrupt  # stop the others as Ctrl-C does
             time.sleep(_TICK_S)
             finished = [(r, r.proc.poll()) for r in running]
             if time.monotonic() - last_look >= poll:
@@ -416,6 +441,8 @@ def run_jobs(
                 display.update(0, status())
     except KeyboardInterrupt:
         stopping = list(running)
+        if failures:
+            display.event(f'could not write {describe(failures[0])}')
         display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to resume')
         _stop(stopping, grace)
         for r in stopping:
@@ -429,4 +456,6 @@ def run_jobs(
             if handler is not None:
                 signal.signal(sig, handler)
         display.close()
+    if failures:
+        raise SweepStopped(failures[0], [results[i] for i in range(len(jobs))])
     return [results[i] for i in range(len(jobs))]
