@@ -682,6 +682,16 @@ def test_cli_kld_draws_each_models_mask_floor(tmp_path, image_dir, capsys, figur
     assert base_floor[0] == 0. and base_floor[1] > 0.1  # the second block's shifted windows mask across regions
 
 
+def test_a_floor_at_a_single_depth_is_drawn(tmp_path, image_dir, capsys, figures):
+    """At depth 1 a floor is one point: a dotted line without a marker drew nothing while the legend named it."""
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    capsys.readouterr()
+    floor = figures[0].axes[0].get_lines()[1]
+    assert floor.get_label() == 'SL: floor of its masks' and len(floor.get_ydata()) == 1
+    assert floor.get_marker() not in ('None', '', ' ', None) and floor.get_markersize() > 0
+
+
 def _run_folder(folder, name, kwargs, **train_args):
     """A train.py run folder: ``model_best.pth.tar`` and the ``args.yaml`` recording ``name``, ``kwargs`` and
     ``train_args``."""

@@ -101,7 +101,8 @@ def plot_curves(
     for name, ys in (floors or {}).items():  # over the curves, darker: a curve lying on its floor stays readable
         colour = tuple(0.5 * c for c in colours.get(name, (0.8, 0.8, 0.8)))
         ax.plot(range(x_start, x_start + len(ys)), ys, label=f'{name}: {floor_label}', color=colour,
-                linestyle=':', linewidth=2, zorder=3)
+                linestyle=':', linewidth=2, zorder=3, marker='_', markersize=14, markeredgewidth=2)  # a lone
+        # point (one depth) has no line to draw: the marker is the floor's level there
     values = [float(v) for ys in [*curves.values(), *(floors or {}).values()] for v in ys]
     ax.set_ylim(*_y_limits(values, *y_range))
     steps = max((len(ys) for ys in curves.values()), default=0)
