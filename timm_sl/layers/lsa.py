@@ -187,14 +187,13 @@ def set_lsa_switches(
     and switched right after. The temperature is re-created on its device and dtype, no random number is drawn; a
     Swin block among them remakes its mask, which holds the diagonal when its attention masks it.
     """
-    from .lsa_window import LocalitySwinBlock  # a host of LSA layers: imports this module
     for module in modules:
         for layer in module.modules():
             if isinstance(layer, LsaMixin):
                 layer.init_lsa(layer.lsa_head_dim, diag_mask, learn_temp, temp_ratio,
                                device=layer.temperature.device, dtype=layer.temperature.dtype)
         for layer in module.modules():
-            if isinstance(layer, LocalitySwinBlock):
+            if getattr(layer, 'holds_lsa_pattern', False):  # a block whose mask buffer holds its LSA layer's diagonal
                 layer.init_non_persistent_buffers()
 
 

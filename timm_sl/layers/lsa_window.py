@@ -146,6 +146,7 @@ class LocalitySwinBlock(SwinTransformerBlock):
     ``.to()`` moves and casts it with the model. With ``dynamic_mask`` (timm's non-strict image size) timm makes the
     shift mask per call and the attention derives the pattern per call.
     """
+    holds_lsa_pattern = True  # :func:`~timm_sl.layers.set_lsa_switches` remakes its buffers after a switch
 
     def _init_buffers(self) -> None:
         super()._init_buffers()  # timm's shift mask (None without a shift)

@@ -8,15 +8,11 @@ import torch
 
 import timm
 
+from .errors import first_line
 from .runs import Checkpoint, RunRecord, given_dataset, read_checkpoint, read_run
 
 __all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
            'model_from_checkpoint', 'trained_as']
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
@@ -105,7 +101,7 @@ def build_model(checkpoint: Checkpoint, model_name: str,
         model = timm.create_model(model_name, **model_kwargs)
     except (RuntimeError, TypeError, ValueError) as e:
         raise ValueError(f'{checkpoint.path} cannot build {wanted} (it was trained as {trained_as(checkpoint)}): '
-                         f'{_first_line(e)}') from e
+                         f'{first_line(e)}') from e
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{checkpoint.path} does not fit {wanted} (it was trained as {trained_as(checkpoint)}): '

@@ -9,7 +9,7 @@ into a line on stderr and an exit status; anything else is a bug and keeps its t
 from pathlib import Path
 from typing import Union
 
-__all__ = ['ToolError', 'USER_ERRORS', 'describe', 'check_not_below_a_file']
+__all__ = ['ToolError', 'USER_ERRORS', 'describe', 'first_line', 'check_not_below_a_file']
 
 
 class ToolError(RuntimeError):
@@ -28,6 +28,12 @@ def describe(error: BaseException) -> str:
         text = f'{error.filename}: {error.strerror[:1].lower()}{error.strerror[1:]}'
         return text + (f' (-> {error.filename2})' if error.filename2 is not None else '')
     return str(error).strip() or type(error).__name__
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none): for a reason quoted in one line."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:

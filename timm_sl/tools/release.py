@@ -16,7 +16,6 @@ release into the same ``OUT`` replaces only its own files, unchanged (anything e
 Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 """
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -25,8 +24,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .errors import first_line
+from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1, table2_row
-from .runs import RunRecord, find_runs, format_top1, read_checkpoint, read_run, read_text, run_checkpoint
+from .runs import RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -79,7 +80,7 @@ def check_name_pattern(pattern: str) -> None:
         if unknown is None:
             pattern.format(**{f: 0 if f == 'seed' else f for f in NAME_FIELDS})
     except (ValueError, TypeError) as e:
-        raise ValueError(f'--name-pattern {pattern!r} is not a format string ({_first_line(e)}); {allowed}') from None
+        raise ValueError(f'--name-pattern {pattern!r} is not a format string ({first_line(e)}); {allowed}') from None
     if unknown is not None:
         field = repr(unknown) if unknown else "'' (an empty {})"
         raise ValueError(f'--name-pattern {pattern!r} uses an unknown field {field}; allowed: {", ".join(NAME_FIELDS)}')
@@ -98,7 +99,7 @@ def repo_name(pattern: str, record: RunRecord) -> str:
     try:
         name = pattern.format(**fields)
     except (ValueError, TypeError) as e:  # a format spec the run's values do not fit, e.g. {seed:03d} without a seed
-        raise ValueError(f'--name-pattern {pattern!r} does not fit the run {record.run_dir} ({_first_line(e)})') \
+        raise ValueError(f'--name-pattern {pattern!r} does not fit the run {record.run_dir} ({first_line(e)})') \
             from None
     _check_hub_name(name, f'repository name {name!r} (from --name-pattern {pattern!r})')
     return name
@@ -116,11 +117,7 @@ def _check_hub_name(name: str, what: str) -> None:
             raise HFValidationError('a name cannot hold "/"')
         validate_repo_id(name)
     except HFValidationError as e:
-        raise ValueError(f'{what} is not allowed on the Hub ({_first_line(e)})') from None
-
-
-def _first_line(error: Exception) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise ValueError(f'{what} is not allowed on the Hub ({first_line(e)})') from None
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
@@ -217,37 +214,6 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         weights_epoch=weights['epoch'], weights_top1=weights['top1'])
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open('rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _read_manifest(out: Path, overwrite: bool, name: str = MANIFEST, tool: str = 'timm-sl release'
-                   ) -> Dict[str, str]:
-    """``OUT/<name>`` (default ``release_manifest.json``): relative path -> sha256 of each file an earlier run of
-    ``tool`` wrote ({} for none).
-
-    Raises:
-        ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``).
-    """
-    path = out / name
-    if not path.exists():
-        return {}
-    try:
-        hashes = json.loads(read_text(path, f'the manifest {tool} writes')).get('sha256')
-        if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
-            raise ValueError('no "sha256" mapping')
-        return hashes
-    except (ValueError, AttributeError) as e:
-        if overwrite:
-            return {}
-        raise ValueError(f'{path} is not the manifest {tool} writes ({_first_line(e)}); allowed: move it '
-                         f'away, or --overwrite to replace it') from None
-
-
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
     """Refuse, before anything is written, to replace a file in ``out`` that release did not write or that changed
     since (its sha256 is not the manifest's); ``overwrite`` allows that. A folder where a file goes is always refused.
@@ -270,20 +236,13 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
         path = out / rel
         if path.is_dir():
             raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
-        if path.exists() and not overwrite and manifest.get(rel) != _sha256(path):
+        if path.exists() and not overwrite and manifest.get(rel) != sha256(path):
             changed.append(path)
     if changed:
         more = f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''
         raise ValueError(f'{changed[0]}{more} would be replaced but was not written by timm-sl release, or was changed '
                          f'since ({MANIFEST} records what it wrote); allowed: move it away, or --overwrite to '
                          f'replace it')
-
-
-def _record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], name: str = MANIFEST) -> None:
-    """Add the files just written to ``out``'s manifest (``name``) and save it (after each run: an interrupted release
-    leaves a manifest of what it wrote)."""
-    manifest.update({rel: _sha256(out / rel) for rel in rels})
-    (out / name).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
@@ -337,14 +296,14 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         raise ValueError(f'--name-pattern {name_pattern!r} gives several runs the same repository name; add {{seed}} '
                          f'or {{run}}')
     out = Path(out)
-    manifest = _read_manifest(out, overwrite)
+    manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
     released = []
     for i, record, name in zip(numbers, records, names):
         run_dir = record.run_dir
         r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
                         record=record)
-        _record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES])
+        record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
         top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
         own = '' if r.weights_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
             f'{format_top1(r.weights_top1)}'
@@ -360,7 +319,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id} (pass --push to upload)')
     (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
     (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
-    _record_written(out, manifest, ['release.json', 'pretrained_entries.json'])
+    record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
     echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
          + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
     return released

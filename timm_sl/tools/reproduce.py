@@ -22,11 +22,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
-from .runs import DONE_MARKER, read_args_yaml, read_done_marker, read_summary_rows, summarize
+from .runs import DONE_MARKER, SESSIONS, read_args_yaml, read_done_marker, read_summary_rows, summarize
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
-from .train_args import find_train_script
+from .manifest import read_manifest, record_written, sha256
+from .train_args import find_train_script, last_flag_value, recipe_path
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -41,7 +42,6 @@ _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cif
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
-SESSIONS = 'sessions.json'  # per run: each train.py session's wall time, exit, devices and epochs (before, after)
 SETTINGS = 'run.json'  # per run: what defines its result (:func:`run_settings`), written when it starts from scratch
 COMMAND = 'command.txt'  # per run: its last train.py command line
 # the files reproduce writes in each run folder, and in --out (the report), with what each is (for the messages)
@@ -98,17 +98,6 @@ def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
         raise ValueError(f'unknown {kind} {value!r}; allowed: {", ".join(allowed)}')
 
 
-def recipe_path(dataset: str) -> Path:
-    """The recipe YAML of a dataset: shipped in the wheel as ``timm_sl/recipes``, or ``recipes/`` of a checkout."""
-    _check_choice('dataset', dataset, list(DATASETS))
-    name = DATASETS[dataset][0]
-    here = Path(__file__).resolve().parents[1]  # the timm_sl package
-    for folder in (here / 'recipes', here.parent / 'recipes'):
-        if (folder / name).is_file():
-            return folder / name
-    raise FileNotFoundError(f'recipe {name} not found in {here / "recipes"} or {here.parent / "recipes"}')
-
-
 def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], output: Path) -> List[Run]:
     """Every Table 2 row of ``families`` for each seed, family by family, baseline first.
 
@@ -130,24 +119,13 @@ def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], outpu
     return runs
 
 
-def _last_value(args: Sequence[str], flag: str) -> Optional[str]:
-    """The value of the last ``flag VALUE`` / ``flag=VALUE`` in ``args`` (argparse keeps the last)."""
-    value = None
-    for i, arg in enumerate(args):
-        if arg == flag and i + 1 < len(args):
-            value = args[i + 1]
-        elif arg.startswith(flag + '='):
-            value = arg.split('=', 1)[1]
-    return value
-
-
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
     """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
 
     Raises:
         ValueError: ``--epochs`` among the extra arguments is not an integer >= 1.
     """
-    value = _last_value(extra_args, '--epochs')
+    value = last_flag_value(extra_args, '--epochs')
     if value is not None:
         epochs = int(value) if value.strip().isdigit() else 0
         if epochs < 1:
@@ -172,7 +150,7 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
                 train_split=config.get('train_split', 'train'), val_split=config.get('val_split', 'validation'),
                 num_classes=config.get('num_classes'), class_map=config.get('class_map', ''))
     for key in data:
-        value = _last_value(extra_args, '--' + key.replace('_', '-'))
+        value = last_flag_value(extra_args, '--' + key.replace('_', '-'))
         if value is not None:
             data[key] = value
     try:
@@ -364,7 +342,7 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
     command = run.out_dir / COMMAND
     try:
-        config = _last_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
+        config = last_flag_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
     except (ValueError, UnicodeDecodeError):
         config = None
     if config:
@@ -505,12 +483,11 @@ def check_report_files(output: Path, overwrite: bool = False) -> None:
     Raises:
         IsADirectoryError / PermissionError / ValueError: the first problem, one line.
     """
-    from .release import _read_manifest, _sha256
     output = Path(output)
     for name, what in [*REPORT_FILES.items(), (REPORT_MANIFEST, 'record of the report files it wrote')]:
         _check_writable(output / name, what)
-    manifest = _read_manifest(output, overwrite, REPORT_MANIFEST, 'timm-sl reproduce')
-    theirs = [output / n for n in REPORT_FILES if (output / n).exists() and manifest.get(n) != _sha256(output / n)]
+    manifest = read_manifest(output, overwrite, REPORT_MANIFEST, 'timm-sl reproduce')
+    theirs = [output / n for n in REPORT_FILES if (output / n).exists() and manifest.get(n) != sha256(output / n)]
     if theirs and not overwrite:
         more = f' (and {len(theirs) - 1} more)' if len(theirs) > 1 else ''
         raise ValueError(f'{theirs[0]}{more} would be replaced by the report but was not written by timm-sl '
@@ -971,20 +948,19 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
               "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    from .release import _read_manifest, _record_written
-    manifest = _read_manifest(output, True, REPORT_MANIFEST)  # what it wrote before (its charts, without matplotlib)
+    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')  # what it wrote before (its charts, without matplotlib)
     report.write_text('\n'.join(lines) + '\n')
-    _record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
+    record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
     if not charts:
         _plot_top1(rows, output / 'top1.png', dataset, data)
         _plot_curves(outcomes, output / 'curves.png', data)
-        _record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
+        record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices)
         for o in outcomes], sweep=sweep), indent=1))
-    _record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
+    record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
 
 
@@ -1114,7 +1090,7 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f'--jobs {args.jobs} is not allowed; expected an integer >= 1')
     ids = parse_gpus(args.gpus)
-    on_cpu = str(_last_value(extra_args, '--device') or '').startswith('cpu')
+    on_cpu = str(last_flag_value(extra_args, '--device') or '').startswith('cpu')
     if ids is None:
         gpus = [] if on_cpu or _no_gpu_here(dict(os.environ)) else probe_gpus()
     else:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
+from .errors import first_line
 from .paper import DATASETS, family_of, variant_of
+from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
@@ -32,6 +34,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
+SESSIONS = 'sessions.json'  # written by ``timm-sl reproduce``: each train.py session's wall time, exit, devices, epochs
 # train.py's CheckpointSaver keys in timm's order of preference (load_state_dict with use_ema=True): EMA weights first
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 
@@ -44,11 +47,6 @@ def format_top1(value: Optional[float]) -> str:
     if value is None:
         return '-'
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
@@ -74,7 +72,7 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
     try:
         data = path.read_bytes()
     except OSError as e:
-        raise type(e)(f'{path} cannot be read ({e.strerror or _first_line(e)}); expected {what}') from e
+        raise type(e)(f'{path} cannot be read ({e.strerror or first_line(e)}); expected {what}') from e
     codec = next((codec for bom, codec in _BOMS if data.startswith(bom)), None)
     allowed = 'allowed: UTF-8, or UTF-16 / UTF-32 with a byte-order mark'
     if codec is not None:
@@ -104,7 +102,7 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     try:
         args = yaml.safe_load(read_text(path, "train.py's args.yaml"))
     except yaml.YAMLError as e:
-        raise ValueError(f'{path} is not a train.py args.yaml (not valid YAML: {_first_line(e)})') from None
+        raise ValueError(f'{path} is not a train.py args.yaml (not valid YAML: {first_line(e)})') from None
     if not isinstance(args, dict):
         raise ValueError(f'{path} is not a train.py args.yaml (expected a mapping of argument names)')
     for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
@@ -315,8 +313,7 @@ class RunRecord:
         tokens = shlex.split(self.command)
         kept = [t for i, t in enumerate(tokens) if not (t == '--epochs' or t.startswith('--epochs=')
                                                         or (i and tokens[i - 1] == '--epochs'))]
-        from .reproduce import _last_value
-        resume = ['--resume', f'OUTPUT/{_last_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
+        resume = ['--resume', f'OUTPUT/{last_flag_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
                 for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
 
@@ -367,7 +364,6 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     recipe reads it (an image folder of the recipe's ``num_classes``): the one ``timm-sl reproduce`` records in
     ``done.json``, else the recipe its ``--config`` names (``done.json``'s command, else ``command.txt``). None when
     the run records none: e.g. the CIFAR-10 recipe run on another image folder (``-- --dataset ''``)."""
-    from .reproduce import _last_value  # reproduce reads runs: imported here, when needed
     named = _dataset_arg(args)
     if named:
         return named
@@ -379,7 +375,7 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
                 tokens = shlex.split(command)
             except ValueError:  # an unbalanced quote: no command to read
                 tokens = []
-        config = _last_value(tokens, '--config')
+        config = last_flag_value(tokens, '--config')
         dataset = {recipe: name for name, (recipe, _) in DATASETS.items()}.get(Path(config).name) if config else None
     recipe = _recipe(dataset) if dataset else {}
     if not recipe or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
@@ -392,7 +388,6 @@ def _recipe(dataset: str) -> Dict[str, Any]:
     if dataset not in DATASETS:
         return {}
     import yaml
-    from .reproduce import recipe_path
     try:
         recipe = yaml.safe_load(read_text(recipe_path(dataset), 'a recipe'))
     except (OSError, ValueError, yaml.YAMLError):
@@ -456,7 +451,6 @@ def read_run(
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
     rows = read_summary_rows(summary) if summary else []
-    from .reproduce import SESSIONS
     sessions = _read_json(folder / SESSIONS, list) if run_dir else []
     sessions = [s for s in sessions if isinstance(s, dict)]
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
@@ -544,7 +538,7 @@ def _load(path: Path) -> Any:
         try:
             return safetensors.torch.load_file(str(path), device='cpu')
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for a bad file
-            raise ValueError(f'{path} is not a readable safetensors file ({_first_line(e)})') from e
+            raise ValueError(f'{path} is not a readable safetensors file ({first_line(e)})') from e
     with path.open('rb') as f:
         head = f.read(64)
         if not (head.startswith(_ZIP) or head.startswith(_PICKLE)):
@@ -560,7 +554,7 @@ def _load(path: Path) -> Any:
             with torch.serialization.safe_globals([argparse.Namespace]):
                 return torch.load(f, map_location='cpu', weights_only=True)
         except Exception as e:  # noqa: BLE001 - torch raises many types for a bad file
-            reason = _first_line(e)
+            reason = first_line(e)
             if 'Weights only load failed' in reason:  # torch's lines of advice on unpickling code: not taken here
                 reason = 'weights-only load refused it: it holds objects other than tensors and plain containers'
             else:

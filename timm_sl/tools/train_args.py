@@ -10,9 +10,13 @@ import importlib.util
 import io
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
-__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'train_script_defaults', 'recipe_args', 'format_recipe']
+from .errors import first_line
+from .paper import DATASETS
+
+__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'train_script_defaults', 'recipe_args', 'format_recipe',
+           'last_flag_value', 'recipe_path']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -83,7 +87,7 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     except SyntaxError as e:
         raise refuse(f'a syntax error at line {e.lineno}: {e.msg}') from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever a script raises on import, it is not train.py
-        raise refuse(f'importing it raised {type(e).__name__}: {_first_line(e)}') from None
+        raise refuse(f'importing it raised {type(e).__name__}: {first_line(e)}') from None
     parser = getattr(module, 'parser', None)
     if not isinstance(parser, argparse.ArgumentParser):
         raise refuse('no module-level argparse parser named `parser`')
@@ -95,11 +99,6 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
         said = [line for line in errors.getvalue().splitlines() if line.strip()]
         said = said[-1].split(': error: ', 1)[-1] if said else 'it exited'
         raise refuse(f'its parser needs arguments: {said}') from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -120,3 +119,26 @@ def format_recipe(recipe: Dict[str, Any]) -> str:
     import yaml
     return yaml.safe_dump({k: list(v) if isinstance(v, tuple) else v for k, v in recipe.items()},
                           default_flow_style=None, sort_keys=False)
+
+
+def last_flag_value(args: Sequence[str], flag: str) -> Optional[str]:
+    """The value of the last ``flag VALUE`` / ``flag=VALUE`` in ``args`` (argparse keeps the last)."""
+    value = None
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(flag + '='):
+            value = arg.split('=', 1)[1]
+    return value
+
+
+def recipe_path(dataset: str) -> Path:
+    """The recipe YAML of a dataset: shipped in the wheel as ``timm_sl/recipes``, or ``recipes/`` of a checkout."""
+    if dataset not in DATASETS:
+        raise ValueError(f'unknown dataset {dataset!r}; allowed: {", ".join(DATASETS)}')
+    name = DATASETS[dataset][0]
+    here = Path(__file__).resolve().parents[1]  # the timm_sl package
+    for folder in (here / 'recipes', here.parent / 'recipes'):
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f'recipe {name} not found in {here / "recipes"} or {here.parent / "recipes"}')

@@ -1,0 +1,48 @@
+"""What a command wrote into a folder it shares with its user: ``OUT/<manifest>.json`` holds the sha256 of each file
+it wrote, so that a later run replaces its own files, unchanged, and refuses anything else (nothing a user made is
+lost). Used by ``timm-sl release`` and ``timm-sl reproduce``."""
+import hashlib
+import json
+from pathlib import Path
+from typing import Dict, Sequence
+
+from .errors import first_line
+from .runs import read_text
+
+__all__ = ['sha256', 'read_manifest', 'record_written']
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open('rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(out: Path, overwrite: bool, name: str, tool: str) -> Dict[str, str]:
+    """``OUT/<name>``: relative path -> sha256 of each file an earlier run of ``tool`` wrote ({} for none).
+
+    Raises:
+        ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``).
+    """
+    path = out / name
+    if not path.exists():
+        return {}
+    try:
+        hashes = json.loads(read_text(path, f'the manifest {tool} writes')).get('sha256')
+        if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
+            raise ValueError('no "sha256" mapping')
+        return hashes
+    except (ValueError, AttributeError) as e:
+        if overwrite:
+            return {}
+        raise ValueError(f'{path} is not the manifest {tool} writes ({first_line(e)}); allowed: move it '
+                         f'away, or --overwrite to replace it') from None
+
+
+def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], name: str) -> None:
+    """Add the files just written to ``out``'s manifest (``name``) and save it (after each step: an interrupted
+    command leaves a manifest of what it wrote)."""
+    manifest.update({rel: sha256(out / rel) for rel in rels})
+    (out / name).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
