@@ -412,6 +412,20 @@ def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, 
     assert capsys.readouterr().err == ''
 
 
+@pytest.mark.parametrize('record,held,dataset', [
+    ('fashion_mnist.json', 'fashion-mnist', 'svhn'), ('svhn.json', 'svhn', 'fashion-mnist'),
+    ('fashion_mnist.json', 'fashion-mnist', 'cifar10')])
+def test_a_folder_prepared_for_another_dataset_is_refused_before_any_run(fake_train, tmp_path, capsys, record, held,
+                                                                         dataset):
+    """Ten class folders fit both SVHN's and Fashion-MNIST's recipe: the prepare record names the data."""
+    data = _folders(tmp_path / 'data', DIGITS + [record])
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == f'{data / record}: this folder holds {held}, not {dataset}; allowed: --dataset {held}'
+    assert not out.exists()  # nothing ran
+    assert main(_reproduce_args(data, out, fake_train, held, train_args=['--epochs', '1'])) == 0
+
+
 def test_data_check_counts_the_classes_timm_counts(tmp_path):
     """check_data's classes are those of timm's folder reader: folders holding an image (any case of its extensions),
     dot-folders and linked folders included, empty ones left out."""

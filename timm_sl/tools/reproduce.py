@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
-from .runs import DONE_MARKER, SESSIONS, read_args_yaml, read_done_marker, read_summary_rows, summarize
+from .runs import (
+    DONE_MARKER, SESSIONS, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -198,11 +199,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
     dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
     dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
-    tfds/, wds/) are left to train.py.
+    tfds/, wds/) are left to train.py. A folder a ``timm-sl prepare-*`` command wrote for another dataset (its
+    record, :func:`~timm_sl.tools.runs.prepared_dataset`) is refused: the recipe and the paper's numbers would be
+    another dataset's.
     """
     root = Path(data['data_dir'])
     if not root.is_dir():
         return [f'--data-dir {root} is not a folder']
+    prepared = prepared_dataset(root)
+    if prepared and prepared[1] != dataset:
+        return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
         if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):

@@ -22,7 +22,7 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
 from .paper import DATASETS, family_of, variant_of
@@ -30,7 +30,8 @@ from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command']
+           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
+           'prepared_dataset']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -381,6 +382,21 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     if not recipe or recipe.get('dataset') or recipe.get('num_classes') != args.get('num_classes'):
         return None  # the recipe reads torch/cifar10 (or another class count) where the run read an image folder
     return dataset
+
+
+def prepared_dataset(folder: Union[str, Path]) -> Optional[Tuple[Path, str]]:
+    """The record a ``timm-sl prepare-*`` command left in a data folder (``fashion_mnist.json``, ``svhn.json``) and
+    the dataset it names; None when the folder holds none (or cannot be read)."""
+    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
+    from .svhn import INFO_FILE as SVHN_INFO
+    for name, dataset in ((FASHION_MNIST_INFO, 'fashion-mnist'), (SVHN_INFO, 'svhn')):
+        path = Path(folder) / name
+        try:
+            if path.is_file():
+                return path, dataset
+        except OSError:
+            continue
+    return None
 
 
 def _recipe(dataset: str) -> Dict[str, Any]:
