@@ -432,6 +432,20 @@ def given_dataset(where: Any, given: str, recorded: Optional[str], num_classes: 
     return recorded or name
 
 
+def _check_data_folder(run_dir: Optional[Path], args: Dict[str, Any], dataset: Optional[str],
+                       recorded: Optional[str]) -> None:
+    """Refuse a run whose data folder (``args.yaml`` ``data_dir`` / ``data``, where it is still there) holds the
+    record of a ``timm-sl prepare-*`` command for another dataset than ``dataset``: e.g. Fashion-MNIST trained with
+    the SVHN recipe would be released as SVHN, with SVHN's paper number."""
+    folder = args.get('data_dir') or args.get('data')
+    prepared = prepared_dataset(folder) if run_dir and dataset and isinstance(folder, str) else None
+    if prepared and prepared[1] != dataset:
+        what, allowed = ((f'{dataset} (the dataset the run records)', f'runs whose data is {dataset}') if recorded else
+                         (f'--dataset {dataset}', f'--dataset {prepared[1]}'))
+        raise ValueError(f'{prepared[0]}: the data folder of {run_dir} holds {prepared[1]}, not {what}; '
+                         f'allowed: {allowed}')
+
+
 def read_run(
         checkpoint: Union[str, Path],
         summary: Optional[Union[str, Path]] = None,
@@ -466,6 +480,7 @@ def read_run(
     if dataset is not None:
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
+    _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary) if summary else []
     sessions = _read_json(folder / SESSIONS, list) if run_dir else []
     sessions = [s for s in sessions if isinstance(s, dict)]
