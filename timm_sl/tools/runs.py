@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .paper import DATASETS, family_of, variant_of
+from .paper import DATASETS, VARIANTS, family_of, variant_of
 from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
@@ -345,11 +345,25 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
     marker = marker or {}
     record.family = marker.get('family') or (family_of(record.model) if record.model else '')
-    record.variant = marker.get('variant') or variant_of(record.family, record.model_kwargs)
+    record.variant = variant_of(record.family, record.model_kwargs)
+    if marker.get('variant') and not record.model:  # the kwargs come with the checkpoint's model (with_checkpoint)
+        record.variant = marker['variant']
+    elif marker.get('variant'):  # reproduce's row; the kwargs beyond the row's own (-- --model-kwargs depth=1) aside
+        keys = {k for kwargs in VARIANTS.get(record.family, {}).values() for k in kwargs}
+        row = variant_of(record.family, {k: v for k, v in record.model_kwargs.items() if k in keys})
+        if marker['variant'] != row:
+            raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the variant {marker['variant']!r}, "
+                             f"but the model kwargs of its args.yaml ({_kwargs_text(record.model_kwargs)}) make "
+                             f"{row!r}; allowed: a {DONE_MARKER} whose variant is {row!r} (or none)")
+        record.variant = row
     record.seed = record.args.get('seed', record.seed)
     if record.dataset is None:
         record.dataset = _dataset_arg(record.args)
     return record
+
+
+def _kwargs_text(kwargs: Dict[str, Any]) -> str:
+    return ' '.join(f'{k}={v}' for k, v in kwargs.items()) or 'none'
 
 
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
