@@ -270,6 +270,49 @@ def test_dataset_never_overrides_the_dataset_a_run_records(tmp_path, capsys):
     assert 'datasets:\n- svhn\n' in (tmp_path / 'e' / 'README.md').read_text()
 
 
+def test_a_run_whose_data_folder_holds_another_dataset_is_refused(tmp_path, capsys):
+    """Fashion-MNIST trained with the SVHN recipe (reproduce --dataset svhn on a prepare-fashion-mnist folder) records
+    svhn; its data folder's prepare record says otherwise: not released as sl_vit_32.sl-svhn-s0."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.], classes=10, dataset='')
+    run, rel, data = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'rel', tmp_path / 'fm'
+    data.mkdir()
+    (data / 'fashion_mnist.json').write_text(json.dumps(dict(dataset='fashion-mnist')))
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps({**args, 'data_dir': str(data)}))
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='svhn')))
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
+    says = (f'{data / "fashion_mnist.json"}: the data folder of {run} holds fashion-mnist, not svhn (the dataset the '
+            f'run records); allowed: runs whose data is svhn')
+    assert _fails(argv, capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e')], capsys) == f'timm-sl export: {says}'
+    assert not rel.exists() and not (tmp_path / 'e').exists()
+    # a run that records no dataset: --dataset must name the one its folder holds
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))
+    assert _fails(argv + ['--dataset', 'svhn'], capsys) == (
+        f'timm-sl release: {data / "fashion_mnist.json"}: the data folder of {run} holds fashion-mnist, not --dataset '
+        f'svhn; allowed: --dataset fashion-mnist')
+    assert main(argv + ['--dataset', 'fashion-mnist']) == 0
+    assert json.loads((rel / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-fashion-mnist-s0'
+
+
+def test_the_variant_is_the_recorded_kwargs_row_and_done_json_must_agree(tmp_path, capsys):
+    """A baseline run (spt=False lsa=False) whose done.json says 'sl' was released as sl_vit_32.sl-cifar10-s0."""
+    _run(tmp_path, 'vit-base-s0', dict(spt=False, lsa=False), [40., 50.])
+    run, rel = tmp_path / 'runs' / 'vit-base-s0', tmp_path / 'rel'
+    marker = json.loads((run / 'done.json').read_text())
+    (run / 'done.json').write_text(json.dumps({**marker, 'variant': 'sl'}))
+    says = (f"{run / 'done.json'} records the variant 'sl', but the model kwargs of its args.yaml (spt=False "
+            f"lsa=False) make 'base'; allowed: a done.json whose variant is 'base' (or none)")
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel)]
+    assert _fails(argv, capsys) == f'timm-sl release: {says}'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e')], capsys) == f'timm-sl export: {says}'
+    assert not rel.exists() and not (tmp_path / 'e').exists()
+    # kwargs every row got (-- --model-kwargs depth=1) keep the row reproduce recorded
+    _run(tmp_path / 'depth1', 'vit-base-s0', dict(spt=False, lsa=False, depth=1), [40., 50.])  # done.json: 'base'
+    assert main(['release', str(tmp_path / 'depth1' / 'runs'), '--org', 'o', '--out', str(rel)]) == 0
+    assert json.loads((rel / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.base-cifar10-s0'
+
+
 @pytest.mark.parametrize('org,reason', [('a--b', 'Cannot have -- or ..'), ('-org', 'cannot start or end with'),
                                         ('x' * 97, 'maximum length is 96')])
 def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):

@@ -2,6 +2,7 @@
 end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
 import json
 import os
+import shutil
 import statistics
 import sys
 import textwrap
@@ -178,6 +179,28 @@ def test_report_math():
     assert sl['paper'] == 79.00 and sl['paper_delta'] == pytest.approx(79.00 - 74.99)
     assert no_spool['mean'] is None and no_spool['delta'] is None and no_spool['paper'] == 77.08
     assert vit['std'] is None and vit['delta'] is None and vit['paper_delta'] == pytest.approx(76.92 - 73.81)
+
+
+def test_rows_of_runs_trained_for_different_epochs_have_no_delta_and_say_so(fake_train, tmp_path, capsys):
+    """A second call with a smaller --epochs keeps a finished run's epochs: best-over-2 against best-over-1 epoch is
+    no SL gain."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    table = capsys.readouterr().out
+    assert '| vit | SL | `sl_vit_32` | 1/1 | 51.00 | +20.00 |' in table and 'different numbers of epochs' not in table
+    shutil.rmtree(out / 'runs' / 'vit-sl-s0')
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    note = ('Runs of a family trained different numbers of epochs (a finished run keeps its own: a smaller --epochs '
+            'does not shorten it), so their best top-1 are over different epochs and SL − baseline is left out ("-") '
+            'where they differ: vit: vit-base-s0 2 epochs, vit-sl-s0 1 epoch.')
+    report = (out / 'report.md').read_text()
+    for text in (capsys.readouterr().out, report):
+        assert '| vit | baseline | `sl_vit_32` spt=False lsa=False | 1/1 | 31.00 | - |' in text
+        assert '| vit | SL | `sl_vit_32` | 1/1 | 50.00 | - |' in text
+        assert note in text
+    rows = json.loads((out / 'results.json').read_text())['rows']
+    assert [(r['delta'], r['delta_note'], r['run_epochs']) for r in rows] == [
+        (None, '', {'vit-base-s0': 2}), (None, 'epochs differ', {'vit-sl-s0': 1})]
 
 
 def test_report_sets_the_paper_only_beside_the_papers_configuration():
@@ -410,6 +433,20 @@ def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, 
     assert main(_reproduce_args(data, tmp_path / 'out', fake_train, dataset, train_args=['--epochs', '1',
                                                                                           *train_args])) == 0
     assert capsys.readouterr().err == ''
+
+
+@pytest.mark.parametrize('record,held,dataset', [
+    ('fashion_mnist.json', 'fashion-mnist', 'svhn'), ('svhn.json', 'svhn', 'fashion-mnist'),
+    ('fashion_mnist.json', 'fashion-mnist', 'cifar10')])
+def test_a_folder_prepared_for_another_dataset_is_refused_before_any_run(fake_train, tmp_path, capsys, record, held,
+                                                                         dataset):
+    """Ten class folders fit both SVHN's and Fashion-MNIST's recipe: the prepare record names the data."""
+    data = _folders(tmp_path / 'data', DIGITS + [record])
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == f'{data / record}: this folder holds {held}, not {dataset}; allowed: --dataset {held}'
+    assert not out.exists()  # nothing ran
+    assert main(_reproduce_args(data, out, fake_train, held, train_args=['--epochs', '1'])) == 0
 
 
 def test_data_check_counts_the_classes_timm_counts(tmp_path):

@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
-from .runs import DONE_MARKER, SESSIONS, read_args_yaml, read_done_marker, read_summary_rows, summarize
+from .runs import (
+    DONE_MARKER, SESSIONS, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -198,11 +199,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
     dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
     dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
-    tfds/, wds/) are left to train.py.
+    tfds/, wds/) are left to train.py. A folder a ``timm-sl prepare-*`` command wrote for another dataset (its
+    record, :func:`~timm_sl.tools.runs.prepared_dataset`) is refused: the recipe and the paper's numbers would be
+    another dataset's.
     """
     root = Path(data['data_dir'])
     if not root.is_dir():
         return [f'--data-dir {root} is not a folder']
+    prepared = prepared_dataset(root)
+    if prepared and prepared[1] != dataset:
+        return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
         if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
@@ -691,7 +697,10 @@ def _paper(run: Run, dataset: str) -> Optional[float]:
 def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]:
     """One row per (family, Table 2 row): best top-1 mean / std over the finished seeds, SL - baseline delta, and
     the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``; ``diverged``
-    counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out."""
+    counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out. ``run_epochs``:
+    the epochs each finished run trained (a run finished by an earlier call with a larger ``--epochs`` keeps its
+    own); the delta of a row whose runs and its baseline's did not all train as many is left out (None, with
+    ``delta_note``), as best-over-2-epochs against best-over-1 is no gain of SL."""
     groups: Dict[Tuple[str, str], List[Outcome]] = {}
     for outcome in outcomes:
         groups.setdefault((outcome.run.family, outcome.run.variant), []).append(outcome)
@@ -700,16 +709,21 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         finished = [o.summary['best_top1'] for o in members if o.status == 'done' and o.summary]
         values = [v for v in finished if v is not None]
         mean, std = _mean_std(values) if values else (None, None)
+        epochs = {o.run.name: o.summary['last_epoch'] for o in members
+                  if o.status == 'done' and o.summary and o.summary.get('last_epoch') is not None}
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
                          diverged=len(finished) - len(values),
-                         mean=mean, std=std, paper=_paper(members[0].run, dataset)))
+                         mean=mean, std=std, paper=_paper(members[0].run, dataset), run_epochs=epochs))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
         base = by_key.get((row['family'], 'base'))
         paper_base = paper_top1(row['family'], 'base', dataset) if row['paper'] is not None else None
         row['delta'] = None if row['variant'] == 'base' or row['mean'] is None or base is None or base['mean'] is None \
             else row['mean'] - base['mean']
+        row['delta_note'] = ''
+        if row['delta'] is not None and len({*row['run_epochs'].values(), *base['run_epochs'].values()}) > 1:
+            row['delta'], row['delta_note'] = None, 'epochs differ'
         row['paper_delta'] = None if row['variant'] == 'base' or row['paper'] is None or paper_base is None \
             else row['paper'] - paper_base
     return rows
@@ -732,7 +746,24 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
         lines.append(f'| {r["family"]} | {VARIANT_LABELS[r["variant"]]} | {model} | '
                      f'{r["seeds"]}/{r["runs"]} | {top1} | {_fmt(r["delta"], True)} | {_fmt(r["paper"])} | '
                      f'{_fmt(r["paper_delta"], True)} |')
-    return '\n'.join(lines)
+    note = _epochs_note(rows)
+    return '\n'.join(lines + ([f'\n{note}'] if note else []))
+
+
+def _epochs_note(rows: Sequence[Dict[str, Any]]) -> str:
+    """A line naming the runs of each family that trained different numbers of epochs (each row's best top-1 is over
+    its own epochs); '' when every family's runs trained as many."""
+    families: Dict[str, Dict[str, int]] = {}
+    for r in rows:
+        families.setdefault(r['family'], {}).update(r.get('run_epochs') or {})
+    mixed = {f: runs for f, runs in families.items() if len(set(runs.values())) > 1}
+    if not mixed:
+        return ''
+    return ('Runs of a family trained different numbers of epochs (a finished run keeps its own: a smaller --epochs '
+            'does not shorten it), so their best top-1 are over different epochs and SL − baseline is left out ("-") '
+            'where they differ: ' + '; '.join(
+                f'{family}: ' + ', '.join(f'{name} {n} epoch{"s" if n != 1 else ""}' for name, n in runs.items())
+                for family, runs in mixed.items()) + '.')
 
 
 def _no_value(row: Dict[str, Any], none: str) -> str:
@@ -833,7 +864,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
         if deltas[i]['delta'] is None:
             base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
             diverged = deltas[i] if deltas[i]['mean'] is None else base
-            right.annotate(_no_value(diverged, 'not measured'), (i + offset, 0), xytext=(0, 3),
+            right.annotate(_no_value(diverged, deltas[i].get('delta_note') or 'not measured'), (i + offset, 0),
+                           xytext=(0, 3),
                            textcoords='offset points', rotation=90, ha='center', va='bottom',
                            fontsize=8)  # clear of the 0 line
     right.axhline(0, color='black', linewidth=0.8)

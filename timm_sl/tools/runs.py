@@ -22,15 +22,16 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .paper import DATASETS, family_of, variant_of
+from .paper import DATASETS, VARIANTS, family_of, variant_of
 from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command']
+           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
+           'prepared_dataset']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -344,11 +345,25 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
     marker = marker or {}
     record.family = marker.get('family') or (family_of(record.model) if record.model else '')
-    record.variant = marker.get('variant') or variant_of(record.family, record.model_kwargs)
+    record.variant = variant_of(record.family, record.model_kwargs)
+    if marker.get('variant') and not record.model:  # the kwargs come with the checkpoint's model (with_checkpoint)
+        record.variant = marker['variant']
+    elif marker.get('variant'):  # reproduce's row; the kwargs beyond the row's own (-- --model-kwargs depth=1) aside
+        keys = {k for kwargs in VARIANTS.get(record.family, {}).values() for k in kwargs}
+        row = variant_of(record.family, {k: v for k, v in record.model_kwargs.items() if k in keys})
+        if marker['variant'] != row:
+            raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the variant {marker['variant']!r}, "
+                             f"but the model kwargs of its args.yaml ({_kwargs_text(record.model_kwargs)}) make "
+                             f"{row!r}; allowed: a {DONE_MARKER} whose variant is {row!r} (or none)")
+        record.variant = row
     record.seed = record.args.get('seed', record.seed)
     if record.dataset is None:
         record.dataset = _dataset_arg(record.args)
     return record
+
+
+def _kwargs_text(kwargs: Dict[str, Any]) -> str:
+    return ' '.join(f'{k}={v}' for k, v in kwargs.items()) or 'none'
 
 
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
@@ -383,6 +398,21 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     return dataset
 
 
+def prepared_dataset(folder: Union[str, Path]) -> Optional[Tuple[Path, str]]:
+    """The record a ``timm-sl prepare-*`` command left in a data folder (``fashion_mnist.json``, ``svhn.json``) and
+    the dataset it names; None when the folder holds none (or cannot be read)."""
+    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
+    from .svhn import INFO_FILE as SVHN_INFO
+    for name, dataset in ((FASHION_MNIST_INFO, 'fashion-mnist'), (SVHN_INFO, 'svhn')):
+        path = Path(folder) / name
+        try:
+            if path.is_file():
+                return path, dataset
+        except OSError:
+            continue
+    return None
+
+
 def _recipe(dataset: str) -> Dict[str, Any]:
     """The package recipe of a dataset of :data:`DATASETS` as a mapping ({} for another name, or one not readable)."""
     if dataset not in DATASETS:
@@ -414,6 +444,20 @@ def given_dataset(where: Any, given: str, recorded: Optional[str], num_classes: 
         raise ValueError(f'{where} has {num_classes} classes, which cannot be --dataset {given!r} ({classes} classes); '
                          f'allowed: a dataset of {num_classes} classes ({fits}), or a name of your own data')
     return recorded or name
+
+
+def _check_data_folder(run_dir: Optional[Path], args: Dict[str, Any], dataset: Optional[str],
+                       recorded: Optional[str]) -> None:
+    """Refuse a run whose data folder (``args.yaml`` ``data_dir`` / ``data``, where it is still there) holds the
+    record of a ``timm-sl prepare-*`` command for another dataset than ``dataset``: e.g. Fashion-MNIST trained with
+    the SVHN recipe would be released as SVHN, with SVHN's paper number."""
+    folder = args.get('data_dir') or args.get('data')
+    prepared = prepared_dataset(folder) if run_dir and dataset and isinstance(folder, str) else None
+    if prepared and prepared[1] != dataset:
+        what, allowed = ((f'{dataset} (the dataset the run records)', f'runs whose data is {dataset}') if recorded else
+                         (f'--dataset {dataset}', f'--dataset {prepared[1]}'))
+        raise ValueError(f'{prepared[0]}: the data folder of {run_dir} holds {prepared[1]}, not {what}; '
+                         f'allowed: {allowed}')
 
 
 def read_run(
@@ -450,6 +494,7 @@ def read_run(
     if dataset is not None:
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
+    _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary) if summary else []
     sessions = _read_json(folder / SESSIONS, list) if run_dir else []
     sessions = [s for s in sessions if isinstance(s, dict)]
