@@ -6,6 +6,7 @@ explicit path or ``TIMM_REPO``.
 """
 import argparse
 import contextlib
+import importlib.machinery
 import importlib.util
 import io
 import os
@@ -80,7 +81,9 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     def refuse(reason: str) -> ValueError:
         return ValueError(f'{script} is not timm\'s train.py ({reason}); allowed: {TRAIN_SCRIPT}')
 
-    spec = importlib.util.spec_from_file_location('_timm_train_script', str(script))
+    # a copy of train.py under another name (no .py suffix) is imported too: the loader is given, not guessed
+    loader = importlib.machinery.SourceFileLoader('_timm_train_script', str(script))
+    spec = importlib.util.spec_from_file_location('_timm_train_script', str(script), loader=loader)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
