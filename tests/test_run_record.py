@@ -320,6 +320,17 @@ def test_other_encodings_empty_marker_and_broken_yaml(tmp_path):
         read_run(tmp_path / 'run' / 'model_best.pth.tar')
 
 
+def test_a_command_cut_inside_a_quote_is_no_command(tmp_path, capsys):
+    """A command.txt cut inside a quote made export / release print only 'No closing quotation'."""
+    from timm_sl.tools.runs import portable_command, read_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'command.txt').write_text('python train.py --data-dir "fm --model x')
+    assert portable_command('python train.py --data-dir "fm --model x') == ''
+    assert read_run(tmp_path / 'run' / 'model_best.pth.tar').command is None
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out')]) == 0
+    assert 'sl_vit_32' in (tmp_path / 'out' / 'README.md').read_text()
+
+
 def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
     from timm_sl.tools.reproduce import plan_runs, run_state
     run = plan_runs('cifar10', ['vit'], [0], tmp_path)[0]
