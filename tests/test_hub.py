@@ -345,6 +345,44 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
                                            f'or release\n')
 
 
+def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path, capsys, monkeypatch):
+    """A cut config.json or model.safetensors was uploaded as it was."""
+    import huggingface_hub
+    from safetensors.torch import save_file
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append(folder_path)
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    config, weights = tmp_path / 'config.json', tmp_path / 'model.safetensors'
+    config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
+    save_file({'w': torch.arange(64.)}, str(weights))
+    whole = weights.read_bytes()
+    again = 'allowed: the file as timm-sl export / release writes it (export again)'
+    for cut_config, cut_weights, says in (
+            ('{"architecture": ', None, f'{config} is not JSON (line 1: Expecting value); {again}'),
+            ('[1]', None, f'{config} is JSON but not an object (list); {again}'),
+            (None, whole[:len(whole) // 2], f'{weights} is not a readable safetensors file (')):
+        if cut_config:
+            config.write_text(cut_config)
+        if cut_weights:
+            weights.write_bytes(cut_weights)
+        with pytest.raises(SystemExit):
+            main(['push', str(tmp_path), '--repo-id', 'org/name'])
+        err = capsys.readouterr().err
+        assert err.startswith(f'timm-sl push: {says}') and err.endswith(f'{again}\n') and err.count('\n') == 1, err
+        config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
+        weights.write_bytes(whole)
+    assert uploaded == []
+    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit' and uploaded == [str(tmp_path)]
+
+
 def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):
     """The card is written by huggingface_hub's ModelCard: its header reads back as ModelCardData; a run without a
     finite top-1 claims no metric."""

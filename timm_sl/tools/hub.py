@@ -18,7 +18,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError
+from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
@@ -257,12 +257,32 @@ def export_checkpoint(
     return exported.folder, exported.source
 
 
+def _check_exported_files(folder: Path) -> None:
+    """``config.json`` is a JSON object and ``model.safetensors`` a safetensors file (its header and size; the
+    tensors are not read), so a cut or foreign file is refused here, not found by those who download it."""
+    from safetensors import safe_open
+    config, weights = folder / 'config.json', folder / 'model.safetensors'
+    again = 'allowed: the file as timm-sl export / release writes it (export again)'
+    try:
+        parsed = json.loads(read_text(config, 'the config.json of an exported model'))
+    except json.JSONDecodeError as e:
+        raise ValueError(f'{config} is not JSON (line {e.lineno}: {e.msg}); {again}') from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {again}')
+    try:
+        with safe_open(str(weights), framework='pt'):
+            pass
+    except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version
+        raise ValueError(f'{weights} is not a readable safetensors file ({first_line(e)}); {again}') from None
+
+
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
                 commit_message: str = 'Upload timm_sl model') -> str:
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first.
+        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first; or
+            ``config.json`` / ``model.safetensors`` cannot be read (checked before anything is uploaded).
         FileNotFoundError / NotADirectoryError: ``folder`` does not exist, is a file, or is not an exported model
             folder.
         ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
@@ -283,6 +303,7 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')
+    _check_exported_files(folder)
     api = HfApi()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
