@@ -1149,7 +1149,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         outcomes, stopped = e.outcomes, e
     command = 'timm-sl reproduce ' + shlex.join(
         ['--data-dir', args.data_dir, '--dataset', args.dataset, '--families', *args.families,
-         '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *given] if given else []))
+         '--seeds', *map(str, args.seeds), '--out', args.out]
+        + (['--nproc', str(args.nproc)] if args.nproc != 1 else [])  # a run's settings: resumed only with the same
+        + (['--', *given] if given else []))
     try:
         report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
     except OSError:
