@@ -9,6 +9,7 @@ summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :f
 those two.
 """
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -237,6 +238,20 @@ def export_run(
     return Exported(out_dir, checkpoint.source, written)
 
 
+def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, summary: Path) -> None:
+    """A ``summary`` given for a checkpoint that records its metric and epoch (train.py's) must say the same at that
+    epoch: another run's summary.csv would put that run's top-1 on the card."""
+    metric, epoch = loaded.metric, loaded.epoch
+    if not (isinstance(metric, (int, float)) and math.isfinite(metric)):
+        return
+    column = f'eval_{loaded.args.get("eval_metric") or "top1"}'
+    said = (record.epoch_row(epoch) or {}).get(column)
+    if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
+        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch} is {said:g}, '
+                         f'the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
+                         f'checkpoint')
+
+
 def export_checkpoint(
         checkpoint: Union[str, Path],
         model_name: Optional[str],
@@ -253,6 +268,8 @@ def export_checkpoint(
     checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
     """
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
+    if summary is not None:
+        _check_summary_is_the_checkpoints(loaded, record, Path(summary))
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
 
