@@ -389,6 +389,17 @@ def test_prepare_tiny_imagenet_takes_the_classes_of_wnids_and_train(tmp_path):
     assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
     assert sorted(p.name for p in (tmp_path / 'val').iterdir()) == ['n01', 'n02', 'val_annotations.txt']
 
+
+def test_prepare_tiny_imagenet_reads_text_files_with_a_byte_order_mark(tmp_path):
+    """A UTF-8 byte-order mark stayed in the first id: 'n01' was refused as not among the classes."""
+    from timm_sl.tools import prepare_tiny_imagenet_val
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'wnids.txt').write_text('n01\nn02\n')
+    for text in (tmp_path / 'wnids.txt', tmp_path / 'val' / 'val_annotations.txt'):
+        text.write_bytes(b'\xef\xbb\xbf' + text.read_bytes())
+    assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
+
+
 def test_analysis_commands_say_what_they_cannot_do(tmp_path):
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
         'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '

@@ -27,7 +27,7 @@ def trained(tmp_path_factory):
     ema = {k: v + 0.01 * torch.randn_like(v) if v.is_floating_point() else v for k, v in model.state_dict().items()}
     args = argparse.Namespace(model='sl_vit_32', epochs=3, lr=1e-3, opt='adamw', model_kwargs=KWARGS)
     torch.save({'epoch': 2, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(), 'state_dict_ema': ema,
-                'args': args, 'metric': 61.5}, root / 'model_best.pth.tar')
+                'args': args, 'metric': 60.0}, root / 'model_best.pth.tar')  # summary.csv's top-1 at epoch 2
     (root / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
                                       '0,2.0,1.9,40.0,80.0\n1,1.5,1.4,61.5,92.25\n2,1.2,1.3,60.0,91.0\n')
     # trained with CIFAR-10 statistics (sl_vit_32's default cfg has CIFAR-100's), on this machine's paths
@@ -343,6 +343,44 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
             main(['push', str(path), '--repo-id', 'org/name'])
         assert capsys.readouterr().err == (f'timm-sl push: {path} {what}; allowed: a folder written by timm-sl export '
                                            f'or release\n')
+
+
+def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path, capsys, monkeypatch):
+    """A cut config.json or model.safetensors was uploaded as it was."""
+    import huggingface_hub
+    from safetensors.torch import save_file
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append(folder_path)
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    config, weights = tmp_path / 'config.json', tmp_path / 'model.safetensors'
+    config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
+    save_file({'w': torch.arange(64.)}, str(weights))
+    whole = weights.read_bytes()
+    again = 'allowed: the file as timm-sl export / release writes it (export again)'
+    for cut_config, cut_weights, says in (
+            ('{"architecture": ', None, f'{config} is not JSON (line 1: Expecting value); {again}'),
+            ('[1]', None, f'{config} is JSON but not an object (list); {again}'),
+            (None, whole[:len(whole) // 2], f'{weights} is not a readable safetensors file (')):
+        if cut_config:
+            config.write_text(cut_config)
+        if cut_weights:
+            weights.write_bytes(cut_weights)
+        with pytest.raises(SystemExit):
+            main(['push', str(tmp_path), '--repo-id', 'org/name'])
+        err = capsys.readouterr().err
+        assert err.startswith(f'timm-sl push: {says}') and err.endswith(f'{again}\n') and err.count('\n') == 1, err
+        config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
+        weights.write_bytes(whole)
+    assert uploaded == []
+    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit' and uploaded == [str(tmp_path)]
 
 
 def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):

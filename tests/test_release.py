@@ -385,6 +385,9 @@ NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/
     ('imports.py', 'import timm_sl_no_such_module\n',
      "importing it raised ModuleNotFoundError: No module named 'timm_sl_no_such_module'"),
     ('exits.py', 'raise SystemExit(3)\n', 'importing it raised SystemExit: 3'),
+    # names without .py (importlib finds no loader for them by the suffix): read all the same
+    ('train_copy', '', 'no module-level argparse parser named `parser`'),
+    ('label_names.txt', 'Ankle boot\nBag\n', 'a syntax error at line 1: '),
 ])
 def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, reproduced, tmp_path, capsys):
     root, _ = reproduced
@@ -395,6 +398,13 @@ def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, re
     assert err.startswith(f"timm-sl release: {script} is not timm's train.py ({says}") and \
         err.endswith(f'); {NOT_TRAIN_PY}') and err.count('allowed:') == 1, err
     assert not (tmp_path / 'o').exists()
+
+
+def test_a_train_script_without_the_py_suffix_is_read(tmp_path):
+    from timm_sl.tools.train_args import train_script_defaults
+    script = tmp_path / 'train_copy'
+    script.write_text('import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--lr", default=0.1)\n')
+    assert train_script_defaults(script) == {'lr': 0.1}
 
 
 def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):

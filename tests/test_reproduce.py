@@ -294,6 +294,34 @@ def test_bad_input_is_one_line(fake_train, tmp_path, capsys, change, message):
     assert capsys.readouterr().err == message
 
 
+@pytest.mark.parametrize('content,says', [('T-shirt/top\nAnkle boot\n', 'a syntax error at line 2: '),
+                                          (b'\x00\x01', 'source code string cannot contain null bytes')])
+def test_a_train_script_that_is_not_python_is_refused_before_any_run(tmp_path, capsys, content, says):
+    """fm/label_names.txt given as --train-script started every run, each failing with a SyntaxError."""
+    script = tmp_path / 'label_names.txt'
+    script.write_bytes(content.encode() if isinstance(content, str) else content)
+    out = tmp_path / 'out'
+    assert _exit_status(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
+                         '--out', str(out), '--train-script', str(script)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"timm-sl reproduce: {script} is not timm's train.py ({says}") and err.count('\n') == 1, err
+    assert not out.exists()
+
+
+def test_the_reports_command_keeps_nproc(fake_train, tmp_path, monkeypatch):
+    """report.md's command without --nproc 2 was refused when run again (a run resumes only with its settings)."""
+    from timm_sl.tools import reproduce as module
+    monkeypatch.setattr(module, 'reproduce', lambda *a, **k: [])
+    out = tmp_path / 'out'
+    base = ['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit', '--seeds', '0',
+            '--out', str(out), '--train-script', str(fake_train), '--jobs', '1']
+    assert _exit_status(base + ['--nproc', '2', '--', '--epochs', '1']) == 0
+    assert (f'timm-sl reproduce --data-dir {tmp_path} --dataset cifar10 --families vit --seeds 0 --out {out} '
+            f'--nproc 2 -- --epochs 1\n') in (out / 'report.md').read_text()
+    assert _exit_status(base + ['--overwrite']) == 0
+    assert f'--seeds 0 --out {out}\n' in (out / 'report.md').read_text()  # --nproc 1 is the default
+
+
 def test_missing_train_script_without_timm_repo(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv('TIMM_REPO', raising=False)
     assert _exit_status(['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10']) == 2

@@ -320,6 +320,36 @@ def test_other_encodings_empty_marker_and_broken_yaml(tmp_path):
         read_run(tmp_path / 'run' / 'model_best.pth.tar')
 
 
+def test_a_command_cut_inside_a_quote_is_no_command(tmp_path, capsys):
+    """A command.txt cut inside a quote made export / release print only 'No closing quotation'."""
+    from timm_sl.tools.runs import portable_command, read_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'run' / 'command.txt').write_text('python train.py --data-dir "fm --model x')
+    assert portable_command('python train.py --data-dir "fm --model x') == ''
+    assert read_run(tmp_path / 'run' / 'model_best.pth.tar').command is None
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out')]) == 0
+    assert 'sl_vit_32' in (tmp_path / 'out' / 'README.md').read_text()
+
+
+def test_export_refuses_another_runs_summary(tmp_path, capsys):
+    """export --summary OTHER/summary.csv put the other run's top-1 on the card."""
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    best = tmp_path / 'run' / 'model_best.pth.tar'
+    content = torch.load(best, weights_only=False)
+    torch.save(dict(content, metric=55.5), best)  # as train.py records it: epoch 1 had eval_top1 55.5
+    other = tmp_path / 'other' / 'summary.csv'
+    other.parent.mkdir()
+    other.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,60.0,90.0\n1,1,1,70.25,95.0\n')
+    assert _fails(['export', str(best), '--out', str(tmp_path / 'out'), '--summary', str(other)], capsys) == (
+        f'timm-sl export: {other} is not the summary of {best}: its eval_top1 at epoch 1 is 70.25, the checkpoint '
+        f'records 55.5; allowed: the summary.csv of the run that wrote the checkpoint')
+    assert not (tmp_path / 'out').exists()
+    copy = tmp_path / 'copy.csv'
+    copy.write_text((tmp_path / 'run' / 'summary.csv').read_text())
+    assert main(['export', str(best), '--out', str(tmp_path / 'out'), '--summary', str(copy)]) == 0
+    assert '| best top-1 (%) | 55.50 |' in (tmp_path / 'out' / 'README.md').read_text()
+
+
 def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
     from timm_sl.tools.reproduce import plan_runs, run_state
     run = plan_runs('cifar10', ['vit'], [0], tmp_path)[0]

@@ -9,6 +9,7 @@ summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :f
 those two.
 """
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -18,7 +19,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError
+from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
@@ -237,6 +238,20 @@ def export_run(
     return Exported(out_dir, checkpoint.source, written)
 
 
+def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, summary: Path) -> None:
+    """A ``summary`` given for a checkpoint that records its metric and epoch (train.py's) must say the same at that
+    epoch: another run's summary.csv would put that run's top-1 on the card."""
+    metric, epoch = loaded.metric, loaded.epoch
+    if not (isinstance(metric, (int, float)) and math.isfinite(metric)):
+        return
+    column = f'eval_{loaded.args.get("eval_metric") or "top1"}'
+    said = (record.epoch_row(epoch) or {}).get(column)
+    if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
+        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch} is {said:g}, '
+                         f'the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
+                         f'checkpoint')
+
+
 def export_checkpoint(
         checkpoint: Union[str, Path],
         model_name: Optional[str],
@@ -253,8 +268,29 @@ def export_checkpoint(
     checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
     """
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
+    if summary is not None:
+        _check_summary_is_the_checkpoints(loaded, record, Path(summary))
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
+
+
+def _check_exported_files(folder: Path) -> None:
+    """``config.json`` is a JSON object and ``model.safetensors`` a safetensors file (its header and size; the
+    tensors are not read), so a cut or foreign file is refused here, not found by those who download it."""
+    from safetensors import safe_open
+    config, weights = folder / 'config.json', folder / 'model.safetensors'
+    again = 'allowed: the file as timm-sl export / release writes it (export again)'
+    try:
+        parsed = json.loads(read_text(config, 'the config.json of an exported model'))
+    except json.JSONDecodeError as e:
+        raise ValueError(f'{config} is not JSON (line {e.lineno}: {e.msg}); {again}') from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {again}')
+    try:
+        with safe_open(str(weights), framework='pt'):
+            pass
+    except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version
+        raise ValueError(f'{weights} is not a readable safetensors file ({first_line(e)}); {again}') from None
 
 
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
@@ -262,7 +298,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     """Upload an exported folder to the Hub; returns the commit URL.
 
     Raises:
-        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first.
+        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first; or
+            ``config.json`` / ``model.safetensors`` cannot be read (checked before anything is uploaded).
         FileNotFoundError / NotADirectoryError: ``folder`` does not exist, is a file, or is not an exported model
             folder.
         ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
@@ -283,6 +320,7 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')
+    _check_exported_files(folder)
     api = HfApi()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)

@@ -28,7 +28,7 @@ from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
-from .train_args import find_train_script, last_flag_value, recipe_path
+from .train_args import check_train_script, last_flag_value, recipe_path
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -1157,7 +1157,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
                              f'allowed after --: the other train.py arguments')
     extra, user_kwargs = split_model_kwargs(given)
-    script = find_train_script(args.train_script)
+    script = check_train_script(args.train_script)  # a text file there: refused before any run
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
     merge_model_kwargs(runs, user_kwargs)
     recipe = recipe_path(args.dataset)
@@ -1181,7 +1181,9 @@ def run_from_args(args: argparse.Namespace) -> int:
         outcomes, stopped = e.outcomes, e
     command = 'timm-sl reproduce ' + shlex.join(
         ['--data-dir', args.data_dir, '--dataset', args.dataset, '--families', *args.families,
-         '--seeds', *map(str, args.seeds), '--out', args.out] + (['--', *given] if given else []))
+         '--seeds', *map(str, args.seeds), '--out', args.out]
+        + (['--nproc', str(args.nproc)] if args.nproc != 1 else [])  # a run's settings: resumed only with the same
+        + (['--', *given] if given else []))
     try:
         report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
     except OSError:

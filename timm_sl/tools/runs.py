@@ -643,8 +643,12 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
 
 def portable_command(command: str) -> str:
     """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
-    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``)."""
-    tokens = shlex.split(command)
+    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``).
+    '' for a command cut inside a quote: no usable command, as :func:`recorded_dataset` reads it."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:  # an unbalanced quote (command.txt cut short)
+        return ''
     script = next((i for i, t in enumerate(tokens) if t.endswith('train.py')), None)
     if script is None:
         return command

@@ -60,13 +60,13 @@ def _refuse_left_over(images: Path, listed: Set[str], why: str) -> None:
 
 
 def _read_text(path: Path) -> str:
-    """``path`` as UTF-8 text (the archive's text files are ASCII).
+    """``path`` as UTF-8 text (the archive's text files are ASCII), without a byte-order mark an editor may add.
 
     Raises:
         ValueError: naming ``path`` when it is not UTF-8.
     """
     try:
-        return path.read_text(encoding='utf-8')
+        return path.read_text(encoding='utf-8-sig')
     except UnicodeDecodeError as e:
         raise ValueError(f'{path} is not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); expected '
                          f'the text file of the Tiny-ImageNet archive') from None

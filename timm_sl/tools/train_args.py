@@ -6,6 +6,7 @@ explicit path or ``TIMM_REPO``.
 """
 import argparse
 import contextlib
+import importlib.machinery
 import importlib.util
 import io
 import os
@@ -15,7 +16,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'train_script_defaults', 'recipe_args', 'format_recipe',
+__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args', 'format_recipe',
            'last_flag_value', 'recipe_path']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
@@ -64,6 +65,31 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     return script
 
 
+def _not_train_py(script: Path, reason: str) -> ValueError:
+    return ValueError(f'{script} is not timm\'s train.py ({reason}); allowed: {TRAIN_SCRIPT}')
+
+
+def _syntax(e: SyntaxError) -> str:
+    return f'a syntax error at line {e.lineno}: {e.msg}' if e.lineno else e.msg  # no line: NUL bytes
+
+
+def check_train_script(script: Optional[Union[str, Path]] = None) -> Path:
+    """:func:`find_train_script`, and the file is Python source (compiled, not run: e.g. not a text file).
+
+    Raises:
+        FileNotFoundError / IsADirectoryError: as :func:`find_train_script`.
+        ValueError: not Python source (a syntax error, or bytes that are not source); one line naming the file.
+    """
+    script = find_train_script(script)
+    try:
+        compile(script.read_bytes(), str(script), 'exec', dont_inherit=True)
+    except SyntaxError as e:
+        raise _not_train_py(script, _syntax(e)) from None
+    except ValueError as e:  # NUL bytes: not source
+        raise _not_train_py(script, first_line(e)) from None
+    return script
+
+
 def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     """Default value of every argument of a ``train.py`` (its module-level ``parser``), by importing the script.
 
@@ -78,14 +104,16 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     script = find_train_script(script)
 
     def refuse(reason: str) -> ValueError:
-        return ValueError(f'{script} is not timm\'s train.py ({reason}); allowed: {TRAIN_SCRIPT}')
+        return _not_train_py(script, reason)
 
-    spec = importlib.util.spec_from_file_location('_timm_train_script', str(script))
+    # a copy of train.py under another name (no .py suffix) is imported too: the loader is given, not guessed
+    loader = importlib.machinery.SourceFileLoader('_timm_train_script', str(script))
+    spec = importlib.util.spec_from_file_location('_timm_train_script', str(script), loader=loader)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except SyntaxError as e:
-        raise refuse(f'a syntax error at line {e.lineno}: {e.msg}') from None
+        raise refuse(_syntax(e)) from None
     except (Exception, SystemExit) as e:  # noqa: BLE001 - whatever a script raises on import, it is not train.py
         raise refuse(f'importing it raised {type(e).__name__}: {first_line(e)}') from None
     parser = getattr(module, 'parser', None)
