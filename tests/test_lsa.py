@@ -4,6 +4,7 @@ import warnings
 
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -362,10 +363,21 @@ def test_mask_diagonal_in_place_in_one_kernel_and_traced():
 LSA_OPS = {'plain': 3, 'window': 1, 'talking_heads': 2, 'class_attn': 1}
 
 
+def _sdpa_with_a_mask_is_one_kernel() -> bool:
+    """torch 2.2's CPU SDPA has no fused kernel that takes a mask: it decomposes into ~15 math ops, which counts
+    torch's fallback, not what LSA adds."""
+    q, mask = torch.randn(1, 2, 4, 8), torch.zeros(4, 4)
+    with torch.no_grad(), _KernelOps() as counter:
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    return len(counter.ops) == 1
+
+
 @pytest.mark.parametrize('kind', list(LSA_OPS))
 def test_each_kind_adds_few_kernels_to_the_timm_layer(kind):
     """The window kind as its block calls it: timm's layer with timm's shift mask, the LSA layer with the block's
     pattern (the mask then adds nothing per call)."""
+    if kind != 'window' and not _sdpa_with_a_mask_is_one_kernel():
+        pytest.skip("this torch's CPU SDPA decomposes a masked call into math ops (torch 2.2)")
     make, inputs, make_timm = KINDS[kind]
     layer, source = make(), make_timm()
     args = inputs()

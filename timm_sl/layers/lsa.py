@@ -31,13 +31,15 @@ def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
         raise ValueError(f'{name}={temp_ratio!r} is invalid; allowed: a finite number > 0 (1.0 = sqrt(head_dim)).')
 
 
+try:  # resolved here, not while dynamo traces: torch 2.2's dynamo cannot trace a getattr on a module
+    from torch.compiler import is_compiling as _is_compiling  # torch >= 2.3
+except ImportError:  # torch 2.2
+    from torch._dynamo import is_compiling as _is_compiling
+
+
 @torch.jit.unused
 def _capturing() -> bool:
-    is_compiling = getattr(torch.compiler, 'is_compiling', None)  # torch >= 2.3
-    if is_compiling is None:
-        import torch._dynamo as dynamo
-        is_compiling = dynamo.is_compiling
-    return torch.jit.is_tracing() or is_compiling()
+    return torch.jit.is_tracing() or _is_compiling()
 
 
 def _functional_only() -> bool:
