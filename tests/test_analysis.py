@@ -740,8 +740,19 @@ def test_kld_and_attention_normalise_with_the_training_data_config(tmp_path, ima
     assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
                  str(tmp_path / 'bare.pth'), '--out', str(tmp_path / 'k.png')]) == 0
     assert ("SL input: 32x32 px, mean (0.5071, 0.4865, 0.4409), std (0.2673, 0.2564, 0.2762), crop_pct 1.0, "
-            "bicubic: the model's default data config (its run records no arguments)") in \
+            "bicubic: the model's default data config at its image size (its run records no arguments)") in \
         capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize('name,kwargs', [('slify', ['base=vit_tiny_patch16_224', 'img_size=32', 'patch_size=4',
+                                                     'depth=1']), ('sl_vit_32', ['img_size=64', 'depth=1'])])
+def test_images_are_sized_for_the_model_as_built(name, kwargs, tmp_path, image_dir, capsys):
+    """A model built with img_size= keeps its registered cfg's input size (slify: 224): the images were resized to that
+    and the forward failed with a traceback."""
+    assert main(['kld', str(image_dir), '--model', name, '--model-kwargs', *kwargs,
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    size = kwargs[1 if name == 'slify' else 0].split('=')[1]
+    assert f'input: {size}x{size} px' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],

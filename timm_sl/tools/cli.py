@@ -288,7 +288,11 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args), f'the data config its run trained with ({where})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
-    return resolve_data_config({}, model=model), f"the model's default data config ({why})"
+    config = resolve_data_config({}, model=model)
+    size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale
+    if size is not None:
+        config['input_size'] = (config['input_size'][0], *((size, size) if isinstance(size, int) else size))
+    return config, f"the model's default data config at its image size ({why})"
 
 
 def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
