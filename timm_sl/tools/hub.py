@@ -92,9 +92,11 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
     starts = record.extended_from()
-    extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
-                f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then it was '
-                f'resumed), so one train.py run of this recipe does not reproduce it exactly.', ''] if starts else []
+    extended = []
+    if starts:
+        extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
+                    f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then '
+                    f'it was resumed), so one train.py run of this recipe does not reproduce it exactly.', '']
     return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *extended]
 
 

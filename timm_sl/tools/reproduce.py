@@ -835,6 +835,11 @@ def _paired_bars(ax, xs: Sequence[int], measured: Sequence[Optional[float]], pap
     return -0.2 * pairs
 
 
+def _chart_title(dataset: str, common: str, data: str) -> str:
+    """The title both charts carry: the recipe, the kwargs every row trained with besides its own, the data."""
+    return f'{dataset} recipe' + (f', every row with {common}' if common else '') + f'; data: {data}'
+
+
 def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
     """Best top-1 per Table 2 row and SL − baseline gains, measured and the paper's as bars side by side from 0, each
     with its value; returns the figure. The title says what the measured bars are (one seed, or mean ± std over n
@@ -875,13 +880,12 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     right.set_title('SL − baseline' + (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
-    title = f'{dataset} recipe' + (f', every row with {common}' if common else '') + f'; data: {data}'
-    fig.suptitle(_wrap(title, int(fig.get_figwidth() * 9)))
+    fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
     fig.savefig(path, dpi=110)
     return fig
 
 
-def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
+def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
@@ -911,7 +915,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str):
     values = [t for o in outcomes for _, t in o.curve]
     axes[0, 0].set_ylim(*_y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
-    fig.suptitle(_wrap(f'data: {data}', 50 * max(1, len(families))))
+    fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))
     fig.savefig(path, dpi=110)
     return fig
 
@@ -980,12 +984,13 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
               "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')  # what it wrote before (its charts, without matplotlib)
+    # what it wrote before (its charts too, when matplotlib is missing now)
+    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
     report.write_text('\n'.join(lines) + '\n')
     record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
     if not charts:
         _plot_top1(rows, output / 'top1.png', dataset, data)
-        _plot_curves(outcomes, output / 'curves.png', data)
+        _plot_curves(outcomes, output / 'curves.png', data, _chart_title(dataset, _common_extra(rows), data))
         record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,

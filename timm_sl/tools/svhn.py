@@ -58,7 +58,8 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: 'y' has shape {y.shape} for {x.shape[3]} images; expected {_EXPECTED}")
     bad = (labels < 1) | (labels > 10) | (labels != np.round(labels))
     if bad.any():
-        raise ValueError(f"{path}: label {labels[bad][0].item()!r} of image {int(np.argmax(bad))}; expected {_EXPECTED}")
+        raise ValueError(f'{path}: label {labels[bad][0].item()!r} of image {int(np.argmax(bad))}; '
+                         f'expected {_EXPECTED}')
     return np.moveaxis(x, 3, 0), labels.astype(np.int64) % 10
 
 

@@ -95,8 +95,8 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     val = root / 'val'
     annotations = val / 'val_annotations.txt'
     if annotations.is_dir():
-        raise IsADirectoryError(f'{annotations} is a folder; allowed: the text file of Tiny-ImageNet\'s val annotations '
-                                '(image, class id, box per line)')
+        raise IsADirectoryError(f'{annotations} is a folder; allowed: the text file of Tiny-ImageNet\'s val '
+                                'annotations (image, class id, box per line)')
     if not annotations.is_file():
         raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
     known = _known_classes(root)

@@ -16,7 +16,8 @@ from typing import Any, Dict, Optional, Sequence, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args', 'format_recipe',
+__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
+           'format_recipe',
            'last_flag_value', 'recipe_path']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
