@@ -199,7 +199,7 @@ def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):
         assert [int(r.split(',')[0]) for r in rows] == [0, 1, 2]  # each epoch once: resumed, not restarted
         sessions = json.loads((runs / name / 'sessions.json').read_text())
         assert [s['status'] for s in sessions] == ['interrupted', 'exited']
-        assert sessions[1]['epochs'][1] == 3 and sessions[0]['seconds'] > 0.7
+        assert sessions[1]['epochs'][1] == 3 and sessions[0]['seconds'] >= 0.7  # one fake epoch (rounded to 0.1 s)
         wall = sum(s['seconds'] for s in sessions)
         results = json.loads((tmp_path / 'out' / 'results.json').read_text())
         assert next(r for r in results['runs'] if r['name'] == name)['wall_seconds'] == pytest.approx(wall, abs=0.2)
