@@ -272,6 +272,12 @@ def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsy
     (['--model-kwargs', 'depth'], "--model-kwargs after --: 'depth' is not KEY=VALUE; allowed: words like depth=6"),
     (['--model', 'sl_vit_tiny'], '--model after -- is set for each run by reproduce (--model, --output, --experiment, '
                                  '--resume, --seed); allowed after --: the other train.py arguments'),
+    # train.py reads the last --config: every run trained cifar100's recipe under a report of cifar10's
+    *[([flag, 'recipes/cifar100.yaml'] if flag else ['--config=recipes/cifar100.yaml'],
+       f'{flag or "--config=recipes/cifar100.yaml"} after -- would replace the recipe reproduce passes for --dataset '
+       f"cifar10 (train.py reads the last --config), while the report and paper column stay cifar10's; allowed: "
+       f'--dataset to pick a recipe, single settings after -- (e.g. -- --epochs 10)') for flag in ('--config', '-c',
+                                                                                                  '--conf', '')],
 ])
 def test_extra_arguments_that_would_change_every_row_are_refused(fake_train, tmp_path, capsys, train_args, message):
     assert _exit_status(_args(tmp_path, train_args=['--epochs', '1', *train_args])) == 2

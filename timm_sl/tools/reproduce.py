@@ -1028,6 +1028,13 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 _PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
 
 
+def _is_config_flag(arg: str) -> bool:
+    """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
+    (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
+    name = arg.split('=', 1)[0]
+    return (name.startswith('-c') and not name.startswith('--')) or (len(name) > 2 and '--config'.startswith(name))
+
+
 def split_model_kwargs(extra_args: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
     """The extra train.py arguments without their ``--model-kwargs``, and the kwargs of the last one (train.py's
     ``--model-kwargs`` keeps the last): :func:`run_from_args` merges them into each row's own kwargs.
@@ -1161,6 +1168,12 @@ def run_from_args(args: argparse.Namespace) -> int:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
                              f'allowed after --: the other train.py arguments')
+    config = next((a for a in given if _is_config_flag(a)), None)
+    if config is not None:
+        raise ValueError(f'{config} after -- would replace the recipe reproduce passes for --dataset {args.dataset} '
+                         f'(train.py reads the last --config), while the report and paper column stay '
+                         f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
+                         f'(e.g. -- --epochs 10)')
     extra, user_kwargs = split_model_kwargs(given)
     script = check_train_script(args.train_script)  # a text file there: refused before any run
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
