@@ -463,6 +463,20 @@ def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, 
     assert capsys.readouterr().err == ''
 
 
+@pytest.mark.parametrize('out', ['train/report', 'test', 'test/./a/b'])
+def test_an_out_inside_a_split_folder_is_refused(fake_train, tmp_path, capsys, out):
+    """--out data/train/report ran, then its top1.png / curves.png were images of a class 'report' for train.py."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    assert _exit_status(_reproduce_args(data, data / out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    split = out.split('/')[0]
+    assert capsys.readouterr().err == (
+        f'timm-sl reproduce: --out {data / out} is inside {data / split}, which train.py reads as the {split} split: '
+        f"the report's PNGs there would be images of one more class; allowed: an --out outside the split folders "
+        f'of --data-dir\n')
+    assert sorted(p.name for p in (data / split).iterdir()) == [str(d) for d in range(10)]  # nothing written there
+    assert main(_reproduce_args(data, data / 'report', fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
+
+
 @pytest.mark.parametrize('record,held,dataset', [
     ('fashion_mnist.json', 'fashion-mnist', 'svhn'), ('svhn.json', 'svhn', 'fashion-mnist'),
     ('fashion_mnist.json', 'fashion-mnist', 'cifar10')])

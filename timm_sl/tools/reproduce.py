@@ -32,8 +32,8 @@ from .train_args import check_train_script, last_flag_value, recipe_path
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
-           'run_from_args', 'run_settings', 'check_runs', 'checkpoint_problem', 'check_run_files', 'check_report_files',
-           'REPORT_FILES', 'REPORT_MANIFEST']
+           'run_from_args', 'run_settings', 'check_runs', 'check_output_outside_data', 'checkpoint_problem',
+           'check_run_files', 'check_report_files', 'REPORT_FILES', 'REPORT_MANIFEST']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
@@ -280,6 +280,24 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
                           f'{_listed(sorted(val_names - train_names))}')
     return errors
+
+
+def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
+    """Refuse an ``output`` at or below a split folder of an image-folder dataset (``data``: :func:`train_data`):
+    the report's PNGs written there would be images of one more class to timm's folder reader.
+
+    Raises:
+        ValueError: naming the split folder, one line.
+    """
+    if str(data['dataset'] or '').lower() not in ('', 'folder', 'image_folder'):
+        return
+    where = Path(output).resolve()
+    for split in (data['train_split'], data['val_split']):
+        folder = _split_folder(Path(data['data_dir']), str(split))
+        if folder is not None and (where == folder.resolve() or folder.resolve() in where.parents):
+            raise ValueError(f'--out {output} is inside {folder}, which train.py reads as the {split} split: the '
+                             f'report\'s PNGs there would be images of one more class; allowed: an --out outside the '
+                             f'split folders of --data-dir')
 
 
 def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_args: Sequence[str] = (),
@@ -1184,6 +1202,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     data = train_data(recipe, args.data_dir, extra)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     jobs, devices, how = plan_sweep(args, recipe, extra)
+    check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
