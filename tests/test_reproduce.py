@@ -385,6 +385,36 @@ def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path,
     assert capsys.readouterr().out.count('finished earlier') == 0
 
 
+@pytest.mark.skipif(sys.platform == 'win32', reason='no fcntl (--out is not held), no SIGINT')
+def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, capsys):
+    """Two calls into one --out trained the same runs at once: the second deleted the first's summary.csv, the first
+    reported its run failed, and both train.py processes wrote one run folder."""
+    import signal
+    import subprocess
+    import time
+    out = tmp_path / 'out'
+    first = subprocess.Popen([sys.executable, '-m', 'timm_sl.tools.cli', *_reproduce_args(tmp_path, out, fake_train)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, 'PYTHONPATH': str(REPO), 'FAKE_HANG': 'vit-base-s0'})
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / 'runs' / 'hang.pid').exists():  # its first run is training
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+        assert capsys.readouterr().err == (
+            f'timm-sl reproduce: {out} is in use by another timm-sl reproduce (pid {first.pid}), which holds '
+            f'{out / ".reproduce.lock"}: two would train the same runs at once; allowed: wait for it to end, or '
+            f'another --out\n')
+        assert not (out / 'runs' / 'vit-sl-s0').exists()
+    finally:
+        first.send_signal(signal.SIGINT)  # Ctrl-C: it stops its run and writes its report
+        first.wait(60)
+    (out / 'runs' / 'hang.pid').unlink()
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # its end released --out
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
+
+
 def _folders(root, layout):
     """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
     root.mkdir(parents=True, exist_ok=True)

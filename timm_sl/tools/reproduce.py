@@ -10,6 +10,7 @@ and nothing a run trained is trained over. The report (``OUT/report.md``, ``top1
 Argument setup (:func:`add_reproduce_args`) and planning import neither torch nor timm.
 """
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -18,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
@@ -497,6 +498,38 @@ def check_run_files(runs: Sequence[Run]) -> None:
     for run in runs:
         for name, what in RUN_FILES.items():
             _check_writable(run.out_dir / name, f'{what} of {run.name}')
+
+
+LOCK = '.reproduce.lock'  # in --out: held (flock) by the reproduce writing there
+
+
+@contextlib.contextmanager
+def hold_output(output: Path) -> Iterator[None]:
+    """Hold ``output`` (created if missing) for this process: its :data:`LOCK` file locked with ``flock``, which the
+    system releases when the process ends, however it ends. Without ``fcntl`` (Windows) nothing is held.
+
+    Raises:
+        BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    with open(output / LOCK, 'a+') as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            pid = f.read().strip()
+            raise BlockingIOError(f'{output} is in use by another timm-sl reproduce{f" (pid {pid})" if pid else ""}, '
+                                  f'which holds {output / LOCK}: two would train the same runs at once; allowed: '
+                                  f'wait for it to end, or another --out') from None
+        f.truncate(0)
+        f.write(str(os.getpid()))
+        f.flush()
+        yield
 
 
 def check_report_files(output: Path, overwrite: bool = False) -> None:
@@ -1206,7 +1239,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
-    check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
+    with hold_output(Path(args.out)):  # a second reproduce into --out would train the same runs at once
+        check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
+        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how)
+
+
+def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
+                      given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str) -> int:
+    """The second half of :func:`run_from_args`, once every check passed: the runs, the report, the exit status."""
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}; {how}', flush=True)
     stats: Dict[str, Any] = {}
