@@ -128,6 +128,31 @@ def test_recipes_are_found_and_shipped_in_the_wheel():
     assert force['recipes'] == 'timm_sl/recipes'
 
 
+@pytest.mark.parametrize('content,says', [
+    (b'- epochs\n', 'holds a YAML list, not a recipe; allowed: train.py arguments as "name: value" lines'),
+    (b'epochs: [1\n', 'is not a YAML recipe (while parsing a flow sequence); allowed: train.py arguments as '
+                      '"name: value" lines'),
+    (b'epochs: \xe9\n', "is not a YAML recipe ('utf-8' codec can't decode byte 0xe9 in position 8: invalid "
+                         'continuation byte); allowed: train.py arguments as "name: value" lines'),
+    (b'epochs: ten\n', ": epochs: 'ten' is not allowed; expected an integer >= 1"),
+    (b'epochs: 2.5\n', ': epochs: 2.5 is not allowed; expected an integer >= 1'),
+    (b'epochs: -3\n', ': epochs: -3 is not allowed; expected an integer >= 1'),
+    (b'epochs: 2\nworkers: true\n', ': workers: True is not allowed; expected an integer >= 0'),
+    (b'epochs: 2\nval_split: 5\n', ': val_split: 5 is not allowed; expected text'),
+])
+def test_an_edited_recipe_is_one_line_naming_it(fake_train, tmp_path, capsys, monkeypatch, content, says):
+    """A recipe that is a list, not YAML or not UTF-8 ended in a traceback; epochs: ten was "invalid literal for
+    int()", epochs: 2.5 planned 2 epochs, epochs: -3 none, a number for a split an AttributeError."""
+    from timm_sl.tools import reproduce as module
+    recipe = tmp_path / 'cifar10.yaml'
+    recipe.write_bytes(content)
+    monkeypatch.setattr(module, 'recipe_path', lambda dataset: recipe)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--device', 'cpu'])) == 2
+    assert capsys.readouterr().err == f'timm-sl reproduce: {recipe}{" " * (not says.startswith(":"))}{says}\n'
+    assert not out.exists()
+
+
 def test_train_command(tmp_path):
     run = plan_runs('cifar100', ['pit'], [3], tmp_path)[1]  # SL without Spool
     recipe = recipe_path('cifar100')

@@ -29,7 +29,7 @@ from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
-from .train_args import check_train_script, last_flag_value, recipe_path
+from .train_args import check_train_script, last_flag_value, read_recipe, recipe_path
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -125,7 +125,8 @@ def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
     """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
 
     Raises:
-        ValueError: ``--epochs`` among the extra arguments is not an integer >= 1.
+        ValueError: ``--epochs`` among the extra arguments is not an integer >= 1; the recipe is not one
+            (:func:`~timm_sl.tools.train_args.read_recipe`).
     """
     value = last_flag_value(extra_args, '--epochs')
     if value is not None:
@@ -133,8 +134,7 @@ def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
         if epochs < 1:
             raise ValueError(f'--epochs {value} after -- is not allowed; expected an integer >= 1')
         return epochs
-    import yaml
-    return int(yaml.safe_load(Path(recipe).read_text()).get('epochs', 300))
+    return read_recipe(recipe).get('epochs', 300)
 
 
 def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> Dict[str, Any]:
@@ -146,8 +146,7 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     Raises:
         ValueError: ``--num-classes`` among the extra arguments is not an integer.
     """
-    import yaml
-    config = yaml.safe_load(Path(recipe).read_text()) or {}
+    config = read_recipe(recipe)
     data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''),
                 train_split=config.get('train_split', 'train'), val_split=config.get('val_split', 'validation'),
                 num_classes=config.get('num_classes'), class_map=config.get('class_map', ''))
@@ -340,10 +339,9 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
     (but ``epochs``), the data (:func:`train_data`, its folder resolved), processes per run and the other extra
     train.py arguments (but those of :data:`_HOW_FLAGS`). A run is resumed or skipped only with the settings it was
     started with (:data:`SETTINGS`)."""
-    import yaml
     data = train_data(recipe, data_dir, extra_args)
     data['data_dir'] = str(Path(data['data_dir']).resolve())
-    config = {k: v for k, v in (yaml.safe_load(Path(recipe).read_text()) or {}).items() if k != 'epochs'}
+    config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
     args = {k: v for k, v in _flag_words(extra_args).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
     settings = dict(model=run.model, model_kwargs=run.model_kwargs, lr=run.lr, seed=run.seed,
                     recipe=Path(recipe).name, recipe_settings=config, data=data, nproc=nproc, train_args=args)
@@ -1146,8 +1144,7 @@ def _workers(recipe: Path, extra_args: Sequence[str]) -> int:
         elif arg.startswith('--workers='):
             value = arg.split('=', 1)[1]
     if value is None:
-        import yaml
-        value = (yaml.safe_load(Path(recipe).read_text()) or {}).get('workers', TRAIN_PY_WORKERS)
+        value = read_recipe(recipe).get('workers', TRAIN_PY_WORKERS)
     try:
         return max(int(value), 0)
     except ValueError:

@@ -18,7 +18,7 @@ from .paper import DATASETS
 
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe',
-           'last_flag_value', 'recipe_path']
+           'last_flag_value', 'recipe_path', 'read_recipe']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -171,3 +171,40 @@ def recipe_path(dataset: str) -> Path:
         if (folder / name).is_file():
             return folder / name
     raise FileNotFoundError(f'recipe {name} not found in {here / "recipes"} or {here.parent / "recipes"}')
+
+
+# recipe keys reproduce reads itself: integers with their least value, or text (train.py takes a recipe's values as
+# they are, and fails on a wrong type only where it uses one, mid-run)
+_RECIPE_TYPES = {'epochs': 1, 'num_classes': 1, 'workers': 0, 'dataset': str, 'train_split': str, 'val_split': str,
+                 'class_map': str}
+
+
+def read_recipe(path: Union[str, Path]) -> Dict[str, Any]:
+    """A recipe YAML (train.py's ``--config``) as ``{argument: value}``; an empty file is ``{}``.
+
+    Raises:
+        ValueError: naming the file: not UTF-8 YAML, not a mapping, or a key reproduce reads (``epochs``,
+            ``num_classes``, ``workers``, the data keys) of another type.
+    """
+    import yaml
+    path = Path(path)
+    try:
+        recipe = yaml.safe_load(path.read_text(encoding='utf-8'))
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ValueError(f'{path} is not a YAML recipe ({first_line(e)}); allowed: train.py arguments as '
+                         f'"name: value" lines') from None
+    if recipe is None:
+        return {}
+    if not isinstance(recipe, dict):
+        raise ValueError(f'{path} holds a YAML {type(recipe).__name__}, not a recipe; allowed: train.py arguments as '
+                         f'"name: value" lines')
+    for key, least in _RECIPE_TYPES.items():
+        value = recipe.get(key)
+        if value is None:
+            continue
+        if least is str:
+            if not isinstance(value, str):
+                raise ValueError(f'{path}: {key}: {value!r} is not allowed; expected text')
+        elif not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f'{path}: {key}: {value!r} is not allowed; expected an integer >= {least}')
+    return recipe
