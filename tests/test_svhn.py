@@ -166,6 +166,25 @@ def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
     assert (out / 'test' / 'notes.txt').read_text() == 'mine'
 
 
+@pytest.mark.parametrize('overwrite', [[], ['--overwrite']])
+def test_a_linked_split_folder_is_refused_and_nothing_is_lost(mats, tmp_path, capsys, overwrite):
+    """train/ a link to a folder elsewhere: without --overwrite "not empty (--overwrite replaces it)", with it
+    "sv/.train.prepare-svhn: not a directory (-> sv/train)", after svhn.json had been deleted."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    prepare_svhn(out, source=source, progress=False)
+    (out / 'train').rename(tmp_path / 'elsewhere')
+    (out / 'train').symlink_to(tmp_path / 'elsewhere')
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0  # finished: the link is read as it is
+    info = (out / 'svhn.json').read_text()
+    _write_mat(source / FILES['train'], 10, seed=7)  # train/ to be written again
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source), *overwrite], capsys) == (
+        f'timm-sl prepare-svhn: {out / "train"} is a link (to {tmp_path / "elsewhere"}); the split folder is written '
+        f'whole in its place; allowed: a real folder or none there (remove the link)')
+    assert (out / 'svhn.json').read_text() == info and (out / 'train').is_symlink()
+    assert sorted(p.name for p in out.iterdir()) == ['svhn.json', 'test', 'train']  # no hidden folder left
+
+
 def test_a_bad_file_leaves_the_output_untouched(mats, tmp_path):
     source, _ = mats
     (source / FILES['test']).write_bytes(b'not a MATLAB file at all' * 10)

@@ -2,6 +2,7 @@
 folder first so that an error or an interruption leaves the output as it was, and the JSON file, written last, that
 says which splits are finished and from what (a second run with the same source writes nothing)."""
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
@@ -17,10 +18,13 @@ def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path]
     recognises), or, with ``refusal`` (the rest of the message), any non-empty one.
 
     Raises:
-        FileExistsError: the first split folder refused.
+        FileExistsError: the first split folder refused (a link there too).
     """
     for split in splits:
         out = root / split
+        if out.is_symlink():  # the folder is replaced whole: a link would be replaced by a folder, or refuse to be
+            raise FileExistsError(f'{out} is a link (to {os.readlink(out)}); the split folder is written whole in its '
+                                  f'place; allowed: a real folder or none there (remove the link)')
         if out.is_file():
             raise FileExistsError(f'{out} is a file; the split folder goes there')
         if out.is_dir() and any(out.iterdir()):
