@@ -854,6 +854,28 @@ def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures)
     assert left.get_title() == 'measured best top-1: every finished run diverged (NaN)'
 
 
+def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, saved_figures):
+    """SL over seeds 0 and 1, seed 1 NaN: the report's row read 51.00 with 1/2 seeds, the chart's bar "SL (1 seed)" and
+    its gain +19.50 over the baseline, nothing said that a seed of the row diverged."""
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'base', 1, 72.),
+                _report_outcome('vit', 'sl', 0, 74.), _report_outcome('vit', 'sl', 1, 74.)]
+    outcomes[3].summary = dict(best_top1=None, best_top5=None, best_epoch=None, epochs=3, last_epoch=3)
+    report = write_report(outcomes, 'cifar100', tmp_path).read_text()
+    assert '| vit | SL | `sl_vit_32` | 1/2 | 74.00 (1 more diverged) | +3.00 | 76.92 |' in report
+    assert '| vit | baseline | `sl_vit_32` spt=False lsa=False | 2/2 | 71.00 ± 1.41 | - |' in report
+    top1 = saved_figures['top1.png']
+    left = next(ax for ax in top1.axes if ax.get_ylabel() == 'best top-1 (%)')
+    right = next(ax for ax in top1.axes if ax.get_ylabel().startswith('top-1 gain'))
+    assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nbaseline\n(2 seeds)',
+                                                              'vit\nSL\n(1 seed)\n(1 more diverged)']
+    assert [t.get_text() for t in right.get_xticklabels()] == ['vit\nSL\n(1 more diverged)']
+    outcomes[1].summary = dict(outcomes[3].summary)  # a baseline seed diverged too: the gain says so
+    write_report(outcomes, 'cifar100', tmp_path)
+    right = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel().startswith('top-1 gain'))
+    assert [t.get_text() for t in right.get_xticklabels()] == ['vit\nSL\n(1 more diverged)\n'
+                                                               '(baseline: 1 more diverged)']
+
+
 @pytest.mark.parametrize('where,what', [
     ('runs/vit-sl-s0/sessions.json', 'record of train.py sessions of vit-sl-s0'),
     ('runs/vit-base-s0/done.json', 'marker of a finished run of vit-base-s0'),

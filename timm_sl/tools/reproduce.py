@@ -790,8 +790,8 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
              '|---|---|---|---|---|---|---|---|']
     for r in rows:
         model = ' '.join([f'`{r["model"]}`'] + [f'{k}={v}' for k, v in r['model_kwargs'].items()])
-        top1 = _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '') if r['mean'] is not None \
-            else DIVERGED if r['diverged'] else '-'
+        top1 = _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '') + _diverged_note(r) \
+            if r['mean'] is not None else DIVERGED if r['diverged'] else '-'
         lines.append(f'| {r["family"]} | {VARIANT_LABELS[r["variant"]]} | {model} | '
                      f'{r["seeds"]}/{r["runs"]} | {top1} | {_fmt(r["delta"], True)} | {_fmt(r["paper"])} | '
                      f'{_fmt(r["paper_delta"], True)} |')
@@ -838,11 +838,18 @@ def _common_extra(rows: Sequence[Dict[str, Any]]) -> str:
     return extras.pop() if len(extras) == 1 else ''
 
 
+def _diverged_note(row: Dict[str, Any]) -> str:
+    """' (n more diverged)' for a row measured over the seeds left after some diverged (NaN), else ''."""
+    return f' ({row["diverged"]} more diverged)' if row.get('diverged') and row['mean'] is not None else ''
+
+
 def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
-    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count."""
+    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, and
+    the seeds that diverged, left out of its value."""
     label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
     label += f'\n{_extra_kwargs(row)}' if extra and _extra_kwargs(row) else ''
-    return label + (f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else '')
+    label += f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else ''
+    return label + (f'\n({_diverged_note(row)[2:]}' if _diverged_note(row) else '')
 
 
 def _spread_title(rows: Sequence[Dict[str, Any]]) -> Tuple[str, bool]:
@@ -924,7 +931,10 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                            fontsize=8)  # clear of the 0 line
     right.axhline(0, color='black', linewidth=0.8)
     right.margins(y=0.15)  # room for the values above (below) the tallest bars
-    right.set_xticks(x, [_bar_label(r, extra=not common) for r in deltas], fontsize=8)
+    bases = {r['family']: r for r in rows if r['variant'] == 'base'}
+    right.set_xticks(x, [_bar_label(r, extra=not common) + (f'\n(baseline: {_diverged_note(bases[r["family"]])[2:-1]})'
+                                                             if _diverged_note(bases.get(r['family'], {})) else '')
+                         for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     right.set_title('SL − baseline' + (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
     handles, labels = left.get_legend_handles_labels()
