@@ -125,6 +125,17 @@ def test_a_split_deleted_from_a_finished_output_is_written_again_alone(source, t
     assert json.loads((out / 'fashion_mnist.json').read_text()) == info
 
 
+def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
+    """label_names.txt deleted: the re-run said "nothing written" and "class names: fm/label_names.txt", which was
+    not there (timm-sl export --label-names reads it)."""
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    (out / 'label_names.txt').unlink()
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    assert f'class names: {out / "label_names.txt"}' in capsys.readouterr().out
+    assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
+
+
 def test_a_limit_that_empties_a_class_is_refused(source, tmp_path, capsys):
     """--limit 5 left five class folders empty: timm numbers only folders with images, so train and test labels of
     every class after the first empty one disagreed, silently."""

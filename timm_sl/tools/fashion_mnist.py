@@ -167,7 +167,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     std per channel (of the 32 px images written, as train.py's ``--mean`` / ``--std`` take them). Every split is
     checked and written into a hidden folder of ``root`` first, then renamed into place: an error or an interruption
     leaves the output as it was. Run again with the same source and limit, it writes nothing and returns the JSON (after
-    a split folder was deleted: writes that split only).
+    a split folder was deleted: writes that split only; after ``label_names.txt`` was: writes that file).
 
     Args:
         root: Output folder, created if missing (train.py's ``--data-dir``).
@@ -200,12 +200,14 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES
             if not (same and split in info['counts'] and (root / split).is_dir())]
+    names_path = root / 'label_names.txt'
     if not todo:
+        if not names_path.exists() and not names_path.is_symlink():  # deleted since: the command names it, so back
+            names_path.write_text(LABEL_NAMES_TEXT)
         return {**info, 'written': []}
     check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else 'was written with other settings (or not finished); --overwrite '
                                                'replaces it')
-    names_path = root / 'label_names.txt'
     for path, ours in ((names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
                        (info_path, info.get('dataset') == 'fashion-mnist')):  # the files beside the splits
         if path.is_dir() or (path.exists() and not ours and not overwrite):
