@@ -63,10 +63,11 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
 
 
 def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """The data config the run trained with, resolved as train.py does (``resolve_data_config`` over its arguments,
-    the model's pretrained cfg filling what the arguments leave unset)."""
-    from timm.data import resolve_data_config
-    return resolve_data_config(dict(train_args or {}), model=model)
+    """The data config the run trained with, resolved as train.py does over its arguments (the model's pretrained cfg
+    filling what they leave unset), by timm's resolver for exported models: a run of ``--in-chans 1`` gets one
+    channel's input size, mean and std, not the cfg's three."""
+    from timm.data import resolve_input_data_config
+    return resolve_input_data_config(model, dict(train_args or {}))
 
 
 def install_note() -> str:

@@ -340,6 +340,15 @@ class RunRecord:
             return self
         return _described(replace(self, model=model, model_kwargs=dict(model_kwargs), family='', variant='custom'))
 
+    def build_kwargs(self) -> Dict[str, Any]:
+        """The keyword arguments train.py built the model with: ``--model-kwargs`` and the train.py arguments that
+        shape the model outside them, ``in_chans`` (``--in-chans``, else ``--input-size``'s first) and
+        ``global_pool`` (``--gp``), where set."""
+        size = self.args.get('input_size')
+        shaped = dict(in_chans=self.args.get('in_chans') or (size[0] if isinstance(size, list) and size else None),
+                      global_pool=self.args.get('gp'))
+        return {**{k: v for k, v in shaped.items() if v is not None}, **self.model_kwargs}
+
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
