@@ -553,3 +553,24 @@ def test_a_run_of_train_py_model_arguments_outside_model_kwargs_exports(train_ar
     x = torch.randn(2, built.get('in_chans', 3), 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_ema_weights_train_py_never_evaluated_are_not_exported_under_the_models_top1(tmp_path):
+    """--model-ema-force-cpu: train.py evaluates only the model's own weights (summary.csv, model_best's choice), so
+    the card's top-1 is theirs: they are exported, not the EMA weights of unknown top-1."""
+    run = tmp_path / 'run'
+    own = _train_run(run, 'sl_vit_32', dict(depth=1), model_ema=True, model_ema_force_cpu=True)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    ema = {k: v + 1 for k, v in checkpoint['state_dict'].items()}
+    torch.save(dict(checkpoint, state_dict_ema=ema), run / 'model_best.pth.tar')
+    out, source = export_checkpoint(run, None, tmp_path / 'out')
+    assert source == 'state_dict' and '- Weights: `state_dict` of the training checkpoint\n' in (
+        out / 'README.md').read_text()
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), own(x))
+    # evaluated EMA weights (train.py's summary is theirs) are exported as timm's loader picks them
+    checkpoint['args'].model_ema_force_cpu = False
+    torch.save(dict(checkpoint, state_dict_ema=ema), run / 'model_best.pth.tar')
+    assert export_checkpoint(run, None, tmp_path / 'out2')[1] == 'state_dict_ema'
