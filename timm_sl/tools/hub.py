@@ -20,7 +20,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line
-from .checkpoint import build_run_model, read_run_checkpoint
+from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
@@ -278,9 +278,10 @@ def export_checkpoint(
 
 
 def _check_exported_files(folder: Path) -> None:
-    """``config.json`` is a JSON object and ``model.safetensors`` a safetensors file (its header and size; the
-    tensors are not read), so a cut or foreign file is refused here, not found by those who download it."""
-    from safetensors import safe_open
+    """``config.json`` is a JSON object that timm builds a model from and ``model.safetensors`` the weights of that
+    model (names and shapes), so a cut, edited or foreign file is refused here, not found by those who download it."""
+    import timm
+    from safetensors.torch import load_file
     config, weights = folder / 'config.json', folder / 'model.safetensors'
     again = 'allowed: the file as timm-sl export / release writes it (export again)'
     try:
@@ -290,10 +291,16 @@ def _check_exported_files(folder: Path) -> None:
     if not isinstance(parsed, dict):
         raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {again}')
     try:
-        with safe_open(str(weights), framework='pt'):
-            pass
+        state = load_file(str(weights))
     except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version
         raise ValueError(f'{weights} is not a readable safetensors file ({first_line(e)}); {again}') from None
+    try:  # as timm builds it from the Hub: architecture, model_args, num_classes
+        model = timm.create_model(f'local-dir:{folder}')
+    except Exception as e:  # noqa: BLE001 - an edited config fails in many ways
+        raise ValueError(f'{config} does not build a model in timm ({first_line(e)}); {again}') from None
+    mismatch = state_mismatch(model.state_dict(), state)
+    if mismatch:
+        raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
 
 
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
