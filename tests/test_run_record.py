@@ -574,3 +574,15 @@ def test_ema_weights_train_py_never_evaluated_are_not_exported_under_the_models_
     checkpoint['args'].model_ema_force_cpu = False
     torch.save(dict(checkpoint, state_dict_ema=ema), run / 'model_best.pth.tar')
     assert export_checkpoint(run, None, tmp_path / 'out2')[1] == 'state_dict_ema'
+
+
+def test_an_out_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
+    """Was 'dangl: file exists' (the system's word when asked to create the folder a broken link names)."""
+    _train_run(tmp_path / 'runs' / 'r', 'sl_vit_32', dict(depth=1))
+    link = tmp_path / 'dangl'
+    link.symlink_to(tmp_path / 'nowhere' / 'x')
+    for argv in (['export', str(tmp_path / 'runs' / 'r')], ['release', str(tmp_path / 'runs'), '--org', 'o']):
+        for out in (link, link / 'sub'):
+            assert _fails(argv + ['--out', str(out)], capsys) == (
+                f'timm-sl {argv[0]}: --out {out}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does not '
+                f'exist; allowed: a link to a folder, or no link')
