@@ -594,6 +594,7 @@ def test_runs_whose_repository_names_differ_only_in_case_are_refused(tmp_path, c
     argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--name-pattern',
             '{model}-{run}']
     err = _fails(argv, capsys)
-    assert err.startswith(f"timm-sl release: --name-pattern '{{model}}-{{run}}' names both {tmp_path / 'runs' / 'Run1'} "
-                          f"and {tmp_path / 'runs' / 'run1'} o/sl_vit_32-run1 (the Hub ignores case)"), err
+    assert err.startswith(f"timm-sl release: --name-pattern '{{model}}-{{run}}' names both "
+                          f"{tmp_path / 'runs' / 'Run1'} and {tmp_path / 'runs' / 'run1'} o/sl_vit_32-run1 (the Hub "
+                          f"ignores case)"), err
     assert not (tmp_path / 'rel').exists()

@@ -503,8 +503,8 @@ def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
 
 
 @pytest.mark.parametrize('saved,says', [
-    (dict(model_kwargs=dict(depth=1, lsa_mask=False)), "model_kwargs {'depth': 1} there, {'depth': 1, 'lsa_mask': False} "
-                                                       "in the checkpoint"),
+    (dict(model_kwargs=dict(depth=1, lsa_mask=False)),
+     "model_kwargs {'depth': 1} there, {'depth': 1, 'lsa_mask': False} in the checkpoint"),
     (dict(num_classes=100, dataset='torch/cifar100'), "num_classes 4 there, 100 in the checkpoint; dataset "
                                                       "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
 ], ids=['kwargs-without-weights', 'classes-and-dataset'])

@@ -136,8 +136,8 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
             differ.append(f'{key} {ours!r} there, {theirs!r} in the checkpoint')
     if differ:
         raise ValueError(f'{record.run_dir / "args.yaml"} is not the args.yaml of {checkpoint.path} '
-                         f'({"; ".join(differ)}): another run\'s, cut short or edited?; allowed: the args.yaml train.py '
-                         f'wrote with this checkpoint')
+                         f'({"; ".join(differ)}): another run\'s, cut short or edited?; allowed: the args.yaml '
+                         f'train.py wrote with this checkpoint')
 
 
 def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn.Module, Dict[str, Any]]:

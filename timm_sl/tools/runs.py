@@ -622,7 +622,8 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
     (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
     tensors and plain containers. The weights are picked as timm's ``load_state_dict(use_ema=True)`` picks them (EMA
-    first; not for a run of ``--model-ema-force-cpu``, whose EMA weights train.py never evaluated) and cleaned by timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
+    first; not for a run of ``--model-ema-force-cpu``, whose EMA weights train.py never evaluated) and cleaned by
+    timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
     loader itself is not used: it drops the ``arch`` / ``args`` / ``epoch`` read here in the same pass.
 
     Raises:
