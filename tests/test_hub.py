@@ -11,9 +11,11 @@ import pytest
 import torch
 
 import timm
+from timm.models import save_for_hf
 from timm_sl.tools.cli import main
 from timm_sl.tools.runs import read_checkpoint
 from timm_sl.tools.hub import export_checkpoint, push_folder
+from timm_sl.tools.transformers_compat import make_transformers_compatible
 
 KWARGS = dict(depth=2, shift_directions='cardinal')
 
@@ -361,9 +363,10 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
 
     monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
     config, weights = tmp_path / 'config.json', tmp_path / 'model.safetensors'
-    config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
-    save_file({'w': torch.arange(64.)}, str(weights))
-    whole = weights.read_bytes()
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(tmp_path)  # as export writes it
+    whole, exported = weights.read_bytes(), config.read_text()
     again = 'allowed: the file as timm-sl export / release writes it (export again)'
     for cut_config, cut_weights, says in (
             ('{"architecture": ', None, f'{config} is not JSON (line 1: Expecting value); {again}'),
@@ -377,8 +380,24 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
             main(['push', str(tmp_path), '--repo-id', 'org/name'])
         err = capsys.readouterr().err
         assert err.startswith(f'timm-sl push: {says}') and err.endswith(f'{again}\n') and err.count('\n') == 1, err
-        config.write_text('{"architecture": "sl_vit_32", "num_classes": 7}')
+        config.write_text(exported)
         weights.write_bytes(whole)
+    # edited after export: a config timm cannot build, weights of another model; refused before anything is uploaded
+    for edit, says in (
+            (lambda c: dict(c, architecture='sl_vit_3'), f'{config} does not build a model in timm (Unknown model'),
+            (lambda c: dict(c, num_classes=5), f'{weights} does not fit the model {config} describes (2 shape '
+                                               f'mismatch(es), checkpoint vs model (head.weight (7, 192) vs (5, 192)')):
+        config.write_text(json.dumps(edit(json.loads(exported))))
+        with pytest.raises(SystemExit):
+            main(['push', str(tmp_path), '--repo-id', 'org/name'])
+        err = capsys.readouterr().err
+        assert err.startswith(f'timm-sl push: {says}') and err.endswith(f'{again}\n') and err.count('\n') == 1, err
+    save_file({'w': torch.arange(64.)}, str(weights))
+    config.write_text(exported)
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err.startswith(f'timm-sl push: {weights} does not fit the model {config} describes (')
+    weights.write_bytes(whole)
     assert uploaded == []
     assert push_folder(tmp_path, 'org/name') == 'https://hub/commit' and uploaded == [str(tmp_path)]
 

@@ -177,8 +177,11 @@ def test_release_errors_are_one_line(reproduced, tmp_path, capsys):
     assert capsys.readouterr().err == (f'timm-sl release: {tmp_path} holds no train.py run (no model_best.pth.tar or '
                                        f'last.pth.tar at or below it)\n')
     assert fails(['release', str(root), '--org', 'o', '--name-pattern', '{model}', '--out', str(tmp_path / 'o')])
-    assert capsys.readouterr().err == ("timm-sl release: --name-pattern '{model}' gives several runs the same "
-                                       "repository name; add {seed} or {run}\n")
+    runs = sorted((root / 'runs').iterdir())
+    assert capsys.readouterr().err == (f"timm-sl release: --name-pattern '{{model}}' names both {runs[0]} and "
+                                       f"{runs[1]} o/sl_vit_32 (the Hub ignores case); allowed: a pattern whose "
+                                       f"fields differ between them ({{run}}, {{seed}}), or release them one at a "
+                                       f"time into different --out folders\n")
     info = RunRecord(Path('x'), model='sl_vit_32', family='vit', variant='sl', dataset='cifar10', seed=0)
     with pytest.raises(ValueError, match=r"uses an unknown field 'size'; allowed: model, family, variant"):
         repo_name('{model}-{size}', info)
@@ -451,11 +454,18 @@ def test_the_dataset_is_the_runs_own_record_not_a_report_around_it(tmp_path, cap
     assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'svhn'
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), num_classes=7)))
     assert _fails(argv, capsys).startswith(f'timm-sl release: {run} records no dataset')
-    # train.py's --dataset is the run's own word
-    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()),
-                                                   dataset='torch/cifar100')))
+    # train.py's --dataset is the run's own word (in args.yaml and the checkpoint alike: train.py writes both)
+    args = dict(json.loads((run / 'args.yaml').read_text()), dataset='torch/cifar10', num_classes=10)
+    (run / 'args.yaml').write_text(json.dumps(args))
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(checkpoint, args=argparse.Namespace(**args)), run / 'model_best.pth.tar')
     shutil.rmtree(rel)
-    assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'cifar100'
+    assert main(argv) == 0 and json.loads((rel / 'release.json').read_text())[0]['dataset'] == 'cifar10'
+    # an args.yaml that says another dataset than its checkpoint: one of them is another run's
+    (run / 'args.yaml').write_text(json.dumps(dict(args, dataset='torch/cifar100', num_classes=100)))
+    assert _fails(argv + ['--overwrite'], capsys).startswith(
+        f"timm-sl release: {run / 'args.yaml'} is not the args.yaml of {run / 'model_best.pth.tar'} (num_classes 100 "
+        f"there, 10 in the checkpoint; dataset 'torch/cifar100' there, 'torch/cifar10' in the checkpoint)")
 
 
 def test_released_weights_of_another_epoch_say_so_and_rank_by_their_own_top1(tmp_path):
@@ -574,3 +584,17 @@ def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
         text = card(sessions)
         assert f'Exact train.py command (paths replaced by DATA / OUTPUT):\n\n```bash\n{PORTABLE}\n```' in text
         assert 'extended' not in text
+
+
+def test_runs_whose_repository_names_differ_only_in_case_are_refused(tmp_path, capsys):
+    """The Hub's repository names ignore case: Run1 and run1 would push into one repository, the second run's weights
+    over the first's."""
+    for name, seed in (('Run1', 0), ('run1', 1)):
+        _run(tmp_path, name, {}, [40., 60.], seed=seed)
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--name-pattern',
+            '{model}-{run}']
+    err = _fails(argv, capsys)
+    assert err.startswith(f"timm-sl release: --name-pattern '{{model}}-{{run}}' names both "
+                          f"{tmp_path / 'runs' / 'Run1'} and {tmp_path / 'runs' / 'run1'} o/sl_vit_32-run1 (the Hub "
+                          f"ignores case)"), err
+    assert not (tmp_path / 'rel').exists()

@@ -392,11 +392,11 @@ def test_a_run_file_that_is_a_folder_is_refused_by_name(tmp_path, capsys):
 
 
 @pytest.mark.parametrize('text,says', [
-    ('model: sl_vit_32\nmodel_kwargs:', "names sl_vit_32 but {ckpt} was trained as sl_vit_32 {{'depth': 1, "
-                                         "'num_classes': 4}} (args.yaml cut short or edited?); allowed: the args.yaml "
-                                         "train.py wrote with this checkpoint"),
-    ('model: sl_vit', "names sl_vit but {ckpt} was trained as sl_vit_32 {{'depth': 1, 'num_classes': 4}} (args.yaml "
-                      "cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs:', "is not the args.yaml of {ckpt} (model_kwargs {{}} there, {{'depth': 1}} in "
+                                         "the checkpoint): another run's, cut short or edited?; allowed: the "
+                                         "args.yaml train.py wrote with this checkpoint"),
+    ('model: sl_vit', "is not the args.yaml of {ckpt} (model 'sl_vit' there, 'sl_vit_32' in the checkpoint): "
+                      "another run's, cut short or edited?"),
     ('model: sl_vit_32\nmodel_kwargs: [1, 2]', 'is not a train.py args.yaml (model_kwargs: [1, 2] is not a mapping '
                                                'of keyword arguments; cut short or edited?)'),
     ('model: 5', 'is not a train.py args.yaml (model: 5 is not a model name; cut short or edited?)'),
@@ -500,3 +500,89 @@ def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
     from timm_sl.tools.runs import read_summary_rows
     (tmp_path / 'summary.csv').write_bytes(b'epoch,eval_top1\n0,40\n1,41\n2' + b'\x00' * 100)
     assert [r['epoch'] for r in read_summary_rows(tmp_path / 'summary.csv')] == [0, 1]
+
+
+@pytest.mark.parametrize('saved,says', [
+    (dict(model_kwargs=dict(depth=1, lsa_mask=False)),
+     "model_kwargs {'depth': 1} there, {'depth': 1, 'lsa_mask': False} in the checkpoint"),
+    (dict(num_classes=100, dataset='torch/cifar100'), "num_classes 4 there, 100 in the checkpoint; dataset "
+                                                      "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
+], ids=['kwargs-without-weights', 'classes-and-dataset'])
+def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, says, tmp_path, capsys):
+    """lsa_mask=False has no weights of its own: the wrong model loaded the checkpoint; another class count / dataset
+    named the card's dataset from args.yaml (cifar10) for a checkpoint of cifar100."""
+    run = tmp_path / 'runs' / 'r'
+    classes = saved.get('num_classes', 4)
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=classes)
+    args = dict(model='sl_vit_32', model_kwargs=dict(depth=1), num_classes=4, seed=1, epochs=2, dataset='torch/cifar10')
+    run.mkdir(parents=True)
+    torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(),
+                'args': argparse.Namespace(**dict(args, **saved))}, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(args))
+    (run / 'summary.csv').write_text('epoch,eval_top1\n0,50.0\n1,55.5\n')
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+        assert _fails(argv, capsys) == (
+            f'timm-sl {argv[0]}: {run / "args.yaml"} is not the args.yaml of {run / "model_best.pth.tar"} ({says}): '
+            f"another run's, cut short or edited?; allowed: the args.yaml train.py wrote with this checkpoint")
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
+
+
+@pytest.mark.parametrize('train_args,built', [
+    (dict(in_chans=1), dict(in_chans=1)), (dict(input_size=[1, 32, 32]), dict(in_chans=1)),
+    (dict(gp='avg'), dict(global_pool='avg')),
+], ids=['in-chans', 'input-size', 'gp'])
+def test_a_run_of_train_py_model_arguments_outside_model_kwargs_exports(train_args, built, tmp_path):
+    """train.py builds the model with --in-chans (else --input-size's channels) and --gp besides --model-kwargs: a
+    grey-image run exports and loads back with the logits it trained to (was: 'does not fit sl_vit_32, trained as
+    sl_vit_32')."""
+    run = tmp_path / 'run'
+    run.mkdir()
+    torch.manual_seed(0)
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=4, **built).eval()
+    args = dict(model='sl_vit_32', model_kwargs=dict(depth=1), num_classes=4, seed=1, epochs=2, dataset='',
+                in_chans=None, gp=None, input_size=None)
+    args.update(train_args)
+    torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(), 'args': argparse.Namespace(**args)},
+               run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(args))
+    out, _ = export_checkpoint(run, None, tmp_path / 'out')
+    config = json.loads((out / 'config.json').read_text())
+    assert all(config['model_args'][k] == v for k, v in built.items())
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(2, built.get('in_chans', 3), 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_ema_weights_train_py_never_evaluated_are_not_exported_under_the_models_top1(tmp_path):
+    """--model-ema-force-cpu: train.py evaluates only the model's own weights (summary.csv, model_best's choice), so
+    the card's top-1 is theirs: they are exported, not the EMA weights of unknown top-1."""
+    run = tmp_path / 'run'
+    own = _train_run(run, 'sl_vit_32', dict(depth=1), model_ema=True, model_ema_force_cpu=True)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    ema = {k: v + 1 for k, v in checkpoint['state_dict'].items()}
+    torch.save(dict(checkpoint, state_dict_ema=ema), run / 'model_best.pth.tar')
+    out, source = export_checkpoint(run, None, tmp_path / 'out')
+    assert source == 'state_dict' and '- Weights: `state_dict` of the training checkpoint\n' in (
+        out / 'README.md').read_text()
+    loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), own(x))
+    # evaluated EMA weights (train.py's summary is theirs) are exported as timm's loader picks them
+    checkpoint['args'].model_ema_force_cpu = False
+    torch.save(dict(checkpoint, state_dict_ema=ema), run / 'model_best.pth.tar')
+    assert export_checkpoint(run, None, tmp_path / 'out2')[1] == 'state_dict_ema'
+
+
+def test_an_out_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
+    """Was 'dangl: file exists' (the system's word when asked to create the folder a broken link names)."""
+    _train_run(tmp_path / 'runs' / 'r', 'sl_vit_32', dict(depth=1))
+    link = tmp_path / 'dangl'
+    link.symlink_to(tmp_path / 'nowhere' / 'x')
+    for argv in (['export', str(tmp_path / 'runs' / 'r')], ['release', str(tmp_path / 'runs'), '--org', 'o']):
+        for out in (link, link / 'sub'):
+            assert _fails(argv + ['--out', str(out)], capsys) == (
+                f'timm-sl {argv[0]}: --out {out}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does not '
+                f'exist; allowed: a link to a folder, or no link')

@@ -12,7 +12,7 @@ from .errors import first_line
 from .runs import Checkpoint, RunRecord, given_dataset, read_checkpoint, read_run
 
 __all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
-           'model_from_checkpoint', 'trained_as']
+           'model_from_checkpoint', 'trained_as', 'check_same_run']
 
 
 def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
@@ -110,21 +110,45 @@ def build_model(checkpoint: Checkpoint, model_name: str,
     return model, model_kwargs
 
 
+# what an args.yaml and the arguments its checkpoint carries agree on when both are one train.py run's
+SAME_RUN_KEYS = ('model', 'model_kwargs', 'num_classes', 'dataset', 'in_chans', 'input_size', 'gp')
+
+
+def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
+    """Refuse a run folder's ``args.yaml`` that is not the checkpoint's: train.py saves its arguments in both, so a
+    model, kwargs, class count or dataset that differ mean another run's file (or one cut short or edited), whose
+    model would be built (``lsa_mask=False`` has no weights of its own: the wrong model loads them) and named.
+
+    Raises:
+        ValueError: naming ``args.yaml``, the checkpoint and each argument that differs.
+    """
+    if record.run_dir is None or not checkpoint.args:
+        return
+    saved = dict(checkpoint.args, model=checkpoint.args.get('model') or checkpoint.arch)
+    differ = []
+    for key in SAME_RUN_KEYS:
+        if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args):
+            continue  # an args.yaml without `model` takes the checkpoint's model and kwargs
+        ours, theirs = record.args[key], saved.get(key)
+        if key == 'model_kwargs':  # train.py writes {} for none
+            ours, theirs = dict(ours or {}), dict(theirs or {})
+        if ours is not None and theirs is not None and ours != theirs:
+            differ.append(f'{key} {ours!r} there, {theirs!r} in the checkpoint')
+    if differ:
+        raise ValueError(f'{record.run_dir / "args.yaml"} is not the args.yaml of {checkpoint.path} '
+                         f'({"; ".join(differ)}): another run\'s, cut short or edited?; allowed: the args.yaml '
+                         f'train.py wrote with this checkpoint')
+
+
 def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn.Module, Dict[str, Any]]:
-    """:func:`build_model` for the model a run record names; when that came from an ``args.yaml`` that disagrees with
-    the arguments the checkpoint itself carries, a failure names ``args.yaml`` (cut short or edited), not the
-    checkpoint."""
-    try:
-        return build_model(checkpoint, record.model, record.model_kwargs)
-    except ValueError as e:
-        from_yaml = record.run_dir is not None and record.model == record.args.get('model') and \
-            record.model_kwargs == dict(record.args.get('model_kwargs') or {})
-        saved = (checkpoint.args.get('model'), dict(checkpoint.args.get('model_kwargs') or {}))
-        if from_yaml and saved[0] and saved != (record.model, record.model_kwargs):
-            raise ValueError(f'{record.run_dir / "args.yaml"} names {_named(record.model, record.model_kwargs)} but '
-                             f'{checkpoint.path} was trained as {trained_as(checkpoint)} (args.yaml cut short or '
-                             f'edited?); allowed: the args.yaml train.py wrote with this checkpoint') from e
-        raise
+    """:func:`build_model` for the model a run record names, with the arguments train.py built it with
+    (:meth:`RunRecord.build_kwargs`: ``--in-chans``, ``--gp`` and ``--num-classes`` too), once
+    :func:`check_same_run` found the run folder's ``args.yaml`` to be the checkpoint's."""
+    check_same_run(record, checkpoint)
+    kwargs = record.build_kwargs()
+    if record.num_classes:
+        kwargs.setdefault('num_classes', record.num_classes)
+    return build_model(checkpoint, record.model, kwargs)
 
 
 def model_from_checkpoint(

@@ -38,12 +38,18 @@ def first_line(error: BaseException) -> str:
 
 def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:
     """Refuse a ``path`` to be created below a file (``somefile/sub``), which the system would call 'not a directory'
-    or, asked whether it exists, 'does not exist'. ``option`` (``--out``) names what gave the path.
+    or, asked whether it exists, 'does not exist', or at or below a link to nothing ('file exists'). ``option``
+    (``--out``) names what gave the path.
 
     Raises:
         NotADirectoryError: naming the file in the way.
+        FileNotFoundError: naming the broken link and where it points.
     """
     path = Path(path)
+    broken = next((p for p in (path, *path.parents) if p.is_symlink() and not p.exists()), None)
+    if broken is not None:  # the system would say 'file exists' when asked to create the folder
+        raise FileNotFoundError(f'{option + " " if option else ""}{path}: {broken} is a link to {broken.readlink()}, '
+                                f'which does not exist; allowed: a link to a folder, or no link')
     existing = next(p for p in (path, *path.parents) if p.exists())
     if existing != path and not existing.is_dir():
         raise NotADirectoryError(f'{option} {path}: {existing} is a file; cannot create a folder below it' if option

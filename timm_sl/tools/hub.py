@@ -20,7 +20,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line
-from .checkpoint import build_run_model, read_run_checkpoint
+from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
@@ -63,10 +63,11 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
 
 
 def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """The data config the run trained with, resolved as train.py does (``resolve_data_config`` over its arguments,
-    the model's pretrained cfg filling what the arguments leave unset)."""
-    from timm.data import resolve_data_config
-    return resolve_data_config(dict(train_args or {}), model=model)
+    """The data config the run trained with, resolved as train.py does over its arguments (the model's pretrained cfg
+    filling what they leave unset), by timm's resolver for exported models: a run of ``--in-chans 1`` gets one
+    channel's input size, mean and std, not the cfg's three."""
+    from timm.data import resolve_input_data_config
+    return resolve_input_data_config(model, dict(train_args or {}))
 
 
 def install_note() -> str:
@@ -277,9 +278,10 @@ def export_checkpoint(
 
 
 def _check_exported_files(folder: Path) -> None:
-    """``config.json`` is a JSON object and ``model.safetensors`` a safetensors file (its header and size; the
-    tensors are not read), so a cut or foreign file is refused here, not found by those who download it."""
-    from safetensors import safe_open
+    """``config.json`` is a JSON object that timm builds a model from and ``model.safetensors`` the weights of that
+    model (names and shapes), so a cut, edited or foreign file is refused here, not found by those who download it."""
+    import timm
+    from safetensors.torch import load_file
     config, weights = folder / 'config.json', folder / 'model.safetensors'
     again = 'allowed: the file as timm-sl export / release writes it (export again)'
     try:
@@ -289,10 +291,16 @@ def _check_exported_files(folder: Path) -> None:
     if not isinstance(parsed, dict):
         raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {again}')
     try:
-        with safe_open(str(weights), framework='pt'):
-            pass
+        state = load_file(str(weights))
     except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version
         raise ValueError(f'{weights} is not a readable safetensors file ({first_line(e)}); {again}') from None
+    try:  # as timm builds it from the Hub: architecture, model_args, num_classes
+        model = timm.create_model(f'local-dir:{folder}')
+    except Exception as e:  # noqa: BLE001 - an edited config fails in many ways
+        raise ValueError(f'{config} does not build a model in timm ({first_line(e)}); {again}') from None
+    mismatch = state_mismatch(model.state_dict(), state)
+    if mismatch:
+        raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
 
 
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,

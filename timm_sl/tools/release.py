@@ -292,9 +292,13 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         raise UnfinishedRun(f'no finished run to release under {", ".join(map(str, paths))} ({len(runs)} skipped); '
                             f'allowed: runs that trained their planned epochs')
     names = [repo_name(name_pattern, record) for record in records]
-    if len(set(names)) != len(names):
-        raise ValueError(f'--name-pattern {name_pattern!r} gives several runs the same repository name; add {{seed}} '
-                         f'or {{run}}')
+    first: Dict[str, RunRecord] = {}
+    for record, name in zip(records, names):  # the Hub's names ignore case: Run1 and run1 are one repository
+        other = first.setdefault(name.lower(), record)
+        if other is not record:
+            raise ValueError(f'--name-pattern {name_pattern!r} names both {other.run_dir} and {record.run_dir} '
+                             f'{org}/{name} (the Hub ignores case); allowed: a pattern whose fields differ between '
+                             f'them ({{run}}, {{seed}}), or release them one at a time into different --out folders')
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)

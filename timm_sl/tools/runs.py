@@ -340,6 +340,15 @@ class RunRecord:
             return self
         return _described(replace(self, model=model, model_kwargs=dict(model_kwargs), family='', variant='custom'))
 
+    def build_kwargs(self) -> Dict[str, Any]:
+        """The keyword arguments train.py built the model with: ``--model-kwargs`` and the train.py arguments that
+        shape the model outside them, ``in_chans`` (``--in-chans``, else ``--input-size``'s first) and
+        ``global_pool`` (``--gp``), where set."""
+        size = self.args.get('input_size')
+        shaped = dict(in_chans=self.args.get('in_chans') or (size[0] if isinstance(size, list) and size else None),
+                      global_pool=self.args.get('gp'))
+        return {**{k: v for k, v in shaped.items() if v is not None}, **self.model_kwargs}
+
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
@@ -613,7 +622,8 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
     (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
     tensors and plain containers. The weights are picked as timm's ``load_state_dict(use_ema=True)`` picks them (EMA
-    first) and cleaned by timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
+    first; not for a run of ``--model-ema-force-cpu``, whose EMA weights train.py never evaluated) and cleaned by
+    timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
     loader itself is not used: it drops the ``arch`` / ``args`` / ``epoch`` read here in the same pass.
 
     Raises:
@@ -625,20 +635,23 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     path = checkpoint_file(path)
     content = _load(path)
     source, state = ('safetensors' if path.suffix == '.safetensors' else 'plain'), content
+    saved = content.get('args') if isinstance(content, dict) else None
+    saved = vars(saved) if isinstance(saved, argparse.Namespace) else saved
+    saved = dict(saved) if isinstance(saved, dict) else {}
     if isinstance(content, dict):
-        key = next((k for k in STATE_KEYS if isinstance(content.get(k), dict)), None)
+        # EMA weights kept on the CPU (--model-ema-force-cpu) are never evaluated: summary.csv's top-1, and the
+        # choice of model_best, are the model's own weights'
+        keys = STATE_KEYS[2:] if saved.get('model_ema_force_cpu') else STATE_KEYS
+        key = next((k for k in keys if isinstance(content.get(k), dict)), None)
         if key is not None:
             source, state = key, content[key]
     if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
     meta = content if isinstance(content, dict) and source not in ('plain', 'safetensors') else {}
-    args = meta.get('args')
-    args = vars(args) if isinstance(args, argparse.Namespace) else args
     arch = meta.get('arch')
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
-                      arch=arch if isinstance(arch, str) and arch else None,
-                      args=dict(args) if isinstance(args, dict) else {}, epoch=meta.get('epoch'),
-                      metric=meta.get('metric'))
+                      arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
+                      epoch=meta.get('epoch'), metric=meta.get('metric'))
 
 
 def portable_command(command: str) -> str:

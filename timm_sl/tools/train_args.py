@@ -32,7 +32,8 @@ NON_RECIPE_KEYS = frozenset({
 
 # without train.py's defaults to compare with, the recipe is these keys (when set)
 RECIPE_KEYS = (
-    'model', 'model_kwargs', 'dataset', 'num_classes', 'input_size', 'mean', 'std', 'interpolation', 'crop_pct',
+    'model', 'model_kwargs', 'in_chans', 'gp', 'dataset', 'num_classes', 'input_size', 'mean', 'std', 'interpolation',
+    'crop_pct',
     'epochs', 'batch_size', 'opt', 'lr', 'weight_decay', 'sched', 'warmup_epochs', 'warmup_lr', 'min_lr', 'smoothing',
     'drop_path', 'aa', 'reprob', 'remode', 'recount', 'scale', 'ratio', 'hflip', 'vflip', 'color_jitter',
     'train_interpolation', 'mixup', 'cutmix', 'mixup_prob', 'mixup_switch_prob', 'mixup_mode', 'aug_repeats',
