@@ -532,6 +532,27 @@ def test_an_out_inside_a_split_folder_is_refused(fake_train, tmp_path, capsys, o
     assert main(_reproduce_args(data, data / 'report', fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
 
 
+@pytest.mark.parametrize('name', ['ImageFolder', 'imagefolder', 'svhn', 'my/folder'])
+def test_every_name_timm_reads_as_an_image_folder_is_checked(fake_train, tmp_path, capsys, name):
+    """timm's create_dataset reads any --dataset without a reader prefix (torch/, hfds/, tfds/, wds/ ...) as an image
+    folder: '-- --dataset ImageFolder' skipped the data check, and a dot-folder of images shifted the labels."""
+    data = _folders(tmp_path / 'data', DIGITS + ['train/.ipynb_checkpoints/0-checkpoint.png'])
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset',
+                                                                                     name])) == 2
+    assert _one_error(capsys).startswith(f"{data}/train/.ipynb_checkpoints holds images: timm's folder reader counts")
+    assert not out.exists()  # nothing ran
+
+
+@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder'])
+def test_an_out_inside_a_split_folder_is_refused_for_every_folder_reader(fake_train, tmp_path, capsys, name):
+    data = _folders(tmp_path / 'data', DIGITS)
+    assert _exit_status(_reproduce_args(data, data / 'train/0/report', fake_train, 'svhn',
+                                        train_args=['--epochs', '1', '--dataset', name])) == 2
+    assert _one_error(capsys).startswith(f'--out {data}/train/0/report is inside {data}/train, which train.py reads')
+    assert not (data / 'train/0/report').exists()
+
+
 @pytest.mark.parametrize('record,held,dataset', [
     ('fashion_mnist.json', 'fashion-mnist', 'svhn'), ('svhn.json', 'svhn', 'fashion-mnist'),
     ('fashion_mnist.json', 'fashion-mnist', 'cifar10')])

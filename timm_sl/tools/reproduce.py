@@ -41,6 +41,10 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 
+# dataset name prefixes of train.py's other readers; any other name (``''``, ``imagefolder``, ``svhn`` ...) is read by
+# timm's image folder reader, and ``torch/folder`` / ``torch/image_folder`` by torchvision's ImageFolder
+_OTHER_READERS = ('torch/', 'hfds/', 'hfids/', 'tfds/', 'wds/')
+_TORCHVISION_FOLDERS = ('torch/folder', 'torch/image_folder')
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
@@ -167,6 +171,12 @@ def describe_data(args: Dict[str, Any]) -> str:
     return f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}'
 
 
+def _timm_folder_reader(dataset: Any) -> bool:
+    """Whether train.py reads ``--dataset`` with timm's image folder reader: a name without a reader prefix (timm's
+    ``create_dataset`` falls back to it for every such name, not only ``''``)."""
+    return not str(dataset or '').lower().startswith(_OTHER_READERS)
+
+
 def _split_folder(root: Path, split: str) -> Optional[Path]:
     """The folder timm's folder dataset reads for ``split`` (the name, else a synonym), or None where it would fall
     back to reading all of ``root``."""
@@ -193,7 +203,8 @@ def _listed(names: Sequence[str], most: int = 3) -> str:
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
-    ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (dataset '')
+    ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (a dataset name
+    without a reader prefix, :func:`_timm_folder_reader`)
     needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
     both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
@@ -215,7 +226,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
         return []
-    if name not in ('', 'folder', 'image_folder'):
+    if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
     for split in (data['train_split'], data['val_split']):
@@ -283,13 +294,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
 
 
 def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
-    """Refuse an ``output`` at or below a split folder of an image-folder dataset (``data``: :func:`train_data`):
-    the report's PNGs written there would be images of one more class to timm's folder reader.
+    """Refuse an ``output`` at or below a split folder of an image-folder dataset (``data``: :func:`train_data`;
+    timm's reader or torchvision's): the report's PNGs written there would be images of one more class.
 
     Raises:
         ValueError: naming the split folder, one line.
     """
-    if str(data['dataset'] or '').lower() not in ('', 'folder', 'image_folder'):
+    name = str(data['dataset'] or '').lower()
+    if not _timm_folder_reader(name) and name not in _TORCHVISION_FOLDERS:
         return
     where = Path(output).resolve()
     for split in (data['train_split'], data['val_split']):
