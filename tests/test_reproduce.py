@@ -440,6 +440,26 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
 
 
+@pytest.mark.parametrize('kind', ['link', 'folder'])
+def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_path, capsys, kind):
+    """OUT/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""
+    out = tmp_path / 'out'
+    out.mkdir()
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    if kind == 'link':
+        (out / '.reproduce.lock').symlink_to(notes)
+    else:
+        (out / '.reproduce.lock').mkdir()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+    assert _one_error(capsys) == (
+        f'{out}/.reproduce.lock is a link where reproduce writes its lock file (its process id), which would replace '
+        f'the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
+        f'{out}/.reproduce.lock is a folder where reproduce writes its lock file; allowed: move it away or use '
+        f'another --out')
+    assert notes.read_text() == 'mine' and not (out / 'runs').exists()
+
+
 def _folders(root, layout):
     """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
     root.mkdir(parents=True, exist_ok=True)

@@ -520,12 +520,19 @@ def hold_output(output: Path) -> Iterator[None]:
 
     Raises:
         BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
+        IsADirectoryError / ValueError: a folder or a link where the lock file goes (its process id would be written
+            through the link, over the file it names), one line.
     """
     try:
         import fcntl
     except ImportError:
         yield
         return
+    lock = output / LOCK
+    _check_writable(lock, 'lock file')
+    if lock.is_symlink():
+        raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
+                         f'replace the file it links to; allowed: remove the link, or another --out')
     output.mkdir(parents=True, exist_ok=True)
     with open(output / LOCK, 'a+') as f:
         try:
