@@ -392,6 +392,18 @@ def _reproduce_args(data, out, script, dataset='cifar10', families=('vit',), tra
             '--train-script', str(script), '--', *train_args]
 
 
+def test_a_run_failed_under_torchrun_says_why(fake_train, tmp_path, capsys):
+    """With --nproc 2 the reason was the last line of torchrun's report: '====...'."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('pit',))
+    argv[argv.index('--'):argv.index('--')] = ['--nproc', '2', '--seeds', '0']
+    assert main(argv) == 1
+    results = json.loads((out / 'results.json').read_text())
+    failed = {r['name']: r['message'] for r in results['runs'] if r['status'] == 'failed'}
+    assert list(failed) == ['pit-sl_no_spool-s0']
+    assert failed['pit-sl_no_spool-s0'].startswith('train.py exited with 1: RuntimeError: boom in pit-sl_no_spool-s0 ')
+
+
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'

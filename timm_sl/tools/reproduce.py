@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import statistics
 import sys
@@ -587,10 +588,19 @@ def run_state(run: Run, epochs: int) -> str:
 
 
 def _last_line(log: Path) -> str:
-    """The last non-blank line of a log (a crash's exception message)."""
+    """The last non-blank line of a log (a crash's exception message). Under torchrun (``--nproc`` > 1) the log ends
+    in torchrun's own ``ChildFailedError`` and a table framed by rules of '=': the failing process's last exception
+    line before it, else the exit code of the first process that failed."""
     lines = log.read_text(errors='replace').split('\n') if log.is_file() else []
     lines = [line.strip() for line in lines if line.strip()]
-    return lines[-1] if lines else 'no output'
+    launcher = next((i for i in range(len(lines) - 1, -1, -1) if 'ChildFailedError' in lines[i]), None)
+    if launcher is None:
+        return lines[-1] if lines else 'no output'
+    raised = [line for line in lines[:launcher] if re.match(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b', line)]
+    if raised:
+        return raised[-1]
+    exit_codes = [line for line in lines[launcher:] if re.match(r'exitcode\s*:', line)]
+    return 'torchrun: a process failed' + (f' ({" ".join(exit_codes[-1].split())})' if exit_codes else '')
 
 
 def _collect(outcome: Outcome) -> Outcome:
