@@ -660,6 +660,28 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
     assert 'data: image folder' in (out / 'report.md').read_text()
 
 
+@pytest.mark.parametrize('sl_top1', [None, 60.])  # a failed SL run: no measured gain; SL below the baseline
+def test_top1_chart_values_and_notes_stay_clear_of_the_titles(tmp_path, saved_figures, sl_top1):
+    """SVHN's paper bars (97.8) wrote their values over the panel title; a gain panel without a measured gain scaled
+    the paper's -0.03 to its full height and drew 'not measured' above the panel, over its title."""
+    outcomes = [_report_outcome('pit', 'base', 0, 70.), _outcome('pit', 'sl_no_spool', 0, None, status='failed')]
+    outcomes += [_outcome('pit', 'sl', 0, None, status='failed') if sl_top1 is None else
+                 _report_outcome('pit', 'sl', 0, sl_top1)]  # 60: the note of SL w/o Spool below the 0 line
+    write_report(outcomes, 'svhn', tmp_path)
+    fig = saved_figures['top1.png']
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title, box = ax.title.get_window_extent(renderer), ax.get_window_extent(renderer)
+        for text in ax.texts:
+            extent = text.get_window_extent(renderer)
+            assert not extent.overlaps(title), (text.get_text(), ax.get_title())
+            assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, (text.get_text(), ax.get_title())
+    gains = next(ax for ax in fig.axes if ax.get_ylabel().startswith('top-1 gain'))
+    low, high = gains.get_ylim()
+    assert high - low >= 2  # the paper's -0.03 is a sliver, not the whole panel
+
+
 def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):
     from timm_sl.tools import reproduce as module
     data = module.train_data(recipe_path('cifar100'), str(tmp_path))

@@ -944,22 +944,26 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                       fontsize=8)
     common = _common_extra(rows)  # kwargs every row has besides its own: in the title, else in each label
     left.set_xticks(x, [_bar_label(r, per_row, not common) for r in rows], fontsize=8)
-    left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
+    left.set_ylim(0, 108)  # bars start at 0: the gains are read on the right; room for the values of bars near 100
+    left.set_yticks(range(0, 101, 20))
     left.set_ylabel('best top-1 (%)')
     left.set_title(title)
     x = list(range(len(deltas)))
     offset = _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset,
                           '{:+.2f}')
+    right.axhline(0, color='black', linewidth=0.8)
+    right.margins(y=0.15)  # room for the values above (below) the tallest bars
+    low, high = right.get_ylim()  # at least 1 point either side: a paper gain of -0.03 alone does not fill the panel
+    low, high = min(low, -1.), max(high, 1.)
+    right.set_ylim(low, high)
+    up = high >= -low  # a row's note from the 0 line into the larger half, inside the panel
     for i in x:  # a gain of 0 has no visible bar: its value says so
         if deltas[i]['delta'] is None:
             base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
             diverged = deltas[i] if deltas[i]['mean'] is None else base
             right.annotate(_no_value(diverged, deltas[i].get('delta_note') or 'not measured'), (i + offset, 0),
-                           xytext=(0, 3),
-                           textcoords='offset points', rotation=90, ha='center', va='bottom',
-                           fontsize=8)  # clear of the 0 line
-    right.axhline(0, color='black', linewidth=0.8)
-    right.margins(y=0.15)  # room for the values above (below) the tallest bars
+                           xytext=(0, 3 if up else -3), textcoords='offset points', rotation=90, ha='center',
+                           va='bottom' if up else 'top', fontsize=8)  # clear of the 0 line
     bases = {r['family']: r for r in rows if r['variant'] == 'base'}
     right.set_xticks(x, [_bar_label(r, extra=not common) + (f'\n(baseline: {_diverged_note(bases[r["family"]])[2:-1]})'
                                                              if _diverged_note(bases.get(r['family'], {})) else '')
