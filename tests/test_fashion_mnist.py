@@ -199,6 +199,18 @@ def test_missing_file_and_labels_that_disagree(source, tmp_path, capsys):
     assert read_idx(source / 't10k-labels-idx1-ubyte', 1).tolist() == [3] * 19
 
 
+def test_mnist_digits_under_the_same_file_names_are_refused(source, tmp_path, capsys):
+    """torchvision's MNIST/raw holds files of the same names: they were written as t-shirts, trousers ... silently."""
+    mnist_test = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]  # MNIST's test digits per class
+    (source / 't10k-labels-idx1-ubyte.gz').write_bytes(gzip.compress(_idx(
+        np.repeat(np.arange(10), mnist_test).astype(np.uint8))))
+    out = tmp_path / 'fm'
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/t10k-labels-idx1-ubyte.gz holds 892 to 1,135 images per class, '
+        f"not Fashion-MNIST's 1,000 of each (MNIST's files have the same names); expected Fashion-MNIST's idx files")
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_an_output_that_cannot_be_written_is_one_line(source, tmp_path, capsys, monkeypatch):
     a_file = tmp_path / 'file'
     a_file.write_text('')

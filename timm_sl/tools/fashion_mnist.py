@@ -78,6 +78,9 @@ def read_idx(path: Union[str, Path], ndim: int) -> np.ndarray:
     return data.reshape(shape)
 
 
+_FULL_SPLITS = {'train': 60000, 'test': 10000}  # images per split of the release, as many of each of the 10 classes
+
+
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
     """Images (N, 28, 28) and labels (N,) in 0..9 of one split (``train`` or ``test``), checked against each other.
 
@@ -87,7 +90,14 @@ def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray
     """
     source = Path(source)
     image_file, label_file = (_find(source, stem) for stem in FASHION_MNIST_FILES[split])
-    images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
+    labels = read_idx(label_file, 1)
+    per_class = _FULL_SPLITS[split] // 10
+    counts = np.bincount(labels, minlength=10)
+    if len(labels) == _FULL_SPLITS[split] and counts.size == 10 and (counts != per_class).any():  # MNIST's digits
+        raise ValueError(f'{label_file} holds {int(counts.min()):,} to {int(counts.max()):,} images per class, not '
+                         f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
+                         f"Fashion-MNIST's idx files")
+    images = read_idx(image_file, 3)
     if images.shape[1:] != (28, 28):
         raise ValueError(f'{image_file} holds images of {images.shape[1]}x{images.shape[2]} px; expected 28x28')
     if len(images) != len(labels):
