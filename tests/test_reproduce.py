@@ -228,6 +228,18 @@ def test_rows_of_runs_trained_for_different_epochs_have_no_delta_and_say_so(fake
         (None, '', {'vit-base-s0': 2}), (None, 'epochs differ', {'vit-sl-s0': 1})]
 
 
+def test_a_top1_bar_over_seeds_of_different_epochs_says_so(fake_train, tmp_path, capsys, saved_figures):
+    """Seeds 0 1 trained 3 epochs, seed 2 added with --epochs 1: the bars read 'mean ± std over 3 seeds' unqualified."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 0
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    argv[argv.index('--'):argv.index('--')] = ['--seeds', '0', '1', '2']
+    assert main(argv) == 0
+    capsys.readouterr()
+    bars = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert [t.get_text() for t in bars.get_xticklabels()] == ['vit\nbaseline\n(1-3 epochs)', 'vit\nSL\n(1-3 epochs)']
+
+
 def test_report_sets_the_paper_only_beside_the_papers_configuration():
     """``-- --model-kwargs depth=1`` merges into every row: those runs are not Table 2's, no paper number beside them."""
     outcomes = [_outcome('vit', 'base', 0, 50.), _outcome('vit', 'sl', 0, 55.)]

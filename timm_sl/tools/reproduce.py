@@ -873,11 +873,13 @@ def _diverged_note(row: Dict[str, Any]) -> str:
 
 
 def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
-    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, and
-    the seeds that diverged, left out of its value."""
+    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, the
+    least and most epochs of its runs when they differ, and the seeds that diverged, left out of its value."""
     label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
     label += f'\n{_extra_kwargs(row)}' if extra and _extra_kwargs(row) else ''
     label += f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else ''
+    epochs = sorted(set((row.get('run_epochs') or {}).values()))
+    label += f'\n({epochs[0]}-{epochs[-1]} epochs)' if len(epochs) > 1 else ''  # its mean mixes runs of each
     return label + (f'\n({_diverged_note(row)[2:]}' if _diverged_note(row) else '')
 
 
