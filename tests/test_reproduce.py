@@ -116,6 +116,11 @@ def test_bad_plan_input_is_named():
     assert str(e.value) == "unknown family 'deit'; allowed: vit, t2t, cait, pit, swin"
     with pytest.raises(ValueError, match='no seeds given'):
         plan_runs('cifar10', ['vit'], [], Path('o'))
+    for seed in (-1, 2 ** 32):  # every run failed once started: train.py seeds numpy with it
+        with pytest.raises(ValueError) as e:
+            plan_runs('cifar10', ['vit'], [0, seed], Path('o'))
+        assert str(e.value) == (f'--seeds {seed} is not allowed; expected integers from 0 to 4294967231 (train.py '
+                                f'seeds numpy with them)')
 
 
 def test_recipes_are_found_and_shipped_in_the_wheel():

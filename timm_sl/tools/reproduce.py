@@ -105,17 +105,25 @@ def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
         raise ValueError(f'unknown {kind} {value!r}; allowed: {", ".join(allowed)}')
 
 
+_SEED_LIMIT = 2 ** 32 - 64  # numpy's seeds are below 2**32; train.py adds each process's rank
+
+
 def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], output: Path) -> List[Run]:
     """Every Table 2 row of ``families`` for each seed, family by family, baseline first.
 
     Raises:
-        ValueError: an unknown family or dataset (named, with what is allowed), or no seeds.
+        ValueError: an unknown family or dataset (named, with what is allowed), no seeds, or a seed train.py cannot
+            take.
     """
     _check_choice('dataset', dataset, list(DATASETS))
     for family in families:
         _check_choice('family', family, FAMILIES)
     if not seeds:
         raise ValueError('no seeds given; pass at least one, e.g. --seeds 0')
+    bad = [s for s in seeds if not 0 <= s < _SEED_LIMIT]
+    if bad:  # train.py seeds numpy with seed + rank: every run would fail once started
+        raise ValueError(f'--seeds {bad[0]} is not allowed; expected integers from 0 to {_SEED_LIMIT - 1} (train.py '
+                         f'seeds numpy with them)')
     runs = []
     for family in dict.fromkeys(families):
         for variant, kwargs in VARIANTS[family].items():
