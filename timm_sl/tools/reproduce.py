@@ -1230,7 +1230,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
 
     Raises:
-        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, or fewer GPUs than ``--nproc``.
+        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc``, or a ``--device cuda:N``
+            after ``--`` that no pinned run sees.
     """
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f'--jobs {args.jobs} is not allowed; expected an integer >= 1')
@@ -1241,6 +1242,12 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     else:
         gpus = [Gpu(i) for i in ids]
     devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
+    device = str(last_flag_value(extra_args, '--device') or '')
+    index = re.fullmatch(r'cuda:(\d+)', device)
+    if gpus and index and int(index[1]) >= args.nproc:  # a pinned run sees its own GPUs only, as cuda:0 ...
+        raise ValueError(f'--device {device} after -- names a GPU no run sees: each run sees only its own GPU(s) '
+                         f'(CUDA_VISIBLE_DEVICES), as cuda:0; allowed: --gpus {index[1]} to pick that GPU, and '
+                         f'--device cuda')
     if args.jobs is not None:
         jobs, why = args.jobs, '--jobs'
     else:
