@@ -421,6 +421,19 @@ def test_a_run_failed_under_torchrun_says_why(fake_train, tmp_path, capsys):
     assert failed['pit-sl_no_spool-s0'].startswith('train.py exited with 1: RuntimeError: boom in pit-sl_no_spool-s0 ')
 
 
+@pytest.mark.parametrize('sessions', ['[{"seconds": "abc", "start": "new"}]', '[{"seconds": NaN}]',
+                                      '[{"seconds": 1e400}, 3, null]'])
+def test_a_damaged_sessions_file_does_not_stop_the_report(fake_train, tmp_path, capsys, sessions):
+    """'seconds' not a number in runs/<name>/sessions.json ended the command in "could not convert string to float:
+    'abc'" / "cannot convert float NaN to integer", no file named and no report written."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    (out / 'runs' / 'vit-sl-s0' / 'sessions.json').write_text(sessions)
+    (out / 'report.md').unlink()
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | - |' in (out / 'report.md').read_text()
+
+
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'

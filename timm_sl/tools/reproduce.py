@@ -12,6 +12,7 @@ Argument setup (:func:`add_reproduce_args`) and planning import neither torch no
 import argparse
 import contextlib
 import json
+import math
 import os
 import re
 import shlex
@@ -613,7 +614,7 @@ def _last_line(log: Path) -> str:
 
 def _collect(outcome: Outcome) -> Outcome:
     sessions = _sessions(outcome.run, current=True)
-    outcome.wall = sum(float(s.get('seconds') or 0) for s in sessions)
+    outcome.wall = sum(_seconds(s) for s in sessions)
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
@@ -632,6 +633,13 @@ def _collect(outcome: Outcome) -> Outcome:
         except ValueError:
             pass
     return outcome
+
+
+def _seconds(session: Dict[str, Any]) -> float:
+    """A recorded session's seconds; 0 for a value that is not a finite number >= 0 (an edited or damaged file)."""
+    value = session.get('seconds')
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if ok else 0.
 
 
 def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
