@@ -211,6 +211,15 @@ def test_mnist_digits_under_the_same_file_names_are_refused(source, tmp_path, ca
     assert not out.exists() or not any(out.iterdir())
 
 
+def test_one_file_under_both_split_names_is_refused(source, tmp_path, capsys):
+    (source / 't10k-images-idx3-ubyte.gz').write_bytes((source / 'train-images-idx3-ubyte.gz').read_bytes())
+    assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'fm'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/train-images-idx3-ubyte.gz and {source}/t10k-images-idx3-ubyte.gz '
+        f'hold the same bytes: the train and test splits would be the same images (train.py would evaluate on images '
+        f'it trains on); allowed: the files of each split as released')
+    assert not (tmp_path / 'fm').exists()
+
+
 def test_an_output_that_cannot_be_written_is_one_line(source, tmp_path, capsys, monkeypatch):
     a_file = tmp_path / 'file'
     a_file.write_text('')

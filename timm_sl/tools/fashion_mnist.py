@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, read_info, write_staged
+from ._splits import check_distinct_sources, check_split_folders, read_info, write_staged
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -200,6 +200,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     for split in FASHION_MNIST_FILES:  # every file present before anything is read or written
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)
+    check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_target(root)
     settings = dict(source=str(source.resolve()), limit=limit)
     info_path = root / INFO_FILE

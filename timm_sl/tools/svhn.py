@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, read_info, write_staged
+from ._splits import check_distinct_sources, check_split_folders, read_info, write_staged
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -143,6 +143,7 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
     sources = {split: _identity(source / SVHN_FILES[split]) for split in splits}
+    check_distinct_sources({split: source / SVHN_FILES[split] for split in splits})
     info_path = root / INFO_FILE
     info = read_info(info_path)
     old_sources, old_counts = info.get('sources'), info.get('counts')
