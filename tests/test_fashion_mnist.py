@@ -125,6 +125,22 @@ def test_a_split_deleted_from_a_finished_output_is_written_again_alone(source, t
     assert json.loads((out / 'fashion_mnist.json').read_text()) == info
 
 
+def test_a_source_file_replaced_since_is_not_already_there(source, tmp_path, capsys):
+    """Another labels file put in --source since: the re-run said 'already there: nothing written', keeping the images
+    of the old files."""
+    out = tmp_path / 'fm'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    labels = source / 'train-labels-idx1-ubyte.gz'
+    labels.write_bytes(gzip.compress(_idx(((np.arange(30) + 1) % 10).astype(np.uint8))))
+    os.utime(labels, ns=(labels.stat().st_atime_ns, labels.stat().st_mtime_ns + 10 ** 9))
+    capsys.readouterr()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
+        f'replaces it')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00000.png', '00010.png', '00020.png']
+
+
 def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
     """label_names.txt deleted: the re-run said "nothing written" and "class names: fm/label_names.txt", which was
     not there (timm-sl export --label-names reads it)."""

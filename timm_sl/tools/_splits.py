@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
-__all__ = ['check_split_folders', 'check_distinct_sources', 'write_staged', 'read_info']
+__all__ = ['check_split_folders', 'check_distinct_sources', 'file_identity', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -48,6 +48,13 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
             raise ValueError(f'{first} and {second} hold the same bytes: the {a} and {b} splits would be the same '
                              f'images (train.py would evaluate on images it trains on); allowed: the files of each '
                              f'split as released')
+
+
+def file_identity(path: Path) -> Dict[str, Any]:
+    """What tells a source file from another (a replaced one included): its resolved path, size and modification
+    time."""
+    stat = path.stat()
+    return dict(file=str(path.resolve()), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
 
 def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],

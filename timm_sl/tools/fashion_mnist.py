@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_distinct_sources, check_split_folders, read_info, write_staged
+from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -202,11 +202,13 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             _find(source, stem)
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_target(root)
-    settings = dict(source=str(source.resolve()), limit=limit)
+    files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
+    settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
-    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(info.get('counts'), dict) and all(
-        isinstance(info.get(k), list) for k in ('mean', 'std'))
+    # a file replaced in the source folder since is other settings (a record of an older version has no 'files')
+    same = all(info.get(k, v if k == 'files' else None) == v for k, v in settings.items()) and isinstance(
+        info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES
