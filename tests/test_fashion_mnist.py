@@ -125,6 +125,22 @@ def test_a_split_deleted_from_a_finished_output_is_written_again_alone(source, t
     assert json.loads((out / 'fashion_mnist.json').read_text()) == info
 
 
+def test_a_source_file_replaced_since_is_not_already_there(source, tmp_path, capsys):
+    """Another labels file put in --source since: the re-run said 'already there: nothing written', keeping the images
+    of the old files."""
+    out = tmp_path / 'fm'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    labels = source / 'train-labels-idx1-ubyte.gz'
+    labels.write_bytes(gzip.compress(_idx(((np.arange(30) + 1) % 10).astype(np.uint8))))
+    os.utime(labels, ns=(labels.stat().st_atime_ns, labels.stat().st_mtime_ns + 10 ** 9))
+    capsys.readouterr()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
+        f'replaces it')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00000.png', '00010.png', '00020.png']
+
+
 def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
     """label_names.txt deleted: the re-run said "nothing written" and "class names: fm/label_names.txt", which was
     not there (timm-sl export --label-names reads it)."""
@@ -197,6 +213,27 @@ def test_missing_file_and_labels_that_disagree(source, tmp_path, capsys):
         f'timm-sl prepare-fashion-mnist: {source}/t10k-images-idx3-ubyte.gz holds 20 images but '
         f'{source}/t10k-labels-idx1-ubyte 19 labels')
     assert read_idx(source / 't10k-labels-idx1-ubyte', 1).tolist() == [3] * 19
+
+
+def test_mnist_digits_under_the_same_file_names_are_refused(source, tmp_path, capsys):
+    """torchvision's MNIST/raw holds files of the same names: they were written as t-shirts, trousers ... silently."""
+    mnist_test = [980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009]  # MNIST's test digits per class
+    (source / 't10k-labels-idx1-ubyte.gz').write_bytes(gzip.compress(_idx(
+        np.repeat(np.arange(10), mnist_test).astype(np.uint8))))
+    out = tmp_path / 'fm'
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/t10k-labels-idx1-ubyte.gz holds 892 to 1,135 images per class, '
+        f"not Fashion-MNIST's 1,000 of each (MNIST's files have the same names); expected Fashion-MNIST's idx files")
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_one_file_under_both_split_names_is_refused(source, tmp_path, capsys):
+    (source / 't10k-images-idx3-ubyte.gz').write_bytes((source / 'train-images-idx3-ubyte.gz').read_bytes())
+    assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'fm'), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/train-images-idx3-ubyte.gz and {source}/t10k-images-idx3-ubyte.gz '
+        f'hold the same bytes: the train and test splits would be the same images (train.py would evaluate on images '
+        f'it trains on); allowed: the files of each split as released')
+    assert not (tmp_path / 'fm').exists()
 
 
 def test_an_output_that_cannot_be_written_is_one_line(source, tmp_path, capsys, monkeypatch):

@@ -116,6 +116,11 @@ def test_bad_plan_input_is_named():
     assert str(e.value) == "unknown family 'deit'; allowed: vit, t2t, cait, pit, swin"
     with pytest.raises(ValueError, match='no seeds given'):
         plan_runs('cifar10', ['vit'], [], Path('o'))
+    for seed in (-1, 2 ** 32):  # every run failed once started: train.py seeds numpy with it
+        with pytest.raises(ValueError) as e:
+            plan_runs('cifar10', ['vit'], [0, seed], Path('o'))
+        assert str(e.value) == (f'--seeds {seed} is not allowed; expected integers from 0 to 4294967231 (train.py '
+                                f'seeds numpy with them)')
 
 
 def test_recipes_are_found_and_shipped_in_the_wheel():
@@ -226,6 +231,18 @@ def test_rows_of_runs_trained_for_different_epochs_have_no_delta_and_say_so(fake
     rows = json.loads((out / 'results.json').read_text())['rows']
     assert [(r['delta'], r['delta_note'], r['run_epochs']) for r in rows] == [
         (None, '', {'vit-base-s0': 2}), (None, 'epochs differ', {'vit-sl-s0': 1})]
+
+
+def test_a_top1_bar_over_seeds_of_different_epochs_says_so(fake_train, tmp_path, capsys, saved_figures):
+    """Seeds 0 1 trained 3 epochs, seed 2 added with --epochs 1: the bars read 'mean ± std over 3 seeds' unqualified."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 0
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    argv[argv.index('--'):argv.index('--')] = ['--seeds', '0', '1', '2']
+    assert main(argv) == 0
+    capsys.readouterr()
+    bars = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert [t.get_text() for t in bars.get_xticklabels()] == ['vit\nbaseline\n(1-3 epochs)', 'vit\nSL\n(1-3 epochs)']
 
 
 def test_report_sets_the_paper_only_beside_the_papers_configuration():
@@ -392,6 +409,31 @@ def _reproduce_args(data, out, script, dataset='cifar10', families=('vit',), tra
             '--train-script', str(script), '--', *train_args]
 
 
+def test_a_run_failed_under_torchrun_says_why(fake_train, tmp_path, capsys):
+    """With --nproc 2 the reason was the last line of torchrun's report: '====...'."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('pit',))
+    argv[argv.index('--'):argv.index('--')] = ['--nproc', '2', '--seeds', '0']
+    assert main(argv) == 1
+    results = json.loads((out / 'results.json').read_text())
+    failed = {r['name']: r['message'] for r in results['runs'] if r['status'] == 'failed'}
+    assert list(failed) == ['pit-sl_no_spool-s0']
+    assert failed['pit-sl_no_spool-s0'].startswith('train.py exited with 1: RuntimeError: boom in pit-sl_no_spool-s0 ')
+
+
+@pytest.mark.parametrize('sessions', ['[{"seconds": "abc", "start": "new"}]', '[{"seconds": NaN}]',
+                                      '[{"seconds": 1e400}, 3, null]'])
+def test_a_damaged_sessions_file_does_not_stop_the_report(fake_train, tmp_path, capsys, sessions):
+    """'seconds' not a number in runs/<name>/sessions.json ended the command in "could not convert string to float:
+    'abc'" / "cannot convert float NaN to integer", no file named and no report written."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    (out / 'runs' / 'vit-sl-s0' / 'sessions.json').write_text(sessions)
+    (out / 'report.md').unlink()
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | - |' in (out / 'report.md').read_text()
+
+
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'
@@ -438,6 +480,26 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     (out / 'runs' / 'hang.pid').unlink()
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # its end released --out
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
+
+
+@pytest.mark.parametrize('kind', ['link', 'folder'])
+def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_path, capsys, kind):
+    """OUT/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""
+    out = tmp_path / 'out'
+    out.mkdir()
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    if kind == 'link':
+        (out / '.reproduce.lock').symlink_to(notes)
+    else:
+        (out / '.reproduce.lock').mkdir()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+    assert _one_error(capsys) == (
+        f'{out}/.reproduce.lock is a link where reproduce writes its lock file (its process id), which would replace '
+        f'the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
+        f'{out}/.reproduce.lock is a folder where reproduce writes its lock file; allowed: move it away or use '
+        f'another --out')
+    assert notes.read_text() == 'mine' and not (out / 'runs').exists()
 
 
 def _folders(root, layout):
@@ -532,6 +594,27 @@ def test_an_out_inside_a_split_folder_is_refused(fake_train, tmp_path, capsys, o
     assert main(_reproduce_args(data, data / 'report', fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
 
 
+@pytest.mark.parametrize('name', ['ImageFolder', 'imagefolder', 'svhn', 'my/folder'])
+def test_every_name_timm_reads_as_an_image_folder_is_checked(fake_train, tmp_path, capsys, name):
+    """timm's create_dataset reads any --dataset without a reader prefix (torch/, hfds/, tfds/, wds/ ...) as an image
+    folder: '-- --dataset ImageFolder' skipped the data check, and a dot-folder of images shifted the labels."""
+    data = _folders(tmp_path / 'data', DIGITS + ['train/.ipynb_checkpoints/0-checkpoint.png'])
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset',
+                                                                                     name])) == 2
+    assert _one_error(capsys).startswith(f"{data}/train/.ipynb_checkpoints holds images: timm's folder reader counts")
+    assert not out.exists()  # nothing ran
+
+
+@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder'])
+def test_an_out_inside_a_split_folder_is_refused_for_every_folder_reader(fake_train, tmp_path, capsys, name):
+    data = _folders(tmp_path / 'data', DIGITS)
+    assert _exit_status(_reproduce_args(data, data / 'train/0/report', fake_train, 'svhn',
+                                        train_args=['--epochs', '1', '--dataset', name])) == 2
+    assert _one_error(capsys).startswith(f'--out {data}/train/0/report is inside {data}/train, which train.py reads')
+    assert not (data / 'train/0/report').exists()
+
+
 @pytest.mark.parametrize('record,held,dataset', [
     ('fashion_mnist.json', 'fashion-mnist', 'svhn'), ('svhn.json', 'svhn', 'fashion-mnist'),
     ('fashion_mnist.json', 'fashion-mnist', 'cifar10')])
@@ -605,6 +688,28 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
         ticks = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
         assert ticks and all(float(t).is_integer() for t in ticks), ticks
     assert 'data: image folder' in (out / 'report.md').read_text()
+
+
+@pytest.mark.parametrize('sl_top1', [None, 60.])  # a failed SL run: no measured gain; SL below the baseline
+def test_top1_chart_values_and_notes_stay_clear_of_the_titles(tmp_path, saved_figures, sl_top1):
+    """SVHN's paper bars (97.8) wrote their values over the panel title; a gain panel without a measured gain scaled
+    the paper's -0.03 to its full height and drew 'not measured' above the panel, over its title."""
+    outcomes = [_report_outcome('pit', 'base', 0, 70.), _outcome('pit', 'sl_no_spool', 0, None, status='failed')]
+    outcomes += [_outcome('pit', 'sl', 0, None, status='failed') if sl_top1 is None else
+                 _report_outcome('pit', 'sl', 0, sl_top1)]  # 60: the note of SL w/o Spool below the 0 line
+    write_report(outcomes, 'svhn', tmp_path)
+    fig = saved_figures['top1.png']
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title, box = ax.title.get_window_extent(renderer), ax.get_window_extent(renderer)
+        for text in ax.texts:
+            extent = text.get_window_extent(renderer)
+            assert not extent.overlaps(title), (text.get_text(), ax.get_title())
+            assert box.y0 - 1 <= extent.y0 and extent.y1 <= box.y1 + 1, (text.get_text(), ax.get_title())
+    gains = next(ax for ax in fig.axes if ax.get_ylabel().startswith('top-1 gain'))
+    low, high = gains.get_ylim()
+    assert high - low >= 2  # the paper's -0.03 is a sliver, not the whole panel
 
 
 def test_cifar_must_be_present_or_downloadable(tmp_path, monkeypatch):

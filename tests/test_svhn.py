@@ -213,6 +213,23 @@ def test_malformed_mat_is_named(tmp_path, arrays, message):
         read_svhn_mat(path)
 
 
+@pytest.mark.parametrize('how', ['copy', 'link'])
+def test_one_file_under_both_split_names_is_refused(mats, tmp_path, capsys, how):
+    """test_32x32.mat a copy of (or link to) train_32x32.mat: the test split was the training images, silently."""
+    source, _ = mats
+    (source / FILES['test']).unlink()
+    if how == 'copy':
+        (source / FILES['test']).write_bytes((source / FILES['train']).read_bytes())
+    else:
+        (source / FILES['test']).symlink_to(source / FILES['train'])
+    out = tmp_path / 'out'
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f"timm-sl prepare-svhn: {source / FILES['train']} and {source / FILES['test']} hold the same bytes: the train "
+        f"and test splits would be the same images (train.py would evaluate on images it trains on); allowed: the "
+        f"files of each split as released")
+    assert not out.exists()
+
+
 def test_missing_file_and_missing_scipy_are_one_line(tmp_path, capsys, monkeypatch):
     message = _cli_error(['prepare-svhn', str(tmp_path / 'out'), '--source', str(tmp_path)], capsys)
     assert message == (f'timm-sl prepare-svhn: {tmp_path / "train_32x32.mat"} not found: the source must be the folder '

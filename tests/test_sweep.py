@@ -142,6 +142,21 @@ def test_bad_sweep_options_are_one_line(fake_train, tmp_path, capsys, option, me
     assert not (tmp_path / 'out').exists()
 
 
+@pytest.mark.parametrize('device,refused', [('cuda:1', True), ('cuda:0', False), ('cuda', False)])
+def test_a_device_index_no_pinned_run_sees_is_refused(fake_train, tmp_path, capsys, device, refused):
+    """Each run sees only its own GPU (CUDA_VISIBLE_DEVICES=0 or 1) as cuda:0: '-- --device cuda:1' failed every run
+    once started, or trained on another run's GPU."""
+    status = _exit_status(_args(tmp_path, '--gpus', '0,1', train_args=('--epochs', '1', '--device', device)))
+    err = capsys.readouterr().err
+    if refused:
+        assert status == 2 and err == (
+            'timm-sl reproduce: --device cuda:1 after -- names a GPU no run sees: each run sees only its own GPU(s) '
+            '(CUDA_VISIBLE_DEVICES), as cuda:0; allowed: --gpus 1 to pick that GPU, and --device cuda\n')
+        assert not (tmp_path / 'out').exists()
+    else:
+        assert status == 0, err
+
+
 def test_default_jobs_rule():
     h100 = [Gpu('0', 79.2)]
     assert default_jobs(h100, workers=3, cores=16)[0] == 4  # 16 cores / (3 + 1): the data workers decide

@@ -1,13 +1,15 @@
 """What the prepare-* commands share: checking the split folders they write into, writing each split into a hidden
 folder first so that an error or an interruption leaves the output as it was, and the JSON file, written last, that
 says which splits are finished and from what (a second run with the same source writes nothing)."""
+import filecmp
+import itertools
 import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
 
-__all__ = ['check_split_folders', 'write_staged', 'read_info']
+__all__ = ['check_split_folders', 'check_distinct_sources', 'file_identity', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -32,6 +34,27 @@ def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path]
                 raise FileExistsError(f'{out} holds files other than {what}; move it away first')
             if refusal:
                 raise FileExistsError(f'{out} {refusal}')
+
+
+def check_distinct_sources(files: Dict[str, Path]) -> None:
+    """Refuse source files of two splits (``{split: file}``) that hold the same bytes (one file linked or copied under
+    both names): train.py would evaluate on the very images it trains on.
+
+    Raises:
+        ValueError: naming both files, one line.
+    """
+    for (a, first), (b, second) in itertools.combinations(files.items(), 2):
+        if first.stat().st_size == second.stat().st_size and filecmp.cmp(first, second, shallow=False):
+            raise ValueError(f'{first} and {second} hold the same bytes: the {a} and {b} splits would be the same '
+                             f'images (train.py would evaluate on images it trains on); allowed: the files of each '
+                             f'split as released')
+
+
+def file_identity(path: Path) -> Dict[str, Any]:
+    """What tells a source file from another (a replaced one included): its resolved path, size and modification
+    time."""
+    stat = path.stat()
+    return dict(file=str(path.resolve()), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
 
 
 def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],

@@ -24,7 +24,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, read_info, write_staged
+from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -78,6 +78,9 @@ def read_idx(path: Union[str, Path], ndim: int) -> np.ndarray:
     return data.reshape(shape)
 
 
+_FULL_SPLITS = {'train': 60000, 'test': 10000}  # images per split of the release, as many of each of the 10 classes
+
+
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
     """Images (N, 28, 28) and labels (N,) in 0..9 of one split (``train`` or ``test``), checked against each other.
 
@@ -87,7 +90,14 @@ def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray
     """
     source = Path(source)
     image_file, label_file = (_find(source, stem) for stem in FASHION_MNIST_FILES[split])
-    images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
+    labels = read_idx(label_file, 1)
+    per_class = _FULL_SPLITS[split] // 10
+    counts = np.bincount(labels, minlength=10)
+    if len(labels) == _FULL_SPLITS[split] and counts.size == 10 and (counts != per_class).any():  # MNIST's digits
+        raise ValueError(f'{label_file} holds {int(counts.min()):,} to {int(counts.max()):,} images per class, not '
+                         f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
+                         f"Fashion-MNIST's idx files")
+    images = read_idx(image_file, 3)
     if images.shape[1:] != (28, 28):
         raise ValueError(f'{image_file} holds images of {images.shape[1]}x{images.shape[2]} px; expected 28x28')
     if len(images) != len(labels):
@@ -190,12 +200,15 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     for split in FASHION_MNIST_FILES:  # every file present before anything is read or written
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)
+    check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_target(root)
-    settings = dict(source=str(source.resolve()), limit=limit)
+    files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
+    settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
-    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(info.get('counts'), dict) and all(
-        isinstance(info.get(k), list) for k in ('mean', 'std'))
+    # a file replaced in the source folder since is other settings (a record of an older version has no 'files')
+    same = all(info.get(k, v if k == 'files' else None) == v for k, v in settings.items()) and isinstance(
+        info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES

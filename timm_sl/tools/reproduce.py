@@ -12,7 +12,9 @@ Argument setup (:func:`add_reproduce_args`) and planning import neither torch no
 import argparse
 import contextlib
 import json
+import math
 import os
+import re
 import shlex
 import statistics
 import sys
@@ -41,6 +43,10 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 
+# dataset name prefixes of train.py's other readers; any other name (``''``, ``imagefolder``, ``svhn`` ...) is read by
+# timm's image folder reader, and ``torch/folder`` / ``torch/image_folder`` by torchvision's ImageFolder
+_OTHER_READERS = ('torch/', 'hfds/', 'hfids/', 'tfds/', 'wds/')
+_TORCHVISION_FOLDERS = ('torch/folder', 'torch/image_folder')
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
@@ -100,17 +106,25 @@ def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
         raise ValueError(f'unknown {kind} {value!r}; allowed: {", ".join(allowed)}')
 
 
+_SEED_LIMIT = 2 ** 32 - 64  # numpy's seeds are below 2**32; train.py adds each process's rank
+
+
 def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], output: Path) -> List[Run]:
     """Every Table 2 row of ``families`` for each seed, family by family, baseline first.
 
     Raises:
-        ValueError: an unknown family or dataset (named, with what is allowed), or no seeds.
+        ValueError: an unknown family or dataset (named, with what is allowed), no seeds, or a seed train.py cannot
+            take.
     """
     _check_choice('dataset', dataset, list(DATASETS))
     for family in families:
         _check_choice('family', family, FAMILIES)
     if not seeds:
         raise ValueError('no seeds given; pass at least one, e.g. --seeds 0')
+    bad = [s for s in seeds if not 0 <= s < _SEED_LIMIT]
+    if bad:  # train.py seeds numpy with seed + rank: every run would fail once started
+        raise ValueError(f'--seeds {bad[0]} is not allowed; expected integers from 0 to {_SEED_LIMIT - 1} (train.py '
+                         f'seeds numpy with them)')
     runs = []
     for family in dict.fromkeys(families):
         for variant, kwargs in VARIANTS[family].items():
@@ -167,6 +181,12 @@ def describe_data(args: Dict[str, Any]) -> str:
     return f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}'
 
 
+def _timm_folder_reader(dataset: Any) -> bool:
+    """Whether train.py reads ``--dataset`` with timm's image folder reader: a name without a reader prefix (timm's
+    ``create_dataset`` falls back to it for every such name, not only ``''``)."""
+    return not str(dataset or '').lower().startswith(_OTHER_READERS)
+
+
 def _split_folder(root: Path, split: str) -> Optional[Path]:
     """The folder timm's folder dataset reads for ``split`` (the name, else a synonym), or None where it would fall
     back to reading all of ``root``."""
@@ -193,7 +213,8 @@ def _listed(names: Sequence[str], most: int = 3) -> str:
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
-    ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (dataset '')
+    ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (a dataset name
+    without a reader prefix, :func:`_timm_folder_reader`)
     needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
     both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
@@ -215,7 +236,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
         return []
-    if name not in ('', 'folder', 'image_folder'):
+    if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
     for split in (data['train_split'], data['val_split']):
@@ -283,13 +304,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
 
 
 def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
-    """Refuse an ``output`` at or below a split folder of an image-folder dataset (``data``: :func:`train_data`):
-    the report's PNGs written there would be images of one more class to timm's folder reader.
+    """Refuse an ``output`` at or below a split folder of an image-folder dataset (``data``: :func:`train_data`;
+    timm's reader or torchvision's): the report's PNGs written there would be images of one more class.
 
     Raises:
         ValueError: naming the split folder, one line.
     """
-    if str(data['dataset'] or '').lower() not in ('', 'folder', 'image_folder'):
+    name = str(data['dataset'] or '').lower()
+    if not _timm_folder_reader(name) and name not in _TORCHVISION_FOLDERS:
         return
     where = Path(output).resolve()
     for split in (data['train_split'], data['val_split']):
@@ -508,12 +530,19 @@ def hold_output(output: Path) -> Iterator[None]:
 
     Raises:
         BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
+        IsADirectoryError / ValueError: a folder or a link where the lock file goes (its process id would be written
+            through the link, over the file it names), one line.
     """
     try:
         import fcntl
     except ImportError:
         yield
         return
+    lock = output / LOCK
+    _check_writable(lock, 'lock file')
+    if lock.is_symlink():
+        raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
+                         f'replace the file it links to; allowed: remove the link, or another --out')
     output.mkdir(parents=True, exist_ok=True)
     with open(output / LOCK, 'a+') as f:
         try:
@@ -568,15 +597,24 @@ def run_state(run: Run, epochs: int) -> str:
 
 
 def _last_line(log: Path) -> str:
-    """The last non-blank line of a log (a crash's exception message)."""
+    """The last non-blank line of a log (a crash's exception message). Under torchrun (``--nproc`` > 1) the log ends
+    in torchrun's own ``ChildFailedError`` and a table framed by rules of '=': the failing process's last exception
+    line before it, else the exit code of the first process that failed."""
     lines = log.read_text(errors='replace').split('\n') if log.is_file() else []
     lines = [line.strip() for line in lines if line.strip()]
-    return lines[-1] if lines else 'no output'
+    launcher = next((i for i in range(len(lines) - 1, -1, -1) if 'ChildFailedError' in lines[i]), None)
+    if launcher is None:
+        return lines[-1] if lines else 'no output'
+    raised = [line for line in lines[:launcher] if re.match(r'[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b', line)]
+    if raised:
+        return raised[-1]
+    exit_codes = [line for line in lines[launcher:] if re.match(r'exitcode\s*:', line)]
+    return 'torchrun: a process failed' + (f' ({" ".join(exit_codes[-1].split())})' if exit_codes else '')
 
 
 def _collect(outcome: Outcome) -> Outcome:
     sessions = _sessions(outcome.run, current=True)
-    outcome.wall = sum(float(s.get('seconds') or 0) for s in sessions)
+    outcome.wall = sum(_seconds(s) for s in sessions)
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
@@ -595,6 +633,13 @@ def _collect(outcome: Outcome) -> Outcome:
         except ValueError:
             pass
     return outcome
+
+
+def _seconds(session: Dict[str, Any]) -> float:
+    """A recorded session's seconds; 0 for a value that is not a finite number >= 0 (an edited or damaged file)."""
+    value = session.get('seconds')
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return float(value) if ok else 0.
 
 
 def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
@@ -844,11 +889,13 @@ def _diverged_note(row: Dict[str, Any]) -> str:
 
 
 def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
-    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, and
-    the seeds that diverged, left out of its value."""
+    """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, the
+    least and most epochs of its runs when they differ, and the seeds that diverged, left out of its value."""
     label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
     label += f'\n{_extra_kwargs(row)}' if extra and _extra_kwargs(row) else ''
     label += f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else ''
+    epochs = sorted(set((row.get('run_epochs') or {}).values()))
+    label += f'\n({epochs[0]}-{epochs[-1]} epochs)' if len(epochs) > 1 else ''  # its mean mixes runs of each
     return label + (f'\n({_diverged_note(row)[2:]}' if _diverged_note(row) else '')
 
 
@@ -915,22 +962,26 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                       fontsize=8)
     common = _common_extra(rows)  # kwargs every row has besides its own: in the title, else in each label
     left.set_xticks(x, [_bar_label(r, per_row, not common) for r in rows], fontsize=8)
-    left.set_ylim(0, 100)  # bars start at 0: the gains are read on the right
+    left.set_ylim(0, 108)  # bars start at 0: the gains are read on the right; room for the values of bars near 100
+    left.set_yticks(range(0, 101, 20))
     left.set_ylabel('best top-1 (%)')
     left.set_title(title)
     x = list(range(len(deltas)))
     offset = _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset,
                           '{:+.2f}')
+    right.axhline(0, color='black', linewidth=0.8)
+    right.margins(y=0.15)  # room for the values above (below) the tallest bars
+    low, high = right.get_ylim()  # at least 1 point either side: a paper gain of -0.03 alone does not fill the panel
+    low, high = min(low, -1.), max(high, 1.)
+    right.set_ylim(low, high)
+    up = high >= -low  # a row's note from the 0 line into the larger half, inside the panel
     for i in x:  # a gain of 0 has no visible bar: its value says so
         if deltas[i]['delta'] is None:
             base = next((r for r in rows if (r['family'], r['variant']) == (deltas[i]['family'], 'base')), {})
             diverged = deltas[i] if deltas[i]['mean'] is None else base
             right.annotate(_no_value(diverged, deltas[i].get('delta_note') or 'not measured'), (i + offset, 0),
-                           xytext=(0, 3),
-                           textcoords='offset points', rotation=90, ha='center', va='bottom',
-                           fontsize=8)  # clear of the 0 line
-    right.axhline(0, color='black', linewidth=0.8)
-    right.margins(y=0.15)  # room for the values above (below) the tallest bars
+                           xytext=(0, 3 if up else -3), textcoords='offset points', rotation=90, ha='center',
+                           va='bottom' if up else 'top', fontsize=8)  # clear of the 0 line
     bases = {r['family']: r for r in rows if r['variant'] == 'base'}
     right.set_xticks(x, [_bar_label(r, extra=not common) + (f'\n(baseline: {_diverged_note(bases[r["family"]])[2:-1]})'
                                                              if _diverged_note(bases.get(r['family'], {})) else '')
@@ -1187,7 +1238,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
 
     Raises:
-        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, or fewer GPUs than ``--nproc``.
+        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc``, or a ``--device cuda:N``
+            after ``--`` that no pinned run sees.
     """
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f'--jobs {args.jobs} is not allowed; expected an integer >= 1')
@@ -1198,6 +1250,12 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     else:
         gpus = [Gpu(i) for i in ids]
     devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
+    device = str(last_flag_value(extra_args, '--device') or '')
+    index = re.fullmatch(r'cuda:(\d+)', device)
+    if gpus and index and int(index[1]) >= args.nproc:  # a pinned run sees its own GPUs only, as cuda:0 ...
+        raise ValueError(f'--device {device} after -- names a GPU no run sees: each run sees only its own GPU(s) '
+                         f'(CUDA_VISIBLE_DEVICES), as cuda:0; allowed: --gpus {index[1]} to pick that GPU, and '
+                         f'--device cuda')
     if args.jobs is not None:
         jobs, why = args.jobs, '--jobs'
     else:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_split_folders, read_info, write_staged
+from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -94,12 +94,6 @@ def _check_writable(root: Path) -> None:
         raise type(e)(f'cannot write into {root} ({e.strerror or e}); allowed: a folder you can write to') from None
 
 
-def _identity(mat: Path) -> Dict[str, Any]:
-    """What tells a ``.mat`` file from another: its resolved path, size and modification time."""
-    stat = mat.stat()
-    return dict(file=str(mat.resolve()), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
-
-
 def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = None, extra: bool = False,
                  overwrite: bool = False, progress: bool = True) -> Dict[str, Any]:
     """Write ``root/train`` and ``root/test`` (and ``root/extra`` with ``extra``) as digit folders ``0``..``9`` of PNGs,
@@ -142,7 +136,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             raise FileNotFoundError(
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
-    sources = {split: _identity(source / SVHN_FILES[split]) for split in splits}
+    sources = {split: file_identity(source / SVHN_FILES[split]) for split in splits}
+    check_distinct_sources({split: source / SVHN_FILES[split] for split in splits})
     info_path = root / INFO_FILE
     info = read_info(info_path)
     old_sources, old_counts = info.get('sources'), info.get('counts')
