@@ -436,6 +436,19 @@ def test_load_images_and_attention_records(image_dir):
         load_images([str(image_dir / 'missing')], model)
 
 
+def test_an_image_too_large_for_pil_is_one_line(tmp_path, image_dir, capsys, monkeypatch):
+    """PIL refuses an image past twice its ``MAX_IMAGE_PIXELS`` with an error that is no ``OSError``: one line naming
+    the file and the limit, not a traceback (a 40x48 image stands in for a 200-megapixel one)."""
+    monkeypatch.setattr(Image, 'MAX_IMAGE_PIXELS', 100)
+    with pytest.raises(SystemExit) as error:
+        main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+              '--out', str(tmp_path / 'a.png')])
+    line = capsys.readouterr().err.strip()
+    assert error.value.code == 2 and '\n' not in line and not (tmp_path / 'a.png').exists()
+    assert line.startswith('timm-sl attention: ') and f'{image_dir / "0.png"} is too large to read (' in line
+    assert line.endswith('allowed: an image of at most 200 pixels (downscale it first)')
+
+
 def _sharpened(module, forward):
     """``forward`` run with the logits of ``module`` times 4 during the call only (LSA: temperature, timm: scale)."""
     def run(*args, **kwargs):

@@ -405,7 +405,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
 
     Raises:
         FileNotFoundError: a path does not exist.
-        ValueError: no image found, or a file is not a readable image.
+        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open).
     """
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
@@ -425,6 +425,9 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
                 tensors.append(transform(image.convert('RGB')))
         except OSError as e:
             raise ValueError(f'{f} is not a readable image: {e}') from e
+        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
+            raise ValueError(f'{f} is too large to read ({e}); allowed: an image of at most '
+                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
     batch = torch.stack(tensors)
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)
