@@ -820,6 +820,21 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
 
 
+def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):
+    """A run folder given for a checkpoint is named in the chart by the file read from it (its model_best.pth.tar,
+    else last.pth.tar), not by the folder as if it were a file in its parent."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    (tmp_path / 'base' / 'model_best.pth.tar').rename(tmp_path / 'base' / 'last.pth.tar')
+    assert main(['temperature', '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
+                 '--out', str(tmp_path / 't.png')]) == 0
+    assert _title(figures[0]) == 'sl_vit_32, checkpoint sl/model_best.pth.tar: learned temperature per depth'
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
+                 '--compare-checkpoint', str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[1]).startswith('sl_vit_32, SL checkpoint sl/model_best.pth.tar, baseline checkpoint '
+                                         'base/last.pth.tar: ')
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

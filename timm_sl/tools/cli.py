@@ -261,8 +261,10 @@ def _switches(model) -> str:
 
 
 def _run_file(path: str) -> str:
-    """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``)."""
-    path = Path(path).resolve()
+    """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``); a
+    run folder given for it by the checkpoint read from it."""
+    from timm_sl.tools.runs import checkpoint_file
+    path = checkpoint_file(path).resolve()
     return f'{path.parent.name}/{path.name}' if path.parent.name else path.name
 
 
