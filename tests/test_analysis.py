@@ -835,6 +835,22 @@ def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, caps
                                          'base/last.pth.tar: ')
 
 
+def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys, figures):
+    """A train.py --model-ema checkpoint holds two sets of weights; the analyses read the EMA ones (as timm's loader
+    and export do), which early in a run are still near the init: the title says so."""
+    model = _model('sl_vit_32', dict(depth=1))
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    ema['blocks.0.attn.temperature'].fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'state_dict_ema': ema}, tmp_path / 'ema.pth.tar')
+    torch.save({'state_dict': ema}, tmp_path / 'raw.pth.tar')
+    for name, weights in ('ema', ' (EMA weights)'), ('raw', ''):
+        assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+                     str(tmp_path / f'{name}.pth.tar'), '--out', str(tmp_path / 't.png')]) == 0
+        assert '0.3000' in capsys.readouterr().out
+        assert _title(figures[-1]) == (f'sl_vit_32, checkpoint {tmp_path.name}/{name}.pth.tar{weights}: learned '
+                                       f'temperature per depth')
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

@@ -226,9 +226,13 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
-                return build_model(loaded, name, candidate)[0].eval(), record
+                model = build_model(loaded, name, candidate)[0].eval()
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
+                continue
+            if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
+                vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
+            return model, record
         raise first_error
     except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
         raise _model_error(args, name, kwargs, e) from e
@@ -260,25 +264,27 @@ def _switches(model) -> str:
             (f', spt_pool={model.spt_pool}' if hasattr(model, 'spt_pool') else ''))
 
 
-def _run_file(path: str) -> str:
+def _run_file(path: str, args: Optional[argparse.Namespace] = None) -> str:
     """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``); a
-    run folder given for it by the checkpoint read from it."""
+    run folder given for it by the checkpoint read from it. ``(EMA weights)`` follows when those were the ones
+    analysed (:func:`_analysis_run`, as timm's loader picks them): early in a run they are still close to the init."""
     from timm_sl.tools.runs import checkpoint_file
+    ema = ' (EMA weights)' if path in getattr(args, 'ema_checkpoints', ()) else ''
     path = checkpoint_file(path).resolve()
-    return f'{path.parent.name}/{path.name}' if path.parent.name else path.name
+    return (f'{path.parent.name}/{path.name}' if path.parent.name else path.name) + ema
 
 
 def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline')) -> str:
     """What the analysed weights are, for titles (the compared checkpoint's too, each named by its ``labels``
     entry): figures of an untrained model must say so."""
     if getattr(args, 'checkpoint', None):
-        weights = f'checkpoint {_run_file(args.checkpoint)}'
+        weights = f'checkpoint {_run_file(args.checkpoint, args)}'
     elif getattr(args, 'pretrained', False):
         weights = 'pretrained'
     else:
         weights = 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
     compare = getattr(args, 'compare_checkpoint', None)
-    return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare)}' if compare else weights
+    return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare, args)}' if compare else weights
 
 
 def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
