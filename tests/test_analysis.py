@@ -768,6 +768,18 @@ def test_images_are_sized_for_the_model_as_built(name, kwargs, tmp_path, image_d
     assert f'input: {size}x{size} px' in capsys.readouterr().out
 
 
+def test_slify_models_are_named_by_their_base(tmp_path, image_dir, capsys, figures):
+    """Every chart and line of a slify model named it 'slify', not which timm model was converted."""
+    kwargs = ['--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', 'img_size=32', 'patch_size=4',
+              'depth=1']
+    for command in ('temperature', 'kld', 'attention'):
+        images = [] if command == 'temperature' else [str(image_dir)]
+        assert main([command, *images, *kwargs, '--out', str(tmp_path / f'{command}.png')]) == 0
+        assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), RANDOM INIT ')
+    assert main(['receptive-field', *kwargs]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith('slify(vit_tiny_patch16_224): first tokenization ')
+
+
 @pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
                                      ['kld', 'img', '--model', 'sl_vit_32'],
                                      ['attention', 'img', '--model', 'sl_vit_32']])

@@ -256,6 +256,12 @@ def _variant(model) -> str:
     return label if spool == sl_args.spt else label + (' w/o Spool' if sl_args.spt else ' + Spool')
 
 
+def _model_name(name: str, model) -> str:
+    """The model as titles and lines name it: ``slify(BASE)`` for ``slify`` (``model``'s timm architecture), else
+    ``name``."""
+    return f"slify({model.pretrained_cfg.get('architecture')})" if name == 'slify' else name
+
+
 def _switches(model) -> str:
     sl_args = getattr(model, 'sl_args', None)
     if sl_args is None:
@@ -362,7 +368,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'min head': [r['min'] for r in records],
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
-                title=f'{args.model}, {_weights(args)}: learned temperature per depth',
+                title=f'{_model_name(args.model, model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)", x_label='depth',
                 y_range=(0., None))
     print(f'plot: {args.out}')
@@ -421,7 +427,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
     print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
                         [f'{k} floor (masks alone)' for k in floors], rows))
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
-                title=f'{args.model}, {_weights(args, list(curves))}: attention KL divergence from uniform '
+                title=f'{_model_name(args.model, model)}, {_weights(args, list(curves))}: attention KL divergence '
+                      f'from uniform '
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
     print(f'plot: {args.out}')
@@ -456,7 +463,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
     names = [f.name for f in shown.files]
     plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform,
                    row_labels=names if len(set(names)) == len(names) else [str(f) for f in shown.files],
-                   title=f'{args.model}, {_weights(args, list(uniform))}: final attention map ({result.kind})')
+                   title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
+                         f'({result.kind})')
     numbers.write_text(json.dumps(records, indent=1))
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
@@ -472,7 +480,8 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysis_run(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{args.model or record.model}: first tokenization step kernel {kernel}, stride {stride}'
+        what = f'{_model_name(args.model or record.model, model)}: first tokenization step kernel {kernel}, ' \
+               f'stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
