@@ -219,6 +219,17 @@ def test_unrecognized_arguments_name_the_command(argv, error, capsys):
     assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
 
 
+@pytest.mark.parametrize('value', ['nan', 'inf', '-1', '0', 'fast'])
+def test_demo_refuses_a_learning_rate_that_is_not_a_positive_number(value, capsys):
+    """``demo --lr nan`` (or -1) reached torch's optimizer: 'timm-sl demo: Invalid learning rate: nan' after the models
+    were built, naming no option and nothing allowed."""
+    with pytest.raises(SystemExit) as info:
+        main(['demo', '--lr', value, '--epochs', '1', '--limit', '20'])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith('timm-sl demo: error: argument --lr: ')
+    assert err.count('\n') == 1 and 'expected a ' in err and 'number > 0' in err
+
+
 def test_what_follows_dashes_goes_to_train_py_as_given():
     from timm_sl.tools.cli import build_parser
     base = ['reproduce', '--data-dir', 'D', '--dataset', 'cifar10']

@@ -613,6 +613,18 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    """A finite number above 0 (a learning rate): ``nan``, ``inf`` and ``-1`` reached torch as 'Invalid learning
+    rate: nan', naming no option."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected a number > 0, e.g. 1e-3') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'{text} is not allowed; expected a finite number > 0, e.g. 1e-3')
+    return value
+
+
 def _figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists (checked
     before any work). An existing chart file there is replaced, as re-running a command should."""
@@ -654,7 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--seed', type=int, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
                                                        'numbers)')
     p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
-    p.add_argument('--lr', type=float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
+    p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
     p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
