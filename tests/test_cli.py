@@ -1,4 +1,4 @@
-from timm_sl.tools.cli import main
+from timm_sl.tools.cli import build_parser, main
 
 
 def test_list_prints_params_macs_and_baseline(capsys):
@@ -66,7 +66,6 @@ def test_model_kwargs_without_equals_sign(command, capsys):
 
 
 def test_model_kwargs_values_are_python_literals():
-    from timm_sl.tools.cli import build_parser
     args = build_parser().parse_args(['demo', '--model-kwargs', 'depth=2', 'lsa=False', 'depths=(1,1,1)', 'act=gelu'])
     assert args.model_kwargs == dict(depth=2, lsa=False, depths=(1, 1, 1), act='gelu')
 
@@ -85,6 +84,25 @@ def test_out_needs_an_extension_and_an_existing_folder(command, tmp_path, capsys
         assert info.value.code == 2
         last = capsys.readouterr().err.splitlines()[-1]
         assert last.startswith(f'timm-sl {command[0]}: error: argument --out: ') and last.endswith(error)
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self'), reason='needs /proc, a folder nobody can create files in')
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_out_in_a_folder_that_takes_no_file_is_refused_before_any_work(command, tmp_path, capsys, monkeypatch):
+    """``demo --out /proc/c.png`` trained both models, then failed to save as '/proc/c.png: no such file or
+    directory' (the folder exists). Root passes every permission check, so the folder is tried with a file."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--out', '/proc/self/c.png'])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f"timm-sl {command[0]}: error: argument --out: cannot write into folder '/proc/self' of "
+                          f"'/proc/self/c.png' (") and err.endswith('; allowed: a path in a folder you can write to\n')
+    args = build_parser().parse_args(command + ['--out', str(tmp_path / 'c.png')])
+    assert args.out == str(tmp_path / 'c.png') and not list(tmp_path.iterdir())  # the try leaves nothing behind
 
 
 def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):

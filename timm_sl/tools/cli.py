@@ -626,8 +626,8 @@ def _positive_float(text: str) -> float:
 
 
 def _figure_path(text: str) -> str:
-    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists (checked
-    before any work). An existing chart file there is replaced, as re-running a command should."""
+    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
+    new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
     from timm_sl.tools.plot import OUT_SUFFIXES
     path = Path(text)
     if path.is_dir():
@@ -645,6 +645,14 @@ def _figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
     if path.is_dir():
         raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
+    import tempfile
+    try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix='.timm-sl-probe-')
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f'cannot write into folder {str(path.parent)!r} of {text!r} '
+                                         f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
     return text
 
 
