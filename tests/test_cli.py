@@ -457,6 +457,12 @@ def test_analysis_commands_say_what_they_cannot_do(tmp_path):
         'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
         'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
         'lsa_learn_temp=True)')
+    # lsa on but no layer to hold a temperature: the reason is the depth, not the switches (it said 'with lsa=True
+    # ...; allowed: lsa=True')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=0',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 as built has no attention layer (depth 0?), so no LSA temperature; allowed: '
+        'a model with at least one attention layer')
 
 
 def test_list_prints_each_row_as_it_is_counted(capsys, monkeypatch):

@@ -353,13 +353,16 @@ def _runs(args: argparse.Namespace):
 
 
 def cmd_temperature(args: argparse.Namespace) -> int:
-    from timm_sl.tools.analysis import temperature_records
+    from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
     model = _analysis_model(args, args.checkpoint)
     records = temperature_records(model)
     if not records:
         sl_args = getattr(model, 'sl_args', None)
+        if sl_args is not None and sl_args.learn_temp and not attention_layers(model):  # lsa on, nothing to learn in
+            raise ValueError(f'{args.model} as built has no attention layer (depth 0?), so no LSA temperature; '
+                             f'allowed: a model with at least one attention layer')
         switches = f'lsa={sl_args.lsa}, lsa_learn_temp={sl_args.lsa_learn_temp}' if sl_args is not None else '-'
         source = f'{args.checkpoint} holds' if args.checkpoint else 'this is'
         raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
