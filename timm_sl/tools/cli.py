@@ -128,10 +128,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
-    _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
+    probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
                        batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     sl, base = results
+    sl.name = _variant(probe)  # what the kwargs make it: 'SL', or the paper's ablation tag (lsa_mask=False: 'ST')
+    given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items())
     print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
           f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
           f'over seeds')
@@ -139,7 +141,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f'warning: {sl.val_images} validation image(s): each is {100 / sl.val_images:.3g} points of top-1, so '
               f'these numbers are a smoke test, not a comparison (drop --limit for all 1797 images)', file=sys.stderr)
     rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
-    print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
+    print(_format_table(['epoch', f'{sl.name} top-1', 'baseline top-1'], rows))
 
     def spread(values):
         return f'{statistics.fmean(values):.2f}' + (f' +- {statistics.stdev(values):.2f}' if len(values) > 1 else '')
@@ -151,8 +153,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
-    plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
-                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds}); {images}',
+    title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
+    plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
+                 f'baseline ({args.model}{given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {args.out}')
     return 0
