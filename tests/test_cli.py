@@ -445,10 +445,21 @@ def test_prepare_tiny_imagenet_reads_text_files_with_a_byte_order_mark(tmp_path)
     assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
 
 
-def test_analysis_commands_say_what_they_cannot_do(tmp_path):
+def test_analysis_commands_say_what_they_cannot_do(tmp_path, capsys):
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
         'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '
         'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
+    # --shift-ratio with a model was ignored: the model's own shift (0.5) answered a question about 0.25
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--shift-ratio', '0.25']) == (
+        'timm-sl receptive-field: --shift-ratio goes with --patch-size; --model measures the model as built; allowed: '
+        '--model NAME --model-kwargs shift_ratio=R (what the model is built with), or --patch-size P --shift-ratio R')
+    assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'shift_ratio=0.25']) == 0
+    assert main(['receptive-field', '--patch-size', '4']) == main(['receptive-field', '--patch-size', '8',
+                                                                    '--shift-ratio', '0.25']) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        'sl_vit_32: first tokenization step kernel 4, stride 4: standard tokenization r_token = 4, SPT (shift 1) '
+        'r_token = 6', 'patch 4: standard tokenization r_token = 4, SPT (shift 2) r_token = 8',
+        'patch 8: standard tokenization r_token = 8, SPT (shift 2) r_token = 12']
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--pretrained']) == (
         'timm-sl temperature: sl_vit_32 has no pretrained weights (no tag in timm.list_pretrained); allowed: '
         '--checkpoint FILE (a train.py checkpoint), or neither for random init')

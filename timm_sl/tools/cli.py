@@ -483,10 +483,15 @@ def cmd_attention(args: argparse.Namespace) -> int:
 def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
+    from timm_sl.layers.sl_args import SlArgs
     if (args.model or args.checkpoint) and args.patch_size:
         raise ValueError(f'--patch-size and {"--model" if args.model else "--checkpoint"} measure different things; '
                          f'allowed: --model NAME (its own tokenizer: patch size and shift) or --patch-size P '
                          f'[--shift-ratio R], not both')
+    if (args.model or args.checkpoint) and args.shift_ratio is not None:  # it was ignored: the model's shift answered
+        raise ValueError(f'--shift-ratio goes with --patch-size; {"--model" if args.model else "--checkpoint"} '
+                         f'measures the model as built; allowed: --model NAME --model-kwargs shift_ratio=R (what the '
+                         f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysis_run(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
@@ -497,7 +502,8 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
             return 0
     elif args.patch_size:
         kernel = stride = args.patch_size
-        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+        ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
+        shift = resolve_shift(args.patch_size, ratio)[0]
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
@@ -762,7 +768,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p, required=False)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
-    p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size: shift / patch size')
+    p.add_argument('--shift-ratio', type=float, default=None,
+                   help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
+                        "--model-kwargs shift_ratio=R)")
     p.set_defaults(func=cmd_receptive_field)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders and move "
