@@ -10,6 +10,9 @@ def test_list_prints_params_macs_and_baseline(capsys):
     assert cells[0] == 'sl_vit_64'
     assert cells[1:5] == ['2.91', '199.0', '2.76', '189.5']  # SL params/MACs, baseline params/MACs (M)
     assert cells[5:8] == ['199.2/2.9', ';', '189.8/2.8']      # the paper's Table 2 next to them
+    # and the header says which number is which, as the cells write them (it read 'paper SL / base (MACs M, params
+    # M)' over '199.2/2.9 ; 189.8/2.8': the slash between SL and base in the header, between MACs and params below)
+    assert header[header.index('paper'):].split('  ')[0] == 'paper MACs/params (M): SL ; base'
     assert '3x64x64' in cells and '200' in cells
 
 

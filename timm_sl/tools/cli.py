@@ -101,8 +101,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     widths = [max(len(n) for n in names), 10, 8, 9, 7, 15]
     if args.baseline:
-        header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
-        widths[3:3] = [15, 13, 34]
+        header[3:3] = ['base params (M)', 'base MACs (M)', 'paper MACs/params (M): SL ; base']
+        widths[3:3] = [15, 13, 32]
 
     def line(cells: Sequence[str]) -> str:
         return '  '.join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
