@@ -863,6 +863,23 @@ def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys
                                        f'temperature per depth')
 
 
+def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path, image_dir, capsys, figures):
+    """Each run is built as it recorded: a compared baseline shallower than the first model cut the table to its
+    depth (the first model's deeper rows silently gone), a deeper one was an IndexError traceback."""
+    _run_folder(tmp_path / 'sl2', 'sl_vit_32', dict(depth=2))
+    _run_folder(tmp_path / 'base1', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    for first, compared in ('sl2', 'base1'), ('base1', 'sl2'):
+        assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / first),
+                     '--compare-checkpoint', str(tmp_path / compared), '--out', str(tmp_path / 'k.png')]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2', '3')]
+        assert [r[:2] for r in rows] == [['1', 'blocks.0.attn'], ['2', 'blocks.1.attn']]
+        baseline = 2 if first == 'base1' else 3  # the column of the baseline's KL
+        assert rows[1][baseline] == '-' and all(float(v) >= 0 for v in rows[0][2:])
+        plotted = {line.get_label(): list(line.get_ydata()) for line in figures[-1].axes[0].get_lines()}
+        assert plotted['SL'] == pytest.approx([float(r[5 - baseline]) for r in rows], abs=1e-4)
+        assert plotted['baseline'] == pytest.approx([float(rows[0][baseline])], abs=1e-4)
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

@@ -424,16 +424,18 @@ def cmd_kld(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
     _check_out_not_an_input(args)
     _require_plotting(args)
-    curves, floors, batch, loaded = {}, {}, None, {}
+    curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
     for label, model, record in _runs(args):
         batch = _load_images(args, label, model, record, loaded).tensor
         measured = kld_by_depth(model, batch, floor=True)
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
+        layers[label] = list(measured)
     floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
-    layers = list(measured)
-    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in [*curves.values(), *floors.values()]]
-            for d, layer in enumerate(layers)]
+    # a row per depth of the deepest model (compared checkpoints may differ in depth: '-' where one has none)
+    rows = [[str(d + 1), ' / '.join(dict.fromkeys(names[d] for names in layers.values() if d < len(names)))] +
+            [f'{c[d]:.4f}' if d < len(c) else '-' for c in [*curves.values(), *floors.values()]]
+            for d in range(max(map(len, layers.values())))]
     print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
                         [f'{k} floor (masks alone)' for k in floors], rows))
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
