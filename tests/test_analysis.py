@@ -10,7 +10,7 @@ from timm.models.swin_transformer import window_partition
 import timm_sl.tools.plot
 from timm_sl.tools.analysis import (
     attention_layers, attention_probs, attention_records, capture_attention, depth_curve, final_attention_map,
-    kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
+    kld_by_depth, kld_floor, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
     tokenizer_geometry)
 from timm_sl.tools.cli import main
 from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL
@@ -653,7 +653,6 @@ def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_p
 
 
 def test_kld_floor_is_what_the_masks_alone_give():
-    from timm_sl.tools.analysis import kld_floor
     torch.manual_seed(0)
     free = torch.rand(2, 3, 5, 5).softmax(-1)
     assert kld_floor(free).item() == 0.  # every key open
@@ -878,6 +877,31 @@ def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path,
         plotted = {line.get_label(): list(line.get_ydata()) for line in figures[-1].axes[0].get_lines()}
         assert plotted['SL'] == pytest.approx([float(r[5 - baseline]) for r in rows], abs=1e-4)
         assert plotted['baseline'] == pytest.approx([float(rows[0][baseline])], abs=1e-4)
+
+
+def test_nan_attention_is_not_read_as_uniform_and_is_refused(tmp_path, image_dir, capsys):
+    """A diverged run's NaN weights: kld read the NaN layer as KL 0.0000 (perfectly uniform) over a floor of
+    log(65), attention drew a blank map on a -0.1..0.1 colour scale and reported KL 0, temperature plotted no point
+    for inf. The measures keep NaN; the commands refuse such a model in one line naming the checkpoint and layer."""
+    attn = torch.softmax(torch.randn(2, 3, 5, 5), -1)
+    attn[0, 0, 1] = float('nan')
+    assert math.isnan(kld_to_uniform(attn).item()) and math.isnan(kld_floor(attn).item())
+    model = _run_folder(tmp_path / 'nan', 'sl_vit_32', dict(depth=2))
+    state = model.state_dict()
+    state['blocks.1.attn.qkv.weight'].fill_(float('nan'))
+    state['blocks.0.attn.temperature'].fill_(float('inf'))
+    torch.save({'state_dict': state}, tmp_path / 'nan' / 'model_best.pth.tar')
+    run = tmp_path / 'nan' / 'model_best.pth.tar'
+    for command, layer in ('kld', 'blocks.0.attn, blocks.1.attn'), ('attention', 'blocks.1.attn'), \
+            ('temperature', 'blocks.0.attn'):
+        images = [] if command == 'temperature' else [str(image_dir)]
+        with pytest.raises(SystemExit):
+            main([command, *images, '--model', 'sl_vit_32', '--checkpoint', str(run), '--out',
+                  str(tmp_path / 'c.png')])
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f'timm-sl {command}: SL (checkpoint {run}) gives NaN / inf in {layer} (its weights hold NaN or inf: a '
+            f'diverged run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
+        assert not (tmp_path / 'c.png').exists()
 
 
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):

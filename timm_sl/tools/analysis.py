@@ -290,7 +290,7 @@ def kld_to_uniform(attn: torch.Tensor) -> torch.Tensor:
     row (a Swin window's keys, masked or not)."""
     n = attn.shape[-1]
     p = attn.float().clamp_min(0)
-    kl = torch.where(p > 0, p * (p * n).log(), torch.zeros_like(p)).sum(-1)
+    kl = torch.special.xlogy(p, p * n).sum(-1)  # 0 log 0 = 0; a NaN weight (diverged weights) stays NaN, not 0
     return kl.mean()
 
 
@@ -306,7 +306,8 @@ def kld_floor(attn: torch.Tensor) -> torch.Tensor:
     row's largest, counts as masked too.)"""
     n = attn.shape[-1]
     keys = (attn >= MASKED_WEIGHT).sum(-1).clamp_min(1).double()
-    return (math.log(n) - keys.log()).mean().float()
+    floor = (math.log(n) - keys.log()).masked_fill(attn.isnan().any(-1), math.nan)  # NaN rows have no floor
+    return floor.mean().float()
 
 
 def learned_temperatures(model: nn.Module) -> Dict[str, torch.Tensor]:

@@ -245,11 +245,6 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         raise _model_error(args, name, kwargs, e) from e
 
 
-def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
-    """The model of :func:`_analysis_run`."""
-    return _analysis_run(args, checkpoint, baseline_first)[0]
-
-
 def _variant(model) -> str:
     """What a model is, from the switches it was built with (strictly loaded checkpoints included): ``SL``,
     ``baseline``, or the paper's ablation tag (``S``, ``L``, ``SM``, ...; ``w/o Spool`` / ``+ Spool`` where the
@@ -355,12 +350,24 @@ def _runs(args: argparse.Namespace):
     return runs
 
 
+def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
+    """Refuse a model whose numbers (layer -> value) are NaN or inf, as a diverged run's weights give: charts drew
+    them as gaps, a blank map on a -0.1..0.1 colour scale, or a KL of 0 (perfectly uniform)."""
+    import math
+    bad = [layer for layer, value in numbers.items() if not math.isfinite(value)]
+    if bad:
+        source = f'{label} (checkpoint {record.checkpoint})' if record is not None else label
+        raise ValueError(f'{source} gives NaN / inf in {", ".join(bad)} (its weights hold NaN or inf: a diverged '
+                         f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    model = _analysis_model(args, args.checkpoint)
+    model, record = _analysis_run(args, args.checkpoint)
     records = temperature_records(model)
+    _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
     if not records:
         sl_args = getattr(model, 'sl_args', None)
         if sl_args is not None and sl_args.learn_temp and not attention_layers(model):  # lsa on, nothing to learn in
@@ -428,6 +435,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
     for label, model, record in _runs(args):
         batch = _load_images(args, label, model, record, loaded).tensor
         measured = kld_by_depth(model, batch, floor=True)
+        _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
         layers[label] = list(measured)
@@ -460,6 +468,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         shown = shown or loaded  # the images drawn: as the first model sees them
         result = final_attention_map(model, loaded.tensor)
+        _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
