@@ -124,6 +124,18 @@ def test_a_size_timm_divides_by_is_one_line(command, kwarg, error, tmp_path, cap
                                             f'dims)\n')
 
 
+@pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['receptive-field']])
+def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
+    """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model', 'sl_vit_32', '--model-kwargs', 'global_pool=bogus'] +
+             ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f'timm-sl {command[0]}: sl_vit_32 cannot be built with --model-kwargs global_pool=bogus '
+                          f'(AssertionError: ') and err.endswith("; allowed: the values timm's constructor accepts\n")
+
+
 def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png')]) == (

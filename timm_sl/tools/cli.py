@@ -62,10 +62,12 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         from timm_sl.layers.sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    if isinstance(error, ArithmeticError):  # timm divides by sizes it does not check (num_heads=0, patch_size=0)
-        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())
+    if isinstance(error, (ArithmeticError, AssertionError)):  # timm divides by sizes it does not check
+        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0) and asserts on others (global_pool)
+        allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
+            "the values timm's constructor accepts"
         return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
-                          f'{describe(error)}); allowed: sizes above 0 (num_heads, patch_size, dims)')
+                          f'{describe(error)}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
 
 
@@ -78,8 +80,8 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
-    except (TypeError, ValueError, RuntimeError, ArithmeticError) as e:  # unknown / bad kwarg, unloadable weights
-        raise _model_error(args, name, kwargs, e) from e
+    except (TypeError, ValueError, RuntimeError, ArithmeticError, AssertionError) as e:  # unknown / bad kwarg,
+        raise _model_error(args, name, kwargs, e) from e  # weights that cannot be loaded
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
@@ -241,7 +243,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
             return model, record
         raise first_error
-    except (FileNotFoundError, ValueError, TypeError, RuntimeError, ArithmeticError) as e:
+    except (FileNotFoundError, ValueError, TypeError, RuntimeError, ArithmeticError, AssertionError) as e:
         raise _model_error(args, name, kwargs, e) from e
 
 
