@@ -49,6 +49,14 @@ def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
         "timm-sl demo: unknown model 'sl_vit_3' (did you mean sl_vit_32 or ")
 
 
+def test_demo_refuses_slify_at_once():
+    """``demo --model slify`` asked for ``--model-kwargs base=NAME``; given one, the demo then refused slify."""
+    for kwargs in [], ['--model-kwargs', 'base=vit_tiny_patch16_224']:
+        assert _exit_message(['demo', '--model', 'slify', *kwargs]) == (
+            'timm-sl demo: slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / '
+            'lsa off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
+
+
 def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
     assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")

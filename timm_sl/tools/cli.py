@@ -130,6 +130,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
+    if args.model == 'slify':  # building it first would ask for base=NAME, which the demo then refuses anyway
+        raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
+                         'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
     probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
                        batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
