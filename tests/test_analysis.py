@@ -211,6 +211,10 @@ def test_learned_temperatures_and_receptive_field():
         model.blocks[1].attn.temperature.fill_(0.5)
     temps = learned_temperatures(model)
     assert list(temps) == ['blocks.0.attn', 'blocks.1.attn'] and torch.all(temps['blocks.1.attn'] == 0.5)
+    # the mask with a fixed temperature: a buffer at its initial value, not a learned temperature
+    assert learned_temperatures(timm.create_model('sl_vit_32', depth=2, lsa_learn_temp=False)) == {}
+    assert list(learned_temperatures(timm.create_model('sl_vit_32', depth=2, lsa=False, lsa_learn_temp=True))) == [
+        'blocks.0.attn', 'blocks.1.attn']
     assert receptive_field(16) == 16 and receptive_field(16, shift=8) == 32 and receptive_field(4, 2) == 8
     assert receptive_field(7, shift=2, stride=4) == 11 and receptive_field(7, stride=4) == 7
 

@@ -489,8 +489,14 @@ def test_analysis_commands_say_what_they_cannot_do(tmp_path, capsys):
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa=False', 'spt=False',
                           '--out', str(tmp_path / 't.png')]) == (
         'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
-        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
-        'lsa_learn_temp=True)')
+        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True with '
+        'lsa_learn_temp unset, or lsa_learn_temp=True)')
+    # LSA's mask with a fixed temperature (the paper's 'SM'): its buffer was drawn as 'learned (mean over heads)'
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa_learn_temp=False',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=True, '
+        'lsa_learn_temp=False (SL switches); allowed: a model with a learned temperature (lsa=True with '
+        'lsa_learn_temp unset, or lsa_learn_temp=True)')
     # lsa on but no layer to hold a temperature: the reason is the depth, not the switches (it said 'with lsa=True
     # ...; allowed: lsa=True')
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=0',

@@ -311,8 +311,10 @@ def kld_floor(attn: torch.Tensor) -> torch.Tensor:
 
 
 def learned_temperatures(model: nn.Module) -> Dict[str, torch.Tensor]:
-    """Per LSA layer (depth order): its per-head multiplier of ``QK^T`` (the paper's Fig. 3 quantity)."""
-    return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules() if isinstance(m, LsaMixin)}
+    """Per LSA layer that learns it (depth order): its per-head multiplier of ``QK^T`` (the paper's Fig. 3 quantity).
+    A layer with ``learn_temp`` off keeps its initial value in a buffer, which is no learned temperature."""
+    return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules()
+            if isinstance(m, LsaMixin) and m.learn_temp}
 
 
 def receptive_field(kernel: int, shift: Optional[int] = None, stride: Optional[int] = None) -> int:
@@ -365,8 +367,9 @@ def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False) ->
 
 
 def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
-    """Per LSA layer (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over heads and the ``fixed``
-    ``head_dim ** -0.5`` (times the layer's ``temp_ratio``) it starts from (paper Fig. 3)."""
+    """Per LSA layer that learns its temperature (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over
+    heads and the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3; the layer starts from it divided
+    by its ``temp_ratio``)."""
     modules = dict(model.named_modules())
     return [dict(layer=name, mean=t.mean().item(), min=t.min().item(), max=t.max().item(),
                  fixed=modules[name].init_temperature * modules[name].temp_ratio)

@@ -381,8 +381,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
         switches = f'lsa={sl_args.lsa}, lsa_learn_temp={sl_args.lsa_learn_temp}' if sl_args is not None else '-'
         source = f'{args.checkpoint} holds' if args.checkpoint else 'this is'
         raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
-                         f'(SL switches); allowed: a model with a learned temperature (lsa=True or '
-                         f'lsa_learn_temp=True)')
+                         f'(SL switches); allowed: a model with a learned temperature (lsa=True with lsa_learn_temp '
+                         f'unset, or lsa_learn_temp=True)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
