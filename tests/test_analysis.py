@@ -453,6 +453,18 @@ def test_an_image_too_large_for_pil_is_one_line(tmp_path, image_dir, capsys, mon
     assert line.endswith('allowed: an image of at most 200 pixels (downscale it first)')
 
 
+def test_load_images_follows_linked_folders_once(tmp_path, image_dir):
+    """Images in a linked subfolder were silently left out (``Path.rglob`` does not enter links before Python
+    3.13); a link back up must not loop."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'a.png').write_bytes((image_dir / '0.png').read_bytes())
+    (folder / 'linked').symlink_to(image_dir, target_is_directory=True)
+    (folder / 'up').symlink_to(folder, target_is_directory=True)
+    loaded = load_images([str(folder)], _model('sl_vit_32', dict(depth=1)))
+    assert loaded.files == [folder / 'a.png', folder / 'linked' / '0.png', folder / 'linked' / '1.png']
+
+
 def _sharpened(module, forward):
     """``forward`` run with the logits of ``module`` times 4 during the call only (LSA: temperature, timm: scale)."""
     def run(*args, **kwargs):

@@ -13,6 +13,7 @@ softmax distribution, before the post-softmax head mixing, which is a linear map
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
 import math
+import os
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -403,6 +404,20 @@ class ImageBatch(NamedTuple):
     images: List[Any]
 
 
+def _image_files(folder: Path) -> List[Path]:
+    """The image files under ``folder`` (sorted), through linked folders too (``Path.rglob`` skips those before
+    Python 3.13), each real folder once: a link back up does not loop."""
+    files, seen = [], set()
+    for root, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        files += [Path(root) / n for n in names if Path(n).suffix.lower() in IMAGE_SUFFIXES]
+    return sorted(files)
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
@@ -417,7 +432,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f'{p} does not exist')
-        files += sorted(f for f in p.rglob('*') if f.suffix.lower() in IMAGE_SUFFIXES) if p.is_dir() else [p]
+        files += _image_files(p) if p.is_dir() else [p]
     if not files:
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
     config = data_config or resolve_data_config({}, model=model)
