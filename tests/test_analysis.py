@@ -369,6 +369,22 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
     assert [r['uniform'] for r in records] == pytest.approx([1 / 64] * 2 + [1 / 65] * 2)
 
 
+def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, image_dir, capsys, figures):
+    """Two folders' 0.png: the chart named their rows by path, the table by file name only (two rows '0.png' with
+    different numbers); both say the path, and an image given twice keeps a label on each row."""
+    other = tmp_path / 'other'
+    other.mkdir()
+    (other / '0.png').write_bytes((image_dir / '1.png').read_bytes())
+    assert main(['attention', str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'),
+                 str(image_dir / '1.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'a.png')]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if 'blocks.0.attn' in line]
+    labels = [str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'), str(image_dir / '1.png')]
+    assert rows == labels
+    inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
+    assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
+
+
 def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):
     out = tmp_path / 'heads.png'
     assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'num_heads=3',

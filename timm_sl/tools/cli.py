@@ -482,13 +482,14 @@ def cmd_attention(args: argparse.Namespace) -> int:
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
         records += attention_records(loaded.files, label, result)
+    names = [f.name for f in shown.files]  # images named by file name, by path where two share one
+    labels = [name if names.count(name) == 1 else str(f) for f, name in zip(shown.files, names)]
+    names = dict(zip(map(str, shown.files), labels))
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
                          'KL(map || uniform)'], [
-        [Path(r['image']).name, r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
+        [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    names = [f.name for f in shown.files]
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform,
-                   row_labels=names if len(set(names)) == len(names) else [str(f) for f in shown.files],
+    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
     numbers.write_text(json.dumps(records, indent=1))
