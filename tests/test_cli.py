@@ -287,6 +287,22 @@ def test_demo_refuses_a_learning_rate_that_is_not_a_positive_number(value, capsy
     assert err.count('\n') == 1 and 'expected a ' in err and 'number > 0' in err
 
 
+@pytest.mark.parametrize('argv,error', [
+    (['--seed', '-1'], 'timm-sl demo: error: argument --seed: -1 is not allowed; expected an integer from 0 to '
+                       '4294967295'),
+    (['--seed', '4294967295', '--seeds', '2'], 'timm-sl demo: --seed 4294967295 --seeds 2 runs up to seed 4294967296; '
+                                               'allowed: seeds up to 4294967295 (a lower --seed or fewer --seeds)')])
+def test_demo_refuses_seeds_numpy_cannot_take_before_any_run(argv, error, capsys, monkeypatch):
+    """``--seed -1`` ended in numpy's 'Seed must be between 0 and 2**32 - 1', naming no option; a last seed past
+    2**32 - 1 failed only after the runs before it had trained."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before the seeds were '
+                                                                                     'checked'))
+    with pytest.raises(SystemExit) as info:
+        main(['demo', *argv])
+    assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
+
+
 def test_what_follows_dashes_goes_to_train_py_as_given():
     from timm_sl.tools.cli import build_parser
     base = ['reproduce', '--data-dir', 'D', '--dataset', 'cifar10']

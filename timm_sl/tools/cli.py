@@ -130,6 +130,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
+    if args.seed + args.seeds - 1 > MAX_SEED:  # the last runs' seeds: found before the first runs train
+        raise ValueError(f'--seed {args.seed} --seeds {args.seeds} runs up to seed {args.seed + args.seeds - 1}; '
+                         f'allowed: seeds up to {MAX_SEED} (a lower --seed or fewer --seeds)')
     if args.model == 'slify':  # building it first would ask for base=NAME, which the demo then refuses anyway
         raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
                          'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
@@ -646,6 +649,20 @@ def _positive_int(text: str) -> int:
     return value
 
 
+MAX_SEED = 2 ** 32 - 1  # numpy's (random_seed seeds python, numpy and torch alike)
+
+
+def _seed(text: str) -> int:
+    """A seed numpy takes: 0 to 2**32 - 1 (``-1`` reached numpy as 'Seed must be between ...', naming no option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer from 0 to {MAX_SEED}') from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer from 0 to {MAX_SEED}')
+    return value
+
+
 def _positive_float(text: str) -> float:
     """A finite number above 0 (a learning rate): ``nan``, ``inf`` and ``-1`` reached torch as 'Invalid learning
     rate: nan', naming no option."""
@@ -704,8 +721,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--model', default='sl_vit_32', help='sl_ model')
     p.add_argument('--epochs', type=_positive_int, default=10, help='training epochs per run')
     p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
-    p.add_argument('--seed', type=int, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
-                                                       'numbers)')
+    p.add_argument('--seed', type=_seed, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
+                                                         'numbers)')
     p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
     p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
     p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
