@@ -131,19 +131,24 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
     assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err
 
 
-def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
-    """README's ``demo --model-kwargs lsa_mask=False`` trains SPT + learned temperature without the mask (the paper's
-    'ST'): table, chart and legend called it 'SL', and the chart named no kwargs."""
+def _demo_without_training(monkeypatch, top1):
+    """The demo command with both models' runs replaced by ``top1`` per epoch (1437 / 360 images); returns the list
+    the charts it draws are appended to."""
     import timm_sl.tools.demo
     from timm_sl.tools.demo import DemoResult
     figures = []
     draw = timm_sl.tools.plot.plot_curves
     monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda model_name, **kwargs: [
+        DemoResult(name, {}, top1=[list(top1)], train_loss=[[2.3] * len(top1)], train_img_s=[1.], params=1,
+                   train_images=1437, val_images=360) for name in ('SL', 'baseline')])
+    return figures
 
-    def trained(model_name, **kwargs):
-        return [DemoResult(name, {}, top1=[[50., 60.]], train_loss=[[2., 1.]], train_img_s=[1.], params=1,
-                           train_images=1437, val_images=360) for name in ('SL', 'baseline')]
-    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', trained)
+
+def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
+    """README's ``demo --model-kwargs lsa_mask=False`` trains SPT + learned temperature without the mask (the paper's
+    'ST'): table, chart and legend called it 'SL', and the chart named no kwargs."""
+    figures = _demo_without_training(monkeypatch, [50., 60.])
     assert main(['demo', '--epochs', '2', '--model-kwargs', 'lsa_mask=False', 'depth=1',
                  '--out', str(tmp_path / 'c.png')]) == 0
     out = capsys.readouterr().out
@@ -156,16 +161,7 @@ def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
 
 def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
     """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
-    import timm_sl.tools.demo
-    from timm_sl.tools.demo import DemoResult
-    figures = []
-    draw = timm_sl.tools.plot.plot_curves
-    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
-
-    def untrained(model_name, **kwargs):
-        return [DemoResult(name, {}, top1=[[0., 0.]], train_loss=[[2.3, 2.3]], train_img_s=[1.], params=1,
-                           train_images=1437, val_images=360) for name in ('SL', 'baseline')]
-    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', untrained)
+    figures = _demo_without_training(monkeypatch, [0., 0.])
     assert main(['demo', '--epochs', '2', '--out', str(tmp_path / 'c.png')]) == 0
     capsys.readouterr()
     ax = figures[0].axes[0]
