@@ -10,7 +10,7 @@ from timm.models.swin_transformer import window_partition
 import timm_sl.tools.plot
 from timm_sl.tools.analysis import (
     attention_layers, attention_probs, attention_records, capture_attention, depth_curve, final_attention_map,
-    kld_by_depth, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
+    kld_by_depth, kld_floor, kld_to_uniform, learned_temperatures, load_images, receptive_field, temperature_records,
     tokenizer_geometry)
 from timm_sl.tools.cli import main
 from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL
@@ -211,6 +211,10 @@ def test_learned_temperatures_and_receptive_field():
         model.blocks[1].attn.temperature.fill_(0.5)
     temps = learned_temperatures(model)
     assert list(temps) == ['blocks.0.attn', 'blocks.1.attn'] and torch.all(temps['blocks.1.attn'] == 0.5)
+    # the mask with a fixed temperature: a buffer at its initial value, not a learned temperature
+    assert learned_temperatures(timm.create_model('sl_vit_32', depth=2, lsa_learn_temp=False)) == {}
+    assert list(learned_temperatures(timm.create_model('sl_vit_32', depth=2, lsa=False, lsa_learn_temp=True))) == [
+        'blocks.0.attn', 'blocks.1.attn']
     assert receptive_field(16) == 16 and receptive_field(16, shift=8) == 32 and receptive_field(4, 2) == 8
     assert receptive_field(7, shift=2, stride=4) == 11 and receptive_field(7, stride=4) == 7
 
@@ -365,6 +369,22 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
     assert [r['uniform'] for r in records] == pytest.approx([1 / 64] * 2 + [1 / 65] * 2)
 
 
+def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, image_dir, capsys, figures):
+    """Two folders' 0.png: the chart named their rows by path, the table by file name only (two rows '0.png' with
+    different numbers); both say the path, and an image given twice keeps a label on each row."""
+    other = tmp_path / 'other'
+    other.mkdir()
+    (other / '0.png').write_bytes((image_dir / '1.png').read_bytes())
+    assert main(['attention', str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'),
+                 str(image_dir / '1.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'a.png')]) == 0
+    rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if 'blocks.0.attn' in line]
+    labels = [str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'), str(image_dir / '1.png')]
+    assert rows == labels
+    inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
+    assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
+
+
 def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):
     out = tmp_path / 'heads.png'
     assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'num_heads=3',
@@ -434,6 +454,31 @@ def test_load_images_and_attention_records(image_dir):
         assert r['kl'] == pytest.approx(kld_to_uniform(mean.flatten() / mean.sum()).item())
     with pytest.raises(FileNotFoundError, match='missing does not exist'):
         load_images([str(image_dir / 'missing')], model)
+
+
+def test_an_image_too_large_for_pil_is_one_line(tmp_path, image_dir, capsys, monkeypatch):
+    """PIL refuses an image past twice its ``MAX_IMAGE_PIXELS`` with an error that is no ``OSError``: one line naming
+    the file and the limit, not a traceback (a 40x48 image stands in for a 200-megapixel one)."""
+    monkeypatch.setattr(Image, 'MAX_IMAGE_PIXELS', 100)
+    with pytest.raises(SystemExit) as error:
+        main(['attention', str(image_dir / '0.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+              '--out', str(tmp_path / 'a.png')])
+    line = capsys.readouterr().err.strip()
+    assert error.value.code == 2 and '\n' not in line and not (tmp_path / 'a.png').exists()
+    assert line.startswith('timm-sl attention: ') and f'{image_dir / "0.png"} is too large to read (' in line
+    assert line.endswith('allowed: an image of at most 200 pixels (downscale it first)')
+
+
+def test_load_images_follows_linked_folders_once(tmp_path, image_dir):
+    """Images in a linked subfolder were silently left out (``Path.rglob`` does not enter links before Python
+    3.13); a link back up must not loop."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'a.png').write_bytes((image_dir / '0.png').read_bytes())
+    (folder / 'linked').symlink_to(image_dir, target_is_directory=True)
+    (folder / 'up').symlink_to(folder, target_is_directory=True)
+    loaded = load_images([str(folder)], _model('sl_vit_32', dict(depth=1)))
+    assert loaded.files == [folder / 'a.png', folder / 'linked' / '0.png', folder / 'linked' / '1.png']
 
 
 def _sharpened(module, forward):
@@ -640,7 +685,6 @@ def test_cli_kld_and_temperature_charts_start_at_zero_and_name_their_units(tmp_p
 
 
 def test_kld_floor_is_what_the_masks_alone_give():
-    from timm_sl.tools.analysis import kld_floor
     torch.manual_seed(0)
     free = torch.rand(2, 3, 5, 5).softmax(-1)
     assert kld_floor(free).item() == 0.  # every key open
@@ -755,6 +799,18 @@ def test_images_are_sized_for_the_model_as_built(name, kwargs, tmp_path, image_d
     assert f'input: {size}x{size} px' in capsys.readouterr().out
 
 
+def test_slify_models_are_named_by_their_base(tmp_path, image_dir, capsys, figures):
+    """Every chart and line of a slify model named it 'slify', not which timm model was converted."""
+    kwargs = ['--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', 'img_size=32', 'patch_size=4',
+              'depth=1']
+    for command in ('temperature', 'kld', 'attention'):
+        images = [] if command == 'temperature' else [str(image_dir)]
+        assert main([command, *images, *kwargs, '--out', str(tmp_path / f'{command}.png')]) == 0
+        assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), RANDOM INIT ')
+    assert main(['receptive-field', *kwargs]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith('slify(vit_tiny_patch16_224): first tokenization ')
+
+
 @pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
                                      ['kld', 'img', '--model', 'sl_vit_32'],
                                      ['attention', 'img', '--model', 'sl_vit_32']])
@@ -805,6 +861,79 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     assert main(command + [str(fresh), '--heads', 'all']) == 0
     assert main(command + [str(fresh)]) == 0
     assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
+
+
+def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):
+    """A run folder given for a checkpoint is named in the chart by the file read from it (its model_best.pth.tar,
+    else last.pth.tar), not by the folder as if it were a file in its parent."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    (tmp_path / 'base' / 'model_best.pth.tar').rename(tmp_path / 'base' / 'last.pth.tar')
+    assert main(['temperature', '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
+                 '--out', str(tmp_path / 't.png')]) == 0
+    assert _title(figures[0]) == 'sl_vit_32, checkpoint sl/model_best.pth.tar: learned temperature per depth'
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
+                 '--compare-checkpoint', str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[1]).startswith('sl_vit_32, SL checkpoint sl/model_best.pth.tar, baseline checkpoint '
+                                         'base/last.pth.tar: ')
+
+
+def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys, figures):
+    """A train.py --model-ema checkpoint holds two sets of weights; the analyses read the EMA ones (as timm's loader
+    and export do), which early in a run are still near the init: the title says so."""
+    model = _model('sl_vit_32', dict(depth=1))
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    ema['blocks.0.attn.temperature'].fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'state_dict_ema': ema}, tmp_path / 'ema.pth.tar')
+    torch.save({'state_dict': ema}, tmp_path / 'raw.pth.tar')
+    for name, weights in ('ema', ' (EMA weights)'), ('raw', ''):
+        assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+                     str(tmp_path / f'{name}.pth.tar'), '--out', str(tmp_path / 't.png')]) == 0
+        assert '0.3000' in capsys.readouterr().out
+        assert _title(figures[-1]) == (f'sl_vit_32, checkpoint {tmp_path.name}/{name}.pth.tar{weights}: learned '
+                                       f'temperature per depth')
+
+
+def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path, image_dir, capsys, figures):
+    """Each run is built as it recorded: a compared baseline shallower than the first model cut the table to its
+    depth (the first model's deeper rows silently gone), a deeper one was an IndexError traceback."""
+    _run_folder(tmp_path / 'sl2', 'sl_vit_32', dict(depth=2))
+    _run_folder(tmp_path / 'base1', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    for first, compared in ('sl2', 'base1'), ('base1', 'sl2'):
+        assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / first),
+                     '--compare-checkpoint', str(tmp_path / compared), '--out', str(tmp_path / 'k.png')]) == 0
+        rows = [line.split() for line in capsys.readouterr().out.splitlines() if line[:1] in ('1', '2', '3')]
+        assert [r[:2] for r in rows] == [['1', 'blocks.0.attn'], ['2', 'blocks.1.attn']]
+        baseline = 2 if first == 'base1' else 3  # the column of the baseline's KL
+        assert rows[1][baseline] == '-' and all(float(v) >= 0 for v in rows[0][2:])
+        plotted = {line.get_label(): list(line.get_ydata()) for line in figures[-1].axes[0].get_lines()}
+        assert plotted['SL'] == pytest.approx([float(r[5 - baseline]) for r in rows], abs=1e-4)
+        assert plotted['baseline'] == pytest.approx([float(rows[0][baseline])], abs=1e-4)
+
+
+def test_nan_attention_is_not_read_as_uniform_and_is_refused(tmp_path, image_dir, capsys):
+    """A diverged run's NaN weights: kld read the NaN layer as KL 0.0000 (perfectly uniform) over a floor of
+    log(65), attention drew a blank map on a -0.1..0.1 colour scale and reported KL 0, temperature plotted no point
+    for inf. The measures keep NaN; the commands refuse such a model in one line naming the checkpoint and layer."""
+    attn = torch.softmax(torch.randn(2, 3, 5, 5), -1)
+    attn[0, 0, 1] = float('nan')
+    assert math.isnan(kld_to_uniform(attn).item()) and math.isnan(kld_floor(attn).item())
+    model = _run_folder(tmp_path / 'nan', 'sl_vit_32', dict(depth=2))
+    state = model.state_dict()
+    state['blocks.1.attn.qkv.weight'].fill_(float('nan'))
+    state['blocks.0.attn.temperature'].fill_(float('inf'))
+    torch.save({'state_dict': state}, tmp_path / 'nan' / 'model_best.pth.tar')
+    run = tmp_path / 'nan' / 'model_best.pth.tar'
+    for command, layer in ('kld', 'blocks.0.attn, blocks.1.attn'), ('attention', 'blocks.1.attn'), \
+            ('temperature', 'blocks.0.attn'):
+        images = [] if command == 'temperature' else [str(image_dir)]
+        with pytest.raises(SystemExit):
+            main([command, *images, '--model', 'sl_vit_32', '--checkpoint', str(run), '--out',
+                  str(tmp_path / 'c.png')])
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f'timm-sl {command}: SL (checkpoint {run}) gives NaN / inf in {layer} (its weights hold NaN or inf: a '
+            f'diverged run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
+        assert not (tmp_path / 'c.png').exists()
 
 
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):

@@ -1,4 +1,4 @@
-from timm_sl.tools.cli import main
+from timm_sl.tools.cli import build_parser, main
 
 
 def test_list_prints_params_macs_and_baseline(capsys):
@@ -10,6 +10,9 @@ def test_list_prints_params_macs_and_baseline(capsys):
     assert cells[0] == 'sl_vit_64'
     assert cells[1:5] == ['2.91', '199.0', '2.76', '189.5']  # SL params/MACs, baseline params/MACs (M)
     assert cells[5:8] == ['199.2/2.9', ';', '189.8/2.8']      # the paper's Table 2 next to them
+    # and the header says which number is which, as the cells write them (it read 'paper SL / base (MACs M, params
+    # M)' over '199.2/2.9 ; 189.8/2.8': the slash between SL and base in the header, between MACs and params below)
+    assert header[header.index('paper'):].split('  ')[0] == 'paper MACs/params (M): SL ; base'
     assert '3x64x64' in cells and '200' in cells
 
 
@@ -46,6 +49,14 @@ def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
         "timm-sl demo: unknown model 'sl_vit_3' (did you mean sl_vit_32 or ")
 
 
+def test_demo_refuses_slify_at_once():
+    """``demo --model slify`` asked for ``--model-kwargs base=NAME``; given one, the demo then refused slify."""
+    for kwargs in [], ['--model-kwargs', 'base=vit_tiny_patch16_224']:
+        assert _exit_message(['demo', '--model', 'slify', *kwargs]) == (
+            'timm-sl demo: slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / '
+            'lsa off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
+
+
 def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
     assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")
@@ -66,7 +77,6 @@ def test_model_kwargs_without_equals_sign(command, capsys):
 
 
 def test_model_kwargs_values_are_python_literals():
-    from timm_sl.tools.cli import build_parser
     args = build_parser().parse_args(['demo', '--model-kwargs', 'depth=2', 'lsa=False', 'depths=(1,1,1)', 'act=gelu'])
     assert args.model_kwargs == dict(depth=2, lsa=False, depths=(1, 1, 1), act='gelu')
 
@@ -85,6 +95,53 @@ def test_out_needs_an_extension_and_an_existing_folder(command, tmp_path, capsys
         assert info.value.code == 2
         last = capsys.readouterr().err.splitlines()[-1]
         assert last.startswith(f'timm-sl {command[0]}: error: argument --out: ') and last.endswith(error)
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self'), reason='needs /proc, a folder nobody can create files in')
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_out_in_a_folder_that_takes_no_file_is_refused_before_any_work(command, tmp_path, capsys, monkeypatch):
+    """``demo --out /proc/c.png`` trained both models, then failed to save as '/proc/c.png: no such file or
+    directory' (the folder exists). Root passes every permission check, so the folder is tried with a file."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--out', '/proc/self/c.png'])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f"timm-sl {command[0]}: error: argument --out: cannot write into folder '/proc/self' of "
+                          f"'/proc/self/c.png' (") and err.endswith('; allowed: a path in a folder you can write to\n')
+    args = build_parser().parse_args(command + ['--out', str(tmp_path / 'c.png')])
+    assert args.out == str(tmp_path / 'c.png') and not list(tmp_path.iterdir())  # the try leaves nothing behind
+
+
+@pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['attention', 'img'],
+                                     ['receptive-field']])
+@pytest.mark.parametrize('kwarg,error', [('num_heads=0', 'ZeroDivisionError: integer modulo by zero'),
+                                         ('patch_size=0', 'ZeroDivisionError: float division by zero')])
+def test_a_size_timm_divides_by_is_one_line(command, kwarg, error, tmp_path, capsys):
+    """timm builds with sizes it divides by unchecked: ``--model-kwargs num_heads=0`` was a ZeroDivisionError
+    traceback from every command that builds a model."""
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model', 'sl_vit_32', '--model-kwargs', kwarg] +
+             ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err == (f'timm-sl {command[0]}: sl_vit_32 cannot be built with --model-kwargs '
+                                            f'{kwarg} ({error}); allowed: sizes above 0 (num_heads, patch_size, '
+                                            f'dims)\n')
+
+
+@pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['receptive-field']])
+def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
+    """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model', 'sl_vit_32', '--model-kwargs', 'global_pool=bogus'] +
+             ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f'timm-sl {command[0]}: sl_vit_32 cannot be built with --model-kwargs global_pool=bogus '
+                          f'(AssertionError: ') and err.endswith("; allowed: the values timm's constructor accepts\n")
 
 
 def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
@@ -216,6 +273,33 @@ AFTER_DASHES = ("; train.py's arguments go after --, e.g. timm-sl reproduce --da
 def test_unrecognized_arguments_name_the_command(argv, error, capsys):
     with pytest.raises(SystemExit) as info:
         main(argv)
+    assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
+
+
+@pytest.mark.parametrize('value', ['nan', 'inf', '-1', '0', 'fast'])
+def test_demo_refuses_a_learning_rate_that_is_not_a_positive_number(value, capsys):
+    """``demo --lr nan`` (or -1) reached torch's optimizer: 'timm-sl demo: Invalid learning rate: nan' after the models
+    were built, naming no option and nothing allowed."""
+    with pytest.raises(SystemExit) as info:
+        main(['demo', '--lr', value, '--epochs', '1', '--limit', '20'])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith('timm-sl demo: error: argument --lr: ')
+    assert err.count('\n') == 1 and 'expected a ' in err and 'number > 0' in err
+
+
+@pytest.mark.parametrize('argv,error', [
+    (['--seed', '-1'], 'timm-sl demo: error: argument --seed: -1 is not allowed; expected an integer from 0 to '
+                       '4294967295'),
+    (['--seed', '4294967295', '--seeds', '2'], 'timm-sl demo: --seed 4294967295 --seeds 2 runs up to seed 4294967296; '
+                                               'allowed: seeds up to 4294967295 (a lower --seed or fewer --seeds)')])
+def test_demo_refuses_seeds_numpy_cannot_take_before_any_run(argv, error, capsys, monkeypatch):
+    """``--seed -1`` ended in numpy's 'Seed must be between 0 and 2**32 - 1', naming no option; a last seed past
+    2**32 - 1 failed only after the runs before it had trained."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before the seeds were '
+                                                                                     'checked'))
+    with pytest.raises(SystemExit) as info:
+        main(['demo', *argv])
     assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
 
 
@@ -400,18 +484,41 @@ def test_prepare_tiny_imagenet_reads_text_files_with_a_byte_order_mark(tmp_path)
     assert prepare_tiny_imagenet_val(tmp_path) == {'n01': 1, 'n02': 1}
 
 
-def test_analysis_commands_say_what_they_cannot_do(tmp_path):
+def test_analysis_commands_say_what_they_cannot_do(tmp_path, capsys):
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--patch-size', '16']) == (
         'timm-sl receptive-field: --patch-size and --model measure different things; allowed: --model NAME (its own '
         'tokenizer: patch size and shift) or --patch-size P [--shift-ratio R], not both')
+    # --shift-ratio with a model was ignored: the model's own shift (0.5) answered a question about 0.25
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--shift-ratio', '0.25']) == (
+        'timm-sl receptive-field: --shift-ratio goes with --patch-size; --model measures the model as built; allowed: '
+        '--model NAME --model-kwargs shift_ratio=R (what the model is built with), or --patch-size P --shift-ratio R')
+    assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'shift_ratio=0.25']) == 0
+    assert main(['receptive-field', '--patch-size', '4']) == main(['receptive-field', '--patch-size', '8',
+                                                                    '--shift-ratio', '0.25']) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        'sl_vit_32: first tokenization step kernel 4, stride 4: standard tokenization r_token = 4, SPT (shift 1) '
+        'r_token = 6', 'patch 4: standard tokenization r_token = 4, SPT (shift 2) r_token = 8',
+        'patch 8: standard tokenization r_token = 8, SPT (shift 2) r_token = 12']
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--pretrained']) == (
         'timm-sl temperature: sl_vit_32 has no pretrained weights (no tag in timm.list_pretrained); allowed: '
         '--checkpoint FILE (a train.py checkpoint), or neither for random init')
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa=False', 'spt=False',
                           '--out', str(tmp_path / 't.png')]) == (
         'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=False, '
-        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True or '
-        'lsa_learn_temp=True)')
+        'lsa_learn_temp=None (SL switches); allowed: a model with a learned temperature (lsa=True with '
+        'lsa_learn_temp unset, or lsa_learn_temp=True)')
+    # LSA's mask with a fixed temperature (the paper's 'SM'): its buffer was drawn as 'learned (mean over heads)'
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa_learn_temp=False',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 has no learned LSA temperature: this is sl_vit_32 with lsa=True, '
+        'lsa_learn_temp=False (SL switches); allowed: a model with a learned temperature (lsa=True with '
+        'lsa_learn_temp unset, or lsa_learn_temp=True)')
+    # lsa on but no layer to hold a temperature: the reason is the depth, not the switches (it said 'with lsa=True
+    # ...; allowed: lsa=True')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=0',
+                          '--out', str(tmp_path / 't.png')]) == (
+        'timm-sl temperature: sl_vit_32 as built has no attention layer (depth 0?), so no LSA temperature; allowed: '
+        'a model with at least one attention layer')
 
 
 def test_list_prints_each_row_as_it_is_counted(capsys, monkeypatch):

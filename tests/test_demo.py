@@ -64,13 +64,13 @@ def test_demo_cli_prints_both_models_and_draws_the_curves(tmp_path, capsys, monk
     assert len(epoch_rows) == 2 and all(0. <= float(v) <= 100. for row in epoch_rows for v in row[1:3])
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        'SL (sl_vit_32)', 'baseline (sl_vit_32, spt/lsa off)']
+        'SL (sl_vit_32, depth=1)', 'baseline (sl_vit_32, depth=1, spt/lsa off)']
     assert [list(line.get_ydata()) for line in ax.get_lines()] == [
         pytest.approx([float(row[1]) for row in epoch_rows], abs=0.006),
         pytest.approx([float(row[2]) for row in epoch_rows], abs=0.006)]
     # 60 images: 12 validation images, each 8.33 points of top-1: the chart says so, as the terminal does
-    assert ax.get_title() == ('sl_vit_32 vs baseline on digits, trained from scratch (seed 3); top-1 of 12 '
-                              'validation images, 8.33 points each: a smoke test')
+    assert ax.get_title() == ('sl_vit_32, depth=1, SL vs baseline on digits, trained from scratch (seed 3); top-1 '
+                              'of 12 validation images, 8.33 points each: a smoke test')
     assert out.stat().st_size > 0
     # epochs as the report and the cards count them: from 1, in the table and on the axis
     assert '2 epochs (counted from 1)' in text
@@ -86,8 +86,8 @@ def test_demo_chart_of_several_seeds_says_it_draws_their_mean(tmp_path, capsys, 
                  '--model-kwargs', 'depth=1', '--seeds', '2', '--seed', '5']) == 0
     capsys.readouterr()
     assert figures[0].axes[0].get_title() == (
-        'sl_vit_32 vs baseline on digits, trained from scratch (mean over 2 seeds, 5-6); top-1 of 8 validation '
-        'images, 12.5 points each: a smoke test')
+        'sl_vit_32, depth=1, SL vs baseline on digits, trained from scratch (mean over 2 seeds, 5-6); top-1 of 8 '
+        'validation images, 12.5 points each: a smoke test')
 
 
 def test_demo_rejects_bad_epochs(capsys):
@@ -131,18 +131,37 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
     assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err
 
 
-def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
-    """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
+def _demo_without_training(monkeypatch, top1):
+    """The demo command with both models' runs replaced by ``top1`` per epoch (1437 / 360 images); returns the list
+    the charts it draws are appended to."""
     import timm_sl.tools.demo
     from timm_sl.tools.demo import DemoResult
     figures = []
     draw = timm_sl.tools.plot.plot_curves
     monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda model_name, **kwargs: [
+        DemoResult(name, {}, top1=[list(top1)], train_loss=[[2.3] * len(top1)], train_img_s=[1.], params=1,
+                   train_images=1437, val_images=360) for name in ('SL', 'baseline')])
+    return figures
 
-    def untrained(model_name, **kwargs):
-        return [DemoResult(name, {}, top1=[[0., 0.]], train_loss=[[2.3, 2.3]], train_img_s=[1.], params=1,
-                           train_images=1437, val_images=360) for name in ('SL', 'baseline')]
-    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', untrained)
+
+def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
+    """README's ``demo --model-kwargs lsa_mask=False`` trains SPT + learned temperature without the mask (the paper's
+    'ST'): table, chart and legend called it 'SL', and the chart named no kwargs."""
+    figures = _demo_without_training(monkeypatch, [50., 60.])
+    assert main(['demo', '--epochs', '2', '--model-kwargs', 'lsa_mask=False', 'depth=1',
+                 '--out', str(tmp_path / 'c.png')]) == 0
+    out = capsys.readouterr().out
+    assert 'epoch  ST top-1  baseline top-1' in out and '\nST ' in out and '\nSL ' not in out
+    ax = figures[0].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        'ST (sl_vit_32, lsa_mask=False, depth=1)', 'baseline (sl_vit_32, lsa_mask=False, depth=1, spt/lsa off)']
+    assert ax.get_title().startswith('sl_vit_32, lsa_mask=False, depth=1, ST vs baseline on digits')
+
+
+def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
+    """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
+    figures = _demo_without_training(monkeypatch, [0., 0.])
     assert main(['demo', '--epochs', '2', '--out', str(tmp_path / 'c.png')]) == 0
     capsys.readouterr()
     ax = figures[0].axes[0]

@@ -83,6 +83,21 @@ def test_attention_maps_share_one_colour_scale_with_a_colour_bar(tmp_path):
     assert width >= 3 * 300 and height >= 2 * 300  # 3 in (300 px) per panel
 
 
+def test_a_nan_map_keeps_the_colour_scale_of_the_others(tmp_path):
+    """One NaN cell (a diverged model) made the shared scale NaN: matplotlib drew a -0.1..0.1 colour bar (negative
+    attention weights) and every map as one flat colour."""
+    sharp = np.full((8, 8), 0.01)
+    sharp[2, 3] = 0.37
+    broken = np.full((8, 8), 1 / 64)
+    broken[0, 0] = np.nan
+    fig = plot_attention([np.zeros((32, 32, 3), np.uint8)], {'SL': [broken], 'baseline': [sharp]},
+                         str(tmp_path / 'a.png'), uniform={'SL': 1 / 64})
+    overlays = [im for ax in fig.axes for im in ax.get_images() if im.get_label() == MAP_LABEL]
+    assert {im.get_clim() for im in overlays} == {(0., 0.37)}
+    assert plot_attention([np.zeros((32, 32, 3), np.uint8)], {'SL': [np.full((8, 8), np.nan)]},
+                          str(tmp_path / 'b.png')).axes[1].get_images()[0].get_clim() == (0., 1.)
+
+
 def test_ratio_bars(tmp_path):
     fig = plot_ratios(['a', 'b'], [0.8, 0.5], [0.7, 0.45], [0.9, 0.6], [0.95, 0.9], str(tmp_path / 'r.png'))
     ax = fig.axes[0]

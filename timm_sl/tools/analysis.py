@@ -13,6 +13,7 @@ softmax distribution, before the post-softmax head mixing, which is a linear map
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
 import math
+import os
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -290,7 +291,7 @@ def kld_to_uniform(attn: torch.Tensor) -> torch.Tensor:
     row (a Swin window's keys, masked or not)."""
     n = attn.shape[-1]
     p = attn.float().clamp_min(0)
-    kl = torch.where(p > 0, p * (p * n).log(), torch.zeros_like(p)).sum(-1)
+    kl = torch.special.xlogy(p, p * n).sum(-1)  # 0 log 0 = 0; a NaN weight (diverged weights) stays NaN, not 0
     return kl.mean()
 
 
@@ -306,12 +307,15 @@ def kld_floor(attn: torch.Tensor) -> torch.Tensor:
     row's largest, counts as masked too.)"""
     n = attn.shape[-1]
     keys = (attn >= MASKED_WEIGHT).sum(-1).clamp_min(1).double()
-    return (math.log(n) - keys.log()).mean().float()
+    floor = (math.log(n) - keys.log()).masked_fill(attn.isnan().any(-1), math.nan)  # NaN rows have no floor
+    return floor.mean().float()
 
 
 def learned_temperatures(model: nn.Module) -> Dict[str, torch.Tensor]:
-    """Per LSA layer (depth order): its per-head multiplier of ``QK^T`` (the paper's Fig. 3 quantity)."""
-    return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules() if isinstance(m, LsaMixin)}
+    """Per LSA layer that learns it (depth order): its per-head multiplier of ``QK^T`` (the paper's Fig. 3 quantity).
+    A layer with ``learn_temp`` off keeps its initial value in a buffer, which is no learned temperature."""
+    return {name: m.temperature.detach().float().cpu() for name, m in model.named_modules()
+            if isinstance(m, LsaMixin) and m.learn_temp}
 
 
 def receptive_field(kernel: int, shift: Optional[int] = None, stride: Optional[int] = None) -> int:
@@ -364,8 +368,9 @@ def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False) ->
 
 
 def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
-    """Per LSA layer (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over heads and the ``fixed``
-    ``head_dim ** -0.5`` (times the layer's ``temp_ratio``) it starts from (paper Fig. 3)."""
+    """Per LSA layer that learns its temperature (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over
+    heads and the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3; the layer starts from it divided
+    by its ``temp_ratio``)."""
     modules = dict(model.named_modules())
     return [dict(layer=name, mean=t.mean().item(), min=t.min().item(), max=t.max().item(),
                  fixed=modules[name].init_temperature * modules[name].temp_ratio)
@@ -399,13 +404,27 @@ class ImageBatch(NamedTuple):
     images: List[Any]
 
 
+def _image_files(folder: Path) -> List[Path]:
+    """The image files under ``folder`` (sorted), through linked folders too (``Path.rglob`` skips those before
+    Python 3.13), each real folder once: a link back up does not loop."""
+    files, seen = [], set()
+    for root, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        files += [Path(root) / n for n in names if Path(n).suffix.lower() in IMAGE_SUFFIXES]
+    return sorted(files)
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
 
     Raises:
         FileNotFoundError: a path does not exist.
-        ValueError: no image found, or a file is not a readable image.
+        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open).
     """
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
@@ -413,7 +432,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f'{p} does not exist')
-        files += sorted(f for f in p.rglob('*') if f.suffix.lower() in IMAGE_SUFFIXES) if p.is_dir() else [p]
+        files += _image_files(p) if p.is_dir() else [p]
     if not files:
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
     config = data_config or resolve_data_config({}, model=model)
@@ -425,6 +444,9 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
                 tensors.append(transform(image.convert('RGB')))
         except OSError as e:
             raise ValueError(f'{f} is not a readable image: {e}') from e
+        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
+            raise ValueError(f'{f} is too large to read ({e}); allowed: an image of at most '
+                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
     batch = torch.stack(tensors)
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)

@@ -62,6 +62,12 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         from timm_sl.layers.sl_args import accepted_kwargs
         allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
+    if isinstance(error, (ArithmeticError, AssertionError)):  # timm divides by sizes it does not check
+        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0) and asserts on others (global_pool)
+        allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
+            "the values timm's constructor accepts"
+        return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
+                          f'{describe(error)}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
 
 
@@ -74,8 +80,8 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
-    except (TypeError, ValueError, RuntimeError) as e:  # unknown / bad kwarg, weights that cannot be loaded
-        raise _model_error(args, name, kwargs, e) from e
+    except (TypeError, ValueError, RuntimeError, ArithmeticError, AssertionError) as e:  # unknown / bad kwarg,
+        raise _model_error(args, name, kwargs, e) from e  # weights that cannot be loaded
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
@@ -97,8 +103,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     header = ['model', 'params (M)', 'MACs (M)', 'input', 'classes', 'pretrained tags']
     widths = [max(len(n) for n in names), 10, 8, 9, 7, 15]
     if args.baseline:
-        header[3:3] = ['base params (M)', 'base MACs (M)', 'paper SL / base (MACs M, params M)']
-        widths[3:3] = [15, 13, 34]
+        header[3:3] = ['base params (M)', 'base MACs (M)', 'paper MACs/params (M): SL ; base']
+        widths[3:3] = [15, 13, 32]
 
     def line(cells: Sequence[str]) -> str:
         return '  '.join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
@@ -124,10 +130,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
 
     _require_plotting(args)
-    _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before any training
+    if args.seed + args.seeds - 1 > MAX_SEED:  # the last runs' seeds: found before the first runs train
+        raise ValueError(f'--seed {args.seed} --seeds {args.seeds} runs up to seed {args.seed + args.seeds - 1}; '
+                         f'allowed: seeds up to {MAX_SEED} (a lower --seed or fewer --seeds)')
+    if args.model == 'slify':  # building it first would ask for base=NAME, which the demo then refuses anyway
+        raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
+                         'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
+    probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
                        batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
     sl, base = results
+    sl.name = _variant(probe)  # what the kwargs make it: 'SL', or the paper's ablation tag (lsa_mask=False: 'ST')
+    given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items())
     print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
           f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
           f'over seeds')
@@ -135,7 +149,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f'warning: {sl.val_images} validation image(s): each is {100 / sl.val_images:.3g} points of top-1, so '
               f'these numbers are a smoke test, not a comparison (drop --limit for all 1797 images)', file=sys.stderr)
     rows = [[str(e + 1), f'{a:.2f}', f'{b:.2f}'] for e, (a, b) in enumerate(zip(sl.mean_curve, base.mean_curve))]
-    print(_format_table(['epoch', 'SL top-1', 'baseline top-1'], rows))
+    print(_format_table(['epoch', f'{sl.name} top-1', 'baseline top-1'], rows))
 
     def spread(values):
         return f'{statistics.fmean(values):.2f}' + (f' +- {statistics.stdev(values):.2f}' if len(values) > 1 else '')
@@ -147,8 +161,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f'mean over {args.seeds} seeds, {args.seed}-{args.seed + args.seeds - 1}'
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
-    plot_curves({f'SL ({args.model})': sl.mean_curve, f'baseline ({args.model}, spt/lsa off)': base.mean_curve},
-                args.out, title=f'{args.model} vs baseline on digits, trained from scratch ({seeds}); {images}',
+    title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
+    plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
+                 f'baseline ({args.model}{given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {args.out}')
     return 0
@@ -226,17 +241,16 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
-                return build_model(loaded, name, candidate)[0].eval(), record
+                model = build_model(loaded, name, candidate)[0].eval()
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
+                continue
+            if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
+                vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
+            return model, record
         raise first_error
-    except (FileNotFoundError, ValueError, TypeError, RuntimeError) as e:
+    except (FileNotFoundError, ValueError, TypeError, RuntimeError, ArithmeticError, AssertionError) as e:
         raise _model_error(args, name, kwargs, e) from e
-
-
-def _analysis_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
-    """The model of :func:`_analysis_run`."""
-    return _analysis_run(args, checkpoint, baseline_first)[0]
 
 
 def _variant(model) -> str:
@@ -252,6 +266,12 @@ def _variant(model) -> str:
     return label if spool == sl_args.spt else label + (' w/o Spool' if sl_args.spt else ' + Spool')
 
 
+def _model_name(name: str, model) -> str:
+    """The model as titles and lines name it: ``slify(BASE)`` for ``slify`` (``model``'s timm architecture), else
+    ``name``."""
+    return f"slify({model.pretrained_cfg.get('architecture')})" if name == 'slify' else name
+
+
 def _switches(model) -> str:
     sl_args = getattr(model, 'sl_args', None)
     if sl_args is None:
@@ -260,23 +280,27 @@ def _switches(model) -> str:
             (f', spt_pool={model.spt_pool}' if hasattr(model, 'spt_pool') else ''))
 
 
-def _run_file(path: str) -> str:
-    """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``)."""
-    path = Path(path).resolve()
-    return f'{path.parent.name}/{path.name}' if path.parent.name else path.name
+def _run_file(path: str, args: Optional[argparse.Namespace] = None) -> str:
+    """A checkpoint as titles name it: its run folder and file (every train.py run has a ``model_best.pth.tar``); a
+    run folder given for it by the checkpoint read from it. ``(EMA weights)`` follows when those were the ones
+    analysed (:func:`_analysis_run`, as timm's loader picks them): early in a run they are still close to the init."""
+    from timm_sl.tools.runs import checkpoint_file
+    ema = ' (EMA weights)' if path in getattr(args, 'ema_checkpoints', ()) else ''
+    path = checkpoint_file(path).resolve()
+    return (f'{path.parent.name}/{path.name}' if path.parent.name else path.name) + ema
 
 
 def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline')) -> str:
     """What the analysed weights are, for titles (the compared checkpoint's too, each named by its ``labels``
     entry): figures of an untrained model must say so."""
     if getattr(args, 'checkpoint', None):
-        weights = f'checkpoint {_run_file(args.checkpoint)}'
+        weights = f'checkpoint {_run_file(args.checkpoint, args)}'
     elif getattr(args, 'pretrained', False):
         weights = 'pretrained'
     else:
         weights = 'RANDOM INIT (untrained: no --checkpoint/--pretrained)'
     compare = getattr(args, 'compare_checkpoint', None)
-    return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare)}' if compare else weights
+    return f'{labels[0]} {weights}, {labels[1]} checkpoint {_run_file(compare, args)}' if compare else weights
 
 
 def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
@@ -334,19 +358,34 @@ def _runs(args: argparse.Namespace):
     return runs
 
 
+def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
+    """Refuse a model whose numbers (layer -> value) are NaN or inf, as a diverged run's weights give: charts drew
+    them as gaps, a blank map on a -0.1..0.1 colour scale, or a KL of 0 (perfectly uniform)."""
+    import math
+    bad = [layer for layer, value in numbers.items() if not math.isfinite(value)]
+    if bad:
+        source = f'{label} (checkpoint {record.checkpoint})' if record is not None else label
+        raise ValueError(f'{source} gives NaN / inf in {", ".join(bad)} (its weights hold NaN or inf: a diverged '
+                         f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
-    from timm_sl.tools.analysis import temperature_records
+    from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    model = _analysis_model(args, args.checkpoint)
+    model, record = _analysis_run(args, args.checkpoint)
     records = temperature_records(model)
+    _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
     if not records:
         sl_args = getattr(model, 'sl_args', None)
+        if sl_args is not None and sl_args.learn_temp and not attention_layers(model):  # lsa on, nothing to learn in
+            raise ValueError(f'{args.model} as built has no attention layer (depth 0?), so no LSA temperature; '
+                             f'allowed: a model with at least one attention layer')
         switches = f'lsa={sl_args.lsa}, lsa_learn_temp={sl_args.lsa_learn_temp}' if sl_args is not None else '-'
         source = f'{args.checkpoint} holds' if args.checkpoint else 'this is'
         raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
-                         f'(SL switches); allowed: a model with a learned temperature (lsa=True or '
-                         f'lsa_learn_temp=True)')
+                         f'(SL switches); allowed: a model with a learned temperature (lsa=True with lsa_learn_temp '
+                         f'unset, or lsa_learn_temp=True)')
     rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
             for i, r in enumerate(records)]
     print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
@@ -354,7 +393,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'min head': [r['min'] for r in records],
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
-                title=f'{args.model}, {_weights(args)}: learned temperature per depth',
+                title=f'{_model_name(args.model, model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)", x_label='depth',
                 y_range=(0., None))
     print(f'plot: {args.out}')
@@ -400,20 +439,24 @@ def cmd_kld(args: argparse.Namespace) -> int:
     from timm_sl.tools.plot import plot_curves
     _check_out_not_an_input(args)
     _require_plotting(args)
-    curves, floors, batch, loaded = {}, {}, None, {}
+    curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
     for label, model, record in _runs(args):
         batch = _load_images(args, label, model, record, loaded).tensor
         measured = kld_by_depth(model, batch, floor=True)
+        _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
+        layers[label] = list(measured)
     floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
-    layers = list(measured)
-    rows = [[str(d + 1), layer] + [f'{c[d]:.4f}' for c in [*curves.values(), *floors.values()]]
-            for d, layer in enumerate(layers)]
+    # a row per depth of the deepest model (compared checkpoints may differ in depth: '-' where one has none)
+    rows = [[str(d + 1), ' / '.join(dict.fromkeys(names[d] for names in layers.values() if d < len(names)))] +
+            [f'{c[d]:.4f}' if d < len(c) else '-' for c in [*curves.values(), *floors.values()]]
+            for d in range(max(map(len, layers.values())))]
     print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
                         [f'{k} floor (masks alone)' for k in floors], rows))
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
-                title=f'{args.model}, {_weights(args, list(curves))}: attention KL divergence from uniform '
+                title=f'{_model_name(args.model, model)}, {_weights(args, list(curves))}: attention KL divergence '
+                      f'from uniform '
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
     print(f'plot: {args.out}')
@@ -433,6 +476,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         shown = shown or loaded  # the images drawn: as the first model sees them
         result = final_attention_map(model, loaded.tensor)
+        _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
@@ -441,14 +485,16 @@ def cmd_attention(args: argparse.Namespace) -> int:
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
         records += attention_records(loaded.files, label, result)
+    names = [f.name for f in shown.files]  # images named by file name, by path where two share one
+    labels = [name if names.count(name) == 1 else str(f) for f, name in zip(shown.files, names)]
+    names = dict(zip(map(str, shown.files), labels))
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
                          'KL(map || uniform)'], [
-        [Path(r['image']).name, r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
+        [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    names = [f.name for f in shown.files]
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform,
-                   row_labels=names if len(set(names)) == len(names) else [str(f) for f in shown.files],
-                   title=f'{args.model}, {_weights(args, list(uniform))}: final attention map ({result.kind})')
+    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels,
+                   title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
+                         f'({result.kind})')
     numbers.write_text(json.dumps(records, indent=1))
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
@@ -457,20 +503,27 @@ def cmd_attention(args: argparse.Namespace) -> int:
 def cmd_receptive_field(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import receptive_field, tokenizer_geometry
     from timm_sl.layers import resolve_shift
+    from timm_sl.layers.sl_args import SlArgs
     if (args.model or args.checkpoint) and args.patch_size:
         raise ValueError(f'--patch-size and {"--model" if args.model else "--checkpoint"} measure different things; '
                          f'allowed: --model NAME (its own tokenizer: patch size and shift) or --patch-size P '
                          f'[--shift-ratio R], not both')
+    if (args.model or args.checkpoint) and args.shift_ratio is not None:  # it was ignored: the model's shift answered
+        raise ValueError(f'--shift-ratio goes with --patch-size; {"--model" if args.model else "--checkpoint"} '
+                         f'measures the model as built; allowed: --model NAME --model-kwargs shift_ratio=R (what the '
+                         f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysis_run(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{args.model or record.model}: first tokenization step kernel {kernel}, stride {stride}'
+        what = f'{_model_name(args.model or record.model, model)}: first tokenization step kernel {kernel}, ' \
+               f'stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
     elif args.patch_size:
         kernel = stride = args.patch_size
-        shift = resolve_shift(args.patch_size, args.shift_ratio)[0]
+        ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
+        shift = resolve_shift(args.patch_size, ratio)[0]
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
@@ -596,9 +649,35 @@ def _positive_int(text: str) -> int:
     return value
 
 
+MAX_SEED = 2 ** 32 - 1  # numpy's (random_seed seeds python, numpy and torch alike)
+
+
+def _seed(text: str) -> int:
+    """A seed numpy takes: 0 to 2**32 - 1 (``-1`` reached numpy as 'Seed must be between ...', naming no option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer from 0 to {MAX_SEED}') from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer from 0 to {MAX_SEED}')
+    return value
+
+
+def _positive_float(text: str) -> float:
+    """A finite number above 0 (a learning rate): ``nan``, ``inf`` and ``-1`` reached torch as 'Invalid learning
+    rate: nan', naming no option."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected a number > 0, e.g. 1e-3') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'{text} is not allowed; expected a finite number > 0, e.g. 1e-3')
+    return value
+
+
 def _figure_path(text: str) -> str:
-    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists (checked
-    before any work). An existing chart file there is replaced, as re-running a command should."""
+    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
+    new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
     from timm_sl.tools.plot import OUT_SUFFIXES
     path = Path(text)
     if path.is_dir():
@@ -616,6 +695,14 @@ def _figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
     if path.is_dir():
         raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
+    import tempfile
+    try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
+        handle, probe = tempfile.mkstemp(dir=path.parent, prefix='.timm-sl-probe-')
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as e:
+        raise argparse.ArgumentTypeError(f'cannot write into folder {str(path.parent)!r} of {text!r} '
+                                         f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
     return text
 
 
@@ -634,10 +721,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--model', default='sl_vit_32', help='sl_ model')
     p.add_argument('--epochs', type=_positive_int, default=10, help='training epochs per run')
     p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
-    p.add_argument('--seed', type=int, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
-                                                       'numbers)')
+    p.add_argument('--seed', type=_seed, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
+                                                         'numbers)')
     p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
-    p.add_argument('--lr', type=float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
+    p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
     p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
@@ -715,7 +802,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p, required=False)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
-    p.add_argument('--shift-ratio', type=float, default=0.5, help='with --patch-size: shift / patch size')
+    p.add_argument('--shift-ratio', type=float, default=None,
+                   help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
+                        "--model-kwargs shift_ratio=R)")
     p.set_defaults(func=cmd_receptive_field)
 
     p = sub.add_parser('prepare-tiny-imagenet', help="sort Tiny-ImageNet's val images into class folders and move "

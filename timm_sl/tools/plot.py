@@ -183,7 +183,8 @@ def plot_attention(
     if not grids:
         raise ValueError('plot_attention needs at least one map')
     uniform = dict(uniform or {})
-    norm = Normalize(vmin=0., vmax=max([float(g.max()) for g in grids] + list(uniform.values())) or 1.)
+    peaks = [float(g[np.isfinite(g)].max()) for g in grids if np.isfinite(g).any()]  # a NaN cell is left blank,
+    norm = Normalize(vmin=0., vmax=max(peaks + list(uniform.values()), default=1.) or 1.)  # not the scale's end
     labels = ['input'] + list(columns)
     rows_per_image = math.ceil(len(labels) / max_columns)
     ncols = math.ceil(len(labels) / rows_per_image)
