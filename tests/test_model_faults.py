@@ -97,6 +97,22 @@ def test_inexact_channel_count_warns(caplog):
         'channel or a multiple of 3.')
 
 
+@pytest.mark.parametrize('source,kwargs', [
+    ('sl_vit_64', dict(num_classes=100)),  # patch 8 over 3 channels is as wide as patch 4 over 12
+    ('sl_vit_32', dict(shift_directions='all')),  # 9 copies
+])
+def test_checkpoint_of_another_patch_or_shift_is_refused_not_channel_adapted(source, kwargs, tmp_path):
+    """A stem width that reads as another channel count than the checkpoint's is another patch / shift layout: one
+    line naming the shapes, never a silent 'adaptation' from a channel count the weights were not made for."""
+    model = timm.create_model(source, depth=1, **{k: v for k, v in kwargs.items() if k != 'num_classes'},
+                              num_classes=kwargs.get('num_classes', 100))
+    torch.save(model.state_dict(), tmp_path / 'other.pth')
+    with pytest.raises(ValueError, match=r'^patch_embed\.proj\.weight has shape .* does not fit this model') as info:
+        timm.create_model('sl_vit_32', depth=1, pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'other.pth')))
+    assert '\n' not in str(info.value) and 'allowed: a checkpoint of 3 input channel(s)' in str(info.value)
+
+
 def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):
     """Without SPT the stem is a convolution: timm adapts it, and says so."""
     rgb = timm.create_model('sl_vit_32', spt=False, **SMALL).eval()
