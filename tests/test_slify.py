@@ -150,6 +150,23 @@ def test_slify_refusal_answers_without_building():
     assert slify_refusal('convnext_atto', spt=False) == 'cannot slify convnext_atto: no attention layer for LSA.'
 
 
+def test_slify_refusal_reads_as_slify_for_an_instance():
+    """slify_refusal named an instance by its class ('cannot slify Eva') where slify names its architecture, and took
+    model kwargs or a bad spt_pool with an instance silently where slify refuses them."""
+    model = timm.create_model('eva02_tiny_patch14_224', depth=1)
+    with pytest.raises(SlifyError) as info:
+        slify(model)
+    assert slify_refusal(model) == str(info.value)
+    assert str(info.value).startswith('cannot slify eva02_tiny_patch14_224: ')
+    vit = timm.create_model('vit_tiny_patch16_224', depth=1)
+    for kwargs, error in ((dict(img_size=32), TypeError), (dict(spt_pool='yes'), ValueError)):
+        with pytest.raises(error) as expected:
+            slify(copy.deepcopy(vit), **kwargs)
+        with pytest.raises(error) as got:
+            slify_refusal(vit, **kwargs)
+        assert str(got.value) == str(expected.value)
+
+
 def test_refused_instance_is_untouched():
     """A model with one convertible and one unconvertible part: nothing is converted, not even the convertible part."""
     model = timm.create_model('vit_tiny_patch16_224', depth=2, img_size=32)
