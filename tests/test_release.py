@@ -220,7 +220,7 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
 
 @pytest.mark.parametrize('content,message', [
     (None, 'is a folder; allowed: a JSON file'),  # a folder where the file goes: was "does not exist"
-    (b'\xff\xfe{}', 'is not UTF-8 text (invalid start byte at byte 0); allowed: a JSON file'),  # was a bare decode error
+    (b'\xff\xfe{}', 'is not UTF-8 text (invalid start byte at byte 0); allowed: a JSON file'),  # was: no file named
     # values timm computes with: were a TypeError / AssertionError at create_model, naming neither file nor tag
     (b'{"sl_vit_32.x": {"hf_hub_id": "o/n", "num_classes": "ten"}}', 'sl_vit_32.x has num_classes="ten"; allowed: an '
                                                                     'int >= 0'),
