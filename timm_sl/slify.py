@@ -152,6 +152,7 @@ def plan_slify(
 ) -> SlifyPlan:
     """Plan the conversion of ``model`` without changing it (see :func:`slify` for the arguments)."""
     sl_args = sl_args or SlArgs()
+    asked_pool = spt_pool
     spt_pool = sl_args.spt if spt_pool is None else spt_pool
     model_name = model_name or type(model).__name__
     steps: List[Replacement] = []
@@ -172,8 +173,12 @@ def plan_slify(
         if not lsa_steps and not reasons:
             reasons.append('no attention layer for LSA')
         steps += lsa_steps
+    pool_steps = plan_replacements(model, sl_args, kinds=('spool',))
+    if asked_pool is not None and not pool_steps:  # as an sl_ model without pooling refuses the kwarg
+        reasons.append(f"spt_pool={asked_pool} has no pooling layer to act on (Spool replaces PiT's conv pooling "
+                       f"and Swin's PatchMerging); allowed: spt_pool unset")
     if spt_pool:
-        steps += plan_replacements(model, sl_args, kinds=('spool',))
+        steps += pool_steps
     if not steps and not reasons:
         reasons.append('nothing to convert with these switches')
     return SlifyPlan(model_name, tuple(steps), tuple(reasons))
@@ -276,7 +281,8 @@ def slify(
             ``timm.create_model(name, pretrained=pretrained, **kwargs)``, then converted).
         pretrained: With a name: load timm's pretrained weights before converting (for fine-tuning; the attention
             weights carry over, SPT starts fresh). ``pretrained_cfg_overlay=dict(file=...)`` loads a local file.
-        spt_pool: Spool in place of PiT's conv pooling / Swin's ``PatchMerging``; ``None`` follows ``spt``.
+        spt_pool: Spool in place of PiT's conv pooling / Swin's ``PatchMerging``; ``None`` follows ``spt``. Set on
+            a model with no such pooling, it is refused (it would record a Spool switch that acts on nothing).
         spt_post_norm: Keep the patch embedding's norm after SPT. Off by default: SPT normalises each patch before
             projecting, and the reference code (and this package's SL-Swin) drop Swin's post-embedding LayerNorm.
         **kwargs: The SL switches of :class:`timm_sl.models.SlArgs` (``spt``, ``shift_ratio``, ``shift_directions``,
