@@ -110,7 +110,23 @@ def test_checkpoint_of_another_patch_or_shift_is_refused_not_channel_adapted(sou
     with pytest.raises(ValueError, match=r'^patch_embed\.proj\.weight has shape .* does not fit this model') as info:
         timm.create_model('sl_vit_32', depth=1, pretrained=True,
                           pretrained_cfg_overlay=dict(file=str(tmp_path / 'other.pth')))
-    assert '\n' not in str(info.value) and 'allowed: a checkpoint of 3 input channel(s)' in str(info.value)
+    assert '\n' not in str(info.value)
+    assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
+
+
+def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
+    """The checkpoint's channels are the ones its cfg declares (timm's convention): declared, a grey checkpoint is
+    adapted to RGB exactly; undeclared, its width is refused (it could as well be another patch size)."""
+    grey = _randomise(timm.create_model('sl_vit_32', in_chans=1, depth=1)).eval()
+    torch.save(grey.state_dict(), tmp_path / 'grey.pth')
+    with pytest.raises(ValueError, match='does not fit this model'):
+        timm.create_model('sl_vit_32', depth=1, pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'grey.pth')))
+    rgb = timm.create_model('sl_vit_32', depth=1, in_chans=3, pretrained=True, pretrained_cfg_overlay=dict(
+        file=str(tmp_path / 'grey.pth'), input_size=(1, 32, 32))).eval()
+    g = torch.randn(2, 1, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(rgb(g.expand(-1, 3, -1, -1)), grey(g), atol=1e-4, rtol=1e-4)
 
 
 def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):

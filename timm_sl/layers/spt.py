@@ -18,8 +18,8 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
-           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'resolve_shift',
+           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the

@@ -128,11 +128,12 @@ def adapt_spt_in_chans(
     groups = ph * pw * proj.num_copies  # the flattened patch is (py, px, copy, channel)
     src = weight.shape[1] // groups
     if weight.shape[0] != proj.embed_dim or weight.shape[1] % groups or (src_chans is not None and src != src_chans):
-        made_for = '' if src_chans is None else f' of {src_chans} input channel(s)'
+        made_for = '' if src_chans is None else (f' over {src_chans} input channel(s), as the pretrained cfg\'s '
+                                                 f'input_size declares')
         raise ValueError(f'{prefix}weight has shape {tuple(weight.shape)}, which does not fit this model\'s '
                          f'{tuple(proj.weight.shape)} (patch {proj.patch_size}, {proj.num_copies} copies, '
-                         f'{proj.in_chans} channel(s)); allowed: a checkpoint{made_for} of the same embed_dim, '
-                         f'patch size and shift_directions (another in_chans is adapted)')
+                         f'{proj.in_chans} channel(s)); allowed: a checkpoint of the same embed_dim, patch size and '
+                         f'shift_directions{made_for} (another in_chans is adapted)')
     adapt_norm_linear_entries(state_dict, prefix + 'norm.', prefix, proj.in_chans, groups)
     return True
 
