@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from timm.layers import resample_abs_pos_embed, resize_rel_pos_bias_table
+from timm.models import clean_state_dict
 
 from ..layers import ShiftedPatchProjection
 
@@ -229,9 +230,16 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
     identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
     source's fixed scale.
 
+    ``source`` may also be a checkpoint holding the state dict (train.py's ``state_dict``, ``model``), with DDP /
+    ``torch.compile`` prefixes (removed as timm's loader removes them).
+
     Returns:
         ``{'mapped': [...], 'not_mapped': [...], 'unused_source': [...]}`` (key names), also the caller's report.
+
+    Raises:
+        ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
     """
+    source = clean_state_dict(unwrap_state_dict(source))
     target = model.state_dict()
     mapped, new_state = [], {}
     for key, value in source.items():
@@ -253,6 +261,11 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
         mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
         if f'{name}.bias' in source and module.bias is not None:
             new_state[f'{name}.bias'] = source[f'{name}.bias']
+    if not mapped:
+        example = next(iter(source), None)
+        raise ValueError(f'warm_start mapped nothing into {type(model).__name__}: none of the {len(source)} keys of '
+                         f'the state dict (e.g. {example!r}) has a name and shape of the model\'s; allowed: a timm '
+                         f'state dict of the same family and size')
     model.load_state_dict(new_state, strict=False)
     loaded = {k.split(' ')[0] for k in mapped}
     return {
