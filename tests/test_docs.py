@@ -161,3 +161,11 @@ def test_readme_counts_the_registered_configurations():
     count = len(timm.list_models('sl_*'))
     text = (ROOT / 'README.md').read_text()
     assert f'the {count} registered `sl_` configurations' in text
+
+
+def test_test_files_the_docs_name_exist():
+    """A page that points a reader at a test module names one that is there (docs/testing.md named a
+    tests/test_state.py that never existed)."""
+    for page in PAGES:
+        for path in re.findall(r'`(tests/[\w/]+\.py)', page.read_text()):
+            assert (ROOT / path).is_file(), f'{page.relative_to(ROOT)} names {path}, which does not exist'

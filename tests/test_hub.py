@@ -419,3 +419,24 @@ def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):
     assert ModelCard.load(out / 'README.md').data.to_dict() == {
         'library_name': 'timm', 'license': 'apache-2.0', 'datasets': ['cifar10'],
         'tags': ['image-classification', 'timm', 'timm_sl']}
+
+
+def test_warm_start_reads_a_checkpoint_and_refuses_what_maps_nothing():
+    """A train.py checkpoint (the dict torch.load gives) or a DDP state dict mapped nothing and returned quietly,
+    leaving the model at its random init; a state dict of another size too."""
+    from timm_sl import warm_start
+    source = timm.create_model('vit_tiny_patch16_224', depth=2, num_classes=10).state_dict()
+    for wrapped in ({'epoch': 3, 'arch': 'vit_tiny_patch16_224', 'state_dict': source},
+                    {f'module.{k}': v for k, v in source.items()}):
+        sl = timm.create_model('sl_vit_tiny', depth=2, num_classes=10)
+        report = warm_start(sl, wrapped)
+        assert 'blocks.1.attn.qkv.weight' in report['mapped'] and report['unused_source'] == []
+        torch.testing.assert_close(sl.state_dict()['head.weight'], source['head.weight'])
+    sl = timm.create_model('sl_vit_tiny', depth=2)
+    before = {k: v.clone() for k, v in sl.state_dict().items()}
+    other = timm.create_model('vit_small_patch16_224', depth=2, num_classes=10).state_dict()
+    with pytest.raises(ValueError, match=r"^warm_start mapped nothing into SlVisionTransformer: none of the \d+ keys "
+                                         r"of the state dict .*; allowed: a timm state dict of the same family and "
+                                         r"size$"):
+        warm_start(sl, other)
+    assert all(torch.equal(v, before[k]) for k, v in sl.state_dict().items())

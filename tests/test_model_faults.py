@@ -97,6 +97,38 @@ def test_inexact_channel_count_warns(caplog):
         'channel or a multiple of 3.')
 
 
+@pytest.mark.parametrize('source,kwargs', [
+    ('sl_vit_64', dict(num_classes=100)),  # patch 8 over 3 channels is as wide as patch 4 over 12
+    ('sl_vit_32', dict(shift_directions='all')),  # 9 copies
+])
+def test_checkpoint_of_another_patch_or_shift_is_refused_not_channel_adapted(source, kwargs, tmp_path):
+    """A stem width that reads as another channel count than the checkpoint's is another patch / shift layout: one
+    line naming the shapes, never a silent 'adaptation' from a channel count the weights were not made for."""
+    model = timm.create_model(source, depth=1, **{k: v for k, v in kwargs.items() if k != 'num_classes'},
+                              num_classes=kwargs.get('num_classes', 100))
+    torch.save(model.state_dict(), tmp_path / 'other.pth')
+    with pytest.raises(ValueError, match=r'^patch_embed\.proj\.weight has shape .* does not fit this model') as info:
+        timm.create_model('sl_vit_32', depth=1, pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'other.pth')))
+    assert '\n' not in str(info.value)
+    assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
+
+
+def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
+    """The checkpoint's channels are the ones its cfg declares (timm's convention): declared, a grey checkpoint is
+    adapted to RGB exactly; undeclared, its width is refused (it could as well be another patch size)."""
+    grey = _randomise(timm.create_model('sl_vit_32', in_chans=1, depth=1)).eval()
+    torch.save(grey.state_dict(), tmp_path / 'grey.pth')
+    with pytest.raises(ValueError, match='does not fit this model'):
+        timm.create_model('sl_vit_32', depth=1, pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'grey.pth')))
+    rgb = timm.create_model('sl_vit_32', depth=1, in_chans=3, pretrained=True, pretrained_cfg_overlay=dict(
+        file=str(tmp_path / 'grey.pth'), input_size=(1, 32, 32))).eval()
+    g = torch.randn(2, 1, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(rgb(g.expand(-1, 3, -1, -1)), grey(g), atol=1e-4, rtol=1e-4)
+
+
 def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):
     """Without SPT the stem is a convolution: timm adapts it, and says so."""
     rgb = timm.create_model('sl_vit_32', spt=False, **SMALL).eval()

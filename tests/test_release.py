@@ -221,6 +221,29 @@ def test_tags_file_entries_merge_over_the_model_cfg_and_bad_files_are_named(tmp_
         read_pretrained_tags()
 
 
+@pytest.mark.parametrize('content,message', [
+    (None, 'is a folder; allowed: a JSON file'),  # a folder where the file goes: was "does not exist"
+    (b'\xff\xfe{}', 'is not UTF-8 text (invalid start byte at byte 0); allowed: a JSON file'),  # was: no file named
+    # values timm computes with: were a TypeError / AssertionError at create_model, naming neither file nor tag
+    (b'{"sl_vit_32.x": {"hf_hub_id": "o/n", "num_classes": "ten"}}', 'sl_vit_32.x has num_classes="ten"; allowed: an '
+                                                                    'int >= 0'),
+    (b'{"sl_vit_32.x": {"hf_hub_id": "o/n", "input_size": [3, 32]}}', 'sl_vit_32.x has input_size=[3, 32]; allowed: '
+                                                                     'a list [C, H, W] of ints >= 1'),
+    (b'{"sl_vit_32.x": {"hf_hub_id": "o/n", "std": [0, 0, 0]}}', 'sl_vit_32.x has std=[0, 0, 0]; allowed: a list of '
+                                                                'numbers > 0'),
+])
+def test_hostile_tags_files_are_named_with_what_is_allowed(content, message, tmp_path, monkeypatch):
+    tags = tmp_path / 'tags.json'
+    if content is None:
+        tags.mkdir()
+    else:
+        tags.write_bytes(content)
+    monkeypatch.setenv(PRETRAINED_ENV, str(tags))
+    with pytest.raises(OSError if content is None else ValueError) as info:
+        read_pretrained_tags()
+    assert str(tags) in str(info.value) and str(info.value).endswith(message) and '\n' not in str(info.value)
+
+
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main

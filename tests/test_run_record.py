@@ -76,6 +76,14 @@ def test_slify_run_exports_with_its_base_and_loads_back(tmp_path, capsys):
     _loads_equal_in_fresh_interpreter(out, model, tmp_path)
     five = timm.create_model(f'local-dir:{out}', pretrained=True, num_classes=5)
     assert five.num_classes == 5 and five.sl_args.spt
+    # adapted as the sl_ models' exports are (was: the SPT projection re-initialised with a warning for in_chans,
+    # a multi-line size-mismatch error for img_size)
+    grey = timm.create_model(f'local-dir:{out}', pretrained=True, in_chans=1).eval()
+    g = torch.randn(2, 1, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(grey(g), model(g.expand(-1, 3, -1, -1)), atol=1e-4, rtol=1e-4)
+    big = timm.create_model(f'local-dir:{out}', pretrained=True, img_size=64).eval()
+    assert big.pos_embed.shape == (1, 257, 192) and big(torch.randn(1, 3, 64, 64)).shape == (1, 4)
 
 
 @pytest.mark.parametrize('kwargs', [{}, dict(spt=False, lsa=False)], ids=['sl', 'baseline'])

@@ -150,6 +150,33 @@ def test_slify_refusal_answers_without_building():
     assert slify_refusal('convnext_atto', spt=False) == 'cannot slify convnext_atto: no attention layer for LSA.'
 
 
+def test_slify_refusal_reads_as_slify_for_an_instance():
+    """slify_refusal named an instance by its class ('cannot slify Eva') where slify names its architecture, and took
+    model kwargs or a bad spt_pool with an instance silently where slify refuses them."""
+    model = timm.create_model('eva02_tiny_patch14_224', depth=1)
+    with pytest.raises(SlifyError) as info:
+        slify(model)
+    assert slify_refusal(model) == str(info.value)
+    assert str(info.value).startswith('cannot slify eva02_tiny_patch14_224: ')
+    vit = timm.create_model('vit_tiny_patch16_224', depth=1)
+    for kwargs, error in ((dict(img_size=32), TypeError), (dict(spt_pool='yes'), ValueError)):
+        with pytest.raises(error) as expected:
+            slify(copy.deepcopy(vit), **kwargs)
+        with pytest.raises(error) as got:
+            slify_refusal(vit, **kwargs)
+        assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize('kwargs', [dict(spt_pool=True), dict(spt_pool=False), dict(spt=False, spt_pool=True)])
+def test_spool_switch_on_a_model_without_pooling_is_refused(kwargs):
+    """A ViT has nothing Spool replaces: spt_pool was recorded on the model anyway (analysis then labelled a plain
+    ViT 'SL w/o Spool' / 'L + Spool'), where create_model('sl_vit_32', spt_pool=...) refuses the kwarg."""
+    with pytest.raises(SlifyError, match=rf"^cannot slify vit_tiny_patch16_224: spt_pool={kwargs['spt_pool']} has no "
+                                         r"pooling layer to act on .*; allowed: spt_pool unset\.$"):
+        slify('vit_tiny_patch16_224', depth=1, **kwargs)
+    assert slify('pit_ti_224', depth=(1, 1, 1), spt_pool=False).spt_pool is False  # where there is pooling: taken
+
+
 def test_refused_instance_is_untouched():
     """A model with one convertible and one unconvertible part: nothing is converted, not even the convertible part."""
     model = timm.create_model('vit_tiny_patch16_224', depth=2, img_size=32)

@@ -80,6 +80,24 @@ def test_shift_ratio_that_rounds_to_zero_pixels():
         ShiftedPatchEmbed(img_size=32, patch_size=2, embed_dim=8, shift_ratio=0.25)
 
 
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_swin_32', 'sl_cait_32'])
+@pytest.mark.parametrize('patch', [0, -4])
+def test_non_positive_patch_size_names_argument(name, patch):
+    """Was a ZeroDivisionError (0) or advice to use a negative shift_ratio (-4)."""
+    import timm
+    with pytest.raises(ValueError, match=rf'^patch_size={patch} is invalid; allowed: an int > 0 or a pair of them\.$'):
+        timm.create_model(name, patch_size=patch)
+
+
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32', 'sl_cait_32', 'sl_t2t_32'])
+@pytest.mark.parametrize('chans', [0, -1])
+def test_no_input_channel_is_refused(name, chans):
+    """SPT with in_chans=0 built a model that read no pixel and answered anyway (T2T: a ZeroDivisionError)."""
+    import timm
+    with pytest.raises(ValueError, match=rf'^in_chans={chans} is invalid; allowed: an int >= 1\.$'):
+        timm.create_model(name, in_chans=chans)
+
+
 @pytest.mark.parametrize('directions', ['diag', 'DIAGONAL', None, 4])
 def test_bad_shift_directions_lists_allowed(directions):
     with pytest.raises(ValueError, match=r"shift_directions=.*allowed: 'diagonal', 'cardinal', 'all'"):

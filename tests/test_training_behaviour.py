@@ -228,6 +228,9 @@ def test_knobs_reachable_with_train_py_string_values():
     ('sl_t2t_32', dict(extra_residual='true'), "extra_residual='true' is invalid; allowed: True or False."),
     ('sl_vit_32', dict(drop_path_rate=1.0), 'drop_path_rate=1.0 is invalid; allowed: a number in [0, 1).'),
     ('sl_t2t_32', dict(drop_path_rate=-0.1), 'drop_path_rate=-0.1 is invalid; allowed: a number in [0, 1).'),
+    # Swin has no training-behaviour switch, but the same rate check (built, then failed in the first training step)
+    ('sl_swin_32', dict(drop_path_rate=-0.5), 'drop_path_rate=-0.5 is invalid; allowed: a number in [0, 1).'),
+    ('sl_swin_32', dict(drop_path_rate=1.5), 'drop_path_rate=1.5 is invalid; allowed: a number in [0, 1).'),
 ])
 def test_bad_values_raise_clear_errors(name, kwargs, message):
     with pytest.raises(ValueError) as info:

@@ -152,6 +152,7 @@ def plan_slify(
 ) -> SlifyPlan:
     """Plan the conversion of ``model`` without changing it (see :func:`slify` for the arguments)."""
     sl_args = sl_args or SlArgs()
+    asked_pool = spt_pool
     spt_pool = sl_args.spt if spt_pool is None else spt_pool
     model_name = model_name or type(model).__name__
     steps: List[Replacement] = []
@@ -172,8 +173,12 @@ def plan_slify(
         if not lsa_steps and not reasons:
             reasons.append('no attention layer for LSA')
         steps += lsa_steps
+    pool_steps = plan_replacements(model, sl_args, kinds=('spool',))
+    if asked_pool is not None and not pool_steps:  # as an sl_ model without pooling refuses the kwarg
+        reasons.append(f"spt_pool={asked_pool} has no pooling layer to act on (Spool replaces PiT's conv pooling "
+                       f"and Swin's PatchMerging); allowed: spt_pool unset")
     if spt_pool:
-        steps += plan_replacements(model, sl_args, kinds=('spool',))
+        steps += pool_steps
     if not steps and not reasons:
         reasons.append('nothing to convert with these switches')
     return SlifyPlan(model_name, tuple(steps), tuple(reasons))
@@ -223,17 +228,42 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
         raise unknown from error
 
 
-def slify_refusal(model_or_name: Union[str, nn.Module], **kwargs: Any) -> Optional[str]:
-    """The refusal message ``slify`` would raise for these arguments, or None when it converts (nothing is built for
-    real and nothing is changed)."""
-    switches, create_kwargs = _split_kwargs(kwargs)
-    spt_pool, post_norm = switches.pop('spt_pool', None), switches.pop('spt_post_norm', False)
-    sl_args = SlArgs(**switches)
+def _target(model_or_name: Union[str, nn.Module], create_kwargs: Dict[str, Any],
+            pretrained: bool = False) -> Tuple[nn.Module, str]:
+    """The model a conversion is planned on (a meta-device twin for a name) and the name its refusals give."""
     if isinstance(model_or_name, str):
-        model, name = _meta_twin(model_or_name, create_kwargs), model_or_name
-    else:
-        model, name = model_or_name, type(model_or_name).__name__
-    plan = plan_slify(model, sl_args, spt_pool, post_norm, model_name=name)
+        return _meta_twin(model_or_name, create_kwargs), model_or_name
+    if not isinstance(model_or_name, nn.Module):
+        raise TypeError(f'slify takes a timm model name or an nn.Module, not {type(model_or_name).__name__}.')
+    if create_kwargs or pretrained:
+        given = sorted(create_kwargs) + (['pretrained'] if pretrained else [])
+        raise TypeError(f'slify got model kwargs {given} with a model instance; allowed with an instance: '
+                        f'{", ".join(SLIFY_ARG_NAMES)} (pass a model name to create one).')
+    name = (getattr(model_or_name, 'pretrained_cfg', None) or {}).get('architecture') or type(model_or_name).__name__
+    return model_or_name, name
+
+
+def _parse_switches(kwargs: Dict[str, Any], spt_pool: Optional[bool],
+                    spt_post_norm: bool) -> Tuple[SlArgs, Dict[str, Any]]:
+    """(validated SL switches, ``create_model`` kwargs) of slify's arguments."""
+    switches, create_kwargs = _split_kwargs(kwargs)
+    sl_args = SlArgs(**switches)
+    check_optional_bool('spt_pool', spt_pool)
+    check_bool('spt_post_norm', spt_post_norm)
+    return sl_args, create_kwargs
+
+
+def slify_refusal(
+        model_or_name: Union[str, nn.Module],
+        spt_pool: Optional[bool] = None,
+        spt_post_norm: bool = False,
+        **kwargs: Any,
+) -> Optional[str]:
+    """The refusal message ``slify`` would raise for these arguments, or None when it converts (nothing is built for
+    real and nothing is changed). Invalid arguments raise as they do in ``slify``."""
+    sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
+    model, name = _target(model_or_name, create_kwargs)
+    plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     return None if plan.ok else str(SlifyError(plan.model_name, list(plan.reasons)))
 
 
@@ -251,7 +281,8 @@ def slify(
             ``timm.create_model(name, pretrained=pretrained, **kwargs)``, then converted).
         pretrained: With a name: load timm's pretrained weights before converting (for fine-tuning; the attention
             weights carry over, SPT starts fresh). ``pretrained_cfg_overlay=dict(file=...)`` loads a local file.
-        spt_pool: Spool in place of PiT's conv pooling / Swin's ``PatchMerging``; ``None`` follows ``spt``.
+        spt_pool: Spool in place of PiT's conv pooling / Swin's ``PatchMerging``; ``None`` follows ``spt``. Set on
+            a model with no such pooling, it is refused (it would record a Spool switch that acts on nothing).
         spt_post_norm: Keep the patch embedding's norm after SPT. Off by default: SPT normalises each patch before
             projecting, and the reference code (and this package's SL-Swin) drop Swin's post-embedding LayerNorm.
         **kwargs: The SL switches of :class:`timm_sl.models.SlArgs` (``spt``, ``shift_ratio``, ``shift_directions``,
@@ -266,25 +297,13 @@ def slify(
         TypeError: ``create_model`` kwargs given with a model instance, or, with a name, a kwarg the model's class
             does not take (the message names it and lists the allowed ones; nothing is built).
     """
-    switches, create_kwargs = _split_kwargs(kwargs)
-    sl_args = SlArgs(**switches)
-    check_optional_bool('spt_pool', spt_pool)
-    check_bool('spt_post_norm', spt_post_norm)
-    if isinstance(model_or_name, str):
-        name = model_or_name
-        plan = plan_slify(_meta_twin(name, create_kwargs), sl_args, spt_pool, spt_post_norm, model_name=name)
+    sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
+    model, name = _target(model_or_name, create_kwargs, pretrained)
+    if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
+        plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
         model = timm.create_model(name, pretrained=pretrained, **create_kwargs)
-    elif isinstance(model_or_name, nn.Module):
-        if create_kwargs or pretrained:
-            given = sorted(create_kwargs) + (['pretrained'] if pretrained else [])
-            raise TypeError(f'slify got model kwargs {given} with a model instance; allowed with an instance: '
-                            f'{", ".join(SLIFY_ARG_NAMES)} (pass a model name to create one).')
-        model = model_or_name
-        name = (getattr(model, 'pretrained_cfg', None) or {}).get('architecture') or type(model).__name__
-    else:
-        raise TypeError(f'slify takes a timm model name or an nn.Module, not {type(model_or_name).__name__}.')
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     plan.apply(model)
     model.sl_args = sl_args

@@ -7,7 +7,8 @@
 
 The entry is not named ``sl_*``: it is not one configuration but a converter, so it stays out of the ``sl_`` model
 set (``timm-sl list``, the per-model test matrix) whose members have fixed architectures and ``baseline_kwargs``, and
-it lives next to the converter, not among the families (the converter is built from ``timm_sl.convert`` and ``timm_sl.layers`` only).
+it lives next to the converter, not among the families (the converter is built from ``timm_sl.convert`` and
+``timm_sl.layers`` only; the entry loads converted weights through the families' checkpoint adaptation).
 """
 from typing import Any, Optional
 
@@ -15,6 +16,7 @@ from torch import nn
 
 from timm.models import load_pretrained, register_model
 
+from .models._filters import adapt_sl_state_dict
 from .slify import slify as convert
 
 __all__ = []
@@ -34,9 +36,11 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         return convert(base, pretrained=pretrained, **kwargs)
     # weights of a converted model (timm passes the saved model_args of a `timm-sl export`, base included, when it
     # loads one from local-dir: / hf-hub:): build and convert the base, then load them as timm loads pretrained
-    # weights (the classifier adapted when num_classes differs)
+    # weights, adapted as the sl_ families adapt theirs (classifier for another num_classes, SPT for another
+    # in_chans, position embedding for another img_size)
     cfg = kwargs.get('pretrained_cfg')
     cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
     model = convert(base, pretrained=False, **kwargs)
-    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3))
+    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3),
+                    filter_fn=adapt_sl_state_dict)
     return model

@@ -18,8 +18,8 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_shift_ratio', 'resolve_shift', 'shift_and_concat',
-           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'resolve_shift',
+           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -55,14 +55,25 @@ def check_shift_ratio(shift_ratio: float) -> None:
         raise ValueError(f'shift_ratio={shift_ratio!r} is out of range; allowed: a number in (0, {MAX_SHIFT_RATIO}].')
 
 
+def check_in_chans(in_chans: int) -> None:
+    """Raise ``ValueError`` unless ``in_chans`` is an int >= 1 (SPT would otherwise build a tokenizer that reads
+    no pixel)."""
+    if isinstance(in_chans, bool) or not isinstance(in_chans, int) or in_chans < 1:
+        raise ValueError(f'in_chans={in_chans!r} is invalid; allowed: an int >= 1.')
+
+
 def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -> Tuple[int, int]:
     """Pixel shift ``(sh, sw) = int(patch * shift_ratio)`` per axis.
 
     Raises:
-        ValueError: the ratio is outside ``(0, 1]`` or rounds down to a zero-pixel shift for this patch size.
+        ValueError: the patch size is not positive, the ratio is outside ``(0, 1]`` or rounds down to a zero-pixel
+            shift for this patch size.
     """
     check_shift_ratio(shift_ratio)
-    patch_size = to_2tuple(patch_size)
+    size = to_2tuple(patch_size)
+    if len(size) != 2 or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in size):
+        raise ValueError(f'patch_size={patch_size!r} is invalid; allowed: an int > 0 or a pair of them.')
+    patch_size = size
     shift = tuple(int(p * shift_ratio) for p in patch_size)
     if min(shift) < 1:
         raise ValueError(
@@ -117,6 +128,7 @@ class ShiftedPatchProjection(nn.Module):
     ) -> None:
         super().__init__()
         dd = {'device': device, 'dtype': dtype}
+        check_in_chans(in_chans)
         self.in_chans = in_chans
         self.embed_dim = embed_dim
         self.patch_size = to_2tuple(patch_size)
@@ -197,6 +209,7 @@ class ShiftedPatchEmbed(PatchEmbed):
         # Validate before timm builds anything, so a bad argument fails with our message, not a shape error.
         shift_offsets(shift_directions)
         resolve_shift(patch_size, shift_ratio)
+        check_in_chans(in_chans)
         super().__init__(
             img_size=img_size, patch_size=patch_size, in_chans=in_chans, embed_dim=embed_dim, bias=bias,
             device=device, dtype=dtype, **kwargs)

@@ -9,6 +9,7 @@ published weights, and the tests' temporary tags. ``timm-sl release`` writes the
 """
 import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Dict, List
@@ -64,6 +65,29 @@ def pretrained_files() -> List[Path]:
     return [PRETRAINED_FILE, *extra]
 
 
+def _is_int(v: Any, low: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# the data-config fields a model and train.py compute with: a value of another type fails late, far from this file
+_FIELD_CHECKS = {
+    'hf_hub_id': (lambda v: isinstance(v, str) and bool(v), 'ORG/NAME of its Hub repository'),
+    'num_classes': (lambda v: _is_int(v, 0), 'an int >= 0'),
+    'input_size': (lambda v: isinstance(v, list) and len(v) == 3 and all(_is_int(n, 1) for n in v),
+                   'a list [C, H, W] of ints >= 1'),
+    'mean': (lambda v: isinstance(v, list) and bool(v) and all(_is_number(n) for n in v), 'a list of numbers'),
+    'std': (lambda v: isinstance(v, list) and bool(v) and all(_is_number(n) and n > 0 for n in v),
+            'a list of numbers > 0'),
+    'crop_pct': (lambda v: _is_number(v) and v > 0, 'a number > 0'),
+    'interpolation': (lambda v: isinstance(v, str), 'a string such as "bicubic"'),
+    'label_names': (lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v), 'a list of strings'),
+}
+
+
 def _check_entry(path: Path, tag: str, entry: Any) -> Dict[str, Any]:
     allowed = {f.name for f in dataclasses.fields(PretrainedCfg)}
     if '.' not in tag or not tag.split('.', 1)[1]:
@@ -74,6 +98,9 @@ def _check_entry(path: Path, tag: str, entry: Any) -> Dict[str, Any]:
     if unknown:
         raise ValueError(f'{path}: {tag} has unknown field(s) {", ".join(unknown)}; allowed: PretrainedCfg fields '
                          f'such as hf_hub_id, num_classes, mean, std, input_size, interpolation, crop_pct, label_names')
+    for name, (ok, allowed_value) in _FIELD_CHECKS.items():
+        if name in entry and not ok(entry[name]):
+            raise ValueError(f'{path}: {tag} has {name}={json.dumps(entry[name])}; allowed: {allowed_value}')
     return {k: tuple(v) if isinstance(v, list) and k != 'label_names' else v for k, v in entry.items()}
 
 
@@ -81,15 +108,21 @@ def read_pretrained_tags() -> Dict[str, Dict[str, Any]]:
     """``{'MODEL.TAG': cfg fields}`` from every tag file (later files win).
 
     Raises:
-        FileNotFoundError: a file named by ``TIMM_SL_PRETRAINED`` does not exist.
-        ValueError: a file is not a JSON object of ``MODEL.TAG`` -> ``{"hf_hub_id": ..., ...}``; names file and tag.
+        FileNotFoundError: a file named by ``TIMM_SL_PRETRAINED`` does not exist (``IsADirectoryError``: is a folder).
+        ValueError: a file is not a UTF-8 JSON object of ``MODEL.TAG`` -> ``{"hf_hub_id": ..., ...}`` with values
+            of the types timm's data config takes; names file and tag.
     """
     tags: Dict[str, Dict[str, Any]] = {}
     for path in pretrained_files():
+        if path.is_dir():
+            raise IsADirectoryError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) is a folder; allowed: a '
+                                    f'JSON file')
         if not path.is_file():
             raise FileNotFoundError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) does not exist')
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding='utf-8'))
+        except UnicodeDecodeError as e:
+            raise ValueError(f'{path} is not UTF-8 text ({e.reason} at byte {e.start}); allowed: a JSON file') from e
         except json.JSONDecodeError as e:
             raise ValueError(f'{path} is not valid JSON: {e}') from e
         if not isinstance(data, dict):

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from timm.layers import resample_abs_pos_embed, resize_rel_pos_bias_table
+from timm.models import clean_state_dict
 
 from ..layers import ShiftedPatchProjection
 
@@ -101,24 +102,39 @@ def adapt_norm_linear_entries(
                         f'{src}/{dst}); the map is exact for 1 channel or a multiple of {src}.')
 
 
-def adapt_spt_in_chans(state_dict: Dict[str, torch.Tensor], prefix: str, proj: ShiftedPatchProjection) -> bool:
+def adapt_spt_in_chans(
+        state_dict: Dict[str, torch.Tensor],
+        prefix: str,
+        proj: ShiftedPatchProjection,
+        src_chans: Optional[int] = None,
+) -> bool:
     """Adapt a checkpoint's SPT projection (``prefix`` + ``weight``/``bias``/``norm.*``) to ``proj``'s input channels
     in place, with :func:`adapt_norm_linear_chans` (exact for a replicated input, with or without a projection bias).
+
+    The width alone cannot tell channels from patch size or shifted copies (patch 8 over 3 channels is as wide as
+    patch 4 over 12), so ``src_chans``, when given, is the channel count the checkpoint was made for: a width that
+    reads as another count is a checkpoint of another patch size or ``shift_directions``, and is refused.
 
     Returns:
         Whether the channel count differed (and the entries were adapted).
 
     Raises:
-        ValueError: the checkpoint's projection width fits no channel count of ``proj``'s patch and copies.
+        ValueError: the checkpoint's projection width fits no channel count of ``proj``'s patch and copies, or
+            another one than ``src_chans``.
     """
     weight = state_dict.get(prefix + 'weight')
     if weight is None or weight.shape == proj.weight.shape:
         return False
     ph, pw = proj.patch_size
     groups = ph * pw * proj.num_copies  # the flattened patch is (py, px, copy, channel)
-    if weight.shape[0] != proj.embed_dim or weight.shape[1] % groups:
-        raise ValueError(f'{prefix}weight has shape {tuple(weight.shape)}, which no input-channel count maps to '
-                         f'{tuple(proj.weight.shape)} (patch {proj.patch_size}, {proj.num_copies} copies)')
+    src = weight.shape[1] // groups
+    if weight.shape[0] != proj.embed_dim or weight.shape[1] % groups or (src_chans is not None and src != src_chans):
+        made_for = '' if src_chans is None else (f' over {src_chans} input channel(s), as the pretrained cfg\'s '
+                                                 f'input_size declares')
+        raise ValueError(f'{prefix}weight has shape {tuple(weight.shape)}, which does not fit this model\'s '
+                         f'{tuple(proj.weight.shape)} (patch {proj.patch_size}, {proj.num_copies} copies, '
+                         f'{proj.in_chans} channel(s)); allowed: a checkpoint of the same embed_dim, patch size and '
+                         f'shift_directions{made_for} (another in_chans is adapted)')
     adapt_norm_linear_entries(state_dict, prefix + 'norm.', prefix, proj.in_chans, groups)
     return True
 
@@ -150,7 +166,12 @@ def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -
     """Adapt a native state dict to ``model`` (input channels, grid, windows); other mismatches are left for
     ``load_state_dict`` to report."""
     target = model.state_dict()
-    adapted = [adapt_spt_in_chans(state_dict, f'{name}.', module) for name, module in model.named_modules()
+    # the stem's checkpoint channels are those of the pretrained cfg's input size (timm's convention; an export
+    # records the channels its run trained with); a projection between stages has no other width to adapt from
+    cfg_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]
+    adapted = [adapt_spt_in_chans(state_dict, f'{name}.', module,
+                                  cfg_chans if name.startswith('patch_embed.') else module.in_chans)
+               for name, module in model.named_modules()
                if isinstance(module, ShiftedPatchProjection) and f'{name}.weight' in state_dict]
     if any(adapted):
         claim_stem_adaptation(model)
@@ -209,9 +230,16 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
     identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
     source's fixed scale.
 
+    ``source`` may also be a checkpoint holding the state dict (train.py's ``state_dict``, ``model``), with DDP /
+    ``torch.compile`` prefixes (removed as timm's loader removes them).
+
     Returns:
         ``{'mapped': [...], 'not_mapped': [...], 'unused_source': [...]}`` (key names), also the caller's report.
+
+    Raises:
+        ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
     """
+    source = clean_state_dict(unwrap_state_dict(source))
     target = model.state_dict()
     mapped, new_state = [], {}
     for key, value in source.items():
@@ -233,6 +261,11 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
         mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
         if f'{name}.bias' in source and module.bias is not None:
             new_state[f'{name}.bias'] = source[f'{name}.bias']
+    if not mapped:
+        example = next(iter(source), None)
+        raise ValueError(f'warm_start mapped nothing into {type(model).__name__}: none of the {len(source)} keys of '
+                         f'the state dict (e.g. {example!r}) has a name and shape of the model\'s; allowed: a timm '
+                         f'state dict of the same family and size')
     model.load_state_dict(new_state, strict=False)
     loaded = {k.split(' ')[0] for k in mapped}
     return {

@@ -24,7 +24,7 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules, copy_timm_state, module_dd
-from ..layers import ShiftedTokenPooling  # noqa: F401  (re-exported)
+from ..layers import ShiftedTokenPooling, check_in_chans  # noqa: F401  (ShiftedTokenPooling: re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
@@ -92,6 +92,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
         img, patch, stride = (backbone_kwarg(kwargs, PoolingVisionTransformer, n)
                               for n in ('img_size', 'patch_size', 'stride'))
+        check_in_chans(backbone_kwarg(kwargs, PoolingVisionTransformer, 'in_chans'))
         # the first stage attends over the whole stem grid (SPT's stem: non-overlapping patches of the stride)
         grid = patch_grid(img, stride) if sl_args.spt else patch_grid(img, patch, stride)
         check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}, stride={stride!r}',

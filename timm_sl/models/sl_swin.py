@@ -20,6 +20,7 @@ from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
 from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._training import check_drop_path_rate
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
 
@@ -40,6 +41,7 @@ class SlSwinTransformer(SwinTransformer):
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
         sl_args = SlArgs.pop_from(kwargs, type(self))  # Swin has no training-behaviour switches
+        check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
         sl_args.inject_embed_layer(kwargs, post_norm=False)

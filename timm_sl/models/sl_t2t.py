@@ -29,8 +29,8 @@ from timm.models import VisionTransformer, build_model_with_cfg, generate_defaul
 from timm.models.vision_transformer import Block
 
 from ..layers import (
-    LocalitySelfAttention, LsaMixin, lsa_attn_bias, lsa_no_weight_decay, resolve_shift, set_lsa_switches,
-    shift_and_concat, shift_offsets)
+    LocalitySelfAttention, LsaMixin, check_in_chans, lsa_attn_bias, lsa_no_weight_decay, resolve_shift,
+    set_lsa_switches, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
 from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, patch_grid
@@ -188,6 +188,7 @@ class T2TEmbed(nn.Module):
         self.img_size, self.grid_size, self.num_patches = None, None, None
         self.set_input_size(img_size)
 
+        check_in_chans(in_chans)
         self.in_chans = in_chans
         self.offsets: List[Tuple[int, int]] = list(shift_offsets(shift_directions)) if spt else []
         self.shift = resolve_shift(self.soft_splits[0][1], shift_ratio) if spt else (0, 0)
