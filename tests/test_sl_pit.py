@@ -85,3 +85,15 @@ def test_w_o_spool_keeps_conv_pooling():
 def test_bad_kwargs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         timm.create_model('sl_pit_32', **kwargs)
+
+
+@pytest.mark.parametrize('kwargs', [dict(patch_size=4), dict(patch_size=4, spt=True)])
+def test_a_patch_size_spt_would_ignore_is_refused(kwargs):
+    # SPT's patch is the stem's stride: patch_size alone would leave sl_pit_32 cutting 2x2 patches, silently
+    with pytest.raises(ValueError, match=r"^sl_pit_32: patch_size=4 does not change the SPT patch, which is the "
+                                         r"stem's stride \(2\); allowed: stride=4"):
+        timm.create_model('sl_pit_32', **kwargs)
+    assert timm.create_model('sl_pit_32', patch_size=4, stride=4).patch_embed.patch_size == (4, 4)
+    baseline = timm.create_model('sl_pit_32', patch_size=4, spt=False)  # the baseline's conv kernel, stride 2
+    assert baseline.patch_embed.conv.kernel_size == (4, 4) and baseline.patch_embed.conv.stride == (2, 2)
+    assert timm.create_model('sl_pit_xs', patch_size=16).patch_embed.patch_size == (8, 8)  # its own value: allowed

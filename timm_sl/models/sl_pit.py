@@ -111,6 +111,16 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         training.apply(self, [block for stage in self.transformers for block in stage.blocks])
 
 
+def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str, Any]) -> None:
+    """Refuse a ``patch_size`` that SPT would ignore: SPT's patch is the stem's ``stride``; ``patch_size`` sets only
+    the baseline's conv kernel, so ``sl_pit_32`` with ``patch_size=4`` alone would still tokenize 2x2 patches."""
+    patch = kwargs.get('patch_size', model_args['patch_size'])
+    if kwargs.get('spt', True) is not False and 'stride' not in kwargs and patch != model_args['patch_size']:
+        raise ValueError(f'{variant}: patch_size={patch!r} does not change the SPT patch, which is the stem\'s stride '
+                         f'({model_args["stride"]}); allowed: stride={patch!r} for an SPT patch of {patch!r} (with '
+                         f'patch_size for the baseline\'s kernel), or spt=False')
+
+
 def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     out_indices = kwargs.pop('out_indices', (0, 1, 2))
     return build_model_with_cfg(
@@ -143,6 +153,7 @@ _SMALL_PIT = dict(base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_
 def sl_pit_xs(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     """SL-PiT-XS at 224 px (timm's pit_xs_224 layout; SPT stem of patch 8)."""
     model_args = dict(patch_size=16, stride=8, base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=4)
+    _check_spt_patch('sl_pit_xs', model_args, kwargs)
     return _create_sl_pit('sl_pit_xs', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -150,6 +161,7 @@ def sl_pit_xs(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfo
 def sl_pit_32(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     """SL-PiT of the paper's small-dataset setting for 32 px inputs: patch 2."""
     model_args = dict(img_size=32, patch_size=2, stride=2, **_SMALL_PIT)
+    _check_spt_patch('sl_pit_32', model_args, kwargs)
     return _create_sl_pit('sl_pit_32', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -157,6 +169,7 @@ def sl_pit_32(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfo
 def sl_pit_64(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     """SL-PiT of the paper's small-dataset setting for 64 px inputs: patch 4."""
     model_args = dict(img_size=64, patch_size=4, stride=4, **_SMALL_PIT)
+    _check_spt_patch('sl_pit_64', model_args, kwargs)
     return _create_sl_pit('sl_pit_64', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -165,6 +178,7 @@ def sl_pit_ti(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfo
     """SL-PiT-Ti at 224 px; mirrors timm's ``pit_ti_224`` (stem 16/8, widths 64/128/256, depths (2, 6, 4), heads
     (2, 4, 8)); SPT stem of patch 8."""
     model_args = dict(patch_size=16, stride=8, base_dims=(32, 32, 32), depth=(2, 6, 4), heads=(2, 4, 8), mlp_ratio=4)
+    _check_spt_patch('sl_pit_ti', model_args, kwargs)
     return _create_sl_pit('sl_pit_ti', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -173,6 +187,7 @@ def sl_pit_s(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfor
     """SL-PiT-S at 224 px; mirrors timm's ``pit_s_224`` (stem 16/8, widths 144/288/576, depths (2, 6, 4), heads
     (3, 6, 12)); SPT stem of patch 8."""
     model_args = dict(patch_size=16, stride=8, base_dims=(48, 48, 48), depth=(2, 6, 4), heads=(3, 6, 12), mlp_ratio=4)
+    _check_spt_patch('sl_pit_s', model_args, kwargs)
     return _create_sl_pit('sl_pit_s', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -181,4 +196,5 @@ def sl_pit_b(pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransfor
     """SL-PiT-B at 224 px; mirrors timm's ``pit_b_224`` (stem 14/7, widths 256/512/1024, depths (3, 6, 4), heads
     (4, 8, 16)); SPT stem of patch 7 (3 px shift)."""
     model_args = dict(patch_size=14, stride=7, base_dims=(64, 64, 64), depth=(3, 6, 4), heads=(4, 8, 16), mlp_ratio=4)
+    _check_spt_patch('sl_pit_b', model_args, kwargs)
     return _create_sl_pit('sl_pit_b', pretrained=pretrained, **dict(model_args, **kwargs))
