@@ -586,3 +586,31 @@ def test_an_out_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
             assert _fails(argv + ['--out', str(out)], capsys) == (
                 f'timm-sl {argv[0]}: --out {out}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does not '
                 f'exist; allowed: a link to a folder, or no link')
+
+
+@pytest.mark.parametrize('train_args,built', [
+    (dict(in_chans=1), dict(in_chans=1)), (dict(input_size=[1, 32, 32]), dict(in_chans=1)),
+    (dict(gp='avg'), dict(global_pool='avg')),
+], ids=['in-chans', 'input-size', 'gp'])
+def test_analysis_of_a_run_of_train_py_model_arguments_builds_it_as_export_does(train_args, built, tmp_path, capsys):
+    """temperature / kld / attention build a run's model as export does (--in-chans, --input-size, --gp besides
+    --model-kwargs; grey images read grey), and a kwarg that contradicts the run names what it trained as (was: 'does
+    not fit sl_vit_32, trained as sl_vit_32')."""
+    pytest.importorskip('matplotlib')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), **dict(dict(in_chans=None, gp=None, input_size=None), **train_args))
+    torch.manual_seed(0)
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=4, **built)
+    torch.save(dict(torch.load(run / 'model_best.pth.tar', weights_only=False), state_dict=model.state_dict()),
+               run / 'model_best.pth.tar')
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    checkpoint = ['--model', 'sl_vit_32', '--checkpoint', str(run / 'model_best.pth.tar')]
+    for i, argv in enumerate((['temperature'], ['temperature', '--model-kwargs', 'depth=1'],
+                              ['kld', str(tmp_path / 'img.png')], ['attention', str(tmp_path / 'img.png')])):
+        assert main(argv + checkpoint + ['--out', str(tmp_path / f'{i}.png')]) == 0
+        assert (tmp_path / f'{i}.png').is_file()
+    capsys.readouterr()
+    other = dict(in_chans=3) if 'in_chans' in built else dict(global_pool='token')
+    err = _fails(['temperature'] + checkpoint + ['--model-kwargs', 'depth=1'] + [f'{k}={v}' for k, v in other.items()]
+                 + ['--out', str(tmp_path / 'x.png')], capsys)
+    assert f"(it was trained as sl_vit_32 {{{', '.join(f'{k!r}: {v!r}' for k, v in built.items())}, 'depth': 1, " in err

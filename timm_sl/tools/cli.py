@@ -206,7 +206,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
-    from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, build_run_model, read_run_checkpoint
     name = args.model
     if name:
         _check_model_name(args, name)
@@ -217,12 +217,12 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
         _check_model_name(args, name)
-        if record.model == name:
+        if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
-            candidates = [record.model_kwargs if args.model_kwargs is None else {**switches, **kwargs}]
-        else:
-            baseline = {**kwargs, **_baseline_kwargs(name)}
-            candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
+            run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
+            return build_run_model(run, loaded)[0].eval(), record
+        baseline = {**kwargs, **_baseline_kwargs(name)}
+        candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
