@@ -598,3 +598,19 @@ def test_runs_whose_repository_names_differ_only_in_case_are_refused(tmp_path, c
                           f"{tmp_path / 'runs' / 'Run1'} and {tmp_path / 'runs' / 'run1'} o/sl_vit_32-run1 (the Hub "
                           f"ignores case)"), err
     assert not (tmp_path / 'rel').exists()
+
+
+def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_records(tmp_path):
+    """An args.yaml without `model` / `model_kwargs` (cut or edited; export takes the checkpoint's arch / args): was
+    AttributeError: 'NoneType' object has no attribute 'startswith'."""
+    model = _run(tmp_path, 'r', dict(depth=1), [40., 60.])
+    args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
+    del args['model'], args['model_kwargs']
+    (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
+    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'custom',
+                                                               'org/sl_vit_32.custom-cifar10-s0')
+    loaded = timm.create_model(f'local-dir:{r.folder}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))

@@ -174,6 +174,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    if not record.model:  # an args.yaml without `model`: the checkpoint's (export does the same)
+        loaded = read_checkpoint(record.checkpoint)
+        record = record.with_checkpoint(loaded.arch, loaded.args)
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
