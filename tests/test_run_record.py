@@ -502,15 +502,18 @@ def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
     assert [r['epoch'] for r in read_summary_rows(tmp_path / 'summary.csv')] == [0, 1]
 
 
-@pytest.mark.parametrize('saved,says', [
-    (dict(model_kwargs=dict(depth=1, lsa_mask=False)),
+@pytest.mark.parametrize('saved,in_yaml,says', [
+    (dict(model_kwargs=dict(depth=1, lsa_mask=False)), {},
      "model_kwargs {'depth': 1} there, {'depth': 1, 'lsa_mask': False} in the checkpoint"),
-    (dict(num_classes=100, dataset='torch/cifar100'), "num_classes 4 there, 100 in the checkpoint; dataset "
-                                                      "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
-], ids=['kwargs-without-weights', 'classes-and-dataset'])
-def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, says, tmp_path, capsys):
-    """lsa_mask=False has no weights of its own: the wrong model loaded the checkpoint; another class count / dataset
-    named the card's dataset from args.yaml (cifar10) for a checkpoint of cifar100."""
+    (dict(num_classes=100, dataset='torch/cifar100'), {}, "num_classes 4 there, 100 in the checkpoint; dataset "
+                                                          "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
+    ({}, dict(model=None, model_kwargs=dict(depth=1, lsa_mask=False)),
+     "model_kwargs {'depth': 1, 'lsa_mask': False} there, {'depth': 1} in the checkpoint"),
+], ids=['kwargs-without-weights', 'classes-and-dataset', 'kwargs-without-model'])
+def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, in_yaml, says, tmp_path, capsys):
+    """lsa_mask=False has no weights of its own: the wrong model loaded the checkpoint (also from an args.yaml
+    without `model`, whose kwargs were built unchecked); another class count / dataset named the card's dataset from
+    args.yaml (cifar10) for a checkpoint of cifar100."""
     run = tmp_path / 'runs' / 'r'
     classes = saved.get('num_classes', 4)
     model = timm.create_model('sl_vit_32', depth=1, num_classes=classes)
@@ -518,7 +521,7 @@ def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, says,
     run.mkdir(parents=True)
     torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(),
                 'args': argparse.Namespace(**dict(args, **saved))}, run / 'model_best.pth.tar')
-    (run / 'args.yaml').write_text(json.dumps(args))
+    (run / 'args.yaml').write_text(json.dumps({k: v for k, v in dict(args, **in_yaml).items() if v is not None}))
     (run / 'summary.csv').write_text('epoch,eval_top1\n0,50.0\n1,55.5\n')
     for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
                  ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):

@@ -129,8 +129,8 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
     saved = dict(checkpoint.args, model=checkpoint.args.get('model') or checkpoint.arch)
     differ = []
     for key in SAME_RUN_KEYS:
-        if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args):
-            continue  # an args.yaml without `model` takes the checkpoint's model and kwargs
+        if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args and not record.args[key]):
+            continue  # an args.yaml without `model` (or kwargs) takes the checkpoint's model and kwargs
         ours, theirs = record.args[key], saved.get(key)
         if key == 'model_kwargs':  # train.py writes {} for none
             ours, theirs = dict(ours or {}), dict(theirs or {})
