@@ -553,6 +553,32 @@ def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwar
             f'cifar10) |') in card
 
 
+@pytest.mark.parametrize('train_args,built', [
+    (dict(in_chans=1, mean=[0.5], std=[0.25]), dict(in_chans=1)), (dict(gp='avg'), dict(global_pool='avg')),
+], ids=['in-chans', 'gp'])
+def test_a_run_of_train_py_model_arguments_is_no_table2_row_and_no_tag(train_args, built, tmp_path):
+    """--in-chans 1 / --gp avg build another model than Table 2's (and than the tag's `sl_vit_32`, which the tag entry
+    would have loaded those weights into): was carded as 'vit, SL' with the paper's 94.53 and entered as
+    sl_vit_32.cifar10; a run of --in-chans 3 (train.py's default) still is the row."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    state = timm.create_model('sl_vit_32', num_classes=3, **built).state_dict()
+    vars(checkpoint['args']).update(train_args)
+    torch.save(dict(checkpoint, state_dict_ema=state, state_dict=state), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert r.paper_top1 is None and '94.53' not in card and r.model_kwargs == built
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    vars(checkpoint['args']).update(in_chans=3, gp=None)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel3', 'o', echo=lambda _: None)
+    assert r.paper_top1 == 94.53 and list(json.loads((tmp_path / 'rel3' / 'pretrained_entries.json').read_text())) == [
+        'sl_vit_32.cifar10']
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
