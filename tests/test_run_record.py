@@ -617,3 +617,21 @@ def test_analysis_of_a_run_of_train_py_model_arguments_builds_it_as_export_does(
     err = _fails(['temperature'] + checkpoint + ['--model-kwargs', 'depth=1'] + [f'{k}={v}' for k, v in other.items()]
                  + ['--out', str(tmp_path / 'x.png')], capsys)
     assert f"(it was trained as sl_vit_32 {{{', '.join(f'{k!r}: {v!r}' for k, v in built.items())}, 'depth': 1, " in err
+
+
+def test_card_of_a_distributed_run_says_its_global_batch(tmp_path):
+    """train.py writes args.yaml before it knows the processes it runs on; the checkpoint's args record them: a 4-GPU
+    run's card gave `batch_size: 128` as the recipe, which one process trains with a 4 times smaller batch."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128, torchcompile='inductor')
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(world_size=4, distributed=True)
+    state = {f'module._orig_mod.{k}': v for k, v in checkpoint['state_dict'].items()}  # prefixes train.py unwraps
+    torch.save(dict(checkpoint, state_dict=state), run / 'model_best.pth.tar')
+    out, _ = export_checkpoint(run, None, tmp_path / 'out')
+    card = (out / 'README.md').read_text()
+    assert ('Trained on 4 processes (distributed data parallel): `batch_size` is per process, the global batch was 4 x '
+            'batch_size = 512; one process running this recipe trains with a 4 times smaller batch.') in card
+    vars(checkpoint['args']).update(world_size=1, distributed=False)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    assert 'processes' not in (export_checkpoint(run, None, tmp_path / 'out1')[0] / 'README.md').read_text()

@@ -85,10 +85,19 @@ def install_note() -> str:
             f'so `timm.create_model` finds them without importing timm_sl.')
 
 
-def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]]) -> List[str]:
-    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys."""
+def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]], world_size: Any = None) -> List[str]:
+    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
+    the processes a distributed run trained on (``world_size`` of the checkpoint's args: train.py writes ``args.yaml``
+    before it knows them), whose global batch the recipe's ``batch_size`` is not."""
     if not record.args:
         return []
+    ddp = []
+    if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size > 1:
+        batch, accum = record.args.get('batch_size'), record.args.get('grad_accum_steps') or 1
+        total = (f' = {world_size * batch * accum}' if all(isinstance(v, int) for v in (batch, accum)) else '')
+        ddp = [f'Trained on {world_size} processes (distributed data parallel): `batch_size` is per process, the '
+               f'global batch was {world_size} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
+               + f'{total}; one process running this recipe trains with a {world_size} times smaller batch.', '']
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -98,7 +107,7 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
         extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
                     f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then '
                     f'it was resumed), so one train.py run of this recipe does not reproduce it exactly.', '']
-    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *extended]
+    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *ddp, *extended]
 
 
 def _card_data(record: RunRecord) -> ModelCardData:
@@ -234,8 +243,9 @@ def export_run(
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
-                       extra=card_sections, epoch=checkpoint.epoch)
+    recipe = _recipe_section(record, train_defaults, checkpoint.args.get('world_size'))
+    card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
+                       epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
