@@ -552,6 +552,9 @@ def test_a_run_of_train_py_model_arguments_outside_model_kwargs_exports(train_ar
     out, _ = export_checkpoint(run, None, tmp_path / 'out')
     config = json.loads((out / 'config.json').read_text())
     assert all(config['model_args'][k] == v for k, v in built.items())
+    card = (out / 'README.md').read_text()  # was '(SPT + LSA)', and RGB images for a grey model
+    assert f"A `sl_vit_32` ({', '.join(f'{k}={v}' for k, v in built.items())}, depth=1)" in card
+    assert ("transform(image.convert('L'))" in card) == ('in_chans' in built)
     loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
     x = torch.randn(2, built.get('in_chans', 3), 32, 32)
     with torch.no_grad():

@@ -125,7 +125,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     checkpoint records (train.py's, from 0)."""
     cfg = model.pretrained_cfg
     name, dataset, summary = record.model, record.dataset, record.summary
-    arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
+    arch = {k: v for k, v in record.arch_kwargs().items() if k != 'num_classes'}  # --in-chans 1 / --gp named too
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     lines = [
@@ -160,7 +160,9 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         '## Usage', '', install_note(), '', '```python', 'import timm',
         f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
         'config = timm.data.resolve_data_config({}, model=model)  # the training mean / std / size',
-        'transform = timm.data.create_transform(**config)', '```', '',
+        'transform = timm.data.create_transform(**config)',
+        *(["x = transform(image.convert('L')).unsqueeze(0)  # a PIL image, as one channel: trained on grey images"]
+          if cfg['input_size'][0] == 1 else []), '```', '',
         '## Intended use', '',
         'Image classification on data like the training set, and a starting point for fine-tuning on small datasets.'
         ' Not evaluated for robustness, fairness or any safety-critical use.', '',
