@@ -640,3 +640,17 @@ def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_reco
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
+    """A run that failed before its first checkpoint (args.yaml, no model_best / last; a checkpoint-N.pth.tar is not
+    the run's result) was left out of a release without a word."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 50.], seed=1)
+    failed = tmp_path / 'runs' / 'vit-sl-s1'
+    (failed / 'model_best.pth.tar').rename(failed / 'checkpoint-1.pth.tar')
+    said = []
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=said.append)
+    assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
+    assert said[0] == (f'skipped: {failed} holds an args.yaml but no model_best.pth.tar or last.pth.tar (a run that '
+                       f'failed before its first checkpoint, or whose checkpoints were moved)')
