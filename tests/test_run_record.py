@@ -341,7 +341,8 @@ def test_export_refuses_another_runs_summary(tmp_path, capsys):
     other.parent.mkdir()
     other.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,60.0,90.0\n1,1,1,70.25,95.0\n')
     assert _fails(['export', str(best), '--out', str(tmp_path / 'out'), '--summary', str(other)], capsys) == (
-        f'timm-sl export: {other} is not the summary of {best}: its eval_top1 at epoch 1 is 70.25, the checkpoint '
+        f'timm-sl export: {other} is not the summary of {best}: its eval_top1 at epoch 2 (counted from 1) is 70.25, '
+        f'the checkpoint '
         f'records 55.5; allowed: the summary.csv of the run that wrote the checkpoint')
     assert not (tmp_path / 'out').exists()
     copy = tmp_path / 'copy.csv'
@@ -638,3 +639,23 @@ def test_card_of_a_distributed_run_says_its_global_batch(tmp_path):
     vars(checkpoint['args']).update(world_size=1, distributed=False)
     torch.save(checkpoint, run / 'model_best.pth.tar')
     assert 'processes' not in (export_checkpoint(run, None, tmp_path / 'out1')[0] / 'README.md').read_text()
+
+
+def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_by_its_summary(tmp_path, capsys):
+    """Another seed's model_best.pth.tar copied (or linked) into a run folder of the same arguments: the card gave
+    the folder's summary.csv top-1 of that epoch (50.00) as these weights' (the checkpoint records 61.0)."""
+    for seed, top1s in ((0, (50.0, 55.5)), (1, (61.0, 60.0))):
+        _train_run(tmp_path / 'runs' / f's{seed}', 'sl_vit_32', dict(depth=1), dataset='torch/cifar10')
+        best = tmp_path / 'runs' / f's{seed}' / 'model_best.pth.tar'
+        torch.save(dict(torch.load(best, weights_only=False), epoch=top1s.index(max(top1s)), metric=max(top1s)), best)
+        (best.parent / 'summary.csv').write_text('epoch,eval_top1\n' + ''.join(f'{e},{t}\n' for e, t in enumerate(top1s)))
+    ours = tmp_path / 'runs' / 's0'
+    (ours / 'model_best.pth.tar').write_bytes((tmp_path / 'runs' / 's1' / 'model_best.pth.tar').read_bytes())
+    for argv in (['export', str(ours), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--name-pattern',
+                  '{run}']):
+        assert _fails(argv, capsys) == (
+            f'timm-sl {argv[0]}: {ours / "summary.csv"} is not the summary of {ours / "model_best.pth.tar"}: its '
+            f'eval_top1 at epoch 1 (counted from 1) is 50, the checkpoint records 61; allowed: the summary.csv of the '
+            f'run that wrote the checkpoint')
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()

@@ -231,6 +231,8 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
+    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
+        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
@@ -262,7 +264,8 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
     column = f'eval_{loaded.args.get("eval_metric") or "top1"}'
     said = (record.epoch_row(epoch) or {}).get(column)
     if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
-        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch} is {said:g}, '
+        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted from 1) '
+                         f'is {said:g}, '
                          f'the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
                          f'checkpoint')
 
