@@ -659,3 +659,16 @@ def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_by_its_summary(t
             f'eval_top1 at epoch 1 (counted from 1) is 50, the checkpoint records 61; allowed: the summary.csv of the '
             f'run that wrote the checkpoint')
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
+
+
+def test_analysis_of_a_grey_model_without_run_arguments_reads_images_grey(tmp_path):
+    """A bare state dict (no args) or random init of --model-kwargs in_chans=1: the images went through the default
+    three-channel config (AssertionError 'Input has 3 channels' from the SPT projection)."""
+    pytest.importorskip('matplotlib')
+    torch.save(timm.create_model('sl_vit_32', in_chans=1, depth=1, num_classes=4).state_dict(), tmp_path / 'bare.pth')
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    for i, checkpoint in enumerate((['--checkpoint', str(tmp_path / 'bare.pth')], [])):
+        for command in ('kld', 'attention'):
+            out = tmp_path / f'{command}{i}.png'
+            assert main([command, str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--model-kwargs', 'in_chans=1',
+                         'depth=1', *checkpoint, '--out', str(out)]) == 0 and out.is_file()

@@ -290,8 +290,11 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     config = resolve_data_config({}, model=model)
     size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale
-    if size is not None:
-        config['input_size'] = (config['input_size'][0], *((size, size) if isinstance(size, int) else size))
+    chans = getattr(model, 'in_chans', None)  # built with in_chans=: so are the cfg's channels, mean and std
+    input_size = (chans or config['input_size'][0],
+                  *(config['input_size'][1:] if size is None else (size, size) if isinstance(size, int) else size))
+    if tuple(input_size) != tuple(config['input_size']):
+        config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
     return config, f"the model's default data config at its image size ({why})"
 
 
