@@ -576,6 +576,32 @@ def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwar
             f'cifar10) |') in card
 
 
+@pytest.mark.parametrize('train_args,built', [
+    (dict(in_chans=1, mean=[0.5], std=[0.25]), dict(in_chans=1)), (dict(gp='avg'), dict(global_pool='avg')),
+], ids=['in-chans', 'gp'])
+def test_a_run_of_train_py_model_arguments_is_no_table2_row_and_no_tag(train_args, built, tmp_path):
+    """--in-chans 1 / --gp avg build another model than Table 2's (and than the tag's `sl_vit_32`, which the tag entry
+    would have loaded those weights into): was carded as 'vit, SL' with the paper's 94.53 and entered as
+    sl_vit_32.cifar10; a run of --in-chans 3 (train.py's default) still is the row."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    state = timm.create_model('sl_vit_32', num_classes=3, **built).state_dict()
+    vars(checkpoint['args']).update(train_args)
+    torch.save(dict(checkpoint, state_dict_ema=state, state_dict=state), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert r.paper_top1 is None and '94.53' not in card and r.model_kwargs == built
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    vars(checkpoint['args']).update(in_chans=3, gp=None)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel3', 'o', echo=lambda _: None)
+    assert r.paper_top1 == 94.53 and list(json.loads((tmp_path / 'rel3' / 'pretrained_entries.json').read_text())) == [
+        'sl_vit_32.cifar10']
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
@@ -621,3 +647,33 @@ def test_runs_whose_repository_names_differ_only_in_case_are_refused(tmp_path, c
                           f"{tmp_path / 'runs' / 'Run1'} and {tmp_path / 'runs' / 'run1'} o/sl_vit_32-run1 (the Hub "
                           f"ignores case)"), err
     assert not (tmp_path / 'rel').exists()
+
+
+def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_records(tmp_path):
+    """An args.yaml without `model` / `model_kwargs` (cut or edited; export takes the checkpoint's arch / args): was
+    AttributeError: 'NoneType' object has no attribute 'startswith'."""
+    model = _run(tmp_path, 'r', dict(depth=1), [40., 60.])
+    args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
+    del args['model'], args['model_kwargs']
+    (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
+    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'custom',
+                                                               'org/sl_vit_32.custom-cifar10-s0')
+    loaded = timm.create_model(f'local-dir:{r.folder}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
+    """A run that failed before its first checkpoint (args.yaml, no model_best / last; a checkpoint-N.pth.tar is not
+    the run's result) was left out of a release without a word."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 50.], seed=1)
+    failed = tmp_path / 'runs' / 'vit-sl-s1'
+    (failed / 'model_best.pth.tar').rename(failed / 'checkpoint-1.pth.tar')
+    said = []
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=said.append)
+    assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
+    assert said[0] == (f'skipped: {failed} holds an args.yaml but no model_best.pth.tar or last.pth.tar (a run that '
+                       f'failed before its first checkpoint, or whose checkpoints were moved)')

@@ -349,7 +349,8 @@ def test_export_refuses_another_runs_summary(tmp_path, capsys):
     other.parent.mkdir()
     other.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,60.0,90.0\n1,1,1,70.25,95.0\n')
     assert _fails(['export', str(best), '--out', str(tmp_path / 'out'), '--summary', str(other)], capsys) == (
-        f'timm-sl export: {other} is not the summary of {best}: its eval_top1 at epoch 1 is 70.25, the checkpoint '
+        f'timm-sl export: {other} is not the summary of {best}: its eval_top1 at epoch 2 (counted from 1) is 70.25, '
+        f'the checkpoint '
         f'records 55.5; allowed: the summary.csv of the run that wrote the checkpoint')
     assert not (tmp_path / 'out').exists()
     copy = tmp_path / 'copy.csv'
@@ -510,15 +511,18 @@ def test_zero_bytes_a_crash_leaves_after_a_summary_are_a_cut_row(tmp_path):
     assert [r['epoch'] for r in read_summary_rows(tmp_path / 'summary.csv')] == [0, 1]
 
 
-@pytest.mark.parametrize('saved,says', [
-    (dict(model_kwargs=dict(depth=1, lsa_mask=False)),
+@pytest.mark.parametrize('saved,in_yaml,says', [
+    (dict(model_kwargs=dict(depth=1, lsa_mask=False)), {},
      "model_kwargs {'depth': 1} there, {'depth': 1, 'lsa_mask': False} in the checkpoint"),
-    (dict(num_classes=100, dataset='torch/cifar100'), "num_classes 4 there, 100 in the checkpoint; dataset "
-                                                      "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
-], ids=['kwargs-without-weights', 'classes-and-dataset'])
-def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, says, tmp_path, capsys):
-    """lsa_mask=False has no weights of its own: the wrong model loaded the checkpoint; another class count / dataset
-    named the card's dataset from args.yaml (cifar10) for a checkpoint of cifar100."""
+    (dict(num_classes=100, dataset='torch/cifar100'), {}, "num_classes 4 there, 100 in the checkpoint; dataset "
+                                                          "'torch/cifar10' there, 'torch/cifar100' in the checkpoint"),
+    ({}, dict(model=None, model_kwargs=dict(depth=1, lsa_mask=False)),
+     "model_kwargs {'depth': 1, 'lsa_mask': False} there, {'depth': 1} in the checkpoint"),
+], ids=['kwargs-without-weights', 'classes-and-dataset', 'kwargs-without-model'])
+def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, in_yaml, says, tmp_path, capsys):
+    """lsa_mask=False has no weights of its own: the wrong model loaded the checkpoint (also from an args.yaml
+    without `model`, whose kwargs were built unchecked); another class count / dataset named the card's dataset from
+    args.yaml (cifar10) for a checkpoint of cifar100."""
     run = tmp_path / 'runs' / 'r'
     classes = saved.get('num_classes', 4)
     model = timm.create_model('sl_vit_32', depth=1, num_classes=classes)
@@ -526,7 +530,7 @@ def test_an_args_yaml_of_another_run_is_refused_naming_what_differs(saved, says,
     run.mkdir(parents=True)
     torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(),
                 'args': argparse.Namespace(**dict(args, **saved))}, run / 'model_best.pth.tar')
-    (run / 'args.yaml').write_text(json.dumps(args))
+    (run / 'args.yaml').write_text(json.dumps({k: v for k, v in dict(args, **in_yaml).items() if v is not None}))
     (run / 'summary.csv').write_text('epoch,eval_top1\n0,50.0\n1,55.5\n')
     for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
                  ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
@@ -557,6 +561,9 @@ def test_a_run_of_train_py_model_arguments_outside_model_kwargs_exports(train_ar
     out, _ = export_checkpoint(run, None, tmp_path / 'out')
     config = json.loads((out / 'config.json').read_text())
     assert all(config['model_args'][k] == v for k, v in built.items())
+    card = (out / 'README.md').read_text()  # was '(SPT + LSA)', and RGB images for a grey model
+    assert f"A `sl_vit_32` ({', '.join(f'{k}={v}' for k, v in built.items())}, depth=1)" in card
+    assert ("transform(image.convert('L'))" in card) == ('in_chans' in built)
     loaded = timm.create_model(f'local-dir:{out}', pretrained=True).eval()
     x = torch.randn(2, built.get('in_chans', 3), 32, 32)
     with torch.no_grad():
@@ -594,3 +601,82 @@ def test_an_out_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
             assert _fails(argv + ['--out', str(out)], capsys) == (
                 f'timm-sl {argv[0]}: --out {out}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does not '
                 f'exist; allowed: a link to a folder, or no link')
+
+
+@pytest.mark.parametrize('train_args,built', [
+    (dict(in_chans=1), dict(in_chans=1)), (dict(input_size=[1, 32, 32]), dict(in_chans=1)),
+    (dict(gp='avg'), dict(global_pool='avg')),
+], ids=['in-chans', 'input-size', 'gp'])
+def test_analysis_of_a_run_of_train_py_model_arguments_builds_it_as_export_does(train_args, built, tmp_path, capsys):
+    """temperature / kld / attention build a run's model as export does (--in-chans, --input-size, --gp besides
+    --model-kwargs; grey images read grey), and a kwarg that contradicts the run names what it trained as (was: 'does
+    not fit sl_vit_32, trained as sl_vit_32')."""
+    pytest.importorskip('matplotlib')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), **dict(dict(in_chans=None, gp=None, input_size=None), **train_args))
+    torch.manual_seed(0)
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=4, **built)
+    torch.save(dict(torch.load(run / 'model_best.pth.tar', weights_only=False), state_dict=model.state_dict()),
+               run / 'model_best.pth.tar')
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    checkpoint = ['--model', 'sl_vit_32', '--checkpoint', str(run / 'model_best.pth.tar')]
+    for i, argv in enumerate((['temperature'], ['temperature', '--model-kwargs', 'depth=1'],
+                              ['kld', str(tmp_path / 'img.png')], ['attention', str(tmp_path / 'img.png')])):
+        assert main(argv + checkpoint + ['--out', str(tmp_path / f'{i}.png')]) == 0
+        assert (tmp_path / f'{i}.png').is_file()
+    capsys.readouterr()
+    other = dict(in_chans=3) if 'in_chans' in built else dict(global_pool='token')
+    err = _fails(['temperature'] + checkpoint + ['--model-kwargs', 'depth=1'] + [f'{k}={v}' for k, v in other.items()]
+                 + ['--out', str(tmp_path / 'x.png')], capsys)
+    assert f"(it was trained as sl_vit_32 {{{', '.join(f'{k!r}: {v!r}' for k, v in built.items())}, 'depth': 1, " in err
+
+
+def test_card_of_a_distributed_run_says_its_global_batch(tmp_path):
+    """train.py writes args.yaml before it knows the processes it runs on; the checkpoint's args record them: a 4-GPU
+    run's card gave `batch_size: 128` as the recipe, which one process trains with a 4 times smaller batch."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128, torchcompile='inductor')
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(world_size=4, distributed=True)
+    state = {f'module._orig_mod.{k}': v for k, v in checkpoint['state_dict'].items()}  # prefixes train.py unwraps
+    torch.save(dict(checkpoint, state_dict=state), run / 'model_best.pth.tar')
+    out, _ = export_checkpoint(run, None, tmp_path / 'out')
+    card = (out / 'README.md').read_text()
+    assert ('Trained on 4 processes (distributed data parallel): `batch_size` is per process, the global batch was 4 x '
+            'batch_size = 512; one process running this recipe trains with a 4 times smaller batch.') in card
+    vars(checkpoint['args']).update(world_size=1, distributed=False)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    assert 'processes' not in (export_checkpoint(run, None, tmp_path / 'out1')[0] / 'README.md').read_text()
+
+
+def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_by_its_summary(tmp_path, capsys):
+    """Another seed's model_best.pth.tar copied (or linked) into a run folder of the same arguments: the card gave
+    the folder's summary.csv top-1 of that epoch (50.00) as these weights' (the checkpoint records 61.0)."""
+    for seed, top1s in ((0, (50.0, 55.5)), (1, (61.0, 60.0))):
+        _train_run(tmp_path / 'runs' / f's{seed}', 'sl_vit_32', dict(depth=1), dataset='torch/cifar10')
+        best = tmp_path / 'runs' / f's{seed}' / 'model_best.pth.tar'
+        torch.save(dict(torch.load(best, weights_only=False), epoch=top1s.index(max(top1s)), metric=max(top1s)), best)
+        (best.parent / 'summary.csv').write_text('epoch,eval_top1\n' + ''.join(f'{e},{t}\n' for e, t in enumerate(top1s)))
+    ours = tmp_path / 'runs' / 's0'
+    (ours / 'model_best.pth.tar').write_bytes((tmp_path / 'runs' / 's1' / 'model_best.pth.tar').read_bytes())
+    for argv in (['export', str(ours), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--name-pattern',
+                  '{run}']):
+        assert _fails(argv, capsys) == (
+            f'timm-sl {argv[0]}: {ours / "summary.csv"} is not the summary of {ours / "model_best.pth.tar"}: its '
+            f'eval_top1 at epoch 1 (counted from 1) is 50, the checkpoint records 61; allowed: the summary.csv of the '
+            f'run that wrote the checkpoint')
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
+
+
+def test_analysis_of_a_grey_model_without_run_arguments_reads_images_grey(tmp_path):
+    """A bare state dict (no args) or random init of --model-kwargs in_chans=1: the images went through the default
+    three-channel config (AssertionError 'Input has 3 channels' from the SPT projection)."""
+    pytest.importorskip('matplotlib')
+    torch.save(timm.create_model('sl_vit_32', in_chans=1, depth=1, num_classes=4).state_dict(), tmp_path / 'bare.pth')
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    for i, checkpoint in enumerate((['--checkpoint', str(tmp_path / 'bare.pth')], [])):
+        for command in ('kld', 'attention'):
+            out = tmp_path / f'{command}{i}.png'
+            assert main([command, str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--model-kwargs', 'in_chans=1',
+                         'depth=1', *checkpoint, '--out', str(out)]) == 0 and out.is_file()

@@ -437,11 +437,12 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
     config = data_config or resolve_data_config({}, model=model)
     transform = create_transform(**config)
+    mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
     tensors = []
     for f in files:
         try:
             with Image.open(f) as image:
-                tensors.append(transform(image.convert('RGB')))
+                tensors.append(transform(image.convert(mode)))
         except OSError as e:
             raise ValueError(f'{f} is not a readable image: {e}') from e
         except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
@@ -450,6 +451,6 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     batch = torch.stack(tensors)
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)
-    shown = [Image.fromarray((((x * std + mean).clamp(0, 1) * 255).round().byte().permute(1, 2, 0)).numpy())
-             for x in batch]
+    pixels = ((batch * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1)
+    shown = [Image.fromarray(x.squeeze(-1).numpy()).convert('RGB') for x in pixels]  # grey drawn grey
     return ImageBatch(files, batch, shown)

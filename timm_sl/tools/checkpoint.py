@@ -20,11 +20,13 @@ def _named(model_name: str, kwargs: Dict[str, Any]) -> str:
 
 
 def trained_as(checkpoint: Checkpoint) -> str:
-    """What a train.py checkpoint says it was trained as: model name, ``--model-kwargs`` and class count."""
+    """What a train.py checkpoint says it was trained as: model name, the kwargs train.py built it with
+    (:meth:`RunRecord.build_kwargs`) and class count."""
     name = checkpoint.arch or checkpoint.args.get('model')
     if not name:
         return 'an unknown model (no arch / args in the checkpoint)'
-    kwargs = dict(checkpoint.args.get('model_kwargs') or {})
+    args = checkpoint.args
+    kwargs = RunRecord(checkpoint.path, args=args, model_kwargs=dict(args.get('model_kwargs') or {})).build_kwargs()
     if checkpoint.args.get('num_classes'):
         kwargs['num_classes'] = checkpoint.args['num_classes']
     return _named(name, kwargs)
@@ -127,8 +129,8 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
     saved = dict(checkpoint.args, model=checkpoint.args.get('model') or checkpoint.arch)
     differ = []
     for key in SAME_RUN_KEYS:
-        if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args):
-            continue  # an args.yaml without `model` takes the checkpoint's model and kwargs
+        if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args and not record.args[key]):
+            continue  # an args.yaml without `model` (or kwargs) takes the checkpoint's model and kwargs
         ours, theirs = record.args[key], saved.get(key)
         if key == 'model_kwargs':  # train.py writes {} for none
             ours, theirs = dict(ours or {}), dict(theirs or {})

@@ -221,7 +221,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
-    from timm_sl.tools.checkpoint import build_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, build_run_model, read_run_checkpoint
     name = args.model
     if name:
         _check_model_name(args, name)
@@ -232,12 +232,12 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
         _check_model_name(args, name)
-        if record.model == name:
+        if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
-            candidates = [record.model_kwargs if args.model_kwargs is None else {**switches, **kwargs}]
-        else:
-            baseline = {**kwargs, **_baseline_kwargs(name)}
-            candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
+            run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
+            return build_run_model(run, loaded)[0].eval(), record
+        baseline = {**kwargs, **_baseline_kwargs(name)}
+        candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
@@ -314,8 +314,11 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     config = resolve_data_config({}, model=model)
     size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale
-    if size is not None:
-        config['input_size'] = (config['input_size'][0], *((size, size) if isinstance(size, int) else size))
+    chans = getattr(model, 'in_chans', None)  # built with in_chans=: so are the cfg's channels, mean and std
+    input_size = (chans or config['input_size'][0],
+                  *(config['input_size'][1:] if size is None else (size, size) if isinstance(size, int) else size))
+    if tuple(input_size) != tuple(config['input_size']):
+        config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
     return config, f"the model's default data config at its image size ({why})"
 
 

@@ -85,10 +85,19 @@ def install_note() -> str:
             f'so `timm.create_model` finds them without importing timm_sl.')
 
 
-def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]]) -> List[str]:
-    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys."""
+def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]], world_size: Any = None) -> List[str]:
+    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
+    the processes a distributed run trained on (``world_size`` of the checkpoint's args: train.py writes ``args.yaml``
+    before it knows them), whose global batch the recipe's ``batch_size`` is not."""
     if not record.args:
         return []
+    ddp = []
+    if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size > 1:
+        batch, accum = record.args.get('batch_size'), record.args.get('grad_accum_steps') or 1
+        total = (f' = {world_size * batch * accum}' if all(isinstance(v, int) for v in (batch, accum)) else '')
+        ddp = [f'Trained on {world_size} processes (distributed data parallel): `batch_size` is per process, the '
+               f'global batch was {world_size} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
+               + f'{total}; one process running this recipe trains with a {world_size} times smaller batch.', '']
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -98,7 +107,7 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]])
         extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
                     f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then '
                     f'it was resumed), so one train.py run of this recipe does not reproduce it exactly.', '']
-    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *extended]
+    return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *ddp, *extended]
 
 
 def _card_data(record: RunRecord) -> ModelCardData:
@@ -116,7 +125,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     checkpoint records (train.py's, from 0)."""
     cfg = model.pretrained_cfg
     name, dataset, summary = record.model, record.dataset, record.summary
-    arch = {k: v for k, v in record.model_kwargs.items() if k != 'num_classes'}
+    arch = {k: v for k, v in record.arch_kwargs().items() if k != 'num_classes'}  # --in-chans 1 / --gp named too
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     lines = [
@@ -151,7 +160,9 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         '## Usage', '', install_note(), '', '```python', 'import timm',
         f"model = timm.create_model('hf-hub:{repo_id}', pretrained=True).eval()",
         'config = timm.data.resolve_data_config({}, model=model)  # the training mean / std / size',
-        'transform = timm.data.create_transform(**config)', '```', '',
+        'transform = timm.data.create_transform(**config)',
+        *(["x = transform(image.convert('L')).unsqueeze(0)  # a PIL image, as one channel: trained on grey images"]
+          if cfg['input_size'][0] == 1 else []), '```', '',
         '## Intended use', '',
         'Image classification on data like the training set, and a starting point for fine-tuning on small datasets.'
         ' Not evaluated for robustness, fairness or any safety-critical use.', '',
@@ -220,6 +231,8 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
+    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
+        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
@@ -234,8 +247,9 @@ def export_run(
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    card = _model_card(record, model, checkpoint.source, _recipe_section(record, train_defaults), repo_id=repo_id,
-                       extra=card_sections, epoch=checkpoint.epoch)
+    recipe = _recipe_section(record, train_defaults, checkpoint.args.get('world_size'))
+    card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
+                       epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
@@ -250,7 +264,8 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
     column = f'eval_{loaded.args.get("eval_metric") or "top1"}'
     said = (record.epoch_row(epoch) or {}).get(column)
     if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
-        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch} is {said:g}, '
+        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted from 1) '
+                         f'is {said:g}, '
                          f'the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
                          f'checkpoint')
 

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1, table2_row
-from .runs import RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
+from .runs import CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -47,7 +47,8 @@ class UnfinishedRun(ValueError):
 @dataclass
 class Released:
     """One exported run; ``weights_epoch`` (from 1) and ``weights_top1``: the exported checkpoint's own epoch and its
-    top-1 (None when not recorded), which ``best_top1`` need not be."""
+    top-1 (None when not recorded), which ``best_top1`` need not be; ``model_kwargs``: those train.py built the model
+    with beyond its defaults (``--in-chans``, ``--gp`` too: :meth:`RunRecord.arch_kwargs`)."""
     run_dir: str
     checkpoint: str
     folder: str
@@ -124,7 +125,7 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
                      weights: Dict[str, Any]) -> List[str]:
     """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
     summary = record.summary or {}
-    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    table2 = table2_row(record.model, record.arch_kwargs(), record.dataset)
     row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
            f'none (`{record.model}` with these kwargs is not a configuration the paper trained on {record.dataset})')
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
@@ -174,6 +175,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
+    if not record.model:  # an args.yaml without `model`: the checkpoint's (export does the same)
+        loaded = read_checkpoint(record.checkpoint)
+        record = record.with_checkpoint(loaded.arch, loaded.args)
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
@@ -198,17 +202,17 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
-    table2 = table2_row(record.model, record.model_kwargs, record.dataset)
+    arch_kwargs = record.arch_kwargs()
+    table2 = table2_row(record.model, arch_kwargs, record.dataset)
     paper = paper_top1(*table2, record.dataset) if table2 else None
     checkpoint = read_checkpoint(record.checkpoint)
     weights = record.weights_result(checkpoint.epoch)
-    section = _release_section(record, paper, repo_id, _tag(record.model, record.model_kwargs, record.dataset),
-                               weights)
+    section = _release_section(record, paper, repo_id, _tag(record.model, arch_kwargs, record.dataset), weights)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
         run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
-        model=record.model, model_kwargs=record.model_kwargs, family=record.family, variant=record.variant,
+        model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
         weights_epoch=weights['epoch'], weights_top1=weights['top1'])
@@ -282,6 +286,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
     runs, records, numbers = find_runs(paths), [], []
+    for folder in sorted({a.parent for p in map(Path, paths) for a in p.rglob('args.yaml')} - set(runs)):
+        echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
+             f'first checkpoint, or whose checkpoints were moved)')
     for i, run_dir in enumerate(runs, 1):
         try:
             records.append(read_release_record(run_dir, dataset))

@@ -349,6 +349,11 @@ class RunRecord:
                       global_pool=self.args.get('gp'))
         return {**{k: v for k, v in shaped.items() if v is not None}, **self.model_kwargs}
 
+    def arch_kwargs(self) -> Dict[str, Any]:
+        """:meth:`build_kwargs` less train.py's default ``in_chans`` (3): what a Table 2 row or a pretrained tag must
+        match (a run of ``--in-chans 1`` or ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
+        return {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
