@@ -246,6 +246,17 @@ def test_export_applies_model_kwargs_given_without_model(tmp_path, capsys):
     assert err.startswith('timm-sl export: ') and 'depth' in err and 'blocks.1' in err
 
 
+@pytest.mark.parametrize('kwarg,error', [('num_heads=0', 'ZeroDivisionError: integer modulo by zero'),
+                                         ('global_pool=bogus', 'AssertionError')])
+def test_export_with_kwargs_timm_divides_or_asserts_on_is_one_line(kwarg, error, tmp_path, capsys):
+    """timm divides by num_heads unchecked and asserts on global_pool: export's build was a traceback for both."""
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    err = _fails(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model-kwargs', kwarg,
+                  '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith('timm-sl export: ') and 'cannot build sl_vit_32' in err  # one line: _fails
+    assert error in err and not (tmp_path / 'o').exists()
+
+
 def test_export_of_slify_without_base_is_one_line(tmp_path, capsys):
     _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
     err = _fails(['export', str(tmp_path / 'run' / 'model_best.pth.tar'), '--model', 'slify', '--model-kwargs',

@@ -8,7 +8,7 @@ import torch
 
 import timm
 
-from .errors import first_line
+from .errors import BUILD_ERRORS, build_failure, first_line
 from .runs import Checkpoint, RunRecord, given_dataset, read_checkpoint, read_run
 
 __all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
@@ -101,9 +101,9 @@ def build_model(checkpoint: Checkpoint, model_name: str,
     wanted = _named(model_name, model_kwargs)
     try:
         model = timm.create_model(model_name, **model_kwargs)
-    except (RuntimeError, TypeError, ValueError) as e:
+    except BUILD_ERRORS as e:
         raise ValueError(f'{checkpoint.path} cannot build {wanted} (it was trained as {trained_as(checkpoint)}): '
-                         f'{first_line(e)}') from e
+                         f'{build_failure(e)}') from e
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{checkpoint.path} does not fit {wanted} (it was trained as {trained_as(checkpoint)}): '

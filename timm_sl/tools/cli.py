@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import USER_ERRORS, check_not_below_a_file, describe
+from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -80,8 +80,8 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
-    except (TypeError, ValueError, RuntimeError, ArithmeticError, AssertionError) as e:  # unknown / bad kwarg,
-        raise _model_error(args, name, kwargs, e) from e  # weights that cannot be loaded
+    except BUILD_ERRORS as e:  # unknown / bad kwarg, weights that cannot be loaded
+        raise _model_error(args, name, kwargs, e) from e
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
@@ -249,7 +249,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
             return model, record
         raise first_error
-    except (FileNotFoundError, ValueError, TypeError, RuntimeError, ArithmeticError, AssertionError) as e:
+    except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
 
 

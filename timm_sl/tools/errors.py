@@ -9,7 +9,8 @@ into a line on stderr and an exit status; anything else is a bug and keeps its t
 from pathlib import Path
 from typing import Union
 
-__all__ = ['ToolError', 'USER_ERRORS', 'describe', 'first_line', 'check_not_below_a_file']
+__all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
+           'check_not_below_a_file']
 
 
 class ToolError(RuntimeError):
@@ -18,6 +19,10 @@ class ToolError(RuntimeError):
 
 # what the CLI reports as one line (exit status 2) instead of a traceback
 USER_ERRORS = (OSError, ValueError, ImportError, ToolError)
+
+# what timm.create_model raises for user kwargs: besides unknown / bad ones (TypeError, ValueError, RuntimeError) timm
+# divides by sizes it does not check (num_heads=0: ZeroDivisionError) and checks some with assert (global_pool)
+BUILD_ERRORS = (RuntimeError, TypeError, ValueError, ArithmeticError, AssertionError)
 
 
 def describe(error: BaseException) -> str:
@@ -34,6 +39,14 @@ def first_line(error: BaseException) -> str:
     """The first line of an error's message (its type's name when it has none): for a reason quoted in one line."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def build_failure(error: BaseException) -> str:
+    """One line for a :data:`BUILD_ERRORS` error: its first line, led by its type where the message alone says
+    nothing of a model (``ZeroDivisionError: integer modulo by zero``)."""
+    if isinstance(error, (ArithmeticError, AssertionError)):
+        return f'{type(error).__name__}: {first_line(error)}'
+    return first_line(error)
 
 
 def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:
