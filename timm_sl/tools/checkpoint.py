@@ -8,7 +8,7 @@ import torch
 
 import timm
 
-from .errors import BUILD_ERRORS, build_failure, first_line
+from .errors import BUILD_ERRORS, build_failure
 from .runs import Checkpoint, RunRecord, given_dataset, read_checkpoint, read_run
 
 __all__ = ['read_run_checkpoint', 'classifier_classes', 'state_mismatch', 'build_model', 'build_run_model',
