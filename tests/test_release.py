@@ -602,6 +602,23 @@ def test_a_run_of_train_py_model_arguments_is_no_table2_row_and_no_tag(train_arg
         'sl_vit_32.cifar10']
 
 
+@pytest.mark.parametrize('start', [dict(pretrained=True), dict(initial_checkpoint='imagenet.pth')])
+def test_a_run_started_from_trained_weights_is_no_table2_row(start, tmp_path):
+    """The paper trained every Table 2 row from scratch: a run of --pretrained / --initial-checkpoint was carded as
+    'vit, SL' beside the paper's 94.53."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(start)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert r.paper_top1 is None and '94.53' not in card
+    assert f'| Table 2 row | none (started from {"--pretrained" if "pretrained" in start else "--initial-checkpoint"}'\
+        in card and 'the paper trained from scratch)' in card
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
