@@ -41,7 +41,14 @@ FAKE_TRAIN = textwrap.dedent('''
     for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--resume',
                  '--epochs', '--dataset', '--num-classes', '--train-split', '--val-split'):
         p.add_argument(flag)
-    for flag in ('-b', '-j', '--device'):
+    for flag in ('-b', '--device', '--class-map'):
+        p.add_argument(flag)
+    p.add_argument('-j', '--workers')
+    for flag in ('--aa', '--amp', '--batch-size', '--crop-pct', '--cutmix', '--dataset-download',
+                 '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
+                 '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
+                 '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
+                 '--weight-decay'):  # the recipes' other keys
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -317,6 +324,73 @@ def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monke
     assert 'stopping 0 running train.py process(es); run the same command again to resume' in capsys.readouterr().out
     report = (out / 'report.md').read_text()
     assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | not run | - |' in report
+
+
+
+def test_a_recipe_key_train_py_does_not_know_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """epoch: 5 in an edited recipe was set as a default of train.py's parser and ignored: 300 epochs, silently."""
+    from timm_sl.tools import reproduce as module
+    recipe = tmp_path / 'cifar10.yaml'
+    recipe.write_text('epoch: 5\nnum_classes: 10\n')
+    monkeypatch.setattr(module, 'recipe_path', lambda dataset: recipe)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--device', 'cpu'])) == 2
+    assert capsys.readouterr().err == (f'timm-sl reproduce: {recipe}: epoch is not an argument of {fake_train}, which '
+                                       f'would ignore it (and use its own default); allowed: its argument names, e.g. '
+                                       f'epochs\n')
+    assert not out.exists()
+
+
+def test_train_script_options_are_read_from_its_source(tmp_path):
+    """The options of a train.py as argparse names them, without running it (the fake trains when run)."""
+    from timm_sl.tools.train_args import train_script_options
+    script = tmp_path / 'train.py'
+    script.write_text('import argparse\nraise SystemExit("not run")\np = argparse.ArgumentParser()\n'
+                      'p.add_argument("data", nargs="?")\np.add_argument("-j", "--workers", type=int)\n'
+                      'p.add_argument("--local_rank")\np.add_argument("--ts", dest="torchscript")\n'
+                      'for f in ("--model-ema", "-b"):\n    p.add_argument(f)\n')
+    assert train_script_options(script) == {'data': 'data', '-j': 'workers', '--workers': 'workers',
+                                            '--local_rank': 'local_rank', '--ts': 'torchscript',
+                                            '--model-ema': 'model_ema', '-b': 'b'}
+    script.write_text(script.read_text() + 'p.add_argument("--" + "x")\n')
+    assert train_script_options(script) is None  # not all known: nothing is checked against it
+    script.write_text('print(1)\n')
+    assert train_script_options(script) is None
+    if TIMM_REPO and (Path(TIMM_REPO) / 'train.py').is_file():  # every recipe key is an argument of timm's train.py
+        from timm_sl.tools.train_args import check_recipe_keys
+        for recipe in sorted((REPO / 'recipes').glob('*.yaml')):
+            check_recipe_keys(recipe, Path(TIMM_REPO) / 'train.py')
+
+
+@pytest.mark.parametrize('train_args,message', [
+    (['--exper', 'x'], '--experiment after -- is set for each run by reproduce'),
+    (['--outp=x'], '--output after -- is set for each run by reproduce'),
+    (['--see', '3'], '--seed after -- is set for each run by reproduce'),
+    (['--resu', 'x.pth.tar'], '--resume after -- is set for each run by reproduce'),
+    (['--mix', '0.1'], '--mix after -- is ambiguous for {script}: it begins --mixup, --mixup-prob, '
+                       '--mixup-switch-prob; allowed: the whole name'),
+    (['--epochz', '1'], '--epochz after -- is not an argument of {script}; allowed: its arguments, e.g. --epochs'),
+])
+def test_abbreviated_train_arguments_are_read_as_train_py_reads_them(fake_train, tmp_path, capsys, train_args,
+                                                                      message):
+    """train.py's argparse takes --exper for --experiment: every run wrote into one folder; an unknown or ambiguous
+    one failed every run once started."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *train_args])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('timm-sl reproduce: ' + message.format(script=fake_train)) and err.count('\n') == 1, err
+    assert not out.exists()
+
+
+def test_abbreviated_epochs_and_model_kwargs_are_the_runs(fake_train, tmp_path, capsys):
+    """-- --epoch 1 trained 1 epoch of a planned 300 (each run 'stopped from outside?'); -- --model-kw depth=2 came
+    after the row's --model-kwargs, so train.py kept it alone: the baseline trained as SL."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epoch', '1', '--model-kw', 'depth=2'])) == 0
+    base = (out / 'runs' / 'vit-base-s0' / 'argv.log').read_text()
+    assert base.count('--model-kwargs') == 1 and '--model-kwargs spt=False lsa=False depth=2 ' in base, base
+    results = json.loads((out / 'results.json').read_text())
+    assert [r['summary']['epochs'] for r in results['runs']] == [1, 1]
 
 
 @pytest.mark.parametrize('change,message', [

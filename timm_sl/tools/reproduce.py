@@ -31,7 +31,9 @@ from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
-from .train_args import check_train_script, last_flag_value, read_recipe, recipe_path
+from .train_args import (
+    check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
+    train_script_options)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -1280,6 +1282,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise NotADirectoryError(f'--out {args.out} is a file; allowed: a folder (new, or the output of an earlier '
                                  f'timm-sl reproduce, which is resumed)')
     check_not_below_a_file(args.out, '--out')
+    script = check_train_script(args.train_script)  # a text file there: refused before any run
+    recipe = recipe_path(args.dataset)
+    check_recipe_keys(recipe, script)  # a key train.py does not know (epoch: 5) it would ignore
+    # train.py's argparse takes an abbreviation (--exper for --experiment): every check reads the names it reads
+    given = expand_abbreviations(given, train_script_options(script), script)
     for flag in _PER_RUN_FLAGS:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
@@ -1291,10 +1298,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
     extra, user_kwargs = split_model_kwargs(given)
-    script = check_train_script(args.train_script)  # a text file there: refused before any run
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
     merge_model_kwargs(runs, user_kwargs)
-    recipe = recipe_path(args.dataset)
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
