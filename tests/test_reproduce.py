@@ -969,6 +969,27 @@ def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp
     assert (run / 'summary.csv').read_text() == summary and (run / 'model_best.pth.tar').read_bytes() == b'best'
 
 
+
+@pytest.mark.parametrize('summary', [None, 'epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n'])
+@pytest.mark.parametrize('epochs', ['1', '2'])
+def test_a_run_that_lost_its_summary_is_not_resumed(fake_train, tmp_path, capsys, summary, epochs):
+    """summary.csv deleted (or emptied) beside last.pth.tar and done.json: the run was resumed and its results were only
+    the epochs after (a finished run 'exited with 0 but wrote no summary.csv', a failure of a run that had finished)."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    if summary is None:
+        (run / 'summary.csv').unlink()
+    else:
+        (run / 'summary.csv').write_text(summary)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', epochs])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/summary.csv {"is missing" if summary is None else "holds no epoch"}, but the run has trained '
+        f'(last.pth.tar; done.json marks it finished): resumed, its results would be only the epochs trained from now '
+        f'on; put the file back, or delete {run} to restart the run (or use another --out)')
+    assert (run / 'last.pth.tar').is_file() and (run / 'done.json').is_file()
+
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
     """A cut last.pth.tar failed every re-run in train.py with torch's zip error."""
     out = tmp_path / 'out'

@@ -457,7 +457,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
     command's, by run name; the first such run named, with how many more); a run that trained but lost its
-    last.pth.tar; a last.pth.tar train.py cannot resume from. Nothing a run trained is overwritten by a restart."""
+    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a run trained is overwritten by a restart."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     for run in runs:
@@ -477,7 +477,16 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         state = run_state(run, epochs)
         last = folder / 'last.pth.tar'
-        if state == 'new':
+        marker = folder / DONE_MARKER
+        if last.is_file() and not any(t.startswith('summary.csv') for t in trained):
+            # train.py writes an epoch's row before its checkpoint: the rows were deleted (or the file emptied)
+            errors.append(f'{folder / "summary.csv"} ' + ('holds no epoch' if (folder / 'summary.csv').exists() else
+                                                          'is missing') +
+                          f', but the run has trained ({", ".join(trained)}' +
+                          (f'; {marker.name} marks it finished' if marker.is_file() else '') +
+                          '): resumed, its results would be only the epochs trained from now on; put the file back, '
+                          f'or delete {folder} to restart the run (or use another --out)')
+        elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
                           f'run on purpose (or use another --out)')
