@@ -628,6 +628,15 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/stray.JPG'], [],
      ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
       "them into {D}/train/<class>/"]),
+    # each run failed once started: a model of no classes, a class map train.py cannot find or read
+    ('svhn', DIGITS, ['--num-classes', '0'], ['--num-classes 0 is not allowed; expected an integer >= 1']),
+    ('svhn', DIGITS, ['--num-classes=ten'], ['--num-classes ten is not allowed; expected an integer >= 1']),
+    ('svhn', DIGITS, ['--class-map', 'no-map.txt'],
+     [f'--class-map no-map.txt is not found (as given, nor in {{D}}/{split}), where train.py reads it; allowed: a '
+      f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
+    ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
+     ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
+      'names, one a line, or a .pkl of {{name: index}}'] * 2),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -643,6 +652,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
+    ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),

@@ -160,7 +160,7 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     ``class_map``.
 
     Raises:
-        ValueError: ``--num-classes`` among the extra arguments is not an integer.
+        ValueError: ``--num-classes`` among the extra arguments is not an integer >= 1.
     """
     config = read_recipe(recipe)
     data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''),
@@ -173,7 +173,10 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     try:
         data['num_classes'] = None if data['num_classes'] is None else int(data['num_classes'])
     except ValueError:
-        raise ValueError(f'--num-classes {data["num_classes"]} is not allowed; expected an integer') from None
+        data['num_classes'] = 0
+    if data['num_classes'] is not None and data['num_classes'] < 1:  # 0: a model without a head, failing each run
+        raise ValueError(f'--num-classes {last_flag_value(extra_args, "--num-classes")} is not allowed; expected an '
+                         f'integer >= 1')
     return data
 
 
@@ -258,6 +261,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if not class_dirs:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
+        if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
+            where = next((p for p in (Path(data['class_map']), folder / data['class_map']) if p.is_file()), None)
+            if where is None or where.suffix.lower() not in ('.txt', '.pkl'):
+                errors.append(f'--class-map {data["class_map"]} ' + (
+                    f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
+                    'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
+                    'one a line, or a .pkl of {name: index}')
+                continue
         holders = _image_folders(folder)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
