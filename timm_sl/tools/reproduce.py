@@ -1260,7 +1260,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
 
     Raises:
-        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc``, or a ``--device cuda:N``
+        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc`` (or ``--gpus`` not a multiple
+            of it), or a ``--device cuda:N``
             after ``--`` that no pinned run sees.
     """
     if args.jobs is not None and args.jobs < 1:
@@ -1272,6 +1273,11 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     else:
         gpus = [Gpu(i) for i in ids]
     devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
+    idle = [g.id for g in gpus[len(gpus) - len(gpus) % args.nproc:]] if gpus else []
+    if idle and ids is not None:  # torchrun takes --nproc GPUs a run: the rest would stay idle, unsaid
+        raise ValueError(f'--gpus {args.gpus} gives {len(gpus)} GPUs, not a multiple of --nproc {args.nproc}: GPU '
+                         f'{",".join(idle)} would stay idle; allowed: a multiple of {args.nproc} GPUs (e.g. --gpus '
+                         f'{",".join(ids[:len(ids) - len(idle)])})')
     device = str(last_flag_value(extra_args, '--device') or '')
     index = re.fullmatch(r'cuda:(\d+)', device)
     if gpus and index and int(index[1]) >= args.nproc:  # a pinned run sees its own GPUs only, as cuda:0 ...
@@ -1282,7 +1288,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
         jobs, why = args.jobs, '--jobs'
     else:
         jobs, why = default_jobs(gpus, args.nproc, _workers(recipe, extra_args))
-    where = f'GPU {" / ".join(devices)}' if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
+    where = f'GPU {" / ".join(devices)}' + (f' (GPU {",".join(idle)} idle: --nproc {args.nproc})' if idle else '') \
+        if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
     return jobs, devices, f'{jobs} run(s) at once ({why}), {where}'
 
 
