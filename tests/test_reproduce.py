@@ -556,6 +556,39 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
 
 
+def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train, tmp_path, capsys):
+    """timm-sl killed (SIGKILL, an OOM kill): its train.py went on in its own session, and a second reproduce took
+    --out and started the same run beside it."""
+    import signal
+    import subprocess
+    import time
+    out = tmp_path / 'out'
+    first = subprocess.Popen([sys.executable, '-m', 'timm_sl.tools.cli', *_reproduce_args(tmp_path, out, fake_train)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, 'PYTHONPATH': str(REPO), 'FAKE_HANG': 'vit-base-s0'})
+    hang = out / 'runs' / 'hang.pid'
+    deadline = time.monotonic() + 60
+    while not hang.exists() or not hang.read_text():  # its first run is training
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    first.kill()
+    first.wait(60)
+    train_py = int(hang.read_text())
+    try:
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+        assert capsys.readouterr().err == (
+            f'timm-sl reproduce: {out} is in use by the train.py processes of a timm-sl reproduce that ended (pid '
+            f'{first.pid}), which hold {out / ".reproduce.lock"} while they run: two would train the same runs at '
+            f'once; allowed: wait for it to end, or another --out\n')
+    finally:
+        os.kill(train_py, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while (status := _exit_status(_reproduce_args(tmp_path, out, fake_train))) == 2:  # until the orphan is gone
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert status == 0
+
+
 @pytest.mark.parametrize('kind', ['link', 'folder'])
 def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_path, capsys, kind):
     """OUT/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""

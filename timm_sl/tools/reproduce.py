@@ -546,9 +546,11 @@ LOCK = '.reproduce.lock'  # in --out: held (flock) by the reproduce writing ther
 
 
 @contextlib.contextmanager
-def hold_output(output: Path) -> Iterator[None]:
+def hold_output(output: Path) -> Iterator[Optional[int]]:
     """Hold ``output`` (created if missing) for this process: its :data:`LOCK` file locked with ``flock``, which the
-    system releases when the process ends, however it ends. Without ``fcntl`` (Windows) nothing is held.
+    system releases when the process ends, however it ends, and the processes that inherited the lock's file
+    descriptor (yielded; the train.py processes, which outlive a killed reproduce) ended too. Without ``fcntl``
+    (Windows) nothing is held (None).
 
     Raises:
         BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
@@ -558,7 +560,7 @@ def hold_output(output: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:
-        yield
+        yield None
         return
     lock = output / LOCK
     _check_writable(lock, 'lock file')
@@ -572,13 +574,25 @@ def hold_output(output: Path) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             pid = f.read().strip()
-            raise BlockingIOError(f'{output} is in use by another timm-sl reproduce{f" (pid {pid})" if pid else ""}, '
-                                  f'which holds {output / LOCK}: two would train the same runs at once; allowed: '
-                                  f'wait for it to end, or another --out') from None
+            raise BlockingIOError(f'{output} is in use by ' + (
+                f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {output / LOCK} '
+                f'while they run' if pid.isdigit() and not _alive(int(pid)) else
+                f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {output / LOCK}') +
+                ': two would train the same runs at once; allowed: wait for it to end, or another --out') from None
         f.truncate(0)
         f.write(str(os.getpid()))
         f.flush()
-        yield
+        yield f.fileno()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def check_report_files(output: Path, overwrite: bool = False) -> None:
@@ -699,6 +713,7 @@ def reproduce(
         tty: Optional[bool] = None,
         poll: float = POLL_S,
         stats: Optional[Dict[str, Any]] = None,
+        pass_fds: Sequence[int] = (),
 ) -> List[Outcome]:
     """Run (or skip / resume) every planned run, ``jobs`` at once over ``devices``
     (:func:`timm_sl.tools.sweep.run_jobs`); a crash is recorded and the other runs go on.
@@ -706,7 +721,7 @@ def reproduce(
     Event lines (``run i/N: name started``, epochs, finished / failed) go to ``echo``, or a tqdm bar on a terminal;
     train.py's own output goes to the run's train.log. Each train.py session's wall time is kept in the run's
     :data:`SESSIONS` file. ``stats``, when given, receives this call's sweep numbers (runs started, jobs, devices,
-    seconds, epochs and images trained).
+    seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the lock of --out).
     """
     epochs = planned_epochs(recipe, extra_args)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc) for run in runs}
@@ -778,7 +793,7 @@ def reproduce(
         results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
                                 done=0 if run.name in fresh else None) for _, run in todo],
                            concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
-                           numbering=[i + 1 for i, _ in todo], total=len(runs))
+                           numbering=[i + 1 for i, _ in todo], total=len(runs), pass_fds=pass_fds)
     except SweepStopped as e:  # a file could not be written: every run was stopped; the outcomes go with the error
         results, stopped = e.results, e
     if stats is not None:
@@ -1336,13 +1351,15 @@ def run_from_args(args: argparse.Namespace) -> int:
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
-    with hold_output(Path(args.out)):  # a second reproduce into --out would train the same runs at once
+    with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
         check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
-        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how)
+        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,
+                                 () if lock is None else (lock,))
 
 
 def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
-                      given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str) -> int:
+                      given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str,
+                      pass_fds: Sequence[int] = ()) -> int:
     """The second half of :func:`run_from_args`, once every check passed: the runs, the report, the exit status."""
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}; {how}', flush=True)
@@ -1350,7 +1367,8 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
     stopped = None
     try:
         outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,
-                             echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats)
+                             echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats,
+                             pass_fds=pass_fds)
     except SweepStopped as e:  # every run stopped: the report of what there is, then the error's one line
         outcomes, stopped = e.outcomes, e
     command = 'timm-sl reproduce ' + shlex.join(
