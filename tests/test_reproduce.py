@@ -393,6 +393,25 @@ def test_abbreviated_epochs_and_model_kwargs_are_the_runs(fake_train, tmp_path, 
     assert [r['summary']['epochs'] for r in results['runs']] == [1, 1]
 
 
+
+def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_train, tmp_path, capsys,
+                                                                          monkeypatch):
+    """Without a GPU and without -- --device cpu, every run started and failed ('CUDA is not available but cuda was
+    specified', timm's train.py's default device)."""
+    from timm_sl.tools import reproduce as module
+    monkeypatch.setattr(module, '_no_gpu_here', lambda env: True)
+    source = fake_train.read_text()
+    fake_train.write_text(source.replace("('-b', '--device', '--class-map')", "('-b', '--class-map')").replace(
+        "p.add_argument('-j', '--workers')", "p.add_argument('-j', '--workers')\np.add_argument('--device', "
+                                             "default='cuda')"))
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    assert capsys.readouterr().err == (f'timm-sl reproduce: no GPU found (torch sees none), and {fake_train} trains on '
+                                       f'--device cuda unless told: every run would fail once started; allowed: -- '
+                                       f'--device cpu, or --gpus to name GPUs\n')
+    assert not out.exists()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--device', 'cpu'])) == 0
+
 @pytest.mark.parametrize('change,message', [
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
                               "tiny-imagenet, fashion-mnist\n"),

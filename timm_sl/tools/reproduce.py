@@ -33,7 +33,7 @@ from .sweep import (
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
     check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
-    train_script_options)
+    train_script_default, train_script_options)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -1271,12 +1271,14 @@ def plugin_hint() -> str:
             '--no-deps wheels/timm_sl-*.whl)')
 
 
-def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]) -> Tuple[int, List[str], str]:
+def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str], script: Optional[Path] = None
+               ) -> Tuple[int, List[str], str]:
     """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
 
     Raises:
         ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc`` (or ``--gpus`` not a multiple
-            of it), or a ``--device cuda:N``
+            of it), no GPU found while ``script`` trains on CUDA by default (every run would fail), or a
+            ``--device cuda:N``
             after ``--`` that no pinned run sees.
     """
     if args.jobs is not None and args.jobs < 1:
@@ -1287,6 +1289,11 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
         gpus = [] if on_cpu or _no_gpu_here(dict(os.environ)) else probe_gpus()
     else:
         gpus = [Gpu(i) for i in ids]
+    default = train_script_default(script, '--device') if script is not None else None
+    if ids is None and not gpus and last_flag_value(extra_args, '--device') is None and \
+            str(default).startswith('cuda'):
+        raise ValueError(f'no GPU found (torch sees none), and {script} trains on --device {default} unless told: '
+                         f'every run would fail once started; allowed: -- --device cpu, or --gpus to name GPUs')
     devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
     idle = [g.id for g in gpus[len(gpus) - len(gpus) % args.nproc:]] if gpus else []
     if idle and ids is not None:  # torchrun takes --nproc GPUs a run: the rest would stay idle, unsaid
@@ -1346,7 +1353,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
-    jobs, devices, how = plan_sweep(args, recipe, extra)
+    jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:

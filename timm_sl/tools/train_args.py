@@ -21,7 +21,7 @@ from .paper import DATASETS
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe',
            'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
-           'expand_abbreviations']
+           'expand_abbreviations', 'train_script_default']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -256,6 +256,21 @@ def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
 
     visit(tree, {})
     return options if options and known else None
+
+
+def train_script_default(script: Union[str, Path], option: str) -> Any:
+    """The ``default=`` of ``option`` in a train.py's source (read with :mod:`ast`, not run) when it is a constant;
+    None when the source gives none or it is not known."""
+    try:
+        tree = ast.parse(Path(script).read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'add_argument' \
+                and any(isinstance(a, ast.Constant) and a.value == option for a in node.args):
+            default = next((k.value for k in node.keywords if k.arg == 'default'), None)
+            return default.value if isinstance(default, ast.Constant) else None
+    return None
 
 
 def check_recipe_keys(recipe: Union[str, Path], script: Union[str, Path]) -> None:
