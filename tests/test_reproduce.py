@@ -327,18 +327,24 @@ def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monke
 
 
 
+def _refused(argv, capsys) -> str:
+    """The one error line of a reproduce refused before any run (nothing written to its --out)."""
+    assert _exit_status(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('timm-sl reproduce: ') and err.count('\n') == 1, err
+    assert not Path(argv[argv.index('--out') + 1]).exists()
+    return err[len('timm-sl reproduce: '):-1]
+
+
 def test_a_recipe_key_train_py_does_not_know_is_refused(fake_train, tmp_path, capsys, monkeypatch):
     """epoch: 5 in an edited recipe was set as a default of train.py's parser and ignored: 300 epochs, silently."""
     from timm_sl.tools import reproduce as module
     recipe = tmp_path / 'cifar10.yaml'
     recipe.write_text('epoch: 5\nnum_classes: 10\n')
     monkeypatch.setattr(module, 'recipe_path', lambda dataset: recipe)
-    out = tmp_path / 'out'
-    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--device', 'cpu'])) == 2
-    assert capsys.readouterr().err == (f'timm-sl reproduce: {recipe}: epoch is not an argument of {fake_train}, which '
-                                       f'would ignore it (and use its own default); allowed: its argument names, e.g. '
-                                       f'epochs\n')
-    assert not out.exists()
+    assert _refused(_reproduce_args(tmp_path, tmp_path / 'out', fake_train, train_args=['--device', 'cpu']),
+                    capsys) == (f'{recipe}: epoch is not an argument of {fake_train}, which would ignore it (and use '
+                                f'its own default); allowed: its argument names, e.g. epochs')
 
 
 def test_train_script_options_are_read_from_its_source(tmp_path):
@@ -405,12 +411,11 @@ def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_t
         "p.add_argument('-j', '--workers')", "p.add_argument('-j', '--workers')\np.add_argument('--device', "
                                              "default='cuda')"))
     out = tmp_path / 'out'
-    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
-    assert capsys.readouterr().err == (f'timm-sl reproduce: no GPU found (torch sees none), and {fake_train} trains on '
-                                       f'--device cuda unless told: every run would fail once started; allowed: -- '
-                                       f'--device cpu, or --gpus to name GPUs\n')
-    assert not out.exists()
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1']), capsys) == (
+        f'no GPU found (torch sees none), and {fake_train} trains on --device cuda unless told: every run would fail '
+        f'once started; allowed: -- --device cpu, or --gpus to name GPUs')
     assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--device', 'cpu'])) == 0
+
 
 @pytest.mark.parametrize('change,message', [
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
