@@ -468,7 +468,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
     command's, by run name; the first such run named, with how many more); a run that trained but lost its
-    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a run trained is overwritten by a restart."""
+    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
+    run trained is overwritten by a restart."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     for run in runs:
