@@ -141,6 +141,27 @@ def test_a_source_file_replaced_since_is_not_already_there(source, tmp_path, cap
     assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00000.png', '00010.png', '00020.png']
 
 
+
+def test_a_record_of_an_older_version_is_checked_against_the_source(source, tmp_path, capsys):
+    """A folder an older prepare-fashion-mnist wrote (its record holds no file identities) was 'already there: nothing
+    written' whatever the source held since: MNIST's digits written before the count check stayed the folder."""
+    out = tmp_path / 'fm'
+    labels = source / 'train-labels-idx1-ubyte.gz'
+    fashion = labels.read_bytes()
+    labels.write_bytes(gzip.compress(_idx((np.arange(30) % 9).astype(np.uint8))))  # other files, other counts
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    record = json.loads((out / 'fashion_mnist.json').read_text())
+    del record['files']
+    (out / 'fashion_mnist.json').write_text(json.dumps(record))
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0  # the same files: kept
+    assert 'already there: nothing written' in capsys.readouterr().out
+    labels.write_bytes(fashion)
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
+        f'replaces it')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert sorted(p.name for p in (out / 'train' / '9_ankle_boot').iterdir()) == ['00009.png', '00019.png', '00029.png']
+
 def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
     """label_names.txt deleted: the re-run said "nothing written" and "class names: fm/label_names.txt", which was
     not there (timm-sl export --label-names reads it)."""

@@ -41,7 +41,14 @@ FAKE_TRAIN = textwrap.dedent('''
     for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--resume',
                  '--epochs', '--dataset', '--num-classes', '--train-split', '--val-split'):
         p.add_argument(flag)
-    for flag in ('-b', '-j', '--device'):
+    for flag in ('-b', '--device', '--class-map'):
+        p.add_argument(flag)
+    p.add_argument('-j', '--workers')
+    for flag in ('--aa', '--amp', '--batch-size', '--crop-pct', '--cutmix', '--dataset-download',
+                 '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
+                 '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
+                 '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
+                 '--weight-decay'):  # the recipes' other keys
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -319,6 +326,97 @@ def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monke
     assert '| vit-base-s0 | done | 31.00 |' in report and '| vit-sl-s0 | not run | - |' in report
 
 
+
+def _refused(argv, capsys) -> str:
+    """The one error line of a reproduce refused before any run (nothing written to its --out)."""
+    assert _exit_status(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('timm-sl reproduce: ') and err.count('\n') == 1, err
+    assert not Path(argv[argv.index('--out') + 1]).exists()
+    return err[len('timm-sl reproduce: '):-1]
+
+
+def test_a_recipe_key_train_py_does_not_know_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """epoch: 5 in an edited recipe was set as a default of train.py's parser and ignored: 300 epochs, silently."""
+    from timm_sl.tools import reproduce as module
+    recipe = tmp_path / 'cifar10.yaml'
+    recipe.write_text('epoch: 5\nnum_classes: 10\n')
+    monkeypatch.setattr(module, 'recipe_path', lambda dataset: recipe)
+    assert _refused(_reproduce_args(tmp_path, tmp_path / 'out', fake_train, train_args=['--device', 'cpu']),
+                    capsys) == (f'{recipe}: epoch is not an argument of {fake_train}, which would ignore it (and use '
+                                f'its own default); allowed: its argument names, e.g. epochs')
+
+
+def test_train_script_options_are_read_from_its_source(tmp_path):
+    """The options of a train.py as argparse names them, without running it (the fake trains when run)."""
+    from timm_sl.tools.train_args import train_script_options
+    script = tmp_path / 'train.py'
+    script.write_text('import argparse\nraise SystemExit("not run")\np = argparse.ArgumentParser()\n'
+                      'p.add_argument("data", nargs="?")\np.add_argument("-j", "--workers", type=int)\n'
+                      'p.add_argument("--local_rank")\np.add_argument("--ts", dest="torchscript")\n'
+                      'for f in ("--model-ema", "-b"):\n    p.add_argument(f)\n')
+    assert train_script_options(script) == {'data': 'data', '-j': 'workers', '--workers': 'workers',
+                                            '--local_rank': 'local_rank', '--ts': 'torchscript',
+                                            '--model-ema': 'model_ema', '-b': 'b'}
+    script.write_text(script.read_text() + 'p.add_argument("--" + "x")\n')
+    assert train_script_options(script) is None  # not all known: nothing is checked against it
+    script.write_text('print(1)\n')
+    assert train_script_options(script) is None
+    if TIMM_REPO and (Path(TIMM_REPO) / 'train.py').is_file():  # every recipe key is an argument of timm's train.py
+        from timm_sl.tools.train_args import check_recipe_keys
+        for recipe in sorted((REPO / 'recipes').glob('*.yaml')):
+            check_recipe_keys(recipe, Path(TIMM_REPO) / 'train.py')
+
+
+@pytest.mark.parametrize('train_args,message', [
+    (['--exper', 'x'], '--experiment after -- is set for each run by reproduce'),
+    (['--outp=x'], '--output after -- is set for each run by reproduce'),
+    (['--see', '3'], '--seed after -- is set for each run by reproduce'),
+    (['--resu', 'x.pth.tar'], '--resume after -- is set for each run by reproduce'),
+    (['--mix', '0.1'], '--mix after -- is ambiguous for {script}: it begins --mixup, --mixup-prob, '
+                       '--mixup-switch-prob; allowed: the whole name'),
+    (['--epochz', '1'], '--epochz after -- is not an argument of {script}; allowed: its arguments, e.g. --epochs'),
+])
+def test_abbreviated_train_arguments_are_read_as_train_py_reads_them(fake_train, tmp_path, capsys, train_args,
+                                                                      message):
+    """train.py's argparse takes --exper for --experiment: every run wrote into one folder; an unknown or ambiguous
+    one failed every run once started."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *train_args])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('timm-sl reproduce: ' + message.format(script=fake_train)) and err.count('\n') == 1, err
+    assert not out.exists()
+
+
+def test_abbreviated_epochs_and_model_kwargs_are_the_runs(fake_train, tmp_path, capsys):
+    """-- --epoch 1 trained 1 epoch of a planned 300 (each run 'stopped from outside?'); -- --model-kw depth=2 came
+    after the row's --model-kwargs, so train.py kept it alone: the baseline trained as SL."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epoch', '1', '--model-kw', 'depth=2'])) == 0
+    base = (out / 'runs' / 'vit-base-s0' / 'argv.log').read_text()
+    assert base.count('--model-kwargs') == 1 and '--model-kwargs spt=False lsa=False depth=2 ' in base, base
+    results = json.loads((out / 'results.json').read_text())
+    assert [r['summary']['epochs'] for r in results['runs']] == [1, 1]
+
+
+
+def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_train, tmp_path, capsys,
+                                                                          monkeypatch):
+    """Without a GPU and without -- --device cpu, every run started and failed ('CUDA is not available but cuda was
+    specified', timm's train.py's default device)."""
+    from timm_sl.tools import reproduce as module
+    monkeypatch.setattr(module, '_no_gpu_here', lambda env: True)
+    source = fake_train.read_text()
+    fake_train.write_text(source.replace("('-b', '--device', '--class-map')", "('-b', '--class-map')").replace(
+        "p.add_argument('-j', '--workers')", "p.add_argument('-j', '--workers')\np.add_argument('--device', "
+                                             "default='cuda')"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1']), capsys) == (
+        f'no GPU found (torch sees none), and {fake_train} trains on --device cuda unless told: every run would fail '
+        f'once started; allowed: -- --device cpu, or --gpus to name GPUs')
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--device', 'cpu'])) == 0
+
+
 @pytest.mark.parametrize('change,message', [
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
                               "tiny-imagenet, fashion-mnist\n"),
@@ -482,6 +580,39 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
 
 
+def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train, tmp_path, capsys):
+    """timm-sl killed (SIGKILL, an OOM kill): its train.py went on in its own session, and a second reproduce took
+    --out and started the same run beside it."""
+    import signal
+    import subprocess
+    import time
+    out = tmp_path / 'out'
+    first = subprocess.Popen([sys.executable, '-m', 'timm_sl.tools.cli', *_reproduce_args(tmp_path, out, fake_train)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env={**os.environ, 'PYTHONPATH': str(REPO), 'FAKE_HANG': 'vit-base-s0'})
+    hang = out / 'runs' / 'hang.pid'
+    deadline = time.monotonic() + 60
+    while not hang.exists() or not hang.read_text():  # its first run is training
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.1)
+    first.kill()
+    first.wait(60)
+    train_py = int(hang.read_text())
+    try:
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+        assert capsys.readouterr().err == (
+            f'timm-sl reproduce: {out} is in use by the train.py processes of a timm-sl reproduce that ended (pid '
+            f'{first.pid}), which hold {out / ".reproduce.lock"} while they run: two would train the same runs at '
+            f'once; allowed: wait for it to end, or another --out\n')
+    finally:
+        os.kill(train_py, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while (status := _exit_status(_reproduce_args(tmp_path, out, fake_train))) == 2:  # until the orphan is gone
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert status == 0
+
+
 @pytest.mark.parametrize('kind', ['link', 'folder'])
 def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_path, capsys, kind):
     """OUT/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""
@@ -554,6 +685,15 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/stray.JPG'], [],
      ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
       "them into {D}/train/<class>/"]),
+    # each run failed once started: a model of no classes, a class map train.py cannot find or read
+    ('svhn', DIGITS, ['--num-classes', '0'], ['--num-classes 0 is not allowed; expected an integer >= 1']),
+    ('svhn', DIGITS, ['--num-classes=ten'], ['--num-classes ten is not allowed; expected an integer >= 1']),
+    ('svhn', DIGITS, ['--class-map', 'no-map.txt'],
+     [f'--class-map no-map.txt is not found (as given, nor in {{D}}/{split}), where train.py reads it; allowed: a '
+      f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
+    ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
+     ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
+      'names, one a line, or a .pkl of {{name: index}}'] * 2),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -569,6 +709,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
+    ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
@@ -894,6 +1035,27 @@ def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp
         f'run on purpose (or use another --out)')
     assert (run / 'summary.csv').read_text() == summary and (run / 'model_best.pth.tar').read_bytes() == b'best'
 
+
+
+@pytest.mark.parametrize('summary', [None, 'epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n'])
+@pytest.mark.parametrize('epochs', ['1', '2'])
+def test_a_run_that_lost_its_summary_is_not_resumed(fake_train, tmp_path, capsys, summary, epochs):
+    """summary.csv deleted (or emptied) beside last.pth.tar and done.json: the run was resumed and its results were only
+    the epochs after (a finished run 'exited with 0 but wrote no summary.csv', a failure of a run that had finished)."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    if summary is None:
+        (run / 'summary.csv').unlink()
+    else:
+        (run / 'summary.csv').write_text(summary)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', epochs])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/summary.csv {"is missing" if summary is None else "holds no epoch"}, but the run has trained '
+        f'(last.pth.tar; done.json marks it finished): resumed, its results would be only the epochs trained from now '
+        f'on; put the file back, or delete {run} to restart the run (or use another --out)')
+    assert (run / 'last.pth.tar').is_file() and (run / 'done.json').is_file()
 
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
     """A cut last.pth.tar failed every re-run in train.py with torch's zip error."""

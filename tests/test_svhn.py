@@ -252,6 +252,10 @@ READING_TRAIN = textwrap.dedent('''
     for flag in ('--data-dir', '--config', '--model', '--lr', '--seed', '--output', '--experiment', '--epochs'):
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
+    known = p.parse_known_args()[0]
+    for key in yaml.safe_load(Path(known.config).read_text()):  # the recipe's other keys, as train.py has them
+        if not hasattr(known, key):
+            p.add_argument('--' + key.replace('_', '-'))
     a = p.parse_args()
     cfg = yaml.safe_load(Path(a.config).read_text())
     found = {}

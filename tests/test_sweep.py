@@ -132,6 +132,9 @@ def test_device_groups_and_gpu_options():
     (['--train-args', '--epochs', 'x'], '--epochs x after -- is not allowed; expected an integer >= 1'),
     (['--train-args', '--epochs=0'], '--epochs 0 after -- is not allowed; expected an integer >= 1'),
     (['--gpus', '0', '--nproc', '2'], '--nproc 2 needs 2 GPUs per run; --gpus gives 1 (0)'),
+    # GPU 2 stayed idle, unsaid
+    (['--gpus', '0,1,2', '--nproc', '2'], '--gpus 0,1,2 gives 3 GPUs, not a multiple of --nproc 2: GPU 2 would stay '
+                                          'idle; allowed: a multiple of 2 GPUs (e.g. --gpus 0,1)'),
 ])
 def test_bad_sweep_options_are_one_line(fake_train, tmp_path, capsys, option, message):
     if option[0] == '--train-args':  # what goes after --
@@ -179,6 +182,14 @@ def test_workers_read_from_the_train_args_for_the_rule(fake_train, tmp_path, cap
     assert '4 run(s) at once (2 x min(6, 79 GiB / 8 GiB per run) = 12 by GPU, 16 cores / (1 x (3 workers + 1)) = 4 ' \
            'by CPU), GPU 3 / 5' in printed
     assert sorted(r[0]['gpu'] for r in _records(tmp_path / 'out').values()) == ['3', '5']
+
+
+def test_gpus_found_but_not_a_multiple_of_nproc_say_which_stay_idle(fake_train, tmp_path, capsys, monkeypatch):
+    from timm_sl.tools import reproduce as module
+    monkeypatch.setattr(module, '_no_gpu_here', lambda env: False)
+    monkeypatch.setattr(module, 'probe_gpus', lambda: [Gpu(str(i), 79.2) for i in range(3)])
+    assert main(_args(tmp_path, '--nproc', '2', '--jobs', '1', train_args=['--epochs', '1'])) == 0
+    assert '1 run(s) at once (--jobs), GPU 0,1 (GPU 2 idle: --nproc 2)\n' in capsys.readouterr().out
 
 
 def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):

@@ -81,6 +81,19 @@ def read_idx(path: Union[str, Path], ndim: int) -> np.ndarray:
 _FULL_SPLITS = {'train': 60000, 'test': 10000}  # images per split of the release, as many of each of the 10 classes
 
 
+def _read_labels(source: Path, split: str) -> np.ndarray:
+    """The labels of a split; a release-sized file must hold as many of each class (MNIST's digits do not)."""
+    label_file = _find(source, FASHION_MNIST_FILES[split][1])
+    labels = read_idx(label_file, 1)
+    per_class = _FULL_SPLITS[split] // 10
+    counts = np.bincount(labels, minlength=10)
+    if len(labels) == _FULL_SPLITS[split] and counts.size == 10 and (counts != per_class).any():  # MNIST's digits
+        raise ValueError(f'{label_file} holds {int(counts.min()):,} to {int(counts.max()):,} images per class, not '
+                         f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
+                         f"Fashion-MNIST's idx files")
+    return labels
+
+
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
     """Images (N, 28, 28) and labels (N,) in 0..9 of one split (``train`` or ``test``), checked against each other.
 
@@ -90,13 +103,7 @@ def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray
     """
     source = Path(source)
     image_file, label_file = (_find(source, stem) for stem in FASHION_MNIST_FILES[split])
-    labels = read_idx(label_file, 1)
-    per_class = _FULL_SPLITS[split] // 10
-    counts = np.bincount(labels, minlength=10)
-    if len(labels) == _FULL_SPLITS[split] and counts.size == 10 and (counts != per_class).any():  # MNIST's digits
-        raise ValueError(f'{label_file} holds {int(counts.min()):,} to {int(counts.max()):,} images per class, not '
-                         f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
-                         f"Fashion-MNIST's idx files")
+    labels = _read_labels(source, split)
     images = read_idx(image_file, 3)
     if images.shape[1:] != (28, 28):
         raise ValueError(f'{image_file} holds images of {images.shape[1]}x{images.shape[2]} px; expected 28x28')
@@ -209,6 +216,9 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     # a file replaced in the source folder since is other settings (a record of an older version has no 'files')
     same = all(info.get(k, v if k == 'files' else None) == v for k, v in settings.items()) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
+    if same and 'files' not in info:  # a record of an older version: its images per class must be the source's
+        same = all(info['counts'].get(split) == dict(zip(CLASS_FOLDERS, np.bincount(
+            _read_labels(source, split)[:limit], minlength=10).tolist())) for split in FASHION_MNIST_FILES)
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES

@@ -31,7 +31,9 @@ from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
-from .train_args import check_train_script, last_flag_value, read_recipe, recipe_path
+from .train_args import (
+    check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
+    train_script_default, train_script_options)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -158,7 +160,7 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     ``class_map``.
 
     Raises:
-        ValueError: ``--num-classes`` among the extra arguments is not an integer.
+        ValueError: ``--num-classes`` among the extra arguments is not an integer >= 1.
     """
     config = read_recipe(recipe)
     data = dict(data_dir=str(data_dir), dataset=config.get('dataset', ''),
@@ -171,7 +173,10 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     try:
         data['num_classes'] = None if data['num_classes'] is None else int(data['num_classes'])
     except ValueError:
-        raise ValueError(f'--num-classes {data["num_classes"]} is not allowed; expected an integer') from None
+        data['num_classes'] = 0
+    if data['num_classes'] is not None and data['num_classes'] < 1:  # 0: a model without a head, failing each run
+        raise ValueError(f'--num-classes {last_flag_value(extra_args, "--num-classes")} is not allowed; expected an '
+                         f'integer >= 1')
     return data
 
 
@@ -256,6 +261,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if not class_dirs:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
+        if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
+            where = next((p for p in (Path(data['class_map']), folder / data['class_map']) if p.is_file()), None)
+            if where is None or where.suffix.lower() not in ('.txt', '.pkl'):
+                errors.append(f'--class-map {data["class_map"]} ' + (
+                    f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
+                    'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
+                    'one a line, or a .pkl of {name: index}')
+                continue
         holders = _image_folders(folder)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
@@ -455,7 +468,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
     command's, by run name; the first such run named, with how many more); a run that trained but lost its
-    last.pth.tar; a last.pth.tar train.py cannot resume from. Nothing a run trained is overwritten by a restart."""
+    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
+    run trained is overwritten by a restart."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     for run in runs:
@@ -475,7 +489,16 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         state = run_state(run, epochs)
         last = folder / 'last.pth.tar'
-        if state == 'new':
+        marker = folder / DONE_MARKER
+        if last.is_file() and not any(t.startswith('summary.csv') for t in trained):
+            # train.py writes an epoch's row before its checkpoint: the rows were deleted (or the file emptied)
+            errors.append(f'{folder / "summary.csv"} ' + ('holds no epoch' if (folder / 'summary.csv').exists() else
+                                                          'is missing') +
+                          f', but the run has trained ({", ".join(trained)}' +
+                          (f'; {marker.name} marks it finished' if marker.is_file() else '') +
+                          '): resumed, its results would be only the epochs trained from now on; put the file back, '
+                          f'or delete {folder} to restart the run (or use another --out)')
+        elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
                           f'run on purpose (or use another --out)')
@@ -524,9 +547,11 @@ LOCK = '.reproduce.lock'  # in --out: held (flock) by the reproduce writing ther
 
 
 @contextlib.contextmanager
-def hold_output(output: Path) -> Iterator[None]:
+def hold_output(output: Path) -> Iterator[Optional[int]]:
     """Hold ``output`` (created if missing) for this process: its :data:`LOCK` file locked with ``flock``, which the
-    system releases when the process ends, however it ends. Without ``fcntl`` (Windows) nothing is held.
+    system releases when the process ends, however it ends, and the processes that inherited the lock's file
+    descriptor (yielded; the train.py processes, which outlive a killed reproduce) ended too. Without ``fcntl``
+    (Windows) nothing is held (None).
 
     Raises:
         BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
@@ -536,7 +561,7 @@ def hold_output(output: Path) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:
-        yield
+        yield None
         return
     lock = output / LOCK
     _check_writable(lock, 'lock file')
@@ -550,13 +575,25 @@ def hold_output(output: Path) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             pid = f.read().strip()
-            raise BlockingIOError(f'{output} is in use by another timm-sl reproduce{f" (pid {pid})" if pid else ""}, '
-                                  f'which holds {output / LOCK}: two would train the same runs at once; allowed: '
-                                  f'wait for it to end, or another --out') from None
+            raise BlockingIOError(f'{output} is in use by ' + (
+                f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {output / LOCK} '
+                f'while they run' if pid.isdigit() and not _alive(int(pid)) else
+                f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {output / LOCK}') +
+                ': two would train the same runs at once; allowed: wait for it to end, or another --out') from None
         f.truncate(0)
         f.write(str(os.getpid()))
         f.flush()
-        yield
+        yield f.fileno()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
 
 
 def check_report_files(output: Path, overwrite: bool = False) -> None:
@@ -677,6 +714,7 @@ def reproduce(
         tty: Optional[bool] = None,
         poll: float = POLL_S,
         stats: Optional[Dict[str, Any]] = None,
+        pass_fds: Sequence[int] = (),
 ) -> List[Outcome]:
     """Run (or skip / resume) every planned run, ``jobs`` at once over ``devices``
     (:func:`timm_sl.tools.sweep.run_jobs`); a crash is recorded and the other runs go on.
@@ -684,7 +722,7 @@ def reproduce(
     Event lines (``run i/N: name started``, epochs, finished / failed) go to ``echo``, or a tqdm bar on a terminal;
     train.py's own output goes to the run's train.log. Each train.py session's wall time is kept in the run's
     :data:`SESSIONS` file. ``stats``, when given, receives this call's sweep numbers (runs started, jobs, devices,
-    seconds, epochs and images trained).
+    seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the lock of --out).
     """
     epochs = planned_epochs(recipe, extra_args)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc) for run in runs}
@@ -756,7 +794,7 @@ def reproduce(
         results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
                                 done=0 if run.name in fresh else None) for _, run in todo],
                            concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
-                           numbering=[i + 1 for i, _ in todo], total=len(runs))
+                           numbering=[i + 1 for i, _ in todo], total=len(runs), pass_fds=pass_fds)
     except SweepStopped as e:  # a file could not be written: every run was stopped; the outcomes go with the error
         results, stopped = e.results, e
     if stats is not None:
@@ -1234,11 +1272,14 @@ def plugin_hint() -> str:
             '--no-deps wheels/timm_sl-*.whl)')
 
 
-def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]) -> Tuple[int, List[str], str]:
+def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str], script: Optional[Path] = None
+               ) -> Tuple[int, List[str], str]:
     """Runs at once, the device slots (``CUDA_VISIBLE_DEVICES`` per run, [''] unpinned) and a phrase saying why.
 
     Raises:
-        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc``, or a ``--device cuda:N``
+        ValueError: a bad ``--jobs`` / ``--gpus`` / ``-j``, fewer GPUs than ``--nproc`` (or ``--gpus`` not a multiple
+            of it), no GPU found while ``script`` trains on CUDA by default (every run would fail), or a
+            ``--device cuda:N``
             after ``--`` that no pinned run sees.
     """
     if args.jobs is not None and args.jobs < 1:
@@ -1249,7 +1290,17 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
         gpus = [] if on_cpu or _no_gpu_here(dict(os.environ)) else probe_gpus()
     else:
         gpus = [Gpu(i) for i in ids]
+    default = train_script_default(script, '--device') if script is not None else None
+    if ids is None and not gpus and last_flag_value(extra_args, '--device') is None and \
+            str(default).startswith('cuda'):
+        raise ValueError(f'no GPU found (torch sees none), and {script} trains on --device {default} unless told: '
+                         f'every run would fail once started; allowed: -- --device cpu, or --gpus to name GPUs')
     devices = device_groups([g.id for g in gpus], args.nproc) if gpus else ['']
+    idle = [g.id for g in gpus[len(gpus) - len(gpus) % args.nproc:]] if gpus else []
+    if idle and ids is not None:  # torchrun takes --nproc GPUs a run: the rest would stay idle, unsaid
+        raise ValueError(f'--gpus {args.gpus} gives {len(gpus)} GPUs, not a multiple of --nproc {args.nproc}: GPU '
+                         f'{",".join(idle)} would stay idle; allowed: a multiple of {args.nproc} GPUs (e.g. --gpus '
+                         f'{",".join(ids[:len(ids) - len(idle)])})')
     device = str(last_flag_value(extra_args, '--device') or '')
     index = re.fullmatch(r'cuda:(\d+)', device)
     if gpus and index and int(index[1]) >= args.nproc:  # a pinned run sees its own GPUs only, as cuda:0 ...
@@ -1260,7 +1311,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
         jobs, why = args.jobs, '--jobs'
     else:
         jobs, why = default_jobs(gpus, args.nproc, _workers(recipe, extra_args))
-    where = f'GPU {" / ".join(devices)}' if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
+    where = f'GPU {" / ".join(devices)}' + (f' (GPU {",".join(idle)} idle: --nproc {args.nproc})' if idle else '') \
+        if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
     return jobs, devices, f'{jobs} run(s) at once ({why}), {where}'
 
 
@@ -1280,6 +1332,11 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise NotADirectoryError(f'--out {args.out} is a file; allowed: a folder (new, or the output of an earlier '
                                  f'timm-sl reproduce, which is resumed)')
     check_not_below_a_file(args.out, '--out')
+    script = check_train_script(args.train_script)  # a text file there: refused before any run
+    recipe = recipe_path(args.dataset)
+    check_recipe_keys(recipe, script)  # a key train.py does not know (epoch: 5) it would ignore
+    # train.py's argparse takes an abbreviation (--exper for --experiment): every check reads the names it reads
+    given = expand_abbreviations(given, train_script_options(script), script)
     for flag in _PER_RUN_FLAGS:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '
@@ -1291,26 +1348,26 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
     extra, user_kwargs = split_model_kwargs(given)
-    script = check_train_script(args.train_script)  # a text file there: refused before any run
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
     merge_model_kwargs(runs, user_kwargs)
-    recipe = recipe_path(args.dataset)
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
-    jobs, devices, how = plan_sweep(args, recipe, extra)
+    jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
-    with hold_output(Path(args.out)):  # a second reproduce into --out would train the same runs at once
+    with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
         check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
-        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how)
+        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,
+                                 () if lock is None else (lock,))
 
 
 def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
-                      given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str) -> int:
+                      given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str,
+                      pass_fds: Sequence[int] = ()) -> int:
     """The second half of :func:`run_from_args`, once every check passed: the runs, the report, the exit status."""
     print(f'{len(runs)} runs ({", ".join(args.families)} x seeds {" ".join(map(str, args.seeds))}) on {args.dataset} '
           f'with {recipe.name}; output {args.out}; {how}', flush=True)
@@ -1318,7 +1375,8 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
     stopped = None
     try:
         outcomes = reproduce(runs, script, args.data_dir, recipe, extra, nproc=args.nproc,
-                             echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats)
+                             echo=lambda line: print(line, flush=True), jobs=jobs, devices=devices, stats=stats,
+                             pass_fds=pass_fds)
     except SweepStopped as e:  # every run stopped: the report of what there is, then the error's one line
         outcomes, stopped = e.outcomes, e
     command = 'timm-sl reproduce ' + shlex.join(

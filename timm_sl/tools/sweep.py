@@ -298,6 +298,7 @@ def run_jobs(
         grace: float = STOP_GRACE_S,
         numbering: Optional[Sequence[int]] = None,
         total: Optional[int] = None,
+        pass_fds: Sequence[int] = (),
 ) -> List[JobResult]:
     """Run ``jobs``, at most ``concurrency`` at once, spread over ``devices``; return a result per job, in order.
 
@@ -314,6 +315,7 @@ def run_jobs(
         poll: Seconds between looks at running jobs.
         grace: Seconds train.py gets to stop after Ctrl-C.
         numbering: Each job's number in the event lines (``run 3/12``; default 1, 2, ...), and ``total`` the 12.
+        pass_fds: File descriptors each process inherits (reproduce's lock: held while a process lives).
 
     On Ctrl-C or SIGTERM / SIGHUP every running job is stopped (its result ``interrupted``), the jobs not started are
     ``not run``, and the results return as usual.
@@ -381,7 +383,7 @@ def run_jobs(
         child_env = dict(env, CUDA_VISIBLE_DEVICES=slot) if slot else env
         with job.log.open('ab') as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=child_env, start_new_session=True)
+                                    env=child_env, start_new_session=True, pass_fds=tuple(pass_fds))
         running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i))
         resumed = f' (resuming: {before[id(job)]}/{job.epochs} epochs done)' if before[id(job)] else ''
         display.event(f'{name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') + f', {eta()}')

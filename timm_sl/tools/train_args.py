@@ -5,20 +5,23 @@ timm's ``train.py`` lives in timm's git repository, not in its wheel; :func:`fin
 explicit path or ``TIMM_REPO``.
 """
 import argparse
+import ast
 import contextlib
+import difflib
 import importlib.machinery
 import importlib.util
 import io
 import os
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .errors import first_line
 from .paper import DATASETS
 
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe',
-           'last_flag_value', 'recipe_path', 'read_recipe']
+           'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
+           'expand_abbreviations', 'train_script_default']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -209,3 +212,111 @@ def read_recipe(path: Union[str, Path]) -> Dict[str, Any]:
         elif not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ValueError(f'{path}: {key}: {value!r} is not allowed; expected an integer >= {least}')
     return recipe
+
+
+def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
+    """``{option string: dest}`` of every ``add_argument`` call in a train.py's source (read with :mod:`ast`, not
+    run; a positional argument's name maps to itself), or None when the source has no such call or one whose names
+    are not plain strings (a ``for`` loop over strings is followed): then what it accepts is not known."""
+    try:
+        tree = ast.parse(Path(script).read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    options: Dict[str, str] = {}
+    known = True
+
+    def add(names: List[str], dest: Optional[str]) -> None:
+        longs = [n for n in names if n.startswith('--')]
+        if dest is None:
+            dest = longs[0][2:] if longs else names[0].lstrip('-') if names[0].startswith('-') else names[0]
+            dest = dest.replace('-', '_') if names[0].startswith('-') else dest
+        options.update({n: dest for n in names})
+
+    def visit(node: ast.AST, loops: Dict[str, List[str]]) -> None:
+        nonlocal known
+        if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and \
+                isinstance(node.iter, (ast.Tuple, ast.List)) and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts):
+            loops = {**loops, node.target.id: [e.value for e in node.iter.elts]}
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'add_argument':
+            dest = next((k.value for k in node.keywords if k.arg == 'dest'), None)
+            plain = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+            looped = [a.id for a in node.args if isinstance(a, ast.Name) and a.id in loops]
+            if dest is not None and not (isinstance(dest, ast.Constant) and isinstance(dest.value, str)):
+                known = False
+            elif node.args and plain:
+                add([a.value for a in node.args], dest and dest.value)
+            elif len(node.args) == 1 and looped:  # for flag in ('--a', '--b'): p.add_argument(flag)
+                for name in loops[looped[0]]:
+                    add([name], dest and dest.value)
+            else:
+                known = False
+        for child in ast.iter_child_nodes(node):
+            visit(child, loops)
+
+    visit(tree, {})
+    return options if options and known else None
+
+
+def train_script_default(script: Union[str, Path], option: str) -> Any:
+    """The ``default=`` of ``option`` in a train.py's source (read with :mod:`ast`, not run) when it is a constant;
+    None when the source gives none or it is not known."""
+    try:
+        tree = ast.parse(Path(script).read_bytes())
+    except (SyntaxError, ValueError, OSError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'add_argument' \
+                and any(isinstance(a, ast.Constant) and a.value == option for a in node.args):
+            default = next((k.value for k in node.keywords if k.arg == 'default'), None)
+            return default.value if isinstance(default, ast.Constant) else None
+    return None
+
+
+def check_recipe_keys(recipe: Union[str, Path], script: Union[str, Path]) -> None:
+    """Refuse a recipe key that is no argument of ``script`` (:func:`train_script_options`; nothing is checked when
+    they are not known): train.py sets a recipe's keys as its parser's defaults, so an unknown one (``epoch: 5``) is
+    ignored without a word and the run trains with train.py's own default.
+
+    Raises:
+        ValueError: the first such key, naming the recipe and the script, with the nearest argument names.
+    """
+    options = train_script_options(script)
+    if options is None:
+        return
+    dests = set(options.values())
+    for key in read_recipe(recipe):
+        if key not in dests:
+            near = difflib.get_close_matches(str(key), sorted(dests), n=3)
+            raise ValueError(f'{recipe}: {key} is not an argument of {script}, which would ignore it (and use its own '
+                             f'default); allowed: its argument names' +
+                             (f', e.g. {", ".join(near)}' if near else ''))
+
+
+def expand_abbreviations(args: Sequence[str], options: Optional[Dict[str, str]], script: Union[str, Path] = 'train.py'
+                         ) -> List[str]:
+    """``args`` with each abbreviated ``--option`` (``--exper``, ``--epoch=5``) written out as the one option of
+    ``options`` it begins (:func:`train_script_options`), as train.py's argparse reads it. Without ``options``, ``args``
+    as they are.
+
+    Raises:
+        ValueError: an ``--option`` that is none of ``script``'s, or begins more than one (train.py would stop at
+            once, in every run); one line.
+    """
+    if not options:
+        return list(args)
+    out = []
+    for arg in args:
+        name, sep, value = arg.partition('=')
+        if name.startswith('--') and len(name) > 2 and name not in options:
+            found = [o for o in options if o.startswith(name)]
+            if len(found) != 1:
+                near = difflib.get_close_matches(name, sorted(o for o in options if o.startswith('--')), n=3)
+                raise ValueError(f'{name} after -- ' + (
+                    f'is ambiguous for {script}: it begins {", ".join(found[:4])}{", ..." * (len(found) > 4)}; '
+                    f'allowed: the whole name' if found else
+                    f'is not an argument of {script}; allowed: its arguments' +
+                    (f', e.g. {", ".join(near)}' if near else '')))
+            arg = found[0] + sep + value
+        out.append(arg)
+    return out
