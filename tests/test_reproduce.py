@@ -262,6 +262,19 @@ def test_report_sets_the_paper_only_beside_the_papers_configuration():
     assert [r['paper'] for r in aggregate([_outcome('vit', 'sl', 0, 55.)], 'cifar100')] == [76.92]
 
 
+@pytest.mark.parametrize('recorded', [dict(in_chans=1), dict(gp='avg'), dict(pretrained=True),
+                                      dict(initial_checkpoint='in1k.pth')])
+def test_runs_that_recorded_another_model_or_a_start_from_weights_get_no_paper_number(recorded):
+    """``-- --in-chans 1`` / ``--gp`` build another model, ``--pretrained`` / ``--initial-checkpoint`` start from
+    trained weights (the paper trained from scratch): such runs had the paper's number beside them (their kwargs
+    were the row's)."""
+    args = dict(model='sl_vit_32', model_kwargs={}, in_chans=3, gp=None)
+    same, other = _outcome('vit', 'sl', 0, 55.), _outcome('vit', 'sl', 1, 57.)
+    same.args, other.args = args, dict(args, **recorded)
+    assert [r['paper'] for r in aggregate([same], 'cifar100')] == [76.92]  # as train.py records a plain run
+    assert [r['paper'] for r in aggregate([same, other], 'cifar100')] == [None]
+
+
 def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     data = tmp_path / 'data'
     data.mkdir()

@@ -22,11 +22,11 @@ import os
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
-from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1, table2_row
+from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
 from .train_args import find_train_script, train_script_defaults
 
@@ -121,24 +121,11 @@ def _check_hub_name(name: str, what: str) -> None:
         raise ValueError(f'{what} is not allowed on the Hub ({first_line(e)})') from None
 
 
-def _started_from(record: RunRecord) -> Optional[str]:
-    """The weights a run started from (train.py's ``--pretrained`` / ``--initial-checkpoint``), else None."""
-    if record.args.get('initial_checkpoint'):
-        return f'--initial-checkpoint {record.args["initial_checkpoint"]}'
-    return '--pretrained' if record.args.get('pretrained') else None
-
-
-def _table2(record: RunRecord) -> Optional[Tuple[str, str]]:
-    """The Table 2 row a run reproduces: none for a run that started from trained weights (the paper trained every
-    row from scratch), else :func:`~timm_sl.tools.paper.table2_row` of its architecture."""
-    return None if _started_from(record) else table2_row(record.model, record.arch_kwargs(), record.dataset)
-
-
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
                      weights: Dict[str, Any]) -> List[str]:
     """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
     summary = record.summary or {}
-    table2, start = _table2(record), _started_from(record)
+    table2, start = record.table2_row(), record.started_from()
     row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
            f'none (started from {start}; the paper trained from scratch)' if start else
            f'none (`{record.model}` with these kwargs is not a configuration the paper trained on {record.dataset})')
@@ -217,7 +204,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     arch_kwargs = record.arch_kwargs()
-    table2 = _table2(record)
+    table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
     checkpoint = read_checkpoint(record.checkpoint)
     weights = record.weights_result(checkpoint.epoch)

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
+    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -98,6 +98,7 @@ class Outcome:
     summary: Optional[Dict[str, Any]] = None
     curve: List[Tuple[int, float]] = field(default_factory=list)
     data: str = ''  # the data as the run recorded it in args.yaml (:func:`describe_data`); '' when not recorded
+    args: Dict[str, Any] = field(default_factory=dict)  # its args.yaml ({} when not recorded or not readable)
     wall: float = 0.  # seconds of all the run's train.py sessions (resumes included), from its sessions.json
     img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
     devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
@@ -666,7 +667,8 @@ def _collect(outcome: Outcome) -> Outcome:
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
-            outcome.data = describe_data(read_args_yaml(args))
+            outcome.args = read_args_yaml(args)
+            outcome.data = describe_data(outcome.args)
         except ValueError:
             pass
     return outcome
@@ -819,10 +821,14 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _paper(run: Run, dataset: str) -> Optional[float]:
-    """The paper's top-1 for a run's row, when the run is that row as the paper trained it (with ``-- --model-kwargs
-    depth=1`` it is not: :func:`~timm_sl.tools.paper.table2_row`)."""
-    row = table2_row(run.model, run.model_kwargs, dataset)
+def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
+    """The paper's top-1 for a row, when each of its runs is that row as the paper trained it: not with ``--
+    --model-kwargs depth=1``, ``-- --in-chans 1`` or ``-- --pretrained`` (:meth:`RunRecord.table2_row` of what the run
+    recorded; a run that recorded nothing yet by its plan)."""
+    rows = {RunRecord(o.run.out_dir / 'last.pth.tar', args=o.args, model=o.run.model, model_kwargs=o.run.model_kwargs,
+                      dataset=dataset).table2_row() if o.args else table2_row(o.run.model, o.run.model_kwargs, dataset)
+            for o in members}
+    row = rows.pop() if len(rows) == 1 else None
     return paper_top1(*row, dataset) if row else None
 
 
@@ -846,7 +852,7 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
                          diverged=len(finished) - len(values),
-                         mean=mean, std=std, paper=_paper(members[0].run, dataset), run_epochs=epochs))
+                         mean=mean, std=std, paper=_paper(members, dataset), run_epochs=epochs))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
         base = by_key.get((row['family'], 'base'))

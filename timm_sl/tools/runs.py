@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .paper import DATASETS, VARIANTS, family_of, variant_of
+from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
@@ -353,6 +353,18 @@ class RunRecord:
         """:meth:`build_kwargs` less train.py's default ``in_chans`` (3): what a Table 2 row or a pretrained tag must
         match (a run of ``--in-chans 1`` or ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
         return {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+
+    def started_from(self) -> Optional[str]:
+        """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
+        None."""
+        if self.args.get('initial_checkpoint'):
+            return f'--initial-checkpoint {self.args["initial_checkpoint"]}'
+        return '--pretrained' if self.args.get('pretrained') else None
+
+    def table2_row(self) -> Optional[Tuple[str, str]]:
+        """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
+        for a run started from trained weights, as the paper trained every row from scratch."""
+        return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
 
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
