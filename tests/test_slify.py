@@ -258,6 +258,28 @@ def test_pretrained_loads_timm_weights_then_converts(tmp_path):
     assert torch.equal(via_entry.blocks[0].attn.proj.weight, source.blocks[0].attn.proj.weight)
 
 
+def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuses_them(tmp_path):
+    """A file of a converted model's weights named by the base's cfg (pretrained_cfg_overlay=dict(file=...)): the
+    slify model converts first and loads it (adapted to in_chans); slify(pretrained=True), which loads the base's
+    own weights before converting, refuses it in one line naming the file and the way that loads it."""
+    kw = dict(depth=1, img_size=32, num_classes=10)
+    source = slify('vit_tiny_patch16_224', **kw).eval()
+    path = tmp_path / 'converted.pth'
+    torch.save(source.state_dict(), path)
+    overlay = dict(file=str(path), num_classes=10, input_size=(3, 32, 32))
+    with pytest.raises(ValueError, match=r'converted.pth holds converted \(SL\) weights.*create_model\(\'slify\'') as e:
+        slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    assert '\n' not in str(e.value)
+    x = torch.randn(2, 3, 32, 32)
+    loaded = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay,
+                               **kw).eval()
+    torch.testing.assert_close(loaded(x), source(x), rtol=0, atol=0)
+    assert 'state_dict' not in loaded.pretrained_cfg
+    grey = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay,
+                             in_chans=1, **kw).eval()
+    torch.testing.assert_close(grey(x[:, :1]), source(x[:, :1].expand(-1, 3, -1, -1)), rtol=1e-4, atol=1e-5)
+
+
 def test_refused_name_builds_nothing(monkeypatch):
     """The plan runs on a meta twin: a refused name never builds real weights or loads pretrained ones."""
     calls = []

@@ -17,7 +17,7 @@ from torch import nn
 from timm.models import load_pretrained, register_model
 
 from .models._filters import adapt_sl_state_dict
-from .slify import slify as convert
+from .slify import converted_weights, slify as convert
 
 __all__ = []
 
@@ -32,15 +32,20 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         raise ValueError("base='slify' is invalid; allowed: a timm model name other than slify.")
     if kwargs.get('pretrained_cfg') is None:  # the entry's own (empty) cfg: the base resolves its own
         kwargs.pop('pretrained_cfg', None)
-    if not (pretrained and 'base' in (kwargs.get('pretrained_model_args') or {})):
+    exported = pretrained and 'base' in (kwargs.get('pretrained_model_args') or {})
+    # weights of a converted model: timm passes the saved model_args of a `timm-sl export`, base included, when it
+    # loads one from local-dir: / hf-hub:; a base's cfg (pretrained_cfg_overlay=dict(file=...)) may point at some too
+    weights = converted_weights(base, **kwargs) if pretrained and not exported else None
+    if not exported and weights is None:
         return convert(base, pretrained=pretrained, **kwargs)
-    # weights of a converted model (timm passes the saved model_args of a `timm-sl export`, base included, when it
-    # loads one from local-dir: / hf-hub:): build and convert the base, then load them as timm loads pretrained
-    # weights, adapted as the sl_ families adapt theirs (classifier for another num_classes, SPT for another
-    # in_chans, position embedding for another img_size)
-    cfg = kwargs.get('pretrained_cfg')
-    cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
+    # build and convert the base, then load them as timm loads pretrained weights, adapted as the sl_ families adapt
+    # theirs (classifier for another num_classes, SPT for another in_chans, position embedding for another img_size)
     model = convert(base, pretrained=False, **kwargs)
+    if exported:
+        cfg = kwargs.get('pretrained_cfg')
+        cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
+    else:  # the state dict already read, from the base's resolved cfg
+        cfg = {**model.pretrained_cfg, 'state_dict': weights, 'source': ''}
     load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3),
                     filter_fn=adapt_sl_state_dict)
     return model
