@@ -280,6 +280,30 @@ def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuse
     torch.testing.assert_close(grey(x[:, :1]), source(x[:, :1].expand(-1, 3, -1, -1)), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize('base,kwargs', [
+    ('vit_tiny_patch16_224', dict(depth=2, img_size=32, out_indices=(0, 1))),
+    ('pit_xs_224', dict(depth=(1, 1, 1), img_size=64)),
+    ('swin_tiny_patch4_window7_224', dict(depths=(2, 1), num_heads=(2, 4), embed_dim=32, window_size=4, img_size=32,
+                                          out_indices=(0, 1))),
+], ids=['vit', 'pit', 'swin'])
+def test_converted_weights_load_with_features_only(base, kwargs, tmp_path):
+    """features_only with a converted model's weights (a slify export through local-dir: / hf-hub:, or a file named
+    by the cfg) ended in "'FeatureGetterNet' object has no attribute 'num_classes'"; they load as timm loads
+    pretrained weights for features: into the whole model, then wrapped."""
+    out_indices = kwargs.pop('out_indices', None)
+    source = slify(base, num_classes=3, **kwargs).eval()
+    torch.save(source.state_dict(), tmp_path / 'w.pth')
+    size = kwargs['img_size']
+    overlay = dict(file=str(tmp_path / 'w.pth'), num_classes=3, input_size=(3, size, size))
+    features = timm.create_model('slify', base=base, pretrained=True, pretrained_cfg_overlay=overlay, num_classes=3,
+                                 features_only=True, **kwargs, **({'out_indices': out_indices} if out_indices else {}))
+    x = torch.randn(1, 3, size, size)
+    got = features.eval()(x)
+    ref = source.forward_intermediates(x, indices=len(got), intermediates_only=True)
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g if g.shape == r.shape else g.permute(0, 3, 1, 2), r)
+
+
 def test_refused_name_builds_nothing(monkeypatch):
     """The plan runs on a meta twin: a refused name never builds real weights or loads pretrained ones."""
     calls = []

@@ -10,7 +10,7 @@ set (``timm-sl list``, the per-model test matrix) whose members have fixed archi
 it lives next to the converter, not among the families (the converter is built from ``timm_sl.convert`` and
 ``timm_sl.layers`` only; the entry loads converted weights through the families' checkpoint adaptation).
 """
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from torch import nn
 
@@ -40,6 +40,8 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         return convert(base, pretrained=pretrained, **kwargs)
     # build and convert the base, then load them as timm loads pretrained weights, adapted as the sl_ families adapt
     # theirs (classifier for another num_classes, SPT for another in_chans, position embedding for another img_size)
+    # timm loads pretrained weights into the whole model, then wraps it for features_only: so does the entry
+    features = {k: kwargs.pop(k) for k in _FEATURE_KWARGS if k in kwargs} if kwargs.get('features_only') else {}
     model = convert(base, pretrained=False, **kwargs)
     if exported:
         cfg = kwargs.get('pretrained_cfg')
@@ -48,4 +50,38 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         cfg = {**model.pretrained_cfg, 'state_dict': weights, 'source': ''}
     load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3),
                     filter_fn=adapt_sl_state_dict)
+    if features:
+        wrapped = convert(base, pretrained=False, **kwargs, **features)
+        _copy_into_features(wrapped, model)
+        return wrapped
     return model
+
+
+_FEATURE_KWARGS = ('features_only', 'out_indices', 'feature_cls', 'feature_cfg')
+
+
+def _key_in(key: str, source: Dict[str, Any]) -> Optional[str]:
+    """The key of a whole model's state dict that ``key`` of its features_only wrapper names: timm's wrappers hold the
+    model as ``model.`` (FeatureGetterNet) or ``body.`` (FeatureHookNet), or its top-level modules, a Sequential's
+    children flattened as ``name_child``."""
+    for prefix in ('', 'model.', 'body.'):
+        if not key.startswith(prefix):
+            continue
+        inner = key[len(prefix):]
+        head, _, rest = inner.partition('.')
+        for candidate in [inner] + [f'{head[:i]}.{head[i + 1:]}.{rest}' for i, c in enumerate(head) if c == '_']:
+            if candidate in source:
+                return candidate
+    return None
+
+
+def _copy_into_features(features: nn.Module, model: nn.Module) -> None:
+    source = model.state_dict()
+    state = {}
+    for key in features.state_dict():
+        found = _key_in(key, source)
+        if found is None:
+            raise ValueError(f'features_only: {type(features).__name__} entry {key!r} has no counterpart in the '
+                             f'loaded model; allowed: load it without features_only and use forward_intermediates')
+        state[key] = source[found]
+    features.load_state_dict(state)
