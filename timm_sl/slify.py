@@ -37,7 +37,8 @@ from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs, check_optional_bool,
     resolve_shift)
 
-__all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights']
+__all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
+           'convert_model']
 
 # slify's own switches next to the SL switches every sl_ model takes
 SLIFY_ARG_NAMES: Tuple[str, ...] = SL_ARG_NAMES + ('spt_pool', 'spt_post_norm')
@@ -341,13 +342,20 @@ def slify(
         TypeError: ``create_model`` kwargs given with a model instance, or, with a name, a kwarg the model's class
             does not take (the message names it and lists the allowed ones; nothing is built).
     """
+    return convert_model(model_or_name, pretrained, spt_pool, spt_post_norm, kwargs)
+
+
+def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_pool: Optional[bool],
+                  spt_post_norm: bool, kwargs: Dict[str, Any], check_weights: bool = True) -> nn.Module:
+    """:func:`slify`; ``check_weights=False`` skips reading the pretrained weights to refuse a converted model's (for
+    a caller that has read them already: the ``slify`` model)."""
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
-        if pretrained and _pretrained_sl_weights(model) is not None:
+        if pretrained and check_weights and _pretrained_sl_weights(model) is not None:
             where = model.pretrained_cfg.get('file') or model.pretrained_cfg.get('hf_hub_id') or 'the pretrained cfg'
             raise ValueError(
                 f'{where} holds converted (SL) weights, and slify(pretrained=True) loads {name}\'s own weights before '

@@ -17,7 +17,7 @@ from torch import nn
 from timm.models import load_pretrained, register_model
 
 from .models._filters import adapt_sl_state_dict
-from .slify import converted_weights, slify as convert
+from .slify import convert_model, converted_weights, slify as convert
 
 __all__ = []
 
@@ -36,8 +36,9 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
     # weights of a converted model: timm passes the saved model_args of a `timm-sl export`, base included, when it
     # loads one from local-dir: / hf-hub:; a base's cfg (pretrained_cfg_overlay=dict(file=...)) may point at some too
     weights = converted_weights(base, **kwargs) if pretrained and not exported else None
-    if not exported and weights is None:
-        return convert(base, pretrained=pretrained, **kwargs)
+    if not exported and weights is None:  # the base's own weights (read above: not again), or none
+        return convert_model(base, pretrained, kwargs.pop('spt_pool', None), kwargs.pop('spt_post_norm', False),
+                             kwargs, check_weights=False)
     # build and convert the base, then load them as timm loads pretrained weights, adapted as the sl_ families adapt
     # theirs (classifier for another num_classes, SPT for another in_chans, position embedding for another img_size)
     # timm loads pretrained weights into the whole model, then wraps it for features_only: so does the entry
