@@ -1,9 +1,11 @@
 """timm_sl.slify: SPT / LSA / Spool on timm model instances and names, the registered ``slify`` entry, refusals, and
 the architecture table of docs/slify.md."""
 import copy
+import logging
 import os
 import re
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -258,7 +260,7 @@ def test_pretrained_loads_timm_weights_then_converts(tmp_path):
     assert torch.equal(via_entry.blocks[0].attn.proj.weight, source.blocks[0].attn.proj.weight)
 
 
-def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuses_them(tmp_path):
+def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuses_them(tmp_path, caplog):
     """A file of a converted model's weights named by the base's cfg (pretrained_cfg_overlay=dict(file=...)): the
     slify model converts first and loads it (adapted to in_chans); slify(pretrained=True), which loads the base's
     own weights before converting, refuses it in one line naming the file and the way that loads it."""
@@ -278,6 +280,15 @@ def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuse
     grey = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay,
                              in_chans=1, **kw).eval()
     torch.testing.assert_close(grey(x[:, :1]), source(x[:, :1].expand(-1, 3, -1, -1)), rtol=1e-4, atol=1e-5)
+    # grey weights declared grey (input_size): timm builds the base with 1 channel, and nothing says otherwise
+    torch.save(grey.state_dict(), tmp_path / 'grey.pth')
+    grey_overlay = dict(overlay, file=str(tmp_path / 'grey.pth'), input_size=(1, 32, 32))
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
+        warnings.simplefilter('error')
+        again = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
+                                  pretrained_cfg_overlay=grey_overlay, **kw).eval()
+    assert caplog.records == [], [r.getMessage() for r in caplog.records]  # was: '... the model has 3. Loading ...'
+    torch.testing.assert_close(again(x[:, :1]), grey(x[:, :1]), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize('base,kwargs', [

@@ -49,7 +49,9 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else dict(cfg)
     else:  # the state dict already read, from the base's resolved cfg
         cfg = {**model.pretrained_cfg, 'state_dict': weights, 'source': ''}
-    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=kwargs.get('in_chans', 3),
+    # the base was built with timm's default in_chans: its cfg's input channels, unless given
+    in_chans = kwargs.get('in_chans', (model.pretrained_cfg.get('input_size') or (3,))[0])
+    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=in_chans,
                     filter_fn=adapt_sl_state_dict)
     if features:
         wrapped = convert(base, pretrained=False, **kwargs, **features)
