@@ -540,3 +540,17 @@ def test_list_prints_each_row_as_it_is_counted(capsys, monkeypatch):
         return params, macs, model
     monkeypatch.setattr(profile, 'model_counts', counts)
     assert _exit_message(['list', '--filter', 'sl_vit_[36]*']) == 'timm-sl list: stop here'
+
+
+def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
+    """TIMM_SL_PRETRAINED naming a malformed tags file: every command ended in a traceback (the models register
+    before the command runs, outside its one-line errors)."""
+    tags = tmp_path / 'tags.json'
+    tags.write_text('{"sl_vit_32.x": {"hf_hub_id": 3}}')
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env['TIMM_SL_PRETRAINED'] = str(tags)
+    result = subprocess.run([sys.executable, '-m', 'timm_sl.tools.cli', 'list'], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr == (f'timm-sl list: {tags}: sl_vit_32.x has hf_hub_id=3; allowed: ORG/NAME of its Hub '
+                             f'repository\n')

@@ -421,6 +421,21 @@ def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):
         'tags': ['image-classification', 'timm', 'timm_sl']}
 
 
+def test_warm_start_reads_a_checkpoints_ema_weights_as_timm_does():
+    """A --model-ema checkpoint: timm's loader (train.py's --initial-checkpoint, load_checkpoint) reads its EMA
+    weights; warm_start read the model's own, silently other weights than the ones timm would load."""
+    from timm_sl import warm_start
+    own = timm.create_model('vit_tiny_patch16_224', depth=1, num_classes=10).state_dict()
+    ema = {k: v + 1 for k, v in own.items()}
+    for checkpoint in ({'state_dict': own, 'state_dict_ema': ema}, {'model': own, 'model_ema': ema}):
+        sl = timm.create_model('sl_vit_tiny', depth=1, num_classes=10)
+        warm_start(sl, checkpoint)
+        torch.testing.assert_close(sl.state_dict()['blocks.0.attn.qkv.weight'], ema['blocks.0.attn.qkv.weight'])
+    sl = timm.create_model('sl_vit_tiny', depth=1, num_classes=10)
+    warm_start(sl, {'model': {f'_orig_mod.{k}': v for k, v in own.items()}, 'epoch': 2})
+    torch.testing.assert_close(sl.state_dict()['head.weight'], own['head.weight'])
+
+
 def test_warm_start_reads_a_checkpoint_and_refuses_what_maps_nothing():
     """A train.py checkpoint (the dict torch.load gives) or a DDP state dict mapped nothing and returned quietly,
     leaving the model at its random init; a state dict of another size too."""

@@ -244,6 +244,20 @@ def test_hostile_tags_files_are_named_with_what_is_allowed(content, message, tmp
     assert str(tags) in str(info.value) and str(info.value).endswith(message) and '\n' not in str(info.value)
 
 
+def test_a_tag_of_no_registered_model_is_refused(tmp_path):
+    """A tag whose model no family registers (a typo, a model renamed) was ignored, silently: no tag, no error."""
+    tags = tmp_path / 'tags.json'
+    tags.write_text(json.dumps({'sl_vit_32.ok': {'hf_hub_id': 'o/n'}, 'sl_vit_33.c10': {'hf_hub_id': 'o/n'}}))
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env[PRETRAINED_ENV] = str(tags)
+    result = subprocess.run([sys.executable, '-c', 'import timm_sl.models'], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'ValueError: {tags}: sl_vit_33.c10 names no registered sl_ model (sl_vit_33); did you mean sl_vit_32? '
+        f'allowed: a model of `timm-sl list` (sl_cait_32, ..., sl_vit_tiny)')
+
+
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
     """Not ORG/sl_vit_32.sl-data-s0 with "dataset": null, silently."""
     from timm_sl.tools.cli import main

@@ -97,3 +97,12 @@ def test_a_patch_size_spt_would_ignore_is_refused(kwargs):
     baseline = timm.create_model('sl_pit_32', patch_size=4, spt=False)  # the baseline's conv kernel, stride 2
     assert baseline.patch_embed.conv.kernel_size == (4, 4) and baseline.patch_embed.conv.stride == (2, 2)
     assert timm.create_model('sl_pit_xs', patch_size=16).patch_embed.patch_size == (8, 8)  # its own value: allowed
+
+
+def test_the_patch_size_refusal_says_how_to_load_weights_made_with_it():
+    """A model made with sl_pit_32 patch_size=4 before the refusal was sl_pit_32 itself (SPT ignored patch_size),
+    so its export / checkpoint loads with patch_size dropped; the refusal pointed only to stride=4 (weights that do
+    not fit) or spt=False (another model)."""
+    with pytest.raises(ValueError, match=r"; weights of a model made with it before are sl_pit_32's own: drop "
+                                         r"patch_size to load them$"):
+        timm.create_model('sl_pit_32', patch_size=4)

@@ -1,9 +1,11 @@
 """timm_sl.slify: SPT / LSA / Spool on timm model instances and names, the registered ``slify`` entry, refusals, and
 the architecture table of docs/slify.md."""
 import copy
+import logging
 import os
 import re
 import sys
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -256,6 +258,61 @@ def test_pretrained_loads_timm_weights_then_converts(tmp_path):
     via_entry = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
                                   pretrained_cfg_overlay=overlay, **kw)
     assert torch.equal(via_entry.blocks[0].attn.proj.weight, source.blocks[0].attn.proj.weight)
+
+
+def test_converted_weights_in_a_base_cfg_load_through_the_entry_and_slify_refuses_them(tmp_path, caplog):
+    """A file of a converted model's weights named by the base's cfg (pretrained_cfg_overlay=dict(file=...)): the
+    slify model converts first and loads it (adapted to in_chans); slify(pretrained=True), which loads the base's
+    own weights before converting, refuses it in one line naming the file and the way that loads it."""
+    kw = dict(depth=1, img_size=32, num_classes=10)
+    source = slify('vit_tiny_patch16_224', **kw).eval()
+    path = tmp_path / 'converted.pth'
+    torch.save(source.state_dict(), path)
+    overlay = dict(file=str(path), num_classes=10, input_size=(3, 32, 32))
+    with pytest.raises(ValueError, match=r'converted.pth holds converted \(SL\) weights.*create_model\(\'slify\'') as e:
+        slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    assert '\n' not in str(e.value)
+    x = torch.randn(2, 3, 32, 32)
+    loaded = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay,
+                               **kw).eval()
+    torch.testing.assert_close(loaded(x), source(x), rtol=0, atol=0)
+    assert 'state_dict' not in loaded.pretrained_cfg
+    grey = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay,
+                             in_chans=1, **kw).eval()
+    torch.testing.assert_close(grey(x[:, :1]), source(x[:, :1].expand(-1, 3, -1, -1)), rtol=1e-4, atol=1e-5)
+    # grey weights declared grey (input_size): timm builds the base with 1 channel, and nothing says otherwise
+    torch.save(grey.state_dict(), tmp_path / 'grey.pth')
+    grey_overlay = dict(overlay, file=str(tmp_path / 'grey.pth'), input_size=(1, 32, 32))
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
+        warnings.simplefilter('error')
+        again = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
+                                  pretrained_cfg_overlay=grey_overlay, **kw).eval()
+    assert caplog.records == [], [r.getMessage() for r in caplog.records]  # was: '... the model has 3. Loading ...'
+    torch.testing.assert_close(again(x[:, :1]), grey(x[:, :1]), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize('base,kwargs', [
+    ('vit_tiny_patch16_224', dict(depth=2, img_size=32, out_indices=(0, 1))),
+    ('pit_xs_224', dict(depth=(1, 1, 1), img_size=64)),
+    ('swin_tiny_patch4_window7_224', dict(depths=(2, 1), num_heads=(2, 4), embed_dim=32, window_size=4, img_size=32,
+                                          out_indices=(0, 1))),
+], ids=['vit', 'pit', 'swin'])
+def test_converted_weights_load_with_features_only(base, kwargs, tmp_path):
+    """features_only with a converted model's weights (a slify export through local-dir: / hf-hub:, or a file named
+    by the cfg) ended in "'FeatureGetterNet' object has no attribute 'num_classes'"; they load as timm loads
+    pretrained weights for features: into the whole model, then wrapped."""
+    out_indices = kwargs.pop('out_indices', None)
+    source = slify(base, num_classes=3, **kwargs).eval()
+    torch.save(source.state_dict(), tmp_path / 'w.pth')
+    size = kwargs['img_size']
+    overlay = dict(file=str(tmp_path / 'w.pth'), num_classes=3, input_size=(3, size, size))
+    features = timm.create_model('slify', base=base, pretrained=True, pretrained_cfg_overlay=overlay, num_classes=3,
+                                 features_only=True, **kwargs, **({'out_indices': out_indices} if out_indices else {}))
+    x = torch.randn(1, 3, size, size)
+    got = features.eval()(x)
+    ref = source.forward_intermediates(x, indices=len(got), intermediates_only=True)
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g if g.shape == r.shape else g.permute(0, 3, 1, 2), r)
 
 
 def test_refused_name_builds_nothing(monkeypatch):

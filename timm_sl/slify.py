@@ -30,14 +30,15 @@ from torch import nn
 
 import timm
 from timm.layers import PatchEmbed
-from timm.models import build_model_with_cfg
+from timm.models import build_model_with_cfg, load_pretrained
 
 from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs, check_optional_bool,
     resolve_shift)
 
-__all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal']
+__all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
+           'convert_model']
 
 # slify's own switches next to the SL switches every sl_ model takes
 SLIFY_ARG_NAMES: Tuple[str, ...] = SL_ARG_NAMES + ('spt_pool', 'spt_post_norm')
@@ -253,6 +254,48 @@ def _parse_switches(kwargs: Dict[str, Any], spt_pool: Optional[bool],
     return sl_args, create_kwargs
 
 
+class _Found(Exception):
+    """Carries the state dict timm's loader read out of ``load_pretrained`` (see :func:`_pretrained_sl_weights`)."""
+
+    def __init__(self, state_dict: Dict[str, torch.Tensor]) -> None:
+        super().__init__('state dict read')
+        self.state_dict = state_dict
+
+
+def _hand_over(state_dict: Dict[str, torch.Tensor], model: Optional[nn.Module] = None) -> Dict[str, torch.Tensor]:
+    raise _Found(state_dict)
+
+
+def _holds_sl_layers(state_dict: Dict[str, torch.Tensor]) -> bool:
+    """Keys (or a shape) only SPT / LSA make: an SPT projection (a Linear with its LayerNorm), LSA's temperature."""
+    embed = state_dict.get('patch_embed.proj.weight')
+    return (embed is not None and embed.ndim == 2) or any(
+        k.endswith('.temperature') or '.proj.norm.' in k for k in state_dict)
+
+
+def _pretrained_sl_weights(twin: nn.Module) -> Optional[Dict[str, torch.Tensor]]:
+    """The state dict ``twin``'s pretrained cfg points at (file, url, Hub, ...; read by timm's own loader) when it
+    holds SL layers' weights, i.e. a converted model's; None for the base model's own weights, a custom-load
+    format, or a source timm cannot read (the ordinary ``create_model`` path then loads or reports it)."""
+    cfg = getattr(twin, 'pretrained_cfg', None) or {}
+    if not cfg or cfg.get('custom_load'):
+        return None
+    try:
+        load_pretrained(twin, dict(cfg), filter_fn=_hand_over)
+    except _Found as found:
+        return found.state_dict if _holds_sl_layers(found.state_dict) else None
+    except Exception:  # no weights, no network, ...: create_model(pretrained=True) says so as it always has
+        return None
+    return None
+
+
+def converted_weights(name: str, **kwargs: Any) -> Optional[Dict[str, torch.Tensor]]:
+    """The pretrained state dict of ``timm.create_model(name, pretrained=True, **kwargs)`` (slify switches ignored)
+    when it holds a converted model's weights (SPT / LSA keys), else None. Builds nothing real."""
+    _, create_kwargs = _split_kwargs(kwargs)
+    return _pretrained_sl_weights(_meta_twin(name, create_kwargs))
+
+
 def slify_refusal(
         model_or_name: Union[str, nn.Module],
         spt_pool: Optional[bool] = None,
@@ -280,7 +323,8 @@ def slify(
         model_or_name: A timm model instance (converted in place and returned) or a timm model name (created with
             ``timm.create_model(name, pretrained=pretrained, **kwargs)``, then converted).
         pretrained: With a name: load timm's pretrained weights before converting (for fine-tuning; the attention
-            weights carry over, SPT starts fresh). ``pretrained_cfg_overlay=dict(file=...)`` loads a local file.
+            weights carry over, SPT starts fresh). ``pretrained_cfg_overlay=dict(file=...)`` loads a local file
+            of the base's weights; converted (SL) weights are refused: the registered ``slify`` model loads them.
         spt_pool: Spool in place of PiT's conv pooling / Swin's ``PatchMerging``; ``None`` follows ``spt``. Set on
             a model with no such pooling, it is refused (it would record a Spool switch that acts on nothing).
         spt_post_norm: Keep the patch embedding's norm after SPT. Off by default: SPT normalises each patch before
@@ -293,16 +337,31 @@ def slify(
 
     Raises:
         SlifyError: a part of the model cannot be converted; the message names each reason, the model is untouched.
-        ValueError: an invalid SL switch (e.g. a shift ratio that gives a 0 px shift for this patch size).
+        ValueError: an invalid SL switch (e.g. a shift ratio that gives a 0 px shift for this patch size), or
+            ``pretrained=True`` with weights of a converted model.
         TypeError: ``create_model`` kwargs given with a model instance, or, with a name, a kwarg the model's class
             does not take (the message names it and lists the allowed ones; nothing is built).
     """
+    return convert_model(model_or_name, pretrained, spt_pool, spt_post_norm, kwargs)
+
+
+def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_pool: Optional[bool],
+                  spt_post_norm: bool, kwargs: Dict[str, Any], check_weights: bool = True) -> nn.Module:
+    """:func:`slify`; ``check_weights=False`` skips reading the pretrained weights to refuse a converted model's (for
+    a caller that has read them already: the ``slify`` model)."""
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
+        if pretrained and check_weights and _pretrained_sl_weights(model) is not None:
+            where = model.pretrained_cfg.get('file') or model.pretrained_cfg.get('hf_hub_id') or 'the pretrained cfg'
+            raise ValueError(
+                f'{where} holds converted (SL) weights, and slify(pretrained=True) loads {name}\'s own weights before '
+                f'converting; allowed: timm.create_model(\'slify\', base={name!r}, pretrained=True, ...) with the '
+                f'same pretrained_cfg_overlay, which converts first and loads them (adapted to num_classes, in_chans, '
+                f'img_size)')
         model = timm.create_model(name, pretrained=pretrained, **create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     plan.apply(model)

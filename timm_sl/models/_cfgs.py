@@ -8,18 +8,19 @@ same format (``os.pathsep``-separated, read after the shipped one, so their entr
 published weights, and the tests' temporary tags. ``timm-sl release`` writes the entries of the runs it publishes.
 """
 import dataclasses
+import difflib
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterable, List
 
 from timm.data import IMAGENET_DEFAULT_MEAN, IMAGENET_DEFAULT_STD
 from timm.models import PretrainedCfg
 
 __all__ = ['CIFAR100_MEAN', 'CIFAR100_STD', 'TINY_IMAGENET_MEAN', 'TINY_IMAGENET_STD', 'PAPER', 'sl_cfg',
            'small_data_cfg', 'PRETRAINED_FILE', 'PRETRAINED_ENV', 'pretrained_files', 'read_pretrained_tags',
-           'with_pretrained_tags']
+           'with_pretrained_tags', 'check_tag_models']
 
 PRETRAINED_FILE = Path(__file__).with_name('pretrained.json')
 PRETRAINED_ENV = 'TIMM_SL_PRETRAINED'
@@ -104,6 +105,23 @@ def _check_entry(path: Path, tag: str, entry: Any) -> Dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) and k != 'label_names' else v for k, v in entry.items()}
 
 
+def _read_tag_file(path: Path) -> Dict[str, Dict[str, Any]]:
+    if path.is_dir():
+        raise IsADirectoryError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) is a folder; allowed: a '
+                                f'JSON file')
+    if not path.is_file():
+        raise FileNotFoundError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) does not exist')
+    try:
+        data = json.loads(path.read_text(encoding='utf-8'))
+    except UnicodeDecodeError as e:
+        raise ValueError(f'{path} is not UTF-8 text ({e.reason} at byte {e.start}); allowed: a JSON file') from e
+    except json.JSONDecodeError as e:
+        raise ValueError(f'{path} is not valid JSON: {e}') from e
+    if not isinstance(data, dict):
+        raise ValueError(f'{path} must hold a JSON object of MODEL.TAG -> cfg')
+    return {tag: _check_entry(path, tag, entry) for tag, entry in data.items()}
+
+
 def read_pretrained_tags() -> Dict[str, Dict[str, Any]]:
     """``{'MODEL.TAG': cfg fields}`` from every tag file (later files win).
 
@@ -114,21 +132,25 @@ def read_pretrained_tags() -> Dict[str, Dict[str, Any]]:
     """
     tags: Dict[str, Dict[str, Any]] = {}
     for path in pretrained_files():
-        if path.is_dir():
-            raise IsADirectoryError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) is a folder; allowed: a '
-                                    f'JSON file')
-        if not path.is_file():
-            raise FileNotFoundError(f'pretrained tags file {path} (from {PRETRAINED_ENV}) does not exist')
-        try:
-            data = json.loads(path.read_text(encoding='utf-8'))
-        except UnicodeDecodeError as e:
-            raise ValueError(f'{path} is not UTF-8 text ({e.reason} at byte {e.start}); allowed: a JSON file') from e
-        except json.JSONDecodeError as e:
-            raise ValueError(f'{path} is not valid JSON: {e}') from e
-        if not isinstance(data, dict):
-            raise ValueError(f'{path} must hold a JSON object of MODEL.TAG -> cfg')
-        tags.update({tag: _check_entry(path, tag, entry) for tag, entry in data.items()})
+        tags.update(_read_tag_file(path))
     return tags
+
+
+def check_tag_models(models: Iterable[str]) -> None:
+    """Refuse a tag of a model not in ``models`` (the registered ``sl_`` models): it would be ignored, silently.
+
+    Raises:
+        ValueError: names the file, the tag and the allowed models.
+    """
+    models = sorted(models)
+    for path in pretrained_files():
+        for tag in _read_tag_file(path):
+            model = tag.split('.', 1)[0]
+            if model not in models:
+                close = difflib.get_close_matches(model, models, n=1)
+                hint = f'did you mean {close[0]}? ' if close else ''
+                raise ValueError(f'{path}: {tag} names no registered sl_ model ({model}); {hint}allowed: a model of '
+                                 f'`timm-sl list` ({models[0]}, ..., {models[-1]})')
 
 
 def with_pretrained_tags(cfgs: Dict[str, Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:

@@ -150,9 +150,13 @@ def claim_stem_adaptation(model: nn.Module) -> None:
     model._traits = {**getattr(model, '_traits', {}), 'first_conv': None}
 
 
-def unwrap_state_dict(state_dict: Dict) -> Dict[str, torch.Tensor]:
-    state_dict = state_dict.get('model', state_dict)
-    return dict(state_dict.get('state_dict', state_dict))
+def unwrap_state_dict(checkpoint: Dict) -> Dict[str, torch.Tensor]:
+    """The state dict of a checkpoint dict, picked as timm's ``load_state_dict`` picks it (EMA weights first, then
+    ``state_dict``, then ``model``); a bare state dict as it is."""
+    for key in ('state_dict_ema', 'model_ema', 'state_dict', 'model'):
+        if isinstance(checkpoint.get(key), dict):
+            return dict(checkpoint[key])
+    return dict(checkpoint)
 
 
 def _resample_pos_embed(value: torch.Tensor, target: torch.Tensor, model: nn.Module) -> torch.Tensor:
@@ -230,8 +234,8 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
     identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
     source's fixed scale.
 
-    ``source`` may also be a checkpoint holding the state dict (train.py's ``state_dict``, ``model``), with DDP /
-    ``torch.compile`` prefixes (removed as timm's loader removes them).
+    ``source`` may also be a checkpoint holding the state dict (train.py's, whose EMA weights are read when it has
+    them, as timm's loader reads them), with DDP / ``torch.compile`` prefixes (removed as timm's loader removes them).
 
     Returns:
         ``{'mapped': [...], 'not_mapped': [...], 'unused_source': [...]}`` (key names), also the caller's report.

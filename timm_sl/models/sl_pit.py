@@ -118,7 +118,8 @@ def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str,
     if kwargs.get('spt', True) is not False and 'stride' not in kwargs and patch != model_args['patch_size']:
         raise ValueError(f'{variant}: patch_size={patch!r} does not change the SPT patch, which is the stem\'s stride '
                          f'({model_args["stride"]}); allowed: stride={patch!r} for an SPT patch of {patch!r} (with '
-                         f'patch_size for the baseline\'s kernel), or spt=False')
+                         f'patch_size for the baseline\'s kernel), or spt=False; weights of a model made with it '
+                         f'before are {variant}\'s own: drop patch_size to load them')
 
 
 def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:

@@ -855,9 +855,9 @@ class CommandFailed(SystemExit):
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
-    _register_models()  # every command may create sl_ models, also when the autoload hook is off
     try:
-        return args.func(args)
+        _register_models()  # every command may create sl_ models, also when the autoload hook is off (and a bad
+        return args.func(args)  # TIMM_SL_PRETRAINED tags file is one line, as any other file)
     except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
