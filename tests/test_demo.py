@@ -19,6 +19,18 @@ def test_digits_split_is_real_and_disjoint():
     assert set(map(id, (img for img, _ in train))).isdisjoint(map(id, (img for img, _ in val)))
 
 
+@pytest.mark.parametrize('limit', [20, 40, 100, None])
+def test_digits_split_is_stratified(limit):
+    train, val = load_digits_split(val_fraction=0.2, limit=limit)
+    train_labels, val_labels = [label for _, label in train], [label for _, label in val]
+    assert set(train_labels) == set(range(10))  # every digit is trained on, even with --limit 20
+    per_digit = [val_labels.count(digit) for digit in range(10)]
+    assert max(per_digit) - min(per_digit) <= 1  # the validation split holds each digit equally often (or distinct)
+    if limit is not None:
+        counts = [(train_labels + val_labels).count(digit) for digit in range(10)]
+        assert max(counts) - min(counts) <= 1
+
+
 def _numbers(results):
     return [(r.top1, r.train_loss, r.params) for r in results]
 
