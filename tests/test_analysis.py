@@ -936,6 +936,19 @@ def test_nan_attention_is_not_read_as_uniform_and_is_refused(tmp_path, image_dir
         assert not (tmp_path / 'c.png').exists()
 
 
+@pytest.mark.parametrize('command', ['temperature', 'kld', 'attention'])
+def test_every_analysis_takes_the_model_a_checkpoint_recorded(command, tmp_path, image_dir, capsys, figures):
+    """temperature / kld / attention required --model even where the checkpoint's run records it (receptive-field
+    does not): one rule for all; the title names the recorded model."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    images = [] if command == 'temperature' else [str(image_dir)]
+    assert main([command, *images, '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 'c.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, checkpoint run/model_best.pth.tar')
+    with pytest.raises(SystemExit, match=f'^timm-sl {command}: no model to analyse; allowed: --model NAME '):
+        main([command, *images, '--out', str(tmp_path / 'd.png')])
+    assert not (tmp_path / 'd.png').exists()
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

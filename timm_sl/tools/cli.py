@@ -334,15 +334,26 @@ def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Di
     return loaded[key]
 
 
+def _analysed_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
+    """:func:`_analysis_run`, with ``--model`` optional beside ``--checkpoint``: then the model the checkpoint's run
+    recorded, which titles and lines name and a compared checkpoint is built as (as with ``--model`` given)."""
+    if not args.model and not args.checkpoint:
+        raise ValueError('no model to analyse; allowed: --model NAME (random init, --pretrained or a --checkpoint), '
+                         'or --checkpoint FILE alone when its run records its model')
+    model, record = _analysis_run(args, checkpoint, baseline_first)
+    args.model = args.model or record.model
+    return model, record
+
+
 def _runs(args: argparse.Namespace):
     """``[(label, model, run record)]``: the ``--checkpoint`` model (or random init / pretrained), then the
     ``--compare-checkpoint`` one, each labelled by what it is (:func:`_variant`). The flags say "SL" and
     "baseline": where a checkpoint holds something else, one line on stderr says so."""
-    model, record = _analysis_run(args, args.checkpoint)
+    model, record = _analysed_model(args, args.checkpoint)
     runs = [(_variant(model), model, record)]
     if not args.compare_checkpoint:
         return runs
-    compared, compared_record = _analysis_run(args, args.compare_checkpoint, baseline_first=True)
+    compared, compared_record = _analysed_model(args, args.compare_checkpoint, baseline_first=True)
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
@@ -373,7 +384,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    model, record = _analysis_run(args, args.checkpoint)
+    model, record = _analysed_model(args, args.checkpoint)
     records = temperature_records(model)
     _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
     if not records:
@@ -513,9 +524,9 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                          f'measures the model as built; allowed: --model NAME --model-kwargs shift_ratio=R (what the '
                          f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
-        model, record = _analysis_run(args, args.checkpoint)
+        model, record = _analysed_model(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{_model_name(args.model or record.model, model)}: first tokenization step kernel {kernel}, ' \
+        what = f'{_model_name(args.model, model)}: first tokenization step kernel {kernel}, ' \
                f'stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
@@ -768,8 +779,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
-    def add_model_source(p: argparse.ArgumentParser, required: bool = True) -> None:
-        p.add_argument('--model', required=required, help='sl_ model name')
+    def add_model_source(p: argparse.ArgumentParser) -> None:
+        p.add_argument('--model', default=None,
+                       help="sl_ model name (with --checkpoint: default, the model its run recorded)")
         source = p.add_mutually_exclusive_group()
         source.add_argument('--checkpoint', default=None, help='train.py checkpoint (neither: random init)')
         source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
@@ -800,7 +812,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
-    add_model_source(p, required=False)
+    add_model_source(p)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
     p.add_argument('--shift-ratio', type=float, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
