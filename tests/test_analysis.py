@@ -949,6 +949,15 @@ def test_every_analysis_takes_the_model_a_checkpoint_recorded(command, tmp_path,
     assert not (tmp_path / 'd.png').exists()
 
 
+def test_depth_axes_name_their_first_layer(tmp_path, image_dir, figures):
+    """T2T: temperature's depth 1 is the tokenizer's LSA layer, kld's the first block; both axes said 'depth'."""
+    out = str(tmp_path / 'c.png')
+    for command in (['temperature'], ['kld', str(image_dir)]):
+        assert main([*command, '--model', 'sl_t2t_32', '--model-kwargs', 'depth=1', '--out', out]) == 0
+    assert [fig.axes[0].get_xlabel() for fig in figures] == ['depth (1 = patch_embed.stages.0.layer.attn)',
+                                                              'depth (1 = blocks.0.attn)']
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

@@ -380,6 +380,12 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
+def _depth_axis(first_layer: str) -> str:
+    """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
+    temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
+    return f'depth (1 = {first_layer})'
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
@@ -405,7 +411,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
                 title=f'{_model_name(args.model, model)}, {_weights(args)}: learned temperature per depth',
-                y_label="multiplier of QK^T ('temperature'; higher = sharper)", x_label='depth',
+                y_label="multiplier of QK^T ('temperature'; higher = sharper)",
+                x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
@@ -469,7 +476,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
                 title=f'{_model_name(args.model, model)}, {_weights(args, list(curves))}: attention KL divergence '
                       f'from uniform '
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
-                y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
+                y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
+                y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
 
