@@ -714,13 +714,23 @@ def _figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
     if path.is_dir():
         raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
+    folder = path.parent
+    if path.is_symlink():  # the chart is written where the link points: that folder is the one to check
+        try:
+            folder = path.resolve().parent
+        except (RuntimeError, OSError):
+            raise argparse.ArgumentTypeError(f'{text!r} is a link that loops; allowed: a chart file name, or a link '
+                                             f'to a file in a folder') from None
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f'{text!r} is a link to {os.readlink(path)!r}, whose folder does not '
+                                             f'exist; allowed: a chart file name, or a link to a file in a folder')
     import tempfile
     try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
-        handle, probe = tempfile.mkstemp(dir=path.parent, prefix='.timm-sl-probe-')
+        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
         os.close(handle)
         os.unlink(probe)
     except OSError as e:
-        raise argparse.ArgumentTypeError(f'cannot write into folder {str(path.parent)!r} of {text!r} '
+        raise argparse.ArgumentTypeError(f'cannot write into folder {str(folder)!r} of {text!r} '
                                          f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
     return text
 
