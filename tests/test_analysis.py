@@ -958,6 +958,19 @@ def test_depth_axes_name_their_first_layer(tmp_path, image_dir, figures):
                                                               'depth (1 = blocks.0.attn)']
 
 
+def test_kld_refuses_compared_checkpoints_whose_layers_do_not_line_up(tmp_path, image_dir, figures):
+    """CaiT of another depth: the chart and table put SL's class attention and the baseline's self-attention at one
+    depth ('blocks_token_only.0.attn / blocks.1.attn'), a comparison of two kinds of layer."""
+    _run_folder(tmp_path / 'sl', 'sl_cait_32', dict(depth=1, depth_token_only=1))
+    _run_folder(tmp_path / 'base', 'sl_cait_32', dict(depth=2, depth_token_only=1, spt=False, lsa=False))
+    with pytest.raises(SystemExit, match=r'^timm-sl kld: --compare-checkpoint base/model_best.pth.tar does not line '
+                                         r'up with the first model depth for depth: depth 2 is '
+                                         r'blocks_token_only.0.attn in SL, blocks.1.attn in baseline; allowed: '):
+        main(['kld', str(image_dir), '--model', 'sl_cait_32', '--checkpoint', str(tmp_path / 'sl'),
+              '--compare-checkpoint', str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')])
+    assert not figures and not (tmp_path / 'k.png').exists()
+
+
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):
     """``receptive-field --checkpoint X`` without --model answered 'nothing to measure'."""
     _run_folder(tmp_path / 'run', 'sl_t2t_32', dict(depth=1))

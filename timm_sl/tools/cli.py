@@ -465,6 +465,14 @@ def cmd_kld(args: argparse.Namespace) -> int:
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
         layers[label] = list(measured)
+    if len(layers) == 2:  # a depth of the chart must be one layer in both (CaiT's class attention comes last)
+        (first, names), (second, other) = layers.items()
+        unlike = next((d for d, (a, b) in enumerate(zip(names, other)) if a != b), None)
+        if unlike is not None:
+            raise ValueError(f'--compare-checkpoint {_run_file(args.compare_checkpoint)} does not line up with the '
+                             f'first model depth for depth: depth {unlike + 1} is {names[unlike]} in {first}, '
+                             f'{other[unlike]} in {second}; allowed: models whose attention layers match layer for '
+                             f'layer (the same config; another depth only where the layers it adds come last)')
     floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
     # a row per depth of the deepest model (compared checkpoints may differ in depth: '-' where one has none)
     rows = [[str(d + 1), ' / '.join(dict.fromkeys(names[d] for names in layers.values() if d < len(names)))] +
