@@ -137,10 +137,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
                          'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
     probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
-    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
-                       batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
+    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed, batch_size=args.batch_size,
+                       lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit,
+                       label=_variant(probe))  # what the kwargs make it: 'SL', or the paper's tag (lsa=False: 'S')
     sl, base = results
-    sl.name = _variant(probe)  # what the kwargs make it: 'SL', or the paper's ablation tag (lsa_mask=False: 'ST')
     given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items())
     print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
           f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
