@@ -517,6 +517,11 @@ def test_analysis_commands_say_what_they_cannot_do(tmp_path, capsys):
         'timm-sl receptive-field: --shift-ratio goes with --patch-size; --model measures the model as built; allowed: '
         '--model NAME --model-kwargs shift_ratio=R (what the model is built with), or --patch-size P --shift-ratio R')
     assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'shift_ratio=0.25']) == 0
+    # --model-kwargs / --pretrained with --patch-size were ignored: shift_ratio=0.25 answered with the default's shift
+    for given in (['--model-kwargs', 'shift_ratio=0.25'], ['--pretrained']):
+        assert _exit_message(['receptive-field', '--patch-size', '4', *given]) == (
+            f'timm-sl receptive-field: {given[0]} goes with --model; --patch-size measures a bare patch; allowed: '
+            f'--patch-size P [--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
     assert main(['receptive-field', '--patch-size', '4']) == main(['receptive-field', '--patch-size', '8',
                                                                     '--shift-ratio', '0.25']) == 0
     assert capsys.readouterr().out.splitlines() == [

@@ -548,6 +548,10 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
     elif args.patch_size:
+        if args.model_kwargs is not None or args.pretrained:  # they were ignored: the bare patch answered
+            given = '--model-kwargs' if args.model_kwargs is not None else '--pretrained'
+            raise ValueError(f'{given} goes with --model; --patch-size measures a bare patch; allowed: --patch-size P '
+                             f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
         kernel = stride = args.patch_size
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
         shift = resolve_shift(args.patch_size, ratio)[0]
