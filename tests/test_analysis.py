@@ -856,6 +856,16 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
         with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {image_dir / "1.png"} is one of the input'):
             main([cmd, str(image_dir), '--model', 'sl_vit_32', '--out', str(image_dir / '1.png')])
     assert image.read_bytes() == (image_dir / '0.png').read_bytes() and not built
+    linked = tmp_path / 'linked'  # an image of a linked subfolder: --out through the link replaced it
+    linked.mkdir()
+    (linked / 'in.png').write_bytes(image.read_bytes())
+    (tmp_path / 'folder').mkdir()
+    (tmp_path / 'folder' / 'sub').symlink_to(linked)
+    for cmd in ('attention', 'kld'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {tmp_path / "folder/sub/in.png"} is one of the '
+                                             f'input images'):
+            main([cmd, str(tmp_path / 'folder'), '--model', 'sl_vit_32', '--out', str(tmp_path / 'folder/sub/in.png')])
+    assert (linked / 'in.png').read_bytes() == image.read_bytes() and not built
 
     fresh = tmp_path / 'new.png'  # numbers of an earlier attention: replaced, as its chart is
     assert main(command + [str(fresh), '--heads', 'all']) == 0

@@ -420,10 +420,10 @@ def cmd_temperature(args: argparse.Namespace) -> int:
 
 def _check_out_not_an_input(args: argparse.Namespace) -> None:
     """Before any work: the chart must not replace one of the images it is drawn from."""
+    from timm_sl.tools.analysis import image_files
     out = Path(args.out).resolve()
-    for given in map(Path, args.images):
-        given = given.resolve()
-        if out == given or (given.is_dir() and out.is_file() and given in out.parents):
+    for given in image_files(args.images):  # through links: a folder's linked subfolder, a link to an image
+        if given.resolve() == out:
             raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
                              f'not an input image')
 
