@@ -766,7 +766,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          'numbers)')
     p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
     p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
-    p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
+    p.add_argument('--limit', type=_positive_int, default=None,
+                   help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
     p.set_defaults(func=cmd_demo)
