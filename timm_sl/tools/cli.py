@@ -422,7 +422,8 @@ def _check_out_not_an_input(args: argparse.Namespace) -> None:
     """Before any work: the chart must not replace one of the images it is drawn from."""
     from timm_sl.tools.analysis import image_files
     out = Path(args.out).resolve()
-    for given in image_files(args.images):  # through links: a folder's linked subfolder, a link to an image
+    existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
+    for given in image_files(existing):  # through links: a folder's linked subfolder, a link to an image
         if given.resolve() == out:
             raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
                              f'not an input image')
