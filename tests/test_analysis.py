@@ -856,6 +856,16 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
         with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {image_dir / "1.png"} is one of the input'):
             main([cmd, str(image_dir), '--model', 'sl_vit_32', '--out', str(image_dir / '1.png')])
     assert image.read_bytes() == (image_dir / '0.png').read_bytes() and not built
+    linked = tmp_path / 'linked'  # an image of a linked subfolder: --out through the link replaced it
+    linked.mkdir()
+    (linked / 'in.png').write_bytes(image.read_bytes())
+    (tmp_path / 'folder').mkdir()
+    (tmp_path / 'folder' / 'sub').symlink_to(linked)
+    for cmd in ('attention', 'kld'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: --out {tmp_path / "folder/sub/in.png"} is one of the '
+                                             f'input images'):
+            main([cmd, str(tmp_path / 'folder'), '--model', 'sl_vit_32', '--out', str(tmp_path / 'folder/sub/in.png')])
+    assert (linked / 'in.png').read_bytes() == image.read_bytes() and not built
 
     fresh = tmp_path / 'new.png'  # numbers of an earlier attention: replaced, as its chart is
     assert main(command + [str(fresh), '--heads', 'all']) == 0
@@ -934,6 +944,41 @@ def test_nan_attention_is_not_read_as_uniform_and_is_refused(tmp_path, image_dir
             f'timm-sl {command}: SL (checkpoint {run}) gives NaN / inf in {layer} (its weights hold NaN or inf: a '
             f'diverged run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
         assert not (tmp_path / 'c.png').exists()
+
+
+@pytest.mark.parametrize('command', ['temperature', 'kld', 'attention'])
+def test_every_analysis_takes_the_model_a_checkpoint_recorded(command, tmp_path, image_dir, capsys, figures):
+    """temperature / kld / attention required --model even where the checkpoint's run records it (receptive-field
+    does not): one rule for all; the title names the recorded model."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    images = [] if command == 'temperature' else [str(image_dir)]
+    assert main([command, *images, '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 'c.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, checkpoint run/model_best.pth.tar')
+    with pytest.raises(SystemExit, match=f'^timm-sl {command}: no model to analyse; allowed: --model NAME '):
+        main([command, *images, '--out', str(tmp_path / 'd.png')])
+    assert not (tmp_path / 'd.png').exists()
+
+
+def test_depth_axes_name_their_first_layer(tmp_path, image_dir, figures):
+    """T2T: temperature's depth 1 is the tokenizer's LSA layer, kld's the first block; both axes said 'depth'."""
+    out = str(tmp_path / 'c.png')
+    for command in (['temperature'], ['kld', str(image_dir)]):
+        assert main([*command, '--model', 'sl_t2t_32', '--model-kwargs', 'depth=1', '--out', out]) == 0
+    assert [fig.axes[0].get_xlabel() for fig in figures] == ['depth (1 = patch_embed.stages.0.layer.attn)',
+                                                              'depth (1 = blocks.0.attn)']
+
+
+def test_kld_refuses_compared_checkpoints_whose_layers_do_not_line_up(tmp_path, image_dir, figures):
+    """CaiT of another depth: the chart and table put SL's class attention and the baseline's self-attention at one
+    depth ('blocks_token_only.0.attn / blocks.1.attn'), a comparison of two kinds of layer."""
+    _run_folder(tmp_path / 'sl', 'sl_cait_32', dict(depth=1, depth_token_only=1))
+    _run_folder(tmp_path / 'base', 'sl_cait_32', dict(depth=2, depth_token_only=1, spt=False, lsa=False))
+    with pytest.raises(SystemExit, match=r'^timm-sl kld: --compare-checkpoint base/model_best.pth.tar does not line '
+                                         r'up with the first model depth for depth: depth 2 is '
+                                         r'blocks_token_only.0.attn in SL, blocks.1.attn in baseline; allowed: '):
+        main(['kld', str(image_dir), '--model', 'sl_cait_32', '--checkpoint', str(tmp_path / 'sl'),
+              '--compare-checkpoint', str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')])
+    assert not figures and not (tmp_path / 'k.png').exists()
 
 
 def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsys):

@@ -116,6 +116,30 @@ def test_out_in_a_folder_that_takes_no_file_is_refused_before_any_work(command, 
     assert args.out == str(tmp_path / 'c.png') and not list(tmp_path.iterdir())  # the try leaves nothing behind
 
 
+@pytest.mark.skipif(not os.path.isdir('/proc/self'), reason='needs /proc, a folder nobody can create files in')
+def test_an_out_that_is_a_link_is_checked_where_it_points_before_any_work(tmp_path, capsys, monkeypatch):
+    """``demo --out link.png`` with the link dangling, looping or into /proc trained both models, then failed to save
+    ('[Errno 5] Input/output error', naming no file)."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
+    links = {'dangling.png': tmp_path / 'missing' / 'c.png', 'loop.png': tmp_path / 'loop.png',
+             'proc.png': '/proc/self/c.png'}
+    errors = {'dangling.png': f"is a link to '{tmp_path / 'missing' / 'c.png'}', whose folder does not exist; "
+                              f"allowed: a chart file name, or a link to a file in a folder",
+              'loop.png': 'is a link that loops; allowed: a chart file name, or a link to a file in a folder',
+              'proc.png': "cannot write into folder '/proc/"}
+    for name, target in links.items():
+        (tmp_path / name).symlink_to(target)
+        with pytest.raises(SystemExit) as info:
+            main(['demo', '--out', str(tmp_path / name)])
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and err.count('\n') == 1
+        assert err.startswith('timm-sl demo: error: argument --out: ') and errors[name] in err, err
+    (tmp_path / 'chart.png').write_bytes(b'an earlier chart')
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'chart.png')  # a link to a chart: taken, as the chart is
+    assert build_parser().parse_args(['demo', '--out', str(tmp_path / 'link.png')]).out == str(tmp_path / 'link.png')
+
+
 _SIZE_ALLOWED = 'allowed: sizes above 0 (num_heads, patch_size, dims)'
 
 
@@ -496,6 +520,11 @@ def test_analysis_commands_say_what_they_cannot_do(tmp_path, capsys):
         'timm-sl receptive-field: --shift-ratio goes with --patch-size; --model measures the model as built; allowed: '
         '--model NAME --model-kwargs shift_ratio=R (what the model is built with), or --patch-size P --shift-ratio R')
     assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'shift_ratio=0.25']) == 0
+    # --model-kwargs / --pretrained with --patch-size were ignored: shift_ratio=0.25 answered with the default's shift
+    for given in (['--model-kwargs', 'shift_ratio=0.25'], ['--pretrained']):
+        assert _exit_message(['receptive-field', '--patch-size', '4', *given]) == (
+            f'timm-sl receptive-field: {given[0]} goes with --model; --patch-size measures a bare patch; allowed: '
+            f'--patch-size P [--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
     assert main(['receptive-field', '--patch-size', '4']) == main(['receptive-field', '--patch-size', '8',
                                                                     '--shift-ratio', '0.25']) == 0
     assert capsys.readouterr().out.splitlines() == [

@@ -19,6 +19,18 @@ def test_digits_split_is_real_and_disjoint():
     assert set(map(id, (img for img, _ in train))).isdisjoint(map(id, (img for img, _ in val)))
 
 
+@pytest.mark.parametrize('limit', [20, 40, 100, None])
+def test_digits_split_is_stratified(limit):
+    train, val = load_digits_split(val_fraction=0.2, limit=limit)
+    train_labels, val_labels = [label for _, label in train], [label for _, label in val]
+    assert set(train_labels) == set(range(10))  # every digit is trained on, even with --limit 20
+    per_digit = [val_labels.count(digit) for digit in range(10)]
+    assert max(per_digit) - min(per_digit) <= 1  # the validation split holds each digit equally often (or distinct)
+    if limit is not None:
+        counts = [(train_labels + val_labels).count(digit) for digit in range(10)]
+        assert max(counts) - min(counts) <= 1
+
+
 def _numbers(results):
     return [(r.top1, r.train_loss, r.params) for r in results]
 
@@ -132,16 +144,16 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
 
 
 def _demo_without_training(monkeypatch, top1):
-    """The demo command with both models' runs replaced by ``top1`` per epoch (1437 / 360 images); returns the list
+    """The demo command with both models' runs replaced by ``top1`` per epoch (1438 / 359 images); returns the list
     the charts it draws are appended to."""
     import timm_sl.tools.demo
     from timm_sl.tools.demo import DemoResult
     figures = []
     draw = timm_sl.tools.plot.plot_curves
     monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
-    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda model_name, **kwargs: [
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda model_name, label='SL', **kwargs: [
         DemoResult(name, {}, top1=[list(top1)], train_loss=[[2.3] * len(top1)], train_img_s=[1.], params=1,
-                   train_images=1437, val_images=360) for name in ('SL', 'baseline')])
+                   train_images=1438, val_images=359) for name in (label, 'baseline')])
     return figures
 
 
@@ -159,6 +171,19 @@ def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
     assert ax.get_title().startswith('sl_vit_32, lsa_mask=False, depth=1, ST vs baseline on digits')
 
 
+@pytest.mark.parametrize('kwargs,label', [(['lsa=False'], 'S'), (['spt=False'], 'L'),
+                                          (['lsa_learn_temp=False'], 'SM')])
+def test_demo_progress_lines_name_the_model_its_kwargs_make(kwargs, label, tmp_path, capsys, monkeypatch):
+    """``demo --model-kwargs lsa=False`` (SPT only): table and chart said 'S', its progress lines 'SL seed 0 ...'."""
+    import timm_sl.tools.demo
+    log = io.StringIO()
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, _run=run_demo, **k: _run(*a, **k, stream=log))
+    assert main(['demo', '--epochs', '1', '--limit', '20', '--batch-size', '16', '--model-kwargs', 'depth=1',
+                 'embed_dim=48', 'num_heads=2', *kwargs, '--out', str(tmp_path / 'c.png')]) == 0
+    lines = log.getvalue().splitlines()
+    assert lines[0].startswith(f'{label} seed 0 epoch 1 of 1: ') and lines[1].startswith('baseline seed 0 epoch 1')
+
+
 def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
     """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
     figures = _demo_without_training(monkeypatch, [0., 0.])
@@ -166,7 +191,7 @@ def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsy
     capsys.readouterr()
     ax = figures[0].axes[0]
     assert ax.get_ylim() == (0., 100.)
-    assert ax.get_title().endswith('(seed 0); top-1 of 360 validation images')  # enough images: no smoke-test note
+    assert ax.get_title().endswith('(seed 0); top-1 of 359 validation images')  # enough images: no smoke-test note
     ax.figure.canvas.draw()
     ticks = [float(t.get_text().replace('\u2212', '-')) for t in ax.get_yticklabels()
              if 0. <= t.get_position()[1] <= 100.]

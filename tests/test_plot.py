@@ -251,3 +251,18 @@ def test_percent_curves_at_zero_stay_on_0_to_100(tmp_path):
     assert min(ticks) == 0. and max(ticks) == 100. and all(t >= 0 for t in ticks)
     fig = plot_curves({'SL': [12.5, 37.5]}, str(tmp_path / 'd.png'), y_range=(0., 100.))
     assert fig.axes[0].get_ylim() == (0., 100.)  # 12.5 .. 37.5 is not stretched over the height either
+
+
+def test_long_curve_labels_leave_the_axes_their_width(tmp_path):
+    """``demo --model-kwargs depth=1 embed_dim=48 num_heads=2 lsa_mask=False``: the legend beside the axes took 5/6
+    of the width, the axes a 150 px sliver and the title a column of nine lines."""
+    given = 'sl_vit_32, depth=1, embed_dim=48, num_heads=2, lsa_mask=False'
+    fig = plot_curves({f'ST ({given})': [0., 10.], f'baseline ({given}, spt/lsa off)': [0., 20.]},
+                      str(tmp_path / 'c.png'), title=f'{given}, ST vs baseline on digits', y_range=(0., 100.))
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    axes, legend = ax.get_window_extent(), ax.get_legend().get_window_extent()
+    assert axes.width > 0.75 * fig.bbox.width and legend.y1 < axes.y0  # the legend below the axes, not beside
+    short = plot_curves({'SL': [0., 10.], 'baseline': [0., 20.]}, str(tmp_path / 'd.png'))
+    short.canvas.draw()
+    assert short.axes[0].get_legend().get_window_extent().x0 > short.axes[0].get_window_extent().x1  # beside

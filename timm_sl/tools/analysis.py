@@ -30,8 +30,8 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 from ..layers import LsaMixin
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
-           'capture_attention', 'depth_curve', 'final_attention_map', 'kld_by_depth', 'kld_floor', 'kld_to_uniform',
-           'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
+           'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
+           'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
 
 
 def _heads_first(t: torch.Tensor) -> torch.Tensor:
@@ -418,6 +418,20 @@ def _image_files(folder: Path) -> List[Path]:
     return sorted(files)
 
 
+def image_files(paths: Sequence[str]) -> List[Path]:
+    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`.
+
+    Raises:
+        FileNotFoundError: a path does not exist.
+    """
+    files: List[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise FileNotFoundError(f'{p} does not exist')
+        files += _image_files(p) if p.is_dir() else [p]
+    return files
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
@@ -428,11 +442,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     """
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
-    files: List[Path] = []
-    for p in map(Path, paths):
-        if not p.exists():
-            raise FileNotFoundError(f'{p} does not exist')
-        files += _image_files(p) if p.is_dir() else [p]
+    files = image_files(paths)
     if not files:
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
     config = data_config or resolve_data_config({}, model=model)

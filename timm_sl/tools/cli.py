@@ -137,10 +137,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
                          'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
     probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
-    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed,
-                       batch_size=args.batch_size, lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit)
+    results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed, batch_size=args.batch_size,
+                       lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit,
+                       label=_variant(probe))  # what the kwargs make it: 'SL', or the paper's tag (lsa=False: 'S')
     sl, base = results
-    sl.name = _variant(probe)  # what the kwargs make it: 'SL', or the paper's ablation tag (lsa_mask=False: 'ST')
     given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items())
     print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
           f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
@@ -337,15 +337,26 @@ def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Di
     return loaded[key]
 
 
+def _analysed_model(args: argparse.Namespace, checkpoint: Optional[str] = None, baseline_first: bool = False):
+    """:func:`_analysis_run`, with ``--model`` optional beside ``--checkpoint``: then the model the checkpoint's run
+    recorded, which titles and lines name and a compared checkpoint is built as (as with ``--model`` given)."""
+    if not args.model and not args.checkpoint:
+        raise ValueError('no model to analyse; allowed: --model NAME (random init, --pretrained or a --checkpoint), '
+                         'or --checkpoint FILE alone when its run records its model')
+    model, record = _analysis_run(args, checkpoint, baseline_first)
+    args.model = args.model or record.model
+    return model, record
+
+
 def _runs(args: argparse.Namespace):
     """``[(label, model, run record)]``: the ``--checkpoint`` model (or random init / pretrained), then the
     ``--compare-checkpoint`` one, each labelled by what it is (:func:`_variant`). The flags say "SL" and
     "baseline": where a checkpoint holds something else, one line on stderr says so."""
-    model, record = _analysis_run(args, args.checkpoint)
+    model, record = _analysed_model(args, args.checkpoint)
     runs = [(_variant(model), model, record)]
     if not args.compare_checkpoint:
         return runs
-    compared, compared_record = _analysis_run(args, args.compare_checkpoint, baseline_first=True)
+    compared, compared_record = _analysed_model(args, args.compare_checkpoint, baseline_first=True)
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
@@ -372,11 +383,17 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
+def _depth_axis(first_layer: str) -> str:
+    """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
+    temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
+    return f'depth (1 = {first_layer})'
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
     _require_plotting(args)
-    model, record = _analysis_run(args, args.checkpoint)
+    model, record = _analysed_model(args, args.checkpoint)
     records = temperature_records(model)
     _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
     if not records:
@@ -397,7 +414,8 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
                 title=f'{_model_name(args.model, model)}, {_weights(args)}: learned temperature per depth',
-                y_label="multiplier of QK^T ('temperature'; higher = sharper)", x_label='depth',
+                y_label="multiplier of QK^T ('temperature'; higher = sharper)",
+                x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
@@ -405,10 +423,11 @@ def cmd_temperature(args: argparse.Namespace) -> int:
 
 def _check_out_not_an_input(args: argparse.Namespace) -> None:
     """Before any work: the chart must not replace one of the images it is drawn from."""
+    from timm_sl.tools.analysis import image_files
     out = Path(args.out).resolve()
-    for given in map(Path, args.images):
-        given = given.resolve()
-        if out == given or (given.is_dir() and out.is_file() and given in out.parents):
+    existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
+    for given in image_files(existing):  # through links: a folder's linked subfolder, a link to an image
+        if given.resolve() == out:
             raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
                              f'not an input image')
 
@@ -450,6 +469,14 @@ def cmd_kld(args: argparse.Namespace) -> int:
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
         layers[label] = list(measured)
+    if len(layers) == 2:  # a depth of the chart must be one layer in both (CaiT's class attention comes last)
+        (first, names), (second, other) = layers.items()
+        unlike = next((d for d, (a, b) in enumerate(zip(names, other)) if a != b), None)
+        if unlike is not None:
+            raise ValueError(f'--compare-checkpoint {_run_file(args.compare_checkpoint)} does not line up with the '
+                             f'first model depth for depth: depth {unlike + 1} is {names[unlike]} in {first}, '
+                             f'{other[unlike]} in {second}; allowed: models whose attention layers match layer for '
+                             f'layer (the same config; another depth only where the layers it adds come last)')
     floors = {label: floor for label, floor in floors.items() if max(floor) > 0}  # masked keys: KL cannot reach 0
     # a row per depth of the deepest model (compared checkpoints may differ in depth: '-' where one has none)
     rows = [[str(d + 1), ' / '.join(dict.fromkeys(names[d] for names in layers.values() if d < len(names)))] +
@@ -461,7 +488,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
                 title=f'{_model_name(args.model, model)}, {_weights(args, list(curves))}: attention KL divergence '
                       f'from uniform '
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
-                y_label='mean KL(attention || uniform) (nats)', x_label='depth', y_range=(0., None))
+                y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
+                y_range=(0., None))
     print(f'plot: {args.out}')
     return 0
 
@@ -516,14 +544,18 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                          f'measures the model as built; allowed: --model NAME --model-kwargs shift_ratio=R (what the '
                          f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
-        model, record = _analysis_run(args, args.checkpoint)
+        model, record = _analysed_model(args, args.checkpoint)
         kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{_model_name(args.model or record.model, model)}: first tokenization step kernel {kernel}, ' \
+        what = f'{_model_name(args.model, model)}: first tokenization step kernel {kernel}, ' \
                f'stride {stride}'
         if not shift:
             print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
             return 0
     elif args.patch_size:
+        if args.model_kwargs is not None or args.pretrained:  # they were ignored: the bare patch answered
+            given = '--model-kwargs' if args.model_kwargs is not None else '--pretrained'
+            raise ValueError(f'{given} goes with --model; --patch-size measures a bare patch; allowed: --patch-size P '
+                             f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
         kernel = stride = args.patch_size
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
         shift = resolve_shift(args.patch_size, ratio)[0]
@@ -698,13 +730,23 @@ def _figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
     if path.is_dir():
         raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
+    folder = path.parent
+    if path.is_symlink():  # the chart is written where the link points: that folder is the one to check
+        try:
+            folder = path.resolve().parent
+        except (RuntimeError, OSError):
+            raise argparse.ArgumentTypeError(f'{text!r} is a link that loops; allowed: a chart file name, or a link '
+                                             f'to a file in a folder') from None
+        if not folder.is_dir():
+            raise argparse.ArgumentTypeError(f'{text!r} is a link to {os.readlink(path)!r}, whose folder does not '
+                                             f'exist; allowed: a chart file name, or a link to a file in a folder')
     import tempfile
     try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
-        handle, probe = tempfile.mkstemp(dir=path.parent, prefix='.timm-sl-probe-')
+        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
         os.close(handle)
         os.unlink(probe)
     except OSError as e:
-        raise argparse.ArgumentTypeError(f'cannot write into folder {str(path.parent)!r} of {text!r} '
+        raise argparse.ArgumentTypeError(f'cannot write into folder {str(folder)!r} of {text!r} '
                                          f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
     return text
 
@@ -728,7 +770,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                          'numbers)')
     p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
     p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
-    p.add_argument('--limit', type=_positive_int, default=None, help='use only this many images (quick checks)')
+    p.add_argument('--limit', type=_positive_int, default=None,
+                   help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
     p.set_defaults(func=cmd_demo)
@@ -771,8 +814,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
-    def add_model_source(p: argparse.ArgumentParser, required: bool = True) -> None:
-        p.add_argument('--model', required=required, help='sl_ model name')
+    def add_model_source(p: argparse.ArgumentParser) -> None:
+        p.add_argument('--model', default=None,
+                       help="sl_ model name (with --checkpoint: default, the model its run recorded)")
         source = p.add_mutually_exclusive_group()
         source.add_argument('--checkpoint', default=None, help='train.py checkpoint (neither: random init)')
         source.add_argument('--pretrained', action='store_true', help="the model's pretrained weights")
@@ -803,7 +847,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
-    add_model_source(p, required=False)
+    add_model_source(p)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
     p.add_argument('--shift-ratio', type=float, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "

@@ -13,6 +13,7 @@ __all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_atten
            'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
+LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
 OUT_SUFFIXES = ('.png', '.jpg', '.jpeg', '.pdf', '.svg')
 
 # every chart over epochs counts them as the report and the cards do: from 1
@@ -117,7 +118,11 @@ def plot_curves(
     ax.set_ylabel(y_label)
     if title:
         ax.set_title(title, wrap=True)
-    ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)  # never over the data
+    labels = [line.get_label() for line in ax.get_lines()]
+    if max(map(len, labels), default=0) <= LEGEND_BESIDE:  # never over the data: beside the axes, or below them
+        ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)
+    else:  # long labels (a model's kwargs) beside the axes left them a sliver of the width
+        ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.14), borderaxespad=0., frameon=False)
     fig.savefig(path)
     return fig
 

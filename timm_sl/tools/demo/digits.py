@@ -18,7 +18,11 @@ DIGITS_STD = (0.318, 0.318, 0.318)
 
 def load_digits_split(val_fraction: float = 0.2, seed: int = 0, limit: Optional[int] = None
                       ) -> Tuple[List[Tuple[Image.Image, int]], List[Tuple[Image.Image, int]]]:
-    """Stratified-by-shuffle train / val split of the digits as ``(8x8 PIL image, label)`` pairs.
+    """Stratified train / val split of the digits as ``(8x8 PIL image, label)`` pairs.
+
+    The shuffled images are taken in rounds of one per digit, so ``limit`` images hold every digit equally often
+    (within one) and the validation split (the first ``val_fraction`` of them) holds each digit equally often too,
+    or distinct digits when it is smaller than ten images; the training split then holds every digit.
 
     Raises:
         ImportError: scikit-learn is missing, with the install command.
@@ -32,6 +36,11 @@ def load_digits_split(val_fraction: float = 0.2, seed: int = 0, limit: Optional[
     digits = load_digits()
     pixels = (digits.images / 16. * 255.).round().astype(np.uint8)
     order = np.random.default_rng(seed).permutation(len(pixels))
+    labels = digits.target[order]
+    rank = np.zeros(len(order), dtype=np.int64)  # how many images of the same digit come before, in shuffled order
+    for digit in np.unique(labels):
+        rank[labels == digit] = np.arange(np.count_nonzero(labels == digit))
+    order = order[np.argsort(rank, kind='stable')]  # rounds of one image per digit, each round in shuffled order
     if limit is not None:
         order = order[:limit]
     samples = [(Image.fromarray(pixels[i], mode='L').convert('RGB'), int(digits.target[i])) for i in order]

@@ -131,9 +131,10 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
 
 def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, batch_size: int = 64, lr: float = 1e-3,
              model_kwargs: Optional[Dict[str, Any]] = None, limit: Optional[int] = None,
-             stream: TextIO = sys.stderr, seed: int = 0) -> List[DemoResult]:
+             stream: TextIO = sys.stderr, seed: int = 0, label: str = 'SL') -> List[DemoResult]:
     """Train ``model_name`` (SL) and its baseline with seeds ``seed, ..., seed + seeds - 1``; returns their results
-    (SL first). The same arguments give the same numbers.
+    (SL first). The same arguments give the same numbers. ``label`` names the first model in progress lines and its
+    result: what ``model_kwargs`` make it (``S`` with ``lsa=False``, ``ST`` with ``lsa_mask=False``, ...).
 
     Raises:
         ValueError: ``model_name`` is not an ``sl_`` model (it has no baseline to compare with).
@@ -141,7 +142,7 @@ def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, ba
     model_kwargs = dict(model_kwargs or {})
     baseline_kwargs = check_demo_kwargs(model_name, model_kwargs, limit)
     model_kwargs.pop('num_classes', None)  # the digits' 10, set by train_variant
-    results = [DemoResult('SL', model_kwargs), DemoResult('baseline', {**model_kwargs, **baseline_kwargs})]
+    results = [DemoResult(label, model_kwargs), DemoResult('baseline', {**model_kwargs, **baseline_kwargs})]
     for run_seed in range(seed, seed + seeds):
         for result in results:
             train_variant(result, model_name, run_seed, epochs, batch_size, lr, limit, stream)
