@@ -350,9 +350,14 @@ class RunRecord:
         return {**{k: v for k, v in shaped.items() if v is not None}, **self.model_kwargs}
 
     def arch_kwargs(self) -> Dict[str, Any]:
-        """:meth:`build_kwargs` less train.py's default ``in_chans`` (3): what a Table 2 row or a pretrained tag must
-        match (a run of ``--in-chans 1`` or ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
-        return {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+        """:meth:`build_kwargs` less train.py's default ``in_chans`` (3) and a ``--gp`` that is the model's own pool
+        (``token`` for ``sl_vit_32``): what a Table 2 row or a pretrained tag must match (a run of ``--in-chans 1`` or
+        ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
+        kwargs = {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+        if 'global_pool' in kwargs and 'global_pool' not in self.model_kwargs and self.model:
+            if kwargs['global_pool'] == _own_global_pool(self.model, self.model_kwargs):
+                del kwargs['global_pool']
+        return kwargs
 
     def started_from(self) -> Optional[str]:
         """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
@@ -365,6 +370,18 @@ class RunRecord:
         """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
         for a run started from trained weights, as the paper trained every row from scratch."""
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
+
+
+def _own_global_pool(model: str, model_kwargs: Dict[str, Any]) -> Optional[str]:
+    """The global pool ``model`` builds with ``model_kwargs`` and no ``--gp`` (built without weights, on the meta
+    device); None when it cannot be built."""
+    import timm
+    import torch
+    try:
+        with torch.device('meta'):
+            return getattr(timm.create_model(model, **model_kwargs), 'global_pool', None)
+    except Exception:  # noqa: BLE001 - a model that does not build has no pool of its own to compare with
+        return None
 
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
