@@ -636,6 +636,24 @@ def test_a_run_started_from_trained_weights_is_no_table2_row(start, tmp_path):
         in card and 'the paper trained from scratch)' in card
 
 
+def test_a_run_from_trained_weights_resumed_without_saying_so_is_no_table2_row(tmp_path):
+    """train.py rewrites args.yaml on --resume: a run of --initial-checkpoint resumed without it (its weights come
+    from last.pth.tar) left the start only in the released checkpoint's args, and was carded as 'vit, SL' beside the
+    paper's 94.53 with a pretrained tag."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(initial_checkpoint='/data/in1k.pth', pretrained=False)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(dict(vars(checkpoint['args']), initial_checkpoint='',
+                                                   resume=str(run / 'last.pth.tar'))))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert r.paper_top1 is None and '94.53' not in card
+    assert '| Table 2 row | none (started from --initial-checkpoint /data/in1k.pth; the paper trained from scratch) |' \
+        in card
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""

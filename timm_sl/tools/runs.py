@@ -221,6 +221,8 @@ class RunRecord:
         marker: ``timm-sl reproduce``'s ``done.json`` ({} when there is none).
         sessions: ``timm-sl reproduce``'s ``sessions.json`` since the run's last start from scratch: one per train.py
             session, resumes included ([] when there is none).
+        checkpoint_args: The checkpoint's own ``args`` once :meth:`with_checkpoint` has read them ({} before): those
+            of the session that saved it, where ``args.yaml`` is the last session's (a resume rewrites it).
     """
     checkpoint: Path
     run_dir: Optional[Path] = None
@@ -236,6 +238,7 @@ class RunRecord:
     rows: List[Dict[str, float]] = field(default_factory=list)
     marker: Dict[str, Any] = field(default_factory=dict)
     sessions: List[Dict[str, Any]] = field(default_factory=list)
+    checkpoint_args: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def num_classes(self) -> Optional[int]:
@@ -321,14 +324,15 @@ class RunRecord:
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
-        checkpoint)."""
+        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`."""
+        record = replace(self, checkpoint_args=dict(args or {}))
         if self.model or not (arch or args):
-            return self
+            return record
         model = args.get('model') or arch
         if self.args:  # args.yaml without `model`: its other arguments stand
             kwargs = self.model_kwargs or dict(args.get('model_kwargs') or {})
-            return _described(replace(self, model=model, model_kwargs=kwargs))
-        return _described(replace(self, args=dict(args), model=model,
+            return _described(replace(record, model=model, model_kwargs=kwargs))
+        return _described(replace(record, args=dict(args), model=model,
                                   model_kwargs=dict(args.get('model_kwargs') or {})))
 
     def with_model(self, model: str, model_kwargs: Optional[Dict[str, Any]]) -> 'RunRecord':
@@ -361,10 +365,13 @@ class RunRecord:
 
     def started_from(self) -> Optional[str]:
         """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
-        None."""
-        if self.args.get('initial_checkpoint'):
-            return f'--initial-checkpoint {self.args["initial_checkpoint"]}'
-        return '--pretrained' if self.args.get('pretrained') else None
+        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there)."""
+        for args in (self.args, self.checkpoint_args):
+            if args.get('initial_checkpoint'):
+                return f'--initial-checkpoint {args["initial_checkpoint"]}'
+            if args.get('pretrained'):
+                return '--pretrained'
+        return None
 
     def table2_row(self) -> Optional[Tuple[str, str]]:
         """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
