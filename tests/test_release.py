@@ -596,7 +596,8 @@ def test_a_configuration_the_paper_did_not_train_has_no_paper_number(model, kwar
 def test_a_run_of_train_py_model_arguments_is_no_table2_row_and_no_tag(train_args, built, tmp_path):
     """--in-chans 1 / --gp avg build another model than Table 2's (and than the tag's `sl_vit_32`, which the tag entry
     would have loaded those weights into): was carded as 'vit, SL' with the paper's 94.53 and entered as
-    sl_vit_32.cifar10; a run of --in-chans 3 (train.py's default) still is the row."""
+    sl_vit_32.cifar10; a run of --in-chans 3 (train.py's default) and --gp token (sl_vit_32's own pool) still is the
+    row (--gp token made it no row, no tag)."""
     _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
     run = tmp_path / 'runs' / 'vit-sl-s0'
     checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
@@ -608,10 +609,12 @@ def test_a_run_of_train_py_model_arguments_is_no_table2_row_and_no_tag(train_arg
     card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
     assert r.paper_top1 is None and '94.53' not in card and r.model_kwargs == built
     assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
-    vars(checkpoint['args']).update(in_chans=3, gp=None)
+    vars(checkpoint['args']).update(in_chans=3, gp='token')
     torch.save(checkpoint, run / 'model_best.pth.tar')
     (run / 'args.yaml').write_text(json.dumps(vars(checkpoint['args'])))
     r, = release([tmp_path / 'runs'], tmp_path / 'rel3', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel3' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert '`sl_vit_32` (SPT + LSA)' in card and 'global_pool' not in card.split('\n## ')[0]
     assert r.paper_top1 == 94.53 and list(json.loads((tmp_path / 'rel3' / 'pretrained_entries.json').read_text())) == [
         'sl_vit_32.cifar10']
 
@@ -631,6 +634,24 @@ def test_a_run_started_from_trained_weights_is_no_table2_row(start, tmp_path):
     assert r.paper_top1 is None and '94.53' not in card
     assert f'| Table 2 row | none (started from {"--pretrained" if "pretrained" in start else "--initial-checkpoint"}'\
         in card and 'the paper trained from scratch)' in card
+
+
+def test_a_run_from_trained_weights_resumed_without_saying_so_is_no_table2_row(tmp_path):
+    """train.py rewrites args.yaml on --resume: a run of --initial-checkpoint resumed without it (its weights come
+    from last.pth.tar) left the start only in the released checkpoint's args, and was carded as 'vit, SL' beside the
+    paper's 94.53 with a pretrained tag."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(initial_checkpoint='/data/in1k.pth', pretrained=False)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(dict(vars(checkpoint['args']), initial_checkpoint='',
+                                                   resume=str(run / 'last.pth.tar'))))
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    card = (tmp_path / 'rel' / r.repo_id.split('/')[1] / 'README.md').read_text()
+    assert r.paper_top1 is None and '94.53' not in card
+    assert '| Table 2 row | none (started from --initial-checkpoint /data/in1k.pth; the paper trained from scratch) |' \
+        in card
 
 
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):

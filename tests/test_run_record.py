@@ -691,3 +691,14 @@ def test_analysis_of_a_grey_model_without_run_arguments_reads_images_grey(tmp_pa
             out = tmp_path / f'{command}{i}.png'
             assert main([command, str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--model-kwargs', 'in_chans=1',
                          'depth=1', *checkpoint, '--out', str(out)]) == 0 and out.is_file()
+
+
+def test_a_run_of_tuple_model_kwargs_is_its_own_args_yaml(tmp_path):
+    """train.py keeps --model-kwargs depth=(1,1,1) a tuple in the checkpoint and YAML writes it as a list in args.yaml:
+    the export refused the run's own args.yaml as another run's."""
+    model = _train_run(tmp_path / 'run', 'sl_pit_32', dict(depth=(1, 1, 1)))
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out')]) == 0
+    loaded = timm.create_model(f'local-dir:{tmp_path / "out"}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))

@@ -116,6 +116,16 @@ def build_model(checkpoint: Checkpoint, model_name: str,
 SAME_RUN_KEYS = ('model', 'model_kwargs', 'num_classes', 'dataset', 'in_chans', 'input_size', 'gp')
 
 
+def _as_yaml_writes(value: Any) -> Any:
+    """A checkpoint's argument as ``args.yaml`` holds it: YAML writes a tuple (``--model-kwargs depth=(1,1,1)``)
+    as a list."""
+    if isinstance(value, dict):
+        return {k: _as_yaml_writes(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_yaml_writes(v) for v in value]
+    return value
+
+
 def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
     """Refuse a run folder's ``args.yaml`` that is not the checkpoint's: train.py saves its arguments in both, so a
     model, kwargs, class count or dataset that differ mean another run's file (or one cut short or edited), whose
@@ -131,7 +141,7 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
     for key in SAME_RUN_KEYS:
         if key not in record.args or (key == 'model_kwargs' and 'model' not in record.args and not record.args[key]):
             continue  # an args.yaml without `model` (or kwargs) takes the checkpoint's model and kwargs
-        ours, theirs = record.args[key], saved.get(key)
+        ours, theirs = _as_yaml_writes(record.args[key]), _as_yaml_writes(saved.get(key))
         if key == 'model_kwargs':  # train.py writes {} for none
             ours, theirs = dict(ours or {}), dict(theirs or {})
         if ours is not None and theirs is not None and ours != theirs:

@@ -203,10 +203,11 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
+    checkpoint = read_checkpoint(record.checkpoint)
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args)  # its args: a start from trained weights too
     arch_kwargs = record.arch_kwargs()
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
-    checkpoint = read_checkpoint(record.checkpoint)
     weights = record.weights_result(checkpoint.epoch)
     section = _release_section(record, paper, repo_id, _tag(record.model, arch_kwargs, record.dataset), weights)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,

@@ -221,6 +221,8 @@ class RunRecord:
         marker: ``timm-sl reproduce``'s ``done.json`` ({} when there is none).
         sessions: ``timm-sl reproduce``'s ``sessions.json`` since the run's last start from scratch: one per train.py
             session, resumes included ([] when there is none).
+        checkpoint_args: The checkpoint's own ``args`` once :meth:`with_checkpoint` has read them ({} before): those
+            of the session that saved it, where ``args.yaml`` is the last session's (a resume rewrites it).
     """
     checkpoint: Path
     run_dir: Optional[Path] = None
@@ -236,6 +238,7 @@ class RunRecord:
     rows: List[Dict[str, float]] = field(default_factory=list)
     marker: Dict[str, Any] = field(default_factory=dict)
     sessions: List[Dict[str, Any]] = field(default_factory=list)
+    checkpoint_args: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def num_classes(self) -> Optional[int]:
@@ -321,14 +324,15 @@ class RunRecord:
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
-        checkpoint)."""
+        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`."""
+        record = replace(self, checkpoint_args=dict(args or {}))
         if self.model or not (arch or args):
-            return self
+            return record
         model = args.get('model') or arch
         if self.args:  # args.yaml without `model`: its other arguments stand
             kwargs = self.model_kwargs or dict(args.get('model_kwargs') or {})
-            return _described(replace(self, model=model, model_kwargs=kwargs))
-        return _described(replace(self, args=dict(args), model=model,
+            return _described(replace(record, model=model, model_kwargs=kwargs))
+        return _described(replace(record, args=dict(args), model=model,
                                   model_kwargs=dict(args.get('model_kwargs') or {})))
 
     def with_model(self, model: str, model_kwargs: Optional[Dict[str, Any]]) -> 'RunRecord':
@@ -350,21 +354,41 @@ class RunRecord:
         return {**{k: v for k, v in shaped.items() if v is not None}, **self.model_kwargs}
 
     def arch_kwargs(self) -> Dict[str, Any]:
-        """:meth:`build_kwargs` less train.py's default ``in_chans`` (3): what a Table 2 row or a pretrained tag must
-        match (a run of ``--in-chans 1`` or ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
-        return {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+        """:meth:`build_kwargs` less train.py's default ``in_chans`` (3) and a ``--gp`` that is the model's own pool
+        (``token`` for ``sl_vit_32``): what a Table 2 row or a pretrained tag must match (a run of ``--in-chans 1`` or
+        ``--gp avg`` is neither: the paper trained neither, a tag builds neither)."""
+        kwargs = {k: v for k, v in self.build_kwargs().items() if (k, v) != ('in_chans', 3)}
+        if 'global_pool' in kwargs and 'global_pool' not in self.model_kwargs and self.model:
+            if kwargs['global_pool'] == _own_global_pool(self.model, self.model_kwargs):
+                del kwargs['global_pool']
+        return kwargs
 
     def started_from(self) -> Optional[str]:
         """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
-        None."""
-        if self.args.get('initial_checkpoint'):
-            return f'--initial-checkpoint {self.args["initial_checkpoint"]}'
-        return '--pretrained' if self.args.get('pretrained') else None
+        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there)."""
+        for args in (self.args, self.checkpoint_args):
+            if args.get('initial_checkpoint'):
+                return f'--initial-checkpoint {args["initial_checkpoint"]}'
+            if args.get('pretrained'):
+                return '--pretrained'
+        return None
 
     def table2_row(self) -> Optional[Tuple[str, str]]:
         """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
         for a run started from trained weights, as the paper trained every row from scratch."""
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
+
+
+def _own_global_pool(model: str, model_kwargs: Dict[str, Any]) -> Optional[str]:
+    """The global pool ``model`` builds with ``model_kwargs`` and no ``--gp`` (built without weights, on the meta
+    device); None when it cannot be built."""
+    import timm
+    import torch
+    try:
+        with torch.device('meta'):
+            return getattr(timm.create_model(model, **model_kwargs), 'global_pool', None)
+    except Exception:  # noqa: BLE001 - a model that does not build has no pool of its own to compare with
+        return None
 
 
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
