@@ -365,10 +365,11 @@ class RunRecord:
 
     def started_from(self) -> Optional[str]:
         """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
-        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there)."""
+        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there). The
+        checkpoint by its file name: what is said goes on public cards, this machine's folders do not."""
         for args in (self.args, self.checkpoint_args):
             if args.get('initial_checkpoint'):
-                return f'--initial-checkpoint {args["initial_checkpoint"]}'
+                return f'--initial-checkpoint {Path(str(args["initial_checkpoint"])).name}'
             if args.get('pretrained'):
                 return '--pretrained'
         return None
