@@ -904,6 +904,22 @@ def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys
                                        f'temperature per depth')
 
 
+def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
+    """A train.py --model-ema run folder records its model (args.yaml, the checkpoint's args): its EMA weights were
+    analysed under a title that did not say so, with --model given or taken from the run."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    model = _model('sl_vit_32', dict(depth=1))
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    ema['blocks.0.attn.temperature'].fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'state_dict_ema': ema, 'arch': 'sl_vit_32',
+                'args': dict(model='sl_vit_32', model_kwargs=dict(depth=1))}, tmp_path / 'run' / 'model_best.pth.tar')
+    for named in ['--model', 'sl_vit_32'], []:
+        assert main(['temperature', *named, '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 't.png')]) == 0
+        assert '0.3000' in capsys.readouterr().out
+        assert _title(figures[-1]) == 'sl_vit_32, checkpoint run/model_best.pth.tar (EMA weights): learned ' \
+                                      'temperature per depth'
+
+
 def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path, image_dir, capsys, figures):
     """Each run is built as it recorded: a compared baseline shallower than the first model cut the table to its
     depth (the first model's deeper rows silently gone), a deeper one was an IndexError traceback."""

@@ -232,6 +232,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
         _check_model_name(args, name)
+        if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
+            vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
@@ -245,8 +247,6 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
                 continue
-            if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
-                vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
             return model, record
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
