@@ -914,7 +914,8 @@ def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys
     torch.save({'state_dict': model.state_dict(), 'state_dict_ema': ema, 'arch': 'sl_vit_32',
                 'args': dict(model='sl_vit_32', model_kwargs=dict(depth=1))}, tmp_path / 'run' / 'model_best.pth.tar')
     for named in ['--model', 'sl_vit_32'], []:
-        assert main(['temperature', *named, '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 't.png')]) == 0
+        out = str(tmp_path / 't.png')
+        assert main(['temperature', *named, '--checkpoint', str(tmp_path / 'run'), '--out', out]) == 0
         assert '0.3000' in capsys.readouterr().out
         assert _title(figures[-1]) == 'sl_vit_32, checkpoint run/model_best.pth.tar (EMA weights): learned ' \
                                       'temperature per depth'
