@@ -904,6 +904,23 @@ def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys
                                        f'temperature per depth')
 
 
+@pytest.mark.parametrize('command', ['kld', 'attention', 'temperature', 'receptive-field'])
+def test_another_runs_args_yaml_is_refused_with_model_named(tmp_path, image_dir, command, figures):
+    """A run folder whose args.yaml is another run's (another model, mean / std) was refused with --model left out,
+    but with --model naming the checkpoint's model its images went through that run's data config, silently."""
+    import yaml
+    (tmp_path / 'run').mkdir()
+    model = _model('sl_vit_32', dict(depth=1))
+    torch.save({'state_dict': model.state_dict(), 'arch': 'sl_vit_32',
+                'args': dict(model='sl_vit_32', model_kwargs=dict(depth=1))}, tmp_path / 'run' / 'model_best.pth.tar')
+    (tmp_path / 'run' / 'args.yaml').write_text(yaml.safe_dump(dict(model='sl_vit_64', mean=[0.9] * 3)))
+    images = [str(image_dir)] if command in ('kld', 'attention') else []
+    out = [] if command == 'receptive-field' else ['--out', str(tmp_path / 'c.png')]
+    with pytest.raises(SystemExit, match="args.yaml is not the args.yaml of .*model 'sl_vit_64' there"):
+        main([command, *images, '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+              str(tmp_path / 'run'), *out])
+
+
 def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
     """A train.py --model-ema run folder records its model (args.yaml, the checkpoint's args): its EMA weights were
     analysed under a title that did not say so, with --model given or taken from the run."""

@@ -221,12 +221,13 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
-    from timm_sl.tools.checkpoint import build_model, build_run_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, build_run_model, check_same_run, read_run_checkpoint
     name = args.model
     if name:
         _check_model_name(args, name)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
+        check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
         name = name or record.model
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
