@@ -921,6 +921,22 @@ def test_another_runs_args_yaml_is_refused_with_model_named(tmp_path, image_dir,
               str(tmp_path / 'run'), *out])
 
 
+def test_a_run_of_another_model_is_named_as_the_checkpoints_with_model_left_out(tmp_path):
+    """--model left out: a run of a plain timm model was refused as "unknown model 'vit_tiny_patch16_224' (did you
+    mean sl_vit_tiny?)", a name the user never gave, without the file it came from."""
+    model = timm.create_model('vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, num_classes=10)
+    torch.save({'state_dict': model.state_dict(), 'arch': 'vit_tiny_patch16_224',
+                'args': dict(model='vit_tiny_patch16_224', model_kwargs=dict(img_size=32, patch_size=4, depth=1))},
+               tmp_path / 'plain.pth.tar')
+    checkpoint = str(tmp_path / 'plain.pth.tar')
+    for argv in ['temperature', '--out', str(tmp_path / 't.png')], ['receptive-field']:
+        with pytest.raises(SystemExit) as info:
+            main([*argv, '--checkpoint', checkpoint])
+        assert str(info.value) == (f"timm-sl {argv[0]}: {checkpoint} records model 'vit_tiny_patch16_224' (its run), "
+                                   f"not an sl_ model; allowed: a checkpoint of an sl_ model or slify, or --model "
+                                   f"NAME for the model its weights fit")
+
+
 def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
     """A train.py --model-ema run folder records its model (args.yaml, the checkpoint's args): its EMA weights were
     analysed under a title that did not say so, with --model given or taken from the run."""

@@ -232,6 +232,9 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
+        if not args.model and name != 'slify' and name not in _register_models():  # the run's, not the user's
+            raise ValueError(f'{checkpoint} records model {name!r} (its run), not an sl_ model; allowed: a '
+                             f'checkpoint of an sl_ model or slify, or --model NAME for the model its weights fit')
         _check_model_name(args, name)
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
