@@ -937,6 +937,20 @@ def test_a_run_of_another_model_is_named_as_the_checkpoints_with_model_left_out(
                                    f"NAME for the model its weights fit")
 
 
+def test_model_kwargs_beside_a_slify_run_keep_its_base(tmp_path, capsys, figures):
+    """--model-kwargs beside a slify run's checkpoint kept the run's SPT / LSA switches but dropped its base: every
+    such call failed with "base=None is invalid ... e.g. --model-kwargs base=vit_small_patch16_224", another model."""
+    kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1)
+    model = timm.create_model('slify', num_classes=10, **kwargs)
+    model.blocks[0].attn.temperature.data.fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': dict(model='slify', model_kwargs=kwargs)},
+               tmp_path / 'slify.pth.tar')
+    assert main(['temperature', '--checkpoint', str(tmp_path / 'slify.pth.tar'), '--model-kwargs', 'img_size=32',
+                 'patch_size=4', 'depth=1', '--out', str(tmp_path / 't.png')]) == 0
+    assert '0.3000' in capsys.readouterr().out
+    assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), checkpoint ')
+
+
 def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
     """A train.py --model-ema run folder records its model (args.yaml, the checkpoint's args): its EMA weights were
     analysed under a title that did not say so, with --model given or taken from the run."""

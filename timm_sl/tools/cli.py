@@ -212,9 +212,10 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     or a train.py checkpoint (``--model``, else the model its run recorded).
 
     A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
-    those, plus the SPT/LSA switches the run recorded unless they set them). One that records none is built as
-    whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state dict fits strictly
-    (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with ``baseline_first``.
+    those, plus the SPT/LSA switches and slify's ``base`` the run recorded unless they set them). One that records
+    none is built as whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state
+    dict fits strictly (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with
+    ``baseline_first``.
     What the model is comes from the model built (:func:`_variant`), never from the flag that named the file.
     """
     kwargs = dict(args.model_kwargs or {})
@@ -239,7 +240,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
-            switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
+            kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
+            switches = {k: v for k, v in record.model_kwargs.items() if k in kept}
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             return build_run_model(run, loaded)[0].eval(), record
         baseline = {**kwargs, **_baseline_kwargs(name)}
