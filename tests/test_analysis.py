@@ -904,6 +904,70 @@ def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys
                                        f'temperature per depth')
 
 
+@pytest.mark.parametrize('command', ['kld', 'attention', 'temperature', 'receptive-field'])
+def test_another_runs_args_yaml_is_refused_with_model_named(tmp_path, image_dir, command, figures):
+    """A run folder whose args.yaml is another run's (another model, mean / std) was refused with --model left out,
+    but with --model naming the checkpoint's model its images went through that run's data config, silently."""
+    import yaml
+    (tmp_path / 'run').mkdir()
+    model = _model('sl_vit_32', dict(depth=1))
+    torch.save({'state_dict': model.state_dict(), 'arch': 'sl_vit_32',
+                'args': dict(model='sl_vit_32', model_kwargs=dict(depth=1))}, tmp_path / 'run' / 'model_best.pth.tar')
+    (tmp_path / 'run' / 'args.yaml').write_text(yaml.safe_dump(dict(model='sl_vit_64', mean=[0.9] * 3)))
+    images = [str(image_dir)] if command in ('kld', 'attention') else []
+    out = [] if command == 'receptive-field' else ['--out', str(tmp_path / 'c.png')]
+    with pytest.raises(SystemExit, match="args.yaml is not the args.yaml of .*model 'sl_vit_64' there"):
+        main([command, *images, '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+              str(tmp_path / 'run'), *out])
+
+
+def test_a_run_of_another_model_is_named_as_the_checkpoints_with_model_left_out(tmp_path):
+    """--model left out: a run of a plain timm model was refused as "unknown model 'vit_tiny_patch16_224' (did you
+    mean sl_vit_tiny?)", a name the user never gave, without the file it came from."""
+    model = timm.create_model('vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, num_classes=10)
+    torch.save({'state_dict': model.state_dict(), 'arch': 'vit_tiny_patch16_224',
+                'args': dict(model='vit_tiny_patch16_224', model_kwargs=dict(img_size=32, patch_size=4, depth=1))},
+               tmp_path / 'plain.pth.tar')
+    checkpoint = str(tmp_path / 'plain.pth.tar')
+    for argv in ['temperature', '--out', str(tmp_path / 't.png')], ['receptive-field']:
+        with pytest.raises(SystemExit) as info:
+            main([*argv, '--checkpoint', checkpoint])
+        assert str(info.value) == (f"timm-sl {argv[0]}: {checkpoint} records model 'vit_tiny_patch16_224' (its run), "
+                                   f"not an sl_ model; allowed: a checkpoint of an sl_ model or slify, or --model "
+                                   f"NAME for the model its weights fit")
+
+
+def test_model_kwargs_beside_a_slify_run_keep_its_base(tmp_path, capsys, figures):
+    """--model-kwargs beside a slify run's checkpoint kept the run's SPT / LSA switches but dropped its base: every
+    such call failed with "base=None is invalid ... e.g. --model-kwargs base=vit_small_patch16_224", another model."""
+    kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1)
+    model = timm.create_model('slify', num_classes=10, **kwargs)
+    model.blocks[0].attn.temperature.data.fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': dict(model='slify', model_kwargs=kwargs)},
+               tmp_path / 'slify.pth.tar')
+    assert main(['temperature', '--checkpoint', str(tmp_path / 'slify.pth.tar'), '--model-kwargs', 'img_size=32',
+                 'patch_size=4', 'depth=1', '--out', str(tmp_path / 't.png')]) == 0
+    assert '0.3000' in capsys.readouterr().out
+    assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), checkpoint ')
+
+
+def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
+    """A train.py --model-ema run folder records its model (args.yaml, the checkpoint's args): its EMA weights were
+    analysed under a title that did not say so, with --model given or taken from the run."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    model = _model('sl_vit_32', dict(depth=1))
+    ema = {k: v.clone() for k, v in model.state_dict().items()}
+    ema['blocks.0.attn.temperature'].fill_(0.3)
+    torch.save({'state_dict': model.state_dict(), 'state_dict_ema': ema, 'arch': 'sl_vit_32',
+                'args': dict(model='sl_vit_32', model_kwargs=dict(depth=1))}, tmp_path / 'run' / 'model_best.pth.tar')
+    for named in ['--model', 'sl_vit_32'], []:
+        out = str(tmp_path / 't.png')
+        assert main(['temperature', *named, '--checkpoint', str(tmp_path / 'run'), '--out', out]) == 0
+        assert '0.3000' in capsys.readouterr().out
+        assert _title(figures[-1]) == 'sl_vit_32, checkpoint run/model_best.pth.tar (EMA weights): learned ' \
+                                      'temperature per depth'
+
+
 def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path, image_dir, capsys, figures):
     """Each run is built as it recorded: a compared baseline shallower than the first model cut the table to its
     depth (the first model's deeper rows silently gone), a deeper one was an IndexError traceback."""

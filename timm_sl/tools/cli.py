@@ -212,28 +212,36 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     or a train.py checkpoint (``--model``, else the model its run recorded).
 
     A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
-    those, plus the SPT/LSA switches the run recorded unless they set them). One that records none is built as
-    whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state dict fits strictly
-    (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with ``baseline_first``.
+    those, plus the SPT/LSA switches and slify's ``base`` the run recorded unless they set them). One that records
+    none is built as whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state
+    dict fits strictly (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with
+    ``baseline_first``.
     What the model is comes from the model built (:func:`_variant`), never from the flag that named the file.
     """
     kwargs = dict(args.model_kwargs or {})
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
-    from timm_sl.tools.checkpoint import build_model, build_run_model, read_run_checkpoint
+    from timm_sl.tools.checkpoint import build_model, build_run_model, check_same_run, read_run_checkpoint
     name = args.model
     if name:
         _check_model_name(args, name)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
+        check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
         name = name or record.model
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
+        if not args.model and name != 'slify' and name not in _register_models():  # the run's, not the user's
+            raise ValueError(f'{checkpoint} records model {name!r} (its run), not an sl_ model; allowed: a '
+                             f'checkpoint of an sl_ model or slify, or --model NAME for the model its weights fit')
         _check_model_name(args, name)
+        if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
+            vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
-            switches = {k: v for k, v in record.model_kwargs.items() if k in SL_ARG_NAMES + ('spt_pool',)}
+            kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
+            switches = {k: v for k, v in record.model_kwargs.items() if k in kept}
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             return build_run_model(run, loaded)[0].eval(), record
         baseline = {**kwargs, **_baseline_kwargs(name)}
@@ -245,8 +253,6 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
                 continue
-            if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
-                vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
             return model, record
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
