@@ -41,6 +41,15 @@ def test_curves_over_epochs_count_from_one_and_say_so(tmp_path):
     assert ax.get_xlabel() == "epoch (from 1; train.py's summary.csv counts from 0)"
 
 
+def test_many_depths_get_no_tick_where_there_is_no_depth(tmp_path):
+    """CaiT's 26 depths: the x-axis had ticks at 0 and 27, depths that do not exist."""
+    fig = plot_curves({'SL': [float(i) for i in range(26)]}, str(tmp_path / 'k.png'), x_label='depth', x_start=1)
+    ax = fig.axes[0]
+    low, high = ax.get_xlim()
+    shown = [t for t in ax.get_xticks() if low <= t <= high]
+    assert shown and min(shown) >= 1 and max(shown) <= 26
+
+
 def test_curve_legend_is_off_the_data_and_coinciding_series_stay_visible(tmp_path):
     temps = {name: [0.25] * 9 for name in ('learned', 'min head', 'max head', 'fixed')}
     fig = plot_curves(temps, str(tmp_path / 't.png'), title='sl_vit_32, RANDOM INIT: temperature')

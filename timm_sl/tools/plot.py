@@ -112,6 +112,7 @@ def plot_curves(
     else:
         from matplotlib.ticker import MaxNLocator
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlim(x_start - 0.5, x_start + steps - 0.5)  # no tick where there is no epoch / depth (0, last + 1)
     _plain_ticks(ax.yaxis)
     ax.grid(True, color='0.9')
     ax.set_xlabel(x_label)
