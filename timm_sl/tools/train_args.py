@@ -19,8 +19,7 @@ from .errors import first_line
 from .paper import DATASETS
 
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
-           'format_recipe',
-           'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
+           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
            'expand_abbreviations', 'train_script_default']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
@@ -214,13 +213,20 @@ def read_recipe(path: Union[str, Path]) -> Dict[str, Any]:
     return recipe
 
 
-def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
-    """``{option string: dest}`` of every ``add_argument`` call in a train.py's source (read with :mod:`ast`, not
-    run; a positional argument's name maps to itself), or None when the source has no such call or one whose names
-    are not plain strings (a ``for`` loop over strings is followed): then what it accepts is not known."""
+def _source_tree(script: Union[str, Path]) -> Optional[ast.AST]:
+    """A train.py's source parsed with :mod:`ast` (never run: the script may train when imported), or None."""
     try:
-        tree = ast.parse(Path(script).read_bytes())
+        return ast.parse(Path(script).read_bytes())
     except (SyntaxError, ValueError, OSError):
+        return None
+
+
+def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
+    """``{option string: dest}`` of every ``add_argument`` call in a train.py's source (:func:`_source_tree`; a
+    positional argument's name maps to itself), or None when the source has no such call or one whose names are not
+    plain strings (a ``for`` loop over strings is followed): then what it accepts is not known."""
+    tree = _source_tree(script)
+    if tree is None:
         return None
     options: Dict[str, str] = {}
     known = True
@@ -259,13 +265,10 @@ def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
 
 
 def train_script_default(script: Union[str, Path], option: str) -> Any:
-    """The ``default=`` of ``option`` in a train.py's source (read with :mod:`ast`, not run) when it is a constant;
-    None when the source gives none or it is not known."""
-    try:
-        tree = ast.parse(Path(script).read_bytes())
-    except (SyntaxError, ValueError, OSError):
-        return None
-    for node in ast.walk(tree):
+    """The ``default=`` of ``option`` in a train.py's source (:func:`_source_tree`) when it is a constant; None when
+    the source gives none or it is not known."""
+    tree = _source_tree(script)
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'add_argument' \
                 and any(isinstance(a, ast.Constant) and a.value == option for a in node.args):
             default = next((k.value for k in node.keywords if k.arg == 'default'), None)
