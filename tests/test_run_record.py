@@ -702,3 +702,28 @@ def test_a_run_of_tuple_model_kwargs_is_its_own_args_yaml(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+@pytest.mark.parametrize('model,kwargs,in_yaml,says', [
+    ('sl_swin_32', {}, dict(gp='max'), "builds global_pool='max' there, its default global_pool in the checkpoint"),
+    ('sl_vit_32', dict(lsa_mask=False), dict(model_kwargs=None),
+     "builds its default lsa_mask there, lsa_mask=False in the checkpoint"),
+], ids=['resumed-with-gp', 'kwargs-left-out'])
+def test_an_args_yaml_that_builds_another_model_than_the_checkpoints_is_refused(model, kwargs, in_yaml, says, tmp_path,
+                                                                                capsys):
+    """train.py rewrites args.yaml on --resume: a run of sl_swin_32 resumed with --gp max (its weights fit either
+    pool) left args.yaml saying max beside a best checkpoint trained and scored with avg pooling, and export / release
+    built the max-pool model for those weights, silently (an argument set in one file and unset in the other was not
+    compared); so did an args.yaml without its model_kwargs (lsa_mask=False has no weights of its own)."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, model, kwargs, gp=None, dataset='torch/cifar10')
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps({k: v for k, v in dict(args, **in_yaml).items() if v is not None}))
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+        err = _fails(argv, capsys)
+        assert err.startswith(f'timm-sl {argv[0]}: {run / "args.yaml"} is not the args.yaml of '
+                              f'{run / "model_best.pth.tar"} ({says}; resumed with another') and 'allowed' in err, err
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
+    (run / 'args.yaml').write_text(json.dumps(dict(args, gp='avg' if model == 'sl_swin_32' else None)))
+    assert main(['export', str(run), '--out', str(tmp_path / 'o')]) == 0  # its own pool named: the same model
