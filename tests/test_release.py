@@ -654,6 +654,31 @@ def test_a_run_from_trained_weights_resumed_without_saying_so_is_no_table2_row(t
         in card
 
 
+@pytest.mark.parametrize('resumed', [False, True], ids=['recorded', 'resumed-without-saying-so'])
+def test_a_fine_tuned_run_is_named_and_tagged_as_fine_tuned(resumed, tmp_path):
+    """A run of --initial-checkpoint was released as sl_vit_32.sl-cifar10-s0 with the tag sl_vit_32.cifar10 (the
+    card: 'timm.create_model("sl_vit_32.cifar10", pretrained=True) loads these weights'), the name and tag of the
+    paper's from-scratch row: a fine-tuned run that scored better took the tag from the from-scratch run of the same
+    model and dataset."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    _run(tmp_path, 'vit-sl-ft-s0', {}, [40., 90.])
+    run = tmp_path / 'runs' / 'vit-sl-ft-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(initial_checkpoint='/data/in1k.pth')
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    in_yaml = dict(initial_checkpoint='', resume=str(run / 'last.pth.tar')) if resumed else {}
+    (run / 'args.yaml').write_text(json.dumps(dict(vars(checkpoint['args']), **in_yaml)))
+    lines = []
+    tuned, scratch = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lines.append)
+    assert (scratch.repo_id, tuned.repo_id) == ('o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-ft-cifar10-s0')
+    assert tuned.started_from == '--initial-checkpoint in1k.pth' and scratch.started_from is None
+    entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
+    assert {tag: e['hf_hub_id'] for tag, e in entries.items()} == {
+        'sl_vit_32.cifar10': scratch.repo_id, 'sl_vit_32.ft_cifar10': tuned.repo_id}
+    card = (tmp_path / 'rel' / 'sl_vit_32.sl-ft-cifar10-s0' / 'README.md').read_text()
+    assert 'timm.create_model("sl_vit_32.ft_cifar10", pretrained=True)' in card and '"sl_vit_32.cifar10"' not in card
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""

@@ -66,6 +66,7 @@ class Released:
     pushed: Optional[str] = None
     weights_epoch: Optional[int] = None
     weights_top1: Optional[float] = None
+    started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -95,7 +96,9 @@ def repo_name(pattern: str, record: RunRecord) -> str:
             Hub does not accept.
     """
     check_name_pattern(pattern)
-    fields = dict(model=record.model, family=record.family, variant=record.variant,
+    # a run started from trained weights is no Table 2 row of its kwargs: its name says it was fine-tuned
+    variant = f'{record.variant}-ft' if record.started_from() else record.variant
+    fields = dict(model=record.model, family=record.family, variant=variant,
                   dataset=record.dataset, seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
@@ -156,12 +159,15 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     return lines
 
 
-def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Optional[str]:
-    """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs), else None."""
+def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None
+         ) -> Optional[str]:
+    """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs) trained from
+    scratch, ``MODEL.ft_DATASET`` (timm's way of saying fine-tuned on DATASET) for one started from trained weights,
+    else None."""
     arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
     if arch or not dataset or not model.startswith('sl_'):
         return None
-    return f'{model}.{dataset.replace("-", "")}'
+    return f'{model}.{"ft_" if started_from else ""}{dataset.replace("-", "")}'
 
 
 def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunRecord:
@@ -176,7 +182,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    if not record.model:  # an args.yaml without `model`: the checkpoint's (export does the same)
+    # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
+    # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
+    if not record.model or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
         record = record.with_checkpoint(loaded.arch, loaded.args)
     unfinished = record.unfinished()
@@ -209,7 +217,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
-    section = _release_section(record, paper, repo_id, _tag(record.model, arch_kwargs, record.dataset), weights)
+    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from())
+    section = _release_section(record, paper, repo_id, tag, weights)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
@@ -217,7 +226,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
-        weights_epoch=weights['epoch'], weights_top1=weights['top1'])
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from())
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
@@ -259,7 +268,7 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
 
     best: Dict[str, Released] = {}
     for r in released:
-        tag = _tag(r.model, r.model_kwargs, r.dataset)
+        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from)
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
