@@ -727,3 +727,32 @@ def test_an_args_yaml_that_builds_another_model_than_the_checkpoints_is_refused(
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
     (run / 'args.yaml').write_text(json.dumps(dict(args, gp='avg' if model == 'sl_swin_32' else None)))
     assert main(['export', str(run), '--out', str(tmp_path / 'o')]) == 0  # its own pool named: the same model
+
+
+@pytest.mark.parametrize('last,says', [
+    (dict(world_size=1, batch_size=512), 'the session that saved these weights trained on 4 processes x batch_size 128 '
+     '= global batch 512, its last session (whose arguments the recipe above gives) on 1 process x batch_size 512 = '
+     'global batch 512;'),
+    (dict(world_size=2, batch_size=128), 'the session that saved these weights trained on 4 processes x batch_size 128 '
+     '= global batch 512, its last session (whose arguments the recipe above gives) on 2 processes x batch_size 128 = '
+     'global batch 256;'),
+], ids=['another-batch-one-process', 'fewer-processes'])
+def test_card_of_a_run_resumed_with_another_batch_or_process_count_says_each(last, says, tmp_path):
+    """A run of 4 processes x 128 resumed on one process with --batch-size 512 (args.yaml is the last session's, the
+    process count the checkpoint's) was carded 'the global batch was 4 x batch_size = 2048', a batch no session
+    trained with; resumed on 2 processes, 'Trained on 4 processes' for the whole run."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(world_size=4, distributed=True)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    vars(checkpoint['args']).update(last)
+    torch.save(checkpoint, run / 'last.pth.tar')
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=last['batch_size'])))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert f'The run was resumed with another batch: {says} no one train.py run' in card
+    assert 'Trained on' not in card and '2048' not in card
+    (run / 'last.pth.tar').write_bytes(b'')  # cannot be read: the last session's processes are not known
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert ('Trained on' in card) == (last['batch_size'] == 128)
