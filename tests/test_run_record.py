@@ -756,3 +756,18 @@ def test_card_of_a_run_resumed_with_another_batch_or_process_count_says_each(las
     (run / 'last.pth.tar').write_bytes(b'')  # cannot be read: the last session's processes are not known
     card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
     assert ('Trained on' in card) == (last['batch_size'] == 128)
+
+
+@pytest.mark.parametrize('start,says', [
+    (dict(initial_checkpoint='/home/me/in1k.pth'), '--initial-checkpoint in1k.pth'), (dict(pretrained=True),
+                                                                                     '--pretrained')])
+def test_export_card_of_a_fine_tuned_run_says_so(start, says, tmp_path):
+    """The card's recipe leaves out --initial-checkpoint (a path of this machine): an exported run fine-tuned from
+    ImageNet weights was carded 'trained with timm's train.py', as if from scratch, with nothing saying otherwise."""
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1), **start)
+    card = (export_checkpoint(tmp_path / 'run', None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert f"(Lee, Lee & Song, 2021), fine-tuned from trained weights ({says}), not trained from scratch, with " \
+           f"timm's train.py" in card and '/home/me' not in card
+    _train_run(tmp_path / 'run2', 'sl_vit_32', dict(depth=1))
+    card = (export_checkpoint(tmp_path / 'run2', None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert "(Lee, Lee & Song, 2021), trained with timm's train.py" in card and 'fine-tuned from' not in card

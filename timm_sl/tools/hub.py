@@ -158,10 +158,12 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     arch = {k: v for k, v in record.arch_kwargs().items() if k != 'num_classes'}  # --in-chans 1 / --gp named too
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
+    start = record.started_from()  # the recipe leaves out --initial-checkpoint (a path): said here
+    trained = f'fine-tuned from trained weights ({start}), not trained from scratch,' if start else 'trained'
     lines = [
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
-        " Song, 2021), trained with timm's train.py and exported with `timm-sl export`.", '',
+        f" Song, 2021), {trained} with timm's train.py and exported with `timm-sl export`.", '',
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
