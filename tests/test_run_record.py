@@ -771,3 +771,13 @@ def test_export_card_of_a_fine_tuned_run_says_so(start, says, tmp_path):
     _train_run(tmp_path / 'run2', 'sl_vit_32', dict(depth=1))
     card = (export_checkpoint(tmp_path / 'run2', None, tmp_path / 'out2')[0] / 'README.md').read_text()
     assert "(Lee, Lee & Song, 2021), trained with timm's train.py" in card and 'fine-tuned from' not in card
+
+
+def test_a_start_from_pretrained_path_names_that_file():
+    """train.py --pretrained --pretrained-path FILE loads FILE as the pretrained weights: the card said 'started from
+    --pretrained', the model's own published weights."""
+    from timm_sl.tools.runs import RunRecord
+    record = RunRecord(Path('c.pth'), args=dict(pretrained=True, pretrained_path='/home/me/my weights.safetensors'))
+    assert record.started_from() == '--pretrained --pretrained-path my weights.safetensors'
+    assert RunRecord(Path('c.pth'), args=dict(pretrained=True, pretrained_path=None)).started_from() == '--pretrained'
+    assert RunRecord(Path('c.pth'), args=dict(pretrained=False, pretrained_path='/x.pth')).started_from() is None

@@ -364,14 +364,16 @@ class RunRecord:
         return kwargs
 
     def started_from(self) -> Optional[str]:
-        """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
-        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there). The
-        checkpoint by its file name: what is said goes on public cards, this machine's folders do not."""
+        """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``, with its
+        ``--pretrained-path``), else None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them
+        keeps them only there). A file by its name: what is said goes on public cards, this machine's folders do
+        not."""
         for args in (self.args, self.checkpoint_args):
             if args.get('initial_checkpoint'):
                 return f'--initial-checkpoint {Path(str(args["initial_checkpoint"])).name}'
-            if args.get('pretrained'):
-                return '--pretrained'
+            if args.get('pretrained'):  # from --pretrained-path's file where given, not the model's own weights
+                path = args.get('pretrained_path')
+                return '--pretrained' + (f' --pretrained-path {Path(str(path)).name}' if path else '')
         return None
 
     def table2_row(self) -> Optional[Tuple[str, str]]:
