@@ -781,3 +781,18 @@ def test_a_start_from_pretrained_path_names_that_file():
     assert record.started_from() == '--pretrained --pretrained-path my weights.safetensors'
     assert RunRecord(Path('c.pth'), args=dict(pretrained=True, pretrained_path=None)).started_from() == '--pretrained'
     assert RunRecord(Path('c.pth'), args=dict(pretrained=False, pretrained_path='/x.pth')).started_from() is None
+
+
+def test_card_of_a_run_resumed_with_another_lr_says_what_the_weights_trained_with(tmp_path):
+    """train.py rewrites args.yaml on --resume: a run whose best epoch trained with --lr 0.001, resumed with --lr 0.003
+    and --smoothing 0.2, was carded with the recipe `lr: 0.003`, `smoothing: 0.2` alone, as if one run of it had
+    trained these weights."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), smoothing=0.1, workers=4, batch_size=128)
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, workers=8, resume='x')))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+            "`smoothing: 0.1`, where the recipe above gives its last session's;") in card and 'workers' not in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=None, workers=8)))  # train.py fills in an unset lr
+    assert 'resumed with' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()

@@ -121,6 +121,31 @@ def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any) -
             + f'{total}; one process running this recipe trains with a {world} times smaller batch.', '']
 
 
+# arguments a resumed session may not share with the one that saved the weights but that another line says (the
+# batch, extended epochs), that check_same_run compares (the model's), or that train.py fills in when unset
+_SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 'model_kwargs', 'num_classes', 'in_chans',
+                           'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
+
+
+def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> List[str]:
+    """The recipe arguments the last session (``args.yaml``) gave otherwise than the session that saved the weights
+    (``saved``: the checkpoint's args), as a card's sentence ([] for none): the recipe is the last session's."""
+    def norm(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    if not saved:
+        return []
+    keys = {*recipe_args(record.args, defaults), *recipe_args(saved, defaults)} - _SESSION_SKIP
+    differ = [k for k in sorted(keys) if k in saved and record.args.get(k) not in (None, '')
+              and norm(saved[k]) != norm(record.args.get(k))]
+    if not differ:
+        return []
+    said = ', '.join(f'`{k}: {saved[k]!r}`' for k in differ)
+    return [f'The run was resumed with other arguments: the session that saved these weights trained with {said}, '
+            f'where the recipe above gives its last session\'s; no one train.py run of this recipe reproduces these '
+            f'weights.', '']
+
+
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
                     saved: Optional[Dict[str, Any]] = None, last_world: Any = None) -> List[str]:
     """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
@@ -128,6 +153,7 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
     if not record.args:
         return []
     ddp = _batch_sections(record, dict(saved or {}), last_world)
+    ddp += _other_session_args(record, dict(saved or {}), train_defaults)
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
