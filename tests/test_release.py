@@ -754,3 +754,16 @@ def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
     assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
     assert said[0] == (f'skipped: {failed} holds an args.yaml but no model_best.pth.tar or last.pth.tar (a run that '
                        f'failed before its first checkpoint, or whose checkpoints were moved)')
+
+
+@pytest.mark.parametrize('pattern', ['release.json', 'Release_Manifest.json', 'pretrained_entries.json'])
+def test_a_name_pattern_that_names_a_file_release_writes_is_refused_before_writing(pattern, tmp_path, capsys):
+    """--name-pattern release.json exported the run into the folder OUT/release.json, then failed writing the file of
+    that name with 'relA/release.json: is a directory' (a half release, and a reason that named no option)."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out), '--name-pattern', pattern],
+                  capsys) == (f"timm-sl release: --name-pattern {pattern!r} names {tmp_path / 'runs' / 'vit-sl-s0'} "
+                              f"{pattern!r}, a file release writes in --out; allowed: a pattern that names no file of "
+                              f"release.json, pretrained_entries.json, release_manifest.json")
+    assert not out.exists()

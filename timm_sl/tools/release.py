@@ -36,6 +36,7 @@ __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
 NAME_FIELDS = ('model', 'family', 'variant', 'dataset', 'seed', 'run')  # what --name-pattern may use
 MANIFEST = 'release_manifest.json'  # in --out: the sha256 of every file release wrote there
+OWN_FILES = ('release.json', 'pretrained_entries.json', MANIFEST)  # what release writes in --out beside the folders
 # the fields a pretrained tag entry takes from the exported pretrained_cfg
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
 
@@ -312,6 +313,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     names = [repo_name(name_pattern, record) for record in records]
     first: Dict[str, RunRecord] = {}
     for record, name in zip(records, names):  # the Hub's names ignore case: Run1 and run1 are one repository
+        if name.lower() in OWN_FILES:  # its folder would take the place of the file
+            raise ValueError(f'--name-pattern {name_pattern!r} names {record.run_dir} {name!r}, a file release '
+                             f'writes in --out; allowed: a pattern that names no file of {", ".join(OWN_FILES)}')
         other = first.setdefault(name.lower(), record)
         if other is not record:
             raise ValueError(f'--name-pattern {name_pattern!r} names both {other.run_dir} and {record.run_dir} '
