@@ -767,3 +767,18 @@ def test_a_name_pattern_that_names_a_file_release_writes_is_refused_before_writi
                               f"{pattern!r}, a file release writes in --out; allowed: a pattern that names no file of "
                               f"release.json, pretrained_entries.json, release_manifest.json")
     assert not out.exists()
+
+
+def test_label_names_that_do_not_fit_one_of_the_runs_are_refused_before_writing(tmp_path, capsys):
+    """Runs of 3 and 4 classes released with 3 --label-names: the first was exported (and recorded), then the second
+    failed: a half release; each run is now held against the names before anything is written."""
+    _run(tmp_path, 'a', {}, [40., 50.], classes=3)
+    _run(tmp_path, 'b', {}, [40., 50.], classes=4, seed=1)
+    (tmp_path / 'labels.txt').write_text('cat\ndog\nfox\n')
+    out = tmp_path / 'rel'
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out), '--label-names',
+                   str(tmp_path / 'labels.txt')], capsys) == (
+        f'timm-sl release: 3 label names given but {tmp_path / "runs" / "b"} has 4 classes (its args.yaml); allowed: '
+        f'--label-names with one name per class of every run released (release runs of other class counts one at a '
+        f'time)')
+    assert not out.exists()

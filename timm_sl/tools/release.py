@@ -291,7 +291,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             ``out`` release did not write (or that changed since).
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
-    from .hub import EXPORTED_FILES, push_folder
+    from .hub import EXPORTED_FILES, push_folder, read_label_names
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     _check_hub_name(org, f'--org {org!r}')
@@ -321,6 +321,13 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             raise ValueError(f'--name-pattern {name_pattern!r} names both {other.run_dir} and {record.run_dir} '
                              f'{org}/{name} (the Hub ignores case); allowed: a pattern whose fields differ between '
                              f'them ({{run}}, {{seed}}), or release them one at a time into different --out folders')
+    if isinstance(label_names, (str, Path)):  # read once, and held against each run before anything is written
+        label_names = read_label_names(label_names)
+    for record in records:
+        if label_names is not None and record.num_classes and len(label_names) != record.num_classes:
+            raise ValueError(f'{len(label_names)} label names given but {record.run_dir} has {record.num_classes} '
+                             f'classes (its args.yaml); allowed: --label-names with one name per class of every run '
+                             f'released (release runs of other class counts one at a time)')
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
