@@ -412,6 +412,12 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
     if not folder.is_dir():
         raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
+    odd = next((folder / f for f in ('config.json', 'model.safetensors') if (folder / f).is_dir()
+                or ((folder / f).is_symlink() and not (folder / f).exists())), None)
+    if odd is not None:  # not 'missing': the name is there
+        what = 'a folder' if odd.is_dir() else f'a link to {os.readlink(odd)}, which does not exist'
+        raise (IsADirectoryError if odd.is_dir() else FileNotFoundError)(
+            f'{odd} is {what}; allowed: the file as timm-sl export / release writes it (export again)')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')
