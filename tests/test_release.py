@@ -782,3 +782,15 @@ def test_label_names_that_do_not_fit_one_of_the_runs_are_refused_before_writing(
         f'--label-names with one name per class of every run released (release runs of other class counts one at a '
         f'time)')
     assert not out.exists()
+
+
+def test_linked_run_folders_are_released(tmp_path, capsys):
+    """Path.rglob does not enter linked folders (before Python 3.13): a folder of links to run folders kept elsewhere
+    was 'holds no train.py run', and beside a real run a linked one was left out, silently; a link back up does not
+    loop."""
+    _run(tmp_path / 'elsewhere', 'vit-sl-s1', {}, [40., 50.], seed=1)
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'runs' / 'linked').symlink_to(tmp_path / 'elsewhere' / 'runs' / 'vit-sl-s1')
+    (tmp_path / 'runs' / 'up').symlink_to(tmp_path / 'runs')
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    assert sorted(r.repo_id for r in released) == ['o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-cifar10-s1']

@@ -27,7 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
+from .runs import (
+    CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint, walk)
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -298,7 +299,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
     runs, records, numbers = find_runs(paths), [], []
-    for folder in sorted({a.parent for p in map(Path, paths) for a in p.rglob('args.yaml')} - set(runs)):
+    for folder in sorted({root for p in paths for root, _, names in walk(p) if 'args.yaml' in names} - set(runs)):
         echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
              f'first checkpoint, or whose checkpoints were moved)')
     for i, run_dir in enumerate(runs, 1):

@@ -19,10 +19,11 @@ import codecs
 import csv
 import json
 import math
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
@@ -31,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset']
+           'prepared_dataset', 'walk']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -560,6 +561,19 @@ def read_run(
     return _described(record, marker)
 
 
+def walk(folder: Union[str, Path]) -> Iterator[Tuple[Path, List[str], List[str]]]:
+    """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
+    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``."""
+    seen = set()
+    for root, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        yield Path(root), folders, names
+
+
 def find_runs(paths: Sequence[Any]) -> List[Path]:
     """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted.
 
@@ -572,7 +586,8 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
             raise FileNotFoundError(f'{path} does not exist')
         if not path.is_dir():
             raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
-        found = {c.parent for name in CHECKPOINTS for c in path.rglob(name)}  # a folder there: run_checkpoint says
+        # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
+        found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
             raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
         runs |= found
