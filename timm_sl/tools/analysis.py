@@ -407,7 +407,8 @@ def _image_files(folder: Path) -> List[Path]:
     """The image files under ``folder`` (sorted), through linked folders too (``Path.rglob`` skips those before
     Python 3.13), each real folder once: a link back up does not loop."""
     from .runs import walk
-    return sorted(root / n for root, _, names in walk(folder) for n in names if Path(n).suffix.lower() in IMAGE_SUFFIXES)
+    return sorted(root / n for root, _, names in walk(folder) for n in names
+                  if Path(n).suffix.lower() in IMAGE_SUFFIXES)
 
 
 def image_files(paths: Sequence[str]) -> List[Path]:

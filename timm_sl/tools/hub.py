@@ -123,8 +123,8 @@ def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any) -
 
 # arguments a resumed session may not share with the one that saved the weights but that another line says (the
 # batch, extended epochs), that check_same_run compares (the model's), or that train.py fills in when unset
-_SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 'model_kwargs', 'num_classes', 'in_chans',
-                           'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
+_SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 'model_kwargs', 'num_classes',
+                           'in_chans', 'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
 
 
 def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> List[str]:
