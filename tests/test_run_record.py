@@ -796,3 +796,16 @@ def test_card_of_a_run_resumed_with_another_lr_says_what_the_weights_trained_wit
             "`smoothing: 0.1`, where the recipe above gives its last session's;") in card and 'workers' not in card
     (run / 'args.yaml').write_text(json.dumps(dict(args, lr=None, workers=8)))  # train.py fills in an unset lr
     assert 'resumed with' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
+    """A model_best.pth.tar linking to a moved file: the run's last.pth.tar was exported in its place, silently (with
+    no last.pth.tar, the folder was said to hold no checkpoint)."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'model_best.pth.tar').rename(run / 'last.pth.tar')
+    (run / 'model_best.pth.tar').symlink_to(tmp_path / 'moved.pth.tar')
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
+        f'timm-sl export: {run / "model_best.pth.tar"} is a link to {tmp_path / "moved.pth.tar"}, which does not '
+        f'exist; expected a checkpoint file (allowed: a link to one, or no model_best.pth.tar)')
+    assert not (tmp_path / 'o').exists()

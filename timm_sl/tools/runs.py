@@ -598,11 +598,14 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
     """The checkpoint a run is released from: the best one, else the last.
 
     Raises:
-        FileNotFoundError: the folder holds neither.
+        FileNotFoundError: the folder holds neither, or the first of them present is a link to nothing.
         IsADirectoryError: the first of them present is a folder.
     """
     run_dir = Path(run_dir)
-    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).exists()), None)
+    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).exists() or (run_dir / c).is_symlink()), None)
+    if found is not None and not found.exists():  # a link to nothing: not the next one, silently either
+        raise FileNotFoundError(f'{found} is a link to {os.readlink(found)}, which does not exist; expected a '
+                                f'checkpoint file (allowed: a link to one, or no {found.name})')
     if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
         raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
                                 f'{" or ".join(CHECKPOINTS)} as files)')
