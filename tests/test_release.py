@@ -794,3 +794,26 @@ def test_linked_run_folders_are_released(tmp_path, capsys):
     (tmp_path / 'runs' / 'up').symlink_to(tmp_path / 'runs')
     released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
     assert sorted(r.repo_id for r in released) == ['o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-cifar10-s1']
+
+
+def test_a_failed_upload_leaves_the_release_recorded(reproduced, tmp_path, monkeypatch):
+    """release.json and pretrained_entries.json were written after every upload: when the second upload failed, the
+    folders were exported and the first pushed, but nothing recorded which (or the tag entries)."""
+    import timm_sl.tools.hub
+    from timm_sl.tools.errors import ToolError
+
+    def push(folder, repo_id, **kw):
+        if repo_id.endswith('-1'):
+            raise ToolError(f'upload of {folder} to {repo_id} failed: 503')
+        return f'https://hub/{repo_id}/commit'
+
+    monkeypatch.setattr(timm_sl.tools.hub, 'push_folder', push)
+    root, _ = reproduced
+    with pytest.raises(ToolError):
+        release([root / 'runs' / 'vit-sl-s0', root / 'runs' / 'vit-sl-s1'], tmp_path, 'org', '{family}-{seed}',
+                push=True, echo=lambda _: None)
+    recorded = json.loads((tmp_path / 'release.json').read_text())
+    assert [(r['repo_id'], r['pushed']) for r in recorded] == [('org/vit-0', 'https://hub/org/vit-0/commit'),
+                                                               ('org/vit-1', None)]
+    assert list(json.loads((tmp_path / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
+    assert release([root / 'runs'], tmp_path, 'org', '{family}-{seed}-{variant}', echo=lambda _: None)  # its own files

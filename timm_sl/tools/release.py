@@ -344,16 +344,21 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
         released.append(r)
     entries = pretrained_entries(released)
+
+    def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
+        (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
+        (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
+        record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
+
+    write_record()
     for r in released:
         if push:
             r.pushed = push_folder(r.folder, r.repo_id, private=private,
                                    commit_message=f'timm-sl release: {r.model} {r.variant} on {r.dataset}')
+            write_record()
             echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
         else:
             echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id} (pass --push to upload)')
-    (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
-    (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
-    record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
     echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
          + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
     return released
