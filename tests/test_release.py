@@ -546,7 +546,7 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     (runs / 'vit-sl-s2' / 'done.json').write_text(json.dumps(dict(epochs=4, dataset='cifar10')))
     lines = []
     released = release([runs], tmp_path / 'rel', 'o', echo=lines.append)
-    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0']
+    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)
     # every run is read before anything is written: the skipped ones are said first, each with its number
     assert lines[0] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
                         f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
@@ -817,3 +817,19 @@ def test_a_failed_upload_leaves_the_release_recorded(reproduced, tmp_path, monke
                                                                ('org/vit-1', None)]
     assert list(json.loads((tmp_path / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
     assert release([root / 'runs'], tmp_path, 'org', '{family}-{seed}-{variant}', echo=lambda _: None)  # its own files
+
+
+def test_a_run_given_twice_is_released_once(tmp_path):
+    """A run named by its folder and by a folder above it, once relative and once absolute (or through a link), was
+    refused as two runs whose names collide ('--name-pattern names both RUN and RUN')."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'link').symlink_to(tmp_path / 'runs' / 'vit-sl-s0')
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        lines = []
+        released = release([Path('runs'), tmp_path / 'runs' / 'vit-sl-s0', Path('link')], tmp_path / 'rel', 'o',
+                           echo=lines.append)
+    finally:
+        os.chdir(cwd)
+    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)

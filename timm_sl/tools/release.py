@@ -299,7 +299,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
     runs, records, numbers = find_runs(paths), [], []
-    for folder in sorted({root for p in paths for root, _, names in walk(p) if 'args.yaml' in names} - set(runs)):
+    for folder in sorted({root for p in paths for root, folders, names in walk(p)
+                          if 'args.yaml' in names and not set(CHECKPOINTS) & {*folders, *names}}):
         echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
              f'first checkpoint, or whose checkpoints were moved)')
     for i, run_dir in enumerate(runs, 1):

@@ -575,7 +575,8 @@ def walk(folder: Union[str, Path]) -> Iterator[Tuple[Path, List[str], List[str]]
 
 
 def find_runs(paths: Sequence[Any]) -> List[Path]:
-    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted.
+    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted, each real
+    folder once.
 
     Raises:
         FileNotFoundError: a path does not exist, or holds no run.
@@ -591,7 +592,10 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
         if not found:
             raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
         runs |= found
-    return sorted(runs)
+    unique: Dict[str, Path] = {}  # one run given twice (by a relative and an absolute path, or a link) is one run
+    for run in sorted(runs):
+        unique.setdefault(os.path.realpath(run), run)
+    return sorted(unique.values())
 
 
 def run_checkpoint(run_dir: Union[str, Path]) -> Path:
