@@ -546,7 +546,7 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     (runs / 'vit-sl-s2' / 'done.json').write_text(json.dumps(dict(epochs=4, dataset='cifar10')))
     lines = []
     released = release([runs], tmp_path / 'rel', 'o', echo=lines.append)
-    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)
+    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0']
     # every run is read before anything is written: the skipped ones are said first, each with its number
     assert lines[0] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
                         f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
