@@ -455,3 +455,25 @@ def test_warm_start_reads_a_checkpoint_and_refuses_what_maps_nothing():
                                          r"size$"):
         warm_start(sl, other)
     assert all(torch.equal(v, before[k]) for k, v in sl.state_dict().items())
+
+
+@pytest.mark.parametrize('name', ['config.json', 'model.safetensors'])
+def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(name, tmp_path, capsys, monkeypatch):
+    """A config.json that is a folder (or a model.safetensors linking to nothing) was called 'missing'."""
+    import huggingface_hub
+    monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
+                safe_serialization=True)
+    path = tmp_path / name
+    path.unlink()
+    path.mkdir()
+    again = 'allowed: the file as timm-sl export / release writes it (export again)'
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err == f'timm-sl push: {path} is a folder; {again}\n'
+    path.rmdir()
+    path.symlink_to(tmp_path / 'gone')
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err == (f'timm-sl push: {path} is a link to {tmp_path / "gone"}, which does not exist; '
+                                       f'{again}\n')

@@ -654,6 +654,31 @@ def test_a_run_from_trained_weights_resumed_without_saying_so_is_no_table2_row(t
         in card
 
 
+@pytest.mark.parametrize('resumed', [False, True], ids=['recorded', 'resumed-without-saying-so'])
+def test_a_fine_tuned_run_is_named_and_tagged_as_fine_tuned(resumed, tmp_path):
+    """A run of --initial-checkpoint was released as sl_vit_32.sl-cifar10-s0 with the tag sl_vit_32.cifar10 (the
+    card: 'timm.create_model("sl_vit_32.cifar10", pretrained=True) loads these weights'), the name and tag of the
+    paper's from-scratch row: a fine-tuned run that scored better took the tag from the from-scratch run of the same
+    model and dataset."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    _run(tmp_path, 'vit-sl-ft-s0', {}, [40., 90.])
+    run = tmp_path / 'runs' / 'vit-sl-ft-s0'
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(initial_checkpoint='/data/in1k.pth')
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    in_yaml = dict(initial_checkpoint='', resume=str(run / 'last.pth.tar')) if resumed else {}
+    (run / 'args.yaml').write_text(json.dumps(dict(vars(checkpoint['args']), **in_yaml)))
+    lines = []
+    tuned, scratch = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lines.append)
+    assert (scratch.repo_id, tuned.repo_id) == ('o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-ft-cifar10-s0')
+    assert tuned.started_from == '--initial-checkpoint in1k.pth' and scratch.started_from is None
+    entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
+    assert {tag: e['hf_hub_id'] for tag, e in entries.items()} == {
+        'sl_vit_32.cifar10': scratch.repo_id, 'sl_vit_32.ft_cifar10': tuned.repo_id}
+    card = (tmp_path / 'rel' / 'sl_vit_32.sl-ft-cifar10-s0' / 'README.md').read_text()
+    assert 'timm.create_model("sl_vit_32.ft_cifar10", pretrained=True)' in card and '"sl_vit_32.cifar10"' not in card
+
+
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
@@ -729,3 +754,82 @@ def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
     assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
     assert said[0] == (f'skipped: {failed} holds an args.yaml but no model_best.pth.tar or last.pth.tar (a run that '
                        f'failed before its first checkpoint, or whose checkpoints were moved)')
+
+
+@pytest.mark.parametrize('pattern', ['release.json', 'Release_Manifest.json', 'pretrained_entries.json'])
+def test_a_name_pattern_that_names_a_file_release_writes_is_refused_before_writing(pattern, tmp_path, capsys):
+    """--name-pattern release.json exported the run into the folder OUT/release.json, then failed writing the file of
+    that name with 'relA/release.json: is a directory' (a half release, and a reason that named no option)."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out), '--name-pattern', pattern],
+                  capsys) == (f"timm-sl release: --name-pattern {pattern!r} names {tmp_path / 'runs' / 'vit-sl-s0'} "
+                              f"{pattern!r}, a file release writes in --out; allowed: a pattern that names no file of "
+                              f"release.json, pretrained_entries.json, release_manifest.json")
+    assert not out.exists()
+
+
+def test_label_names_that_do_not_fit_one_of_the_runs_are_refused_before_writing(tmp_path, capsys):
+    """Runs of 3 and 4 classes released with 3 --label-names: the first was exported (and recorded), then the second
+    failed: a half release; each run is now held against the names before anything is written."""
+    _run(tmp_path, 'a', {}, [40., 50.], classes=3)
+    _run(tmp_path, 'b', {}, [40., 50.], classes=4, seed=1)
+    (tmp_path / 'labels.txt').write_text('cat\ndog\nfox\n')
+    out = tmp_path / 'rel'
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out), '--label-names',
+                   str(tmp_path / 'labels.txt')], capsys) == (
+        f'timm-sl release: 3 label names given but {tmp_path / "runs" / "b"} has 4 classes (its args.yaml); allowed: '
+        f'--label-names with one name per class of every run released (release runs of other class counts one at a '
+        f'time)')
+    assert not out.exists()
+
+
+def test_linked_run_folders_are_released(tmp_path, capsys):
+    """Path.rglob does not enter linked folders (before Python 3.13): a folder of links to run folders kept elsewhere
+    was 'holds no train.py run', and beside a real run a linked one was left out, silently; a link back up does not
+    loop."""
+    _run(tmp_path / 'elsewhere', 'vit-sl-s1', {}, [40., 50.], seed=1)
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'runs' / 'linked').symlink_to(tmp_path / 'elsewhere' / 'runs' / 'vit-sl-s1')
+    (tmp_path / 'runs' / 'up').symlink_to(tmp_path / 'runs')
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda _: None)
+    assert sorted(r.repo_id for r in released) == ['o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-cifar10-s1']
+
+
+def test_a_failed_upload_leaves_the_release_recorded(reproduced, tmp_path, monkeypatch):
+    """release.json and pretrained_entries.json were written after every upload: when the second upload failed, the
+    folders were exported and the first pushed, but nothing recorded which (or the tag entries)."""
+    import timm_sl.tools.hub
+    from timm_sl.tools.errors import ToolError
+
+    def push(folder, repo_id, **kw):
+        if repo_id.endswith('-1'):
+            raise ToolError(f'upload of {folder} to {repo_id} failed: 503')
+        return f'https://hub/{repo_id}/commit'
+
+    monkeypatch.setattr(timm_sl.tools.hub, 'push_folder', push)
+    root, _ = reproduced
+    with pytest.raises(ToolError):
+        release([root / 'runs' / 'vit-sl-s0', root / 'runs' / 'vit-sl-s1'], tmp_path, 'org', '{family}-{seed}',
+                push=True, echo=lambda _: None)
+    recorded = json.loads((tmp_path / 'release.json').read_text())
+    assert [(r['repo_id'], r['pushed']) for r in recorded] == [('org/vit-0', 'https://hub/org/vit-0/commit'),
+                                                               ('org/vit-1', None)]
+    assert list(json.loads((tmp_path / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
+    assert release([root / 'runs'], tmp_path, 'org', '{family}-{seed}-{variant}', echo=lambda _: None)  # its own files
+
+
+def test_a_run_given_twice_is_released_once(tmp_path):
+    """A run named by its folder and by a folder above it, once relative and once absolute (or through a link), was
+    refused as two runs whose names collide ('--name-pattern names both RUN and RUN')."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'link').symlink_to(tmp_path / 'runs' / 'vit-sl-s0')
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        lines = []
+        released = release([Path('runs'), tmp_path / 'runs' / 'vit-sl-s0', Path('link')], tmp_path / 'rel', 'o',
+                           echo=lines.append)
+    finally:
+        os.chdir(cwd)
+    assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)

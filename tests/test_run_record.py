@@ -702,3 +702,110 @@ def test_a_run_of_tuple_model_kwargs_is_its_own_args_yaml(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+@pytest.mark.parametrize('model,kwargs,in_yaml,says', [
+    ('sl_swin_32', {}, dict(gp='max'), "builds global_pool='max' there, its default global_pool in the checkpoint"),
+    ('sl_vit_32', dict(lsa_mask=False), dict(model_kwargs=None),
+     "builds its default lsa_mask there, lsa_mask=False in the checkpoint"),
+], ids=['resumed-with-gp', 'kwargs-left-out'])
+def test_an_args_yaml_that_builds_another_model_than_the_checkpoints_is_refused(model, kwargs, in_yaml, says, tmp_path,
+                                                                                capsys):
+    """train.py rewrites args.yaml on --resume: a run of sl_swin_32 resumed with --gp max (its weights fit either
+    pool) left args.yaml saying max beside a best checkpoint trained and scored with avg pooling, and export / release
+    built the max-pool model for those weights, silently (an argument set in one file and unset in the other was not
+    compared); so did an args.yaml without its model_kwargs (lsa_mask=False has no weights of its own)."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, model, kwargs, gp=None, dataset='torch/cifar10')
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps({k: v for k, v in dict(args, **in_yaml).items() if v is not None}))
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]):
+        err = _fails(argv, capsys)
+        assert err.startswith(f'timm-sl {argv[0]}: {run / "args.yaml"} is not the args.yaml of '
+                              f'{run / "model_best.pth.tar"} ({says}; resumed with another') and 'allowed' in err, err
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel' / 'release.json').exists()
+    (run / 'args.yaml').write_text(json.dumps(dict(args, gp='avg' if model == 'sl_swin_32' else None)))
+    assert main(['export', str(run), '--out', str(tmp_path / 'o')]) == 0  # its own pool named: the same model
+
+
+@pytest.mark.parametrize('last,says', [
+    (dict(world_size=1, batch_size=512), 'the session that saved these weights trained on 4 processes x batch_size 128 '
+     '= global batch 512, its last session (whose arguments the recipe above gives) on 1 process x batch_size 512 = '
+     'global batch 512;'),
+    (dict(world_size=2, batch_size=128), 'the session that saved these weights trained on 4 processes x batch_size 128 '
+     '= global batch 512, its last session (whose arguments the recipe above gives) on 2 processes x batch_size 128 = '
+     'global batch 256;'),
+], ids=['another-batch-one-process', 'fewer-processes'])
+def test_card_of_a_run_resumed_with_another_batch_or_process_count_says_each(last, says, tmp_path):
+    """A run of 4 processes x 128 resumed on one process with --batch-size 512 (args.yaml is the last session's, the
+    process count the checkpoint's) was carded 'the global batch was 4 x batch_size = 2048', a batch no session
+    trained with; resumed on 2 processes, 'Trained on 4 processes' for the whole run."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    vars(checkpoint['args']).update(world_size=4, distributed=True)
+    torch.save(checkpoint, run / 'model_best.pth.tar')
+    vars(checkpoint['args']).update(last)
+    torch.save(checkpoint, run / 'last.pth.tar')
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=last['batch_size'])))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert f'The run was resumed with another batch: {says} no one train.py run' in card
+    assert 'Trained on' not in card and '2048' not in card
+    (run / 'last.pth.tar').write_bytes(b'')  # cannot be read: the last session's processes are not known
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert ('Trained on' in card) == (last['batch_size'] == 128)
+
+
+@pytest.mark.parametrize('start,says', [
+    (dict(initial_checkpoint='/home/me/in1k.pth'), '--initial-checkpoint in1k.pth'), (dict(pretrained=True),
+                                                                                     '--pretrained')])
+def test_export_card_of_a_fine_tuned_run_says_so(start, says, tmp_path):
+    """The card's recipe leaves out --initial-checkpoint (a path of this machine): an exported run fine-tuned from
+    ImageNet weights was carded 'trained with timm's train.py', as if from scratch, with nothing saying otherwise."""
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1), **start)
+    card = (export_checkpoint(tmp_path / 'run', None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert f"(Lee, Lee & Song, 2021), fine-tuned from trained weights ({says}), not trained from scratch, with " \
+           f"timm's train.py" in card and '/home/me' not in card
+    _train_run(tmp_path / 'run2', 'sl_vit_32', dict(depth=1))
+    card = (export_checkpoint(tmp_path / 'run2', None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert "(Lee, Lee & Song, 2021), trained with timm's train.py" in card and 'fine-tuned from' not in card
+
+
+def test_a_start_from_pretrained_path_names_that_file():
+    """train.py --pretrained --pretrained-path FILE loads FILE as the pretrained weights: the card said 'started from
+    --pretrained', the model's own published weights."""
+    from timm_sl.tools.runs import RunRecord
+    record = RunRecord(Path('c.pth'), args=dict(pretrained=True, pretrained_path='/home/me/my weights.safetensors'))
+    assert record.started_from() == '--pretrained --pretrained-path my weights.safetensors'
+    assert RunRecord(Path('c.pth'), args=dict(pretrained=True, pretrained_path=None)).started_from() == '--pretrained'
+    assert RunRecord(Path('c.pth'), args=dict(pretrained=False, pretrained_path='/x.pth')).started_from() is None
+
+
+def test_card_of_a_run_resumed_with_another_lr_says_what_the_weights_trained_with(tmp_path):
+    """train.py rewrites args.yaml on --resume: a run whose best epoch trained with --lr 0.001, resumed with --lr 0.003
+    and --smoothing 0.2, was carded with the recipe `lr: 0.003`, `smoothing: 0.2` alone, as if one run of it had
+    trained these weights."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), smoothing=0.1, workers=4, batch_size=128)
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, workers=8, resume='x')))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+            "`smoothing: 0.1`, where the recipe above gives its last session's;") in card and 'workers' not in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=None, workers=8)))  # train.py fills in an unset lr
+    assert 'resumed with' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
+    """A model_best.pth.tar linking to a moved file: the run's last.pth.tar was exported in its place, silently (with
+    no last.pth.tar, the folder was said to hold no checkpoint)."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'model_best.pth.tar').rename(run / 'last.pth.tar')
+    (run / 'model_best.pth.tar').symlink_to(tmp_path / 'moved.pth.tar')
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
+        f'timm-sl export: {run / "model_best.pth.tar"} is a link to {tmp_path / "moved.pth.tar"}, which does not '
+        f'exist; expected a checkpoint file (allowed: a link to one, or no model_best.pth.tar)')
+    assert not (tmp_path / 'o').exists()

@@ -13,7 +13,6 @@ softmax distribution, before the post-softmax head mixing, which is a linear map
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
 import math
-import os
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -407,15 +406,9 @@ class ImageBatch(NamedTuple):
 def _image_files(folder: Path) -> List[Path]:
     """The image files under ``folder`` (sorted), through linked folders too (``Path.rglob`` skips those before
     Python 3.13), each real folder once: a link back up does not loop."""
-    files, seen = [], set()
-    for root, folders, names in os.walk(folder, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:
-            folders[:] = []
-            continue
-        seen.add(real)
-        files += [Path(root) / n for n in names if Path(n).suffix.lower() in IMAGE_SUFFIXES]
-    return sorted(files)
+    from .runs import walk
+    return sorted(root / n for root, _, names in walk(folder) for n in names
+                  if Path(n).suffix.lower() in IMAGE_SUFFIXES)
 
 
 def image_files(paths: Sequence[str]) -> List[Path]:

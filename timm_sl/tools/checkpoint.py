@@ -146,6 +146,20 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
             ours, theirs = dict(ours or {}), dict(theirs or {})
         if ours is not None and theirs is not None and ours != theirs:
             differ.append(f'{key} {ours!r} there, {theirs!r} in the checkpoint')
+    if not differ and saved['model']:  # an argument one file leaves unset: the models the two would build
+        kwargs = record.args.get('model_kwargs') or ({} if 'model' in record.args else saved.get('model_kwargs'))
+        ours = RunRecord(checkpoint.path, args=record.args, model=record.args.get('model') or saved['model'],
+                         model_kwargs=dict(kwargs or {}))
+        theirs = RunRecord(checkpoint.path, args=saved, model=saved['model'],
+                           model_kwargs=dict(saved.get('model_kwargs') or {}))
+        ours, theirs = _as_yaml_writes(ours.arch_kwargs()), _as_yaml_writes(theirs.arch_kwargs())
+        def said(kwargs: Dict[str, Any], k: str) -> str:
+            return f'{k}={kwargs[k]!r}' if k in kwargs else f'its default {k}'
+
+        differ = [f'builds {said(ours, k)} there, {said(theirs, k)} in the checkpoint'
+                  for k in sorted({*ours, *theirs}) if ours.get(k) != theirs.get(k)]
+        if differ:  # train.py rewrites args.yaml on --resume
+            differ[-1] += '; resumed with another --gp / --in-chans / --model-kwargs?'
     if differ:
         raise ValueError(f'{record.run_dir / "args.yaml"} is not the args.yaml of {checkpoint.path} '
                          f'({"; ".join(differ)}): another run\'s, cut short or edited?; allowed: the args.yaml '

@@ -85,19 +85,75 @@ def install_note() -> str:
             f'so `timm.create_model` finds them without importing timm_sl.')
 
 
-def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]], world_size: Any = None) -> List[str]:
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _batch_text(world: Any, batch: Any, accum: Any) -> str:
+    """A session's batch: ``world`` processes (None: not recorded) x ``batch`` (per process) x ``accum`` steps."""
+    accum = accum or 1
+    steps = f' x {accum} accumulation steps' if accum != 1 else ''
+    if not _whole(world):
+        return f'batch_size {batch}{steps} on processes the run did not record'
+    total = f' = global batch {world * batch * accum}' if _whole(batch) and _whole(accum) else ''
+    return f'{world} process{"es" * (world != 1)} x batch_size {batch}{steps}{total}'
+
+
+def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any) -> List[str]:
+    """What the card says of the batch: the processes a distributed run trained on (``saved``: the exported
+    checkpoint's args, ``world_size`` there as train.py writes ``args.yaml`` before it knows them), whose global batch
+    the recipe's ``batch_size`` is not; or, for a run resumed with another batch or process count (``args.yaml`` and
+    ``last_world``, ``last.pth.tar``'s ``world_size``, are its last session's), each of the two sessions' batches."""
+    world = saved.get('world_size')
+    ours = (world, saved.get('batch_size', record.args.get('batch_size')),
+            saved.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
+    last = (last_world, record.args.get('batch_size', ours[1]), record.args.get('grad_accum_steps', ours[2]) or 1)
+    if (_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:]:
+        return [f'The run was resumed with another batch: the session that saved these weights trained on '
+                f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
+                f'{_batch_text(*last)}; no one train.py run of this recipe reproduces these weights.', '']
+    if not (_whole(world) and world > 1):
+        return []
+    batch, accum = ours[1], ours[2]
+    total = f' = {world * batch * accum}' if _whole(batch) and _whole(accum) else ''
+    return [f'Trained on {world} processes (distributed data parallel): `batch_size` is per process, the global '
+            f'batch was {world} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
+            + f'{total}; one process running this recipe trains with a {world} times smaller batch.', '']
+
+
+# arguments a resumed session may not share with the one that saved the weights but that another line says (the
+# batch, extended epochs), that check_same_run compares (the model's), or that train.py fills in when unset
+_SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 'model_kwargs', 'num_classes',
+                           'in_chans', 'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
+
+
+def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> List[str]:
+    """The recipe arguments the last session (``args.yaml``) gave otherwise than the session that saved the weights
+    (``saved``: the checkpoint's args), as a card's sentence ([] for none): the recipe is the last session's."""
+    def norm(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+
+    if not saved:
+        return []
+    keys = {*recipe_args(record.args, defaults), *recipe_args(saved, defaults)} - _SESSION_SKIP
+    differ = [k for k in sorted(keys) if k in saved and record.args.get(k) not in (None, '')
+              and norm(saved[k]) != norm(record.args.get(k))]
+    if not differ:
+        return []
+    said = ', '.join(f'`{k}: {saved[k]!r}`' for k in differ)
+    return [f'The run was resumed with other arguments: the session that saved these weights trained with {said}, '
+            f'where the recipe above gives its last session\'s; no one train.py run of this recipe reproduces these '
+            f'weights.', '']
+
+
+def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
+                    saved: Optional[Dict[str, Any]] = None, last_world: Any = None) -> List[str]:
     """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
-    the processes a distributed run trained on (``world_size`` of the checkpoint's args: train.py writes ``args.yaml``
-    before it knows them), whose global batch the recipe's ``batch_size`` is not."""
+    what :func:`_batch_sections` says of the batch (``saved``: the exported checkpoint's args)."""
     if not record.args:
         return []
-    ddp = []
-    if isinstance(world_size, int) and not isinstance(world_size, bool) and world_size > 1:
-        batch, accum = record.args.get('batch_size'), record.args.get('grad_accum_steps') or 1
-        total = (f' = {world_size * batch * accum}' if all(isinstance(v, int) for v in (batch, accum)) else '')
-        ddp = [f'Trained on {world_size} processes (distributed data parallel): `batch_size` is per process, the '
-               f'global batch was {world_size} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
-               + f'{total}; one process running this recipe trains with a {world_size} times smaller batch.', '']
+    ddp = _batch_sections(record, dict(saved or {}), last_world)
+    ddp += _other_session_args(record, dict(saved or {}), train_defaults)
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -128,10 +184,12 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     arch = {k: v for k, v in record.arch_kwargs().items() if k != 'num_classes'}  # --in-chans 1 / --gp named too
     variant = ', '.join(f'{k}={v}' for k, v in arch.items()) or 'SPT + LSA'
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
+    start = record.started_from()  # the recipe leaves out --initial-checkpoint (a path): said here
+    trained = f'fine-tuned from trained weights ({start}), not trained from scratch,' if start else 'trained'
     lines = [
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
-        " Song, 2021), trained with timm's train.py and exported with `timm-sl export`.", '',
+        f" Song, 2021), {trained} with timm's train.py and exported with `timm-sl export`.", '',
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
@@ -247,12 +305,24 @@ def export_run(
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    recipe = _recipe_section(record, train_defaults, checkpoint.args.get('world_size'))
+    recipe = _recipe_section(record, train_defaults, checkpoint.args, _last_world_size(record, checkpoint))
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
+
+
+def _last_world_size(record: RunRecord, checkpoint: Checkpoint) -> Any:
+    """The processes of a run's last session: ``world_size`` of its ``last.pth.tar`` when that is not ``checkpoint``
+    (None when there is none, or it cannot be read: the card then says the run did not record them)."""
+    last = record.run_dir / 'last.pth.tar' if record.run_dir else None
+    if last is None or not last.is_file() or last.resolve() == checkpoint.path.resolve():
+        return checkpoint.args.get('world_size')
+    try:
+        return read_checkpoint(last).args.get('world_size')
+    except (OSError, ValueError):
+        return None
 
 
 def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, summary: Path) -> None:
@@ -342,6 +412,12 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
     if not folder.is_dir():
         raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
+    odd = next((folder / f for f in ('config.json', 'model.safetensors') if (folder / f).is_dir()
+                or ((folder / f).is_symlink() and not (folder / f).exists())), None)
+    if odd is not None:  # not 'missing': the name is there
+        what = 'a folder' if odd.is_dir() else f'a link to {os.readlink(odd)}, which does not exist'
+        raise (IsADirectoryError if odd.is_dir() else FileNotFoundError)(
+            f'{odd} is {what}; allowed: the file as timm-sl export / release writes it (export again)')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')

@@ -27,7 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
-from .runs import CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint
+from .runs import (
+    CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint, walk)
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -36,6 +37,7 @@ __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read
 DEFAULT_PATTERN = '{model}.{variant}-{dataset}-s{seed}'
 NAME_FIELDS = ('model', 'family', 'variant', 'dataset', 'seed', 'run')  # what --name-pattern may use
 MANIFEST = 'release_manifest.json'  # in --out: the sha256 of every file release wrote there
+OWN_FILES = ('release.json', 'pretrained_entries.json', MANIFEST)  # what release writes in --out beside the folders
 # the fields a pretrained tag entry takes from the exported pretrained_cfg
 TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop_pct', 'crop_mode', 'label_names')
 
@@ -66,6 +68,7 @@ class Released:
     pushed: Optional[str] = None
     weights_epoch: Optional[int] = None
     weights_top1: Optional[float] = None
+    started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -95,7 +98,9 @@ def repo_name(pattern: str, record: RunRecord) -> str:
             Hub does not accept.
     """
     check_name_pattern(pattern)
-    fields = dict(model=record.model, family=record.family, variant=record.variant,
+    # a run started from trained weights is no Table 2 row of its kwargs: its name says it was fine-tuned
+    variant = f'{record.variant}-ft' if record.started_from() else record.variant
+    fields = dict(model=record.model, family=record.family, variant=variant,
                   dataset=record.dataset, seed=record.seed, run=Path(str(record.run_dir or '')).name)
     try:
         name = pattern.format(**fields)
@@ -156,12 +161,15 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     return lines
 
 
-def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Optional[str]:
-    """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs), else None."""
+def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None
+         ) -> Optional[str]:
+    """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs) trained from
+    scratch, ``MODEL.ft_DATASET`` (timm's way of saying fine-tuned on DATASET) for one started from trained weights,
+    else None."""
     arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
     if arch or not dataset or not model.startswith('sl_'):
         return None
-    return f'{model}.{dataset.replace("-", "")}'
+    return f'{model}.{"ft_" if started_from else ""}{dataset.replace("-", "")}'
 
 
 def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunRecord:
@@ -176,7 +184,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     record = read_run(run_checkpoint(run_dir), dataset=dataset)
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    if not record.model:  # an args.yaml without `model`: the checkpoint's (export does the same)
+    # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
+    # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
+    if not record.model or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
         record = record.with_checkpoint(loaded.arch, loaded.args)
     unfinished = record.unfinished()
@@ -209,7 +219,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
-    section = _release_section(record, paper, repo_id, _tag(record.model, arch_kwargs, record.dataset), weights)
+    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from())
+    section = _release_section(record, paper, repo_id, tag, weights)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
@@ -217,7 +228,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
-        weights_epoch=weights['epoch'], weights_top1=weights['top1'])
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from())
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
@@ -259,7 +270,7 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
 
     best: Dict[str, Released] = {}
     for r in released:
-        tag = _tag(r.model, r.model_kwargs, r.dataset)
+        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from)
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
@@ -281,14 +292,15 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             ``out`` release did not write (or that changed since).
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
-    from .hub import EXPORTED_FILES, push_folder
+    from .hub import EXPORTED_FILES, push_folder, read_label_names
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     _check_hub_name(org, f'--org {org!r}')
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
     runs, records, numbers = find_runs(paths), [], []
-    for folder in sorted({a.parent for p in map(Path, paths) for a in p.rglob('args.yaml')} - set(runs)):
+    for folder in sorted({root for p in paths for root, folders, names in walk(p)
+                          if 'args.yaml' in names and not set(CHECKPOINTS) & {*folders, *names}}):
         echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
              f'first checkpoint, or whose checkpoints were moved)')
     for i, run_dir in enumerate(runs, 1):
@@ -303,11 +315,21 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     names = [repo_name(name_pattern, record) for record in records]
     first: Dict[str, RunRecord] = {}
     for record, name in zip(records, names):  # the Hub's names ignore case: Run1 and run1 are one repository
+        if name.lower() in OWN_FILES:  # its folder would take the place of the file
+            raise ValueError(f'--name-pattern {name_pattern!r} names {record.run_dir} {name!r}, a file release '
+                             f'writes in --out; allowed: a pattern that names no file of {", ".join(OWN_FILES)}')
         other = first.setdefault(name.lower(), record)
         if other is not record:
             raise ValueError(f'--name-pattern {name_pattern!r} names both {other.run_dir} and {record.run_dir} '
                              f'{org}/{name} (the Hub ignores case); allowed: a pattern whose fields differ between '
                              f'them ({{run}}, {{seed}}), or release them one at a time into different --out folders')
+    if isinstance(label_names, (str, Path)):  # read once, and held against each run before anything is written
+        label_names = read_label_names(label_names)
+    for record in records:
+        if label_names is not None and record.num_classes and len(label_names) != record.num_classes:
+            raise ValueError(f'{len(label_names)} label names given but {record.run_dir} has {record.num_classes} '
+                             f'classes (its args.yaml); allowed: --label-names with one name per class of every run '
+                             f'released (release runs of other class counts one at a time)')
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
@@ -323,16 +345,21 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
         released.append(r)
     entries = pretrained_entries(released)
+
+    def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
+        (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
+        (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
+        record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
+
+    write_record()
     for r in released:
         if push:
             r.pushed = push_folder(r.folder, r.repo_id, private=private,
                                    commit_message=f'timm-sl release: {r.model} {r.variant} on {r.dataset}')
+            write_record()
             echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
         else:
             echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id} (pass --push to upload)')
-    (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
-    (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
-    record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
     echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
          + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
     return released

@@ -19,10 +19,11 @@ import codecs
 import csv
 import json
 import math
+import os
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
@@ -31,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset']
+           'prepared_dataset', 'walk']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -364,14 +365,16 @@ class RunRecord:
         return kwargs
 
     def started_from(self) -> Optional[str]:
-        """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``), else
-        None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them keeps them only there). The
-        checkpoint by its file name: what is said goes on public cards, this machine's folders do not."""
+        """The trained weights the run started from (train.py's ``--initial-checkpoint`` / ``--pretrained``, with its
+        ``--pretrained-path``), else None: in ``args.yaml`` or the checkpoint's own args (a run resumed without them
+        keeps them only there). A file by its name: what is said goes on public cards, this machine's folders do
+        not."""
         for args in (self.args, self.checkpoint_args):
             if args.get('initial_checkpoint'):
                 return f'--initial-checkpoint {Path(str(args["initial_checkpoint"])).name}'
-            if args.get('pretrained'):
-                return '--pretrained'
+            if args.get('pretrained'):  # from --pretrained-path's file where given, not the model's own weights
+                path = args.get('pretrained_path')
+                return '--pretrained' + (f' --pretrained-path {Path(str(path)).name}' if path else '')
         return None
 
     def table2_row(self) -> Optional[Tuple[str, str]]:
@@ -558,8 +561,22 @@ def read_run(
     return _described(record, marker)
 
 
+def walk(folder: Union[str, Path]) -> Iterator[Tuple[Path, List[str], List[str]]]:
+    """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
+    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``."""
+    seen = set()
+    for root, folders, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        yield Path(root), folders, names
+
+
 def find_runs(paths: Sequence[Any]) -> List[Path]:
-    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted.
+    """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted, each real
+    folder once.
 
     Raises:
         FileNotFoundError: a path does not exist, or holds no run.
@@ -570,22 +587,29 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
             raise FileNotFoundError(f'{path} does not exist')
         if not path.is_dir():
             raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
-        found = {c.parent for name in CHECKPOINTS for c in path.rglob(name)}  # a folder there: run_checkpoint says
+        # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
+        found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
             raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
         runs |= found
-    return sorted(runs)
+    unique: Dict[str, Path] = {}  # one run given twice (by a relative and an absolute path, or a link) is one run
+    for run in sorted(runs):
+        unique.setdefault(os.path.realpath(run), run)
+    return sorted(unique.values())
 
 
 def run_checkpoint(run_dir: Union[str, Path]) -> Path:
     """The checkpoint a run is released from: the best one, else the last.
 
     Raises:
-        FileNotFoundError: the folder holds neither.
+        FileNotFoundError: the folder holds neither, or the first of them present is a link to nothing.
         IsADirectoryError: the first of them present is a folder.
     """
     run_dir = Path(run_dir)
-    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).exists()), None)
+    found = next((run_dir / c for c in CHECKPOINTS if (run_dir / c).exists() or (run_dir / c).is_symlink()), None)
+    if found is not None and not found.exists():  # a link to nothing: not the next one, silently either
+        raise FileNotFoundError(f'{found} is a link to {os.readlink(found)}, which does not exist; expected a '
+                                f'checkpoint file (allowed: a link to one, or no {found.name})')
     if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
         raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
                                 f'{" or ".join(CHECKPOINTS)} as files)')
