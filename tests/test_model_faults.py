@@ -114,6 +114,24 @@ def test_checkpoint_of_another_patch_or_shift_is_refused_not_channel_adapted(sou
     assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
 
 
+@pytest.mark.parametrize('source,kwargs', [
+    (dict(), dict(spt=False)),  # SPT's shifted copies read as 15 channels, "adapted" to 3 and loaded silently
+    (dict(spt=False), dict()),
+    (dict(shift_directions='all'), dict()),
+])
+def test_t2t_checkpoint_of_another_spt_layout_is_refused_not_channel_adapted(source, kwargs, tmp_path):
+    """T2T's first token layer reads (copies x channels x k x k) values: a width of another copy count is another
+    spt / shift_directions, refused in one line as the SPT stems refuse theirs, never loaded as adapted channels."""
+    small = dict(depth=1, lsa=False)  # lsa off: no temperature keys, so nothing else stops a wrong load
+    torch.save(timm.create_model('sl_t2t_32', **small, **source).state_dict(), tmp_path / 'other.pth')
+    with pytest.raises(ValueError, match=r'^patch_embed\.stages\.0\.layer\.attn\.qkv\.weight has shape .* does not '
+                                         r'fit this model') as info:
+        timm.create_model('sl_t2t_32', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'other.pth')),
+                          **small, **kwargs)
+    assert '\n' not in str(info.value)
+    assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
+
+
 def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
     """The checkpoint's channels are the ones its cfg declares (timm's convention): declared, a grey checkpoint is
     adapted to RGB exactly; undeclared, its width is refused (it could as well be another patch size)."""

@@ -348,10 +348,22 @@ def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> D
     prefix = 'patch_embed.stages.0.layer.'
     first = model.patch_embed.stages[0]
     weight = state_dict.get(prefix + 'attn.qkv.weight')
-    if weight is not None and weight.shape != first.layer.attn.qkv.weight.shape:
-        k = first.split[0]
+    target = first.layer.attn.qkv.weight
+    if weight is not None and weight.shape != target.shape:
+        k, copies = first.split[0], 1 + len(model.patch_embed.offsets)
+        # the checkpoint's channels are its cfg's (as for SPT stems): a width that reads as another count is another
+        # spt / shift_directions / soft split, not channels to adapt
+        src_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]
+        if weight.shape[0] != target.shape[0] or weight.shape[1] % (copies * k * k) or (
+                src_chans is not None and weight.shape[1] // (copies * k * k) != src_chans):
+            raise ValueError(
+                f'{prefix}attn.qkv.weight has shape {tuple(weight.shape)}, which does not fit this model\'s '
+                f'{tuple(target.shape)} ({k}x{k} soft split of {copies} cop{"y" if copies == 1 else "ies"} of '
+                f'{model.patch_embed.in_chans} channel(s)); allowed: a checkpoint of the same spt, shift_directions, '
+                f'soft splits and token_dim over {src_chans} input channel(s), as the pretrained cfg\'s input_size '
+                f'declares (another in_chans is adapted)')
         adapt_norm_linear_entries(state_dict, prefix + 'norm1.', prefix + 'attn.qkv.', model.patch_embed.in_chans,
-                                  groups=1 + len(model.patch_embed.offsets), rest=k * k)
+                                  groups=copies, rest=k * k)
         claim_stem_adaptation(model)
     return adapt_sl_state_dict(state_dict, model)
 
