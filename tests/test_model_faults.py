@@ -147,16 +147,26 @@ def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
         torch.testing.assert_close(rgb(g.expand(-1, 3, -1, -1)), grey(g), atol=1e-4, rtol=1e-4)
 
 
-def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):
-    """Without SPT the stem is a convolution: timm adapts it, and says so."""
-    rgb = timm.create_model('sl_vit_32', spt=False, **SMALL).eval()
+@pytest.mark.parametrize('name,stem', [('sl_vit_32', 'patch_embed.proj'), ('sl_pit_32', 'patch_embed.conv')])
+def test_conv_stem_grey_load_keeps_timms_message(name, stem, tmp_path, caplog):
+    """Without SPT the stem is a convolution (PiT's named ``conv``, as in timm): timm adapts it, and says so."""
+    rgb = timm.create_model(name, spt=False, **_small(name)).eval()
     torch.save(rgb.state_dict(), tmp_path / 'rgb.pth')
     with caplog.at_level(logging.INFO):
-        grey = timm.create_model('sl_vit_32', spt=False, pretrained=True, in_chans=1, **SMALL,
+        grey = timm.create_model(name, spt=False, pretrained=True, in_chans=1, **_small(name),
                                  pretrained_cfg_overlay=dict(file=str(tmp_path / 'rgb.pth'))).eval()
-    assert any('Converted input conv patch_embed.proj' in r.getMessage() for r in caplog.records)
+    assert any(f'Converted input conv {stem}' in r.getMessage() for r in caplog.records)
     g = torch.randn(1, 1, 32, 32)
     torch.testing.assert_close(grey(g), rgb(g.expand(-1, 3, -1, -1)), rtol=0, atol=1e-5)
+
+
+def test_spt_checkpoint_into_a_conv_stem_names_the_keys(tmp_path):
+    """An SPT checkpoint into a baseline (spt=False) model: load_state_dict's list of keys, as every family gives,
+    never an AttributeError about a stem module the baseline does not have."""
+    torch.save(timm.create_model('sl_pit_32', lsa=False, depth=(1, 1, 1)).state_dict(), tmp_path / 'spt.pth')
+    with pytest.raises(RuntimeError, match='Unexpected key.*patch_embed.proj.norm.weight'):
+        timm.create_model('sl_pit_32', spt=False, lsa=False, depth=(1, 1, 1), pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'spt.pth')))
 
 
 # ---- empty batches ----

@@ -98,6 +98,8 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}, stride={stride!r}',
                             ' in the first stage')
         super().__init__(**kwargs)
+        if not sl_args.spt:  # the baseline's stem is timm's conv (the cfg's first_conv names SPT's projection)
+            self._traits = {**getattr(self, '_traits', {}), 'first_conv': 'patch_embed.conv'}
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
         self.pool_layout = pool_layout
