@@ -326,6 +326,10 @@ class SlT2T(VisionTransformer):
         timm's ``VisionTransformer.set_input_size`` resamples a *learned* table and stores it as an ``nn.Parameter``;
         T2T's table is a function of the grid, so it is hidden from timm's resize (a None buffer) and rebuilt.
         """
+        if img_size is not None:  # refused first, as the constructor refuses it
+            split = self.patch_embed.stages[0].split
+            check_global_tokens(type(self), patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
+                                f'(kernel, stride, padding)={split!r}', ' after it')
         table = self.pos_embed
         self.pos_embed = None
         try:
