@@ -88,8 +88,8 @@ def test_bad_kwargs(kwargs, match):
 
 
 @pytest.mark.parametrize('kwargs,bad', [(dict(patch_size=0), 'patch_size=0'), (dict(stride=0), 'stride=0'),
-                                        (dict(stride=-1, spt=False), 'stride=-1')])
-def test_a_patch_or_stride_that_is_no_size_is_refused_by_name(kwargs, bad):
+                                        (dict(stride=-1, spt=False), 'stride=-1'), (dict(img_size=-32), 'img_size=-32')])
+def test_a_patch_stride_or_image_size_that_is_no_size_is_refused_by_name(kwargs, bad):
     """Not a message that suggests stride=0, nor a ZeroDivisionError / negative-dimension error from inside timm."""
     with pytest.raises(ValueError, match=rf'^{bad} is invalid; allowed: an int > 0 or a pair of them\.$'):
         timm.create_model('sl_pit_32', **kwargs)

@@ -7,6 +7,6 @@ from .lsa_cait import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swi
 from .lsa_window import LocalitySwinBlock, LocalityWindowAttention, window_attn_bias, window_lsa_pattern
 from .spool import ShiftedTokenPooling
 from .spt import (
-    SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_in_chans, check_patch_size,
-    check_shift_ratio, resolve_shift, shift_and_concat, shift_offsets)
+    SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_in_chans, check_shift_ratio,
+    check_size, resolve_shift, shift_and_concat, shift_offsets)
 from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool

@@ -18,7 +18,7 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_patch_size', 'check_shift_ratio',
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'check_size',
            'resolve_shift',
            'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
@@ -63,12 +63,13 @@ def check_in_chans(in_chans: int) -> None:
         raise ValueError(f'in_chans={in_chans!r} is invalid; allowed: an int >= 1.')
 
 
-def check_patch_size(patch_size: Union[int, Tuple[int, int]], name: str = 'patch_size') -> Tuple[int, int]:
-    """``patch_size`` as a pair; ``ValueError`` naming ``name`` unless it is an int > 0 or a pair of them."""
-    size = to_2tuple(patch_size)
-    if len(size) != 2 or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in size):
-        raise ValueError(f'{name}={patch_size!r} is invalid; allowed: an int > 0 or a pair of them.')
-    return size
+def check_size(size: Union[int, Tuple[int, int]], name: str = 'patch_size') -> Tuple[int, int]:
+    """``size`` (a patch, stride or image size) as a pair; ``ValueError`` naming ``name`` unless it is an int > 0 or
+    a pair of them."""
+    pair = to_2tuple(size)
+    if len(pair) != 2 or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pair):
+        raise ValueError(f'{name}={size!r} is invalid; allowed: an int > 0 or a pair of them.')
+    return pair
 
 
 def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -> Tuple[int, int]:
@@ -79,7 +80,7 @@ def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -
             shift for this patch size.
     """
     check_shift_ratio(shift_ratio)
-    patch_size = check_patch_size(patch_size)
+    patch_size = check_size(patch_size)
     shift = tuple(int(p * shift_ratio) for p in patch_size)
     if min(shift) < 1:
         raise ValueError(

@@ -24,7 +24,7 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules, copy_timm_state, module_dd
-from ..layers import ShiftedTokenPooling, check_in_chans, check_patch_size  # noqa: F401  (ShiftedTokenPooling: re-exported)
+from ..layers import ShiftedTokenPooling, check_in_chans, check_size  # noqa: F401  (ShiftedTokenPooling: re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
@@ -93,8 +93,9 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
         img, patch, stride = (backbone_kwarg(kwargs, PoolingVisionTransformer, n)
                               for n in ('img_size', 'patch_size', 'stride'))
         check_in_chans(backbone_kwarg(kwargs, PoolingVisionTransformer, 'in_chans'))
-        check_patch_size(patch)
-        check_patch_size(stride, 'stride')
+        check_size(img, 'img_size')
+        check_size(patch)
+        check_size(stride, 'stride')
         # the first stage attends over the whole stem grid (SPT's stem: non-overlapping patches of the stride)
         grid = patch_grid(img, stride) if sl_args.spt else patch_grid(img, patch, stride)
         check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}, stride={stride!r}',
@@ -119,7 +120,7 @@ def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str,
     """Refuse a ``patch_size`` that SPT would ignore: SPT's patch is the stem's ``stride``; ``patch_size`` sets only
     the baseline's conv kernel, so ``sl_pit_32`` with ``patch_size=4`` alone would still tokenize 2x2 patches."""
     patch = kwargs.get('patch_size', model_args['patch_size'])
-    check_patch_size(patch)
+    check_size(patch)
     if kwargs.get('spt', True) is not False and 'stride' not in kwargs and patch != model_args['patch_size']:
         raise ValueError(f'{variant}: patch_size={patch!r} does not change the SPT patch, which is the stem\'s stride '
                          f'({model_args["stride"]}); allowed: stride={patch!r} for an SPT patch of {patch!r} (with '

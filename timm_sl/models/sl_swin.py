@@ -15,11 +15,11 @@ from timm.models.swin_transformer import SwinTransformer
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules
-from ..layers import LocalityWindowAttention, window_attn_bias  # noqa: F401  (re-exported)
+from ..layers import LocalityWindowAttention, check_size, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._sl_args import SlArgs, backbone_kwarg, check_depths, check_optional_bool
 from ._training import check_drop_path_rate
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
@@ -44,6 +44,7 @@ class SlSwinTransformer(SwinTransformer):
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
+        check_size(backbone_kwarg(kwargs, SwinTransformer, 'img_size'), 'img_size')
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
