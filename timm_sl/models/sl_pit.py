@@ -87,7 +87,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             **kwargs: Any,
     ) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
-        check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
+        check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True, positive=('heads', 'base_dims'))
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
         img, patch, stride = (backbone_kwarg(kwargs, PoolingVisionTransformer, n)
