@@ -18,8 +18,7 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'check_size',
-           'resolve_shift',
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'check_size', 'resolve_shift',
            'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
