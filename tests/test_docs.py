@@ -163,6 +163,31 @@ def test_readme_counts_the_registered_configurations():
     assert f'the {count} registered `sl_` configurations' in text
 
 
+def _readme_model_rows() -> List[Tuple[str, str, str]]:
+    """(model, 'params SL / base', 'MACs SL / base') of each model of the README's table (two per shared row)."""
+    rows = []
+    for line in (ROOT / 'README.md').read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if len(cells) == 6 and cells[0].startswith('`sl_'):
+            rows += zip(re.findall(r'`(sl_\w+)`', cells[0]), cells[4].split(', '), cells[5].split(', '))
+    return rows
+
+
+@pytest.mark.slow  # every registered model and its baseline counted (meta device): ~40 s on 2 cores
+@pytest.mark.parametrize('name,params,macs', _readme_model_rows())
+def test_readme_model_table_counts_are_the_models(name, params, macs, monkeypatch):
+    """Each params / MACs pair of the README's table is the model's and its baseline's as ``timm-sl list --baseline``
+    counts them, to the digits written (sl_cait_xxs24's baseline read 2524 M MACs for 2523.48)."""
+    from timm_sl.tools.profile import model_counts
+    monkeypatch.setenv('TIMM_FUSED_ATTN', '0')
+    base = dict(spt=False, lsa=False, **(dict(spt_pool=False) if 'pit' in name or 'swin' in name else {}))
+    counts = [model_counts(name)[:2], model_counts(name, **base)[:2]]
+    for written, index, unit in ((params, 0, 1e6), (macs, 1, 1e6)):
+        digits = [len(v.strip().partition('.')[2]) for v in written.split('/')]
+        counted = [c[index] for c in counts]
+        assert [f'{c / unit:.{d}f}' for c, d in zip(counted, digits)] == [v.strip() for v in written.split('/')], name
+
+
 def test_test_files_the_docs_name_exist():
     """A page that points a reader at a test module names one that is there (docs/testing.md named a
     tests/test_state.py that never existed)."""

@@ -1,6 +1,7 @@
 """Bad input fails early with a message naming the value and what is allowed: image size and channels, kwargs of
 every family, unknown kwargs, and broken or foreign checkpoint files (read without unpickling code)."""
 import os
+import re
 
 import pytest
 import torch
@@ -102,6 +103,26 @@ def test_global_attention_over_too_many_tokens_is_refused_at_construction(name, 
     assert '\n' not in str(error.value) and f"img_size={kwargs['img_size']}" in str(error.value)
     assert not built
 
+
+
+@pytest.mark.parametrize('name,size,grid', [
+    ('sl_vit_32', 4096, r'1024x1024 token grid'),
+    ('sl_vit_base', (4096, 4096), r'256x256 token grid'),
+    ('sl_t2t_32', 1024, r'first soft split \(kernel, stride, padding\)=\(3, 2, 1\) give a 512x512 token grid'),
+    ('sl_swin_32', 4096, r'\(stage 0 windows of 512x512; window_size= keeps them\) give a 512x512 token grid \(262144 '
+                         r'tokens\) in one window'),  # timm scales the windows with the grid
+])
+def test_set_input_size_past_the_token_bound_is_refused_and_leaves_the_model(name, size, grid):
+    """The constructor's bound holds for timm's resize too (else it builds, and the forward asks for terabytes)."""
+    model = timm.create_model(name, **(dict(depths=(1, 1, 1)) if 'swin' in name else dict(depth=1)))
+    before = model.patch_embed.grid_size, model.layers[0].blocks[0].window_size if 'swin' in name else \
+        model.pos_embed.shape
+    with pytest.raises(ValueError, match=rf'^Sl\w+: img_size={re.escape(repr(size))}.*{grid}.* under global attention'):
+        model.set_input_size(img_size=size)
+    assert (model.patch_embed.grid_size, model.layers[0].blocks[0].window_size if 'swin' in name else
+            model.pos_embed.shape) == before
+    model.set_input_size(img_size=48)  # within the bound: timm's resize, as before
+    assert model(torch.randn(1, 3, 48, 48)).shape == (1, model.num_classes)
 
 @pytest.mark.parametrize('name,kwargs', [
     ('sl_vit_32', dict(img_size=512)),  # 128x128 patches: the bound itself

@@ -114,6 +114,24 @@ def test_checkpoint_of_another_patch_or_shift_is_refused_not_channel_adapted(sou
     assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
 
 
+@pytest.mark.parametrize('source,kwargs', [
+    (dict(), dict(spt=False)),  # SPT's shifted copies read as 15 channels, "adapted" to 3 and loaded silently
+    (dict(spt=False), dict()),
+    (dict(shift_directions='all'), dict()),
+])
+def test_t2t_checkpoint_of_another_spt_layout_is_refused_not_channel_adapted(source, kwargs, tmp_path):
+    """T2T's first token layer reads (copies x channels x k x k) values: a width of another copy count is another
+    spt / shift_directions, refused in one line as the SPT stems refuse theirs, never loaded as adapted channels."""
+    small = dict(depth=1, lsa=False)  # lsa off: no temperature keys, so nothing else stops a wrong load
+    torch.save(timm.create_model('sl_t2t_32', **small, **source).state_dict(), tmp_path / 'other.pth')
+    with pytest.raises(ValueError, match=r'^patch_embed\.stages\.0\.layer\.attn\.qkv\.weight has shape .* does not '
+                                         r'fit this model') as info:
+        timm.create_model('sl_t2t_32', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'other.pth')),
+                          **small, **kwargs)
+    assert '\n' not in str(info.value)
+    assert "over 3 input channel(s), as the pretrained cfg's input_size declares" in str(info.value)
+
+
 def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
     """The checkpoint's channels are the ones its cfg declares (timm's convention): declared, a grey checkpoint is
     adapted to RGB exactly; undeclared, its width is refused (it could as well be another patch size)."""
@@ -129,16 +147,26 @@ def test_a_grey_checkpoint_loads_into_rgb_when_its_cfg_says_grey(tmp_path):
         torch.testing.assert_close(rgb(g.expand(-1, 3, -1, -1)), grey(g), atol=1e-4, rtol=1e-4)
 
 
-def test_conv_stem_grey_load_keeps_timms_message(tmp_path, caplog):
-    """Without SPT the stem is a convolution: timm adapts it, and says so."""
-    rgb = timm.create_model('sl_vit_32', spt=False, **SMALL).eval()
+@pytest.mark.parametrize('name,stem', [('sl_vit_32', 'patch_embed.proj'), ('sl_pit_32', 'patch_embed.conv')])
+def test_conv_stem_grey_load_keeps_timms_message(name, stem, tmp_path, caplog):
+    """Without SPT the stem is a convolution (PiT's named ``conv``, as in timm): timm adapts it, and says so."""
+    rgb = timm.create_model(name, spt=False, **_small(name)).eval()
     torch.save(rgb.state_dict(), tmp_path / 'rgb.pth')
     with caplog.at_level(logging.INFO):
-        grey = timm.create_model('sl_vit_32', spt=False, pretrained=True, in_chans=1, **SMALL,
+        grey = timm.create_model(name, spt=False, pretrained=True, in_chans=1, **_small(name),
                                  pretrained_cfg_overlay=dict(file=str(tmp_path / 'rgb.pth'))).eval()
-    assert any('Converted input conv patch_embed.proj' in r.getMessage() for r in caplog.records)
+    assert any(f'Converted input conv {stem}' in r.getMessage() for r in caplog.records)
     g = torch.randn(1, 1, 32, 32)
     torch.testing.assert_close(grey(g), rgb(g.expand(-1, 3, -1, -1)), rtol=0, atol=1e-5)
+
+
+def test_spt_checkpoint_into_a_conv_stem_names_the_keys(tmp_path):
+    """An SPT checkpoint into a baseline (spt=False) model: load_state_dict's list of keys, as every family gives,
+    never an AttributeError about a stem module the baseline does not have."""
+    torch.save(timm.create_model('sl_pit_32', lsa=False, depth=(1, 1, 1)).state_dict(), tmp_path / 'spt.pth')
+    with pytest.raises(RuntimeError, match='Unexpected key.*patch_embed.proj.norm.weight'):
+        timm.create_model('sl_pit_32', spt=False, lsa=False, depth=(1, 1, 1), pretrained=True,
+                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'spt.pth')))
 
 
 # ---- empty batches ----

@@ -87,6 +87,16 @@ def test_bad_kwargs(kwargs, match):
         timm.create_model('sl_pit_32', **kwargs)
 
 
+@pytest.mark.parametrize('kwargs,bad', [
+    (dict(patch_size=0), 'patch_size=0'), (dict(stride=0), 'stride=0'), (dict(stride=-1, spt=False), 'stride=-1'),
+    (dict(img_size=-32), 'img_size=-32'),
+])
+def test_a_patch_stride_or_image_size_that_is_no_size_is_refused_by_name(kwargs, bad):
+    """Not a message that suggests stride=0, nor a ZeroDivisionError / negative-dimension error from inside timm."""
+    with pytest.raises(ValueError, match=rf'^{bad} is invalid; allowed: an int > 0 or a pair of them\.$'):
+        timm.create_model('sl_pit_32', **kwargs)
+
+
 @pytest.mark.parametrize('kwargs', [dict(patch_size=4), dict(patch_size=4, spt=True)])
 def test_a_patch_size_spt_would_ignore_is_refused(kwargs):
     # SPT's patch is the stem's stride: patch_size alone would leave sl_pit_32 cutting 2x2 patches, silently
@@ -106,3 +116,13 @@ def test_the_patch_size_refusal_says_how_to_load_weights_made_with_it():
     with pytest.raises(ValueError, match=r"; weights of a model made with it before are sl_pit_32's own: drop "
                                          r"patch_size to load them$"):
         timm.create_model('sl_pit_32', patch_size=4)
+
+
+@pytest.mark.parametrize('kwargs,bad', [(dict(heads=(0, 4, 8)), r'heads=\(0, 4, 8\)'),
+                                        (dict(base_dims=(48, 0, 48), spt=False), r'base_dims=\(48, 0, 48\)')])
+def test_a_stage_without_heads_or_width_is_refused_by_name(kwargs, bad):
+    """Was a ZeroDivisionError from inside timm; a stage of depth 0 stays allowed (it is an empty stage)."""
+    with pytest.raises(ValueError, match=rf'^{bad} is invalid; allowed: a non-empty tuple of ints >= 1 \(one per '
+                                         r'stage\)\.$'):
+        timm.create_model('sl_pit_32', **kwargs)
+    assert timm.create_model('sl_pit_32', depth=(0, 1, 1)).num_classes == 100

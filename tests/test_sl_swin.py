@@ -138,3 +138,11 @@ def test_dynamic_image_size():
     model = timm.create_model('sl_swin_32', strict_img_size=False).eval()
     assert model(torch.randn(1, 3, 48, 48)).shape == (1, 100)
     assert model(torch.randn(1, 3, 32, 32)).shape == (1, 100)
+
+
+@pytest.mark.parametrize('kwargs,bad', [(dict(img_size=0), 'img_size=0'),
+                                        (dict(img_size=(32, -8), spt=False), r'img_size=\(32, -8\)')])
+def test_an_image_size_that_is_no_size_is_refused_by_name(kwargs, bad):
+    """Not a reshape / negative-dimension error from inside timm's window masks."""
+    with pytest.raises(ValueError, match=rf'^{bad} is invalid; allowed: an int > 0 or a pair of them\.$'):
+        timm.create_model('sl_swin_32', **kwargs)

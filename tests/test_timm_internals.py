@@ -255,7 +255,19 @@ PRIVATE_IMPORTS = [
     ('timm.models.pit', 'checkpoint_filter_fn', 'models/sl_pit.py'),
     ('timm.models.swin_transformer', 'checkpoint_filter_fn', 'models/sl_swin.py'),
     ('timm.models.cait', 'checkpoint_filter_fn', 'models/sl_cait.py'),
+    ('timm.models.swin_transformer', 'resolve_window_args', 'SlSwinTransformer.set_input_size (models/sl_swin.py)'),
+    ('timm.models.swin_transformer', 'calc_stage_window_sizes', 'SlSwinTransformer.set_input_size (models/sl_swin.py)'),
 ]
+
+
+def test_swin_resize_reference_windows():
+    """SlSwinTransformer.set_input_size works out the windows timm's resize will make (from the reference windows
+    and grid timm keeps on the model) to refuse one past the token bound before timm builds its masks."""
+    with torch.device('meta'):
+        model = timm.create_model('swin_tiny_patch4_window7_224')
+    assert _missing(model, ['_ref_window_sizes', '_ref_grid_size']) == [], (
+        "timm's SwinTransformer no longer keeps its reference windows: update SlSwinTransformer.set_input_size "
+        "(models/sl_swin.py).")
 
 
 @pytest.mark.parametrize('module,name,where', PRIVATE_IMPORTS, ids=[f'{m}.{n}' for m, n, _ in PRIVATE_IMPORTS])

@@ -8,5 +8,5 @@ from .lsa_window import LocalitySwinBlock, LocalityWindowAttention, window_attn_
 from .spool import ShiftedTokenPooling
 from .spt import (
     SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_in_chans, check_shift_ratio,
-    resolve_shift, shift_and_concat, shift_offsets)
+    check_size, resolve_shift, shift_and_concat, shift_offsets)
 from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool

@@ -18,7 +18,7 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'resolve_shift',
+__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'check_size', 'resolve_shift',
            'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
@@ -62,6 +62,15 @@ def check_in_chans(in_chans: int) -> None:
         raise ValueError(f'in_chans={in_chans!r} is invalid; allowed: an int >= 1.')
 
 
+def check_size(size: Union[int, Tuple[int, int]], name: str = 'patch_size') -> Tuple[int, int]:
+    """``size`` (a patch, stride or image size) as a pair; ``ValueError`` naming ``name`` unless it is an int > 0 or
+    a pair of them."""
+    pair = to_2tuple(size)
+    if len(pair) != 2 or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pair):
+        raise ValueError(f'{name}={size!r} is invalid; allowed: an int > 0 or a pair of them.')
+    return pair
+
+
 def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -> Tuple[int, int]:
     """Pixel shift ``(sh, sw) = int(patch * shift_ratio)`` per axis.
 
@@ -70,10 +79,7 @@ def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -
             shift for this patch size.
     """
     check_shift_ratio(shift_ratio)
-    size = to_2tuple(patch_size)
-    if len(size) != 2 or not all(isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in size):
-        raise ValueError(f'patch_size={patch_size!r} is invalid; allowed: an int > 0 or a pair of them.')
-    patch_size = size
+    patch_size = check_size(patch_size)
     shift = tuple(int(p * shift_ratio) for p in patch_size)
     if min(shift) < 1:
         raise ValueError(

@@ -18,17 +18,18 @@ __all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'ba
 MAX_GLOBAL_TOKENS = 16384
 
 
-def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False) -> None:
-    """Check depth kwargs before timm builds anything: each an int >= 0, or (``per_stage``) a non-empty sequence of
-    them, all such sequences of one length. Raises ``ValueError`` naming the value and what is allowed."""
+def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, positive: Tuple[str, ...] = ()) -> None:
+    """Check depth kwargs before timm builds anything: each an int >= 0 (>= 1 for those in ``positive``: widths, head
+    counts), or (``per_stage``) a non-empty sequence of them, all such sequences of one length. Raises ``ValueError``
+    naming the value and what is allowed."""
     lengths = {}
     for name in names:
         if name not in kwargs:
             continue
-        value = kwargs[name]
+        value, low = kwargs[name], 1 if name in positive else 0
         items = value if per_stage and isinstance(value, (tuple, list)) else [value]
-        if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in items):
-            shape = 'a non-empty tuple of ints >= 0 (one per stage)' if per_stage else 'an int >= 0'
+        if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in items):
+            shape = f'a non-empty tuple of ints >= {low} (one per stage)' if per_stage else f'an int >= {low}'
             raise ValueError(f'{name}={value!r} is invalid; allowed: {shape}.')
         if per_stage:
             lengths[name] = len(items)

@@ -24,7 +24,7 @@ from timm.models import build_model_with_cfg, generate_default_cfgs, register_mo
 from timm.models.pit import Pooling, PoolingVisionTransformer, checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules, copy_timm_state, module_dd
-from ..layers import ShiftedTokenPooling, check_in_chans  # noqa: F401  (ShiftedTokenPooling: re-exported)
+from ..layers import ShiftedTokenPooling, check_in_chans, check_size  # noqa: F401  (ShiftedTokenPooling: re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
@@ -87,17 +87,22 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             **kwargs: Any,
     ) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
-        check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True)
+        check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True, positive=('heads', 'base_dims'))
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
         img, patch, stride = (backbone_kwarg(kwargs, PoolingVisionTransformer, n)
                               for n in ('img_size', 'patch_size', 'stride'))
         check_in_chans(backbone_kwarg(kwargs, PoolingVisionTransformer, 'in_chans'))
+        check_size(img, 'img_size')
+        check_size(patch)
+        check_size(stride, 'stride')
         # the first stage attends over the whole stem grid (SPT's stem: non-overlapping patches of the stride)
         grid = patch_grid(img, stride) if sl_args.spt else patch_grid(img, patch, stride)
         check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}, stride={stride!r}',
                             ' in the first stage')
         super().__init__(**kwargs)
+        if not sl_args.spt:  # the baseline's stem is timm's conv (the cfg's first_conv names SPT's projection)
+            self._traits = {**getattr(self, '_traits', {}), 'first_conv': 'patch_embed.conv'}
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
         self.pool_layout = pool_layout
@@ -115,6 +120,7 @@ def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str,
     """Refuse a ``patch_size`` that SPT would ignore: SPT's patch is the stem's ``stride``; ``patch_size`` sets only
     the baseline's conv kernel, so ``sl_pit_32`` with ``patch_size=4`` alone would still tokenize 2x2 patches."""
     patch = kwargs.get('patch_size', model_args['patch_size'])
+    check_size(patch)
     if kwargs.get('spt', True) is not False and 'stride' not in kwargs and patch != model_args['patch_size']:
         raise ValueError(f'{variant}: patch_size={patch!r} does not change the SPT patch, which is the stem\'s stride '
                          f'({model_args["stride"]}); allowed: stride={patch!r} for an SPT patch of {patch!r} (with '

@@ -8,18 +8,18 @@ submodules after timm has built the model, through the conversion path it shares
 (:mod:`timm_sl.convert`): :class:`~timm_sl.layers.LocalityWindowAttention` keeps each attention's
 configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) takes each merging's widths.
 """
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.swin_transformer import SwinTransformer
+from timm.models.swin_transformer import SwinTransformer, calc_stage_window_sizes, resolve_window_args
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules
-from ..layers import LocalityWindowAttention, window_attn_bias  # noqa: F401  (re-exported)
+from ..layers import LocalityWindowAttention, check_size, window_attn_bias  # noqa: F401  (re-exported)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
-from ._sl_args import SlArgs, check_depths, check_optional_bool
+from ._sl_args import SlArgs, backbone_kwarg, check_depths, check_global_tokens, check_optional_bool, patch_grid
 from ._training import check_drop_path_rate
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
@@ -44,12 +44,37 @@ class SlSwinTransformer(SwinTransformer):
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
+        check_size(backbone_kwarg(kwargs, SwinTransformer, 'img_size'), 'img_size')
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
         self.spt_pool = sl_args.spt if spt_pool is None else spt_pool
         convert_modules(self, sl_args, [kind for kind, on in (('lsa', sl_args.uses_lsa_layer), ('spool', self.spt_pool))
                                          if on])
+
+    def set_input_size(
+            self,
+            img_size: Optional[Union[int, Tuple[int, int]]] = None,
+            patch_size: Optional[Union[int, Tuple[int, int]]] = None,
+            window_size: Optional[Union[int, Tuple[int, int], Sequence[Any]]] = None,
+            window_ratio: Optional[Union[int, Sequence[int]]] = None,
+            always_partition: Optional[bool] = None,
+    ) -> None:
+        """timm's resize, refusing first a window past the global-attention token bound: unless given
+        ``window_size``, timm scales each stage's windows with the grid (``sl_swin_32`` at 4096 px: 512x512 windows),
+        and a window is one attention."""
+        img = self.patch_embed.img_size if img_size is None else img_size
+        patch = self.patch_embed.patch_size if patch_size is None else patch_size
+        grid = patch_grid(img, patch)
+        if grid is not None:
+            sizes, ratios = resolve_window_args(window_size, window_ratio, len(self.layers))
+            windows = calc_stage_window_sizes(grid, self._ref_window_sizes, self._ref_grid_size, sizes, ratios)
+            for index, window in enumerate(windows):  # a window larger than its stage's map is the map
+                tokens = tuple(min(w, -(-g // 2 ** index)) for w, g in zip(window, grid))
+                check_global_tokens(type(self), tokens, f'img_size={img!r}, patch_size={patch!r} (stage {index} '
+                                    f'windows of {window[0]}x{window[1]}; window_size= keeps them)', ' in one window')
+        super().set_input_size(img_size=img_size, patch_size=patch_size, window_size=window_size,
+                               window_ratio=window_ratio, always_partition=always_partition)
 
 
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:

@@ -326,6 +326,10 @@ class SlT2T(VisionTransformer):
         timm's ``VisionTransformer.set_input_size`` resamples a *learned* table and stores it as an ``nn.Parameter``;
         T2T's table is a function of the grid, so it is hidden from timm's resize (a None buffer) and rebuilt.
         """
+        if img_size is not None:  # refused first, as the constructor refuses it
+            split = self.patch_embed.stages[0].split
+            check_global_tokens(type(self), patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
+                                f'(kernel, stride, padding)={split!r}', ' after it')
         table = self.pos_embed
         self.pos_embed = None
         try:
@@ -348,10 +352,22 @@ def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> D
     prefix = 'patch_embed.stages.0.layer.'
     first = model.patch_embed.stages[0]
     weight = state_dict.get(prefix + 'attn.qkv.weight')
-    if weight is not None and weight.shape != first.layer.attn.qkv.weight.shape:
-        k = first.split[0]
+    target = first.layer.attn.qkv.weight
+    if weight is not None and weight.shape != target.shape:
+        k, copies = first.split[0], 1 + len(model.patch_embed.offsets)
+        # the checkpoint's channels are its cfg's (as for SPT stems): a width that reads as another count is another
+        # spt / shift_directions / soft split, not channels to adapt
+        src_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]
+        if weight.shape[0] != target.shape[0] or weight.shape[1] % (copies * k * k) or (
+                src_chans is not None and weight.shape[1] // (copies * k * k) != src_chans):
+            raise ValueError(
+                f'{prefix}attn.qkv.weight has shape {tuple(weight.shape)}, which does not fit this model\'s '
+                f'{tuple(target.shape)} ({k}x{k} soft split of {copies} cop{"y" if copies == 1 else "ies"} of '
+                f'{model.patch_embed.in_chans} channel(s)); allowed: a checkpoint of the same spt, shift_directions, '
+                f'soft splits and token_dim over {src_chans} input channel(s), as the pretrained cfg\'s input_size '
+                f'declares (another in_chans is adapted)')
         adapt_norm_linear_entries(state_dict, prefix + 'norm1.', prefix + 'attn.qkv.', model.patch_embed.in_chans,
-                                  groups=1 + len(model.patch_embed.offsets), rest=k * k)
+                                  groups=copies, rest=k * k)
         claim_stem_adaptation(model)
     return adapt_sl_state_dict(state_dict, model)
 

@@ -5,7 +5,7 @@ Paper: `Vision Transformer for Small-Size Datasets` - https://arxiv.org/abs/2112
 The backbone is timm's own ``VisionTransformer``; SPT enters as its ``embed_layer`` and LSA as its ``attn_layer``.
 With ``spt=False, lsa=False`` the model is timm's ViT of the same configuration, module for module.
 """
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple, Union
 
 from timm.models import VisionTransformer, build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.vision_transformer import checkpoint_filter_fn as vit_checkpoint_filter_fn
@@ -14,7 +14,7 @@ from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_patch_tokens
+from ._sl_args import check_depths, check_global_tokens, check_patch_tokens, patch_grid
 
 __all__ = ['SlVisionTransformer']
 
@@ -47,6 +47,18 @@ class SlVisionTransformer(VisionTransformer):
             set_lsa_switches(self.blocks, **sl_args.lsa_kwargs())
         self.sl_args = sl_args
         training.apply(self, self.blocks)
+
+    def set_input_size(
+            self,
+            img_size: Optional[Union[int, Tuple[int, int]]] = None,
+            patch_size: Optional[Union[int, Tuple[int, int]]] = None,
+    ) -> None:
+        """timm's resize, refusing first (as the constructor does) a token grid too large for global attention."""
+        img = self.patch_embed.img_size if img_size is None else img_size
+        patch = self.patch_embed.patch_size if patch_size is None else patch_size
+        grid = patch_grid(img, patch, ceil=bool(getattr(self.patch_embed, 'dynamic_img_pad', False)))
+        check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}')
+        super().set_input_size(img_size=img_size, patch_size=patch_size)
 
 
 # timm's ViT filter converts foreign layouts (and loads timm ViT weights into the baselines); native SL checkpoints
