@@ -1059,3 +1059,23 @@ def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsy
     assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
                  str(tmp_path / 'bare.pth')]) == 0
     assert 'sl_vit_32: first tokenization step kernel 4, stride 4' in capsys.readouterr().out
+
+
+def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, capsys, figures):
+    """kld / attention comparing runs of two models (sl_vit_32 with sl_pit_32), or --model naming another model than
+    the run's: a true but 600-character line of missing / unexpected keys of the model it was tried as."""
+    _run_folder(tmp_path / 'vit', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'pit', 'sl_pit_32', dict(depth=(1, 1, 1)))
+    pit = tmp_path / 'pit' / 'model_best.pth.tar'
+    for command in 'kld', 'attention':
+        with pytest.raises(SystemExit) as info:
+            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), '--compare-checkpoint',
+                  str(tmp_path / 'pit'), '--out', str(tmp_path / 'c.png')])
+        assert str(info.value) == (f'timm-sl {command}: --compare-checkpoint {pit} holds sl_pit_32 (its run), the '
+                                   f'first model is sl_vit_32; allowed: a checkpoint of sl_vit_32 (SL, its baseline '
+                                   f'or another mix of its switches) to compare with')
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', 'sl_vit_32', '--checkpoint', str(pit), '--out', str(tmp_path / 'c.png')])
+    assert str(info.value) == (f'timm-sl temperature: --checkpoint {pit} holds sl_pit_32 (its run), not --model '
+                               f'sl_vit_32; allowed: --model sl_pit_32, or --model left out')
+    assert not figures and not (tmp_path / 'c.png').exists()

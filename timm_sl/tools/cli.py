@@ -223,6 +223,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     from timm_sl.layers.sl_args import SL_ARG_NAMES
     from timm_sl.tools.checkpoint import build_model, build_run_model, check_same_run, read_run_checkpoint
+    from timm_sl.tools.runs import checkpoint_file
     name = args.model
     if name:
         _check_model_name(args, name)
@@ -254,6 +255,14 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 first_error = first_error or e
                 continue
             return model, record
+        if record.model:  # another model's run: say that, not its hundred keys
+            file = checkpoint_file(checkpoint)
+            if baseline_first:
+                raise ValueError(f'--compare-checkpoint {file} holds {record.model} (its run), the first model is '
+                                 f'{name}; allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
+                                 f'switches) to compare with') from first_error
+            raise ValueError(f'--checkpoint {file} holds {record.model} (its run), not --model {name}; allowed: '
+                             f'--model {record.model}, or --model left out') from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
