@@ -1079,3 +1079,25 @@ def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, 
     assert str(info.value) == (f'timm-sl temperature: --checkpoint {pit} holds sl_pit_32 (its run), not --model '
                                f'sl_vit_32; allowed: --model sl_pit_32, or --model left out')
     assert not figures and not (tmp_path / 'c.png').exists()
+
+
+def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_config_json(tmp_path, image_dir, capsys,
+                                                                                      figures):
+    """An exported folder's model.safetensors 'records no model' although config.json beside it names the model
+    (and its kwargs and the data config its run trained with); with --model the kwargs were lost (depth 12)."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1), mean=[0.5] * 3, std=[0.25] * 3)
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'exported')]) == 0
+    weights = tmp_path / 'exported' / 'model.safetensors'
+    for named in [], ['--model', 'sl_vit_32']:
+        capsys.readouterr()
+        assert main(['kld', str(image_dir), *named, '--checkpoint', str(weights), '--out', str(tmp_path / 'k.png')]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[0] == (f'SL input: 32x32 px, mean (0.5, 0.5, 0.5), std (0.25, 0.25, 0.25), crop_pct '
+                                       f'1.0, bicubic: the data config its export recorded '
+                                       f'({tmp_path / "exported" / "config.json"})')
+        assert _title(figures[-1]).startswith('sl_vit_32, checkpoint exported/model.safetensors: attention KL')
+        assert [line.split()[1] for line in out.splitlines() if line[:1] == '1'] == ['blocks.0.attn']
+    (tmp_path / 'exported' / 'config.json').write_text('[1]')
+    with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
+                                         f'not an object'):
+        main(['temperature', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])

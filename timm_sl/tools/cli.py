@@ -230,6 +230,9 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     try:
         record, loaded = read_run_checkpoint(checkpoint)
         check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
+        exported = _exported_config(record)
+        if exported and not record.model:  # an exported folder: its config.json names the model
+            record = record.with_model(exported[1]['architecture'], exported[1].get('model_args', {}))
         name = name or record.model
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
@@ -266,6 +269,24 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
+
+
+def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
+    """``(config.json, its content)`` beside a checkpoint that is an exported folder's ``model.safetensors`` (no run
+    folder): the model it names (``architecture``, ``model_args``) and the data config it trained with
+    (``pretrained_cfg``), as ``timm-sl export`` writes them; None for any other checkpoint."""
+    from timm_sl.tools.hub import read_exported_config
+    config = record.checkpoint.parent / 'config.json'
+    if record.run_dir is not None or record.checkpoint.suffix != '.safetensors' or not config.exists():
+        return None
+    exported = read_exported_config(config)
+    wrong = [key for key, kind in (('model_args', dict), ('pretrained_cfg', dict)) if not isinstance(
+        exported.get(key, {}), kind)] + ([] if isinstance(exported.get('architecture'), str) and
+                                          exported['architecture'] else ['architecture'])
+    if wrong:
+        raise ValueError(f'{config} holds no usable {", ".join(wrong)} (a model name, model_args and pretrained_cfg '
+                         f'objects); allowed: the config.json timm-sl export wrote beside {record.checkpoint.name}')
+    return config, exported
 
 
 def _variant(model) -> str:
@@ -323,6 +344,10 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     it records its arguments (as ``export`` writes it), else the model's default."""
     from timm.data import resolve_data_config
     from timm_sl.tools.hub import training_data_config
+    exported = _exported_config(record) if record is not None and not record.args else None
+    if exported:
+        recorded = {**model.pretrained_cfg, **exported[1].get('pretrained_cfg', {})}
+        return resolve_data_config({}, pretrained_cfg=recorded), f'the data config its export recorded ({exported[0]})'
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args), f'the data config its run trained with ({where})'
