@@ -1090,7 +1090,8 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
     weights = tmp_path / 'exported' / 'model.safetensors'
     for named in [], ['--model', 'sl_vit_32']:
         capsys.readouterr()
-        assert main(['kld', str(image_dir), *named, '--checkpoint', str(weights), '--out', str(tmp_path / 'k.png')]) == 0
+        out = str(tmp_path / 'k.png')
+        assert main(['kld', str(image_dir), *named, '--checkpoint', str(weights), '--out', out]) == 0
         out = capsys.readouterr().out
         assert out.splitlines()[0] == (f'SL input: 32x32 px, mean (0.5, 0.5, 0.5), std (0.25, 0.25, 0.25), crop_pct '
                                        f'1.0, bicubic: the data config its export recorded '
@@ -1101,3 +1102,23 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
                                          f'not an object'):
         main(['temperature', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
+
+
+def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_sees(tmp_path, capsys, figures):
+    """A compared run trained with --crop-pct 0.5 attends over the centre of each image, but its map was drawn beside
+    the first model's whole image, as if its cells covered that: each map now sits beside the pixels its model saw."""
+    image = torch.zeros(32, 32, 3, dtype=torch.uint8)
+    image[:8, :8] = 255  # a white corner: in the first model's view, cropped away in the second's
+    Image.fromarray(image.numpy()).save(tmp_path / 'corner.png')
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), crop_pct=0.5)
+    _run_folder(tmp_path / 'base2', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    argv = ['attention', str(tmp_path / 'corner.png'), '--checkpoint', str(tmp_path / 'sl'), '--out',
+            str(tmp_path / 'a.png'), '--compare-checkpoint']
+    assert main([*argv, str(tmp_path / 'base')]) == 0
+    panels = [ax for ax in figures[-1].axes if ax.get_images()]
+    assert [ax.get_title() for ax in panels] == ['input', 'SL', 'input (baseline)', 'baseline']
+    first, second = (ax.get_images()[0].get_array() for ax in (panels[0], panels[2]))
+    assert first[:4, :4].min() == 255 and second.max() < 32  # the corner is in the first view only (bicubic: ~0)
+    assert main([*argv, str(tmp_path / 'base2')]) == 0  # the same view: one input panel
+    assert [ax.get_title() for ax in figures[-1].axes if ax.get_images()] == ['input', 'SL', 'baseline']

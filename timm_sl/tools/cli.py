@@ -372,6 +372,8 @@ def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Di
     print(f"{label} input: {size} px, mean {mean}, std {std}, crop_pct {config.get('crop_pct')}, "
           f"{config.get('interpolation')}: {source}")
     key = repr(sorted(config.items()))
+    height, width = config['input_size'][1:]  # what region of each image the model sees: drawn where it differs
+    vars(args).setdefault('views', {})[label] = (config.get('crop_pct'), config.get('crop_mode'), height / width)
     if key not in loaded:
         loaded[key] = load_images(args.images, model, config)
     return loaded[key]
@@ -542,16 +544,19 @@ def cmd_attention(args: argparse.Namespace) -> int:
     numbers = _attention_numbers(args)
     _require_plotting(args)
     shown, inputs = None, {}
-    columns, notes, records, uniform = {}, [], [], {}
+    columns, notes, records, uniform, seen = {}, [], [], {}, {}
     for label, model, record in _runs(args):
         loaded = _load_images(args, label, model, record, inputs)
-        shown = shown or loaded  # the images drawn: as the first model sees them
+        shown = shown or loaded  # the images drawn: as the first model sees them, and as another model sees them
+        own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
         result = final_attention_map(model, loaded.tensor)
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
             columns[label + tag] = [grid.tolist() for grid in view]
+        if own_view:
+            seen[label + views[0][0]] = loaded.images
         notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else '') +
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
@@ -563,7 +568,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
                          'KL(map || uniform)'], [
         [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels,
+    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
     numbers.write_text(json.dumps(records, indent=1))

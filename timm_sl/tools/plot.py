@@ -168,6 +168,7 @@ def plot_attention(
         uniform: Optional[Mapping[str, float]] = None,
         row_labels: Sequence[str] = (),
         max_columns: int = 6,
+        views: Optional[Mapping[str, Sequence]] = None,
 ):
     """Per image: the image, then one map per entry of ``columns`` (label -> one grid per image) in its own panel on
     the image's frame, wrapped into balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3).
@@ -180,7 +181,10 @@ def plot_attention(
     stretched into structure. ``uniform`` (name -> level, e.g. ``{'SL': 1/64}``) marks
     on the colour bar the weight a cell holds when attention is spread evenly over the keys a query may attend to
     (the caller knows which keys those are; none is guessed). ``row_labels`` (one per image, e.g. its file name)
-    are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi).
+    are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi). ``views``
+    (column label -> one image per image) gives the images a column's model sees where they are not ``images`` (a
+    model whose data config crops another region): an input panel ``input (label)`` precedes that column's maps, which
+    are drawn on its frame, so that every map sits beside the pixels it attends over.
     """
     import numpy as np
     from matplotlib.colors import Normalize
@@ -191,7 +195,13 @@ def plot_attention(
     uniform = dict(uniform or {})
     peaks = [float(g[np.isfinite(g)].max()) for g in grids if np.isfinite(g).any()]  # a NaN cell is left blank,
     norm = Normalize(vmin=0., vmax=max(peaks + list(uniform.values()), default=1.) or 1.)  # not the scale's end
-    labels = ['input'] + list(columns)
+    views = dict(views or {})
+    panels_of = [('input', images, None)]  # (title, images, maps): an input panel, or the maps of a column
+    for label, column in columns.items():
+        if label in views:
+            panels_of.append((f'input ({label})', views[label], None))
+        panels_of.append((label, panels_of[-1][1], column))  # on the frame of the input panel before it
+    labels = [title for title, _, _ in panels_of]
     rows_per_image = math.ceil(len(labels) / max_columns)
     ncols = math.ceil(len(labels) / rows_per_image)
     nrows = rows_per_image * len(images)
@@ -203,12 +213,15 @@ def plot_attention(
         ax.remove()
     kept = [ax for ax in axes.flat if ax.figure is not None]
     mappable = None
-    for i, image in enumerate(images):
-        pixels = np.asarray(image)
-        height, width = pixels.shape[:2]
+    for i in range(len(images)):
         panels = [axes[i * rows_per_image + k // ncols, k % ncols] for k in range(len(labels))]
-        panels[0].imshow(pixels, label=INPUT_LABEL)
-        for ax, column in zip(panels[1:], columns.values()):  # opaque, nothing under it: colours are the bar's
+        for ax, (_, shown, column) in zip(panels, panels_of):
+            pixels = np.asarray(shown[i])
+            height, width = pixels.shape[:2]
+            if column is None:
+                ax.imshow(pixels, label=INPUT_LABEL)
+                continue
+            # the map on its input's frame, opaque, nothing under it: colours are the bar's
             mappable = ax.imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, label=MAP_LABEL,
                                  extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
         for ax, label in zip(panels, labels):
