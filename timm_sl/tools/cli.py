@@ -603,7 +603,11 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                              f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
         kernel = stride = args.patch_size
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
-        shift = resolve_shift(args.patch_size, ratio)[0]
+        try:
+            shift = resolve_shift(args.patch_size, ratio)[0]
+        except ValueError as e:  # it names the model kwarg: say which option gave it
+            given = ' (the default)' if args.shift_ratio is None else ''
+            raise ValueError(f'--patch-size {args.patch_size} --shift-ratio {ratio}{given}: {e}') from e
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
