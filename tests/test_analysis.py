@@ -1098,6 +1098,13 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
                                        f'({tmp_path / "exported" / "config.json"})')
         assert _title(figures[-1]).startswith('sl_vit_32, checkpoint exported/model.safetensors: attention KL')
         assert [line.split()[1] for line in out.splitlines() if line[:1] == '1'] == ['blocks.0.attn']
+    with pytest.raises(SystemExit, match=f'^timm-sl temperature: --checkpoint {weights} holds sl_vit_32 \\(its '
+                                         f'config.json\\), not --model sl_vit_64; allowed: --model sl_vit_32'):
+        main(['temperature', '--model', 'sl_vit_64', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
+    with pytest.raises(SystemExit, match=r"does not fit sl_vit_32 {'depth': 2, 'num_classes': 100} \(it was trained "
+                                         r"as sl_vit_32 {'depth': 1, 'in_chans': 3, "):
+        main(['temperature', '--checkpoint', str(weights), '--model-kwargs', 'depth=2', '--out',
+              str(tmp_path / 't.png')])
     (tmp_path / 'exported' / 'config.json').write_text('[1]')
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
                                          f'not an object'):

@@ -221,6 +221,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     kwargs = dict(args.model_kwargs or {})
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
+    import dataclasses
     from timm_sl.layers.sl_args import SL_ARG_NAMES
     from timm_sl.tools.checkpoint import build_model, build_run_model, check_same_run, read_run_checkpoint
     from timm_sl.tools.runs import checkpoint_file
@@ -231,14 +232,17 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         record, loaded = read_run_checkpoint(checkpoint)
         check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
         exported = _exported_config(record)
-        if exported and not record.model:  # an exported folder: its config.json names the model
-            record = record.with_model(exported[1]['architecture'], exported[1].get('model_args', {}))
+        if exported and not record.model:  # an exported folder: its config.json names the model (and errors say so)
+            arch, model_args = exported[1]['architecture'], exported[1].get('model_args', {})
+            record = record.with_model(arch, model_args)
+            loaded = dataclasses.replace(loaded, arch=arch, args=dict(model=arch, model_kwargs=model_args))
+        source = f'its {exported[0].name}' if exported else 'its run'
         name = name or record.model
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
         if not args.model and name != 'slify' and name not in _register_models():  # the run's, not the user's
-            raise ValueError(f'{checkpoint} records model {name!r} (its run), not an sl_ model; allowed: a '
+            raise ValueError(f'{checkpoint} records model {name!r} ({source}), not an sl_ model; allowed: a '
                              f'checkpoint of an sl_ model or slify, or --model NAME for the model its weights fit')
         _check_model_name(args, name)
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
@@ -261,10 +265,10 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         if record.model:  # another model's run: say that, not its hundred keys
             file = checkpoint_file(checkpoint)
             if baseline_first:
-                raise ValueError(f'--compare-checkpoint {file} holds {record.model} (its run), the first model is '
+                raise ValueError(f'--compare-checkpoint {file} holds {record.model} ({source}), the first model is '
                                  f'{name}; allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
                                  f'switches) to compare with') from first_error
-            raise ValueError(f'--checkpoint {file} holds {record.model} (its run), not --model {name}; allowed: '
+            raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
