@@ -1127,5 +1127,8 @@ def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_
     assert [ax.get_title() for ax in panels] == ['input', 'SL', 'input (baseline)', 'baseline']
     first, second = (ax.get_images()[0].get_array() for ax in (panels[0], panels[2]))
     assert first[:4, :4].min() == 255 and second.max() < 32  # the corner is in the first view only (bicubic: ~0)
+    assert main([*argv, str(tmp_path / 'base'), '--heads', 'all']) == 0  # named by its model, before its first head
+    titles = [ax.get_title() for ax in figures[-1].axes if ax.get_images()]
+    assert titles.index('input (baseline)') == titles.index('baseline h0') - 1 == 13
     assert main([*argv, str(tmp_path / 'base2')]) == 0  # the same view: one input panel
     assert [ax.get_title() for ax in figures[-1].axes if ax.get_images()] == ['input', 'SL', 'baseline']

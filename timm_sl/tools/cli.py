@@ -560,7 +560,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         for tag, view in views:
             columns[label + tag] = [grid.tolist() for grid in view]
         if own_view:
-            seen[label + views[0][0]] = loaded.images
+            seen[label + views[0][0]] = label, loaded.images
         notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else '') +
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform

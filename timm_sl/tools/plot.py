@@ -168,7 +168,7 @@ def plot_attention(
         uniform: Optional[Mapping[str, float]] = None,
         row_labels: Sequence[str] = (),
         max_columns: int = 6,
-        views: Optional[Mapping[str, Sequence]] = None,
+        views: Optional[Mapping[str, Tuple[str, Sequence]]] = None,
 ):
     """Per image: the image, then one map per entry of ``columns`` (label -> one grid per image) in its own panel on
     the image's frame, wrapped into balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3).
@@ -182,9 +182,9 @@ def plot_attention(
     on the colour bar the weight a cell holds when attention is spread evenly over the keys a query may attend to
     (the caller knows which keys those are; none is guessed). ``row_labels`` (one per image, e.g. its file name)
     are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi). ``views``
-    (column label -> one image per image) gives the images a column's model sees where they are not ``images`` (a
-    model whose data config crops another region): an input panel ``input (label)`` precedes that column's maps, which
-    are drawn on its frame, so that every map sits beside the pixels it attends over.
+    (column label -> ``(name, one image per image)``) gives the images a model sees where they are not ``images`` (its
+    data config crops another region): an input panel ``input (name)`` precedes that column, and it and the columns
+    after it are drawn on that panel's frame, so that every map sits beside the pixels it attends over.
     """
     import numpy as np
     from matplotlib.colors import Normalize
@@ -199,7 +199,7 @@ def plot_attention(
     panels_of = [('input', images, None)]  # (title, images, maps): an input panel, or the maps of a column
     for label, column in columns.items():
         if label in views:
-            panels_of.append((f'input ({label})', views[label], None))
+            panels_of.append((f'input ({views[label][0]})', views[label][1], None))
         panels_of.append((label, panels_of[-1][1], column))  # on the frame of the input panel before it
     labels = [title for title, _, _ in panels_of]
     rows_per_image = math.ceil(len(labels) / max_columns)
