@@ -1105,6 +1105,10 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
                                          r"as sl_vit_32 {'depth': 1, 'in_chans': 3, "):
         main(['temperature', '--checkpoint', str(weights), '--model-kwargs', 'depth=2', '--out',
               str(tmp_path / 't.png')])
+    (tmp_path / 'exported' / 'config.json').write_text('{"model_args": []}')
+    with pytest.raises(SystemExit, match=f'^timm-sl kld: {tmp_path / "exported" / "config.json"} holds no usable '
+                                         f'architecture, model_args \\(a model name, '):
+        main(['kld', str(image_dir), '--checkpoint', str(weights), '--out', str(tmp_path / 'k.png')])
     (tmp_path / 'exported' / 'config.json').write_text('[1]')
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
                                          f'not an object'):

@@ -283,14 +283,7 @@ def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
     config = record.checkpoint.parent / 'config.json'
     if record.run_dir is not None or record.checkpoint.suffix != '.safetensors' or not config.exists():
         return None
-    exported = read_exported_config(config)
-    wrong = [key for key, kind in (('model_args', dict), ('pretrained_cfg', dict)) if not isinstance(
-        exported.get(key, {}), kind)] + ([] if isinstance(exported.get('architecture'), str) and
-                                          exported['architecture'] else ['architecture'])
-    if wrong:
-        raise ValueError(f'{config} holds no usable {", ".join(wrong)} (a model name, model_args and pretrained_cfg '
-                         f'objects); allowed: the config.json timm-sl export wrote beside {record.checkpoint.name}')
-    return config, exported
+    return config, read_exported_config(config)
 
 
 def _variant(model) -> str:

@@ -301,7 +301,8 @@ def read_exported_config(config: Union[str, Path]) -> Dict[str, Any]:
 
     Raises:
         FileNotFoundError / IsADirectoryError: no such file, or a folder.
-        ValueError: not JSON, or JSON that is not an object; naming the file.
+        ValueError: not JSON, JSON that is not an object, or one without a model name (``architecture``) or with
+            ``model_args`` / ``pretrained_cfg`` that are not objects; naming the file.
     """
     config = Path(config)
     try:
@@ -310,6 +311,12 @@ def read_exported_config(config: Union[str, Path]) -> Dict[str, Any]:
         raise ValueError(f'{config} is not JSON (line {e.lineno}: {e.msg}); {_EXPORT_AGAIN}') from None
     if not isinstance(parsed, dict):
         raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {_EXPORT_AGAIN}')
+    wrong = [key for key in ('model_args', 'pretrained_cfg') if not isinstance(parsed.get(key, {}), dict)]
+    if not (isinstance(parsed.get('architecture'), str) and parsed['architecture']):
+        wrong.insert(0, 'architecture')
+    if wrong:
+        raise ValueError(f'{config} holds no usable {", ".join(wrong)} (a model name, model_args and pretrained_cfg '
+                         f'objects); {_EXPORT_AGAIN}')
     return parsed
 
 
