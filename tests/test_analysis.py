@@ -1136,3 +1136,27 @@ def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_
     assert titles.index('input (baseline)') == titles.index('baseline h0') - 1 == 13
     assert main([*argv, str(tmp_path / 'base2')]) == 0  # the same view: one input panel
     assert [ax.get_title() for ax in figures[-1].axes if ax.get_images()] == ['input', 'SL', 'baseline']
+
+
+def test_compared_slify_runs_of_another_base_are_refused(tmp_path, image_dir, figures):
+    """kld / attention of slify runs of two bases (vit_tiny, vit_small): both labelled SL, compared as one model, the
+    title naming only the second ('slify(vit_small_patch16_224), SL (--checkpoint) checkpoint ...')."""
+    import yaml
+    for name, base in ('tiny', 'vit_tiny_patch16_224'), ('small', 'vit_small_patch16_224'):
+        kwargs = dict(base=base, img_size=32, patch_size=4, depth=1)
+        model = timm.create_model('slify', num_classes=10, **kwargs)
+        (tmp_path / name).mkdir()
+        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
+        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
+                   tmp_path / name / 'model_best.pth.tar')
+        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+    for command in 'kld', 'attention':
+        with pytest.raises(SystemExit) as info:
+            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
+                  str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')])
+        assert str(info.value) == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path / "small" / "model_best.pth.tar"} holds '
+            f'slify(vit_small_patch16_224) (its run), the first model is slify(vit_tiny_patch16_224); allowed: a '
+            f'checkpoint of slify(vit_tiny_patch16_224) (SL, its baseline or another mix of its switches) to compare '
+            f'with')
+    assert not figures and not (tmp_path / 'c.png').exists()

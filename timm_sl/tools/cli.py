@@ -265,14 +265,19 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         if record.model:  # another model's run: say that, not its hundred keys
             file = checkpoint_file(checkpoint)
             if baseline_first:
-                raise ValueError(f'--compare-checkpoint {file} holds {record.model} ({source}), the first model is '
-                                 f'{name}; allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
-                                 f'switches) to compare with') from first_error
+                raise _not_the_first_model(file, record.model, source, name) from first_error
             raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
+
+
+def _not_the_first_model(checkpoint: Path, held: str, source: str, first: str) -> ValueError:
+    """A compared checkpoint of another model than the first: one line naming both (not its missing keys)."""
+    return ValueError(f'--compare-checkpoint {checkpoint} holds {held} ({source}), the first model is {first}; '
+                      f'allowed: a checkpoint of {first} (SL, its baseline or another mix of its switches) to compare '
+                      f'with')
 
 
 def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
@@ -396,6 +401,10 @@ def _runs(args: argparse.Namespace):
     if not args.compare_checkpoint:
         return runs
     compared, compared_record = _analysed_model(args, args.compare_checkpoint, baseline_first=True)
+    first, other = _model_name(args.model, model), _model_name(args.model, compared)
+    if first != other:  # slify runs of two bases: two models, one name
+        from timm_sl.tools.runs import checkpoint_file
+        raise _not_the_first_model(checkpoint_file(args.compare_checkpoint), other, 'its run', first)
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
