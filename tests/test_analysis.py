@@ -1177,3 +1177,26 @@ def test_kld_goes_through_a_folder_in_batches_with_the_mean_of_every_row(monkeyp
     assert batched == pytest.approx(whole, rel=1e-5)
     assert sizes == [64, 6]
     assert depth_curve({'a': [torch.full((3, 4, 4), 0.25), torch.eye(4)[None]]}) == pytest.approx([math.log(4) / 4])
+
+
+def test_attention_numbers_are_never_left_half_written(tmp_path, image_dir, monkeypatch, figures):
+    """A write of attn.json cut short (disk full, the process killed) left half a JSON, which the next run refused
+    to replace as a file 'timm-sl attention did not write'. The numbers are written beside it and moved over it: an
+    interrupted write leaves the earlier numbers, and the next run replaces them."""
+    from pathlib import Path
+    command = ['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+               str(tmp_path / 'attn.png')]
+    assert main(command) == 0
+    earlier = (tmp_path / 'attn.json').read_text()
+    write_text = Path.write_text
+
+    def cut_short(path, text, *args, **kwargs):
+        write_text(path, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(Path, 'write_text', cut_short)
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: {tmp_path / "attn.json"}: no space left on device$'):
+        main(command)
+    monkeypatch.undo()
+    assert (tmp_path / 'attn.json').read_text() == earlier and sorted(p.name for p in tmp_path.iterdir()) == [
+        'attn.json', 'attn.png']
+    assert main(command) == 0

@@ -577,7 +577,14 @@ def cmd_attention(args: argparse.Namespace) -> int:
     plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
-    numbers.write_text(json.dumps(records, indent=1))
+    partial = numbers.with_name(f'.{numbers.name}.partial')  # never half-written: a re-run would not take it for ours
+    try:
+        partial.write_text(json.dumps(records, indent=1))
+        os.replace(partial, numbers)
+    except OSError as e:  # a full disk names no file
+        raise OSError(e.errno, e.strerror or str(e), str(numbers)) from e
+    finally:
+        partial.unlink(missing_ok=True)
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
 
