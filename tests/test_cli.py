@@ -592,3 +592,12 @@ def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr == (f'timm-sl list: {tags}: sl_vit_32.x has hf_hub_id=3; allowed: ORG/NAME of its Hub '
                              f'repository\n')
+
+
+@pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
+def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
+    """A full disk at the chart's save said only '[Errno 28] No space left on device', naming no file."""
+    (tmp_path / 'chart.png').symlink_to('/dev/full')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+                          str(tmp_path / 'chart.png')]) == (
+        f'timm-sl temperature: {tmp_path / "chart.png"}: no space left on device')

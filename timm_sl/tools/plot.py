@@ -50,6 +50,16 @@ def _figure(width: float, height: float, dpi: int = 100):
     return fig
 
 
+def _save(fig, path: str) -> None:
+    """``fig.savefig(path)``; a system error that names no file (a full disk) names ``path``."""
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        if e.filename is not None or not e.strerror:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
+
+
 def _plain_ticks(axis) -> None:
     """Tick labels that show the real values: no offset ("+1e-3") and no scientific multiplier."""
     from matplotlib.ticker import ScalarFormatter
@@ -124,7 +134,7 @@ def plot_curves(
         ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)
     else:  # long labels (a model's kwargs) beside the axes left them a sliver of the width
         ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.14), borderaxespad=0., frameon=False)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
 
 
@@ -155,7 +165,7 @@ def plot_ratios(
     if title:
         ax.set_title(title, wrap=True)
     ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12 - 0.4 / max(len(labels), 1)), ncol=2, frameon=False)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
 
 
@@ -253,5 +263,5 @@ def plot_attention(
     if notes:
         fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, int(width_inches * 12))),
                       fontsize=8, ha='left', x=0.01)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
