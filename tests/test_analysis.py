@@ -1059,3 +1059,144 @@ def test_receptive_field_of_a_checkpoint_uses_the_recorded_model(tmp_path, capsy
     assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
                  str(tmp_path / 'bare.pth')]) == 0
     assert 'sl_vit_32: first tokenization step kernel 4, stride 4' in capsys.readouterr().out
+
+
+def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, capsys, figures):
+    """kld / attention comparing runs of two models (sl_vit_32 with sl_pit_32), or --model naming another model than
+    the run's: a true but 600-character line of missing / unexpected keys of the model it was tried as."""
+    _run_folder(tmp_path / 'vit', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'pit', 'sl_pit_32', dict(depth=(1, 1, 1)))
+    pit = tmp_path / 'pit' / 'model_best.pth.tar'
+    for command in 'kld', 'attention':
+        with pytest.raises(SystemExit) as info:
+            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), '--compare-checkpoint',
+                  str(tmp_path / 'pit'), '--out', str(tmp_path / 'c.png')])
+        assert str(info.value) == (f'timm-sl {command}: --compare-checkpoint {pit} holds sl_pit_32 (its run), the '
+                                   f'first model is sl_vit_32; allowed: a checkpoint of sl_vit_32 (SL, its baseline '
+                                   f'or another mix of its switches) to compare with')
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', 'sl_vit_32', '--checkpoint', str(pit), '--out', str(tmp_path / 'c.png')])
+    assert str(info.value) == (f'timm-sl temperature: --checkpoint {pit} holds sl_pit_32 (its run), not --model '
+                               f'sl_vit_32; allowed: --model sl_pit_32, or --model left out')
+    assert not figures and not (tmp_path / 'c.png').exists()
+
+
+def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_config_json(tmp_path, image_dir, capsys,
+                                                                                      figures):
+    """An exported folder's model.safetensors 'records no model' although config.json beside it names the model
+    (and its kwargs and the data config its run trained with); with --model the kwargs were lost (depth 12)."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1), mean=[0.5] * 3, std=[0.25] * 3)
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'exported')]) == 0
+    weights = tmp_path / 'exported' / 'model.safetensors'
+    for named in [], ['--model', 'sl_vit_32']:
+        capsys.readouterr()
+        out = str(tmp_path / 'k.png')
+        assert main(['kld', str(image_dir), *named, '--checkpoint', str(weights), '--out', out]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[0] == (f'SL input: 32x32 px, mean (0.5, 0.5, 0.5), std (0.25, 0.25, 0.25), crop_pct '
+                                       f'1.0, bicubic: the data config its export recorded '
+                                       f'({tmp_path / "exported" / "config.json"})')
+        assert _title(figures[-1]).startswith('sl_vit_32, checkpoint exported/model.safetensors: attention KL')
+        assert [line.split()[1] for line in out.splitlines() if line[:1] == '1'] == ['blocks.0.attn']
+    with pytest.raises(SystemExit, match=f'^timm-sl temperature: --checkpoint {weights} holds sl_vit_32 \\(its '
+                                         f'config.json\\), not --model sl_vit_64; allowed: --model sl_vit_32'):
+        main(['temperature', '--model', 'sl_vit_64', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
+    with pytest.raises(SystemExit, match=r"does not fit sl_vit_32 {'depth': 2, 'num_classes': 100} \(it was trained "
+                                         r"as sl_vit_32 {'depth': 1, 'in_chans': 3, "):
+        main(['temperature', '--checkpoint', str(weights), '--model-kwargs', 'depth=2', '--out',
+              str(tmp_path / 't.png')])
+    (tmp_path / 'exported' / 'config.json').write_text('{"model_args": []}')
+    with pytest.raises(SystemExit, match=f'^timm-sl kld: {tmp_path / "exported" / "config.json"} holds no usable '
+                                         f'architecture, model_args \\(a model name, '):
+        main(['kld', str(image_dir), '--checkpoint', str(weights), '--out', str(tmp_path / 'k.png')])
+    (tmp_path / 'exported' / 'config.json').write_text('[1]')
+    with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
+                                         f'not an object'):
+        main(['temperature', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
+
+
+def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_sees(tmp_path, capsys, figures):
+    """A compared run trained with --crop-pct 0.5 attends over the centre of each image, but its map was drawn beside
+    the first model's whole image, as if its cells covered that: each map now sits beside the pixels its model saw."""
+    image = torch.zeros(32, 32, 3, dtype=torch.uint8)
+    image[:8, :8] = 255  # a white corner: in the first model's view, cropped away in the second's
+    Image.fromarray(image.numpy()).save(tmp_path / 'corner.png')
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False), crop_pct=0.5)
+    _run_folder(tmp_path / 'base2', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    argv = ['attention', str(tmp_path / 'corner.png'), '--checkpoint', str(tmp_path / 'sl'), '--out',
+            str(tmp_path / 'a.png'), '--compare-checkpoint']
+    assert main([*argv, str(tmp_path / 'base')]) == 0
+    panels = [ax for ax in figures[-1].axes if ax.get_images()]
+    assert [ax.get_title() for ax in panels] == ['input', 'SL', 'input (baseline)', 'baseline']
+    first, second = (ax.get_images()[0].get_array() for ax in (panels[0], panels[2]))
+    assert first[:4, :4].min() == 255 and second.max() < 32  # the corner is in the first view only (bicubic: ~0)
+    assert main([*argv, str(tmp_path / 'base'), '--heads', 'all']) == 0  # named by its model, before its first head
+    titles = [ax.get_title() for ax in figures[-1].axes if ax.get_images()]
+    assert titles.index('input (baseline)') == titles.index('baseline h0') - 1 == 13
+    assert main([*argv, str(tmp_path / 'base2')]) == 0  # the same view: one input panel
+    assert [ax.get_title() for ax in figures[-1].axes if ax.get_images()] == ['input', 'SL', 'baseline']
+
+
+def test_compared_slify_runs_of_another_base_are_refused(tmp_path, image_dir, figures):
+    """kld / attention of slify runs of two bases (vit_tiny, vit_small): both labelled SL, compared as one model, the
+    title naming only the second ('slify(vit_small_patch16_224), SL (--checkpoint) checkpoint ...')."""
+    import yaml
+    for name, base in ('tiny', 'vit_tiny_patch16_224'), ('small', 'vit_small_patch16_224'):
+        kwargs = dict(base=base, img_size=32, patch_size=4, depth=1)
+        model = timm.create_model('slify', num_classes=10, **kwargs)
+        (tmp_path / name).mkdir()
+        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
+        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
+                   tmp_path / name / 'model_best.pth.tar')
+        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+    for command in 'kld', 'attention':
+        with pytest.raises(SystemExit) as info:
+            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
+                  str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')])
+        assert str(info.value) == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path / "small" / "model_best.pth.tar"} holds '
+            f'slify(vit_small_patch16_224) (its run), the first model is slify(vit_tiny_patch16_224); allowed: a '
+            f'checkpoint of slify(vit_tiny_patch16_224) (SL, its baseline or another mix of its switches) to compare '
+            f'with')
+    assert not figures and not (tmp_path / 'c.png').exists()
+
+
+def test_kld_goes_through_a_folder_in_batches_with_the_mean_of_every_row(monkeypatch):
+    """kld put every image of a folder through the model at once and kept each layer's maps of all of them: 18 GB
+    for 10,000 images through sl_vit_32, a process killed without a word. Batches of at most 64, each reduced before
+    the next; the means are those of all rows (a short last batch weighs by its rows)."""
+    torch.manual_seed(0)
+    model, images = _model('sl_vit_32', dict(depth=2)), torch.randn(70, 3, 32, 32)
+    with torch.no_grad(), capture_attention(model) as maps:
+        model(images)
+    whole = [value for a in maps.values() for value in (kld_to_uniform(a[0]).item(), kld_floor(a[0]).item())]
+    sizes = []
+    model.register_forward_pre_hook(lambda m, args: sizes.append(len(args[0])))
+    batched = [value for pair in kld_by_depth(model, images, floor=True).values() for value in pair]
+    assert batched == pytest.approx(whole, rel=1e-5)
+    assert sizes == [64, 6]
+    assert depth_curve({'a': [torch.full((3, 4, 4), 0.25), torch.eye(4)[None]]}) == pytest.approx([math.log(4) / 4])
+
+
+def test_attention_numbers_are_never_left_half_written(tmp_path, image_dir, monkeypatch, figures):
+    """A write of attn.json cut short (disk full, the process killed) left half a JSON, which the next run refused
+    to replace as a file 'timm-sl attention did not write'. The numbers are written beside it and moved over it: an
+    interrupted write leaves the earlier numbers, and the next run replaces them."""
+    from pathlib import Path
+    command = ['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+               str(tmp_path / 'attn.png')]
+    assert main(command) == 0
+    earlier = (tmp_path / 'attn.json').read_text()
+    write_text = Path.write_text
+
+    def cut_short(path, text, *args, **kwargs):
+        write_text(path, text[:len(text) // 2], *args, **kwargs)
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(Path, 'write_text', cut_short)
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: {tmp_path / "attn.json"}: no space left on device$'):
+        main(command)
+    monkeypatch.undo()
+    assert (tmp_path / 'attn.json').read_text() == earlier and sorted(p.name for p in tmp_path.iterdir()) == [
+        'attn.json', 'attn.png']
+    assert main(command) == 0

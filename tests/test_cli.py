@@ -183,6 +183,15 @@ def test_receptive_field_without_input():
         'timm-sl receptive-field: nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
 
 
+def test_receptive_field_names_the_options_a_bad_shift_came_from():
+    """--patch-size 1 (no --shift-ratio) said only 'shift_ratio=0.5 ... use shift_ratio >= 1', a value and a name the
+    user never gave."""
+    assert _exit_message(['receptive-field', '--patch-size', '1']).startswith(
+        'timm-sl receptive-field: --patch-size 1 --shift-ratio 0.5 (the default): shift_ratio=0.5 with patch size')
+    assert _exit_message(['receptive-field', '--patch-size', '4', '--shift-ratio', '2']).startswith(
+        'timm-sl receptive-field: --patch-size 4 --shift-ratio 2.0: shift_ratio=2.0 is out of range')
+
+
 def test_a_usage_error_reaches_the_shell_without_traceback():
     probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.tools.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
     result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
@@ -583,3 +592,12 @@ def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr == (f'timm-sl list: {tags}: sl_vit_32.x has hf_hub_id=3; allowed: ORG/NAME of its Hub '
                              f'repository\n')
+
+
+@pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
+def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
+    """A full disk at the chart's save said only '[Errno 28] No space left on device', naming no file."""
+    (tmp_path / 'chart.png').symlink_to('/dev/full')
+    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+                          str(tmp_path / 'chart.png')]) == (
+        f'timm-sl temperature: {tmp_path / "chart.png"}: no space left on device')

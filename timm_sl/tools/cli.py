@@ -221,20 +221,28 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     kwargs = dict(args.model_kwargs or {})
     if not checkpoint:
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
+    import dataclasses
     from timm_sl.layers.sl_args import SL_ARG_NAMES
     from timm_sl.tools.checkpoint import build_model, build_run_model, check_same_run, read_run_checkpoint
+    from timm_sl.tools.runs import checkpoint_file
     name = args.model
     if name:
         _check_model_name(args, name)
     try:
         record, loaded = read_run_checkpoint(checkpoint)
         check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
+        exported = _exported_config(record)
+        if exported and not record.model:  # an exported folder: its config.json names the model (and errors say so)
+            arch, model_args = exported[1]['architecture'], exported[1].get('model_args', {})
+            record = record.with_model(arch, model_args)
+            loaded = dataclasses.replace(loaded, arch=arch, args=dict(model=arch, model_kwargs=model_args))
+        source = f'its {exported[0].name}' if exported else 'its run'
         name = name or record.model
         if not name:
             raise ValueError(f'{checkpoint} records no model (no args.yaml beside it naming one, no arch / args in '
                              f'it); allowed: name it with --model')
         if not args.model and name != 'slify' and name not in _register_models():  # the run's, not the user's
-            raise ValueError(f'{checkpoint} records model {name!r} (its run), not an sl_ model; allowed: a '
+            raise ValueError(f'{checkpoint} records model {name!r} ({source}), not an sl_ model; allowed: a '
                              f'checkpoint of an sl_ model or slify, or --model NAME for the model its weights fit')
         _check_model_name(args, name)
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
@@ -254,9 +262,33 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 first_error = first_error or e
                 continue
             return model, record
+        if record.model:  # another model's run: say that, not its hundred keys
+            file = checkpoint_file(checkpoint)
+            if baseline_first:
+                raise _not_the_first_model(file, record.model, source, name) from first_error
+            raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
+                             f'--model {record.model}, or --model left out') from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
+
+
+def _not_the_first_model(checkpoint: Path, held: str, source: str, first: str) -> ValueError:
+    """A compared checkpoint of another model than the first: one line naming both (not its missing keys)."""
+    return ValueError(f'--compare-checkpoint {checkpoint} holds {held} ({source}), the first model is {first}; '
+                      f'allowed: a checkpoint of {first} (SL, its baseline or another mix of its switches) to compare '
+                      f'with')
+
+
+def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
+    """``(config.json, its content)`` beside a checkpoint that is an exported folder's ``model.safetensors`` (no run
+    folder): the model it names (``architecture``, ``model_args``) and the data config it trained with
+    (``pretrained_cfg``), as ``timm-sl export`` writes them; None for any other checkpoint."""
+    from timm_sl.tools.hub import read_exported_config
+    config = record.checkpoint.parent / 'config.json'
+    if record.run_dir is not None or record.checkpoint.suffix != '.safetensors' or not config.exists():
+        return None
+    return config, read_exported_config(config)
 
 
 def _variant(model) -> str:
@@ -314,6 +346,10 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     it records its arguments (as ``export`` writes it), else the model's default."""
     from timm.data import resolve_data_config
     from timm_sl.tools.hub import training_data_config
+    exported = _exported_config(record) if record is not None and not record.args else None
+    if exported:
+        recorded = {**model.pretrained_cfg, **exported[1].get('pretrained_cfg', {})}
+        return resolve_data_config({}, pretrained_cfg=recorded), f'the data config its export recorded ({exported[0]})'
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args), f'the data config its run trained with ({where})'
@@ -338,6 +374,8 @@ def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Di
     print(f"{label} input: {size} px, mean {mean}, std {std}, crop_pct {config.get('crop_pct')}, "
           f"{config.get('interpolation')}: {source}")
     key = repr(sorted(config.items()))
+    height, width = config['input_size'][1:]  # what region of each image the model sees: drawn where it differs
+    vars(args).setdefault('views', {})[label] = (config.get('crop_pct'), config.get('crop_mode'), height / width)
     if key not in loaded:
         loaded[key] = load_images(args.images, model, config)
     return loaded[key]
@@ -363,6 +401,10 @@ def _runs(args: argparse.Namespace):
     if not args.compare_checkpoint:
         return runs
     compared, compared_record = _analysed_model(args, args.compare_checkpoint, baseline_first=True)
+    first, other = _model_name(args.model, model), _model_name(args.model, compared)
+    if first != other:  # slify runs of two bases: two models, one name
+        from timm_sl.tools.runs import checkpoint_file
+        raise _not_the_first_model(checkpoint_file(args.compare_checkpoint), other, 'its run', first)
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
@@ -508,16 +550,19 @@ def cmd_attention(args: argparse.Namespace) -> int:
     numbers = _attention_numbers(args)
     _require_plotting(args)
     shown, inputs = None, {}
-    columns, notes, records, uniform = {}, [], [], {}
+    columns, notes, records, uniform, seen = {}, [], [], {}, {}
     for label, model, record in _runs(args):
         loaded = _load_images(args, label, model, record, inputs)
-        shown = shown or loaded  # the images drawn: as the first model sees them
+        shown = shown or loaded  # the images drawn: as the first model sees them, and as another model sees them
+        own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
         result = final_attention_map(model, loaded.tensor)
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
         for tag, view in views:
             columns[label + tag] = [grid.tolist() for grid in view]
+        if own_view:
+            seen[label + views[0][0]] = label, loaded.images
         notes.append(f'{label}: {result.description}' + (' (heads averaged)' if args.heads == 'mean' else '') +
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
@@ -529,10 +574,17 @@ def cmd_attention(args: argparse.Namespace) -> int:
                          'KL(map || uniform)'], [
         [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels,
+    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
-    numbers.write_text(json.dumps(records, indent=1))
+    partial = numbers.with_name(f'.{numbers.name}.partial')  # never half-written: a re-run would not take it for ours
+    try:
+        partial.write_text(json.dumps(records, indent=1))
+        os.replace(partial, numbers)
+    except OSError as e:  # a full disk names no file
+        raise OSError(e.errno, e.strerror or str(e), str(numbers)) from e
+    finally:
+        partial.unlink(missing_ok=True)
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
 
@@ -564,7 +616,11 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                              f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
         kernel = stride = args.patch_size
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
-        shift = resolve_shift(args.patch_size, ratio)[0]
+        try:
+            shift = resolve_shift(args.patch_size, ratio)[0]
+        except ValueError as e:  # it names the model kwarg: say which option gave it
+            given = ' (the default)' if args.shift_ratio is None else ''
+            raise ValueError(f'--patch-size {args.patch_size} --shift-ratio {ratio}{given}: {e}') from e
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')

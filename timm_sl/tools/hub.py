@@ -26,8 +26,8 @@ from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
-__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_label_names', 'training_data_config', 'push_folder',
-           'CITATION', 'EXPORTED_FILES']
+__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
+           'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 
@@ -362,19 +362,42 @@ def export_checkpoint(
     return exported.folder, exported.source
 
 
+_EXPORT_AGAIN = 'allowed: the file as timm-sl export / release writes it (export again)'
+
+
+def read_exported_config(config: Union[str, Path]) -> Dict[str, Any]:
+    """An exported folder's ``config.json`` (timm's ``save_for_hf``: ``architecture``, ``model_args``,
+    ``pretrained_cfg``) as a mapping.
+
+    Raises:
+        FileNotFoundError / IsADirectoryError: no such file, or a folder.
+        ValueError: not JSON, JSON that is not an object, or one without a model name (``architecture``) or with
+            ``model_args`` / ``pretrained_cfg`` that are not objects; naming the file.
+    """
+    config = Path(config)
+    try:
+        parsed = json.loads(read_text(config, 'the config.json of an exported model'))
+    except json.JSONDecodeError as e:
+        raise ValueError(f'{config} is not JSON (line {e.lineno}: {e.msg}); {_EXPORT_AGAIN}') from None
+    if not isinstance(parsed, dict):
+        raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {_EXPORT_AGAIN}')
+    wrong = [key for key in ('model_args', 'pretrained_cfg') if not isinstance(parsed.get(key, {}), dict)]
+    if not (isinstance(parsed.get('architecture'), str) and parsed['architecture']):
+        wrong.insert(0, 'architecture')
+    if wrong:
+        raise ValueError(f'{config} holds no usable {", ".join(wrong)} (a model name, model_args and pretrained_cfg '
+                         f'objects); {_EXPORT_AGAIN}')
+    return parsed
+
+
 def _check_exported_files(folder: Path) -> None:
     """``config.json`` is a JSON object that timm builds a model from and ``model.safetensors`` the weights of that
     model (names and shapes), so a cut, edited or foreign file is refused here, not found by those who download it."""
     import timm
     from safetensors.torch import load_file
     config, weights = folder / 'config.json', folder / 'model.safetensors'
-    again = 'allowed: the file as timm-sl export / release writes it (export again)'
-    try:
-        parsed = json.loads(read_text(config, 'the config.json of an exported model'))
-    except json.JSONDecodeError as e:
-        raise ValueError(f'{config} is not JSON (line {e.lineno}: {e.msg}); {again}') from None
-    if not isinstance(parsed, dict):
-        raise ValueError(f'{config} is JSON but not an object ({type(parsed).__name__}); {again}')
+    again = _EXPORT_AGAIN
+    read_exported_config(config)
     try:
         state = load_file(str(weights))
     except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version

@@ -50,6 +50,16 @@ def _figure(width: float, height: float, dpi: int = 100):
     return fig
 
 
+def _save(fig, path: str) -> None:
+    """``fig.savefig(path)``; a system error that names no file (a full disk) names ``path``."""
+    try:
+        fig.savefig(path)
+    except OSError as e:
+        if e.filename is not None or not e.strerror:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
+
+
 def _plain_ticks(axis) -> None:
     """Tick labels that show the real values: no offset ("+1e-3") and no scientific multiplier."""
     from matplotlib.ticker import ScalarFormatter
@@ -124,7 +134,7 @@ def plot_curves(
         ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)
     else:  # long labels (a model's kwargs) beside the axes left them a sliver of the width
         ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.14), borderaxespad=0., frameon=False)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
 
 
@@ -137,14 +147,16 @@ def plot_ratios(
         path: str,
         title: str = '',
 ):
-    """Horizontal bars of throughput ratios (median, min-max whisker) with a marker at a reference (MACs) ratio."""
+    """Horizontal bars of throughput ratios to the baseline (median, min-max whisker) with a marker at the ratio the
+    MACs alone predict, ``references``: baseline MACs / SL MACs (below 1 for a model of more MACs)."""
     fig = _figure(10, 1.5 + 0.32 * len(labels))
     ax = fig.add_subplot()
     rows = range(len(labels))
     errors = [[m - lo for m, lo in zip(medians, lows)], [hi - m for m, hi in zip(medians, highs)]]
     ax.barh(rows, medians, xerr=errors, color='tab:blue', capsize=3,
             label='throughput ratio to baseline (median; whisker: min-max)')
-    ax.scatter(references, rows, marker='|', s=250, linewidths=3, color='tab:red', zorder=3, label='MACs ratio')
+    ax.scatter(references, rows, marker='|', s=250, linewidths=3, color='tab:red', zorder=3,
+               label='baseline MACs / SL MACs (what MACs alone predict)')
     ax.axvline(1.0, color='black', linewidth=1)
     ax.set_yticks(list(rows), labels)
     ax.invert_yaxis()
@@ -153,7 +165,7 @@ def plot_ratios(
     if title:
         ax.set_title(title, wrap=True)
     ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12 - 0.4 / max(len(labels), 1)), ncol=2, frameon=False)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
 
 
@@ -168,6 +180,7 @@ def plot_attention(
         uniform: Optional[Mapping[str, float]] = None,
         row_labels: Sequence[str] = (),
         max_columns: int = 6,
+        views: Optional[Mapping[str, Tuple[str, Sequence]]] = None,
 ):
     """Per image: the image, then one map per entry of ``columns`` (label -> one grid per image) in its own panel on
     the image's frame, wrapped into balanced rows of at most ``max_columns`` panels (13 panels: rows of 5, 5 and 3).
@@ -180,7 +193,10 @@ def plot_attention(
     stretched into structure. ``uniform`` (name -> level, e.g. ``{'SL': 1/64}``) marks
     on the colour bar the weight a cell holds when attention is spread evenly over the keys a query may attend to
     (the caller knows which keys those are; none is guessed). ``row_labels`` (one per image, e.g. its file name)
-    are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi).
+    are written beside the first panel of each of the image's rows. ``cell``: inches per panel (100 dpi). ``views``
+    (column label -> ``(name, one image per image)``) gives the images a model sees where they are not ``images`` (its
+    data config crops another region): an input panel ``input (name)`` precedes that column, and it and the columns
+    after it are drawn on that panel's frame, so that every map sits beside the pixels it attends over.
     """
     import numpy as np
     from matplotlib.colors import Normalize
@@ -191,7 +207,13 @@ def plot_attention(
     uniform = dict(uniform or {})
     peaks = [float(g[np.isfinite(g)].max()) for g in grids if np.isfinite(g).any()]  # a NaN cell is left blank,
     norm = Normalize(vmin=0., vmax=max(peaks + list(uniform.values()), default=1.) or 1.)  # not the scale's end
-    labels = ['input'] + list(columns)
+    views = dict(views or {})
+    panels_of = [('input', images, None)]  # (title, images, maps): an input panel, or the maps of a column
+    for label, column in columns.items():
+        if label in views:
+            panels_of.append((f'input ({views[label][0]})', views[label][1], None))
+        panels_of.append((label, panels_of[-1][1], column))  # on the frame of the input panel before it
+    labels = [title for title, _, _ in panels_of]
     rows_per_image = math.ceil(len(labels) / max_columns)
     ncols = math.ceil(len(labels) / rows_per_image)
     nrows = rows_per_image * len(images)
@@ -203,12 +225,15 @@ def plot_attention(
         ax.remove()
     kept = [ax for ax in axes.flat if ax.figure is not None]
     mappable = None
-    for i, image in enumerate(images):
-        pixels = np.asarray(image)
-        height, width = pixels.shape[:2]
+    for i in range(len(images)):
         panels = [axes[i * rows_per_image + k // ncols, k % ncols] for k in range(len(labels))]
-        panels[0].imshow(pixels, label=INPUT_LABEL)
-        for ax, column in zip(panels[1:], columns.values()):  # opaque, nothing under it: colours are the bar's
+        for ax, (_, shown, column) in zip(panels, panels_of):
+            pixels = np.asarray(shown[i])
+            height, width = pixels.shape[:2]
+            if column is None:
+                ax.imshow(pixels, label=INPUT_LABEL)
+                continue
+            # the map on its input's frame, opaque, nothing under it: colours are the bar's
             mappable = ax.imshow(np.asarray(column[i], dtype=float), cmap='inferno', norm=norm, label=MAP_LABEL,
                                  extent=(-0.5, width - 0.5, height - 0.5, -0.5), interpolation='nearest')
         for ax, label in zip(panels, labels):
@@ -238,5 +263,5 @@ def plot_attention(
     if notes:
         fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, int(width_inches * 12))),
                       fontsize=8, ha='left', x=0.01)
-    fig.savefig(path)
+    _save(fig, path)
     return fig
