@@ -134,7 +134,7 @@ def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str
     """The README table: outcome per architecture, and the measured ratio for those that convert (written to
     ``path`` row by row, so a long run shows its progress)."""
     modes = ', '.join(args.modes)
-    lines = [f'| architecture | timm model | `slify` | SL / baseline throughput ({modes}) | MACs ratio |',
+    lines = [f'| architecture | timm model | `slify` | SL / baseline throughput ({modes}) | MACs, baseline / SL |',
              '|---|---|---|---|---|']
     for row in slify_survey_rows():
         ratio, macs = '—', '—'
@@ -176,7 +176,7 @@ def timm_benchmark_table(args: argparse.Namespace) -> str:
 
 def to_markdown(rows: List[Dict[str, object]]) -> str:
     lines = ['| model | variant | mode | batch | input | img/s | base img/s | ratio to base (median, min-max) | '
-             'MACs ratio |', '|---|---|---|---|---|---|---|---|---|']
+             'MACs, base / variant |', '|---|---|---|---|---|---|---|---|---|']
     for r in rows:
         lines.append(
             f"| {r['model']} | {r['variant']} | {r['mode']} | {r['batch']} | {r['input']} | {r['img_s']:.1f} | "
