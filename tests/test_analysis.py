@@ -1200,3 +1200,25 @@ def test_attention_numbers_are_never_left_half_written(tmp_path, image_dir, monk
     assert (tmp_path / 'attn.json').read_text() == earlier and sorted(p.name for p in tmp_path.iterdir()) == [
         'attn.json', 'attn.png']
     assert main(command) == 0
+
+
+def test_attention_refuses_more_images_than_a_chart_shows_before_building_a_model(tmp_path, monkeypatch, figures):
+    import timm_sl.tools.cli as cli
+    folder = tmp_path / 'many'
+    folder.mkdir()
+    tile = Image.fromarray(torch.zeros(8, 8, 3, dtype=torch.uint8).numpy())
+    for i in range(cli.ATTENTION_MAX_IMAGES + 1):
+        tile.save(folder / f'{i}.png')
+    monkeypatch.setattr(cli, '_runs', lambda args: pytest.fail('a model was built'))
+    with pytest.raises(SystemExit, match=rf'^timm-sl attention: .*many: {cli.ATTENTION_MAX_IMAGES + 1} images; '
+                                         rf'attention draws a row per image, allowed: at most '
+                                         rf'{cli.ATTENTION_MAX_IMAGES} '):
+        main(['attention', str(folder), '--model', 'sl_vit_32', '--out', str(tmp_path / 'a.png')])
+    assert not figures and not (tmp_path / 'a.png').exists()
+    (folder / '0.png').unlink()  # at the cap: drawn
+    monkeypatch.undo()
+    drawn = []
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_attention', lambda images, *a, **k: drawn.append(len(images)))
+    assert main(['attention', str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
+                 '--out', str(tmp_path / 'a.png')]) == 0
+    assert drawn == [cli.ATTENTION_MAX_IMAGES]

@@ -542,6 +542,18 @@ def cmd_kld(args: argparse.Namespace) -> int:
     return 0
 
 
+ATTENTION_MAX_IMAGES = 24  # one row of panels per image, ~300 px each: 24 rows are a 7,200 px tall chart
+
+
+def _check_attention_image_count(paths: List[str]) -> None:
+    """Refuses, before a model is built, more images than a chart can show (250 made a 75,000 px tall PNG)."""
+    from timm_sl.tools.analysis import image_files
+    count = len(image_files(paths))
+    if count > ATTENTION_MAX_IMAGES:
+        raise ValueError(f'{", ".join(paths)}: {count} images; attention draws a row per image, allowed: at most '
+                         f'{ATTENTION_MAX_IMAGES} (name files, or a smaller folder; kld summarises folders of any size)')
+
+
 def cmd_attention(args: argparse.Namespace) -> int:
     import json
     from timm_sl.tools.analysis import attention_records, final_attention_map
@@ -549,6 +561,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     _check_out_not_an_input(args)
     numbers = _attention_numbers(args)
     _require_plotting(args)
+    _check_attention_image_count(args.images)
     shown, inputs = None, {}
     columns, notes, records, uniform, seen = {}, [], [], {}, {}
     for label, model, record in _runs(args):
