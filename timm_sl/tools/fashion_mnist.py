@@ -26,6 +26,7 @@ import numpy as np
 
 from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
 from .errors import check_not_below_a_file
+from .manifest import sha256
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -158,6 +159,13 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
+def _identity(path: Path) -> Dict[str, Any]:
+    """A source file as the record identifies it: where it is, its size and the sha256 of its bytes (a file replaced
+    by another of the same size and time, as an archive extracts it, is another file)."""
+    identity = file_identity(path)
+    return dict(file=identity['file'], bytes=identity['bytes'], sha256=sha256(path))
+
+
 def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
     """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
     images and numbers them in order, so the splits would give the classes after it different labels."""
@@ -209,16 +217,16 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             _find(source, stem)
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_target(root)
-    files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
+    files = {stem: _identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
-    # a file replaced in the source folder since is other settings (a record of an older version has no 'files')
-    same = all(info.get(k, v if k == 'files' else None) == v for k, v in settings.items()) and isinstance(
+    # a file replaced in the source folder since (its bytes, however its size and time) is other settings
+    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
-    if same and 'files' not in info:  # a record of an older version: its images per class must be the source's
-        same = all(info['counts'].get(split) == dict(zip(CLASS_FOLDERS, np.bincount(
-            _read_labels(source, split)[:limit], minlength=10).tolist())) for split in FASHION_MNIST_FILES)
+    # a record of an older version identifies its source files by path, size and time at most: not what they held
+    older = info.get('dataset') == 'fashion-mnist' and not (isinstance(info.get('files'), dict) and all(
+        isinstance(f, dict) and 'sha256' in f for f in info['files'].values()))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES
@@ -229,8 +237,10 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             names_path.write_text(LABEL_NAMES_TEXT)
         return {**info, 'written': []}
     check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
-                        None if overwrite else 'was written with other settings (or not finished); --overwrite '
-                                               'replaces it')
+                        None if overwrite else f'was written by an older prepare-fashion-mnist, whose {INFO_FILE} '
+                                               f'does not say what its source files held (their sha256); '
+                                               f'--overwrite writes it again' if older else
+                        'was written with other settings (or not finished); --overwrite replaces it')
     for path, ours in ((names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
                        (info_path, info.get('dataset') == 'fashion-mnist')):  # the files beside the splits
         if path.is_dir() or (path.exists() and not ours and not overwrite):
