@@ -2,6 +2,7 @@
 end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
 import json
 import os
+import pickle
 import shutil
 import statistics
 import sys
@@ -706,7 +707,7 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
     ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
      ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
-      'names, one a line, or a .pkl of {{name: index}}'] * 2),
+      'names, one a line, or a .pkl of {{name: index}}']),  # once: the same line for both splits
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -723,15 +724,70 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
     ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
+    ('svhn', DIGITS + ['svhn.json', 'train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # sorted order
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
 ])
 def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
     data = _folders(tmp_path / 'data', layout)
+    for split in ('train', 'test'):
+        if (data / split / 'map.txt').is_file():  # the class folders, in timm's order
+            (data / split / 'map.txt').write_text(''.join(f'{d}\n' for d in range(10)))
     assert main(_reproduce_args(data, tmp_path / 'out', fake_train, dataset, train_args=['--epochs', '1',
                                                                                           *train_args])) == 0
     assert capsys.readouterr().err == ''
+
+
+class _Os:  # a global a class map may not name: unpickling it would call os.system
+    def __reduce__(self):
+        return os.system, ('true',)
+
+
+@pytest.mark.parametrize('map_name,content,prepared,error', [
+    # a prepared folder's label names number its class folders in sorted order: a map that reorders them
+    ('map.txt', ''.join(f'{d}\n' for d in reversed(range(10))), True,
+     "--class-map {M} labels class '0' 9, not 0, but {D}/svhn.json (timm-sl prepare-svhn) labels the class folders "
+     "in sorted order, as its label names do: every per-class name would be wrong; allowed: no --class-map, or one "
+     "of the class folders in sorted order"),
+    ('map.pkl', pickle.dumps({str(d): (d + 1) % 10 for d in range(10)}), True,
+     "--class-map {M} labels class '0' 1, not 0, but {D}/svhn.json (timm-sl prepare-svhn) labels the class folders "
+     "in sorted order, as its label names do: every per-class name would be wrong; allowed: no --class-map, or one "
+     "of the class folders in sorted order"),
+    ('map.txt', ''.join(f'{d}\n' for d in reversed(range(10))), False, None),  # the user's own order: theirs
+    # what train.py could not read, or that leaves it no image: each run failed once started
+    ('map.pkl', pickle.dumps(_Os()), False,
+     '--class-map {M} is not readable (UnpicklingError: global posix.system is not allowed in a class map); allowed: '
+     'a .txt file of class folder names, one a line, or a .pkl of {{name: index}}'),
+    ('map.pkl', pickle.dumps(list(range(10))), False,
+     '--class-map {M} holds a list, not a dict of class name to index; allowed: a .txt file of class folder names, '
+     'one a line, or a .pkl of {{name: index}}'),
+    ('map.txt', b'\xff\xfe0\n', False,
+     "--class-map {M} is not readable (UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: "
+     "invalid start byte); allowed: a .txt file of class folder names, one a line, or a .pkl of {{name: index}}"),
+    ('map.txt', 'zero\none\n', False,
+     [f'--class-map {{M}} names none of the class folders of {{D}}/{split} (0, 1, 2, ...); allowed: a map of those '
+      f'class folder names' for split in ('train', 'test')]),
+], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none'])
+def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
+                                                          error):
+    """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label
+    names wrong, silently; one train.py could not read, or that names no class folder, failed each run once started.
+    """
+    data = _folders(tmp_path / 'data', DIGITS + (['svhn.json'] if prepared else []))
+    class_map = tmp_path / 'my maps' / map_name
+    class_map.parent.mkdir()
+    class_map.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / 'out'
+    status = _exit_status(_reproduce_args(data, out, fake_train, 'svhn',
+                                          train_args=['--epochs', '1', '--class-map', str(class_map)]))
+    if error is None:
+        assert status == 0 and capsys.readouterr().err == ''
+        return
+    errors = [error] if isinstance(error, str) else error  # one line when it is the same for both splits
+    assert status == 2 and capsys.readouterr().err == ''.join(
+        f'timm-sl reproduce: {e.format(M=class_map, D=data)}\n' for e in errors)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize('out', ['train/report', 'test', 'test/./a/b'])

@@ -216,6 +216,32 @@ def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
 
+def _read_class_map(path: Path) -> Dict[Any, Any]:
+    """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
+    of ``{name: index}`` (unpickled without globals, as timm does).
+
+    Raises:
+        ValueError: not readable so, naming what was wrong (after the map's name in a message).
+    """
+    import pickle
+
+    class NoGlobals(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed in a class map')
+    try:
+        if path.suffix.lower() == '.txt':
+            with path.open(encoding='utf-8') as f:  # timm's reading, line ends and all
+                return {line.strip(): i for i, line in enumerate(f)}
+        with path.open('rb') as f:
+            mapping = NoGlobals(f).load()
+    except Exception as e:  # noqa: BLE001 (unpickling raises most kinds on a damaged file)
+        raise ValueError(f'is not readable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""})'
+                         ) from None
+    if not isinstance(mapping, dict):
+        raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
+    return mapping
+
+
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
@@ -270,6 +296,25 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                     'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
                     'one a line, or a .pkl of {name: index}')
                 continue
+            try:
+                mapping = _read_class_map(where)
+            except ValueError as e:
+                errors.append(f'--class-map {data["class_map"]} {e}; allowed: a .txt file of class folder names, one '
+                              f'a line, or a .pkl of {{name: index}}')
+                continue
+            names = sorted(c.name for c in class_dirs)
+            # a prepared folder's label names follow timm's order of its class folders: a map must keep that order
+            moved = next((n for i, n in enumerate(names) if prepared and n in mapping and mapping[n] != i), None)
+            if moved is not None:
+                errors.append(f'--class-map {data["class_map"]} labels class {moved!r} {mapping[moved]!r}, not '
+                              f'{names.index(moved)}, but {prepared[0]} (timm-sl prepare-{prepared[1]}) labels the '
+                              f'class folders in sorted order, as its label names do: every per-class name would be '
+                              f'wrong; allowed: no --class-map, or one of the class folders in sorted order')
+                continue
+            if not any(n in mapping for n in names):  # timm would find no image
+                errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
+                              f'({_listed(names)}); allowed: a map of those class folder names')
+                continue
         holders = _image_folders(folder)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
@@ -314,7 +359,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{train} and {val} hold different classes: only in {train}: '
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
                           f'{_listed(sorted(val_names - train_names))}')
-    return errors
+    return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
 
 
 def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
