@@ -1126,6 +1126,24 @@ def test_a_run_that_lost_its_summary_is_not_resumed(fake_train, tmp_path, capsys
         f'on; put the file back, or delete {run} to restart the run (or use another --out)')
     assert (run / 'last.pth.tar').is_file() and (run / 'done.json').is_file()
 
+@pytest.mark.parametrize('name,what', [('summary.csv', 'rows of the epochs'),
+                                       ('last.pth.tar', 'checkpoint to resume from'), ('args.yaml', 'arguments')])
+@pytest.mark.parametrize('trained', [True, False])
+def test_a_folder_where_train_py_writes_a_file_is_named(fake_train, tmp_path, capsys, name, what, trained):
+    """A folder in place of summary.csv was 'holds no epoch', of last.pth.tar 'is missing' (both wrong), and of any of
+    the three in a run not started yet, a failure of every run once started."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    if trained:
+        assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+        (run / name).unlink()
+    (run / name).mkdir(parents=True)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (f'{run}/{name} is a folder where train.py writes its {what}; allowed: move it away '
+                                  f'(or use another --out)')
+
+
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
     """A cut last.pth.tar failed every re-run in train.py with torch's zip error."""
     out = tmp_path / 'out'

@@ -57,6 +57,8 @@ COMMAND = 'command.txt'  # per run: its last train.py command line
 # the files reproduce writes in each run folder, and in --out (the report), with what each is (for the messages)
 RUN_FILES = {SESSIONS: 'record of train.py sessions', DONE_MARKER: 'marker of a finished run',
              SETTINGS: 'record of the run settings', LOG_NAME: 'train.py log', COMMAND: 'train.py command line'}
+_TRAIN_FILES = {'summary.csv': 'rows of the epochs', 'last.pth.tar': 'checkpoint to resume from',
+                'args.yaml': 'arguments'}  # what train.py writes in a run folder, that reproduce reads
 REPORT_FILES = {'report.md': 'report', 'results.json': 'results', 'top1.png': 'top-1 chart',
                 'curves.png': 'learning curves chart'}
 REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report file reproduce wrote there
@@ -525,6 +527,11 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{taken} is a file where reproduce keeps ' + (
                 'its run folders' if taken == folder.parent else f'the run folder of {run.name}') +
                 '; move it away or use another --out')
+            continue
+        blocked = next((name for name in _TRAIN_FILES if (folder / name).is_dir()), None)
+        if blocked:  # neither missing nor empty: train.py could not write it, nor resume from it
+            errors.append(f'{folder / blocked} is a folder where train.py writes its {_TRAIN_FILES[blocked]}; allowed: '
+                          f'move it away (or use another --out)')
             continue
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
