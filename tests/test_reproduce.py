@@ -699,6 +699,14 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/stray.JPG'], [],
      ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
       "them into {D}/train/<class>/"]),
+    # every top-1 measured on training images: both splits one folder (by name, synonym or link)
+    ('svhn', DIGITS, ['--val-split', 'train'],
+     ["the train split 'train' and the val split 'train' are both read from {D}/train: every top-1 would be measured "
+      "on the images the run trains on; allowed: splits in different folders (-- --train-split / --val-split)"]),
+    ('svhn', DIGITS[:10] + ['validation'], ['--train-split', 'validation', '--val-split', 'val'],
+     ["the train split 'validation' and the val split 'val' are both read from {D}/validation: every top-1 would be "
+      "measured on the images the run trains on; allowed: splits in different folders (-- --train-split / "
+      "--val-split)"]),
     # each run failed once started: a model of no classes, a class map train.py cannot find or read
     ('svhn', DIGITS, ['--num-classes', '0'], ['--num-classes 0 is not allowed; expected an integer >= 1']),
     ('svhn', DIGITS, ['--num-classes=ten'], ['--num-classes ten is not allowed; expected an integer >= 1']),

@@ -273,6 +273,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
+    train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
+    if train is not None and val is not None and train.resolve() == val.resolve():
+        return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
+                f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
+                f'different folders (-- --train-split / --val-split)']
     for split in (data['train_split'], data['val_split']):
         folder = _split_folder(root, split)
         if folder is None:
