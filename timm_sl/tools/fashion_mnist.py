@@ -266,6 +266,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
                 label_names=list(LABEL_NAMES), counts=counts, mean=stats.get('mean', info.get('mean')),
                 std=stats.get('std', info.get('std')))
+    names_path.unlink(missing_ok=True)  # a link there is replaced, not the file it links to
     names_path.write_text(LABEL_NAMES_TEXT)
     info_path.write_text(json.dumps(info, indent=1) + '\n')
     return {**info, 'written': todo}
