@@ -647,6 +647,25 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
     assert notes.read_text() == 'mine' and not (out / 'runs').exists()
 
 
+@pytest.mark.parametrize('where,what', [('report.md', 'report'), ('top1.png', 'top-1 chart'),
+                                        ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
+                                        ('runs/vit-base-s0/sessions.json', 'record of train.py sessions of vit-base-s0')])
+def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, capsys, where, what):
+    """A report file (with --overwrite) or a run's bookkeeping file that is a link to a user's file: written through
+    the link, the user's file was replaced."""
+    out = tmp_path / 'out'
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    (out / where).parent.mkdir(parents=True)
+    (out / where).symlink_to(notes)
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    argv.insert(argv.index('--'), '--overwrite')
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (f'{out / where} is a link where reproduce writes its {what}, which would replace the '
+                                  f'file it links to; allowed: remove the link, or another --out')
+    assert notes.read_text() == 'mine'
+
+
 def _folders(root, layout):
     """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
     root.mkdir(parents=True, exist_ok=True)

@@ -577,11 +577,14 @@ def _check_writable(path: Path, what: str) -> None:
     folder it may not write.
 
     Raises:
-        IsADirectoryError / PermissionError: naming the path and what is allowed.
+        IsADirectoryError / PermissionError / ValueError (a link there): naming the path and what is allowed.
     """
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder where reproduce writes its {what}; allowed: move it away or use '
                                 f'another --out')
+    if path.is_symlink():  # written through, the file it links to (a user's, elsewhere) would be replaced
+        raise ValueError(f'{path} is a link where reproduce writes its {what}, which would replace the file it links '
+                         f'to; allowed: remove the link, or another --out')
     where = path if path.exists() else next((p for p in path.parents if p.exists()), None)
     if where is not None and where.is_dir() == (where != path) and not os.access(where, os.W_OK):
         raise PermissionError(f'{where} is not writable, and reproduce writes its {what} '
@@ -594,7 +597,7 @@ def check_run_files(runs: Sequence[Run]) -> None:
     sweep stopped midway by its bookkeeping is worse than one that never started.
 
     Raises:
-        IsADirectoryError / PermissionError: the first such file, one line.
+        IsADirectoryError / PermissionError / ValueError (a link): the first such file, one line.
     """
     for run in runs:
         for name, what in RUN_FILES.items():
@@ -622,10 +625,10 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         yield None
         return
     lock = output / LOCK
-    _check_writable(lock, 'lock file')
-    if lock.is_symlink():
+    if lock.is_symlink() and not lock.is_dir():
         raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
                          f'replace the file it links to; allowed: remove the link, or another --out')
+    _check_writable(lock, 'lock file')
     output.mkdir(parents=True, exist_ok=True)
     with open(output / LOCK, 'a+') as f:
         try:
