@@ -58,7 +58,9 @@ FAKE_TRAIN = textwrap.dedent('''
     with open(out / 'argv.log', 'a') as f:
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
-    (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset)))
+    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes))
+    (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
+                                                       **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
         sys.exit(0)
     if os.environ.get('FAKE_HANG') == a.experiment:
@@ -815,6 +817,25 @@ def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, 
     assert status == 2 and capsys.readouterr().err == ''.join(
         f'timm-sl reproduce: {e.format(M=class_map, D=data)}\n' for e in errors)
     assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,train_args', [
+    ('svhn', ['--class-map', 'map.txt', '--num-classes', '5']),  # five of the ten digits
+    ('svhn', ['--class-map', 'map.txt']),  # five of the ten digits, a head of ten
+    ('cifar10', ['--num-classes', '100']),
+])
+def test_no_paper_number_beside_runs_of_other_classes(fake_train, tmp_path, capsys, dataset, train_args):
+    """A run of five SVHN digits (a class map) had the paper's ten-digit top-1 beside it, and a paper delta."""
+    data = _folders(tmp_path / 'data', DIGITS if dataset == 'svhn' else [])
+    for split in ('train', 'test'):
+        (data / split).mkdir(exist_ok=True)
+        (data / split / 'map.txt').write_text('0\n1\n2\n3\n4\n')
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
+    rows = json.loads((out / 'results.json').read_text())['rows']
+    assert [(r['mean'] is not None, r['paper'], r['paper_delta']) for r in rows] == [(True, None, None)] * 2
+    assert main(_reproduce_args(data, tmp_path / 'all', fake_train, dataset, train_args=['--epochs', '1'])) == 0
+    assert all(r['paper'] for r in json.loads((tmp_path / 'all' / 'results.json').read_text())['rows'])
 
 
 @pytest.mark.parametrize('out', ['train/report', 'test', 'test/./a/b'])
