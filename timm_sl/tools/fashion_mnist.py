@@ -24,7 +24,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
+from ._splits import (
+    check_distinct_sources, check_side_files, check_split_folders, file_identity, read_info, write_staged)
 from .errors import check_not_below_a_file
 from .manifest import sha256
 
@@ -241,11 +242,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
                                                f'does not say what its source files held (their sha256); '
                                                f'--overwrite writes it again' if older else
                         'was written with other settings (or not finished); --overwrite replaces it')
-    for path, ours in ((names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
-                       (info_path, info.get('dataset') == 'fashion-mnist')):  # the files beside the splits
-        if path.is_dir() or (path.exists() and not ours and not overwrite):
-            raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
-                                                                  else '--overwrite replaces it'))
+    check_side_files([(names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
+                      (info_path, info.get('dataset') == 'fashion-mnist')], overwrite)
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
     if limit is not None:
         _check_limit_keeps_every_class(data, limit)
