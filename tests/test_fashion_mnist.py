@@ -181,7 +181,8 @@ def test_a_source_file_of_the_same_size_and_time_but_other_bytes_is_caught(sourc
     labels.write_bytes(data)  # uncompressed: its size does not depend on what it holds
     stat = labels.stat()
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
-    labels.write_bytes(data[:8] + ((np.arange(30) + 1) % 10).astype(np.uint8).tobytes())  # the same counts per class, other labels
+    other = ((np.arange(30) + 1) % 10).astype(np.uint8)  # the same counts per class, other labels
+    labels.write_bytes(data[:8] + other.tobytes())
     os.utime(labels, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert labels.stat().st_size == stat.st_size
     capsys.readouterr()

@@ -649,9 +649,10 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
     assert notes.read_text() == 'mine' and not (out / 'runs').exists()
 
 
-@pytest.mark.parametrize('where,what', [('report.md', 'report'), ('top1.png', 'top-1 chart'),
-                                        ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
-                                        ('runs/vit-base-s0/sessions.json', 'record of train.py sessions of vit-base-s0')])
+@pytest.mark.parametrize('where,what', [
+    ('report.md', 'report'), ('top1.png', 'top-1 chart'),
+    ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
+    ('runs/vit-base-s0/sessions.json', 'record of train.py sessions of vit-base-s0')])
 def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, capsys, where, what):
     """A report file (with --overwrite) or a run's bookkeeping file that is a link to a user's file: written through
     the link, the user's file was replaced."""
