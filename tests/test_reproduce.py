@@ -798,7 +798,11 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.txt', 'zero\none\n', False,
      [f'--class-map {{M}} names none of the class folders of {{D}}/{split} (0, 1, 2, ...); allowed: a map of those '
       f'class folder names' for split in ('train', 'test')]),
-], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none'])
+    # a name of no class folder: timm leaves the images of the folder it meant out, silently
+    ('map.txt', '\ufeff' + ''.join(f'{d}\n' for d in range(10)), False,
+     "--class-map {M} names '\\ufeff0', a class folder of neither split: timm gives its label to no image (and leaves "
+     "out the folder it meant); allowed: names of the class folders (0, 1, 2, ...)"),
+], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
                                                           error):
     """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label

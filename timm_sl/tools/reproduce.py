@@ -274,6 +274,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return []
     errors, classes = [], {}
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
+    known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
     if train is not None and val is not None and train.resolve() == val.resolve():
         return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
                 f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
@@ -321,6 +322,12 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             if not any(n in mapping for n in names):  # timm would find no image
                 errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
                               f'({_listed(names)}); allowed: a map of those class folder names')
+                continue
+            stray = next((k for k in mapping if k not in known), None)  # '\ufeff0' of a byte-order mark, a typo
+            if stray is not None:
+                errors.append(f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
+                              f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
+                              f'names of the class folders ({_listed(names)})')
                 continue
         holders = _image_folders(folder)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
