@@ -356,3 +356,20 @@ def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, ca
     assert mine.read_text() == 'my notes\n' and not (out / name).is_symlink()
     assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
     assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'
+
+
+def test_train_and_test_files_under_each_others_names_are_refused(source, tmp_path, capsys):
+    """The release's t10k files renamed train-* and the other way round: 10,000 training and 60,000 test images were
+    written without a word (here 20 and 30)."""
+    for kind in ('images-idx3', 'labels-idx1'):
+        train, test = source / f'train-{kind}-ubyte.gz', source / f't10k-{kind}-ubyte.gz'
+        swap = source / 'swap'
+        train.rename(swap)
+        test.rename(train)
+        swap.rename(test)
+    out = tmp_path / 'fm'
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/train-labels-idx1-ubyte.gz holds 20 labels but '
+        f'{source}/t10k-labels-idx1-ubyte.gz 30: the training split would be the smaller, as with the train and t10k '
+        f"files under each other's names; allowed: the files as released (train 60,000, t10k 10,000 images)")
+    assert not out.exists()

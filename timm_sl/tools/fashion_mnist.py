@@ -43,7 +43,6 @@ LABEL_NAMES_TEXT = '\n'.join(LABEL_NAMES) + '\n'  # DIR/label_names.txt, as this
 CLASS_FOLDERS = tuple(f'{i}_' + name.lower().replace('/', '_').replace(' ', '_') for i, name in enumerate(LABEL_NAMES))
 INFO_FILE = 'fashion_mnist.json'  # written last: its presence says the folder is complete
 SIZE = 32
-_SPLIT_SIZES = {'train': 60000, 'test': 10000}
 
 
 def _find(source: Path, stem: str) -> Path:
@@ -94,6 +93,17 @@ def _read_labels(source: Path, split: str) -> np.ndarray:
                          f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
                          f"Fashion-MNIST's idx files")
     return labels
+
+
+def _check_splits_not_swapped(source: Path) -> None:
+    """Refuse a training split smaller than the test split: the release's train and t10k files under each other's
+    names (train.py would train on the 10,000 test images and evaluate on the 60,000 training ones)."""
+    train, test = (_find(source, FASHION_MNIST_FILES[split][1]) for split in ('train', 'test'))
+    sizes = [len(_read_labels(source, split)) for split in ('train', 'test')]  # MNIST's digits refused first
+    if sizes[0] < sizes[1]:
+        raise ValueError(f'{train} holds {sizes[0]:,} labels but {test} {sizes[1]:,}: the training split would be '
+                         f'the smaller, as with the train and t10k files under each other\'s names; allowed: the files '
+                         f'as released (train {_FULL_SPLITS["train"]:,}, t10k {_FULL_SPLITS["test"]:,} images)')
 
 
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
@@ -217,6 +227,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
+    _check_splits_not_swapped(source)
     _check_target(root)
     files = {stem: _identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
