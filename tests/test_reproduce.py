@@ -824,6 +824,21 @@ def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, 
     assert not out.exists()
 
 
+@pytest.mark.parametrize('train_args,error', [
+    (['--dataset', 'torch/cifar100'],  # CIFAR-100's labels for the head of ten of the cifar10 recipe
+     'torch/cifar100 has 100 classes, but the run trains 10 (num_classes): every run would fail on its first label '
+     '>= 10; allowed: --num-classes 100 (the recipe of --dataset cifar100)'),
+    (['--num-classes', '5'],
+     'torch/cifar10 has 10 classes, but the run trains 5 (num_classes): every run would fail on its first label >= 5; '
+     'allowed: --num-classes 10 (the recipe of --dataset cifar10)'),
+])
+def test_a_cifar_head_smaller_than_its_classes_is_refused(fake_train, tmp_path, capsys, train_args, error):
+    """Every run failed once started (a label beyond the head: an index error, on a GPU a device-side assert)."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *train_args])) == 2
+    assert _one_error(capsys) == error and not out.exists()
+
+
 @pytest.mark.parametrize('dataset,train_args', [
     ('svhn', ['--class-map', 'map.txt', '--num-classes', '5']),  # five of the ten digits
     ('svhn', ['--class-map', 'map.txt']),  # five of the ten digits, a head of ten

@@ -44,6 +44,7 @@ __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'd
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
+_TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
 
 # dataset name prefixes of train.py's other readers; any other name (``''``, ``imagefolder``, ``svhn`` ...) is read by
 # timm's image folder reader, and ``torch/folder`` / ``torch/image_folder`` by torchvision's ImageFolder
@@ -266,6 +267,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
+        classes = _TORCH_CLASSES[name]
+        if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
+            return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
+                    f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
+                    f'recipe of --dataset {name.split("/")[1]})']
         if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
