@@ -363,6 +363,17 @@ def test_a_recipe_key_train_py_does_not_know_is_refused(fake_train, tmp_path, ca
                                 f'its own default); allowed: its argument names, e.g. epochs')
 
 
+def test_a_script_other_than_train_py_is_named_not_the_recipe(fake_train, tmp_path, capsys):
+    """--train-script validate.py (timm's script beside train.py) was refused as 'recipes/svhn.yaml: train_split is
+    not an argument of validate.py', blaming the recipe."""
+    script = tmp_path / 'validate.py'
+    script.write_text('import argparse\np = argparse.ArgumentParser()\nfor f in ("--model", "--seed", "--split", '
+                      '"--data-dir", "--epochs"):\n    p.add_argument(f)\n')
+    assert _refused(_reproduce_args(tmp_path, tmp_path / 'out', script, train_args=['--device', 'cpu']), capsys) == (
+        f"{script} is not timm's train.py (it has no --config, --model-kwargs, --lr, ... option, which each run is "
+        f"given); allowed: timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)")
+
+
 def test_train_script_options_are_read_from_its_source(tmp_path):
     """The options of a train.py as argparse names them, without running it (the fake trains when run)."""
     from timm_sl.tools.train_args import train_script_options
