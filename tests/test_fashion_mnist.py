@@ -373,3 +373,15 @@ def test_train_and_test_files_under_each_others_names_are_refused(source, tmp_pa
         f'{source}/t10k-labels-idx1-ubyte.gz 30: the training split would be the smaller, as with the train and t10k '
         f"files under each other's names; allowed: the files as released (train 60,000, t10k 10,000 images)")
     assert not out.exists()
+
+
+def test_a_folder_prepare_svhn_wrote_is_refused(source, tmp_path, capsys):
+    """SVHN's split folders moved away, Fashion-MNIST written in their place: svhn.json stayed, so prepare-svhn then
+    said 'already there: nothing written' over Fashion-MNIST's images."""
+    out = tmp_path / 'data'
+    out.mkdir()
+    (out / 'svhn.json').write_text(json.dumps(dict(dataset='svhn', sources={}, counts={})))
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/svhn.json is there: {out} was written by timm-sl prepare-svhn; '
+        f'allowed: another output folder (or move svhn.json away if that data set is gone)')
+    assert sorted(p.name for p in out.iterdir()) == ['svhn.json']

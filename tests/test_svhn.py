@@ -369,3 +369,16 @@ def test_a_users_svhn_json_is_kept(mats, tmp_path, capsys, kind):
         assert mine.read_text() == 'my notes'
         assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
         assert json.loads(mine.read_text())['dataset'] == 'svhn'
+
+
+def test_a_folder_prepare_fashion_mnist_wrote_is_refused(mats, tmp_path, capsys):
+    source, _ = mats
+    out = tmp_path / 'data'
+    out.mkdir()
+    (out / 'fashion_mnist.json').write_text(json.dumps(dict(dataset='fashion-mnist')))
+    with pytest.raises(SystemExit) as info:
+        main(['prepare-svhn', str(out), '--source', str(source)])
+    assert info.value.code == 2 and capsys.readouterr().err == (
+        f'timm-sl prepare-svhn: {out}/fashion_mnist.json is there: {out} was written by timm-sl prepare-fashion-mnist; '
+        f'allowed: another output folder (or move fashion_mnist.json away if that data set is gone)\n')
+    assert sorted(p.name for p in out.iterdir()) == ['fashion_mnist.json']

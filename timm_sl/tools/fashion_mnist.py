@@ -25,7 +25,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_side_files, check_split_folders, file_identity, read_info, write_staged)
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
+    write_staged)
 from .errors import check_not_below_a_file
 from .manifest import sha256
 
@@ -229,6 +230,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_splits_not_swapped(source)
     _check_target(root)
+    from .svhn import INFO_FILE as SVHN_INFO
+    check_no_other_record(root, root / SVHN_INFO, 'svhn')
     files = {stem: _identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE

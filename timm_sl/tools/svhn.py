@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_side_files, check_split_folders, file_identity, read_info, write_staged)
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
+    write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -132,6 +133,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         if folder.exists() and not folder.is_dir():
             raise NotADirectoryError(f'{folder} is a file; allowed: a folder ({what})')
     check_not_below_a_file(root)
+    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
+    check_no_other_record(root, root / FASHION_MNIST_INFO, 'fashion-mnist')
     for split in splits:
         mat = source / SVHN_FILES[split]
         if not mat.is_file():
