@@ -1191,6 +1191,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
     data = _data_of(outcomes, data)
+    # what it wrote before; without matplotlib now, its charts of an earlier call would show that call's results
+    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
+    stale = [n for n in ('top1.png', 'curves.png') if charts and (output / n).is_file() and not (output / n).is_symlink()
+             and manifest.get(n) == sha256(output / n)]
     lines = [f'# Table 2 reproduction: {dataset} recipe', '', f'data: {data}', '']
     extra = _common_extra(rows)
     if extra:
@@ -1201,7 +1205,9 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
               'SL − baseline: difference of the means. Paper: Table 2. Epochs are counted from 1 (the first epoch '
               "is epoch 1; train.py's summary.csv counts from 0).", '',
-              *([f'No charts: {charts}.'] if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
+              *([f'No charts: {charts}.' + (f' ({" and ".join(stale)} of an earlier call, which showed its results, '
+                                            f'removed.)' if stale else '')]
+                if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
               '']
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
@@ -1222,9 +1228,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
               "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    # what it wrote before (its charts too, when matplotlib is missing now)
-    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
     report.write_text('\n'.join(lines) + '\n')
+    for name in stale:
+        (output / name).unlink()
+        manifest.pop(name)
     record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
     if not charts:
         _plot_top1(rows, output / 'top1.png', dataset, data)
