@@ -854,6 +854,7 @@ def test_a_cifar_head_smaller_than_its_classes_is_refused(fake_train, tmp_path, 
     ('svhn', ['--class-map', 'map.txt', '--num-classes', '5']),  # five of the ten digits
     ('svhn', ['--class-map', 'map.txt']),  # five of the ten digits, a head of ten
     ('cifar10', ['--num-classes', '100']),
+    ('svhn', ['--dataset', 'torch/cifar10']),  # CIFAR-10 trained with the svhn recipe, beside SVHN's numbers
 ])
 def test_no_paper_number_beside_runs_of_other_classes(fake_train, tmp_path, capsys, dataset, train_args):
     """A run of five SVHN digits (a class map) had the paper's ten-digit top-1 beside it, and a paper delta."""

@@ -894,21 +894,24 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
-def _every_class(args: Dict[str, Any], dataset: str) -> bool:
-    """Whether a run's ``args.yaml`` trained the dataset's classes as the paper did: no ``--class-map`` (which may
-    leave classes out) and the recipe's ``num_classes`` (where either is recorded)."""
+def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
+    """Whether a run's ``args.yaml`` trained the recipe's data as the paper did: its reader (``-- --dataset
+    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), every class (no
+    ``--class-map``, which may leave classes out) and the recipe's ``num_classes`` (where each is recorded)."""
     try:
-        classes = read_recipe(recipe_path(dataset)).get('num_classes')
+        recipe = read_recipe(recipe_path(dataset))
     except (OSError, ValueError):
-        classes = None
-    return not args.get('class_map') and args.get('num_classes') in (None, classes)
+        recipe = {}
+    ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
+    reader = 'dataset' not in args or ours == theirs or (_timm_folder_reader(ours) and _timm_folder_reader(theirs))
+    return reader and not args.get('class_map') and args.get('num_classes') in (None, recipe.get('num_classes'))
 
 
 def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
     """The paper's top-1 for a row, when each of its runs is that row as the paper trained it: not with ``--
     --model-kwargs depth=1``, ``-- --in-chans 1`` or ``-- --pretrained`` (:meth:`RunRecord.table2_row` of what the run
-    recorded; a run that recorded nothing yet by its plan), nor of a subset of the classes (:func:`_every_class`)."""
-    rows = {None if not _every_class(o.args, dataset) else
+    recorded; a run that recorded nothing yet by its plan), nor of other data (:func:`_paper_data`)."""
+    rows = {None if not _paper_data(o.args, dataset) else
             RunRecord(o.run.out_dir / 'last.pth.tar', args=o.args, model=o.run.model, model_kwargs=o.run.model_kwargs,
                       dataset=dataset).table2_row() if o.args else table2_row(o.run.model, o.run.model_kwargs, dataset)
             for o in members}
