@@ -142,25 +142,54 @@ def test_a_source_file_replaced_since_is_not_already_there(source, tmp_path, cap
 
 
 
-def test_a_record_of_an_older_version_is_checked_against_the_source(source, tmp_path, capsys):
-    """A folder an older prepare-fashion-mnist wrote (its record holds no file identities) was 'already there: nothing
-    written' whatever the source held since: MNIST's digits written before the count check stayed the folder."""
+@pytest.mark.parametrize('older', ['no files', 'files without sha256'])
+def test_a_record_of_an_older_version_is_refused_in_one_line(source, tmp_path, capsys, older):
+    """A folder an older prepare-fashion-mnist wrote (its record holds no file identities, or path, size and time
+    only) was compared by images per class: other files of the same counts since (Fashion-MNIST's files all hold
+    6,000 / 1,000 of each class) were 'already there: nothing written', keeping the old images."""
     out = tmp_path / 'fm'
-    labels = source / 'train-labels-idx1-ubyte.gz'
-    fashion = labels.read_bytes()
-    labels.write_bytes(gzip.compress(_idx((np.arange(30) % 9).astype(np.uint8))))  # other files, other counts
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
     record = json.loads((out / 'fashion_mnist.json').read_text())
-    del record['files']
+    if older == 'no files':
+        del record['files']
+    else:
+        record['files'] = {stem: dict(file=f['file'], bytes=f['bytes'], mtime_ns=1) for stem, f in
+                           record['files'].items()}
     (out / 'fashion_mnist.json').write_text(json.dumps(record))
-    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0  # the same files: kept
+    labels = source / 'train-labels-idx1-ubyte.gz'  # the same counts per class, other labels
+    labels.write_bytes(gzip.compress(_idx(((np.arange(30) + 1) % 10).astype(np.uint8))))
+    capsys.readouterr()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written by an older prepare-fashion-mnist, whose '
+        f'fashion_mnist.json does not say what its source files held (their sha256); --overwrite writes it again')
+    assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00001.png', '00011.png', '00021.png']
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00000.png', '00010.png', '00020.png']
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0  # recorded now: kept
     assert 'already there: nothing written' in capsys.readouterr().out
-    labels.write_bytes(fashion)
+
+
+def test_a_source_file_of_the_same_size_and_time_but_other_bytes_is_caught(source, tmp_path, capsys):
+    """Another labels file of the same size with its time kept (as tar extracts an archive): path, size and mtime
+    matched, so the re-run kept the images of the old labels."""
+    out = tmp_path / 'fm'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    labels = source / 'train-labels-idx1-ubyte'
+    data = gzip.decompress((source / 'train-labels-idx1-ubyte.gz').read_bytes())
+    (source / 'train-labels-idx1-ubyte.gz').unlink()
+    shutil.rmtree(out)
+    labels.write_bytes(data)  # uncompressed: its size does not depend on what it holds
+    stat = labels.stat()
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    other = ((np.arange(30) + 1) % 10).astype(np.uint8)  # the same counts per class, other labels
+    labels.write_bytes(data[:8] + other.tobytes())
+    os.utime(labels, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert labels.stat().st_size == stat.st_size
+    capsys.readouterr()
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
         f'replaces it')
-    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
-    assert sorted(p.name for p in (out / 'train' / '9_ankle_boot').iterdir()) == ['00009.png', '00019.png', '00029.png']
+
 
 def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
     """label_names.txt deleted: the re-run said "nothing written" and "class names: fm/label_names.txt", which was
@@ -311,3 +340,48 @@ def test_a_users_label_names_and_json_are_kept_without_overwrite(source, tmp_pat
     (out / 'label_names.txt').write_text('mine\n')
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
     assert (out / 'label_names.txt').read_text().splitlines()[0] == 'T-shirt/top'
+
+
+@pytest.mark.parametrize('name', ['label_names.txt', 'fashion_mnist.json'])
+def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, capsys, name):
+    """label_names.txt as a link to a file of the user's: --overwrite wrote the label names over that file."""
+    out = tmp_path / 'fm'
+    out.mkdir()
+    mine = tmp_path / 'mine.txt'
+    mine.write_text('my notes\n')
+    (out / name).symlink_to(mine)
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out / name} is already there; --overwrite replaces it')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert mine.read_text() == 'my notes\n' and not (out / name).is_symlink()
+    assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
+    assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'
+
+
+def test_train_and_test_files_under_each_others_names_are_refused(source, tmp_path, capsys):
+    """The release's t10k files renamed train-* and the other way round: 10,000 training and 60,000 test images were
+    written without a word (here 20 and 30)."""
+    for kind in ('images-idx3', 'labels-idx1'):
+        train, test = source / f'train-{kind}-ubyte.gz', source / f't10k-{kind}-ubyte.gz'
+        swap = source / 'swap'
+        train.rename(swap)
+        test.rename(train)
+        swap.rename(test)
+    out = tmp_path / 'fm'
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {source}/train-labels-idx1-ubyte.gz holds 20 labels but '
+        f'{source}/t10k-labels-idx1-ubyte.gz 30: the training split would be the smaller, as with the train and t10k '
+        f"files under each other's names; allowed: the files as released (train 60,000, t10k 10,000 images)")
+    assert not out.exists()
+
+
+def test_a_folder_prepare_svhn_wrote_is_refused(source, tmp_path, capsys):
+    """SVHN's split folders moved away, Fashion-MNIST written in their place: svhn.json stayed, so prepare-svhn then
+    said 'already there: nothing written' over Fashion-MNIST's images."""
+    out = tmp_path / 'data'
+    out.mkdir()
+    (out / 'svhn.json').write_text(json.dumps(dict(dataset='svhn', sources={}, counts={})))
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/svhn.json is there: {out} was written by timm-sl prepare-svhn; '
+        f'allowed: another output folder (or move svhn.json away if that data set is gone)')
+    assert sorted(p.name for p in out.iterdir()) == ['svhn.json']

@@ -288,3 +288,27 @@ def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp
     assert check_data(data, 'tiny-imagenet') == []
     assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0  # idempotent
     assert find_images_and_targets(str(tmp_path / 'train'))[1] == {'n01': 0, 'n02': 1}
+
+
+@pytest.mark.parametrize('linked', ['val/images', 'train/n02/images'])
+def test_prepare_tiny_imagenet_refuses_an_images_folder_that_is_a_link(tmp_path, capsys, linked):
+    """val/images as a link to a folder elsewhere: its images were moved out of that folder, then the command ended in
+    'val/images: not a directory' with train/ not prepared: half done, and the other folder emptied."""
+    root = tmp_path / 'tiny'
+    for i, wnid in enumerate(['n01', 'n02']):
+        (root / 'train' / wnid / 'images').mkdir(parents=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'jpeg')
+        (root / 'val' / 'images').mkdir(parents=True, exist_ok=True)
+        (root / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    elsewhere = tmp_path / 'elsewhere'
+    (root / linked).rename(elsewhere)
+    (root / linked).symlink_to(elsewhere)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob('*'))
+    with pytest.raises(SystemExit) as e:
+        main(['prepare-tiny-imagenet', str(root)])
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        f'timm-sl prepare-tiny-imagenet: {root / linked} is a link (to {elsewhere}); the images are moved out of it '
+        f'into class folders, which would empty the folder it links to; allowed: a real folder (copy the images in, '
+        f'or prepare the folder the link points into)\n')
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob('*')) == before  # nothing moved

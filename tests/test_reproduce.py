@@ -2,6 +2,7 @@
 end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
 import json
 import os
+import pickle
 import shutil
 import statistics
 import sys
@@ -57,7 +58,9 @@ FAKE_TRAIN = textwrap.dedent('''
     with open(out / 'argv.log', 'a') as f:
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
-    (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset)))
+    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes))
+    (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
+                                                       **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
         sys.exit(0)
     if os.environ.get('FAKE_HANG') == a.experiment:
@@ -360,6 +363,17 @@ def test_a_recipe_key_train_py_does_not_know_is_refused(fake_train, tmp_path, ca
                                 f'its own default); allowed: its argument names, e.g. epochs')
 
 
+def test_a_script_other_than_train_py_is_named_not_the_recipe(fake_train, tmp_path, capsys):
+    """--train-script validate.py (timm's script beside train.py) was refused as 'recipes/svhn.yaml: train_split is
+    not an argument of validate.py', blaming the recipe."""
+    script = tmp_path / 'validate.py'
+    script.write_text('import argparse\np = argparse.ArgumentParser()\nfor f in ("--model", "--seed", "--split", '
+                      '"--data-dir", "--epochs"):\n    p.add_argument(f)\n')
+    assert _refused(_reproduce_args(tmp_path, tmp_path / 'out', script, train_args=['--device', 'cpu']), capsys) == (
+        f"{script} is not timm's train.py (it has no --config, --model-kwargs, --lr, ... option, which each run is "
+        f"given); allowed: timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)")
+
+
 def test_train_script_options_are_read_from_its_source(tmp_path):
     """The options of a train.py as argparse names them, without running it (the fake trains when run)."""
     from timm_sl.tools.train_args import train_script_options
@@ -646,6 +660,26 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
     assert notes.read_text() == 'mine' and not (out / 'runs').exists()
 
 
+@pytest.mark.parametrize('where,what', [
+    ('report.md', 'report'), ('top1.png', 'top-1 chart'),
+    ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
+    ('runs/vit-base-s0/sessions.json', 'record of train.py sessions of vit-base-s0')])
+def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, capsys, where, what):
+    """A report file (with --overwrite) or a run's bookkeeping file that is a link to a user's file: written through
+    the link, the user's file was replaced."""
+    out = tmp_path / 'out'
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    (out / where).parent.mkdir(parents=True)
+    (out / where).symlink_to(notes)
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    argv.insert(argv.index('--'), '--overwrite')
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (f'{out / where} is a link where reproduce writes its {what}, which would replace the '
+                                  f'file it links to; allowed: remove the link, or another --out')
+    assert notes.read_text() == 'mine'
+
+
 def _folders(root, layout):
     """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
     root.mkdir(parents=True, exist_ok=True)
@@ -698,6 +732,14 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/stray.JPG'], [],
      ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
       "them into {D}/train/<class>/"]),
+    # every top-1 measured on training images: both splits one folder (by name, synonym or link)
+    ('svhn', DIGITS, ['--val-split', 'train'],
+     ["the train split 'train' and the val split 'train' are both read from {D}/train: every top-1 would be measured "
+      "on the images the run trains on; allowed: splits in different folders (-- --train-split / --val-split)"]),
+    ('svhn', DIGITS[:10] + ['validation'], ['--train-split', 'validation', '--val-split', 'val'],
+     ["the train split 'validation' and the val split 'val' are both read from {D}/validation: every top-1 would be "
+      "measured on the images the run trains on; allowed: splits in different folders (-- --train-split / "
+      "--val-split)"]),
     # each run failed once started: a model of no classes, a class map train.py cannot find or read
     ('svhn', DIGITS, ['--num-classes', '0'], ['--num-classes 0 is not allowed; expected an integer >= 1']),
     ('svhn', DIGITS, ['--num-classes=ten'], ['--num-classes ten is not allowed; expected an integer >= 1']),
@@ -706,7 +748,7 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
     ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
      ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
-      'names, one a line, or a .pkl of {{name: index}}'] * 2),
+      'names, one a line, or a .pkl of {{name: index}}']),  # once: the same line for both splits
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -723,15 +765,109 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
     ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
+    ('svhn', DIGITS + ['svhn.json', 'train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # sorted order
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
 ])
 def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
     data = _folders(tmp_path / 'data', layout)
+    for split in ('train', 'test'):
+        if (data / split / 'map.txt').is_file():  # the class folders, in timm's order
+            (data / split / 'map.txt').write_text(''.join(f'{d}\n' for d in range(10)))
     assert main(_reproduce_args(data, tmp_path / 'out', fake_train, dataset, train_args=['--epochs', '1',
                                                                                           *train_args])) == 0
     assert capsys.readouterr().err == ''
+
+
+class _Os:  # a global a class map may not name: unpickling it would call os.system
+    def __reduce__(self):
+        return os.system, ('true',)
+
+
+@pytest.mark.parametrize('map_name,content,prepared,error', [
+    # a prepared folder's label names number its class folders in sorted order: a map that reorders them
+    ('map.txt', ''.join(f'{d}\n' for d in reversed(range(10))), True,
+     "--class-map {M} labels class '0' 9, not 0, but {D}/svhn.json (timm-sl prepare-svhn) labels the class folders "
+     "in sorted order, as its label names do: every per-class name would be wrong; allowed: no --class-map, or one "
+     "of the class folders in sorted order"),
+    ('map.pkl', pickle.dumps({str(d): (d + 1) % 10 for d in range(10)}), True,
+     "--class-map {M} labels class '0' 1, not 0, but {D}/svhn.json (timm-sl prepare-svhn) labels the class folders "
+     "in sorted order, as its label names do: every per-class name would be wrong; allowed: no --class-map, or one "
+     "of the class folders in sorted order"),
+    ('map.txt', ''.join(f'{d}\n' for d in reversed(range(10))), False, None),  # the user's own order: theirs
+    # what train.py could not read, or that leaves it no image: each run failed once started
+    ('map.pkl', pickle.dumps(_Os()), False,
+     '--class-map {M} is not readable (UnpicklingError: global posix.system is not allowed in a class map); allowed: '
+     'a .txt file of class folder names, one a line, or a .pkl of {{name: index}}'),
+    ('map.pkl', pickle.dumps(list(range(10))), False,
+     '--class-map {M} holds a list, not a dict of class name to index; allowed: a .txt file of class folder names, '
+     'one a line, or a .pkl of {{name: index}}'),
+    ('map.txt', b'\xff\xfe0\n', False,
+     "--class-map {M} is not readable (UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: "
+     "invalid start byte); allowed: a .txt file of class folder names, one a line, or a .pkl of {{name: index}}"),
+    ('map.txt', 'zero\none\n', False,
+     [f'--class-map {{M}} names none of the class folders of {{D}}/{split} (0, 1, 2, ...); allowed: a map of those '
+      f'class folder names' for split in ('train', 'test')]),
+    # a name of no class folder: timm leaves the images of the folder it meant out, silently
+    ('map.txt', '\ufeff' + ''.join(f'{d}\n' for d in range(10)), False,
+     "--class-map {M} names '\\ufeff0', a class folder of neither split: timm gives its label to no image (and leaves "
+     "out the folder it meant); allowed: names of the class folders (0, 1, 2, ...)"),
+], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom'])
+def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
+                                                          error):
+    """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label
+    names wrong, silently; one train.py could not read, or that names no class folder, failed each run once started.
+    """
+    data = _folders(tmp_path / 'data', DIGITS + (['svhn.json'] if prepared else []))
+    class_map = tmp_path / 'my maps' / map_name
+    class_map.parent.mkdir()
+    class_map.write_bytes(content if isinstance(content, bytes) else content.encode())
+    out = tmp_path / 'out'
+    status = _exit_status(_reproduce_args(data, out, fake_train, 'svhn',
+                                          train_args=['--epochs', '1', '--class-map', str(class_map)]))
+    if error is None:
+        assert status == 0 and capsys.readouterr().err == ''
+        return
+    errors = [error] if isinstance(error, str) else error  # one line when it is the same for both splits
+    assert status == 2 and capsys.readouterr().err == ''.join(
+        f'timm-sl reproduce: {e.format(M=class_map, D=data)}\n' for e in errors)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('train_args,error', [
+    (['--dataset', 'torch/cifar100'],  # CIFAR-100's labels for the head of ten of the cifar10 recipe
+     'torch/cifar100 has 100 classes, but the run trains 10 (num_classes): every run would fail on its first label '
+     '>= 10; allowed: --num-classes 100 (the recipe of --dataset cifar100)'),
+    (['--num-classes', '5'],
+     'torch/cifar10 has 10 classes, but the run trains 5 (num_classes): every run would fail on its first label >= 5; '
+     'allowed: --num-classes 10 (the recipe of --dataset cifar10)'),
+])
+def test_a_cifar_head_smaller_than_its_classes_is_refused(fake_train, tmp_path, capsys, train_args, error):
+    """Every run failed once started (a label beyond the head: an index error, on a GPU a device-side assert)."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *train_args])) == 2
+    assert _one_error(capsys) == error and not out.exists()
+
+
+@pytest.mark.parametrize('dataset,train_args', [
+    ('svhn', ['--class-map', 'map.txt', '--num-classes', '5']),  # five of the ten digits
+    ('svhn', ['--class-map', 'map.txt']),  # five of the ten digits, a head of ten
+    ('cifar10', ['--num-classes', '100']),
+    ('svhn', ['--dataset', 'torch/cifar10']),  # CIFAR-10 trained with the svhn recipe, beside SVHN's numbers
+])
+def test_no_paper_number_beside_runs_of_other_classes(fake_train, tmp_path, capsys, dataset, train_args):
+    """A run of five SVHN digits (a class map) had the paper's ten-digit top-1 beside it, and a paper delta."""
+    data = _folders(tmp_path / 'data', DIGITS if dataset == 'svhn' else [])
+    for split in ('train', 'test'):
+        (data / split).mkdir(exist_ok=True)
+        (data / split / 'map.txt').write_text('0\n1\n2\n3\n4\n')
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
+    rows = json.loads((out / 'results.json').read_text())['rows']
+    assert [(r['mean'] is not None, r['paper'], r['paper_delta']) for r in rows] == [(True, None, None)] * 2
+    assert main(_reproduce_args(data, tmp_path / 'all', fake_train, dataset, train_args=['--epochs', '1'])) == 0
+    assert all(r['paper'] for r in json.loads((tmp_path / 'all' / 'results.json').read_text())['rows'])
 
 
 @pytest.mark.parametrize('out', ['train/report', 'test', 'test/./a/b'])
@@ -1069,6 +1205,24 @@ def test_a_run_that_lost_its_summary_is_not_resumed(fake_train, tmp_path, capsys
         f'(last.pth.tar; done.json marks it finished): resumed, its results would be only the epochs trained from now '
         f'on; put the file back, or delete {run} to restart the run (or use another --out)')
     assert (run / 'last.pth.tar').is_file() and (run / 'done.json').is_file()
+
+@pytest.mark.parametrize('name,what', [('summary.csv', 'rows of the epochs'),
+                                       ('last.pth.tar', 'checkpoint to resume from'), ('args.yaml', 'arguments')])
+@pytest.mark.parametrize('trained', [True, False])
+def test_a_folder_where_train_py_writes_a_file_is_named(fake_train, tmp_path, capsys, name, what, trained):
+    """A folder in place of summary.csv was 'holds no epoch', of last.pth.tar 'is missing' (both wrong), and of any of
+    the three in a run not started yet, a failure of every run once started."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    if trained:
+        assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+        (run / name).unlink()
+    (run / name).mkdir(parents=True)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (f'{run}/{name} is a folder where train.py writes its {what}; allowed: move it away '
+                                  f'(or use another --out)')
+
 
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
     """A cut last.pth.tar failed every re-run in train.py with torch's zip error."""

@@ -345,3 +345,40 @@ def test_read_only_folder(mats, tmp_path, capsys):
             f'timm-sl prepare-svhn: cannot write into {locked} (Permission denied)')
     finally:
         locked.chmod(0o700)
+
+
+@pytest.mark.parametrize('kind', ['file', 'folder'])
+def test_a_users_svhn_json_is_kept(mats, tmp_path, capsys, kind):
+    """A file of the user's named svhn.json in the output folder was written over without a word; a folder there
+    failed after every image was written ('svhn.json: is a directory', no allowed), after progress bars on stderr."""
+    source, _ = mats
+    out = tmp_path / 'out'
+    out.mkdir()
+    mine = out / 'svhn.json'
+    if kind == 'file':
+        mine.write_text('my notes')
+    else:
+        mine.mkdir()
+    with pytest.raises(SystemExit) as info:
+        main(['prepare-svhn', str(out), '--source', str(source)])
+    assert info.value.code == 2 and capsys.readouterr().err == (  # one line, no progress bar before it
+        f'timm-sl prepare-svhn: {mine} is already there; ' +
+        ('--overwrite replaces it' if kind == 'file' else 'it is a folder: move it away first') + '\n')
+    assert sorted(p.name for p in out.iterdir()) == ['svhn.json']
+    if kind == 'file':
+        assert mine.read_text() == 'my notes'
+        assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
+        assert json.loads(mine.read_text())['dataset'] == 'svhn'
+
+
+def test_a_folder_prepare_fashion_mnist_wrote_is_refused(mats, tmp_path, capsys):
+    source, _ = mats
+    out = tmp_path / 'data'
+    out.mkdir()
+    (out / 'fashion_mnist.json').write_text(json.dumps(dict(dataset='fashion-mnist')))
+    with pytest.raises(SystemExit) as info:
+        main(['prepare-svhn', str(out), '--source', str(source)])
+    assert info.value.code == 2 and capsys.readouterr().err == (
+        f'timm-sl prepare-svhn: {out}/fashion_mnist.json is there: {out} was written by timm-sl prepare-fashion-mnist; '
+        f'allowed: another output folder (or move fashion_mnist.json away if that data set is gone)\n')
+    assert sorted(p.name for p in out.iterdir()) == ['fashion_mnist.json']

@@ -342,8 +342,8 @@ def test_a_run_stopped_from_outside_is_not_marked_done(fake_train, tmp_path, cap
     assert 'started (resuming: 1/2 epochs done)' in capsys.readouterr().out
 
 
-def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monkeypatch):
-    """A GPU machine may lack matplotlib: report.md and results.json are written, without the charts."""
+def _without_matplotlib(monkeypatch) -> None:
+    """Imports of matplotlib fail from now on in this test, as on a machine without it."""
     import builtins
     real_import = builtins.__import__
 
@@ -352,11 +352,30 @@ def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monk
             raise ImportError('No module named matplotlib')
         return real_import(name, *args, **kwargs)
     monkeypatch.setattr(builtins, '__import__', no_matplotlib)
+
+
+def test_without_matplotlib_the_report_has_its_tables(fake_train, tmp_path, monkeypatch):
+    """A GPU machine may lack matplotlib: report.md and results.json are written, without the charts."""
+    _without_matplotlib(monkeypatch)
     assert main(_args(tmp_path)) == 0
     report = (tmp_path / 'out' / 'report.md').read_text()
-    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]".' in report
+    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]".\n' in report
     assert '| vit | SL | `sl_vit_32` | 1/1 | 11.00 |' in report and '(top1.png)' not in report
     assert (tmp_path / 'out' / 'results.json').is_file() and not (tmp_path / 'out' / 'top1.png').exists()
+
+
+def test_charts_of_an_earlier_call_do_not_outlive_its_results(fake_train, tmp_path, monkeypatch):
+    """Resumed on a machine without matplotlib, the report said 'No charts' while top1.png and curves.png of the
+    earlier call stayed beside it, showing that call's numbers."""
+    out = tmp_path / 'out'
+    assert main(_args(tmp_path, train_args=('--epochs', '1'))) == 0  # with matplotlib
+    assert (out / 'top1.png').is_file() and (out / 'curves.png').is_file()
+    _without_matplotlib(monkeypatch)
+    assert main(_args(tmp_path)) == 0  # resumed to 2 epochs
+    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]". (top1.png and ' \
+           'curves.png of an earlier call, which showed its results, removed.)' in (out / 'report.md').read_text()
+    assert not (out / 'top1.png').exists() and not (out / 'curves.png').exists()
+    assert set(json.loads((out / 'report_manifest.json').read_text())['sha256']) == {'report.md', 'results.json'}
 
 
 @pytest.mark.parametrize('fails', ['finish', 'start'])

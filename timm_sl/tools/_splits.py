@@ -7,9 +7,10 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Sequence, TypeVar
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['check_split_folders', 'check_distinct_sources', 'file_identity', 'write_staged', 'read_info']
+__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'file_identity', 'write_staged',
+           'read_info']
 
 T = TypeVar('T')
 
@@ -34,6 +35,32 @@ def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path]
                 raise FileExistsError(f'{out} holds files other than {what}; move it away first')
             if refusal:
                 raise FileExistsError(f'{out} {refusal}')
+
+
+def check_side_files(files: Sequence[Tuple[Path, bool]], overwrite: bool) -> None:
+    """Refuse the files a command writes beside the split folders (``(path, whether it is one this command wrote)``):
+    a folder there, or, without ``overwrite``, a file it did not write (a user's, kept).
+
+    Raises:
+        FileExistsError: the first refused, one line.
+    """
+    for path, ours in files:
+        if path.is_dir() or (path.exists() and not ours and not overwrite):
+            raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
+                                                                  else '--overwrite replaces it'))
+
+
+def check_no_other_record(root: Path, record: Path, dataset: str) -> None:
+    """Refuse to write into ``root`` while it holds ``record``, the record of another ``timm-sl prepare-<dataset>``:
+    with its split folders replaced, that record would still say the folder holds its dataset (and its command that it
+    is already there).
+
+    Raises:
+        FileExistsError: naming the record, one line.
+    """
+    if record.exists() or record.is_symlink():
+        raise FileExistsError(f'{record} is there: {root} was written by timm-sl prepare-{dataset}; allowed: another '
+                              f'output folder (or move {record.name} away if that data set is gone)')
 
 
 def check_distinct_sources(files: Dict[str, Path]) -> None:

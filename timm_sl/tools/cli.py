@@ -664,7 +664,8 @@ def _what_was_written(splits: Sequence[str], written: Sequence[str]) -> str:
 
 def cmd_prepare_svhn(args: argparse.Namespace) -> int:
     from timm_sl.tools import prepare_svhn
-    info = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite)
+    info = prepare_svhn(args.root, source=args.source, extra=args.extra, overwrite=args.overwrite,
+                        progress=sys.stderr.isatty())  # no bars in a log: its last line is the error's
     counts = info['counts']
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
           + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}'

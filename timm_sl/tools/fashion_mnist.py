@@ -24,8 +24,11 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
+from ._splits import (
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
+    write_staged)
 from .errors import check_not_below_a_file
+from .manifest import sha256
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -41,7 +44,6 @@ LABEL_NAMES_TEXT = '\n'.join(LABEL_NAMES) + '\n'  # DIR/label_names.txt, as this
 CLASS_FOLDERS = tuple(f'{i}_' + name.lower().replace('/', '_').replace(' ', '_') for i, name in enumerate(LABEL_NAMES))
 INFO_FILE = 'fashion_mnist.json'  # written last: its presence says the folder is complete
 SIZE = 32
-_SPLIT_SIZES = {'train': 60000, 'test': 10000}
 
 
 def _find(source: Path, stem: str) -> Path:
@@ -92,6 +94,17 @@ def _read_labels(source: Path, split: str) -> np.ndarray:
                          f"Fashion-MNIST's {per_class:,} of each (MNIST's files have the same names); expected "
                          f"Fashion-MNIST's idx files")
     return labels
+
+
+def _check_splits_not_swapped(source: Path) -> None:
+    """Refuse a training split smaller than the test split: the release's train and t10k files under each other's
+    names (train.py would train on the 10,000 test images and evaluate on the 60,000 training ones)."""
+    train, test = (_find(source, FASHION_MNIST_FILES[split][1]) for split in ('train', 'test'))
+    sizes = [len(_read_labels(source, split)) for split in ('train', 'test')]  # MNIST's digits refused first
+    if sizes[0] < sizes[1]:
+        raise ValueError(f'{train} holds {sizes[0]:,} labels but {test} {sizes[1]:,}: the training split would be '
+                         f'the smaller, as with the train and t10k files under each other\'s names; allowed: the files '
+                         f'as released (train {_FULL_SPLITS["train"]:,}, t10k {_FULL_SPLITS["test"]:,} images)')
 
 
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:
@@ -158,6 +171,13 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
+def _identity(path: Path) -> Dict[str, Any]:
+    """A source file as the record identifies it: where it is, its size and the sha256 of its bytes (a file replaced
+    by another of the same size and time, as an archive extracts it, is another file)."""
+    identity = file_identity(path)
+    return dict(file=identity['file'], bytes=identity['bytes'], sha256=sha256(path))
+
+
 def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
     """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
     images and numbers them in order, so the splits would give the classes after it different labels."""
@@ -208,17 +228,20 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
+    _check_splits_not_swapped(source)
     _check_target(root)
-    files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
+    from .svhn import INFO_FILE as SVHN_INFO
+    check_no_other_record(root, root / SVHN_INFO, 'svhn')
+    files = {stem: _identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
-    # a file replaced in the source folder since is other settings (a record of an older version has no 'files')
-    same = all(info.get(k, v if k == 'files' else None) == v for k, v in settings.items()) and isinstance(
+    # a file replaced in the source folder since (its bytes, however its size and time) is other settings
+    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
-    if same and 'files' not in info:  # a record of an older version: its images per class must be the source's
-        same = all(info['counts'].get(split) == dict(zip(CLASS_FOLDERS, np.bincount(
-            _read_labels(source, split)[:limit], minlength=10).tolist())) for split in FASHION_MNIST_FILES)
+    # a record of an older version identifies its source files by path, size and time at most: not what they held
+    older = info.get('dataset') == 'fashion-mnist' and not (isinstance(info.get('files'), dict) and all(
+        isinstance(f, dict) and 'sha256' in f for f in info['files'].values()))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES
@@ -229,13 +252,12 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             names_path.write_text(LABEL_NAMES_TEXT)
         return {**info, 'written': []}
     check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
-                        None if overwrite else 'was written with other settings (or not finished); --overwrite '
-                                               'replaces it')
-    for path, ours in ((names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
-                       (info_path, info.get('dataset') == 'fashion-mnist')):  # the files beside the splits
-        if path.is_dir() or (path.exists() and not ours and not overwrite):
-            raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
-                                                                  else '--overwrite replaces it'))
+                        None if overwrite else f'was written by an older prepare-fashion-mnist, whose {INFO_FILE} '
+                                               f'does not say what its source files held (their sha256); '
+                                               f'--overwrite writes it again' if older else
+                        'was written with other settings (or not finished); --overwrite replaces it')
+    check_side_files([(names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
+                      (info_path, info.get('dataset') == 'fashion-mnist')], overwrite)
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
     if limit is not None:
         _check_limit_keeps_every_class(data, limit)
@@ -256,6 +278,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
                 label_names=list(LABEL_NAMES), counts=counts, mean=stats.get('mean', info.get('mean')),
                 std=stats.get('std', info.get('std')))
+    names_path.unlink(missing_ok=True)  # a link there is replaced, not the file it links to
     names_path.write_text(LABEL_NAMES_TEXT)
     info_path.write_text(json.dumps(info, indent=1) + '\n')
     return {**info, 'written': todo}

@@ -44,6 +44,7 @@ __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'd
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
+_TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
 
 # dataset name prefixes of train.py's other readers; any other name (``''``, ``imagefolder``, ``svhn`` ...) is read by
 # timm's image folder reader, and ``torch/folder`` / ``torch/image_folder`` by torchvision's ImageFolder
@@ -57,6 +58,8 @@ COMMAND = 'command.txt'  # per run: its last train.py command line
 # the files reproduce writes in each run folder, and in --out (the report), with what each is (for the messages)
 RUN_FILES = {SESSIONS: 'record of train.py sessions', DONE_MARKER: 'marker of a finished run',
              SETTINGS: 'record of the run settings', LOG_NAME: 'train.py log', COMMAND: 'train.py command line'}
+_TRAIN_FILES = {'summary.csv': 'rows of the epochs', 'last.pth.tar': 'checkpoint to resume from',
+                'args.yaml': 'arguments'}  # what train.py writes in a run folder, that reproduce reads
 REPORT_FILES = {'report.md': 'report', 'results.json': 'results', 'top1.png': 'top-1 chart',
                 'curves.png': 'learning curves chart'}
 REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report file reproduce wrote there
@@ -216,6 +219,32 @@ def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
 
+def _read_class_map(path: Path) -> Dict[Any, Any]:
+    """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
+    of ``{name: index}`` (unpickled without globals, as timm does).
+
+    Raises:
+        ValueError: not readable so, naming what was wrong (after the map's name in a message).
+    """
+    import pickle
+
+    class NoGlobals(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed in a class map')
+    try:
+        if path.suffix.lower() == '.txt':
+            with path.open(encoding='utf-8') as f:  # timm's reading, line ends and all
+                return {line.strip(): i for i, line in enumerate(f)}
+        with path.open('rb') as f:
+            mapping = NoGlobals(f).load()
+    except Exception as e:  # noqa: BLE001 (unpickling raises most kinds on a damaged file)
+        raise ValueError(f'is not readable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""})'
+                         ) from None
+    if not isinstance(mapping, dict):
+        raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
+    return mapping
+
+
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
@@ -238,6 +267,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
+        classes = _TORCH_CLASSES[name]
+        if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
+            return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
+                    f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
+                    f'recipe of --dataset {name.split("/")[1]})']
         if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
@@ -245,6 +279,12 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
+    train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
+    known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
+    if train is not None and val is not None and train.resolve() == val.resolve():
+        return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
+                f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
+                f'different folders (-- --train-split / --val-split)']
     for split in (data['train_split'], data['val_split']):
         folder = _split_folder(root, split)
         if folder is None:
@@ -269,6 +309,31 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                     f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
                     'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
                     'one a line, or a .pkl of {name: index}')
+                continue
+            try:
+                mapping = _read_class_map(where)
+            except ValueError as e:
+                errors.append(f'--class-map {data["class_map"]} {e}; allowed: a .txt file of class folder names, one '
+                              f'a line, or a .pkl of {{name: index}}')
+                continue
+            names = sorted(c.name for c in class_dirs)
+            # a prepared folder's label names follow timm's order of its class folders: a map must keep that order
+            moved = next((n for i, n in enumerate(names) if prepared and n in mapping and mapping[n] != i), None)
+            if moved is not None:
+                errors.append(f'--class-map {data["class_map"]} labels class {moved!r} {mapping[moved]!r}, not '
+                              f'{names.index(moved)}, but {prepared[0]} (timm-sl prepare-{prepared[1]}) labels the '
+                              f'class folders in sorted order, as its label names do: every per-class name would be '
+                              f'wrong; allowed: no --class-map, or one of the class folders in sorted order')
+                continue
+            if not any(n in mapping for n in names):  # timm would find no image
+                errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
+                              f'({_listed(names)}); allowed: a map of those class folder names')
+                continue
+            stray = next((k for k in mapping if k not in known), None)  # '\ufeff0' of a byte-order mark, a typo
+            if stray is not None:
+                errors.append(f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
+                              f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
+                              f'names of the class folders ({_listed(names)})')
                 continue
         holders = _image_folders(folder)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
@@ -314,7 +379,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{train} and {val} hold different classes: only in {train}: '
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
                           f'{_listed(sorted(val_names - train_names))}')
-    return errors
+    return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
 
 
 def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
@@ -481,6 +546,11 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                 'its run folders' if taken == folder.parent else f'the run folder of {run.name}') +
                 '; move it away or use another --out')
             continue
+        blocked = next((name for name in _TRAIN_FILES if (folder / name).is_dir()), None)
+        if blocked:  # neither missing nor empty: train.py could not write it, nor resume from it
+            errors.append(f'{folder / blocked} is a folder where train.py writes its {_TRAIN_FILES[blocked]}; allowed: '
+                          f'move it away (or use another --out)')
+            continue
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
@@ -520,11 +590,14 @@ def _check_writable(path: Path, what: str) -> None:
     folder it may not write.
 
     Raises:
-        IsADirectoryError / PermissionError: naming the path and what is allowed.
+        IsADirectoryError / PermissionError / ValueError (a link there): naming the path and what is allowed.
     """
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder where reproduce writes its {what}; allowed: move it away or use '
                                 f'another --out')
+    if path.is_symlink():  # written through, the file it links to (a user's, elsewhere) would be replaced
+        raise ValueError(f'{path} is a link where reproduce writes its {what}, which would replace the file it links '
+                         f'to; allowed: remove the link, or another --out')
     where = path if path.exists() else next((p for p in path.parents if p.exists()), None)
     if where is not None and where.is_dir() == (where != path) and not os.access(where, os.W_OK):
         raise PermissionError(f'{where} is not writable, and reproduce writes its {what} '
@@ -537,7 +610,7 @@ def check_run_files(runs: Sequence[Run]) -> None:
     sweep stopped midway by its bookkeeping is worse than one that never started.
 
     Raises:
-        IsADirectoryError / PermissionError: the first such file, one line.
+        IsADirectoryError / PermissionError / ValueError (a link): the first such file, one line.
     """
     for run in runs:
         for name, what in RUN_FILES.items():
@@ -565,10 +638,10 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         yield None
         return
     lock = output / LOCK
-    _check_writable(lock, 'lock file')
-    if lock.is_symlink():
+    if lock.is_symlink() and not lock.is_dir():
         raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
                          f'replace the file it links to; allowed: remove the link, or another --out')
+    _check_writable(lock, 'lock file')
     output.mkdir(parents=True, exist_ok=True)
     with open(output / LOCK, 'a+') as f:
         try:
@@ -821,11 +894,25 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
+def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
+    """Whether a run's ``args.yaml`` trained the recipe's data as the paper did: its reader (``-- --dataset
+    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), every class (no
+    ``--class-map``, which may leave classes out) and the recipe's ``num_classes`` (where each is recorded)."""
+    try:
+        recipe = read_recipe(recipe_path(dataset))
+    except (OSError, ValueError):
+        recipe = {}
+    ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
+    reader = 'dataset' not in args or ours == theirs or (_timm_folder_reader(ours) and _timm_folder_reader(theirs))
+    return reader and not args.get('class_map') and args.get('num_classes') in (None, recipe.get('num_classes'))
+
+
 def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
     """The paper's top-1 for a row, when each of its runs is that row as the paper trained it: not with ``--
     --model-kwargs depth=1``, ``-- --in-chans 1`` or ``-- --pretrained`` (:meth:`RunRecord.table2_row` of what the run
-    recorded; a run that recorded nothing yet by its plan)."""
-    rows = {RunRecord(o.run.out_dir / 'last.pth.tar', args=o.args, model=o.run.model, model_kwargs=o.run.model_kwargs,
+    recorded; a run that recorded nothing yet by its plan), nor of other data (:func:`_paper_data`)."""
+    rows = {None if not _paper_data(o.args, dataset) else
+            RunRecord(o.run.out_dir / 'last.pth.tar', args=o.args, model=o.run.model, model_kwargs=o.run.model_kwargs,
                       dataset=dataset).table2_row() if o.args else table2_row(o.run.model, o.run.model_kwargs, dataset)
             for o in members}
     row = rows.pop() if len(rows) == 1 else None
@@ -1107,6 +1194,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
     data = _data_of(outcomes, data)
+    # what it wrote before; without matplotlib now, its charts of an earlier call would show that call's results
+    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
+    stale = [n for n in ('top1.png', 'curves.png') if charts and (output / n).is_file() and not (output / n).is_symlink()
+             and manifest.get(n) == sha256(output / n)]
     lines = [f'# Table 2 reproduction: {dataset} recipe', '', f'data: {data}', '']
     extra = _common_extra(rows)
     if extra:
@@ -1117,7 +1208,9 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               'Best top-1 over epochs (as the paper reports), mean ± sample std over the finished seeds; '
               'SL − baseline: difference of the means. Paper: Table 2. Epochs are counted from 1 (the first epoch '
               "is epoch 1; train.py's summary.csv counts from 0).", '',
-              *([f'No charts: {charts}.'] if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
+              *([f'No charts: {charts}.' + (f' ({" and ".join(stale)} of an earlier call, which showed its results, '
+                                            f'removed.)' if stale else '')]
+                if charts else ['![top-1](top1.png)', '', '![learning curves](curves.png)']),
               '']
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
@@ -1138,9 +1231,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
               "(train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    # what it wrote before (its charts too, when matplotlib is missing now)
-    manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
     report.write_text('\n'.join(lines) + '\n')
+    for name in stale:
+        (output / name).unlink()
+        manifest.pop(name)
     record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
     if not charts:
         _plot_top1(rows, output / 'top1.png', dataset, data)

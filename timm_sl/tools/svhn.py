@@ -12,7 +12,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._splits import check_distinct_sources, check_split_folders, file_identity, read_info, write_staged
+from ._splits import (
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
+    write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -117,7 +119,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
 
     Raises:
         FileNotFoundError: a ``.mat`` file of a requested split is missing from ``source``.
-        FileExistsError: an output split folder is not empty (and ``overwrite`` is off, or it holds other files).
+        FileExistsError: an output split folder is not empty (and ``overwrite`` is off, or it holds other files);
+            ``svhn.json`` is a folder, or a file this function did not write (and ``overwrite`` is off).
         NotADirectoryError: ``root`` or ``source`` is a file, or ``root`` would be below a file.
         PermissionError / OSError: ``root`` cannot be written to (checked before any image is read).
         ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``).
@@ -130,6 +133,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         if folder.exists() and not folder.is_dir():
             raise NotADirectoryError(f'{folder} is a file; allowed: a folder ({what})')
     check_not_below_a_file(root)
+    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
+    check_no_other_record(root, root / FASHION_MNIST_INFO, 'fashion-mnist')
     for split in splits:
         mat = source / SVHN_FILES[split]
         if not mat.is_file():
@@ -148,6 +153,7 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     if todo:
         check_split_folders(root, todo, _written_by_us, 'digit folders of PNGs',
                             None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
+        check_side_files([(info_path, info.get('dataset') == 'svhn')], overwrite)  # a file of the user's is kept
         _check_writable(root)
 
         def write(split: str, folder: Path) -> Dict[str, int]:

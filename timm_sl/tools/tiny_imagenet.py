@@ -8,6 +8,7 @@ Every function here checks every move it will make (annotations, class ids, file
 it moves the first file: a refused folder is left as it was.
 """
 import filecmp
+import os
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
@@ -59,6 +60,19 @@ def _refuse_left_over(images: Path, listed: Set[str], why: str) -> None:
                          f'one more class \'images\': move them away and run again')
 
 
+def _refuse_link(images: Path) -> None:
+    """Refuse an ``images/`` folder that is a link: its files would be moved out of the folder it links to (emptying a
+    folder outside ``root``), and the link could not be removed as a folder.
+
+    Raises:
+        ValueError: naming the link and where it points.
+    """
+    if images.is_symlink():
+        raise ValueError(f'{images} is a link (to {os.readlink(images)}); the images are moved out of it into class '
+                         f'folders, which would empty the folder it links to; allowed: a real folder (copy the '
+                         f'images in, or prepare the folder the link points into)')
+
+
 def _read_text(path: Path) -> str:
     """``path`` as UTF-8 text (the archive's text files are ASCII), without a byte-order mark an editor may add.
 
@@ -99,6 +113,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
                                 'annotations (image, class id, box per line)')
     if not annotations.is_file():
         raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
+    _refuse_link(val / 'images')
     known = _known_classes(root)
     moves: _Moves = []
     counts: Dict[str, int] = {}
@@ -141,6 +156,7 @@ def _plan_train(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     counts: Dict[str, int] = {}
     for wnid in sorted(p for p in train.iterdir() if p.is_dir()) if train.is_dir() else []:
         images = wnid / 'images'
+        _refuse_link(images)
         sources = sorted(images.iterdir()) if images.is_dir() else []
         staying = {p.name for p in wnid.iterdir() if p.is_file()}
         for source in sources:

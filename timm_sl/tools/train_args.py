@@ -276,17 +276,27 @@ def train_script_default(script: Union[str, Path], option: str) -> Any:
     return None
 
 
+# the options reproduce gives each train.py run (timm_sl.tools.reproduce.train_command)
+_PASSED = ('--data-dir', '--config', '--model', '--model-kwargs', '--lr', '--seed', '--output', '--experiment',
+           '--resume')
+
+
 def check_recipe_keys(recipe: Union[str, Path], script: Union[str, Path]) -> None:
     """Refuse a recipe key that is no argument of ``script`` (:func:`train_script_options`; nothing is checked when
     they are not known): train.py sets a recipe's keys as its parser's defaults, so an unknown one (``epoch: 5``) is
     ignored without a word and the run trains with train.py's own default.
 
     Raises:
-        ValueError: the first such key, naming the recipe and the script, with the nearest argument names.
+        ValueError: the first such key, naming the recipe and the script, with the nearest argument names; or a script
+            without the options each run is given (not train.py: validate.py, benchmark.py), naming it.
     """
     options = train_script_options(script)
     if options is None:
         return
+    missing = [flag for flag in _PASSED if flag not in options]
+    if missing:  # validate.py, benchmark.py ...: every recipe key would be blamed instead
+        raise _not_train_py(Path(script), f'it has no {", ".join(missing[:3])}{", ..." * (len(missing) > 3)} '
+                                          f'option, which each run is given')
     dests = set(options.values())
     for key in read_recipe(recipe):
         if key not in dests:
