@@ -548,7 +548,7 @@ ATTENTION_MAX_IMAGES = 24  # one row of panels per image, ~300 px each: 24 rows 
 def _check_attention_image_count(paths: List[str]) -> None:
     """Refuses, before a model is built, more images than a chart can show (250 made a 75,000 px tall PNG)."""
     from timm_sl.tools.analysis import image_files
-    count = len(image_files(paths))
+    count = len(image_files([p for p in paths if os.path.exists(p)]))  # a missing one: named where images load
     if count > ATTENTION_MAX_IMAGES:
         raise ValueError(f'{", ".join(paths)}: {count} images; attention draws a row per image, allowed: at most '
                          f'{ATTENTION_MAX_IMAGES} (name files, or a smaller folder; kld summarises folders of any size)')
