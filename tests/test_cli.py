@@ -47,6 +47,9 @@ def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
                               "allowed: the sl_ models sl_cait_32, ")
     assert _exit_message(['demo', '--model', 'sl_vit_3']).startswith(
         "timm-sl demo: unknown model 'sl_vit_3' (did you mean sl_vit_32 or ")
+    # the demo refuses slify, so its list of allowed models does not end with it (it offered 'or slify')
+    assert message.endswith(', sl_vit_base, sl_vit_small, sl_vit_tiny')
+    assert 'or slify (--model-kwargs base=NAME' in _exit_message(['export', 'x.pth', '--model', 'vit_x', '--out', 'o'])
 
 
 def test_demo_refuses_slify_at_once():
