@@ -194,3 +194,33 @@ def test_test_files_the_docs_name_exist():
     for page in PAGES:
         for path in re.findall(r'`(tests/[\w/]+\.py)', page.read_text()):
             assert (ROOT / path).is_file(), f'{page.relative_to(ROOT)} names {path}, which does not exist'
+
+
+def test_recipes_page_regime_is_the_recipes():
+    """The regime recipes/README.md gives for every YAML (and for the ones it names as exceptions) is what the YAMLs
+    hold (it said 'Each YAML' holds 10 warm-up epochs, batch 128 and Mixup with probability 0.5, which imagenet.yaml
+    does not)."""
+    text = (ROOT / 'recipes' / 'README.md').read_text()
+    match = re.search(r'^Each YAML.*?\(paper, section 4\.1\)\.', text, flags=re.S | re.M)
+    common, rest = match.group(0).replace('\n', ' '), text[match.end():]
+    patterns = dict(epochs=r'\((\d+) epochs', weight_decay=r'weight decay ([\d.]+)', min_lr=r'schedule to ([\de.-]+)',
+                    warmup_epochs=r'(\d+) warm-up epochs', smoothing=r'label smoothing ([\d.]+)',
+                    drop_path=r'drop path ([\d.]+)', reprob=r'random erasing ([\d.]+)',
+                    mixup_prob=r'applied with probability ([\d.]+)', mixup_switch_prob=r'switch probability ([\d.]+)',
+                    batch_size=r'batch (\d+)\)')
+    regime = {key: float(re.search(pattern, common).group(1)) for key, pattern in patterns.items()}
+    excepted = set(re.findall(r'^Each YAML but `(\w+\.yaml)`', common))
+    train_defaults = dict(mixup_prob=1.0, mixup_switch_prob=0.5)  # train.py's, where a recipe leaves them out
+    for path in sorted((ROOT / 'recipes').glob('*.yaml')):
+        recipe = {**train_defaults, **yaml.safe_load(path.read_text())}
+        held = {key: float(recipe[key]) for key in regime}
+        if path.name not in excepted:
+            assert held == regime, f'recipes/README.md: {path.name} holds {held}, not the regime it states'
+            continue
+        assert held != regime
+        own = re.search(rf'`{path.name}` holds .*?\((.*?)\)', rest, flags=re.S).group(1).replace('\n', ' ')
+        stated = dict(batch_size=r'batch (\d+)', lr=r'lr ([\de.-]+)', warmup_epochs=r'(\d+) warm-up epochs',
+                      mixup=r'Mixup ([\d.]+)', cutmix=r'CutMix ([\d.]+)')
+        for key, pattern in stated.items():
+            assert float(re.search(pattern, own).group(1)) == float(recipe[key]), f'{path.name}: {key}'
+        assert ('on every batch' in own) == (recipe['mixup_prob'] == 1.0)
