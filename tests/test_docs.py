@@ -224,3 +224,14 @@ def test_recipes_page_regime_is_the_recipes():
         for key, pattern in stated.items():
             assert float(re.search(pattern, own).group(1)) == float(recipe[key]), f'{path.name}: {key}'
         assert ('on every batch' in own) == (recipe['mixup_prob'] == 1.0)
+
+
+def test_implementation_page_layout_names_every_source_file():
+    """docs/implementation.md's source layout names each module of the package and of benchmarks/ (it left out
+    _registration.py, manifest.py, _splits.py, demo/digits.py, version.py, benchmarks/launches.py and loader.py)."""
+    text = (ROOT / 'docs' / 'implementation.md').read_text()
+    layout = re.search(r'^## Layout\n\n```\n(.*?)```', text, flags=re.S | re.M).group(1)
+    named = set(re.findall(r'[\w/]+\.py', layout))
+    for path in sorted([*(ROOT / 'timm_sl').rglob('*.py'), *(ROOT / 'benchmarks').glob('*.py')]):
+        if path.name != '__init__.py':
+            assert path.name in {Path(n).name for n in named}, f'docs/implementation.md: layout omits {path.name}'
