@@ -256,6 +256,12 @@ def test_a_tag_of_no_registered_model_is_refused(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == (
         f'ValueError: {tags}: sl_vit_33.c10 names no registered sl_ model (sl_vit_33); did you mean sl_vit_32? '
         f'allowed: a model of `timm-sl list` (sl_cait_32, ..., sl_vit_tiny)')
+    # through timm's plugin loading: the same line as a warning; the families and the file's other tags in, no slify
+    probe = ("import timm; print(timm.is_model('sl_vit_32'), 'sl_vit_32.ok' in timm.list_pretrained('sl_vit_32*'), "
+             "timm.is_model('slify'))")
+    result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0 and result.stdout.split() == ['True', 'True', 'False']
+    assert "failed to load: ValueError('" + str(tags) + ": sl_vit_33.c10 names no registered sl_ model" in result.stderr
 
 
 def test_a_run_without_a_dataset_needs_dataset(tmp_path, capsys):
