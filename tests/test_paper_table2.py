@@ -18,8 +18,9 @@ ROWS = [(name, variant, macs, REFERENCE_CODE_PARAMS.get((name, variant), params)
 
 @pytest.mark.parametrize('name,variant,macs,params', ROWS, ids=lambda v: str(v))
 def test_table2_row(name, variant, macs, params):
-    base_kwargs = type(timm.create_model(name)).baseline_kwargs
-    model = timm.create_model(name, **(base_kwargs if variant == 'base' else VARIANT_KWARGS[variant]))
+    # on the meta device: shapes are all that MACs and parameter counts read (the same numbers, a third of the time)
+    base_kwargs = type(timm.create_model(name, device='meta')).baseline_kwargs
+    model = timm.create_model(name, device='meta', **(base_kwargs if variant == 'base' else VARIANT_KWARGS[variant]))
     assert count_macs(model) / 1e6 == pytest.approx(macs, rel=0.03)
     assert count_params(model) / 1e6 == pytest.approx(params, rel=0.03)
 
