@@ -1168,6 +1168,23 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
                                          f'and 1 more run folder alike')
 
 
+@pytest.mark.parametrize('again', [['--batch-size', '64'], ['--batch-size=64'], ['-b64'], ['--batch', '64']])
+def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, capsys, again):
+    """A run started with ``-- -b 64`` and resumed with ``-- --batch-size 64`` (one option of train.py, spelled another
+    way) was refused as trained "with other settings"."""
+    source = fake_train.read_text()
+    fake_train.write_text(source.replace("('-b', '--device', '--class-map')", "('--device', '--class-map')").replace(
+        "'--aa', '--amp', '--batch-size', ", "'--aa', '--amp', ").replace(
+        "p.add_argument('-j', '--workers')", "p.add_argument('-j', '--workers')\np.add_argument('-b', '--batch-size')"))
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '64'])) == 0
+    capsys.readouterr()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', *again])) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3', '-b', '32'])) == 2
+    assert '(train_args --batch-size: 64 -> 32)' in _one_error(capsys)
+
+
 def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp_path, capsys):
     """Without last.pth.tar a run was restarted from scratch: its summary.csv deleted, model_best.pth.tar replaced."""
     out = tmp_path / 'out'

@@ -33,7 +33,7 @@ from .sweep import (
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
     check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
-    train_script_default, train_script_options)
+    spell_option, train_script_default, train_script_options, train_script_spellings)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -416,8 +416,10 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
     return cmd + list(extra_args)
 
 
-def _flag_words(args: Sequence[str]) -> Dict[str, List[str]]:
-    """train.py arguments as ``{flag: its words}``, each flag as given last (argparse keeps the last)."""
+def _flag_words(args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> Dict[str, List[str]]:
+    """train.py arguments as ``{flag: its words}``, each flag as given last (argparse keeps the last), spelled as
+    train.py's option table spells it (:func:`~timm_sl.tools.train_args.spell_option`: ``-b 64`` and ``--batch-size
+    64`` are one flag)."""
     found: Dict[str, List[str]] = {}
     flag = ''
     for arg in args:
@@ -427,23 +429,34 @@ def _flag_words(args: Sequence[str]) -> Dict[str, List[str]]:
         except ValueError:
             is_flag = arg.startswith('-')
         if is_flag:
-            flag, sep, value = arg.partition('=')
-            found[flag] = [value] if sep else []
+            flag, value = spell_option(arg, spellings)
+            found.pop(flag, None)  # kept in the order argparse reads it last
+            found[flag] = [] if value is None else [value]
         else:
             found.setdefault(flag, []).append(arg)
     return found
 
 
-def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1
-                 ) -> Dict[str, Any]:
+def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
+    """Recorded ``{flag: its words}`` (:func:`_flag_words` of an earlier session, which may have spelled a flag
+    otherwise or not at all) spelled as ``spellings`` spell them; anything else as it is."""
+    if not isinstance(words, dict) or not spellings:
+        return words
+    return _flag_words([w for flag, value in words.items() for w in (flag, *(value if isinstance(value, list) else
+                                                                             [value]))], spellings)
+
+
+def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
+                 spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
     (but ``epochs``), the data (:func:`train_data`, its folder resolved), processes per run and the other extra
-    train.py arguments (but those of :data:`_HOW_FLAGS`). A run is resumed or skipped only with the settings it was
-    started with (:data:`SETTINGS`)."""
+    train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings`` (train.py's,
+    :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
+    settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
     data['data_dir'] = str(Path(data['data_dir']).resolve())
     config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
-    args = {k: v for k, v in _flag_words(extra_args).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
+    args = {k: v for k, v in _flag_words(extra_args, spellings).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
     settings = dict(model=run.model, model_kwargs=run.model_kwargs, lr=run.lr, seed=run.seed,
                     recipe=Path(recipe).name, recipe_settings=config, data=data, nproc=nproc, train_args=args)
     return json.loads(json.dumps(settings, default=str))
@@ -530,12 +543,14 @@ def checkpoint_problem(path: Path) -> str:
     return f'its member {damaged} is damaged' if damaged else ''
 
 
-def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int) -> List[str]:
+def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
+               spellings: Optional[Dict[str, str]] = None) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
     command's, by run name; the first such run named, with how many more); a run that trained but lost its
     last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
-    run trained is overwritten by a restart."""
+    run trained is overwritten by a restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py
+    arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     for run in runs:
@@ -554,7 +569,10 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
-        differ = _differences(_recorded_settings(run), settings[run.name])
+        recorded = _recorded_settings(run)
+        if 'train_args' in recorded:
+            recorded['train_args'] = _respelled(recorded['train_args'], spellings)
+        differ = _differences(recorded, settings[run.name])
         if differ:
             other.append((run, differ))
             continue
@@ -800,8 +818,9 @@ def reproduce(
     seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the lock of --out).
     """
     epochs = planned_epochs(recipe, extra_args)
-    settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc) for run in runs}
-    problems = check_runs(runs, settings, epochs)
+    spellings = train_script_spellings(script)
+    settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
+    problems = check_runs(runs, settings, epochs, spellings)
     if problems:
         raise ValueError('\n'.join(problems))
     check_run_files(runs)
