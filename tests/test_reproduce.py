@@ -1185,6 +1185,30 @@ def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, c
     assert '(train_args --batch-size: 64 -> 32)' in _one_error(capsys)
 
 
+def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_path, capsys):
+    """Only the map's path was recorded: a map edited between sessions (two classes swapped) resumed the run with
+    other labels, unnoticed."""
+    import hashlib
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_text(''.join(f'{d}\n' for d in range(10)))
+    out = tmp_path / 'out'
+    args = ['--class-map', str(class_map)]
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', *args])) == 0
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '2', *args])) == 0  # same map
+    capsys.readouterr()
+    before = hashlib.sha256(class_map.read_bytes()).hexdigest()[:12]
+    class_map.write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    after = hashlib.sha256(class_map.read_bytes()).hexdigest()[:12]
+    summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '3', *args])) == 2
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0 was trained with other settings (data class_map_sha256: sha256 {before}... '
+        f'{before}... -> sha256 {after}... {after}...), and 1 more run folder alike: reproduce resumes or skips a run '
+        f'only with the settings it started with; use another --out')
+    assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
+
+
 def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp_path, capsys):
     """Without last.pth.tar a run was restarted from scratch: its summary.csv deleted, model_best.pth.tar replaced."""
     out = tmp_path / 'out'

@@ -245,6 +245,23 @@ def _read_class_map(path: Path) -> Dict[Any, Any]:
     return mapping
 
 
+def _class_map_file(class_map: str, folder: Path) -> Optional[Path]:
+    """The class map file timm's reader of the split ``folder`` opens: ``class_map`` as given, else in ``folder``;
+    None when neither is a file."""
+    return next((p for p in (Path(class_map), folder / class_map) if p.is_file()), None)
+
+
+def _class_map_identity(data: Dict[str, Any]) -> Optional[List[Optional[str]]]:
+    """The sha256 of the class map each split reads (train, val; None where none is found), or None without one: a map
+    edited between sessions would resume a run with other labels."""
+    if not data.get('class_map'):
+        return None
+    root = Path(data['data_dir'])
+    found = [_class_map_file(str(data['class_map']), _split_folder(root, str(data[k])) or root / str(data[k]))
+             for k in ('train_split', 'val_split')]
+    return [sha256(p) if p is not None else None for p in found]
+
+
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
@@ -303,7 +320,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
         if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
-            where = next((p for p in (Path(data['class_map']), folder / data['class_map']) if p.is_file()), None)
+            where = _class_map_file(data['class_map'], folder)
             if where is None or where.suffix.lower() not in ('.txt', '.pkl'):
                 errors.append(f'--class-map {data["class_map"]} ' + (
                     f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
@@ -449,11 +466,12 @@ def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
 def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
                  spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
-    (but ``epochs``), the data (:func:`train_data`, its folder resolved), processes per run and the other extra
-    train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings`` (train.py's,
+    (but ``epochs``), the data (:func:`train_data`, its folder resolved, the sha256 of its class map), processes per
+    run and the other extra train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings`` (train.py's,
     :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
     settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
+    data['class_map_sha256'] = _class_map_identity(data)
     data['data_dir'] = str(Path(data['data_dir']).resolve())
     config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
     args = {k: v for k, v in _flag_words(extra_args, spellings).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
@@ -491,7 +509,9 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
-    def show(value: Any) -> str:
+    def show(value: Any, key: str = '') -> str:
+        if key == 'class_map_sha256' and isinstance(value, list):  # the contents of the map each split reads
+            return 'sha256 ' + ' '.join(str(v)[:12] + '...' if v else 'none' for v in value)
         if isinstance(value, list):  # a train.py flag's words (none: a switch)
             return ' '.join(map(str, value)) or 'given'
         return 'unset' if value is None else repr(value)
@@ -502,7 +522,7 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
             continue  # another recipe: named once
         if isinstance(value, dict) and isinstance(now, dict):
             keys = value if key == 'data' else dict.fromkeys([*value, *now])
-            found += [f'{key} {k}: {show(value.get(k))} -> {show(now.get(k))}' for k in keys
+            found += [f'{key} {k}: {show(value.get(k), k)} -> {show(now.get(k), k)}' for k in keys
                       if value.get(k) != now.get(k)]
         elif value != now:
             found.append(f'{key}: {show(value)} -> {show(now)}')
