@@ -1185,6 +1185,21 @@ def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, c
     assert '(train_args --batch-size: 64 -> 32)' in _one_error(capsys)
 
 
+@pytest.mark.parametrize('target', ['.', '..'])
+def test_a_link_loop_in_the_data_is_named(fake_train, tmp_path, capsys, target):
+    """A link back up in a class folder (with one in every class folder: without end, as timm's reader would) made
+    the data check walk it 40 links deep, then blame the class folder for images 'one folder too deep'."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '3' / 'loop').symlink_to(target)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    real = data / 'train' / ('3' if target == '.' else '')
+    assert _one_error(capsys) == (f"{data}/train/3/loop links back to {str(real).rstrip('/')}, a folder it is in: "
+                                  f"timm's folder reader would walk it without end; allowed: folders without such "
+                                  f"links (remove it)")
+    assert not out.exists()
+
+
 def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_path, capsys):
     """Only the map's path was recorded: a map edited between sessions (two classes swapped) resumed the run with
     other labels, unnoticed."""

@@ -26,7 +26,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
+    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize,
+    walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -207,9 +208,13 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
 def _image_folders(folder: Path) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class)."""
+    included; a folder without an image is no class).
+
+    Raises:
+        ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
+    """
     found = []
-    for path, _, files in os.walk(folder, followlinks=True):
+    for path, _, files in walk(folder, every_path=True):
         if any(os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES for f in files):
             found.append(Path(path))
     return sorted(found)
@@ -352,7 +357,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
                               f'names of the class folders ({_listed(names)})')
                 continue
-        holders = _image_folders(folder)
+        try:
+            holders = _image_folders(folder)
+        except ValueError as e:
+            errors.append(str(e))
+            continue
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
             if holder != folder:
