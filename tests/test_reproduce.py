@@ -1200,6 +1200,23 @@ def test_a_link_loop_in_the_data_is_named(fake_train, tmp_path, capsys, target):
     assert not out.exists()
 
 
+@pytest.mark.parametrize('linked', ['test/3', 'train/3'])
+def test_a_class_folder_linked_into_both_splits_is_refused(fake_train, tmp_path, capsys, linked):
+    """test/3 a link to train/3 (or the reverse): every top-1 was measured partly on the images the run trained on,
+    beside the paper's numbers, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    other = 'train/3' if linked == 'test/3' else 'test/3'
+    shutil.rmtree(data / linked)
+    (data / linked).symlink_to(Path('..') / other)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    first, second = (data / 'train' / '3', data / 'test' / '3')
+    assert _one_error(capsys) == (f'{first} and {second} are one folder (a link): its images would be in both splits, '
+                                  f'so top-1 would be measured partly on images the run trains on; allowed: splits '
+                                  f'that share no folder')
+    assert not out.exists()
+
+
 def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_path, capsys):
     """Only the map's path was recorded: a map edited between sessions (two classes swapped) resumed the run with
     other labels, unnoticed."""

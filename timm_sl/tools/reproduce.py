@@ -301,6 +301,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
+    read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
     known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
     if train is not None and val is not None and train.resolve() == val.resolve():
@@ -362,6 +363,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         except ValueError as e:
             errors.append(str(e))
             continue
+        for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
+            other = read_by.setdefault(os.path.realpath(holder), holder)
+            if other != holder and folder not in (other, *other.parents):
+                errors.append(f'{other} and {holder} are one folder (a link): its images would be in both splits, so '
+                              f'top-1 would be measured partly on images the run trains on; allowed: splits that '
+                              f'share no folder')
+                break
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
             if holder != folder:
