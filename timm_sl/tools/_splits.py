@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'file_identity',
-           'identifies_contents', 'write_staged', 'read_info']
+__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources',
+           'file_identity', 'identifies_contents', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 

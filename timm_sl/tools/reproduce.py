@@ -484,8 +484,8 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
                  spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
     (but ``epochs``), the data (:func:`train_data`, its folder resolved, the sha256 of its class map), processes per
-    run and the other extra train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings`` (train.py's,
-    :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
+    run and the other extra train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings``
+    (train.py's, :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
     settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
     data['class_map_sha256'] = _class_map_identity(data)

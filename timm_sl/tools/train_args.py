@@ -19,8 +19,9 @@ from .errors import first_line
 from .paper import DATASETS
 
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
-           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
-           'expand_abbreviations', 'train_script_default', 'train_script_spellings', 'spell_option']
+           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
+           'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
+           'spell_option']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
