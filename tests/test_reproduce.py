@@ -749,6 +749,10 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
      ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
       'names, one a line, or a .pkl of {{name: index}}']),  # once: the same line for both splits
+    # a folder of the map's name: it was 'not found' (train.py opens it, and fails)
+    ('svhn', DIGITS + ['train/map.txt/notes', 'test/map.txt/notes'], ['--class-map', 'map.txt'],
+     [f'--class-map map.txt is a folder ({{D}}/{split}/map.txt), which train.py would open as the map; allowed: a '
+      f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)

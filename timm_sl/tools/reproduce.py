@@ -251,9 +251,9 @@ def _read_class_map(path: Path) -> Dict[Any, Any]:
 
 
 def _class_map_file(class_map: str, folder: Path) -> Optional[Path]:
-    """The class map file timm's reader of the split ``folder`` opens: ``class_map`` as given, else in ``folder``;
-    None when neither is a file."""
-    return next((p for p in (Path(class_map), folder / class_map) if p.is_file()), None)
+    """The path timm's reader of the split ``folder`` opens as its class map: ``class_map`` as given where it exists
+    (a folder too), else in ``folder``; None when neither exists."""
+    return next((p for p in (Path(class_map), folder / class_map) if p.exists()), None)
 
 
 def _class_map_identity(data: Dict[str, Any]) -> Optional[List[Optional[str]]]:
@@ -264,7 +264,7 @@ def _class_map_identity(data: Dict[str, Any]) -> Optional[List[Optional[str]]]:
     root = Path(data['data_dir'])
     found = [_class_map_file(str(data['class_map']), _split_folder(root, str(data[k])) or root / str(data[k]))
              for k in ('train_split', 'val_split')]
-    return [sha256(p) if p is not None else None for p in found]
+    return [sha256(p) if p is not None and p.is_file() else None for p in found]
 
 
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
@@ -327,9 +327,10 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
             where = _class_map_file(data['class_map'], folder)
-            if where is None or where.suffix.lower() not in ('.txt', '.pkl'):
+            if where is None or where.is_dir() or where.suffix.lower() not in ('.txt', '.pkl'):
                 errors.append(f'--class-map {data["class_map"]} ' + (
                     f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
+                    f'is a folder ({where}), which train.py would open as the map' if where.is_dir() else
                     'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
                     'one a line, or a .pkl of {name: index}')
                 continue
