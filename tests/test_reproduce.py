@@ -1245,6 +1245,19 @@ def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_
     assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
 
 
+def test_two_run_folders_that_are_one_are_refused(fake_train, tmp_path, capsys):
+    """runs/vit-sl-s0 a link to runs/vit-base-s0: the SL run restarted over the finished baseline (its summary.csv and
+    run.json replaced), and the report gave the baseline SL's top-1 and SL - baseline +0.00."""
+    out = tmp_path / 'out'
+    (out / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (out / 'runs' / 'vit-sl-s0').symlink_to('vit-base-s0')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{out}/runs/vit-base-s0 and {out}/runs/vit-sl-s0 are one folder (a link): the runs vit-base-s0 and vit-sl-s0 "
+        f"would write over each other's results; allowed: a folder of its own for each run (remove the link)")
+    assert list((out / 'runs' / 'vit-base-s0').iterdir()) == []
+
+
 def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp_path, capsys):
     """Without last.pth.tar a run was restarted from scratch: its summary.csv deleted, model_best.pth.tar replaced."""
     out = tmp_path / 'out'

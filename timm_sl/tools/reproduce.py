@@ -584,15 +584,22 @@ def checkpoint_problem(path: Path) -> str:
 def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
                spellings: Optional[Dict[str, str]] = None) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
-    (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
-    command's, by run name; the first such run named, with how many more); a run that trained but lost its
-    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
+    (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
+    other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
+    that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
     run trained is overwritten by a restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py
     arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
+    real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
     for run in runs:
         folder = run.out_dir
+        first = real.setdefault(os.path.realpath(folder), run)
+        if first is not run:
+            errors.append(f'{first.out_dir} and {folder} are one folder (a link): the runs {first.name} and {run.name} '
+                          f'would write over each other\'s results; allowed: a folder of its own for each run (remove '
+                          f'the link)')
+            continue
         taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
         if taken is not None:
             errors.append(f'{taken} is a file where reproduce keeps ' + (
