@@ -1187,6 +1187,12 @@ def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, c
     assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3', '-b', '32'])) == 2
     assert '(train_args --batch-size: 64 -> 32)' in _one_error(capsys)
+    for run in ('vit-base-s0', 'vit-sl-s0'):  # a run.json of an earlier reproduce recorded the flag as given
+        record = out / 'runs' / run / 'run.json'
+        settings = json.loads(record.read_text())
+        settings['train_args'] = {'-b': ['64']}
+        record.write_text(json.dumps(settings))
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3', *again])) == 0
 
 
 @pytest.mark.parametrize('target', ['.', '..'])

@@ -477,8 +477,9 @@ def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
     otherwise or not at all) spelled as ``spellings`` spell them; anything else as it is."""
     if not isinstance(words, dict) or not spellings:
         return words
-    return _flag_words([w for flag, value in words.items() for w in (flag, *(value if isinstance(value, list) else
-                                                                             [value]))], spellings)
+    return _flag_words([w for flag, value in words.items()  # '': the words before the first flag
+                        for w in ((flag,) if flag else ()) + tuple(value if isinstance(value, list) else [value])],
+                       spellings)
 
 
 def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
