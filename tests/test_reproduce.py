@@ -449,6 +449,9 @@ def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_t
                               "tiny-imagenet, fashion-mnist\n"),
     (dict(families=['vit', 'deit']), "timm-sl reproduce: unknown family 'deit'; allowed: vit, t2t, cait, pit, swin\n"),
     (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: timm's train.py not found at /nowhere/train.py\n"),
+    # there, but no file: it was 'not found'
+    (dict(train_script=['/dev/null']), "timm-sl reproduce: /dev/null is not a regular file; allowed: timm's train.py "
+                                       "(from a checkout of https://github.com/huggingface/pytorch-image-models)\n"),
     (dict(data_dir=['/nowhere/data']), 'timm-sl reproduce: --data-dir /nowhere/data does not exist\n'),
     (dict(nproc=['0']), 'timm-sl reproduce: --nproc 0 is not allowed; expected an integer >= 1\n'),
 ])

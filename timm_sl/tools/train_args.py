@@ -52,6 +52,7 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
 
     Raises:
         FileNotFoundError / IsADirectoryError: neither names an existing file; the message says where it looked.
+        ValueError: it names something other than a file or folder (a device such as /dev/null, a pipe).
     """
     if path:
         script = Path(path)
@@ -65,6 +66,8 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     if script.is_dir():
         inside = f" ({script / 'train.py'} is there)" if (script / 'train.py').is_file() else ''
         raise IsADirectoryError(f'{where} is a folder; allowed: {TRAIN_SCRIPT}{inside}')
+    if script.exists() and not script.is_file():  # a device (/dev/null), a pipe: there, but no file to read
+        raise ValueError(f'{where} is not a regular file; allowed: {TRAIN_SCRIPT}')
     if not script.is_file():
         raise FileNotFoundError(f"timm's train.py not found at {where}")
     return script
