@@ -820,7 +820,15 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.txt', '\ufeff' + ''.join(f'{d}\n' for d in range(10)), False,
      "--class-map {M} names '\\ufeff0', a class folder of neither split: timm gives its label to no image (and leaves "
      "out the folder it meant); allowed: names of the class folders (0, 1, 2, ...)"),
-], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom'])
+    # a label the head has no output for (the svhn recipe trains 10): each run failed on its first image of it
+    ('map.pkl', pickle.dumps({str(d): d + 1 for d in range(10)}), False,
+     "--class-map {M} labels class '9' 10, which is no class index of the 10 the run trains (num_classes): every run "
+     "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
+    ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,
+     "--class-map {M} labels class '0' -1, which is no class index of the 10 the run trains (num_classes): every run "
+     "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
+], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
+        'beyond-head', 'negative'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
                                                           error):
     """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label

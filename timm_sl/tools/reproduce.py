@@ -359,6 +359,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
                               f'names of the class folders ({_listed(names)})')
                 continue
+            heads = data['num_classes']
+            beyond = next((n for n in names if heads and n in mapping and not (
+                type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)
+            if beyond is not None:  # a label the head has no output for: every run fails on its first such image
+                errors.append(f'--class-map {data["class_map"]} labels class {beyond!r} {mapping[beyond]!r}, which is '
+                              f'no class index of the {heads} the run trains (num_classes): every run would fail on '
+                              f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
+                continue
         try:
             holders = _image_folders(folder)
         except ValueError as e:
