@@ -1262,6 +1262,24 @@ def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_
     assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
 
 
+@pytest.mark.parametrize('damage', ['cut', 'list'])
+def test_a_damaged_run_record_is_not_taken_for_none(fake_train, tmp_path, capsys, damage):
+    """A run.json cut short (a disk that filled) was read as absent: the run was compared by its args.yaml only (not
+    its train.py arguments nor its class map) and resumed, whatever they were now."""
+    out = tmp_path / 'out'
+    base = out / 'runs' / 'vit-base-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '32'])) == 0
+    record = base / 'run.json'
+    record.write_text(record.read_text()[:40] if damage == 'cut' else '[]')
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '-b', '32'])) == 2
+    assert _one_error(capsys) == (
+        f'{record} is damaged ({"not JSON" if damage == "cut" else "not a JSON object"}): what the run was trained '
+        f'with is not known; allowed: delete the file to compare the run by its args.yaml (as a run of an older '
+        f'reproduce), delete {base} to restart it, or another --out')
+    assert len(read_summary_rows(base / 'summary.csv')) == 1
+
+
 def test_two_run_folders_that_are_one_are_refused(fake_train, tmp_path, capsys):
     """runs/vit-sl-s0 a link to runs/vit-base-s0: the SL run restarted over the finished baseline (its summary.csv and
     run.json replaced), and the report gave the baseline SL's top-1 and SL - baseline +0.00."""

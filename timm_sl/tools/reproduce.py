@@ -509,14 +509,24 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
 
 def _recorded_settings(run: Run) -> Dict[str, Any]:
     """The settings a run was started with: its :data:`SETTINGS`, else (a run of an older reproduce) the model, kwargs,
-    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there."""
+    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there.
+
+    Raises:
+        ValueError: a :data:`SETTINGS` that is there but damaged (cut short, not a JSON object): what the run was
+            trained with is not known, and args.yaml says less (not the train.py arguments, nor the class map).
+    """
     path = run.out_dir / SETTINGS
     try:
-        recorded = json.loads(path.read_text()) if path.is_file() else None
-    except (ValueError, UnicodeDecodeError):
-        recorded = None
+        recorded = json.loads(path.read_text(encoding='utf-8')) if path.is_file() else None
+    except (ValueError, UnicodeDecodeError) as e:  # a disk that filled while it was written
+        recorded = e
     if isinstance(recorded, dict):
         return recorded
+    if path.is_file():
+        raise ValueError(f'{path} is damaged ({"not JSON" if isinstance(recorded, Exception) else "not a JSON object"})'
+                         f': what the run was trained with is not known; allowed: delete the file to compare the run '
+                         f'by its args.yaml (as a run of an older reproduce), delete {run.out_dir} to restart it, or '
+                         f'another --out')
     try:
         args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
     except (ValueError, OSError):
@@ -623,7 +633,11 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
-        recorded = _recorded_settings(run)
+        try:
+            recorded = _recorded_settings(run)
+        except ValueError as e:
+            errors.append(str(e))
+            continue
         if 'train_args' in recorded:
             recorded['train_args'] = _respelled(recorded['train_args'], spellings)
         differ = _differences(recorded, settings[run.name])
