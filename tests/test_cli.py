@@ -488,6 +488,13 @@ NOT_A_CLASS = ("{{root}}/val/val_annotations.txt:2: class '{wnid}' of val_1.JPEG
     (dict(train_clash=True),
      '{root}/train/n02/images/n02_0.JPEG would overwrite {root}/train/n02/n02_0.JPEG, which differs; move one of '
      'them away by hand'),
+    # a folder among the images: moved up, its images were one more class (timm labels by the folder an image is in)
+    (dict(folder='train/n02/images/more'),
+     "{root}/train/n02/images/more is a folder among the images: moved into {root}/train/n02, timm would read the "
+     "images in it as one more class 'more'; allowed: image files only (move it away)"),
+    (dict(folder='val/images/val_1.JPEG'),
+     "{root}/val/images/val_1.JPEG is a folder among the images: moved into {root}/val/n02, timm would read the "
+     "images in it as one more class 'val_1.JPEG'; allowed: image files only (move it away)"),
 ])
 def test_prepare_tiny_imagenet_checks_everything_before_it_moves_a_file(tmp_path, change, message):
     """A refused folder is left exactly as it was: every annotation, class id and file in the way is checked before
@@ -499,6 +506,10 @@ def test_prepare_tiny_imagenet_checks_everything_before_it_moves_a_file(tmp_path
             text.write_bytes(content if isinstance(content, bytes) else content.encode())
     if change.get('train_clash'):
         (tmp_path / 'train' / 'n02' / 'n02_0.JPEG').write_bytes(b'another image')
+    if change.get('folder'):
+        (tmp_path / change['folder']).unlink(missing_ok=True)
+        (tmp_path / change['folder']).mkdir()
+        (tmp_path / change['folder'] / 'x.JPEG').write_bytes(b'x')
     before = _tree(tmp_path)
     assert _exit_message(['prepare-tiny-imagenet', str(tmp_path)]) == (
         'timm-sl prepare-tiny-imagenet: ' + message.format(root=tmp_path))

@@ -449,6 +449,9 @@ def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_t
                               "tiny-imagenet, fashion-mnist\n"),
     (dict(families=['vit', 'deit']), "timm-sl reproduce: unknown family 'deit'; allowed: vit, t2t, cait, pit, swin\n"),
     (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: timm's train.py not found at /nowhere/train.py\n"),
+    # there, but no file: it was 'not found'
+    (dict(train_script=['/dev/null']), "timm-sl reproduce: /dev/null is not a regular file; allowed: timm's train.py "
+                                       "(from a checkout of https://github.com/huggingface/pytorch-image-models)\n"),
     (dict(data_dir=['/nowhere/data']), 'timm-sl reproduce: --data-dir /nowhere/data does not exist\n'),
     (dict(nproc=['0']), 'timm-sl reproduce: --nproc 0 is not allowed; expected an integer >= 1\n'),
 ])
@@ -749,6 +752,10 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/map.json', 'test/map.json'], ['--class-map', 'map.json'],
      ['--class-map map.json is neither .txt nor .pkl, which train.py reads; allowed: a .txt file of class folder '
       'names, one a line, or a .pkl of {{name: index}}']),  # once: the same line for both splits
+    # a folder of the map's name: it was 'not found' (train.py opens it, and fails)
+    ('svhn', DIGITS + ['train/map.txt/notes', 'test/map.txt/notes'], ['--class-map', 'map.txt'],
+     [f'--class-map map.txt is a folder ({{D}}/{split}/map.txt), which train.py would open as the map; allowed: a '
+      f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -813,7 +820,15 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.txt', '\ufeff' + ''.join(f'{d}\n' for d in range(10)), False,
      "--class-map {M} names '\\ufeff0', a class folder of neither split: timm gives its label to no image (and leaves "
      "out the folder it meant); allowed: names of the class folders (0, 1, 2, ...)"),
-], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom'])
+    # a label the head has no output for (the svhn recipe trains 10): each run failed on its first image of it
+    ('map.pkl', pickle.dumps({str(d): d + 1 for d in range(10)}), False,
+     "--class-map {M} labels class '9' 10, which is no class index of the 10 the run trains (num_classes): every run "
+     "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
+    ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,
+     "--class-map {M} labels class '0' -1, which is no class index of the 10 the run trains (num_classes): every run "
+     "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
+], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
+        'beyond-head', 'negative'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
                                                           error):
     """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label
@@ -1166,6 +1181,116 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
     assert _one_error(capsys).startswith(f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), '
                                          f'and 1 more run folder alike')
+
+
+@pytest.mark.parametrize('again', [['--batch-size', '64'], ['--batch-size=64'], ['-b64'], ['--batch', '64']])
+def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, capsys, again):
+    """A run started with ``-- -b 64`` and resumed with ``-- --batch-size 64`` (one option of train.py, spelled another
+    way) was refused as trained "with other settings"."""
+    source = fake_train.read_text()
+    fake_train.write_text(source.replace("('-b', '--device', '--class-map')", "('--device', '--class-map')").replace(
+        "'--aa', '--amp', '--batch-size', ", "'--aa', '--amp', ").replace(
+        "p.add_argument('-j', '--workers')", "p.add_argument('-j', '--workers')\np.add_argument('-b', '--batch-size')"))
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '64'])) == 0
+    capsys.readouterr()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', *again])) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3', '-b', '32'])) == 2
+    assert '(train_args --batch-size: 64 -> 32)' in _one_error(capsys)
+    for run in ('vit-base-s0', 'vit-sl-s0'):  # a run.json of an earlier reproduce recorded the flag as given
+        record = out / 'runs' / run / 'run.json'
+        settings = json.loads(record.read_text())
+        settings['train_args'] = {'-b': ['64']}
+        record.write_text(json.dumps(settings))
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3', *again])) == 0
+
+
+@pytest.mark.parametrize('target', ['.', '..'])
+def test_a_link_loop_in_the_data_is_named(fake_train, tmp_path, capsys, target):
+    """A link back up in a class folder (with one in every class folder: without end, as timm's reader would) made
+    the data check walk it 40 links deep, then blame the class folder for images 'one folder too deep'."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '3' / 'loop').symlink_to(target)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    real = data / 'train' / ('3' if target == '.' else '')
+    assert _one_error(capsys) == (f"{data}/train/3/loop links back to {str(real).rstrip('/')}, a folder it is in: "
+                                  f"timm's folder reader would walk it without end; allowed: folders without such "
+                                  f"links (remove it)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('linked', ['test/3', 'train/3'])
+def test_a_class_folder_linked_into_both_splits_is_refused(fake_train, tmp_path, capsys, linked):
+    """test/3 a link to train/3 (or the reverse): every top-1 was measured partly on the images the run trained on,
+    beside the paper's numbers, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    other = 'train/3' if linked == 'test/3' else 'test/3'
+    shutil.rmtree(data / linked)
+    (data / linked).symlink_to(Path('..') / other)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    first, second = (data / 'train' / '3', data / 'test' / '3')
+    assert _one_error(capsys) == (f'{first} and {second} are one folder (a link): its images would be in both splits, '
+                                  f'so top-1 would be measured partly on images the run trains on; allowed: splits '
+                                  f'that share no folder')
+    assert not out.exists()
+
+
+def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_path, capsys):
+    """Only the map's path was recorded: a map edited between sessions (two classes swapped) resumed the run with
+    other labels, unnoticed."""
+    import hashlib
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_text(''.join(f'{d}\n' for d in range(10)))
+    out = tmp_path / 'out'
+    args = ['--class-map', str(class_map)]
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', *args])) == 0
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '2', *args])) == 0  # same map
+    capsys.readouterr()
+    before = hashlib.sha256(class_map.read_bytes()).hexdigest()[:12]
+    class_map.write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    after = hashlib.sha256(class_map.read_bytes()).hexdigest()[:12]
+    summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '3', *args])) == 2
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0 was trained with other settings (data class_map_sha256: sha256 {before}... '
+        f'{before}... -> sha256 {after}... {after}...), and 1 more run folder alike: reproduce resumes or skips a run '
+        f'only with the settings it started with; use another --out')
+    assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
+
+
+@pytest.mark.parametrize('damage', ['cut', 'list'])
+def test_a_damaged_run_record_is_not_taken_for_none(fake_train, tmp_path, capsys, damage):
+    """A run.json cut short (a disk that filled) was read as absent: the run was compared by its args.yaml only (not
+    its train.py arguments nor its class map) and resumed, whatever they were now."""
+    out = tmp_path / 'out'
+    base = out / 'runs' / 'vit-base-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '32'])) == 0
+    record = base / 'run.json'
+    record.write_text(record.read_text()[:40] if damage == 'cut' else '[]')
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '-b', '32'])) == 2
+    assert _one_error(capsys) == (
+        f'{record} is damaged ({"not JSON" if damage == "cut" else "not a JSON object"}): what the run was trained '
+        f'with is not known; allowed: delete the file to compare the run by its args.yaml (as a run of an older '
+        f'reproduce), delete {base} to restart it, or another --out')
+    assert len(read_summary_rows(base / 'summary.csv')) == 1
+
+
+def test_two_run_folders_that_are_one_are_refused(fake_train, tmp_path, capsys):
+    """runs/vit-sl-s0 a link to runs/vit-base-s0: the SL run restarted over the finished baseline (its summary.csv and
+    run.json replaced), and the report gave the baseline SL's top-1 and SL - baseline +0.00."""
+    out = tmp_path / 'out'
+    (out / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (out / 'runs' / 'vit-sl-s0').symlink_to('vit-base-s0')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{out}/runs/vit-base-s0 and {out}/runs/vit-sl-s0 are one folder (a link): the runs vit-base-s0 and vit-sl-s0 "
+        f"would write over each other's results; allowed: a folder of its own for each run (remove the link)")
+    assert list((out / 'runs' / 'vit-base-s0').iterdir()) == []
 
 
 def test_a_run_that_lost_its_last_checkpoint_is_not_trained_over(fake_train, tmp_path, capsys):

@@ -149,16 +149,16 @@ def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
     out = tmp_path / 'svhn'
     prepare_svhn(out, source=source, progress=False)
     before = _layout(out)
-    _write_mat(source / FILES['train'], 10, seed=7)  # a new train file: only --overwrite replaces the old images
+    _write_mat(source / FILES['train'], 20, seed=7)  # a new train file: only --overwrite replaces the old images
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
     (out / 'svhn.json').unlink()  # an output of an older timm-sl, or not finished: refused too
     _write_mat(source / FILES['train'], 30, seed=0)
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
-    _write_mat(source / FILES['train'], 10, seed=7)
+    _write_mat(source / FILES['train'], 20, seed=7)
     assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
-    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 10 and _layout(out) == before
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 20 and _layout(out) == before
     (out / 'test' / 'notes.txt').write_text('mine')
     _write_mat(source / FILES['test'], 10, seed=8)  # test/ must be written again: the file in it is not replaced
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source), '--overwrite'], capsys) == (
@@ -177,7 +177,7 @@ def test_a_linked_split_folder_is_refused_and_nothing_is_lost(mats, tmp_path, ca
     (out / 'train').symlink_to(tmp_path / 'elsewhere')
     assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0  # finished: the link is read as it is
     info = (out / 'svhn.json').read_text()
-    _write_mat(source / FILES['train'], 10, seed=7)  # train/ to be written again
+    _write_mat(source / FILES['train'], 20, seed=7)  # train/ to be written again
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source), *overwrite], capsys) == (
         f'timm-sl prepare-svhn: {out / "train"} is a link (to {tmp_path / "elsewhere"}); the split folder is written '
         f'whole in its place; allowed: a real folder or none there (remove the link)')
@@ -228,6 +228,47 @@ def test_one_file_under_both_split_names_is_refused(mats, tmp_path, capsys, how)
         f"and test splits would be the same images (train.py would evaluate on images it trains on); allowed: the "
         f"files of each split as released")
     assert not out.exists()
+
+
+def test_swapped_split_files_are_refused(mats, tmp_path, capsys):
+    """train_32x32.mat and test_32x32.mat under each other's names: train.py trained on the test images and evaluated
+    on the training ones, silently."""
+    source, _ = mats
+    train, test = source / FILES['train'], source / FILES['test']
+    train.rename(source / 'tmp')
+    test.rename(train)
+    (source / 'tmp').rename(test)
+    out = tmp_path / 'out'
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f"timm-sl prepare-svhn: {train} holds 12 images but {test} 30: the training split would be the smaller, as "
+        f"with the train and test files under each other's names; allowed: the files as released (train 73,257, test "
+        f"26,032 images)")
+    assert not out.exists()
+
+
+def test_a_source_file_replaced_with_the_same_size_and_time_is_another_file(mats, tmp_path, capsys):
+    """svhn.json identified a .mat file by path, size and time: another of the same size and time (as an archive
+    extracts it) was taken for the one written, and the folder said 'already there' with the old images."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    train = source / FILES['train']
+    stat = train.stat()
+    _write_mat(train, SIZES['train'], seed=9)
+    os.utime(train, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert train.stat().st_size == stat.st_size
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / "train"} is not empty; refusing to write into it (--overwrite replaces it)')
+    info = json.loads((out / 'svhn.json').read_text())  # a record of an older version: no sha256
+    for split in info['sources'].values():
+        split['mtime_ns'] = split.pop('sha256') and 1
+    (out / 'svhn.json').write_text(json.dumps(info))
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / "train"} was written by an older prepare-svhn, whose svhn.json does not say '
+        f'what its source files held (their sha256); --overwrite writes it again')
+    assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    assert 'already there: nothing written' in capsys.readouterr().out
 
 
 def test_missing_file_and_missing_scipy_are_one_line(tmp_path, capsys, monkeypatch):

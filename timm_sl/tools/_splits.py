@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'file_identity', 'write_staged',
-           'read_info']
+__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources',
+           'file_identity', 'identifies_contents', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -78,10 +78,16 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
 
 
 def file_identity(path: Path) -> Dict[str, Any]:
-    """What tells a source file from another (a replaced one included): its resolved path, size and modification
-    time."""
-    stat = path.stat()
-    return dict(file=str(path.resolve()), bytes=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    """What tells a source file from another in a command's record: its resolved path, size and the sha256 of its
+    bytes (a file replaced by another of the same size and time, as an archive extracts it, is another file)."""
+    from .manifest import sha256
+    return dict(file=str(path.resolve()), bytes=path.stat().st_size, sha256=sha256(path))
+
+
+def identifies_contents(sources: Any) -> bool:
+    """Whether a record's source files (``{name: file_identity}``) say what they held (their sha256): a record of an
+    older version identified them by path, size and time at most."""
+    return isinstance(sources, dict) and all(isinstance(f, dict) and 'sha256' in f for f in sources.values())
 
 
 def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],

@@ -25,10 +25,9 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
-    write_staged)
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity,
+    identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
-from .manifest import sha256
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -171,13 +170,6 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
-def _identity(path: Path) -> Dict[str, Any]:
-    """A source file as the record identifies it: where it is, its size and the sha256 of its bytes (a file replaced
-    by another of the same size and time, as an archive extracts it, is another file)."""
-    identity = file_identity(path)
-    return dict(file=identity['file'], bytes=identity['bytes'], sha256=sha256(path))
-
-
 def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
     """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
     images and numbers them in order, so the splits would give the classes after it different labels."""
@@ -232,7 +224,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     _check_target(root)
     from .svhn import INFO_FILE as SVHN_INFO
     check_no_other_record(root, root / SVHN_INFO, 'svhn')
-    files = {stem: _identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
+    files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
@@ -240,8 +232,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     same = all(info.get(k) == v for k, v in settings.items()) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a record of an older version identifies its source files by path, size and time at most: not what they held
-    older = info.get('dataset') == 'fashion-mnist' and not (isinstance(info.get('files'), dict) and all(
-        isinstance(f, dict) and 'sha256' in f for f in info['files'].values()))
+    older = info.get('dataset') == 'fashion-mnist' and not identifies_contents(info.get('files'))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES

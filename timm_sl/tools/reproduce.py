@@ -26,14 +26,15 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize)
+    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize,
+    walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
     check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
-    train_script_default, train_script_options)
+    spell_option, train_script_default, train_script_options, train_script_spellings)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -207,9 +208,13 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
 def _image_folders(folder: Path) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class)."""
+    included; a folder without an image is no class).
+
+    Raises:
+        ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
+    """
     found = []
-    for path, _, files in os.walk(folder, followlinks=True):
+    for path, _, files in walk(folder, every_path=True):
         if any(os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES for f in files):
             found.append(Path(path))
     return sorted(found)
@@ -243,6 +248,23 @@ def _read_class_map(path: Path) -> Dict[Any, Any]:
     if not isinstance(mapping, dict):
         raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
     return mapping
+
+
+def _class_map_file(class_map: str, folder: Path) -> Optional[Path]:
+    """The path timm's reader of the split ``folder`` opens as its class map: ``class_map`` as given where it exists
+    (a folder too), else in ``folder``; None when neither exists."""
+    return next((p for p in (Path(class_map), folder / class_map) if p.exists()), None)
+
+
+def _class_map_identity(data: Dict[str, Any]) -> Optional[List[Optional[str]]]:
+    """The sha256 of the class map each split reads (train, val; None where none is found), or None without one: a map
+    edited between sessions would resume a run with other labels."""
+    if not data.get('class_map'):
+        return None
+    root = Path(data['data_dir'])
+    found = [_class_map_file(str(data['class_map']), _split_folder(root, str(data[k])) or root / str(data[k]))
+             for k in ('train_split', 'val_split')]
+    return [sha256(p) if p is not None and p.is_file() else None for p in found]
 
 
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
@@ -279,6 +301,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if not _timm_folder_reader(name):
         return []
     errors, classes = [], {}
+    read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
     known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
     if train is not None and val is not None and train.resolve() == val.resolve():
@@ -303,10 +326,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
         if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
-            where = next((p for p in (Path(data['class_map']), folder / data['class_map']) if p.is_file()), None)
-            if where is None or where.suffix.lower() not in ('.txt', '.pkl'):
+            where = _class_map_file(data['class_map'], folder)
+            if where is None or where.is_dir() or where.suffix.lower() not in ('.txt', '.pkl'):
                 errors.append(f'--class-map {data["class_map"]} ' + (
                     f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
+                    f'is a folder ({where}), which train.py would open as the map' if where.is_dir() else
                     'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
                     'one a line, or a .pkl of {name: index}')
                 continue
@@ -335,7 +359,26 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
                               f'names of the class folders ({_listed(names)})')
                 continue
-        holders = _image_folders(folder)
+            heads = data['num_classes']
+            beyond = next((n for n in names if heads and n in mapping and not (
+                type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)
+            if beyond is not None:  # a label the head has no output for: every run fails on its first such image
+                errors.append(f'--class-map {data["class_map"]} labels class {beyond!r} {mapping[beyond]!r}, which is '
+                              f'no class index of the {heads} the run trains (num_classes): every run would fail on '
+                              f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
+                continue
+        try:
+            holders = _image_folders(folder)
+        except ValueError as e:
+            errors.append(str(e))
+            continue
+        for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
+            other = read_by.setdefault(os.path.realpath(holder), holder)
+            if other != holder and folder not in (other, *other.parents):
+                errors.append(f'{other} and {holder} are one folder (a link): its images would be in both splits, so '
+                              f'top-1 would be measured partly on images the run trains on; allowed: splits that '
+                              f'share no folder')
+                break
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
             if holder != folder:
@@ -416,8 +459,10 @@ def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_arg
     return cmd + list(extra_args)
 
 
-def _flag_words(args: Sequence[str]) -> Dict[str, List[str]]:
-    """train.py arguments as ``{flag: its words}``, each flag as given last (argparse keeps the last)."""
+def _flag_words(args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> Dict[str, List[str]]:
+    """train.py arguments as ``{flag: its words}``, each flag as given last (argparse keeps the last), spelled as
+    train.py's option table spells it (:func:`~timm_sl.tools.train_args.spell_option`: ``-b 64`` and ``--batch-size
+    64`` are one flag)."""
     found: Dict[str, List[str]] = {}
     flag = ''
     for arg in args:
@@ -427,23 +472,36 @@ def _flag_words(args: Sequence[str]) -> Dict[str, List[str]]:
         except ValueError:
             is_flag = arg.startswith('-')
         if is_flag:
-            flag, sep, value = arg.partition('=')
-            found[flag] = [value] if sep else []
+            flag, value = spell_option(arg, spellings)
+            found.pop(flag, None)  # kept in the order argparse reads it last
+            found[flag] = [] if value is None else [value]
         else:
             found.setdefault(flag, []).append(arg)
     return found
 
 
-def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1
-                 ) -> Dict[str, Any]:
+def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
+    """Recorded ``{flag: its words}`` (:func:`_flag_words` of an earlier session, which may have spelled a flag
+    otherwise or not at all) spelled as ``spellings`` spell them; anything else as it is."""
+    if not isinstance(words, dict) or not spellings:
+        return words
+    return _flag_words([w for flag, value in words.items()  # '': the words before the first flag
+                        for w in ((flag,) if flag else ()) + tuple(value if isinstance(value, list) else [value])],
+                       spellings)
+
+
+def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
+                 spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
-    (but ``epochs``), the data (:func:`train_data`, its folder resolved), processes per run and the other extra
-    train.py arguments (but those of :data:`_HOW_FLAGS`). A run is resumed or skipped only with the settings it was
-    started with (:data:`SETTINGS`)."""
+    (but ``epochs``), the data (:func:`train_data`, its folder resolved, the sha256 of its class map), processes per
+    run and the other extra train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings``
+    (train.py's, :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
+    settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
+    data['class_map_sha256'] = _class_map_identity(data)
     data['data_dir'] = str(Path(data['data_dir']).resolve())
     config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
-    args = {k: v for k, v in _flag_words(extra_args).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
+    args = {k: v for k, v in _flag_words(extra_args, spellings).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
     settings = dict(model=run.model, model_kwargs=run.model_kwargs, lr=run.lr, seed=run.seed,
                     recipe=Path(recipe).name, recipe_settings=config, data=data, nproc=nproc, train_args=args)
     return json.loads(json.dumps(settings, default=str))
@@ -451,14 +509,24 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
 
 def _recorded_settings(run: Run) -> Dict[str, Any]:
     """The settings a run was started with: its :data:`SETTINGS`, else (a run of an older reproduce) the model, kwargs,
-    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there."""
+    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there.
+
+    Raises:
+        ValueError: a :data:`SETTINGS` that is there but damaged (cut short, not a JSON object): what the run was
+            trained with is not known, and args.yaml says less (not the train.py arguments, nor the class map).
+    """
     path = run.out_dir / SETTINGS
     try:
-        recorded = json.loads(path.read_text()) if path.is_file() else None
-    except (ValueError, UnicodeDecodeError):
-        recorded = None
+        recorded = json.loads(path.read_text(encoding='utf-8')) if path.is_file() else None
+    except (ValueError, UnicodeDecodeError) as e:  # a disk that filled while it was written
+        recorded = e
     if isinstance(recorded, dict):
         return recorded
+    if path.is_file():
+        raise ValueError(f'{path} is damaged ({"not JSON" if isinstance(recorded, Exception) else "not a JSON object"})'
+                         f': what the run was trained with is not known; allowed: delete the file to compare the run '
+                         f'by its args.yaml (as a run of an older reproduce), delete {run.out_dir} to restart it, or '
+                         f'another --out')
     try:
         args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
     except (ValueError, OSError):
@@ -478,7 +546,9 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
-    def show(value: Any) -> str:
+    def show(value: Any, key: str = '') -> str:
+        if key == 'class_map_sha256' and isinstance(value, list):  # the contents of the map each split reads
+            return 'sha256 ' + ' '.join(str(v)[:12] + '...' if v else 'none' for v in value)
         if isinstance(value, list):  # a train.py flag's words (none: a switch)
             return ' '.join(map(str, value)) or 'given'
         return 'unset' if value is None else repr(value)
@@ -489,7 +559,7 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
             continue  # another recipe: named once
         if isinstance(value, dict) and isinstance(now, dict):
             keys = value if key == 'data' else dict.fromkeys([*value, *now])
-            found += [f'{key} {k}: {show(value.get(k))} -> {show(now.get(k))}' for k in keys
+            found += [f'{key} {k}: {show(value.get(k), k)} -> {show(now.get(k), k)}' for k in keys
                       if value.get(k) != now.get(k)]
         elif value != now:
             found.append(f'{key}: {show(value)} -> {show(now)}')
@@ -530,16 +600,25 @@ def checkpoint_problem(path: Path) -> str:
     return f'its member {damaged} is damaged' if damaged else ''
 
 
-def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int) -> List[str]:
+def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
+               spellings: Optional[Dict[str, str]] = None) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
-    (empty: nothing): a file where a run folder goes; a run that trained with other settings (``settings``: this
-    command's, by run name; the first such run named, with how many more); a run that trained but lost its
-    last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
-    run trained is overwritten by a restart."""
+    (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
+    other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
+    that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
+    run trained is overwritten by a restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py
+    arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
+    real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
     for run in runs:
         folder = run.out_dir
+        first = real.setdefault(os.path.realpath(folder), run)
+        if first is not run:
+            errors.append(f'{first.out_dir} and {folder} are one folder (a link): the runs {first.name} and {run.name} '
+                          f'would write over each other\'s results; allowed: a folder of its own for each run (remove '
+                          f'the link)')
+            continue
         taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
         if taken is not None:
             errors.append(f'{taken} is a file where reproduce keeps ' + (
@@ -554,7 +633,14 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
-        differ = _differences(_recorded_settings(run), settings[run.name])
+        try:
+            recorded = _recorded_settings(run)
+        except ValueError as e:
+            errors.append(str(e))
+            continue
+        if 'train_args' in recorded:
+            recorded['train_args'] = _respelled(recorded['train_args'], spellings)
+        differ = _differences(recorded, settings[run.name])
         if differ:
             other.append((run, differ))
             continue
@@ -800,8 +886,9 @@ def reproduce(
     seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the lock of --out).
     """
     epochs = planned_epochs(recipe, extra_args)
-    settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc) for run in runs}
-    problems = check_runs(runs, settings, epochs)
+    spellings = train_script_spellings(script)
+    settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
+    problems = check_runs(runs, settings, epochs, spellings)
     if problems:
         raise ValueError('\n'.join(problems))
     check_run_files(runs)

@@ -561,13 +561,27 @@ def read_run(
     return _described(record, marker)
 
 
-def walk(folder: Union[str, Path]) -> Iterator[Tuple[Path, List[str], List[str]]]:
+def walk(folder: Union[str, Path], every_path: bool = False) -> Iterator[Tuple[Path, List[str], List[str]]]:
     """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
-    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``."""
+    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``.
+
+    ``every_path``: each path instead, as timm's folder reader walks (a folder linked twice is visited twice).
+
+    Raises:
+        ValueError: with ``every_path``, a link back to a folder it is in (timm's reader would walk it without end),
+            naming it.
+    """
     seen = set()
+    above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
     for root, folders, names in os.walk(folder, followlinks=True):
         real = os.path.realpath(root)
-        if real in seen:
+        if every_path:
+            chain = above.pop(root, frozenset())
+            if real in chain:
+                raise ValueError(f'{root} links back to {real}, a folder it is in: timm\'s folder reader would walk it '
+                                 f'without end; allowed: folders without such links (remove it)')
+            above.update({os.path.join(root, name): chain | {real} for name in folders})
+        elif real in seen:
             folders[:] = []
             continue
         seen.add(real)

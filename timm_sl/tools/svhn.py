@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity, read_info,
-    write_staged)
+    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity,
+    identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -65,6 +65,31 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
     return np.moveaxis(x, 3, 0), labels.astype(np.int64) % 10
 
 
+_RELEASED = {'train': 73257, 'test': 26032}  # images of each split as released
+
+
+def _images(path: Path) -> Optional[int]:
+    """How many images a split file holds by its header (``X``'s last dimension, read without the arrays); None when
+    the header does not say (:func:`read_svhn_mat` names what is wrong when the file is read)."""
+    try:
+        from scipy.io import whosmat
+        shape = next((shape for name, shape, _ in whosmat(str(path)) if name == 'X'), None)
+    except Exception:  # noqa: BLE001 (scipy missing, or a damaged file: as read_svhn_mat's reasons)
+        return None
+    return shape[3] if shape is not None and len(shape) == 4 else None
+
+
+def _check_splits_not_swapped(source: Path) -> None:
+    """Refuse a training file of fewer images than the test file: the release's train and test files under each other's
+    names (train.py would train on the 26,032 test images and evaluate on the 73,257 training ones)."""
+    train, test = (source / SVHN_FILES[split] for split in ('train', 'test'))
+    sizes = [_images(train), _images(test)]
+    if None not in sizes and sizes[0] < sizes[1]:
+        raise ValueError(f'{train} holds {sizes[0]:,} images but {test} {sizes[1]:,}: the training split would be the '
+                         f'smaller, as with the train and test files under each other\'s names; allowed: the files as '
+                         f'released (train {_RELEASED["train"]:,}, test {_RELEASED["test"]:,} images)')
+
+
 def _written_by_us(folder: Path) -> bool:
     """Only digit folders of PNGs below ``folder``: what an earlier ``prepare_svhn`` left, safe to replace."""
     return all(d.is_dir() and d.name in _DIGITS and all(f.suffix == '.png' for f in d.iterdir())
@@ -103,7 +128,7 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
 
     Every split is checked and written into a hidden folder of ``root`` first, then renamed into place: an error or
     an interruption leaves the output as it was. The JSON (written last) holds, per finished split, the ``.mat`` file
-    it came from (path, size, modification time) and its images per digit: a split finished from the same file is not
+    it came from (path, size, sha256 of its bytes) and its images per digit: a split finished from the same file is not
     written again, so a second run writes nothing, and one after a split folder was deleted writes only that one.
 
     Args:
@@ -123,7 +148,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             ``svhn.json`` is a folder, or a file this function did not write (and ``overwrite`` is off).
         NotADirectoryError: ``root`` or ``source`` is a file, or ``root`` would be below a file.
         PermissionError / OSError: ``root`` cannot be written to (checked before any image is read).
-        ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``).
+        ValueError: a ``.mat`` file is malformed (see ``read_svhn_mat``), two splits' files hold the same bytes, or
+            the train file holds fewer images than the test file (the two swapped).
         ImportError: scipy is missing.
     """
     root = Path(root)
@@ -141,18 +167,24 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             raise FileNotFoundError(
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
-    sources = {split: file_identity(source / SVHN_FILES[split]) for split in splits}
     check_distinct_sources({split: source / SVHN_FILES[split] for split in splits})
+    _check_splits_not_swapped(source)
+    sources = {split: file_identity(source / SVHN_FILES[split]) for split in splits}
     info_path = root / INFO_FILE
     info = read_info(info_path)
     old_sources, old_counts = info.get('sources'), info.get('counts')
+    # a record of an older version identifies its source files by path, size and time: not what they held
+    older = info.get('dataset') == 'svhn' and isinstance(old_sources, dict) and not identifies_contents(old_sources)
     finished = {split: old_sources[split] for split in old_sources if split in old_counts and (root / split).is_dir()
                 } if isinstance(old_sources, dict) and isinstance(old_counts, dict) else {}
     todo = [split for split in splits if finished.get(split) != sources[split]]
     counts = {split: old_counts[split] for split in splits if split not in todo}
     if todo:
         check_split_folders(root, todo, _written_by_us, 'digit folders of PNGs',
-                            None if overwrite else 'is not empty; refusing to write into it (--overwrite replaces it)')
+                            None if overwrite else f'was written by an older prepare-svhn, whose {INFO_FILE} does not '
+                                                   f'say what its source files held (their sha256); --overwrite '
+                                                   f'writes it again' if older else
+                            'is not empty; refusing to write into it (--overwrite replaces it)')
         check_side_files([(info_path, info.get('dataset') == 'svhn')], overwrite)  # a file of the user's is kept
         _check_writable(root)
 

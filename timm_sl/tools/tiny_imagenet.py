@@ -24,8 +24,12 @@ def _check_move(source: Path, target: Path) -> bool:
     extracted again over a prepared folder makes ``source`` a duplicate, to be removed).
 
     Raises:
-        ValueError: a different file (or a folder) of that name is already at ``target``, or its folder is a file.
+        ValueError: ``source`` is a folder (moved into a class folder, timm would read its images as one more class),
+            a different file (or a folder) of that name is already at ``target``, or its folder is a file.
     """
+    if source.is_dir():
+        raise ValueError(f'{source} is a folder among the images: moved into {target.parent}, timm would read the '
+                         f'images in it as one more class {source.name!r}; allowed: image files only (move it away)')
     if target.parent.exists() and not target.parent.is_dir():
         raise ValueError(f'{target.parent} is a file; the class folder of {source} goes there: move it away by hand')
     if not target.exists():

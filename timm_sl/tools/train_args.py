@@ -13,14 +13,15 @@ import importlib.util
 import io
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
 from .paper import DATASETS
 
 __all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
-           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options', 'check_recipe_keys',
-           'expand_abbreviations', 'train_script_default']
+           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
+           'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
+           'spell_option']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -51,6 +52,7 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
 
     Raises:
         FileNotFoundError / IsADirectoryError: neither names an existing file; the message says where it looked.
+        ValueError: it names something other than a file or folder (a device such as /dev/null, a pipe).
     """
     if path:
         script = Path(path)
@@ -64,6 +66,8 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     if script.is_dir():
         inside = f" ({script / 'train.py'} is there)" if (script / 'train.py').is_file() else ''
         raise IsADirectoryError(f'{where} is a folder; allowed: {TRAIN_SCRIPT}{inside}')
+    if script.exists() and not script.is_file():  # a device (/dev/null), a pipe: there, but no file to read
+        raise ValueError(f'{where} is not a regular file; allowed: {TRAIN_SCRIPT}')
     if not script.is_file():
         raise FileNotFoundError(f"timm's train.py not found at {where}")
     return script
@@ -221,14 +225,14 @@ def _source_tree(script: Union[str, Path]) -> Optional[ast.AST]:
         return None
 
 
-def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
-    """``{option string: dest}`` of every ``add_argument`` call in a train.py's source (:func:`_source_tree`; a
-    positional argument's name maps to itself), or None when the source has no such call or one whose names are not
-    plain strings (a ``for`` loop over strings is followed): then what it accepts is not known."""
+def _option_calls(script: Union[str, Path]) -> Optional[List[Tuple[List[str], str]]]:
+    """``(option strings, dest)`` of each ``add_argument`` call in a train.py's source (:func:`_source_tree`; a
+    positional argument's dest is its name), or None when the source has no such call or one whose names are not plain
+    strings (a ``for`` loop over strings is followed): then what it accepts is not known."""
     tree = _source_tree(script)
     if tree is None:
         return None
-    options: Dict[str, str] = {}
+    calls: List[Tuple[List[str], str]] = []
     known = True
 
     def add(names: List[str], dest: Optional[str]) -> None:
@@ -236,7 +240,7 @@ def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
         if dest is None:
             dest = longs[0][2:] if longs else names[0].lstrip('-') if names[0].startswith('-') else names[0]
             dest = dest.replace('-', '_') if names[0].startswith('-') else dest
-        options.update({n: dest for n in names})
+        calls.append((names, dest))
 
     def visit(node: ast.AST, loops: Dict[str, List[str]]) -> None:
         nonlocal known
@@ -261,7 +265,42 @@ def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
             visit(child, loops)
 
     visit(tree, {})
-    return options if options and known else None
+    return calls if calls and known else None
+
+
+def train_script_options(script: Union[str, Path]) -> Optional[Dict[str, str]]:
+    """``{option string: dest}`` of every ``add_argument`` call in a train.py's source (:func:`_option_calls`), or
+    None when what it accepts is not known."""
+    calls = _option_calls(script)
+    return None if calls is None else {name: dest for names, dest in calls for name in names}
+
+
+def train_script_spellings(script: Union[str, Path]) -> Optional[Dict[str, str]]:
+    """``{option string: its spelling}`` of a train.py's source (:func:`_option_calls`): each option string of an
+    ``add_argument`` call spelled as its first ``--`` name (``-b`` as ``--batch-size``), so that one option given two
+    ways compares equal; None when what it accepts is not known."""
+    calls = _option_calls(script)
+    if calls is None:
+        return None
+    return {name: next((n for n in names if n.startswith('--')), names[0]) for names, _ in calls for name in names}
+
+
+def spell_option(arg: str, spellings: Optional[Dict[str, str]]) -> Tuple[str, Optional[str]]:
+    """An option word of train.py's command line as ``(option, value written into the word or None)``, the option
+    spelled as :func:`train_script_spellings` spells it: ``-b64``, ``-b`` and ``--batch`` (an abbreviation argparse
+    takes) are ``--batch-size``. Without ``spellings``, or a word none of them reads, the option as written."""
+    name, sep, value = arg.partition('=')
+    attached = value if sep else None
+    if not spellings:
+        return name, attached
+    if name in spellings:
+        return spellings[name], attached
+    if name.startswith('--'):
+        found = {spellings[o] for o in spellings if o.startswith(name)}
+        return (found.pop() if len(found) == 1 else name), attached
+    short = next((o for o in sorted(spellings, key=len, reverse=True)
+                  if not o.startswith('--') and len(o) > 1 and arg.startswith(o)), None)  # -b64: -b with 64
+    return (spellings[short], arg[len(short):]) if short else (name, attached)
 
 
 def train_script_default(script: Union[str, Path], option: str) -> Any:
