@@ -1504,6 +1504,21 @@ def test_report_files_reproduce_did_not_write_are_not_replaced(fake_train, tmp_p
     assert (out / 'top1.png').read_bytes().startswith(b'\x89PNG')
 
 
+def test_rows_are_labelled_by_what_their_switches_make_them(fake_train, tmp_path, capsys, saved_figures):
+    """``-- --model-kwargs lsa_mask=False`` makes the SL row the paper's ST (SPT + learned temperature, no mask): the
+    report, the bars and the curves said "SL" (the demo said "ST")."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--model-kwargs',
+                                                                      'lsa_mask=False'])) == 0
+    capsys.readouterr()
+    report = (out / 'report.md').read_text()
+    assert '| vit | ST |' in report and '| vit | baseline |' in report and '| vit | SL |' not in report
+    bars = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert [t.get_text().split('\n')[:2] for t in bars.get_xticklabels()] == [['vit', 'baseline'], ['vit', 'ST']]
+    curves = [line.get_label() for ax in saved_figures['curves.png'].axes for line in ax.get_lines()]
+    assert 'ST' in curves and 'SL' not in curves
+
+
 def test_top1_chart_names_the_recipe_and_the_kwargs_every_row_got(fake_train, tmp_path, capsys, saved_figures):
     """The chart of a depth=1 sweep read "vit baseline" / "vit SL" under "data: image folder ...": the paper's ViT."""
     out = tmp_path / 'out'

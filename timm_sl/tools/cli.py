@@ -294,16 +294,13 @@ def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
 
 
 def _variant(model) -> str:
-    """What a model is, from the switches it was built with (strictly loaded checkpoints included): ``SL``,
-    ``baseline``, or the paper's ablation tag (``S``, ``L``, ``SM``, ...; ``w/o Spool`` / ``+ Spool`` where the
-    Spool switch differs from SPT's)."""
+    """What a model is, from the switches it was built with (strictly loaded checkpoints included):
+    :func:`~timm_sl.tools.paper.switches_label` (``SL``, ``baseline``, ``ST``, ``SL w/o Spool``, ...)."""
+    from timm_sl.tools.paper import switches_label
     sl_args = getattr(model, 'sl_args', None)
     if sl_args is None:
         return type(model).__name__
-    tag = sl_args.ablation_tag()
-    label = {'SL': 'SL', 'base': 'baseline'}.get(tag, tag)
-    spool = getattr(model, 'spt_pool', sl_args.spt)
-    return label if spool == sl_args.spt else label + (' w/o Spool' if sl_args.spt else ' + Spool')
+    return switches_label({**sl_args.to_dict(), 'spt_pool': getattr(model, 'spt_pool', sl_args.spt)})
 
 
 def _model_name(name: str, model) -> str:
@@ -553,7 +550,8 @@ def _check_attention_image_count(paths: List[str]) -> None:
     count = len(image_files([p for p in paths if os.path.exists(p)]))  # a missing one: named where images load
     if count > ATTENTION_MAX_IMAGES:
         raise ValueError(f'{", ".join(paths)}: {count} images; attention draws a row per image, allowed: at most '
-                         f'{ATTENTION_MAX_IMAGES} (name files, or a smaller folder; kld summarises folders of any size)')
+                         f'{ATTENTION_MAX_IMAGES} (name files, or a smaller folder; kld summarises folders of any '
+                         f'size)')
 
 
 def cmd_attention(args: argparse.Namespace) -> int:

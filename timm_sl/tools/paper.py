@@ -9,7 +9,8 @@ the pooling families (PiT, Swin), ``'sl_no_spool'`` (SPT + LSA with the baseline
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ['FAMILIES', 'VARIANTS', 'VARIANT_LABELS', 'LEARNING_RATES', 'DATASETS', 'TABLE2_COLUMNS', 'TABLE2',
-           'TABLE2_TOP1', 'paper_top1', 'learning_rate', 'family_of', 'variant_of', 'model_name', 'table2_row']
+           'TABLE2_TOP1', 'paper_top1', 'learning_rate', 'family_of', 'variant_of', 'model_name', 'table2_row',
+           'switches_label']
 
 FAMILIES = ('vit', 't2t', 'cait', 'pit', 'swin')
 
@@ -92,6 +93,25 @@ def variant_of(family: str, model_kwargs: Dict[str, Any]) -> str:
         if arch == kwargs:
             return variant
     return 'custom'
+
+
+def switches_label(model_kwargs: Dict[str, Any]) -> str:
+    """What a model's SPT / LSA switches make it, as reports and charts name it: ``SL``, ``baseline`` or the paper's
+    ablation tag (``S``, ``L``, ``ST``, ``SM``, ...), plus ``w/o Spool`` / ``+ Spool`` where ``spt_pool`` differs from
+    ``spt``. The Table 2 rows' kwargs give :data:`VARIANT_LABELS`. Imports the core (torch) when called.
+
+    Raises:
+        ValueError: a switch has a value the models refuse.
+    """
+    from timm_sl.layers.sl_args import SlArgs
+    kwargs = dict(model_kwargs)
+    sl_args = SlArgs.pop_from(kwargs)
+    tag = sl_args.ablation_tag()
+    label = {'SL': 'SL', 'base': 'baseline'}.get(tag, tag)
+    spool = kwargs.get('spt_pool')
+    if spool is None or spool == sl_args.spt:
+        return label
+    return label + (' w/o Spool' if sl_args.spt else ' + Spool')
 
 
 def table2_row(model: Optional[str], model_kwargs: Dict[str, Any], dataset: Optional[str]) -> Optional[Tuple[str, str]]:

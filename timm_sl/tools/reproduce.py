@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
-from .paper import DATASETS, FAMILIES, VARIANT_LABELS, VARIANTS, learning_rate, model_name, paper_top1, table2_row
+from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize,
     walk)
@@ -495,8 +495,8 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
     (but ``epochs``), the data (:func:`train_data`, its folder resolved, the sha256 of its class map), processes per
     run and the other extra train.py arguments (but those of :data:`_HOW_FLAGS`), each flag spelled as ``spellings``
-    (train.py's, :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only with the
-    settings it was started with (:data:`SETTINGS`)."""
+    (train.py's, :func:`~timm_sl.tools.train_args.train_script_spellings`) spell it. A run is resumed or skipped only
+    with the settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
     data['class_map_sha256'] = _class_map_identity(data)
     data['data_dir'] = str(Path(data['data_dir']).resolve())
@@ -605,9 +605,9 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
     other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
-    that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py cannot resume from. Nothing a
-    run trained is overwritten by a restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py
-    arguments a run recorded."""
+    that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py
+    cannot resume from. Nothing a run trained is overwritten by a restart. ``spellings``: train.py's
+    (:func:`run_settings`), for the train.py arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
@@ -1055,7 +1055,7 @@ def report_table(rows: Sequence[Dict[str, Any]], dataset: str) -> str:
         model = ' '.join([f'`{r["model"]}`'] + [f'{k}={v}' for k, v in r['model_kwargs'].items()])
         top1 = _fmt(r['mean']) + (f' ± {r["std"]:.2f}' if r['std'] is not None else '') + _diverged_note(r) \
             if r['mean'] is not None else DIVERGED if r['diverged'] else '-'
-        lines.append(f'| {r["family"]} | {VARIANT_LABELS[r["variant"]]} | {model} | '
+        lines.append(f'| {r["family"]} | {switches_label(r["model_kwargs"])} | {model} | '
                      f'{r["seeds"]}/{r["runs"]} | {top1} | {_fmt(r["delta"], True)} | {_fmt(r["paper"])} | '
                      f'{_fmt(r["paper_delta"], True)} |')
     note = _epochs_note(rows)
@@ -1109,7 +1109,7 @@ def _diverged_note(row: Dict[str, Any]) -> str:
 def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
     """A bar's tick label: family, row, and (``extra``) the kwargs not the row's own, (``seeds``) its seed count, the
     least and most epochs of its runs when they differ, and the seeds that diverged, left out of its value."""
-    label = f'{row["family"]}\n' + VARIANT_LABELS[row['variant']].replace(' w/o ', ' w/o\n')
+    label = f'{row["family"]}\n' + switches_label(row['model_kwargs']).replace(' w/o ', ' w/o\n')
     label += f'\n{_extra_kwargs(row)}' if extra and _extra_kwargs(row) else ''
     label += f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else ''
     epochs = sorted(set((row.get('run_epochs') or {}).values()))
@@ -1229,7 +1229,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
                 continue
             failed = o.status == 'failed'
             key = o.run.variant, failed
-            label = VARIANT_LABELS[o.run.variant] + (' (failed run)' if failed else '') if key not in shown else None
+            label = None if key in shown else switches_label(o.run.model_kwargs) + (' (failed run)' if failed else '')
             seeds |= key in shown
             shown.add(key)
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
@@ -1283,8 +1283,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     data = _data_of(outcomes, data)
     # what it wrote before; without matplotlib now, its charts of an earlier call would show that call's results
     manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
-    stale = [n for n in ('top1.png', 'curves.png') if charts and (output / n).is_file() and not (output / n).is_symlink()
-             and manifest.get(n) == sha256(output / n)]
+    stale = [n for n in ('top1.png', 'curves.png') if charts and (output / n).is_file()
+             and not (output / n).is_symlink() and manifest.get(n) == sha256(output / n)]
     lines = [f'# Table 2 reproduction: {dataset} recipe', '', f'data: {data}', '']
     extra = _common_extra(rows)
     if extra:
