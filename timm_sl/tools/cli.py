@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe
+from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, write_atomically
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -590,14 +590,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
-    partial = numbers.with_name(f'.{numbers.name}.partial')  # never half-written: a re-run would not take it for ours
-    try:
-        partial.write_text(json.dumps(records, indent=1))
-        os.replace(partial, numbers)
-    except OSError as e:  # a full disk names no file
-        raise OSError(e.errno, e.strerror or str(e), str(numbers)) from e
-    finally:
-        partial.unlink(missing_ok=True)
+    write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
 
