@@ -1115,6 +1115,21 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
         main(['temperature', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
 
 
+def test_an_exported_folder_is_a_checkpoint_of_its_model_safetensors(tmp_path, image_dir, capsys, figures):
+    """--checkpoint EXPORT_FOLDER (what timm-sl export wrote) was 'a folder without a checkpoint', where its
+    model.safetensors was taken when named: the folder names it, for --compare-checkpoint too."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    for run in 'run', 'base':
+        assert main(['export', str(tmp_path / run), '--out', str(tmp_path / f'{run}-exported')]) == 0
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'run-exported'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, SL checkpoint run-exported/model.safetensors, baseline '
+                                          'checkpoint base-exported/model.safetensors: attention KL')
+    assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
+    assert main(['temperature', '--checkpoint', str(tmp_path / 'run-exported'), '--out', str(tmp_path / 't.png')]) == 0
+
+
 def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_sees(tmp_path, capsys, figures):
     """A compared run trained with --crop-pct 0.5 attends over the centre of each image, but its map was drawn beside
     the first model's whole image, as if its cells covered that: each map now sits beside the pixels its model saw."""
