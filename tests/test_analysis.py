@@ -1081,6 +1081,25 @@ def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, 
     assert not figures and not (tmp_path / 'c.png').exists()
 
 
+def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
+    """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
+    run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
+    _run_folder(tmp_path / 'vit', 'sl_vit_32', dict(depth=1))
+    torch.save(_model('sl_pit_32', dict(depth=(1, 1, 1))).state_dict(), tmp_path / 'pit.pth')
+    for command in 'kld', 'attention':
+        for kwargs in [], ['--model-kwargs', 'depth=1']:
+            with pytest.raises(SystemExit) as info:
+                main([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), *kwargs, '--compare-checkpoint',
+                      str(tmp_path / 'pit.pth'), '--out', str(tmp_path / 'c.png')])
+            given = '{}' if not kwargs else "{'depth': 1}"
+            assert str(info.value) == (
+                f'timm-sl {command}: --compare-checkpoint {tmp_path / "pit.pth"} records no model and fits neither '
+                f'sl_vit_32 nor its baseline with --model-kwargs {given} (the weights of another model or '
+                f'configuration); allowed: a checkpoint of sl_vit_32 (SL, its baseline or another mix of its '
+                f'switches), with --model-kwargs giving the configuration it was trained with')
+    assert not figures and not (tmp_path / 'c.png').exists()
+
+
 def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_config_json(tmp_path, image_dir, capsys,
                                                                                       figures):
     """An exported folder's model.safetensors 'records no model' although config.json beside it names the model

@@ -268,6 +268,12 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 raise _not_the_first_model(file, record.model, source, name) from first_error
             raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
+        if baseline_first:  # a bare state dict: its hundred keys say less than what it is not
+            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} records no model and fits neither '
+                             f'{name} nor its baseline with --model-kwargs {kwargs} (the weights of another model or '
+                             f'configuration); allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
+                             f'switches), with --model-kwargs giving the configuration it was trained with') \
+                from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
