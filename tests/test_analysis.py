@@ -1081,6 +1081,30 @@ def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, 
     assert not figures and not (tmp_path / 'c.png').exists()
 
 
+@pytest.mark.parametrize('command', ['kld', 'attention'])
+def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, image_dir, figures):
+    """A compared baseline run of another width, head count, MLP ratio or patch size was drawn and tabled as
+    'baseline' beside SL, as if the two differed by SL alone. Refused in one line naming what differs; a kwarg given
+    at its default value and another depth are the same configuration."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    argv = [command, str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', str(tmp_path / 'c.png'),
+            '--compare-checkpoint']
+    for i, (kwargs, differs) in enumerate([(dict(embed_dim=96), 'embed_dim=96 (first: default)'),
+                                           (dict(num_heads=6), 'num_heads=6 (first: default)'),
+                                           (dict(mlp_ratio=1.0), 'mlp_ratio=1.0 (first: default)'),
+                                           (dict(patch_size=8), 'patch_size=8 (first: default)')]):
+        _run_folder(tmp_path / f'other{i}', 'sl_vit_32', dict(depth=1, spt=False, lsa=False, **kwargs))
+        with pytest.raises(SystemExit) as info:
+            main([*argv, str(tmp_path / f'other{i}')])
+        assert str(info.value) == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path}/other{i}/model_best.pth.tar is another '
+            f'configuration of sl_vit_32 than the first model: {differs}; allowed: a checkpoint of the first model\'s '
+            f'configuration (SL, its baseline or another mix of its switches; another depth)')
+    assert not figures and not (tmp_path / 'c.png').exists()
+    _run_folder(tmp_path / 'same', 'sl_vit_32', dict(depth=2, spt=False, lsa=False, embed_dim=192, num_heads=12))
+    assert main([*argv, str(tmp_path / 'same')]) == 0
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
