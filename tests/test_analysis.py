@@ -1105,6 +1105,25 @@ def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, i
     assert main([*argv, str(tmp_path / 'same')]) == 0
 
 
+def test_a_compared_run_trained_on_another_dataset_is_refused(tmp_path, image_dir, figures):
+    """SL trained on CIFAR-10 and a baseline trained on SVHN (ten classes each) were charted as SL vs baseline, the
+    dataset named nowhere: their attention differs by what they learnt from, not by SL alone."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, num_classes=10), dataset='torch/cifar10', num_classes=10)
+    for name, dataset in ('svhn', 'torch/svhn'), ('c10', 'torch/cifar10'):
+        _run_folder(tmp_path / name, 'sl_vit_32', dict(depth=1, num_classes=10, spt=False, lsa=False),
+                    dataset=dataset, num_classes=10)
+    for command in 'kld', 'attention':
+        argv = [command, str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', str(tmp_path / 'c.png')]
+        with pytest.raises(SystemExit) as info:
+            main([*argv, '--compare-checkpoint', str(tmp_path / 'svhn')])
+        assert str(info.value) == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path}/svhn/model_best.pth.tar was trained on svhn, the '
+            f'first model on cifar10 (as their runs record); allowed: a checkpoint trained on cifar10, as the paper '
+            f'compares SL and its baseline')
+        assert not figures and not (tmp_path / 'c.png').exists()
+    assert main([*argv, '--compare-checkpoint', str(tmp_path / 'c10')]) == 0
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""

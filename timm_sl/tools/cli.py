@@ -452,6 +452,11 @@ def _runs(args: argparse.Namespace):
         raise ValueError(f'--compare-checkpoint {checkpoint_file(args.compare_checkpoint)} is another configuration '
                          f'of {first} than the first model: {differs}; allowed: a checkpoint of the first model\'s '
                          f'configuration (SL, its baseline or another mix of its switches; another depth)')
+    datasets = [r.dataset if r is not None else None for r in (record, compared_record)]
+    if None not in datasets and datasets[0] != datasets[1]:  # attention learnt from other images
+        raise ValueError(f'--compare-checkpoint {checkpoint_file(args.compare_checkpoint)} was trained on '
+                         f'{datasets[1]}, the first model on {datasets[0]} (as their runs record); allowed: a '
+                         f'checkpoint trained on {datasets[0]}, as the paper compares SL and its baseline')
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
