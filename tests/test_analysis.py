@@ -1124,6 +1124,19 @@ def test_a_compared_run_trained_on_another_dataset_is_refused(tmp_path, image_di
     assert main([*argv, '--compare-checkpoint', str(tmp_path / 'c10')]) == 0
 
 
+def test_a_run_that_does_not_fit_the_kwargs_given_says_what_its_args_yaml_trained(tmp_path, figures):
+    """A run whose args.yaml records sl_vit_32 {'depth': 1} (its checkpoint carries no arch / args, as train.py's
+    model_best of older runs), given --model-kwargs it does not fit: 'it was trained as an unknown model (no arch /
+    args in the checkpoint)', where its run folder says what it was."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', 'depth=1', 'num_heads=6',
+              '--out', str(tmp_path / 't.png')])
+    assert str(info.value).startswith(
+        f"timm-sl temperature: {tmp_path / 'run' / 'model_best.pth.tar'} does not fit sl_vit_32 {{'depth': 1, "
+        f"'num_heads': 6, 'num_classes': 100}} (it was trained as sl_vit_32 {{'depth': 1}}): 1 shape mismatch(es)")
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
