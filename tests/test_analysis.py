@@ -1100,6 +1100,12 @@ def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, i
             f'timm-sl {command}: --compare-checkpoint {tmp_path}/other{i}/model_best.pth.tar is another '
             f'configuration of sl_vit_32 than the first model: {differs}; allowed: a checkpoint of the first model\'s '
             f'configuration (SL, its baseline or another mix of its switches; another depth)')
+    with pytest.raises(SystemExit) as info:  # random init beside a run that records num_classes: not named
+        main([command, str(image_dir), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png'),
+              '--compare-checkpoint', str(tmp_path / 'other0')])
+    assert str(info.value).endswith('the first model: embed_dim=96 (first: default); allowed: a checkpoint of the '
+                                    "first model's configuration (SL, its baseline or another mix of its switches; "
+                                    'another depth)')
     assert not figures and not (tmp_path / 'c.png').exists()
     _run_folder(tmp_path / 'same', 'sl_vit_32', dict(depth=2, spt=False, lsa=False, embed_dim=192, num_heads=12))
     assert main([*argv, str(tmp_path / 'same')]) == 0

@@ -311,12 +311,21 @@ def _other_configuration(name: str, first: Dict[str, Any], other: Dict[str, Any]
             model = timm.create_model(name, **kept, **_baseline_kwargs(name))
         return ([(k, tuple(v.shape)) for k, v in model.state_dict().items()] +
                 [(n, m.num_heads) for n, m in model.named_modules() if isinstance(getattr(m, 'num_heads', None), int)])
+    def changes(key: str) -> bool:  # the first model with the other's value of ``key``: another architecture?
+        changed = {k: v for k, v in first.items() if k != key}
+        changed.update({key: other[key]} if key in other else {})
+        try:
+            return architecture(changed) != built
+        except BUILD_ERRORS:
+            return True
     try:
-        if architecture(first) == architecture(other):
+        built = architecture(first)
+        if built == architecture(other):
             return ''
     except BUILD_ERRORS:  # a kwarg that needs its depth (a Swin stage count): nothing to compare it by
         return ''
-    keys = [k for k in dict.fromkeys([*first, *other]) if k not in free and first.get(k, '-') != other.get(k, '-')]
+    keys = [k for k in dict.fromkeys([*first, *other])
+            if k not in free and first.get(k, '-') != other.get(k, '-') and changes(k)]
     return ', '.join(f'{k}={other[k] if k in other else "default"} (first: '
                      f'{first[k] if k in first else "default"})' for k in keys) or 'its tensors\' shapes'
 
