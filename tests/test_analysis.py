@@ -1081,6 +1081,14 @@ def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, 
     assert not figures and not (tmp_path / 'c.png').exists()
 
 
+def _refused(argv, chart):
+    """The one line ``main(argv)`` exits with, after checking that no ``chart`` was drawn."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert not chart.exists()
+    return str(info.value)
+
+
 @pytest.mark.parametrize('command', ['kld', 'attention'])
 def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, image_dir, figures):
     """A compared baseline run of another width, head count, MLP ratio or patch size was drawn and tabled as
@@ -1094,18 +1102,15 @@ def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, i
                                            (dict(mlp_ratio=1.0), 'mlp_ratio=1.0 (first: default)'),
                                            (dict(patch_size=8), 'patch_size=8 (first: default)')]):
         _run_folder(tmp_path / f'other{i}', 'sl_vit_32', dict(depth=1, spt=False, lsa=False, **kwargs))
-        with pytest.raises(SystemExit) as info:
-            main([*argv, str(tmp_path / f'other{i}')])
-        assert str(info.value) == (
+        assert _refused([*argv, str(tmp_path / f'other{i}')], tmp_path / 'c.png') == (
             f'timm-sl {command}: --compare-checkpoint {tmp_path}/other{i}/model_best.pth.tar is another '
             f'configuration of sl_vit_32 than the first model: {differs}; allowed: a checkpoint of the first model\'s '
             f'configuration (SL, its baseline or another mix of its switches; another depth)')
-    with pytest.raises(SystemExit) as info:  # random init beside a run that records num_classes: not named
-        main([command, str(image_dir), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png'),
-              '--compare-checkpoint', str(tmp_path / 'other0')])
-    assert str(info.value).endswith('the first model: embed_dim=96 (first: default); allowed: a checkpoint of the '
-                                    "first model's configuration (SL, its baseline or another mix of its switches; "
-                                    'another depth)')
+    # random init beside the run: its default num_classes (100) is the one the run records, not named
+    assert _refused([command, str(image_dir), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png'),
+                     '--compare-checkpoint', str(tmp_path / 'other0')], tmp_path / 'c.png').endswith(
+        "the first model: embed_dim=96 (first: default); allowed: a checkpoint of the first model's configuration (SL, "
+        'its baseline or another mix of its switches; another depth)')
     assert not figures and not (tmp_path / 'c.png').exists()
     _run_folder(tmp_path / 'same', 'sl_vit_32', dict(depth=2, spt=False, lsa=False, embed_dim=192, num_heads=12))
     assert main([*argv, str(tmp_path / 'same')]) == 0
@@ -1120,9 +1125,7 @@ def test_a_compared_run_trained_on_another_dataset_is_refused(tmp_path, image_di
                     dataset=dataset, num_classes=10)
     for command in 'kld', 'attention':
         argv = [command, str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', str(tmp_path / 'c.png')]
-        with pytest.raises(SystemExit) as info:
-            main([*argv, '--compare-checkpoint', str(tmp_path / 'svhn')])
-        assert str(info.value) == (
+        assert _refused([*argv, '--compare-checkpoint', str(tmp_path / 'svhn')], tmp_path / 'c.png') == (
             f'timm-sl {command}: --compare-checkpoint {tmp_path}/svhn/model_best.pth.tar was trained on svhn, the '
             f'first model on cifar10 (as their runs record); allowed: a checkpoint trained on cifar10, as the paper '
             f'compares SL and its baseline')
@@ -1150,11 +1153,10 @@ def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path,
     torch.save(_model('sl_pit_32', dict(depth=(1, 1, 1))).state_dict(), tmp_path / 'pit.pth')
     for command in 'kld', 'attention':
         for kwargs in [], ['--model-kwargs', 'depth=1']:
-            with pytest.raises(SystemExit) as info:
-                main([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), *kwargs, '--compare-checkpoint',
-                      str(tmp_path / 'pit.pth'), '--out', str(tmp_path / 'c.png')])
             given = '{}' if not kwargs else "{'depth': 1}"
-            assert str(info.value) == (
+            assert _refused([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), *kwargs,
+                             '--compare-checkpoint', str(tmp_path / 'pit.pth'), '--out', str(tmp_path / 'c.png')],
+                            tmp_path / 'c.png') == (
                 f'timm-sl {command}: --compare-checkpoint {tmp_path / "pit.pth"} records no model and fits neither '
                 f'sl_vit_32 nor its baseline with --model-kwargs {given} (the weights of another model or '
                 f'configuration); allowed: a checkpoint of sl_vit_32 (SL, its baseline or another mix of its '
@@ -1247,10 +1249,8 @@ def test_compared_slify_runs_of_another_base_are_refused(tmp_path, image_dir, fi
                    tmp_path / name / 'model_best.pth.tar')
         (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
     for command in 'kld', 'attention':
-        with pytest.raises(SystemExit) as info:
-            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
-                  str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')])
-        assert str(info.value) == (
+        assert _refused([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
+                         str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')], tmp_path / 'c.png') == (
             f'timm-sl {command}: --compare-checkpoint {tmp_path / "small" / "model_best.pth.tar"} holds '
             f'slify(vit_small_patch16_224) (its run), the first model is slify(vit_tiny_patch16_224); allowed: a '
             f'checkpoint of slify(vit_tiny_patch16_224) (SL, its baseline or another mix of its switches) to compare '
