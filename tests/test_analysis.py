@@ -1081,6 +1081,89 @@ def test_a_compared_run_of_another_model_is_one_short_line(tmp_path, image_dir, 
     assert not figures and not (tmp_path / 'c.png').exists()
 
 
+def _refused(argv, chart):
+    """The one line ``main(argv)`` exits with, after checking that no ``chart`` was drawn."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert not chart.exists()
+    return str(info.value)
+
+
+@pytest.mark.parametrize('command', ['kld', 'attention'])
+def test_a_compared_run_of_another_configuration_is_refused(command, tmp_path, image_dir, figures):
+    """A compared baseline run of another width, head count, MLP ratio or patch size was drawn and tabled as
+    'baseline' beside SL, as if the two differed by SL alone. Refused in one line naming what differs; a kwarg given
+    at its default value and another depth are the same configuration."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    argv = [command, str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', str(tmp_path / 'c.png'),
+            '--compare-checkpoint']
+    for i, (kwargs, differs) in enumerate([(dict(embed_dim=96), 'embed_dim=96 (first: default)'),
+                                           (dict(num_heads=6), 'num_heads=6 (first: default)'),
+                                           (dict(mlp_ratio=1.0), 'mlp_ratio=1.0 (first: default)'),
+                                           (dict(patch_size=8), 'patch_size=8 (first: default)')]):
+        _run_folder(tmp_path / f'other{i}', 'sl_vit_32', dict(depth=1, spt=False, lsa=False, **kwargs))
+        assert _refused([*argv, str(tmp_path / f'other{i}')], tmp_path / 'c.png') == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path}/other{i}/model_best.pth.tar is another '
+            f'configuration of sl_vit_32 than the first model: {differs}; allowed: a checkpoint of the first model\'s '
+            f'configuration (SL, its baseline or another mix of its switches; another depth)')
+    # random init beside the run: its default num_classes (100) is the one the run records, not named
+    assert _refused([command, str(image_dir), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png'),
+                     '--compare-checkpoint', str(tmp_path / 'other0')], tmp_path / 'c.png').endswith(
+        "the first model: embed_dim=96 (first: default); allowed: a checkpoint of the first model's configuration (SL, "
+        'its baseline or another mix of its switches; another depth)')
+    assert not figures and not (tmp_path / 'c.png').exists()
+    _run_folder(tmp_path / 'same', 'sl_vit_32', dict(depth=2, spt=False, lsa=False, embed_dim=192, num_heads=12))
+    assert main([*argv, str(tmp_path / 'same')]) == 0
+
+
+def test_a_compared_run_trained_on_another_dataset_is_refused(tmp_path, image_dir, figures):
+    """SL trained on CIFAR-10 and a baseline trained on SVHN (ten classes each) were charted as SL vs baseline, the
+    dataset named nowhere: their attention differs by what they learnt from, not by SL alone."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, num_classes=10), dataset='torch/cifar10', num_classes=10)
+    for name, dataset in ('svhn', 'torch/svhn'), ('c10', 'torch/cifar10'):
+        _run_folder(tmp_path / name, 'sl_vit_32', dict(depth=1, num_classes=10, spt=False, lsa=False),
+                    dataset=dataset, num_classes=10)
+    for command in 'kld', 'attention':
+        argv = [command, str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', str(tmp_path / 'c.png')]
+        assert _refused([*argv, '--compare-checkpoint', str(tmp_path / 'svhn')], tmp_path / 'c.png') == (
+            f'timm-sl {command}: --compare-checkpoint {tmp_path}/svhn/model_best.pth.tar was trained on svhn, the '
+            f'first model on cifar10 (as their runs record); allowed: a checkpoint trained on cifar10, as the paper '
+            f'compares SL and its baseline')
+        assert not figures and not (tmp_path / 'c.png').exists()
+    assert main([*argv, '--compare-checkpoint', str(tmp_path / 'c10')]) == 0
+
+
+def test_a_run_that_does_not_fit_the_kwargs_given_says_what_its_args_yaml_trained(tmp_path, figures):
+    """A run whose args.yaml records sl_vit_32 {'depth': 1} (its checkpoint carries no arch / args, as train.py's
+    model_best of older runs), given --model-kwargs it does not fit: 'it was trained as an unknown model (no arch /
+    args in the checkpoint)', where its run folder says what it was."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', 'depth=1', 'num_heads=6',
+              '--out', str(tmp_path / 't.png')])
+    assert str(info.value).startswith(
+        f"timm-sl temperature: {tmp_path / 'run' / 'model_best.pth.tar'} does not fit sl_vit_32 {{'depth': 1, "
+        f"'num_heads': 6, 'num_classes': 100}} (it was trained as sl_vit_32 {{'depth': 1}}): 1 shape mismatch(es)")
+
+
+def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
+    """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
+    run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
+    _run_folder(tmp_path / 'vit', 'sl_vit_32', dict(depth=1))
+    torch.save(_model('sl_pit_32', dict(depth=(1, 1, 1))).state_dict(), tmp_path / 'pit.pth')
+    for command in 'kld', 'attention':
+        for kwargs in [], ['--model-kwargs', 'depth=1']:
+            given = '{}' if not kwargs else "{'depth': 1}"
+            assert _refused([command, str(image_dir), '--checkpoint', str(tmp_path / 'vit'), *kwargs,
+                             '--compare-checkpoint', str(tmp_path / 'pit.pth'), '--out', str(tmp_path / 'c.png')],
+                            tmp_path / 'c.png') == (
+                f'timm-sl {command}: --compare-checkpoint {tmp_path / "pit.pth"} records no model and fits neither '
+                f'sl_vit_32 nor its baseline with --model-kwargs {given} (the weights of another model or '
+                f'configuration); allowed: a checkpoint of sl_vit_32 (SL, its baseline or another mix of its '
+                f'switches), with --model-kwargs giving the configuration it was trained with')
+    assert not figures and not (tmp_path / 'c.png').exists()
+
+
 def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_config_json(tmp_path, image_dir, capsys,
                                                                                       figures):
     """An exported folder's model.safetensors 'records no model' although config.json beside it names the model
@@ -1113,6 +1196,21 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: {tmp_path / "exported" / "config.json"} is JSON but '
                                          f'not an object'):
         main(['temperature', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
+
+
+def test_an_exported_folder_is_a_checkpoint_of_its_model_safetensors(tmp_path, image_dir, capsys, figures):
+    """--checkpoint EXPORT_FOLDER (what timm-sl export wrote) was 'a folder without a checkpoint', where its
+    model.safetensors was taken when named: the folder names it, for --compare-checkpoint too."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    for run in 'run', 'base':
+        assert main(['export', str(tmp_path / run), '--out', str(tmp_path / f'{run}-exported')]) == 0
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'run-exported'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, SL checkpoint run-exported/model.safetensors, baseline '
+                                          'checkpoint base-exported/model.safetensors: attention KL')
+    assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
+    assert main(['temperature', '--checkpoint', str(tmp_path / 'run-exported'), '--out', str(tmp_path / 't.png')]) == 0
 
 
 def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_sees(tmp_path, capsys, figures):
@@ -1151,10 +1249,8 @@ def test_compared_slify_runs_of_another_base_are_refused(tmp_path, image_dir, fi
                    tmp_path / name / 'model_best.pth.tar')
         (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
     for command in 'kld', 'attention':
-        with pytest.raises(SystemExit) as info:
-            main([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
-                  str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')])
-        assert str(info.value) == (
+        assert _refused([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
+                         str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')], tmp_path / 'c.png') == (
             f'timm-sl {command}: --compare-checkpoint {tmp_path / "small" / "model_best.pth.tar"} holds '
             f'slify(vit_small_patch16_224) (its run), the first model is slify(vit_tiny_patch16_224); allowed: a '
             f'checkpoint of slify(vit_tiny_patch16_224) (SL, its baseline or another mix of its switches) to compare '

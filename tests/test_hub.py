@@ -246,6 +246,19 @@ def test_cli_export_errors_are_one_line(trained, tmp_path, capsys):
     assert err.startswith('timm-sl export: ') and "was trained as sl_vit_32 {'depth': 2" in err and err.count('\n') == 1
 
 
+def test_export_of_an_exported_folder_says_it_is_exported_already(trained, tmp_path):
+    """export EXPORTED_FOLDER (or its model.safetensors) said it 'records no model (no args.yaml beside it ...); name
+    it with --model' where config.json beside it names the model: it is exported already."""
+    out, _ = _export(trained, tmp_path)
+    for given in out, out / 'model.safetensors':
+        with pytest.raises(SystemExit) as e:
+            main(['export', str(given), '--out', str(tmp_path / 'again')])
+        assert str(e.value) == (f'timm-sl export: {out / "model.safetensors"} is the weights of a folder timm-sl '
+                                f'export wrote, exported already; allowed: timm-sl push {out} (or timm.create_model('
+                                f'"local-dir:{out}")), or export a train.py checkpoint or run folder')
+    assert not (tmp_path / 'again').exists()
+
+
 def test_truncated_safetensors_is_a_clear_error(trained, tmp_path):
     out, _ = _export(trained, tmp_path)
     data = (out / 'model.safetensors').read_bytes()

@@ -278,3 +278,35 @@ def test_long_curve_labels_leave_the_axes_their_width(tmp_path):
     short = plot_curves({'SL': [0., 10.], 'baseline': [0., 20.]}, str(tmp_path / 'd.png'))
     short.canvas.draw()
     assert short.axes[0].get_legend().get_window_extent().x0 > short.axes[0].get_window_extent().x1  # beside
+
+
+@pytest.mark.parametrize('draw', [
+    lambda path: plot_curves({'SL': [1., 2.]}, path),
+    lambda path: plot_ratios(['a'], [1.], [0.9], [1.1], [1.], path),
+    lambda path: plot_attention([np.zeros((4, 4, 3), dtype=np.uint8)], {'SL': [[[0.5, 0.5]]]}, path),
+], ids=['curves', 'ratios', 'attention'])
+def test_a_chart_save_cut_short_leaves_the_earlier_chart_whole(tmp_path, monkeypatch, draw):
+    """A save that failed half-way (a full disk, the process killed) truncated the earlier good chart at --out: every
+    chart is written beside it and moved over it, also where --out is a link (the file it points to is kept whole)."""
+    from matplotlib.figure import Figure
+    kept = tmp_path / 'kept'
+    kept.mkdir()
+    (kept / 'chart.png').write_bytes(b'an earlier chart')
+    (tmp_path / 'link.png').symlink_to(kept / 'chart.png')
+    save = Figure.savefig
+
+    def cut_short(fig, file, *args, **kwargs):
+        with open(file, 'wb') as f:
+            f.write(b'half')
+        raise OSError(28, 'No space left on device')
+    for path in kept / 'chart.png', tmp_path / 'link.png':
+        monkeypatch.setattr(Figure, 'savefig', cut_short)
+        with pytest.raises(OSError, match=f'No space left on device: .{path}.$') as info:
+            draw(str(path))
+        assert info.value.filename == str(path)
+        assert (kept / 'chart.png').read_bytes() == b'an earlier chart' and (tmp_path / 'link.png').is_symlink()
+        assert sorted(p.name for p in kept.iterdir()) == ['chart.png']  # no partial file left beside it
+        monkeypatch.setattr(Figure, 'savefig', save)
+        draw(str(path))  # and a save that succeeds replaces it, through the link too
+        assert (kept / 'chart.png').read_bytes()[:4] == b'\x89PNG' and (tmp_path / 'link.png').is_symlink()
+        (kept / 'chart.png').write_bytes(b'an earlier chart')

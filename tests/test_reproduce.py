@@ -955,7 +955,7 @@ def saved_figures(monkeypatch):
     saved, save = {}, Figure.savefig
 
     def record(fig, path, *args, **kwargs):
-        saved[Path(path).name] = fig
+        saved[Path(path).name.removeprefix('.').split('.partial')[0]] = fig  # written beside it, then moved over it
         return save(fig, path, *args, **kwargs)
     monkeypatch.setattr(Figure, 'savefig', record)
     return saved

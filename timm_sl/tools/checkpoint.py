@@ -171,6 +171,9 @@ def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn
     (:meth:`RunRecord.build_kwargs`: ``--in-chans``, ``--gp`` and ``--num-classes`` too), once
     :func:`check_same_run` found the run folder's ``args.yaml`` to be the checkpoint's."""
     check_same_run(record, checkpoint)
+    if not (checkpoint.arch or checkpoint.args) and record.args:  # errors say what args.yaml says it was trained as
+        from dataclasses import replace
+        checkpoint = replace(checkpoint, arch=record.model, args=record.args)
     kwargs = record.build_kwargs()
     if record.num_classes:
         kwargs.setdefault('num_classes', record.num_classes)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe
+from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, write_atomically
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -221,7 +221,9 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     What the model is comes from the model built (:func:`_variant`), never from the flag that named the file.
     """
     kwargs = dict(args.model_kwargs or {})
+    built = vars(args).setdefault('built_kwargs', {})  # (checkpoint, baseline_first) -> kwargs it was built with
     if not checkpoint:
+        built[None, baseline_first] = kwargs
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
     import dataclasses
     from timm_sl.layers.sl_args import SL_ARG_NAMES
@@ -253,23 +255,30 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
             switches = {k: v for k, v in record.model_kwargs.items() if k in kept}
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
-            return build_run_model(run, loaded)[0].eval(), record
+            model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
+            return model.eval(), record
         baseline = {**kwargs, **_baseline_kwargs(name)}
         candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
             try:
-                model = build_model(loaded, name, candidate)[0].eval()
+                model, built[checkpoint, baseline_first] = build_model(loaded, name, candidate)
             except ValueError as e:  # does not fit: the other candidate may
                 first_error = first_error or e
                 continue
-            return model, record
+            return model.eval(), record
         if record.model:  # another model's run: say that, not its hundred keys
             file = checkpoint_file(checkpoint)
             if baseline_first:
                 raise _not_the_first_model(file, record.model, source, name) from first_error
             raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
+        if baseline_first:  # a bare state dict: its hundred keys say less than what it is not
+            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} records no model and fits neither '
+                             f'{name} nor its baseline with --model-kwargs {kwargs} (the weights of another model or '
+                             f'configuration); allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
+                             f'switches), with --model-kwargs giving the configuration it was trained with') \
+                from first_error
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
@@ -280,6 +289,47 @@ def _not_the_first_model(checkpoint: Path, held: str, source: str, first: str) -
     return ValueError(f'--compare-checkpoint {checkpoint} holds {held} ({source}), the first model is {first}; '
                       f'allowed: a checkpoint of {first} (SL, its baseline or another mix of its switches) to compare '
                       f'with')
+
+
+# model kwargs two compared models may differ in: the SL switches (what is compared) and the depth (kld lines the
+# layers up, the attention map is the last layer's)
+_COMPARED_FREELY = ('spt_pool', 'depth', 'depths', 'depth_token_only')
+
+
+def _other_configuration(name: str, first: Dict[str, Any], other: Dict[str, Any]) -> str:
+    """What makes a compared model (built as ``name`` with ``other``) another configuration than the first (built
+    with ``first``) beyond the SL switches and the depth: ``'embed_dim=96 (first: default)'``; '' when the two
+    build one architecture. Both are built once more, as baselines of the default depth on the meta device (no
+    memory), and compared by their tensors' shapes and attention heads: a kwarg given in one and left to its default
+    in the other is no difference where the default is its value."""
+    import timm
+    import torch
+    from timm_sl.layers.sl_args import SL_ARG_NAMES
+    free = set(SL_ARG_NAMES) | set(_COMPARED_FREELY)
+
+    def architecture(kwargs: Dict[str, Any]):
+        kept = {k: v for k, v in kwargs.items() if k not in free}
+        with torch.device('meta'):
+            model = timm.create_model(name, **kept, **_baseline_kwargs(name))
+        return ([(k, tuple(v.shape)) for k, v in model.state_dict().items()] +
+                [(n, m.num_heads) for n, m in model.named_modules() if isinstance(getattr(m, 'num_heads', None), int)])
+    def changes(key: str) -> bool:  # the first model with the other's value of ``key``: another architecture?
+        changed = {k: v for k, v in first.items() if k != key}
+        changed.update({key: other[key]} if key in other else {})
+        try:
+            return architecture(changed) != built
+        except BUILD_ERRORS:
+            return True
+    try:
+        built = architecture(first)
+        if built == architecture(other):
+            return ''
+    except BUILD_ERRORS:  # a kwarg that needs its depth (a Swin stage count): nothing to compare it by
+        return ''
+    keys = [k for k in dict.fromkeys([*first, *other])
+            if k not in free and first.get(k, '-') != other.get(k, '-') and changes(k)]
+    return ', '.join(f'{k}={other[k] if k in other else "default"} (first: '
+                     f'{first[k] if k in first else "default"})' for k in keys) or 'its tensors\' shapes'
 
 
 def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
@@ -401,9 +451,20 @@ def _runs(args: argparse.Namespace):
         return runs
     compared, compared_record = _analysed_model(args, args.compare_checkpoint, baseline_first=True)
     first, other = _model_name(args.model, model), _model_name(args.model, compared)
+    from timm_sl.tools.runs import checkpoint_file
     if first != other:  # slify runs of two bases: two models, one name
-        from timm_sl.tools.runs import checkpoint_file
         raise _not_the_first_model(checkpoint_file(args.compare_checkpoint), other, 'its run', first)
+    differs = _other_configuration(args.model, args.built_kwargs[args.checkpoint, False],
+                                   args.built_kwargs[args.compare_checkpoint, True])
+    if differs:  # labelled 'baseline', its other width / heads / patches would pass for the effect of SL
+        raise ValueError(f'--compare-checkpoint {checkpoint_file(args.compare_checkpoint)} is another configuration '
+                         f'of {first} than the first model: {differs}; allowed: a checkpoint of the first model\'s '
+                         f'configuration (SL, its baseline or another mix of its switches; another depth)')
+    datasets = [r.dataset if r is not None else None for r in (record, compared_record)]
+    if None not in datasets and datasets[0] != datasets[1]:  # attention learnt from other images
+        raise ValueError(f'--compare-checkpoint {checkpoint_file(args.compare_checkpoint)} was trained on '
+                         f'{datasets[1]}, the first model on {datasets[0]} (as their runs record); allowed: a '
+                         f'checkpoint trained on {datasets[0]}, as the paper compares SL and its baseline')
     runs.append((_variant(compared), compared, compared_record))
     first = '--checkpoint' if args.checkpoint else '--pretrained' if getattr(args, 'pretrained', False) else \
         'random init'
@@ -590,14 +651,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
-    partial = numbers.with_name(f'.{numbers.name}.partial')  # never half-written: a re-run would not take it for ours
-    try:
-        partial.write_text(json.dumps(records, indent=1))
-        os.replace(partial, numbers)
-    except OSError as e:  # a full disk names no file
-        raise OSError(e.errno, e.strerror or str(e), str(numbers)) from e
-    finally:
-        partial.unlink(missing_ok=True)
+    write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
     print(f'plot: {args.out}\nnumbers: {numbers}')
     return 0
 

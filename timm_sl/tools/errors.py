@@ -6,11 +6,12 @@ file, the value) and what is allowed: ``ValueError`` for a bad value or file con
 extra, :class:`ToolError` for an operation refused from outside (the Hub). Only :mod:`timm_sl.tools.cli` turns them
 into a line on stderr and an exit status; anything else is a bug and keeps its traceback.
 """
+import os
 from pathlib import Path
-from typing import Union
+from typing import Callable, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
-           'check_not_below_a_file']
+           'check_not_below_a_file', 'write_atomically']
 
 
 class ToolError(RuntimeError):
@@ -67,3 +68,30 @@ def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:
     if existing != path and not existing.is_dir():
         raise NotADirectoryError(f'{option} {path}: {existing} is a file; cannot create a folder below it' if option
                                  else f'{existing} is a file; cannot create {path} below it')
+
+
+def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> None:
+    """``write(file)`` to a new file beside ``path`` (beside where a link at ``path`` points), then moved over it: a
+    write cut short (a full disk, the process killed) leaves an earlier file at ``path`` whole, never half-written. A
+    ``path`` that is no regular file (``/dev/null``, a pipe) is written directly.
+
+    Raises:
+        OSError: as the system raised it, naming ``path`` where it named no file or the new file.
+    """
+    path = Path(path)
+    target = path.resolve() if path.is_symlink() else path  # the file the link's owner keeps, not the link
+    if target.exists() and not target.is_file():
+        partial = target
+    else:
+        partial = target.with_name(f'.{target.name}.partial{target.suffix}')  # the suffix: the format of a chart
+    try:
+        write(partial)
+        if partial != target:
+            os.replace(partial, target)
+    except OSError as e:
+        if e.filename not in (None, str(partial)) or not e.strerror:
+            raise
+        raise OSError(e.errno, e.strerror, str(path)) from e
+    finally:
+        if partial != target:
+            partial.unlink(missing_ok=True)

@@ -291,6 +291,11 @@ def export_run(
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
         _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
+    if not record.model and record.run_dir is None and (record.checkpoint.parent / 'config.json').is_file() and \
+            record.checkpoint.name == 'model.safetensors':  # config.json names the model, for loaders, not for this
+        raise ValueError(f'{record.checkpoint} is the weights of a folder timm-sl export wrote, exported already; '
+                         f'allowed: timm-sl push {record.checkpoint.parent} (or timm.create_model("local-dir:'
+                         f'{record.checkpoint.parent}")), or export a train.py checkpoint or run folder')
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')

@@ -7,6 +7,7 @@ look at what was drawn. matplotlib is imported inside the functions: importing t
 import math
 import textwrap
 from fractions import Fraction
+from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 __all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios',
@@ -51,13 +52,10 @@ def _figure(width: float, height: float, dpi: int = 100):
 
 
 def _save(fig, path: str) -> None:
-    """``fig.savefig(path)``; a system error that names no file (a full disk) names ``path``."""
-    try:
-        fig.savefig(path)
-    except OSError as e:
-        if e.filename is not None or not e.strerror:
-            raise
-        raise OSError(e.errno, e.strerror, str(path)) from e
+    """``fig.savefig`` to ``path`` (the format its extension names) through
+    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole."""
+    from .errors import write_atomically
+    write_atomically(path, lambda file: fig.savefig(file, format=Path(path).suffix[1:].lower() or None))
 
 
 def _plain_ticks(axis) -> None:

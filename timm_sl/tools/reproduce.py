@@ -1165,7 +1165,7 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     """Best top-1 per Table 2 row and SL − baseline gains, measured and the paper's as bars side by side from 0, each
     with its value; returns the figure. The title says what the measured bars are (one seed, or mean ± std over n
     seeds). A row without a finished run has no measured bar, and says so."""
-    from .plot import _figure
+    from .plot import _figure, _save
     deltas = [r for r in rows if r['variant'] != 'base']
     width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.9 in per row
     fig = _figure(max(12., 0.9 * sum(width) + 2.5), 5.5)
@@ -1209,7 +1209,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
-    fig.savefig(path, dpi=110)
+    fig.set_dpi(110)
+    _save(fig, path)
     return fig
 
 
@@ -1217,7 +1218,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
-    from .plot import EPOCH_AXIS, _figure, _y_limits
+    from .plot import EPOCH_AXIS, _figure, _save, _y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
     fig = _figure(5 * max(1, len(families)), 4.5)
     axes = fig.subplots(1, max(1, len(families)), squeeze=False, sharex=True, sharey=True)
@@ -1244,7 +1245,8 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     axes[0, 0].set_ylim(*_y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))
-    fig.savefig(path, dpi=110)
+    fig.set_dpi(110)
+    _save(fig, path)
     return fig
 
 

@@ -634,12 +634,17 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
 
 
 def checkpoint_file(path: Union[str, Path]) -> Path:
-    """The checkpoint file ``path`` names: itself, or a run folder's :func:`run_checkpoint`.
+    """The checkpoint file ``path`` names: itself, a run folder's :func:`run_checkpoint`, or the ``model.safetensors``
+    of a folder ``timm-sl export`` wrote (its ``config.json`` beside it, no train.py checkpoint).
 
     Raises:
         FileNotFoundError: nothing there, or a folder without a checkpoint.
     """
     path = Path(path)
+    exported = path / 'model.safetensors'
+    if path.is_dir() and exported.is_file() and (path / 'config.json').is_file() and \
+            not any((path / c).exists() or (path / c).is_symlink() for c in CHECKPOINTS):
+        return exported
     if path.is_dir():
         return run_checkpoint(path)
     if not path.is_file():
