@@ -1318,3 +1318,22 @@ def test_attention_refuses_more_images_than_a_chart_shows_before_building_a_mode
     assert main(['attention', str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
                  '--out', str(tmp_path / 'a.png')]) == 0
     assert drawn == [cli.ATTENTION_MAX_IMAGES]
+
+
+@pytest.mark.parametrize('suffix', ['png', 'jpg'])
+def test_a_chart_drawn_into_the_image_folder_is_never_read_as_an_input(tmp_path, capsys, suffix):
+    """``kld imgs --out imgs/k.png`` then ``attention imgs``: the chart was silently one more input image (a row of
+    the attention chart, a share of the KL mean)."""
+    images = tmp_path / 'imgs'
+    images.mkdir()
+    Image.fromarray(torch.zeros(40, 48, 3, dtype=torch.uint8).numpy()).save(images / 'a.png')
+    model = ['--model', 'sl_vit_32', '--model-kwargs', 'depth=1']
+    assert main(['kld', str(images), *model, '--out', str(images / f'k.{suffix}')]) == 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(['attention', str(images), *model, '--out', str(tmp_path / 'a.png')])
+    assert capsys.readouterr().err == (
+        f'timm-sl attention: {images / f"k.{suffix}"} is a chart timm-sl drew, not an input image; allowed: the images '
+        f'to analyse (move the chart out of the folder, or give --out outside it)\n')
+    (images / f'k.{suffix}').rename(tmp_path / f'k.{suffix}')  # moved out: the folder is analysed again
+    assert main(['attention', str(images), *model, '--out', str(tmp_path / 'a.png')]) == 0

@@ -51,11 +51,18 @@ def _figure(width: float, height: float, dpi: int = 100):
     return fig
 
 
+CHART_MARK = 'timm-sl chart'  # in the PNG / JPEG files charts are saved as: never read back as an input image
+
+
 def _save(fig, path: str) -> None:
     """``fig.savefig`` to ``path`` (the format its extension names) through
-    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole."""
+    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. PNG and JPEG charts
+    carry :data:`CHART_MARK` (PNG ``Software``, JPEG comment), which the analyses' image loader refuses."""
     from .errors import write_atomically
-    write_atomically(path, lambda file: fig.savefig(file, format=Path(path).suffix[1:].lower() or None))
+    fmt = Path(path).suffix[1:].lower() or None
+    mark = dict(metadata={'Software': CHART_MARK}) if fmt == 'png' else \
+        dict(pil_kwargs={'comment': CHART_MARK.encode()}) if fmt in ('jpg', 'jpeg') else {}
+    write_atomically(path, lambda file: fig.savefig(file, format=fmt, **mark))
 
 
 def _plain_ticks(axis) -> None:
