@@ -809,3 +809,34 @@ def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, ca
         f'timm-sl export: {run / "model_best.pth.tar"} is a link to {tmp_path / "moved.pth.tar"}, which does not '
         f'exist; expected a checkpoint file (allowed: a link to one, or no model_best.pth.tar)')
     assert not (tmp_path / 'o').exists()
+
+
+@pytest.mark.parametrize('name,what', [
+    ('args.yaml', "train.py's args.yaml"), ('summary.csv', "train.py's summary.csv"),
+    ('done.json', "timm-sl reproduce's done.json"), ('sessions.json', "timm-sl reproduce's sessions.json"),
+    ('model_best.pth.tar', 'a checkpoint file'),
+])
+def test_a_run_file_that_is_a_fifo_is_refused_by_name(name, what, tmp_path, capsys):
+    """A FIFO where a run's file goes: reading args.yaml or summary.csv waited for a writer forever, done.json was
+    taken for no marker, and model_best.pth.tar was 'a folder' (or, named itself, 'does not exist')."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError(f'timm-sl hung reading the FIFO {name}')
+
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    if (run / name).exists():
+        (run / name).unlink()
+    os.mkfifo(run / name)
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+            assert _fails(argv, capsys) == (f'timm-sl {argv[0]}: {run / name} is a FIFO (named pipe), not a regular '
+                                            f'file; expected {what}')
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()

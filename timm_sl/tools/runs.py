@@ -51,6 +51,18 @@ def format_top1(value: Optional[float]) -> str:
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
 
 
+def _check_regular(path: Path, what: str) -> None:
+    """Refuse what is there but is neither a folder nor a regular file (a FIFO, whose reading waits for a writer
+    forever; a socket; a device such as /dev/zero, endless): not 'does not exist', not a hang.
+
+    Raises:
+        ValueError: naming ``path``, what it is and ``what`` was expected there.
+    """
+    if path.exists() and not path.is_dir() and not path.is_file():
+        kind = 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
+        raise ValueError(f'{path} is {kind}, not a regular file; expected {what}')
+
+
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
 _BOMS = ((codecs.BOM_UTF32_LE, 'utf-32'), (codecs.BOM_UTF32_BE, 'utf-32'), (codecs.BOM_UTF8, 'utf-8-sig'),
          (codecs.BOM_UTF16_LE, 'utf-16'), (codecs.BOM_UTF16_BE, 'utf-16'))
@@ -63,14 +75,15 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
 
     Raises:
         FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
-        ValueError: bytes that a byte-order mark's codec cannot read, or NUL bytes without a mark (UTF-16 / UTF-32
-            without one, or not text); naming the file.
+        ValueError: bytes that a byte-order mark's codec cannot read, NUL bytes without a mark (UTF-16 / UTF-32
+            without one, or not text), or not a regular file (a FIFO, socket or device); naming the file.
     """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder; expected {what}')
     if not path.exists():
         raise FileNotFoundError(f'{path} does not exist; expected {what}')
+    _check_regular(path, what)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -179,13 +192,18 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     }
 
 
-def _read_json(path: Path, kind: type = dict) -> Any:
+def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
     """A JSON object (or another ``kind``) this package wrote beside a run; empty when absent, empty, half-written or
-    not of that kind."""
+    not of that kind.
+
+    Raises:
+        ValueError: a FIFO, socket or device there (see :func:`_check_regular`), naming it.
+    """
+    _check_regular(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
     if not path.is_file():
         return kind()
     try:
-        value = json.loads(read_text(path, 'a JSON file'))
+        value = json.loads(read_text(path, what))
     except (ValueError, OSError):
         return kind()
     return value if isinstance(value, kind) else kind()
@@ -194,7 +212,7 @@ def _read_json(path: Path, kind: type = dict) -> Any:
 def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
     """``timm-sl reproduce``'s ``done.json`` of a run folder; {} when there is none or it was not written whole (an
     interrupted write is no marker: the run's ``summary.csv`` decides)."""
-    return _read_json(Path(folder) / DONE_MARKER)
+    return _read_json(Path(folder) / DONE_MARKER, what=f"timm-sl reproduce's {DONE_MARKER}")
 
 
 def _whole(value: Any) -> bool:
@@ -550,7 +568,7 @@ def read_run(
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary) if summary else []
-    sessions = _read_json(folder / SESSIONS, list) if run_dir else []
+    sessions = _read_json(folder / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}") if run_dir else []
     sessions = [s for s in sessions if isinstance(s, dict)]
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
@@ -610,6 +628,8 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
     if found is not None and not found.exists():  # a link to nothing: not the next one, silently either
         raise FileNotFoundError(f'{found} is a link to {os.readlink(found)}, which does not exist; expected a '
                                 f'checkpoint file (allowed: a link to one, or no {found.name})')
+    if found is not None:
+        _check_regular(found, 'a checkpoint file')
     if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
         raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
                                 f'{" or ".join(CHECKPOINTS)} as files)')
@@ -628,6 +648,7 @@ def checkpoint_file(path: Union[str, Path]) -> Path:
     path = Path(path)
     if path.is_dir():
         return run_checkpoint(path)
+    _check_regular(path, 'a checkpoint file')
     if not path.is_file():
         raise FileNotFoundError(f'checkpoint {path} does not exist')
     return path
