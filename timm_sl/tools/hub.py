@@ -26,7 +26,7 @@ from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
-__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
+__all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
            'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
@@ -252,6 +252,37 @@ class Exported(NamedTuple):
     pretrained_cfg: Dict[str, Any]
 
 
+def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optional[List[str]] = None,
+                   load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+    """What :func:`export_run` checks before it writes anything, and the model it exports (``load=False``: built
+    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``."""
+    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
+        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
+    if not record.model:
+        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
+        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
+    model, model_kwargs = build_run_model(record, checkpoint, load=load)
+    if label_names is not None and len(label_names) != model.num_classes:
+        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+                         f'classes; give exactly one name per class, in class-index order')
+    return model, model_kwargs
+
+
+def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
+    """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
+    names, another run's ``summary.csv``, label names of another class count), reading the checkpoint's names and
+    shapes only (memory-mapped, nothing loaded; see :func:`~timm_sl.tools.runs.read_checkpoint`): for
+    :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
+    weights at once. Returns the checkpoint read so, for the export (its weights are read then).
+
+    Raises:
+        ValueError / OSError: as :func:`export_run` would, before writing.
+    """
+    checkpoint = read_checkpoint(record.checkpoint, mmap=True)
+    _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    return checkpoint
+
+
 def export_run(
         record: RunRecord,
         out_dir: Union[str, Path],
@@ -289,15 +320,7 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
-    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
-        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
-    if not record.model:
-        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
-        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
-    model, model_kwargs = build_run_model(record, checkpoint)
-    if label_names is not None and len(label_names) != model.num_classes:
-        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
-                         f'classes; give exactly one name per class, in class-index order')
+    model, model_kwargs = _checked_model(record, checkpoint, label_names)
     model.pretrained_cfg.update(training_data_config(model, record.args))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)

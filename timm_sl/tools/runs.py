@@ -664,22 +664,30 @@ class Checkpoint:
     args: Dict[str, Any] = field(default_factory=dict)  # train.py's arguments, when the checkpoint carries them
     epoch: Optional[int] = None
     metric: Optional[float] = None
+    mapped: bool = False  # its tensors are memory-mapped from the file (read_checkpoint's mmap), not held in memory
 
 
 _ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its legacy pickle format) begin
 
 
-def _load(path: Path) -> Any:
-    """The file's content, read once; one line naming the file (and why) when it is not a checkpoint."""
+def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
+    """The file's content, read once, and whether its tensors are memory-mapped (``mmap``, for a zip archive), not
+    read; one line naming the file (and why) when it is not a checkpoint."""
     import torch
     if path.stat().st_size == 0:
         raise ValueError(f'{path} is not a readable checkpoint (it is empty: 0 bytes; an interrupted save?)')
     if path.suffix == '.safetensors':
         import safetensors.torch
         try:
-            return safetensors.torch.load_file(str(path), device='cpu')
+            return safetensors.torch.load_file(str(path), device='cpu'), False
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for a bad file
             raise ValueError(f'{path} is not a readable safetensors file ({first_line(e)})') from e
+    if mmap:  # torch maps a file by its name, a zip archive only: any other is read below, which names what is wrong
+        try:
+            with torch.serialization.safe_globals([argparse.Namespace]):
+                return torch.load(str(path), map_location='cpu', weights_only=True, mmap=True), True
+        except Exception:  # noqa: BLE001 - torch raises many types for a file it cannot map
+            pass
     with path.open('rb') as f:
         head = f.read(64)
         if not (head.startswith(_ZIP) or head.startswith(_PICKLE)):
@@ -693,7 +701,7 @@ def _load(path: Path) -> Any:
         f.seek(0)
         try:
             with torch.serialization.safe_globals([argparse.Namespace]):
-                return torch.load(f, map_location='cpu', weights_only=True)
+                return torch.load(f, map_location='cpu', weights_only=True), False
         except Exception as e:  # noqa: BLE001 - torch raises many types for a bad file
             reason = first_line(e)
             if 'Weights only load failed' in reason:  # torch's lines of advice on unpickling code: not taken here
@@ -703,8 +711,9 @@ def _load(path: Path) -> Any:
             raise ValueError(f'{path} is not a readable torch checkpoint ({reason})') from e
 
 
-def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
-    """Read a train.py checkpoint, a plain state dict or a ``.safetensors`` file (or a run folder's checkpoint).
+def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
+    """Read a train.py checkpoint, a plain state dict or a ``.safetensors`` file (or a run folder's checkpoint);
+    ``mmap``: its tensors memory-mapped where torch can (a zip archive), for what needs their names and shapes only.
 
     Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
     (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
@@ -720,7 +729,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     import torch
     from timm.models import clean_state_dict
     path = checkpoint_file(path)
-    content = _load(path)
+    content, mapped = _load(path, mmap)
     source, state = ('safetensors' if path.suffix == '.safetensors' else 'plain'), content
     saved = content.get('args') if isinstance(content, dict) else None
     saved = vars(saved) if isinstance(saved, argparse.Namespace) else saved
@@ -738,7 +747,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     arch = meta.get('arch')
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
-                      epoch=meta.get('epoch'), metric=meta.get('metric'))
+                      epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
 
 
 def portable_command(command: str) -> str:
