@@ -22,7 +22,7 @@ from timm.models import save_for_hf
 from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
-from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
+from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_class_map, read_text
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -186,6 +186,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     start = record.started_from()  # the recipe leaves out --initial-checkpoint (a path): said here
     trained = f'fine-tuned from trained weights ({start}), not trained from scratch,' if start else 'trained'
+    class_map = record.args.get('class_map')  # the recipe leaves it out (a path): said here
     lines = [
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
@@ -193,7 +194,9 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
-        f'- Classes: {model.num_classes}',
+        f'- Classes: {model.num_classes}' + (
+            f" numbered by the class map the run trained with (`--class-map {Path(str(class_map)).name}`): class i is "
+            f"the map's class i, not the i-th class folder in sorted order" if class_map else ''),
         f'- Preprocessing (as trained): mean {tuple(cfg["mean"])}, std {tuple(cfg["std"])}, '
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
@@ -265,7 +268,46 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
+    if label_names is not None:
+        _check_class_map_order(record, label_names)
     return model, model_kwargs
+
+
+def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> None:
+    """Label names for a run of train.py's ``--class-map``, whose classes are the map's indices, not the class
+    folders in sorted order: as many as the map has classes, and a name the map holds (a class folder's) at its index.
+
+    Raises:
+        ValueError / OSError: the class map the run records is gone or unreadable (the names cannot be checked), or the
+            names are of another count or order; naming the map and what is allowed.
+    """
+    given = record.args.get('class_map')
+    if not given:
+        return
+    source = record.run_dir / 'args.yaml' if record.run_dir else record.checkpoint
+    where = record.class_map_file()
+    if where is None:
+        raise FileNotFoundError(
+            f'{source} records --class-map {given}, which is not there now (as given, nor in the data folder it '
+            f'records): the order of the classes the run learned is unknown, so --label-names cannot be checked; '
+            f'allowed: the class map back where train.py read it, or no --label-names')
+    try:
+        mapping = read_class_map(where)
+    except ValueError as e:
+        raise ValueError(f'{where} (the --class-map {source} records) {e}; allowed: the class map train.py read') \
+            from None
+    classes = max(mapping.values(), default=-1) + 1
+    if len(label_names) != classes:
+        raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
+                         f'{classes} classes; allowed: one name per class, in the order of that map')
+    moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
+    if moved is not None:
+        name = label_names[moved]
+        by_index = {v: k for k, v in reversed(list(mapping.items()))}
+        order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
+        raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
+                         f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
+                         f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:

@@ -32,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk']
+           'prepared_dataset', 'walk', 'read_class_map']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -220,6 +220,36 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def read_class_map(path: Path) -> Dict[Any, Any]:
+    """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
+    of ``{name: index}`` (unpickled without globals, as timm does), whose indices are the classes a run learned.
+
+    Raises:
+        ValueError: not readable so, or an index that is not a class number, naming what was wrong (after the map's
+            name in a message).
+    """
+    import pickle
+
+    class NoGlobals(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed in a class map')
+    try:
+        if path.suffix.lower() == '.txt':
+            with path.open(encoding='utf-8') as f:  # timm's reading, line ends and all
+                return {line.strip(): i for i, line in enumerate(f)}
+        with path.open('rb') as f:
+            mapping = NoGlobals(f).load()
+    except Exception as e:  # noqa: BLE001 (unpickling raises most kinds on a damaged file)
+        raise ValueError(f'is not readable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""})'
+                         ) from None
+    if not isinstance(mapping, dict):
+        raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
+    odd = next((k for k, v in mapping.items() if not (_whole(v) and v >= 0)), None)
+    if odd is not None:
+        raise ValueError(f'gives {odd!r} the index {mapping[odd]!r}, not a class number (0, 1, ...)')
+    return mapping
+
+
 @dataclass
 class RunRecord:
     """What is known about a checkpoint's training run.
@@ -339,6 +369,24 @@ class RunRecord:
         resume = ['--resume', f'OUTPUT/{last_flag_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
                 for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
+
+    def class_map_file(self) -> Optional[Path]:
+        """Where train.py read the run's ``--class-map`` as timm's ``load_class_map`` looks for it: as given, else in
+        the training split's folder of ``--data-dir`` (or that folder itself); None when the run gave none or it is not
+        there now.
+
+        Raises:
+            ValueError: a FIFO, socket or device there (see :func:`_check_regular`).
+        """
+        given, data = self.args.get('class_map'), self.args.get('data_dir') or self.args.get('data')
+        if not (given and isinstance(given, str)):
+            return None
+        split = str(self.args.get('train_split') or 'train').split('[')[0]
+        places = [Path(given)] + ([Path(data) / split / given, Path(data) / given] if isinstance(data, str) else [])
+        found = next((p for p in places if p.exists()), None)
+        if found is not None:
+            _check_regular(found, "the run's class map (train.py's --class-map)")
+        return found
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
