@@ -864,3 +864,33 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
     assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)], capsys) == \
         f'timm-sl release: {says}'
     assert not out.exists() and maps[-2:] == [True, True]  # a's and b's checks
+
+
+@pytest.mark.parametrize('name,what', [
+    ('sl_vit_32.sl-cifar10-s0/README.md', 'a file release writes'), ('release.json', 'a file release writes'),
+    ('release_manifest.json', 'the manifest timm-sl release writes'), ('x/config.json', 'a file export writes'),
+])
+def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, capsys):
+    """A FIFO in --out where release (or export) writes a file: hashing it to see whether it was release's own, or
+    writing it (with --overwrite), waited for a reader forever."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError(f'timm-sl hung on the FIFO {name}')
+
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    (out / name).parent.mkdir(parents=True)
+    os.mkfifo(out / name)
+    argv = (['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(out / 'x')] if name.startswith('x/') else
+            ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)])
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        assert _fails(argv + ['--overwrite'], capsys) == (
+            f'timm-sl {argv[0]}: {out / name} is a FIFO (named pipe), not a regular file; expected {what}; allowed: '
+            f'move it away')
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert sorted(p.name for p in out.rglob('*')) == sorted({Path(name).name, *Path(name).parent.parts})

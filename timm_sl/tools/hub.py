@@ -22,7 +22,8 @@ from timm.models import save_for_hf
 from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
-from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_class_map, read_text
+from .runs import (
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -238,6 +239,8 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
+    for name in EXPORTED_FILES:
+        check_regular_file(out_dir / name, 'a file export writes; allowed: move it away')
 
 
 def _readable(path: Path) -> None:

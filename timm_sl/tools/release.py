@@ -28,7 +28,8 @@ from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
-    CHECKPOINTS, Checkpoint, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint, walk)
+    CHECKPOINTS, Checkpoint, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint, read_run,
+    run_checkpoint, walk)
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -254,6 +255,7 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
         path = out / rel
         if path.is_dir():
             raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
+        check_regular_file(path, 'a file release writes; allowed: move it away')
         if path.exists() and not overwrite and manifest.get(rel) != sha256(path):
             changed.append(path)
     if changed:

@@ -32,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk', 'read_class_map']
+           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -51,7 +51,7 @@ def format_top1(value: Optional[float]) -> str:
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
 
 
-def _check_regular(path: Path, what: str) -> None:
+def check_regular_file(path: Path, what: str) -> None:
     """Refuse what is there but is neither a folder nor a regular file (a FIFO, whose reading waits for a writer
     forever; a socket; a device such as /dev/zero, endless): not 'does not exist', not a hang.
 
@@ -83,7 +83,7 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
         raise IsADirectoryError(f'{path} is a folder; expected {what}')
     if not path.exists():
         raise FileNotFoundError(f'{path} does not exist; expected {what}')
-    _check_regular(path, what)
+    check_regular_file(path, what)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -197,9 +197,9 @@ def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
     not of that kind.
 
     Raises:
-        ValueError: a FIFO, socket or device there (see :func:`_check_regular`), naming it.
+        ValueError: a FIFO, socket or device there (see :func:`check_regular_file`), naming it.
     """
-    _check_regular(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
+    check_regular_file(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
     if not path.is_file():
         return kind()
     try:
@@ -376,7 +376,7 @@ class RunRecord:
         there now.
 
         Raises:
-            ValueError: a FIFO, socket or device there (see :func:`_check_regular`).
+            ValueError: a FIFO, socket or device there (see :func:`check_regular_file`).
         """
         given, data = self.args.get('class_map'), self.args.get('data_dir') or self.args.get('data')
         if not (given and isinstance(given, str)):
@@ -385,7 +385,7 @@ class RunRecord:
         places = [Path(given)] + ([Path(data) / split / given, Path(data) / given] if isinstance(data, str) else [])
         found = next((p for p in places if p.exists()), None)
         if found is not None:
-            _check_regular(found, "the run's class map (train.py's --class-map)")
+            check_regular_file(found, "the run's class map (train.py's --class-map)")
         return found
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
@@ -677,7 +677,7 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
         raise FileNotFoundError(f'{found} is a link to {os.readlink(found)}, which does not exist; expected a '
                                 f'checkpoint file (allowed: a link to one, or no {found.name})')
     if found is not None:
-        _check_regular(found, 'a checkpoint file')
+        check_regular_file(found, 'a checkpoint file')
     if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
         raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
                                 f'{" or ".join(CHECKPOINTS)} as files)')
@@ -696,7 +696,7 @@ def checkpoint_file(path: Union[str, Path]) -> Path:
     path = Path(path)
     if path.is_dir():
         return run_checkpoint(path)
-    _check_regular(path, 'a checkpoint file')
+    check_regular_file(path, 'a checkpoint file')
     if not path.is_file():
         raise FileNotFoundError(f'checkpoint {path} does not exist')
     return path
