@@ -509,6 +509,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         what = 'a folder' if odd.is_dir() else f'a link to {os.readlink(odd)}, which does not exist'
         raise (IsADirectoryError if odd.is_dir() else FileNotFoundError)(
             f'{odd} is {what}; allowed: the file as timm-sl export / release writes it (export again)')
+    for f in ('config.json', 'model.safetensors'):  # a FIFO is not 'missing' (nor read: it would wait forever)
+        check_regular_file(folder / f, f'a file; {_EXPORT_AGAIN}')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')
