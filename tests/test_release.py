@@ -854,8 +854,9 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
     else:
         saved['args'].lr = 0.1
         saved['args'].num_classes = 5
-        says = (f"{path.parent / 'args.yaml'} is not the args.yaml of {path} (num_classes 3 there, 5 in the checkpoint): "
-                f"another run's, cut short or edited?; allowed: the args.yaml train.py wrote with this checkpoint")
+        says = (f"{path.parent / 'args.yaml'} is not the args.yaml of {path} (num_classes 3 there, 5 in the "
+                f"checkpoint): another run's, cut short or edited?; allowed: the args.yaml train.py wrote with this "
+                f"checkpoint")
     torch.save(saved, path)
     maps = []
     load = torch.load

@@ -863,9 +863,9 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
     export = ['export', str(run), '--out', str(tmp_path / 'o'), '--label-names', str(names)]
     where = data / 'train' / 'map.txt'
     for text, says in (
-            ('cat\ndog\nfox\n', f"--label-names puts 'cat' at class 0, but the class map the run trained with ({where}) "
-                                f"makes 'cat' class 1: the names are in another order than the classes the run learned; "
-                                f"allowed: the names in the order of that map (fox, cat, dog)"),
+            ('cat\ndog\nfox\n', f"--label-names puts 'cat' at class 0, but the class map the run trained with "
+                                f"({where}) makes 'cat' class 1: the names are in another order than the classes the "
+                                f"run learned; allowed: the names in the order of that map (fox, cat, dog)"),
             ('fox\ncat\ndog\n', f"{run / 'args.yaml'} records --class-map map.txt, which is not there now (as given, "
                                 f"nor in the data folder it records): the order of the classes the run learned is "
                                 f"unknown, so --label-names cannot be checked; allowed: the class map back where "

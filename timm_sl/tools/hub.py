@@ -262,7 +262,7 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
                    load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """What :func:`export_run` checks before it writes anything, and the model it exports (``load=False``: built
     without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``."""
-    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
+    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is its own
         _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
     if not record.model:
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
