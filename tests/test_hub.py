@@ -472,7 +472,7 @@ def test_warm_start_reads_a_checkpoint_and_refuses_what_maps_nothing():
 
 @pytest.mark.parametrize('name', ['config.json', 'model.safetensors'])
 def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(name, tmp_path, capsys, monkeypatch):
-    """A config.json that is a folder (or a model.safetensors linking to nothing) was called 'missing'."""
+    """A config.json that is a folder (or a model.safetensors linking to nothing, or a FIFO) was called 'missing'."""
     import huggingface_hub
     monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
     save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
@@ -490,3 +490,9 @@ def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(n
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err == (f'timm-sl push: {path} is a link to {tmp_path / "gone"}, which does not exist; '
                                        f'{again}\n')
+    path.unlink()
+    os.mkfifo(path)  # not 'missing'
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err == f'timm-sl push: {path} is a FIFO (named pipe), not a regular file; expected a ' \
+                                      f'file; {again}\n'

@@ -839,3 +839,65 @@ def test_a_run_given_twice_is_released_once(tmp_path):
     finally:
         os.chdir(cwd)
     assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)
+
+
+@pytest.mark.parametrize('fault', ['weights', 'args'])
+def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fault, tmp_path, capsys, monkeypatch):
+    """The second run's checkpoint holds another model's weights (or another run's args): the first run was exported
+    and recorded, then the second failed (a half release); every run is now checked before anything is written, its
+    checkpoint memory-mapped (its weights not read) for that check."""
+    import timm_sl.tools.runs
+    _run(tmp_path, 'a', {}, [40., 50.])
+    _run(tmp_path, 'b', dict(depth=1), [40., 50.], seed=1)
+    (tmp_path / 'runs' / 'b' / 'done.json').unlink()  # its variant is no Table 2 row's
+    path = tmp_path / 'runs' / 'b' / 'model_best.pth.tar'
+    saved = torch.load(path, weights_only=False)
+    if fault == 'weights':
+        saved['state_dict_ema'] = timm.create_model('sl_vit_32', num_classes=3, depth=2).state_dict()
+        says = (f"{path} does not fit sl_vit_32 {{'depth': 1, 'num_classes': 3}} (it was trained as sl_vit_32 "
+                f"{{'depth': 1, 'num_classes': 3}}): 12 unexpected key(s) (blocks.1.norm1.weight, blocks.1.norm1.bias, "
+                f"blocks.1.attn.temperature, ...)")
+    else:
+        saved['args'].lr = 0.1
+        saved['args'].num_classes = 5
+        says = (f"{path.parent / 'args.yaml'} is not the args.yaml of {path} (num_classes 3 there, 5 in the "
+                f"checkpoint): another run's, cut short or edited?; allowed: the args.yaml train.py wrote with this "
+                f"checkpoint")
+    torch.save(saved, path)
+    maps = []
+    load = torch.load
+    monkeypatch.setattr(torch, 'load', lambda *a, **kw: maps.append(kw.get('mmap', False)) or load(*a, **kw))
+    out = tmp_path / 'rel'
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)], capsys) == \
+        f'timm-sl release: {says}'
+    assert not out.exists() and maps[-2:] == [True, True]  # a's and b's checks
+
+
+@pytest.mark.parametrize('name,what', [
+    ('sl_vit_32.sl-cifar10-s0/README.md', 'a file release writes'), ('release.json', 'a file release writes'),
+    ('release_manifest.json', 'the manifest timm-sl release writes'), ('x/config.json', 'a file export writes'),
+])
+def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, capsys):
+    """A FIFO in --out where release (or export) writes a file: hashing it to see whether it was release's own, or
+    writing it (with --overwrite), waited for a reader forever."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError(f'timm-sl hung on the FIFO {name}')
+
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    (out / name).parent.mkdir(parents=True)
+    os.mkfifo(out / name)
+    argv = (['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(out / 'x')] if name.startswith('x/') else
+            ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)])
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        assert _fails(argv + ['--overwrite'], capsys) == (
+            f'timm-sl {argv[0]}: {out / name} is a FIFO (named pipe), not a regular file; expected {what}; allowed: '
+            f'move it away')
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert sorted(p.name for p in out.rglob('*')) == sorted({Path(name).name, *Path(name).parent.parts})

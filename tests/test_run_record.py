@@ -809,3 +809,80 @@ def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, ca
         f'timm-sl export: {run / "model_best.pth.tar"} is a link to {tmp_path / "moved.pth.tar"}, which does not '
         f'exist; expected a checkpoint file (allowed: a link to one, or no model_best.pth.tar)')
     assert not (tmp_path / 'o').exists()
+
+
+@pytest.mark.parametrize('name,what', [
+    ('args.yaml', "train.py's args.yaml"), ('summary.csv', "train.py's summary.csv"),
+    ('done.json', "timm-sl reproduce's done.json"), ('sessions.json', "timm-sl reproduce's sessions.json"),
+    ('model_best.pth.tar', 'a checkpoint file'),
+])
+def test_a_run_file_that_is_a_fifo_is_refused_by_name(name, what, tmp_path, capsys):
+    """A FIFO where a run's file goes: reading args.yaml or summary.csv waited for a writer forever, done.json was
+    taken for no marker, and model_best.pth.tar was 'a folder' (or, named itself, 'does not exist')."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError(f'timm-sl hung reading the FIFO {name}')
+
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    if (run / name).exists():
+        (run / name).unlink()
+    os.mkfifo(run / name)
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+            assert _fails(argv, capsys) == (f'timm-sl {argv[0]}: {run / name} is a FIFO (named pipe), not a regular '
+                                            f'file; expected {what}')
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
+
+
+def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsys):
+    """A run of train.py --class-map learned the map's classes (fox=0, cat=1, dog=2), not the class folders in sorted
+    order: label names in sorted order were exported unchecked, every name on another class, and the card did not say
+    a map was used; now the names are held against the map the run records (count and order), or refused when it is
+    gone."""
+    data = tmp_path / 'data'
+    (data / 'train').mkdir(parents=True)
+    (data / 'train' / 'map.txt').write_text('fox\ncat\ndog\n')
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1), class_map='map.txt', data_dir=str(data), dataset='')
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    model = timm.create_model('sl_vit_32', num_classes=3, depth=1)
+    torch.save(dict(saved, state_dict=model.state_dict(), args=argparse.Namespace(**dict(
+        vars(saved['args']), num_classes=3))), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(dict(vars(saved['args']), num_classes=3)))
+    names = tmp_path / 'names.txt'
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
+               '--label-names', str(names)]
+    export = ['export', str(run), '--out', str(tmp_path / 'o'), '--label-names', str(names)]
+    where = data / 'train' / 'map.txt'
+    for text, says in (
+            ('cat\ndog\nfox\n', f"--label-names puts 'cat' at class 0, but the class map the run trained with "
+                                f"({where}) makes 'cat' class 1: the names are in another order than the classes the "
+                                f"run learned; allowed: the names in the order of that map (fox, cat, dog)"),
+            ('fox\ncat\ndog\n', f"{run / 'args.yaml'} records --class-map map.txt, which is not there now (as given, "
+                                f"nor in the data folder it records): the order of the classes the run learned is "
+                                f"unknown, so --label-names cannot be checked; allowed: the class map back where "
+                                f"train.py read it, or no --label-names")):
+        names.write_text(text)
+        if 'not there' in says:
+            where.rename(data / 'elsewhere.txt')
+        for argv in (export, release):
+            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: {says}'
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
+    (data / 'elsewhere.txt').rename(where)
+    where.write_text('fox\ncat\n')  # a map of fewer classes than the run's head
+    assert _fails(export, capsys) == (f'timm-sl export: 3 label names given but the class map the run trained with '
+                                      f'({where}) has 2 classes; allowed: one name per class, in the order of that map')
+    where.write_text('fox\ncat\ndog\n')
+    assert main(export) == 0
+    card = (tmp_path / 'o' / 'README.md').read_text()
+    assert ('- Classes: 3 numbered by the class map the run trained with (`--class-map map.txt`): class i is the '
+            "map's class i, not the i-th class folder in sorted order") in card
+    assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == ['fox', 'cat', 'dog']

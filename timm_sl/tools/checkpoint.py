@@ -83,10 +83,12 @@ def read_run_checkpoint(
     return record, loaded
 
 
-def build_model(checkpoint: Checkpoint, model_name: str,
-                model_kwargs: Optional[Dict[str, Any]] = None) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+def build_model(checkpoint: Checkpoint, model_name: str, model_kwargs: Optional[Dict[str, Any]] = None,
+                load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """Build ``model_name`` and load the checkpoint into it strictly (``num_classes`` read from the classifier unless
-    given). Returns ``(model, model kwargs used)``.
+    given). Returns ``(model, model kwargs used)``. ``load=False`` checks the fit only: the model is built without
+    weights (on the meta device where it builds there) and nothing is loaded, so the checkpoint's tensors may be
+    memory-mapped (:func:`~timm_sl.tools.runs.read_checkpoint` ``mmap=True``) and are never read.
 
     Raises:
         ValueError: the checkpoint does not fit ``model_name`` with ``model_kwargs``: one line saying what the
@@ -100,7 +102,14 @@ def build_model(checkpoint: Checkpoint, model_name: str,
             model_kwargs['num_classes'] = classes
     wanted = _named(model_name, model_kwargs)
     try:
-        model = timm.create_model(model_name, **model_kwargs)
+        model = None
+        if not load:
+            try:
+                with torch.device('meta'):
+                    model = timm.create_model(model_name, **model_kwargs)
+            except BUILD_ERRORS:  # a model that computes on its tensors as it is built: built as usual, below
+                pass
+        model = model or timm.create_model(model_name, **model_kwargs)
     except BUILD_ERRORS as e:
         raise ValueError(f'{checkpoint.path} cannot build {wanted} (it was trained as {trained_as(checkpoint)}): '
                          f'{build_failure(e)}') from e
@@ -108,7 +117,8 @@ def build_model(checkpoint: Checkpoint, model_name: str,
     if mismatch:
         raise ValueError(f'{checkpoint.path} does not fit {wanted} (it was trained as {trained_as(checkpoint)}): '
                          f'{mismatch}')
-    model.load_state_dict(state, strict=True)
+    if load:
+        model.load_state_dict(state, strict=True)
     return model, model_kwargs
 
 
@@ -166,7 +176,8 @@ def check_same_run(record: RunRecord, checkpoint: Checkpoint) -> None:
                          f'train.py wrote with this checkpoint')
 
 
-def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+def build_run_model(record: RunRecord, checkpoint: Checkpoint,
+                    load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """:func:`build_model` for the model a run record names, with the arguments train.py built it with
     (:meth:`RunRecord.build_kwargs`: ``--in-chans``, ``--gp`` and ``--num-classes`` too), once
     :func:`check_same_run` found the run folder's ``args.yaml`` to be the checkpoint's."""
@@ -177,7 +188,7 @@ def build_run_model(record: RunRecord, checkpoint: Checkpoint) -> Tuple[torch.nn
     kwargs = record.build_kwargs()
     if record.num_classes:
         kwargs.setdefault('num_classes', record.num_classes)
-    return build_model(checkpoint, record.model, kwargs)
+    return build_model(checkpoint, record.model, kwargs, load=load)
 
 
 def model_from_checkpoint(

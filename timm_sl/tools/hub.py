@@ -22,11 +22,12 @@ from timm.models import save_for_hf
 from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
-from .runs import Checkpoint, RunRecord, format_top1, read_checkpoint, read_text
+from .runs import (
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
-__all__ = ['Exported', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
+__all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
            'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
@@ -186,6 +187,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     start = record.started_from()  # the recipe leaves out --initial-checkpoint (a path): said here
     trained = f'fine-tuned from trained weights ({start}), not trained from scratch,' if start else 'trained'
+    class_map = record.args.get('class_map')  # the recipe leaves it out (a path): said here
     lines = [
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
@@ -193,7 +195,9 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
-        f'- Classes: {model.num_classes}',
+        f'- Classes: {model.num_classes}' + (
+            f" numbered by the class map the run trained with (`--class-map {Path(str(class_map)).name}`): class i is "
+            f"the map's class i, not the i-th class folder in sorted order" if class_map else ''),
         f'- Preprocessing (as trained): mean {tuple(cfg["mean"])}, std {tuple(cfg["std"])}, '
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
@@ -235,6 +239,8 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
+    for name in EXPORTED_FILES:
+        check_regular_file(out_dir / name, 'a file export writes; allowed: move it away')
 
 
 def _readable(path: Path) -> None:
@@ -250,6 +256,81 @@ class Exported(NamedTuple):
     folder: Path
     source: str
     pretrained_cfg: Dict[str, Any]
+
+
+def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optional[List[str]] = None,
+                   load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+    """What :func:`export_run` checks before it writes anything, and the model it exports (``load=False``: built
+    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``."""
+    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is its own
+        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
+    if not record.model and record.run_dir is None and (record.checkpoint.parent / 'config.json').is_file() and \
+            record.checkpoint.name == 'model.safetensors':  # config.json names the model, for loaders, not for this
+        raise ValueError(f'{record.checkpoint} is the weights of a folder timm-sl export wrote, exported already; '
+                         f'allowed: timm-sl push {record.checkpoint.parent} (or timm.create_model("local-dir:'
+                         f'{record.checkpoint.parent}")), or export a train.py checkpoint or run folder')
+    if not record.model:
+        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
+        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
+    model, model_kwargs = build_run_model(record, checkpoint, load=load)
+    if label_names is not None and len(label_names) != model.num_classes:
+        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+                         f'classes; give exactly one name per class, in class-index order')
+    if label_names is not None:
+        _check_class_map_order(record, label_names)
+    return model, model_kwargs
+
+
+def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> None:
+    """Label names for a run of train.py's ``--class-map``, whose classes are the map's indices, not the class
+    folders in sorted order: as many as the map has classes, and a name the map holds (a class folder's) at its index.
+
+    Raises:
+        ValueError / OSError: the class map the run records is gone or unreadable (the names cannot be checked), or the
+            names are of another count or order; naming the map and what is allowed.
+    """
+    given = record.args.get('class_map')
+    if not given:
+        return
+    source = record.run_dir / 'args.yaml' if record.run_dir else record.checkpoint
+    where = record.class_map_file()
+    if where is None:
+        raise FileNotFoundError(
+            f'{source} records --class-map {given}, which is not there now (as given, nor in the data folder it '
+            f'records): the order of the classes the run learned is unknown, so --label-names cannot be checked; '
+            f'allowed: the class map back where train.py read it, or no --label-names')
+    try:
+        mapping = read_class_map(where)
+    except ValueError as e:
+        raise ValueError(f'{where} (the --class-map {source} records) {e}; allowed: the class map train.py read') \
+            from None
+    classes = max(mapping.values(), default=-1) + 1
+    if len(label_names) != classes:
+        raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
+                         f'{classes} classes; allowed: one name per class, in the order of that map')
+    moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
+    if moved is not None:
+        name = label_names[moved]
+        by_index = {v: k for k, v in reversed(list(mapping.items()))}
+        order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
+        raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
+                         f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
+                         f'classes the run learned; allowed: the names in the order of that map ({order})')
+
+
+def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
+    """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
+    names, another run's ``summary.csv``, label names of another class count), reading the checkpoint's names and
+    shapes only (memory-mapped, nothing loaded; see :func:`~timm_sl.tools.runs.read_checkpoint`): for
+    :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
+    weights at once. Returns the checkpoint read so, for the export (its weights are read then).
+
+    Raises:
+        ValueError / OSError: as :func:`export_run` would, before writing.
+    """
+    checkpoint = read_checkpoint(record.checkpoint, mmap=True)
+    _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    return checkpoint
 
 
 def export_run(
@@ -289,20 +370,7 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
-    if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is the checkpoint's
-        _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
-    if not record.model and record.run_dir is None and (record.checkpoint.parent / 'config.json').is_file() and \
-            record.checkpoint.name == 'model.safetensors':  # config.json names the model, for loaders, not for this
-        raise ValueError(f'{record.checkpoint} is the weights of a folder timm-sl export wrote, exported already; '
-                         f'allowed: timm-sl push {record.checkpoint.parent} (or timm.create_model("local-dir:'
-                         f'{record.checkpoint.parent}")), or export a train.py checkpoint or run folder')
-    if not record.model:
-        said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
-        raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
-    model, model_kwargs = build_run_model(record, checkpoint)
-    if label_names is not None and len(label_names) != model.num_classes:
-        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
-                         f'classes; give exactly one name per class, in class-index order')
+    model, model_kwargs = _checked_model(record, checkpoint, label_names)
     model.pretrained_cfg.update(training_data_config(model, record.args))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
@@ -339,9 +407,8 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
     column = f'eval_{loaded.args.get("eval_metric") or "top1"}'
     said = (record.epoch_row(epoch) or {}).get(column)
     if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
-        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted from 1) '
-                         f'is {said:g}, '
-                         f'the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
+        raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted '
+                         f'from 1) is {said:g}, the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
                          f'checkpoint')
 
 
@@ -446,6 +513,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         what = 'a folder' if odd.is_dir() else f'a link to {os.readlink(odd)}, which does not exist'
         raise (IsADirectoryError if odd.is_dir() else FileNotFoundError)(
             f'{odd} is {what}; allowed: the file as timm-sl export / release writes it (export again)')
+    for f in ('config.json', 'model.safetensors'):  # a FIFO is not 'missing' (nor read: it would wait forever)
+        check_regular_file(folder / f, f'a file; {_EXPORT_AGAIN}')
     missing = [f for f in ('config.json', 'model.safetensors') if not (folder / f).is_file()]
     if missing:
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')

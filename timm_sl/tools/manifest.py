@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 from .errors import first_line
-from .runs import read_text
+from .runs import check_regular_file, read_text
 
 __all__ = ['sha256', 'read_manifest', 'record_written']
 
@@ -24,11 +24,13 @@ def read_manifest(out: Path, overwrite: bool, name: str, tool: str) -> Dict[str,
     """``OUT/<name>``: relative path -> sha256 of each file an earlier run of ``tool`` wrote ({} for none).
 
     Raises:
-        ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``).
+        ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``), or a FIFO, socket or device
+            there (even with ``overwrite``: it would be written forever).
     """
     path = out / name
     if not path.exists():
         return {}
+    check_regular_file(path, f'the manifest {tool} writes; allowed: move it away')
     try:
         hashes = json.loads(read_text(path, f'the manifest {tool} writes')).get('sha256')
         if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):

@@ -28,7 +28,8 @@ from .errors import first_line
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
-    CHECKPOINTS, RunRecord, find_runs, format_top1, read_checkpoint, read_run, run_checkpoint, walk)
+    CHECKPOINTS, Checkpoint, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint, read_run,
+    run_checkpoint, walk)
 from .train_args import find_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -201,10 +202,11 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
 
 def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_PATTERN,
                 label_names: Optional[Any] = None, train_defaults: Optional[Dict[str, Any]] = None,
-                dataset: Optional[str] = None, record: Optional[RunRecord] = None) -> Released:
-    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card (``record`` when
-    :func:`read_release_record` already read the run). Replaces the folder's exported files: :func:`release` checks
-    first that they are its own.
+                dataset: Optional[str] = None, record: Optional[RunRecord] = None,
+                checkpoint: Optional[Checkpoint] = None) -> Released:
+    """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card (``record`` and ``checkpoint``
+    when :func:`read_release_record` and :func:`~timm_sl.tools.hub.check_export` already read them). Replaces the
+    folder's exported files: :func:`release` checks first that they are its own.
 
     Raises:
         FileNotFoundError / ValueError: see :func:`read_release_record` and :func:`repo_name`.
@@ -213,7 +215,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
-    checkpoint = read_checkpoint(record.checkpoint)
+    checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     record = record.with_checkpoint(checkpoint.arch, checkpoint.args)  # its args: a start from trained weights too
     arch_kwargs = record.arch_kwargs()
     table2 = record.table2_row()
@@ -253,6 +255,7 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
         path = out / rel
         if path.is_dir():
             raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
+        check_regular_file(path, 'a file release writes; allowed: move it away')
         if path.exists() and not overwrite and manifest.get(rel) != sha256(path):
             changed.append(path)
     if changed:
@@ -292,7 +295,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             ``out`` release did not write (or that changed since).
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
-    from .hub import EXPORTED_FILES, push_folder, read_label_names
+    from .hub import EXPORTED_FILES, check_export, push_folder, read_label_names
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     _check_hub_name(org, f'--org {org!r}')
@@ -330,14 +333,16 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             raise ValueError(f'{len(label_names)} label names given but {record.run_dir} has {record.num_classes} '
                              f'classes (its args.yaml); allowed: --label-names with one name per class of every run '
                              f'released (release runs of other class counts one at a time)')
+    # every checkpoint fits its model (and the names) before anything is written; kept while only mapped, not read
+    checkpoints = [(lambda c: c if c.mapped else None)(check_export(record, label_names)) for record in records]
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
     released = []
-    for i, record, name in zip(numbers, records, names):
+    for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
         run_dir = record.run_dir
         r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
-                        record=record)
+                        record=record, checkpoint=checkpoint)
         record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
         top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
         own = '' if r.weights_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \

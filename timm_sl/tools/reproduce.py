@@ -26,8 +26,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from .errors import check_not_below_a_file
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_done_marker, read_summary_rows, summarize,
-    walk)
+    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
+    read_summary_rows, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -224,32 +224,6 @@ def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
 
-def _read_class_map(path: Path) -> Dict[Any, Any]:
-    """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
-    of ``{name: index}`` (unpickled without globals, as timm does).
-
-    Raises:
-        ValueError: not readable so, naming what was wrong (after the map's name in a message).
-    """
-    import pickle
-
-    class NoGlobals(pickle.Unpickler):
-        def find_class(self, module: str, name: str):
-            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed in a class map')
-    try:
-        if path.suffix.lower() == '.txt':
-            with path.open(encoding='utf-8') as f:  # timm's reading, line ends and all
-                return {line.strip(): i for i, line in enumerate(f)}
-        with path.open('rb') as f:
-            mapping = NoGlobals(f).load()
-    except Exception as e:  # noqa: BLE001 (unpickling raises most kinds on a damaged file)
-        raise ValueError(f'is not readable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""})'
-                         ) from None
-    if not isinstance(mapping, dict):
-        raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
-    return mapping
-
-
 def _class_map_file(class_map: str, folder: Path) -> Optional[Path]:
     """The path timm's reader of the split ``folder`` opens as its class map: ``class_map`` as given where it exists
     (a folder too), else in ``folder``; None when neither exists."""
@@ -335,7 +309,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                     'one a line, or a .pkl of {name: index}')
                 continue
             try:
-                mapping = _read_class_map(where)
+                mapping = read_class_map(where)
             except ValueError as e:
                 errors.append(f'--class-map {data["class_map"]} {e}; allowed: a .txt file of class folder names, one '
                               f'a line, or a .pkl of {{name: index}}')

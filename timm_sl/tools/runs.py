@@ -32,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk']
+           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -51,6 +51,18 @@ def format_top1(value: Optional[float]) -> str:
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
 
 
+def check_regular_file(path: Path, what: str) -> None:
+    """Refuse what is there but is neither a folder nor a regular file (a FIFO, whose reading waits for a writer
+    forever; a socket; a device such as /dev/zero, endless): not 'does not exist', not a hang.
+
+    Raises:
+        ValueError: naming ``path``, what it is and ``what`` was expected there.
+    """
+    if path.exists() and not path.is_dir() and not path.is_file():
+        kind = 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
+        raise ValueError(f'{path} is {kind}, not a regular file; expected {what}')
+
+
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
 _BOMS = ((codecs.BOM_UTF32_LE, 'utf-32'), (codecs.BOM_UTF32_BE, 'utf-32'), (codecs.BOM_UTF8, 'utf-8-sig'),
          (codecs.BOM_UTF16_LE, 'utf-16'), (codecs.BOM_UTF16_BE, 'utf-16'))
@@ -63,14 +75,15 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
 
     Raises:
         FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
-        ValueError: bytes that a byte-order mark's codec cannot read, or NUL bytes without a mark (UTF-16 / UTF-32
-            without one, or not text); naming the file.
+        ValueError: bytes that a byte-order mark's codec cannot read, NUL bytes without a mark (UTF-16 / UTF-32
+            without one, or not text), or not a regular file (a FIFO, socket or device); naming the file.
     """
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder; expected {what}')
     if not path.exists():
         raise FileNotFoundError(f'{path} does not exist; expected {what}')
+    check_regular_file(path, what)
     try:
         data = path.read_bytes()
     except OSError as e:
@@ -179,13 +192,18 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     }
 
 
-def _read_json(path: Path, kind: type = dict) -> Any:
+def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
     """A JSON object (or another ``kind``) this package wrote beside a run; empty when absent, empty, half-written or
-    not of that kind."""
+    not of that kind.
+
+    Raises:
+        ValueError: a FIFO, socket or device there (see :func:`check_regular_file`), naming it.
+    """
+    check_regular_file(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
     if not path.is_file():
         return kind()
     try:
-        value = json.loads(read_text(path, 'a JSON file'))
+        value = json.loads(read_text(path, what))
     except (ValueError, OSError):
         return kind()
     return value if isinstance(value, kind) else kind()
@@ -194,12 +212,42 @@ def _read_json(path: Path, kind: type = dict) -> Any:
 def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
     """``timm-sl reproduce``'s ``done.json`` of a run folder; {} when there is none or it was not written whole (an
     interrupted write is no marker: the run's ``summary.csv`` decides)."""
-    return _read_json(Path(folder) / DONE_MARKER)
+    return _read_json(Path(folder) / DONE_MARKER, what=f"timm-sl reproduce's {DONE_MARKER}")
 
 
 def _whole(value: Any) -> bool:
     """An int that is not a bool (a JSON or checkpoint value that counts epochs)."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_class_map(path: Path) -> Dict[Any, Any]:
+    """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
+    of ``{name: index}`` (unpickled without globals, as timm does), whose indices are the classes a run learned.
+
+    Raises:
+        ValueError: not readable so, or an index that is not a class number, naming what was wrong (after the map's
+            name in a message).
+    """
+    import pickle
+
+    class NoGlobals(pickle.Unpickler):
+        def find_class(self, module: str, name: str):
+            raise pickle.UnpicklingError(f'global {module}.{name} is not allowed in a class map')
+    try:
+        if path.suffix.lower() == '.txt':
+            with path.open(encoding='utf-8') as f:  # timm's reading, line ends and all
+                return {line.strip(): i for i, line in enumerate(f)}
+        with path.open('rb') as f:
+            mapping = NoGlobals(f).load()
+    except Exception as e:  # noqa: BLE001 (unpickling raises most kinds on a damaged file)
+        raise ValueError(f'is not readable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ""})'
+                         ) from None
+    if not isinstance(mapping, dict):
+        raise ValueError(f'holds a {type(mapping).__name__}, not a dict of class name to index')
+    odd = next((k for k, v in mapping.items() if not (_whole(v) and v >= 0)), None)
+    if odd is not None:
+        raise ValueError(f'gives {odd!r} the index {mapping[odd]!r}, not a class number (0, 1, ...)')
+    return mapping
 
 
 @dataclass
@@ -321,6 +369,24 @@ class RunRecord:
         resume = ['--resume', f'OUTPUT/{last_flag_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
                 for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
+
+    def class_map_file(self) -> Optional[Path]:
+        """Where train.py read the run's ``--class-map`` as timm's ``load_class_map`` looks for it: as given, else in
+        the training split's folder of ``--data-dir`` (or that folder itself); None when the run gave none or it is not
+        there now.
+
+        Raises:
+            ValueError: a FIFO, socket or device there (see :func:`check_regular_file`).
+        """
+        given, data = self.args.get('class_map'), self.args.get('data_dir') or self.args.get('data')
+        if not (given and isinstance(given, str)):
+            return None
+        split = str(self.args.get('train_split') or 'train').split('[')[0]
+        places = [Path(given)] + ([Path(data) / split / given, Path(data) / given] if isinstance(data, str) else [])
+        found = next((p for p in places if p.exists()), None)
+        if found is not None:
+            check_regular_file(found, "the run's class map (train.py's --class-map)")
+        return found
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
@@ -550,7 +616,7 @@ def read_run(
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary) if summary else []
-    sessions = _read_json(folder / SESSIONS, list) if run_dir else []
+    sessions = _read_json(folder / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}") if run_dir else []
     sessions = [s for s in sessions if isinstance(s, dict)]
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
@@ -624,6 +690,8 @@ def run_checkpoint(run_dir: Union[str, Path]) -> Path:
     if found is not None and not found.exists():  # a link to nothing: not the next one, silently either
         raise FileNotFoundError(f'{found} is a link to {os.readlink(found)}, which does not exist; expected a '
                                 f'checkpoint file (allowed: a link to one, or no {found.name})')
+    if found is not None:
+        check_regular_file(found, 'a checkpoint file')
     if found is not None and not found.is_file():  # not the next one, silently: the best checkpoint is this name
         raise IsADirectoryError(f'{found} is a folder; expected a checkpoint file (a train.py run folder holds its '
                                 f'{" or ".join(CHECKPOINTS)} as files)')
@@ -647,6 +715,7 @@ def checkpoint_file(path: Union[str, Path]) -> Path:
         return exported
     if path.is_dir():
         return run_checkpoint(path)
+    check_regular_file(path, 'a checkpoint file')
     if not path.is_file():
         raise FileNotFoundError(f'checkpoint {path} does not exist')
     return path
@@ -662,22 +731,30 @@ class Checkpoint:
     args: Dict[str, Any] = field(default_factory=dict)  # train.py's arguments, when the checkpoint carries them
     epoch: Optional[int] = None
     metric: Optional[float] = None
+    mapped: bool = False  # its tensors are memory-mapped from the file (read_checkpoint's mmap), not held in memory
 
 
 _ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its legacy pickle format) begin
 
 
-def _load(path: Path) -> Any:
-    """The file's content, read once; one line naming the file (and why) when it is not a checkpoint."""
+def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
+    """The file's content, read once, and whether its tensors are memory-mapped (``mmap``, for a zip archive), not
+    read; one line naming the file (and why) when it is not a checkpoint."""
     import torch
     if path.stat().st_size == 0:
         raise ValueError(f'{path} is not a readable checkpoint (it is empty: 0 bytes; an interrupted save?)')
     if path.suffix == '.safetensors':
         import safetensors.torch
         try:
-            return safetensors.torch.load_file(str(path), device='cpu')
+            return safetensors.torch.load_file(str(path), device='cpu'), False
         except Exception as e:  # noqa: BLE001 - safetensors raises several types for a bad file
             raise ValueError(f'{path} is not a readable safetensors file ({first_line(e)})') from e
+    if mmap:  # torch maps a file by its name, a zip archive only: any other is read below, which names what is wrong
+        try:
+            with torch.serialization.safe_globals([argparse.Namespace]):
+                return torch.load(str(path), map_location='cpu', weights_only=True, mmap=True), True
+        except Exception:  # noqa: BLE001 - torch raises many types for a file it cannot map
+            pass
     with path.open('rb') as f:
         head = f.read(64)
         if not (head.startswith(_ZIP) or head.startswith(_PICKLE)):
@@ -691,7 +768,7 @@ def _load(path: Path) -> Any:
         f.seek(0)
         try:
             with torch.serialization.safe_globals([argparse.Namespace]):
-                return torch.load(f, map_location='cpu', weights_only=True)
+                return torch.load(f, map_location='cpu', weights_only=True), False
         except Exception as e:  # noqa: BLE001 - torch raises many types for a bad file
             reason = first_line(e)
             if 'Weights only load failed' in reason:  # torch's lines of advice on unpickling code: not taken here
@@ -701,8 +778,9 @@ def _load(path: Path) -> Any:
             raise ValueError(f'{path} is not a readable torch checkpoint ({reason})') from e
 
 
-def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
-    """Read a train.py checkpoint, a plain state dict or a ``.safetensors`` file (or a run folder's checkpoint).
+def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
+    """Read a train.py checkpoint, a plain state dict or a ``.safetensors`` file (or a run folder's checkpoint);
+    ``mmap``: its tensors memory-mapped where torch can (a zip archive), for what needs their names and shapes only.
 
     Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
     (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
@@ -718,7 +796,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     import torch
     from timm.models import clean_state_dict
     path = checkpoint_file(path)
-    content = _load(path)
+    content, mapped = _load(path, mmap)
     source, state = ('safetensors' if path.suffix == '.safetensors' else 'plain'), content
     saved = content.get('args') if isinstance(content, dict) else None
     saved = vars(saved) if isinstance(saved, argparse.Namespace) else saved
@@ -736,7 +814,7 @@ def read_checkpoint(path: Union[str, Path]) -> Checkpoint:
     arch = meta.get('arch')
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
-                      epoch=meta.get('epoch'), metric=meta.get('metric'))
+                      epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
 
 
 def portable_command(command: str) -> str:
