@@ -408,8 +408,8 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
     said = (record.epoch_row(epoch) or {}).get(column)
     if said is not None and math.isfinite(said) and not math.isclose(said, metric, rel_tol=1e-6, abs_tol=1e-4):
         raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted '
-                         f'from 1) is {said:g}, the checkpoint records {metric:g}; allowed: the summary.csv of the run that wrote the '
-                         f'checkpoint')
+                         f'from 1) is {said:g}, the checkpoint records {metric:g}; allowed: the summary.csv of the run '
+                         f'that wrote the checkpoint')
 
 
 def export_checkpoint(
