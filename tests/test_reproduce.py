@@ -824,9 +824,9 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.pkl', pickle.dumps({str(d): d + 1 for d in range(10)}), False,
      "--class-map {M} labels class '9' 10, which is no class index of the 10 the run trains (num_classes): every run "
      "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
-    ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,
-     "--class-map {M} labels class '0' -1, which is no class index of the 10 the run trains (num_classes): every run "
-     "would fail on its first image of it; allowed: labels 0 to 9, or -- --num-classes"),
+    ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,  # refused by the one class-map reader (runs.read_class_map)
+     "--class-map {M} gives '0' the index -1, not a class number (0, 1, ...); allowed: a .txt file of class folder "
+     "names, one a line, or a .pkl of {{name: index}}"),
 ], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
         'beyond-head', 'negative'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
