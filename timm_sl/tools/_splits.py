@@ -9,10 +9,14 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['check_split_folders', 'check_side_files', 'check_no_other_record', 'check_distinct_sources',
-           'file_identity', 'identifies_contents', 'write_staged', 'read_info']
+__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'check_split_folders', 'check_side_files', 'check_no_other_record',
+           'check_distinct_sources', 'file_identity', 'identifies_contents', 'write_staged', 'read_info']
 
 T = TypeVar('T')
+
+# the record each prepare-* command writes last (its presence says the folder is complete), known to the other
+FASHION_MNIST_INFO = 'fashion_mnist.json'
+SVHN_INFO = 'svhn.json'
 
 
 def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path], bool], what: str,

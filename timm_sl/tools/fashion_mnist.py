@@ -25,8 +25,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity,
-    identifies_contents, read_info, write_staged)
+    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_side_files, check_split_folders,
+    file_identity, identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -41,7 +41,7 @@ LABEL_NAMES = ('T-shirt/top', 'Trouser', 'Pullover', 'Dress', 'Coat', 'Sandal', 
                'Ankle boot')
 LABEL_NAMES_TEXT = '\n'.join(LABEL_NAMES) + '\n'  # DIR/label_names.txt, as this command writes it
 CLASS_FOLDERS = tuple(f'{i}_' + name.lower().replace('/', '_').replace(' ', '_') for i, name in enumerate(LABEL_NAMES))
-INFO_FILE = 'fashion_mnist.json'  # written last: its presence says the folder is complete
+INFO_FILE = FASHION_MNIST_INFO  # written last: its presence says the folder is complete
 SIZE = 32
 
 
@@ -222,7 +222,6 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_distinct_sources({split: _find(source, stems[0]) for split, stems in FASHION_MNIST_FILES.items()})
     _check_splits_not_swapped(source)
     _check_target(root)
-    from .svhn import INFO_FILE as SVHN_INFO
     check_no_other_record(root, root / SVHN_INFO, 'svhn')
     files = {stem: file_identity(_find(source, stem)) for stems in FASHION_MNIST_FILES.values() for stem in stems}
     settings = dict(source=str(source.resolve()), limit=limit, files=files)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Dict, Sequence
 
 from .errors import first_line
-from .runs import check_regular_file, read_text
+from .files import check_regular_file, read_text
 
 __all__ = ['sha256', 'read_manifest', 'record_written']
 

@@ -15,7 +15,6 @@ one read from folders around it. Epochs: train.py counts them from 0 in ``summar
 this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is train.py's epoch + 1).
 """
 import argparse
-import codecs
 import csv
 import json
 import math
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
+from .files import check_regular_file, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
@@ -49,61 +49,6 @@ def format_top1(value: Optional[float]) -> str:
     if value is None:
         return '-'
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
-
-
-def check_regular_file(path: Path, what: str) -> None:
-    """Refuse what is there but is neither a folder nor a regular file (a FIFO, whose reading waits for a writer
-    forever; a socket; a device such as /dev/zero, endless): not 'does not exist', not a hang.
-
-    Raises:
-        ValueError: naming ``path``, what it is and ``what`` was expected there.
-    """
-    if path.exists() and not path.is_dir() and not path.is_file():
-        kind = 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
-        raise ValueError(f'{path} is {kind}, not a regular file; expected {what}')
-
-
-# byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
-_BOMS = ((codecs.BOM_UTF32_LE, 'utf-32'), (codecs.BOM_UTF32_BE, 'utf-32'), (codecs.BOM_UTF8, 'utf-8-sig'),
-         (codecs.BOM_UTF16_LE, 'utf-16'), (codecs.BOM_UTF16_BE, 'utf-16'))
-
-
-def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
-    """A text file of a run (every text file this package reads): by its byte-order mark (UTF-8, UTF-16, UTF-32; the
-    mark is not part of the text), else UTF-8, else Latin-1 (every byte is a character: a path written in another
-    encoding is read, not refused); zero bytes that end a file (a crash while it was written) are not text.
-
-    Raises:
-        FileNotFoundError / IsADirectoryError / PermissionError: naming ``path`` and ``what`` was expected there.
-        ValueError: bytes that a byte-order mark's codec cannot read, NUL bytes without a mark (UTF-16 / UTF-32
-            without one, or not text), or not a regular file (a FIFO, socket or device); naming the file.
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f'{path} is a folder; expected {what}')
-    if not path.exists():
-        raise FileNotFoundError(f'{path} does not exist; expected {what}')
-    check_regular_file(path, what)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise type(e)(f'{path} cannot be read ({e.strerror or first_line(e)}); expected {what}') from e
-    codec = next((codec for bom, codec in _BOMS if data.startswith(bom)), None)
-    allowed = 'allowed: UTF-8, or UTF-16 / UTF-32 with a byte-order mark'
-    if codec is not None:
-        try:
-            return data.decode(codec)
-        except UnicodeDecodeError as e:
-            raise ValueError(f'{path} begins with the byte-order mark of {codec} but is not {codec} from byte '
-                             f'{e.start} on; expected {what}; {allowed}') from None
-    data = data.rstrip(b'\x00')  # what a crash leaves at the end of a file being written: zero bytes
-    if b'\x00' in data:
-        raise ValueError(f'{path} holds NUL bytes (UTF-16 or UTF-32 without a byte-order mark, or not text); expected '
-                         f'{what}; {allowed}')
-    try:
-        return data.decode('utf-8')
-    except UnicodeDecodeError:
-        return data.decode('latin-1')
 
 
 def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
@@ -521,8 +466,7 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
 def prepared_dataset(folder: Union[str, Path]) -> Optional[Tuple[Path, str]]:
     """The record a ``timm-sl prepare-*`` command left in a data folder (``fashion_mnist.json``, ``svhn.json``) and
     the dataset it names; None when the folder holds none (or cannot be read)."""
-    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
-    from .svhn import INFO_FILE as SVHN_INFO
+    from ._splits import FASHION_MNIST_INFO, SVHN_INFO
     for name, dataset in ((FASHION_MNIST_INFO, 'fashion-mnist'), (SVHN_INFO, 'svhn')):
         path = Path(folder) / name
         try:

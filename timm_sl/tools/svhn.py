@@ -13,14 +13,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    check_distinct_sources, check_no_other_record, check_side_files, check_split_folders, file_identity,
-    identifies_contents, read_info, write_staged)
+    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_side_files, check_split_folders,
+    file_identity, identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
 
 SVHN_FILES = {'train': 'train_32x32.mat', 'test': 'test_32x32.mat', 'extra': 'extra_32x32.mat'}
-INFO_FILE = 'svhn.json'  # written last: the finished splits and the .mat file each came from
+INFO_FILE = SVHN_INFO  # written last: the finished splits and the .mat file each came from
 _DIGITS = [str(d) for d in range(10)]
 _EXPECTED = "'X' uint8 of shape (32, 32, 3, N) and 'y' of shape (N, 1) with labels 1..10 (10 is the digit 0)"
 
@@ -159,7 +159,6 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         if folder.exists() and not folder.is_dir():
             raise NotADirectoryError(f'{folder} is a file; allowed: a folder ({what})')
     check_not_below_a_file(root)
-    from .fashion_mnist import INFO_FILE as FASHION_MNIST_INFO
     check_no_other_record(root, root / FASHION_MNIST_INFO, 'fashion-mnist')
     for split in splits:
         mat = source / SVHN_FILES[split]
