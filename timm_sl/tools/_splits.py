@@ -9,14 +9,26 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'check_split_folders', 'check_side_files', 'check_no_other_record',
-           'check_distinct_sources', 'file_identity', 'identifies_contents', 'write_staged', 'read_info']
+__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'check_not_swapped', 'check_split_folders', 'check_side_files',
+           'check_no_other_record', 'check_distinct_sources', 'file_identity', 'identifies_contents', 'write_staged',
+           'read_info']
 
 T = TypeVar('T')
 
 # the record each prepare-* command writes last (its presence says the folder is complete), known to the other
 FASHION_MNIST_INFO = 'fashion_mnist.json'
 SVHN_INFO = 'svhn.json'
+
+
+def check_not_swapped(train: Path, test: Path, counts: Tuple[int, int], unit: str, released: Dict[str, int],
+                      test_name: str = 'test') -> None:
+    """Refuse a training split (``counts``: train, test) smaller than the test split: a release's train and test files
+    under each other's names (train.py would train on the test images and evaluate on the training ones)."""
+    if counts[0] < counts[1]:
+        raise ValueError(f'{train} holds {counts[0]:,} {unit} but {test} {counts[1]:,}: the training split would be '
+                         f'the smaller, as with the train and {test_name} files under each other\'s names; allowed: '
+                         f'the files as released (train {released["train"]:,}, {test_name} {released["test"]:,} '
+                         f'images)')
 
 
 def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path], bool], what: str,

@@ -25,8 +25,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_side_files, check_split_folders,
-    file_identity, identifies_contents, read_info, write_staged)
+    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
+    check_split_folders, file_identity, identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -99,11 +99,8 @@ def _check_splits_not_swapped(source: Path) -> None:
     """Refuse a training split smaller than the test split: the release's train and t10k files under each other's
     names (train.py would train on the 10,000 test images and evaluate on the 60,000 training ones)."""
     train, test = (_find(source, FASHION_MNIST_FILES[split][1]) for split in ('train', 'test'))
-    sizes = [len(_read_labels(source, split)) for split in ('train', 'test')]  # MNIST's digits refused first
-    if sizes[0] < sizes[1]:
-        raise ValueError(f'{train} holds {sizes[0]:,} labels but {test} {sizes[1]:,}: the training split would be '
-                         f'the smaller, as with the train and t10k files under each other\'s names; allowed: the files '
-                         f'as released (train {_FULL_SPLITS["train"]:,}, t10k {_FULL_SPLITS["test"]:,} images)')
+    sizes = tuple(len(_read_labels(source, split)) for split in ('train', 'test'))  # MNIST's digits refused first
+    check_not_swapped(train, test, sizes, 'labels', _FULL_SPLITS, test_name='t10k')
 
 
 def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray, np.ndarray]:

@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from ._splits import (
-    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_side_files, check_split_folders,
-    file_identity, identifies_contents, read_info, write_staged)
+    FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
+    check_split_folders, file_identity, identifies_contents, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -84,10 +84,8 @@ def _check_splits_not_swapped(source: Path) -> None:
     names (train.py would train on the 26,032 test images and evaluate on the 73,257 training ones)."""
     train, test = (source / SVHN_FILES[split] for split in ('train', 'test'))
     sizes = [_images(train), _images(test)]
-    if None not in sizes and sizes[0] < sizes[1]:
-        raise ValueError(f'{train} holds {sizes[0]:,} images but {test} {sizes[1]:,}: the training split would be the '
-                         f'smaller, as with the train and test files under each other\'s names; allowed: the files as '
-                         f'released (train {_RELEASED["train"]:,}, test {_RELEASED["test"]:,} images)')
+    if None not in sizes:
+        check_not_swapped(train, test, tuple(sizes), 'images', _RELEASED)
 
 
 def _written_by_us(folder: Path) -> bool:
