@@ -1515,8 +1515,11 @@ def test_rows_are_labelled_by_what_their_switches_make_them(fake_train, tmp_path
     assert '| vit | ST |' in report and '| vit | baseline |' in report and '| vit | SL |' not in report
     bars = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
     assert [t.get_text().split('\n')[:2] for t in bars.get_xticklabels()] == [['vit', 'baseline'], ['vit', 'ST']]
+    assert [ax.get_title() for ax in saved_figures['top1.png'].axes][-1] == 'ST − baseline'
     curves = [line.get_label() for ax in saved_figures['curves.png'].axes for line in ax.get_lines()]
     assert 'ST' in curves and 'SL' not in curves
+    ticks = saved_figures['curves.png'].axes[0].get_xticks()  # one epoch: one whole tick, none between
+    assert list(ticks) == [1]
 
 
 def test_top1_chart_names_the_recipe_and_the_kwargs_every_row_got(fake_train, tmp_path, capsys, saved_figures):

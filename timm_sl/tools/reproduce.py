@@ -1179,7 +1179,9 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                                                              if _diverged_note(bases.get(r['family'], {})) else '')
                          for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
-    right.set_title('SL − baseline' + (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
+    gained = sorted({switches_label(r['model_kwargs']) for r in deltas} - {'SL', 'SL w/o Spool'})  # ST, S, ... rows
+    right.set_title(f'{" / ".join(["SL"] * (not gained) + gained)} − baseline' +
+                    (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
@@ -1210,6 +1212,10 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
                     color=colors[o.run.variant], label=label, linestyle='--' if failed else '-')
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
+        epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
+        if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
+            ax.set_xticks(sorted(epochs))
+            ax.set_xlim(min(epochs) - 0.5, min(epochs) + 0.5)
         ax.set_title(f'{family}: validation top-1 per epoch' + (', a line per seed' if seeds else ''))
         ax.set_xlabel(EPOCH_AXIS)
         ax.grid(alpha=0.3)
