@@ -1451,6 +1451,28 @@ def test_a_folder_where_reproduce_writes_a_file_is_named_before_any_run(fake_tra
     assert not list(out.glob('runs/*/argv.log')) and (out / where / 'mine').read_text() == 'mine'  # nothing ran
 
 
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
+def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_path, capsys):
+    """A FIFO at a run's sessions.json, train.log or command.txt, or at report.md: reproduce waited on it for ever
+    (reading the log of a finished run, writing the others); at run.json it was taken for no record (the run compared
+    by its args.yaml only and extended)."""
+    done = tmp_path / 'done'
+    assert main(_reproduce_args(tmp_path, done, fake_train, train_args=['--epochs', '1'])) == 0
+    capsys.readouterr()
+    for where, what in [('runs/vit-base-s0/train.log', 'train.py log of vit-base-s0'),
+                        ('runs/vit-sl-s0/sessions.json', 'record of train.py sessions of vit-sl-s0'),
+                        ('runs/vit-sl-s0/run.json', 'record of the run settings of vit-sl-s0'),
+                        ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
+                        ('report.md', 'report')]:
+        out = tmp_path / where.replace('/', '-')
+        shutil.copytree(done, out)
+        (out / where).unlink()
+        os.mkfifo(out / where)
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+        assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected the {what} '
+                                      f'(reproduce writes it there); allowed: move it away or use another --out')
+        assert len(read_summary_rows(out / 'runs' / 'vit-sl-s0' / 'summary.csv')) == 1  # not extended
+
 def test_a_file_that_cannot_be_written_midway_stops_every_run_and_writes_the_report(fake_train, tmp_path, capsys,
                                                                                    monkeypatch):
     """done.json turning into a folder while its run trained raised out of the sweep: the other train.py went on

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import check_not_below_a_file
+from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
+    DONE_MARKER, SESSIONS, RunRecord, _read_json, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
     read_summary_rows, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
@@ -487,16 +488,20 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
 
     Raises:
         ValueError: a :data:`SETTINGS` that is there but damaged (cut short, not a JSON object): what the run was
-            trained with is not known, and args.yaml says less (not the train.py arguments, nor the class map).
+            trained with is not known, and args.yaml says less (not the train.py arguments, nor the class map); or
+            no regular file (a FIFO, :func:`~timm_sl.tools.files.check_regular_file`).
+        IsADirectoryError: a folder there, which is no record either.
     """
     path = run.out_dir / SETTINGS
+    what = f'record of the run settings of {run.name}'
+    text = read_text(path, what) if path.exists() or path.is_symlink() else None  # a FIFO / folder: refused
     try:
-        recorded = json.loads(path.read_text(encoding='utf-8')) if path.is_file() else None
-    except (ValueError, UnicodeDecodeError) as e:  # a disk that filled while it was written
+        recorded = None if text is None else json.loads(text)
+    except ValueError as e:  # a disk that filled while it was written
         recorded = e
     if isinstance(recorded, dict):
         return recorded
-    if path.is_file():
+    if text is not None:
         raise ValueError(f'{path} is damaged ({"not JSON" if isinstance(recorded, Exception) else "not a JSON object"})'
                          f': what the run was trained with is not known; allowed: delete the file to compare the run '
                          f'by its args.yaml (as a run of an older reproduce), delete {run.out_dir} to restart it, or '
@@ -508,8 +513,9 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
     command = run.out_dir / COMMAND
     try:
-        config = last_flag_value(shlex.split(command.read_text()), '--config') if command.is_file() else None
-    except (ValueError, UnicodeDecodeError):
+        config = last_flag_value(shlex.split(read_text(command, "the run's train.py command line")), '--config') \
+            if command.exists() else None
+    except (ValueError, OSError):
         config = None
     if config:
         old['recipe'] = Path(config).name
@@ -609,7 +615,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue  # nothing trained yet: the run starts (again) from scratch
         try:
             recorded = _recorded_settings(run)
-        except ValueError as e:
+        except (ValueError, OSError) as e:
             errors.append(str(e))
             continue
         if 'train_args' in recorded:
@@ -650,8 +656,10 @@ def _check_writable(path: Path, what: str) -> None:
     folder it may not write.
 
     Raises:
-        IsADirectoryError / PermissionError / ValueError (a link there): naming the path and what is allowed.
+        IsADirectoryError / PermissionError / ValueError (a link there; a FIFO, socket or device, which writing or
+            reading would wait on or never end): naming the path and what is allowed.
     """
+    check_regular_file(path, f'the {what} (reproduce writes it there); allowed: move it away or use another --out')
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder where reproduce writes its {what}; allowed: move it away or use '
                                 f'another --out')
@@ -817,12 +825,8 @@ def _seconds(session: Dict[str, Any]) -> float:
 def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
     """The train.py sessions of a run this command recorded (:data:`SESSIONS`): one per start, resumes included;
     ``current``: only those since its last start from scratch (what went before it trained nothing kept)."""
-    path = run.out_dir / SESSIONS
-    try:
-        sessions = json.loads(path.read_text()) if path.is_file() else []
-    except (ValueError, UnicodeDecodeError):
-        return []
-    sessions = [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+    sessions = [s for s in _read_json(run.out_dir / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}")
+                if isinstance(s, dict)]
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     return sessions[fresh[-1]:] if current and fresh else sessions
 
@@ -862,10 +866,10 @@ def reproduce(
     epochs = planned_epochs(recipe, extra_args)
     spellings = train_script_spellings(script)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
+    check_run_files(runs)  # first: a FIFO there is not read (nor waited on) as a record
     problems = check_runs(runs, settings, epochs, spellings)
     if problems:
         raise ValueError('\n'.join(problems))
-    check_run_files(runs)
     outcomes: Dict[int, Outcome] = {}
     todo: List[Tuple[int, Run]] = []
     for i, run in enumerate(runs):
