@@ -184,6 +184,19 @@ def test_workers_read_from_the_train_args_for_the_rule(fake_train, tmp_path, cap
     assert sorted(r[0]['gpu'] for r in _records(tmp_path / 'out').values()) == ['3', '5']
 
 
+@pytest.mark.parametrize('workers', [['-j0'], ['-j=0'], ['--workers=0'], ['--workers', '3', '-j0']])
+def test_workers_in_every_spelling_train_py_takes_are_planned_with(fake_train, monkeypatch, workers):
+    """-j0 / -j=0 (as train.py's argparse takes them) were not read: the rule planned with the recipe's workers."""
+    import argparse
+    from timm_sl.tools import reproduce as module
+    monkeypatch.setattr(module, '_no_gpu_here', lambda env: False)
+    monkeypatch.setattr(module, 'probe_gpus', lambda: [Gpu('3', 79.2)])
+    monkeypatch.setattr(module.os, 'sched_getaffinity', lambda pid: set(range(4)), raising=False)
+    args = argparse.Namespace(jobs=None, gpus='auto', nproc=1)
+    jobs, _, how = module.plan_sweep(args, module.recipe_path('cifar10'), ['--epochs', '1', *workers], fake_train)
+    assert jobs == 4 and '4 cores / (1 x (0 workers + 1)) = 4 by CPU' in how
+
+
 def test_gpus_found_but_not_a_multiple_of_nproc_say_which_stay_idle(fake_train, tmp_path, capsys, monkeypatch):
     from timm_sl.tools import reproduce as module
     monkeypatch.setattr(module, '_no_gpu_here', lambda env: False)

@@ -1406,15 +1406,12 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         run.model_kwargs = {**run.model_kwargs, **kwargs}
 
 
-def _workers(recipe: Path, extra_args: Sequence[str]) -> int:
-    """Data workers per run: the last ``-j`` / ``--workers`` among the extra arguments, else the recipe's, else
+def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:
+    """Data workers per run: the last ``-j`` / ``--workers`` among the extra arguments in any spelling train.py takes
+    (``-j0``, ``-j=0``, ``--workers=0``; ``spellings``: train.py's, :func:`run_settings`), else the recipe's, else
     train.py's default."""
-    value = None
-    for i, arg in enumerate(extra_args):
-        if arg in ('-j', '--workers') and i + 1 < len(extra_args):
-            value = extra_args[i + 1]
-        elif arg.startswith('--workers='):
-            value = arg.split('=', 1)[1]
+    words = _flag_words(extra_args, {'-j': '--workers', '--workers': '--workers', **(spellings or {})}).get('--workers')
+    value = words[0] if words else None
     if value is None:
         value = read_recipe(recipe).get('workers', TRAIN_PY_WORKERS)
     try:
@@ -1483,7 +1480,8 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     if args.jobs is not None:
         jobs, why = args.jobs, '--jobs'
     else:
-        jobs, why = default_jobs(gpus, args.nproc, _workers(recipe, extra_args))
+        spellings = train_script_spellings(script) if script is not None else None
+        jobs, why = default_jobs(gpus, args.nproc, _workers(recipe, extra_args, spellings))
     where = f'GPU {" / ".join(devices)}' + (f' (GPU {",".join(idle)} idle: --nproc {args.nproc})' if idle else '') \
         if gpus else 'unpinned (no GPU found)' if ids is None else 'unpinned'
     return jobs, devices, f'{jobs} run(s) at once ({why}), {where}'
