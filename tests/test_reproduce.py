@@ -583,7 +583,8 @@ def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path,
 @pytest.mark.skipif(sys.platform == 'win32', reason='no fcntl (--out is not held), no SIGINT')
 def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, capsys):
     """Two calls into one --out trained the same runs at once: the second deleted the first's summary.csv, the first
-    reported its run failed, and both train.py processes wrote one run folder."""
+    reported its run failed, and both train.py processes wrote one run folder; so did two --out whose runs/ are one
+    folder through a link."""
     import signal
     import subprocess
     import time
@@ -599,9 +600,17 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
         assert capsys.readouterr().err == (
             f'timm-sl reproduce: {out} is in use by another timm-sl reproduce (pid {first.pid}), which holds '
-            f'{out / ".reproduce.lock"}: two would train the same runs at once; allowed: wait for it to end, or '
-            f'another --out\n')
+            f'{out / "runs" / ".reproduce.lock"}: two would train the same runs at once; allowed: wait for it to end, '
+            f'or another --out\n')
         assert not (out / 'runs' / 'vit-sl-s0').exists()
+        linked = tmp_path / 'linked'  # another --out whose runs are these: one lock, not one per --out
+        linked.mkdir()
+        (linked / 'runs').symlink_to(out / 'runs')
+        assert _exit_status(_reproduce_args(tmp_path, linked, fake_train)) == 2
+        assert capsys.readouterr().err == (
+            f'timm-sl reproduce: {linked} is in use by another timm-sl reproduce (pid {first.pid}), which holds '
+            f'{out / "runs" / ".reproduce.lock"}: two would train the same runs at once; allowed: wait for it to end, '
+            f'or another --out\n')
     finally:
         first.send_signal(signal.SIGINT)  # Ctrl-C: it stops its run and writes its report
         first.wait(60)
@@ -632,8 +641,8 @@ def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
         assert capsys.readouterr().err == (
             f'timm-sl reproduce: {out} is in use by the train.py processes of a timm-sl reproduce that ended (pid '
-            f'{first.pid}), which hold {out / ".reproduce.lock"} while they run: two would train the same runs at '
-            f'once; allowed: wait for it to end, or another --out\n')
+            f'{first.pid}), which hold {out / "runs" / ".reproduce.lock"} while they run: two would train the same '
+            f'runs at once; allowed: wait for it to end, or another --out\n')
     finally:
         os.kill(train_py, signal.SIGKILL)
     deadline = time.monotonic() + 60
@@ -645,22 +654,22 @@ def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train
 
 @pytest.mark.parametrize('kind', ['link', 'folder'])
 def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_path, capsys, kind):
-    """OUT/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""
+    """OUT/runs/.reproduce.lock linked to a file of the user's: that file was cut to reproduce's process id."""
     out = tmp_path / 'out'
-    out.mkdir()
+    (out / 'runs').mkdir(parents=True)
     notes = tmp_path / 'notes.txt'
     notes.write_text('mine')
     if kind == 'link':
-        (out / '.reproduce.lock').symlink_to(notes)
+        (out / 'runs' / '.reproduce.lock').symlink_to(notes)
     else:
-        (out / '.reproduce.lock').mkdir()
+        (out / 'runs' / '.reproduce.lock').mkdir()
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
     assert _one_error(capsys) == (
-        f'{out}/.reproduce.lock is a link where reproduce writes its lock file (its process id), which would replace '
-        f'the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
-        f'{out}/.reproduce.lock is a folder where reproduce writes its lock file; allowed: move it away or use '
+        f'{out}/runs/.reproduce.lock is a link where reproduce writes its lock file (its process id), which would '
+        f'replace the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
+        f'{out}/runs/.reproduce.lock is a folder where reproduce writes its lock file; allowed: move it away or use '
         f'another --out')
-    assert notes.read_text() == 'mine' and not (out / 'runs').exists()
+    assert notes.read_text() == 'mine' and [p.name for p in (out / 'runs').iterdir()] == ['.reproduce.lock']
 
 
 @pytest.mark.parametrize('where,what', [

@@ -685,42 +685,53 @@ def check_run_files(runs: Sequence[Run]) -> None:
             _check_writable(run.out_dir / name, f'{what} of {run.name}')
 
 
-LOCK = '.reproduce.lock'  # in --out: held (flock) by the reproduce writing there
+LOCK = '.reproduce.lock'  # in OUT/runs (its real folder): held (flock) by the reproduce writing there
 
 
 @contextlib.contextmanager
 def hold_output(output: Path) -> Iterator[Optional[int]]:
-    """Hold ``output`` (created if missing) for this process: its :data:`LOCK` file locked with ``flock``, which the
-    system releases when the process ends, however it ends, and the processes that inherited the lock's file
-    descriptor (yielded; the train.py processes, which outlive a killed reproduce) ended too. Without ``fcntl``
-    (Windows) nothing is held (None).
+    """Hold ``output`` (created if missing) for this process: the :data:`LOCK` file of its run folders
+    (``output/runs``, where every run writes; two --out whose ``runs`` are one folder through a link hold one lock)
+    locked with ``flock``, which the system releases when the process ends, however it ends, and the processes that
+    inherited the lock's file descriptor (yielded; the train.py processes, which outlive a killed reproduce) ended
+    too. Without ``fcntl`` (Windows) nothing is held (None).
 
     Raises:
-        BlockingIOError: another process holds it (a reproduce still running into ``output``), one line.
-        IsADirectoryError / ValueError: a folder or a link where the lock file goes (its process id would be written
-            through the link, over the file it names), one line.
+        BlockingIOError: another process holds it (a reproduce still running into ``output``, or into another --out
+            whose runs are these), one line.
+        IsADirectoryError / NotADirectoryError / ValueError: a folder or a link where the lock file goes (its process
+            id would be written through the link, over the file it names), a file or a link to nothing where the run
+            folders go; one line.
     """
     try:
         import fcntl
     except ImportError:
         yield None
         return
-    lock = output / LOCK
+    runs = output / 'runs'
+    if runs.is_symlink() and not runs.exists():
+        raise ValueError(f'{runs} is a link to {os.readlink(runs)}, which does not exist, where reproduce keeps its run '
+                         f'folders; allowed: remove the link, or another --out')
+    if runs.exists() and not runs.is_dir():
+        raise NotADirectoryError(f'{runs} is a file where reproduce keeps its run folders; move it away or use '
+                                 f'another --out')
+    lock = runs / LOCK
     if lock.is_symlink() and not lock.is_dir():
         raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
                          f'replace the file it links to; allowed: remove the link, or another --out')
     _check_writable(lock, 'lock file')
-    output.mkdir(parents=True, exist_ok=True)
-    with open(output / LOCK, 'a+') as f:
+    runs.mkdir(parents=True, exist_ok=True)
+    held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
+    with open(lock, 'a+') as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             f.seek(0)
             pid = f.read().strip()
             raise BlockingIOError(f'{output} is in use by ' + (
-                f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {output / LOCK} '
-                f'while they run' if pid.isdigit() and not _alive(int(pid)) else
-                f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {output / LOCK}') +
+                f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {held} while they '
+                f'run' if pid.isdigit() and not _alive(int(pid)) else
+                f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {held}') +
                 ': two would train the same runs at once; allowed: wait for it to end, or another --out') from None
         f.truncate(0)
         f.write(str(os.getpid()))
