@@ -672,6 +672,14 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
     assert notes.read_text() == 'mine' and [p.name for p in (out / 'runs').iterdir()] == ['.reproduce.lock']
 
 
+@pytest.mark.skipif(not Path('/proc/self').is_dir(), reason='no /proc')
+def test_an_out_where_no_folder_can_be_made_is_named(fake_train, tmp_path, capsys):
+    """--out /proc/x ended in '/proc/x: no such file or directory': neither --out nor why was said."""
+    assert _exit_status(_reproduce_args(tmp_path, '/proc/timm-sl-out', fake_train)) == 2
+    assert _one_error(capsys).startswith('--out /proc/timm-sl-out: reproduce cannot create /proc/timm-sl-out in /proc (')
+    assert not Path('/proc/timm-sl-out').exists()
+
+
 @pytest.mark.parametrize('where,what', [
     ('report.md', 'report'), ('top1.png', 'top-1 chart'),
     ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),

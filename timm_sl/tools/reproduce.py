@@ -720,9 +720,15 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
                          f'replace the file it links to; allowed: remove the link, or another --out')
     _check_writable(lock, 'lock file')
-    runs.mkdir(parents=True, exist_ok=True)
+    try:
+        runs.mkdir(parents=True, exist_ok=True)
+        f = open(lock, 'a+')
+    except OSError as e:  # /proc, /sys: no new folders (the system says 'no such file', 'not permitted')
+        where = next((p for p in (lock, *lock.parents) if p.exists()), lock)
+        raise type(e)(f'--out {output}: reproduce cannot create {e.filename or lock} in {where} ({e.strerror or e}); '
+                      f'allowed: an --out where folders and files can be created') from None
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
-    with open(lock, 'a+') as f:
+    with f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
