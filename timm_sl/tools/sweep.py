@@ -13,6 +13,7 @@ On a terminal a tqdm bar counts epochs of the whole sweep (runs done, aggregate 
 
 The default number of concurrent runs is :func:`default_jobs`; its constants are at the top of this module.
 """
+import contextlib
 import os
 import re
 import signal
@@ -21,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import describe
 from .runs import read_summary_rows
@@ -286,6 +287,24 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def _sigint_for_children() -> Iterator[None]:
+    """While a job starts: SIGINT caught (as Ctrl-C) where this process ignores it (a background job of a script
+    ignores it, and its children inherit that): a process starts with a caught signal's default, so train.py stops
+    on the sweep's SIGINT instead of being killed after the grace time, perhaps while it saves a checkpoint."""
+    try:
+        ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        if ignored:
+            signal.signal(signal.SIGINT, _raise_interrupt)
+    except ValueError:  # not the main thread
+        ignored = False
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def run_jobs(
         jobs: Sequence[Job],
         concurrency: int = 1,
@@ -381,10 +400,14 @@ def run_jobs(
         job.out_dir.mkdir(parents=True, exist_ok=True)
         cmd = job.command()
         child_env = dict(env, CUDA_VISIBLE_DEVICES=slot) if slot else env
-        with job.log.open('ab') as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=child_env, start_new_session=True, pass_fds=tuple(pass_fds))
-        running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i))
+        proc = None
+        try:
+            with job.log.open('ab') as log, _sigint_for_children():
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=child_env, start_new_session=True, pass_fds=tuple(pass_fds))
+        finally:  # a Ctrl-C right after the start: the process is stopped with the others, not left behind
+            if proc is not None:
+                running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i))
         resumed = f' (resuming: {before[id(job)]}/{job.epochs} epochs done)' if before[id(job)] else ''
         display.event(f'{name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') + f', {eta()}')
 
