@@ -589,9 +589,15 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     import subprocess
     import time
     out = tmp_path / 'out'
-    first = subprocess.Popen([sys.executable, '-m', 'timm_sl.tools.cli', *_reproduce_args(tmp_path, out, fake_train)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             env={**os.environ, 'PYTHONPATH': str(REPO), 'FAKE_HANG': 'vit-base-s0'})
+    # a suite started in the background ignores SIGINT, and so would the command: it gets Ctrl-C as at a terminal
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        first = subprocess.Popen([sys.executable, '-m', 'timm_sl.tools.cli',
+                                  *_reproduce_args(tmp_path, out, fake_train)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 env={**os.environ, 'PYTHONPATH': str(REPO), 'FAKE_HANG': 'vit-base-s0'})
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         deadline = time.monotonic() + 60
         while not (out / 'runs' / 'hang.pid').exists():  # its first run is training
@@ -676,7 +682,8 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
 def test_an_out_where_no_folder_can_be_made_is_named(fake_train, tmp_path, capsys):
     """--out /proc/x ended in '/proc/x: no such file or directory': neither --out nor why was said."""
     assert _exit_status(_reproduce_args(tmp_path, '/proc/timm-sl-out', fake_train)) == 2
-    assert _one_error(capsys).startswith('--out /proc/timm-sl-out: reproduce cannot create /proc/timm-sl-out in /proc (')
+    assert _one_error(capsys).startswith('--out /proc/timm-sl-out: reproduce cannot create /proc/timm-sl-out in '
+                                         '/proc (')
     assert not Path('/proc/timm-sl-out').exists()
 
 

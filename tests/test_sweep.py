@@ -210,7 +210,12 @@ def test_stopped_sweep_leaves_no_process_and_resumes(fake_train, tmp_path):
     SIGINT), the sweep exits 130 with the report, and the same command continues each run from its last epoch."""
     env = dict(os.environ, FAKE_EPOCH_S='0.7', PYTHONPATH=str(REPO))
     cmd = [sys.executable, '-m', 'timm_sl.tools.cli', *_args(tmp_path, '--jobs', '2', train_args=['--epochs', '3'])]
-    sweep = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # a suite started in the background ignores SIGINT, and so would the sweep: it gets Ctrl-C as at a terminal
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        sweep = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    finally:
+        signal.signal(signal.SIGINT, before)
     runs = tmp_path / 'out' / 'runs'
     deadline = time.monotonic() + 120
     while not all((runs / r / 'last.pth.tar').is_file() for r in ('vit-base-s0', 'vit-sl-s0')):
@@ -287,6 +292,30 @@ def test_progress_lines_without_a_terminal_and_a_bar_on_one(fake_train, tmp_path
     bar = capsys.readouterr().out
     assert 'run 1/2: j0 started' in bar  # events above the bar
     assert '4/4' in bar and '2/2 runs done, 0 running' in bar and 'epochs done' not in bar
+
+
+def test_jobs_of_a_sweep_that_ignores_sigint_stop_on_its_sigint(tmp_path):
+    """A sweep started as a background job of a script (SIGINT ignored, and so in each train.py it started): its
+    SIGINT did not stop train.py, which was killed after the grace time, perhaps while saving its checkpoint."""
+    script = 'import signal, sys, time; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)\n' \
+             'sys.stdout.flush(); time.sleep(30)'
+    import threading
+    jobs = [Job('j0', tmp_path / 'j0', 1, lambda: [sys.executable, '-c', script])]
+
+    def stop():  # kill PID, as one stops a background job
+        while not (tmp_path / 'j0' / 'train.log').is_file() or not (tmp_path / 'j0' / 'train.log').read_text():
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        start = time.monotonic()
+        threading.Thread(target=stop, daemon=True).start()
+        results = run_jobs(jobs, echo=lambda line: None, tty=False, poll=0.05, grace=20)
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # the sweep's own as it was
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert results[0].status == 'interrupted' and time.monotonic() - start < 10  # stopped by SIGINT, not killed
+    assert (tmp_path / 'j0' / 'train.log').read_text().startswith('True\n')
 
 
 def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsys):
