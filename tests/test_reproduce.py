@@ -1479,7 +1479,7 @@ def test_a_folder_where_reproduce_writes_a_file_is_named_before_any_run(fake_tra
 def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_path, capsys):
     """A FIFO at a run's sessions.json, train.log or command.txt, or at report.md: reproduce waited on it for ever
     (reading the log of a finished run, writing the others); at run.json it was taken for no record (the run compared
-    by its args.yaml only and extended)."""
+    by its args.yaml only and extended). At train.py's own files: a wrong reason, or train.py waiting for ever."""
     done = tmp_path / 'done'
     assert main(_reproduce_args(tmp_path, done, fake_train, train_args=['--epochs', '1'])) == 0
     capsys.readouterr()
@@ -1496,6 +1496,17 @@ def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_
         assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected the {what} '
                                       f'(reproduce writes it there); allowed: move it away or use another --out')
         assert len(read_summary_rows(out / 'runs' / 'vit-sl-s0' / 'summary.csv')) == 1  # not extended
+    # train.py's own: 'summary.csv holds no epoch', 'last.pth.tar is missing'; at args.yaml train.py waited for ever
+    for name, what in [('summary.csv', 'rows of the epochs'), ('last.pth.tar', 'checkpoint to resume from'),
+                       ('args.yaml', 'arguments')]:
+        out = tmp_path / name
+        shutil.copytree(done, out)
+        (out / 'runs' / 'vit-sl-s0' / name).unlink()
+        os.mkfifo(out / 'runs' / 'vit-sl-s0' / name)
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
+        assert _one_error(capsys) == (f"{out / 'runs' / 'vit-sl-s0' / name} is a FIFO (named pipe), not a regular "
+                                      f"file; expected train.py's {what} (it writes it there); allowed: move it away "
+                                      f"(or use another --out)")
 
 def test_a_file_that_cannot_be_written_midway_stops_every_run_and_writes_the_report(fake_train, tmp_path, capsys,
                                                                                    monkeypatch):

@@ -610,6 +610,13 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{folder / blocked} is a folder where train.py writes its {_TRAIN_FILES[blocked]}; allowed: '
                           f'move it away (or use another --out)')
             continue
+        try:  # a FIFO there: train.py would wait on it for ever, and it is neither missing nor empty
+            for name, what in _TRAIN_FILES.items():
+                check_regular_file(folder / name, f"train.py's {what} (it writes it there); allowed: move it away "
+                                                  f"(or use another --out)")
+        except ValueError as e:
+            errors.append(str(e))
+            continue
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
@@ -710,8 +717,8 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         return
     runs = output / 'runs'
     if runs.is_symlink() and not runs.exists():
-        raise ValueError(f'{runs} is a link to {os.readlink(runs)}, which does not exist, where reproduce keeps its run '
-                         f'folders; allowed: remove the link, or another --out')
+        raise ValueError(f'{runs} is a link to {os.readlink(runs)}, which does not exist, where reproduce keeps its '
+                         f'run folders; allowed: remove the link, or another --out')
     if runs.exists() and not runs.is_dir():
         raise NotADirectoryError(f'{runs} is a file where reproduce keeps its run folders; move it away or use '
                                  f'another --out')
