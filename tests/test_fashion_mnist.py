@@ -385,3 +385,22 @@ def test_a_folder_prepare_svhn_wrote_is_refused(source, tmp_path, capsys):
         f'timm-sl prepare-fashion-mnist: {out}/svhn.json is there: {out} was written by timm-sl prepare-svhn; '
         f'allowed: another output folder (or move svhn.json away if that data set is gone)')
     assert sorted(p.name for p in out.iterdir()) == ['svhn.json']
+
+
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
+def test_a_fifo_or_folder_where_a_file_is_read_is_named(source, tmp_path, capsys):
+    """A FIFO at fashion_mnist.json in the output: the command waited on it for ever; a FIFO or a folder under an idx
+    file's name in --source was 'not found'."""
+    out = tmp_path / 'fm'
+    out.mkdir()
+    os.mkfifo(out / 'fashion_mnist.json')
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/fashion_mnist.json is a FIFO (named pipe), not a regular file; expected '
+        f'the record a timm-sl prepare-* command writes there; allowed: move it away')
+    labels = source / 't10k-labels-idx1-ubyte.gz'
+    for kind in ('FIFO (named pipe), not a regular file', 'folder'):
+        labels.unlink() if labels.is_fifo() or labels.is_file() else labels.rmdir()
+        os.mkfifo(labels) if kind.startswith('FIFO') else labels.mkdir()
+        assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'other'), '--source', str(source)], capsys) == (
+            f'timm-sl prepare-fashion-mnist: {labels} is a {kind}; expected a Fashion-MNIST idx file')
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['fm', 'idx']

@@ -423,3 +423,26 @@ def test_a_folder_prepare_fashion_mnist_wrote_is_refused(mats, tmp_path, capsys)
         f'timm-sl prepare-svhn: {out}/fashion_mnist.json is there: {out} was written by timm-sl prepare-fashion-mnist; '
         f'allowed: another output folder (or move fashion_mnist.json away if that data set is gone)\n')
     assert sorted(p.name for p in out.iterdir()) == ['fashion_mnist.json']
+
+
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
+def test_a_fifo_or_folder_where_a_file_is_read_is_named(mats, tmp_path, capsys):
+    """A FIFO at svhn.json in the output: the command waited on it for ever; a FIFO or a folder named like a .mat file
+    was 'not found'."""
+    source, _ = mats
+    out = tmp_path / 'out'
+    out.mkdir()
+    os.mkfifo(out / 'svhn.json')
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out}/svhn.json is a FIFO (named pipe), not a regular file; expected the record a '
+        f'timm-sl prepare-* command writes there; allowed: move it away')
+    mat = source / 'test_32x32.mat'
+    mat.unlink()
+    mat.mkdir()
+    assert _cli_error(['prepare-svhn', str(tmp_path / 'other'), '--source', str(source)], capsys) == (
+        f"timm-sl prepare-svhn: {mat} is a folder; expected SVHN's test_32x32.mat")
+    mat.rmdir()
+    os.mkfifo(mat)
+    assert _cli_error(['prepare-svhn', str(tmp_path / 'other'), '--source', str(source)], capsys) == (
+        f"timm-sl prepare-svhn: {mat} is a FIFO (named pipe), not a regular file; expected SVHN's test_32x32.mat")
+    assert not (tmp_path / 'other').exists()

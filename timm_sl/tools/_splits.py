@@ -9,7 +9,9 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'check_not_swapped', 'check_split_folders', 'check_side_files',
+from .files import check_regular_file, read_text
+
+__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders', 'check_side_files',
            'check_no_other_record', 'check_distinct_sources', 'file_identity', 'identifies_contents', 'write_staged',
            'read_info']
 
@@ -18,6 +20,19 @@ T = TypeVar('T')
 # the record each prepare-* command writes last (its presence says the folder is complete), known to the other
 FASHION_MNIST_INFO = 'fashion_mnist.json'
 SVHN_INFO = 'svhn.json'
+
+
+def is_source_file(path: Path, what: str) -> bool:
+    """Whether a source file of a prepare-* command is at ``path`` (a link to one too); what is there but no regular
+    file is refused by name, not taken for a file that is missing.
+
+    Raises:
+        IsADirectoryError / ValueError: a folder, or a FIFO, socket or device (reading it would wait or never end).
+    """
+    if path.is_dir():
+        raise IsADirectoryError(f'{path} is a folder; expected {what}')
+    check_regular_file(path, what)
+    return path.is_file()
 
 
 def check_not_swapped(train: Path, test: Path, counts: Tuple[int, int], unit: str, released: Dict[str, int],
@@ -129,9 +144,14 @@ def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[s
 
 
 def read_info(path: Path) -> Dict[str, Any]:
-    """The JSON object a finished run wrote at ``path``; ``{}`` when it is missing or unreadable (nothing finished)."""
+    """The JSON object a finished run wrote at ``path``; ``{}`` when it is missing or unreadable (nothing finished).
+
+    Raises:
+        ValueError: a FIFO, socket or device there (reading it would wait or never end), naming it.
+    """
+    check_regular_file(path, 'the record a timm-sl prepare-* command writes there; allowed: move it away')
     try:
-        info = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
+        info = json.loads(read_text(path, 'the record of a timm-sl prepare-* command'))
+    except (OSError, ValueError):  # a folder there, cut short, not UTF-8
         return {}
     return info if isinstance(info, dict) else {}

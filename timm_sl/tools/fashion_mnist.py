@@ -26,7 +26,7 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, identifies_contents, read_info, write_staged)
+    check_split_folders, file_identity, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -47,7 +47,7 @@ SIZE = 32
 
 def _find(source: Path, stem: str) -> Path:
     for name in (stem + '.gz', stem):
-        if (source / name).is_file():
+        if is_source_file(source / name, 'a Fashion-MNIST idx file'):
             return source / name
     raise FileNotFoundError(
         f'{source / (stem + ".gz")} not found: --source must be the folder holding the four Fashion-MNIST idx files '

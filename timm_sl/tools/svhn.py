@@ -14,7 +14,7 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, identifies_contents, read_info, write_staged)
+    check_split_folders, file_identity, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -160,7 +160,7 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     check_no_other_record(root, root / FASHION_MNIST_INFO, 'fashion-mnist')
     for split in splits:
         mat = source / SVHN_FILES[split]
-        if not mat.is_file():
+        if not is_source_file(mat, f"SVHN's {SVHN_FILES[split]}"):
             raise FileNotFoundError(
                 f'{mat} not found: the source must be the folder holding '
                 f'{", ".join(SVHN_FILES[s] for s in splits)} (torchvision.datasets.SVHN root)')
