@@ -312,3 +312,23 @@ def test_prepare_tiny_imagenet_refuses_an_images_folder_that_is_a_link(tmp_path,
         f'into class folders, which would empty the folder it links to; allowed: a real folder (copy the images in, '
         f'or prepare the folder the link points into)\n')
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob('*')) == before  # nothing moved
+
+
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
+@pytest.mark.parametrize('name', ['wnids.txt', 'val/val_annotations.txt'])
+def test_prepare_tiny_imagenet_names_a_fifo_where_it_reads_a_text_file(tmp_path, capsys, name):
+    """A FIFO at wnids.txt was taken for no list (the classes of val/ went unchecked against it), one at
+    val/val_annotations.txt was 'not found'."""
+    root = tmp_path / 'tiny'
+    (root / 'train' / 'n01' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\n')
+    (root / name).unlink(missing_ok=True)
+    os.mkfifo(root / name)
+    with pytest.raises(SystemExit) as e:
+        main(['prepare-tiny-imagenet', str(root)])
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        f'timm-sl prepare-tiny-imagenet: {root / name} is a FIFO (named pipe), not a regular file; expected the text '
+        f'file of the Tiny-ImageNet archive\n')
+    assert (root / 'val' / 'images' / 'val_0.JPEG').is_file()  # nothing moved

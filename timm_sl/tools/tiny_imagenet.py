@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
+from .files import check_regular_file
+
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
 
 # (source, target) of a file; (folder, None) for an ``images/`` folder to remove once the moves before emptied it
@@ -81,8 +83,9 @@ def _read_text(path: Path) -> str:
     """``path`` as UTF-8 text (the archive's text files are ASCII), without a byte-order mark an editor may add.
 
     Raises:
-        ValueError: naming ``path`` when it is not UTF-8.
+        ValueError: naming ``path`` when it is not UTF-8, or no regular file (a FIFO: reading it would wait for ever).
     """
+    check_regular_file(path, 'the text file of the Tiny-ImageNet archive')
     try:
         return path.read_text(encoding='utf-8-sig')
     except UnicodeDecodeError as e:
@@ -95,7 +98,7 @@ def _known_classes(root: Path) -> List[Tuple[Path, Set[str]]]:
     each where present."""
     known = []
     wnids = root / 'wnids.txt'
-    if wnids.is_file():
+    if wnids.exists() and not wnids.is_dir():  # a FIFO there is refused by name, not taken for no list
         known.append((wnids, {line.strip() for line in _read_text(wnids).splitlines() if line.strip()}))
     train = root / 'train'
     folders = {p.name for p in train.iterdir() if p.is_dir()} if train.is_dir() else set()
@@ -115,7 +118,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     if annotations.is_dir():
         raise IsADirectoryError(f'{annotations} is a folder; allowed: the text file of Tiny-ImageNet\'s val '
                                 'annotations (image, class id, box per line)')
-    if not annotations.is_file():
+    if not annotations.exists():
         raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
     _refuse_link(val / 'images')
     known = _known_classes(root)
