@@ -874,6 +874,20 @@ def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, 
     assert not out.exists()
 
 
+@pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
+def test_a_class_map_that_is_a_fifo_is_refused(fake_train, tmp_path, capsys):
+    """-- --class-map a FIFO: reproduce waited on it for ever (as train.py would)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    os.mkfifo(tmp_path / 'map.txt')
+    argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'svhn',
+                           train_args=['--epochs', '1', '--class-map', str(tmp_path / 'map.txt')])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f'--class-map {tmp_path}/map.txt is no regular file ({tmp_path}/map.txt: a FIFO, socket or device), which '
+        f'train.py would wait on or read without end; allowed: a .txt file of class folder names, one a line, or a '
+        f'.pkl of {{name: index}}')
+
+
 @pytest.mark.parametrize('train_args,error', [
     (['--dataset', 'torch/cifar100'],  # CIFAR-100's labels for the head of ten of the cifar10 recipe
      'torch/cifar100 has 100 classes, but the run trains 10 (num_classes): every run would fail on its first label '

@@ -302,10 +302,12 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
             where = _class_map_file(data['class_map'], folder)
-            if where is None or where.is_dir() or where.suffix.lower() not in ('.txt', '.pkl'):
+            if where is None or not where.is_file() or where.suffix.lower() not in ('.txt', '.pkl'):
                 errors.append(f'--class-map {data["class_map"]} ' + (
                     f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
                     f'is a folder ({where}), which train.py would open as the map' if where.is_dir() else
+                    f'is no regular file ({where}: a FIFO, socket or device), which train.py would wait on or read '
+                    f'without end' if not where.is_file() else
                     'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
                     'one a line, or a .pkl of {name: index}')
                 continue
