@@ -886,3 +886,39 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
     assert ('- Classes: 3 numbered by the class map the run trained with (`--class-map map.txt`): class i is the '
             "map's class i, not the i-th class folder in sorted order") in card
     assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == ['fox', 'cat', 'dog']
+
+
+def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):
+    """A run resumed twice, with another batch, process count and --lr each time, was carded with two sessions only
+    (the one that saved the weights and the last): the first session's batch and lr, recorded by its checkpoint-N
+    files, went unsaid; and when the weights' session and the last agreed, the card said nothing was resumed."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128, world_size=2)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    for name, epoch, values in [('checkpoint-0.pth.tar', 0, dict(batch_size=64, world_size=1, lr=5e-4)),
+                                ('checkpoint-1.pth.tar', 1, dict(batch_size=64, world_size=1, lr=5e-4)),
+                                ('last.pth.tar', 4, dict(batch_size=256, world_size=4, lr=3e-3))]:
+        vars(checkpoint['args']).update(values)
+        torch.save(dict(checkpoint, epoch=epoch), run / name)
+    os.mkfifo(run / 'checkpoint-3.pth.tar')  # not read (it would hang)
+    (run / 'recovery-0-1.pth.tar').write_bytes(b'cut')  # not a checkpoint: says nothing
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=256, lr=3e-3)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('the session that saved these weights trained on 2 processes x batch_size 128 = global batch 256, its last '
+            'session (whose arguments the recipe above gives) on 4 processes x batch_size 256 = global batch 1024, '
+            'another session (its checkpoints of epochs 1-2) on 1 process x batch_size 64 = global batch 64;') in card
+    assert ("trained with `lr: 0.001`, where the recipe above gives its last session's, another session (its "
+            "checkpoints of epochs 1-2) with `lr: 0.0005`;") in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, world_size=2)))  # the last session is the weights' own
+    vars(checkpoint['args']).update(batch_size=128, world_size=2, lr=1e-3)
+    torch.save(dict(checkpoint, epoch=4), run / 'last.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert ('its last session (whose arguments the recipe above gives) on 2 processes x batch_size 128 = global batch '
+            '256, another session (its checkpoints of epochs 1-2) on 1 process x batch_size 64') in card
+    assert ("trained with the recipe above, its last session's, another session (its checkpoints of epochs 1-2) with "
+            "`lr: 0.0005`;") in card
+    for name in ('checkpoint-0.pth.tar', 'checkpoint-1.pth.tar'):
+        (run / name).unlink()
+    card = (export_checkpoint(run, None, tmp_path / 'out3')[0] / 'README.md').read_text()
+    assert 'resumed with' not in card and 'Trained on 2 processes' in card

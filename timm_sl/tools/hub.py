@@ -23,7 +23,7 @@ from .errors import ToolError, first_line
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text)
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -100,19 +100,46 @@ def _batch_text(world: Any, batch: Any, accum: Any) -> str:
     return f'{world} process{"es" * (world != 1)} x batch_size {batch}{steps}{total}'
 
 
-def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any) -> List[str]:
+def _epochs_text(epochs: Sequence[int]) -> str:
+    """Checkpoint epochs (train.py's, from 0) as a card says them, from 1."""
+    lo, hi = min(epochs) + 1, max(epochs) + 1
+    return f'epoch {lo}' if lo == hi else f'epochs {lo}-{hi}'
+
+
+def _other_sessions(others: Sequence[Tuple[int, Dict[str, Any]]], said: Any, seen: Sequence[Any]) -> List[str]:
+    """``, another session (its checkpoints of epochs ...) VERB X`` for each value ``said(args)`` of the run's other
+    checkpoints (``others``: :func:`~timm_sl.tools.runs.saved_args`) that is none of ``seen`` (None: nothing to say)."""
+    groups: Dict[str, List[int]] = {}
+    for epoch, args in others:
+        text = said(args)
+        if text is not None and text not in seen:
+            groups.setdefault(text, []).append(epoch)
+    return [f', another session (its checkpoints of {_epochs_text(epochs)}) {text}' for text, epochs in groups.items()]
+
+
+def _batch_of(args: Dict[str, Any], record: RunRecord, world: Any = None) -> Tuple[Any, Any, Any]:
+    """A session's (processes, batch_size, accumulation steps) from its args, ``record.args``'s where unset."""
+    return (args.get('world_size', world), args.get('batch_size', record.args.get('batch_size')),
+            args.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
+
+
+def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any,
+                    others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
     """What the card says of the batch: the processes a distributed run trained on (``saved``: the exported
     checkpoint's args, ``world_size`` there as train.py writes ``args.yaml`` before it knows them), whose global batch
     the recipe's ``batch_size`` is not; or, for a run resumed with another batch or process count (``args.yaml`` and
-    ``last_world``, ``last.pth.tar``'s ``world_size``, are its last session's), each of the two sessions' batches."""
+    ``last_world``, ``last.pth.tar``'s ``world_size``, are its last session's; ``others``: the args of the run's other
+    checkpoints, by epoch), each session's batch."""
     world = saved.get('world_size')
-    ours = (world, saved.get('batch_size', record.args.get('batch_size')),
-            saved.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
+    ours = _batch_of(saved, record)
     last = (last_world, record.args.get('batch_size', ours[1]), record.args.get('grad_accum_steps', ours[2]) or 1)
-    if (_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:]:
+    more = _other_sessions(others, lambda args: f'on {_batch_text(*_batch_of(args, record))}',
+                           [f'on {_batch_text(*b)}' for b in (ours, last)])
+    if (_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:] or more:
         return [f'The run was resumed with another batch: the session that saved these weights trained on '
                 f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
-                f'{_batch_text(*last)}; no one train.py run of this recipe reproduces these weights.', '']
+                f'{_batch_text(*last)}{"".join(more)}; no one train.py run of this recipe reproduces these weights.',
+                '']
     if not (_whole(world) and world > 1):
         return []
     batch, accum = ours[1], ours[2]
@@ -128,33 +155,45 @@ _SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 
                            'in_chans', 'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
 
 
-def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> List[str]:
+def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]],
+                        others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
     """The recipe arguments the last session (``args.yaml``) gave otherwise than the session that saved the weights
-    (``saved``: the checkpoint's args), as a card's sentence ([] for none): the recipe is the last session's."""
+    (``saved``: the checkpoint's args) or another session (``others``: the args of the run's other checkpoints), as
+    a card's sentence ([] for none): the recipe is the last session's."""
     def norm(value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
 
+    def differ(args: Dict[str, Any]) -> List[str]:
+        keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
+                and norm(args[k]) != norm(record.args.get(k))]
+
+    def said(args: Dict[str, Any]) -> Optional[str]:
+        keys = differ(args)
+        return 'with ' + ', '.join(f'`{k}: {args[k]!r}`' for k in keys) if keys else None
+
     if not saved:
         return []
-    keys = {*recipe_args(record.args, defaults), *recipe_args(saved, defaults)} - _SESSION_SKIP
-    differ = [k for k in sorted(keys) if k in saved and record.args.get(k) not in (None, '')
-              and norm(saved[k]) != norm(record.args.get(k))]
-    if not differ:
+    ours = said(saved)
+    more = _other_sessions(others, said, [ours])
+    if not (ours or more):
         return []
-    said = ', '.join(f'`{k}: {saved[k]!r}`' for k in differ)
-    return [f'The run was resumed with other arguments: the session that saved these weights trained with {said}, '
-            f'where the recipe above gives its last session\'s; no one train.py run of this recipe reproduces these '
-            f'weights.', '']
+    last = "its last session's"
+    ours = f'{ours}, where the recipe above gives {last}' if ours else f'with the recipe above, {last}'
+    return [f'The run was resumed with other arguments: the session that saved these weights trained {ours}'
+            f'{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
-                    saved: Optional[Dict[str, Any]] = None, last_world: Any = None) -> List[str]:
+                    saved: Optional[Dict[str, Any]] = None, last_world: Any = None,
+                    others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
     """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
-    what :func:`_batch_sections` says of the batch (``saved``: the exported checkpoint's args)."""
+    what :func:`_batch_sections` says of the batch (``saved``: the exported checkpoint's args; ``others``: those of the
+    run's other checkpoints, by epoch)."""
     if not record.args:
         return []
-    ddp = _batch_sections(record, dict(saved or {}), last_world)
-    ddp += _other_session_args(record, dict(saved or {}), train_defaults)
+    ddp = _batch_sections(record, dict(saved or {}), last_world, others)
+    ddp += _other_session_args(record, dict(saved or {}), train_defaults, others)
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -378,7 +417,8 @@ def export_run(
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    recipe = _recipe_section(record, train_defaults, checkpoint.args, _last_world_size(record, checkpoint))
+    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    recipe = _recipe_section(record, train_defaults, checkpoint.args, _last_world_size(record, checkpoint), others)
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')

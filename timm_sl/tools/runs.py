@@ -32,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file']
+           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file', 'saved_args']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -759,6 +759,27 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
                       epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
+
+
+def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tuple[int, Dict[str, Any]]]:
+    """The ``(epoch, args)`` each checkpoint of a run folder records (``*.pth.tar``: train.py's ``checkpoint-N``,
+    ``last``, ``model_best``, ``recovery-*``), by epoch, ``skip`` aside: the arguments of the session that saved it,
+    where ``args.yaml`` is the last session's (a resume rewrites it, not them). Read memory-mapped; a file that is not
+    a regular file, or not a readable train.py checkpoint, says nothing and is passed over."""
+    skipped = {os.path.realpath(p) for p in skip}
+    found = []
+    for path in sorted(Path(run_dir).glob('*.pth.tar')):
+        if not path.is_file() or os.path.realpath(path) in skipped:  # a FIFO is not read (it would hang)
+            continue
+        try:
+            content, _ = _load(path, mmap=True)
+        except (OSError, ValueError):
+            continue
+        args = content.get('args') if isinstance(content, dict) else None
+        args = vars(args) if isinstance(args, argparse.Namespace) else args
+        if isinstance(args, dict) and _whole(content.get('epoch')):
+            found.append((content['epoch'], dict(args)))
+    return sorted(found, key=lambda item: item[0])
 
 
 def portable_command(command: str) -> str:
