@@ -901,3 +901,23 @@ def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, 
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert sorted(p.name for p in out.rglob('*')) == sorted({Path(name).name, *Path(name).parent.parts})
+
+
+@pytest.mark.parametrize('where', ['out', 'repo-folder', 'export-out', 'device'])
+def test_a_fifo_or_device_where_release_or_export_makes_a_folder_is_named_as_such(where, tmp_path, capsys):
+    """`release --out FIFO` (or a FIFO where a model's folder goes, or `export --out FIFO`, `--out /dev/null`) was
+    called 'a file': it is a FIFO (a device), and nothing waits on it."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    fifo = {'out': out, 'export-out': out, 'repo-folder': out / 'sl_vit_32.sl-cifar10-s0'}.get(where)
+    if fifo is not None:
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(fifo)
+    command = 'export' if where == 'export-out' else 'release'
+    argv = ([command, str(tmp_path / 'runs' / 'vit-sl-s0')] if command == 'export' else
+            [command, str(tmp_path / 'runs'), '--org', 'o'])
+    err = _fails(argv + ['--out', str(out if where == 'repo-folder' else fifo or '/dev/null')], capsys)
+    kind = 'a device' if where == 'device' else 'a FIFO (named pipe)'
+    name = f'--out {fifo or "/dev/null"}' if where != 'repo-folder' else str(fifo)
+    assert err.startswith(f'timm-sl {command}: {name} is {kind}') and 'is a file' not in err, err
+    assert sorted(p.name for p in tmp_path.joinpath('rel').glob('*')) == ([fifo.name] if where == 'repo-folder' else [])

@@ -6,7 +6,14 @@ from typing import Union
 
 from .errors import first_line
 
-__all__ = ['check_regular_file', 'read_text']
+__all__ = ['check_regular_file', 'kind_of', 'read_text']
+
+
+def kind_of(path: Path) -> str:
+    """What is at ``path`` that is no folder, as an error names it: 'a file', or what is not a regular file."""
+    if path.is_file():
+        return 'a file'
+    return 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
 
 
 def check_regular_file(path: Path, what: str) -> None:
@@ -17,8 +24,7 @@ def check_regular_file(path: Path, what: str) -> None:
         ValueError: naming ``path``, what it is and ``what`` was expected there.
     """
     if path.exists() and not path.is_dir() and not path.is_file():
-        kind = 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
-        raise ValueError(f'{path} is {kind}, not a regular file; expected {what}')
+        raise ValueError(f'{path} is {kind_of(path)}, not a regular file; expected {what}')
 
 
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)

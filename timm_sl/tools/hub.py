@@ -20,6 +20,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line
+from .files import kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
@@ -274,7 +275,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
 
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f'--out {out_dir} is a file; allowed: a new or empty folder')
+        raise ValueError(f'--out {out_dir} is {kind_of(out_dir)}; allowed: a new or empty folder')
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
@@ -546,7 +547,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     if not folder.exists():
         raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
     if not folder.is_dir():
-        raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
+        raise NotADirectoryError(f'{folder} is {kind_of(folder)}; allowed: a folder written by timm-sl export or '
+                                 f'release')
     odd = next((folder / f for f in ('config.json', 'model.safetensors') if (folder / f).is_dir()
                 or ((folder / f).is_symlink() and not (folder / f).exists())), None)
     if odd is not None:  # not 'missing': the name is there

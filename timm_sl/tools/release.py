@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import first_line
+from .files import kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
@@ -243,12 +244,12 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
     """
     from .hub import EXPORTED_FILES
     if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f'--out {out} is a file; allowed: a folder (new, or one release wrote)')
+        raise NotADirectoryError(f'--out {out} is {kind_of(out)}; allowed: a folder (new, or one release wrote)')
     targets = ['release.json', 'pretrained_entries.json']
     for name in names:
         if (out / name).exists() and not (out / name).is_dir():
-            raise NotADirectoryError(f'{out / name} is a file where release writes the folder of {name}; allowed: '
-                                     f'move it away')
+            raise NotADirectoryError(f'{out / name} is {kind_of(out / name)} where release writes the folder of '
+                                     f'{name}; allowed: move it away')
         targets += [f'{name}/{f}' for f in EXPORTED_FILES]
     changed = []
     for rel in targets:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .files import check_regular_file, read_text
+from .files import check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
@@ -610,7 +610,7 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
         if not path.exists():
             raise FileNotFoundError(f'{path} does not exist')
         if not path.is_dir():
-            raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
+            raise NotADirectoryError(f'{path} is {kind_of(path)}; allowed: a train.py run folder or a folder of them')
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
         found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
