@@ -845,8 +845,8 @@ def test_a_run_file_that_is_a_fifo_is_refused_by_name(name, what, tmp_path, caps
 def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsys):
     """A run of train.py --class-map learned the map's classes (fox=0, cat=1, dog=2), not the class folders in sorted
     order: label names in sorted order were exported unchecked, every name on another class, and the card did not say
-    a map was used; now the names are held against the map the run records (count and order), or refused when it is
-    gone."""
+    a map was used; now the names are held against the map the run records (count, names and order), or refused
+    when it is gone (names the map does not hold, as many as its classes, passed unchecked)."""
     data = tmp_path / 'data'
     (data / 'train').mkdir(parents=True)
     (data / 'train' / 'map.txt').write_text('fox\ncat\ndog\n')
@@ -866,6 +866,9 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
             ('cat\ndog\nfox\n', f"--label-names puts 'cat' at class 0, but the class map the run trained with "
                                 f"({where}) makes 'cat' class 1: the names are in another order than the classes the "
                                 f"run learned; allowed: the names in the order of that map (fox, cat, dog)"),
+            ('fox\ncat\nwolf\n', f"--label-names names 'wolf' (class 2), which the class map the run trained with "
+                                 f"({where}) does not hold: its names are the class folders the run learned; allowed: "
+                                 f"the names of that map in its order (fox, cat, dog)"),
             ('fox\ncat\ndog\n', f"{run / 'args.yaml'} records --class-map map.txt, which is not there now (as given, "
                                 f"nor in the data folder it records): the order of the classes the run learned is "
                                 f"unknown, so --label-names cannot be checked; allowed: the class map back where "

@@ -323,7 +323,8 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
 
 def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> None:
     """Label names for a run of train.py's ``--class-map``, whose classes are the map's indices, not the class
-    folders in sorted order: as many as the map has classes, and a name the map holds (a class folder's) at its index.
+    folders in sorted order: as many as the map has classes, each a name the map holds (a class folder's), at its
+    index.
 
     Raises:
         ValueError / OSError: the class map the run records is gone or unreadable (the names cannot be checked), or the
@@ -348,11 +349,17 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
     if len(label_names) != classes:
         raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
                          f'{classes} classes; allowed: one name per class, in the order of that map')
+    by_index = {v: k for k, v in reversed(list(mapping.items()))}
+    order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
+    named = all(isinstance(k, str) for k in mapping)  # a map of names (class folders), as timm's are
+    unknown = next((i for i, n in enumerate(label_names) if named and n not in mapping), None)
+    if unknown is not None:
+        raise ValueError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
+                         f'trained with ({where}) does not hold: its names are the class folders the run learned; '
+                         f'allowed: the names of that map in its order ({order})')
     moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
     if moved is not None:
         name = label_names[moved]
-        by_index = {v: k for k, v in reversed(list(mapping.items()))}
-        order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
         raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
                          f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
