@@ -925,3 +925,21 @@ def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_
         (run / name).unlink()
     card = (export_checkpoint(run, None, tmp_path / 'out3')[0] / 'README.md').read_text()
     assert 'resumed with' not in card and 'Trained on 2 processes' in card
+
+
+def test_a_run_resumed_from_an_earlier_checkpoint_drops_the_rows_it_replaced(tmp_path):
+    """A run of 4 epochs resumed with --resume checkpoint-1.pth.tar (epochs 2.. trained again) and stopped after
+    epoch 2 kept the first session's epochs 3 and 4 in its summary: its best top-1 (epoch 4's 90 %) was of weights
+    no longer anywhere, and the run counted as finished (summary.csv 'reaches' epoch 4 of 4) and was released."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    head = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    (run / 'summary.csv').write_text(head + '0,1,1,50,90\n1,1,1,55.5,95\n2,1,1,80,95\n3,1,1,90,99\n'
+                                     + head + '2,1,1,60,95\n')
+    record = read_run(run / 'model_best.pth.tar')
+    assert [(r['epoch'], r['eval_top1']) for r in record.rows] == [(0, 50), (1, 55.5), (2, 60)]
+    assert record.summary['best_top1'] == 60 and record.summary['last_epoch'] == 3
+    assert record.unfinished() == 'summary.csv reaches epoch 3 of the 4 args.yaml plans (no done.json: failed or ' \
+                                  'interrupted)'

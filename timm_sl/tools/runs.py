@@ -84,7 +84,9 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
 
     Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
-    checkpoint, then resumed) keeps its last row, a last row cut short (a run still writing) is left out, and a value
+    checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
+    (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
+    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a run still writing) is left out, and a value
     that is not a number (an unknown column's text) is dropped; NaN stays NaN. An epoch must be a whole number
     (not ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
 
@@ -110,6 +112,8 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
                              f'epoch and a numeric eval_top1: {lines[line_no - 1][:80]!r}')
+        for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
+            del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
 
