@@ -921,3 +921,24 @@ def test_a_fifo_or_device_where_release_or_export_makes_a_folder_is_named_as_suc
     name = f'--out {fifo or "/dev/null"}' if where != 'repo-folder' else str(fifo)
     assert err.startswith(f'timm-sl {command}: {name} is {kind}') and 'is a file' not in err, err
     assert sorted(p.name for p in tmp_path.joinpath('rel').glob('*')) == ([fifo.name] if where == 'repo-folder' else [])
+
+
+@pytest.mark.parametrize('name', ['x/README.md', 'x/model.safetensors', 'sl_vit_32.sl-cifar10-s0/config.json',
+                                  'release.json', 'release_manifest.json'])
+def test_a_link_where_release_or_export_writes_is_refused_and_its_file_kept(name, tmp_path, capsys):
+    """--overwrite (or a manifest that matched the file a link names) wrote an export's README.md, model.safetensors,
+    a release's config.json or release.json through a link in --out: the user's file it named, elsewhere, was
+    replaced by the card / weights."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    (out / name).parent.mkdir(parents=True)
+    mine = tmp_path / 'my notes.md'
+    mine.write_text('mine\n')
+    (out / name).symlink_to(mine)
+    argv = (['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(out / 'x')] if name.startswith('x/') else
+            ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)])
+    assert _fails(argv + ['--overwrite'], capsys) == (
+        f'timm-sl {argv[0]}: {out / name} is a link to {mine} where timm-sl {argv[0]} writes a file, which would '
+        f'replace the file it links to; allowed: remove the link')
+    assert mine.read_text() == 'mine\n' and sorted(p.name for p in out.rglob('*')) == sorted(
+        {Path(name).name, *Path(name).parent.parts} - {'.'})

@@ -20,7 +20,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line
-from .files import kind_of
+from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
@@ -281,6 +281,7 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
                          f'the files an export writes there')
     for name in EXPORTED_FILES:
         check_regular_file(out_dir / name, 'a file export writes; allowed: move it away')
+        check_not_link(out_dir / name, 'timm-sl export')
 
 
 def _readable(path: Path) -> None:

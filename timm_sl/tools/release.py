@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .errors import first_line
-from .files import kind_of
+from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
@@ -245,7 +245,7 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
     from .hub import EXPORTED_FILES
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(f'--out {out} is {kind_of(out)}; allowed: a folder (new, or one release wrote)')
-    targets = ['release.json', 'pretrained_entries.json']
+    targets = list(OWN_FILES)
     for name in names:
         if (out / name).exists() and not (out / name).is_dir():
             raise NotADirectoryError(f'{out / name} is {kind_of(out / name)} where release writes the folder of '
@@ -257,7 +257,8 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
         if path.is_dir():
             raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
         check_regular_file(path, 'a file release writes; allowed: move it away')
-        if path.exists() and not overwrite and manifest.get(rel) != sha256(path):
+        check_not_link(path, 'timm-sl release')
+        if rel != MANIFEST and path.exists() and not overwrite and manifest.get(rel) != sha256(path):
             changed.append(path)
     if changed:
         more = f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''
