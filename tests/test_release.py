@@ -903,6 +903,17 @@ def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, 
     assert sorted(p.name for p in out.rglob('*')) == sorted({Path(name).name, *Path(name).parent.parts})
 
 
+def test_a_folder_where_export_writes_a_file_is_refused_before_writing(tmp_path, capsys):
+    """export --overwrite into a folder whose README.md is a folder wrote the weights and config.json, then ended in
+    'README.md: is a directory' (no allowed), a half export left behind."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'o' / 'README.md').mkdir(parents=True)
+    assert _fails(['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(tmp_path / 'o'), '--overwrite'],
+                  capsys) == (f'timm-sl export: {tmp_path / "o" / "README.md"} is a folder where export writes a '
+                              f'file; allowed: move it away')
+    assert [p.name for p in (tmp_path / 'o').iterdir()] == ['README.md']
+
+
 @pytest.mark.parametrize('where', ['out', 'repo-folder', 'export-out', 'device'])
 def test_a_fifo_or_device_where_release_or_export_makes_a_folder_is_named_as_such(where, tmp_path, capsys):
     """`release --out FIFO` (or a FIFO where a model's folder goes, or `export --out FIFO`, `--out /dev/null`) was

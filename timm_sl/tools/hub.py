@@ -280,6 +280,8 @@ def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
     for name in EXPORTED_FILES:
+        if (out_dir / name).is_dir():
+            raise IsADirectoryError(f'{out_dir / name} is a folder where export writes a file; allowed: move it away')
         check_regular_file(out_dir / name, 'a file export writes; allowed: move it away')
         check_not_link(out_dir / name, 'timm-sl export')
 
