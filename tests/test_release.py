@@ -953,3 +953,15 @@ def test_a_link_where_release_or_export_writes_is_refused_and_its_file_kept(name
         f'replace the file it links to; allowed: remove the link')
     assert mine.read_text() == 'mine\n' and sorted(p.name for p in out.rglob('*')) == sorted(
         {Path(name).name, *Path(name).parent.parts} - {'.'})
+
+
+@pytest.mark.skipif(not Path('/proc/self').is_dir(), reason='a /proc file system')
+@pytest.mark.parametrize('command', ['export', 'release'])
+def test_an_out_folder_the_system_will_not_create_is_named_as_such(command, tmp_path, capsys):
+    """export / release --out /proc/x said '/proc/x: no such file or directory', as if an input were missing."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    argv = ([command, str(tmp_path / 'runs' / 'vit-sl-s0')] if command == 'export' else
+            [command, str(tmp_path / 'runs'), '--org', 'o'])
+    assert _fails(argv + ['--out', '/proc/timm-sl-x'], capsys) == (
+        f'timm-sl {command}: --out /proc/timm-sl-x cannot be created as a folder (no such file or directory); '
+        f'allowed: a folder in a place this user may write (not /proc, /sys)')

@@ -19,7 +19,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError, first_line
+from .errors import ToolError, first_line, make_folder
 from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
@@ -425,6 +425,7 @@ def export_run(
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
+    make_folder(out_dir)
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')

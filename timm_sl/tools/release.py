@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import first_line
+from .errors import first_line, make_folder
 from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
@@ -340,6 +340,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
+    make_folder(out)
     released = []
     for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
         run_dir = record.run_dir
