@@ -943,3 +943,16 @@ def test_a_run_resumed_from_an_earlier_checkpoint_drops_the_rows_it_replaced(tmp
     assert record.summary['best_top1'] == 60 and record.summary['last_epoch'] == 3
     assert record.unfinished() == 'summary.csv reaches epoch 3 of the 4 args.yaml plans (no done.json: failed or ' \
                                   'interrupted)'
+
+
+def test_the_card_of_a_run_of_another_eval_metric_does_not_call_its_best_top1_model_best(tmp_path):
+    """A run of --eval-metric loss keeps its lowest-loss epoch as model_best.pth.tar: exporting that file, the card
+    said the best top-1 epoch 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar)', the file it
+    was exporting."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), eval_metric='loss')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,0.9,50,90\n1,1,0.5,45,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 2's (top-1 45.00 %), not the best epoch's: the best top-1 above (epoch 1) belongs "
+            "to another checkpoint (train.py chose model_best.pth.tar by --eval-metric loss, not by top-1).") in card
+    assert 'keeps it as model_best' not in card

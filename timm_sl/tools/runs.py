@@ -274,9 +274,12 @@ class RunRecord:
         elif epoch + 1 == summary['best_epoch']:
             result['is_best'] = True
         else:
+            metric = self.args.get('eval_metric') or 'top1'  # what train.py chose model_best.pth.tar by
+            kept = ('train.py keeps it as model_best.pth.tar' if metric == 'top1' else
+                    f'train.py chose model_best.pth.tar by --eval-metric {metric}, not by top-1')
             result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
                               f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
-                              f"another checkpoint (train.py keeps it as model_best.pth.tar).")
+                              f"another checkpoint ({kept}).")
         return result
 
     def unfinished(self) -> str:
