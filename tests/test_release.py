@@ -965,3 +965,21 @@ def test_an_out_folder_the_system_will_not_create_is_named_as_such(command, tmp_
     assert _fails(argv + ['--out', '/proc/timm-sl-x'], capsys) == (
         f'timm-sl {command}: --out /proc/timm-sl-x cannot be created as a folder (no such file or directory); '
         f'allowed: a folder in a place this user may write (not /proc, /sys)')
+
+
+def test_a_run_resumed_with_other_arguments_does_not_call_its_last_command_exact(tmp_path):
+    """command.txt is the last session's: a run whose best epoch trained with --lr 0.001, resumed with --lr 0.003,
+    was carded 'Exact train.py command' with the --lr 0.003 command, beside a recipe saying that no one run of it
+    reproduces these weights."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['args'].lr = 0.001
+    torch.save(saved, run / 'model_best.pth.tar')
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda line: None)
+    text = (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+    assert 'Exact train.py command' not in text
+    assert ("The last session's train.py command (paths replaced by DATA / OUTPUT); the run was resumed with other "
+            "arguments than the session that saved these weights (the training recipe below names them), so it alone "
+            f"does not reproduce them:\n\n```bash\n{PORTABLE}\n```") in text
+    assert 'the session that saved these weights trained with `lr: 0.001`' in text

@@ -29,7 +29,7 @@ from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
-           'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
+           'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 
@@ -124,26 +124,30 @@ def _batch_of(args: Dict[str, Any], record: RunRecord, world: Any = None) -> Tup
             args.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
 
 
-def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any,
-                    others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
-    """What the card says of the batch: the processes a distributed run trained on (``saved``: the exported
-    checkpoint's args, ``world_size`` there as train.py writes ``args.yaml`` before it knows them), whose global batch
-    the recipe's ``batch_size`` is not; or, for a run resumed with another batch or process count (``args.yaml`` and
-    ``last_world``, ``last.pth.tar``'s ``world_size``, are its last session's; ``others``: the args of the run's other
-    checkpoints, by epoch), each session's batch."""
+def _resumed_batch(record: RunRecord, saved: Dict[str, Any], last_world: Any,
+                   others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
+    """For a run resumed with another batch or process count, each session's batch as a card's sentence ([] for
+    none): ``saved``, the exported checkpoint's args; ``args.yaml`` and ``last_world`` (``last.pth.tar``'s
+    ``world_size``) the last session's; ``others``, the args of the run's other checkpoints, by epoch."""
     world = saved.get('world_size')
     ours = _batch_of(saved, record)
     last = (last_world, record.args.get('batch_size', ours[1]), record.args.get('grad_accum_steps', ours[2]) or 1)
     more = _other_sessions(others, lambda args: f'on {_batch_text(*_batch_of(args, record))}',
                            [f'on {_batch_text(*b)}' for b in (ours, last)])
-    if (_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:] or more:
-        return [f'The run was resumed with another batch: the session that saved these weights trained on '
-                f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
-                f'{_batch_text(*last)}{"".join(more)}; no one train.py run of this recipe reproduces these weights.',
-                '']
+    if not ((_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:] or more):
+        return []
+    return [f'The run was resumed with another batch: the session that saved these weights trained on '
+            f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
+            f'{_batch_text(*last)}{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
+
+
+def _distributed(record: RunRecord, saved: Dict[str, Any]) -> List[str]:
+    """The processes a distributed run trained on (``saved``: the exported checkpoint's args, ``world_size`` there as
+    train.py writes ``args.yaml`` before it knows them), whose global batch the recipe's ``batch_size`` is not."""
+    world = saved.get('world_size')
     if not (_whole(world) and world > 1):
         return []
-    batch, accum = ours[1], ours[2]
+    _, batch, accum = _batch_of(saved, record)
     total = f' = {world * batch * accum}' if _whole(batch) and _whole(accum) else ''
     return [f'Trained on {world} processes (distributed data parallel): `batch_size` is per process, the global '
             f'batch was {world} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
@@ -185,16 +189,26 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
             f'{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
 
 
+def session_notes(record: RunRecord, checkpoint: Checkpoint,
+                  train_defaults: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
+    """What a card says of a resumed run whose sessions trained otherwise than the one that saved ``checkpoint``:
+    ``(batch, arguments)`` sentences (see :func:`_resumed_batch`, :func:`_other_session_args`; [] for none), from
+    ``args.yaml`` (the last session's) and the args every checkpoint of the run folder records."""
+    saved = dict(checkpoint.args or {})
+    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
+            _other_session_args(record, saved, train_defaults, others))
+
+
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
-                    saved: Optional[Dict[str, Any]] = None, last_world: Any = None,
-                    others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
+                    saved: Optional[Dict[str, Any]] = None,
+                    notes: Tuple[List[str], List[str]] = ([], [])) -> List[str]:
     """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
-    what :func:`_batch_sections` says of the batch (``saved``: the exported checkpoint's args; ``others``: those of the
-    run's other checkpoints, by epoch)."""
+    the processes of a distributed run (``saved``: the exported checkpoint's args) or what :func:`session_notes` says
+    (``notes``) of a run resumed otherwise."""
     if not record.args:
         return []
-    ddp = _batch_sections(record, dict(saved or {}), last_world, others)
-    ddp += _other_session_args(record, dict(saved or {}), train_defaults, others)
+    ddp = (notes[0] or _distributed(record, dict(saved or {}))) + notes[1]
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -429,8 +443,7 @@ def export_run(
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
-    recipe = _recipe_section(record, train_defaults, checkpoint.args, _last_world_size(record, checkpoint), others)
+    recipe = _recipe_section(record, train_defaults, checkpoint.args, session_notes(record, checkpoint, train_defaults))
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')

@@ -129,8 +129,10 @@ def _check_hub_name(name: str, what: str) -> None:
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
-                     weights: Dict[str, Any]) -> List[str]:
-    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
+                     weights: Dict[str, Any], resumed: bool = False) -> List[str]:
+    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint;
+    ``resumed``: the run was resumed with other arguments than the session that saved it (see
+    :func:`~timm_sl.tools.hub.session_notes`), so its recorded (last) command is not the weights' own."""
     summary = record.summary or {}
     table2, start = record.table2_row(), record.started_from()
     row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
@@ -150,8 +152,14 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
         lines += [f'This run was extended from {starts[0]} to {summary["last_epoch"]} epochs (its sessions.json): '
                   f'train.py ran it once per schedule and resumed it each time with a larger `--epochs`, so one '
                   f'command from scratch does not reproduce it exactly (the learning-rate schedule of its first '
-                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT):',
+                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT)'
+                  + (', with the last session\'s arguments: it was resumed with others too, which the training '
+                     'recipe below names:' if resumed else ':'),
                   '', '```bash', *commands, '```', '']
+    elif record.command and resumed:
+        lines += ["The last session's train.py command (paths replaced by DATA / OUTPUT); the run was resumed with "
+                  "other arguments than the session that saved these weights (the training recipe below names "
+                  "them), so it alone does not reproduce them:", '', '```bash', record.command, '```', '']
     elif record.command:
         lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', record.command, '```',
                   '']
@@ -212,7 +220,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     Raises:
         FileNotFoundError / ValueError: see :func:`read_release_record` and :func:`repo_name`.
     """
-    from .hub import export_run
+    from .hub import export_run, session_notes
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
@@ -223,7 +231,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
     tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from())
-    section = _release_section(record, paper, repo_id, tag, weights)
+    resumed = any(session_notes(record, checkpoint, train_defaults))
+    section = _release_section(record, paper, repo_id, tag, weights, resumed)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
