@@ -196,6 +196,8 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     ``args.yaml`` (the last session's) and the args every checkpoint of the run folder records."""
     saved = dict(checkpoint.args or {})
     others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
+    others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
             _other_session_args(record, saved, train_defaults, others))
 
