@@ -842,6 +842,21 @@ def test_a_run_file_that_is_a_fifo_is_refused_by_name(name, what, tmp_path, caps
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
 
 
+@pytest.mark.parametrize('name,what', [('done.json', "timm-sl reproduce's done.json"),
+                                       ('sessions.json', "timm-sl reproduce's sessions.json")])
+def test_a_run_record_that_is_a_folder_is_refused_by_name(name, what, tmp_path, capsys):
+    """A folder where done.json (or sessions.json) goes was taken for no marker: the dataset, Table 2 row and planned
+    epochs the run records passed over, silently, and the run released as one of no record."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / name).mkdir()
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+        assert _fails(argv, capsys) == (f'timm-sl {argv[0]}: {run / name} is a folder; expected {what} (allowed: the '
+                                        f'file, or none)')
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
+
+
 def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsys):
     """A run of train.py --class-map learned the map's classes (fox=0, cat=1, dog=2), not the class folders in sorted
     order: label names in sorted order were exported unchecked, every name on another class, and the card did not say

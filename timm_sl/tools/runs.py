@@ -147,8 +147,11 @@ def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
 
     Raises:
         ValueError: a FIFO, socket or device there (see :func:`check_regular_file`), naming it.
+        IsADirectoryError: a folder there (not taken for no file: what the run recorded would be passed over).
     """
     check_regular_file(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
+    if path.is_dir():
+        raise IsADirectoryError(f'{path} is a folder; expected {what} (allowed: the file, or none)')
     if not path.is_file():
         return kind()
     try:
