@@ -983,3 +983,32 @@ def test_a_run_resumed_with_other_arguments_does_not_call_its_last_command_exact
             "arguments than the session that saved these weights (the training recipe below names them), so it alone "
             f"does not reproduce them:\n\n```bash\n{PORTABLE}\n```") in text
     assert 'the session that saved these weights trained with `lr: 0.001`' in text
+
+
+def test_a_class_map_run_without_label_names_gets_no_tag(tmp_path):
+    """A run of train.py --class-map learned the map's numbering of the classes (Tiny-ImageNet's wnids.txt order, not
+    the class folders' sorted order): released without label names, it became the tag MODEL.DATASET, which promises
+    the dataset's classes in their own order, with nothing saying otherwise."""
+    data = tmp_path / 'data'
+    (data / 'train').mkdir(parents=True)
+    (data / 'train' / 'map.txt').write_text('fox\ncat\ndog\n')
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    for name in ('args.yaml', 'model_best.pth.tar'):  # the map in both: train.py saves its arguments in each
+        if name == 'args.yaml':
+            args = json.loads((run / name).read_text())
+            (run / name).write_text(json.dumps(dict(args, class_map='map.txt', data_dir=str(data), dataset='')))
+        else:
+            saved = torch.load(run / name, weights_only=False)
+            vars(saved['args']).update(class_map='map.txt', data_dir=str(data), dataset='')
+            torch.save(saved, run / name)
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', dataset='mydata', echo=lambda line: None)
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    assert released[0].class_map == 'map.txt'
+    assert 'Once the package lists the tag' not in Path(released[0].folder, 'README.md').read_text()
+    names = tmp_path / 'names.txt'
+    names.write_text('fox\ncat\ndog\n')  # the names say the map's numbering: the tag carries them
+    released = release([tmp_path / 'runs'], tmp_path / 'rel2', 'o', dataset='mydata', label_names=names,
+                       echo=lambda line: None)
+    entries = json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.mydata']['label_names'] == ['fox', 'cat', 'dog']

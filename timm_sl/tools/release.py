@@ -71,6 +71,7 @@ class Released:
     weights_epoch: Optional[int] = None
     weights_top1: Optional[float] = None
     started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
+    class_map: Optional[str] = None  # the --class-map that numbered the run's classes (its file name), if any
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -171,13 +172,14 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     return lines
 
 
-def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None
-         ) -> Optional[str]:
+def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None,
+         renumbered: bool = False) -> Optional[str]:
     """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs) trained from
     scratch, ``MODEL.ft_DATASET`` (timm's way of saying fine-tuned on DATASET) for one started from trained weights,
-    else None."""
+    else None; None too for a run whose classes a ``--class-map`` numbered (``renumbered``) without label names to
+    say so: a tag of the dataset promises its classes in their own order."""
     arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
-    if arch or not dataset or not model.startswith('sl_'):
+    if arch or not dataset or not model.startswith('sl_') or renumbered:
         return None
     return f'{model}.{"ft_" if started_from else ""}{dataset.replace("-", "")}'
 
@@ -230,7 +232,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
-    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from())
+    class_map = record.args.get('class_map') or None
+    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from(), bool(class_map and not label_names))
     resumed = any(session_notes(record, checkpoint, train_defaults))
     section = _release_section(record, paper, repo_id, tag, weights, resumed)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
@@ -240,7 +243,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
-        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from())
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from(),
+        class_map=Path(str(class_map)).name if class_map else None)
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
@@ -278,13 +282,15 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
     """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
-    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with."""
+    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with (none
+    for a run of ``--class-map`` without label names: see :func:`_tag`)."""
     def score(r: Released) -> float:
         return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
 
     best: Dict[str, Released] = {}
     for r in released:
-        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from)
+        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from,
+                   bool(r.class_map and not r.pretrained_cfg.get('label_names')))
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
