@@ -975,3 +975,23 @@ def test_the_card_of_a_run_of_another_eval_metric_does_not_call_its_best_top1_mo
     assert ("These weights are epoch 2's (top-1 45.00 %), not the best epoch's: the best top-1 above (epoch 1) belongs "
             "to another checkpoint (train.py chose model_best.pth.tar by --eval-metric loss, not by top-1).") in card
     assert 'keeps it as model_best' not in card
+
+
+@pytest.mark.parametrize('given', [['depth=1', 'lsa_mask=False'], []], ids=['lsa_mask-off', 'none'])
+def test_model_kwargs_other_than_the_runs_that_fit_its_weights_are_refused(given, tmp_path, capsys):
+    """--model-kwargs lsa_mask=False (or none, for a run of lsa_mask=False) fit the weights of a run that records other
+    kwargs: the export built a model that was never trained, carded with the trained model's top-1, silently."""
+    recorded = dict(depth=1) if given else dict(lsa_mask=False)
+    _train_run(tmp_path / 'run', 'sl_vit_32', recorded)  # lsa_mask has no weights: they fit either model
+    (tmp_path / 'run' / 'args.yaml').write_text(json.dumps(dict(
+        json.loads((tmp_path / 'run' / 'args.yaml').read_text()), model_kwargs=recorded)))
+    saved = torch.load(tmp_path / 'run' / 'model_best.pth.tar', weights_only=False)
+    saved['args'].model_kwargs = recorded
+    torch.save(saved, tmp_path / 'run' / 'model_best.pth.tar')
+    err = _fails(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'o'), '--model-kwargs', *given], capsys)
+    said = "{'depth': 1, 'lsa_mask': False}" if given else '(none)'
+    assert err == (f"timm-sl export: --model-kwargs {said} are not the run's: {tmp_path / 'run' / 'args.yaml'} records "
+                   f"{recorded} for sl_vit_32, which its weights were trained (and scored) with; allowed: leave out "
+                   f"--model-kwargs (the run's are used)")
+    assert not (tmp_path / 'o').exists()
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'o')]) == 0

@@ -332,12 +332,33 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
     model, model_kwargs = build_run_model(record, checkpoint, load=load)
+    _check_kwargs_are_the_runs(record, checkpoint)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
     if label_names is not None:
         _check_class_map_order(record, label_names)
     return model, model_kwargs
+
+
+def _check_kwargs_are_the_runs(record: RunRecord, checkpoint: Checkpoint) -> None:
+    """``--model-kwargs`` given for the model a run records must be the kwargs it records (``args.yaml``, else the
+    checkpoint's ``args``): others that its weights fit (``lsa_mask=False``, none for a run of ``lsa_mask=False``)
+    build a model that was never trained, carded with the trained model's top-1.
+
+    Raises:
+        ValueError: naming the run's file, both kwargs and what is allowed.
+    """
+    args = record.args if 'model_kwargs' in record.args else checkpoint.args
+    trained = args.get('model') or checkpoint.arch
+    if 'model_kwargs' not in args or trained != record.model:
+        return
+    recorded = dict(args.get('model_kwargs') or {})
+    if recorded != record.model_kwargs:
+        where = record.run_dir / 'args.yaml' if args is record.args and record.run_dir else checkpoint.path
+        raise ValueError(f'--model-kwargs {record.model_kwargs or "(none)"} are not the run\'s: {where} records '
+                         f'{recorded or "none"} for {trained}, which its weights were trained (and scored) with; '
+                         f'allowed: leave out --model-kwargs (the run\'s are used)')
 
 
 def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> None:
