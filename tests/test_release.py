@@ -116,6 +116,15 @@ def test_portable_command():
                                           '--config recipes/svhn.yaml')
 
 
+def test_portable_command_takes_paths_written_with_an_equals_sign():
+    """`timm-sl reproduce ... -- --initial-checkpoint=/home/me/in1k.pth` (one word) kept this machine's path on the
+    public card, and `--resume=PATH` stayed in the 'exact' command."""
+    command = ('/v/bin/python /t/train.py --data-dir=/home/me/data --config=/src/recipes/cifar10.yaml '
+               '--output=/home/me/o --resume=/home/me/o/r/last.pth.tar --initial-checkpoint=/home/me/in1k.pth --lr=0.1')
+    assert portable_command(command) == ('python train.py --data-dir DATA --config recipes/cifar10.yaml --output '
+                                         'OUTPUT --initial-checkpoint CHECKPOINT --lr=0.1')
+
+
 def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):
     out, _, lines = released
     entries = json.loads((out / 'pretrained_entries.json').read_text())

@@ -86,9 +86,10 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
     checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
-    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a run still writing) is left out, and a value
-    that is not a number (an unknown column's text) is dropped; NaN stays NaN. An epoch must be a whole number
-    (not ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
+    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
+    run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
+    NaN. An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
+    last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -807,13 +808,13 @@ def portable_command(command: str) -> str:
     out[0] = 'python' if script > 0 and Path(tokens[0]).name.startswith('python') else out[0]
     rest = iter(tokens[script + 1:])
     for token in rest:
-        if token == '--resume':
-            next(rest, None)
-        elif token in PATH_PLACEHOLDERS:
-            out += [token, PATH_PLACEHOLDERS[token]]
-            next(rest, None)
-        elif token == '--config':
-            out += [token, f'recipes/{Path(next(rest, "")).name}']
+        option, joined, value = token.partition('=')  # --initial-checkpoint=PATH: a path as much as its two words
+        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, '--resume', '--config'):
+            value = value if joined else next(rest, '')
+            if option in PATH_PLACEHOLDERS:
+                out += [option, PATH_PLACEHOLDERS[option]]
+            elif option == '--config':
+                out += [option, f'recipes/{Path(value).name}']
         else:
             out.append(token)
     return shlex.join(out)
