@@ -116,6 +116,15 @@ def test_portable_command():
                                           '--config recipes/svhn.yaml')
 
 
+def test_portable_command_takes_paths_written_with_an_equals_sign():
+    """`timm-sl reproduce ... -- --initial-checkpoint=/home/me/in1k.pth` (one word) kept this machine's path on the
+    public card, and `--resume=PATH` stayed in the 'exact' command."""
+    command = ('/v/bin/python /t/train.py --data-dir=/home/me/data --config=/src/recipes/cifar10.yaml '
+               '--output=/home/me/o --resume=/home/me/o/r/last.pth.tar --initial-checkpoint=/home/me/in1k.pth --lr=0.1')
+    assert portable_command(command) == ('python train.py --data-dir DATA --config recipes/cifar10.yaml --output '
+                                         'OUTPUT --initial-checkpoint CHECKPOINT --lr=0.1')
+
+
 def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):
     out, _, lines = released
     entries = json.loads((out / 'pretrained_entries.json').read_text())
@@ -901,3 +910,114 @@ def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, 
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     assert sorted(p.name for p in out.rglob('*')) == sorted({Path(name).name, *Path(name).parent.parts})
+
+
+def test_a_folder_where_export_writes_a_file_is_refused_before_writing(tmp_path, capsys):
+    """export --overwrite into a folder whose README.md is a folder wrote the weights and config.json, then ended in
+    'README.md: is a directory' (no allowed), a half export left behind."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    (tmp_path / 'o' / 'README.md').mkdir(parents=True)
+    assert _fails(['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(tmp_path / 'o'), '--overwrite'],
+                  capsys) == (f'timm-sl export: {tmp_path / "o" / "README.md"} is a folder where export writes a '
+                              f'file; allowed: move it away')
+    assert [p.name for p in (tmp_path / 'o').iterdir()] == ['README.md']
+
+
+@pytest.mark.parametrize('where', ['out', 'repo-folder', 'export-out', 'device'])
+def test_a_fifo_or_device_where_release_or_export_makes_a_folder_is_named_as_such(where, tmp_path, capsys):
+    """`release --out FIFO` (or a FIFO where a model's folder goes, or `export --out FIFO`, `--out /dev/null`) was
+    called 'a file': it is a FIFO (a device), and nothing waits on it."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    fifo = {'out': out, 'export-out': out, 'repo-folder': out / 'sl_vit_32.sl-cifar10-s0'}.get(where)
+    if fifo is not None:
+        fifo.parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(fifo)
+    command = 'export' if where == 'export-out' else 'release'
+    argv = ([command, str(tmp_path / 'runs' / 'vit-sl-s0')] if command == 'export' else
+            [command, str(tmp_path / 'runs'), '--org', 'o'])
+    err = _fails(argv + ['--out', str(out if where == 'repo-folder' else fifo or '/dev/null')], capsys)
+    kind = 'a device' if where == 'device' else 'a FIFO (named pipe)'
+    name = f'--out {fifo or "/dev/null"}' if where != 'repo-folder' else str(fifo)
+    assert err.startswith(f'timm-sl {command}: {name} is {kind}') and 'is a file' not in err, err
+    assert sorted(p.name for p in tmp_path.joinpath('rel').glob('*')) == ([fifo.name] if where == 'repo-folder' else [])
+
+
+@pytest.mark.parametrize('name', ['x/README.md', 'x/model.safetensors', 'sl_vit_32.sl-cifar10-s0/config.json',
+                                  'release.json', 'release_manifest.json'])
+def test_a_link_where_release_or_export_writes_is_refused_and_its_file_kept(name, tmp_path, capsys):
+    """--overwrite (or a manifest that matched the file a link names) wrote an export's README.md, model.safetensors,
+    a release's config.json or release.json through a link in --out: the user's file it named, elsewhere, was
+    replaced by the card / weights."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    out = tmp_path / 'rel'
+    (out / name).parent.mkdir(parents=True)
+    mine = tmp_path / 'my notes.md'
+    mine.write_text('mine\n')
+    (out / name).symlink_to(mine)
+    argv = (['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(out / 'x')] if name.startswith('x/') else
+            ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)])
+    assert _fails(argv + ['--overwrite'], capsys) == (
+        f'timm-sl {argv[0]}: {out / name} is a link to {mine} where timm-sl {argv[0]} writes a file, which would '
+        f'replace the file it links to; allowed: remove the link')
+    assert mine.read_text() == 'mine\n' and sorted(p.name for p in out.rglob('*')) == sorted(
+        {Path(name).name, *Path(name).parent.parts} - {'.'})
+
+
+@pytest.mark.skipif(not Path('/proc/self').is_dir(), reason='a /proc file system')
+@pytest.mark.parametrize('command', ['export', 'release'])
+def test_an_out_folder_the_system_will_not_create_is_named_as_such(command, tmp_path, capsys):
+    """export / release --out /proc/x said '/proc/x: no such file or directory', as if an input were missing."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    argv = ([command, str(tmp_path / 'runs' / 'vit-sl-s0')] if command == 'export' else
+            [command, str(tmp_path / 'runs'), '--org', 'o'])
+    assert _fails(argv + ['--out', '/proc/timm-sl-x'], capsys) == (
+        f'timm-sl {command}: --out /proc/timm-sl-x cannot be created as a folder (no such file or directory); '
+        f'allowed: a folder in a place this user may write (not /proc, /sys)')
+
+
+def test_a_run_resumed_with_other_arguments_does_not_call_its_last_command_exact(tmp_path):
+    """command.txt is the last session's: a run whose best epoch trained with --lr 0.001, resumed with --lr 0.003,
+    was carded 'Exact train.py command' with the --lr 0.003 command, beside a recipe saying that no one run of it
+    reproduces these weights."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['args'].lr = 0.001
+    torch.save(saved, run / 'model_best.pth.tar')
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda line: None)
+    text = (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s0' / 'README.md').read_text()
+    assert 'Exact train.py command' not in text
+    assert ("The last session's train.py command (paths replaced by DATA / OUTPUT); the run was resumed with other "
+            "arguments than the session that saved these weights (the training recipe below names them), so it alone "
+            f"does not reproduce them:\n\n```bash\n{PORTABLE}\n```") in text
+    assert 'the session that saved these weights trained with `lr: 0.001`' in text
+
+
+def test_a_class_map_run_without_label_names_gets_no_tag(tmp_path):
+    """A run of train.py --class-map learned the map's numbering of the classes (Tiny-ImageNet's wnids.txt order, not
+    the class folders' sorted order): released without label names, it became the tag MODEL.DATASET, which promises
+    the dataset's classes in their own order, with nothing saying otherwise."""
+    data = tmp_path / 'data'
+    (data / 'train').mkdir(parents=True)
+    (data / 'train' / 'map.txt').write_text('fox\ncat\ndog\n')
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    for name in ('args.yaml', 'model_best.pth.tar'):  # the map in both: train.py saves its arguments in each
+        if name == 'args.yaml':
+            args = json.loads((run / name).read_text())
+            (run / name).write_text(json.dumps(dict(args, class_map='map.txt', data_dir=str(data), dataset='')))
+        else:
+            saved = torch.load(run / name, weights_only=False)
+            vars(saved['args']).update(class_map='map.txt', data_dir=str(data), dataset='')
+            torch.save(saved, run / name)
+    released = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', dataset='mydata', echo=lambda line: None)
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    assert released[0].class_map == 'map.txt'
+    assert 'Once the package lists the tag' not in Path(released[0].folder, 'README.md').read_text()
+    names = tmp_path / 'names.txt'
+    names.write_text('fox\ncat\ndog\n')  # the names say the map's numbering: the tag carries them
+    released = release([tmp_path / 'runs'], tmp_path / 'rel2', 'o', dataset='mydata', label_names=names,
+                       echo=lambda line: None)
+    entries = json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.mydata']['label_names'] == ['fox', 'cat', 'dog']

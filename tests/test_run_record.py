@@ -842,11 +842,26 @@ def test_a_run_file_that_is_a_fifo_is_refused_by_name(name, what, tmp_path, caps
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
 
 
+@pytest.mark.parametrize('name,what', [('done.json', "timm-sl reproduce's done.json"),
+                                       ('sessions.json', "timm-sl reproduce's sessions.json")])
+def test_a_run_record_that_is_a_folder_is_refused_by_name(name, what, tmp_path, capsys):
+    """A folder where done.json (or sessions.json) goes was taken for no marker: the dataset, Table 2 row and planned
+    epochs the run records passed over, silently, and the run released as one of no record."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / name).mkdir()
+    release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
+        assert _fails(argv, capsys) == (f'timm-sl {argv[0]}: {run / name} is a folder; expected {what} (allowed: the '
+                                        f'file, or none)')
+    assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
+
+
 def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsys):
     """A run of train.py --class-map learned the map's classes (fox=0, cat=1, dog=2), not the class folders in sorted
     order: label names in sorted order were exported unchecked, every name on another class, and the card did not say
-    a map was used; now the names are held against the map the run records (count and order), or refused when it is
-    gone."""
+    a map was used; now the names are held against the map the run records (count, names and order), or refused
+    when it is gone (names the map does not hold, as many as its classes, passed unchecked)."""
     data = tmp_path / 'data'
     (data / 'train').mkdir(parents=True)
     (data / 'train' / 'map.txt').write_text('fox\ncat\ndog\n')
@@ -866,6 +881,9 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
             ('cat\ndog\nfox\n', f"--label-names puts 'cat' at class 0, but the class map the run trained with "
                                 f"({where}) makes 'cat' class 1: the names are in another order than the classes the "
                                 f"run learned; allowed: the names in the order of that map (fox, cat, dog)"),
+            ('fox\ncat\nwolf\n', f"--label-names names 'wolf' (class 2), which the class map the run trained with "
+                                 f"({where}) does not hold: its names are the class folders the run learned; allowed: "
+                                 f"the names of that map in its order (fox, cat, dog)"),
             ('fox\ncat\ndog\n', f"{run / 'args.yaml'} records --class-map map.txt, which is not there now (as given, "
                                 f"nor in the data folder it records): the order of the classes the run learned is "
                                 f"unknown, so --label-names cannot be checked; allowed: the class map back where "
@@ -886,3 +904,94 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
     assert ('- Classes: 3 numbered by the class map the run trained with (`--class-map map.txt`): class i is the '
             "map's class i, not the i-th class folder in sorted order") in card
     assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == ['fox', 'cat', 'dog']
+
+
+def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):
+    """A run resumed twice, with another batch, process count and --lr each time, was carded with two sessions only
+    (the one that saved the weights and the last): the first session's batch and lr, recorded by its checkpoint-N
+    files, went unsaid; and when the weights' session and the last agreed, the card said nothing was resumed."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), batch_size=128, world_size=2)
+    checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    for name, epoch, values in [('checkpoint-0.pth.tar', 0, dict(batch_size=64, world_size=1, lr=5e-4)),
+                                ('checkpoint-1.pth.tar', 1, dict(batch_size=64, world_size=1, lr=5e-4)),
+                                ('last.pth.tar', 4, dict(batch_size=256, world_size=4, lr=3e-3))]:
+        vars(checkpoint['args']).update(values)
+        torch.save(dict(checkpoint, epoch=epoch), run / name)
+    os.mkfifo(run / 'checkpoint-3.pth.tar')  # not read (it would hang)
+    torch.save(dict(checkpoint, epoch=3, args=argparse.Namespace(**dict(vars(checkpoint['args']), lr=0.5, batch_size=8,
+                                                                       model_kwargs=dict(depth=2)))),
+               run / 'another-model.pth.tar')  # another run's checkpoint, put there: not a session of this run
+    (run / 'recovery-0-1.pth.tar').write_bytes(b'cut')  # not a checkpoint: says nothing
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=256, lr=3e-3)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('the session that saved these weights trained on 2 processes x batch_size 128 = global batch 256, its last '
+            'session (whose arguments the recipe above gives) on 4 processes x batch_size 256 = global batch 1024, '
+            'another session (its checkpoints of epochs 1-2) on 1 process x batch_size 64 = global batch 64;') in card
+    assert ("trained with `lr: 0.001`, where the recipe above gives its last session's, another session (its "
+            "checkpoints of epochs 1-2) with `lr: 0.0005`;") in card
+    assert 'lr: 0.5' not in card and 'batch_size 8' not in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, world_size=2)))  # the last session is the weights' own
+    vars(checkpoint['args']).update(batch_size=128, world_size=2, lr=1e-3)
+    torch.save(dict(checkpoint, epoch=4), run / 'last.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert ('its last session (whose arguments the recipe above gives) on 2 processes x batch_size 128 = global batch '
+            '256, another session (its checkpoints of epochs 1-2) on 1 process x batch_size 64') in card
+    assert ("trained with the recipe above, its last session's, another session (its checkpoints of epochs 1-2) with "
+            "`lr: 0.0005`;") in card
+    for name in ('checkpoint-0.pth.tar', 'checkpoint-1.pth.tar'):
+        (run / name).unlink()
+    card = (export_checkpoint(run, None, tmp_path / 'out3')[0] / 'README.md').read_text()
+    assert 'resumed with' not in card and 'Trained on 2 processes' in card
+
+
+def test_a_run_resumed_from_an_earlier_checkpoint_drops_the_rows_it_replaced(tmp_path):
+    """A run of 4 epochs resumed with --resume checkpoint-1.pth.tar (epochs 2.. trained again) and stopped after
+    epoch 2 kept the first session's epochs 3 and 4 in its summary: its best top-1 (epoch 4's 90 %) was of weights
+    no longer anywhere, and the run counted as finished (summary.csv 'reaches' epoch 4 of 4) and was released."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    head = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    (run / 'summary.csv').write_text(head + '0,1,1,50,90\n1,1,1,55.5,95\n2,1,1,80,95\n3,1,1,90,99\n'
+                                     + head + '2,1,1,60,95\n')
+    record = read_run(run / 'model_best.pth.tar')
+    assert [(r['epoch'], r['eval_top1']) for r in record.rows] == [(0, 50), (1, 55.5), (2, 60)]
+    assert record.summary['best_top1'] == 60 and record.summary['last_epoch'] == 3
+    assert record.unfinished() == 'summary.csv reaches epoch 3 of the 4 args.yaml plans (no done.json: failed or ' \
+                                  'interrupted)'
+
+
+def test_the_card_of_a_run_of_another_eval_metric_does_not_call_its_best_top1_model_best(tmp_path):
+    """A run of --eval-metric loss keeps its lowest-loss epoch as model_best.pth.tar: exporting that file, the card
+    said the best top-1 epoch 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar)', the file it
+    was exporting."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), eval_metric='loss')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,0.9,50,90\n1,1,0.5,45,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 2's (top-1 45.00 %), not the best epoch's: the best top-1 above (epoch 1) belongs "
+            "to another checkpoint (train.py chose model_best.pth.tar by --eval-metric loss, not by top-1).") in card
+    assert 'keeps it as model_best' not in card
+
+
+@pytest.mark.parametrize('given', [['depth=1', 'lsa_mask=False'], []], ids=['lsa_mask-off', 'none'])
+def test_model_kwargs_other_than_the_runs_that_fit_its_weights_are_refused(given, tmp_path, capsys):
+    """--model-kwargs lsa_mask=False (or none, for a run of lsa_mask=False) fit the weights of a run that records other
+    kwargs: the export built a model that was never trained, carded with the trained model's top-1, silently."""
+    recorded = dict(depth=1) if given else dict(lsa_mask=False)
+    _train_run(tmp_path / 'run', 'sl_vit_32', recorded)  # lsa_mask has no weights: they fit either model
+    (tmp_path / 'run' / 'args.yaml').write_text(json.dumps(dict(
+        json.loads((tmp_path / 'run' / 'args.yaml').read_text()), model_kwargs=recorded)))
+    saved = torch.load(tmp_path / 'run' / 'model_best.pth.tar', weights_only=False)
+    saved['args'].model_kwargs = recorded
+    torch.save(saved, tmp_path / 'run' / 'model_best.pth.tar')
+    err = _fails(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'o'), '--model-kwargs', *given], capsys)
+    said = "{'depth': 1, 'lsa_mask': False}" if given else '(none)'
+    assert err == (f"timm-sl export: --model-kwargs {said} are not the run's: {tmp_path / 'run' / 'args.yaml'} records "
+                   f"{recorded} for sl_vit_32, which its weights were trained (and scored) with; allowed: leave out "
+                   f"--model-kwargs (the run's are used)")
+    assert not (tmp_path / 'o').exists()
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'o')]) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
-           'check_not_below_a_file', 'write_atomically']
+           'check_not_below_a_file', 'make_folder', 'write_atomically']
 
 
 class ToolError(RuntimeError):
@@ -68,6 +68,21 @@ def check_not_below_a_file(path: Union[str, Path], option: str = '') -> None:
     if existing != path and not existing.is_dir():
         raise NotADirectoryError(f'{option} {path}: {existing} is a file; cannot create a folder below it' if option
                                  else f'{existing} is a file; cannot create {path} below it')
+
+
+def make_folder(path: Path, option: str = '--out') -> None:
+    """Create the folder ``path`` (and its parents) that ``option`` names where it is not there yet: where the system
+    will not (``/proc/x``: 'no such file or directory', as if the input were missing), one line saying so.
+
+    Raises:
+        OSError: of the system's kind, naming the path, why and what is allowed.
+    """
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        why = (e.strerror or first_line(e)).lower()
+        raise type(e)(f'{option} {path} cannot be created as a folder ({why}); allowed: a folder in a place this '
+                      f'user may write (not /proc, /sys)') from None
 
 
 def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> None:

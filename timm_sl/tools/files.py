@@ -1,12 +1,32 @@
 """Reading a file a user's folder holds: what is there but is no regular file (a FIFO, a device) refused in one line
 instead of a hang, and text in whatever encoding a run or an editor left it. Below every other harness module."""
 import codecs
+import os
 from pathlib import Path
 from typing import Union
 
 from .errors import first_line
 
-__all__ = ['check_regular_file', 'read_text']
+__all__ = ['check_not_link', 'check_regular_file', 'kind_of', 'read_text']
+
+
+def kind_of(path: Path) -> str:
+    """What is at ``path`` that is no folder, as an error names it: 'a file', or what is not a regular file."""
+    if path.is_file():
+        return 'a file'
+    return 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
+
+
+def check_not_link(path: Path, who: str) -> None:
+    """Refuse a link where ``who`` (``timm-sl export``) writes a file: written through, the file the link names (a
+    user's, elsewhere) would be replaced, not the link.
+
+    Raises:
+        ValueError: naming the link, where it points and what is allowed.
+    """
+    if path.is_symlink():
+        raise ValueError(f'{path} is a link to {os.readlink(path)} where {who} writes a file, which would replace the '
+                         f'file it links to; allowed: remove the link')
 
 
 def check_regular_file(path: Path, what: str) -> None:
@@ -17,8 +37,7 @@ def check_regular_file(path: Path, what: str) -> None:
         ValueError: naming ``path``, what it is and ``what`` was expected there.
     """
     if path.exists() and not path.is_dir() and not path.is_file():
-        kind = 'a FIFO (named pipe)' if path.is_fifo() else 'a socket' if path.is_socket() else 'a device'
-        raise ValueError(f'{path} is {kind}, not a regular file; expected {what}')
+        raise ValueError(f'{path} is {kind_of(path)}, not a regular file; expected {what}')
 
 
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)

@@ -19,16 +19,17 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError, first_line
+from .errors import ToolError, first_line, make_folder
+from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text)
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
-           'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
+           'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 
@@ -100,22 +101,53 @@ def _batch_text(world: Any, batch: Any, accum: Any) -> str:
     return f'{world} process{"es" * (world != 1)} x batch_size {batch}{steps}{total}'
 
 
-def _batch_sections(record: RunRecord, saved: Dict[str, Any], last_world: Any) -> List[str]:
-    """What the card says of the batch: the processes a distributed run trained on (``saved``: the exported
-    checkpoint's args, ``world_size`` there as train.py writes ``args.yaml`` before it knows them), whose global batch
-    the recipe's ``batch_size`` is not; or, for a run resumed with another batch or process count (``args.yaml`` and
-    ``last_world``, ``last.pth.tar``'s ``world_size``, are its last session's), each of the two sessions' batches."""
+def _epochs_text(epochs: Sequence[int]) -> str:
+    """Checkpoint epochs (train.py's, from 0) as a card says them, from 1."""
+    lo, hi = min(epochs) + 1, max(epochs) + 1
+    return f'epoch {lo}' if lo == hi else f'epochs {lo}-{hi}'
+
+
+def _other_sessions(others: Sequence[Tuple[int, Dict[str, Any]]], said: Any, seen: Sequence[Any]) -> List[str]:
+    """``, another session (its checkpoints of epochs ...) VERB X`` for each value ``said(args)`` of the run's other
+    checkpoints (``others``: :func:`~timm_sl.tools.runs.saved_args`) that is none of ``seen`` (None: nothing to say)."""
+    groups: Dict[str, List[int]] = {}
+    for epoch, args in others:
+        text = said(args)
+        if text is not None and text not in seen:
+            groups.setdefault(text, []).append(epoch)
+    return [f', another session (its checkpoints of {_epochs_text(epochs)}) {text}' for text, epochs in groups.items()]
+
+
+def _batch_of(args: Dict[str, Any], record: RunRecord, world: Any = None) -> Tuple[Any, Any, Any]:
+    """A session's (processes, batch_size, accumulation steps) from its args, ``record.args``'s where unset."""
+    return (args.get('world_size', world), args.get('batch_size', record.args.get('batch_size')),
+            args.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
+
+
+def _resumed_batch(record: RunRecord, saved: Dict[str, Any], last_world: Any,
+                   others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
+    """For a run resumed with another batch or process count, each session's batch as a card's sentence ([] for
+    none): ``saved``, the exported checkpoint's args; ``args.yaml`` and ``last_world`` (``last.pth.tar``'s
+    ``world_size``) the last session's; ``others``, the args of the run's other checkpoints, by epoch."""
     world = saved.get('world_size')
-    ours = (world, saved.get('batch_size', record.args.get('batch_size')),
-            saved.get('grad_accum_steps', record.args.get('grad_accum_steps')) or 1)
+    ours = _batch_of(saved, record)
     last = (last_world, record.args.get('batch_size', ours[1]), record.args.get('grad_accum_steps', ours[2]) or 1)
-    if (_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:]:
-        return [f'The run was resumed with another batch: the session that saved these weights trained on '
-                f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
-                f'{_batch_text(*last)}; no one train.py run of this recipe reproduces these weights.', '']
+    more = _other_sessions(others, lambda args: f'on {_batch_text(*_batch_of(args, record))}',
+                           [f'on {_batch_text(*b)}' for b in (ours, last)])
+    if not ((_whole(last[0]) and _whole(world) and last[0] != world) or last[1:] != ours[1:] or more):
+        return []
+    return [f'The run was resumed with another batch: the session that saved these weights trained on '
+            f'{_batch_text(*ours)}, its last session (whose arguments the recipe above gives) on '
+            f'{_batch_text(*last)}{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
+
+
+def _distributed(record: RunRecord, saved: Dict[str, Any]) -> List[str]:
+    """The processes a distributed run trained on (``saved``: the exported checkpoint's args, ``world_size`` there as
+    train.py writes ``args.yaml`` before it knows them), whose global batch the recipe's ``batch_size`` is not."""
+    world = saved.get('world_size')
     if not (_whole(world) and world > 1):
         return []
-    batch, accum = ours[1], ours[2]
+    _, batch, accum = _batch_of(saved, record)
     total = f' = {world * batch * accum}' if _whole(batch) and _whole(accum) else ''
     return [f'Trained on {world} processes (distributed data parallel): `batch_size` is per process, the global '
             f'batch was {world} x batch_size' + (f' x {accum} accumulation steps' if accum != 1 else '')
@@ -128,33 +160,57 @@ _SESSION_SKIP = frozenset({'epochs', 'batch_size', 'grad_accum_steps', 'model', 
                            'in_chans', 'input_size', 'gp', 'dataset', 'lr_base_scale', 'dist_bn'})
 
 
-def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]]) -> List[str]:
+def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Optional[Dict[str, Any]],
+                        others: Sequence[Tuple[int, Dict[str, Any]]] = ()) -> List[str]:
     """The recipe arguments the last session (``args.yaml``) gave otherwise than the session that saved the weights
-    (``saved``: the checkpoint's args), as a card's sentence ([] for none): the recipe is the last session's."""
+    (``saved``: the checkpoint's args) or another session (``others``: the args of the run's other checkpoints), as
+    a card's sentence ([] for none): the recipe is the last session's."""
     def norm(value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
 
+    def differ(args: Dict[str, Any]) -> List[str]:
+        keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
+                and norm(args[k]) != norm(record.args.get(k))]
+
+    def said(args: Dict[str, Any]) -> Optional[str]:
+        keys = differ(args)
+        return 'with ' + ', '.join(f'`{k}: {args[k]!r}`' for k in keys) if keys else None
+
     if not saved:
         return []
-    keys = {*recipe_args(record.args, defaults), *recipe_args(saved, defaults)} - _SESSION_SKIP
-    differ = [k for k in sorted(keys) if k in saved and record.args.get(k) not in (None, '')
-              and norm(saved[k]) != norm(record.args.get(k))]
-    if not differ:
+    ours = said(saved)
+    more = _other_sessions(others, said, [ours])
+    if not (ours or more):
         return []
-    said = ', '.join(f'`{k}: {saved[k]!r}`' for k in differ)
-    return [f'The run was resumed with other arguments: the session that saved these weights trained with {said}, '
-            f'where the recipe above gives its last session\'s; no one train.py run of this recipe reproduces these '
-            f'weights.', '']
+    last = "its last session's"
+    ours = f'{ours}, where the recipe above gives {last}' if ours else f'with the recipe above, {last}'
+    return [f'The run was resumed with other arguments: the session that saved these weights trained {ours}'
+            f'{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
+
+
+def session_notes(record: RunRecord, checkpoint: Checkpoint,
+                  train_defaults: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
+    """What a card says of a resumed run whose sessions trained otherwise than the one that saved ``checkpoint``:
+    ``(batch, arguments)`` sentences (see :func:`_resumed_batch`, :func:`_other_session_args`; [] for none), from
+    ``args.yaml`` (the last session's) and the args every checkpoint of the run folder records."""
+    saved = dict(checkpoint.args or {})
+    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
+    others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
+    return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
+            _other_session_args(record, saved, train_defaults, others))
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
-                    saved: Optional[Dict[str, Any]] = None, last_world: Any = None) -> List[str]:
+                    saved: Optional[Dict[str, Any]] = None,
+                    notes: Tuple[List[str], List[str]] = ([], [])) -> List[str]:
     """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
-    what :func:`_batch_sections` says of the batch (``saved``: the exported checkpoint's args)."""
+    the processes of a distributed run (``saved``: the exported checkpoint's args) or what :func:`session_notes` says
+    (``notes``) of a run resumed otherwise."""
     if not record.args:
         return []
-    ddp = _batch_sections(record, dict(saved or {}), last_world)
-    ddp += _other_session_args(record, dict(saved or {}), train_defaults)
+    ddp = (notes[0] or _distributed(record, dict(saved or {}))) + notes[1]
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
@@ -235,12 +291,15 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
 
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f'--out {out_dir} is a file; allowed: a new or empty folder')
+        raise ValueError(f'--out {out_dir} is {kind_of(out_dir)}; allowed: a new or empty folder')
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
     for name in EXPORTED_FILES:
+        if (out_dir / name).is_dir():
+            raise IsADirectoryError(f'{out_dir / name} is a folder where export writes a file; allowed: move it away')
         check_regular_file(out_dir / name, 'a file export writes; allowed: move it away')
+        check_not_link(out_dir / name, 'timm-sl export')
 
 
 def _readable(path: Path) -> None:
@@ -273,6 +332,7 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
         said = f'{record.run_dir / "args.yaml"} names none' if record.run_dir else 'no args.yaml beside it'
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
     model, model_kwargs = build_run_model(record, checkpoint, load=load)
+    _check_kwargs_are_the_runs(record, checkpoint)
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
@@ -281,9 +341,30 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
     return model, model_kwargs
 
 
+def _check_kwargs_are_the_runs(record: RunRecord, checkpoint: Checkpoint) -> None:
+    """``--model-kwargs`` given for the model a run records must be the kwargs it records (``args.yaml``, else the
+    checkpoint's ``args``): others that its weights fit (``lsa_mask=False``, none for a run of ``lsa_mask=False``)
+    build a model that was never trained, carded with the trained model's top-1.
+
+    Raises:
+        ValueError: naming the run's file, both kwargs and what is allowed.
+    """
+    args = record.args if 'model_kwargs' in record.args else checkpoint.args
+    trained = args.get('model') or checkpoint.arch
+    if 'model_kwargs' not in args or trained != record.model:
+        return
+    recorded = dict(args.get('model_kwargs') or {})
+    if recorded != record.model_kwargs:
+        where = record.run_dir / 'args.yaml' if args is record.args and record.run_dir else checkpoint.path
+        raise ValueError(f'--model-kwargs {record.model_kwargs or "(none)"} are not the run\'s: {where} records '
+                         f'{recorded or "none"} for {trained}, which its weights were trained (and scored) with; '
+                         f'allowed: leave out --model-kwargs (the run\'s are used)')
+
+
 def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> None:
     """Label names for a run of train.py's ``--class-map``, whose classes are the map's indices, not the class
-    folders in sorted order: as many as the map has classes, and a name the map holds (a class folder's) at its index.
+    folders in sorted order: as many as the map has classes, each a name the map holds (a class folder's), at its
+    index.
 
     Raises:
         ValueError / OSError: the class map the run records is gone or unreadable (the names cannot be checked), or the
@@ -308,11 +389,17 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
     if len(label_names) != classes:
         raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
                          f'{classes} classes; allowed: one name per class, in the order of that map')
+    by_index = {v: k for k, v in reversed(list(mapping.items()))}
+    order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
+    named = all(isinstance(k, str) for k in mapping)  # a map of names (class folders), as timm's are
+    unknown = next((i for i, n in enumerate(label_names) if named and n not in mapping), None)
+    if unknown is not None:
+        raise ValueError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
+                         f'trained with ({where}) does not hold: its names are the class folders the run learned; '
+                         f'allowed: the names of that map in its order ({order})')
     moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
     if moved is not None:
         name = label_names[moved]
-        by_index = {v: k for k, v in reversed(list(mapping.items()))}
-        order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
         raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
                          f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
@@ -375,10 +462,11 @@ def export_run(
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
+    make_folder(out_dir)
     save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
     make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
     _readable(out_dir / 'model.safetensors')
-    recipe = _recipe_section(record, train_defaults, checkpoint.args, _last_world_size(record, checkpoint))
+    recipe = _recipe_section(record, train_defaults, checkpoint.args, session_notes(record, checkpoint, train_defaults))
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
     card.save(out_dir / 'README.md')
@@ -506,7 +594,8 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     if not folder.exists():
         raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
     if not folder.is_dir():
-        raise NotADirectoryError(f'{folder} is a file; allowed: a folder written by timm-sl export or release')
+        raise NotADirectoryError(f'{folder} is {kind_of(folder)}; allowed: a folder written by timm-sl export or '
+                                 f'release')
     odd = next((folder / f for f in ('config.json', 'model.safetensors') if (folder / f).is_dir()
                 or ((folder / f).is_symlink() and not (folder / f).exists())), None)
     if odd is not None:  # not 'missing': the name is there

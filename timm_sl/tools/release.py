@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import first_line
+from .errors import first_line, make_folder
+from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
@@ -70,6 +71,7 @@ class Released:
     weights_epoch: Optional[int] = None
     weights_top1: Optional[float] = None
     started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
+    class_map: Optional[str] = None  # the --class-map that numbered the run's classes (its file name), if any
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -128,8 +130,10 @@ def _check_hub_name(name: str, what: str) -> None:
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
-                     weights: Dict[str, Any]) -> List[str]:
-    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint."""
+                     weights: Dict[str, Any], resumed: bool = False) -> List[str]:
+    """The card's Table 2 section; ``weights``: :meth:`RunRecord.weights_result` of the exported checkpoint;
+    ``resumed``: the run was resumed with other arguments than the session that saved it (see
+    :func:`~timm_sl.tools.hub.session_notes`), so its recorded (last) command is not the weights' own."""
     summary = record.summary or {}
     table2, start = record.table2_row(), record.started_from()
     row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
@@ -149,8 +153,14 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
         lines += [f'This run was extended from {starts[0]} to {summary["last_epoch"]} epochs (its sessions.json): '
                   f'train.py ran it once per schedule and resumed it each time with a larger `--epochs`, so one '
                   f'command from scratch does not reproduce it exactly (the learning-rate schedule of its first '
-                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT):',
+                  f'{starts[0]} epochs differs). Its train.py commands in order (paths replaced by DATA / OUTPUT)'
+                  + (', with the last session\'s arguments: it was resumed with others too, which the training '
+                     'recipe below names:' if resumed else ':'),
                   '', '```bash', *commands, '```', '']
+    elif record.command and resumed:
+        lines += ["The last session's train.py command (paths replaced by DATA / OUTPUT); the run was resumed with "
+                  "other arguments than the session that saved these weights (the training recipe below names "
+                  "them), so it alone does not reproduce them:", '', '```bash', record.command, '```', '']
     elif record.command:
         lines += ['Exact train.py command (paths replaced by DATA / OUTPUT):', '', '```bash', record.command, '```',
                   '']
@@ -162,13 +172,14 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     return lines
 
 
-def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None
-         ) -> Optional[str]:
+def _tag(model: str, model_kwargs: Dict[str, Any], dataset: Optional[str], started_from: Optional[str] = None,
+         renumbered: bool = False) -> Optional[str]:
     """``MODEL.DATASET`` for a run of the registered architecture (a tag cannot carry model kwargs) trained from
     scratch, ``MODEL.ft_DATASET`` (timm's way of saying fine-tuned on DATASET) for one started from trained weights,
-    else None."""
+    else None; None too for a run whose classes a ``--class-map`` numbered (``renumbered``) without label names to
+    say so: a tag of the dataset promises its classes in their own order."""
     arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
-    if arch or not dataset or not model.startswith('sl_'):
+    if arch or not dataset or not model.startswith('sl_') or renumbered:
         return None
     return f'{model}.{"ft_" if started_from else ""}{dataset.replace("-", "")}'
 
@@ -211,7 +222,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     Raises:
         FileNotFoundError / ValueError: see :func:`read_release_record` and :func:`repo_name`.
     """
-    from .hub import export_run
+    from .hub import export_run, session_notes
     record = record or read_release_record(run_dir, dataset)
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
@@ -221,8 +232,10 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
-    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from())
-    section = _release_section(record, paper, repo_id, tag, weights)
+    class_map = record.args.get('class_map') or None
+    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from(), bool(class_map and not label_names))
+    resumed = any(session_notes(record, checkpoint, train_defaults))
+    section = _release_section(record, paper, repo_id, tag, weights, resumed)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
                           train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
     return Released(
@@ -230,7 +243,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
-        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from())
+        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from(),
+        class_map=Path(str(class_map)).name if class_map else None)
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
@@ -243,12 +257,12 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
     """
     from .hub import EXPORTED_FILES
     if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f'--out {out} is a file; allowed: a folder (new, or one release wrote)')
-    targets = ['release.json', 'pretrained_entries.json']
+        raise NotADirectoryError(f'--out {out} is {kind_of(out)}; allowed: a folder (new, or one release wrote)')
+    targets = list(OWN_FILES)
     for name in names:
         if (out / name).exists() and not (out / name).is_dir():
-            raise NotADirectoryError(f'{out / name} is a file where release writes the folder of {name}; allowed: '
-                                     f'move it away')
+            raise NotADirectoryError(f'{out / name} is {kind_of(out / name)} where release writes the folder of '
+                                     f'{name}; allowed: move it away')
         targets += [f'{name}/{f}' for f in EXPORTED_FILES]
     changed = []
     for rel in targets:
@@ -256,7 +270,8 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
         if path.is_dir():
             raise IsADirectoryError(f'{path} is a folder where release writes a file; allowed: move it away')
         check_regular_file(path, 'a file release writes; allowed: move it away')
-        if path.exists() and not overwrite and manifest.get(rel) != sha256(path):
+        check_not_link(path, 'timm-sl release')
+        if rel != MANIFEST and path.exists() and not overwrite and manifest.get(rel) != sha256(path):
             changed.append(path)
     if changed:
         more = f' (and {len(changed) - 1} more)' if len(changed) > 1 else ''
@@ -267,13 +282,15 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
     """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
-    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with."""
+    weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with (none
+    for a run of ``--class-map`` without label names: see :func:`_tag`)."""
     def score(r: Released) -> float:
         return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
 
     best: Dict[str, Released] = {}
     for r in released:
-        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from)
+        tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from,
+                   bool(r.class_map and not r.pretrained_cfg.get('label_names')))
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
@@ -338,6 +355,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
+    make_folder(out)
     released = []
     for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
         run_dir = record.run_dir

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .files import check_regular_file, read_text
+from .files import check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file']
+           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file', 'saved_args']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -84,9 +84,12 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
 
     Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
-    checkpoint, then resumed) keeps its last row, a last row cut short (a run still writing) is left out, and a value
-    that is not a number (an unknown column's text) is dropped; NaN stays NaN. An epoch must be a whole number
-    (not ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
+    checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
+    (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
+    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
+    run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
+    NaN. An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
+    last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -110,6 +113,8 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
                              f'epoch and a numeric eval_top1: {lines[line_no - 1][:80]!r}')
+        for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
+            del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
 
@@ -143,8 +148,11 @@ def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
 
     Raises:
         ValueError: a FIFO, socket or device there (see :func:`check_regular_file`), naming it.
+        IsADirectoryError: a folder there (not taken for no file: what the run recorded would be passed over).
     """
     check_regular_file(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
+    if path.is_dir():
+        raise IsADirectoryError(f'{path} is a folder; expected {what} (allowed: the file, or none)')
     if not path.is_file():
         return kind()
     try:
@@ -270,9 +278,12 @@ class RunRecord:
         elif epoch + 1 == summary['best_epoch']:
             result['is_best'] = True
         else:
+            metric = self.args.get('eval_metric') or 'top1'  # what train.py chose model_best.pth.tar by
+            kept = ('train.py keeps it as model_best.pth.tar' if metric == 'top1' else
+                    f'train.py chose model_best.pth.tar by --eval-metric {metric}, not by top-1')
             result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
                               f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
-                              f"another checkpoint (train.py keeps it as model_best.pth.tar).")
+                              f"another checkpoint ({kept}).")
         return result
 
     def unfinished(self) -> str:
@@ -610,7 +621,7 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
         if not path.exists():
             raise FileNotFoundError(f'{path} does not exist')
         if not path.is_dir():
-            raise NotADirectoryError(f'{path} is a file; allowed: a train.py run folder or a folder of them')
+            raise NotADirectoryError(f'{path} is {kind_of(path)}; allowed: a train.py run folder or a folder of them')
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
         found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
@@ -761,6 +772,27 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
                       epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
 
 
+def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tuple[int, Dict[str, Any]]]:
+    """The ``(epoch, args)`` each checkpoint of a run folder records (``*.pth.tar``: train.py's ``checkpoint-N``,
+    ``last``, ``model_best``, ``recovery-*``), by epoch, ``skip`` aside: the arguments of the session that saved it,
+    where ``args.yaml`` is the last session's (a resume rewrites it, not them). Read memory-mapped; a file that is not
+    a regular file, or not a readable train.py checkpoint, says nothing and is passed over."""
+    skipped = {os.path.realpath(p) for p in skip}
+    found = []
+    for path in sorted(Path(run_dir).glob('*.pth.tar')):
+        if not path.is_file() or os.path.realpath(path) in skipped:  # a FIFO is not read (it would hang)
+            continue
+        try:
+            content, _ = _load(path, mmap=True)
+        except (OSError, ValueError):
+            continue
+        args = content.get('args') if isinstance(content, dict) else None
+        args = vars(args) if isinstance(args, argparse.Namespace) else args
+        if isinstance(args, dict) and _whole(content.get('epoch')):
+            found.append((content['epoch'], dict(args)))
+    return sorted(found, key=lambda item: item[0])
+
+
 def portable_command(command: str) -> str:
     """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
     and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``).
@@ -776,13 +808,13 @@ def portable_command(command: str) -> str:
     out[0] = 'python' if script > 0 and Path(tokens[0]).name.startswith('python') else out[0]
     rest = iter(tokens[script + 1:])
     for token in rest:
-        if token == '--resume':
-            next(rest, None)
-        elif token in PATH_PLACEHOLDERS:
-            out += [token, PATH_PLACEHOLDERS[token]]
-            next(rest, None)
-        elif token == '--config':
-            out += [token, f'recipes/{Path(next(rest, "")).name}']
+        option, joined, value = token.partition('=')  # --initial-checkpoint=PATH: a path as much as its two words
+        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, '--resume', '--config'):
+            value = value if joined else next(rest, '')
+            if option in PATH_PLACEHOLDERS:
+                out += [option, PATH_PLACEHOLDERS[option]]
+            elif option == '--config':
+                out += [option, f'recipes/{Path(value).name}']
         else:
             out.append(token)
     return shlex.join(out)
