@@ -140,7 +140,8 @@ def ratio(elapsed: Dict[str, List[float]], faster: str, than: str) -> str:
 
 def tables(results: List[Dict], args: argparse.Namespace) -> str:
     graph_col = ' graphs |' if args.compile else ''
-    peer_lines = ['| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |' + graph_col,
+    peer_lines = ['| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |'
+                  + graph_col,
                   '|---|---|---|---|---|---|' + '---|' * args.compile]
     base_lines = ['| family | mode | SL img/s | baseline img/s | SL / baseline: best (median) | '
                   'SL w/o Spool / baseline |' + graph_col, '|---|---|---|---|---|---|' + '---|' * args.compile]

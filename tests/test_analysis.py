@@ -505,8 +505,8 @@ def _sharpened(module, forward):
     ids=IDS + ['sl_vit_32-baseline', 'sl_swin_32-baseline'])
 def test_captured_attention_follows_a_changed_forward(name, kwargs, baseline):
     """Each layer's forward is replaced by one that multiplies its logits by 4 while it runs (and restores them
-    after): the captured distribution must become ``p ** 4`` renormalised. Maps recomputed from the module's state after the
-    call would not see the change."""
+    after): the captured distribution must become ``p ** 4`` renormalised. Maps recomputed from the module's state
+    after the call would not see the change."""
     model = _model(name, kwargs, baseline)
     with torch.no_grad():
         for m in model.modules():  # logits linear in the scale: no additive position bias, no bias in the head mixing

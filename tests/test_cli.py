@@ -196,7 +196,8 @@ def test_receptive_field_names_the_options_a_bad_shift_came_from():
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():
-    probe = "import sys; sys.argv[0] = 'timm-sl'; from timm_sl.tools.cli import main; main(['demo', '--model-kwargs', 'lsa'])"
+    probe = ("import sys; sys.argv[0] = 'timm-sl'; from timm_sl.tools.cli import main; "
+             "main(['demo', '--model-kwargs', 'lsa'])")
     result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == '' and 'Traceback' not in result.stderr
     assert result.stderr.splitlines()[-1] == (

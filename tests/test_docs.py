@@ -1,6 +1,6 @@
-"""README.md, docs/ and recipes/README.md: every link resolves, every ``timm-sl`` command of their ``bash`` blocks parses
-with the CLI as written, every train.py command builds its model (and, with ``TIMM_REPO``, parses with train.py's
-own arguments); the README stays a short entry page. test_recipes.py runs the train.py commands (slow)."""
+"""README.md, docs/ and recipes/README.md: every link resolves, every ``timm-sl`` command of their ``bash`` blocks
+parses with the CLI as written, every train.py command builds its model (and, with ``TIMM_REPO``, parses with
+train.py's own arguments); the README stays a short entry page. test_recipes.py runs the train.py commands (slow)."""
 import argparse
 import re
 import shlex
@@ -235,3 +235,11 @@ def test_implementation_page_layout_names_every_source_file():
     for path in sorted([*(ROOT / 'timm_sl').rglob('*.py'), *(ROOT / 'benchmarks').glob('*.py')]):
         if path.name != '__init__.py':
             assert path.name in {Path(n).name for n in named}, f'docs/implementation.md: layout omits {path.name}'
+
+
+def test_source_stays_within_120_columns():
+    """The house style, as timm's: the package's, the tests' and the benchmarks' Python lines fit 120 columns."""
+    files = [p for d in ('timm_sl', 'tests', 'benchmarks') for p in sorted((ROOT / d).rglob('*.py'))]
+    wide = [f'{p.relative_to(ROOT)}:{i}' for p in files
+            for i, line in enumerate(p.read_text(encoding='utf-8').splitlines(), 1) if len(line) > 120]
+    assert files and not wide, f'lines over 120 columns: {wide}'

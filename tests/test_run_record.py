@@ -667,7 +667,8 @@ def test_a_checkpoint_of_another_run_in_a_run_folder_is_refused_by_its_summary(t
         _train_run(tmp_path / 'runs' / f's{seed}', 'sl_vit_32', dict(depth=1), dataset='torch/cifar10')
         best = tmp_path / 'runs' / f's{seed}' / 'model_best.pth.tar'
         torch.save(dict(torch.load(best, weights_only=False), epoch=top1s.index(max(top1s)), metric=max(top1s)), best)
-        (best.parent / 'summary.csv').write_text('epoch,eval_top1\n' + ''.join(f'{e},{t}\n' for e, t in enumerate(top1s)))
+        rows = ''.join(f'{e},{t}\n' for e, t in enumerate(top1s))
+        (best.parent / 'summary.csv').write_text('epoch,eval_top1\n' + rows)
     ours = tmp_path / 'runs' / 's0'
     (ours / 'model_best.pth.tar').write_bytes((tmp_path / 'runs' / 's1' / 'model_best.pth.tar').read_bytes())
     for argv in (['export', str(ours), '--out', str(tmp_path / 'o')],

@@ -414,8 +414,9 @@ def test_charts_of_an_earlier_call_do_not_outlive_its_results(fake_train, tmp_pa
     assert (out / 'top1.png').is_file() and (out / 'curves.png').is_file()
     _without_matplotlib(monkeypatch)
     assert main(_args(tmp_path)) == 0  # resumed to 2 epochs
-    assert 'No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]". (top1.png and ' \
-           'curves.png of an earlier call, which showed its results, removed.)' in (out / 'report.md').read_text()
+    assert ('No charts: the charts need matplotlib, which is not installed: pip install "timm-sl[demo]". '
+            '(top1.png and curves.png of an earlier call, which showed its results, removed.)'
+            in (out / 'report.md').read_text())
     assert not (out / 'top1.png').exists() and not (out / 'curves.png').exists()
     assert set(json.loads((out / 'report_manifest.json').read_text())['sha256']) == {'report.md', 'results.json'}
 

@@ -11,9 +11,9 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
 from .files import check_regular_file, read_text
 
-__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders', 'check_side_files',
-           'check_no_other_record', 'check_distinct_sources', 'file_identity', 'identifies_contents', 'write_staged',
-           'read_info']
+__all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
+           'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'file_identity',
+           'identifies_contents', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 

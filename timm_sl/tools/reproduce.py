@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .errors import check_not_below_a_file
+from .errors import check_not_below_a_file, make_folder
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, _read_json, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
+    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_class_map, read_done_marker, read_sessions,
     read_summary_rows, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
@@ -729,13 +729,9 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         raise ValueError(f'{lock} is a link where reproduce writes its lock file (its process id), which would '
                          f'replace the file it links to; allowed: remove the link, or another --out')
     _check_writable(lock, 'lock file')
-    try:
-        runs.mkdir(parents=True, exist_ok=True)
-        f = open(lock, 'a+')
-    except OSError as e:  # /proc, /sys: no new folders (the system says 'no such file', 'not permitted')
-        where = next((p for p in (lock, *lock.parents) if p.exists()), lock)
-        raise type(e)(f'--out {output}: reproduce cannot create {e.filename or lock} in {where} ({e.strerror or e}); '
-                      f'allowed: an --out where folders and files can be created') from None
+    make_folder(output)  # /proc, /sys: the system says 'no such file', as if an input were missing
+    make_folder(runs)
+    f = open(lock, 'a+')
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
     with f:
         try:
@@ -851,8 +847,7 @@ def _seconds(session: Dict[str, Any]) -> float:
 def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
     """The train.py sessions of a run this command recorded (:data:`SESSIONS`): one per start, resumes included;
     ``current``: only those since its last start from scratch (what went before it trained nothing kept)."""
-    sessions = [s for s in _read_json(run.out_dir / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}")
-                if isinstance(s, dict)]
+    sessions = read_sessions(run.out_dir)
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     return sessions[fresh[-1]:] if current and fresh else sessions
 

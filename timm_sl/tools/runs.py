@@ -31,8 +31,8 @@ from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
-           'read_done_marker', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1', 'portable_command',
-           'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file', 'saved_args']
+           'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
+           'portable_command', 'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file', 'saved_args']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -160,6 +160,13 @@ def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
     except (ValueError, OSError):
         return kind()
     return value if isinstance(value, kind) else kind()
+
+
+def read_sessions(folder: Union[str, Path]) -> List[Dict[str, Any]]:
+    """``timm-sl reproduce``'s record of a run folder's train.py sessions (:data:`SESSIONS`), one per start, oldest
+    first; [] when there is none or it was not written whole."""
+    sessions = _read_json(Path(folder) / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}")
+    return [s for s in sessions if isinstance(s, dict)]
 
 
 def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
@@ -571,8 +578,7 @@ def read_run(
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary) if summary else []
-    sessions = _read_json(folder / SESSIONS, list, f"timm-sl reproduce's {SESSIONS}") if run_dir else []
-    sessions = [s for s in sessions if isinstance(s, dict)]
+    sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
