@@ -143,6 +143,43 @@ def test_an_out_that_is_a_link_is_checked_where_it_points_before_any_work(tmp_pa
     assert build_parser().parse_args(['demo', '--out', str(tmp_path / 'link.png')]).out == str(tmp_path / 'link.png')
 
 
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_a_chart_replaces_only_an_earlier_chart_unless_overwrite(command, tmp_path, capsys, monkeypatch):
+    """--out replaced any file: a user's photo, report or drawing of that name was lost (and a FIFO there hung or
+    failed after the work as 'File or stream is not seekable'). Only a file with the chart mark is replaced."""
+    from PIL import Image
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
+    Image.new('RGB', (4, 4)).save(tmp_path / 'photo.png')
+    Image.new('RGB', (4, 4)).save(tmp_path / 'photo.jpg')
+    (tmp_path / 'report.pdf').write_bytes(b'%PDF-1.4 my report /Creator (LibreOffice)')
+    (tmp_path / 'drawing.svg').write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'photo.png')
+    os.mkfifo(tmp_path / 'fifo.png')
+    kept = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and not p.is_symlink()}
+    for name in ('photo.png', 'photo.jpg', 'report.pdf', 'drawing.svg', 'link.png'):
+        out = tmp_path / name
+        where = f'--out {out}' + (f' (a link to {tmp_path / "photo.png"})' if name == 'link.png' else '')
+        assert _exit_message(command + ['--out', str(out)]) == (
+            f"timm-sl {command[0]}: {where} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept; "
+            f"allowed: a new file name, a chart of an earlier timm-sl command, or --overwrite to replace it")
+    for flags in [], ['--overwrite']:  # nothing is written into a FIFO
+        assert _exit_message(command + ['--out', str(tmp_path / 'fifo.png'), *flags]) == (
+            f"timm-sl {command[0]}: --out {tmp_path / 'fifo.png'} is not a regular file (a FIFO, socket or device): a "
+            f"chart cannot be written into it; allowed: a new file name, or a chart of an earlier timm-sl command")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in kept} == kept
+    from timm_sl.tools.plot import check_chart_out, is_chart, plot_curves
+    for suffix in ('.png', '.jpg', '.pdf', '.svg'):  # every format's chart is marked, and replaced without a word
+        chart = tmp_path / f'chart{suffix}'
+        plot_curves({'a': [1., 2.]}, str(chart))
+        assert is_chart(chart) and not is_chart(tmp_path / 'photo.png')
+        check_chart_out(str(chart))
+    check_chart_out(str(tmp_path / 'photo.png'), overwrite=True)  # --overwrite: the user's choice
+    check_chart_out(str(tmp_path / 'new.png'))
+
+
 _SIZE_ALLOWED = 'allowed: sizes above 0 (num_heads, patch_size, dims)'
 
 
@@ -611,7 +648,14 @@ def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
 @pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
 def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
     """A full disk at the chart's save said only '[Errno 28] No space left on device', naming no file."""
+    from timm_sl.tools.errors import describe
+    from timm_sl.tools.plot import plot_curves
     (tmp_path / 'chart.png').symlink_to('/dev/full')
+    with pytest.raises(OSError) as info:
+        plot_curves({'a': [1., 2.]}, str(tmp_path / 'chart.png'))
+    assert describe(info.value) == f'{tmp_path / "chart.png"}: no space left on device'
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
-                          str(tmp_path / 'chart.png')]) == (
-        f'timm-sl temperature: {tmp_path / "chart.png"}: no space left on device')
+                          str(tmp_path / 'chart.png')]) == (  # the CLI does not start on a device
+        f'timm-sl temperature: --out {tmp_path / "chart.png"} (a link to /dev/full) is not a regular file (a FIFO, '
+        f'socket or device): a chart cannot be written into it; allowed: a new file name, or a chart of an earlier '
+        f'timm-sl command')

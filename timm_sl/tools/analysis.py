@@ -26,7 +26,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
-from .plot import CHART_MARK
+from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
@@ -465,7 +465,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     for f in files:
         try:
             with Image.open(f) as image:
-                if CHART_MARK in (image.info.get('Software'), image.info.get('comment', b'').decode('latin-1')):
+                if is_marked(image):
                     raise ValueError(f'{f} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
                 tensors.append(transform(image.convert(mode)))

@@ -87,9 +87,11 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
-    """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
-    from timm_sl.tools.plot import require_matplotlib
+    """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra), and its ``--out`` must be free
+    or an earlier chart (anything else only with ``--overwrite``: see :func:`~timm_sl.tools.plot.check_chart_out`)."""
+    from timm_sl.tools.plot import check_chart_out, require_matplotlib
     require_matplotlib()
+    check_chart_out(args.out, args.overwrite)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -545,13 +547,17 @@ _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
 
 def _attention_numbers(args: argparse.Namespace) -> Path:
     """Before any work: where ``attention`` writes its numbers (``--out`` with .json). Replaced only when it is free
-    or holds numbers an earlier ``attention`` wrote, as its chart is."""
+    or holds numbers an earlier ``attention`` wrote, as its chart is (any regular file with ``--overwrite``)."""
     import json
     numbers = Path(args.out).with_suffix('.json')
     if numbers.is_dir():
         raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is a folder; allowed: an --out whose '
                          f'.json name is free or holds numbers of an earlier timm-sl attention')
-    if numbers.exists():
+    if numbers.exists() and not numbers.is_file():  # read, a FIFO waits for a writer forever
+        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is not a regular file (a FIFO, socket '
+                         f'or device); allowed: an --out whose .json name is free or holds numbers of an earlier '
+                         f'timm-sl attention')
+    if numbers.exists() and not args.overwrite:
         try:
             old = json.loads(numbers.read_text())
             ours = isinstance(old, list) and old and all(isinstance(r, dict) and _ATTENTION_KEYS <= set(r) for r in old)
@@ -560,7 +566,8 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
         if not ours:
             raise ValueError(f'--out {args.out}: its numbers would replace {numbers}, which timm-sl attention did not '
                              f'write; allowed: an --out whose .json name is free or holds numbers of an earlier '
-                             f'timm-sl attention (move {numbers.name} away or pick another --out)')
+                             f'timm-sl attention (move {numbers.name} away, pick another --out, or --overwrite to '
+                             f'replace it)')
     return numbers
 
 
@@ -881,6 +888,9 @@ def _figure_path(text: str) -> str:
     return text
 
 
+OVERWRITE_CHART = 'replace a file at --out that is not a timm-sl chart (one is always replaced)'
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``timm-sl`` parser: one ``sub.add_parser`` per command, each with a ``cmd_*`` function as ``func``."""
     parser = _Parser(prog='timm-sl', description='SPT + LSA vision transformers for timm.')
@@ -904,6 +914,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -962,11 +973,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
     add_model_source(p)
     p.add_argument('--out', type=_figure_path, default='sl_temperature.png', help='chart')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     add_image_analysis(p)
     p.add_argument('--out', type=_figure_path, default='sl_kld.png', help='chart')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_kld)
 
     p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); chart + JSON")
@@ -974,6 +987,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
     p.add_argument('--out', type=_figure_path, default='sl_attention.png',
                    help='chart; the numbers go to the same name with .json')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART + ' (and its .json)')
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
