@@ -211,6 +211,28 @@ def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
                           f'(AssertionError: ') and err.endswith("; allowed: the values timm's constructor accepts\n")
 
 
+def test_a_kwarg_of_another_type_names_the_kwarg(capsys):
+    """``--model-kwargs embed_dim=nan`` (a word, read as text) ended as 'not all arguments converted during string
+    formatting', ``drop_rate=nan`` as "'<' not supported between instances of 'str' and 'int'": no kwarg named."""
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'embed_dim=nan']) == (
+        "timm-sl receptive-field: sl_vit_32 cannot be built with --model-kwargs embed_dim=nan (TypeError: not all "
+        "arguments converted during string formatting); allowed: values of the types timm's constructor takes (read "
+        "as text, not a number: embed_dim='nan')")
+    assert _exit_message(['receptive-field', '--model', 'sl_swin_32', '--model-kwargs', 'depths=5']) == (
+        "timm-sl receptive-field: sl_swin_32 cannot be built with --model-kwargs depths=5 (TypeError: object of type "
+        "'int' has no len()); allowed: the values timm's constructor accepts")
+
+
+def test_an_unknown_slify_kwarg_is_named_not_base():
+    """``--model slify --model-kwargs base=NAME dpeth=1`` said 'base=None is invalid': the close-match hint built
+    slify without its base."""
+    message = _exit_message(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                             'dpeth=1'])
+    assert message.startswith("timm-sl receptive-field: slify of vit_tiny_patch16_224 (VisionTransformer) got unknown "
+                              "model kwargs ['dpeth']; allowed: ")
+    assert message.endswith(' (did you mean depth or dtype?)')
+
+
 def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png')]) == (

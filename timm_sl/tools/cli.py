@@ -61,13 +61,24 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
         import timm
+        import torch
         from timm_sl.layers.sl_args import accepted_kwargs
-        allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
+        base = {k: v for k, v in kwargs.items() if k == 'base'}  # slify is built of its base (none: 'base=None')
+        try:
+            with torch.device('meta'):
+                allowed = sorted(accepted_kwargs(type(timm.create_model(name, **base))))
+        except BUILD_ERRORS:  # the error's own list of what is allowed stands
+            allowed = []
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    if isinstance(error, (ArithmeticError, AssertionError)):  # timm divides by sizes it does not check
-        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0) and asserts on others (global_pool)
+    wrong_type = isinstance(error, TypeError) and not any(
+        words in str(error) for words in ('unknown model kwargs', 'keyword argument'))  # a value of another type
+    if isinstance(error, (ArithmeticError, AssertionError)) or wrong_type:  # timm divides by sizes it does not check
+        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0), asserts on others (global_pool)
         allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
-            "the values timm's constructor accepts"
+            "the values timm's constructor accepts"  # and takes a word for a number as it comes (embed_dim=nan)
+        texts = [f'{k}={v!r}' for k, v in kwargs.items() if isinstance(v, str) and k != 'base']  # slify's is a name
+        if wrong_type and texts:
+            allowed = f"values of the types timm's constructor takes (read as text, not a number: {', '.join(texts)})"
         return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
                           f'{describe(error)}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
