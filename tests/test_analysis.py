@@ -894,6 +894,22 @@ def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_
     assert json.loads(mine.with_suffix('.json').read_text())[0]['model'] == 'SL' and is_chart(mine)
 
 
+@pytest.mark.parametrize('cmd', ['kld', 'attention'])
+@pytest.mark.parametrize('kwargs,error', [(['patch_size=64'], 'AssertionError: Input of 32x32 is smaller than one patch'),
+                                          (['patch_size=64', 'spt=False'], "RuntimeError: Calculated padded input")])
+def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, kwargs, error, tmp_path, image_dir, capsys):
+    """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward."""
+    with pytest.raises(SystemExit) as info:
+        main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', *kwargs,
+              '--out', str(tmp_path / 'c.png')])
+    err = capsys.readouterr().err
+    label = 'SL' if len(kwargs) == 1 else 'L'
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f'timm-sl {cmd}: the {label} model (sl_vit_32, depth=1 {" ".join(kwargs)}) cannot run on its '
+                          f'32x32 px input ({error}') and err.endswith(
+        '; allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)\n')
+
+
 def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):
     """A run folder given for a checkpoint is named in the chart by the file read from it (its model_best.pth.tar,
     else last.pth.tar), not by the folder as if it were a file in its parent."""
