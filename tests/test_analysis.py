@@ -895,8 +895,9 @@ def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_
 
 
 @pytest.mark.parametrize('cmd', ['kld', 'attention'])
-@pytest.mark.parametrize('kwargs,error', [(['patch_size=64'], 'AssertionError: Input of 32x32 is smaller than one patch'),
-                                          (['patch_size=64', 'spt=False'], "RuntimeError: Calculated padded input")])
+@pytest.mark.parametrize('kwargs,error', [
+    (['patch_size=64'], 'AssertionError: Input of 32x32 is smaller than one patch'),
+    (['patch_size=64', 'spt=False'], 'RuntimeError: Calculated padded input')])
 def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, kwargs, error, tmp_path, image_dir, capsys):
     """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward."""
     with pytest.raises(SystemExit) as info:
