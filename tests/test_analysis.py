@@ -911,6 +911,19 @@ def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, kwargs, error, t
         '; allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)\n')
 
 
+def test_a_fifo_among_the_images_is_refused_not_waited_on(tmp_path, image_dir):
+    """A FIFO named like an image in the images folder: PIL opened it and the command waited forever for a writer."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'a.png').write_bytes((image_dir / '0.png').read_bytes())
+    os.mkfifo(folder / 'b.png')
+    for cmd in ('kld', 'attention'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: {folder / "b.png"} is a FIFO \\(named pipe\\), not a '
+                                             f'regular file; expected an image file$'):
+            main([cmd, str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+                  str(tmp_path / 'c.png')])
+
+
 def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):
     """A run folder given for a checkpoint is named in the chart by the file read from it (its model_best.pth.tar,
     else last.pth.tar), not by the folder as if it were a file in its parent."""

@@ -26,6 +26,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
+from .files import check_regular_file
 from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
@@ -451,7 +452,8 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
 
     Raises:
         FileNotFoundError: a path does not exist.
-        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open).
+        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open, or no
+            regular file: a FIFO, a device).
     """
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
@@ -463,6 +465,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
     tensors = []
     for f in files:
+        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
         try:
             with Image.open(f) as image:
                 if is_marked(image):
