@@ -60,6 +60,16 @@ def test_demo_refuses_slify_at_once():
             'lsa off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
 
 
+def test_demo_refuses_a_model_without_attention_layers(monkeypatch):
+    """``demo --model-kwargs depth=0`` trained a model without any attention layer and reported it as 'SL' (LSA on)
+    against its baseline: SPT alone, under the label of SPT + LSA."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained a model without LSA'))
+    assert _exit_message(['demo', '--model-kwargs', 'depth=0']) == (
+        'timm-sl demo: sl_vit_32 with --model-kwargs depth=0 has no attention layer, so LSA has nothing to act on; '
+        'allowed: a model with at least one attention layer (depth >= 1)')
+
+
 def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
     assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")

@@ -152,6 +152,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
                          'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
     probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
+    from timm_sl.tools.analysis import attention_layers
+    if not attention_layers(probe):  # its switches say LSA, yet no layer has it: SPT alone, labelled 'SL'
+        given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
+        raise ValueError(f'{args.model} with --model-kwargs {given} has no attention layer, so LSA has nothing to act '
+                         f'on; allowed: a model with at least one attention layer (depth >= 1)')
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed, batch_size=args.batch_size,
                        lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit,
                        label=_variant(probe))  # what the kwargs make it: 'SL', or the paper's tag (lsa=False: 'S')
