@@ -924,6 +924,17 @@ def test_a_fifo_among_the_images_is_refused_not_waited_on(tmp_path, image_dir):
                   str(tmp_path / 'c.png')])
 
 
+def test_a_model_without_attention_layers_is_named_so(image_dir, tmp_path):
+    """``kld --model-kwargs depth=0`` said the model 'has no supported attention layer to capture' and listed the
+    supported kinds, as if its attention were of another kind: it has none."""
+    for cmd in ('kld', 'attention'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: SlVisionTransformer has no supported attention layer '
+                                             f'\\(it has no attention layer at all: depth 0\\?\\); allowed: a model '
+                                             f'with at least one attention layer of a supported kind: '):
+            main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=0', '--out',
+                  str(tmp_path / 'c.png')])
+
+
 def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):
     """A run folder given for a checkpoint is named in the chart by the file read from it (its model_best.pth.tar,
     else last.pth.tar), not by the folder as if it were a file in its parent."""

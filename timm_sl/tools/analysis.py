@@ -138,6 +138,15 @@ def attention_layers(model: nn.Module) -> List[Tuple[str, nn.Module]]:
     return [(name, m) for name, m in model.named_modules() if _observation_point(m) is not None]
 
 
+def _no_attention(model: nn.Module) -> str:
+    """Why ``model`` has nothing to capture: attention layers of another kind, or none at all (``depth=0``)."""
+    others = sorted({type(m).__name__ for m in model.modules() if 'attn' in type(m).__name__.lower() or
+                     'attention' in type(m).__name__.lower()})
+    found = f'its attention: {", ".join(others)}' if others else 'it has no attention layer at all: depth 0?'
+    return (f'{type(model).__name__} has no supported attention layer ({found}); allowed: a model with at least one '
+            f'attention layer of a supported kind: {_supported()}')
+
+
 @contextmanager
 def capture_attention(
         model: nn.Module,
@@ -154,8 +163,7 @@ def capture_attention(
     """
     modules = attention_layers(model)
     if not modules:
-        raise ValueError(f'{type(model).__name__} has no supported attention layer to capture; supported: '
-                         f'{_supported()}')
+        raise ValueError(_no_attention(model))
     if names is not None:
         unknown = sorted(set(names) - {name for name, _ in modules})
         if unknown:
@@ -230,7 +238,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     """
     layers = attention_layers(model)
     if not layers:
-        raise ValueError(f'{type(model).__name__} has no supported attention layer')
+        raise ValueError(_no_attention(model))
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     name, module = (class_layers or layers)[-1]
     H, W = images.shape[-2:]
