@@ -255,13 +255,18 @@ def test_receptive_field_without_input():
         'timm-sl receptive-field: nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
 
 
-def test_receptive_field_names_the_options_a_bad_shift_came_from():
+def test_receptive_field_names_the_options_a_bad_shift_came_from(capsys):
     """--patch-size 1 (no --shift-ratio) said only 'shift_ratio=0.5 ... use shift_ratio >= 1', a value and a name the
     user never gave."""
     assert _exit_message(['receptive-field', '--patch-size', '1']).startswith(
         'timm-sl receptive-field: --patch-size 1 --shift-ratio 0.5 (the default): shift_ratio=0.5 with patch size')
     assert _exit_message(['receptive-field', '--patch-size', '4', '--shift-ratio', '2']).startswith(
         'timm-sl receptive-field: --patch-size 4 --shift-ratio 2.0: shift_ratio=2.0 is out of range')
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # a word: argparse said "invalid float value: ''", nothing allowed
+        main(['receptive-field', '--patch-size', '4', '--shift-ratio', ''])
+    assert capsys.readouterr().err == ("timm-sl receptive-field: error: argument --shift-ratio: '' is not a number; "
+                                       "allowed: a number in (0, 1], e.g. 0.5\n")
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():

@@ -877,6 +877,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _shift_ratio(text: str) -> float:
+    """A number for ``--shift-ratio`` (its range is checked with the patch size): argparse's own error for a word
+    ("invalid float value: ''") said nothing of what is allowed."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
+
+
 def _figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
     new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
@@ -1023,7 +1032,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
-    p.add_argument('--shift-ratio', type=float, default=None,
+    p.add_argument('--shift-ratio', type=_shift_ratio, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
                         "--model-kwargs shift_ratio=R)")
     p.set_defaults(func=cmd_receptive_field)
