@@ -927,7 +927,7 @@ def _figure_path(text: str) -> str:
     return text
 
 
-OVERWRITE_CHART = 'replace a file at --out that is not a timm-sl chart (one is always replaced)'
+OVERWRITE_CHART = 'replace a file at --out that timm-sl did not draw (an earlier chart is always replaced)'
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1026,7 +1026,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
     p.add_argument('--out', type=_figure_path, default='sl_attention.png',
                    help='chart; the numbers go to the same name with .json')
-    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART + ' (and its .json)')
+    p.add_argument('--overwrite', action='store_true', help='replace a file at --out or its .json that timm-sl did '
+                                                            'not write (earlier ones are always replaced)')
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
