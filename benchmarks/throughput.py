@@ -22,6 +22,7 @@ import copy
 import csv
 import statistics
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -208,9 +209,20 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
     p.add_argument('--markdown', default=None, help='also write the table to this Markdown file')
     p.add_argument('--plot', default=None, help='also draw the ratios to this PNG file')
+    p.add_argument('--overwrite', action='store_true',
+                   help='replace a file at --plot that is not a timm-sl chart (one is always replaced)')
     p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY',
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.plot:  # before the measurements: a user's file there is kept, a missing folder found now
+        from timm_sl.tools.plot import check_chart_out
+        if not Path(args.plot).parent.is_dir():
+            p.error(f'--plot {args.plot}: folder {Path(args.plot).parent} does not exist; create it first')
+        try:
+            check_chart_out(args.plot, args.overwrite, option='--plot')
+        except ValueError as e:
+            p.error(str(e))
+    return args
 
 
 def main(argv: List[str] = None) -> int:

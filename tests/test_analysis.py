@@ -1,5 +1,6 @@
 import json
 import math
+import os
 
 import pytest
 import torch
@@ -837,7 +838,7 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     with pytest.raises(SystemExit, match=(
             f'^timm-sl attention: --out {out}: its numbers would replace {out.with_suffix(".json")}, which timm-sl '
             f'attention did not write; allowed: an --out whose .json name is free or holds numbers of an earlier '
-            f'timm-sl attention \\(move attn.json away or pick another --out\\)$')):
+            f'timm-sl attention \\(move attn.json away, pick another --out, or --overwrite to replace it\\)$')):
         main(command + [str(out)])
     assert out.with_suffix('.json').read_text() == '{"mine": 1}\n' and not out.exists() and not built
 
@@ -871,6 +872,67 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     assert main(command + [str(fresh), '--heads', 'all']) == 0
     assert main(command + [str(fresh)]) == 0
     assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
+
+
+def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_json(tmp_path, image_dir, monkeypatch):
+    """A FIFO at --out's .json was read to see whether attention wrote it: the command waited forever for a writer.
+    ``--overwrite`` replaces a user's file there (its chart's too)."""
+    import timm_sl.tools.cli as cli
+    monkeypatch.setattr(cli, '_analysis_run', lambda *a, **k: pytest.fail('a model was built before --out was checked'))
+    os.mkfifo(tmp_path / 'attn.json')
+    command = ['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out']
+    for flags in [], ['--overwrite']:
+        with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {tmp_path / "attn.png"}: its numbers go to '
+                                             f'{tmp_path / "attn.json"}, which is not a regular file \\(a FIFO, '):
+            main(command + [str(tmp_path / 'attn.png'), *flags])
+    monkeypatch.undo()
+    mine = tmp_path / 'mine.png'
+    mine.write_bytes(b'my own file')
+    mine.with_suffix('.json').write_text('{"mine": 1}')
+    assert main(command + [str(mine), '--overwrite']) == 0
+    from timm_sl.tools.plot import is_chart
+    assert json.loads(mine.with_suffix('.json').read_text())[0]['model'] == 'SL' and is_chart(mine)
+
+
+@pytest.mark.parametrize('cmd', ['kld', 'attention'])
+@pytest.mark.parametrize('kwargs,error', [
+    (['patch_size=64'], 'AssertionError: Input of 32x32 is smaller than one patch'),
+    (['patch_size=64', 'spt=False'], 'RuntimeError: Calculated padded input')])
+def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, kwargs, error, tmp_path, image_dir, capsys):
+    """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward."""
+    with pytest.raises(SystemExit) as info:
+        main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', *kwargs,
+              '--out', str(tmp_path / 'c.png')])
+    err = capsys.readouterr().err
+    label = 'SL' if len(kwargs) == 1 else 'L'
+    assert info.value.code == 2 and err.count('\n') == 1
+    assert err.startswith(f'timm-sl {cmd}: the {label} model (sl_vit_32, depth=1 {" ".join(kwargs)}) cannot run on its '
+                          f'32x32 px input ({error}') and err.endswith(
+        '; allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)\n')
+
+
+def test_a_fifo_among_the_images_is_refused_not_waited_on(tmp_path, image_dir):
+    """A FIFO named like an image in the images folder: PIL opened it and the command waited forever for a writer."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'a.png').write_bytes((image_dir / '0.png').read_bytes())
+    os.mkfifo(folder / 'b.png')
+    for cmd in ('kld', 'attention'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: {folder / "b.png"} is a FIFO \\(named pipe\\), not a '
+                                             f'regular file; expected an image file$'):
+            main([cmd, str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+                  str(tmp_path / 'c.png')])
+
+
+def test_a_model_without_attention_layers_is_named_so(image_dir, tmp_path):
+    """``kld --model-kwargs depth=0`` said the model 'has no supported attention layer to capture' and listed the
+    supported kinds, as if its attention were of another kind: it has none."""
+    for cmd in ('kld', 'attention'):
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: SlVisionTransformer has no supported attention layer '
+                                             f'\\(it has no attention layer at all: depth 0\\?\\); allowed: a model '
+                                             f'with at least one attention layer of a supported kind: '):
+            main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=0', '--out',
+                  str(tmp_path / 'c.png')])
 
 
 def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, capsys, figures):

@@ -60,6 +60,16 @@ def test_demo_refuses_slify_at_once():
             'lsa off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
 
 
+def test_demo_refuses_a_model_without_attention_layers(monkeypatch):
+    """``demo --model-kwargs depth=0`` trained a model without any attention layer and reported it as 'SL' (LSA on)
+    against its baseline: SPT alone, under the label of SPT + LSA."""
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained a model without LSA'))
+    assert _exit_message(['demo', '--model-kwargs', 'depth=0']) == (
+        'timm-sl demo: sl_vit_32 with --model-kwargs depth=0 has no attention layer, so LSA has nothing to act on; '
+        'allowed: a model with at least one attention layer (depth >= 1)')
+
+
 def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
     assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")
@@ -143,6 +153,43 @@ def test_an_out_that_is_a_link_is_checked_where_it_points_before_any_work(tmp_pa
     assert build_parser().parse_args(['demo', '--out', str(tmp_path / 'link.png')]).out == str(tmp_path / 'link.png')
 
 
+@pytest.mark.parametrize('command', [['demo'], ['temperature', '--model', 'sl_vit_32'],
+                                     ['kld', 'img', '--model', 'sl_vit_32'],
+                                     ['attention', 'img', '--model', 'sl_vit_32']])
+def test_a_chart_replaces_only_an_earlier_chart_unless_overwrite(command, tmp_path, capsys, monkeypatch):
+    """--out replaced any file: a user's photo, report or drawing of that name was lost (and a FIFO there hung or
+    failed after the work as 'File or stream is not seekable'). Only a file with the chart mark is replaced."""
+    from PIL import Image
+    import timm_sl.tools.demo
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
+    Image.new('RGB', (4, 4)).save(tmp_path / 'photo.png')
+    Image.new('RGB', (4, 4)).save(tmp_path / 'photo.jpg')
+    (tmp_path / 'report.pdf').write_bytes(b'%PDF-1.4 my report /Creator (LibreOffice)')
+    (tmp_path / 'drawing.svg').write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'photo.png')
+    os.mkfifo(tmp_path / 'fifo.png')
+    kept = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and not p.is_symlink()}
+    for name in ('photo.png', 'photo.jpg', 'report.pdf', 'drawing.svg', 'link.png'):
+        out = tmp_path / name
+        where = f'--out {out}' + (f' (a link to {tmp_path / "photo.png"})' if name == 'link.png' else '')
+        assert _exit_message(command + ['--out', str(out)]) == (
+            f"timm-sl {command[0]}: {where} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept; "
+            f"allowed: a new file name, a chart of an earlier timm-sl command, or --overwrite to replace it")
+    for flags in [], ['--overwrite']:  # nothing is written into a FIFO
+        assert _exit_message(command + ['--out', str(tmp_path / 'fifo.png'), *flags]) == (
+            f"timm-sl {command[0]}: --out {tmp_path / 'fifo.png'} is not a regular file (a FIFO, socket or device): a "
+            f"chart cannot be written into it; allowed: a new file name, or a chart of an earlier timm-sl command")
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in kept} == kept
+    from timm_sl.tools.plot import check_chart_out, is_chart, plot_curves
+    for suffix in ('.png', '.jpg', '.pdf', '.svg'):  # every format's chart is marked, and replaced without a word
+        chart = tmp_path / f'chart{suffix}'
+        plot_curves({'a': [1., 2.]}, str(chart))
+        assert is_chart(chart) and not is_chart(tmp_path / 'photo.png')
+        check_chart_out(str(chart))
+    check_chart_out(str(tmp_path / 'photo.png'), overwrite=True)  # --overwrite: the user's choice
+    check_chart_out(str(tmp_path / 'new.png'))
+
+
 _SIZE_ALLOWED = 'allowed: sizes above 0 (num_heads, patch_size, dims)'
 
 
@@ -174,6 +221,28 @@ def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
                           f'(AssertionError: ') and err.endswith("; allowed: the values timm's constructor accepts\n")
 
 
+def test_a_kwarg_of_another_type_names_the_kwarg(capsys):
+    """``--model-kwargs embed_dim=nan`` (a word, read as text) ended as 'not all arguments converted during string
+    formatting', ``drop_rate=nan`` as "'<' not supported between instances of 'str' and 'int'": no kwarg named."""
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'embed_dim=nan']) == (
+        "timm-sl receptive-field: sl_vit_32 cannot be built with --model-kwargs embed_dim=nan (TypeError: not all "
+        "arguments converted during string formatting); allowed: values of the types timm's constructor takes (read "
+        "as text, not a number: embed_dim='nan')")
+    assert _exit_message(['receptive-field', '--model', 'sl_swin_32', '--model-kwargs', 'depths=5']) == (
+        "timm-sl receptive-field: sl_swin_32 cannot be built with --model-kwargs depths=5 (TypeError: object of type "
+        "'int' has no len()); allowed: the values timm's constructor accepts")
+
+
+def test_an_unknown_slify_kwarg_is_named_not_base():
+    """``--model slify --model-kwargs base=NAME dpeth=1`` said 'base=None is invalid': the close-match hint built
+    slify without its base."""
+    message = _exit_message(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                             'dpeth=1'])
+    assert message.startswith("timm-sl receptive-field: slify of vit_tiny_patch16_224 (VisionTransformer) got unknown "
+                              "model kwargs ['dpeth']; allowed: ")
+    assert message.endswith(' (did you mean depth or dtype?)')
+
+
 def test_missing_matplotlib_is_one_line_before_any_work(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, 'matplotlib', None)
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png')]) == (
@@ -186,13 +255,18 @@ def test_receptive_field_without_input():
         'timm-sl receptive-field: nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
 
 
-def test_receptive_field_names_the_options_a_bad_shift_came_from():
+def test_receptive_field_names_the_options_a_bad_shift_came_from(capsys):
     """--patch-size 1 (no --shift-ratio) said only 'shift_ratio=0.5 ... use shift_ratio >= 1', a value and a name the
     user never gave."""
     assert _exit_message(['receptive-field', '--patch-size', '1']).startswith(
         'timm-sl receptive-field: --patch-size 1 --shift-ratio 0.5 (the default): shift_ratio=0.5 with patch size')
     assert _exit_message(['receptive-field', '--patch-size', '4', '--shift-ratio', '2']).startswith(
         'timm-sl receptive-field: --patch-size 4 --shift-ratio 2.0: shift_ratio=2.0 is out of range')
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # a word: argparse said "invalid float value: ''", nothing allowed
+        main(['receptive-field', '--patch-size', '4', '--shift-ratio', ''])
+    assert capsys.readouterr().err == ("timm-sl receptive-field: error: argument --shift-ratio: '' is not a number; "
+                                       "allowed: a number in (0, 1], e.g. 0.5\n")
 
 
 def test_a_usage_error_reaches_the_shell_without_traceback():
@@ -612,7 +686,14 @@ def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
 @pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
 def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
     """A full disk at the chart's save said only '[Errno 28] No space left on device', naming no file."""
+    from timm_sl.tools.errors import describe
+    from timm_sl.tools.plot import plot_curves
     (tmp_path / 'chart.png').symlink_to('/dev/full')
+    with pytest.raises(OSError) as info:
+        plot_curves({'a': [1., 2.]}, str(tmp_path / 'chart.png'))
+    assert describe(info.value) == f'{tmp_path / "chart.png"}: no space left on device'
     assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
-                          str(tmp_path / 'chart.png')]) == (
-        f'timm-sl temperature: {tmp_path / "chart.png"}: no space left on device')
+                          str(tmp_path / 'chart.png')]) == (  # the CLI does not start on a device
+        f'timm-sl temperature: --out {tmp_path / "chart.png"} (a link to /dev/full) is not a regular file (a FIFO, '
+        f'socket or device): a chart cannot be written into it; allowed: a new file name, or a chart of an earlier '
+        f'timm-sl command')

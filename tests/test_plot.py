@@ -310,3 +310,22 @@ def test_a_chart_save_cut_short_leaves_the_earlier_chart_whole(tmp_path, monkeyp
         draw(str(path))  # and a save that succeeds replaces it, through the link too
         assert (kept / 'chart.png').read_bytes()[:4] == b'\x89PNG' and (tmp_path / 'link.png').is_symlink()
         (kept / 'chart.png').write_bytes(b'an earlier chart')
+
+
+def test_throughput_plot_keeps_a_users_file_and_checks_before_measuring(tmp_path, capsys):
+    """``benchmarks/throughput.py --plot ratios.png`` replaced any file of that name, after the whole measurement;
+    a missing folder was found only then."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parents[1] / 'benchmarks'))
+    from throughput import parse_args
+    mine = tmp_path / 'ratios.png'
+    mine.write_bytes(b'my own picture')
+    for plot, error in ((mine, f"--plot {mine} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept"),
+                        (tmp_path / 'no' / 'r.png', f'--plot {tmp_path / "no" / "r.png"}: folder {tmp_path / "no"} '
+                                                    f'does not exist; create it first')):
+        with pytest.raises(SystemExit):
+            parse_args(['--plot', str(plot)])
+        assert error in capsys.readouterr().err
+    assert mine.read_bytes() == b'my own picture'
+    assert parse_args(['--plot', str(mine), '--overwrite']).overwrite

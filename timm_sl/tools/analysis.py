@@ -26,7 +26,8 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
-from .plot import CHART_MARK
+from .files import check_regular_file
+from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
@@ -137,6 +138,15 @@ def attention_layers(model: nn.Module) -> List[Tuple[str, nn.Module]]:
     return [(name, m) for name, m in model.named_modules() if _observation_point(m) is not None]
 
 
+def _no_attention(model: nn.Module) -> str:
+    """Why ``model`` has nothing to capture: attention layers of another kind, or none at all (``depth=0``)."""
+    others = sorted({type(m).__name__ for m in model.modules() if 'attn' in type(m).__name__.lower() or
+                     'attention' in type(m).__name__.lower()})
+    found = f'its attention: {", ".join(others)}' if others else 'it has no attention layer at all: depth 0?'
+    return (f'{type(model).__name__} has no supported attention layer ({found}); allowed: a model with at least one '
+            f'attention layer of a supported kind: {_supported()}')
+
+
 @contextmanager
 def capture_attention(
         model: nn.Module,
@@ -153,8 +163,7 @@ def capture_attention(
     """
     modules = attention_layers(model)
     if not modules:
-        raise ValueError(f'{type(model).__name__} has no supported attention layer to capture; supported: '
-                         f'{_supported()}')
+        raise ValueError(_no_attention(model))
     if names is not None:
         unknown = sorted(set(names) - {name for name, _ in modules})
         if unknown:
@@ -229,7 +238,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     """
     layers = attention_layers(model)
     if not layers:
-        raise ValueError(f'{type(model).__name__} has no supported attention layer')
+        raise ValueError(_no_attention(model))
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     name, module = (class_layers or layers)[-1]
     H, W = images.shape[-2:]
@@ -451,7 +460,8 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
 
     Raises:
         FileNotFoundError: a path does not exist.
-        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open).
+        ValueError: no image found, or a file is not a readable image (or one too large for PIL to open, or no
+            regular file: a FIFO, a device).
     """
     from PIL import Image
     from timm.data import create_transform, resolve_data_config
@@ -463,9 +473,10 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
     tensors = []
     for f in files:
+        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
         try:
             with Image.open(f) as image:
-                if CHART_MARK in (image.info.get('Software'), image.info.get('comment', b'').decode('latin-1')):
+                if is_marked(image):
                     raise ValueError(f'{f} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
                 tensors.append(transform(image.convert(mode)))

@@ -12,9 +12,9 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, write_atomically
+from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, write_atomically
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -61,13 +61,24 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
     hints = ''
     if isinstance(error, TypeError) and 'unknown model kwargs' in str(error):
         import timm
+        import torch
         from timm_sl.layers.sl_args import accepted_kwargs
-        allowed = sorted(accepted_kwargs(type(timm.create_model(name))))
+        base = {k: v for k, v in kwargs.items() if k == 'base'}  # slify is built of its base (none: 'base=None')
+        try:
+            with torch.device('meta'):
+                allowed = sorted(accepted_kwargs(type(timm.create_model(name, **base))))
+        except BUILD_ERRORS:  # the error's own list of what is allowed stands
+            allowed = []
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
-    if isinstance(error, (ArithmeticError, AssertionError)):  # timm divides by sizes it does not check
-        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0) and asserts on others (global_pool)
+    wrong_type = isinstance(error, TypeError) and not any(
+        words in str(error) for words in ('unknown model kwargs', 'keyword argument'))  # a value of another type
+    if isinstance(error, (ArithmeticError, AssertionError)) or wrong_type:  # timm divides by sizes it does not check
+        given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0), asserts on others (global_pool)
         allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
-            "the values timm's constructor accepts"
+            "the values timm's constructor accepts"  # and takes a word for a number as it comes (embed_dim=nan)
+        texts = [f'{k}={v!r}' for k, v in kwargs.items() if isinstance(v, str) and k != 'base']  # slify's is a name
+        if wrong_type and texts:
+            allowed = f"values of the types timm's constructor takes (read as text, not a number: {', '.join(texts)})"
         return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
                           f'{describe(error)}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
@@ -87,9 +98,11 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
-    """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra)."""
-    from timm_sl.tools.plot import require_matplotlib
+    """Before any work: a command that draws needs matplotlib (the ``[demo]`` extra), and its ``--out`` must be free
+    or an earlier chart (anything else only with ``--overwrite``: see :func:`~timm_sl.tools.plot.check_chart_out`)."""
+    from timm_sl.tools.plot import check_chart_out, require_matplotlib
     require_matplotlib()
+    check_chart_out(args.out, args.overwrite)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -139,6 +152,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise ValueError('slify is not an sl_ model: the demo trains an sl_ model against its own baseline (spt / lsa '
                          'off); allowed: the models of timm.list_models("sl_*"), e.g. --model sl_vit_32')
     probe = _create_model(args, args.model, args.model_kwargs)  # a wrong name or kwarg: one line, before training
+    from timm_sl.tools.analysis import attention_layers
+    if not attention_layers(probe):  # its switches say LSA, yet no layer has it: SPT alone, labelled 'SL'
+        given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
+        raise ValueError(f'{args.model} with --model-kwargs {given} has no attention layer, so LSA has nothing to act '
+                         f'on; allowed: a model with at least one attention layer (depth >= 1)')
     results = run_demo(args.model, epochs=args.epochs, seeds=args.seeds, seed=args.seed, batch_size=args.batch_size,
                        lr=args.lr, model_kwargs=args.model_kwargs, limit=args.limit,
                        label=_variant(probe))  # what the kwargs make it: 'SL', or the paper's tag (lsa=False: 'S')
@@ -491,6 +509,20 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
+def _forward(args: argparse.Namespace, label: str, record, batch, measure: Callable[[], Any]) -> Any:
+    """``measure()``, a forward of ``label``'s model (``record``: its run, or None) over ``batch``: a model its kwargs
+    make unfit for its input (a patch larger than the image) fails there, in timm's assert or torch's conv, as one
+    line naming both."""
+    try:
+        return measure()
+    except (AssertionError, RuntimeError) as e:
+        given = f'checkpoint {record.checkpoint}' if record is not None else \
+            ' '.join(f'{k}={v}' for k, v in (args.model_kwargs or {}).items()) or 'default kwargs'
+        raise ValueError(f'the {label} model ({args.model}, {given}) cannot run on its '
+                         f'{"x".join(map(str, batch.shape[-2:]))} px input ({type(e).__name__}: {first_line(e)}); '
+                         f'allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)') from e
+
+
 def _depth_axis(first_layer: str) -> str:
     """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
     temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
@@ -545,13 +577,17 @@ _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
 
 def _attention_numbers(args: argparse.Namespace) -> Path:
     """Before any work: where ``attention`` writes its numbers (``--out`` with .json). Replaced only when it is free
-    or holds numbers an earlier ``attention`` wrote, as its chart is."""
+    or holds numbers an earlier ``attention`` wrote, as its chart is (any regular file with ``--overwrite``)."""
     import json
     numbers = Path(args.out).with_suffix('.json')
     if numbers.is_dir():
         raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is a folder; allowed: an --out whose '
                          f'.json name is free or holds numbers of an earlier timm-sl attention')
-    if numbers.exists():
+    if numbers.exists() and not numbers.is_file():  # read, a FIFO waits for a writer forever
+        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is not a regular file (a FIFO, socket '
+                         f'or device); allowed: an --out whose .json name is free or holds numbers of an earlier '
+                         f'timm-sl attention')
+    if numbers.exists() and not args.overwrite:
         try:
             old = json.loads(numbers.read_text())
             ours = isinstance(old, list) and old and all(isinstance(r, dict) and _ATTENTION_KEYS <= set(r) for r in old)
@@ -560,7 +596,8 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
         if not ours:
             raise ValueError(f'--out {args.out}: its numbers would replace {numbers}, which timm-sl attention did not '
                              f'write; allowed: an --out whose .json name is free or holds numbers of an earlier '
-                             f'timm-sl attention (move {numbers.name} away or pick another --out)')
+                             f'timm-sl attention (move {numbers.name} away, pick another --out, or --overwrite to '
+                             f'replace it)')
     return numbers
 
 
@@ -572,7 +609,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
     curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
     for label, model, record in _runs(args):
         batch = _load_images(args, label, model, record, loaded).tensor
-        measured = kld_by_depth(model, batch, floor=True)
+        measured = _forward(args, label, record, batch, lambda: kld_by_depth(model, batch, floor=True))
         _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
@@ -629,7 +666,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         shown = shown or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
-        result = final_attention_map(model, loaded.tensor)
+        result = _forward(args, label, record, loaded.tensor, lambda: final_attention_map(model, loaded.tensor))
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
@@ -840,6 +877,15 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _shift_ratio(text: str) -> float:
+    """A number for ``--shift-ratio`` (its range is checked with the patch size): argparse's own error for a word
+    ("invalid float value: ''") said nothing of what is allowed."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
+
+
 def _figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
     new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
@@ -881,6 +927,9 @@ def _figure_path(text: str) -> str:
     return text
 
 
+OVERWRITE_CHART = 'replace a file at --out that timm-sl did not draw (an earlier chart is always replaced)'
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``timm-sl`` parser: one ``sub.add_parser`` per command, each with a ``cmd_*`` function as ``func``."""
     parser = _Parser(prog='timm-sl', description='SPT + LSA vision transformers for timm.')
@@ -904,6 +953,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser(
@@ -962,11 +1012,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
     add_model_source(p)
     p.add_argument('--out', type=_figure_path, default='sl_temperature.png', help='chart')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     add_image_analysis(p)
     p.add_argument('--out', type=_figure_path, default='sl_kld.png', help='chart')
+    p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_kld)
 
     p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); chart + JSON")
@@ -974,12 +1026,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
     p.add_argument('--out', type=_figure_path, default='sl_attention.png',
                    help='chart; the numbers go to the same name with .json')
+    p.add_argument('--overwrite', action='store_true', help='replace a file at --out or its .json that timm-sl did '
+                                                            'not write (earlier ones are always replaced)')
     p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p)
     p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
-    p.add_argument('--shift-ratio', type=float, default=None,
+    p.add_argument('--shift-ratio', type=_shift_ratio, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
                         "--model-kwargs shift_ratio=R)")
     p.set_defaults(func=cmd_receptive_field)

@@ -10,8 +10,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-__all__ = ['EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'plot_attention', 'plot_curves', 'plot_ratios',
-           'require_matplotlib']
+__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'is_chart',
+           'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
@@ -51,18 +51,67 @@ def _figure(width: float, height: float, dpi: int = 100):
     return fig
 
 
-CHART_MARK = 'timm-sl chart'  # in the PNG / JPEG files charts are saved as: never read back as an input image
+CHART_MARK = 'timm-sl chart'  # in every chart file: never read back as an input image, the only file --out replaces
+# how the mark reads in a PDF's and an SVG's metadata (``Creator``), near the file's end / start
+_VECTOR_MARKS = {'.pdf': f'/Creator ({CHART_MARK})'.encode(), '.svg': f'<dc:title>{CHART_MARK}</dc:title>'.encode()}
 
 
 def _save(fig, path: str) -> None:
     """``fig.savefig`` to ``path`` (the format its extension names) through
-    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. PNG and JPEG charts
-    carry :data:`CHART_MARK` (PNG ``Software``, JPEG comment), which the analyses' image loader refuses."""
+    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. Charts carry
+    :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the analyses' image loader
+    refuses and :func:`check_chart_out` looks for."""
     from .errors import write_atomically
     fmt = Path(path).suffix[1:].lower() or None
     mark = dict(metadata={'Software': CHART_MARK}) if fmt == 'png' else \
-        dict(pil_kwargs={'comment': CHART_MARK.encode()}) if fmt in ('jpg', 'jpeg') else {}
+        dict(pil_kwargs={'comment': CHART_MARK.encode()}) if fmt in ('jpg', 'jpeg') else \
+        dict(metadata={'Creator': CHART_MARK}) if fmt in ('pdf', 'svg') else {}
     write_atomically(path, lambda file: fig.savefig(file, format=fmt, **mark))
+
+
+def is_marked(image) -> bool:
+    """Whether an open PIL image is a chart timm-sl drew (:data:`CHART_MARK` in its PNG / JPEG metadata)."""
+    comment = image.info.get('comment', b'')
+    return CHART_MARK in (image.info.get('Software'), comment.decode('latin-1') if isinstance(comment, bytes) else
+                          comment)
+
+
+def is_chart(path: Path) -> bool:
+    """Whether the regular file ``path`` is a chart timm-sl drew: :data:`CHART_MARK` where :func:`_save` puts it for
+    the format its extension names (a PNG / JPEG read with PIL; a PDF's last and an SVG's first 64 KiB)."""
+    suffix = path.suffix.lower()
+    if suffix in _VECTOR_MARKS:
+        with open(path, 'rb') as f:
+            head = f.read(1 << 16)
+            f.seek(max(f.seek(0, 2) - (1 << 16), 0))
+            return _VECTOR_MARKS[suffix] in head + f.read()
+    from PIL import Image
+    try:
+        with Image.open(path) as image:
+            return is_marked(image)
+    except (OSError, ValueError, Image.DecompressionBombError):  # not an image PIL reads: not one of ours
+        return False
+
+
+def check_chart_out(path: str, overwrite: bool = False, option: str = '--out') -> None:
+    """Refuse to draw a chart over anything but an earlier chart (:func:`is_chart`) or nothing: a user's photo,
+    report or table at ``path`` (or where a link at ``path`` points) is kept, unless ``overwrite``. Something that is
+    no regular file (a FIFO, a device) is refused even then: a chart cannot be written into it.
+
+    Raises:
+        ValueError: naming ``path`` (and ``option``), what is there and what is allowed.
+    """
+    given = Path(path)
+    target = given.resolve() if given.is_symlink() else given
+    where = f'{option} {path}' + (f' (a link to {target})' if target != given else '')
+    if not target.exists():
+        return
+    if not target.is_file():
+        raise ValueError(f'{where} is not a regular file (a FIFO, socket or device): a chart cannot be written into '
+                         f'it; allowed: a new file name, or a chart of an earlier timm-sl command')
+    if not overwrite and not is_chart(target):
+        raise ValueError(f'{where} is a file timm-sl did not draw (no {CHART_MARK!r} mark): it is kept; allowed: a '
+                         f'new file name, a chart of an earlier timm-sl command, or --overwrite to replace it')
 
 
 def _plain_ticks(axis) -> None:
