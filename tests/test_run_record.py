@@ -886,3 +886,20 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
     assert ('- Classes: 3 numbered by the class map the run trained with (`--class-map map.txt`): class i is the '
             "map's class i, not the i-th class folder in sorted order") in card
     assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == ['fox', 'cat', 'dog']
+
+
+def test_a_run_recording_an_spt_option_with_spt_off_still_exports(tmp_path):
+    """A baseline run of an earlier reproduce recorded -- --model-kwargs shift_ratio=0.25 beside spt=False (train.py
+    took and never used it); the model now refuses that pair, and the run's own record must still build."""
+    folder = tmp_path / 'run'
+    recorded = dict(depth=1, spt=False, lsa=False, shift_ratio=0.25)
+    model = _train_run(folder, 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    args = dict(model='sl_vit_32', model_kwargs=recorded, num_classes=4, seed=1, lr=1e-3, epochs=2)
+    checkpoint = torch.load(folder / 'model_best.pth.tar', weights_only=False)
+    torch.save({**checkpoint, 'args': argparse.Namespace(**args)}, folder / 'model_best.pth.tar')
+    (folder / 'args.yaml').write_text(json.dumps(args))
+    assert main(['export', str(folder), '--out', str(tmp_path / 'out')]) == 0
+    loaded = timm.create_model(f'local-dir:{tmp_path / "out"}', pretrained=True).eval()
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), model(x))

@@ -208,6 +208,20 @@ def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
 
 
 
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(spt=False, shift_ratio=0.25), 'shift_ratio=0.25 is unused with spt=False'),
+    (dict(spt=False, spt_pool=False, shift_directions='all'), "shift_directions='all' is unused with spt=False"),
+])
+def test_an_spt_option_with_spt_off_is_refused(kwargs, message):
+    """slify(name, spt=False, shift_ratio=0.25) converted the attention and dropped the ratio, silently."""
+    for make in (partial(slify, 'pit_xs_224'), partial(timm.create_model, 'slify', base='pit_xs_224')):
+        with pytest.raises(ValueError, match=rf'^slify: {re.escape(message)}'):
+            make(**kwargs)
+    with torch.device('meta'):  # Spool alone takes the shift directions
+        model = slify('pit_xs_224', spt=False, spt_pool=True, shift_directions='all')
+    assert model.sl_args.shift_directions == 'all' and not isinstance(model.patch_embed, ShiftedPatchEmbed)
+
+
 @pytest.mark.parametrize('via_entry', [False, True], ids=['slify', 'entry'])
 def test_unknown_kwarg_with_a_name_is_named_with_the_allowed_ones(via_entry, monkeypatch):
     """As ``create_model`` for an sl_ model: one line naming the unknown kwargs, the base and what is allowed (the SL

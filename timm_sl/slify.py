@@ -36,7 +36,7 @@ from timm.models.swin_transformer import WindowAttention
 from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
-    check_optional_bool, resolve_shift)
+    check_optional_bool, check_options_used, resolve_shift)
 from .layers.spt import check_global_tokens, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
@@ -274,6 +274,7 @@ def _parse_switches(kwargs: Dict[str, Any], spt_pool: Optional[bool],
     switches, create_kwargs = _split_kwargs(kwargs)
     sl_args = SlArgs(**switches)
     check_optional_bool('spt_pool', spt_pool)
+    check_options_used({**switches, **({} if spt_pool is None else {'spt_pool': spt_pool})}, 'slify')
     check_bool('spt_post_norm', spt_post_norm)
     return sl_args, create_kwargs
 

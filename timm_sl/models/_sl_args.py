@@ -4,12 +4,13 @@ import inspect
 from typing import Any, Dict, Optional, Tuple
 
 from ..layers.sl_args import (  # noqa: F401  (re-exported: the families' and users' import path)
-    SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool)
+    SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool, check_options_used,
+    unused_options, without_unused_options)
 from ..layers.spt import MAX_GLOBAL_TOKENS, check_global_tokens, patch_grid  # noqa: F401  (shared with slify)
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'backbone_kwarg', 'check_bool',
-           'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_patch_tokens',
-           'patch_grid']
+           'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_options_used',
+           'check_patch_tokens', 'patch_grid', 'unused_options', 'without_unused_options']
 
 def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, positive: Tuple[str, ...] = ()) -> None:
     """Check depth kwargs before timm builds anything: each an int >= 0 (>= 1 for those in ``positive``: widths, head
