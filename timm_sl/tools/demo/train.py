@@ -143,7 +143,8 @@ def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, ba
     model_kwargs = dict(model_kwargs or {})
     baseline_kwargs = check_demo_kwargs(model_name, model_kwargs, limit)
     model_kwargs.pop('num_classes', None)  # the digits' 10, set by train_variant
-    results = [DemoResult(label, model_kwargs), DemoResult('baseline', without_unused_options({**model_kwargs, **baseline_kwargs}))]
+    baseline = without_unused_options({**model_kwargs, **baseline_kwargs})  # no SPT options with SPT off
+    results = [DemoResult(label, model_kwargs), DemoResult('baseline', baseline)]
     for run_seed in range(seed, seed + seeds):
         for result in results:
             train_variant(result, model_name, run_seed, epochs, batch_size, lr, limit, stream)
