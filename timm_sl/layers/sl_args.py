@@ -83,7 +83,7 @@ def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:
     if spt is False and 'shift_ratio' in kwargs:
         unused['shift_ratio'] = 'spt=False'
     if spt is False and spool is False and 'shift_directions' in kwargs:
-        unused['shift_directions'] = 'spt=False' + (', spt_pool=False' if 'spt_pool' in kwargs else '')
+        unused['shift_directions'] = 'spt=False' + (', spt_pool=False' if kwargs.get('spt_pool') is False else '')
     if spool is True and 'pool_layout' in kwargs:
         unused['pool_layout'] = 'spt_pool=True' if kwargs.get('spt_pool') is True else 'spt_pool following spt=True'
     return unused
