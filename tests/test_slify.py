@@ -356,7 +356,7 @@ def test_global_attention_over_too_many_tokens_is_refused_before_building(base, 
     create = timm.create_model
     monkeypatch.setattr(timm, 'create_model', lambda name, *a, **k: calls.append(torch.empty(0).device.type) or
                         create(name, *a, **k))
-    for make in (partial(slify, base), partial(create, 'slify', base=base)):
+    for make in (partial(slify, base), partial(create, 'slify', base=base), partial(slify_refusal, base)):
         calls.clear()
         with pytest.raises(ValueError, match=rf'^slify of {base}: img_size=.*{grid}.* under global attention; '
                                              r'allowed: at most 16384 tokens') as error:

@@ -332,6 +332,8 @@ def slify_refusal(
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
+    if plan.ok:
+        check_tokens(model, sl_args, name)
     return None if plan.ok else str(SlifyError(plan.model_name, list(plan.reasons)))
 
 
