@@ -192,7 +192,7 @@ def _global_attention(model: nn.Module) -> bool:
     return not any(isinstance(m, WindowAttention) for m in model.modules())
 
 
-def check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
+def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
     """The ``sl_`` models' bound on global attention (:func:`~timm_sl.layers.spt.check_global_tokens`) for the token
     grid ``model``'s stem gives once converted: ``ValueError`` before a ``slify(name, img_size=4096)`` is built."""
     if not _global_attention(model):  # windows: memory grows with the image area only
@@ -333,7 +333,7 @@ def slify_refusal(
     model, name = _target(model_or_name, create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     if plan.ok:
-        check_tokens(model, sl_args, name)
+        _check_tokens(model, sl_args, name)
     return None if plan.ok else str(SlifyError(plan.model_name, list(plan.reasons)))
 
 
@@ -382,7 +382,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
-        check_tokens(model, sl_args, name)
+        _check_tokens(model, sl_args, name)
         if pretrained and check_weights and _pretrained_sl_weights(model) is not None:
             where = model.pretrained_cfg.get('file') or model.pretrained_cfg.get('hf_hub_id') or 'the pretrained cfg'
             raise ValueError(
@@ -393,7 +393,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
         model = timm.create_model(name, pretrained=pretrained, **create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     if plan.ok:
-        check_tokens(model, sl_args, name)
+        _check_tokens(model, sl_args, name)
     plan.apply(model)
     for stem in model.modules():  # its resize keeps the bound
         if isinstance(stem, ShiftedPatchEmbed):
