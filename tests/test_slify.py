@@ -211,6 +211,7 @@ def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
 @pytest.mark.parametrize('kwargs,message', [
     (dict(spt=False, shift_ratio=0.25), 'shift_ratio=0.25 is unused with spt=False'),
     (dict(spt=False, spt_pool=False, shift_directions='all'), "shift_directions='all' is unused with spt=False"),
+    (dict(spt=False, spt_post_norm=True), 'spt_post_norm=True is unused with spt=False'),
 ])
 def test_an_spt_option_with_spt_off_is_refused(kwargs, message):
     """slify(name, spt=False, shift_ratio=0.25) converted the attention and dropped the ratio, silently."""

@@ -274,7 +274,8 @@ def _parse_switches(kwargs: Dict[str, Any], spt_pool: Optional[bool],
     switches, create_kwargs = _split_kwargs(kwargs)
     sl_args = SlArgs(**switches)
     check_optional_bool('spt_pool', spt_pool)
-    check_options_used({**switches, **({} if spt_pool is None else {'spt_pool': spt_pool})}, 'slify')
+    check_options_used({**switches, **({} if spt_pool is None else {'spt_pool': spt_pool}),
+                        'spt_post_norm': spt_post_norm}, 'slify')
     check_bool('spt_post_norm', spt_post_norm)
     return sl_args, create_kwargs
 

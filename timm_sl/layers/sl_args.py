@@ -74,14 +74,17 @@ def check_model_kwargs(
 
 def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:
     """The options in a model-kwargs dict that its switches leave unused, each with the switch that does:
-    ``shift_ratio`` with SPT off (Spool's shift is fixed at half a token), ``shift_directions`` with SPT and Spool
-    off, PiT's ``pool_layout`` with Spool on (it picks the conv pooling Spool replaces). A switch not in ``kwargs``
-    takes its default (``spt`` on, ``spt_pool`` following ``spt``); a switch that is not a bool decides nothing."""
+    ``shift_ratio`` (and slify's ``spt_post_norm=True``) with SPT off (Spool's shift is fixed at half a token),
+    ``shift_directions`` with SPT and Spool off, PiT's ``pool_layout`` with Spool on (it picks the conv pooling Spool
+    replaces). A switch not in ``kwargs`` takes its default (``spt`` on, ``spt_pool`` following ``spt``); a switch
+    that is not a bool decides nothing."""
     spt = kwargs.get('spt', True)
     spool = spt if kwargs.get('spt_pool') is None else kwargs['spt_pool']
     unused = {}
     if spt is False and 'shift_ratio' in kwargs:
         unused['shift_ratio'] = 'spt=False'
+    if spt is False and kwargs.get('spt_post_norm') is True:  # slify's: keep the stem's norm after SPT
+        unused['spt_post_norm'] = 'spt=False'
     if spt is False and spool is False and 'shift_directions' in kwargs:
         unused['shift_directions'] = 'spt=False' + (', spt_pool=False' if kwargs.get('spt_pool') is False else '')
     if spool is True and 'pool_layout' in kwargs:
