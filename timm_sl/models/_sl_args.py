@@ -6,7 +6,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..layers.sl_args import (  # noqa: F401  (re-exported: the families' and users' import path)
     SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool, check_options_used,
     unused_options, without_unused_options)
-from ..layers.spt import MAX_GLOBAL_TOKENS, check_global_tokens, patch_grid  # noqa: F401  (shared with slify)
+from ..layers.spt import MAX_GLOBAL_TOKENS, check_global_tokens, check_size, patch_grid  # noqa: F401  (slify's too)
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'backbone_kwarg', 'check_bool',
            'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_options_used',
@@ -40,7 +40,10 @@ def backbone_kwarg(kwargs: Dict[str, Any], backbone: type, name: str) -> Any:
 
 def check_patch_tokens(model_cls: type, kwargs: Dict[str, Any], backbone: type) -> None:
     """:func:`check_global_tokens` for a backbone whose tokens are one patch grid (``img_size`` / ``patch_size``
-    kwargs as timm's ``PatchEmbed``: ViT, CaiT)."""
+    kwargs as timm's ``PatchEmbed``: ViT, CaiT), each size checked first (``img_size=None``: a dynamic size)."""
     img, patch = backbone_kwarg(kwargs, backbone, 'img_size'), backbone_kwarg(kwargs, backbone, 'patch_size')
+    if img is not None:
+        check_size(img, 'img_size')
+    check_size(patch)
     grid = patch_grid(img, patch, ceil=kwargs.get('dynamic_img_pad') is True)
     check_global_tokens(model_cls, grid, f'img_size={img!r}, patch_size={patch!r}')
