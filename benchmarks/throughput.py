@@ -30,6 +30,7 @@ import torch
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
 from timm_sl import SlifyError, plan_slify, slify
+from timm_sl.layers import without_unused_options
 from timm_sl.models import SlArgs
 from timm_sl.tools.paper import VARIANTS, family_of
 from timm_sl.tools.profile import count_macs, count_params
@@ -100,7 +101,8 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
     first = timm.create_model(name, **args.model_kwargs)
     models = {
-        key: timm.create_model(name, **{**args.model_kwargs, **kw}) for key, kw in variants_of(name).items()}
+        key: timm.create_model(name, **without_unused_options({**args.model_kwargs, **kw}))  # no SPT options, SPT off
+        for key, kw in variants_of(name).items()}
     size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     return bench_variants(name, models, size, mode, args)
 

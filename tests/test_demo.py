@@ -196,3 +196,10 @@ def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsy
     ticks = [float(t.get_text().replace('\u2212', '-')) for t in ax.get_yticklabels()
              if 0. <= t.get_position()[1] <= 100.]
     assert min(ticks) == 0. and max(ticks) == 100.
+
+
+def test_demo_takes_an_spt_option_its_baseline_leaves_unused():
+    """--model-kwargs shift_ratio=0.25 went to the baseline (SPT off) too, which the model refuses: it trains SL with
+    the ratio and the baseline without."""
+    from timm_sl.tools.demo.train import check_demo_kwargs
+    assert check_demo_kwargs('sl_vit_32', dict(shift_ratio=0.25, depth=1)) == dict(spt=False, lsa=False)

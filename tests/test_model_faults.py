@@ -1,6 +1,7 @@
 """Model faults found by held-back checks (issue 12 §4, §6): T2T's fixed table on resize, exact channel adaptation,
 empty batches, the load message after adaptation, class attention without a mask."""
 import logging
+import re
 
 import pytest
 import torch
@@ -206,3 +207,38 @@ def test_warm_start_public_paths():
     import timm_sl
     from timm_sl.models import warm_start
     assert timm_sl.warm_start is warm_start
+
+
+# ---- an SPT / pooling option its switch leaves unused is refused, not silently dropped ----
+
+UNUSED_OPTIONS = [  # (name, kwargs, the option and the switch the message names)
+    ('sl_vit_32', dict(spt=False, shift_ratio=0.25), 'shift_ratio=0.25 is unused with spt=False'),
+    ('sl_cait_32', dict(spt=False, shift_directions='all'), "shift_directions='all' is unused with spt=False"),
+    ('sl_t2t_32', dict(spt=False, shift_ratio=1.0), 'shift_ratio=1.0 is unused with spt=False'),
+    ('sl_swin_32', dict(spt=False, spt_pool=False, shift_directions='cardinal'),
+     "shift_directions='cardinal' is unused with spt=False, spt_pool=False"),
+    ('sl_pit_32', dict(spt=False, shift_directions='all'), "shift_directions='all' is unused with spt=False"),
+    ('sl_pit_32', dict(pool_layout='timm'), "pool_layout='timm' is unused with spt_pool following spt=True"),
+    ('sl_pit_xs', dict(spt_pool=True, pool_layout='pointwise'), "pool_layout='pointwise' is unused with spt_pool=True"),
+]
+
+
+@pytest.mark.parametrize('name,kwargs,message', UNUSED_OPTIONS,
+                         ids=[f'{n}-{"-".join(k)}' for n, k, _ in UNUSED_OPTIONS])
+def test_an_option_its_switch_leaves_unused_is_refused(name, kwargs, message):
+    """spt=False, shift_ratio=0.25 built the baseline and dropped the ratio: the user believed it took effect."""
+    with pytest.raises(ValueError, match=rf'^\w+: {re.escape(message)}; allowed: \w+ left out, or \w+=\w+\.$'):
+        with torch.device('meta'):
+            timm.create_model(name, **kwargs)
+
+
+@pytest.mark.parametrize('name,kwargs', [
+    ('sl_pit_32', dict(spt=False, spt_pool=True, shift_directions='all')),  # Spool's copies
+    ('sl_swin_32', dict(spt=False, spt_pool=True, shift_directions='cardinal')),
+    ('sl_pit_32', dict(spt_pool=False, pool_layout='timm')),
+    ('sl_vit_32', dict(lsa=False, shift_ratio=0.25)),
+])
+def test_an_option_its_switches_use_builds(name, kwargs):
+    with torch.device('meta'):
+        model = timm.create_model(name, **kwargs)
+    assert model.sl_args.shift_directions == kwargs.get('shift_directions', 'diagonal')

@@ -83,6 +83,19 @@ STATE_LAYOUT = {
 }
 
 
+# Fewer blocks for the matrix tests that count no parameters (state, determinism, buffers, kernel counts): every
+# kind of block a family has stays (Swin: two per stage, so the shifted-window block too; CaiT: its class-attention
+# blocks), each test's check is per layer. ViT keeps its registered depth.
+FEWER_BLOCKS = {'pit': dict(depth=(1, 1, 1)), 'swin': dict(depths=(2, 2, 2)), 'cait': dict(depth=2),
+                't2t': dict(depth=2)}
+FEWER_BLOCKS_224 = {'pit': dict(depth=(1, 1, 1)), 'swin': dict(depths=(2, 1, 1, 1)), 'cait': dict(depth=2)}
+
+
+def _blocks(name: str, table: dict = FEWER_BLOCKS) -> dict:
+    """The kwargs that build ``name`` with fewer blocks (none for ViT)."""
+    return dict(table.get(name.split('_')[1], {}))
+
+
 def _layout(model: nn.Module):
     import hashlib
     text = ';'.join(f'{k}:{tuple(v.shape)}' for k, v in model.state_dict().items())
@@ -148,8 +161,9 @@ def test_baseline_kwargs_give_timms_model(name):
     """With ``baseline_kwargs`` a 224 px config is timm's model: module for module, its state dict loads strictly and
     the output is timm's."""
     baseline_kwargs = type(timm.create_model(name, device='meta')).baseline_kwargs
-    base = timm.create_model(name, **baseline_kwargs).eval()
-    ref = timm.create_model(TIMM_BASELINES[name], img_size=224).eval()
+    blocks = _blocks(name, FEWER_BLOCKS_224)
+    base = timm.create_model(name, **baseline_kwargs, **blocks).eval()
+    ref = timm.create_model(TIMM_BASELINES[name], img_size=224, **blocks).eval()
     assert {n: type(m) for n, m in base.named_modules() if n} == {n: type(m) for n, m in ref.named_modules() if n}
     base.load_state_dict(ref.state_dict())
     x = torch.randn(1, 3, 224, 224)
@@ -220,7 +234,7 @@ def test_no_weight_decay_lists_the_learned_temperatures(name):
 
 @pytest.mark.parametrize('name', MODELS)
 def test_pickle_and_deepcopy_keep_the_switches_and_the_output(name):
-    model = timm.create_model(name, lsa_mask=False, lsa_temp_ratio=0.5).eval()
+    model = timm.create_model(name, lsa_mask=False, lsa_temp_ratio=0.5, **_blocks(name)).eval()
     _perturb_temperatures(model)
     buffer = io.BytesIO()
     torch.save(model, buffer)
@@ -240,7 +254,7 @@ def test_same_seed_same_model_and_output(name):
     outs = []
     for _ in range(2):
         torch.manual_seed(7)
-        model = timm.create_model(name, drop_path_rate=0.1).train()  # stochastic depth: the RNG matters
+        model = timm.create_model(name, drop_path_rate=0.1, **_blocks(name)).train()  # stochastic depth: RNG matters
         torch.manual_seed(8)
         x = model_input(model)
         outs.append((model.state_dict(), model(x).detach()))
@@ -252,11 +266,11 @@ def test_same_seed_same_model_and_output(name):
 @pytest.mark.parametrize('name', MODELS)
 def test_state_dict_round_trips_exactly(name, tmp_path):
     torch.manual_seed(0)
-    model = timm.create_model(name).eval()
+    model = timm.create_model(name, **_blocks(name)).eval()
     _perturb_temperatures(model)
     save_file(model.state_dict(), tmp_path / 'w.safetensors')
     torch.manual_seed(1)
-    twin = timm.create_model(name).eval()
+    twin = timm.create_model(name, **_blocks(name)).eval()
     twin.load_state_dict(load_file(tmp_path / 'w.safetensors'), strict=True)
     for k, v in model.state_dict().items():
         assert torch.equal(twin.state_dict()[k], v), k
@@ -267,7 +281,7 @@ def test_state_dict_round_trips_exactly(name, tmp_path):
 
 @pytest.mark.parametrize('name', MODELS)
 def test_reset_classifier_keeps_lsa_and_spt(name):
-    model = timm.create_model(name).eval()
+    model = timm.create_model(name, **_blocks(name)).eval()
     _perturb_temperatures(model)
     before = _sl_state(model)
     assert before
@@ -313,8 +327,8 @@ def test_a_meta_device_build_restores_its_non_persistent_buffers(name):
     checkpoint -- as transformers' timm wrapper loads a model -- the model computes what the original does. A fixed
     LSA temperature is a buffer too."""
     from timm.models._manipulate import reinit_non_persistent_buffers
-    original = timm.create_model(name, lsa_learn_temp=False, lsa_temp_ratio=0.5).eval()
-    model = timm.create_model(name, lsa_learn_temp=False, lsa_temp_ratio=0.5, device='meta')
+    original = timm.create_model(name, lsa_learn_temp=False, lsa_temp_ratio=0.5, **_blocks(name)).eval()
+    model = timm.create_model(name, lsa_learn_temp=False, lsa_temp_ratio=0.5, device='meta', **_blocks(name))
     model = model.to_empty(device='cpu').eval()
     with torch.no_grad():
         for buffer in model.buffers():
@@ -333,11 +347,11 @@ def test_lsa_adds_at_most_three_kernels_per_attention_layer(name):
     position bias in place of timm's shift mask). A mask rebuilt from scratch per call costs more."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
     from _timing import count_kernel_ops, make_step
-    model = timm.create_model(name)
+    model = timm.create_model(name, **_blocks(name))
     lsa_only = {k: v for k, v in type(model).baseline_kwargs.items() if k != 'lsa'}
     torch.manual_seed(0)
     x = torch.randn(2, 3, 32, 32)
-    ops = {key: count_kernel_ops(make_step(timm.create_model(name, **kwargs), 'infer', x, amp=False))
+    ops = {key: count_kernel_ops(make_step(timm.create_model(name, **kwargs, **_blocks(name)), 'infer', x, amp=False))
            for key, kwargs in (('lsa', lsa_only), ('base', type(model).baseline_kwargs))}
     layers = sum(isinstance(m, LsaMixin) for m in model.modules())
     assert 0 < ops['lsa'] - ops['base'] <= 3 * layers, (ops, layers)

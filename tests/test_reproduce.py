@@ -117,6 +117,24 @@ def test_baseline_rows_are_the_model_classes_baselines():
         assert ('sl_no_spool' in variants) == ('spt_pool' in model_cls.baseline_kwargs), family
 
 
+def test_merged_spt_options_leave_the_rows_that_do_not_use_them():
+    """-- --model-kwargs shift_ratio=1.0 went to every row: the baselines (SPT off) were then refused by the model
+    (an option its switch leaves unused); each row keeps what it uses, and every row builds."""
+    import timm
+    import torch
+    from timm_sl.tools.reproduce import merge_model_kwargs
+    runs = plan_runs('cifar10', ['vit', 'pit'], [0], Path('o'))
+    merge_model_kwargs(runs, dict(shift_ratio=1.0, pool_layout='timm'))
+    assert {r.name: r.model_kwargs for r in runs} == {
+        'vit-base-s0': dict(spt=False, lsa=False, pool_layout='timm'), 'vit-sl-s0': dict(shift_ratio=1.0),
+        'pit-base-s0': dict(spt=False, lsa=False, spt_pool=False, pool_layout='timm'),
+        'pit-sl_no_spool-s0': dict(spt_pool=False, shift_ratio=1.0, pool_layout='timm'),
+        'pit-sl-s0': dict(shift_ratio=1.0)}
+    with torch.device('meta'):
+        for run in runs[2:]:  # (pool_layout is PiT's: the ViT rows refuse it by name, as ever)
+            timm.create_model(run.model, **run.model_kwargs)
+
+
 def test_bad_plan_input_is_named():
     with pytest.raises(ValueError) as e:
         plan_runs('mnist', ['vit'], [0], Path('o'))

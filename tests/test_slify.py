@@ -208,6 +208,21 @@ def test_refusals_for_already_sl_nothing_to_do_and_bad_arguments():
 
 
 
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(spt=False, shift_ratio=0.25), 'shift_ratio=0.25 is unused with spt=False'),
+    (dict(spt=False, spt_pool=False, shift_directions='all'), "shift_directions='all' is unused with spt=False"),
+    (dict(spt=False, spt_post_norm=True), 'spt_post_norm=True is unused with spt=False'),
+])
+def test_an_spt_option_with_spt_off_is_refused(kwargs, message):
+    """slify(name, spt=False, shift_ratio=0.25) converted the attention and dropped the ratio, silently."""
+    for make in (partial(slify, 'pit_xs_224'), partial(timm.create_model, 'slify', base='pit_xs_224')):
+        with pytest.raises(ValueError, match=rf'^slify: {re.escape(message)}'):
+            make(**kwargs)
+    with torch.device('meta'):  # Spool alone takes the shift directions
+        model = slify('pit_xs_224', spt=False, spt_pool=True, shift_directions='all')
+    assert model.sl_args.shift_directions == 'all' and not isinstance(model.patch_embed, ShiftedPatchEmbed)
+
+
 @pytest.mark.parametrize('via_entry', [False, True], ids=['slify', 'entry'])
 def test_unknown_kwarg_with_a_name_is_named_with_the_allowed_ones(via_entry, monkeypatch):
     """As ``create_model`` for an sl_ model: one line naming the unknown kwargs, the base and what is allowed (the SL
@@ -327,6 +342,40 @@ def test_refused_name_builds_nothing(monkeypatch):
     with pytest.raises(SlifyError):
         slify('eva02_tiny_patch14_224', pretrained=True, depth=1)
     assert calls == [(False, 'meta')]
+
+
+@pytest.mark.parametrize('base,kwargs,grid', [
+    ('vit_tiny_patch16_224', dict(img_size=4096), r'\(4096, 4096\), patch_size=\(16, 16\) give a 256x256'),
+    ('cait_xxs24_224', dict(img_size=4096, depth=1), '256x256 token grid'),
+    ('pit_xs_224', dict(img_size=2048), r'stride=8 give a 256x256 token grid'),  # SPT's patch is the stem's stride
+    ('pit_xs_224', dict(img_size=2048, spt=False), '255x255 token grid'),  # timm's overlapping 16 / 8 conv
+])
+def test_global_attention_over_too_many_tokens_is_refused_before_building(base, kwargs, grid, monkeypatch):
+    """slify(name, img_size=4096) built the model, then its forward asked for the square of 65536 tokens per head:
+    the sl_ models' bound, checked on the meta twin (nothing real built); Swin's windows stay free."""
+    calls = []
+    create = timm.create_model
+    monkeypatch.setattr(timm, 'create_model', lambda name, *a, **k: calls.append(torch.empty(0).device.type) or
+                        create(name, *a, **k))
+    for make in (partial(slify, base), partial(create, 'slify', base=base), partial(slify_refusal, base)):
+        calls.clear()
+        with pytest.raises(ValueError, match=rf'^slify of {base}: img_size=.*{grid}.* under global attention; '
+                                             r'allowed: at most 16384 tokens') as error:
+            make(**kwargs)
+        assert '\n' not in str(error.value) and set(calls) == {'meta'}
+    with torch.device('meta'):
+        slify('swin_tiny_patch4_window7_224', img_size=4096)  # windowed attention: memory grows with the area
+
+
+def test_set_input_size_of_a_slified_vit_keeps_the_token_bound():
+    model = slify('vit_tiny_patch16_224', depth=1)
+    with pytest.raises(ValueError, match=r'^ShiftedPatchEmbed: img_size=4096, patch_size=\(16, 16\) give a 256x256 '
+                                         r'token grid .* under global attention'):
+        model.set_input_size(img_size=4096)
+    assert model.patch_embed.grid_size == (14, 14) and model.pos_embed.shape == (1, 197, 192)
+    model.set_input_size(img_size=64)  # within the bound: timm's resize
+    assert model(torch.randn(1, 3, 64, 64)).shape == (1, 1000)
+    assert not ShiftedPatchEmbed(img_size=32, patch_size=4).global_tokens  # a layer alone: its host decides
 
 
 # ---------------------------------------------------------------------------------------------------------------------

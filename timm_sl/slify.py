@@ -31,11 +31,13 @@ from torch import nn
 import timm
 from timm.layers import PatchEmbed
 from timm.models import build_model_with_cfg, load_pretrained
+from timm.models.swin_transformer import WindowAttention
 
 from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
 from .layers import (
-    SL_ARG_NAMES, LsaMixin, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs, check_optional_bool,
-    resolve_shift)
+    SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
+    check_optional_bool, check_options_used, resolve_shift)
+from .layers.spt import check_global_tokens, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
            'convert_model']
@@ -185,6 +187,28 @@ def plan_slify(
     return SlifyPlan(model_name, tuple(steps), tuple(reasons))
 
 
+def _global_attention(model: nn.Module) -> bool:
+    """Whether ``model`` attends over its whole token grid at once (not in windows, as Swin does)."""
+    return not any(isinstance(m, WindowAttention) for m in model.modules())
+
+
+def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
+    """The ``sl_`` models' bound on global attention (:func:`~timm_sl.layers.spt.check_global_tokens`) for the token
+    grid ``model``'s stem gives once converted: ``ValueError`` before a ``slify(name, img_size=4096)`` is built."""
+    if not _global_attention(model):  # windows: memory grows with the image area only
+        return
+    for stem in (m for m in model.modules() if type(m) in _forms_of('spt')):
+        asked = f'img_size={stem.img_size!r}, patch_size={stem.patch_size!r}'
+        if isinstance(stem, PatchEmbed):
+            grid = patch_grid(stem.img_size, stem.patch_size, ceil=stem.dynamic_img_pad)
+        else:  # PiT's conv stem: SPT takes patches of its stride, the baseline's conv overlaps
+            conv = stem.conv
+            grid = patch_grid(stem.img_size, conv.stride) if sl_args.spt else patch_grid(
+                stem.img_size, conv.kernel_size, conv.stride, conv.padding[0])
+            asked += f', stride={conv.stride[0]}'
+        check_global_tokens(f'slify of {model_name}', grid, asked)
+
+
 def _split_kwargs(kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(slify switches, everything else) of a kwargs dict."""
     switches = {k: kwargs[k] for k in SLIFY_ARG_NAMES if k in kwargs}
@@ -250,6 +274,8 @@ def _parse_switches(kwargs: Dict[str, Any], spt_pool: Optional[bool],
     switches, create_kwargs = _split_kwargs(kwargs)
     sl_args = SlArgs(**switches)
     check_optional_bool('spt_pool', spt_pool)
+    check_options_used({**switches, **({} if spt_pool is None else {'spt_pool': spt_pool}),
+                        'spt_post_norm': spt_post_norm}, 'slify')
     check_bool('spt_post_norm', spt_post_norm)
     return sl_args, create_kwargs
 
@@ -307,6 +333,8 @@ def slify_refusal(
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
+    if plan.ok:
+        _check_tokens(model, sl_args, name)
     return None if plan.ok else str(SlifyError(plan.model_name, list(plan.reasons)))
 
 
@@ -355,6 +383,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
+        _check_tokens(model, sl_args, name)
         if pretrained and check_weights and _pretrained_sl_weights(model) is not None:
             where = model.pretrained_cfg.get('file') or model.pretrained_cfg.get('hf_hub_id') or 'the pretrained cfg'
             raise ValueError(
@@ -364,7 +393,12 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
                 f'img_size)')
         model = timm.create_model(name, pretrained=pretrained, **create_kwargs)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
+    if plan.ok:
+        _check_tokens(model, sl_args, name)
     plan.apply(model)
+    for stem in model.modules():  # its resize keeps the bound
+        if isinstance(stem, ShiftedPatchEmbed):
+            stem.global_tokens = _global_attention(model)
     model.sl_args = sl_args
     model.spt_pool = sl_args.spt if spt_pool is None else spt_pool
     return model

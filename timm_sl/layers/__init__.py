@@ -9,4 +9,6 @@ from .spool import ShiftedTokenPooling
 from .spt import (
     SHIFT_DIRECTIONS, ShiftedPatchEmbed, ShiftedPatchMerging, ShiftedPatchProjection, check_in_chans, check_shift_ratio,
     check_size, resolve_shift, shift_and_concat, shift_offsets)
-from .sl_args import SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool
+from .sl_args import (
+    SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool, check_options_used, unused_options,
+    without_unused_options)

@@ -26,7 +26,8 @@ from typing import Any, Dict, Iterable, Optional, Set, Tuple
 from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
 
-__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool']
+__all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool',
+           'check_options_used', 'unused_options', 'without_unused_options']
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -71,6 +72,42 @@ def check_model_kwargs(
                         f'{", ".join(sorted(allowed))}.')
 
 
+def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:
+    """The options in a model-kwargs dict that its switches leave unused, each with the switch that does:
+    ``shift_ratio`` (and slify's ``spt_post_norm=True``) with SPT off (Spool's shift is fixed at half a token),
+    ``shift_directions`` with SPT and Spool off, PiT's ``pool_layout`` with Spool on (it picks the conv pooling Spool
+    replaces). A switch not in ``kwargs`` takes its default (``spt`` on, ``spt_pool`` following ``spt``); a switch
+    that is not a bool decides nothing."""
+    spt = kwargs.get('spt', True)
+    spool = spt if kwargs.get('spt_pool') is None else kwargs['spt_pool']
+    unused = {}
+    if spt is False and 'shift_ratio' in kwargs:
+        unused['shift_ratio'] = 'spt=False'
+    if spt is False and kwargs.get('spt_post_norm') is True:  # slify's: keep the stem's norm after SPT
+        unused['spt_post_norm'] = 'spt=False'
+    if spt is False and spool is False and 'shift_directions' in kwargs:
+        unused['shift_directions'] = 'spt=False' + (', spt_pool=False' if kwargs.get('spt_pool') is False else '')
+    if spool is True and 'pool_layout' in kwargs:
+        unused['pool_layout'] = 'spt_pool=True' if kwargs.get('spt_pool') is True else 'spt_pool following spt=True'
+    return unused
+
+
+def check_options_used(kwargs: Dict[str, Any], owner: str) -> None:
+    """Raise ``ValueError`` naming the first option of ``kwargs`` that its switches leave unused (a user who passes
+    ``spt=False, shift_ratio=0.25`` would believe the ratio took effect)."""
+    for name, switch in unused_options(kwargs).items():
+        turn = "spt_pool=False" if name == 'pool_layout' else 'spt=True'
+        raise ValueError(f'{owner}: {name}={kwargs[name]!r} is unused with {switch}; allowed: {name} left out, or '
+                         f'{turn}.')
+
+
+def without_unused_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` less the options its switches leave unused: one set of user kwargs given to a model and to its
+    baseline (SPT and Spool off) keeps only what each uses."""
+    unused = unused_options(kwargs)
+    return {k: v for k, v in kwargs.items() if k not in unused}
+
+
 @dataclass(frozen=True)
 class SlArgs:
     """Validated SPT / LSA switches; see the module docstring for their meaning."""
@@ -92,15 +129,22 @@ class SlArgs:
         check_temp_ratio(self.lsa_temp_ratio, name='lsa_temp_ratio')
 
     @classmethod
-    def pop_from(cls, kwargs: Dict[str, Any], model_cls: Optional[type] = None) -> 'SlArgs':
+    def pop_from(cls, kwargs: Dict[str, Any], model_cls: Optional[type] = None, spt_pool: Optional[bool] = None
+                 ) -> 'SlArgs':
         """Remove the SL switches from a model-kwargs dict and return them validated.
 
-        With ``model_cls``, first check that every kwarg is one that class (or the timm backbone it passes its
-        ``**kwargs`` to) accepts, so a typo fails with the name and the allowed names instead of a bare TypeError.
+        With ``model_cls`` (a model being built), first check that every kwarg is one that class (or the timm backbone
+        it passes its ``**kwargs`` to) accepts, so a typo fails with the name and the allowed names instead of a bare
+        TypeError, and then that no option is one its switches leave unused (``spt=False, shift_ratio=0.25``;
+        ``spt_pool``: the model's Spool switch).
         """
         if model_cls is not None:
             check_model_kwargs(model_cls, kwargs)
-        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls) if f.name in kwargs})
+        given = {k: kwargs.pop(k) for k in SL_ARG_NAMES if k in kwargs}
+        args = cls(**given)
+        if model_cls is not None:
+            check_options_used({**given, **({} if spt_pool is None else {'spt_pool': spt_pool})}, model_cls.__name__)
+        return args
 
     def to_dict(self) -> Dict[str, Any]:
         return asdict(self)

@@ -10,7 +10,7 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -18,8 +18,9 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['SHIFT_DIRECTIONS', 'shift_offsets', 'check_in_chans', 'check_shift_ratio', 'check_size', 'resolve_shift',
-           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+__all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'shift_offsets', 'check_global_tokens', 'check_in_chans',
+           'check_shift_ratio', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
+           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -86,6 +87,51 @@ def resolve_shift(patch_size: Union[int, Tuple[int, int]], shift_ratio: float) -
             f'shift_ratio={shift_ratio} with patch size {patch_size} gives a shift of {shift} px; every axis needs '
             f'at least 1 px, so use shift_ratio >= {1. / min(patch_size):g} for this patch size.')
     return shift
+
+
+# Most tokens one global (non-windowed) attention may attend over: a 128x128 grid. Its attention map is 16384^2
+# logits, 1 GiB in fp32 per head and image; every registered configuration is far below (largest: T2T's first soft
+# split at 224 px, 56x56).
+MAX_GLOBAL_TOKENS = 16384
+
+
+def patch_grid(
+        img_size: Any,
+        kernel: Any,
+        stride: Any = None,
+        padding: int = 0,
+        ceil: bool = False,
+) -> Optional[Tuple[int, int]]:
+    """Token grid of a patch embedding: a ``kernel`` x ``kernel`` window every ``stride`` px (default: ``kernel``,
+    non-overlapping) over the image padded by ``padding``; ``ceil`` pads the last partial patch (timm's
+    ``dynamic_img_pad``). None without a fixed integer size (left for the backbone to judge)."""
+    sizes = [to_2tuple(v) for v in (img_size, kernel, kernel if stride is None else stride)]
+    if not all(len(v) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in v)
+               for v in sizes) or not isinstance(padding, int):
+        return None
+    (h, w), (kh, kw), (sh, sw) = sizes
+    if ceil:
+        return -(-h // sh), -(-w // sw)
+    return (h + 2 * padding - kh) // sh + 1, (w + 2 * padding - kw) // sw + 1
+
+
+def check_global_tokens(
+        owner: Union[type, str],
+        grid: Optional[Tuple[int, int]],
+        asked: str,
+        where: str = '',
+) -> None:
+    """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
+    memory grows with the square of the token count). ``owner`` (a class or a name) starts the message, ``asked``
+    names the kwargs that gave ``grid``."""
+    if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
+        return
+    side = int(MAX_GLOBAL_TOKENS ** .5)
+    raise ValueError(
+        f'{getattr(owner, "__name__", owner)}: {asked} give a {grid[0]}x{grid[1]} token grid ({grid[0] * grid[1]} '
+        f'tokens){where} '
+        f'under global attention; allowed: at most {MAX_GLOBAL_TOKENS} tokens (e.g. a {side}x{side} grid): a smaller '
+        f'img_size or a larger patch stride.')
 
 
 def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tuple[int, int]]) -> torch.Tensor:
@@ -194,7 +240,11 @@ class ShiftedPatchEmbed(PatchEmbed):
     Accepts every ``PatchEmbed`` argument (``strict_img_size``, ``output_fmt``, ``dynamic_img_pad``, ...) plus
     ``shift_ratio`` and ``shift_directions``. ``norm_layer`` keeps timm's meaning: an optional norm after the
     projection (``post_norm=False`` ignores it); SPT's own LayerNorm lives in ``proj.norm``.
+
+    ``global_tokens``: the host attends over all the grid's tokens at once (``slify`` sets it on a converted ViT):
+    ``set_input_size`` then refuses a grid past :data:`MAX_GLOBAL_TOKENS`, as the ``sl_`` models' own resize does.
     """
+    global_tokens = False  # unannotated: a class annotation would hide PatchEmbed's from TorchScript
 
     def __init__(
             self,
@@ -234,6 +284,9 @@ class ShiftedPatchEmbed(PatchEmbed):
             raise ValueError(
                 f'ShiftedPatchEmbed cannot change patch_size from {self.patch_size} to {to_2tuple(patch_size)}: '
                 f'the SPT LayerNorm and projection are sized by P*P*C*copies; only img_size can change.')
+        if self.global_tokens and img_size is not None:
+            check_global_tokens(type(self), patch_grid(img_size, self.patch_size, ceil=self.dynamic_img_pad),
+                                f'img_size={img_size!r}, patch_size={self.patch_size!r}')
         super().set_input_size(img_size=img_size)
 
 

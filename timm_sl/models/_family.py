@@ -1,7 +1,7 @@
 """What every ``sl_`` family class shares: taking its SL and training-behaviour switches out of the model kwargs, and
 the LSA temperatures' exclusion from weight decay. (A family class's first base stays its timm backbone, the class
 ``slify`` gives a converted model, so these are helpers rather than a mixin.)"""
-from typing import Any, Callable, Dict, Set, Tuple
+from typing import Any, Callable, Dict, Optional, Set, Tuple
 
 import torch
 from torch import nn
@@ -17,11 +17,12 @@ def pop_sl_kwargs(
         kwargs: Dict[str, Any],
         pos_embed_init: str = 'timm',
         drop_path_schedule: str = 'timm',
+        spt_pool: Optional[bool] = None,
 ) -> Tuple[SlArgs, TrainingInit]:
     """Remove the SL switches from ``kwargs`` (checking every kwarg is one ``model_cls`` accepts) and validate them and
     the training-behaviour switches, before the backbone builds anything. The family applies the returned
-    :class:`TrainingInit` at the end of its constructor."""
-    sl_args = SlArgs.pop_from(kwargs, model_cls)
+    :class:`TrainingInit` at the end of its constructor. ``spt_pool``: the family's Spool switch, if it has one."""
+    sl_args = SlArgs.pop_from(kwargs, model_cls, spt_pool)
     training = TrainingInit(pos_embed_init, drop_path_schedule, kwargs.get('drop_path_rate', 0.))
     return sl_args, training
 

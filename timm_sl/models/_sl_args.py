@@ -3,20 +3,14 @@
 import inspect
 from typing import Any, Dict, Optional, Tuple
 
-from timm.layers import to_2tuple
-
 from ..layers.sl_args import (  # noqa: F401  (re-exported: the families' and users' import path)
-    SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool)
+    SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool, check_options_used,
+    unused_options, without_unused_options)
+from ..layers.spt import MAX_GLOBAL_TOKENS, check_global_tokens, check_size, patch_grid  # noqa: F401  (slify's too)
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'backbone_kwarg', 'check_bool',
-           'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_patch_tokens',
-           'patch_grid']
-
-# Most tokens one global (non-windowed) attention may attend over: a 128x128 grid. Its attention map is 16384^2
-# logits, 1 GiB in fp32 per head and image; every registered configuration is far below (largest: T2T's first soft
-# split at 224 px, 56x56).
-MAX_GLOBAL_TOKENS = 16384
-
+           'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_options_used',
+           'check_patch_tokens', 'patch_grid', 'unused_options', 'without_unused_options']
 
 def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, positive: Tuple[str, ...] = ()) -> None:
     """Check depth kwargs before timm builds anything: each an int >= 0 (>= 1 for those in ``positive``: widths, head
@@ -44,41 +38,12 @@ def backbone_kwarg(kwargs: Dict[str, Any], backbone: type, name: str) -> Any:
     return inspect.signature(backbone).parameters[name].default
 
 
-def patch_grid(
-        img_size: Any,
-        kernel: Any,
-        stride: Any = None,
-        padding: int = 0,
-        ceil: bool = False,
-) -> Optional[Tuple[int, int]]:
-    """Token grid of a patch embedding: a ``kernel`` x ``kernel`` window every ``stride`` px (default: ``kernel``,
-    non-overlapping) over the image padded by ``padding``; ``ceil`` pads the last partial patch (timm's
-    ``dynamic_img_pad``). None without a fixed integer size (left for the backbone to judge)."""
-    sizes = [to_2tuple(v) for v in (img_size, kernel, kernel if stride is None else stride)]
-    if not all(len(v) == 2 and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in v)
-               for v in sizes) or not isinstance(padding, int):
-        return None
-    (h, w), (kh, kw), (sh, sw) = sizes
-    if ceil:
-        return -(-h // sh), -(-w // sw)
-    return (h + 2 * padding - kh) // sh + 1, (w + 2 * padding - kw) // sw + 1
-
-
 def check_patch_tokens(model_cls: type, kwargs: Dict[str, Any], backbone: type) -> None:
     """:func:`check_global_tokens` for a backbone whose tokens are one patch grid (``img_size`` / ``patch_size``
-    kwargs as timm's ``PatchEmbed``: ViT, CaiT)."""
+    kwargs as timm's ``PatchEmbed``: ViT, CaiT), each size checked first (``img_size=None``: a dynamic size)."""
     img, patch = backbone_kwarg(kwargs, backbone, 'img_size'), backbone_kwarg(kwargs, backbone, 'patch_size')
+    if img is not None:
+        check_size(img, 'img_size')
+    check_size(patch)
     grid = patch_grid(img, patch, ceil=kwargs.get('dynamic_img_pad') is True)
     check_global_tokens(model_cls, grid, f'img_size={img!r}, patch_size={patch!r}')
-
-
-def check_global_tokens(model_cls: type, grid: Optional[Tuple[int, int]], asked: str, where: str = '') -> None:
-    """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
-    memory grows with the square of the token count). ``asked`` names the kwargs that gave ``grid``."""
-    if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
-        return
-    side = int(MAX_GLOBAL_TOKENS ** .5)
-    raise ValueError(
-        f'{model_cls.__name__}: {asked} give a {grid[0]}x{grid[1]} token grid ({grid[0] * grid[1]} tokens){where} '
-        f'under global attention; allowed: at most {MAX_GLOBAL_TOKENS} tokens (e.g. a {side}x{side} grid): a smaller '
-        f'img_size or a larger patch stride.')

@@ -82,7 +82,7 @@ class SlCait(Cait):
             **kwargs: Any,
     ) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
-        check_depths(kwargs, 'depth', 'depth_token_only')
+        check_depths(kwargs, 'depth', 'depth_token_only', 'num_heads', positive=('num_heads',))
         check_patch_tokens(type(self), kwargs, Cait)
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)

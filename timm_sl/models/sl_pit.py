@@ -28,7 +28,8 @@ from ..layers import ShiftedTokenPooling, check_in_chans, check_size  # noqa: F4
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import backbone_kwarg, check_depths, check_global_tokens, check_optional_bool, patch_grid
+from ._sl_args import (
+    backbone_kwarg, check_depths, check_global_tokens, check_optional_bool, check_options_used, patch_grid)
 from ._training import check_choice
 
 __all__ = ['SlPoolingVisionTransformer', 'ShiftedTokenPooling', 'PointwisePooling']
@@ -86,7 +87,7 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
             drop_path_schedule: str = 'timm',
             **kwargs: Any,
     ) -> None:
-        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
+        sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule, spt_pool)
         check_depths(kwargs, 'depth', 'heads', 'base_dims', per_stage=True, positive=('heads', 'base_dims'))
         check_optional_bool('spt_pool', spt_pool)
         check_choice('pool_layout', pool_layout, POOL_LAYOUTS)
@@ -118,7 +119,11 @@ class SlPoolingVisionTransformer(PoolingVisionTransformer):
 
 def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str, Any]) -> None:
     """Refuse a ``patch_size`` that SPT would ignore: SPT's patch is the stem's ``stride``; ``patch_size`` sets only
-    the baseline's conv kernel, so ``sl_pit_32`` with ``patch_size=4`` alone would still tokenize 2x2 patches."""
+    the baseline's conv kernel, so ``sl_pit_32`` with ``patch_size=4`` alone would still tokenize 2x2 patches. Refuse
+    as well a ``pool_layout`` given with Spool on (the variant's own layout is its baseline's)."""
+    if 'pool_layout' in kwargs:  # a bad value is named as such before it is found unused
+        check_choice('pool_layout', kwargs['pool_layout'], POOL_LAYOUTS)
+    check_options_used(kwargs, variant)
     patch = kwargs.get('patch_size', model_args['patch_size'])
     check_size(patch)
     if kwargs.get('spt', True) is not False and 'stride' not in kwargs and patch != model_args['patch_size']:

@@ -40,7 +40,7 @@ class SlSwinTransformer(SwinTransformer):
     no_weight_decay = no_weight_decay_with_lsa(SwinTransformer)
 
     def __init__(self, spt_pool: Optional[bool] = None, **kwargs: Any) -> None:
-        sl_args = SlArgs.pop_from(kwargs, type(self))  # Swin has no training-behaviour switches
+        sl_args = SlArgs.pop_from(kwargs, type(self), spt_pool)  # Swin has no training-behaviour switches
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)

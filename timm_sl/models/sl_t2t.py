@@ -33,7 +33,7 @@ from ..layers import (
     set_lsa_switches, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
-from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, patch_grid
+from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
@@ -277,7 +277,8 @@ class SlT2T(VisionTransformer):
             **kwargs: Any,
     ) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, drop_path_schedule=drop_path_schedule)
-        check_depths(kwargs, 'depth')
+        check_depths(kwargs, 'depth', 'num_heads', positive=('num_heads',))
+        check_size(backbone_kwarg(kwargs, VisionTransformer, 'img_size'), 'img_size')
         check_bool('extra_residual', extra_residual)
         first = soft_splits[0] if soft_splits else None
         if isinstance(first, (tuple, list)) and len(first) == 3:  # the first token layer (or the backbone) attends

@@ -35,7 +35,7 @@ class SlVisionTransformer(VisionTransformer):
 
     def __init__(self, pos_embed_init: str = 'timm', drop_path_schedule: str = 'timm', **kwargs: Any) -> None:
         sl_args, training = pop_sl_kwargs(type(self), kwargs, pos_embed_init, drop_path_schedule)
-        check_depths(kwargs, 'depth')
+        check_depths(kwargs, 'depth', 'num_heads', positive=('num_heads',))
         check_patch_tokens(type(self), kwargs, VisionTransformer)
         sl_args.inject_embed_layer(kwargs)
         if sl_args.uses_lsa_layer:

@@ -185,7 +185,8 @@ def build_run_model(record: RunRecord, checkpoint: Checkpoint,
     if not (checkpoint.arch or checkpoint.args) and record.args:  # errors say what args.yaml says it was trained as
         from dataclasses import replace
         checkpoint = replace(checkpoint, arch=record.model, args=record.args)
-    kwargs = record.build_kwargs()
+    from timm_sl.layers import without_unused_options
+    kwargs = without_unused_options(record.build_kwargs())  # what train.py took and the model never used
     if record.num_classes:
         kwargs.setdefault('num_classes', record.num_classes)
     return build_model(checkpoint, record.model, kwargs, load=load)

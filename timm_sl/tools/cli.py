@@ -275,7 +275,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             return model.eval(), record
-        baseline = {**kwargs, **_baseline_kwargs(name)}
+        from timm_sl.layers import without_unused_options
+        baseline = without_unused_options({**kwargs, **_baseline_kwargs(name)})  # SPT's options off with SPT
         candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:

@@ -1423,8 +1423,9 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         raise ValueError(f'--model-kwargs {" ".join(f"{k}={kwargs[k]}" for k in clash)} after -- would change the '
                          f'Table 2 rows, which set {", ".join(rows)} themselves; allowed: other model kwargs (e.g. '
                          f'depth=2), which every row gets')
+    from timm_sl.layers import without_unused_options
     for run in runs:
-        run.model_kwargs = {**run.model_kwargs, **kwargs}
+        run.model_kwargs = without_unused_options({**run.model_kwargs, **kwargs})  # a baseline's: no SPT options
 
 
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:

@@ -21,6 +21,7 @@ from timm.scheduler import create_scheduler_v2
 from timm.layers import to_2tuple
 from timm.utils import accuracy, random_seed
 
+from ...layers import without_unused_options
 from ..profile import count_params
 from .digits import DIGITS_MEAN, DIGITS_STD, DigitsDataset, load_digits_split
 
@@ -142,7 +143,8 @@ def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, ba
     model_kwargs = dict(model_kwargs or {})
     baseline_kwargs = check_demo_kwargs(model_name, model_kwargs, limit)
     model_kwargs.pop('num_classes', None)  # the digits' 10, set by train_variant
-    results = [DemoResult(label, model_kwargs), DemoResult('baseline', {**model_kwargs, **baseline_kwargs})]
+    baseline = without_unused_options({**model_kwargs, **baseline_kwargs})  # no SPT options with SPT off
+    results = [DemoResult(label, model_kwargs), DemoResult('baseline', baseline)]
     for run_seed in range(seed, seed + seeds):
         for result in results:
             train_variant(result, model_name, run_seed, epochs, batch_size, lr, limit, stream)
@@ -176,7 +178,8 @@ def check_demo_kwargs(model_name: str, model_kwargs: Dict[str, Any], limit: Opti
     if baseline_kwargs is None:
         raise ValueError(f'{model_name} is not an sl_ model (no spt/lsa baseline to compare with); allowed: the '
                          f'models of timm.list_models("sl_*")')
-    if _architecture(probe) == _architecture(timm.create_model(model_name, **{**kwargs, **baseline_kwargs})):
+    baseline = timm.create_model(model_name, **without_unused_options({**kwargs, **baseline_kwargs}))
+    if _architecture(probe) == _architecture(baseline):
         given = ' '.join(f'{k}={v}' for k, v in model_kwargs.items())
         raise ValueError(f'--model-kwargs {given} make {model_name} its own baseline (SPT and LSA off), so there is '
                          f'nothing to compare; allowed: kwargs that keep SPT or LSA on')
