@@ -196,12 +196,13 @@ _SIZE_ALLOWED = 'allowed: sizes above 0 (num_heads, patch_size, dims)'
 @pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['attention', 'img'],
                                      ['receptive-field']])
 @pytest.mark.parametrize('kwarg,line', [
-    ('num_heads=0', 'sl_vit_32 cannot be built with --model-kwargs num_heads=0 (ZeroDivisionError: integer modulo by '
-                    'zero); ' + _SIZE_ALLOWED),
-    ('patch_size=0', 'patch_size=0 is invalid; allowed: an int > 0 or a pair of them.')])  # the model's own check
+    ('embed_dim=0', 'sl_vit_32 cannot be built with --model-kwargs embed_dim=0 (ZeroDivisionError: 0.0 cannot be '
+                    'raised to a negative power); ' + _SIZE_ALLOWED),
+    ('num_heads=0', 'num_heads=0 is invalid; allowed: an int >= 1.'),  # the model's own checks
+    ('patch_size=0', 'patch_size=0 is invalid; allowed: an int > 0 or a pair of them.')])
 def test_a_size_timm_divides_by_is_one_line(command, kwarg, line, tmp_path, capsys):
     """timm builds with sizes it divides by unchecked: ``--model-kwargs num_heads=0`` was a ZeroDivisionError
-    traceback from every command that builds a model."""
+    traceback from every command that builds a model (the model now names it; ``embed_dim=0`` still reaches timm)."""
     with pytest.raises(SystemExit) as info:
         main(command + ['--model', 'sl_vit_32', '--model-kwargs', kwarg] +
              ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
