@@ -350,6 +350,25 @@ def test_a_run_whose_data_folder_holds_another_dataset_is_refused(tmp_path, caps
     assert json.loads((rel / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-fashion-mnist-s0'
 
 
+@pytest.mark.parametrize('kind', ['fifo', 'folder'])
+def test_a_record_of_a_prepared_folder_that_is_no_file_is_refused(kind, tmp_path, capsys):
+    """A FIFO (or a folder) at a data folder's fashion_mnist.json was taken for no record: the run, recording svhn,
+    was exported as svhn with nothing said of the record there."""
+    _run(tmp_path, 'vit-sl-s0', dict(depth=1), [40., 50.], classes=10, dataset='')
+    run, data = tmp_path / 'runs' / 'vit-sl-s0', tmp_path / 'fm'
+    data.mkdir()
+    record = data / 'fashion_mnist.json'
+    os.mkfifo(record) if kind == 'fifo' else record.mkdir()
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps({**args, 'data_dir': str(data)}))
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='svhn')))
+    what = 'the record timm-sl prepare-fashion-mnist writes there (allowed: the file, or none)'
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e')], capsys) == 'timm-sl export: ' + (
+        f'{record} is a FIFO (named pipe), not a regular file; expected {what}' if kind == 'fifo' else
+        f'{record} is a folder; expected {what}')
+    assert not (tmp_path / 'e').exists()
+
+
 def test_the_variant_is_the_recorded_kwargs_row_and_done_json_must_agree(tmp_path, capsys):
     """A baseline run (spt=False lsa=False) whose done.json says 'sl' was released as sl_vit_32.sl-cifar10-s0."""
     _run(tmp_path, 'vit-base-s0', dict(spt=False, lsa=False), [40., 50.])

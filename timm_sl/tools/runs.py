@@ -483,15 +483,21 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
 
 def prepared_dataset(folder: Union[str, Path]) -> Optional[Tuple[Path, str]]:
     """The record a ``timm-sl prepare-*`` command left in a data folder (``fashion_mnist.json``, ``svhn.json``) and
-    the dataset it names; None when the folder holds none (or cannot be read)."""
+    the dataset it names; None when the folder holds none.
+
+    Raises:
+        IsADirectoryError / ValueError: a folder, or a FIFO, socket or device, where the record goes (not taken for no
+            record: the dataset the folder holds would go unsaid), naming it.
+    """
     from ._splits import FASHION_MNIST_INFO, SVHN_INFO
     for name, dataset in ((FASHION_MNIST_INFO, 'fashion-mnist'), (SVHN_INFO, 'svhn')):
         path = Path(folder) / name
-        try:
-            if path.is_file():
-                return path, dataset
-        except OSError:
-            continue
+        what = f'the record timm-sl prepare-{dataset} writes there (allowed: the file, or none)'
+        if path.is_dir():
+            raise IsADirectoryError(f'{path} is a folder; expected {what}')
+        check_regular_file(path, what)
+        if path.is_file():
+            return path, dataset
     return None
 
 
