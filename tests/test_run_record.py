@@ -908,6 +908,43 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
     assert json.loads((tmp_path / 'o' / 'config.json').read_text())['label_names'] == ['fox', 'cat', 'dog']
 
 
+def test_a_relative_class_map_is_read_in_train_py_working_directory(tmp_path, capsys, monkeypatch):
+    """A relative --class-map was looked for in the working directory of export first, not train.py's: exported from
+    a folder holding another map.txt, label names were held against that map (the right names refused, names in
+    another order passed). train.py's working directory is the run folder's OUTPUT parent for a relative --output;
+    unknown (an absolute --output), a map here that is not the data folder's is refused in one line."""
+    data, proj, elsewhere = tmp_path / 'data', tmp_path / 'proj', tmp_path / 'elsewhere'
+    for folder, text in ((data / 'train', 'dog\ncat\nfox\n'), (proj, 'fox\ncat\ndog\n'), (elsewhere, 'cat\nfox\ndog\n')):
+        folder.mkdir(parents=True)
+        (folder / 'map.txt').write_text(text)
+    run = proj / 'runs' / 'r'  # train.py --output runs --experiment r, run in proj/
+    _train_run(run, 'sl_vit_32', dict(depth=1), class_map='map.txt', data_dir=str(data), dataset='', output='runs',
+               experiment='r')
+    model = timm.create_model('sl_vit_32', num_classes=3, depth=1)
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    args = dict(vars(saved['args']), num_classes=3)
+    torch.save(dict(saved, state_dict=model.state_dict(), args=argparse.Namespace(**args)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(args))
+    names = tmp_path / 'names.txt'
+    names.write_text('fox\ncat\ndog\n')
+    monkeypatch.chdir(elsewhere)
+    assert main(['export', str(run), '--out', str(tmp_path / 'o'), '--label-names', str(names)]) == 0
+    names.write_text('cat\nfox\ndog\n')  # the order of the map here, which train.py never read
+    assert 'puts \'cat\' at class 0' in _fails(['export', str(run), '--out', str(tmp_path / 'o2'), '--label-names',
+                                                str(names)], capsys)
+    (run / 'args.yaml').write_text(json.dumps(dict(args, output=str(proj / 'runs'))))  # train.py's folder unknown
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o2'), '--label-names', str(names)], capsys) == (
+        f"timm-sl export: {run / 'args.yaml'} records --class-map map.txt, relative to train.py's working directory, "
+        f"which the run does not record (its --output is absolute, or the run folder moved): {elsewhere / 'map.txt'} "
+        f"here may not be the map train.py read (it differs from {data / 'train' / 'map.txt'}, in the data folder); "
+        f"allowed: run the command from another folder, or the absolute path of the map train.py read as class_map "
+        f"in args.yaml")
+    monkeypatch.chdir(tmp_path)  # no map.txt here: the data folder's, as timm's reader falls back to it
+    names.write_text('dog\ncat\nfox\n')
+    assert main(['export', str(run), '--out', str(tmp_path / 'o3'), '--label-names', str(names)]) == 0
+    assert not (tmp_path / 'o2').exists()
+
+
 def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):
     """A run resumed twice, with another batch, process count and --lr each time, was carded with two sessions only
     (the one that saved the weights and the last): the first session's batch and lr, recorded by its checkpoint-N

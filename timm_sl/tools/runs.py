@@ -16,6 +16,7 @@ this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is tra
 """
 import argparse
 import csv
+import filecmp
 import json
 import math
 import os
@@ -333,22 +334,53 @@ class RunRecord:
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
                 for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
 
+    def train_cwd(self) -> Optional[Path]:
+        """train.py's working directory as the run folder shows it: the folder its relative ``--output`` (train.py's
+        default ``./output/train`` too) was made in, the run folder being ``OUTPUT/EXPERIMENT``; None when ``--output``
+        is absolute, or the run folder is not below a folder of that name (moved)."""
+        output = self.args.get('output') or './output/train'
+        if self.run_dir is None or not isinstance(output, str) or Path(output).is_absolute():
+            return None
+        parts = tuple(p for p in Path(output).parts if p != '.')
+        base = Path(os.path.abspath(self.run_dir)).parent
+        if '..' in parts or (parts and base.parts[-len(parts):] != parts):
+            return None
+        return Path(*base.parts[:len(base.parts) - len(parts)])
+
     def class_map_file(self) -> Optional[Path]:
-        """Where train.py read the run's ``--class-map`` as timm's ``load_class_map`` looks for it: as given, else in
-        the training split's folder of ``--data-dir`` (or that folder itself); None when the run gave none or it is not
-        there now.
+        """Where train.py read the run's ``--class-map`` as timm's ``load_class_map`` looks for it: as given (a
+        relative path in train.py's working directory, :meth:`train_cwd`), else in the training split's folder of
+        ``--data-dir`` (or that folder itself); None when the run gave none or it is not there now.
 
         Raises:
-            ValueError: a FIFO, socket or device there (see :func:`check_regular_file`).
+            ValueError: a FIFO, socket or device there (see :func:`check_regular_file`); or a relative map where
+                train.py's working directory is not known and this one holds a map of that name that is not the data
+                folder's (which of them train.py read cannot be known).
         """
         given, data = self.args.get('class_map'), self.args.get('data_dir') or self.args.get('data')
         if not (given and isinstance(given, str)):
             return None
+        cwd = self.train_cwd()
         split = str(self.args.get('train_split') or 'train').split('[')[0]
-        places = [Path(given)] + ([Path(data) / split / given, Path(data) / given] if isinstance(data, str) else [])
-        found = next((p for p in places if p.exists()), None)
+        root = (cwd / data if cwd and not Path(data).is_absolute() else Path(data)) if isinstance(data, str) else None
+        in_data = [p for p in ([root / split / given, root / given] if root else []) if p.exists()]
+        what = "the run's class map (train.py's --class-map)"
+        here = Path(given) if cwd is None else cwd / given
+        found = here if here.exists() else next(iter(in_data), None)
         if found is not None:
-            check_regular_file(found, "the run's class map (train.py's --class-map)")
+            check_regular_file(found, what)
+        if cwd is None and not Path(given).is_absolute() and here.exists():  # train.py's working directory, or not
+            other = next(iter(in_data), None)
+            if other is not None:
+                check_regular_file(other, what)
+            if other is None or not (here.is_file() and other.is_file() and filecmp.cmp(here, other, shallow=False)):
+                source = self.run_dir / 'args.yaml' if self.run_dir else self.checkpoint
+                raise ValueError(
+                    f'{source} records --class-map {given}, relative to train.py\'s working directory, which the run '
+                    f'does not record (its --output is absolute, or the run folder moved): {here.absolute()} here may '
+                    f'not be the map train.py read' + (f' (it differs from {other}, in the data folder)' if other
+                                                       else '') + '; allowed: run the command from another folder, '
+                    'or the absolute path of the map train.py read as class_map in args.yaml')
         return found
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
