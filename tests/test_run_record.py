@@ -914,7 +914,8 @@ def test_a_relative_class_map_is_read_in_train_py_working_directory(tmp_path, ca
     another order passed). train.py's working directory is the run folder's OUTPUT parent for a relative --output;
     unknown (an absolute --output), a map here that is not the data folder's is refused in one line."""
     data, proj, elsewhere = tmp_path / 'data', tmp_path / 'proj', tmp_path / 'elsewhere'
-    for folder, text in ((data / 'train', 'dog\ncat\nfox\n'), (proj, 'fox\ncat\ndog\n'), (elsewhere, 'cat\nfox\ndog\n')):
+    for folder, text in ((data / 'train', 'dog\ncat\nfox\n'), (proj, 'fox\ncat\ndog\n'),
+                         (elsewhere, 'cat\nfox\ndog\n')):
         folder.mkdir(parents=True)
         (folder / 'map.txt').write_text(text)
     run = proj / 'runs' / 'r'  # train.py --output runs --experiment r, run in proj/
