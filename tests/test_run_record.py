@@ -314,6 +314,16 @@ def test_summary_cut_mid_line_nan_and_unknown_columns(tmp_path):
         read_summary_rows(summary)
 
 
+def test_a_header_of_other_columns_after_a_resume_starts_its_rows(tmp_path):
+    """A run resumed under another timm, whose train.py writes an lr column (or its columns in another order), repeats
+    a header of other columns: the file was refused as 'not a summary.csv row' at that header."""
+    from timm_sl.tools.runs import summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50,90\n1,1,1,55,95\n'
+                       'epoch,train_loss,eval_loss,eval_top5,eval_top1,lr\n2,1,1,96,60,0.001\n3,1,1,97,61.5,0.001\n')
+    assert summarize(summary) == dict(best_top1=61.5, best_top5=97., best_epoch=4, epochs=4, last_epoch=4)
+
+
 def test_card_of_a_run_with_nan_top1(tmp_path):
     _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
     (tmp_path / 'run' / 'summary.csv').write_text('epoch,eval_top1,eval_top5\n0,nan,nan\n1,nan,nan\n')

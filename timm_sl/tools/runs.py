@@ -84,7 +84,8 @@ def _number(text: Optional[str]) -> Optional[float]:
 def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
 
-    Headers repeated by ``--resume`` are skipped, an epoch written twice (a run stopped between its summary and its
+    Headers repeated by ``--resume`` are skipped (the rows after one read by its columns: a session of another timm
+    may write others, such as ``lr``), an epoch written twice (a run stopped between its summary and its
     checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
     epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
@@ -104,7 +105,10 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
     for line_no, row in enumerate(rows[1:], start=2):
-        if row == header or not any(cell.strip() for cell in row):
+        if 'epoch' in row and 'eval_top1' in row:  # a header a resume repeats, its columns another timm's
+            header = row
+            continue
+        if not any(cell.strip() for cell in row):
             continue
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
