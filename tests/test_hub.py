@@ -370,8 +370,10 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
         def create_repo(self, *a, **k):
             pass
 
-        def upload_folder(self, folder_path, **k):
-            uploaded.append(folder_path)
+        def upload_folder(self, folder_path, allow_patterns=None, **k):
+            import fnmatch
+            uploaded.append(sorted(p.name for p in Path(folder_path).iterdir() if allow_patterns is None
+                                   or any(fnmatch.fnmatch(p.name, pattern) for pattern in allow_patterns)))
             return 'https://hub/commit'
 
     monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
@@ -412,7 +414,9 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
     assert capsys.readouterr().err.startswith(f'timm-sl push: {weights} does not fit the model {config} describes (')
     weights.write_bytes(whole)
     assert uploaded == []
-    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit' and uploaded == [str(tmp_path)]
+    (tmp_path / 'notes.txt').write_text('a user file beside the export: not public')  # was uploaded with them
+    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit'
+    assert uploaded == [['config.json', 'model.safetensors']]
 
 
 def test_card_header_is_huggingface_hubs_model_card_data(trained, tmp_path):

@@ -573,7 +573,8 @@ def _check_exported_files(folder: Path) -> None:
 
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
                 commit_message: str = 'Upload timm_sl model') -> str:
-    """Upload an exported folder to the Hub; returns the commit URL.
+    """Upload an exported folder's :data:`EXPORTED_FILES` to the Hub (nothing else it holds: a user's files beside
+    them stay private); returns the commit URL.
 
     Raises:
         ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first; or
@@ -614,7 +615,7 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         if revision:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
         info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), revision=revision,
-                                 commit_message=commit_message)
+                                 commit_message=commit_message, allow_patterns=list(EXPORTED_FILES))
     except HfHubHTTPError as e:
         status = getattr(getattr(e, 'response', None), 'status_code', None)
         if status in (401, 403):
