@@ -369,6 +369,28 @@ def test_a_record_of_a_prepared_folder_that_is_no_file_is_refused(kind, tmp_path
     assert not (tmp_path / 'e').exists()
 
 
+def test_a_relative_data_dir_is_train_py_s_not_the_commands(tmp_path, capsys, monkeypatch):
+    """A relative --data-dir was looked for in the folder export runs from: the prepare record of the run's own data
+    folder went unread (Fashion-MNIST exported as the svhn its done.json says), and another folder of that name here
+    was said to be the run's. train.py's working directory is known from a relative --output (runs/EXPERIMENT)."""
+    proj, elsewhere = tmp_path / 'proj', tmp_path / 'elsewhere'
+    _run(proj, 'vit-sl-s0', dict(depth=1), [40., 50.], classes=10, dataset='')
+    run = proj / 'runs' / 'vit-sl-s0'
+    for folder, name in ((proj / 'fm', 'fashion_mnist.json'), (elsewhere / 'fm', 'svhn.json')):
+        folder.mkdir(parents=True)
+        (folder / name).write_text('{}')
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps({**args, 'data_dir': 'fm', 'output': 'runs'}))
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='svhn')))
+    monkeypatch.chdir(elsewhere)
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'e')], capsys) == (
+        f"timm-sl export: {proj / 'fm' / 'fashion_mnist.json'}: the data folder of {run} holds fashion-mnist, not "
+        f"svhn (the dataset the run records); allowed: runs whose data is svhn")
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2, dataset='fashion-mnist')))
+    (run / 'args.yaml').write_text(json.dumps({**args, 'data_dir': 'fm', 'output': str(proj / 'runs')}))
+    assert main(['export', str(run), '--out', str(tmp_path / 'e')]) == 0  # ./fm (svhn) is not known to be its
+
+
 def test_the_variant_is_the_recorded_kwargs_row_and_done_json_must_agree(tmp_path, capsys):
     """A baseline run (spt=False lsa=False) whose done.json says 'sl' was released as sl_vit_32.sl-cifar10-s0."""
     _run(tmp_path, 'vit-base-s0', dict(spt=False, lsa=False), [40., 50.])

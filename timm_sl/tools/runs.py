@@ -33,7 +33,8 @@ from .train_args import last_flag_value, recipe_path
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
-           'portable_command', 'prepared_dataset', 'walk', 'read_class_map', 'check_regular_file', 'saved_args']
+           'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
+           'check_regular_file', 'saved_args']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -339,22 +340,14 @@ class RunRecord:
                 for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
 
     def train_cwd(self) -> Optional[Path]:
-        """train.py's working directory as the run folder shows it: the folder its relative ``--output`` (train.py's
-        default ``./output/train`` too) was made in, the run folder being ``OUTPUT/EXPERIMENT``; None when ``--output``
-        is absolute, or the run folder is not below a folder of that name (moved)."""
-        output = self.args.get('output') or './output/train'
-        if self.run_dir is None or not isinstance(output, str) or Path(output).is_absolute():
-            return None
-        parts = tuple(p for p in Path(output).parts if p != '.')
-        base = Path(os.path.abspath(self.run_dir)).parent
-        if '..' in parts or (parts and base.parts[-len(parts):] != parts):
-            return None
-        return Path(*base.parts[:len(base.parts) - len(parts)])
+        """train.py's working directory as the run folder shows it (see :func:`train_cwd`)."""
+        return train_cwd(self.run_dir, self.args)
 
     def class_map_file(self) -> Optional[Path]:
         """Where train.py read the run's ``--class-map`` as timm's ``load_class_map`` looks for it: as given (a
         relative path in train.py's working directory, :meth:`train_cwd`), else in the training split's folder of
-        ``--data-dir`` (or that folder itself); None when the run gave none or it is not there now.
+        ``--data-dir`` (or that folder itself; a relative one where that directory is known, :func:`train_path`);
+        None when the run gave none or it is not there now.
 
         Raises:
             ValueError: a FIFO, socket or device there (see :func:`check_regular_file`); or a relative map where
@@ -366,7 +359,7 @@ class RunRecord:
             return None
         cwd = self.train_cwd()
         split = str(self.args.get('train_split') or 'train').split('[')[0]
-        root = (cwd / data if cwd and not Path(data).is_absolute() else Path(data)) if isinstance(data, str) else None
+        root = train_path(self.run_dir, self.args, data) if isinstance(data, str) else None
         in_data = [p for p in ([root / split / given, root / given] if root else []) if p.exists()]
         what = "the run's class map (train.py's --class-map)"
         here = Path(given) if cwd is None else cwd / given
@@ -446,6 +439,29 @@ class RunRecord:
         """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
         for a run started from trained weights, as the paper trained every row from scratch."""
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
+
+
+def train_cwd(run_dir: Optional[Path], args: Dict[str, Any]) -> Optional[Path]:
+    """train.py's working directory as a run folder shows it: the folder its relative ``--output`` (train.py's default
+    ``./output/train`` too) was made in, the run folder being ``OUTPUT/EXPERIMENT``; None when ``--output`` is
+    absolute, or the run folder is not below a folder of that name (moved)."""
+    output = args.get('output') or './output/train'
+    if run_dir is None or not isinstance(output, str) or Path(output).is_absolute():
+        return None
+    parts = tuple(p for p in Path(output).parts if p != '.')
+    base = Path(os.path.abspath(run_dir)).parent
+    if '..' in parts or (parts and base.parts[-len(parts):] != parts):
+        return None
+    return Path(*base.parts[:len(base.parts) - len(parts)])
+
+
+def train_path(run_dir: Optional[Path], args: Dict[str, Any], path: str) -> Optional[Path]:
+    """A path train.py was given (``--data-dir``) as this process finds it: relative ones in train.py's working
+    directory (:func:`train_cwd`); None for a relative one where that is not known."""
+    if Path(path).is_absolute():
+        return Path(path)
+    cwd = train_cwd(run_dir, args)
+    return cwd / path if cwd is not None else None
 
 
 def _own_global_pool(model: str, model_kwargs: Dict[str, Any]) -> Optional[str]:
@@ -572,11 +588,13 @@ def given_dataset(where: Any, given: str, recorded: Optional[str], num_classes: 
 
 def _check_data_folder(run_dir: Optional[Path], args: Dict[str, Any], dataset: Optional[str],
                        recorded: Optional[str]) -> None:
-    """Refuse a run whose data folder (``args.yaml`` ``data_dir`` / ``data``, where it is still there) holds the
+    """Refuse a run whose data folder (``args.yaml`` ``data_dir`` / ``data``, where it is still there; a relative one
+    where train.py's working directory is known, :func:`train_path`) holds the
     record of a ``timm-sl prepare-*`` command for another dataset than ``dataset``: e.g. Fashion-MNIST trained with
     the SVHN recipe would be released as SVHN, with SVHN's paper number."""
     folder = args.get('data_dir') or args.get('data')
-    prepared = prepared_dataset(folder) if run_dir and dataset and isinstance(folder, str) else None
+    folder = train_path(run_dir, args, folder) if run_dir and isinstance(folder, str) else None
+    prepared = prepared_dataset(folder) if dataset and folder is not None else None
     if prepared and prepared[1] != dataset:
         what, allowed = ((f'{dataset} (the dataset the run records)', f'runs whose data is {dataset}') if recorded else
                          (f'--dataset {dataset}', f'--dataset {prepared[1]}'))
