@@ -142,6 +142,23 @@ def test_label_names_must_number_the_classes(trained, tmp_path):
         export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', label_names=names)
 
 
+@pytest.mark.parametrize('text,says', [
+    ('cat\ndog\ncat\n', "names two classes 'cat' (classes 0 and 2); allowed: one name per class, each once"),
+    ('["cat", " ", "dog"]', "holds the label name ' ' (class 1); allowed: a name of one line for each class, not "
+                            "blank"),
+    ('["cat", "dog\\nfox"]', "holds the label name 'dog\\nfox' (class 1); allowed: a name of one line for each "
+                              "class, not blank")])
+def test_label_names_each_name_one_class(tmp_path, text, says):
+    """Label names of a class twice (or blank, or of two lines) were exported: two classes under one name, which a
+    prediction of either reads the same (and transformers' label2id keeps one of)."""
+    from timm_sl.tools.hub import read_label_names
+    names = tmp_path / 'labels.txt'
+    names.write_text(text)
+    with pytest.raises(ValueError) as e:
+        read_label_names(names)
+    assert str(e.value) == f'{names} {says}'
+
+
 def test_local_dir_round_trip(trained, tmp_path):
     out, _ = _export(trained, tmp_path)
     _, model = trained

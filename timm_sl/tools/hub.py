@@ -46,7 +46,8 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
 
     Raises:
         FileNotFoundError / IsADirectoryError: no such file, or a folder.
-        ValueError: a JSON value that is not a list of strings, or no names at all.
+        ValueError: a JSON value that is not a list of strings, no names at all, a blank name or one of several lines,
+            or a name given twice.
     """
     path = Path(path)
     text = read_text(path, 'the class names (a JSON list or one name per line)')
@@ -61,6 +62,14 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
         names = [line.strip() for line in text.splitlines() if line.strip()]
     if not names:
         raise ValueError(f'{path} holds no label names')
+    odd = next((n for n in names if not n.strip() or len(n.splitlines()) != 1), None)
+    if odd is not None:  # class i would be named nothing, or a name would be cut across lines by who reads it so
+        raise ValueError(f'{path} holds the label name {odd!r} (class {names.index(odd)}); allowed: a name of one line '
+                         f'for each class, not blank')
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice is not None:  # two classes under one name: a prediction of either reads the same (label2id keeps one)
+        raise ValueError(f'{path} names two classes {twice!r} (classes {names.index(twice)} and '
+                         f'{names.index(twice, names.index(twice) + 1)}); allowed: one name per class, each once')
     return names
 
 
