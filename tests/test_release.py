@@ -416,6 +416,14 @@ def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
         release([tmp_path], tmp_path / 'o', org)
 
 
+def test_a_hub_name_with_a_line_break_keeps_the_whole_reason(tmp_path):
+    """A name with a line break (a run folder's, by --name-pattern {run}) cut the Hub's reason at it: '... 96: 'nl)'."""
+    with pytest.raises(ValueError) as e:
+        release([tmp_path], tmp_path / 'o', 'nl\nx')
+    assert str(e.value).startswith("--org 'nl\\nx' is not allowed on the Hub (") and str(e.value).endswith(
+        ": 'nl\\nx'.)") and '\n' not in str(e.value)
+
+
 @pytest.mark.parametrize('pattern,says', [
     ('{model', "is not a format string (expected '}' before end of string); allowed: the fields {model} {family} "
                "{variant} {dataset} {seed} {run} (a literal brace doubled)"),

@@ -126,7 +126,8 @@ def _check_hub_name(name: str, what: str) -> None:
             raise HFValidationError('a name cannot hold "/"')
         validate_repo_id(name)
     except HFValidationError as e:
-        raise ValueError(f'{what} is not allowed on the Hub ({first_line(e)})') from None
+        reason = str(e).replace(name, repr(name)[1:-1]) if name else str(e)  # a line break in it: not the reason's end
+        raise ValueError(f'{what} is not allowed on the Hub ({first_line(ValueError(reason))})') from None
 
 
 def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, tag: Optional[str],
