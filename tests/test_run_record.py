@@ -956,6 +956,23 @@ def test_a_relative_class_map_is_read_in_train_py_working_directory(tmp_path, ca
     assert not (tmp_path / 'o2').exists()
 
 
+@pytest.mark.parametrize('name,what', [
+    ('args.yaml', "train.py's args.yaml"), ('summary.csv', "train.py's summary.csv"),
+    ('command.txt', "the run's train.py command line"), ('done.json', "timm-sl reproduce's done.json"),
+    ('sessions.json', "timm-sl reproduce's sessions.json")])
+def test_a_link_to_nothing_in_a_run_folder_is_not_taken_for_no_file(name, what, tmp_path, capsys):
+    """A run folder's args.yaml (summary.csv, done.json, ...) as a link to nothing was taken for no file: the run
+    exported as one without args.yaml (its summary unread too) or without metrics, dataset or command, silently."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / name).unlink(missing_ok=True)
+    (run / name).symlink_to(tmp_path / 'gone' / name)
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
+        f"timm-sl export: {run / name} is a link to {tmp_path / 'gone' / name}, which does not exist; expected {what} "
+        f"(allowed: the file, a link to one, or none)")
+    assert not (tmp_path / 'o').exists()
+
+
 def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):
     """A run resumed twice, with another batch, process count and --lr each time, was carded with two sessions only
     (the one that saved the weights and the last): the first session's batch and lr, recorded by its checkpoint-N

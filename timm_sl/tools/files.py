@@ -7,7 +7,7 @@ from typing import Union
 
 from .errors import first_line
 
-__all__ = ['check_not_link', 'check_regular_file', 'kind_of', 'read_text']
+__all__ = ['check_link_target', 'check_not_link', 'check_regular_file', 'kind_of', 'read_text']
 
 
 def kind_of(path: Path) -> str:
@@ -27,6 +27,17 @@ def check_not_link(path: Path, who: str) -> None:
     if path.is_symlink():
         raise ValueError(f'{path} is a link to {os.readlink(path)} where {who} writes a file, which would replace the '
                          f'file it links to; allowed: remove the link')
+
+
+def check_link_target(path: Path, what: str) -> None:
+    """Refuse a link to nothing where ``what`` is read: not taken for no file (what the file records passed over).
+
+    Raises:
+        FileNotFoundError: naming the link, where it points and what is allowed.
+    """
+    if path.is_symlink() and not path.exists():
+        raise FileNotFoundError(f'{path} is a link to {os.readlink(path)}, which does not exist; expected {what} '
+                                f'(allowed: the file, a link to one, or none)')
 
 
 def check_regular_file(path: Path, what: str) -> None:

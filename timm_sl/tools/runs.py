@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
-from .files import check_regular_file, kind_of, read_text
+from .files import check_link_target, check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
@@ -157,6 +157,7 @@ def _read_json(path: Path, kind: type = dict, what: str = 'a JSON file') -> Any:
         IsADirectoryError: a folder there (not taken for no file: what the run recorded would be passed over).
     """
     check_regular_file(path, what)  # a FIFO waits, a device never ends: refused, not taken for no file
+    check_link_target(path, what)
     if path.is_dir():
         raise IsADirectoryError(f'{path} is a folder; expected {what} (allowed: the file, or none)')
     if not path.is_file():
@@ -624,6 +625,9 @@ def read_run(
     checkpoint = checkpoint_file(checkpoint)
     folder = checkpoint.parent
     args_yaml = folder / 'args.yaml'
+    for name, what in (('args.yaml', "train.py's args.yaml"), ('summary.csv', "train.py's summary.csv"),
+                       ('command.txt', "the run's train.py command line")):  # a link to nothing is not no file
+        check_link_target(folder / name, what)
     run_dir = folder if args_yaml.exists() else None  # a folder there is refused by name, not taken for no run
     args = read_args_yaml(args_yaml) if run_dir else {}
     marker = read_done_marker(folder) if run_dir else {}
