@@ -416,6 +416,31 @@ def test_hub_names_follow_huggingface_hub(org, reason, tmp_path):
         release([tmp_path], tmp_path / 'o', org)
 
 
+def test_a_release_record_cut_short_leaves_the_earlier_whole(tmp_path, monkeypatch):
+    """release.json, pretrained_entries.json and the manifest were written in place: a full disk while writing them
+    left them cut (release.json may be all that says what an earlier --push uploaded, and a cut manifest made the next
+    release refuse its own files)."""
+    _run(tmp_path, 'vit-sl-s0', dict(depth=1), [40., 50.])
+    (tmp_path / 'runs' / 'vit-sl-s0' / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=2)))
+    out = tmp_path / 'rel'
+    release([tmp_path / 'runs'], out, 'o', echo=lambda line: None)
+    names = ('release.json', 'pretrained_entries.json', 'release_manifest.json')
+    before = {name: (out / name).read_bytes() for name in names}
+    write_text = Path.write_text
+
+    def cut_short(path, text, *args, **kwargs):
+        if path.name.endswith('.json') and path.parent == out:
+            write_text(path, text[:5])
+            raise OSError(28, 'No space left on device')
+        return write_text(path, text, *args, **kwargs)
+    monkeypatch.setattr(Path, 'write_text', cut_short)
+    with pytest.raises(OSError, match='No space left on device'):
+        release([tmp_path / 'runs'], out, 'o', echo=lambda line: None)
+    monkeypatch.setattr(Path, 'write_text', write_text)
+    assert {name: (out / name).read_bytes() for name in names} == before
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, 'sl_vit_32.sl-cifar10-s0'])
+
+
 def test_a_hub_name_with_a_line_break_keeps_the_whole_reason(tmp_path):
     """A name with a line break (a run folder's, by --name-pattern {run}) cut the Hub's reason at it: '... 96: 'nl)'."""
     with pytest.raises(ValueError) as e:

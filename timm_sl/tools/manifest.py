@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Dict, Sequence
 
-from .errors import first_line
+from .errors import first_line, write_atomically
 from .files import check_regular_file, read_text
 
 __all__ = ['sha256', 'read_manifest', 'record_written']
@@ -47,4 +47,5 @@ def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], nam
     """Add the files just written to ``out``'s manifest (``name``) and save it (after each step: an interrupted
     command leaves a manifest of what it wrote)."""
     manifest.update({rel: sha256(out / rel) for rel in rels})
-    (out / name).write_text(json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1))
+    text = json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1)
+    write_atomically(out / name, lambda path: path.write_text(text))  # cut short: the earlier manifest stays whole

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from .errors import first_line, make_folder
+from .errors import first_line, make_folder, write_atomically
 from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
@@ -371,8 +371,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     entries = pretrained_entries(released)
 
     def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
-        (out / 'release.json').write_text(json.dumps([asdict(r) for r in released], indent=1))
-        (out / 'pretrained_entries.json').write_text(json.dumps(entries, indent=1))
+        # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
+        for name, value in (('release.json', [asdict(r) for r in released]), ('pretrained_entries.json', entries)):
+            write_atomically(out / name, lambda path: path.write_text(json.dumps(value, indent=1)))
         record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
 
     write_record()
