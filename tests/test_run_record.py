@@ -973,6 +973,24 @@ def test_a_link_to_nothing_in_a_run_folder_is_not_taken_for_no_file(name, what, 
     assert not (tmp_path / 'o').exists()
 
 
+@pytest.mark.parametrize('args,says', [
+    (dict(mean='x'), "mean: ('x', 'x', 'x')"), (dict(std=[0, 0, 0]), 'std: (0, 0, 0)'),
+    (dict(crop_pct='x'), "crop_pct: 'x'"), (dict(interpolation=5), 'interpolation: 5'),
+    (dict(input_size='abc'), "input_size: \"not resolved ('<=' not supported between instances of 'str' and 'int')\""),
+    (dict(img_size=64), "input_size: 'not resolved (Requested image size (64, 64), but the model requires (32, 32).)'")])
+def test_an_args_yaml_data_config_no_training_ran_with_is_refused(args, says, tmp_path, capsys):
+    """An args.yaml of --mean x (--std 0, --crop-pct x) was exported into config.json as it was, for loaders to
+    preprocess by; --input-size abc ended in a traceback, --img-size 64 (of a 32 px model) in timm's line naming no
+    file."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), **args)
+    assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
+        f"timm-sl export: {run / 'args.yaml'} gives the data config {says}, which no training ran with and a loader "
+        f"of the export would preprocess by; allowed: the args.yaml train.py wrote (numbers for mean / std / "
+        f"crop_pct, std above 0, an input size of three positive whole numbers)")
+    assert not (tmp_path / 'o').exists()
+
+
 def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):
     """A run resumed twice, with another batch, process count and --lr each time, was carded with two sessions only
     (the one that saved the weights and the last): the first session's batch and lr, recorded by its checkpoint-N

@@ -420,7 +420,7 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
         return resolve_data_config({}, pretrained_cfg=recorded), f'the data config its export recorded ({exported[0]})'
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
-        return training_data_config(model, record.args), f'the data config its run trained with ({where})'
+        return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     config = resolve_data_config({}, model=model)
     size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale

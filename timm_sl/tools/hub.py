@@ -73,12 +73,38 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
     return names
 
 
-def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]], where: Any = 'the run'
+                         ) -> Dict[str, Any]:
     """The data config the run trained with, resolved as train.py does over its arguments (the model's pretrained cfg
     filling what they leave unset), by timm's resolver for exported models: a run of ``--in-chans 1`` gets one
-    channel's input size, mean and std, not the cfg's three."""
+    channel's input size, mean and std, not the cfg's three.
+
+    Raises:
+        ValueError: arguments no training ran with (``--mean x``, ``--std 0``, an input size that is not three
+            positive whole numbers, ...), which a loader of the export would preprocess by; naming ``where`` (the
+            run's args.yaml).
+    """
     from timm.data import resolve_input_data_config
-    return resolve_input_data_config(model, dict(train_args or {}))
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    try:
+        config = resolve_input_data_config(model, dict(train_args or {}))
+    except (TypeError, ValueError, AssertionError) as e:
+        config = {'input_size': f'not resolved ({first_line(e)})'}
+    size, crop = config.get('input_size'), config.get('crop_pct', 1.)
+    odd = next((f'{k}: {config.get(k)!r}' for k, ok in (
+        ('input_size', isinstance(size, (list, tuple)) and len(size) == 3
+         and all(_whole(v) and v > 0 for v in size)),
+        ('mean', isinstance(config.get('mean'), (list, tuple)) and all(map(number, config['mean']))),
+        ('std', isinstance(config.get('std'), (list, tuple)) and all(number(v) and v > 0 for v in config['std'])),
+        ('crop_pct', crop is None or (number(crop) and crop > 0)),
+        ('interpolation', isinstance(config.get('interpolation', ''), str))) if not ok), None)
+    if odd is not None:
+        raise ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
+                         f'would preprocess by; allowed: the args.yaml train.py wrote (numbers for mean / std / '
+                         f'crop_pct, std above 0, an input size of three positive whole numbers)')
+    return config
 
 
 def install_note() -> str:
@@ -342,12 +368,18 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
         raise ValueError(f'{record.checkpoint} records no model ({said}, no arch / args in it); name it with --model')
     model, model_kwargs = build_run_model(record, checkpoint, load=load)
     _check_kwargs_are_the_runs(record, checkpoint)
+    training_data_config(model, record.args, _args_file(record))
     if label_names is not None and len(label_names) != model.num_classes:
         raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                          f'classes; give exactly one name per class, in class-index order')
     if label_names is not None:
         _check_class_map_order(record, label_names)
     return model, model_kwargs
+
+
+def _args_file(record: RunRecord) -> Path:
+    """The file a run's arguments were read from: its args.yaml, else the checkpoint's ``args``."""
+    return record.run_dir / 'args.yaml' if record.run_dir and record.args else record.checkpoint
 
 
 def _check_kwargs_are_the_runs(record: RunRecord, checkpoint: Checkpoint) -> None:
@@ -467,7 +499,7 @@ def export_run(
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     model, model_kwargs = _checked_model(record, checkpoint, label_names)
-    model.pretrained_cfg.update(training_data_config(model, record.args))
+    model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
