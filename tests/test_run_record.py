@@ -978,7 +978,8 @@ def test_a_link_to_nothing_in_a_run_folder_is_not_taken_for_no_file(name, what, 
     (dict(crop_pct='x'), "crop_pct: 'x'"), (dict(interpolation=5), 'interpolation: 5'),
     (dict(input_size='abc'),
      "input_size: \"not resolved ('<=' not supported between instances of 'str' and 'int')\""),
-    (dict(img_size=64), "input_size: 'not resolved (Requested image size (64, 64), but the model requires (32, 32).)'")])
+    (dict(img_size=64),
+     "input_size: 'not resolved (Requested image size (64, 64), but the model requires (32, 32).)'")])
 def test_an_args_yaml_data_config_no_training_ran_with_is_refused(args, says, tmp_path, capsys):
     """An args.yaml of --mean x (--std 0, --crop-pct x) was exported into config.json as it was, for loaders to
     preprocess by; --input-size abc ended in a traceback, --img-size 64 (of a 32 px model) in timm's line naming no
