@@ -1627,3 +1627,23 @@ def test_top1_chart_names_the_recipe_and_the_kwargs_every_row_got(fake_train, tm
     rows = [dict(family='vit', variant='sl', model_kwargs=dict(depth=1), seeds=1, mean=1.),
             dict(family='vit', variant='base', model_kwargs=dict(spt=False, lsa=False), seeds=1, mean=1.)]
     assert [_bar_label(r, extra=True) for r in rows] == ['vit\nSL\ndepth=1', 'vit\nbaseline']
+
+
+def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_path, capsys):
+    """out2/runs/vit-base-s0 a link to out1/runs/vit-base-s0: the lock of out2 (in out2/runs) did not hold it, so a
+    reproduce into out1 and one into out2 could train that run at once, over each other."""
+    first, second = tmp_path / 'out1', tmp_path / 'out2'
+    (first / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (second / 'runs').mkdir(parents=True)
+    (second / 'runs' / 'vit-base-s0').symlink_to(first / 'runs' / 'vit-base-s0')
+    assert _exit_status(_reproduce_args(tmp_path, second, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{second}/runs/vit-base-s0 is a link to {first}/runs/vit-base-s0, outside {second}/runs, whose lock keeps two '
+        f'reproduce from training a run at once: another --out could train that folder beside this one; allowed: '
+        f'remove the link (to keep the runs elsewhere, link {second}/runs itself)')
+    assert list((first / 'runs' / 'vit-base-s0').iterdir()) == []
+    (second / 'runs' / 'vit-base-s0').unlink()  # a link to a folder beside it in the same runs/: one lock holds both
+    (second / 'runs' / 'old').mkdir()
+    (second / 'runs' / 'vit-base-s0').symlink_to('old')
+    assert main(_reproduce_args(tmp_path, second, fake_train, train_args=['--epochs', '1'])) == 0
+    assert (second / 'runs' / 'old' / 'summary.csv').is_file()

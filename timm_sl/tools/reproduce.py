@@ -588,8 +588,9 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
     other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
     that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py
-    cannot resume from. Nothing a run trained is overwritten by a restart. ``spellings``: train.py's
-    (:func:`run_settings`), for the train.py arguments a run recorded."""
+    cannot resume from; a run folder that is a link out of its runs/ folder (the lock of --out, :func:`hold_output`,
+    would not hold it: another --out linked there could train it at once). Nothing a run trained is overwritten by a
+    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
@@ -600,6 +601,12 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{first.out_dir} and {folder} are one folder (a link): the runs {first.name} and {run.name} '
                           f'would write over each other\'s results; allowed: a folder of its own for each run (remove '
                           f'the link)')
+            continue
+        if os.path.dirname(os.path.realpath(folder)) != os.path.realpath(folder.parent):  # another lock holds it
+            errors.append(f'{folder} is a link to {os.path.realpath(folder)}, outside {folder.parent}, whose lock '
+                          f'keeps two reproduce from training a run at once: another --out could train that folder '
+                          f'beside this one; allowed: remove the link (to keep the runs elsewhere, link '
+                          f'{folder.parent} itself)')
             continue
         taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
         if taken is not None:
