@@ -1647,3 +1647,23 @@ def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_p
     (second / 'runs' / 'vit-base-s0').symlink_to('old')
     assert main(_reproduce_args(tmp_path, second, fake_train, train_args=['--epochs', '1'])) == 0
     assert (second / 'runs' / 'old' / 'summary.csv').is_file()
+
+
+@pytest.mark.parametrize('kwargs, families, error', [
+    (['drop_path_rate=0.1', 'depth=1'], ('vit',), "--model-kwargs drop_path_rate=0.1 depth=1 after --: train.py gives "
+     "the model drop_path_rate itself (every run would fail: got multiple values); allowed: -- --drop-path instead"),
+    (['depth=1'], ('vit', 'pit'), "--model-kwargs depth=1 after --: sl_pit_32 with spt=False lsa=False spt_pool=False "
+     "depth=1 cannot be built (every run of it would fail): per-stage kwargs disagree on the number of stages: "
+     "{'depth': 1, 'heads': 3, 'base_dims': 3}; allowed: equal lengths."),
+    (['depht=1'], ('vit',), "--model-kwargs depht=1 after --: sl_vit_32 with spt=False lsa=False depht=1 cannot be "
+     "built (every run of it would fail): SlVisionTransformer got unknown model kwargs ['depht']; allowed: "),
+])
+def test_model_kwargs_no_run_could_build_with_are_refused(fake_train, tmp_path, capsys, kwargs, families, error):
+    """-- --model-kwargs drop_path_rate=0.1 (which train.py passes create_model itself), depth=1 for PiT (per stage)
+    or a misspelt key: every run started, failed in train.py's create_model, and left a report of failures."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=families,
+                           train_args=['--epochs', '1', '--model-kwargs', *kwargs])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(error)
+    assert not out.exists()

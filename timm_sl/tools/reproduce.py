@@ -1435,6 +1435,35 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         run.model_kwargs = without_unused_options({**run.model_kwargs, **kwargs})  # a baseline's: no SPT options
 
 
+def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None) -> None:
+    """Refuse, before any run starts, ``kwargs`` (``-- --model-kwargs ...``) with which a row's model cannot be
+    built: a keyword train.py gives ``create_model`` itself (``drop_path_rate``: its ``--drop-path``), an unknown or
+    bad one (``depth=2`` for PiT, whose depth is per stage). Each row's model is built once, on the meta device.
+
+    Raises:
+        ValueError: the first such kwarg or row, one line.
+    """
+    import timm
+    import torch
+    from .errors import BUILD_ERRORS, build_failure
+    from .train_args import TRAIN_PY_MODEL_ARGS
+    given = ' '.join(f'{k}={v}' for k, v in kwargs.items())
+    twice = [k for k in kwargs if k in TRAIN_PY_MODEL_ARGS]
+    if twice:
+        raise ValueError(f'--model-kwargs {given} after --: train.py gives the model '
+                         f'{", ".join(twice)} itself (every run would fail: got multiple values); allowed: '
+                         f'{", ".join(f"-- {TRAIN_PY_MODEL_ARGS[k]}" for k in twice)} instead')
+    head = {} if num_classes is None else dict(num_classes=num_classes)
+    for model, row_kwargs in dict.fromkeys((r.model, tuple(r.model_kwargs.items())) for r in runs):
+        try:
+            with torch.device('meta'):
+                timm.create_model(model, **dict(row_kwargs), **head)
+        except BUILD_ERRORS as e:
+            raise ValueError(f'--model-kwargs {given} after --: {model} with '
+                             f'{" ".join(f"{k}={v}" for k, v in row_kwargs)} cannot be built (every run of it would '
+                             f'fail): {build_failure(e)}') from None
+
+
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:
     """Data workers per run: the last ``-j`` / ``--workers`` among the extra arguments in any spelling train.py takes
     (``-j0``, ``-j=0``, ``--workers=0``; ``spellings``: train.py's, :func:`run_settings`), else the recipe's, else
@@ -1554,6 +1583,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
+    if user_kwargs:  # the rows' own kwargs build their models
+        check_model_kwargs(runs, user_kwargs, data['num_classes'])
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
