@@ -1667,3 +1667,12 @@ def test_model_kwargs_no_run_could_build_with_are_refused(fake_train, tmp_path, 
     assert _exit_status(argv) == 2
     assert _one_error(capsys).startswith(error)
     assert not out.exists()
+
+
+def test_a_run_folder_linked_deeper_into_its_runs_folder_is_kept(fake_train, tmp_path):
+    """A link into a folder below its own runs/ (runs/vit-base-s0 -> runs/archive/old) is held by that runs/ lock."""
+    out = tmp_path / 'out'
+    (out / 'runs' / 'archive' / 'old').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0').symlink_to(Path('archive') / 'old')
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    assert (out / 'runs' / 'archive' / 'old' / 'summary.csv').is_file()

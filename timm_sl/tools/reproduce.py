@@ -602,7 +602,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           f'would write over each other\'s results; allowed: a folder of its own for each run (remove '
                           f'the link)')
             continue
-        if os.path.dirname(os.path.realpath(folder)) != os.path.realpath(folder.parent):  # another lock holds it
+        runs_real = os.path.realpath(folder.parent)
+        if os.path.commonpath([os.path.realpath(folder), runs_real]) != runs_real:  # another --out's lock holds it
             errors.append(f'{folder} is a link to {os.path.realpath(folder)}, outside {folder.parent}, whose lock '
                           f'keeps two reproduce from training a run at once: another --out could train that folder '
                           f'beside this one; allowed: remove the link (to keep the runs elsewhere, link '
