@@ -1676,3 +1676,20 @@ def test_a_run_folder_linked_deeper_into_its_runs_folder_is_kept(fake_train, tmp
     (out / 'runs' / 'vit-base-s0').symlink_to(Path('archive') / 'old')
     assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
     assert (out / 'runs' / 'archive' / 'old' / 'summary.csv').is_file()
+
+
+@pytest.mark.parametrize('name', ['args.yaml', 'summary.csv', 'last.pth.tar'])
+def test_a_link_where_train_py_writes_a_file_is_refused(fake_train, tmp_path, capsys, name):
+    """runs/vit-base-s0/args.yaml a link to a user's file: train.py wrote its arguments through it (the user's file
+    replaced); summary.csv's rows were appended to the file it names, last.pth.tar resumed another run."""
+    out = tmp_path / 'out'
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    (out / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0' / name).symlink_to(notes)
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    what = {'args.yaml': 'arguments', 'summary.csv': 'rows of the epochs', 'last.pth.tar': 'checkpoint to resume from'}
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0/{name} is a link (to {notes}) where train.py writes its {what[name]}, which would '
+        f'replace the file it links to (or resume another run); allowed: remove the link (or use another --out)')
+    assert notes.read_text() == 'mine'

@@ -627,6 +627,12 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         except ValueError as e:
             errors.append(str(e))
             continue
+        linked = next((name for name in _TRAIN_FILES if (folder / name).is_symlink()), None)
+        if linked:  # train.py writes args.yaml and summary.csv through a link: the file it names would be replaced
+            errors.append(f'{folder / linked} is a link (to {os.readlink(folder / linked)}) where train.py writes its '
+                          f'{_TRAIN_FILES[linked]}, which would replace the file it links to (or resume another '
+                          f'run); allowed: remove the link (or use another --out)')
+            continue
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
