@@ -1693,3 +1693,16 @@ def test_a_link_where_train_py_writes_a_file_is_refused(fake_train, tmp_path, ca
         f'{out}/runs/vit-base-s0/{name} is a link (to {notes}) where train.py writes its {what[name]}, which would '
         f'replace the file it links to (or resume another run); allowed: remove the link (or use another --out)')
     assert notes.read_text() == 'mine'
+
+
+def test_a_link_to_nothing_where_a_run_folder_goes_is_refused(fake_train, tmp_path, capsys):
+    """runs/vit-base-s0 a link to a folder since deleted: the sweep started, stopped at it with 'file exists ...
+    allowed: make it writable (a file, not a folder)', and wrote a report of no runs."""
+    out = tmp_path / 'out'
+    (out / 'runs').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0').symlink_to('gone')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0 is a link to gone, which does not exist, where reproduce keeps the run folder of '
+        f'vit-base-s0; allowed: remove the link (or use another --out)')
+    assert not (out / 'report.md').exists()

@@ -609,6 +609,10 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           f'beside this one; allowed: remove the link (to keep the runs elsewhere, link '
                           f'{folder.parent} itself)')
             continue
+        if folder.is_symlink() and not folder.exists():  # no folder can be made there: the sweep would stop at it
+            errors.append(f'{folder} is a link to {os.readlink(folder)}, which does not exist, where reproduce keeps '
+                          f'the run folder of {run.name}; allowed: remove the link (or use another --out)')
+            continue
         taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
         if taken is not None:
             errors.append(f'{taken} is a file where reproduce keeps ' + (
