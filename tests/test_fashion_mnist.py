@@ -404,3 +404,18 @@ def test_a_fifo_or_folder_where_a_file_is_read_is_named(source, tmp_path, capsys
         assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'other'), '--source', str(source)], capsys) == (
             f'timm-sl prepare-fashion-mnist: {labels} is a {kind}; expected a Fashion-MNIST idx file')
     assert sorted(p.name for p in tmp_path.iterdir()) == ['fm', 'idx']
+
+
+def test_split_folders_swapped_since_are_not_already_there(source, tmp_path, capsys):
+    """train/ and test/ swapped by hand after a finished run: the re-run said 'already there: nothing written', and
+    train.py would train on the test images."""
+    out = tmp_path / 'fm'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source)]) == 0
+    (out / 'train').rename(out / 'kept')
+    (out / 'test').rename(out / 'train')
+    (out / 'kept').rename(out / 'test')
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train holds other images than fashion_mnist.json records for it (moved, '
+        f'swapped with another split or deleted in part since); --overwrite writes it again')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert [sum(1 for _ in (out / split).rglob('*.png')) for split in ('train', 'test')] == [30, 20]

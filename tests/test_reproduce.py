@@ -1627,3 +1627,82 @@ def test_top1_chart_names_the_recipe_and_the_kwargs_every_row_got(fake_train, tm
     rows = [dict(family='vit', variant='sl', model_kwargs=dict(depth=1), seeds=1, mean=1.),
             dict(family='vit', variant='base', model_kwargs=dict(spt=False, lsa=False), seeds=1, mean=1.)]
     assert [_bar_label(r, extra=True) for r in rows] == ['vit\nSL\ndepth=1', 'vit\nbaseline']
+
+
+def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_path, capsys):
+    """out2/runs/vit-base-s0 a link to out1/runs/vit-base-s0: the lock of out2 (in out2/runs) did not hold it, so a
+    reproduce into out1 and one into out2 could train that run at once, over each other."""
+    first, second = tmp_path / 'out1', tmp_path / 'out2'
+    (first / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (second / 'runs').mkdir(parents=True)
+    (second / 'runs' / 'vit-base-s0').symlink_to(first / 'runs' / 'vit-base-s0')
+    assert _exit_status(_reproduce_args(tmp_path, second, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{second}/runs/vit-base-s0 is a link to {first}/runs/vit-base-s0, outside {second}/runs, whose lock keeps two '
+        f'reproduce from training a run at once: another --out could train that folder beside this one; allowed: '
+        f'remove the link (to keep the runs elsewhere, link {second}/runs itself)')
+    assert list((first / 'runs' / 'vit-base-s0').iterdir()) == []
+    (second / 'runs' / 'vit-base-s0').unlink()  # a link to a folder beside it in the same runs/: one lock holds both
+    (second / 'runs' / 'old').mkdir()
+    (second / 'runs' / 'vit-base-s0').symlink_to('old')
+    assert main(_reproduce_args(tmp_path, second, fake_train, train_args=['--epochs', '1'])) == 0
+    assert (second / 'runs' / 'old' / 'summary.csv').is_file()
+
+
+@pytest.mark.parametrize('kwargs, families, error', [
+    (['drop_path_rate=0.1', 'depth=1'], ('vit',), "--model-kwargs drop_path_rate=0.1 depth=1 after --: train.py gives "
+     "the model drop_path_rate itself (every run would fail: got multiple values); allowed: -- --drop-path instead"),
+    (['depth=1'], ('vit', 'pit'), "--model-kwargs depth=1 after --: sl_pit_32 with spt=False lsa=False spt_pool=False "
+     "depth=1 cannot be built (every run of it would fail): per-stage kwargs disagree on the number of stages: "
+     "{'depth': 1, 'heads': 3, 'base_dims': 3}; allowed: equal lengths."),
+    (['depht=1'], ('vit',), "--model-kwargs depht=1 after --: sl_vit_32 with spt=False lsa=False depht=1 cannot be "
+     "built (every run of it would fail): SlVisionTransformer got unknown model kwargs ['depht']; allowed: "),
+])
+def test_model_kwargs_no_run_could_build_with_are_refused(fake_train, tmp_path, capsys, kwargs, families, error):
+    """-- --model-kwargs drop_path_rate=0.1 (which train.py passes create_model itself), depth=1 for PiT (per stage)
+    or a misspelt key: every run started, failed in train.py's create_model, and left a report of failures."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=families,
+                           train_args=['--epochs', '1', '--model-kwargs', *kwargs])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(error)
+    assert not out.exists()
+
+
+def test_a_run_folder_linked_deeper_into_its_runs_folder_is_kept(fake_train, tmp_path):
+    """A link into a folder below its own runs/ (runs/vit-base-s0 -> runs/archive/old) is held by that runs/ lock."""
+    out = tmp_path / 'out'
+    (out / 'runs' / 'archive' / 'old').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0').symlink_to(Path('archive') / 'old')
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    assert (out / 'runs' / 'archive' / 'old' / 'summary.csv').is_file()
+
+
+@pytest.mark.parametrize('name', ['args.yaml', 'summary.csv', 'last.pth.tar'])
+def test_a_link_where_train_py_writes_a_file_is_refused(fake_train, tmp_path, capsys, name):
+    """runs/vit-base-s0/args.yaml a link to a user's file: train.py wrote its arguments through it (the user's file
+    replaced); summary.csv's rows were appended to the file it names, last.pth.tar resumed another run."""
+    out = tmp_path / 'out'
+    notes = tmp_path / 'notes.txt'
+    notes.write_text('mine')
+    (out / 'runs' / 'vit-base-s0').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0' / name).symlink_to(notes)
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    what = {'args.yaml': 'arguments', 'summary.csv': 'rows of the epochs', 'last.pth.tar': 'checkpoint to resume from'}
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0/{name} is a link (to {notes}) where train.py writes its {what[name]}, which would '
+        f'replace the file it links to (or resume another run); allowed: remove the link (or use another --out)')
+    assert notes.read_text() == 'mine'
+
+
+def test_a_link_to_nothing_where_a_run_folder_goes_is_refused(fake_train, tmp_path, capsys):
+    """runs/vit-base-s0 a link to a folder since deleted: the sweep started, stopped at it with 'file exists ...
+    allowed: make it writable (a file, not a folder)', and wrote a report of no runs."""
+    out = tmp_path / 'out'
+    (out / 'runs').mkdir(parents=True)
+    (out / 'runs' / 'vit-base-s0').symlink_to('gone')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{out}/runs/vit-base-s0 is a link to gone, which does not exist, where reproduce keeps the run folder of '
+        f'vit-base-s0; allowed: remove the link (or use another --out)')
+    assert not (out / 'report.md').exists()

@@ -446,3 +446,25 @@ def test_a_fifo_or_folder_where_a_file_is_read_is_named(mats, tmp_path, capsys):
     assert _cli_error(['prepare-svhn', str(tmp_path / 'other'), '--source', str(source)], capsys) == (
         f"timm-sl prepare-svhn: {mat} is a FIFO (named pipe), not a regular file; expected SVHN's test_32x32.mat")
     assert not (tmp_path / 'other').exists()
+
+
+@pytest.mark.parametrize('change', ['swapped', 'image deleted'])
+def test_split_folders_swapped_or_cut_since_are_not_already_there(mats, tmp_path, capsys, change):
+    """train/ and test/ swapped by hand (or an image deleted) after a finished run: the re-run said '30 train, 12 test
+    images ... already there: nothing written', and train.py would train on the test images."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    assert main(['prepare-svhn', str(out), '--source', str(source)]) == 0
+    if change == 'swapped':
+        (out / 'train').rename(out / 'kept')
+        (out / 'test').rename(out / 'train')
+        (out / 'kept').rename(out / 'test')
+    else:
+        next((out / 'test' / '3').iterdir()).unlink()
+    split = 'train' if change == 'swapped' else 'test'
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / split} holds other images than svhn.json records for it (moved, swapped with '
+        f'another split or deleted in part since); --overwrite writes it again')
+    assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
+    assert [sum(1 for _ in (out / split).rglob('*.png')) for split in ('train', 'test')] == [SIZES['train'],
+                                                                                         SIZES['test']]

@@ -320,17 +320,17 @@ def test_jobs_of_a_sweep_that_ignores_sigint_stop_on_its_sigint(tmp_path):
 
 def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsys):
     assert main(_args(tmp_path, families=['vit', 'pit'], train_args=[
-        '--epochs', '1', '--model-kwargs', 'depth=2', 'drop_rate=0.1', '--torchcompile'])) == 0
+        '--epochs', '1', '--model-kwargs', 'mlp_ratio=2.0', 'attn_drop_rate=0.1', '--torchcompile'])) == 0
     argv = {name: r[0]['argv'] for name, r in _records(tmp_path / 'out').items()}
     for name, words in argv.items():
         assert words.count('--model-kwargs') == 1 and words[-1] == '--torchcompile', name
     kwargs = {name: words[words.index('--model-kwargs') + 1:words.index('--lr')] for name, words in argv.items()}
-    assert kwargs['vit-base-s0'] == ['spt=False', 'lsa=False', 'depth=2', 'drop_rate=0.1']
-    assert kwargs['vit-sl-s0'] == ['depth=2', 'drop_rate=0.1']
-    assert kwargs['pit-sl_no_spool-s0'] == ['spt_pool=False', 'depth=2', 'drop_rate=0.1']
+    assert kwargs['vit-base-s0'] == ['spt=False', 'lsa=False', 'mlp_ratio=2.0', 'attn_drop_rate=0.1']
+    assert kwargs['vit-sl-s0'] == ['mlp_ratio=2.0', 'attn_drop_rate=0.1']
+    assert kwargs['pit-sl_no_spool-s0'] == ['spt_pool=False', 'mlp_ratio=2.0', 'attn_drop_rate=0.1']
     report = (tmp_path / 'out' / 'report.md').read_text()
-    assert '| vit | baseline | `sl_vit_32` spt=False lsa=False depth=2 drop_rate=0.1 | 1/1 |' in report
-    assert '-- --epochs 1 --model-kwargs depth=2 drop_rate=0.1 --torchcompile\n' in report
+    assert '| vit | baseline | `sl_vit_32` spt=False lsa=False mlp_ratio=2.0 attn_drop_rate=0.1 | 1/1 |' in report
+    assert '-- --epochs 1 --model-kwargs mlp_ratio=2.0 attn_drop_rate=0.1 --torchcompile\n' in report
 
 
 @pytest.mark.parametrize('train_args,message', [

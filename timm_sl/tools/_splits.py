@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 from .files import check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
-           'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'file_identity',
+           'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'holds_counts', 'file_identity',
            'identifies_contents', 'write_staged', 'read_info']
 
 T = TypeVar('T')
@@ -106,6 +106,16 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
             raise ValueError(f'{first} and {second} hold the same bytes: the {a} and {b} splits would be the same '
                              f'images (train.py would evaluate on images it trains on); allowed: the files of each '
                              f'split as released')
+
+
+def holds_counts(folder: Path, counts: Any) -> bool:
+    """Whether ``folder``, a finished split, still holds what its record says: as many files in each class folder as
+    ``counts`` (``{class folder: images}``, zeros too), and nothing else. A split folder swapped with another since
+    (``mv train test``), or with images deleted, is not the split the record names."""
+    if not isinstance(counts, dict) or not folder.is_dir():
+        return False
+    held = {p.name: sum(1 for _ in p.iterdir()) if p.is_dir() else None for p in folder.iterdir()}
+    return held == counts
 
 
 def file_identity(path: Path) -> Dict[str, Any]:

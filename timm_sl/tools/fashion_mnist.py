@@ -26,7 +26,7 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, identifies_contents, is_source_file, read_info, write_staged)
+    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
@@ -232,12 +232,18 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was
     # deleted writes that one only
     todo = [split for split in FASHION_MNIST_FILES
-            if not (same and split in info['counts'] and (root / split).is_dir())]
+            if not (same and split in info['counts'] and holds_counts(root / split, info['counts'][split]))]
+    # a split folder its record names, since swapped with another or emptied in part (not what the record says)
+    moved = [split for split in todo if same and split in info['counts']]
     names_path = root / 'label_names.txt'
     if not todo:
         if not names_path.exists() and not names_path.is_symlink():  # deleted since: the command names it, so back
             names_path.write_text(LABEL_NAMES_TEXT)
         return {**info, 'written': []}
+    check_split_folders(root, moved, _ours, 'Fashion-MNIST class folders of PNGs',
+                        None if overwrite else f'holds other images than {INFO_FILE} records for it (moved, swapped '
+                                               f'with another split or deleted in part since); --overwrite writes it '
+                                               f'again')
     check_split_folders(root, todo, _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else f'was written by an older prepare-fashion-mnist, whose {INFO_FILE} '
                                                f'does not say what its source files held (their sha256); '

@@ -588,8 +588,9 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
     other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
     that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py
-    cannot resume from. Nothing a run trained is overwritten by a restart. ``spellings``: train.py's
-    (:func:`run_settings`), for the train.py arguments a run recorded."""
+    cannot resume from; a run folder that is a link out of its runs/ folder (the lock of --out, :func:`hold_output`,
+    would not hold it: another --out linked there could train it at once). Nothing a run trained is overwritten by a
+    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
@@ -600,6 +601,17 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{first.out_dir} and {folder} are one folder (a link): the runs {first.name} and {run.name} '
                           f'would write over each other\'s results; allowed: a folder of its own for each run (remove '
                           f'the link)')
+            continue
+        runs_real = os.path.realpath(folder.parent)
+        if os.path.commonpath([os.path.realpath(folder), runs_real]) != runs_real:  # another --out's lock holds it
+            errors.append(f'{folder} is a link to {os.path.realpath(folder)}, outside {folder.parent}, whose lock '
+                          f'keeps two reproduce from training a run at once: another --out could train that folder '
+                          f'beside this one; allowed: remove the link (to keep the runs elsewhere, link '
+                          f'{folder.parent} itself)')
+            continue
+        if folder.is_symlink() and not folder.exists():  # no folder can be made there: the sweep would stop at it
+            errors.append(f'{folder} is a link to {os.readlink(folder)}, which does not exist, where reproduce keeps '
+                          f'the run folder of {run.name}; allowed: remove the link (or use another --out)')
             continue
         taken = next((p for p in (folder.parent, folder) if p.exists() and not p.is_dir()), None)
         if taken is not None:
@@ -618,6 +630,12 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                                                   f"(or use another --out)")
         except ValueError as e:
             errors.append(str(e))
+            continue
+        linked = next((name for name in _TRAIN_FILES if (folder / name).is_symlink()), None)
+        if linked:  # train.py writes args.yaml and summary.csv through a link: the file it names would be replaced
+            errors.append(f'{folder / linked} is a link (to {os.readlink(folder / linked)}) where train.py writes its '
+                          f'{_TRAIN_FILES[linked]}, which would replace the file it links to (or resume another '
+                          f'run); allowed: remove the link (or use another --out)')
             continue
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
@@ -1428,6 +1446,35 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         run.model_kwargs = without_unused_options({**run.model_kwargs, **kwargs})  # a baseline's: no SPT options
 
 
+def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None) -> None:
+    """Refuse, before any run starts, ``kwargs`` (``-- --model-kwargs ...``) with which a row's model cannot be
+    built: a keyword train.py gives ``create_model`` itself (``drop_path_rate``: its ``--drop-path``), an unknown or
+    bad one (``depth=2`` for PiT, whose depth is per stage). Each row's model is built once, on the meta device.
+
+    Raises:
+        ValueError: the first such kwarg or row, one line.
+    """
+    import timm
+    import torch
+    from .errors import BUILD_ERRORS, build_failure
+    from .train_args import TRAIN_PY_MODEL_ARGS
+    given = ' '.join(f'{k}={v}' for k, v in kwargs.items())
+    twice = [k for k in kwargs if k in TRAIN_PY_MODEL_ARGS]
+    if twice:
+        raise ValueError(f'--model-kwargs {given} after --: train.py gives the model '
+                         f'{", ".join(twice)} itself (every run would fail: got multiple values); allowed: '
+                         f'{", ".join(f"-- {TRAIN_PY_MODEL_ARGS[k]}" for k in twice)} instead')
+    head = {} if num_classes is None else dict(num_classes=num_classes)
+    for model, row_kwargs in dict.fromkeys((r.model, tuple(r.model_kwargs.items())) for r in runs):
+        try:
+            with torch.device('meta'):
+                timm.create_model(model, **dict(row_kwargs), **head)
+        except BUILD_ERRORS as e:
+            raise ValueError(f'--model-kwargs {given} after --: {model} with '
+                             f'{" ".join(f"{k}={v}" for k, v in row_kwargs)} cannot be built (every run of it would '
+                             f'fail): {build_failure(e)}') from None
+
+
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:
     """Data workers per run: the last ``-j`` / ``--workers`` among the extra arguments in any spelling train.py takes
     (``-j0``, ``-j=0``, ``--workers=0``; ``spellings``: train.py's, :func:`run_settings`), else the recipe's, else
@@ -1547,6 +1594,8 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
+    if user_kwargs:  # the rows' own kwargs build their models
+        check_model_kwargs(runs, user_kwargs, data['num_classes'])
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each

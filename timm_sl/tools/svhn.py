@@ -14,7 +14,7 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, identifies_contents, is_source_file, read_info, write_staged)
+    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
@@ -172,11 +172,18 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     old_sources, old_counts = info.get('sources'), info.get('counts')
     # a record of an older version identifies its source files by path, size and time: not what they held
     older = info.get('dataset') == 'svhn' and isinstance(old_sources, dict) and not identifies_contents(old_sources)
-    finished = {split: old_sources[split] for split in old_sources if split in old_counts and (root / split).is_dir()
+    finished = {split: old_sources[split] for split in old_sources if split in old_counts and
+                holds_counts(root / split, old_counts[split])
                 } if isinstance(old_sources, dict) and isinstance(old_counts, dict) else {}
     todo = [split for split in splits if finished.get(split) != sources[split]]
+    # a split folder its record names, since swapped with another or emptied in part (not what the record says)
+    moved = [split for split in todo if isinstance(old_sources, dict) and old_sources.get(split) == sources[split]]
     counts = {split: old_counts[split] for split in splits if split not in todo}
     if todo:
+        check_split_folders(root, moved, _written_by_us, 'digit folders of PNGs',
+                            None if overwrite else f'holds other images than {INFO_FILE} records for it (moved, '
+                                                   f'swapped with another split or deleted in part since); '
+                                                   f'--overwrite writes it again')
         check_split_folders(root, todo, _written_by_us, 'digit folders of PNGs',
                             None if overwrite else f'was written by an older prepare-svhn, whose {INFO_FILE} does not '
                                                    f'say what its source files held (their sha256); --overwrite '

@@ -18,7 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'find_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
+__all__ = ['NON_RECIPE_KEYS', 'TRAIN_PY_MODEL_ARGS', 'find_train_script',
+           'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
            'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
            'spell_option']
@@ -32,6 +33,15 @@ NON_RECIPE_KEYS = frozenset({
     'torchcompile_mode', 'fuser', 'channels_last', 'synchronize_step', 'use_multi_epochs_loader', 'worker_seeding',
     'save_images', 'eval_metric', 'prev_num_classes',
 })
+
+# the keywords train.py gives timm.create_model itself, by the argument that sets each: one in --model-kwargs too is
+# given twice (TypeError: got multiple values), in every run
+TRAIN_PY_MODEL_ARGS = {
+    'pretrained': '--pretrained', 'in_chans': '--in-chans', 'num_classes': '--num-classes', 'drop_rate': '--drop',
+    'drop_path_rate': '--drop-path', 'drop_block_rate': '--drop-block', 'global_pool': '--gp',
+    'bn_momentum': '--bn-momentum', 'bn_eps': '--bn-eps', 'scriptable': '--torchscript',
+    'checkpoint_path': '--initial-checkpoint', 'pretrained_cfg_overlay': '--pretrained-path',
+}
 
 # without train.py's defaults to compare with, the recipe is these keys (when set)
 RECIPE_KEYS = (
