@@ -378,6 +378,21 @@ def test_set_input_size_of_a_slified_vit_keeps_the_token_bound():
     assert not ShiftedPatchEmbed(img_size=32, patch_size=4).global_tokens  # a layer alone: its host decides
 
 
+def test_set_input_size_of_a_slified_swin_keeps_the_window_bound():
+    """timm scales a Swin's windows with the grid: a slified Swin (timm's class) at 4096 px asked for 128x128 windows,
+    an N x N index per block (4 GiB) and the pattern; the LSA block refuses them before making its buffers."""
+    model = slify('swin_tiny_patch4_window7_224', depths=(1, 1, 1, 1), num_classes=3)
+    with pytest.raises(ValueError, match=r'^LocalitySwinBlock: feat_size=\(1024, 1024\) give windows of 128x128 over '
+                                         r'a 1024x1024 token map, 17179869184 attention logits per head and image; '
+                                         r'allowed: at most 268435456') as error:
+        model.set_input_size(img_size=4096)
+    assert '\n' not in str(error.value)
+    model.set_input_size(img_size=4096, window_size=7)  # kept windows: memory grows with the area only
+    assert model.layers[0].blocks[0].window_size == (7, 7)
+    model.set_input_size(img_size=64, window_size=4)  # a refused resize is mended by the next one
+    assert model.layers[0].blocks[0].window_size == (4, 4) and model(torch.randn(1, 3, 64, 64)).shape == (1, 3)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the converted models in timm's machinery
 

@@ -19,7 +19,7 @@ from torch import nn
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'shift_offsets', 'check_global_tokens', 'check_in_chans',
-           'check_shift_ratio', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
+           'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
            'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
@@ -132,6 +132,25 @@ def check_global_tokens(
         f'tokens){where} '
         f'under global attention; allowed: at most {MAX_GLOBAL_TOKENS} tokens (e.g. a {side}x{side} grid): a smaller '
         f'img_size or a larger patch stride.')
+
+
+def check_window_tokens(
+        owner: Union[type, str],
+        feat: Tuple[int, int],
+        window: Tuple[int, int],
+        asked: str,
+) -> None:
+    """:func:`check_global_tokens` for windowed attention (Swin): the logits of one head over one image, ``window``
+    windows tiling a ``feat`` map (padded to whole windows), held to global attention's bound of
+    ``MAX_GLOBAL_TOKENS ** 2``. timm scales Swin's windows with the grid on a resize, so they grow with its square."""
+    (h, w), (wh, ww) = feat, window
+    logits = -(-h // wh) * -(-w // ww) * (wh * ww) ** 2
+    if logits <= MAX_GLOBAL_TOKENS ** 2:
+        return
+    raise ValueError(
+        f'{getattr(owner, "__name__", owner)}: {asked} give windows of {wh}x{ww} over a {h}x{w} token map, {logits} '
+        f'attention logits per head and image; allowed: at most {MAX_GLOBAL_TOKENS ** 2} (global attention over '
+        f'{MAX_GLOBAL_TOKENS} tokens): a smaller img_size, or window_size= to keep the windows.')
 
 
 def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tuple[int, int]]) -> torch.Tensor:
