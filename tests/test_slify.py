@@ -261,13 +261,22 @@ def test_registered_entry_follows_the_base_cfg_and_switches():
     assert model(torch.randn(1, 3, 32, 32)).shape == (1, 7)
 
 
-def test_pretrained_loads_timm_weights_then_converts(tmp_path):
+def test_pretrained_loads_timm_weights_then_converts(tmp_path, caplog):
+    """The weights are read twice (to refuse a converted model's, then by create_model): timm's loading log once."""
     from safetensors.torch import save_file
     kw = dict(depth=1, img_size=32)
     source = timm.create_model('vit_tiny_patch16_224', **kw)
     save_file(source.state_dict(), tmp_path / 'w.safetensors')
     overlay = dict(file=str(tmp_path / 'w.safetensors'))
-    model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    with caplog.at_level(logging.INFO, logger='timm'):
+        model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f'Loading pretrained weights from file ({overlay["file"]})',
+                    f"Loaded  from checkpoint '{overlay['file']}'"], said
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger='timm'), pytest.raises(FileNotFoundError):
+        slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'no.pth')), **kw)
+    assert [r.getMessage() for r in caplog.records].count(f"No checkpoint found at '{tmp_path / 'no.pth'}'") == 1
     assert torch.equal(model.blocks[0].attn.qkv.weight, source.blocks[0].attn.qkv.weight)
     assert torch.equal(model.pos_embed, source.pos_embed) and torch.equal(model.head.weight, source.head.weight)
     via_entry = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
