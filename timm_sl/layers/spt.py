@@ -303,6 +303,8 @@ class ShiftedPatchEmbed(PatchEmbed):
             raise ValueError(
                 f'ShiftedPatchEmbed cannot change patch_size from {self.patch_size} to {to_2tuple(patch_size)}: '
                 f'the SPT LayerNorm and projection are sized by P*P*C*copies; only img_size can change.')
+        if img_size is not None:
+            check_size(img_size, 'img_size')
         if self.global_tokens and img_size is not None:
             check_global_tokens(type(self), patch_grid(img_size, self.patch_size, ceil=self.dynamic_img_pad),
                                 f'img_size={img_size!r}, patch_size={self.patch_size!r}')

@@ -64,6 +64,9 @@ class SlSwinTransformer(SwinTransformer):
         """timm's resize, refusing first windows past the attention bound (:func:`check_window_tokens`): unless given
         ``window_size``, timm scales each stage's windows with the grid (``sl_swin_32`` at 4096 px: 512x512 windows).
         """
+        for name, size in (('img_size', img_size), ('patch_size', patch_size)):
+            if size is not None:
+                check_size(size, name)
         img = self.patch_embed.img_size if img_size is None else img_size
         patch = self.patch_embed.patch_size if patch_size is None else patch_size
         grid = patch_grid(img, patch)

@@ -328,7 +328,8 @@ class SlT2T(VisionTransformer):
         T2T's table is a function of the grid, so it is hidden from timm's resize (a None buffer) and rebuilt.
         """
         if img_size is not None:  # refused first, as the constructor refuses it
-            split = self.patch_embed.stages[0].split
+            check_size(img_size, 'img_size')
+            split = self.patch_embed.soft_splits[0]
             check_global_tokens(type(self), patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
                                 f'(kernel, stride, padding)={split!r}', ' after it')
         table = self.pos_embed
