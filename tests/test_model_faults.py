@@ -69,6 +69,14 @@ def test_set_input_size_refuses_what_the_constructor_refuses(name, size):
     assert (model.patch_embed.img_size, model.patch_embed.grid_size) == before
 
 
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_cait_32'])
+def test_an_image_smaller_than_a_patch_is_refused(name):
+    """img_size=2 with patch 4 built a model of a 0x0 grid that no input of that size could run."""
+    with pytest.raises(ValueError, match=r': img_size=2, patch_size=4 give a 0x0 token grid; allowed: at least one '
+                                         r'token per axis'):
+        timm.create_model(name, img_size=2)
+
+
 def test_t2t_of_one_soft_split_resizes():
     """A T2T of one soft split (no token layer) failed its resize with IndexError (it read the first token layer)."""
     model = timm.create_model('sl_t2t_32', soft_splits=((4, 4, 0),), patch_size=4, depth=1)

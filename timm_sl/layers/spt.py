@@ -123,7 +123,11 @@ def check_global_tokens(
 ) -> None:
     """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
     memory grows with the square of the token count). ``owner`` (a class or a name) starts the message, ``asked``
-    names the kwargs that gave ``grid``."""
+    names the kwargs that gave ``grid``. A grid without a token (an image smaller than one patch or kernel) is
+    refused too: it would build a model no input of that size can run."""
+    if grid is not None and min(grid) < 1:
+        raise ValueError(f'{getattr(owner, "__name__", owner)}: {asked} give a {grid[0]}x{grid[1]} token grid{where}; '
+                         f'allowed: at least one token per axis: an img_size at least the patch (or kernel) size.')
     if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
         return
     side = int(MAX_GLOBAL_TOKENS ** .5)
