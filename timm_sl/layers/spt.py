@@ -154,7 +154,7 @@ def check_window_tokens(
     raise ValueError(
         f'{getattr(owner, "__name__", owner)}: {asked} give windows of {wh}x{ww} over a {h}x{w} token map, {logits} '
         f'attention logits per head and image; allowed: at most {MAX_GLOBAL_TOKENS ** 2} (global attention over '
-        f'{MAX_GLOBAL_TOKENS} tokens): a smaller img_size, or window_size= to keep the windows.')
+        f'{MAX_GLOBAL_TOKENS} tokens): a smaller img_size or window_size (a resize keeps the windows given).')
 
 
 def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tuple[int, int]]) -> torch.Tensor:

@@ -36,7 +36,8 @@ from ._family import pop_sl_kwargs
 from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
-__all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'check_soft_splits', 'sinusoid_position_embedding']
+__all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'check_soft_splits',
+           'sinusoid_position_embedding']
 
 SoftSplit = Tuple[int, int, int]  # kernel, stride, padding
 
