@@ -1,5 +1,6 @@
 """Model faults found by held-back checks (issue 12 §4, §6): T2T's fixed table on resize, exact channel adaptation,
 empty batches, the load message after adaptation, class attention without a mask."""
+import functools
 import logging
 import re
 
@@ -48,6 +49,7 @@ def test_t2t_set_input_size_rebuilds_the_fixed_table():
     torch.testing.assert_close(model.pos_embed, fresh.pos_embed, rtol=0, atol=0)  # a refused resize leaves it
 
 
+@functools.lru_cache(maxsize=None)  # one model per family: a refused resize leaves it as it was (asserted)
 def _resizable(name: str) -> nn.Module:
     if name == 'slify':
         from timm_sl import slify
