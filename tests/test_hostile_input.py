@@ -117,15 +117,17 @@ def test_global_attention_over_too_many_tokens_is_refused_at_construction(name, 
     ('sl_vit_32', 4096, r'1024x1024 token grid'),
     ('sl_vit_base', (4096, 4096), r'256x256 token grid'),
     ('sl_t2t_32', 1024, r'first soft split \(kernel, stride, padding\)=\(3, 2, 1\) give a 512x512 token grid'),
-    ('sl_swin_32', 4096, r'\(stage 0 windows of 512x512; window_size= keeps them\) give a 512x512 token grid \(262144 '
-                         r'tokens\) in one window'),  # timm scales the windows with the grid
+    # timm scales the windows with the grid: their logits are held to global attention's bound
+    ('sl_swin_32', 4096, r'\(stage 0\) give windows of 512x512 over a 2048x2048 token map, 1099511627776 '
+                         r'attention logits per head and image; allowed: at most 268435456 \('),
+    ('sl_swin_32', 1024, r'windows of 128x128 over a 512x512 token map'),  # 128x128 windows, each within 16384 tokens
 ])
 def test_set_input_size_past_the_token_bound_is_refused_and_leaves_the_model(name, size, grid):
     """The constructor's bound holds for timm's resize too (else it builds, and the forward asks for terabytes)."""
     model = timm.create_model(name, **(dict(depths=(1, 1, 1)) if 'swin' in name else dict(depth=1)))
     before = model.patch_embed.grid_size, model.layers[0].blocks[0].window_size if 'swin' in name else \
         model.pos_embed.shape
-    with pytest.raises(ValueError, match=rf'^Sl\w+: img_size={re.escape(repr(size))}.*{grid}.* under global attention'):
+    with pytest.raises(ValueError, match=rf'^Sl\w+: img_size={re.escape(repr(size))}.*{grid}.*global attention'):
         model.set_input_size(img_size=size)
     assert (model.patch_embed.grid_size, model.layers[0].blocks[0].window_size if 'swin' in name else
             model.pos_embed.shape) == before

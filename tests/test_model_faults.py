@@ -1,5 +1,6 @@
 """Model faults found by held-back checks (issue 12 §4, §6): T2T's fixed table on resize, exact channel adaptation,
 empty batches, the load message after adaptation, class attention without a mask."""
+import functools
 import logging
 import re
 
@@ -46,6 +47,43 @@ def test_t2t_set_input_size_rebuilds_the_fixed_table():
     with pytest.raises(ValueError, match='T2TEmbed cannot change patch_size'):
         model.set_input_size(img_size=32, patch_size=8)
     torch.testing.assert_close(model.pos_embed, fresh.pos_embed, rtol=0, atol=0)  # a refused resize leaves it
+
+
+@functools.lru_cache(maxsize=None)  # one model per family: a refused resize leaves it as it was (asserted)
+def _resizable(name: str) -> nn.Module:
+    if name == 'slify':
+        from timm_sl import slify
+        return slify('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4)
+    return timm.create_model(name, **_small(name))
+
+
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_t2t_32', 'sl_swin_32', 'slify'])
+@pytest.mark.parametrize('size', ['64', 64.0, (64,), 0, -32, (0, 32), True])
+def test_set_input_size_refuses_what_the_constructor_refuses(name, size):
+    """set_input_size(img_size=0 / True / '64' / (64,) / 64.0) gave raw TypeError / IndexError / RuntimeError /
+    ZeroDivisionError, or resized silently to nothing (sl_t2t_32 at img_size=True: a 1x1 image, a 2-entry table):
+    one line naming the value, as the constructor does, the model left as it was."""
+    model = _resizable(name)
+    before = model.patch_embed.img_size, model.patch_embed.grid_size
+    with pytest.raises(ValueError, match=rf'^img_size={re.escape(repr(size))} is invalid; allowed: an int > 0 or a '
+                                         r'pair of them\.$'):
+        model.set_input_size(img_size=size)
+    assert (model.patch_embed.img_size, model.patch_embed.grid_size) == before
+
+
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_cait_32'])
+def test_an_image_smaller_than_a_patch_is_refused(name):
+    """img_size=2 with patch 4 built a model of a 0x0 grid that no input of that size could run."""
+    with pytest.raises(ValueError, match=r': img_size=2, patch_size=4 give a 0x0 token grid; allowed: at least one '
+                                         r'token per axis'):
+        timm.create_model(name, img_size=2)
+
+
+def test_t2t_of_one_soft_split_resizes():
+    """A T2T of one soft split (no token layer) failed its resize with IndexError (it read the first token layer)."""
+    model = timm.create_model('sl_t2t_32', soft_splits=((4, 4, 0),), patch_size=4, depth=1)
+    model.set_input_size(img_size=48)
+    assert model.pos_embed.shape == (1, 145, 256) and model(torch.randn(1, 3, 48, 48)).shape == (1, 100)
 
 
 # ---- grey-channel adaptation is exact, with or without a projection bias ----

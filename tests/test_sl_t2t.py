@@ -76,3 +76,21 @@ def test_dynamic_size_and_errors():
         timm.create_model('sl_t2t_32', patch_size=8)
     with pytest.raises(AssertionError, match='Input height'):
         timm.create_model('sl_t2t_32')(torch.randn(1, 3, 64, 64))
+
+
+@pytest.mark.parametrize('kwargs,message', [
+    (dict(soft_splits='abc'), r"soft_splits='abc' is invalid; allowed: a non-empty sequence of \(kernel, stride, "
+                              r"padding\) int triples"),  # was IndexError
+    (dict(soft_splits=((3, -2, 1), (3, 2, 1))), r'soft_splits=\(\(3, -2, 1\), \(3, 2, 1\)\) is invalid'),  # was:
+    # "allowed: patch_size=-4"
+    (dict(soft_splits=()), r'soft_splits=\(\) is invalid'),  # was: "allowed: patch_size=1"
+    (dict(token_dim=0), r'^token_dim=0 is invalid; allowed: an int >= 1\.$'),  # built; failed in the forward
+    (dict(soft_splits=((64, 4, 0), (3, 2, 1)), patch_size=8), r'give a -7x-7 token grid after it; allowed: at least '
+                                                              r'one token per axis'),  # built with a -3x-3 grid
+    (dict(soft_splits=((3, 2, 1), (64, 2, 0)), patch_size=4), r'^T2TEmbed: img_size=32, soft splits .* give a '
+                                                              r'-23x-23 token grid; allowed: at least one token'),
+])
+def test_soft_splits_and_token_dim_are_checked(kwargs, message):
+    with pytest.raises(ValueError, match=message) as error:
+        timm.create_model('sl_t2t_32', depth=1, **kwargs)
+    assert '\n' not in str(error.value)

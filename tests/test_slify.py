@@ -261,13 +261,22 @@ def test_registered_entry_follows_the_base_cfg_and_switches():
     assert model(torch.randn(1, 3, 32, 32)).shape == (1, 7)
 
 
-def test_pretrained_loads_timm_weights_then_converts(tmp_path):
+def test_pretrained_loads_timm_weights_then_converts(tmp_path, caplog):
+    """The weights are read twice (to refuse a converted model's, then by create_model): timm's loading log once."""
     from safetensors.torch import save_file
     kw = dict(depth=1, img_size=32)
     source = timm.create_model('vit_tiny_patch16_224', **kw)
     save_file(source.state_dict(), tmp_path / 'w.safetensors')
     overlay = dict(file=str(tmp_path / 'w.safetensors'))
-    model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    with caplog.at_level(logging.INFO, logger='timm'):
+        model = slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=overlay, **kw)
+    said = [r.getMessage() for r in caplog.records]
+    assert said == [f'Loading pretrained weights from file ({overlay["file"]})',
+                    f"Loaded  from checkpoint '{overlay['file']}'"], said
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger='timm'), pytest.raises(FileNotFoundError):
+        slify('vit_tiny_patch16_224', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'no.pth')), **kw)
+    assert [r.getMessage() for r in caplog.records].count(f"No checkpoint found at '{tmp_path / 'no.pth'}'") == 1
     assert torch.equal(model.blocks[0].attn.qkv.weight, source.blocks[0].attn.qkv.weight)
     assert torch.equal(model.pos_embed, source.pos_embed) and torch.equal(model.head.weight, source.head.weight)
     via_entry = timm.create_model('slify', base='vit_tiny_patch16_224', pretrained=True,
@@ -376,6 +385,21 @@ def test_set_input_size_of_a_slified_vit_keeps_the_token_bound():
     model.set_input_size(img_size=64)  # within the bound: timm's resize
     assert model(torch.randn(1, 3, 64, 64)).shape == (1, 1000)
     assert not ShiftedPatchEmbed(img_size=32, patch_size=4).global_tokens  # a layer alone: its host decides
+
+
+def test_set_input_size_of_a_slified_swin_keeps_the_window_bound():
+    """timm scales a Swin's windows with the grid: a slified Swin (timm's class) at 4096 px asked for 128x128 windows,
+    an N x N index per block (4 GiB) and the pattern; the LSA block refuses them before making its buffers."""
+    model = slify('swin_tiny_patch4_window7_224', depths=(1, 1, 1, 1), num_classes=3)
+    with pytest.raises(ValueError, match=r'^LocalitySwinBlock: feat_size=\(1024, 1024\) give windows of 128x128 over '
+                                         r'a 1024x1024 token map, 17179869184 attention logits per head and image; '
+                                         r'allowed: at most 268435456') as error:
+        model.set_input_size(img_size=4096)
+    assert '\n' not in str(error.value)
+    model.set_input_size(img_size=4096, window_size=7)  # kept windows: memory grows with the area only
+    assert model.layers[0].blocks[0].window_size == (7, 7)
+    model.set_input_size(img_size=64, window_size=4)  # a refused resize is mended by the next one
+    assert model.layers[0].blocks[0].window_size == (4, 4) and model(torch.randn(1, 3, 64, 64)).shape == (1, 3)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

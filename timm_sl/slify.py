@@ -21,9 +21,11 @@ reason, and is left untouched. With a model *name* the plan runs on a meta-devic
 nothing and downloads no weights.
 """
 import inspect
+import logging
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import torch
 from torch import nn
@@ -299,6 +301,25 @@ def _holds_sl_layers(state_dict: Dict[str, torch.Tensor]) -> bool:
         k.endswith('.temperature') or '.proj.norm.' in k for k in state_dict)
 
 
+# timm's loaders log where they read from and what they found: said once, by the load that builds the model
+_LOADER_LOGS = ('timm.models._builder', 'timm.models._helpers', 'timm.models._hub')
+
+
+@contextmanager
+def _quiet_loaders() -> Iterator[None]:
+    """timm's loading logs held back (a read that only checks the weights, before the load that uses them)."""
+    def drop(record: logging.LogRecord) -> bool:
+        return False
+    loggers = [logging.getLogger(name) for name in _LOADER_LOGS]
+    for logger in loggers:
+        logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(drop)
+
+
 def _pretrained_sl_weights(twin: nn.Module) -> Optional[Dict[str, torch.Tensor]]:
     """The state dict ``twin``'s pretrained cfg points at (file, url, Hub, ...; read by timm's own loader) when it
     holds SL layers' weights, i.e. a converted model's; None for the base model's own weights, a custom-load
@@ -307,7 +328,8 @@ def _pretrained_sl_weights(twin: nn.Module) -> Optional[Dict[str, torch.Tensor]]
     if not cfg or cfg.get('custom_load'):
         return None
     try:
-        load_pretrained(twin, dict(cfg), filter_fn=_hand_over)
+        with _quiet_loaders():  # the load that follows (or create_model's) logs what it reads
+            load_pretrained(twin, dict(cfg), filter_fn=_hand_over)
     except _Found as found:
         return found.state_dict if _holds_sl_layers(found.state_dict) else None
     except Exception:  # no weights, no network, ...: create_model(pretrained=True) says so as it always has

@@ -10,14 +10,16 @@ The 0 / ``-inf`` part (shift mask, diagonal, lone-token rule) depends on the blo
 relative-position bias to it (one kernel). A window attention handed timm's own shift mask (or none) derives the
 pattern per call (:func:`window_attn_bias`).
 """
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 
+from timm.layers import to_2tuple
 from timm.models.swin_transformer import SwinTransformerBlock, WindowAttention
 
 from .lsa import LsaMixin, lsa_attn_bias
+from .spt import check_window_tokens
 
 __all__ = ['LocalitySwinBlock', 'LocalityWindowAttention', 'window_attn_bias', 'window_lsa_pattern']
 
@@ -147,6 +149,23 @@ class LocalitySwinBlock(SwinTransformerBlock):
     shift mask per call and the attention derives the pattern per call.
     """
     holds_lsa_pattern = True  # :func:`~timm_sl.layers.set_lsa_switches` remakes its buffers after a switch
+
+    def set_input_size(
+            self,
+            feat_size: Tuple[int, int],
+            window_size: Tuple[int, int],
+            always_partition: Optional[bool] = None,
+    ) -> None:
+        """timm's resize, refusing first windows past the attention bound (:func:`~timm_sl.layers.spt.
+        check_window_tokens`) before their buffers (``N x N`` index and pattern) are made: a slified Swin's resize
+        (timm's class) scales the windows with the grid and meets no other check. An ``sl_swin`` model refuses them
+        before anything changes; a slified one has its stem and earlier blocks resized already (resize it again)."""
+        partition = self.always_partition if always_partition is None else always_partition
+        window = to_2tuple(window_size)
+        if not partition:  # timm: a window larger than the map is the map
+            window = tuple(min(w, f) for w, f in zip(window, feat_size))
+        check_window_tokens(type(self), tuple(feat_size), window, f'feat_size={tuple(feat_size)!r}')
+        super().set_input_size(feat_size, window_size, always_partition)
 
     def _init_buffers(self) -> None:
         super()._init_buffers()  # timm's shift mask (None without a shift)

@@ -19,7 +19,7 @@ from torch import nn
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'shift_offsets', 'check_global_tokens', 'check_in_chans',
-           'check_shift_ratio', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
+           'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
            'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
@@ -123,7 +123,11 @@ def check_global_tokens(
 ) -> None:
     """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
     memory grows with the square of the token count). ``owner`` (a class or a name) starts the message, ``asked``
-    names the kwargs that gave ``grid``."""
+    names the kwargs that gave ``grid``. A grid without a token (an image smaller than one patch or kernel) is
+    refused too: it would build a model no input of that size can run."""
+    if grid is not None and min(grid) < 1:
+        raise ValueError(f'{getattr(owner, "__name__", owner)}: {asked} give a {grid[0]}x{grid[1]} token grid{where}; '
+                         f'allowed: at least one token per axis: an img_size at least the patch (or kernel) size.')
     if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
         return
     side = int(MAX_GLOBAL_TOKENS ** .5)
@@ -132,6 +136,25 @@ def check_global_tokens(
         f'tokens){where} '
         f'under global attention; allowed: at most {MAX_GLOBAL_TOKENS} tokens (e.g. a {side}x{side} grid): a smaller '
         f'img_size or a larger patch stride.')
+
+
+def check_window_tokens(
+        owner: Union[type, str],
+        feat: Tuple[int, int],
+        window: Tuple[int, int],
+        asked: str,
+) -> None:
+    """:func:`check_global_tokens` for windowed attention (Swin): the logits of one head over one image, ``window``
+    windows tiling a ``feat`` map (padded to whole windows), held to global attention's bound of
+    ``MAX_GLOBAL_TOKENS ** 2``. timm scales Swin's windows with the grid on a resize, so they grow with its square."""
+    (h, w), (wh, ww) = feat, window
+    logits = -(-h // wh) * -(-w // ww) * (wh * ww) ** 2
+    if logits <= MAX_GLOBAL_TOKENS ** 2:
+        return
+    raise ValueError(
+        f'{getattr(owner, "__name__", owner)}: {asked} give windows of {wh}x{ww} over a {h}x{w} token map, {logits} '
+        f'attention logits per head and image; allowed: at most {MAX_GLOBAL_TOKENS ** 2} (global attention over '
+        f'{MAX_GLOBAL_TOKENS} tokens): a smaller img_size or window_size (a resize keeps the windows given).')
 
 
 def shift_and_concat(x: torch.Tensor, shift: Tuple[int, int], offsets: List[Tuple[int, int]]) -> torch.Tensor:
@@ -284,6 +307,8 @@ class ShiftedPatchEmbed(PatchEmbed):
             raise ValueError(
                 f'ShiftedPatchEmbed cannot change patch_size from {self.patch_size} to {to_2tuple(patch_size)}: '
                 f'the SPT LayerNorm and projection are sized by P*P*C*copies; only img_size can change.')
+        if img_size is not None:
+            check_size(img_size, 'img_size')
         if self.global_tokens and img_size is not None:
             check_global_tokens(type(self), patch_grid(img_size, self.patch_size, ceil=self.dynamic_img_pad),
                                 f'img_size={img_size!r}, patch_size={self.patch_size!r}')

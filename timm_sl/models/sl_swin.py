@@ -11,15 +11,17 @@ configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) 
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
-from timm.models.swin_transformer import SwinTransformer, calc_stage_window_sizes, resolve_window_args
+from timm.models.swin_transformer import (
+    SwinTransformer, calc_stage_window_sizes, resolve_stage_window_sizes, resolve_window_args)
 from timm.models.swin_transformer import checkpoint_filter_fn as timm_filter_fn
 
 from ..convert import convert_modules
 from ..layers import LocalityWindowAttention, check_size, window_attn_bias  # noqa: F401  (re-exported)
+from ..layers.spt import check_window_tokens
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
-from ._sl_args import SlArgs, backbone_kwarg, check_depths, check_global_tokens, check_optional_bool, patch_grid
+from ._sl_args import SlArgs, backbone_kwarg, check_depths, check_optional_bool, patch_grid
 from ._training import check_drop_path_rate
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
@@ -44,7 +46,13 @@ class SlSwinTransformer(SwinTransformer):
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
         check_optional_bool('spt_pool', spt_pool)
-        check_size(backbone_kwarg(kwargs, SwinTransformer, 'img_size'), 'img_size')
+        img, patch = (backbone_kwarg(kwargs, SwinTransformer, name) for name in ('img_size', 'patch_size'))
+        check_size(img, 'img_size')
+        grid, depths = patch_grid(img, patch), backbone_kwarg(kwargs, SwinTransformer, 'depths')
+        if grid is not None:  # windows given at construction are held to the bound their resize is held to
+            windows = resolve_stage_window_sizes(backbone_kwarg(kwargs, SwinTransformer, 'window_size'), len(depths))
+            _check_stage_windows(type(self), grid, windows, kwargs.get('always_partition') is True,
+                                 f'img_size={img!r}, patch_size={patch!r}, window_size={kwargs.get("window_size")!r}')
         sl_args.inject_embed_layer(kwargs, post_norm=False)
         super().__init__(**kwargs)
         self.sl_args = sl_args
@@ -60,21 +68,33 @@ class SlSwinTransformer(SwinTransformer):
             window_ratio: Optional[Union[int, Sequence[int]]] = None,
             always_partition: Optional[bool] = None,
     ) -> None:
-        """timm's resize, refusing first a window past the global-attention token bound: unless given
-        ``window_size``, timm scales each stage's windows with the grid (``sl_swin_32`` at 4096 px: 512x512 windows),
-        and a window is one attention."""
+        """timm's resize, refusing first windows past the attention bound (:func:`check_window_tokens`): unless given
+        ``window_size``, timm scales each stage's windows with the grid (``sl_swin_32`` at 4096 px: 512x512 windows).
+        """
+        for name, size in (('img_size', img_size), ('patch_size', patch_size)):
+            if size is not None:
+                check_size(size, name)
         img = self.patch_embed.img_size if img_size is None else img_size
         patch = self.patch_embed.patch_size if patch_size is None else patch_size
         grid = patch_grid(img, patch)
         if grid is not None:
             sizes, ratios = resolve_window_args(window_size, window_ratio, len(self.layers))
             windows = calc_stage_window_sizes(grid, self._ref_window_sizes, self._ref_grid_size, sizes, ratios)
-            for index, window in enumerate(windows):  # a window larger than its stage's map is the map
-                tokens = tuple(min(w, -(-g // 2 ** index)) for w, g in zip(window, grid))
-                check_global_tokens(type(self), tokens, f'img_size={img!r}, patch_size={patch!r} (stage {index} '
-                                    f'windows of {window[0]}x{window[1]}; window_size= keeps them)', ' in one window')
+            partition = always_partition if always_partition is not None else any(
+                block.always_partition for stage in self.layers for block in stage.blocks)
+            _check_stage_windows(type(self), grid, windows, partition, f'img_size={img!r}, patch_size={patch!r}')
         super().set_input_size(img_size=img_size, patch_size=patch_size, window_size=window_size,
                                window_ratio=window_ratio, always_partition=always_partition)
+
+
+def _check_stage_windows(owner: type, grid: Tuple[int, int], windows: Sequence[Tuple[int, int]], partition: bool,
+                         asked: str) -> None:
+    """:func:`check_window_tokens` for each stage's windows over its map (the patch grid halved per stage)."""
+    for index, window in enumerate(windows):
+        feat = tuple(-(-g // 2 ** index) for g in grid)
+        if not partition:  # timm: a window larger than its stage's map is the map
+            window = tuple(min(w, f) for w, f in zip(window, feat))
+        check_window_tokens(owner, feat, window, f'{asked} (stage {index})')
 
 
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:

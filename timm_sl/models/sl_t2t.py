@@ -36,7 +36,8 @@ from ._family import pop_sl_kwargs
 from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
-__all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'sinusoid_position_embedding']
+__all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'check_soft_splits',
+           'sinusoid_position_embedding']
 
 SoftSplit = Tuple[int, int, int]  # kernel, stride, padding
 
@@ -114,6 +115,18 @@ class TokenTransformer(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+def check_soft_splits(soft_splits: Any, token_dim: Any) -> None:
+    """Raise ``ValueError`` naming the value unless ``soft_splits`` is a non-empty sequence of ``(kernel, stride,
+    padding)`` ints (kernel, stride >= 1, padding >= 0) and ``token_dim`` an int >= 1."""
+    def valid(split: Any) -> bool:
+        return isinstance(split, (tuple, list)) and len(split) == 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= low for v, low in zip(split, (1, 1, 0)))
+    if not isinstance(soft_splits, (tuple, list)) or not soft_splits or not all(map(valid, soft_splits)):
+        raise ValueError(f'soft_splits={soft_splits!r} is invalid; allowed: a non-empty sequence of (kernel, stride, '
+                         f'padding) int triples, kernel and stride >= 1, padding >= 0.')
+    check_depths(dict(token_dim=token_dim), 'token_dim', positive=('token_dim',))
+
+
 def _split_size(size: Tuple[int, int], split: SoftSplit) -> Tuple[int, int]:
     """Output ``(H, W)`` of one soft split (an unfold of kernel ``k``, stride ``s``, padding ``p``) on ``size``."""
     k, s, p = split
@@ -175,6 +188,7 @@ class T2TEmbed(nn.Module):
     ) -> None:
         super().__init__()
         dd = {'device': device, 'dtype': dtype}
+        check_soft_splits(soft_splits, token_dim)
         self.soft_splits: List[SoftSplit] = [tuple(s) for s in soft_splits]
         stride = math.prod(s[1] for s in self.soft_splits)
         if to_2tuple(patch_size) != (stride, stride):
@@ -214,9 +228,11 @@ class T2TEmbed(nn.Module):
             raise ValueError(
                 f'T2TEmbed cannot change patch_size from {self.patch_size}: it is fixed by the soft splits.')
         if img_size is not None:
-            self.img_size = to_2tuple(img_size)
-            self.grid_size = self.dynamic_feat_size(self.img_size)
-            self.num_patches = self.grid_size[0] * self.grid_size[1]
+            grid = self.dynamic_feat_size(to_2tuple(img_size))
+            if min(grid) < 1:
+                raise ValueError(f'T2TEmbed: img_size={img_size!r}, soft splits {self.soft_splits} give a '
+                                 f'{grid[0]}x{grid[1]} token grid; allowed: at least one token per axis.')
+            self.img_size, self.grid_size, self.num_patches = to_2tuple(img_size), grid, grid[0] * grid[1]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, _, H, W = x.shape
@@ -280,11 +296,11 @@ class SlT2T(VisionTransformer):
         check_depths(kwargs, 'depth', 'num_heads', positive=('num_heads',))
         check_size(backbone_kwarg(kwargs, VisionTransformer, 'img_size'), 'img_size')
         check_bool('extra_residual', extra_residual)
-        first = soft_splits[0] if soft_splits else None
-        if isinstance(first, (tuple, list)) and len(first) == 3:  # the first token layer (or the backbone) attends
-            img = backbone_kwarg(kwargs, VisionTransformer, 'img_size')  # over the first split's whole grid
-            check_global_tokens(type(self), patch_grid(img, *first), f'img_size={img!r}, first soft split '
-                                f'(kernel, stride, padding)={tuple(first)!r}', ' after it')
+        check_soft_splits(soft_splits, token_dim)
+        first = soft_splits[0]  # the first token layer (or the backbone) attends over the first split's whole grid
+        img = backbone_kwarg(kwargs, VisionTransformer, 'img_size')
+        check_global_tokens(type(self), patch_grid(img, *first), f'img_size={img!r}, first soft split '
+                            f'(kernel, stride, padding)={tuple(first)!r}', ' after it')
         if extra_residual:
             if 'block_fn' in kwargs:
                 raise ValueError('block_fn cannot be combined with extra_residual=True; pass extra_residual=False.')
@@ -328,7 +344,8 @@ class SlT2T(VisionTransformer):
         T2T's table is a function of the grid, so it is hidden from timm's resize (a None buffer) and rebuilt.
         """
         if img_size is not None:  # refused first, as the constructor refuses it
-            split = self.patch_embed.stages[0].split
+            check_size(img_size, 'img_size')
+            split = self.patch_embed.soft_splits[0]
             check_global_tokens(type(self), patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
                                 f'(kernel, stride, padding)={split!r}', ' after it')
         table = self.pos_embed

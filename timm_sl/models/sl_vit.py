@@ -14,7 +14,7 @@ from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_global_tokens, check_patch_tokens, patch_grid
+from ._sl_args import check_depths, check_global_tokens, check_patch_tokens, check_size, patch_grid
 
 __all__ = ['SlVisionTransformer']
 
@@ -53,7 +53,11 @@ class SlVisionTransformer(VisionTransformer):
             img_size: Optional[Union[int, Tuple[int, int]]] = None,
             patch_size: Optional[Union[int, Tuple[int, int]]] = None,
     ) -> None:
-        """timm's resize, refusing first (as the constructor does) a token grid too large for global attention."""
+        """timm's resize, refusing first (as the constructor does) a size that is not one and a token grid too large
+        for global attention."""
+        for name, size in (('img_size', img_size), ('patch_size', patch_size)):
+            if size is not None:
+                check_size(size, name)
         img = self.patch_embed.img_size if img_size is None else img_size
         patch = self.patch_embed.patch_size if patch_size is None else patch_size
         grid = patch_grid(img, patch, ceil=bool(getattr(self.patch_embed, 'dynamic_img_pad', False)))
