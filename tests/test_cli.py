@@ -210,6 +210,18 @@ def test_a_size_timm_divides_by_is_one_line(command, kwarg, line, tmp_path, caps
     assert info.value.code == 2 and err == f'timm-sl {command[0]}: {line}\n'
 
 
+@pytest.mark.parametrize('command', [['temperature'], ['receptive-field']])
+def test_slify_img_size_zero_is_one_line_naming_it(command, tmp_path, capsys):
+    """``--model slify --model-kwargs base=vit_... img_size=0`` got timm's 'Expected a positive image size (H, W), got
+    (0, 0).', naming no kwarg."""
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', 'img_size=0'] +
+             ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err == f'timm-sl {command[0]}: img_size=0 is invalid; allowed: an int > 0 or a pair of them.\n'
+
+
 @pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['receptive-field']])
 def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
     """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""
