@@ -386,6 +386,31 @@ def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, i
     assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
 
 
+def test_a_file_name_with_a_newline_is_one_row_and_one_error_line(tmp_path, image_dir, capsys, figures):
+    """An image named 'new\\nline.png': its table row broke in two (a row 'new' and a row 'line.png  SL ...'), and an
+    error naming such a file read as two errors ('timm-sl kld: new' / 'timm-sl kld: line.png is not ...'). Both name
+    it quoted with the newline escaped, as the chart's row label does."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'new\nline.png').write_bytes((image_dir / '0.png').read_bytes())
+    out = tmp_path / 'a\nb.png'
+    assert main(['attention', str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out', str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines if 'blocks.0.attn' in line] == ["'new\\nline.png'"]
+    assert lines[-2:] == [f'plot: {str(out)!r}', f"numbers: {str(out.with_suffix('.json'))!r}"]
+    inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
+    assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == ["'new\\nline.png'"]
+    bad = folder / 'new\nline.png'
+    bad.write_text('not an image')
+    for command in ('kld', 'attention'):
+        with pytest.raises(SystemExit) as info:
+            main([command, str(folder), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
+        assert '\n' not in str(info.value) and str(info.value).startswith(
+            f'timm-sl {command}: {str(bad)!r} is not a readable image')
+        with pytest.raises(SystemExit, match=f"^timm-sl {command}: 'no\\\\nsuch.png' does not exist$"):
+            main([command, 'no\nsuch.png', '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
+
+
 def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):
     out = tmp_path / 'heads.png'
     assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'num_heads=3',

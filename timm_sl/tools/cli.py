@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, write_atomically
+from .errors import (
+    BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, shown, write_atomically)
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
@@ -185,7 +186,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
                  f'baseline ({args.model}{given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
-    print(f'\nlearning curves: {args.out}')
+    print(f'\nlearning curves: {shown(args.out)}')
     return 0
 
 
@@ -558,19 +559,19 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
-    print(f'plot: {args.out}')
+    print(f'plot: {shown(args.out)}')
     return 0
 
 
 def _check_out_not_an_input(args: argparse.Namespace) -> None:
     """Before any work: the chart must not replace one of the images it is drawn from."""
     from timm_sl.tools.analysis import image_files
-    out = Path(args.out).resolve()
+    out, given_out = Path(args.out).resolve(), shown(args.out)
     existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
     for given in image_files(existing):  # through links: a folder's linked subfolder, a link to an image
         if given.resolve() == out:
-            raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
-                             f'not an input image')
+            raise ValueError(f'--out {given_out} is one of the input images ({shown(given)}); allowed: a chart path '
+                             f'that is not an input image')
 
 
 _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
@@ -581,11 +582,12 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
     or holds numbers an earlier ``attention`` wrote, as its chart is (any regular file with ``--overwrite``)."""
     import json
     numbers = Path(args.out).with_suffix('.json')
+    out, json_name = shown(args.out), shown(numbers)
     if numbers.is_dir():
-        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is a folder; allowed: an --out whose '
+        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is a folder; allowed: an --out whose '
                          f'.json name is free or holds numbers of an earlier timm-sl attention')
     if numbers.exists() and not numbers.is_file():  # read, a FIFO waits for a writer forever
-        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is not a regular file (a FIFO, socket '
+        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is not a regular file (a FIFO, socket '
                          f'or device); allowed: an --out whose .json name is free or holds numbers of an earlier '
                          f'timm-sl attention')
     if numbers.exists() and not args.overwrite:
@@ -595,10 +597,10 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
         except (OSError, UnicodeDecodeError, ValueError):
             ours = False
         if not ours:
-            raise ValueError(f'--out {args.out}: its numbers would replace {numbers}, which timm-sl attention did not '
+            raise ValueError(f'--out {out}: its numbers would replace {json_name}, which timm-sl attention did not '
                              f'write; allowed: an --out whose .json name is free or holds numbers of an earlier '
-                             f'timm-sl attention (move {numbers.name} away, pick another --out, or --overwrite to '
-                             f'replace it)')
+                             f'timm-sl attention (move {shown(numbers.name)} away, pick another --out, or --overwrite '
+                             f'to replace it)')
     return numbers
 
 
@@ -636,7 +638,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
                 y_range=(0., None))
-    print(f'plot: {args.out}')
+    print(f'plot: {shown(args.out)}')
     return 0
 
 
@@ -661,11 +663,11 @@ def cmd_attention(args: argparse.Namespace) -> int:
     numbers = _attention_numbers(args)
     _require_plotting(args)
     _check_attention_image_count(args.images)
-    shown, inputs = None, {}
+    drawn, inputs = None, {}
     columns, notes, records, uniform, seen = {}, [], [], {}, {}
     for label, model, record in _runs(args):
         loaded = _load_images(args, label, model, record, inputs)
-        shown = shown or loaded  # the images drawn: as the first model sees them, and as another model sees them
+        drawn = drawn or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
         result = _forward(args, label, record, loaded.tensor, lambda: final_attention_map(model, loaded.tensor))
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
@@ -679,18 +681,19 @@ def cmd_attention(args: argparse.Namespace) -> int:
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
         records += attention_records(loaded.files, label, result)
-    names = [f.name for f in shown.files]  # images named by file name, by path where two share one
-    labels = [name if names.count(name) == 1 else str(f) for f, name in zip(shown.files, names)]
-    names = dict(zip(map(str, shown.files), labels))
+    # images named by file name, by path where two share one; quoted and escaped where it would break the row
+    names = [f.name for f in drawn.files]
+    labels = [shown(name if names.count(name) == 1 else f) for f, name in zip(drawn.files, names)]
+    names = dict(zip(map(str, drawn.files), labels))
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
                          'KL(map || uniform)'], [
         [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
+    plot_attention(drawn.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
     write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
-    print(f'plot: {args.out}\nnumbers: {numbers}')
+    print(f'plot: {shown(args.out)}\nnumbers: {shown(numbers)}')
     return 0
 
 
