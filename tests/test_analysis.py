@@ -224,8 +224,12 @@ def test_learned_temperatures_and_receptive_field():
     ('sl_vit_32', {}, (4, 4, 2)), ('sl_pit_32', {}, (2, 2, 1)), ('sl_swin_32', {}, (2, 2, 1)),
     ('sl_cait_32', dict(depth=1), (4, 4, 2)), ('sl_t2t_32', dict(depth=1), (3, 2, 1)),
     ('sl_vit_32', dict(spt=False), (4, 4, 0)), ('sl_t2t_32', dict(depth=1, spt=False), (3, 2, 0)),
+    ('sl_vit_32', dict(depth=1, patch_size=(2, 4)), ((2, 4), (2, 4), (1, 2))),
+    ('sl_vit_32', dict(depth=1, patch_size=(2, 4), spt=False), ((2, 4), (2, 4), 0)),
 ])
 def test_tokenizer_geometry_per_family(name, kwargs, expected):
+    """Each of (kernel, stride, shift) per axis (h, w): a 2 x 4 patch was measured as 2 x 2."""
+    expected = tuple(v if isinstance(v, tuple) else (v, v) for v in expected)
     assert tokenizer_geometry(timm.create_model(name, **kwargs)) == expected
 
 
@@ -261,6 +265,14 @@ def _checkpoint(path, name, kwargs, baseline=False):
     model = _model(name, kwargs, baseline)
     torch.save({'state_dict': model.state_dict(), 'epoch': 3}, path)
     return model
+
+
+def test_receptive_field_of_a_patch_that_is_not_square_names_both_axes(capsys):
+    """--model-kwargs patch_size=(2,4): it said 'kernel 2, stride 2 ... SPT (shift 1) r_token = 4', the height's
+    numbers as if the patch were 2 x 2."""
+    assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'patch_size=(2,4)']) == 0
+    assert capsys.readouterr().out == ('sl_vit_32: first tokenization step kernel 2x4, stride 2x4: standard '
+                                       'tokenization r_token = 2x4, SPT (shift 1x2) r_token = 4x8\n')
 
 
 def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figures):

@@ -338,8 +338,9 @@ def receptive_field(kernel: int, shift: Optional[int] = None, stride: Optional[i
     return 1 * stride + (k - stride)
 
 
-def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
-    """``(kernel, stride, shift)`` of the model's first tokenization step (shift 0 without SPT).
+def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, int], Tuple[int, int]]:
+    """``(kernel, stride, shift)`` of the model's first tokenization step, each an ``(h, w)`` pair (a patch may be
+    ``2 x 4``); shift ``(0, 0)`` without SPT.
 
     A patch embedding is a ``P x P`` stride-``P`` step; T2T's first soft split is a ``k x k`` stride-``j`` unfold of the
     (shifted) image.
@@ -347,15 +348,15 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
     embed = getattr(model, 'patch_embed', None)
     if embed is not None and hasattr(embed, 'soft_splits'):  # T2T tokenizer
         kernel, stride, _ = embed.soft_splits[0]
-        return kernel, stride, embed.shift[0]
+        return (kernel, kernel), (stride, stride), tuple(embed.shift)
     proj = getattr(embed, 'proj', None)
     if proj is not None and hasattr(proj, 'shift'):  # SPT projection
-        return proj.patch_size[0], proj.patch_size[0], proj.shift[0]
+        return tuple(proj.patch_size), tuple(proj.patch_size), tuple(proj.shift)
     size = getattr(embed, 'patch_size', None)
     if size is None:
         raise ValueError(f'{type(model).__name__} has no patch_embed with a patch size')
-    size = size if isinstance(size, int) else size[0]
-    return size, size, 0
+    size = (size, size) if isinstance(size, int) else tuple(size)
+    return size, size, (0, 0)
 
 
 def _rows(attn: torch.Tensor) -> int:

@@ -711,30 +711,36 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                          f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysed_model(args, args.checkpoint)
-        kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{_model_name(args.model, model)}: first tokenization step kernel {kernel}, ' \
-               f'stride {stride}'
-        if not shift:
-            print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
+        kernel, stride, shift = tokenizer_geometry(model)  # per axis: a patch may be 2 x 4
+        what = f'{_model_name(args.model, model)}: first tokenization step kernel {_axes(kernel)}, ' \
+               f'stride {_axes(stride)}'
+        if not any(shift):
+            print(f'{what}, no SPT: r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}')
             return 0
     elif args.patch_size:
         if args.model_kwargs is not None or args.pretrained:  # they were ignored: the bare patch answered
             given = '--model-kwargs' if args.model_kwargs is not None else '--pretrained'
             raise ValueError(f'{given} goes with --model; --patch-size measures a bare patch; allowed: --patch-size P '
                              f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
-        kernel = stride = args.patch_size
+        kernel = stride = (args.patch_size, args.patch_size)
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
         try:
-            shift = resolve_shift(args.patch_size, ratio)[0]
+            shift = resolve_shift(args.patch_size, ratio)
         except ValueError as e:  # it names the model kwarg: say which option gave it
             given = ' (the default)' if args.shift_ratio is None else ''
             raise ValueError(f'--patch-size {args.patch_size} --shift-ratio {ratio}{given}: {e}') from e
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
-    print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
-          f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
+    print(f'{what}: standard tokenization r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}, '
+          f'SPT (shift {_axes(shift)}) r_token = {_axes(map(receptive_field, kernel, shift, stride))}')
     return 0
+
+
+def _axes(pair) -> str:
+    """An ``(h, w)`` pair as receptive-field prints it: ``4`` where both axes agree, else ``2x4`` (h x w)."""
+    h, w = pair
+    return str(h) if h == w else f'{h}x{w}'
 
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
