@@ -18,7 +18,7 @@ from .errors import (
     BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, shown, write_atomically)
 from ..version import __version__
 
-__all__ = ['CommandFailed', 'build_parser', 'main']
+__all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -896,7 +896,7 @@ def _shift_ratio(text: str) -> float:
         raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
 
 
-def _figure_path(text: str) -> str:
+def figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
     new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
     from timm_sl.tools.plot import OUT_SUFFIXES
@@ -962,7 +962,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--limit', type=_positive_int, default=None,
                    help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
-    p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
+    p.add_argument('--out', type=figure_path, default='sl_demo.png', help='chart of the learning curves')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_demo)
 
@@ -1021,20 +1021,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
     add_model_source(p)
-    p.add_argument('--out', type=_figure_path, default='sl_temperature.png', help='chart')
+    p.add_argument('--out', type=figure_path, default='sl_temperature.png', help='chart')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     add_image_analysis(p)
-    p.add_argument('--out', type=_figure_path, default='sl_kld.png', help='chart')
+    p.add_argument('--out', type=figure_path, default='sl_kld.png', help='chart')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_kld)
 
     p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); chart + JSON")
     add_image_analysis(p)
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
-    p.add_argument('--out', type=_figure_path, default='sl_attention.png',
+    p.add_argument('--out', type=figure_path, default='sl_attention.png',
                    help='chart; the numbers go to the same name with .json')
     p.add_argument('--overwrite', action='store_true', help='replace a file at --out or its .json that timm-sl did '
                                                             'not write (earlier ones are always replaced)')
