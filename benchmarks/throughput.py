@@ -189,20 +189,20 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
-    from timm_sl.tools.cli import figure_path
+    from timm_sl.tools.cli import figure_path, positive_int
     from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
-    p.add_argument('-b', '--batch-size', type=int, default=32)
-    p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
+    p.add_argument('-b', '--batch-size', type=positive_int, default=32)
+    p.add_argument('--img-size', type=positive_int, default=None, help='default: the model cfg input size')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
-    p.add_argument('--repeats', type=int, default=6, help='interleaved rounds per pair')
-    p.add_argument('--iters', type=int, default=5, help='steps per round')
+    p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
+    p.add_argument('--iters', type=positive_int, default=5, help='steps per round')
     p.add_argument('--warmup', type=int, default=2)
-    p.add_argument('--threads', type=int, default=None, help='torch CPU threads')
+    p.add_argument('--threads', type=positive_int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
     p.add_argument('--slify', nargs='*', default=[], metavar='BASE',

@@ -332,3 +332,9 @@ def test_throughput_plot_keeps_a_users_file_and_checks_before_measuring(tmp_path
         assert error in capsys.readouterr().err
     assert mine.read_bytes() == b'my own picture'
     assert parse_args(['--plot', str(mine), '--overwrite']).overwrite
+    # -b 0 / --iters 0 reported 0.0 img/s and a ratio (0.29) for nothing timed; --repeats 0 / --img-size 0 tracebacks
+    for option in ('--batch-size', '--iters', '--repeats', '--img-size', '--threads'):
+        with pytest.raises(SystemExit):
+            parse_args([option, '0'])
+        assert capsys.readouterr().err.splitlines()[-1].endswith(f'{option}: 0 is not allowed; expected an integer '
+                                                                 f'>= 1')

@@ -18,7 +18,7 @@ from .errors import (
     BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, shown, write_atomically)
 from ..version import __version__
 
-__all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main']
+__all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main', 'positive_int']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -851,7 +851,7 @@ class _ModelKwargs(argparse.Action):
         setattr(namespace, self.dest, kwargs)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -953,13 +953,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
     p.add_argument('--model', default='sl_vit_32', help='sl_ model')
-    p.add_argument('--epochs', type=_positive_int, default=10, help='training epochs per run')
-    p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
+    p.add_argument('--epochs', type=positive_int, default=10, help='training epochs per run')
+    p.add_argument('--seeds', type=positive_int, default=1, help='runs per model, reported as mean +- std')
     p.add_argument('--seed', type=_seed, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
                                                          'numbers)')
-    p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
+    p.add_argument('--batch-size', type=positive_int, default=64, help='training batch size')
     p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
-    p.add_argument('--limit', type=_positive_int, default=None,
+    p.add_argument('--limit', type=positive_int, default=None,
                    help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
     p.add_argument('--out', type=figure_path, default='sl_demo.png', help='chart of the learning curves')
@@ -1042,7 +1042,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p)
-    p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
+    p.add_argument('--patch-size', type=positive_int, default=None, help='instead of --model: a patch size')
     p.add_argument('--shift-ratio', type=_shift_ratio, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
                         "--model-kwargs shift_ratio=R)")
@@ -1069,7 +1069,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--source', metavar='IDX', default='/usr/share/datasets/fashion-mnist',
                    help="folder of the four idx files, e.g. torchvision's FashionMNIST/raw (default: Debian's "
                         "dataset-fashion-mnist, %(default)s)")
-    p.add_argument('--limit', type=_positive_int, default=None,
+    p.add_argument('--limit', type=positive_int, default=None,
                    help='at most this many images per split, the first of each file (quick runs; default: all)')
     p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote with other '
                                                             'settings')
