@@ -73,6 +73,9 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
     wrong_type = isinstance(error, TypeError) and not any(
         words in str(error) for words in ('unknown model kwargs', 'keyword argument'))  # a value of another type
+    # torch's / timm's own words that name none of the kwargs (drop_rate=2: 'dropout probability has to be ...')
+    unnamed = isinstance(error, (ValueError, RuntimeError)) and not any(k in str(error) for k in kwargs)
+    wrong_type = wrong_type or unnamed and bool(kwargs)
     if isinstance(error, (ArithmeticError, AssertionError)) or wrong_type:  # timm divides by sizes it does not check
         given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0), asserts on others (global_pool)
         allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
@@ -80,8 +83,10 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         texts = [f'{k}={v!r}' for k, v in kwargs.items() if isinstance(v, str) and k != 'base']  # slify's is a name
         if wrong_type and texts:
             allowed = f"values of the types timm's constructor takes (read as text, not a number: {', '.join(texts)})"
+        reason = describe(error)  # mlp_ratio=nan: int('nannan...'), the text repeated once per channel
+        reason = reason if len(reason) <= 200 else f'{reason[:200]}...'
         return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
-                          f'{describe(error)}); allowed: {allowed}')
+                          f'{reason}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
 
 
