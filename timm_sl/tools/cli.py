@@ -74,7 +74,9 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
     wrong_type = isinstance(error, TypeError) and not any(
         words in str(error) for words in ('unknown model kwargs', 'keyword argument'))  # a value of another type
     # torch's / timm's own words that name none of the kwargs (drop_rate=2: 'dropout probability has to be ...')
-    unnamed = isinstance(error, (ValueError, RuntimeError)) and not any(k in str(error) for k in kwargs)
+    import traceback
+    ours = 'timm_sl' in Path(traceback.extract_tb(error.__traceback__)[-1].filename).parts  # already one line
+    unnamed = isinstance(error, (ValueError, RuntimeError)) and not ours and not any(k in str(error) for k in kwargs)
     wrong_type = wrong_type or unnamed and bool(kwargs)
     if isinstance(error, (ArithmeticError, AssertionError)) or wrong_type:  # timm divides by sizes it does not check
         given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0), asserts on others (global_pool)
