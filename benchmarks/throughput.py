@@ -22,7 +22,6 @@ import copy
 import csv
 import statistics
 import sys
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -190,18 +189,20 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
+    from timm_sl.tools.cli import figure_path, positive_int
+    from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
-    p.add_argument('-b', '--batch-size', type=int, default=32)
-    p.add_argument('--img-size', type=int, default=None, help='default: the model cfg input size')
+    p.add_argument('-b', '--batch-size', type=positive_int, default=32)
+    p.add_argument('--img-size', type=positive_int, default=None, help='default: the model cfg input size')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
-    p.add_argument('--repeats', type=int, default=6, help='interleaved rounds per pair')
-    p.add_argument('--iters', type=int, default=5, help='steps per round')
+    p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
+    p.add_argument('--iters', type=positive_int, default=5, help='steps per round')
     p.add_argument('--warmup', type=int, default=2)
-    p.add_argument('--threads', type=int, default=None, help='torch CPU threads')
+    p.add_argument('--threads', type=positive_int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
     p.add_argument('--slify', nargs='*', default=[], metavar='BASE',
@@ -210,17 +211,15 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help="write the README's slify architecture table (outcome + measured ratios) to FILE")
     p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
     p.add_argument('--markdown', default=None, help='also write the table to this Markdown file')
-    p.add_argument('--plot', default=None, help='also draw the ratios to this PNG file')
+    p.add_argument('--plot', default=None, type=figure_path,
+                   help=f'also draw the ratios to this chart file ({", ".join(OUT_SUFFIXES)})')
     p.add_argument('--overwrite', action='store_true',
                    help='replace a file at --plot that is not a timm-sl chart (one is always replaced)')
     p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY',
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     args = p.parse_args(argv)
-    if args.plot:  # before the measurements: a user's file there is kept, a missing folder found now
-        from timm_sl.tools.plot import check_chart_out
-        if not Path(args.plot).parent.is_dir():
-            p.error(f'--plot {args.plot}: folder {Path(args.plot).parent} does not exist; create it first')
-        try:
+    if args.plot:  # before the measurements (a missing folder, an extension matplotlib cannot write: figure_path)
+        try:  # a user's file there is kept
             check_chart_out(args.plot, args.overwrite, option='--plot')
         except ValueError as e:
             p.error(str(e))

@@ -224,8 +224,12 @@ def test_learned_temperatures_and_receptive_field():
     ('sl_vit_32', {}, (4, 4, 2)), ('sl_pit_32', {}, (2, 2, 1)), ('sl_swin_32', {}, (2, 2, 1)),
     ('sl_cait_32', dict(depth=1), (4, 4, 2)), ('sl_t2t_32', dict(depth=1), (3, 2, 1)),
     ('sl_vit_32', dict(spt=False), (4, 4, 0)), ('sl_t2t_32', dict(depth=1, spt=False), (3, 2, 0)),
+    ('sl_vit_32', dict(depth=1, patch_size=(2, 4)), ((2, 4), (2, 4), (1, 2))),
+    ('sl_vit_32', dict(depth=1, patch_size=(2, 4), spt=False), ((2, 4), (2, 4), 0)),
 ])
 def test_tokenizer_geometry_per_family(name, kwargs, expected):
+    """Each of (kernel, stride, shift) per axis (h, w): a 2 x 4 patch was measured as 2 x 2."""
+    expected = tuple(v if isinstance(v, tuple) else (v, v) for v in expected)
     assert tokenizer_geometry(timm.create_model(name, **kwargs)) == expected
 
 
@@ -261,6 +265,14 @@ def _checkpoint(path, name, kwargs, baseline=False):
     model = _model(name, kwargs, baseline)
     torch.save({'state_dict': model.state_dict(), 'epoch': 3}, path)
     return model
+
+
+def test_receptive_field_of_a_patch_that_is_not_square_names_both_axes(capsys):
+    """--model-kwargs patch_size=(2,4): it said 'kernel 2, stride 2 ... SPT (shift 1) r_token = 4', the height's
+    numbers as if the patch were 2 x 2."""
+    assert main(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'patch_size=(2,4)']) == 0
+    assert capsys.readouterr().out == ('sl_vit_32: first tokenization step kernel 2x4, stride 2x4: standard '
+                                       'tokenization r_token = 2x4, SPT (shift 1x2) r_token = 4x8\n')
 
 
 def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figures):
@@ -384,6 +396,31 @@ def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, i
     assert rows == labels
     inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
+
+
+def test_a_file_name_with_a_newline_is_one_row_and_one_error_line(tmp_path, image_dir, capsys, figures):
+    """An image named 'new\\nline.png': its table row broke in two (a row 'new' and a row 'line.png  SL ...'), and an
+    error naming such a file read as two errors ('timm-sl kld: new' / 'timm-sl kld: line.png is not ...'). Both name
+    it quoted with the newline escaped, as the chart's row label does."""
+    folder = tmp_path / 'images'
+    folder.mkdir()
+    (folder / 'new\nline.png').write_bytes((image_dir / '0.png').read_bytes())
+    out = tmp_path / 'a\nb.png'
+    assert main(['attention', str(folder), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out', str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines if 'blocks.0.attn' in line] == ["'new\\nline.png'"]
+    assert lines[-2:] == [f'plot: {str(out)!r}', f"numbers: {str(out.with_suffix('.json'))!r}"]
+    inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
+    assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == ["'new\\nline.png'"]
+    bad = folder / 'new\nline.png'
+    bad.write_text('not an image')
+    for command in ('kld', 'attention'):
+        with pytest.raises(SystemExit) as info:
+            main([command, str(folder), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
+        assert '\n' not in str(info.value) and str(info.value).startswith(
+            f'timm-sl {command}: {str(bad)!r} is not a readable image')
+        with pytest.raises(SystemExit, match=f"^timm-sl {command}: 'no\\\\nsuch.png' does not exist$"):
+            main([command, 'no\nsuch.png', '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
 
 
 def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures):

@@ -210,6 +210,34 @@ def test_a_size_timm_divides_by_is_one_line(command, kwarg, line, tmp_path, caps
     assert info.value.code == 2 and err == f'timm-sl {command[0]}: {line}\n'
 
 
+@pytest.mark.parametrize('kwarg,line', [
+    ('drop_rate=2', '(ValueError: dropout probability has to be between 0 and 1, but got 2); allowed: the values '
+                    "timm's constructor accepts"),
+    ('mlp_ratio=nan', '(ValueError: ' + ("invalid literal for int() with base 10: '" + 'nan' * 100)[:200] + '...); '
+                      "allowed: values of the types timm's constructor takes (read as text, not a number: "
+                      "mlp_ratio='nan')")])
+def test_a_torch_error_naming_no_kwarg_is_led_by_the_kwargs(kwarg, line, tmp_path, capsys):
+    """drop_rate=2 said only 'dropout probability has to be between 0 and 1, but got 2', and mlp_ratio=nan (read as
+    text) "invalid literal for int() with base 10: 'nannan..." over 600 characters: neither named a kwarg."""
+    with pytest.raises(SystemExit):
+        main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', kwarg, '--out',
+              str(tmp_path / 'c.png')])
+    assert capsys.readouterr().err == f'timm-sl temperature: sl_vit_32 cannot be built with --model-kwargs depth=1 ' \
+                                      f'{kwarg} {line}\n'
+
+
+@pytest.mark.parametrize('command', [['temperature'], ['receptive-field']])
+def test_slify_img_size_zero_is_one_line_naming_it(command, tmp_path, capsys):
+    """``--model slify --model-kwargs base=vit_... img_size=0`` got timm's 'Expected a positive image size (H, W), got
+    (0, 0).', naming no kwarg."""
+    with pytest.raises(SystemExit) as info:
+        main(command + ['--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', 'img_size=0'] +
+             ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err == f'timm-sl {command[0]}: img_size=0 is invalid; allowed: an int > 0 or a pair of them.\n'
+
+
 @pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['receptive-field']])
 def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
     """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""

@@ -184,6 +184,18 @@ def test_demo_progress_lines_name_the_model_its_kwargs_make(kwargs, label, tmp_p
     assert lines[0].startswith(f'{label} seed 0 epoch 1 of 1: ') and lines[1].startswith('baseline seed 0 epoch 1')
 
 
+def test_a_diverged_demo_run_is_refused_not_reported(tmp_path, capsys):
+    """--lr 1e9: the loss went NaN and the table reported 'best top-1 0.00' for both models (the argmax of NaN
+    logits), a number for a broken model, exit 0 and a chart."""
+    out = tmp_path / 'c.png'
+    with pytest.raises(SystemExit, match=r'^timm-sl demo: SL seed 0 diverged in epoch 2 of 2 \(train loss nan\), so '
+                                         r'its top-1 would be a number for a broken model; allowed: a lower --lr '
+                                         r'\(given: 1e\+09\)$'):
+        main(['demo', '--epochs', '2', '--limit', '20', '--batch-size', '16', '--lr', '1e9', '--model-kwargs',
+              'depth=1', '--out', str(out)])
+    assert not out.exists()
+
+
 def test_demo_chart_of_an_untrained_model_keeps_top1_on_0_to_100(tmp_path, capsys, monkeypatch):
     """Both models at 0 % top-1: the chart's y axis ran from -0.055 to 0.055, negative top-1 on its ticks."""
     figures = _demo_without_training(monkeypatch, [0., 0.])

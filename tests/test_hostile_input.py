@@ -79,6 +79,15 @@ def test_bad_kwargs_are_named(name, kwargs, error, message):
         timm.create_model(name, **kwargs)
 
 
+@pytest.mark.parametrize('size', [0, (0, 32), -5, '32', 32.0, (32,), True])
+def test_slify_names_a_bad_img_size(size):
+    """slify(name, img_size=0) reached timm raw ('Expected a positive image size (H, W), got (0, 0)', str // int,
+    IndexError; True built a 1 px model): the same line as the sl_ families give, before anything is built."""
+    with pytest.raises(ValueError, match=rf'^img_size={re.escape(repr(size))} is invalid; allowed: an int > 0 or a '
+                                         r'pair of them\.$'):
+        timm.create_model('slify', base='vit_tiny_patch16_224', img_size=size)
+
+
 @pytest.mark.parametrize('name', MODELS)
 def test_unknown_kwargs_are_named_with_the_allowed_ones(name):
     with pytest.raises(TypeError, match=r"got unknown model kwargs \['depht'\]; allowed: .*lsa.*shift_ratio"):

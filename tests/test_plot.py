@@ -322,10 +322,20 @@ def test_throughput_plot_keeps_a_users_file_and_checks_before_measuring(tmp_path
     mine = tmp_path / 'ratios.png'
     mine.write_bytes(b'my own picture')
     for plot, error in ((mine, f"--plot {mine} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept"),
-                        (tmp_path / 'no' / 'r.png', f'--plot {tmp_path / "no" / "r.png"}: folder {tmp_path / "no"} '
-                                                    f'does not exist; create it first')):
+                        (tmp_path / 'no' / 'r.png', f"--plot: folder {str(tmp_path / 'no')!r} of "
+                                                    f"{str(tmp_path / 'no' / 'r.png')!r} does not exist; create it "
+                                                    f"first"),
+                        # after the whole measurement: matplotlib's "Format 'txt' is not supported" traceback
+                        (tmp_path / 'r.txt', f"--plot: {str(tmp_path / 'r.txt')!r} has extension '.txt'; allowed: "
+                                             f".png, .jpg, .jpeg, .pdf, .svg")):
         with pytest.raises(SystemExit):
             parse_args(['--plot', str(plot)])
         assert error in capsys.readouterr().err
     assert mine.read_bytes() == b'my own picture'
     assert parse_args(['--plot', str(mine), '--overwrite']).overwrite
+    # -b 0 / --iters 0 reported 0.0 img/s and a ratio (0.29) for nothing timed; --repeats 0 / --img-size 0 tracebacks
+    for option in ('--batch-size', '--iters', '--repeats', '--img-size', '--threads'):
+        with pytest.raises(SystemExit):
+            parse_args([option, '0'])
+        assert capsys.readouterr().err.splitlines()[-1].endswith(f'{option}: 0 is not allowed; expected an integer '
+                                                                 f'>= 1')

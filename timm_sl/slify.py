@@ -39,7 +39,7 @@ from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
     check_optional_bool, check_options_used, resolve_shift)
-from .layers.spt import check_global_tokens, patch_grid
+from .layers.spt import check_global_tokens, check_size, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
            'convert_model']
@@ -244,7 +244,11 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
 
 def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     """``name`` built on the meta device (no memory, no weights): enough to plan a conversion, so a refused name
-    builds nothing real and downloads nothing. A kwarg the model class does not take fails here, in one line."""
+    builds nothing real and downloads nothing. A kwarg the model class does not take fails here, in one line, and so
+    does an ``img_size`` that is not a positive int or pair (timm's own errors name no kwarg, or accept ``True``)."""
+    size = create_kwargs.get('img_size')
+    if size is not None and _unknown_kwargs_error(name, {'img_size': size}) is None:
+        check_size(size, 'img_size')
     try:
         with torch.device('meta'):
             return timm.create_model(name, **create_kwargs)

@@ -26,6 +26,7 @@ from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
+from .errors import shown
 from .files import check_regular_file
 from .plot import is_marked
 
@@ -337,8 +338,9 @@ def receptive_field(kernel: int, shift: Optional[int] = None, stride: Optional[i
     return 1 * stride + (k - stride)
 
 
-def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
-    """``(kernel, stride, shift)`` of the model's first tokenization step (shift 0 without SPT).
+def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, int], Tuple[int, int]]:
+    """``(kernel, stride, shift)`` of the model's first tokenization step, each an ``(h, w)`` pair (a patch may be
+    ``2 x 4``); shift ``(0, 0)`` without SPT.
 
     A patch embedding is a ``P x P`` stride-``P`` step; T2T's first soft split is a ``k x k`` stride-``j`` unfold of the
     (shifted) image.
@@ -346,15 +348,15 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[int, int, int]:
     embed = getattr(model, 'patch_embed', None)
     if embed is not None and hasattr(embed, 'soft_splits'):  # T2T tokenizer
         kernel, stride, _ = embed.soft_splits[0]
-        return kernel, stride, embed.shift[0]
+        return (kernel, kernel), (stride, stride), tuple(embed.shift)
     proj = getattr(embed, 'proj', None)
     if proj is not None and hasattr(proj, 'shift'):  # SPT projection
-        return proj.patch_size[0], proj.patch_size[0], proj.shift[0]
+        return tuple(proj.patch_size), tuple(proj.patch_size), tuple(proj.shift)
     size = getattr(embed, 'patch_size', None)
     if size is None:
         raise ValueError(f'{type(model).__name__} has no patch_embed with a patch size')
-    size = size if isinstance(size, int) else size[0]
-    return size, size, 0
+    size = (size, size) if isinstance(size, int) else tuple(size)
+    return size, size, (0, 0)
 
 
 def _rows(attn: torch.Tensor) -> int:
@@ -449,7 +451,7 @@ def image_files(paths: Sequence[str]) -> List[Path]:
     files: List[Path] = []
     for p in map(Path, paths):
         if not p.exists():
-            raise FileNotFoundError(f'{p} does not exist')
+            raise FileNotFoundError(f'{shown(p)} does not exist')
         files += _image_files(p) if p.is_dir() else [p]
     return files
 
@@ -467,7 +469,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
     from timm.data import create_transform, resolve_data_config
     files = image_files(paths)
     if not files:
-        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(str, paths))}')
+        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
     config = data_config or resolve_data_config({}, model=model)
     transform = create_transform(**config)
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
@@ -477,17 +479,17 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
         try:
             with Image.open(f) as image:
                 if is_marked(image):
-                    raise ValueError(f'{f} is a chart timm-sl drew, not an input image; allowed: the images to '
+                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
                 tensors.append(transform(image.convert(mode)))
         except OSError as e:
-            raise ValueError(f'{f} is not a readable image: {e}') from e
+            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
         except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
-            raise ValueError(f'{f} is too large to read ({e}); allowed: an image of at most '
+            raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
                              f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
     batch = torch.stack(tensors)
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)
     pixels = ((batch * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1)
-    shown = [Image.fromarray(x.squeeze(-1).numpy()).convert('RGB') for x in pixels]  # grey drawn grey
-    return ImageBatch(files, batch, shown)
+    drawn = [Image.fromarray(x.squeeze(-1).numpy()).convert('RGB') for x in pixels]  # grey drawn grey
+    return ImageBatch(files, batch, drawn)

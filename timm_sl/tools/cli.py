@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .errors import BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, write_atomically
+from .errors import (
+    BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, shown, write_atomically)
 from ..version import __version__
 
-__all__ = ['CommandFailed', 'build_parser', 'main']
+__all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main', 'positive_int']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -72,6 +73,11 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         hints = ''.join(_did_you_mean(k, allowed) for k in kwargs if k not in allowed)
     wrong_type = isinstance(error, TypeError) and not any(
         words in str(error) for words in ('unknown model kwargs', 'keyword argument'))  # a value of another type
+    # torch's / timm's own words that name none of the kwargs (drop_rate=2: 'dropout probability has to be ...')
+    import traceback
+    ours = 'timm_sl' in Path(traceback.extract_tb(error.__traceback__)[-1].filename).parts  # already one line
+    unnamed = isinstance(error, (ValueError, RuntimeError)) and not ours and not any(k in str(error) for k in kwargs)
+    wrong_type = wrong_type or unnamed and bool(kwargs)
     if isinstance(error, (ArithmeticError, AssertionError)) or wrong_type:  # timm divides by sizes it does not check
         given = ' '.join(f'{k}={v}' for k, v in kwargs.items())  # (num_heads=0), asserts on others (global_pool)
         allowed = 'sizes above 0 (num_heads, patch_size, dims)' if isinstance(error, ArithmeticError) else \
@@ -79,8 +85,10 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
         texts = [f'{k}={v!r}' for k, v in kwargs.items() if isinstance(v, str) and k != 'base']  # slify's is a name
         if wrong_type and texts:
             allowed = f"values of the types timm's constructor takes (read as text, not a number: {', '.join(texts)})"
+        reason = describe(error)  # mlp_ratio=nan: int('nannan...'), the text repeated once per channel
+        reason = reason if len(reason) <= 200 else f'{reason[:200]}...'
         return ValueError(f'{name} cannot be built with --model-kwargs {given} ({type(error).__name__}: '
-                          f'{describe(error)}); allowed: {allowed}')
+                          f'{reason}); allowed: {allowed}')
     return ValueError(f'{describe(error)}{hints}')
 
 
@@ -185,7 +193,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
                  f'baseline ({args.model}{given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
-    print(f'\nlearning curves: {args.out}')
+    print(f'\nlearning curves: {shown(args.out)}')
     return 0
 
 
@@ -558,19 +566,19 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
-    print(f'plot: {args.out}')
+    print(f'plot: {shown(args.out)}')
     return 0
 
 
 def _check_out_not_an_input(args: argparse.Namespace) -> None:
     """Before any work: the chart must not replace one of the images it is drawn from."""
     from timm_sl.tools.analysis import image_files
-    out = Path(args.out).resolve()
+    out, given_out = Path(args.out).resolve(), shown(args.out)
     existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
     for given in image_files(existing):  # through links: a folder's linked subfolder, a link to an image
         if given.resolve() == out:
-            raise ValueError(f'--out {args.out} is one of the input images ({given}); allowed: a chart path that is '
-                             f'not an input image')
+            raise ValueError(f'--out {given_out} is one of the input images ({shown(given)}); allowed: a chart path '
+                             f'that is not an input image')
 
 
 _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
@@ -581,11 +589,12 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
     or holds numbers an earlier ``attention`` wrote, as its chart is (any regular file with ``--overwrite``)."""
     import json
     numbers = Path(args.out).with_suffix('.json')
+    out, json_name = shown(args.out), shown(numbers)
     if numbers.is_dir():
-        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is a folder; allowed: an --out whose '
+        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is a folder; allowed: an --out whose '
                          f'.json name is free or holds numbers of an earlier timm-sl attention')
     if numbers.exists() and not numbers.is_file():  # read, a FIFO waits for a writer forever
-        raise ValueError(f'--out {args.out}: its numbers go to {numbers}, which is not a regular file (a FIFO, socket '
+        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is not a regular file (a FIFO, socket '
                          f'or device); allowed: an --out whose .json name is free or holds numbers of an earlier '
                          f'timm-sl attention')
     if numbers.exists() and not args.overwrite:
@@ -595,10 +604,10 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
         except (OSError, UnicodeDecodeError, ValueError):
             ours = False
         if not ours:
-            raise ValueError(f'--out {args.out}: its numbers would replace {numbers}, which timm-sl attention did not '
+            raise ValueError(f'--out {out}: its numbers would replace {json_name}, which timm-sl attention did not '
                              f'write; allowed: an --out whose .json name is free or holds numbers of an earlier '
-                             f'timm-sl attention (move {numbers.name} away, pick another --out, or --overwrite to '
-                             f'replace it)')
+                             f'timm-sl attention (move {shown(numbers.name)} away, pick another --out, or --overwrite '
+                             f'to replace it)')
     return numbers
 
 
@@ -636,7 +645,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
                 y_range=(0., None))
-    print(f'plot: {args.out}')
+    print(f'plot: {shown(args.out)}')
     return 0
 
 
@@ -661,11 +670,11 @@ def cmd_attention(args: argparse.Namespace) -> int:
     numbers = _attention_numbers(args)
     _require_plotting(args)
     _check_attention_image_count(args.images)
-    shown, inputs = None, {}
+    drawn, inputs = None, {}
     columns, notes, records, uniform, seen = {}, [], [], {}, {}
     for label, model, record in _runs(args):
         loaded = _load_images(args, label, model, record, inputs)
-        shown = shown or loaded  # the images drawn: as the first model sees them, and as another model sees them
+        drawn = drawn or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
         result = _forward(args, label, record, loaded.tensor, lambda: final_attention_map(model, loaded.tensor))
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
@@ -679,18 +688,19 @@ def cmd_attention(args: argparse.Namespace) -> int:
                      f'; {result.uniform_note}')
         uniform[label] = result.uniform
         records += attention_records(loaded.files, label, result)
-    names = [f.name for f in shown.files]  # images named by file name, by path where two share one
-    labels = [name if names.count(name) == 1 else str(f) for f, name in zip(shown.files, names)]
-    names = dict(zip(map(str, shown.files), labels))
+    # images named by file name, by path where two share one; quoted and escaped where it would break the row
+    names = [f.name for f in drawn.files]
+    labels = [shown(name if names.count(name) == 1 else f) for f, name in zip(drawn.files, names)]
+    names = dict(zip(map(str, drawn.files), labels))
     print(_format_table(['image', 'model', 'layer', 'grid', 'peak (row, col)', 'peak weight', 'map sum',
                          'KL(map || uniform)'], [
         [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
-    plot_attention(shown.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
+    plot_attention(drawn.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
                    title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
                          f'({result.kind})')
     write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
-    print(f'plot: {args.out}\nnumbers: {numbers}')
+    print(f'plot: {shown(args.out)}\nnumbers: {shown(numbers)}')
     return 0
 
 
@@ -708,30 +718,36 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
                          f'model is built with), or --patch-size P --shift-ratio R')
     if args.model or args.checkpoint:  # a checkpoint's run names its model
         model, record = _analysed_model(args, args.checkpoint)
-        kernel, stride, shift = tokenizer_geometry(model)
-        what = f'{_model_name(args.model, model)}: first tokenization step kernel {kernel}, ' \
-               f'stride {stride}'
-        if not shift:
-            print(f'{what}, no SPT: r_token = {receptive_field(kernel, stride=stride)}')
+        kernel, stride, shift = tokenizer_geometry(model)  # per axis: a patch may be 2 x 4
+        what = f'{_model_name(args.model, model)}: first tokenization step kernel {_axes(kernel)}, ' \
+               f'stride {_axes(stride)}'
+        if not any(shift):
+            print(f'{what}, no SPT: r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}')
             return 0
     elif args.patch_size:
         if args.model_kwargs is not None or args.pretrained:  # they were ignored: the bare patch answered
             given = '--model-kwargs' if args.model_kwargs is not None else '--pretrained'
             raise ValueError(f'{given} goes with --model; --patch-size measures a bare patch; allowed: --patch-size P '
                              f'[--shift-ratio R], or --model NAME [--model-kwargs shift_ratio=R ...]')
-        kernel = stride = args.patch_size
+        kernel = stride = (args.patch_size, args.patch_size)
         ratio = SlArgs.shift_ratio if args.shift_ratio is None else args.shift_ratio  # the models' default
         try:
-            shift = resolve_shift(args.patch_size, ratio)[0]
+            shift = resolve_shift(args.patch_size, ratio)
         except ValueError as e:  # it names the model kwarg: say which option gave it
             given = ' (the default)' if args.shift_ratio is None else ''
             raise ValueError(f'--patch-size {args.patch_size} --shift-ratio {ratio}{given}: {e}') from e
         what = f'patch {args.patch_size}'
     else:
         raise ValueError('nothing to measure; allowed: --model NAME, --checkpoint FILE or --patch-size P')
-    print(f'{what}: standard tokenization r_token = {receptive_field(kernel, stride=stride)}, '
-          f'SPT (shift {shift}) r_token = {receptive_field(kernel, shift, stride)}')
+    print(f'{what}: standard tokenization r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}, '
+          f'SPT (shift {_axes(shift)}) r_token = {_axes(map(receptive_field, kernel, shift, stride))}')
     return 0
+
+
+def _axes(pair) -> str:
+    """An ``(h, w)`` pair as receptive-field prints it: ``4`` where both axes agree, else ``2x4`` (h x w)."""
+    h, w = pair
+    return str(h) if h == w else f'{h}x{w}'
 
 
 def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
@@ -842,7 +858,7 @@ class _ModelKwargs(argparse.Action):
         setattr(namespace, self.dest, kwargs)
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -887,7 +903,7 @@ def _shift_ratio(text: str) -> float:
         raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
 
 
-def _figure_path(text: str) -> str:
+def figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
     new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
     from timm_sl.tools.plot import OUT_SUFFIXES
@@ -944,16 +960,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
     p.add_argument('--model', default='sl_vit_32', help='sl_ model')
-    p.add_argument('--epochs', type=_positive_int, default=10, help='training epochs per run')
-    p.add_argument('--seeds', type=_positive_int, default=1, help='runs per model, reported as mean +- std')
+    p.add_argument('--epochs', type=positive_int, default=10, help='training epochs per run')
+    p.add_argument('--seeds', type=positive_int, default=1, help='runs per model, reported as mean +- std')
     p.add_argument('--seed', type=_seed, default=0, help='first seed; runs use seed, seed + 1, ... (same seed: same '
                                                          'numbers)')
-    p.add_argument('--batch-size', type=_positive_int, default=64, help='training batch size')
+    p.add_argument('--batch-size', type=positive_int, default=64, help='training batch size')
     p.add_argument('--lr', type=_positive_float, default=1e-3, help='peak learning rate (AdamW, cosine schedule)')
-    p.add_argument('--limit', type=_positive_int, default=None,
+    p.add_argument('--limit', type=positive_int, default=None,
                    help='use only this many images, each digit as often (quick checks; at least 20)')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=_ModelKwargs, help='e.g. depth=6 lsa_mask=False')
-    p.add_argument('--out', type=_figure_path, default='sl_demo.png', help='chart of the learning curves')
+    p.add_argument('--out', type=figure_path, default='sl_demo.png', help='chart of the learning curves')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_demo)
 
@@ -1012,20 +1028,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('temperature', help="learned LSA temperature per depth vs head_dim^-0.5 (paper Fig. 3)")
     add_model_source(p)
-    p.add_argument('--out', type=_figure_path, default='sl_temperature.png', help='chart')
+    p.add_argument('--out', type=figure_path, default='sl_temperature.png', help='chart')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_temperature)
 
     p = sub.add_parser('kld', help='attention KL divergence from uniform per depth (paper Fig. 4)')
     add_image_analysis(p)
-    p.add_argument('--out', type=_figure_path, default='sl_kld.png', help='chart')
+    p.add_argument('--out', type=figure_path, default='sl_kld.png', help='chart')
     p.add_argument('--overwrite', action='store_true', help=OVERWRITE_CHART)
     p.set_defaults(func=cmd_kld)
 
     p = sub.add_parser('attention', help="final class token's attention over the image (paper Fig. 5); chart + JSON")
     add_image_analysis(p)
     p.add_argument('--heads', choices=('mean', 'all'), default='mean', help='average the heads or one map per head')
-    p.add_argument('--out', type=_figure_path, default='sl_attention.png',
+    p.add_argument('--out', type=figure_path, default='sl_attention.png',
                    help='chart; the numbers go to the same name with .json')
     p.add_argument('--overwrite', action='store_true', help='replace a file at --out or its .json that timm-sl did '
                                                             'not write (earlier ones are always replaced)')
@@ -1033,7 +1049,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('receptive-field', help='tokenization receptive field, standard vs SPT (paper Eq. 3)')
     add_model_source(p)
-    p.add_argument('--patch-size', type=_positive_int, default=None, help='instead of --model: a patch size')
+    p.add_argument('--patch-size', type=positive_int, default=None, help='instead of --model: a patch size')
     p.add_argument('--shift-ratio', type=_shift_ratio, default=None,
                    help="with --patch-size: shift / patch size (default: 0.5, the models' own; a model's: "
                         "--model-kwargs shift_ratio=R)")
@@ -1060,7 +1076,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--source', metavar='IDX', default='/usr/share/datasets/fashion-mnist',
                    help="folder of the four idx files, e.g. torchvision's FashionMNIST/raw (default: Debian's "
                         "dataset-fashion-mnist, %(default)s)")
-    p.add_argument('--limit', type=_positive_int, default=None,
+    p.add_argument('--limit', type=positive_int, default=None,
                    help='at most this many images per split, the first of each file (quick runs; default: all)')
     p.add_argument('--overwrite', action='store_true', help='replace split folders an earlier run wrote with other '
                                                             'settings')

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
-           'check_not_below_a_file', 'make_folder', 'write_atomically']
+           'check_not_below_a_file', 'make_folder', 'shown', 'write_atomically']
 
 
 class ToolError(RuntimeError):
@@ -26,13 +26,20 @@ USER_ERRORS = (OSError, ValueError, ImportError, ToolError)
 BUILD_ERRORS = (RuntimeError, TypeError, ValueError, ArithmeticError, AssertionError)
 
 
+def shown(path: Union[str, Path]) -> str:
+    """``path`` as a line or a table cell names it: as is, or quoted with its control characters escaped where it
+    holds any (a newline in a file name would break the line in two and name neither half)."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
 def describe(error: BaseException) -> str:
     """The message of a :data:`USER_ERRORS` error; an ``OSError`` raised by the system (``[Errno 13] Permission
     denied: 'x'``) becomes ``x: permission denied``, naming the file."""
     if isinstance(error, OSError) and error.strerror and error.filename is not None and error.args[1:2] == (
             error.strerror,):
-        text = f'{error.filename}: {error.strerror[:1].lower()}{error.strerror[1:]}'
-        return text + (f' (-> {error.filename2})' if error.filename2 is not None else '')
+        text = f'{shown(error.filename)}: {error.strerror[:1].lower()}{error.strerror[1:]}'
+        return text + (f' (-> {shown(error.filename2)})' if error.filename2 is not None else '')
     return str(error).strip() or type(error).__name__
 
 

@@ -5,7 +5,7 @@ import os
 from pathlib import Path
 from typing import Union
 
-from .errors import first_line
+from .errors import first_line, shown
 
 __all__ = ['check_link_target', 'check_not_link', 'check_regular_file', 'kind_of', 'read_text']
 
@@ -48,7 +48,7 @@ def check_regular_file(path: Path, what: str) -> None:
         ValueError: naming ``path``, what it is and ``what`` was expected there.
     """
     if path.exists() and not path.is_dir() and not path.is_file():
-        raise ValueError(f'{path} is {kind_of(path)}, not a regular file; expected {what}')
+        raise ValueError(f'{shown(path)} is {kind_of(path)}, not a regular file; expected {what}')
 
 
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)

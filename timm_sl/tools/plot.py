@@ -103,7 +103,8 @@ def check_chart_out(path: str, overwrite: bool = False, option: str = '--out') -
     """
     given = Path(path)
     target = given.resolve() if given.is_symlink() else given
-    where = f'{option} {path}' + (f' (a link to {target})' if target != given else '')
+    from .errors import shown
+    where = f'{option} {shown(path)}' + (f' (a link to {shown(target)})' if target != given else '')
     if not target.exists():
         return
     if not target.is_file():

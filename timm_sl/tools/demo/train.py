@@ -4,6 +4,7 @@ Runs repeat exactly for a seed: everything the demo draws from is seeded per run
 random-resized crop uses; numpy; torch, for weight init, dropout and drop-path; the DataLoader's shuffling
 generator). Loading runs in the main process (no workers), so there are no worker seeds to set.
 """
+import math
 import statistics
 import sys
 import time
@@ -121,6 +122,10 @@ def train_variant(result: DemoResult, model_name: str, seed: int, epochs: int, b
         scheduler.step(epoch + 1)
         curve.append(evaluate(model, val_loader))
         losses.append(total_loss / len(train_loader))
+        if not math.isfinite(losses[-1]):  # NaN weights: its top-1 (argmax of NaN logits) would read as a result
+            bar.close()
+            raise ValueError(f'{label} diverged in epoch {epoch + 1} of {epochs} (train loss {losses[-1]}), so its '
+                             f'top-1 would be a number for a broken model; allowed: a lower --lr (given: {lr:g})')
         if not live:
             print(f'{label} epoch {epoch + 1} of {epochs}: train loss {losses[-1]:.3f}, '
                   f'val top-1 {curve[-1]:.2f} ({time.perf_counter() - start:.1f} s)', file=stream, flush=True)
