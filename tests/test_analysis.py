@@ -932,20 +932,18 @@ def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_
 
 
 @pytest.mark.parametrize('cmd', ['kld', 'attention'])
-@pytest.mark.parametrize('kwargs,error', [
-    (['patch_size=64'], 'AssertionError: Input of 32x32 is smaller than one patch'),
-    (['patch_size=64', 'spt=False'], 'RuntimeError: Calculated padded input')])
-def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, kwargs, error, tmp_path, image_dir, capsys):
-    """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward."""
+@pytest.mark.parametrize('model,kwargs,owner', [
+    ('sl_vit_32', ['patch_size=64'], 'SlVisionTransformer: img_size=32, patch_size=64'),
+    ('sl_vit_32', ['patch_size=64', 'spt=False'], 'SlVisionTransformer: img_size=32, patch_size=64'),
+    ('sl_swin_32', ['patch_size=64'], 'SlSwinTransformer: img_size=32, patch_size=64, window_size=4 (stage 0)')])
+def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, model, kwargs, owner, tmp_path, image_dir, capsys):
+    """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward (ViT), or in
+    a ZeroDivisionError said to be a size below 1 (Swin): the model now refuses its empty token grid when built."""
     with pytest.raises(SystemExit) as info:
-        main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', *kwargs,
-              '--out', str(tmp_path / 'c.png')])
-    err = capsys.readouterr().err
-    label = 'SL' if len(kwargs) == 1 else 'L'
-    assert info.value.code == 2 and err.count('\n') == 1
-    assert err.startswith(f'timm-sl {cmd}: the {label} model (sl_vit_32, depth=1 {" ".join(kwargs)}) cannot run on its '
-                          f'32x32 px input ({error}') and err.endswith(
-        '; allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)\n')
+        main([cmd, str(image_dir), '--model', model, '--model-kwargs', *kwargs, '--out', str(tmp_path / 'c.png')])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (f'timm-sl {cmd}: {owner} give a 0x0 token grid; allowed: at least one token per '
+                                       f'axis: an img_size at least the patch (or kernel) size.\n')
 
 
 def test_a_fifo_among_the_images_is_refused_not_waited_on(tmp_path, image_dir):
