@@ -78,9 +78,11 @@ def test_a_look_up_before_the_import_keeps_the_hook():
     assert _run(code) == 'True True SourceFileLoader'
 
 
-@pytest.mark.parametrize('first', [
-    'import timm_sl.layers.lsa', 'from timm_sl.layers import LocalitySelfAttention', 'import timm_sl.models.sl_pit',
-    'from timm_sl.layers.lsa_cait import mix_heads', 'import timm_sl.slify',
+@pytest.mark.parametrize('first', [  # one interpreter each (~4 s): a layer and slify by default, the rest with -m slow
+    'import timm_sl.layers.lsa', 'import timm_sl.slify',
+    *(pytest.param(first, marks=pytest.mark.slow) for first in (
+        'from timm_sl.layers import LocalitySelfAttention', 'import timm_sl.models.sl_pit',
+        'from timm_sl.layers.lsa_cait import mix_heads')),
 ])
 @pytest.mark.parametrize('autoload_off', ['', '1'])
 def test_a_package_module_imported_before_timm_registers_the_models(first, autoload_off):
