@@ -1,7 +1,7 @@
 """Model-kwargs checks of the ``sl_`` families; the SL switches themselves (:class:`SlArgs`) live in
 :mod:`timm_sl.layers.sl_args` (shared with :func:`timm_sl.slify`) and are re-exported here."""
 import inspect
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 from ..layers.sl_args import (  # noqa: F401  (re-exported: the families' and users' import path)
     SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool, check_options_used,

@@ -12,10 +12,10 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import (
-    BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, first_line, shown, write_atomically)
+    BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, shown, write_atomically)
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main', 'positive_int']
@@ -518,20 +518,6 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
-def _forward(args: argparse.Namespace, label: str, record, batch, measure: Callable[[], Any]) -> Any:
-    """``measure()``, a forward of ``label``'s model (``record``: its run, or None) over ``batch``: a model its kwargs
-    make unfit for its input (a patch larger than the image) fails there, in timm's assert or torch's conv, as one
-    line naming both."""
-    try:
-        return measure()
-    except (AssertionError, RuntimeError) as e:
-        given = f'checkpoint {record.checkpoint}' if record is not None else \
-            ' '.join(f'{k}={v}' for k, v in (args.model_kwargs or {}).items()) or 'default kwargs'
-        raise ValueError(f'the {label} model ({args.model}, {given}) cannot run on its '
-                         f'{"x".join(map(str, batch.shape[-2:]))} px input ({type(e).__name__}: {first_line(e)}); '
-                         f'allowed: a model whose patches fit its input (--model-kwargs patch_size, img_size)') from e
-
-
 def _depth_axis(first_layer: str) -> str:
     """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
     temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
@@ -619,7 +605,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
     curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
     for label, model, record in _runs(args):
         batch = _load_images(args, label, model, record, loaded).tensor
-        measured = _forward(args, label, record, batch, lambda: kld_by_depth(model, batch, floor=True))
+        measured = kld_by_depth(model, batch, floor=True)
         _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
@@ -676,7 +662,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         drawn = drawn or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
-        result = _forward(args, label, record, loaded.tensor, lambda: final_attention_map(model, loaded.tensor))
+        result = final_attention_map(model, loaded.tensor)
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
