@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .errors import (
     BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, shown, write_atomically)
+from .paths import check_command_paths
 from ..version import __version__
 
 __all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main', 'positive_int']
@@ -1085,8 +1086,10 @@ class CommandFailed(SystemExit):
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
-    args = build_parser().parse_args(argv)  # --help, --version and argument errors end here, before torch loads
+    parser = build_parser()
+    args = parser.parse_args(argv)  # --help, --version and argument errors end here, before torch loads
     try:
+        check_command_paths(parser.commands[args.command], args)  # every path the command reads or writes, first
         _register_models()  # every command may create sl_ models, also when the autoload hook is off (and a bad
         return args.func(args)  # TIMM_SL_PRETRAINED tags file is one line, as any other file)
     except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool

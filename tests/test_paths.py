@@ -1,0 +1,293 @@
+"""The table of every path a command reads or writes (timm_sl.tools.paths): each kind of wrong thing at each path of
+each command is refused in one line naming it, before the command does any work; a good thing there passes."""
+import os
+import socket
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+import pytest
+
+from timm_sl.tools import cli
+from timm_sl.tools.paths import COMMAND_PATHS, EITHER, FILE, FOLDER, PathRule, check_path
+
+
+class _Reached(Exception):
+    """Raised where a command would start its work: every path passed the table."""
+
+
+@pytest.fixture
+def reach(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # default outputs (reproduce/, sl_demo.png) are checked in a folder of the test's
+    def reached():
+        raise _Reached
+    monkeypatch.setattr(cli, '_register_models', reached)
+
+
+# ---- the kinds of wrong thing -------------------------------------------------------------------------------------
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _socket(path: Path) -> Path:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(path))
+    return path
+
+
+def _dangling(path: Path) -> Path:
+    path.symlink_to(path.parent / 'nothing-here')
+    return path
+
+
+def _loop(path: Path) -> Path:
+    path.symlink_to(path)
+    return path
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _file(path: Path) -> Path:
+    path.write_text('x')
+    return path
+
+
+def _below_a_file(path: Path) -> Path:
+    path.write_text('x')
+    return path / 'below'
+
+
+def _link_to_user_file(path: Path) -> Path:
+    user = path.parent / 'users-own-file'
+    user.write_text('keep me')
+    path.symlink_to(user)
+    return path
+
+
+def _missing(path: Path) -> Path:
+    return path
+
+
+def _unwritable(path: Path) -> Path:
+    return Path('/proc/timm-sl-test') / path.name
+
+
+def hostile_kinds(rule: PathRule) -> Dict[str, object]:
+    """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
+    kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop)
+    if rule.kind == FILE:
+        kinds['folder'] = _folder
+    if rule.kind == FOLDER:
+        kinds['file'] = _file
+    if rule.writes:
+        kinds.update(below_a_file=_below_a_file, unwritable=_unwritable)
+    else:
+        kinds['missing'] = _missing
+    if not rule.link:
+        kinds['link_to_a_users_file'] = _link_to_user_file
+    return kinds
+
+
+def _name(rule: PathRule) -> str:
+    """A name for the path under test that its option takes (a chart's has an image extension)."""
+    return 'it.png' if 'chart' in rule.what else 'it'
+
+
+def _good(path: Path, rule: PathRule) -> Path:
+    """Something ``rule`` allows at ``path``: an empty folder or file, or nothing where the command writes."""
+    if rule.writes:
+        return path
+    if rule.kind == FOLDER:
+        path.mkdir()
+    else:
+        path.write_text('x')
+    return path
+
+
+# ---- check_path alone ---------------------------------------------------------------------------------------------
+
+_RULES = {
+    'read file': PathRule('a thing', FILE), 'read folder': PathRule('a thing', FOLDER),
+    'read either': PathRule('a thing', EITHER), 'written file': PathRule('a thing', FILE, writes=True),
+    'written folder': PathRule('a thing', FOLDER, writes=True),
+    'written file, no link': PathRule('a thing', FILE, writes=True, link=False),
+}
+_UNIT_CASES = [(r, k) for r, rule in _RULES.items() for k in hostile_kinds(rule)]
+
+
+@pytest.mark.parametrize('rule_name,kind', _UNIT_CASES, ids=[f'{r}-{k}' for r, k in _UNIT_CASES])
+def test_check_path_refuses_each_wrong_kind_in_one_line_naming_the_path(tmp_path, rule_name, kind):
+    rule = _RULES[rule_name]
+    path = hostile_kinds(rule)[kind](tmp_path / 'target')
+    with pytest.raises((OSError, ValueError)) as e:
+        check_path(path, rule, '--opt')
+    message = str(e.value)
+    assert len(message.splitlines()) == 1 and message.startswith(f'--opt {path}'), message
+    assert 'a thing' in message, message
+    if kind == 'link_to_a_users_file':
+        assert (tmp_path / 'users-own-file').read_text() == 'keep me'
+
+
+@pytest.mark.parametrize('rule_name', list(_RULES))
+def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
+    rule = _RULES[rule_name]
+    check_path(_good(tmp_path / 'target', rule), rule)
+    if rule.link:  # a link to a good thing is as good
+        real = _good(tmp_path / 'real', replace_writes(rule))
+        (tmp_path / 'link').symlink_to(real)
+        check_path(tmp_path / 'link', rule)
+
+
+def replace_writes(rule: PathRule) -> PathRule:
+    """The rule of the real thing behind a link: it must be there, whether or not the command writes it."""
+    return PathRule(rule.what, rule.kind)
+
+
+def test_check_path_names_the_kind_found_and_what_was_expected(tmp_path):
+    with pytest.raises(ValueError, match=r'is a FIFO \(named pipe\), not a regular file; expected a thing$'):
+        check_path(_fifo(tmp_path / 'f'), PathRule('a thing'))
+    with pytest.raises(IsADirectoryError, match=r'is a folder; expected a thing$'):
+        check_path(tmp_path, PathRule('a thing'))
+    with pytest.raises(NotADirectoryError, match=r'is a file; expected a thing$'):
+        check_path(_file(tmp_path / 'g'), PathRule('a thing', FOLDER))
+    with pytest.raises(NotADirectoryError, match=r'/g is a file, not a folder; cannot create a thing below it$'):
+        check_path(tmp_path / 'g' / 'new' / 'chart.png', PathRule('a thing', writes=True))
+    with pytest.raises(FileNotFoundError, match='folder .*/none does not exist, where a thing goes; create it first'):
+        check_path(tmp_path / 'none' / 'chart.png', PathRule('a thing', writes=True))
+
+
+def test_a_written_folder_may_be_created_with_its_parents(tmp_path):
+    check_path(tmp_path / 'a' / 'b' / 'c', PathRule('a thing', FOLDER, writes=True))
+    assert not (tmp_path / 'a').exists()  # checked, not created: the command creates it
+
+
+def test_contents_are_checked_inside_a_folder_and_beside_a_file(tmp_path):
+    rule = PathRule('a run', EITHER, contents={'args.yaml': PathRule('args'), 'checkpoint-*.pth.tar': PathRule('c')},
+                    beside=True)
+    _file(tmp_path / 'model_best.pth.tar')
+    check_path(tmp_path, rule)
+    _fifo(tmp_path / 'checkpoint-3.pth.tar')
+    for given in (tmp_path, tmp_path / 'model_best.pth.tar'):
+        with pytest.raises(ValueError, match=r'checkpoint-3.pth.tar is a FIFO .*; expected c$'):
+            check_path(given, rule)
+
+
+# ---- the table, command by command ----------------------------------------------------------------------------------
+
+# each command's required arguments; '{dest}' is replaced by the path under test or a good one
+_BASE: Dict[str, List[str]] = {
+    'export': ['{checkpoint}', '--out', '{out}'], 'reproduce': ['--data-dir', '{data_dir}', '--dataset', 'cifar10'],
+    'release': ['{runs}', '--org', 'me'], 'push': ['{folder}', '--repo-id', 'me/models'],
+    'kld': ['{images}'], 'attention': ['{images}'], 'prepare-tiny-imagenet': ['{root}'], 'prepare-svhn': ['{root}'],
+    'prepare-fashion-mnist': ['{root}'],
+}
+
+
+def _argv(command: str, values: Dict[str, Path]) -> List[str]:
+    """``command``'s argument list with ``values`` (dest -> path) for the table's paths, good ones for the rest."""
+    options = {a.dest: a.option_strings[-1] for a in cli.build_parser().commands[command]._actions
+               if a.option_strings}
+    argv = [command]
+    base = _BASE.get(command, [])
+    for word in base:
+        argv.append(str(values[word[1:-1]]) if word.startswith('{') else word)
+    for dest, path in values.items():
+        if '{' + dest + '}' not in base:
+            argv += [options[dest], str(path)]
+    return argv
+
+
+def _values(tmp_path: Path, command: str, dest: str, path: Path) -> Dict[str, Path]:
+    values = {}
+    for other, rule in COMMAND_PATHS[command].items():
+        if other == dest:
+            values[other] = path
+        elif other == 'compare_checkpoint' or (other == 'checkpoint' and dest == 'compare_checkpoint'):
+            continue  # one source of a model at a time where argparse makes them exclusive
+        elif '{' + other + '}' in _BASE.get(command, []):
+            folder = tmp_path / f'good-{other}'
+            folder.mkdir()
+            values[other] = _good(folder / _name(rule), rule)
+    return values
+
+
+_TABLE_CASES: List[Tuple[str, str, str]] = [
+    (command, dest, kind) for command, paths in COMMAND_PATHS.items() for dest, rule in paths.items()
+    for kind in hostile_kinds(rule)]
+
+
+@pytest.mark.parametrize('command,dest,kind', _TABLE_CASES, ids=['-'.join(c) for c in _TABLE_CASES])
+def test_every_path_of_every_command_refuses_each_wrong_kind_first(tmp_path, capsys, reach, command, dest, kind):
+    rule = COMMAND_PATHS[command][dest]
+    place = tmp_path / 'place'
+    place.mkdir()
+    path = hostile_kinds(rule)[kind](place / _name(rule))
+    with pytest.raises(SystemExit) as e:  # CommandFailed, or argparse's error where an option's type checks it
+        cli.main(_argv(command, _values(tmp_path, command, dest, path)))
+    assert e.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f'timm-sl {command}: ') and str(path) in lines[0], lines
+
+
+_GOOD_CASES = [(command, dest) for command, paths in COMMAND_PATHS.items() for dest in paths]
+
+
+@pytest.mark.parametrize('command,dest', _GOOD_CASES, ids=['-'.join(c) for c in _GOOD_CASES])
+def test_every_path_of_every_command_passes_a_good_thing(tmp_path, reach, command, dest):
+    place = tmp_path / 'place'
+    place.mkdir()
+    path = _good(place / _name(COMMAND_PATHS[command][dest]), COMMAND_PATHS[command][dest])
+    with pytest.raises(_Reached):
+        cli.main(_argv(command, _values(tmp_path, command, dest, path)))
+
+
+def _inner_cases():
+    """(command, dest, path inside, rule) of every file a folder rule names inside it, one level or more down."""
+    def walk(rule: PathRule, prefix: str):
+        for pattern, inner in (rule.contents or {}).items():
+            name = prefix + pattern.replace('**/', '').replace('*', 'x')
+            yield name, inner
+            yield from walk(inner, name + '/')
+    return [(command, dest, name, inner) for command, paths in COMMAND_PATHS.items()
+            for dest, rule in paths.items() for name, inner in walk(rule, '')]
+
+
+_INNER = _inner_cases()
+
+
+@pytest.mark.parametrize('command,dest,name,inner', _INNER, ids=[f'{c}-{d}-{n}' for c, d, n, _ in _INNER])
+def test_every_file_inside_a_commands_folder_refuses_a_fifo_and_a_link_to_nothing(tmp_path, capsys, reach, command,
+                                                                                   dest, name, inner):
+    for make in (_fifo, _dangling):
+        folder = tmp_path / make.__name__
+        folder.mkdir()
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        make(path)
+        given = folder if COMMAND_PATHS[command][dest].kind != FILE else _file(folder / 'given.pth.tar')
+        with pytest.raises(cli.CommandFailed):
+            cli.main(_argv(command, _values(tmp_path / make.__name__, command, dest, given)))
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and str(path) in lines[0] and inner.what in lines[0], lines
+
+
+# the arguments that take text but name no file or folder (a name, a pattern, words passed on to train.py)
+_NOT_PATHS = ('filter', 'model', 'model_kwargs', 'dataset', 'families', 'gpus', 'train_args', 'org', 'name_pattern',
+              'repo_id', 'revision')
+
+
+def test_every_text_argument_of_every_command_is_a_path_in_the_table_or_named_as_none():
+    """A new option that takes a path is caught here, not by a user: it must be in COMMAND_PATHS or said to be no
+    path (numbers, switches and choices are none)."""
+    for command, parser in cli.build_parser().commands.items():
+        paths = COMMAND_PATHS.get(command, {})
+        for action in parser._actions:
+            if action.nargs == 0 or action.choices or action.type not in (None, str, cli.figure_path):
+                continue
+            assert (action.dest in paths) != (action.dest in _NOT_PATHS), f'{command} {action.dest}'
+        for dest in paths:
+            assert any(a.dest == dest for a in parser._actions), f'{command} {dest}: no such argument'

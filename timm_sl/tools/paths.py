@@ -1,0 +1,257 @@
+"""Every path a ``timm-sl`` command reads or writes, written down once (:data:`COMMAND_PATHS`), and the one check
+(:func:`check_path`) each of them gets before the command does any work.
+
+A rule says what belongs at a path (a file, a folder, either), whether the command writes there, whether a link is
+allowed there, and what inside a folder (or beside a file: a checkpoint's run folder) is checked with it. The check
+refuses, in one line naming the path, every kind of thing that is not what the rule allows: nothing there (for what is
+read), a folder for a file or a file for a folder, a FIFO / socket / device (reading one waits forever or never
+ends), a link to nothing, a link that loops, a link where the command writes (it would write over the file the link
+names, a user's, elsewhere), a place below a file, a place the command may not read or write. Commands still check
+what a file holds; what kind of thing is there is decided here. Torch-free: runs before a command imports torch.
+"""
+import argparse
+import errno
+import fnmatch
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Dict, Iterator, Mapping, Optional, Union
+
+from .errors import shown
+from .files import kind_of
+
+__all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
+           'RUN_FOLDER']
+
+FILE, FOLDER, EITHER = 'file', 'folder', 'file or folder'
+
+
+@dataclass(frozen=True)
+class PathRule:
+    """What may be at one path of a command.
+
+    Args:
+        what: What belongs there, as an error names it ('a train.py checkpoint').
+        kind: :data:`FILE`, :data:`FOLDER` or :data:`EITHER`.
+        writes: The command writes there: it need not exist yet (a file's folder must; a folder is created with its
+            parents), and the place must take new files.
+        link: A link there is allowed (read through; where the command writes, the file or folder it names is
+            written). False where writing through a link would replace a user's file elsewhere.
+        contents: Inside a folder (or, with ``beside``, the folder of a file): glob pattern -> rule of what matches;
+            nothing need match, what does is checked.
+        beside: ``contents`` applies to the folder holding a file (a checkpoint's run folder).
+    """
+    what: str
+    kind: str = FILE
+    writes: bool = False
+    link: bool = True
+    contents: Optional[Mapping[str, 'PathRule']] = None
+    beside: bool = False
+
+
+def _link_problem(path: Path, name: str, rule: PathRule) -> Optional[Exception]:
+    """The error for a link at ``path`` that the rule refuses, loops or names nothing; None for a good link."""
+    target = os.readlink(path)
+    if not rule.link:
+        return ValueError(f'{name} is a link to {shown(target)} where {rule.what} goes, and timm-sl writes there: the '
+                          f'file it links to would be replaced; allowed: remove the link')
+    try:
+        path.stat()
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return ValueError(f'{name} is a link that loops ({shown(target)}); expected {rule.what}')
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return FileNotFoundError(f'{name} is a link to {shown(target)}, which does not exist; expected '
+                                     f'{rule.what} (allowed: it, or a link to it)')
+        return type(e)(f'{name} is a link that cannot be followed ({(e.strerror or str(e)).lower()}); expected '
+                       f'{rule.what}')
+    return None
+
+
+def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
+    """Refuse a ``folder`` the system will not create files in (read-only, /proc, /sys): found now, by creating and
+    removing an empty file, not after the work (``os.access`` says yes to root everywhere)."""
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as e:
+        raise type(e)(f'{name}: cannot write into folder {shown(folder)} ({(e.strerror or str(e)).lower()}), where '
+                      f'{rule.what} goes; allowed: a place this user may write (not /proc, /sys)') from None
+
+
+def _check_new(path: Path, name: str, rule: PathRule) -> None:
+    """A path the command writes that is not there yet: below a folder that exists (a file's own folder; for a folder,
+    its parents are created), with no link to nothing or file on the way, that takes new files."""
+    for parent in path.parents:
+        if parent.is_symlink() and not parent.exists():
+            raise FileNotFoundError(f'{name}: {shown(parent)} is a link to {shown(os.readlink(parent))}, which does not '
+                                    f'exist; allowed: a link to a folder, or no link')
+        if parent.exists():
+            break
+    existing = next(p for p in path.parents if p.exists())
+    if not existing.is_dir():
+        raise NotADirectoryError(f'{name}: {shown(existing)} is {kind_of(existing)}, not a folder; cannot create '
+                                 f'{rule.what} below it')
+    if rule.kind == FILE and existing != path.parent:
+        raise FileNotFoundError(f'{name}: folder {shown(path.parent)} does not exist, where {rule.what} goes; create '
+                                f'it first')
+    _check_takes_new_files(existing, name, rule)
+
+
+def _matches(folder: Path, pattern: str) -> Iterator[Path]:
+    """What ``pattern`` names in ``folder``: a name, a wildcard name (``fnmatch``) or ``**/`` it at any depth; links to
+    nothing included (``Path.glob`` leaves them out, and they are what is looked for)."""
+    if pattern.startswith('**/'):
+        for sub in [folder, *sorted(p for p in folder.rglob('*') if p.is_dir() and not p.is_symlink())]:
+            yield from _matches(sub, pattern[3:])
+    elif any(c in pattern for c in '*?['):
+        yield from sorted(p for p in folder.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
+    elif (folder / pattern).exists() or (folder / pattern).is_symlink():
+        yield folder / pattern
+
+
+def _check_contents(folder: Path, rule: PathRule) -> None:
+    for pattern, inner in rule.contents.items():
+        for path in _matches(folder, pattern):
+            check_path(path, inner)
+
+
+def check_path(path: Union[str, Path], rule: PathRule, option: str = '') -> None:
+    """Refuse, in one line naming ``path`` (and the ``option`` that gave it), anything at ``path`` that ``rule`` does not
+    allow; then check what ``rule.contents`` names inside it.
+
+    Raises:
+        FileNotFoundError: nothing there where something is read, or a link to nothing.
+        IsADirectoryError / NotADirectoryError: a folder for a file, a file for a folder or above a new path.
+        PermissionError / OSError: a place that cannot be read or written.
+        ValueError: a FIFO, socket or device; a link that loops; a link where the command writes.
+    """
+    path = Path(path)
+    name = f'{option} {shown(path)}' if option else shown(path)
+    if path.is_symlink():
+        problem = _link_problem(path, name, rule)
+        if problem is not None:
+            raise problem
+    if not path.exists():
+        if not rule.writes:
+            raise FileNotFoundError(f'{name} does not exist; expected {rule.what}')
+        _check_new(path, name, rule)
+        return
+    if path.is_dir():
+        if rule.kind == FILE:
+            raise IsADirectoryError(f'{name} is a folder; expected {rule.what}')
+    elif not path.is_file():
+        raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
+    elif rule.kind == FOLDER:
+        raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
+    folder = path.is_dir()
+    if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
+        raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
+                              f'{rule.what}')
+    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically)
+        _check_takes_new_files(path if folder else path.parent, name, rule)
+    if rule.contents:
+        if folder:
+            _check_contents(path, rule)
+        elif rule.beside:
+            _check_contents(path.parent, rule)
+
+
+# ---- the table ----------------------------------------------------------------------------------------------------
+
+def _written(rules: Mapping[str, PathRule]) -> Dict[str, PathRule]:
+    """``rules`` where a command writes them: no link (it would replace the file the link names)."""
+    return {name: replace(rule, writes=True, link=False) for name, rule in rules.items()}
+
+
+# every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
+RUN_FOLDER: Dict[str, PathRule] = {
+    'args.yaml': PathRule("train.py's args.yaml"),
+    'summary.csv': PathRule("train.py's summary.csv"),
+    'model_best.pth.tar': PathRule('a train.py checkpoint'),
+    'last.pth.tar': PathRule('a train.py checkpoint'),
+    'checkpoint-*.pth.tar': PathRule('a train.py checkpoint'),
+    'done.json': PathRule('the marker of a finished run (timm-sl reproduce)'),
+    'sessions.json': PathRule('the record of train.py sessions (timm-sl reproduce)'),
+    'run.json': PathRule('the record of the run settings (timm-sl reproduce)'),
+    'command.txt': PathRule("the run's train.py command line (timm-sl reproduce)"),
+    'train.log': PathRule('the train.py log (timm-sl reproduce)'),
+}
+
+CHART = PathRule('a chart file', writes=True, link=True)
+CHECKPOINT = PathRule('a train.py checkpoint or exported model.safetensors', contents=RUN_FOLDER, beside=True)
+LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
+TRAIN_SCRIPT = PathRule("timm's train.py")
+_EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
+_IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
+_IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for s in (suffix, suffix.upper())}
+
+# command -> argument (argparse's dest) -> rule; an argument left None by the user is not checked
+COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
+    'demo': {'out': CHART},
+    'export': {
+        'checkpoint': PathRule('a train.py checkpoint or run folder', EITHER, contents=RUN_FOLDER, beside=True),
+        'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED)),
+        'summary': PathRule("train.py's summary.csv"),
+        'label_names': LABEL_NAMES,
+    },
+    'reproduce': {
+        'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER),
+        'out': PathRule('the reproduce output folder', FOLDER, writes=True, contents={
+            **_written({name: PathRule(f'the {name} of the report', FILE) for name in (
+                'report.md', 'results.json', 'top1.png', 'curves.png', 'report_manifest.json')}),
+            'runs': PathRule('the folder of the runs', FOLDER, writes=True, contents={
+                '*': PathRule('a run folder', FOLDER, writes=True, contents=_written(RUN_FOLDER))}),
+        }),
+        'train_script': TRAIN_SCRIPT,
+    },
+    'release': {
+        'runs': PathRule('a timm-sl reproduce output or train.py run folder', FOLDER, contents={
+            **{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
+        'out': PathRule('the release folder', FOLDER, writes=True, contents=_written({
+            name: PathRule(f'the {name} of a release') for name in (
+                'release.json', 'pretrained_entries.json', 'release_manifest.json')})),
+        'label_names': LABEL_NAMES,
+        'train_script': TRAIN_SCRIPT,
+    },
+    'push': {'folder': PathRule('a folder written by timm-sl export', FOLDER, contents=_EXPORTED)},
+    'temperature': {'checkpoint': CHECKPOINT, 'out': CHART},
+    'kld': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
+            'compare_checkpoint': CHECKPOINT, 'out': CHART},
+    'attention': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
+                  'compare_checkpoint': CHECKPOINT, 'out': CHART},
+    'receptive-field': {'checkpoint': CHECKPOINT},
+    'prepare-tiny-imagenet': {'root': PathRule('the Tiny-ImageNet folder holding train/ and val/', FOLDER, writes=True,
+                                               contents={
+        'wnids.txt': PathRule("Tiny-ImageNet's wnids.txt"),
+        'val/val_annotations.txt': PathRule("Tiny-ImageNet's val/val_annotations.txt"),
+        'val': PathRule("Tiny-ImageNet's val folder", FOLDER, writes=True, link=False),
+        'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
+    'prepare-svhn': {
+        'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True, contents=_written({
+            'svhn.json': PathRule('the record of a prepare-svhn run')})),
+        'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
+            f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
+    },
+    'prepare-fashion-mnist': {
+        'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
+                         contents=_written({'fashion_mnist.json': PathRule('the record of a prepare-fashion-mnist run'),
+                                            'label_names.txt': PathRule('the class names')})),
+        'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
+            '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
+    },
+}
+
+
+def check_command_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Check every path ``args`` gives (:data:`COMMAND_PATHS` of ``args.command``; ``parser``, the command's own,
+    names the option that gave it) before the command runs."""
+    # argparse has no public list of a parser's arguments: _actions is where it keeps them
+    options = {action.dest: action.option_strings[-1] if action.option_strings else '' for action in parser._actions}
+    for dest, rule in COMMAND_PATHS.get(args.command, {}).items():
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if path is not None:
+                check_path(path, rule, options[dest])
