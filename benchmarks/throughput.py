@@ -189,8 +189,8 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
-    from timm_sl.tools.cli import figure_path, positive_int
-    from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out
+    from timm_sl.tools.arg_types import positive_int
+    from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out, figure_path
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])

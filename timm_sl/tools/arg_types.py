@@ -1,0 +1,51 @@
+"""Value types of the harness's argparse options (standard library only: ``timm-sl --help`` imports them): a bad
+value is an ``argparse.ArgumentTypeError`` whose one line says what was given and what is allowed. The ``timm-sl``
+command and the benchmarks share them."""
+import argparse
+
+__all__ = ['MAX_SEED', 'positive_float', 'positive_int', 'seed', 'shift_ratio']
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 1') from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
+    return value
+
+
+MAX_SEED = 2 ** 32 - 1  # numpy's (random_seed seeds python, numpy and torch alike)
+
+
+def seed(text: str) -> int:
+    """A seed numpy takes: 0 to 2**32 - 1 (``-1`` reached numpy as 'Seed must be between ...', naming no option)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer from 0 to {MAX_SEED}') from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer from 0 to {MAX_SEED}')
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a learning rate): ``nan``, ``inf`` and ``-1`` reached torch as 'Invalid learning
+    rate: nan', naming no option."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected a number > 0, e.g. 1e-3') from None
+    if not 0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'{text} is not allowed; expected a finite number > 0, e.g. 1e-3')
+    return value
+
+
+def shift_ratio(text: str) -> float:
+    """A number for ``--shift-ratio`` (its range is checked with the patch size): argparse's own error for a word
+    ("invalid float value: ''") said nothing of what is allowed."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
