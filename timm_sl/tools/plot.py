@@ -6,11 +6,12 @@ look at what was drawn. matplotlib is imported inside the functions: importing t
 """
 import argparse
 import math
-import os
 import textwrap
 from fractions import Fraction
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+from .arg_types import check_file_place
 
 __all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'figure_path',
            'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
@@ -128,32 +129,7 @@ def figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
             f'allowed: {", ".join(OUT_SUFFIXES)}')
-    if not path.parent.is_dir():
-        existing = next(p for p in path.parents if p.exists())
-        if not existing.is_dir():
-            raise argparse.ArgumentTypeError(f'{str(existing)!r} of {text!r} is a file, not a folder; allowed: a path '
-                                             f'in a folder')
-        raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
-    folder = path.parent
-    if path.is_symlink():  # the chart is written where the link points: that folder is the one to check
-        try:
-            folder = path.resolve().parent
-        except (RuntimeError, OSError):
-            raise argparse.ArgumentTypeError(f'{text!r} is a link that loops; allowed: a chart file name, or a link '
-                                             f'to a file in a folder') from None
-        if not folder.is_dir():
-            raise argparse.ArgumentTypeError(f'{text!r} is a link to {os.readlink(path)!r}, whose folder does not '
-                                             f'exist; allowed: a chart file name, or a link to a file in a folder')
-    import tempfile
-    try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
-        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f'cannot write into folder {str(folder)!r} of {text!r} '
-                                         f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
+    check_file_place(text, 'a chart file name')
     return text
 
 
