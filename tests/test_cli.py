@@ -76,6 +76,13 @@ def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     assert message.endswith(' (did you mean depth?)')
 
 
+
+def test_a_word_for_a_bool_model_kwarg_is_refused():
+    """``--model-kwargs qkv_bias=maybe`` (no Python literal: kept as the string 'maybe') built the model with qkv_bias
+    on, since a non-empty string is true."""
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'qkv_bias=maybe']) == (
+        "timm-sl receptive-field: SlVisionTransformer: qkv_bias='maybe' is invalid; allowed: True or False.")
+
 @pytest.mark.parametrize('command', [['demo'], ['export', 'x.pth', '--model', 'sl_vit_32', '--out', 'o'],
                                      ['temperature', '--model', 'sl_vit_32'], ['kld', 'img', '--model', 'sl_vit_32'],
                                      ['attention', 'img', '--model', 'sl_vit_32'],
