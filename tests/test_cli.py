@@ -531,6 +531,20 @@ def _tiny_imagenet(root: Path) -> None:
     (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
 
 
+def test_prepare_tiny_imagenet_names_a_file_given_as_the_dataset_folder(tmp_path):
+    """A file given as the root was reported as a folder without ``FILE/val/val_annotations.txt``; ``_train`` of it
+    did nothing, silently."""
+    from timm_sl.tools import prepare_tiny_imagenet_train
+    root = tmp_path / 'tiny-imagenet-200.zip'
+    root.write_bytes(b'an archive')
+    assert _exit_message(['prepare-tiny-imagenet', str(root)]) == (
+        f'timm-sl prepare-tiny-imagenet: {root} is a file, not a folder; allowed: the folder that holds train/ and '
+        f'val/ of Tiny-ImageNet')
+    with pytest.raises(NotADirectoryError, match='is a file, not a folder'):
+        prepare_tiny_imagenet_train(root)
+    assert root.read_bytes() == b'an archive'
+
+
 def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):
     (tmp_path / 'val' / 'val_annotations.txt').mkdir(parents=True)
     (tmp_path / 'train').mkdir()
