@@ -31,6 +31,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.layers import without_unused_options
 from timm_sl.models import SlArgs
+from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import VARIANTS, family_of
 from timm_sl.tools.profile import count_macs, count_params
 
@@ -148,8 +149,8 @@ def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str
         kwargs = ''.join(f', {k}={v!r}' for k, v in row['kwargs'].items())
         lines.append(f"| {row['arch']}{kwargs} | `{row['model']}` | {row['outcome']} | {ratio} | {macs} |")
         if path:
-            with open(path, 'w') as f:
-                f.write(header + '\n\n' + '\n'.join(lines) + '\n')
+            text = header + '\n\n' + '\n'.join(lines) + '\n'
+            write_atomically(path, lambda file: file.write_text(text))
     return header + '\n\n' + '\n'.join(lines) + '\n'
 
 
@@ -189,8 +190,8 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
-    from timm_sl.tools.cli import figure_path, positive_int
-    from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out
+    from timm_sl.tools.arg_types import output_file, positive_int
+    from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out, figure_path
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
@@ -207,10 +208,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
     p.add_argument('--slify', nargs='*', default=[], metavar='BASE',
                    help='also time timm_sl.slify of these timm models against the models themselves')
-    p.add_argument('--slify-survey', default=None, metavar='FILE',
+    p.add_argument('--slify-survey', default=None, metavar='FILE', type=output_file,
                    help="write the README's slify architecture table (outcome + measured ratios) to FILE")
-    p.add_argument('--csv', default=None, help='also write the rows to this CSV file')
-    p.add_argument('--markdown', default=None, help='also write the table to this Markdown file')
+    p.add_argument('--csv', default=None, type=output_file, help='also write the rows to this CSV file')
+    p.add_argument('--markdown', default=None, type=output_file, help='also write the table to this Markdown file')
     p.add_argument('--plot', default=None, type=figure_path,
                    help=f'also draw the ratios to this chart file ({", ".join(OUT_SUFFIXES)})')
     p.add_argument('--overwrite', action='store_true',
@@ -256,18 +257,19 @@ def main(argv: List[str] = None) -> int:
         print('\nThe same variants through timm\'s benchmark.py (one run each, no interleaving):')
         print(timm_benchmark_table(args))
     if args.markdown:
-        with open(args.markdown, 'w') as f:
-            f.write(header + '\n\n' + table + '\n')
+        write_atomically(args.markdown, lambda file: file.write_text(header + '\n\n' + table + '\n'))
     if args.plot:
         from timm_sl.tools.plot import plot_ratios
         plot_ratios([f"{r['model']} {r['variant']} {r['mode']}" for r in rows], [r['ratio'] for r in rows],
                     [r['ratio_min'] for r in rows], [r['ratio_max'] for r in rows], [r['macs_ratio'] for r in rows],
                     args.plot, title=header)
     if args.csv:
-        with open(args.csv, 'w', newline='') as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        def write_csv(file):
+            with open(file, 'w', newline='') as f:
+                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        write_atomically(args.csv, write_csv)
     return 0
 
 

@@ -117,3 +117,27 @@ def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
     assert set(ops) == {'sl', 'base', 'sl_no_spool'}, out
     assert ops['base'] < ops['sl'] <= ops['base'] + 20, out  # the LSA mask is no longer rebuilt per call
     assert re.search(r'\| sl \| \d+ \|  \| [\d.]+ \([\d.]+-[\d.]+\) \|', out) and 'swin: SL - base per op:' in out, out
+
+
+def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path, capsys, monkeypatch):
+    """``--csv FOLDER`` and ``--markdown /proc/x`` ended in a traceback after the whole measurement; a FIFO there
+    waited forever. They are refused in one line before anything is timed, as --plot is."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from throughput import parse_args
+    fifo = tmp_path / 'rows.csv'
+    os.mkfifo(fifo)
+    for option, path, error in (
+            ('--csv', tmp_path, f"{str(tmp_path)!r} is a folder; allowed: a file name, e.g. "
+                                f"{str(tmp_path / 'out.txt')!r}"),
+            ('--markdown', '/proc/x', "cannot write into folder '/proc' of '/proc/x' (No such file or directory); "
+                                      "allowed: a path in a folder you can write to"),
+            ('--csv', fifo, f"{str(fifo)!r} is a FIFO (named pipe), not a regular file; allowed: a file name"),
+            ('--slify-survey', tmp_path / 'no' / 's.md', f"folder {str(tmp_path / 'no')!r} of "
+                                                         f"{str(tmp_path / 'no' / 's.md')!r} does not exist; create "
+                                                         f"it first")):
+        with pytest.raises(SystemExit):
+            parse_args([option, str(path)])
+        assert capsys.readouterr().err.splitlines()[-1].endswith(f'argument {option}: {error}')
+    args = parse_args(['--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
+    assert (args.csv, args.markdown) == (str(tmp_path / 'rows.txt'), str(tmp_path / 't.md'))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['rows.csv']  # the checks leave nothing behind

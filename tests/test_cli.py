@@ -76,6 +76,13 @@ def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     assert message.endswith(' (did you mean depth?)')
 
 
+
+def test_a_word_for_a_bool_model_kwarg_is_refused():
+    """``--model-kwargs qkv_bias=maybe`` (no Python literal: kept as the string 'maybe') built the model with qkv_bias
+    on, since a non-empty string is true."""
+    assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'qkv_bias=maybe']) == (
+        "timm-sl receptive-field: SlVisionTransformer: qkv_bias='maybe' is invalid; allowed: True or False.")
+
 @pytest.mark.parametrize('command', [['demo'], ['export', 'x.pth', '--model', 'sl_vit_32', '--out', 'o'],
                                      ['temperature', '--model', 'sl_vit_32'], ['kld', 'img', '--model', 'sl_vit_32'],
                                      ['attention', 'img', '--model', 'sl_vit_32'],
@@ -522,6 +529,20 @@ def _tiny_imagenet(root: Path) -> None:
         (root / 'val' / 'images').mkdir(parents=True, exist_ok=True)
         (root / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'val%d' % i)
     (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+
+
+def test_prepare_tiny_imagenet_names_a_file_given_as_the_dataset_folder(tmp_path):
+    """A file given as the root was reported as a folder without ``FILE/val/val_annotations.txt``; ``_train`` of it
+    did nothing, silently."""
+    from timm_sl.tools import prepare_tiny_imagenet_train
+    root = tmp_path / 'tiny-imagenet-200.zip'
+    root.write_bytes(b'an archive')
+    assert _exit_message(['prepare-tiny-imagenet', str(root)]) == (
+        f'timm-sl prepare-tiny-imagenet: {root} is a file, not a folder; allowed: the folder that holds train/ and '
+        f'val/ of Tiny-ImageNet')
+    with pytest.raises(NotADirectoryError, match='is a file, not a folder'):
+        prepare_tiny_imagenet_train(root)
+    assert root.read_bytes() == b'an archive'
 
 
 def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):

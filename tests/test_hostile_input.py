@@ -95,6 +95,22 @@ def test_unknown_kwargs_are_named_with_the_allowed_ones(name):
 
 
 
+
+@pytest.mark.parametrize('name, kwarg', [('sl_vit_32', 'qkv_bias'), ('sl_pit_32', 'distilled'),
+                                         ('sl_swin_32', 'strict_img_size'), ('sl_cait_32', 'qkv_bias'),
+                                         ('sl_t2t_14', 'qk_norm')])
+def test_text_for_a_bool_kwarg_is_refused(name, kwarg):
+    """``--model-kwargs qkv_bias=maybe`` arrives as the string 'maybe' (not a literal), which built a model with
+    qkv_bias on: text given to a kwarg whose default is a bool is refused, naming it and True / False."""
+    with pytest.raises(ValueError, match=rf"^Sl\w+: {kwarg}='maybe' is invalid; allowed: True or False\.$"):
+        timm.create_model(name, **{kwarg: 'maybe'})
+    with torch.device('meta'):
+        timm.create_model(name, **{kwarg: False})  # a bool is taken
+    if kwarg == 'qkv_bias':
+        with torch.device('meta'):
+            assert not any(k.endswith('qkv.bias') for k in timm.create_model(name, qkv_bias=False).state_dict())
+
+
 TOO_MANY_TOKENS = [  # (name, kwargs, the grid that is refused)
     ('sl_vit_32', dict(img_size=4096), r'1024x1024 token grid \(1048576 tokens\)'),
     ('sl_vit_base', dict(img_size=4096), r'256x256 token grid \(65536 tokens\)'),

@@ -339,3 +339,25 @@ def test_throughput_plot_keeps_a_users_file_and_checks_before_measuring(tmp_path
             parse_args([option, '0'])
         assert capsys.readouterr().err.splitlines()[-1].endswith(f'{option}: 0 is not allowed; expected an integer '
                                                                  f'>= 1')
+
+
+def test_throughput_checks_its_options_without_the_timm_sl_command(tmp_path, capsys, monkeypatch):
+    """benchmarks/throughput.py took ``figure_path`` and ``positive_int`` from the ``timm-sl`` command's module; they
+    live beside the charts and the other option types, with the same one-line messages."""
+    import argparse
+    import sys
+    from pathlib import Path
+    from timm_sl.tools.arg_types import positive_int
+    from timm_sl.tools.plot import figure_path
+    with pytest.raises(argparse.ArgumentTypeError, match="^'x' is not allowed; expected an integer >= 1$"):
+        positive_int('x')
+    with pytest.raises(argparse.ArgumentTypeError, match=f"^{str(tmp_path)!r} is a folder; allowed: a chart file name"):
+        figure_path(str(tmp_path))
+    monkeypatch.setitem(sys.modules, 'timm_sl.tools.cli', None)  # an import of the command's module fails
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / 'benchmarks'))
+    monkeypatch.delitem(sys.modules, 'throughput', raising=False)
+    from throughput import parse_args
+    assert parse_args(['--plot', str(tmp_path / 'r.png'), '-b', '3']).batch_size == 3
+    with pytest.raises(SystemExit):
+        parse_args(['--iters', '0'])
+    assert capsys.readouterr().err.splitlines()[-1].endswith('--iters: 0 is not allowed; expected an integer >= 1')

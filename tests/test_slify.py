@@ -376,6 +376,29 @@ def test_global_attention_over_too_many_tokens_is_refused_before_building(base, 
         slify('swin_tiny_patch4_window7_224', img_size=4096)  # windowed attention: memory grows with the area
 
 
+
+def test_a_swin_below_its_patch_size_is_refused_when_built(monkeypatch):
+    """timm builds a Swin of an img_size below its patch (a 0x0 token grid); slify of it ended in timm's "cannot
+    reshape tensor of 0 elements" from the LSA window pattern: refused in one line, as the sl_ models do."""
+    base = 'swin_tiny_patch4_window7_224'
+    calls = []
+    create = timm.create_model
+    monkeypatch.setattr(timm, 'create_model', lambda name, *a, **k: calls.append(torch.empty(0).device.type) or
+                        create(name, *a, **k))
+    grid = (rf"^slify of {base}: img_size=\(2, 2\), patch_size=\(4, 4\) give a 0x0 token grid; allowed: at least "
+            r"one token per axis: an img_size at least the patch \(or kernel\) size\.$")
+    for make in (partial(slify, base), partial(create, 'slify', base=base), partial(slify_refusal, base)):
+        calls.clear()
+        with pytest.raises(ValueError, match=grid):
+            make(img_size=2)
+        assert set(calls) == {'meta'}
+    with pytest.raises(ValueError, match=grid):
+        slify(base, img_size=2, lsa=False)  # SPT alone: the grid has no token either
+    with torch.device('meta'):
+        model = create(base, img_size=2, depths=(1, 1, 1, 1))
+    with pytest.raises(ValueError, match=grid):
+        slify(model)
+
 def test_set_input_size_of_a_slified_vit_keeps_the_token_bound():
     model = slify('vit_tiny_patch16_224', depth=1)
     with pytest.raises(ValueError, match=r'^ShiftedPatchEmbed: img_size=4096, patch_size=\(16, 16\) give a 256x256 '

@@ -39,7 +39,7 @@ from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
     check_optional_bool, check_options_used, resolve_shift)
-from .layers.spt import check_global_tokens, check_size, patch_grid
+from .layers.spt import check_global_tokens, check_not_empty, check_size, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
            'convert_model']
@@ -196,9 +196,10 @@ def _global_attention(model: nn.Module) -> bool:
 
 def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
     """The ``sl_`` models' bound on global attention (:func:`~timm_sl.layers.spt.check_global_tokens`) for the token
-    grid ``model``'s stem gives once converted: ``ValueError`` before a ``slify(name, img_size=4096)`` is built."""
-    if not _global_attention(model):  # windows: memory grows with the image area only
-        return
+    grid ``model``'s stem gives once converted: ``ValueError`` before a ``slify(name, img_size=4096)`` is built. Under
+    windows (Swin; memory grows with the image area only) the grid must still hold a token: timm builds a Swin of an
+    img_size below its patch (a 0x0 grid) that no input can run."""
+    check = check_global_tokens if _global_attention(model) else check_not_empty
     for stem in (m for m in model.modules() if type(m) in _forms_of('spt')):
         asked = f'img_size={stem.img_size!r}, patch_size={stem.patch_size!r}'
         if isinstance(stem, PatchEmbed):
@@ -208,7 +209,7 @@ def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
             grid = patch_grid(stem.img_size, conv.stride) if sl_args.spt else patch_grid(
                 stem.img_size, conv.kernel_size, conv.stride, conv.padding[0])
             asked += f', stride={conv.stride[0]}'
-        check_global_tokens(f'slify of {model_name}', grid, asked)
+        check(f'slify of {model_name}', grid, asked)
 
 
 def _split_kwargs(kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

@@ -42,19 +42,27 @@ def check_optional_bool(name: str, value: Any) -> None:
         raise ValueError(f'{name}={value!r} is invalid; allowed: True, False or None.')
 
 
-def accepted_kwargs(model_cls: type) -> Set[str]:
-    """Keyword names ``model_cls(**kwargs)`` accepts: its constructor's, those of each base its ``**kwargs`` flow to
-    (up the MRO until a constructor without ``**kwargs``), and the SL switches."""
-    names = set(SL_ARG_NAMES)
+def _constructor_defaults(model_cls: type) -> Dict[str, Any]:
+    """Keyword name -> default of ``model_cls``'s constructor and of each base its ``**kwargs`` flow to (up the MRO
+    until a constructor without ``**kwargs``); the nearest class's default wins."""
+    defaults: Dict[str, Any] = {}
     for klass in model_cls.__mro__:
         init = klass.__dict__.get('__init__')
         if init is None:
             continue
         params = inspect.signature(init).parameters.values()
-        names |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {'self'}
+        for p in params:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name != 'self':
+                defaults.setdefault(p.name, p.default)
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             break
-    return names
+    return defaults
+
+
+def accepted_kwargs(model_cls: type) -> Set[str]:
+    """Keyword names ``model_cls(**kwargs)`` accepts: its constructor's, those of each base its ``**kwargs`` flow to
+    (up the MRO until a constructor without ``**kwargs``), and the SL switches."""
+    return set(SL_ARG_NAMES) | set(_constructor_defaults(model_cls))
 
 
 def check_model_kwargs(
@@ -64,12 +72,18 @@ def check_model_kwargs(
         owner: Optional[str] = None,
 ) -> None:
     """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
-    ``also_allowed``); ``owner`` names the caller in the message (default: the class)."""
-    allowed = accepted_kwargs(model_cls) | set(also_allowed)
+    ``also_allowed``); ``ValueError`` for text given to a kwarg whose default is a bool (``--model-kwargs
+    qkv_bias=maybe`` arrives as the string 'maybe', which Python takes for True). ``owner`` names the caller in the
+    message (default: the class)."""
+    defaults = _constructor_defaults(model_cls)
+    allowed = set(SL_ARG_NAMES) | set(defaults) | set(also_allowed)
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
         raise TypeError(f'{owner or model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
+    for name, value in kwargs.items():
+        if isinstance(value, str) and isinstance(defaults.get(name), bool):
+            raise ValueError(f'{owner or model_cls.__name__}: {name}={value!r} is invalid; allowed: True or False.')
 
 
 def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:

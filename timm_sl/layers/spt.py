@@ -19,8 +19,8 @@ from torch import nn
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'shift_offsets', 'check_global_tokens', 'check_in_chans',
-           'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift', 'shift_and_concat',
-           'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+           'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift',
+           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -115,7 +115,7 @@ def patch_grid(
     return (h + 2 * padding - kh) // sh + 1, (w + 2 * padding - kw) // sw + 1
 
 
-def _check_not_empty(owner: Union[type, str], grid: Optional[Tuple[int, int]], asked: str, where: str = '') -> None:
+def check_not_empty(owner: Union[type, str], grid: Optional[Tuple[int, int]], asked: str, where: str = '') -> None:
     """Refuse a grid without a token (an image smaller than one patch or kernel): it would build a model no input of
     that size can run."""
     if grid is not None and min(grid) < 1:
@@ -131,8 +131,8 @@ def check_global_tokens(
 ) -> None:
     """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
     memory grows with the square of the token count). ``owner`` (a class or a name) starts the message, ``asked``
-    names the kwargs that gave ``grid``. A grid without a token is refused too (:func:`_check_not_empty`)."""
-    _check_not_empty(owner, grid, asked, where)
+    names the kwargs that gave ``grid``. A grid without a token is refused too (:func:`check_not_empty`)."""
+    check_not_empty(owner, grid, asked, where)
     if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
         return
     side = int(MAX_GLOBAL_TOKENS ** .5)
@@ -152,7 +152,7 @@ def check_window_tokens(
     """:func:`check_global_tokens` for windowed attention (Swin): the logits of one head over one image, ``window``
     windows tiling a ``feat`` map (padded to whole windows), held to global attention's bound of
     ``MAX_GLOBAL_TOKENS ** 2``. timm scales Swin's windows with the grid on a resize, so they grow with its square."""
-    _check_not_empty(owner, feat, asked)
+    check_not_empty(owner, feat, asked)
     (h, w), (wh, ww) = feat, window
     logits = -(-h // wh) * -(-w // ww) * (wh * ww) ** 2
     if logits <= MAX_GLOBAL_TOKENS ** 2:

@@ -14,12 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .arg_types import MAX_SEED, positive_float as _positive_float, positive_int, seed as _seed, \
+    shift_ratio as _shift_ratio
 from .errors import (
     BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, shown, write_atomically)
 from .paths import check_command_paths
+from .plot import figure_path
 from ..version import __version__
 
-__all__ = ['CommandFailed', 'build_parser', 'figure_path', 'main', 'positive_int']
+__all__ = ['CommandFailed', 'build_parser', 'main']
 
 
 def _format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -843,92 +846,6 @@ class _ModelKwargs(argparse.Action):
             except (ValueError, SyntaxError):
                 kwargs[key] = value
         setattr(namespace, self.dest, kwargs)
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 1') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
-    return value
-
-
-MAX_SEED = 2 ** 32 - 1  # numpy's (random_seed seeds python, numpy and torch alike)
-
-
-def _seed(text: str) -> int:
-    """A seed numpy takes: 0 to 2**32 - 1 (``-1`` reached numpy as 'Seed must be between ...', naming no option)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer from 0 to {MAX_SEED}') from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer from 0 to {MAX_SEED}')
-    return value
-
-
-def _positive_float(text: str) -> float:
-    """A finite number above 0 (a learning rate): ``nan``, ``inf`` and ``-1`` reached torch as 'Invalid learning
-    rate: nan', naming no option."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected a number > 0, e.g. 1e-3') from None
-    if not 0 < value < float('inf'):
-        raise argparse.ArgumentTypeError(f'{text} is not allowed; expected a finite number > 0, e.g. 1e-3')
-    return value
-
-
-def _shift_ratio(text: str) -> float:
-    """A number for ``--shift-ratio`` (its range is checked with the patch size): argparse's own error for a word
-    ("invalid float value: ''") said nothing of what is allowed."""
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not a number; allowed: a number in (0, 1], e.g. 0.5') from None
-
-
-def figure_path(text: str) -> str:
-    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
-    new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
-    from timm_sl.tools.plot import OUT_SUFFIXES
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: a chart file name ending in '
-                                         f'{", ".join(OUT_SUFFIXES)}, e.g. {str(path / "chart.png")!r}')
-    if path.suffix.lower() not in OUT_SUFFIXES:
-        raise argparse.ArgumentTypeError(
-            f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
-            f'allowed: {", ".join(OUT_SUFFIXES)}')
-    if not path.parent.is_dir():
-        existing = next(p for p in path.parents if p.exists())
-        if not existing.is_dir():
-            raise argparse.ArgumentTypeError(f'{str(existing)!r} of {text!r} is a file, not a folder; allowed: a path '
-                                             f'in a folder')
-        raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: an image file name')
-    folder = path.parent
-    if path.is_symlink():  # the chart is written where the link points: that folder is the one to check
-        try:
-            folder = path.resolve().parent
-        except (RuntimeError, OSError):
-            raise argparse.ArgumentTypeError(f'{text!r} is a link that loops; allowed: a chart file name, or a link '
-                                             f'to a file in a folder') from None
-        if not folder.is_dir():
-            raise argparse.ArgumentTypeError(f'{text!r} is a link to {os.readlink(path)!r}, whose folder does not '
-                                             f'exist; allowed: a chart file name, or a link to a file in a folder')
-    import tempfile
-    try:  # a folder the system will not write into (read-only, /proc) is found now, not after the demo trained
-        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f'cannot write into folder {str(folder)!r} of {text!r} '
-                                         f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
-    return text
 
 
 OVERWRITE_CHART = 'replace a file at --out that timm-sl did not draw (an earlier chart is always replaced)'

@@ -4,14 +4,17 @@ Every function builds a :class:`matplotlib.figure.Figure` on the Agg canvas (no 
 no display needed), saves it to ``path`` (the format follows the extension) and returns it, so callers and tests can
 look at what was drawn. matplotlib is imported inside the functions: importing this module costs nothing.
 """
+import argparse
 import math
 import textwrap
 from fractions import Fraction
 from pathlib import Path
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
-__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'is_chart',
-           'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
+from .arg_types import check_file_place
+
+__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'figure_path',
+           'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
@@ -113,6 +116,21 @@ def check_chart_out(path: str, overwrite: bool = False, option: str = '--out') -
     if not overwrite and not is_chart(target):
         raise ValueError(f'{where} is a file timm-sl did not draw (no {CHART_MARK!r} mark): it is kept; allowed: a '
                          f'new file name, a chart of an earlier timm-sl command, or --overwrite to replace it')
+
+
+def figure_path(text: str) -> str:
+    """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
+    new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: a chart file name ending in '
+                                         f'{", ".join(OUT_SUFFIXES)}, e.g. {str(path / "chart.png")!r}')
+    if path.suffix.lower() not in OUT_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
+            f'allowed: {", ".join(OUT_SUFFIXES)}')
+    check_file_place(text, 'a chart file name')
+    return text
 
 
 def _plain_ticks(axis) -> None:

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from .files import check_regular_file
+from .files import check_regular_file, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
 
@@ -111,8 +111,21 @@ def _plain_name(text: str) -> bool:
     return bool(text) and text not in ('.', '..') and '/' not in text and '\\' not in text
 
 
+def _check_root(root: Path) -> None:
+    """Refuse a ``root`` that is there but is no folder (a file given for the dataset folder), which would read as
+    a folder without ``val/val_annotations.txt``.
+
+    Raises:
+        NotADirectoryError: naming ``root``, what it is and what is allowed.
+    """
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f'{root} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
+                                 f'val/ of Tiny-ImageNet')
+
+
 def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     """The moves of :func:`prepare_tiny_imagenet_val`, every one checked, and the images per class."""
+    _check_root(root)
     val = root / 'val'
     annotations = val / 'val_annotations.txt'
     if annotations.is_dir():
@@ -158,6 +171,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
 
 def _plan_train(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     """The moves of :func:`prepare_tiny_imagenet_train`, every one checked, and the files per class afterwards."""
+    _check_root(root)
     train = root / 'train'
     moves: _Moves = []
     counts: Dict[str, int] = {}
