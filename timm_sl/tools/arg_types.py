@@ -2,10 +2,7 @@
 value is an ``argparse.ArgumentTypeError`` whose one line says what was given and what is allowed. The ``timm-sl``
 command and the benchmarks share them."""
 import argparse
-import os
-from pathlib import Path
 
-from .files import kind_of
 
 __all__ = ['MAX_SEED', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed', 'shift_ratio']
 
@@ -56,47 +53,21 @@ def shift_ratio(text: str) -> float:
 
 
 def check_file_place(text: str, what: str) -> None:
-    """Refuse, before any work, a file ``text`` that could not be written: its folder missing or a file, a link that
-    loops or whose folder is missing, or a folder the system will not write into. ``what`` (``a chart file name``)
-    is what the line says is allowed.
+    """Refuse, before any work, a file ``text`` that could not be written (:func:`timm_sl.tools.paths.check_path`: a
+    folder, a FIFO, its folder missing or a file, a link that loops or whose folder is missing, a folder the system
+    will not write into); ``what`` (``a chart file``) is what belongs there.
 
     Raises:
         argparse.ArgumentTypeError: one line naming ``text``, what was wrong and what is allowed.
     """
-    path = Path(text)
-    if not path.parent.is_dir():
-        existing = next(p for p in path.parents if p.exists())
-        if not existing.is_dir():
-            raise argparse.ArgumentTypeError(f'{str(existing)!r} of {text!r} is a file, not a folder; allowed: a path '
-                                             f'in a folder')
-        raise argparse.ArgumentTypeError(f'folder {str(path.parent)!r} of {text!r} does not exist; create it first')
-    folder = path.parent
-    if path.is_symlink():  # the file is written where the link points: that folder is the one to check
-        try:
-            folder = path.resolve().parent
-        except (RuntimeError, OSError):
-            raise argparse.ArgumentTypeError(f'{text!r} is a link that loops; allowed: {what}, or a link to a '
-                                             f'file in a folder') from None
-        if not folder.is_dir():
-            raise argparse.ArgumentTypeError(f'{text!r} is a link to {os.readlink(path)!r}, whose folder does not '
-                                             f'exist; allowed: {what}, or a link to a file in a folder')
-    import tempfile
-    try:  # a folder the system will not write into (read-only, /proc) is found now, not after the work
-        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-        os.close(handle)
-        os.unlink(probe)
-    except OSError as e:
-        raise argparse.ArgumentTypeError(f'cannot write into folder {str(folder)!r} of {text!r} '
-                                         f'({e.strerror or e}); allowed: a path in a folder you can write to') from None
+    from .paths import FILE, PathRule, check_path
+    try:
+        check_path(text, PathRule(what, FILE, writes=True))
+    except (OSError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def output_file(text: str) -> str:
-    """A file an option writes (a table, a CSV): not a folder, not a FIFO, socket or device, in a folder that exists
-    and takes a new file (:func:`check_file_place`); checked before any work."""
-    path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: a file name, e.g. {str(path / "out.txt")!r}')
-    if path.exists() and not path.is_file():
-        raise argparse.ArgumentTypeError(f'{text!r} is {kind_of(path)}, not a regular file; allowed: a file name')
-    check_file_place(text, 'a file name')
+    """A file an option writes (a table, a CSV), checked before any work (:func:`check_file_place`)."""
+    check_file_place(text, 'a file to write')
     return text

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Union
 
 from .errors import shown
-from .files import kind_of
+from .files import check_link_target, check_not_link, kind_of
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
            'RUN_FOLDER']
@@ -50,23 +50,30 @@ class PathRule:
     beside: bool = False
 
 
-def _link_problem(path: Path, name: str, rule: PathRule) -> Optional[Exception]:
-    """The error for a link at ``path`` that the rule refuses, loops or names nothing; None for a good link."""
-    target = os.readlink(path)
+def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
+    """Refuse a link at ``path`` that the rule does not allow there, that loops or that names nothing (where a file is
+    written through a link, nothing at its end is fine: the file is created there)."""
     if not rule.link:
-        return ValueError(f'{name} is a link to {shown(target)} where {rule.what} goes, and timm-sl writes there: the '
-                          f'file it links to would be replaced; allowed: remove the link')
+        check_not_link(path, who)
     try:
         path.stat()
+        return
     except OSError as e:
         if e.errno == errno.ELOOP:
-            return ValueError(f'{name} is a link that loops ({shown(target)}); expected {rule.what}')
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
-            return FileNotFoundError(f'{name} is a link to {shown(target)}, which does not exist; expected '
-                                     f'{rule.what} (allowed: it, or a link to it)')
-        return type(e)(f'{name} is a link that cannot be followed ({(e.strerror or str(e)).lower()}); expected '
-                       f'{rule.what}')
-    return None
+            raise ValueError(f'{name} is a link that loops ({shown(os.readlink(path))}); expected {rule.what}') from None
+        if e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            raise type(e)(f'{name} is a link that cannot be followed ({(e.strerror or str(e)).lower()}); expected '
+                          f'{rule.what}') from None
+    if rule.writes and rule.kind == FOLDER:
+        raise FileNotFoundError(f'{name} is a link to {shown(os.readlink(path))}, which does not exist; expected '
+                                f'{rule.what} (allowed: a link to a folder, or no link)')
+    if rule.writes:
+        _check_new(path.parent / os.readlink(path), name, rule)
+    elif inside:  # what a folder holds need not be there
+        check_link_target(path, rule.what)
+    else:
+        raise FileNotFoundError(f'{name} is a link to {shown(os.readlink(path))}, which does not exist; expected '
+                                f'{rule.what} (allowed: it, or a link to it)')
 
 
 def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
@@ -107,20 +114,23 @@ def _matches(folder: Path, pattern: str) -> Iterator[Path]:
         for sub in [folder, *sorted(p for p in folder.rglob('*') if p.is_dir() and not p.is_symlink())]:
             yield from _matches(sub, pattern[3:])
     elif any(c in pattern for c in '*?['):
-        yield from sorted(p for p in folder.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
+        yield from sorted(p for p in folder.iterdir()  # a hidden name only where the pattern says so, as a shell does
+                          if fnmatch.fnmatchcase(p.name, pattern) and (pattern[0] == '.' or p.name[0] != '.'))
     elif (folder / pattern).exists() or (folder / pattern).is_symlink():
         yield folder / pattern
 
 
-def _check_contents(folder: Path, rule: PathRule) -> None:
+def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
     for pattern, inner in rule.contents.items():
         for path in _matches(folder, pattern):
-            check_path(path, inner)
+            check_path(path, inner, who=who, inside=True)
 
 
-def check_path(path: Union[str, Path], rule: PathRule, option: str = '') -> None:
+def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: str = 'timm-sl',
+               inside: bool = False) -> None:
     """Refuse, in one line naming ``path`` (and the ``option`` that gave it), anything at ``path`` that ``rule`` does not
-    allow; then check what ``rule.contents`` names inside it.
+    allow; then check what ``rule.contents`` names inside it. ``who`` (``timm-sl export``) is what writes there;
+    ``inside``: ``path`` is what a checked folder holds.
 
     Raises:
         FileNotFoundError: nothing there where something is read, or a link to nothing.
@@ -131,9 +141,9 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '') -> None
     path = Path(path)
     name = f'{option} {shown(path)}' if option else shown(path)
     if path.is_symlink():
-        problem = _link_problem(path, name, rule)
-        if problem is not None:
-            raise problem
+        _check_link(path, name, rule, who, inside)
+        if not path.exists():  # a file written through a link to nothing yet
+            return
     if not path.exists():
         if not rule.writes:
             raise FileNotFoundError(f'{name} does not exist; expected {rule.what}')
@@ -154,9 +164,9 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '') -> None
         _check_takes_new_files(path if folder else path.parent, name, rule)
     if rule.contents:
         if folder:
-            _check_contents(path, rule)
+            _check_contents(path, rule, who)
         elif rule.beside:
-            _check_contents(path.parent, rule)
+            _check_contents(path.parent, rule, who)
 
 
 # ---- the table ----------------------------------------------------------------------------------------------------
@@ -170,18 +180,17 @@ def _written(rules: Mapping[str, PathRule]) -> Dict[str, PathRule]:
 RUN_FOLDER: Dict[str, PathRule] = {
     'args.yaml': PathRule("train.py's args.yaml"),
     'summary.csv': PathRule("train.py's summary.csv"),
-    'model_best.pth.tar': PathRule('a train.py checkpoint'),
-    'last.pth.tar': PathRule('a train.py checkpoint'),
-    'checkpoint-*.pth.tar': PathRule('a train.py checkpoint'),
-    'done.json': PathRule('the marker of a finished run (timm-sl reproduce)'),
-    'sessions.json': PathRule('the record of train.py sessions (timm-sl reproduce)'),
-    'run.json': PathRule('the record of the run settings (timm-sl reproduce)'),
-    'command.txt': PathRule("the run's train.py command line (timm-sl reproduce)"),
-    'train.log': PathRule('the train.py log (timm-sl reproduce)'),
+    **{name: PathRule('a checkpoint file') for name in ('model_best.pth.tar', 'last.pth.tar', 'checkpoint-*.pth.tar')},
+    'done.json': PathRule("timm-sl reproduce's done.json"),
+    'sessions.json': PathRule("timm-sl reproduce's sessions.json"),
+    'run.json': PathRule("timm-sl reproduce's run.json"),
+    'command.txt': PathRule("the run's train.py command line"),
+    'train.log': PathRule("timm-sl reproduce's train.log"),
 }
 
 CHART = PathRule('a chart file', writes=True, link=True)
-CHECKPOINT = PathRule('a train.py checkpoint or exported model.safetensors', contents=RUN_FOLDER, beside=True)
+CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported folder', EITHER, contents=RUN_FOLDER,
+                      beside=True)
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
@@ -192,7 +201,7 @@ _IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for 
 COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     'demo': {'out': CHART},
     'export': {
-        'checkpoint': PathRule('a train.py checkpoint or run folder', EITHER, contents=RUN_FOLDER, beside=True),
+        'checkpoint': CHECKPOINT,
         'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED)),
         'summary': PathRule("train.py's summary.csv"),
         'label_names': LABEL_NAMES,
@@ -203,7 +212,8 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
             **_written({name: PathRule(f'the {name} of the report', FILE) for name in (
                 'report.md', 'results.json', 'top1.png', 'curves.png', 'report_manifest.json')}),
             'runs': PathRule('the folder of the runs', FOLDER, writes=True, contents={
-                '*': PathRule('a run folder', FOLDER, writes=True, contents=_written(RUN_FOLDER))}),
+                '*': PathRule('a run folder', FOLDER, writes=True, contents=_written(RUN_FOLDER)),
+                '.reproduce.lock': PathRule('the lock of a reproduce', writes=True, link=False)}),
         }),
         'train_script': TRAIN_SCRIPT,
     },
@@ -254,4 +264,4 @@ def check_command_paths(parser: argparse.ArgumentParser, args: argparse.Namespac
         value = getattr(args, dest, None)
         for path in value if isinstance(value, (list, tuple)) else [value]:
             if path is not None:
-                check_path(path, rule, options[dest])
+                check_path(path, rule, options[dest], who=f'timm-sl {args.command}')

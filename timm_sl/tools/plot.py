@@ -129,7 +129,7 @@ def figure_path(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f'{text!r} has {"no file extension" if not path.suffix else f"extension {path.suffix!r}"}; '
             f'allowed: {", ".join(OUT_SUFFIXES)}')
-    check_file_place(text, 'a chart file name')
+    check_file_place(text, 'a chart file')
     return text
 
 
