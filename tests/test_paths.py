@@ -160,6 +160,16 @@ def test_check_path_names_the_kind_found_and_what_was_expected(tmp_path):
         check_path(tmp_path / 'none' / 'chart.png', PathRule('a thing', writes=True))
 
 
+def test_a_file_written_through_a_link_names_the_link_and_where_it_points(tmp_path):
+    """A written file's link to a file in a missing folder read '--opt DIR/link.png: folder ELSEWHERE does not exist':
+    the folder of the given path exists; the line did not say that the path is a link, or to what."""
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'missing' / 'c.png')
+    with pytest.raises(FileNotFoundError) as e:
+        check_path(tmp_path / 'link.png', PathRule('a thing', writes=True), '--opt')
+    assert str(e.value) == (f"--opt {tmp_path / 'link.png'} (a link to {tmp_path / 'missing' / 'c.png'}): folder "
+                            f"{tmp_path / 'missing'} does not exist, where a thing goes; create it first")
+
+
 def test_a_written_folder_may_be_created_with_its_parents(tmp_path):
     check_path(tmp_path / 'a' / 'b' / 'c', PathRule('a thing', FOLDER, writes=True))
     assert not (tmp_path / 'a').exists()  # checked, not created: the command creates it

@@ -67,8 +67,8 @@ def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -
     if rule.writes and rule.kind == FOLDER:
         raise FileNotFoundError(f'{name} is a link to {shown(os.readlink(path))}, which does not exist; expected '
                                 f'{rule.what} (allowed: a link to a folder, or no link)')
-    if rule.writes:
-        _check_new(path.parent / os.readlink(path), name, rule)
+    if rule.writes:  # the line says the path is a link: the folder it names is the link's, not the path's
+        _check_new(path.parent / os.readlink(path), f'{name} (a link to {shown(os.readlink(path))})', rule)
     elif inside:  # what a folder holds need not be there
         check_link_target(path, rule.what)
     else:
