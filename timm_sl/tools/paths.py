@@ -195,7 +195,9 @@ LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
-_IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for s in (suffix, suffix.upper())}
+# what kld / attention read in a folder: at any depth, hidden names too, the suffix in any case ('.Png')
+_IMAGES = {f'**/{hidden}*.' + ''.join(f'[{c}{c.upper()}]' for c in suffix[1:]): PathRule('an image file')
+           for suffix in _IMAGE_SUFFIXES for hidden in ('', '.')}
 
 # command -> argument (argparse's dest) -> rule; an argument left None by the user is not checked
 COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
