@@ -419,7 +419,8 @@ def test_a_file_name_with_a_newline_is_one_row_and_one_error_line(tmp_path, imag
             main([command, str(folder), '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
         assert '\n' not in str(info.value) and str(info.value).startswith(
             f'timm-sl {command}: {str(bad)!r} is not a readable image')
-        with pytest.raises(SystemExit, match=f"^timm-sl {command}: 'no\\\\nsuch.png' does not exist$"):
+        with pytest.raises(SystemExit, match=f"^timm-sl {command}: 'no\\\\nsuch.png' does not exist; "
+                                                "expected an image file or folder$"):
             main([command, 'no\nsuch.png', '--model', 'sl_vit_32', '--out', str(tmp_path / 'c.png')])
 
 
@@ -448,7 +449,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
     (tmp_path / 'broken.png').write_text('not an image')
     with pytest.raises(SystemExit, match=r'^timm-sl kld: .*broken.png is not a readable image: '):
         main(['kld', str(tmp_path / 'broken.png'), '--model', 'sl_vit_32'])
-    with pytest.raises(SystemExit, match=r'^timm-sl attention: .*nothing.png does not exist$'):
+    with pytest.raises(SystemExit, match=r'^timm-sl attention: .*nothing.png does not exist; expected an image file or '
+                                             r'folder$'):
         main(['attention', str(tmp_path / 'nothing.png'), '--model', 'sl_vit_32'])
     _checkpoint(tmp_path / 'other.pth', 'sl_vit_32', dict(depth=1))
     with pytest.raises(SystemExit, match='does not fit sl_vit_32'):

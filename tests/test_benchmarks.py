@@ -127,14 +127,12 @@ def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path,
     fifo = tmp_path / 'rows.csv'
     os.mkfifo(fifo)
     for option, path, error in (
-            ('--csv', tmp_path, f"{str(tmp_path)!r} is a folder; allowed: a file name, e.g. "
-                                f"{str(tmp_path / 'out.txt')!r}"),
-            ('--markdown', '/proc/x', "cannot write into folder '/proc' of '/proc/x' (No such file or directory); "
-                                      "allowed: a path in a folder you can write to"),
-            ('--csv', fifo, f"{str(fifo)!r} is a FIFO (named pipe), not a regular file; allowed: a file name"),
-            ('--slify-survey', tmp_path / 'no' / 's.md', f"folder {str(tmp_path / 'no')!r} of "
-                                                         f"{str(tmp_path / 'no' / 's.md')!r} does not exist; create "
-                                                         f"it first")):
+            ('--csv', tmp_path, f"{tmp_path} is a folder; expected a file to write"),
+            ('--markdown', '/proc/x', "/proc/x: cannot write into folder /proc (no such file or directory), where a "
+                                      "file to write goes; allowed: a place this user may write (not /proc, /sys)"),
+            ('--csv', fifo, f"{fifo} is a FIFO (named pipe), not a regular file; expected a file to write"),
+            ('--slify-survey', tmp_path / 'no' / 's.md', f"{tmp_path / 'no' / 's.md'}: folder {tmp_path / 'no'} does "
+                                                         f"not exist, where a file to write goes; create it first")):
         with pytest.raises(SystemExit):
             parse_args([option, str(path)])
         assert capsys.readouterr().err.splitlines()[-1].endswith(f'argument {option}: {error}')

@@ -41,7 +41,27 @@ def _exit_message(argv) -> str:
     return str(info.value)
 
 
-def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
+def _usage_error(argv, capsys) -> str:
+    """The one line argparse ends a command with (exit status 2, on stderr): an option's value refused."""
+    capsys.readouterr()  # what earlier commands wrote
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count('\n') == 1, err
+    return err[:-1]
+
+
+def _with_image(command, tmp_path: Path):
+    """``command`` with its stand-in image argument 'img' made a real (tiny) PNG file, which the path check lets
+    through to what the test is about."""
+    from PIL import Image
+    image = tmp_path / 'input' / 'img.png'
+    image.parent.mkdir(exist_ok=True)
+    Image.new('RGB', (8, 8)).save(image)
+    return [str(image) if a == 'img' else a for a in command]
+
+
+def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one(tmp_path):
     message = _exit_message(['demo', '--model', 'vit_tiny_patch16_224'])
     assert message.startswith("timm-sl demo: unknown model 'vit_tiny_patch16_224' (did you mean sl_vit_tiny?); "
                               "allowed: the sl_ models sl_cait_32, ")
@@ -49,7 +69,10 @@ def test_demo_rejects_a_model_that_is_not_sl_and_suggests_one():
         "timm-sl demo: unknown model 'sl_vit_3' (did you mean sl_vit_32 or ")
     # the demo refuses slify, so its list of allowed models does not end with it (it offered 'or slify')
     assert message.endswith(', sl_vit_base, sl_vit_small, sl_vit_tiny')
-    assert 'or slify (--model-kwargs base=NAME' in _exit_message(['export', 'x.pth', '--model', 'vit_x', '--out', 'o'])
+    checkpoint = tmp_path / 'x.pth'  # a file there: the model is refused, not the missing checkpoint
+    checkpoint.write_bytes(b'')
+    assert 'or slify (--model-kwargs base=NAME' in _exit_message(['export', str(checkpoint), '--model', 'vit_x',
+                                                                  '--out', str(tmp_path / 'o')])
 
 
 def test_demo_refuses_slify_at_once():
@@ -107,9 +130,9 @@ def test_model_kwargs_values_are_python_literals():
 def test_out_needs_an_extension_and_an_existing_folder(command, tmp_path, capsys):
     for out, error in ((tmp_path / 'chart', "has no file extension; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
                        (tmp_path / 'chart.txt', "has extension '.txt'; allowed: .png, .jpg, .jpeg, .pdf, .svg"),
-                       (tmp_path / 'missing' / 'c.png', f"folder '{tmp_path / 'missing'}' of "
-                                                         f"'{tmp_path / 'missing' / 'c.png'}' does not exist; "
-                                                         f"create it first")):
+                       (tmp_path / 'missing' / 'c.png', f"{tmp_path / 'missing' / 'c.png'}: folder "
+                                                         f"{tmp_path / 'missing'} does not exist, where a chart file "
+                                                         f"goes; create it first")):
         with pytest.raises(SystemExit) as info:
             main(command + ['--out', str(out)])
         assert info.value.code == 2
@@ -130,8 +153,9 @@ def test_out_in_a_folder_that_takes_no_file_is_refused_before_any_work(command, 
         main(command + ['--out', '/proc/self/c.png'])
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count('\n') == 1
-    assert err.startswith(f"timm-sl {command[0]}: error: argument --out: cannot write into folder '/proc/self' of "
-                          f"'/proc/self/c.png' (") and err.endswith('; allowed: a path in a folder you can write to\n')
+    assert err.startswith(f"timm-sl {command[0]}: error: argument --out: /proc/self/c.png: cannot write into folder "
+                          f"/proc/self (") and err.endswith(', where a chart file goes; allowed: a place this user may '
+                                                            'write (not /proc, /sys)\n')
     args = build_parser().parse_args(command + ['--out', str(tmp_path / 'c.png')])
     assert args.out == str(tmp_path / 'c.png') and not list(tmp_path.iterdir())  # the try leaves nothing behind
 
@@ -144,10 +168,10 @@ def test_an_out_that_is_a_link_is_checked_where_it_points_before_any_work(tmp_pa
     monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda *a, **k: pytest.fail('trained before --out was checked'))
     links = {'dangling.png': tmp_path / 'missing' / 'c.png', 'loop.png': tmp_path / 'loop.png',
              'proc.png': '/proc/self/c.png'}
-    errors = {'dangling.png': f"is a link to '{tmp_path / 'missing' / 'c.png'}', whose folder does not exist; "
-                              f"allowed: a chart file name, or a link to a file in a folder",
-              'loop.png': 'is a link that loops; allowed: a chart file name, or a link to a file in a folder',
-              'proc.png': "cannot write into folder '/proc/"}
+    errors = {'dangling.png': f"dangling.png (a link to {tmp_path / 'missing' / 'c.png'}): folder "
+                              f"{tmp_path / 'missing'} does not exist, where a chart file goes; create it first",
+              'loop.png': f'loop.png is a link that loops ({tmp_path / "loop.png"}); expected a chart file',
+              'proc.png': "proc.png (a link to /proc/self/c.png): cannot write into folder /proc/self ("}
     for name, target in links.items():
         (tmp_path / name).symlink_to(target)
         with pytest.raises(SystemExit) as info:
@@ -176,16 +200,17 @@ def test_a_chart_replaces_only_an_earlier_chart_unless_overwrite(command, tmp_pa
     (tmp_path / 'link.png').symlink_to(tmp_path / 'photo.png')
     os.mkfifo(tmp_path / 'fifo.png')
     kept = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file() and not p.is_symlink()}
+    command = _with_image(command, tmp_path)
     for name in ('photo.png', 'photo.jpg', 'report.pdf', 'drawing.svg', 'link.png'):
         out = tmp_path / name
         where = f'--out {out}' + (f' (a link to {tmp_path / "photo.png"})' if name == 'link.png' else '')
         assert _exit_message(command + ['--out', str(out)]) == (
             f"timm-sl {command[0]}: {where} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept; "
             f"allowed: a new file name, a chart of an earlier timm-sl command, or --overwrite to replace it")
-    for flags in [], ['--overwrite']:  # nothing is written into a FIFO
-        assert _exit_message(command + ['--out', str(tmp_path / 'fifo.png'), *flags]) == (
-            f"timm-sl {command[0]}: --out {tmp_path / 'fifo.png'} is not a regular file (a FIFO, socket or device): a "
-            f"chart cannot be written into it; allowed: a new file name, or a chart of an earlier timm-sl command")
+    for flags in [], ['--overwrite']:  # nothing is written into a FIFO, refused as --out is read
+        assert _usage_error(command + ['--out', str(tmp_path / 'fifo.png'), *flags], capsys) == (
+            f"timm-sl {command[0]}: error: argument --out: {tmp_path / 'fifo.png'} is a FIFO (named pipe), not a "
+            f"regular file; expected a chart file")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name in kept} == kept
     from timm_sl.tools.plot import check_chart_out, is_chart, plot_curves
     for suffix in ('.png', '.jpg', '.pdf', '.svg'):  # every format's chart is marked, and replaced without a word
@@ -211,7 +236,7 @@ def test_a_size_timm_divides_by_is_one_line(command, kwarg, line, tmp_path, caps
     """timm builds with sizes it divides by unchecked: ``--model-kwargs num_heads=0`` was a ZeroDivisionError
     traceback from every command that builds a model (the model now names it; ``embed_dim=0`` still reaches timm)."""
     with pytest.raises(SystemExit) as info:
-        main(command + ['--model', 'sl_vit_32', '--model-kwargs', kwarg] +
+        main(_with_image(command, tmp_path) + ['--model', 'sl_vit_32', '--model-kwargs', kwarg] +
              ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
     err = capsys.readouterr().err
     assert info.value.code == 2 and err == f'timm-sl {command[0]}: {line}\n'
@@ -249,7 +274,7 @@ def test_slify_img_size_zero_is_one_line_naming_it(command, tmp_path, capsys):
 def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
     """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""
     with pytest.raises(SystemExit) as info:
-        main(command + ['--model', 'sl_vit_32', '--model-kwargs', 'global_pool=bogus'] +
+        main(_with_image(command, tmp_path) + ['--model', 'sl_vit_32', '--model-kwargs', 'global_pool=bogus'] +
              ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count('\n') == 1
@@ -463,20 +488,20 @@ def test_what_follows_dashes_goes_to_train_py_as_given():
 
 
 @pytest.mark.parametrize('argv,error', [
-    (['demo', '--out', '{f}/x.png'], "timm-sl demo: error: argument --out: '{f}' of '{f}/x.png' is a file, not a "
-                                     "folder; allowed: a path in a folder"),
+    (['demo', '--out', '{f}/x.png'], "timm-sl demo: error: argument --out: {f}/x.png: {f} is a file, not a folder; "
+                                     "cannot create a chart file below it"),
     (['temperature', '--model', 'sl_vit_32', '--out', '{f}/sub/x.png'],
-     "timm-sl temperature: error: argument --out: '{f}' of '{f}/sub/x.png' is a file, not a folder; allowed: a path "
-     "in a folder"),
-    (['export', '{f}', '--out', '{f}/sub'], 'timm-sl export: --out {f}/sub: {f} is a file; cannot create a folder '
-                                            'below it'),
-    (['release', '{f}', '--org', 'o', '--out', '{f}/sub'],
-     'timm-sl release: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+     "timm-sl temperature: error: argument --out: {f}/sub/x.png: {f} is a file, not a folder; cannot create a chart "
+     "file below it"),
+    (['export', '{f}', '--out', '{f}/sub'], 'timm-sl export: --out {f}/sub: {f} is a file, not a folder; cannot '
+                                            'create the export folder below it'),
+    (['release', '{d}', '--org', 'o', '--out', '{f}/sub'],  # runs: a folder (a file there is refused first)
+     'timm-sl release: --out {f}/sub: {f} is a file, not a folder; cannot create the release folder below it'),
     (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}/sub'],
-     'timm-sl reproduce: --out {f}/sub: {f} is a file; cannot create a folder below it'),
+     'timm-sl reproduce: --out {f}/sub: {f} is a file, not a folder; cannot create the reproduce output folder '
+     'below it'),
     (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}'],
-     'timm-sl reproduce: --out {f} is a file; allowed: a folder (new, or the output of an earlier timm-sl '
-     'reproduce, which is resumed)'),
+     'timm-sl reproduce: --out {f} is a file; expected the reproduce output folder'),
 ])
 def test_an_out_below_a_file_says_it_is_a_file(tmp_path, capsys, argv, error):
     """--out somefile/sub used to read 'does not exist' (or 'not a directory' deep in a run, naming no option)."""
@@ -538,8 +563,7 @@ def test_prepare_tiny_imagenet_names_a_file_given_as_the_dataset_folder(tmp_path
     root = tmp_path / 'tiny-imagenet-200.zip'
     root.write_bytes(b'an archive')
     assert _exit_message(['prepare-tiny-imagenet', str(root)]) == (
-        f'timm-sl prepare-tiny-imagenet: {root} is a file, not a folder; allowed: the folder that holds train/ and '
-        f'val/ of Tiny-ImageNet')
+        f'timm-sl prepare-tiny-imagenet: {root} is a file; expected the Tiny-ImageNet folder holding train/ and val/')
     with pytest.raises(NotADirectoryError, match='is a file, not a folder'):
         prepare_tiny_imagenet_train(root)
     assert root.read_bytes() == b'an archive'
@@ -734,7 +758,7 @@ def test_a_bad_pretrained_tags_file_is_one_line(tmp_path):
 
 
 @pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
-def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
+def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path, capsys):
     """A full disk at the chart's save said only '[Errno 28] No space left on device', naming no file."""
     from timm_sl.tools.errors import describe
     from timm_sl.tools.plot import plot_curves
@@ -742,8 +766,7 @@ def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path):
     with pytest.raises(OSError) as info:
         plot_curves({'a': [1., 2.]}, str(tmp_path / 'chart.png'))
     assert describe(info.value) == f'{tmp_path / "chart.png"}: no space left on device'
-    assert _exit_message(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
-                          str(tmp_path / 'chart.png')]) == (  # the CLI does not start on a device
-        f'timm-sl temperature: --out {tmp_path / "chart.png"} (a link to /dev/full) is not a regular file (a FIFO, '
-        f'socket or device): a chart cannot be written into it; allowed: a new file name, or a chart of an earlier '
-        f'timm-sl command')
+    assert _usage_error(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+                         str(tmp_path / 'chart.png')], capsys) == (  # the CLI does not start on a device
+        f'timm-sl temperature: error: argument --out: {tmp_path / "chart.png"} is a device, not a regular file; '
+        f'expected a chart file')

@@ -1,6 +1,7 @@
 """The table of every path a command reads or writes (timm_sl.tools.paths): each kind of wrong thing at each path of
 each command is refused in one line naming it, before the command does any work; a good thing there passes."""
 import os
+import re
 import socket
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -160,6 +161,16 @@ def test_check_path_names_the_kind_found_and_what_was_expected(tmp_path):
         check_path(tmp_path / 'none' / 'chart.png', PathRule('a thing', writes=True))
 
 
+def test_a_file_written_through_a_link_names_the_link_and_where_it_points(tmp_path):
+    """A written file's link to a file in a missing folder read '--opt DIR/link.png: folder ELSEWHERE does not exist':
+    the folder of the given path exists; the line did not say that the path is a link, or to what."""
+    (tmp_path / 'link.png').symlink_to(tmp_path / 'missing' / 'c.png')
+    with pytest.raises(FileNotFoundError) as e:
+        check_path(tmp_path / 'link.png', PathRule('a thing', writes=True), '--opt')
+    assert str(e.value) == (f"--opt {tmp_path / 'link.png'} (a link to {tmp_path / 'missing' / 'c.png'}): folder "
+                            f"{tmp_path / 'missing'} does not exist, where a thing goes; create it first")
+
+
 def test_a_written_folder_may_be_created_with_its_parents(tmp_path):
     check_path(tmp_path / 'a' / 'b' / 'c', PathRule('a thing', FOLDER, writes=True))
     assert not (tmp_path / 'a').exists()  # checked, not created: the command creates it
@@ -249,7 +260,7 @@ def _inner_cases():
     """(command, dest, path inside, rule) of every file a folder rule names inside it, one level or more down."""
     def walk(rule: PathRule, prefix: str):
         for pattern, inner in (rule.contents or {}).items():
-            name = prefix + pattern.replace('**/', '').replace('*', 'x')
+            name = prefix + re.sub(r'\[(.)[^]]*]', r'\1', pattern.replace('**/', '').replace('*', 'x'))
             yield name, inner
             yield from walk(inner, name + '/')
     return [(command, dest, name, inner) for command, paths in COMMAND_PATHS.items()
@@ -274,6 +285,20 @@ def test_every_file_inside_a_commands_folder_refuses_a_fifo_and_a_link_to_nothin
         lines = capsys.readouterr().err.splitlines()
         assert len(lines) == 1 and str(path) in lines[0], lines
         assert inner.what in lines[0] or not inner.link and 'remove the link' in lines[0], lines
+
+
+@pytest.mark.parametrize('command', ['kld', 'attention'])
+@pytest.mark.parametrize('name', ['sub/deeper/x.png', 'x.Png', 'x.JPEG', '.hidden.jpg'])
+def test_every_image_a_folder_gives_is_checked_first(tmp_path, capsys, reach, command, name):
+    """kld / attention read every image under a folder (any depth, hidden names, '.Png'): the table looked only at the
+    top level and at .png / .PNG, so a FIFO at images/sub/x.png or images/x.Png was found after the model was built."""
+    fifo = tmp_path / 'images' / name
+    fifo.parent.mkdir(parents=True)
+    _fifo(fifo)
+    with pytest.raises(cli.CommandFailed):
+        cli.main([command, str(tmp_path / 'images')])
+    assert capsys.readouterr().err == (f'timm-sl {command}: {fifo} is a FIFO (named pipe), not a regular file; '
+                                       f'expected an image file\n')
 
 
 # the arguments that take text but name no file or folder (a name, a pattern, words passed on to train.py)

@@ -322,9 +322,8 @@ def test_throughput_plot_keeps_a_users_file_and_checks_before_measuring(tmp_path
     mine = tmp_path / 'ratios.png'
     mine.write_bytes(b'my own picture')
     for plot, error in ((mine, f"--plot {mine} is a file timm-sl did not draw (no 'timm-sl chart' mark): it is kept"),
-                        (tmp_path / 'no' / 'r.png', f"--plot: folder {str(tmp_path / 'no')!r} of "
-                                                    f"{str(tmp_path / 'no' / 'r.png')!r} does not exist; create it "
-                                                    f"first"),
+                        (tmp_path / 'no' / 'r.png', f"--plot: {tmp_path / 'no' / 'r.png'}: folder {tmp_path / 'no'} "
+                                                    f"does not exist, where a chart file goes; create it first"),
                         # after the whole measurement: matplotlib's "Format 'txt' is not supported" traceback
                         (tmp_path / 'r.txt', f"--plot: {str(tmp_path / 'r.txt')!r} has extension '.txt'; allowed: "
                                              f".png, .jpg, .jpeg, .pdf, .svg")):

@@ -67,8 +67,8 @@ def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -
     if rule.writes and rule.kind == FOLDER:
         raise FileNotFoundError(f'{name} is a link to {shown(os.readlink(path))}, which does not exist; expected '
                                 f'{rule.what} (allowed: a link to a folder, or no link)')
-    if rule.writes:
-        _check_new(path.parent / os.readlink(path), name, rule)
+    if rule.writes:  # the line says the path is a link: the folder it names is the link's, not the path's
+        _check_new(path.parent / os.readlink(path), f'{name} (a link to {shown(os.readlink(path))})', rule)
     elif inside:  # what a folder holds need not be there
         check_link_target(path, rule.what)
     else:
@@ -195,7 +195,9 @@ LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
-_IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for s in (suffix, suffix.upper())}
+# what kld / attention read in a folder: at any depth, hidden names too, the suffix in any case ('.Png')
+_IMAGES = {f'**/{hidden}*.' + ''.join(f'[{c}{c.upper()}]' for c in suffix[1:]): PathRule('an image file')
+           for suffix in _IMAGE_SUFFIXES for hidden in ('', '.')}
 
 # command -> argument (argparse's dest) -> rule; an argument left None by the user is not checked
 COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
