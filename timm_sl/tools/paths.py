@@ -60,7 +60,8 @@ def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -
         return
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ValueError(f'{name} is a link that loops ({shown(os.readlink(path))}); expected {rule.what}') from None
+            raise ValueError(f'{name} is a link that loops ({shown(os.readlink(path))}); expected '
+                             f'{rule.what}') from None
         if e.errno not in (errno.ENOENT, errno.ENOTDIR):
             raise type(e)(f'{name} is a link that cannot be followed ({(e.strerror or str(e)).lower()}); expected '
                           f'{rule.what}') from None
@@ -93,8 +94,8 @@ def _check_new(path: Path, name: str, rule: PathRule) -> None:
     its parents are created), with no link to nothing or file on the way, that takes new files."""
     for parent in path.parents:
         if parent.is_symlink() and not parent.exists():
-            raise FileNotFoundError(f'{name}: {shown(parent)} is a link to {shown(os.readlink(parent))}, which does not '
-                                    f'exist; allowed: a link to a folder, or no link')
+            raise FileNotFoundError(f'{name}: {shown(parent)} is a link to {shown(os.readlink(parent))}, which does '
+                                    f'not exist; allowed: a link to a folder, or no link')
         if parent.exists():
             break
     existing = next(p for p in path.parents if p.exists())
@@ -128,8 +129,8 @@ def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
 
 def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: str = 'timm-sl',
                inside: bool = False) -> None:
-    """Refuse, in one line naming ``path`` (and the ``option`` that gave it), anything at ``path`` that ``rule`` does not
-    allow; then check what ``rule.contents`` names inside it. ``who`` (``timm-sl export``) is what writes there;
+    """Refuse, in one line naming ``path`` (and the ``option`` that gave it), anything at ``path`` that ``rule`` does
+    not allow; then check what ``rule.contents`` names inside it. ``who`` (``timm-sl export``) is what writes there;
     ``inside``: ``path`` is what a checked folder holds.
 
     Raises:
