@@ -705,9 +705,9 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
 def test_an_out_where_no_folder_can_be_made_is_named(fake_train, tmp_path, capsys):
     """--out /proc/x ended in '/proc/x: no such file or directory': neither --out nor why was said."""
     assert _exit_status(_reproduce_args(tmp_path, '/proc/timm-sl-out', fake_train)) == 2
-    assert _one_error(capsys) == ('--out /proc/timm-sl-out: cannot write into folder /proc (no such file or directory), '
-                                  'where the reproduce output folder goes; allowed: a place this user may write (not '
-                                  '/proc, /sys), or another --out')
+    assert _one_error(capsys) == ('--out /proc/timm-sl-out: cannot write into folder /proc (no such file or '
+                                  'directory), where the reproduce output folder goes; allowed: a place this user may '
+                                  'write (not /proc, /sys), or another --out')
     assert not Path('/proc/timm-sl-out').exists()
 
 
@@ -770,7 +770,8 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
                        'val/images/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2'],
      ['{D}/val/images would be read as one more class: remove it (the images are sorted into class folders)']),
-    ('cifar10', ['file.txt'], [], ["--data-dir {D}/file.txt is a file; expected the dataset root (train.py's --data-dir)"]),
+    ('cifar10', ['file.txt'], [],
+     ["--data-dir {D}/file.txt is a file; expected the dataset root (train.py's --data-dir)"]),
     # folders timm's reader labels otherwise than their names say: an empty class folder (skipped), a dot-folder with
     # images (a class), images beside the class folders (one more class)
     ('svhn', [p for p in DIGITS if p not in ('train/3/0.png', 'train/7/0.png')] + ['train/3/a.txt', 'train/7/0.webp'],
