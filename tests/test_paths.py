@@ -187,6 +187,40 @@ def test_contents_are_checked_inside_a_folder_and_beside_a_file(tmp_path):
             check_path(given, rule)
 
 
+def test_a_rules_allowed_way_out_is_named_by_every_refusal_of_it_and_inside_it(tmp_path):
+    """reproduce's refusals inside --out said 'or another --out' (what is there is left alone); the table's lost it."""
+    rule = PathRule('an output', FOLDER, writes=True, allowed='another --out', contents={
+        'a.txt': PathRule('a report', writes=True, link=False), 'runs': PathRule('runs', FOLDER)})
+    _folder(tmp_path / 'out')
+    _folder(tmp_path / 'out' / 'a.txt')
+    with pytest.raises(IsADirectoryError, match=r'/a.txt is a folder; expected a report \(or another --out\)$'):
+        check_path(tmp_path / 'out', rule)
+    (tmp_path / 'out' / 'a.txt').rmdir()
+    _link_to_user_file(tmp_path / 'out' / 'a.txt')
+    with pytest.raises(ValueError, match=r'a.txt is a link to .*; allowed: remove the link, or another --out$'):
+        check_path(tmp_path / 'out', rule)
+    (tmp_path / 'out' / 'a.txt').unlink()
+    _dangling(tmp_path / 'out' / 'runs')
+    with pytest.raises(FileNotFoundError, match=r'/runs is a link to .*\(allowed: .*, or none, or another --out\)$'):
+        check_path(tmp_path / 'out', rule)
+    with pytest.raises(NotADirectoryError, match=r'/g is a file; expected an output \(or another --out\)$'):
+        check_path(_file(tmp_path / 'g'), rule)
+    with pytest.raises(OSError, match=r'/proc/x: .*allowed: a place this user may write \(not /proc, /sys\), or '
+                                      r'another --out$'):
+        check_path('/proc/x', rule)
+
+
+def test_reproduce_checks_its_run_folders_not_what_else_its_runs_folder_holds(tmp_path):
+    """A file of the user's (or a test's) in OUT/runs was refused as 'a file; expected a run folder'."""
+    rule = COMMAND_PATHS['reproduce']['out']
+    _folder(tmp_path / 'runs')
+    _file(tmp_path / 'runs' / 'notes.txt')
+    check_path(tmp_path, rule)
+    _file(tmp_path / 'runs' / 'vit-sl-s0')
+    with pytest.raises(NotADirectoryError, match=r'/vit-sl-s0 is a file; expected a run folder \(or another --out\)$'):
+        check_path(tmp_path, rule)
+
+
 # ---- the table, command by command ----------------------------------------------------------------------------------
 
 # each command's required arguments; '{dest}' is replaced by the path under test or a good one

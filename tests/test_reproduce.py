@@ -468,11 +468,15 @@ def test_no_gpu_with_a_train_py_that_trains_on_cuda_by_default_is_refused(fake_t
     (dict(dataset=['mnist']), "timm-sl reproduce: unknown dataset 'mnist'; allowed: cifar10, cifar100, svhn, "
                               "tiny-imagenet, fashion-mnist\n"),
     (dict(families=['vit', 'deit']), "timm-sl reproduce: unknown family 'deit'; allowed: vit, t2t, cait, pit, swin\n"),
-    (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: timm's train.py not found at /nowhere/train.py\n"),
+    (dict(train_script=['/nowhere/train.py']), "timm-sl reproduce: --train-script /nowhere/train.py does not exist; "
+                                               "expected timm's train.py (from a checkout of "
+                                               "https://github.com/huggingface/pytorch-image-models)\n"),
     # there, but no file: it was 'not found'
-    (dict(train_script=['/dev/null']), "timm-sl reproduce: /dev/null is not a regular file; allowed: timm's train.py "
-                                       "(from a checkout of https://github.com/huggingface/pytorch-image-models)\n"),
-    (dict(data_dir=['/nowhere/data']), 'timm-sl reproduce: --data-dir /nowhere/data does not exist\n'),
+    (dict(train_script=['/dev/null']), "timm-sl reproduce: --train-script /dev/null is a device, not a regular file; "
+                                       "expected timm's train.py (from a checkout of "
+                                       "https://github.com/huggingface/pytorch-image-models)\n"),
+    (dict(data_dir=['/nowhere/data']), "timm-sl reproduce: --data-dir /nowhere/data does not exist; expected the "
+                                       "dataset root (train.py's --data-dir)\n"),
     (dict(nproc=['0']), 'timm-sl reproduce: --nproc 0 is not allowed; expected an integer >= 1\n'),
 ])
 def test_bad_input_is_one_line(fake_train, tmp_path, capsys, change, message):
@@ -691,10 +695,9 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
         (out / 'runs' / '.reproduce.lock').mkdir()
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
     assert _one_error(capsys) == (
-        f'{out}/runs/.reproduce.lock is a link where reproduce writes its lock file (its process id), which would '
-        f'replace the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
-        f'{out}/runs/.reproduce.lock is a folder where reproduce writes its lock file; allowed: move it away or use '
-        f'another --out')
+        f'{out}/runs/.reproduce.lock is a link to {notes} where timm-sl reproduce writes a file, which would replace '
+        f'the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
+        f"{out}/runs/.reproduce.lock is a folder; expected reproduce's lock file (or another --out)")
     assert notes.read_text() == 'mine' and [p.name for p in (out / 'runs').iterdir()] == ['.reproduce.lock']
 
 
@@ -702,8 +705,9 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
 def test_an_out_where_no_folder_can_be_made_is_named(fake_train, tmp_path, capsys):
     """--out /proc/x ended in '/proc/x: no such file or directory': neither --out nor why was said."""
     assert _exit_status(_reproduce_args(tmp_path, '/proc/timm-sl-out', fake_train)) == 2
-    assert _one_error(capsys) == ('--out /proc/timm-sl-out cannot be created as a folder (no such file or directory); '
-                                  'allowed: a folder in a place this user may write (not /proc, /sys)')
+    assert _one_error(capsys) == ('--out /proc/timm-sl-out: cannot write into folder /proc (no such file or '
+                                  'directory), where the reproduce output folder goes; allowed: a place this user may '
+                                  'write (not /proc, /sys), or another --out')
     assert not Path('/proc/timm-sl-out').exists()
 
 
@@ -722,8 +726,8 @@ def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, c
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
     argv.insert(argv.index('--'), '--overwrite')
     assert _exit_status(argv) == 2
-    assert _one_error(capsys) == (f'{out / where} is a link where reproduce writes its {what}, which would replace the '
-                                  f'file it links to; allowed: remove the link, or another --out')
+    assert _one_error(capsys) == (f'{out / where} is a link to {notes} where timm-sl reproduce writes a file, which '
+                                  f'would replace the file it links to; allowed: remove the link, or another --out')
     assert notes.read_text() == 'mine'
 
 
@@ -766,7 +770,8 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
                        'val/images/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2'],
      ['{D}/val/images would be read as one more class: remove it (the images are sorted into class folders)']),
-    ('cifar10', ['file.txt'], [], ['--data-dir {D}/file.txt is not a folder']),
+    ('cifar10', ['file.txt'], [],
+     ["--data-dir {D}/file.txt is a file; expected the dataset root (train.py's --data-dir)"]),
     # folders timm's reader labels otherwise than their names say: an empty class folder (skipped), a dot-folder with
     # images (a class), images beside the class folders (one more class)
     ('svhn', [p for p in DIGITS if p not in ('train/3/0.png', 'train/7/0.png')] + ['train/3/a.txt', 'train/7/0.webp'],
@@ -1390,8 +1395,8 @@ def test_a_run_that_lost_its_summary_is_not_resumed(fake_train, tmp_path, capsys
         f'on; put the file back, or delete {run} to restart the run (or use another --out)')
     assert (run / 'last.pth.tar').is_file() and (run / 'done.json').is_file()
 
-@pytest.mark.parametrize('name,what', [('summary.csv', 'rows of the epochs'),
-                                       ('last.pth.tar', 'checkpoint to resume from'), ('args.yaml', 'arguments')])
+@pytest.mark.parametrize('name,what', [('summary.csv', "train.py's summary.csv"),
+                                       ('last.pth.tar', 'a checkpoint file'), ('args.yaml', "train.py's args.yaml")])
 @pytest.mark.parametrize('trained', [True, False])
 def test_a_folder_where_train_py_writes_a_file_is_named(fake_train, tmp_path, capsys, name, what, trained):
     """A folder in place of summary.csv was 'holds no epoch', of last.pth.tar 'is missing' (both wrong), and of any of
@@ -1404,8 +1409,7 @@ def test_a_folder_where_train_py_writes_a_file_is_named(fake_train, tmp_path, ca
     (run / name).mkdir(parents=True)
     capsys.readouterr()
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
-    assert _one_error(capsys) == (f'{run}/{name} is a folder where train.py writes its {what}; allowed: move it away '
-                                  f'(or use another --out)')
+    assert _one_error(capsys) == f'{run}/{name} is a folder; expected {what} (or another --out)'
 
 
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
@@ -1422,15 +1426,13 @@ def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_pa
     assert len((run / 'argv.log').read_text().splitlines()) == 1  # train.py was not started again
 
 
-@pytest.mark.parametrize('where,what', [('runs/vit-sl-s0', 'the run folder of vit-sl-s0'),
-                                        ('runs', 'its run folders')])
+@pytest.mark.parametrize('where,what', [('runs/vit-sl-s0', 'a run folder'), ('runs', 'the folder of the runs')])
 def test_a_file_where_a_run_folder_goes_is_named(fake_train, tmp_path, capsys, where, what):
     out = tmp_path / 'out'
     (out / where).parent.mkdir(parents=True)
     (out / where).write_text('mine')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-    assert _one_error(capsys) == (f'{out / where} is a file where reproduce keeps {what}; move it away or use '
-                                  f'another --out')
+    assert _one_error(capsys) == f'{out / where} is a file; expected {what} (or another --out)'
     assert (out / where).read_text() == 'mine'
 
 
@@ -1495,18 +1497,17 @@ def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, s
 
 
 @pytest.mark.parametrize('where,what', [
-    ('runs/vit-sl-s0/sessions.json', 'record of train.py sessions of vit-sl-s0'),
-    ('runs/vit-base-s0/done.json', 'marker of a finished run of vit-base-s0'),
-    ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
-    ('results.json', 'results'), ('top1.png', 'top-1 chart')])
+    ('runs/vit-sl-s0/sessions.json', "timm-sl reproduce's sessions.json"),
+    ('runs/vit-base-s0/done.json', "timm-sl reproduce's done.json"),
+    ('runs/vit-sl-s0/command.txt', "the run's train.py command line"),
+    ('results.json', 'the results.json of the report'), ('top1.png', 'the top1.png of the report')])
 def test_a_folder_where_reproduce_writes_a_file_is_named_before_any_run(fake_train, tmp_path, capsys, where, what):
     """A folder in a run's bookkeeping (sessions.json) stopped the sweep after a run had trained, with a traceback."""
     out = tmp_path / 'out'
     (out / where).mkdir(parents=True)
     (out / where / 'mine').write_text('mine')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-    assert _one_error(capsys) == (f'{out / where} is a folder where reproduce writes its {what}; allowed: move it '
-                                  f'away or use another --out')
+    assert _one_error(capsys) == f'{out / where} is a folder; expected {what} (or another --out)'
     assert not list(out.glob('runs/*/argv.log')) and (out / where / 'mine').read_text() == 'mine'  # nothing ran
 
 
@@ -1518,30 +1519,29 @@ def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_
     done = tmp_path / 'done'
     assert main(_reproduce_args(tmp_path, done, fake_train, train_args=['--epochs', '1'])) == 0
     capsys.readouterr()
-    for where, what in [('runs/vit-base-s0/train.log', 'train.py log of vit-base-s0'),
-                        ('runs/vit-sl-s0/sessions.json', 'record of train.py sessions of vit-sl-s0'),
-                        ('runs/vit-sl-s0/run.json', 'record of the run settings of vit-sl-s0'),
-                        ('runs/vit-sl-s0/command.txt', 'train.py command line of vit-sl-s0'),
-                        ('report.md', 'report')]:
+    for where, what in [('runs/vit-base-s0/train.log', "timm-sl reproduce's train.log"),
+                        ('runs/vit-sl-s0/sessions.json', "timm-sl reproduce's sessions.json"),
+                        ('runs/vit-sl-s0/run.json', "timm-sl reproduce's run.json"),
+                        ('runs/vit-sl-s0/command.txt', "the run's train.py command line"),
+                        ('report.md', 'the report.md of the report')]:
         out = tmp_path / where.replace('/', '-')
         shutil.copytree(done, out)
         (out / where).unlink()
         os.mkfifo(out / where)
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-        assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected the {what} '
-                                      f'(reproduce writes it there); allowed: move it away or use another --out')
+        assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected {what} (or '
+                                      f'another --out)')
         assert len(read_summary_rows(out / 'runs' / 'vit-sl-s0' / 'summary.csv')) == 1  # not extended
     # train.py's own: 'summary.csv holds no epoch', 'last.pth.tar is missing'; at args.yaml train.py waited for ever
-    for name, what in [('summary.csv', 'rows of the epochs'), ('last.pth.tar', 'checkpoint to resume from'),
-                       ('args.yaml', 'arguments')]:
+    for name, what in [('summary.csv', "train.py's summary.csv"), ('last.pth.tar', 'a checkpoint file'),
+                       ('args.yaml', "train.py's args.yaml")]:
         out = tmp_path / name
         shutil.copytree(done, out)
         (out / 'runs' / 'vit-sl-s0' / name).unlink()
         os.mkfifo(out / 'runs' / 'vit-sl-s0' / name)
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
         assert _one_error(capsys) == (f"{out / 'runs' / 'vit-sl-s0' / name} is a FIFO (named pipe), not a regular "
-                                      f"file; expected train.py's {what} (it writes it there); allowed: move it away "
-                                      f"(or use another --out)")
+                                      f"file; expected {what} (or another --out)")
 
 def test_a_file_that_cannot_be_written_midway_stops_every_run_and_writes_the_report(fake_train, tmp_path, capsys,
                                                                                    monkeypatch):
@@ -1688,10 +1688,9 @@ def test_a_link_where_train_py_writes_a_file_is_refused(fake_train, tmp_path, ca
     (out / 'runs' / 'vit-base-s0').mkdir(parents=True)
     (out / 'runs' / 'vit-base-s0' / name).symlink_to(notes)
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
-    what = {'args.yaml': 'arguments', 'summary.csv': 'rows of the epochs', 'last.pth.tar': 'checkpoint to resume from'}
     assert _one_error(capsys) == (
-        f'{out}/runs/vit-base-s0/{name} is a link (to {notes}) where train.py writes its {what[name]}, which would '
-        f'replace the file it links to (or resume another run); allowed: remove the link (or use another --out)')
+        f'{out}/runs/vit-base-s0/{name} is a link to {notes} where timm-sl reproduce writes a file, which would '
+        f'replace the file it links to; allowed: remove the link, or another --out')
     assert notes.read_text() == 'mine'
 
 
@@ -1703,6 +1702,6 @@ def test_a_link_to_nothing_where_a_run_folder_goes_is_refused(fake_train, tmp_pa
     (out / 'runs' / 'vit-base-s0').symlink_to('gone')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 2
     assert _one_error(capsys) == (
-        f'{out}/runs/vit-base-s0 is a link to gone, which does not exist, where reproduce keeps the run folder of '
-        f'vit-base-s0; allowed: remove the link (or use another --out)')
+        f'{out}/runs/vit-base-s0 is a link to gone, which does not exist; expected a run folder (allowed: a link to a '
+        f'folder, or no link, or another --out)')
     assert not (out / 'report.md').exists()

@@ -409,8 +409,7 @@ def test_a_run_file_that_is_a_folder_is_refused_by_name(tmp_path, capsys):
     release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
     for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
         assert _fails(argv, capsys) == (
-            f'timm-sl {argv[0]}: {run / "model_best.pth.tar"} is a folder; expected a checkpoint file (a train.py run '
-            f'folder holds its model_best.pth.tar or last.pth.tar as files)')
+            f'timm-sl {argv[0]}: {run / "model_best.pth.tar"} is a folder; expected a checkpoint file')
     (run / 'model_best.pth.tar').rmdir()
     for name, what in (('summary.csv', "train.py's summary.csv"), ('args.yaml', "train.py's args.yaml")):
         (run / name).rename(run / f'{name}.bak')
@@ -619,10 +618,12 @@ def test_an_out_that_is_a_link_to_nothing_says_so(tmp_path, capsys):
     link = tmp_path / 'dangl'
     link.symlink_to(tmp_path / 'nowhere' / 'x')
     for argv in (['export', str(tmp_path / 'runs' / 'r')], ['release', str(tmp_path / 'runs'), '--org', 'o']):
-        for out in (link, link / 'sub'):
-            assert _fails(argv + ['--out', str(out)], capsys) == (
-                f'timm-sl {argv[0]}: --out {out}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does not '
-                f'exist; allowed: a link to a folder, or no link')
+        assert _fails(argv + ['--out', str(link)], capsys) == (
+            f'timm-sl {argv[0]}: --out {link} is a link to {tmp_path / "nowhere" / "x"}, which does not exist; '
+            f'expected the {argv[0]} folder (allowed: a link to a folder, or no link)')
+        assert _fails(argv + ['--out', str(link / 'sub')], capsys) == (
+            f'timm-sl {argv[0]}: --out {link / "sub"}: {link} is a link to {tmp_path / "nowhere" / "x"}, which does '
+            f'not exist; allowed: a link to a folder, or no link')
 
 
 @pytest.mark.parametrize('train_args,built', [
@@ -819,7 +820,7 @@ def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, ca
     (run / 'model_best.pth.tar').symlink_to(tmp_path / 'moved.pth.tar')
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
         f'timm-sl export: {run / "model_best.pth.tar"} is a link to {tmp_path / "moved.pth.tar"}, which does not '
-        f'exist; expected a checkpoint file (allowed: a link to one, or no model_best.pth.tar)')
+        f'exist; expected a checkpoint file (allowed: the file, a link to one, or none)')
     assert not (tmp_path / 'o').exists()
 
 
@@ -864,8 +865,7 @@ def test_a_run_record_that_is_a_folder_is_refused_by_name(name, what, tmp_path, 
     (run / name).mkdir()
     release = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']
     for argv in (['export', str(run), '--out', str(tmp_path / 'o')], release):
-        assert _fails(argv, capsys) == (f'timm-sl {argv[0]}: {run / name} is a folder; expected {what} (allowed: the '
-                                        f'file, or none)')
+        assert _fails(argv, capsys) == f'timm-sl {argv[0]}: {run / name} is a folder; expected {what}'
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
 
 

@@ -41,6 +41,7 @@ class PathRule:
         contents: Inside a folder (or, with ``beside``, the folder of a file): glob pattern -> rule of what matches;
             nothing need match, what does is checked.
         beside: ``contents`` applies to the folder holding a file (a checkpoint's run folder).
+        allowed: One more way out that a refusal here (or inside) names, e.g. 'another --out' (default none).
     """
     what: str
     kind: str = FILE
@@ -48,6 +49,7 @@ class PathRule:
     link: bool = True
     contents: Optional[Mapping[str, 'PathRule']] = None
     beside: bool = False
+    allowed: str = ''
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
@@ -127,6 +129,16 @@ def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
             check_path(path, inner, who=who, inside=True)
 
 
+def _with_allowed(message: str, allowed: str) -> str:
+    """``message`` naming ``allowed`` too: one more item of its 'allowed:' list, or '(or ...)' after it."""
+    if not allowed or message.endswith(f'or {allowed})') or message.endswith(f'or {allowed}'):
+        return message
+    if 'allowed: ' not in message:
+        return f'{message} (or {allowed})'
+    inside = message.endswith(')') and message.rfind('(allowed: ') == message.rfind('(')  # '... (allowed: a, b)'
+    return f'{message[:-1]}, or {allowed})' if inside else f'{message}, or {allowed}'
+
+
 def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: str = 'timm-sl',
                inside: bool = False) -> None:
     """Refuse, in one line naming ``path`` (and the ``option`` that gave it), anything at ``path`` that ``rule`` does
@@ -139,7 +151,15 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         PermissionError / OSError: a place that cannot be read or written.
         ValueError: a FIFO, socket or device; a link that loops; a link where the command writes.
     """
-    path = Path(path)
+    try:
+        _check_path(Path(path), rule, option, who, inside)
+    except (OSError, ValueError) as e:
+        if not rule.allowed:
+            raise
+        raise type(e)(_with_allowed(str(e), rule.allowed)) from None
+
+
+def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
     name = f'{option} {shown(path)}' if option else shown(path)
     if path.is_symlink():
         _check_link(path, name, rule, who, inside)
@@ -211,14 +231,17 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     },
     'reproduce': {
         'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER),
-        'out': PathRule('the reproduce output folder', FOLDER, writes=True, contents={
+        # what is refused inside --out is left as it is by another --out: the refusals say so
+        'out': PathRule('the reproduce output folder', FOLDER, writes=True, allowed='another --out', contents={
             **_written({name: PathRule(f'the {name} of the report', FILE) for name in (
                 'report.md', 'results.json', 'top1.png', 'curves.png', 'report_manifest.json')}),
             'runs': PathRule('the folder of the runs', FOLDER, writes=True, contents={
-                '*': PathRule('a run folder', FOLDER, writes=True, contents=_written(RUN_FOLDER)),
-                '.reproduce.lock': PathRule('the lock of a reproduce', writes=True, link=False)}),
+                # a run's name is FAMILY-VARIANT-sSEED; what else a user keeps in runs/ is not reproduce's
+                '*-s*': PathRule('a run folder', FOLDER, writes=True, contents=_written(RUN_FOLDER)),
+                '.reproduce.lock': PathRule("reproduce's lock file", writes=True, link=False)}),
         }),
-        'train_script': TRAIN_SCRIPT,
+        'train_script': replace(TRAIN_SCRIPT, what=f"{TRAIN_SCRIPT.what} (from a checkout of "
+                                                   f"https://github.com/huggingface/pytorch-image-models)"),
     },
     'release': {
         'runs': PathRule('a timm-sl reproduce output or train.py run folder', FOLDER, contents={
