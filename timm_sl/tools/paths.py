@@ -41,6 +41,8 @@ class PathRule:
         contents: Inside a folder (or, with ``beside``, the folder of a file): glob pattern -> rule of what matches;
             nothing need match, what does is checked.
         beside: ``contents`` applies to the folder holding a file (a checkpoint's run folder).
+        allowed: What the user may do about a wrong thing there ('move it away'), said after what was expected;
+            '' says nothing more.
     """
     what: str
     kind: str = FILE
@@ -48,6 +50,12 @@ class PathRule:
     link: bool = True
     contents: Optional[Mapping[str, 'PathRule']] = None
     beside: bool = False
+    allowed: str = ''
+
+    @property
+    def expected(self) -> str:
+        """What an error says was expected: ``what``, and ``allowed`` where there is one."""
+        return f'{self.what}; allowed: {self.allowed}' if self.allowed else self.what
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
@@ -60,10 +68,11 @@ def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -
         return
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ValueError(f'{name} is a link that loops ({shown(os.readlink(path))}); expected {rule.what}') from None
+            raise ValueError(f'{name} is a link that loops ({shown(os.readlink(path))}); expected '
+                             f'{rule.expected}') from None
         if e.errno not in (errno.ENOENT, errno.ENOTDIR):
             raise type(e)(f'{name} is a link that cannot be followed ({(e.strerror or str(e)).lower()}); expected '
-                          f'{rule.what}') from None
+                          f'{rule.expected}') from None
     if rule.writes and rule.kind == FOLDER:
         raise FileNotFoundError(f'{name} is a link to {shown(os.readlink(path))}, which does not exist; expected '
                                 f'{rule.what} (allowed: a link to a folder, or no link)')
@@ -146,20 +155,20 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
             return
     if not path.exists():
         if not rule.writes:
-            raise FileNotFoundError(f'{name} does not exist; expected {rule.what}')
+            raise FileNotFoundError(f'{name} does not exist; expected {rule.expected}')
         _check_new(path, name, rule)
         return
     if path.is_dir():
         if rule.kind == FILE:
-            raise IsADirectoryError(f'{name} is a folder; expected {rule.what}')
+            raise IsADirectoryError(f'{name} is a folder; expected {rule.expected}')
     elif not path.is_file():
-        raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
+        raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.expected}')
     elif rule.kind == FOLDER:
-        raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
+        raise NotADirectoryError(f'{name} is a file; expected {rule.expected}')
     folder = path.is_dir()
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
-                              f'{rule.what}')
+                              f'{rule.expected}')
     if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically)
         _check_takes_new_files(path if folder else path.parent, name, rule)
     if rule.contents:
@@ -171,9 +180,11 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
 
 # ---- the table ----------------------------------------------------------------------------------------------------
 
-def _written(rules: Mapping[str, PathRule]) -> Dict[str, PathRule]:
-    """``rules`` where a command writes them: no link (it would replace the file the link names)."""
-    return {name: replace(rule, writes=True, link=False) for name, rule in rules.items()}
+def _written(rules: Mapping[str, PathRule], allowed: str = '') -> Dict[str, PathRule]:
+    """``rules`` where a command writes them: no link (it would replace the file the link names); ``allowed``, what a
+    user may do about a wrong thing there, where given."""
+    return {name: replace(rule, writes=True, link=False, allowed=allowed or rule.allowed)
+            for name, rule in rules.items()}
 
 
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
@@ -194,6 +205,7 @@ CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported f
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
+_MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 _IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for s in (suffix, suffix.upper())}
 
@@ -202,7 +214,7 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     'demo': {'out': CHART},
     'export': {
         'checkpoint': CHECKPOINT,
-        'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED)),
+        'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED, _MOVE_AWAY)),
         'summary': PathRule("train.py's summary.csv"),
         'label_names': LABEL_NAMES,
     },
@@ -222,11 +234,13 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
             **{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
         'out': PathRule('the release folder', FOLDER, writes=True, contents=_written({
             name: PathRule(f'the {name} of a release') for name in (
-                'release.json', 'pretrained_entries.json', 'release_manifest.json')})),
+                'release.json', 'pretrained_entries.json', 'release_manifest.json')}, _MOVE_AWAY)),
         'label_names': LABEL_NAMES,
-        'train_script': TRAIN_SCRIPT,
+        'train_script': replace(TRAIN_SCRIPT, what=f'{TRAIN_SCRIPT.what} (from a checkout of '
+                                                   f'https://github.com/huggingface/pytorch-image-models)'),
     },
-    'push': {'folder': PathRule('a folder written by timm-sl export', FOLDER, contents=_EXPORTED)},
+    'push': {'folder': PathRule('a folder written by timm-sl export or release', FOLDER, contents={
+        name: replace(rule, allowed='export again') for name, rule in _EXPORTED.items()})},
     'temperature': {'checkpoint': CHECKPOINT, 'out': CHART},
     'kld': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
             'compare_checkpoint': CHECKPOINT, 'out': CHART},
@@ -241,14 +255,16 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
     'prepare-svhn': {
         'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True, contents=_written({
-            'svhn.json': PathRule('the record of a prepare-svhn run')})),
+            'svhn.json': PathRule('the record of a prepare-svhn run')}, _MOVE_AWAY)),
         'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
             f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
     },
     'prepare-fashion-mnist': {
         'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_written({'fashion_mnist.json': PathRule('the record of a prepare-fashion-mnist run'),
-                                            'label_names.txt': PathRule('the class names')})),
+                         contents={  # a link there is not written through: --overwrite replaces it by the file
+                             'fashion_mnist.json': PathRule('the record of a prepare-fashion-mnist run', writes=True,
+                                                            allowed=_MOVE_AWAY),
+                             'label_names.txt': PathRule('the class names', writes=True, allowed=_MOVE_AWAY)}),
         'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
             '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
     },
