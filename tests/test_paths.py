@@ -175,6 +175,17 @@ def test_what_a_rule_allows_follows_what_was_expected(tmp_path):
         check_path(tmp_path, PathRule('a thing'))
 
 
+def test_a_folder_given_for_a_file_that_holds_it_says_so(tmp_path):
+    """`--train-script FOLDER` where FOLDER/train.py is there: the line names the file the user meant."""
+    rule = PathRule('a script', usual_name='train.py')
+    with pytest.raises(IsADirectoryError, match=r'is a folder; expected a script$'):
+        check_path(tmp_path, rule)
+    _file(tmp_path / 'train.py')
+    with pytest.raises(IsADirectoryError, match=f'^{tmp_path} is a folder; expected a script \\({tmp_path}/train.py is '
+                                                f'there\\)$'):
+        check_path(tmp_path, rule)
+
+
 def test_a_written_folder_may_be_created_with_its_parents(tmp_path):
     check_path(tmp_path / 'a' / 'b' / 'c', PathRule('a thing', FOLDER, writes=True))
     assert not (tmp_path / 'a').exists()  # checked, not created: the command creates it

@@ -43,6 +43,8 @@ class PathRule:
         beside: ``contents`` applies to the folder holding a file (a checkpoint's run folder).
         allowed: What the user may do about a wrong thing there ('move it away'), said after what was expected;
             '' says nothing more.
+        usual_name: The name a file read there usually has ('train.py'): a folder given for it that holds a file of
+            that name is said to (the user named its folder).
     """
     what: str
     kind: str = FILE
@@ -51,6 +53,7 @@ class PathRule:
     contents: Optional[Mapping[str, 'PathRule']] = None
     beside: bool = False
     allowed: str = ''
+    usual_name: str = ''
 
     @property
     def expected(self) -> str:
@@ -160,7 +163,9 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         return
     if path.is_dir():
         if rule.kind == FILE:
-            raise IsADirectoryError(f'{name} is a folder; expected {rule.expected}')
+            inside = path / rule.usual_name if rule.usual_name else None
+            there = f' ({shown(inside)} is there)' if inside is not None and inside.is_file() else ''
+            raise IsADirectoryError(f'{name} is a folder; expected {rule.expected}{there}')
     elif not path.is_file():
         raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.expected}')
     elif rule.kind == FOLDER:
@@ -237,7 +242,8 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
                 'release.json', 'pretrained_entries.json', 'release_manifest.json')}, _MOVE_AWAY)),
         'label_names': LABEL_NAMES,
         'train_script': replace(TRAIN_SCRIPT, what=f'{TRAIN_SCRIPT.what} (from a checkout of '
-                                                   f'https://github.com/huggingface/pytorch-image-models)'),
+                                                   f'https://github.com/huggingface/pytorch-image-models)',
+                                usual_name='train.py'),
     },
     'push': {'folder': PathRule('a folder written by timm-sl export or release', FOLDER, contents={
         name: replace(rule, allowed='export again') for name, rule in _EXPORTED.items()})},
