@@ -357,10 +357,12 @@ def test_output_onto_a_file_or_an_unwritable_folder_is_one_line(mats, tmp_path, 
     source, _ = mats
     (tmp_path / 'a_file').write_text('mine')
     assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file'), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; allowed: a folder (the output folder)')
+        f"timm-sl prepare-svhn: {tmp_path / 'a_file'} is a file; expected the SVHN output folder (train.py's "
+        f"--data-dir)")
     assert (tmp_path / 'a_file').read_text() == 'mine'
     assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file' / 'sub'), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; cannot create {tmp_path / "a_file" / "sub"} below it')
+        f'timm-sl prepare-svhn: {tmp_path / "a_file" / "sub"}: {tmp_path / "a_file"} is a file, not a folder; cannot '
+        f"create the SVHN output folder (train.py's --data-dir) below it")
     locked = tmp_path / 'locked'
     locked.mkdir()
     real_mkdir = Path.mkdir
@@ -403,8 +405,9 @@ def test_a_users_svhn_json_is_kept(mats, tmp_path, capsys, kind):
     with pytest.raises(SystemExit) as info:
         main(['prepare-svhn', str(out), '--source', str(source)])
     assert info.value.code == 2 and capsys.readouterr().err == (  # one line, no progress bar before it
-        f'timm-sl prepare-svhn: {mine} is already there; ' +
-        ('--overwrite replaces it' if kind == 'file' else 'it is a folder: move it away first') + '\n')
+        f'timm-sl prepare-svhn: {mine} ' + ('is already there; --overwrite replaces it' if kind == 'file' else
+                                            'is a folder; expected the record of a prepare-svhn run; allowed: move it '
+                                            'away') + '\n')
     assert sorted(p.name for p in out.iterdir()) == ['svhn.json']
     if kind == 'file':
         assert mine.read_text() == 'my notes'
@@ -434,8 +437,8 @@ def test_a_fifo_or_folder_where_a_file_is_read_is_named(mats, tmp_path, capsys):
     out.mkdir()
     os.mkfifo(out / 'svhn.json')
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {out}/svhn.json is a FIFO (named pipe), not a regular file; expected the record a '
-        f'timm-sl prepare-* command writes there; allowed: move it away')
+        f'timm-sl prepare-svhn: {out}/svhn.json is a FIFO (named pipe), not a regular file; expected the record of a '
+        f'prepare-svhn run; allowed: move it away')
     mat = source / 'test_32x32.mat'
     mat.unlink()
     mat.mkdir()
