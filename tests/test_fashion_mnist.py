@@ -344,18 +344,23 @@ def test_a_users_label_names_and_json_are_kept_without_overwrite(source, tmp_pat
     assert (out / 'label_names.txt').read_text().splitlines()[0] == 'T-shirt/top'
 
 
+@pytest.mark.parametrize('target', ['file', 'nothing'])
 @pytest.mark.parametrize('name', ['label_names.txt', 'fashion_mnist.json'])
-def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, capsys, name):
-    """label_names.txt as a link to a file of the user's: --overwrite wrote the label names over that file."""
+def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, capsys, name, target):
+    """label_names.txt as a link to a file of the user's: --overwrite wrote the label names over that file. A link
+    to nothing was replaced without --overwrite."""
     out = tmp_path / 'fm'
     out.mkdir()
     mine = tmp_path / 'mine.txt'
-    mine.write_text('my notes\n')
+    if target == 'file':
+        mine.write_text('my notes\n')
     (out / name).symlink_to(mine)
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-fashion-mnist: {out / name} is already there; --overwrite replaces it')
+    assert (out / name).is_symlink() and not (out / 'train').exists()
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
-    assert mine.read_text() == 'my notes\n' and not (out / name).is_symlink()
+    assert (mine.read_text() == 'my notes\n' if target == 'file' else not mine.exists())
+    assert not (out / name).is_symlink()
     assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
     assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'
 
