@@ -415,6 +415,25 @@ def test_a_users_svhn_json_is_kept(mats, tmp_path, capsys, kind):
         assert json.loads(mine.read_text())['dataset'] == 'svhn'
 
 
+@pytest.mark.parametrize('target', ['file', 'nothing'])
+def test_overwrite_replaces_a_link_at_svhn_json_not_the_file_it_links_to(mats, tmp_path, capsys, target):
+    """svhn.json as a link (to a file of the user's, or to nothing) was refused by the table even with --overwrite,
+    which replaces the link by the record and keeps the file it names (as prepare-fashion-mnist does)."""
+    source, _ = mats
+    out = tmp_path / 'out'
+    out.mkdir()
+    mine = tmp_path / 'mine.txt'
+    if target == 'file':
+        mine.write_text('my notes')
+    (out / 'svhn.json').symlink_to(mine)
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {out / "svhn.json"} is already there; --overwrite replaces it')
+    assert sorted(p.name for p in out.iterdir()) == ['svhn.json'] and (out / 'svhn.json').is_symlink()
+    assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
+    assert mine.read_text() == 'my notes' if target == 'file' else not mine.exists()
+    assert json.loads((out / 'svhn.json').read_text())['dataset'] == 'svhn' and not (out / 'svhn.json').is_symlink()
+
+
 def test_a_folder_prepare_fashion_mnist_wrote_is_refused(mats, tmp_path, capsys):
     source, _ = mats
     out = tmp_path / 'data'

@@ -192,6 +192,14 @@ def _written(rules: Mapping[str, PathRule], allowed: str = '') -> Dict[str, Path
             for name, rule in rules.items()}
 
 
+def _side_files(files: Mapping[str, str]) -> Dict[str, PathRule]:
+    """The files (name -> what) a ``timm-sl prepare-*`` writes beside its split folders: a link there is the user's,
+    refused by the command, replaced by the file with --overwrite (never written through: the file it names is kept)."""
+    return {name: PathRule(what, writes=True, allowed=_MOVE_AWAY) for name, what in files.items()}
+
+
+_MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
+
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
 RUN_FOLDER: Dict[str, PathRule] = {
     'args.yaml': PathRule("train.py's args.yaml"),
@@ -210,7 +218,6 @@ CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported f
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
-_MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 _IMAGES = {f'*{s}': PathRule('an image file') for suffix in _IMAGE_SUFFIXES for s in (suffix, suffix.upper())}
 
@@ -260,17 +267,15 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'val': PathRule("Tiny-ImageNet's val folder", FOLDER, writes=True, link=False),
         'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
     'prepare-svhn': {
-        'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True, contents=_written({
-            'svhn.json': PathRule('the record of a prepare-svhn run')}, _MOVE_AWAY)),
+        'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True,
+                         contents=_side_files({'svhn.json': 'the record of a prepare-svhn run'})),
         'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
             f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
     },
     'prepare-fashion-mnist': {
         'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents={  # a link there is not written through: --overwrite replaces it by the file
-                             'fashion_mnist.json': PathRule('the record of a prepare-fashion-mnist run', writes=True,
-                                                            allowed=_MOVE_AWAY),
-                             'label_names.txt': PathRule('the class names', writes=True, allowed=_MOVE_AWAY)}),
+                         contents=_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
+                                               'label_names.txt': 'the class names'})),
         'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
             '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
     },
