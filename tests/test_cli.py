@@ -499,9 +499,9 @@ def test_what_follows_dashes_goes_to_train_py_as_given():
      'timm-sl release: --out {f}/sub: {f} is a file, not a folder; cannot create the release folder below it'),
     (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}/sub'],
      'timm-sl reproduce: --out {f}/sub: {f} is a file, not a folder; cannot create the reproduce output folder below '
-     'it (or another --out)'),
+     'it; allowed: another --out'),
     (['reproduce', '--data-dir', '{d}', '--dataset', 'cifar10', '--train-script', '{f}', '--out', '{f}'],
-     'timm-sl reproduce: --out {f} is a file; expected the reproduce output folder (or another --out)'),
+     'timm-sl reproduce: --out {f} is a file; expected the reproduce output folder; allowed: another --out'),
 ])
 def test_an_out_below_a_file_says_it_is_a_file(tmp_path, capsys, argv, error):
     """--out somefile/sub used to read 'does not exist' (or 'not a directory' deep in a run, naming no option)."""

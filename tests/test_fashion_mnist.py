@@ -290,12 +290,14 @@ def test_an_output_that_cannot_be_written_is_one_line(source, tmp_path, capsys, 
     a_file = tmp_path / 'file'
     a_file.write_text('')
     assert _cli_error(['prepare-fashion-mnist', str(a_file), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {a_file} is a file; the output must be a folder (new, or written by an '
-        f'earlier prepare-fashion-mnist)')
+        f"timm-sl prepare-fashion-mnist: {a_file} is a file; expected the Fashion-MNIST output folder (train.py's "
+        f"--data-dir)")
     assert _cli_error(['prepare-fashion-mnist', str(a_file / 'sub'), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {a_file} is a file; cannot create {a_file / "sub"} below it')
+        f"timm-sl prepare-fashion-mnist: {a_file / 'sub'}: {a_file} is a file, not a folder; cannot create the "
+        f"Fashion-MNIST output folder (train.py's --data-dir) below it")
     from timm_sl.tools import fashion_mnist
-    monkeypatch.setattr(fashion_mnist.os, 'access', lambda path, mode: False)  # root may write anywhere
+    # root may write anywhere: no writing for anyone (reading, the --source the table checks first, is left alone)
+    monkeypatch.setattr(fashion_mnist.os, 'access', lambda path, mode: not mode & os.W_OK)
     assert _cli_error(['prepare-fashion-mnist', str(tmp_path / 'new' / 'fm'), '--source', str(source)], capsys) == (
         f'timm-sl prepare-fashion-mnist: {tmp_path} is not writable; choose an output folder you can write to')
     assert not (tmp_path / 'new').exists()
@@ -334,26 +336,31 @@ def test_a_users_label_names_and_json_are_kept_without_overwrite(source, tmp_pat
         (out / name).unlink()
     (out / 'label_names.txt').mkdir()
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite'], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {out / "label_names.txt"} is already there; it is a folder: move it away '
-        f'first')
+        f'timm-sl prepare-fashion-mnist: {out / "label_names.txt"} is a folder; expected the class names; allowed: '
+        f'move it away')
     (out / 'label_names.txt').rmdir()
     (out / 'label_names.txt').write_text('mine\n')
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
     assert (out / 'label_names.txt').read_text().splitlines()[0] == 'T-shirt/top'
 
 
+@pytest.mark.parametrize('target', ['file', 'nothing'])
 @pytest.mark.parametrize('name', ['label_names.txt', 'fashion_mnist.json'])
-def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, capsys, name):
-    """label_names.txt as a link to a file of the user's: --overwrite wrote the label names over that file."""
+def test_overwrite_replaces_a_link_not_the_file_it_links_to(source, tmp_path, capsys, name, target):
+    """label_names.txt as a link to a file of the user's: --overwrite wrote the label names over that file. A link
+    to nothing was replaced without --overwrite."""
     out = tmp_path / 'fm'
     out.mkdir()
     mine = tmp_path / 'mine.txt'
-    mine.write_text('my notes\n')
+    if target == 'file':
+        mine.write_text('my notes\n')
     (out / name).symlink_to(mine)
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-fashion-mnist: {out / name} is already there; --overwrite replaces it')
+    assert (out / name).is_symlink() and not (out / 'train').exists()
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
-    assert mine.read_text() == 'my notes\n' and not (out / name).is_symlink()
+    assert (mine.read_text() == 'my notes\n' if target == 'file' else not mine.exists())
+    assert not (out / name).is_symlink()
     assert (out / 'label_names.txt').read_text().splitlines() == list(LABEL_NAMES)
     assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'
 
@@ -396,7 +403,7 @@ def test_a_fifo_or_folder_where_a_file_is_read_is_named(source, tmp_path, capsys
     os.mkfifo(out / 'fashion_mnist.json')
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
         f'timm-sl prepare-fashion-mnist: {out}/fashion_mnist.json is a FIFO (named pipe), not a regular file; expected '
-        f'the record a timm-sl prepare-* command writes there; allowed: move it away')
+        f'the record of a prepare-fashion-mnist run; allowed: move it away')
     labels = source / 't10k-labels-idx1-ubyte.gz'
     for kind in ('FIFO (named pipe), not a regular file', 'folder'):
         labels.unlink() if labels.is_fifo() or labels.is_file() else labels.rmdir()

@@ -254,7 +254,8 @@ def test_cli_export_errors_are_one_line(trained, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(['export', str(tmp_path / 'missing.pth.tar'), '--model', 'sl_vit_32', '--out', str(tmp_path)])
     assert e.value.code == 2
-    assert capsys.readouterr().err == f'timm-sl export: checkpoint {tmp_path / "missing.pth.tar"} does not exist\n'
+    assert capsys.readouterr().err == (f'timm-sl export: {tmp_path / "missing.pth.tar"} does not exist; expected a '
+                                       f'checkpoint file, a train.py run folder or an exported folder\n')
     with pytest.raises(SystemExit) as e:
         main(['export', str(root / 'model_best.pth.tar'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=3',
               '--out', str(tmp_path)])
@@ -340,10 +341,11 @@ def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path,
     (tmp_path / 'a_file').write_text('mine')
     for extra, message in (
             (['--label-names', str(tmp_path / 'names')],
-             f'{tmp_path / "names"} is a folder; expected the class names (a JSON list or one name per line)'),
+             f'--label-names {tmp_path / "names"} is a folder; expected the class names (a JSON list or one name per '
+             f'line)'),
             (['--summary', str(tmp_path / 'names')],
-             f"{tmp_path / 'names'} is a folder; expected train.py's summary.csv"),
-            (['--out', str(tmp_path / 'a_file')], f'--out {tmp_path / "a_file"} is a file; allowed: a new or empty '
+             f"--summary {tmp_path / 'names'} is a folder; expected train.py's summary.csv"),
+            (['--out', str(tmp_path / 'a_file')], f'--out {tmp_path / "a_file"} is a file; expected the export '
                                                    f'folder')):
         argv = ['export', ckpt, '--out', str(tmp_path / 'out')] + extra
         with pytest.raises(SystemExit):
@@ -356,10 +358,14 @@ def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path,
     ('bad id!!', 'Repo id must use alphanumeric chars'), ('org/x--y', 'Cannot have -- or ..'),
     ('a/b/c', "Repo id must be in the form 'repo_name' or 'namespace/repo_name'")])
 def test_push_checks_the_repo_id_before_anything_else(repo_id, reason, tmp_path, capsys, monkeypatch):
+    """The id is checked before push reads the folder's files or contacts the Hub (the kind of thing the folder is,
+    checked by main before any command works, comes first: a folder is given)."""
     import huggingface_hub
     monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
+    (tmp_path / 'config.json').write_text('{"architecture": ')  # cut files: read first, they would be named
+    (tmp_path / 'model.safetensors').write_bytes(b'x')
     with pytest.raises(SystemExit) as e:
-        main(['push', str(tmp_path / 'missing'), '--repo-id', repo_id])
+        main(['push', str(tmp_path), '--repo-id', repo_id])
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count('\n') == 1
     assert err.startswith(f'timm-sl push: --repo-id {repo_id!r} is not a Hub repository id ({reason}'), err
@@ -373,7 +379,7 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
     for path, what in ((tmp_path / 'missing', 'does not exist'), (tmp_path / 'model.safetensors', 'is a file')):
         with pytest.raises(SystemExit):
             main(['push', str(path), '--repo-id', 'org/name'])
-        assert capsys.readouterr().err == (f'timm-sl push: {path} {what}; allowed: a folder written by timm-sl export '
+        assert capsys.readouterr().err == (f'timm-sl push: {path} {what}; expected a folder written by timm-sl export '
                                            f'or release\n')
 
 
@@ -501,19 +507,20 @@ def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(n
     path = tmp_path / name
     path.unlink()
     path.mkdir()
-    again = 'allowed: the file as timm-sl export / release writes it (export again)'
     with pytest.raises(SystemExit):
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
-    assert capsys.readouterr().err == f'timm-sl push: {path} is a folder; {again}\n'
+    assert capsys.readouterr().err == f'timm-sl push: {path} is a folder; expected the {name} of an export; allowed: ' \
+                                      f'export again\n'
     path.rmdir()
     path.symlink_to(tmp_path / 'gone')
     with pytest.raises(SystemExit):
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err == (f'timm-sl push: {path} is a link to {tmp_path / "gone"}, which does not exist; '
-                                       f'{again}\n')
+                                       f'expected the {name} of an export (allowed: the file, a link to one, or '
+                                       f'none)\n')
     path.unlink()
     os.mkfifo(path)  # not 'missing'
     with pytest.raises(SystemExit):
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
-    assert capsys.readouterr().err == f'timm-sl push: {path} is a FIFO (named pipe), not a regular file; expected a ' \
-                                      f'file; {again}\n'
+    assert capsys.readouterr().err == (f'timm-sl push: {path} is a FIFO (named pipe), not a regular file; expected '
+                                       f'the {name} of an export; allowed: export again\n')

@@ -171,6 +171,32 @@ def test_a_file_written_through_a_link_names_the_link_and_where_it_points(tmp_pa
                             f"{tmp_path / 'missing'} does not exist, where a thing goes; create it first")
 
 
+def test_what_a_rule_allows_follows_what_was_expected(tmp_path):
+    """A rule's remedy ('move it away', 'export again') ends the line of each wrong kind that names what was expected;
+    a rule without one says what it said before."""
+    rule = PathRule('a thing', allowed='move it away')
+    for path, kind in ((_fifo(tmp_path / 'f'), r'is a FIFO \(named pipe\), not a regular file'),
+                       (tmp_path, 'is a folder'), (tmp_path / 'none', 'does not exist'),
+                       (_loop(tmp_path / 'loop'), r'is a link that loops \(.*\)')):
+        with pytest.raises((OSError, ValueError), match=f'{kind}; expected a thing; allowed: move it away$'):
+            check_path(path, rule)
+    with pytest.raises(NotADirectoryError, match=r'is a file; expected a thing; allowed: move it away$'):
+        check_path(_file(tmp_path / 'g'), PathRule('a thing', FOLDER, allowed='move it away'))
+    with pytest.raises(IsADirectoryError, match=r'is a folder; expected a thing$'):
+        check_path(tmp_path, PathRule('a thing'))
+
+
+def test_a_folder_given_for_a_file_that_holds_it_says_so(tmp_path):
+    """`--train-script FOLDER` where FOLDER/train.py is there: the line names the file the user meant."""
+    rule = PathRule('a script', usual_name='train.py')
+    with pytest.raises(IsADirectoryError, match=r'is a folder; expected a script$'):
+        check_path(tmp_path, rule)
+    _file(tmp_path / 'train.py')
+    with pytest.raises(IsADirectoryError, match=f'^{tmp_path} is a folder; expected a script \\({tmp_path}/train.py is '
+                                                f'there\\)$'):
+        check_path(tmp_path, rule)
+
+
 def test_a_written_folder_may_be_created_with_its_parents(tmp_path):
     check_path(tmp_path / 'a' / 'b' / 'c', PathRule('a thing', FOLDER, writes=True))
     assert not (tmp_path / 'a').exists()  # checked, not created: the command creates it

@@ -181,7 +181,8 @@ def test_release_errors_are_one_line(reproduced, tmp_path, capsys):
         return True
 
     assert fails(['release', str(tmp_path / 'nothing'), '--org', 'o', '--out', str(tmp_path / 'o')])
-    assert capsys.readouterr().err == f'timm-sl release: {tmp_path / "nothing"} does not exist\n'
+    assert capsys.readouterr().err == (f'timm-sl release: {tmp_path / "nothing"} does not exist; expected a timm-sl '
+                                       f'reproduce output or train.py run folder\n')
     assert fails(['release', str(tmp_path), '--org', 'o', '--out', str(tmp_path / 'o')])
     assert capsys.readouterr().err == (f'timm-sl release: {tmp_path} holds no train.py run (no model_best.pth.tar or '
                                        f'last.pth.tar at or below it)\n')
@@ -540,9 +541,10 @@ def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):
     from timm_sl.tools.train_args import train_script_defaults
     root, _ = reproduced
     argv = ['release', str(root), '--org', 'o', '--out', str(tmp_path / 'o'), '--train-script', str(tmp_path)]
-    assert _fails(argv, capsys) == f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY}'
+    expected = "expected timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
+    assert _fails(argv, capsys) == f'timm-sl release: --train-script {tmp_path} is a folder; {expected}'
     (tmp_path / 'train.py').write_text('')
-    assert _fails(argv, capsys) == (f'timm-sl release: {tmp_path} is a folder; {NOT_TRAIN_PY} '
+    assert _fails(argv, capsys) == (f'timm-sl release: --train-script {tmp_path} is a folder; {expected} '
                                     f'({tmp_path / "train.py"} is there)')
     for path, error in ((tmp_path, IsADirectoryError), (tmp_path / 'missing.py', FileNotFoundError)):
         with pytest.raises(error, match=f'^.*{path}'):  # the library function too, not a traceback from the import
@@ -957,8 +959,9 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
 
 
 @pytest.mark.parametrize('name,what', [
-    ('sl_vit_32.sl-cifar10-s0/README.md', 'a file release writes'), ('release.json', 'a file release writes'),
-    ('release_manifest.json', 'the manifest timm-sl release writes'), ('x/config.json', 'a file export writes'),
+    ('sl_vit_32.sl-cifar10-s0/README.md', 'a file release writes'), ('release.json', 'the release.json of a release'),
+    ('release_manifest.json', 'the release_manifest.json of a release'),
+    ('x/config.json', 'the config.json of an export'),
 ])
 def test_a_fifo_where_release_or_export_writes_is_refused(name, what, tmp_path, capsys):
     """A FIFO in --out where release (or export) writes a file: hashing it to see whether it was release's own, or
@@ -992,8 +995,8 @@ def test_a_folder_where_export_writes_a_file_is_refused_before_writing(tmp_path,
     _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
     (tmp_path / 'o' / 'README.md').mkdir(parents=True)
     assert _fails(['export', str(tmp_path / 'runs' / 'vit-sl-s0'), '--out', str(tmp_path / 'o'), '--overwrite'],
-                  capsys) == (f'timm-sl export: {tmp_path / "o" / "README.md"} is a folder where export writes a '
-                              f'file; allowed: move it away')
+                  capsys) == (f'timm-sl export: {tmp_path / "o" / "README.md"} is a folder; expected the README.md '
+                              f'of an export; allowed: move it away')
     assert [p.name for p in (tmp_path / 'o').iterdir()] == ['README.md']
 
 
@@ -1046,8 +1049,8 @@ def test_an_out_folder_the_system_will_not_create_is_named_as_such(command, tmp_
     argv = ([command, str(tmp_path / 'runs' / 'vit-sl-s0')] if command == 'export' else
             [command, str(tmp_path / 'runs'), '--org', 'o'])
     assert _fails(argv + ['--out', '/proc/timm-sl-x'], capsys) == (
-        f'timm-sl {command}: --out /proc/timm-sl-x cannot be created as a folder (no such file or directory); '
-        f'allowed: a folder in a place this user may write (not /proc, /sys)')
+        f'timm-sl {command}: --out /proc/timm-sl-x: cannot write into folder /proc (no such file or directory), where '
+        f'the {command} folder goes; allowed: a place this user may write (not /proc, /sys)')
 
 
 def test_a_run_resumed_with_other_arguments_does_not_call_its_last_command_exact(tmp_path):

@@ -697,7 +697,7 @@ def test_a_link_or_folder_where_the_lock_file_goes_is_refused(fake_train, tmp_pa
     assert _one_error(capsys) == (
         f'{out}/runs/.reproduce.lock is a link to {notes} where timm-sl reproduce writes a file, which would replace '
         f'the file it links to; allowed: remove the link, or another --out' if kind == 'link' else
-        f"{out}/runs/.reproduce.lock is a folder; expected reproduce's lock file (or another --out)")
+        f"{out}/runs/.reproduce.lock is a folder; expected reproduce's lock file; allowed: another --out")
     assert notes.read_text() == 'mine' and [p.name for p in (out / 'runs').iterdir()] == ['.reproduce.lock']
 
 
@@ -1409,7 +1409,7 @@ def test_a_folder_where_train_py_writes_a_file_is_named(fake_train, tmp_path, ca
     (run / name).mkdir(parents=True)
     capsys.readouterr()
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
-    assert _one_error(capsys) == f'{run}/{name} is a folder; expected {what} (or another --out)'
+    assert _one_error(capsys) == f'{run}/{name} is a folder; expected {what}; allowed: another --out'
 
 
 def test_a_truncated_last_checkpoint_is_named_before_resuming(fake_train, tmp_path, capsys):
@@ -1432,7 +1432,7 @@ def test_a_file_where_a_run_folder_goes_is_named(fake_train, tmp_path, capsys, w
     (out / where).parent.mkdir(parents=True)
     (out / where).write_text('mine')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-    assert _one_error(capsys) == f'{out / where} is a file; expected {what} (or another --out)'
+    assert _one_error(capsys) == f'{out / where} is a file; expected {what}; allowed: another --out'
     assert (out / where).read_text() == 'mine'
 
 
@@ -1507,7 +1507,7 @@ def test_a_folder_where_reproduce_writes_a_file_is_named_before_any_run(fake_tra
     (out / where).mkdir(parents=True)
     (out / where / 'mine').write_text('mine')
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-    assert _one_error(capsys) == f'{out / where} is a folder; expected {what} (or another --out)'
+    assert _one_error(capsys) == f'{out / where} is a folder; expected {what}; allowed: another --out'
     assert not list(out.glob('runs/*/argv.log')) and (out / where / 'mine').read_text() == 'mine'  # nothing ran
 
 
@@ -1541,7 +1541,7 @@ def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_
         os.mkfifo(out / 'runs' / 'vit-sl-s0' / name)
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
         assert _one_error(capsys) == (f"{out / 'runs' / 'vit-sl-s0' / name} is a FIFO (named pipe), not a regular "
-                                      f"file; expected {what} (or another --out)")
+                                      f"file; expected {what}; allowed: another --out")
 
 def test_a_file_that_cannot_be_written_midway_stops_every_run_and_writes_the_report(fake_train, tmp_path, capsys,
                                                                                    monkeypatch):

@@ -357,10 +357,12 @@ def test_output_onto_a_file_or_an_unwritable_folder_is_one_line(mats, tmp_path, 
     source, _ = mats
     (tmp_path / 'a_file').write_text('mine')
     assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file'), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; allowed: a folder (the output folder)')
+        f"timm-sl prepare-svhn: {tmp_path / 'a_file'} is a file; expected the SVHN output folder (train.py's "
+        f"--data-dir)")
     assert (tmp_path / 'a_file').read_text() == 'mine'
     assert _cli_error(['prepare-svhn', str(tmp_path / 'a_file' / 'sub'), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {tmp_path / "a_file"} is a file; cannot create {tmp_path / "a_file" / "sub"} below it')
+        f'timm-sl prepare-svhn: {tmp_path / "a_file" / "sub"}: {tmp_path / "a_file"} is a file, not a folder; cannot '
+        f"create the SVHN output folder (train.py's --data-dir) below it")
     locked = tmp_path / 'locked'
     locked.mkdir()
     real_mkdir = Path.mkdir
@@ -388,28 +390,35 @@ def test_read_only_folder(mats, tmp_path, capsys):
         locked.chmod(0o700)
 
 
-@pytest.mark.parametrize('kind', ['file', 'folder'])
+@pytest.mark.parametrize('kind', ['file', 'folder', 'link', 'link to nothing'])
 def test_a_users_svhn_json_is_kept(mats, tmp_path, capsys, kind):
     """A file of the user's named svhn.json in the output folder was written over without a word; a folder there
-    failed after every image was written ('svhn.json: is a directory', no allowed), after progress bars on stderr."""
+    failed after every image was written ('svhn.json: is a directory', no allowed), after progress bars on stderr. A
+    link there (to a file of the user's, or to nothing) was refused by the table even with --overwrite, which replaces
+    the link by the record and keeps the file it names (as prepare-fashion-mnist does)."""
     source, _ = mats
     out = tmp_path / 'out'
     out.mkdir()
     mine = out / 'svhn.json'
-    if kind == 'file':
-        mine.write_text('my notes')
-    else:
+    notes = tmp_path / 'notes.txt' if kind.startswith('link') else mine
+    if kind == 'folder':
         mine.mkdir()
+    elif kind != 'link to nothing':
+        notes.write_text('my notes')
+    if kind.startswith('link'):
+        mine.symlink_to(notes)
     with pytest.raises(SystemExit) as info:
         main(['prepare-svhn', str(out), '--source', str(source)])
-    assert info.value.code == 2 and capsys.readouterr().err == (  # one line, no progress bar before it
-        f'timm-sl prepare-svhn: {mine} is already there; ' +
-        ('--overwrite replaces it' if kind == 'file' else 'it is a folder: move it away first') + '\n')
+    said = ('is a folder; expected the record of a prepare-svhn run; allowed: move it away' if kind == 'folder' else
+            'is already there; --overwrite replaces it')
+    assert info.value.code == 2  # one line, no progress bar before it
+    assert capsys.readouterr().err == f'timm-sl prepare-svhn: {mine} {said}\n'
     assert sorted(p.name for p in out.iterdir()) == ['svhn.json']
-    if kind == 'file':
-        assert mine.read_text() == 'my notes'
+    if kind != 'folder':
+        assert notes.read_text() == 'my notes' if kind != 'link to nothing' else not notes.exists()
         assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
-        assert json.loads(mine.read_text())['dataset'] == 'svhn'
+        assert json.loads(mine.read_text())['dataset'] == 'svhn' and not mine.is_symlink()
+        assert notes == mine or (notes.read_text() == 'my notes' if kind == 'link' else not notes.exists())
 
 
 def test_a_folder_prepare_fashion_mnist_wrote_is_refused(mats, tmp_path, capsys):
@@ -434,8 +443,8 @@ def test_a_fifo_or_folder_where_a_file_is_read_is_named(mats, tmp_path, capsys):
     out.mkdir()
     os.mkfifo(out / 'svhn.json')
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-svhn: {out}/svhn.json is a FIFO (named pipe), not a regular file; expected the record a '
-        f'timm-sl prepare-* command writes there; allowed: move it away')
+        f'timm-sl prepare-svhn: {out}/svhn.json is a FIFO (named pipe), not a regular file; expected the record of a '
+        f'prepare-svhn run; allowed: move it away')
     mat = source / 'test_32x32.mat'
     mat.unlink()
     mat.mkdir()

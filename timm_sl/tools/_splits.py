@@ -70,13 +70,14 @@ def check_split_folders(root: Path, splits: Sequence[str], ours: Callable[[Path]
 
 def check_side_files(files: Sequence[Tuple[Path, bool]], overwrite: bool) -> None:
     """Refuse the files a command writes beside the split folders (``(path, whether it is one this command wrote)``):
-    a folder there, or, without ``overwrite``, a file it did not write (a user's, kept).
+    a folder there, or, without ``overwrite``, a file it did not write (a user's, kept) or a link (to a file, or to
+    nothing: the user's link, replaced only with ``overwrite``; the file it names is never written).
 
     Raises:
         FileExistsError: the first refused, one line.
     """
     for path, ours in files:
-        if path.is_dir() or (path.exists() and not ours and not overwrite):
+        if path.is_dir() or ((path.exists() or path.is_symlink()) and not ours and not overwrite):
             raise FileExistsError(f'{path} is already there; ' + ('it is a folder: move it away first' if path.is_dir()
                                                                   else '--overwrite replaces it'))
 

@@ -41,7 +41,10 @@ class PathRule:
         contents: Inside a folder (or, with ``beside``, the folder of a file): glob pattern -> rule of what matches;
             nothing need match, what does is checked.
         beside: ``contents`` applies to the folder holding a file (a checkpoint's run folder).
-        allowed: One more way out that a refusal here (or inside) names, e.g. 'another --out' (default none).
+        allowed: What the user may do about a wrong thing there or inside it ('move it away', 'another --out'):
+            every refusal ends with it ('; allowed: X', or ', or X' after a list of its own); '' adds nothing.
+        usual_name: The name a file read there usually has ('train.py'): a folder given for it that holds a file of
+            that name is said to (the user named its folder).
     """
     what: str
     kind: str = FILE
@@ -50,6 +53,7 @@ class PathRule:
     contents: Optional[Mapping[str, 'PathRule']] = None
     beside: bool = False
     allowed: str = ''
+    usual_name: str = ''
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
@@ -130,11 +134,11 @@ def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
 
 
 def _with_allowed(message: str, allowed: str) -> str:
-    """``message`` naming ``allowed`` too: one more item of its 'allowed:' list, or '(or ...)' after it."""
+    """``message`` naming ``allowed`` too: one more item of its 'allowed:' list, or '; allowed: ...' after it."""
     if not allowed or message.endswith(f'or {allowed})') or message.endswith(f'or {allowed}'):
         return message
     if 'allowed: ' not in message:
-        return f'{message} (or {allowed})'
+        return f'{message}; allowed: {allowed}'
     inside = message.endswith(')') and message.rfind('(allowed: ') == message.rfind('(')  # '... (allowed: a, b)'
     return f'{message[:-1]}, or {allowed})' if inside else f'{message}, or {allowed}'
 
@@ -172,7 +176,9 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
         return
     if path.is_dir():
         if rule.kind == FILE:
-            raise IsADirectoryError(f'{name} is a folder; expected {rule.what}')
+            inside = path / rule.usual_name if rule.usual_name else None
+            there = f' ({shown(inside)} is there)' if inside is not None and inside.is_file() else ''
+            raise IsADirectoryError(f'{name} is a folder; expected {rule.what}{there}')
     elif not path.is_file():
         raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
     elif rule.kind == FOLDER:
@@ -192,10 +198,20 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
 
 # ---- the table ----------------------------------------------------------------------------------------------------
 
-def _written(rules: Mapping[str, PathRule]) -> Dict[str, PathRule]:
-    """``rules`` where a command writes them: no link (it would replace the file the link names)."""
-    return {name: replace(rule, writes=True, link=False) for name, rule in rules.items()}
+def _written(rules: Mapping[str, PathRule], allowed: str = '') -> Dict[str, PathRule]:
+    """``rules`` where a command writes them: no link (it would replace the file the link names); ``allowed``, what a
+    user may do about a wrong thing there, where given."""
+    return {name: replace(rule, writes=True, link=False, allowed=allowed or rule.allowed)
+            for name, rule in rules.items()}
 
+
+def _side_files(files: Mapping[str, str]) -> Dict[str, PathRule]:
+    """The files (name -> what) a ``timm-sl prepare-*`` writes beside its split folders: a link there is the user's,
+    refused by the command, replaced by the file with --overwrite (never written through: the file it names is kept)."""
+    return {name: PathRule(what, writes=True, allowed=_MOVE_AWAY) for name, what in files.items()}
+
+
+_MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
 
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
 RUN_FOLDER: Dict[str, PathRule] = {
@@ -225,7 +241,7 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     'demo': {'out': CHART},
     'export': {
         'checkpoint': CHECKPOINT,
-        'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED)),
+        'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED, _MOVE_AWAY)),
         'summary': PathRule("train.py's summary.csv"),
         'label_names': LABEL_NAMES,
     },
@@ -248,11 +264,14 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
             **{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
         'out': PathRule('the release folder', FOLDER, writes=True, contents=_written({
             name: PathRule(f'the {name} of a release') for name in (
-                'release.json', 'pretrained_entries.json', 'release_manifest.json')})),
+                'release.json', 'pretrained_entries.json', 'release_manifest.json')}, _MOVE_AWAY)),
         'label_names': LABEL_NAMES,
-        'train_script': TRAIN_SCRIPT,
+        'train_script': replace(TRAIN_SCRIPT, what=f'{TRAIN_SCRIPT.what} (from a checkout of '
+                                                   f'https://github.com/huggingface/pytorch-image-models)',
+                                usual_name='train.py'),
     },
-    'push': {'folder': PathRule('a folder written by timm-sl export', FOLDER, contents=_EXPORTED)},
+    'push': {'folder': PathRule('a folder written by timm-sl export or release', FOLDER, contents={
+        name: replace(rule, allowed='export again') for name, rule in _EXPORTED.items()})},
     'temperature': {'checkpoint': CHECKPOINT, 'out': CHART},
     'kld': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
             'compare_checkpoint': CHECKPOINT, 'out': CHART},
@@ -266,15 +285,15 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'val': PathRule("Tiny-ImageNet's val folder", FOLDER, writes=True, link=False),
         'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
     'prepare-svhn': {
-        'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True, contents=_written({
-            'svhn.json': PathRule('the record of a prepare-svhn run')})),
+        'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True,
+                         contents=_side_files({'svhn.json': 'the record of a prepare-svhn run'})),
         'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
             f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
     },
     'prepare-fashion-mnist': {
         'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_written({'fashion_mnist.json': PathRule('the record of a prepare-fashion-mnist run'),
-                                            'label_names.txt': PathRule('the class names')})),
+                         contents=_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
+                                               'label_names.txt': 'the class names'})),
         'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
             '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
     },
