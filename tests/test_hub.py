@@ -517,7 +517,7 @@ def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(n
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err == (f'timm-sl push: {path} is a link to {tmp_path / "gone"}, which does not exist; '
                                        f'expected the {name} of an export (allowed: the file, a link to one, or '
-                                       f'none)\n')
+                                       f'none, or export again)\n')
     path.unlink()
     os.mkfifo(path)  # not 'missing'
     with pytest.raises(SystemExit):

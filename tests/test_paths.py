@@ -219,7 +219,7 @@ def test_a_rules_allowed_way_out_is_named_by_every_refusal_of_it_and_inside_it(t
         'a.txt': PathRule('a report', writes=True, link=False), 'runs': PathRule('runs', FOLDER)})
     _folder(tmp_path / 'out')
     _folder(tmp_path / 'out' / 'a.txt')
-    with pytest.raises(IsADirectoryError, match=r'/a.txt is a folder; expected a report \(or another --out\)$'):
+    with pytest.raises(IsADirectoryError, match=r'/a.txt is a folder; expected a report; allowed: another --out$'):
         check_path(tmp_path / 'out', rule)
     (tmp_path / 'out' / 'a.txt').rmdir()
     _link_to_user_file(tmp_path / 'out' / 'a.txt')
@@ -229,7 +229,7 @@ def test_a_rules_allowed_way_out_is_named_by_every_refusal_of_it_and_inside_it(t
     _dangling(tmp_path / 'out' / 'runs')
     with pytest.raises(FileNotFoundError, match=r'/runs is a link to .*\(allowed: .*, or none, or another --out\)$'):
         check_path(tmp_path / 'out', rule)
-    with pytest.raises(NotADirectoryError, match=r'/g is a file; expected an output \(or another --out\)$'):
+    with pytest.raises(NotADirectoryError, match=r'/g is a file; expected an output; allowed: another --out$'):
         check_path(_file(tmp_path / 'g'), rule)
     with pytest.raises(OSError, match=r'/proc/x: .*allowed: a place this user may write \(not /proc, /sys\), or '
                                       r'another --out$'):
@@ -243,7 +243,8 @@ def test_reproduce_checks_its_run_folders_not_what_else_its_runs_folder_holds(tm
     _file(tmp_path / 'runs' / 'notes.txt')
     check_path(tmp_path, rule)
     _file(tmp_path / 'runs' / 'vit-sl-s0')
-    with pytest.raises(NotADirectoryError, match=r'/vit-sl-s0 is a file; expected a run folder \(or another --out\)$'):
+    with pytest.raises(NotADirectoryError,
+                       match=r'/vit-sl-s0 is a file; expected a run folder; allowed: another --out$'):
         check_path(tmp_path, rule)
 
 

@@ -499,8 +499,8 @@ def test_release_replaces_only_its_own_unchanged_files(reproduced, tmp_path, cap
     assert (mine / 'release.json').read_text() == 'my list' and len(list(mine.rglob('*'))) == 3
     (mine / 'sl_vit_32.sl-cifar10-s1' / 'README.md').mkdir()
     assert _fails(argv + ['--overwrite'], capsys) == (
-        f'timm-sl release: {mine / "sl_vit_32.sl-cifar10-s1" / "README.md"} is a folder where release writes a file; '
-        f'allowed: move it away')
+        f'timm-sl release: {mine / "sl_vit_32.sl-cifar10-s1" / "README.md"} is a folder; expected the README.md of a '
+        f'released model; allowed: move it away')
 
 
 NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
@@ -959,7 +959,7 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
 
 
 @pytest.mark.parametrize('name,what', [
-    ('sl_vit_32.sl-cifar10-s0/README.md', 'a file release writes'), ('release.json', 'the release.json of a release'),
+    ('sl_vit_32.sl-cifar10-s0/README.md', 'the README.md of a released model'), ('release.json', 'the release.json of a release'),
     ('release_manifest.json', 'the release_manifest.json of a release'),
     ('x/config.json', 'the config.json of an export'),
 ])
@@ -1036,7 +1036,7 @@ def test_a_link_where_release_or_export_writes_is_refused_and_its_file_kept(name
             ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)])
     assert _fails(argv + ['--overwrite'], capsys) == (
         f'timm-sl {argv[0]}: {out / name} is a link to {mine} where timm-sl {argv[0]} writes a file, which would '
-        f'replace the file it links to; allowed: remove the link')
+        f'replace the file it links to; allowed: remove the link, or move it away')
     assert mine.read_text() == 'mine\n' and sorted(p.name for p in out.rglob('*')) == sorted(
         {Path(name).name, *Path(name).parent.parts} - {'.'})
 

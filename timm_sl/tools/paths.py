@@ -115,11 +115,17 @@ def _check_new(path: Path, name: str, rule: PathRule) -> None:
 
 
 def _matches(folder: Path, pattern: str) -> Iterator[Path]:
-    """What ``pattern`` names in ``folder``: a name, a wildcard name (``fnmatch``) or ``**/`` it at any depth; links to
-    nothing included (``Path.glob`` leaves them out, and they are what is looked for)."""
-    if pattern.startswith('**/'):
+    """What ``pattern`` names in ``folder``: a name, a wildcard name (``fnmatch``), ``**/`` it at any depth, or either
+    below the folders a wildcard names (``*/config.json``); links to nothing included (``Path.glob`` leaves them out,
+    and they are what is looked for)."""
+    head, _, rest = pattern.partition('/')
+    if head == '**':
         for sub in [folder, *sorted(p for p in folder.rglob('*') if p.is_dir() and not p.is_symlink())]:
-            yield from _matches(sub, pattern[3:])
+            yield from _matches(sub, rest)
+    elif rest and any(c in head for c in '*?['):
+        for sub in _matches(folder, head):
+            if sub.is_dir():
+                yield from _matches(sub, rest)
     elif any(c in pattern for c in '*?['):
         yield from sorted(p for p in folder.iterdir()  # a hidden name only where the pattern says so, as a shell does
                           if fnmatch.fnmatchcase(p.name, pattern) and (pattern[0] == '.' or p.name[0] != '.'))
@@ -263,8 +269,9 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'runs': PathRule('a timm-sl reproduce output or train.py run folder', FOLDER, contents={
             **{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
         'out': PathRule('the release folder', FOLDER, writes=True, contents=_written({
-            name: PathRule(f'the {name} of a release') for name in (
-                'release.json', 'pretrained_entries.json', 'release_manifest.json')}, _MOVE_AWAY)),
+            **{name: PathRule(f'the {name} of a release') for name in (
+                'release.json', 'pretrained_entries.json', 'release_manifest.json')},
+            **{f'*/{name}': PathRule(f'the {name} of a released model') for name in _EXPORTED}}, _MOVE_AWAY)),
         'label_names': LABEL_NAMES,
         'train_script': replace(TRAIN_SCRIPT, what=f'{TRAIN_SCRIPT.what} (from a checkout of '
                                                    f'https://github.com/huggingface/pytorch-image-models)',
