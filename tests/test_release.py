@@ -959,7 +959,8 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
 
 
 @pytest.mark.parametrize('name,what', [
-    ('sl_vit_32.sl-cifar10-s0/README.md', 'the README.md of a released model'), ('release.json', 'the release.json of a release'),
+    ('sl_vit_32.sl-cifar10-s0/README.md', 'the README.md of a released model'),
+    ('release.json', 'the release.json of a release'),
     ('release_manifest.json', 'the release_manifest.json of a release'),
     ('x/config.json', 'the config.json of an export'),
 ])
