@@ -329,6 +329,6 @@ def test_prepare_tiny_imagenet_names_a_fifo_where_it_reads_a_text_file(tmp_path,
     with pytest.raises(SystemExit) as e:
         main(['prepare-tiny-imagenet', str(root)])
     assert e.value.code == 2 and capsys.readouterr().err == (
-        f'timm-sl prepare-tiny-imagenet: {root / name} is a FIFO (named pipe), not a regular file; expected the text '
-        f'file of the Tiny-ImageNet archive\n')
+        f"timm-sl prepare-tiny-imagenet: {root / name} is a FIFO (named pipe), not a regular file; expected "
+        f"Tiny-ImageNet's {name}\n")
     assert (root / 'val' / 'images' / 'val_0.JPEG').is_file()  # nothing moved

@@ -1529,8 +1529,8 @@ def test_a_fifo_where_reproduce_reads_or_writes_a_file_is_named(fake_train, tmp_
         (out / where).unlink()
         os.mkfifo(out / where)
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 2
-        assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected {what} (or '
-                                      f'another --out)')
+        assert _one_error(capsys) == (f'{out / where} is a FIFO (named pipe), not a regular file; expected {what}; '
+                                      f'allowed: another --out')
         assert len(read_summary_rows(out / 'runs' / 'vit-sl-s0' / 'summary.csv')) == 1  # not extended
     # train.py's own: 'summary.csv holds no epoch', 'last.pth.tar is missing'; at args.yaml train.py waited for ever
     for name, what in [('summary.csv', "train.py's summary.csv"), ('last.pth.tar', 'a checkpoint file'),

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .arg_types import MAX_SEED, positive_float as _positive_float, positive_int, seed as _seed, \
     shift_ratio as _shift_ratio
 from .errors import (
-    BUILD_ERRORS, USER_ERRORS, check_not_below_a_file, describe, shown, write_atomically)
+    BUILD_ERRORS, USER_ERRORS, describe, shown, write_atomically)
 from .paths import check_command_paths
 from .plot import figure_path
 from ..version import __version__
@@ -204,7 +204,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
     from timm_sl.tools.runs import checkpoint_file
-    check_not_below_a_file(args.out, '--out')
     if args.model:
         _check_model_name(args, args.model)
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
@@ -222,7 +221,6 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def cmd_release(args: argparse.Namespace) -> int:
     from timm_sl.tools.release import run_from_args
-    check_not_below_a_file(args.out, '--out')
     return run_from_args(args)
 
 
