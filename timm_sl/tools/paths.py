@@ -182,8 +182,8 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
         return
     if path.is_dir():
         if rule.kind == FILE:
-            inside = path / rule.usual_name if rule.usual_name else None
-            there = f' ({shown(inside)} is there)' if inside is not None and inside.is_file() else ''
+            usual = path / rule.usual_name if rule.usual_name else None
+            there = f' ({shown(usual)} is there)' if usual is not None and usual.is_file() else ''
             raise IsADirectoryError(f'{name} is a folder; expected {rule.what}{there}')
     elif not path.is_file():
         raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
