@@ -9,6 +9,7 @@ from typing import Dict, List, Tuple
 import pytest
 
 from timm_sl.tools import cli
+from timm_sl.tools.errors import shown
 from timm_sl.tools.paths import COMMAND_PATHS, EITHER, FILE, FOLDER, PathRule, check_path
 
 
@@ -131,6 +132,22 @@ def test_check_path_refuses_each_wrong_kind_in_one_line_naming_the_path(tmp_path
     assert 'a thing' in message or not rule.link and 'remove the link' in message, message
     if kind == 'link_to_a_users_file':
         assert (tmp_path / 'users-own-file').read_text() == 'keep me'
+
+
+@pytest.mark.parametrize('rule_name,kind', _UNIT_CASES, ids=[f'{r}-{k}' for r, k in _UNIT_CASES])
+def test_a_name_with_a_newline_is_refused_in_one_line(tmp_path, rule_name, kind):
+    """The refusals of a link where a file is written and of a link to nothing inside a folder named the link and
+    where it points as they are: a newline there broke the line in two."""
+    rule = _RULES[rule_name]
+    (tmp_path / 'new\nline').mkdir()
+    path = hostile_kinds(rule)[kind](tmp_path / 'new\nline' / 'target')
+    with pytest.raises((OSError, ValueError)) as e:
+        check_path(path, rule, '--opt')
+    assert len(str(e.value).splitlines()) == 1 and shown(path) in str(e.value), str(e.value)
+    folder = PathRule('a folder', FOLDER, contents={'*': PathRule('a thing')})
+    with pytest.raises(FileNotFoundError, match=re.escape("link to 'no\\nthing', which does not exist")):
+        (tmp_path / 'new\nline' / 'dangling').symlink_to('no\nthing')
+        check_path(tmp_path / 'new\nline', folder, '--opt')
 
 
 @pytest.mark.parametrize('rule_name', list(_RULES))
