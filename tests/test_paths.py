@@ -160,6 +160,24 @@ def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
         check_path(tmp_path / 'link', rule)
 
 
+def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):
+    """The file made to learn that a folder takes new files is removed: it was left there by a Ctrl-C while the
+    check closed it."""
+    rule = PathRule('a thing', FOLDER, writes=True)
+    check_path(tmp_path / 'new' / 'deeper', rule)
+    check_path(tmp_path, rule)
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupted(handle):
+        os_close(handle)
+        raise KeyboardInterrupt
+    os_close = os.close
+    monkeypatch.setattr(os, 'close', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        check_path(tmp_path, rule)
+    assert list(tmp_path.iterdir()) == []
+
+
 def replace_writes(rule: PathRule) -> PathRule:
     """The rule of the real thing behind a link: it must be there, whether or not the command writes it."""
     return PathRule(rule.what, rule.kind)

@@ -88,8 +88,10 @@ def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
     removing an empty file, not after the work (``os.access`` says yes to root everywhere)."""
     try:
         handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-        os.close(handle)
-        os.unlink(probe)
+        try:
+            os.close(handle)
+        finally:  # also when interrupted (Ctrl-C): the gate leaves nothing behind
+            os.unlink(probe)
     except OSError as e:
         raise type(e)(f'{name}: cannot write into folder {shown(folder)} ({(e.strerror or str(e)).lower()}), where '
                       f'{rule.what} goes; allowed: a place this user may write (not /proc, /sys)') from None
