@@ -78,9 +78,14 @@ def _unwritable(path: Path) -> Path:
     return Path('/proc/timm-sl-test') / path.name
 
 
+def _name_too_long(path: Path) -> Path:
+    return path.parent / ('x' * 300 + path.suffix)
+
+
 def hostile_kinds(rule: PathRule) -> Dict[str, object]:
     """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
-    kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop)
+    kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop,
+                 name_too_long=_name_too_long)
     if rule.kind == FILE:
         kinds['folder'] = _folder
     if rule.kind == FOLDER:
@@ -158,6 +163,15 @@ def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
         real = _good(tmp_path / 'real', replace_writes(rule))
         (tmp_path / 'link').symlink_to(real)
         check_path(tmp_path / 'link', rule)
+
+
+@pytest.mark.parametrize('rule_name', list(_RULES))
+def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, rule_name):
+    """A name too long was the system's line, which names no option (and a traceback for a chart's --out)."""
+    rule = _RULES[rule_name]
+    long = _name_too_long(tmp_path / 'it')
+    with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long; expected a thing')):
+        check_path(long, rule, '--opt')
 
 
 def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):

@@ -171,8 +171,20 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         raise type(e)(_with_allowed(str(e), rule.allowed)) from None
 
 
+def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
+    """Refuse a path the system cannot look up, for what it is: a name too long, a folder on the way this user may
+    not enter (not the system's line, which names no option)."""
+    try:
+        os.lstat(path)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return  # nothing there, or a file on the way: what is done about it depends on the rule
+        raise type(e)(f'{name}: {(e.strerror or str(e)).lower()}; expected {rule.what}') from None
+
+
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
     name = f'{option} {shown(path)}' if option else shown(path)
+    _check_reachable(path, name, rule)
     if path.is_symlink():
         _check_link(path, name, rule, who, inside)
         if not path.exists():  # a file written through a link to nothing yet
