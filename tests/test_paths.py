@@ -78,6 +78,11 @@ def _unwritable(path: Path) -> Path:
     return Path('/proc/timm-sl-test') / path.name
 
 
+def _below_a_looping_link(path: Path) -> Path:
+    (path.parent / 'loop').symlink_to('loop')
+    return path.parent / 'loop' / path.name
+
+
 def _name_too_long(path: Path) -> Path:
     return path.parent / ('x' * 300 + path.suffix)
 
@@ -85,7 +90,7 @@ def _name_too_long(path: Path) -> Path:
 def hostile_kinds(rule: PathRule) -> Dict[str, object]:
     """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
     kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop,
-                 name_too_long=_name_too_long)
+                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long)
     if rule.kind == FILE:
         kinds['folder'] = _folder
     if rule.kind == FOLDER:
@@ -167,8 +172,12 @@ def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
 
 @pytest.mark.parametrize('rule_name', list(_RULES))
 def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, rule_name):
-    """A name too long was the system's line, which names no option (and a traceback for a chart's --out)."""
+    """A link that loops on the way was 'does not exist' (or 'a link to loop, which does not exist'); a name too long
+    and a folder on the way that may not be entered were the system's line, which names no option."""
     rule = _RULES[rule_name]
+    with pytest.raises(ValueError, match=re.escape(f'--opt {tmp_path}/loop/it: {tmp_path}/loop is a link that loops '
+                                                   f'(loop); expected a thing')):
+        check_path(_below_a_looping_link(tmp_path / 'it'), rule, '--opt')
     long = _name_too_long(tmp_path / 'it')
     with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long; expected a thing')):
         check_path(long, rule, '--opt')

@@ -172,14 +172,27 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
 
 
 def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
-    """Refuse a path the system cannot look up, for what it is: a name too long, a folder on the way this user may
-    not enter (not the system's line, which names no option)."""
+    """Refuse a path the system cannot look up, for what it is: a link on the way that loops (not 'does not exist'),
+    a name too long, a folder on the way this user may not enter (not the system's line, which names no option)."""
     try:
         os.lstat(path)
     except OSError as e:
         if e.errno in (errno.ENOENT, errno.ENOTDIR):
             return  # nothing there, or a file on the way: what is done about it depends on the rule
+        if e.errno == errno.ELOOP:
+            for parent in reversed(path.parents):
+                if parent.is_symlink() and _loops(parent):
+                    raise ValueError(f'{name}: {shown(parent)} is a link that loops ({shown(os.readlink(parent))}); '
+                                     f'expected {rule.what}') from None
         raise type(e)(f'{name}: {(e.strerror or str(e)).lower()}; expected {rule.what}') from None
+
+
+def _loops(path: Path) -> bool:
+    try:
+        path.stat()
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    return False
 
 
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
