@@ -83,6 +83,10 @@ def _below_a_looping_link(path: Path) -> Path:
     return path.parent / 'loop' / path.name
 
 
+def _empty(path: Path) -> str:
+    return ''
+
+
 def _name_too_long(path: Path) -> Path:
     return path.parent / ('x' * 300 + path.suffix)
 
@@ -90,7 +94,7 @@ def _name_too_long(path: Path) -> Path:
 def hostile_kinds(rule: PathRule) -> Dict[str, object]:
     """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
     kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop,
-                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long)
+                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long, empty=_empty)
     if rule.kind == FILE:
         kinds['folder'] = _folder
     if rule.kind == FOLDER:
@@ -181,6 +185,19 @@ def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, ru
     long = _name_too_long(tmp_path / 'it')
     with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long; expected a thing')):
         check_path(long, rule, '--opt')
+
+
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, capsys, reach):
+    """'' passed the table as '.' (a run folder for --checkpoint, the folder to export into), where the command then
+    took it for no path given: kld --checkpoint '' analysed no checkpoint, export '' named '.'."""
+    for rule in _RULES.values():
+        with pytest.raises(FileNotFoundError, match=re.escape("--opt is empty (''); expected a thing")):
+            check_path('', rule, '--opt')
+    (tmp_path / 'x.png').write_text('x')
+    with pytest.raises(SystemExit):
+        cli.main(['kld', 'x.png', '--checkpoint', ''])
+    assert capsys.readouterr().err == ("timm-sl kld: --checkpoint is empty (''); expected a checkpoint file, a "
+                                       "train.py run folder or an exported folder\n")
 
 
 def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):

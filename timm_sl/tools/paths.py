@@ -164,6 +164,8 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         ValueError: a FIFO, socket or device; a link that loops; a link where the command writes.
     """
     try:
+        if str(path) == '':  # Path('') is '.', where a command takes '' for no path given (`if args.checkpoint`)
+            raise FileNotFoundError(f"{option or 'a path'} is empty (''); expected {rule.what}")
         _check_path(Path(path), rule, option, who, inside)
     except (OSError, ValueError) as e:
         if not rule.allowed:
