@@ -200,6 +200,21 @@ def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, cap
                                        "train.py run folder or an exported folder\n")
 
 
+def test_a_quoted_tilde_is_refused_where_there_is_no_such_folder(tmp_path, monkeypatch):
+    """A '~' the shell left as it is was 'does not exist' where read, 'folder ~ does not exist ...; create it first'
+    where a file is written, and a folder named '~' made here where a folder is written; a real folder '~' is used."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    for rule in _RULES.values():
+        with pytest.raises(FileNotFoundError, match=re.escape(f'--opt ~/it: there is no folder ~ here (a shell '
+                                                              f'expands ~ only unquoted); allowed: {tmp_path}/home/it')):
+            check_path('~/it', rule, '--opt')
+    (tmp_path / '~').mkdir()
+    check_path('~/it', PathRule('a thing', FOLDER, writes=True), '--opt')
+    check_path('~no-such-user', PathRule('a thing', FOLDER, writes=True), '--opt')  # no user's home: a plain name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['~']
+
+
 def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):
     """The file made to learn that a folder takes new files is removed: it was left there by a Ctrl-C while the
     check closed it."""

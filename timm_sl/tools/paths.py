@@ -197,8 +197,19 @@ def _loops(path: Path) -> bool:
     return False
 
 
+def _check_home(path: Path, name: str) -> None:
+    """Refuse a path that begins with a ``~`` the shell left as it is (it was quoted) where there is no such folder:
+    read, it is not found; written, a folder named ``~`` would be made here, not the path in the home folder."""
+    head = Path(path.parts[0]) if path.parts else path
+    expanded = os.path.expanduser(str(path))
+    if expanded != str(path) and not head.exists() and not head.is_symlink():
+        raise FileNotFoundError(f'{name}: there is no folder {shown(head)} here (a shell expands ~ only unquoted); '
+                                f'allowed: {shown(expanded)}')
+
+
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
     name = f'{option} {shown(path)}' if option else shown(path)
+    _check_home(path, name)
     _check_reachable(path, name, rule)
     if path.is_symlink():
         _check_link(path, name, rule, who, inside)
