@@ -83,6 +83,10 @@ def _below_a_looping_link(path: Path) -> Path:
     return path.parent / 'loop' / path.name
 
 
+def _name_too_long_below_a_new_folder(path: Path) -> Path:
+    return path.parent / 'new' / ('x' * 300 + path.suffix)
+
+
 def _empty(path: Path) -> str:
     return ''
 
@@ -94,7 +98,8 @@ def _name_too_long(path: Path) -> Path:
 def hostile_kinds(rule: PathRule) -> Dict[str, object]:
     """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
     kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop,
-                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long, empty=_empty)
+                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long,
+                 name_too_long_below_a_new_folder=_name_too_long_below_a_new_folder, empty=_empty)
     if rule.kind == FILE:
         kinds['folder'] = _folder
     if rule.kind == FOLDER:
@@ -177,7 +182,8 @@ def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
 @pytest.mark.parametrize('rule_name', list(_RULES))
 def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, rule_name):
     """A link that loops on the way was 'does not exist' (or 'a link to loop, which does not exist'); a name too long
-    and a folder on the way that may not be entered were the system's line, which names no option."""
+    and a folder on the way that may not be entered were the system's line, which names no option; a name too long
+    below a folder not made yet passed, and the command made that folder before it failed."""
     rule = _RULES[rule_name]
     with pytest.raises(ValueError, match=re.escape(f'--opt {tmp_path}/loop/it: {tmp_path}/loop is a link that loops '
                                                    f'(loop); expected a thing')):
@@ -185,6 +191,11 @@ def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, ru
     long = _name_too_long(tmp_path / 'it')
     with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long; expected a thing')):
         check_path(long, rule, '--opt')
+    if rule.writes and rule.kind == FOLDER:  # the system says nothing of a name below a folder not made yet
+        long = _name_too_long_below_a_new_folder(tmp_path / 'it')
+        with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long (300 bytes in one name, ')
+                           + r'\d+ allowed\); expected a thing'):
+            check_path(long, rule, '--opt')
 
 
 def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, capsys, reach):

@@ -113,6 +113,11 @@ def _check_new(path: Path, name: str, rule: PathRule) -> None:
     if rule.kind == FILE and existing != path.parent:
         raise FileNotFoundError(f'{name}: folder {shown(path.parent)} does not exist, where {rule.what} goes; create '
                                 f'it first')
+    limit = os.pathconf(existing, 'PC_NAME_MAX')  # below a new folder the system says nothing of a name until made
+    too_long = [part for part in path.parts if len(os.fsencode(part)) > limit]
+    if too_long:
+        raise OSError(f'{name}: file name too long ({len(os.fsencode(too_long[0]))} bytes in one name, {limit} '
+                      f'allowed); expected {rule.what}')
     _check_takes_new_files(existing, name, rule)
 
 
