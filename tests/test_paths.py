@@ -3,6 +3,7 @@ each command is refused in one line naming it, before the command does any work;
 import os
 import re
 import socket
+import subprocess
 from pathlib import Path
 from typing import Dict, List, Tuple
 
@@ -224,6 +225,27 @@ def test_a_quoted_tilde_is_refused_where_there_is_no_such_folder(tmp_path, monke
     check_path('~/it', PathRule('a thing', FOLDER, writes=True), '--opt')
     check_path('~no-such-user', PathRule('a thing', FOLDER, writes=True), '--opt')  # no user's home: a plain name
     assert sorted(p.name for p in tmp_path.iterdir()) == ['~']
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder on a read-only file system (a tmpfs mounted read-only; skipped where this user may not mount)."""
+    folder = tmp_path / 'read-only'
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro', 'tmpfs', str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip('mounting a read-only file system needs root')
+    yield folder
+    subprocess.run(['umount', str(folder)], check=True)
+
+
+def test_a_read_only_file_system_is_named_where_a_command_writes(read_only_folder):
+    """A folder of a read-only file system was 'not writable by this user' (root may write everywhere else): the
+    reason the system gives is named."""
+    for rule in (PathRule('a thing', FOLDER, writes=True), PathRule('a thing', EITHER, writes=True)):
+        with pytest.raises(OSError, match=re.escape(f'--opt {read_only_folder}: cannot write into folder '
+                                                    f'{read_only_folder} (read-only file system)')):
+            check_path(read_only_folder, rule, '--opt')
 
 
 def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):

@@ -235,11 +235,11 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     elif rule.kind == FOLDER:
         raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
     folder = path.is_dir()
+    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically); first: the
+        _check_takes_new_files(path if folder else path.parent, name, rule)  # system's reason (a read-only file system)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
-    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically)
-        _check_takes_new_files(path if folder else path.parent, name, rule)
     if rule.contents:
         if folder:
             _check_contents(path, rule, who)
