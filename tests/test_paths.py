@@ -3,12 +3,14 @@ each command is refused in one line naming it, before the command does any work;
 import os
 import re
 import socket
+import subprocess
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 
 from timm_sl.tools import cli
+from timm_sl.tools.errors import shown
 from timm_sl.tools.paths import COMMAND_PATHS, EITHER, FILE, FOLDER, PathRule, check_path
 
 
@@ -77,9 +79,28 @@ def _unwritable(path: Path) -> Path:
     return Path('/proc/timm-sl-test') / path.name
 
 
+def _below_a_looping_link(path: Path) -> Path:
+    (path.parent / 'loop').symlink_to('loop')
+    return path.parent / 'loop' / path.name
+
+
+def _name_too_long_below_a_new_folder(path: Path) -> Path:
+    return path.parent / 'new' / ('x' * 300 + path.suffix)
+
+
+def _empty(path: Path) -> str:
+    return ''
+
+
+def _name_too_long(path: Path) -> Path:
+    return path.parent / ('x' * 300 + path.suffix)
+
+
 def hostile_kinds(rule: PathRule) -> Dict[str, object]:
     """The wrong things for ``rule``, by name: each is refused wherever ``rule`` applies."""
-    kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop)
+    kinds = dict(fifo=_fifo, socket=_socket, dangling_link=_dangling, looping_link=_loop,
+                 below_a_looping_link=_below_a_looping_link, name_too_long=_name_too_long,
+                 name_too_long_below_a_new_folder=_name_too_long_below_a_new_folder, empty=_empty)
     if rule.kind == FILE:
         kinds['folder'] = _folder
     if rule.kind == FOLDER:
@@ -133,6 +154,22 @@ def test_check_path_refuses_each_wrong_kind_in_one_line_naming_the_path(tmp_path
         assert (tmp_path / 'users-own-file').read_text() == 'keep me'
 
 
+@pytest.mark.parametrize('rule_name,kind', _UNIT_CASES, ids=[f'{r}-{k}' for r, k in _UNIT_CASES])
+def test_a_name_with_a_newline_is_refused_in_one_line(tmp_path, rule_name, kind):
+    """The refusals of a link where a file is written and of a link to nothing inside a folder named the link and
+    where it points as they are: a newline there broke the line in two."""
+    rule = _RULES[rule_name]
+    (tmp_path / 'new\nline').mkdir()
+    path = hostile_kinds(rule)[kind](tmp_path / 'new\nline' / 'target')
+    with pytest.raises((OSError, ValueError)) as e:
+        check_path(path, rule, '--opt')
+    assert len(str(e.value).splitlines()) == 1 and shown(path) in str(e.value), str(e.value)
+    folder = PathRule('a folder', FOLDER, contents={'*': PathRule('a thing')})
+    with pytest.raises(FileNotFoundError, match=re.escape("link to 'no\\nthing', which does not exist")):
+        (tmp_path / 'new\nline' / 'dangling').symlink_to('no\nthing')
+        check_path(tmp_path / 'new\nline', folder, '--opt')
+
+
 @pytest.mark.parametrize('rule_name', list(_RULES))
 def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
     rule = _RULES[rule_name]
@@ -141,6 +178,92 @@ def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
         real = _good(tmp_path / 'real', replace_writes(rule))
         (tmp_path / 'link').symlink_to(real)
         check_path(tmp_path / 'link', rule)
+
+
+@pytest.mark.parametrize('rule_name', list(_RULES))
+def test_a_path_the_system_cannot_look_up_is_refused_for_what_it_is(tmp_path, rule_name):
+    """A link that loops on the way was 'does not exist' (or 'a link to loop, which does not exist'); a name too long
+    and a folder on the way that may not be entered were the system's line, which names no option; a name too long
+    below a folder not made yet passed, and the command made that folder before it failed."""
+    rule = _RULES[rule_name]
+    with pytest.raises(ValueError, match=re.escape(f'--opt {tmp_path}/loop/it: {tmp_path}/loop is a link that loops '
+                                                   f'(loop); expected a thing')):
+        check_path(_below_a_looping_link(tmp_path / 'it'), rule, '--opt')
+    long = _name_too_long(tmp_path / 'it')
+    with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long; expected a thing')):
+        check_path(long, rule, '--opt')
+    if rule.writes and rule.kind == FOLDER:  # the system says nothing of a name below a folder not made yet
+        long = _name_too_long_below_a_new_folder(tmp_path / 'it')
+        with pytest.raises(OSError, match=re.escape(f'--opt {long}: file name too long (300 bytes in one name, ')
+                           + r'\d+ allowed\); expected a thing'):
+            check_path(long, rule, '--opt')
+
+
+def test_an_empty_path_is_refused_not_taken_for_the_current_folder(tmp_path, capsys, reach):
+    """'' passed the table as '.' (a run folder for --checkpoint, the folder to export into), where the command then
+    took it for no path given: kld --checkpoint '' analysed no checkpoint, export '' named '.'."""
+    for rule in _RULES.values():
+        with pytest.raises(FileNotFoundError, match=re.escape("--opt is empty (''); expected a thing")):
+            check_path('', rule, '--opt')
+    (tmp_path / 'x.png').write_text('x')
+    with pytest.raises(SystemExit):
+        cli.main(['kld', 'x.png', '--checkpoint', ''])
+    assert capsys.readouterr().err == ("timm-sl kld: --checkpoint is empty (''); expected a checkpoint file, a "
+                                       "train.py run folder or an exported folder\n")
+
+
+def test_a_quoted_tilde_is_refused_where_there_is_no_such_folder(tmp_path, monkeypatch):
+    """A '~' the shell left as it is was 'does not exist' where read, 'folder ~ does not exist ...; create it first'
+    where a file is written, and a folder named '~' made here where a folder is written; a real folder '~' is used."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv('HOME', str(tmp_path / 'home'))
+    for rule in _RULES.values():
+        with pytest.raises(FileNotFoundError, match=re.escape(f'--opt ~/it: there is no folder ~ here (a shell '
+                                                              f'expands ~ only unquoted); allowed: {tmp_path}/home/it')):
+            check_path('~/it', rule, '--opt')
+    (tmp_path / '~').mkdir()
+    check_path('~/it', PathRule('a thing', FOLDER, writes=True), '--opt')
+    check_path('~no-such-user', PathRule('a thing', FOLDER, writes=True), '--opt')  # no user's home: a plain name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['~']
+
+
+@pytest.fixture
+def read_only_folder(tmp_path):
+    """A folder on a read-only file system (a tmpfs mounted read-only; skipped where this user may not mount)."""
+    folder = tmp_path / 'read-only'
+    folder.mkdir()
+    if os.geteuid() != 0 or subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro', 'tmpfs', str(folder)],
+                                           capture_output=True).returncode != 0:
+        pytest.skip('mounting a read-only file system needs root')
+    yield folder
+    subprocess.run(['umount', str(folder)], check=True)
+
+
+def test_a_read_only_file_system_is_named_where_a_command_writes(read_only_folder):
+    """A folder of a read-only file system was 'not writable by this user' (root may write everywhere else): the
+    reason the system gives is named."""
+    for rule in (PathRule('a thing', FOLDER, writes=True), PathRule('a thing', EITHER, writes=True)):
+        with pytest.raises(OSError, match=re.escape(f'--opt {read_only_folder}: cannot write into folder '
+                                                    f'{read_only_folder} (read-only file system)')):
+            check_path(read_only_folder, rule, '--opt')
+
+
+def test_the_check_leaves_nothing_where_it_looks_also_when_interrupted(tmp_path, monkeypatch):
+    """The file made to learn that a folder takes new files is removed: it was left there by a Ctrl-C while the
+    check closed it."""
+    rule = PathRule('a thing', FOLDER, writes=True)
+    check_path(tmp_path / 'new' / 'deeper', rule)
+    check_path(tmp_path, rule)
+    assert list(tmp_path.iterdir()) == []
+
+    def interrupted(handle):
+        os_close(handle)
+        raise KeyboardInterrupt
+    os_close = os.close
+    monkeypatch.setattr(os, 'close', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        check_path(tmp_path, rule)
+    assert list(tmp_path.iterdir()) == []
 
 
 def replace_writes(rule: PathRule) -> PathRule:

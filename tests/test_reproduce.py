@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from timm_sl.tools.cli import main
+from timm_sl.tools.errors import shown
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, plan_runs, planned_epochs, recipe_path, run_state, train_command,
-    write_report)
+    VARIANTS, Outcome, Run, aggregate, check_output_outside_data, plan_runs, planned_epochs, recipe_path, run_state,
+    train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -947,6 +948,17 @@ def test_no_paper_number_beside_runs_of_other_classes(fake_train, tmp_path, caps
     assert [(r['mean'] is not None, r['paper'], r['paper_delta']) for r in rows] == [(True, None, None)] * 2
     assert main(_reproduce_args(data, tmp_path / 'all', fake_train, dataset, train_args=['--epochs', '1'])) == 0
     assert all(r['paper'] for r in json.loads((tmp_path / 'all' / 'results.json').read_text())['rows'])
+
+
+def test_an_out_inside_a_split_folder_is_refused_in_one_line_for_a_name_with_a_newline(tmp_path):
+    """The refusal named --out and the split folder as they are: a newline in --data-dir broke it in two lines."""
+    data = tmp_path / 'new\nline'
+    (data / 'train').mkdir(parents=True)
+    with pytest.raises(ValueError) as e:
+        check_output_outside_data(data / 'train' / 'out', dict(dataset='', train_split='train', val_split='val',
+                                                               data_dir=str(data)))
+    assert str(e.value).startswith(f"--out {shown(data / 'train' / 'out')} is inside {shown(data / 'train')}, ")
+    assert len(str(e.value).splitlines()) == 1
 
 
 @pytest.mark.parametrize('out', ['train/report', 'test', 'test/./a/b'])

@@ -88,8 +88,10 @@ def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
     removing an empty file, not after the work (``os.access`` says yes to root everywhere)."""
     try:
         handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-        os.close(handle)
-        os.unlink(probe)
+        try:
+            os.close(handle)
+        finally:  # also when interrupted (Ctrl-C): the gate leaves nothing behind
+            os.unlink(probe)
     except OSError as e:
         raise type(e)(f'{name}: cannot write into folder {shown(folder)} ({(e.strerror or str(e)).lower()}), where '
                       f'{rule.what} goes; allowed: a place this user may write (not /proc, /sys)') from None
@@ -111,6 +113,11 @@ def _check_new(path: Path, name: str, rule: PathRule) -> None:
     if rule.kind == FILE and existing != path.parent:
         raise FileNotFoundError(f'{name}: folder {shown(path.parent)} does not exist, where {rule.what} goes; create '
                                 f'it first')
+    limit = os.pathconf(existing, 'PC_NAME_MAX')  # below a new folder the system says nothing of a name until made
+    too_long = [part for part in path.parts if len(os.fsencode(part)) > limit]
+    if too_long:
+        raise OSError(f'{name}: file name too long ({len(os.fsencode(too_long[0]))} bytes in one name, {limit} '
+                      f'allowed); expected {rule.what}')
     _check_takes_new_files(existing, name, rule)
 
 
@@ -162,6 +169,8 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         ValueError: a FIFO, socket or device; a link that loops; a link where the command writes.
     """
     try:
+        if str(path) == '':  # Path('') is '.', where a command takes '' for no path given (`if args.checkpoint`)
+            raise FileNotFoundError(f"{option or 'a path'} is empty (''); expected {rule.what}")
         _check_path(Path(path), rule, option, who, inside)
     except (OSError, ValueError) as e:
         if not rule.allowed:
@@ -169,8 +178,44 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         raise type(e)(_with_allowed(str(e), rule.allowed)) from None
 
 
+def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
+    """Refuse a path the system cannot look up, for what it is: a link on the way that loops (not 'does not exist'),
+    a name too long, a folder on the way this user may not enter (not the system's line, which names no option)."""
+    try:
+        os.lstat(path)
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return  # nothing there, or a file on the way: what is done about it depends on the rule
+        if e.errno == errno.ELOOP:
+            for parent in reversed(path.parents):
+                if parent.is_symlink() and _loops(parent):
+                    raise ValueError(f'{name}: {shown(parent)} is a link that loops ({shown(os.readlink(parent))}); '
+                                     f'expected {rule.what}') from None
+        raise type(e)(f'{name}: {(e.strerror or str(e)).lower()}; expected {rule.what}') from None
+
+
+def _loops(path: Path) -> bool:
+    try:
+        path.stat()
+    except OSError as e:
+        return e.errno == errno.ELOOP
+    return False
+
+
+def _check_home(path: Path, name: str) -> None:
+    """Refuse a path that begins with a ``~`` the shell left as it is (it was quoted) where there is no such folder:
+    read, it is not found; written, a folder named ``~`` would be made here, not the path in the home folder."""
+    head = Path(path.parts[0]) if path.parts else path
+    expanded = os.path.expanduser(str(path))
+    if expanded != str(path) and not head.exists() and not head.is_symlink():
+        raise FileNotFoundError(f'{name}: there is no folder {shown(head)} here (a shell expands ~ only unquoted); '
+                                f'allowed: {shown(expanded)}')
+
+
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
     name = f'{option} {shown(path)}' if option else shown(path)
+    _check_home(path, name)
+    _check_reachable(path, name, rule)
     if path.is_symlink():
         _check_link(path, name, rule, who, inside)
         if not path.exists():  # a file written through a link to nothing yet
@@ -190,11 +235,11 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     elif rule.kind == FOLDER:
         raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
     folder = path.is_dir()
+    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically); first: the
+        _check_takes_new_files(path if folder else path.parent, name, rule)  # system's reason (a read-only file system)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
-    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically)
-        _check_takes_new_files(path if folder else path.parent, name, rule)
     if rule.contents:
         if folder:
             _check_contents(path, rule, who)

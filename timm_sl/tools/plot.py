@@ -6,6 +6,7 @@ look at what was drawn. matplotlib is imported inside the functions: importing t
 """
 import argparse
 import math
+import os
 import textwrap
 from fractions import Fraction
 from pathlib import Path
@@ -122,7 +123,7 @@ def figure_path(text: str) -> str:
     """``--out`` of a chart: a file (not a folder) with a known image extension, in a folder that exists and takes a
     new file (checked before any work). An existing chart file there is replaced, as re-running a command should."""
     path = Path(text)
-    if path.is_dir():
+    if os.path.isdir(text):  # not Path.is_dir: it raises for a name too long, which check_file_place refuses
         raise argparse.ArgumentTypeError(f'{text!r} is a folder; allowed: a chart file name ending in '
                                          f'{", ".join(OUT_SUFFIXES)}, e.g. {str(path / "chart.png")!r}')
     if path.suffix.lower() not in OUT_SUFFIXES:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .errors import check_not_below_a_file, make_folder
+from .errors import check_not_below_a_file, make_folder, shown
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -416,7 +416,7 @@ def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
     for split in (data['train_split'], data['val_split']):
         folder = _split_folder(Path(data['data_dir']), str(split))
         if folder is not None and (where == folder.resolve() or folder.resolve() in where.parents):
-            raise ValueError(f'--out {output} is inside {folder}, which train.py reads as the {split} split: the '
+            raise ValueError(f'--out {shown(output)} is inside {shown(folder)}, which train.py reads as the {split} split: the '
                              f'report\'s PNGs there would be images of one more class; allowed: an --out outside the '
                              f'split folders of --data-dir')
 
