@@ -219,7 +219,8 @@ def test_a_quoted_tilde_is_refused_where_there_is_no_such_folder(tmp_path, monke
     monkeypatch.setenv('HOME', str(tmp_path / 'home'))
     for rule in _RULES.values():
         with pytest.raises(FileNotFoundError, match=re.escape(f'--opt ~/it: there is no folder ~ here (a shell '
-                                                              f'expands ~ only unquoted); allowed: {tmp_path}/home/it')):
+                                                              f'expands ~ only unquoted); allowed: '
+                                                              f'{tmp_path}/home/it')):
             check_path('~/it', rule, '--opt')
     (tmp_path / '~').mkdir()
     check_path('~/it', PathRule('a thing', FOLDER, writes=True), '--opt')

@@ -25,8 +25,8 @@ def check_not_link(path: Path, who: str) -> None:
         ValueError: naming the link, where it points and what is allowed.
     """
     if path.is_symlink():
-        raise ValueError(f'{shown(path)} is a link to {shown(os.readlink(path))} where {who} writes a file, which would replace the '
-                         f'file it links to; allowed: remove the link')
+        raise ValueError(f'{shown(path)} is a link to {shown(os.readlink(path))} where {who} writes a file, which '
+                         f'would replace the file it links to; allowed: remove the link')
 
 
 def check_link_target(path: Path, what: str) -> None:
@@ -36,8 +36,8 @@ def check_link_target(path: Path, what: str) -> None:
         FileNotFoundError: naming the link, where it points and what is allowed.
     """
     if path.is_symlink() and not path.exists():
-        raise FileNotFoundError(f'{shown(path)} is a link to {shown(os.readlink(path))}, which does not exist; expected {what} '
-                                f'(allowed: the file, a link to one, or none)')
+        raise FileNotFoundError(f'{shown(path)} is a link to {shown(os.readlink(path))}, which does not exist; '
+                                f'expected {what} (allowed: the file, a link to one, or none)')
 
 
 def check_regular_file(path: Path, what: str) -> None:
