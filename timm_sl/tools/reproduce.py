@@ -417,8 +417,8 @@ def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
         folder = _split_folder(Path(data['data_dir']), str(split))
         if folder is not None and (where == folder.resolve() or folder.resolve() in where.parents):
             raise ValueError(f'--out {shown(output)} is inside {shown(folder)}, which train.py reads as the {split} '
-                             f'split: the report\'s PNGs there would be images of one more class; allowed: an --out outside the '
-                             f'split folders of --data-dir')
+                             f'split: the report\'s PNGs there would be images of one more class; allowed: an --out '
+                             f'outside the split folders of --data-dir')
 
 
 def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_args: Sequence[str] = (),
