@@ -378,3 +378,15 @@ def test_every_text_argument_of_every_command_is_a_path_in_the_table_or_named_as
             assert (action.dest in paths) != (action.dest in _NOT_PATHS), f'{command} {action.dest}'
         for dest in paths:
             assert any(a.dest == dest for a in parser._actions), f'{command} {dest}: no such argument'
+
+
+@pytest.mark.parametrize('command,split', [('prepare-fashion-mnist', 'train'), ('prepare-svhn', 'extra'),
+                                           ('prepare-fashion-mnist', '.test.prepare-fashion-mnist')])
+def test_a_fifo_where_a_prepare_command_writes_a_split_folder_is_refused_first(tmp_path, capsys, reach, command,
+                                                                               split):
+    """The split folders (and their hidden staging folders) are replaced whole: removing a FIFO there opens it, so
+    prepare-fashion-mnist waited forever after writing every image."""
+    fifo = _fifo(tmp_path / split)
+    with pytest.raises(cli.CommandFailed):
+        cli.main([command, str(tmp_path)])
+    assert capsys.readouterr().err.startswith(f'timm-sl {command}: {fifo} is a FIFO (named pipe)')

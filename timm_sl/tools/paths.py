@@ -16,7 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional, Union
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import shown
 from .files import check_link_target, check_not_link, kind_of
@@ -219,6 +219,17 @@ def _side_files(files: Mapping[str, str]) -> Dict[str, PathRule]:
 
 _MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
 
+
+def _split_folders(splits: Sequence[str], command: str) -> Dict[str, PathRule]:
+    """The split folders a ``timm-sl prepare-*`` writes (name -> rule), and the hidden ones it stages each in first
+    (``.train.prepare-svhn``): replaced whole, so a FIFO there must be found first (removing one opens it, and waits
+    for a writer forever). A link to a split folder is the command's to judge (read as it is when nothing is to be
+    written); one at a staging folder would have the split written into the folder it names."""
+    folder = PathRule('', FOLDER, writes=True, allowed=_MOVE_AWAY)
+    return {name: rule for split in splits for name, rule in (
+        (split, replace(folder, what=f'the {split} split folder')),
+        (f'.{split}.{command}', replace(folder, what=f"{command}'s staging folder of {split}", link=False)))}
+
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
 RUN_FOLDER: Dict[str, PathRule] = {
     'args.yaml': PathRule("train.py's args.yaml"),
@@ -293,14 +304,16 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
     'prepare-svhn': {
         'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_side_files({'svhn.json': 'the record of a prepare-svhn run'})),
+                         contents={**_side_files({'svhn.json': 'the record of a prepare-svhn run'}),
+                                   **_split_folders(('train', 'test', 'extra'), 'prepare-svhn')}),
         'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
             f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
     },
     'prepare-fashion-mnist': {
         'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
-                                               'label_names.txt': 'the class names'})),
+                         contents={**_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
+                                               'label_names.txt': 'the class names'}),
+                                   **_split_folders(('train', 'test'), 'prepare-fashion-mnist')}),
         'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
             '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
     },
