@@ -133,6 +133,14 @@ def test_check_path_refuses_each_wrong_kind_in_one_line_naming_the_path(tmp_path
         assert (tmp_path / 'users-own-file').read_text() == 'keep me'
 
 
+@pytest.mark.parametrize('kind,wanted', [(FILE, 'a regular file'), (FOLDER, 'a folder'),
+                                         (EITHER, 'a regular file or a folder')])
+def test_a_fifo_is_refused_as_not_what_the_rule_expects(tmp_path, kind, wanted):
+    """A FIFO where a folder belongs was said to be 'not a regular file': the reason named a thing not asked for."""
+    with pytest.raises(ValueError, match=rf'target is a FIFO \(named pipe\), not {wanted}; expected a thing$'):
+        check_path(_fifo(tmp_path / 'target'), PathRule('a thing', kind))
+
+
 @pytest.mark.parametrize('rule_name', list(_RULES))
 def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
     rule = _RULES[rule_name]

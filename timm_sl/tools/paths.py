@@ -186,7 +186,8 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
             there = f' ({shown(inside)} is there)' if inside is not None and inside.is_file() else ''
             raise IsADirectoryError(f'{name} is a folder; expected {rule.what}{there}')
     elif not path.is_file():
-        raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
+        wanted = {FILE: 'a regular file', FOLDER: 'a folder', EITHER: 'a regular file or a folder'}[rule.kind]
+        raise ValueError(f'{name} is {kind_of(path)}, not {wanted}; expected {rule.what}')
     elif rule.kind == FOLDER:
         raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
     folder = path.is_dir()
