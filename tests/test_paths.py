@@ -398,3 +398,18 @@ def test_a_fifo_where_a_prepare_command_writes_a_split_folder_is_refused_first(t
     with pytest.raises(cli.CommandFailed):
         cli.main([command, str(tmp_path)])
     assert capsys.readouterr().err.startswith(f'timm-sl {command}: {fifo} is a FIFO (named pipe)')
+
+
+_NUMBERS = COMMAND_PATHS['attention']['out'].suffixes['.json']
+_NUMBERS_KINDS = [k for k in hostile_kinds(_NUMBERS) if k not in ('below_a_file', 'unwritable')]  # the chart's too
+
+
+@pytest.mark.parametrize('kind', _NUMBERS_KINDS)
+def test_what_attention_writes_beside_its_chart_is_checked_first(tmp_path, capsys, reach, kind):
+    """attention writes its numbers to --out with .json: a link to nothing there (or one that loops) was found after
+    the model ran and the chart was drawn, as 'no such file or directory'."""
+    numbers = hostile_kinds(_NUMBERS)[kind](tmp_path / 'chart.json')
+    with pytest.raises(cli.CommandFailed):
+        cli.main(['attention', str(tmp_path), '--out', str(tmp_path / 'chart.png')])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and str(numbers) in lines[0] and "attention's numbers" in lines[0], lines

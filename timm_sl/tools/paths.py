@@ -45,6 +45,7 @@ class PathRule:
             every refusal ends with it ('; allowed: X', or ', or X' after a list of its own); '' adds nothing.
         usual_name: The name a file read there usually has ('train.py'): a folder given for it that holds a file of
             that name is said to (the user named its folder).
+        suffixes: Files named after the path with another suffix (suffix -> rule): attention's --out with .json.
     """
     what: str
     kind: str = FILE
@@ -54,6 +55,7 @@ class PathRule:
     beside: bool = False
     allowed: str = ''
     usual_name: str = ''
+    suffixes: Optional[Mapping[str, 'PathRule']] = None
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
@@ -167,6 +169,8 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         if not rule.allowed:
             raise
         raise type(e)(_with_allowed(str(e), rule.allowed)) from None
+    for suffix, companion in (rule.suffixes or {}).items():
+        check_path(Path(path).with_suffix(suffix), companion, who=who, inside=inside)
 
 
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
@@ -244,6 +248,7 @@ RUN_FOLDER: Dict[str, PathRule] = {
 }
 
 CHART = PathRule('a chart file', writes=True, link=True)
+_NUMBERS_ALLOWED = 'an --out whose .json name is free or holds numbers of an earlier timm-sl attention'
 CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported folder', EITHER, contents=RUN_FOLDER,
                       beside=True)
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
@@ -295,7 +300,8 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     'kld': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
             'compare_checkpoint': CHECKPOINT, 'out': CHART},
     'attention': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
-                  'compare_checkpoint': CHECKPOINT, 'out': CHART},
+                  'compare_checkpoint': CHECKPOINT, 'out': replace(CHART, suffixes={'.json': replace(
+                      CHART, what="attention's numbers (--out with .json)", allowed=_NUMBERS_ALLOWED)})},
     'receptive-field': {'checkpoint': CHECKPOINT},
     'prepare-tiny-imagenet': {'root': PathRule('the Tiny-ImageNet folder holding train/ and val/', FOLDER, writes=True,
                                                contents={
