@@ -133,6 +133,17 @@ def test_check_path_refuses_each_wrong_kind_in_one_line_naming_the_path(tmp_path
         assert (tmp_path / 'users-own-file').read_text() == 'keep me'
 
 
+def test_a_link_where_a_folder_is_written_is_refused_as_a_link_to_a_folder(tmp_path):
+    """A link to a folder where a command writes a folder (tiny-imagenet's val/) was said to be where a file is
+    written, 'which would replace the file it links to'."""
+    (tmp_path / 'elsewhere').mkdir()
+    (tmp_path / 'val').symlink_to(tmp_path / 'elsewhere')
+    with pytest.raises(ValueError, match=rf'^{tmp_path / "val"} is a link to {tmp_path / "elsewhere"} where timm-sl '
+                                         rf'writes a thing, which would write into the folder it links to; allowed: '
+                                         rf'remove the link$'):
+        check_path(tmp_path / 'val', PathRule('a thing', FOLDER, writes=True, link=False))
+
+
 @pytest.mark.parametrize('kind,wanted', [(FILE, 'a regular file'), (FOLDER, 'a folder'),
                                          (EITHER, 'a regular file or a folder')])
 def test_a_fifo_is_refused_as_not_what_the_rule_expects(tmp_path, kind, wanted):

@@ -61,6 +61,9 @@ class PathRule:
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
     """Refuse a link at ``path`` that the rule does not allow there, that loops or that names nothing (where a file is
     written through a link, nothing at its end is fine: the file is created there)."""
+    if not rule.link and rule.kind == FOLDER:
+        raise ValueError(f'{name} is a link to {shown(os.readlink(path))} where {who} writes {rule.what}, which would '
+                         f'write into the folder it links to; allowed: remove the link')
     if not rule.link:
         check_not_link(path, who)
     try:
