@@ -424,3 +424,23 @@ def test_what_attention_writes_beside_its_chart_is_checked_first(tmp_path, capsy
         cli.main(['attention', str(tmp_path), '--out', str(tmp_path / 'chart.png')])
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and str(numbers) in lines[0] and "attention's numbers" in lines[0], lines
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'folder', 'link_to_a_users_file', 'looping_link'])
+@pytest.mark.parametrize('inside', [False, True])
+def test_the_file_a_written_file_is_first_written_to_is_checked_too(tmp_path, capsys, reach, kind, inside):
+    """A file is written beside its place first (errors.partial_of), then moved over: a link there had the file it
+    names replaced (and the link moved to the chart's place), a folder there failed after the work."""
+    make = dict(fifo=_fifo, folder=_folder, link_to_a_users_file=_link_to_user_file, looping_link=_loop)[kind]
+    if inside:  # a report file reproduce writes in its --out, not there yet
+        partial, argv = tmp_path / '.report.md.partial.md', ['reproduce', '--data-dir', str(tmp_path), '--dataset',
+                                                             'cifar10', '--out', str(tmp_path)]
+    else:
+        partial, argv = tmp_path / '.chart.png.partial.png', ['temperature', '--out', str(tmp_path / 'chart.png')]
+    make(partial)
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and str(partial) in lines[-1], lines
+    if kind == 'link_to_a_users_file':
+        assert (tmp_path / 'users-own-file').read_text() == 'keep me'

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
-from .errors import shown
+from .errors import partial_of, shown
 from .files import check_link_target, check_not_link, kind_of
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
@@ -138,10 +138,17 @@ def _matches(folder: Path, pattern: str) -> Iterator[Path]:
         yield folder / pattern
 
 
+def _matches_any(folder: Path, pattern: str) -> bool:
+    return (folder / pattern).exists() or (folder / pattern).is_symlink()
+
+
 def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
     for pattern, inner in rule.contents.items():
         for path in _matches(folder, pattern):
             check_path(path, inner, who=who, inside=True)
+        literal = '/' not in pattern and not any(c in pattern for c in '*?[')
+        if literal and inner.writes and inner.kind == FILE and not _matches_any(folder, pattern):
+            check_path(folder / pattern, inner, who=who, inside=True)  # not there yet: its partial file may be
 
 
 def _with_allowed(message: str, allowed: str) -> str:
@@ -168,12 +175,25 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
     """
     try:
         _check_path(Path(path), rule, option, who, inside)
+        if rule.writes and rule.kind == FILE:
+            _check_partial(Path(path), rule, who)
     except (OSError, ValueError) as e:
         if not rule.allowed:
             raise
         raise type(e)(_with_allowed(str(e), rule.allowed)) from None
     for suffix, companion in (rule.suffixes or {}).items():
         check_path(Path(path).with_suffix(suffix), companion, who=who, inside=inside)
+
+
+def _check_partial(path: Path, rule: PathRule, who: str) -> None:
+    """The file a written ``path`` is first written to (:func:`~timm_sl.tools.errors.partial_of`, beside where a link
+    at ``path`` points): nothing or a regular file, no link (written through, the file it names would be replaced,
+    the link moved to ``path``), no folder or FIFO (found after the work, or waited on forever)."""
+    target = path.resolve() if path.is_symlink() else path
+    partial = partial_of(target)
+    if partial.exists() or partial.is_symlink():
+        _check_path(partial, PathRule(f'{rule.what} half-written (a file it leaves only when cut short)', FILE,
+                                      writes=True, link=False), '', who, True)
 
 
 def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool) -> None:
