@@ -190,7 +190,7 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
-    from timm_sl.tools.arg_types import output_file, positive_int
+    from timm_sl.tools.arg_types import output_file, positive_int, timm_benchmark
     from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out, figure_path
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
@@ -216,7 +216,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help=f'also draw the ratios to this chart file ({", ".join(OUT_SUFFIXES)})')
     p.add_argument('--overwrite', action='store_true',
                    help='replace a file at --plot that is not a timm-sl chart (one is always replaced)')
-    p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY',
+    p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY', type=timm_benchmark,
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     args = p.parse_args(argv)
     if args.plot:  # before the measurements (a missing folder, an extension matplotlib cannot write: figure_path)

@@ -883,8 +883,8 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
 
     folder = tmp_path / 'f.png'
     folder.with_suffix('.json').mkdir()
-    with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {folder}: its numbers go to '
-                                         f'{folder.with_suffix(".json")}, which is a folder; allowed: '):
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: {folder.with_suffix(".json")} is a folder; expected '
+                                         f'attention.s numbers \\(--out with .json\\); allowed: an --out whose'):
         main(command + [str(folder)])
     assert not folder.exists() and not built
 
@@ -921,8 +921,8 @@ def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_
     os.mkfifo(tmp_path / 'attn.json')
     command = ['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out']
     for flags in [], ['--overwrite']:
-        with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {tmp_path / "attn.png"}: its numbers go to '
-                                             f'{tmp_path / "attn.json"}, which is not a regular file \\(a FIFO, '):
+        with pytest.raises(SystemExit, match=f'^timm-sl attention: {tmp_path / "attn.json"} is a FIFO '
+                                             f'\\(named pipe\\), not a regular file; expected attention.s numbers'):
             main(command + [str(tmp_path / 'attn.png'), *flags])
     monkeypatch.undo()
     mine = tmp_path / 'mine.png'

@@ -119,6 +119,21 @@ def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
     assert re.search(r'\| sl \| \d+ \|  \| [\d.]+ \([\d.]+-[\d.]+\) \|', out) and 'swin: SL - base per op:' in out, out
 
 
+def test_throughput_refuses_a_timm_benchmark_it_cannot_run_before_measuring(tmp_path, capsys, monkeypatch):
+    """--timm-benchmark missing, a folder or a FIFO was run after every measurement: a traceback (or a wait forever)."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from throughput import parse_args
+    (tmp_path / 'benchmark.py').write_text('')
+    os.mkfifo(tmp_path / 'fifo.py')
+    for path, error in ((tmp_path / 'no.py', 'does not exist'),
+                        (tmp_path, f"is a folder; expected timm's benchmark.py ({tmp_path / 'benchmark.py'} is there)"),
+                        (tmp_path / 'fifo.py', 'is a FIFO (named pipe), not a regular file')):
+        with pytest.raises(SystemExit):
+            parse_args(['--timm-benchmark', str(path)])
+        assert f'argument --timm-benchmark: {path} {error}' in capsys.readouterr().err
+    assert parse_args(['--timm-benchmark', str(tmp_path / 'benchmark.py')]).timm_benchmark.endswith('benchmark.py')
+
+
 def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path, capsys, monkeypatch):
     """``--csv FOLDER`` and ``--markdown /proc/x`` ended in a traceback after the whole measurement; a FIFO there
     waited forever. They are refused in one line before anything is timed, as --plot is."""

@@ -170,6 +170,25 @@ def test_a_name_with_a_newline_is_refused_in_one_line(tmp_path, rule_name, kind)
         check_path(tmp_path / 'new\nline', folder, '--opt')
 
 
+def test_a_link_where_a_folder_is_written_is_refused_as_a_link_to_a_folder(tmp_path):
+    """A link to a folder where a command writes a folder (tiny-imagenet's val/) was said to be where a file is
+    written, 'which would replace the file it links to'."""
+    (tmp_path / 'elsewhere').mkdir()
+    (tmp_path / 'val').symlink_to(tmp_path / 'elsewhere')
+    with pytest.raises(ValueError, match=rf'^{tmp_path / "val"} is a link to {tmp_path / "elsewhere"} where timm-sl '
+                                         rf'writes a thing, which would write into the folder it links to; allowed: '
+                                         rf'remove the link$'):
+        check_path(tmp_path / 'val', PathRule('a thing', FOLDER, writes=True, link=False))
+
+
+@pytest.mark.parametrize('kind,wanted', [(FILE, 'a regular file'), (FOLDER, 'a folder'),
+                                         (EITHER, 'a regular file or a folder')])
+def test_a_fifo_is_refused_as_not_what_the_rule_expects(tmp_path, kind, wanted):
+    """A FIFO where a folder belongs was said to be 'not a regular file': the reason named a thing not asked for."""
+    with pytest.raises(ValueError, match=rf'target is a FIFO \(named pipe\), not {wanted}; expected a thing$'):
+        check_path(_fifo(tmp_path / 'target'), PathRule('a thing', kind))
+
+
 @pytest.mark.parametrize('rule_name', list(_RULES))
 def test_check_path_passes_what_the_rule_allows(tmp_path, rule_name):
     rule = _RULES[rule_name]
@@ -502,3 +521,50 @@ def test_every_text_argument_of_every_command_is_a_path_in_the_table_or_named_as
             assert (action.dest in paths) != (action.dest in _NOT_PATHS), f'{command} {action.dest}'
         for dest in paths:
             assert any(a.dest == dest for a in parser._actions), f'{command} {dest}: no such argument'
+
+
+@pytest.mark.parametrize('command,split', [('prepare-fashion-mnist', 'train'), ('prepare-svhn', 'extra'),
+                                           ('prepare-fashion-mnist', '.test.prepare-fashion-mnist')])
+def test_a_fifo_where_a_prepare_command_writes_a_split_folder_is_refused_first(tmp_path, capsys, reach, command,
+                                                                               split):
+    """The split folders (and their hidden staging folders) are replaced whole: removing a FIFO there opens it, so
+    prepare-fashion-mnist waited forever after writing every image."""
+    fifo = _fifo(tmp_path / split)
+    with pytest.raises(cli.CommandFailed):
+        cli.main([command, str(tmp_path)])
+    assert capsys.readouterr().err.startswith(f'timm-sl {command}: {fifo} is a FIFO (named pipe)')
+
+
+_NUMBERS = COMMAND_PATHS['attention']['out'].suffixes['.json']
+_NUMBERS_KINDS = [k for k in hostile_kinds(_NUMBERS) if k not in ('below_a_file', 'unwritable')]  # the chart's too
+
+
+@pytest.mark.parametrize('kind', _NUMBERS_KINDS)
+def test_what_attention_writes_beside_its_chart_is_checked_first(tmp_path, capsys, reach, kind):
+    """attention writes its numbers to --out with .json: a link to nothing there (or one that loops) was found after
+    the model ran and the chart was drawn, as 'no such file or directory'."""
+    numbers = hostile_kinds(_NUMBERS)[kind](tmp_path / 'chart.json')
+    with pytest.raises(cli.CommandFailed):
+        cli.main(['attention', str(tmp_path), '--out', str(tmp_path / 'chart.png')])
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and str(numbers) in lines[0] and "attention's numbers" in lines[0], lines
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'folder', 'link_to_a_users_file', 'looping_link'])
+@pytest.mark.parametrize('inside', [False, True])
+def test_the_file_a_written_file_is_first_written_to_is_checked_too(tmp_path, capsys, reach, kind, inside):
+    """A file is written beside its place first (errors.partial_of), then moved over: a link there had the file it
+    names replaced (and the link moved to the chart's place), a folder there failed after the work."""
+    make = dict(fifo=_fifo, folder=_folder, link_to_a_users_file=_link_to_user_file, looping_link=_loop)[kind]
+    if inside:  # a report file reproduce writes in its --out, not there yet
+        partial, argv = tmp_path / '.report.md.partial.md', ['reproduce', '--data-dir', str(tmp_path), '--dataset',
+                                                             'cifar10', '--out', str(tmp_path)]
+    else:
+        partial, argv = tmp_path / '.chart.png.partial.png', ['temperature', '--out', str(tmp_path / 'chart.png')]
+    make(partial)
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and str(partial) in lines[-1], lines
+    if kind == 'link_to_a_users_file':
+        assert (tmp_path / 'users-own-file').read_text() == 'keep me'

@@ -4,7 +4,8 @@ command and the benchmarks share them."""
 import argparse
 
 
-__all__ = ['MAX_SEED', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed', 'shift_ratio']
+__all__ = ['MAX_SEED', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed', 'shift_ratio',
+           'timm_benchmark']
 
 
 def positive_int(text: str) -> int:
@@ -60,11 +61,25 @@ def check_file_place(text: str, what: str) -> None:
     Raises:
         argparse.ArgumentTypeError: one line naming ``text``, what was wrong and what is allowed.
     """
-    from .paths import FILE, PathRule, check_path
+    from .paths import FILE, PathRule
+    _check(text, PathRule(what, FILE, writes=True))
+
+
+def _check(text: str, rule: 'PathRule') -> None:
+    """:func:`timm_sl.tools.paths.check_path` for an option's ``type``: its refusal as argparse's error."""
+    from .paths import check_path
     try:
-        check_path(text, PathRule(what, FILE, writes=True))
+        check_path(text, rule)
     except (OSError, ValueError) as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def timm_benchmark(text: str) -> str:
+    """timm's ``benchmark.py`` that an option names: a readable regular file, checked before any work (missing, a
+    folder or a FIFO was found after every measurement, running it)."""
+    from .paths import PathRule
+    _check(text, PathRule("timm's benchmark.py", usual_name='benchmark.py'))
+    return text
 
 
 def output_file(text: str) -> str:

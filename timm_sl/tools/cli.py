@@ -578,14 +578,7 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
     import json
     numbers = Path(args.out).with_suffix('.json')
     out, json_name = shown(args.out), shown(numbers)
-    if numbers.is_dir():
-        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is a folder; allowed: an --out whose '
-                         f'.json name is free or holds numbers of an earlier timm-sl attention')
-    if numbers.exists() and not numbers.is_file():  # read, a FIFO waits for a writer forever
-        raise ValueError(f'--out {out}: its numbers go to {json_name}, which is not a regular file (a FIFO, socket '
-                         f'or device); allowed: an --out whose .json name is free or holds numbers of an earlier '
-                         f'timm-sl attention')
-    if numbers.exists() and not args.overwrite:
+    if numbers.exists() and not args.overwrite:  # a folder or FIFO there: refused by its rule in paths.py
         try:
             old = json.loads(numbers.read_text())
             ours = isinstance(old, list) and old and all(isinstance(r, dict) and _ATTENTION_KEYS <= set(r) for r in old)

@@ -92,6 +92,11 @@ def make_folder(path: Path, option: str = '--out') -> None:
                       f'user may write (not /proc, /sys)') from None
 
 
+def partial_of(target: Path) -> Path:
+    """Where :func:`write_atomically` writes ``target`` before moving it over (its suffix: the format of a chart)."""
+    return target.with_name(f'.{target.name}.partial{target.suffix}')
+
+
 def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> None:
     """``write(file)`` to a new file beside ``path`` (beside where a link at ``path`` points), then moved over it: a
     write cut short (a full disk, the process killed) leaves an earlier file at ``path`` whole, never half-written. A
@@ -105,7 +110,7 @@ def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> N
     if target.exists() and not target.is_file():
         partial = target
     else:
-        partial = target.with_name(f'.{target.name}.partial{target.suffix}')  # the suffix: the format of a chart
+        partial = partial_of(target)
     try:
         write(partial)
         if partial != target:

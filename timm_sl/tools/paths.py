@@ -16,9 +16,9 @@ import os
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional, Union
+from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
-from .errors import shown
+from .errors import partial_of, shown
 from .files import check_link_target, check_not_link, kind_of
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
@@ -45,6 +45,7 @@ class PathRule:
             every refusal ends with it ('; allowed: X', or ', or X' after a list of its own); '' adds nothing.
         usual_name: The name a file read there usually has ('train.py'): a folder given for it that holds a file of
             that name is said to (the user named its folder).
+        suffixes: Files named after the path with another suffix (suffix -> rule): attention's --out with .json.
     """
     what: str
     kind: str = FILE
@@ -54,11 +55,15 @@ class PathRule:
     beside: bool = False
     allowed: str = ''
     usual_name: str = ''
+    suffixes: Optional[Mapping[str, 'PathRule']] = None
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
     """Refuse a link at ``path`` that the rule does not allow there, that loops or that names nothing (where a file is
     written through a link, nothing at its end is fine: the file is created there)."""
+    if not rule.link and rule.kind == FOLDER:
+        raise ValueError(f'{name} is a link to {shown(os.readlink(path))} where {who} writes {rule.what}, which would '
+                         f'write into the folder it links to; allowed: remove the link')
     if not rule.link:
         check_not_link(path, who)
     try:
@@ -140,10 +145,17 @@ def _matches(folder: Path, pattern: str) -> Iterator[Path]:
         yield folder / pattern
 
 
+def _matches_any(folder: Path, pattern: str) -> bool:
+    return (folder / pattern).exists() or (folder / pattern).is_symlink()
+
+
 def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
     for pattern, inner in rule.contents.items():
         for path in _matches(folder, pattern):
             check_path(path, inner, who=who, inside=True)
+        literal = '/' not in pattern and not any(c in pattern for c in '*?[')
+        if literal and inner.writes and inner.kind == FILE and not _matches_any(folder, pattern):
+            check_path(folder / pattern, inner, who=who, inside=True)  # not there yet: its partial file may be
 
 
 def _with_allowed(message: str, allowed: str) -> str:
@@ -172,10 +184,25 @@ def check_path(path: Union[str, Path], rule: PathRule, option: str = '', who: st
         if str(path) == '':  # Path('') is '.', where a command takes '' for no path given (`if args.checkpoint`)
             raise FileNotFoundError(f"{option or 'a path'} is empty (''); expected {rule.what}")
         _check_path(Path(path), rule, option, who, inside)
+        if rule.writes and rule.kind == FILE:
+            _check_partial(Path(path), rule, who)
     except (OSError, ValueError) as e:
         if not rule.allowed:
             raise
         raise type(e)(_with_allowed(str(e), rule.allowed)) from None
+    for suffix, companion in (rule.suffixes or {}).items():
+        check_path(Path(path).with_suffix(suffix), companion, who=who, inside=inside)
+
+
+def _check_partial(path: Path, rule: PathRule, who: str) -> None:
+    """The file a written ``path`` is first written to (:func:`~timm_sl.tools.errors.partial_of`, beside where a link
+    at ``path`` points): nothing or a regular file, no link (written through, the file it names would be replaced,
+    the link moved to ``path``), no folder or FIFO (found after the work, or waited on forever)."""
+    target = path.resolve() if path.is_symlink() else path
+    partial = partial_of(target)
+    if partial.exists() or partial.is_symlink():
+        _check_path(partial, PathRule(f'{rule.what} half-written (a file it leaves only when cut short)', FILE,
+                                      writes=True, link=False), '', who, True)
 
 
 def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
@@ -231,7 +258,8 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
             there = f' ({shown(usual)} is there)' if usual is not None and usual.is_file() else ''
             raise IsADirectoryError(f'{name} is a folder; expected {rule.what}{there}')
     elif not path.is_file():
-        raise ValueError(f'{name} is {kind_of(path)}, not a regular file; expected {rule.what}')
+        wanted = {FILE: 'a regular file', FOLDER: 'a folder', EITHER: 'a regular file or a folder'}[rule.kind]
+        raise ValueError(f'{name} is {kind_of(path)}, not {wanted}; expected {rule.what}')
     elif rule.kind == FOLDER:
         raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
     folder = path.is_dir()
@@ -264,6 +292,17 @@ def _side_files(files: Mapping[str, str]) -> Dict[str, PathRule]:
 
 _MOVE_AWAY = 'move it away'  # what a user does about a wrong thing where a command writes a file of its own
 
+
+def _split_folders(splits: Sequence[str], command: str) -> Dict[str, PathRule]:
+    """The split folders a ``timm-sl prepare-*`` writes (name -> rule), and the hidden ones it stages each in first
+    (``.train.prepare-svhn``): replaced whole, so a FIFO there must be found first (removing one opens it, and waits
+    for a writer forever). A link to a split folder is the command's to judge (read as it is when nothing is to be
+    written); one at a staging folder would have the split written into the folder it names."""
+    folder = PathRule('', FOLDER, writes=True, allowed=_MOVE_AWAY)
+    return {name: rule for split in splits for name, rule in (
+        (split, replace(folder, what=f'the {split} split folder')),
+        (f'.{split}.{command}', replace(folder, what=f"{command}'s staging folder of {split}", link=False)))}
+
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
 RUN_FOLDER: Dict[str, PathRule] = {
     'args.yaml': PathRule("train.py's args.yaml"),
@@ -277,6 +316,7 @@ RUN_FOLDER: Dict[str, PathRule] = {
 }
 
 CHART = PathRule('a chart file', writes=True, link=True)
+_NUMBERS_ALLOWED = 'an --out whose .json name is free or holds numbers of an earlier timm-sl attention'
 CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported folder', EITHER, contents=RUN_FOLDER,
                       beside=True)
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
@@ -328,7 +368,8 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
     'kld': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
             'compare_checkpoint': CHECKPOINT, 'out': CHART},
     'attention': {'images': PathRule('an image file or folder', EITHER, contents=_IMAGES), 'checkpoint': CHECKPOINT,
-                  'compare_checkpoint': CHECKPOINT, 'out': CHART},
+                  'compare_checkpoint': CHECKPOINT, 'out': replace(CHART, suffixes={'.json': replace(
+                      CHART, what="attention's numbers (--out with .json)", allowed=_NUMBERS_ALLOWED)})},
     'receptive-field': {'checkpoint': CHECKPOINT},
     'prepare-tiny-imagenet': {'root': PathRule('the Tiny-ImageNet folder holding train/ and val/', FOLDER, writes=True,
                                                contents={
@@ -338,14 +379,16 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'train': PathRule("Tiny-ImageNet's train folder", FOLDER, writes=True, link=False)})},
     'prepare-svhn': {
         'root': PathRule("the SVHN output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_side_files({'svhn.json': 'the record of a prepare-svhn run'})),
+                         contents={**_side_files({'svhn.json': 'the record of a prepare-svhn run'}),
+                                   **_split_folders(('train', 'test', 'extra'), 'prepare-svhn')}),
         'source': PathRule("the folder of SVHN's .mat files", FOLDER, contents={
             f'{split}_32x32.mat': PathRule(f"SVHN's {split}_32x32.mat") for split in ('train', 'test', 'extra')}),
     },
     'prepare-fashion-mnist': {
         'root': PathRule("the Fashion-MNIST output folder (train.py's --data-dir)", FOLDER, writes=True,
-                         contents=_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
-                                               'label_names.txt': 'the class names'})),
+                         contents={**_side_files({'fashion_mnist.json': 'the record of a prepare-fashion-mnist run',
+                                               'label_names.txt': 'the class names'}),
+                                   **_split_folders(('train', 'test'), 'prepare-fashion-mnist')}),
         'source': PathRule("the folder of Fashion-MNIST's idx files", FOLDER, contents={
             '*-ubyte*': PathRule("a Fashion-MNIST idx file")}),
     },
