@@ -297,10 +297,12 @@ def _split_folders(splits: Sequence[str], command: str) -> Dict[str, PathRule]:
     """The split folders a ``timm-sl prepare-*`` writes (name -> rule), and the hidden ones it stages each in first
     (``.train.prepare-svhn``): replaced whole, so a FIFO there must be found first (removing one opens it, and waits
     for a writer forever). A link to a split folder is the command's to judge (read as it is when nothing is to be
-    written); one at a staging folder would have the split written into the folder it names."""
+    written); one at a staging folder would have the split written into the folder it names. A split folder is
+    replaced in the root (which takes the new files), never written into: no probe there, so a rerun that writes
+    nothing leaves it as it was, its time too."""
     folder = PathRule('', FOLDER, writes=True, allowed=_MOVE_AWAY)
     return {name: rule for split in splits for name, rule in (
-        (split, replace(folder, what=f'the {split} split folder')),
+        (split, replace(folder, what=f'the {split} split folder', writes=False)),
         (f'.{split}.{command}', replace(folder, what=f"{command}'s staging folder of {split}", link=False)))}
 
 # every file a train.py run folder holds that timm-sl reads: train.py's and those ``timm-sl reproduce`` adds
