@@ -141,12 +141,13 @@ def _matches(folder: Path, pattern: str) -> Iterator[Path]:
     elif any(c in pattern for c in '*?['):
         yield from sorted(p for p in folder.iterdir()  # a hidden name only where the pattern says so, as a shell does
                           if fnmatch.fnmatchcase(p.name, pattern) and (pattern[0] == '.' or p.name[0] != '.'))
-    elif (folder / pattern).exists() or (folder / pattern).is_symlink():
+    elif _is_there(folder / pattern):
         yield folder / pattern
 
 
-def _matches_any(folder: Path, pattern: str) -> bool:
-    return (folder / pattern).exists() or (folder / pattern).is_symlink()
+def _is_there(path: Path) -> bool:
+    """Something is at ``path``: a link to nothing too."""
+    return path.exists() or path.is_symlink()
 
 
 def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
@@ -154,7 +155,7 @@ def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
         for path in _matches(folder, pattern):
             check_path(path, inner, who=who, inside=True)
         literal = '/' not in pattern and not any(c in pattern for c in '*?[')
-        if literal and inner.writes and inner.kind == FILE and not _matches_any(folder, pattern):
+        if literal and inner.writes and inner.kind == FILE and not _is_there(folder / pattern):
             check_path(folder / pattern, inner, who=who, inside=True)  # not there yet: its partial file may be
 
 
@@ -200,7 +201,7 @@ def _check_partial(path: Path, rule: PathRule, who: str) -> None:
     the link moved to ``path``), no folder or FIFO (found after the work, or waited on forever)."""
     target = path.resolve() if path.is_symlink() else path
     partial = partial_of(target)
-    if partial.exists() or partial.is_symlink():
+    if _is_there(partial):
         _check_path(partial, PathRule(f'{rule.what} half-written (a file it leaves only when cut short)', FILE,
                                       writes=True, link=False), '', who, True)
 
@@ -234,7 +235,7 @@ def _check_home(path: Path, name: str) -> None:
     read, it is not found; written, a folder named ``~`` would be made here, not the path in the home folder."""
     head = Path(path.parts[0]) if path.parts else path
     expanded = os.path.expanduser(str(path))
-    if expanded != str(path) and not head.exists() and not head.is_symlink():
+    if expanded != str(path) and not _is_there(head):
         raise FileNotFoundError(f'{name}: there is no folder {shown(head)} here (a shell expands ~ only unquoted); '
                                 f'allowed: {shown(expanded)}')
 
@@ -263,8 +264,10 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     elif rule.kind == FOLDER:
         raise NotADirectoryError(f'{name} is a file; expected {rule.what}')
     folder = path.is_dir()
-    if rule.writes:  # a folder written into, or a file replaced by a new one beside it (write_atomically); first: the
-        _check_takes_new_files(path if folder else path.parent, name, rule)  # system's reason (a read-only file system)
+    # a folder written into, or a file replaced by a new one beside it (write_atomically); first: the system's reason
+    # (a read-only file system). A file a checked folder holds: that folder's probe stands for it (one per folder)
+    if rule.writes and (folder or not inside):
+        _check_takes_new_files(path if folder else path.parent, name, rule)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
