@@ -281,3 +281,23 @@ def test_an_option_its_switches_use_builds(name, kwargs):
     with torch.device('meta'):
         model = timm.create_model(name, **kwargs)
     assert model.sl_args.shift_directions == kwargs.get('shift_directions', 'diagonal')
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_a_saved_state_dict_of_the_models_class_count_keeps_its_head(name, tmp_path):
+    """A 10-class state dict loaded with num_classes=10 and pretrained_cfg_overlay=dict(file=...) lost its head:
+    timm dropped it because the cfg says 100 classes, and the model answered with a random classifier, silently.
+    A head of the model's shape is kept; one of another class count is still dropped (timm's fine-tuning start)."""
+    torch.manual_seed(0)
+    saved = timm.create_model(name, num_classes=10, **_small(name)).eval()
+    _randomise(saved)
+    torch.save(saved.state_dict(), tmp_path / 'mine.pth')
+    overlay = dict(file=str(tmp_path / 'mine.pth'))
+    loaded = timm.create_model(name, pretrained=True, pretrained_cfg_overlay=overlay, num_classes=10,
+                               **_small(name)).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), saved(x), rtol=0, atol=0)
+    assert loaded.pretrained_cfg['num_classes'] == 10
+    other = timm.create_model(name, pretrained=True, pretrained_cfg_overlay=overlay, num_classes=7, **_small(name))
+    assert other.pretrained_cfg['num_classes'] == 100 and other.get_classifier().weight.shape[0] == 7

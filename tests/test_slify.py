@@ -595,3 +595,16 @@ def test_optimizer_factory_does_not_decay_the_temperatures():
     temperature = model.blocks[0].attn.temperature
     group = next(g for g in optimizer.param_groups if any(p is temperature for p in g['params']))
     assert group['weight_decay'] == 0.
+
+
+def test_converted_weights_of_the_models_class_count_keep_their_head(tmp_path):
+    """A converted model's 10-class weights named by the base's cfg (its cfg: 1000 classes) loaded with
+    num_classes=10 through the slify model lost their head to timm's class-count rule: a random classifier."""
+    kw = dict(depth=1, img_size=32, patch_size=4, num_classes=10)
+    source = slify('deit_tiny_patch16_224', **kw).eval()
+    torch.save(source.state_dict(), tmp_path / 'mine.pth')
+    loaded = timm.create_model('slify', base='deit_tiny_patch16_224', pretrained=True,
+                               pretrained_cfg_overlay=dict(file=str(tmp_path / 'mine.pth')), **kw).eval()
+    x = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), source(x), rtol=0, atol=0)

@@ -12,11 +12,12 @@ it lives next to the converter, not among the families (the converter is built f
 """
 from typing import Any, Dict, Optional
 
+import torch
 from torch import nn
 
 from timm.models import load_pretrained, register_model
 
-from .models._filters import adapt_sl_state_dict
+from .models._filters import adapt_sl_state_dict, keep_fitting_classifier
 from .slify import convert_model, converted_weights, slify as convert
 
 __all__ = []
@@ -51,8 +52,10 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
         cfg = {**model.pretrained_cfg, 'state_dict': weights, 'source': ''}
     # the base was built with timm's default in_chans: its cfg's input channels, unless given
     in_chans = kwargs.get('in_chans', (model.pretrained_cfg.get('input_size') or (3,))[0])
-    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=in_chans,
-                    filter_fn=adapt_sl_state_dict)
+    def filter_fn(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
+        keep_fitting_classifier(state_dict, model, cfg)  # timm decides on this cfg, not the model's
+        return adapt_sl_state_dict(state_dict, model)
+    load_pretrained(model, pretrained_cfg=cfg, num_classes=model.num_classes, in_chans=in_chans, filter_fn=filter_fn)
     if features:
         wrapped = convert(base, pretrained=False, **kwargs, **features)
         _copy_into_features(wrapped, model)

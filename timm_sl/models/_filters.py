@@ -19,8 +19,9 @@ from timm.models import clean_state_dict
 
 from ..layers import ShiftedPatchProjection
 
-__all__ = ['unwrap_state_dict', 'adapt_sl_state_dict', 'sl_filter', 'resize_channel_axis', 'adapt_norm_linear_chans',
-           'adapt_norm_linear_entries', 'adapt_spt_in_chans', 'claim_stem_adaptation', 'warm_start']
+__all__ = ['unwrap_state_dict', 'adapt_sl_state_dict', 'keep_fitting_classifier', 'sl_filter', 'resize_channel_axis',
+           'adapt_norm_linear_chans', 'adapt_norm_linear_entries', 'adapt_spt_in_chans', 'claim_stem_adaptation',
+           'warm_start']
 
 _logger = logging.getLogger(__name__)
 
@@ -166,9 +167,28 @@ def _resample_pos_embed(value: torch.Tensor, target: torch.Tensor, model: nn.Mod
     return resample_abs_pos_embed(value, new_size=model.patch_embed.grid_size, num_prefix_tokens=max(prefix, 0))
 
 
+def keep_fitting_classifier(state_dict: Dict[str, torch.Tensor], model: nn.Module, cfg: Optional[Dict]) -> None:
+    """Make timm's loader keep a classifier whose weights fit ``model``'s head exactly.
+
+    timm drops the checkpoint's classifier whenever the model's ``num_classes`` differs from ``cfg['num_classes']``,
+    even when the weights were saved with the model's own class count (``num_classes=10`` and a 10-class state dict
+    named by ``pretrained_cfg_overlay=dict(file=...)``): the head would start random, silently. When every
+    classifier entry the checkpoint holds has the model's shape, ``cfg`` (the dict timm's loader decides with) is set
+    to the model's ``num_classes``, which is then what its weights are for.
+    """
+    if not cfg or not cfg.get('classifier') or cfg.get('num_classes') == getattr(model, 'num_classes', None):
+        return
+    names = (cfg['classifier'],) if isinstance(cfg['classifier'], str) else tuple(cfg['classifier'])
+    target = model.state_dict()
+    keys = [f'{name}.{part}' for name in names for part in ('weight', 'bias') if f'{name}.{part}' in state_dict]
+    if keys and all(k in target and target[k].shape == state_dict[k].shape for k in keys):
+        cfg['num_classes'] = model.num_classes
+
+
 def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
-    """Adapt a native state dict to ``model`` (input channels, grid, windows); other mismatches are left for
-    ``load_state_dict`` to report."""
+    """Adapt a native state dict to ``model`` (input channels, grid, windows; a classifier that fits the model's
+    head is kept: :func:`keep_fitting_classifier`); other mismatches are left for ``load_state_dict`` to report."""
+    keep_fitting_classifier(state_dict, model, getattr(model, 'pretrained_cfg', None))
     target = model.state_dict()
     # the stem's checkpoint channels are those of the pretrained cfg's input size (timm's convention; an export
     # records the channels its run trained with); a projection between stages has no other width to adapt from
