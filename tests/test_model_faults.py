@@ -301,3 +301,17 @@ def test_a_saved_state_dict_of_the_models_class_count_keeps_its_head(name, tmp_p
     assert loaded.pretrained_cfg['num_classes'] == 10
     other = timm.create_model(name, pretrained=True, pretrained_cfg_overlay=overlay, num_classes=7, **_small(name))
     assert other.pretrained_cfg['num_classes'] == 100 and other.get_classifier().weight.shape[0] == 7
+
+
+@pytest.mark.parametrize('name', FAST_MODELS)
+def test_a_checkpoint_of_other_lsa_switches_is_refused_in_one_line(name, tmp_path):
+    """Weights trained with lsa=False loaded into the default (LSA) model, or the reverse, ended in load_state_dict's
+    multi-line list of every block's temperature key, which said neither why nor what to pass."""
+    for saved_kw, load_kw, said in [(dict(lsa=False), {}, 'has no learned LSA temperatures'),
+                                    ({}, dict(lsa_learn_temp=False), 'has learned LSA temperatures')]:
+        torch.save(timm.create_model(name, **saved_kw, **_small(name)).state_dict(), tmp_path / 'w.pth')
+        pattern = rf'^this checkpoint {said} \(\S+\.temperature and \d+ more\).*allowed: '
+        with pytest.raises(ValueError, match=pattern) as e:
+            timm.create_model(name, pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'w.pth')),
+                              **load_kw, **_small(name))
+        assert '\n' not in str(e.value)

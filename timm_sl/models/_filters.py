@@ -185,11 +185,31 @@ def keep_fitting_classifier(state_dict: Dict[str, torch.Tensor], model: nn.Modul
         cfg['num_classes'] = model.num_classes
 
 
+def _check_temperatures(state_dict: Dict[str, torch.Tensor], target: Dict[str, torch.Tensor],
+                        model_name: str) -> None:
+    """Refuse, in one line, a checkpoint whose learned LSA temperatures the model lacks, or the reverse: a model of
+    other LSA switches than the checkpoint's (``load_state_dict`` listed every block's temperature key instead)."""
+    wanted = sorted(k for k in target if k.endswith('.temperature'))
+    held = sorted(k for k in state_dict if k.endswith('.temperature'))
+    if wanted and not held:
+        raise ValueError(f'this checkpoint has no learned LSA temperatures ({wanted[0]} and {len(wanted) - 1} more), '
+                         f'which {model_name} with lsa_learn_temp on needs: its model had lsa=False or '
+                         f'lsa_learn_temp=False (or was a timm model); allowed: the switches it was trained with '
+                         f'(lsa=False or lsa_learn_temp=False), or timm_sl.warm_start(model, state_dict) to start from '
+                         f'its weights')
+    if held and not wanted:
+        raise ValueError(f'this checkpoint has learned LSA temperatures ({held[0]} and {len(held) - 1} more), which '
+                         f'{model_name} built with lsa=False or lsa_learn_temp=False has not; allowed: lsa and '
+                         f'lsa_learn_temp left on, as its model had them (lsa_mask and lsa_temp_ratio as it was '
+                         f'trained)')
+
+
 def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
     """Adapt a native state dict to ``model`` (input channels, grid, windows; a classifier that fits the model's
     head is kept: :func:`keep_fitting_classifier`); other mismatches are left for ``load_state_dict`` to report."""
     keep_fitting_classifier(state_dict, model, getattr(model, 'pretrained_cfg', None))
     target = model.state_dict()
+    _check_temperatures(state_dict, target, type(model).__name__)
     # the stem's checkpoint channels are those of the pretrained cfg's input size (timm's convention; an export
     # records the channels its run trained with); a projection between stages has no other width to adapt from
     cfg_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]
