@@ -243,3 +243,16 @@ def test_source_stays_within_120_columns():
     wide = [f'{p.relative_to(ROOT)}:{i}' for p in files
             for i, line in enumerate(p.read_text(encoding='utf-8').splitlines(), 1) if len(line) > 120]
     assert files and not wide, f'lines over 120 columns: {wide}'
+
+
+def test_readme_demo_tables_are_laid_out_as_the_demo_prints_them():
+    """The README's demo output is two tables as ``timm-sl demo`` lays them out (it left out the rule under each
+    header that the command prints); rows are elided (epochs 2-4, 6-9), so each table is re-laid from its own cells."""
+    from timm_sl.tools.cli import _format_table
+    text = (ROOT / 'README.md').read_text()
+    block = re.search(r'What `timm-sl demo` \(seed 0\) printed.*?```\n(.*?)```', text, flags=re.S).group(1)
+    tables = block.strip('\n').split('\n\n')
+    assert [t.splitlines()[0].split()[0] for t in tables] == ['epoch', 'model']
+    for table in tables:
+        header, _, *rows = [re.split(r' {2,}', line.rstrip()) for line in table.splitlines()]
+        assert _format_table(header, rows) == table, table
