@@ -524,3 +524,38 @@ def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(n
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err == (f'timm-sl push: {path} is a FIFO (named pipe), not a regular file; expected '
                                        f'the {name} of an export; allowed: export again\n')
+
+
+@pytest.mark.parametrize('public', [True, False], ids=['public', 'private'])
+def test_push_private_into_a_public_repository_is_refused_before_uploading(public, tmp_path, capsys, monkeypatch):
+    """--private into a repository that exists and is public: the Hub keeps it public (create_repo leaves a repository
+    that exists as it is) and the weights were uploaded there, publicly, with no word."""
+    import huggingface_hub
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def repo_info(self, repo_id, **k):
+            return argparse.Namespace(private=not public)
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append(folder_path)
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(tmp_path)
+    if not public:
+        assert push_folder(tmp_path, 'org/name', private=True) == 'https://hub/commit' and uploaded
+        return
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name', '--private'])
+    err = capsys.readouterr().err
+    assert err == ('timm-sl push: --private: org/name exists on the Hub and is public, so the upload would be public; '
+                   'nothing was uploaded; allowed: make org/name private on the Hub first, another --repo-id, or '
+                   'leave out --private to upload to the public repository\n'), err
+    assert uploaded == []
+    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit'  # no --private: the public repository, as asked

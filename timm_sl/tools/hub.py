@@ -612,6 +612,18 @@ def _check_exported_files(folder: Path) -> None:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
 
 
+def _check_private(api: Any, repo_id: str) -> None:
+    """Refuse to upload with ``--private`` into a repository that exists on the Hub and is public.
+
+    Raises:
+        ToolError: naming the repository and what is allowed; nothing is uploaded.
+    """
+    if getattr(api.repo_info(repo_id), 'private', None) is False:
+        raise ToolError(f'--private: {repo_id} exists on the Hub and is public, so the upload would be public; nothing '
+                        f'was uploaded; allowed: make {repo_id} private on the Hub first, another --repo-id, or leave '
+                        f'out --private to upload to the public repository')
+
+
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
                 commit_message: str = 'Upload timm_sl model') -> str:
     """Upload an exported folder's :data:`EXPORTED_FILES` to the Hub (nothing else it holds: a user's files beside
@@ -653,10 +665,14 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     api = HfApi()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
+        if private:  # create_repo leaves a repository that exists as it is: a public one takes the upload publicly
+            _check_private(api, repo_id)
         if revision:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
         info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), revision=revision,
                                  commit_message=commit_message, allow_patterns=list(EXPORTED_FILES))
+    except ToolError:  # refused here, not by the Hub
+        raise
     except HfHubHTTPError as e:
         status = getattr(getattr(e, 'response', None), 'status_code', None)
         if status in (401, 403):
