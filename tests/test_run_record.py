@@ -1099,3 +1099,23 @@ def test_a_run_recording_an_spt_option_with_spt_off_still_exports(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_the_card_of_a_resumed_runs_model_best_of_a_later_epoch_does_not_send_readers_to_it(tmp_path):
+    """train.py chooses its best anew in a resumed session: its model_best.pth.tar then holds a later, worse epoch.
+    Exporting that file, the card said the best epoch's weights were another checkpoint's, 'train.py keeps it as
+    model_best.pth.tar': the very file it was exporting, which no longer holds them."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=2, metric=52.0), run / 'model_best.pth.tar')  # the resumed session's best
+    head = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    (run / 'summary.csv').write_text(head + '0,1,1,50,90\n1,1,1,55.5,95\n' + head + '2,1,1,52,93\n3,1,1,51,93\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 3's (top-1 52.00 %), not the best epoch's: the best top-1 above (epoch 2) belongs "
+            "to another checkpoint (not this model_best.pth.tar: train.py chooses its best anew in each session, so a "
+            "session resumed after the best epoch replaced it).") in card
+    assert 'keeps it as model_best' not in card
+    torch.save(dict(saved, epoch=3), run / 'last.pth.tar')  # another file than model_best: kept as said before
+    card = (export_checkpoint(run / 'last.pth.tar', None, tmp_path / 'last')[0] / 'README.md').read_text()
+    assert 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar).' in card

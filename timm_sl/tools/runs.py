@@ -295,6 +295,9 @@ class RunRecord:
             metric = self.args.get('eval_metric') or 'top1'  # what train.py chose model_best.pth.tar by
             kept = ('train.py keeps it as model_best.pth.tar' if metric == 'top1' else
                     f'train.py chose model_best.pth.tar by --eval-metric {metric}, not by top-1')
+            if metric == 'top1' and self.checkpoint.name == CHECKPOINTS[0]:  # this is model_best: not the best's
+                kept = ('not this model_best.pth.tar: train.py chooses its best anew in each session, so a session '
+                        'resumed after the best epoch replaced it')
             result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
                               f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
                               f"another checkpoint ({kept}).")
