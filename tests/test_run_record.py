@@ -1119,3 +1119,23 @@ def test_the_card_of_a_resumed_runs_model_best_of_a_later_epoch_does_not_send_re
     torch.save(dict(saved, epoch=3), run / 'last.pth.tar')  # another file than model_best: kept as said before
     card = (export_checkpoint(run / 'last.pth.tar', None, tmp_path / 'last')[0] / 'README.md').read_text()
     assert 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar).' in card
+
+
+def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
+    """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
+    'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1), val_split='')
+    (run / 'summary.csv').write_text('epoch,train_loss,lr\n0,2.3,0.01\n1,2.1,0.005\n')
+    assert main(['export', str(run), '--out', str(tmp_path / 'o')]) == 0
+    card = (tmp_path / 'o' / 'README.md').read_text()
+    assert ("Not evaluated: the run trained 2 epochs without a validation split (train.py's summary.csv records no "
+            "top-1), so no accuracy is known.") in card
+    assert 'diverged' not in card and 'metrics:' not in card
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
+                 '--dataset', 'd']) == 0
+    card = next((tmp_path / 'rel').glob('*/README.md')).read_text()
+    assert '| measured best top-1 | - (not evaluated: no validation split) |' in card and 'diverged' not in card
+    (run / 'summary.csv').write_text('epoch,lr\n0,0.01\n')  # no train.py summary either way: refused as before
+    err = _fails(['export', str(run), '--out', str(tmp_path / 'o2')], capsys)
+    assert err == f'timm-sl export: {run / "summary.csv"} is not a train.py summary.csv (no epoch / eval_top1 columns)'

@@ -293,7 +293,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
-    if summary and summary['best_top1'] is None:
+    if summary and not summary.get('evaluated', True):
+        lines += ['## Results', '', f"Not evaluated: the run trained {summary['epochs']} epochs without a validation "
+                  "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']
+    elif summary and summary['best_top1'] is None:
         lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
                   'diverged); these weights are not a trained model.', '']
     elif summary:

@@ -143,7 +143,9 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
-             '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
+             '| measured best top-1 | - (not evaluated: no validation split) |' if not summary.get('evaluated', True)
+             else '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else
+             '| measured best top-1 | - |',
              *([f'| top-1 (%) of these weights (epoch {weights["epoch"] or "not recorded"}) | '
                 f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else

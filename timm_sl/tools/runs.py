@@ -82,8 +82,10 @@ def _number(text: Optional[str]) -> Optional[float]:
         return None
 
 
-def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
+def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List[Dict[str, float]]:
     """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
+    ``unevaluated``: a run of train.py without a validation split (``--val-split ''``), whose summary has no ``eval_``
+    column, is read too (its rows have no ``eval_top1``).
 
     Headers repeated by ``--resume`` are skipped (the rows after one read by its columns: a session of another timm
     may write others, such as ``lr``), an epoch written twice (a run stopped between its summary and its
@@ -102,23 +104,27 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     lines = text.splitlines()
     rows = list(csv.reader(lines))
     header = rows[0] if rows else []
-    if 'eval_top1' not in header or 'epoch' not in header:
+    # train.py without a validation split writes no eval_ column
+    evaluated = not (unevaluated and {'epoch', 'train_loss'} <= set(header)
+                     and not any(c.startswith('eval_') for c in header))
+    if evaluated and ('eval_top1' not in header or 'epoch' not in header):
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
     for line_no, row in enumerate(rows[1:], start=2):
-        if 'epoch' in row and 'eval_top1' in row:  # a header a resume repeats, its columns another timm's
+        if 'epoch' in row and ('eval_top1' in row or not evaluated):  # a header a resume repeats (another timm's)
             header = row
             continue
         if not any(cell.strip() for cell in row):
             continue
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
-        if (len(row) != len(header) or epoch is None or 'eval_top1' not in values or not math.isfinite(epoch)
-                or epoch != int(epoch)):
+        if (len(row) != len(header) or epoch is None or ('eval_top1' not in values and evaluated)
+                or not math.isfinite(epoch) or epoch != int(epoch)):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
-                             f'epoch and a numeric eval_top1: {lines[line_no - 1][:80]!r}')
+                             f'epoch' + (' and a numeric eval_top1' if evaluated else '')
+                             + f': {lines[line_no - 1][:80]!r}')
         for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
@@ -131,7 +137,8 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
 
     Returns:
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
-        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start).
+        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start, or one
+        without a validation split: then ``evaluated`` is False as well).
 
     Raises:
         ValueError: no finished epoch.
@@ -139,12 +146,13 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     rows = read_summary_rows(path) if rows is None else rows
     if not rows:
         raise ValueError(f'{path} has no finished epoch')
-    finite = [r for r in rows if math.isfinite(r['eval_top1'])]
+    finite = [r for r in rows if math.isfinite(r.get('eval_top1', math.nan))]
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
         'best_epoch': int(best['epoch']) + 1 if best else None, 'epochs': len(rows),
         'last_epoch': int(rows[-1]['epoch']) + 1,
+        **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
 
 
@@ -644,7 +652,7 @@ def read_run(
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
-    rows = read_summary_rows(summary) if summary else []
+    rows = read_summary_rows(summary, unevaluated=True) if summary else []
     sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
