@@ -303,7 +303,9 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         weights = record.weights_result(epoch)
         lines += ['## Results', '', '| metric | value |', '|---|---|']
         if weights['epoch'] is not None:
-            lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]} of {summary["last_epoch"]}'
+            later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
+            of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
+            lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
                       + (' (the best epoch)' if weights['is_best'] else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
         lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
