@@ -1099,3 +1099,19 @@ def test_a_class_map_run_without_label_names_gets_no_tag(tmp_path):
                        echo=lambda line: None)
     entries = json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.mydata']['label_names'] == ['fox', 'cat', 'dog']
+
+
+@pytest.mark.parametrize('given', ['torch/image_folder', 'torch/folder', 'ImageFolder', 'imagetar'])
+def test_an_image_folder_named_by_its_reader_records_no_dataset(given, tmp_path, capsys):
+    """train.py's --dataset torch/image_folder (or ImageFolder, its help's word for the default) reads the --data-dir
+    image folder: release named the run sl_vit_32.sl-image_folder-s0, carded it as trained on 'image_folder' and
+    refused --dataset for it ('records the dataset 'image_folder'')."""
+    _run(tmp_path, 'r', {}, [40.], dataset=given, classes=10)
+    (tmp_path / 'runs' / 'r' / 'done.json').unlink()
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]
+    assert _fails(argv, capsys).startswith(f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (')
+    assert main(argv + ['--dataset', 'svhn']) == 0
+    assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-svhn-s0'
+    assert main(['export', str(tmp_path / 'runs' / 'r'), '--out', str(tmp_path / 'e')]) == 0
+    card = (tmp_path / 'e' / 'README.md').read_text()
+    assert 'datasets:' not in card and '# sl_vit_32\n' in card and 'folder' not in card.split('## Training')[0]

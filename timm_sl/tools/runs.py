@@ -513,10 +513,19 @@ def _kwargs_text(kwargs: Dict[str, Any]) -> str:
     return ' '.join(f'{k}={v}' for k, v in kwargs.items()) or 'none'
 
 
+# what train.py's --dataset calls an image folder or tar (timm's own words, its help's ImageFolder / ImageTar), not a
+# dataset: timm reads the --data-dir folder for each
+FOLDER_READERS = frozenset({'folder', 'image_folder', 'imagefolder', 'imagetar', 'image_tar'})
+
+
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
     """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
-    folder (``''``)."""
-    name = str(args.get('dataset') or '').split('/')[-1]
+    folder (``''``, or a name of :data:`FOLDER_READERS`: ``torch/image_folder``, ``ImageFolder``)."""
+    text = str(args.get('dataset') or '')
+    name = text.split('/')[-1]
+    prefix = text.partition('/')[0].lower() if '/' in text else ''
+    if prefix in ('', 'torch') and name.lower() in FOLDER_READERS:
+        return None
     return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
 
 
