@@ -125,6 +125,15 @@ def test_portable_command_takes_paths_written_with_an_equals_sign():
                                          'OUTPUT --initial-checkpoint CHECKPOINT --lr=0.1')
 
 
+def test_portable_command_names_a_class_map_or_pretrained_path_by_file_name():
+    """`timm-sl reproduce ... -- --class-map /home/me/map.txt --pretrained-path /home/me/w.pth` kept this machine's
+    paths in the card's 'exact train.py command (paths replaced by DATA / OUTPUT)'."""
+    command = ('/v/bin/python /t/train.py --data-dir /home/me/data --class-map /home/me/maps/map.txt '
+               '--pretrained --pretrained-path=/home/me/w/in1k.pth --lr 0.1')
+    assert portable_command(command) == ('python train.py --data-dir DATA --class-map map.txt --pretrained '
+                                         '--pretrained-path in1k.pth --lr 0.1')
+
+
 def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):
     out, _, lines = released
     entries = json.loads((out / 'pretrained_entries.json').read_text())

@@ -44,6 +44,8 @@ STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 
 # train.py arguments whose values are this machine's paths, and what a card shows instead
 PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
+# train.py arguments whose values are files of this machine that a card names by file name (as it names --config's)
+PATH_NAMED = ('--class-map', '--pretrained-path')
 
 
 def format_top1(value: Optional[float]) -> str:
@@ -885,7 +887,8 @@ def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tup
 
 def portable_command(command: str) -> str:
     """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
-    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``).
+    and OUTPUT placeholders, the file name alone of a :data:`PATH_NAMED` file (``--class-map map.txt``), no
+    ``--resume`` (a resumed run's command is its first command plus ``--resume``).
     '' for a command cut inside a quote: no usable command, as :func:`recorded_dataset` reads it."""
     try:
         tokens = shlex.split(command)
@@ -899,12 +902,14 @@ def portable_command(command: str) -> str:
     rest = iter(tokens[script + 1:])
     for token in rest:
         option, joined, value = token.partition('=')  # --initial-checkpoint=PATH: a path as much as its two words
-        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, '--resume', '--config'):
+        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, *PATH_NAMED, '--resume', '--config'):
             value = value if joined else next(rest, '')
             if option in PATH_PLACEHOLDERS:
                 out += [option, PATH_PLACEHOLDERS[option]]
             elif option == '--config':
                 out += [option, f'recipes/{Path(value).name}']
+            elif option in PATH_NAMED:
+                out += [option, Path(value).name]
         else:
             out.append(token)
     return shlex.join(out)
