@@ -1141,3 +1141,17 @@ def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_e
     (run / 'summary.csv').write_text('epoch,lr\n0,0.01\n')  # no train.py summary either way: refused as before
     err = _fails(['export', str(run), '--out', str(tmp_path / 'o2')], capsys)
     assert err == f'timm-sl export: {run / "summary.csv"} is not a train.py summary.csv (no epoch / eval_top1 columns)'
+
+
+def test_a_recovery_checkpoint_is_not_carded_with_the_top1_of_the_epoch_it_was_saved_during(tmp_path):
+    """train.py's recovery-E-B.pth.tar (--recovery-interval) records epoch E but holds weights of its batch B: the card
+    gave them the top-1 train.py measured at the end of that epoch, and called them the best epoch's."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))  # summary.csv's best is epoch 1 (counted from 0)
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save({k: v for k, v in saved.items() if k != 'metric'}, run / 'recovery-1-20.pth.tar')
+    card = (export_checkpoint(run / 'recovery-1-20.pth.tar', None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 2 of 2, saved during it |' in card
+    assert '| these weights: top-1 (%) | - |' in card and 'the best epoch)' not in card
+    assert ("These weights were saved during epoch 2 (train.py's recovery checkpoint, before that epoch ended): no "
+            "top-1 of summary.csv is theirs, the best above is another checkpoint's.") in card

@@ -305,6 +305,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         if weights['epoch'] is not None:
             later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
             of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
+            of += ', saved during it' if weights['midway'] else ''
             lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
                       + (' (the best epoch)' if weights['is_best'] else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']

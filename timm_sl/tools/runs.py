@@ -284,16 +284,23 @@ class RunRecord:
 
         Returns:
             ``epoch`` (from 1; None when the checkpoint records none), ``top1`` / ``top5`` of that epoch's row (None
-            without one), ``is_best`` (the best row is theirs) and ``note``: a sentence when the best row is not, or
-            may not be, theirs ('' when it is, or without a summary).
+            without one, or for ``midway`` weights: a recovery checkpoint's, saved during the epoch), ``is_best`` (the
+            best row is theirs) and ``note``: a sentence when the best row is not, or may not be, theirs ('' when it
+            is, or without a summary).
         """
         summary = self.summary or {}
-        row = self.epoch_row(epoch) or {}
+        # train.py's recovery-E-B.pth.tar (--recovery-interval) holds weights saved during epoch E, at its batch B
+        midway = self.checkpoint.name.startswith('recovery-')
+        row = {} if midway else self.epoch_row(epoch) or {}
         result = dict(epoch=epoch + 1 if _whole(epoch) else None, top1=row.get('eval_top1'), top5=row.get('eval_top5'),
-                      is_best=False, note='')
+                      is_best=False, note='', midway=midway)
         if summary.get('best_epoch') is None:  # no summary, or no epoch with a finite top-1
             return result
-        if not _whole(epoch):
+        if midway and _whole(epoch):
+            result['note'] = (f"These weights were saved during epoch {epoch + 1} (train.py's recovery checkpoint, "
+                              f"before that epoch ended): no top-1 of summary.csv is theirs, the best above is another "
+                              f"checkpoint's.")
+        elif not _whole(epoch):
             result['note'] = ("The checkpoint does not record its epoch: the best top-1 above may be another "
                               "checkpoint's, not these weights'.")
         elif not row:
