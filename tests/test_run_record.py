@@ -5,6 +5,7 @@ import builtins
 import collections
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -1155,3 +1156,25 @@ def test_a_recovery_checkpoint_is_not_carded_with_the_top1_of_the_epoch_it_was_s
     assert '| these weights: top-1 (%) | - |' in card and 'the best epoch)' not in card
     assert ("These weights were saved during epoch 2 (train.py's recovery checkpoint, before that epoch ended): no "
             "top-1 of summary.csv is theirs, the best above is another checkpoint's.") in card
+
+
+def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_top1(tmp_path, capsys):
+    """A diverged model outputs NaN; timm's accuracy of NaN outputs is the share of the class NaN ranks first (10 %
+    of 10 balanced classes), written to summary.csv beside eval_loss nan. The card gave that chance top-1 as the run's
+    best top-1, of a trained model; release named it too."""
+    from timm.utils import accuracy
+    nan_top1, nan_top5 = (float(a) for a in accuracy(torch.full((20, 4), math.nan), torch.arange(20) % 4, (1, 2)))
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'summary.csv').write_text(f'epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,{nan_top1},'
+                                     f'{nan_top5}\n1,nan,nan,{nan_top1},{nan_top5}\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'No epoch of the 2 run has a finite top-1 (NaN: the run diverged)' in card and '25.00' not in card
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
+                 '--name-pattern', '{run}']) == 0
+    assert '(state_dict, best top-1 -; these weights: epoch 2, top-1 NaN (diverged)) as o/r' in capsys.readouterr().out
+    # an epoch that diverged after the best: the best stands, the diverged one's top-1 is not a number
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,30,60\n'
+                                     f'1,nan,nan,{nan_top1},{nan_top5}\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '| best top-1 (%) | 30.00 |' in card and '| these weights: top-1 (%) | NaN (diverged) |' in card

@@ -95,7 +95,8 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
     epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
-    NaN. An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
+    NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
+    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
     last).
 
     Raises:
@@ -127,6 +128,8 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
                              f'epoch' + (' and a numeric eval_top1' if evaluated else '')
                              + f': {lines[line_no - 1][:80]!r}')
+        if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
+            values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
         for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
