@@ -1124,3 +1124,17 @@ def test_an_image_folder_named_by_its_reader_records_no_dataset(given, tmp_path,
     assert main(['export', str(tmp_path / 'runs' / 'r'), '--out', str(tmp_path / 'e')]) == 0
     card = (tmp_path / 'e' / 'README.md').read_text()
     assert 'datasets:' not in card and '# sl_vit_32\n' in card and 'folder' not in card.split('## Training')[0]
+
+
+def test_weights_of_a_diverged_epoch_get_no_pretrained_tag(tmp_path, capsys):
+    """The only run of sl_vit_32 on cifar10 diverged (its model_best epoch's eval_loss nan, top-1 NaN): release wrote
+    the tag entry sl_vit_32.cifar10 for its weights all the same, to be merged and published as trained weights."""
+    _run(tmp_path, 'r', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'r'
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,nan,nan,33,66\n')
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]) == 0
+    assert '0 pretrained tag entries in' in capsys.readouterr().out
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,1,1,50,99\n')
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel2')]) == 0
+    assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
