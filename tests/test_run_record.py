@@ -1178,3 +1178,23 @@ def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_
                                      f'1,nan,nan,{nan_top1},{nan_top5}\n')
     card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
     assert '| best top-1 (%) | 30.00 |' in card and '| these weights: top-1 (%) | NaN (diverged) |' in card
+
+
+def test_the_card_of_a_run_resumed_from_another_folder_says_its_summary_begins_late(tmp_path):
+    """train.py --resume OTHER/last.pth.tar --experiment new starts a new folder whose summary.csv begins at the
+    resumed epoch: the card called epoch 3's top-1 the run's best ('the best epoch') with 'epochs run 1', though the
+    run's first two epochs, perhaps better, were another folder's."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), resume='/home/me/out/first/last.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,55.5,95\n')
+    torch.save(dict(torch.load(run / 'model_best.pth.tar', weights_only=False), epoch=2, metric=55.5),
+               run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 3 of 3 (the best listed epoch) |' in card
+    assert ("summary.csv lists epochs 3-3 only: the run's first 2 epochs ran in another run folder (this one was "
+            "resumed from its `last.pth.tar`), whose summary.csv holds their top-1; the best top-1 above is the best "
+            "of the listed epochs.") in card and '/home/me' not in card
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50,90\n1,1,1,52,95\n'
+                                     '2,1,1,55.5,95\n')  # the whole run: as before
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '3 of 3 (the best epoch) |' in card and 'listed' not in card

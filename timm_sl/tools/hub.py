@@ -301,19 +301,27 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                   'diverged); these weights are not a trained model.', '']
     elif summary:
         weights = record.weights_result(epoch)
+        first = int(record.rows[0]['epoch']) + 1 if record.rows else 1  # > 1: resumed from another folder's checkpoint
         lines += ['## Results', '', '| metric | value |', '|---|---|']
         if weights['epoch'] is not None:
             later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
             of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
             of += ', saved during it' if weights['midway'] else ''
             lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
-                      + (' (the best epoch)' if weights['is_best'] else '') + ' |',
+                      + ((' (the best listed epoch)' if first > 1 else ' (the best epoch)') if weights['is_best']
+                         else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
         lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
+        if first > 1:
+            resume = record.args.get('resume')
+            began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`), whose '
+                     f'summary.csv holds their top-1' if resume else 'are not in it')
+            lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run's first {first - 1} "
+                      f"epoch{'s' * (first > 2)} {began}; the best top-1 above is the best of the listed epochs.", '']
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', install_note(), '', '```python', 'import timm',
