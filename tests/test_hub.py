@@ -1,6 +1,7 @@
 """Export -> local-dir / offline hf-hub load round trips, adaptation on load, and clear errors."""
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -559,3 +560,21 @@ def test_push_private_into_a_public_repository_is_refused_before_uploading(publi
                    'leave out --private to upload to the public repository\n'), err
     assert uploaded == []
     assert push_folder(tmp_path, 'org/name') == 'https://hub/commit'  # no --private: the public repository, as asked
+
+
+def test_export_refuses_weights_of_nan_or_infinity(trained, tmp_path, capsys):
+    """last.pth.tar of a run that diverged, copied away (no summary.csv beside it): its NaN weights were exported with
+    a card of a trained model, and loaded in timm they output NaN."""
+    root, _ = trained
+    saved = torch.load(root / 'model_best.pth.tar', weights_only=False)
+    ema = dict(saved['state_dict_ema'], **{'head.bias': torch.full_like(saved['state_dict_ema']['head.bias'], math.nan),
+                                           'head.weight': torch.full_like(saved['state_dict_ema']['head.weight'],
+                                                                          math.inf)})
+    torch.save(dict(saved, state_dict_ema=ema), tmp_path / 'last.pth.tar')
+    with pytest.raises(SystemExit):
+        main(['export', str(tmp_path / 'last.pth.tar'), '--out', str(tmp_path / 'out')])
+    assert capsys.readouterr().err == (
+        f'timm-sl export: {tmp_path / "last.pth.tar"} holds NaN or infinite weights (2 tensor(s): head.weight, '
+        f'head.bias): the run had diverged when it was saved; allowed: a checkpoint of an epoch before that '
+        f'(checkpoint-N.pth.tar of its run folder)\n')
+    assert not (tmp_path / 'out').exists()

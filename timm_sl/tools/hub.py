@@ -555,6 +555,21 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
                          f'that wrote the checkpoint')
 
 
+def _check_finite_weights(checkpoint: Checkpoint) -> None:
+    """Refuse weights holding NaN or infinity (a run that diverged by the epoch saved): exported, they load and output
+    NaN, whatever the card says.
+
+    Raises:
+        ValueError: naming the checkpoint, the tensors and what is allowed.
+    """
+    bad = [k for k, v in checkpoint.state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+        raise ValueError(f'{checkpoint.path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had '
+                         f'diverged when it was saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar '
+                         f'of its run folder)')
+
+
 def export_checkpoint(
         checkpoint: Union[str, Path],
         model_name: Optional[str],
@@ -573,6 +588,7 @@ def export_checkpoint(
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
+    _check_finite_weights(loaded)
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
 
