@@ -578,3 +578,35 @@ def test_export_refuses_weights_of_nan_or_infinity(trained, tmp_path, capsys):
         f'head.bias): the run had diverged when it was saved; allowed: a checkpoint of an epoch before that '
         f'(checkpoint-N.pth.tar of its run folder)\n')
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('revision', [None, 'v2'])
+def test_the_card_push_uploads_names_the_repository_it_is_pushed_to(revision, trained, tmp_path, monkeypatch):
+    """export, then push: the card on the Hub told its readers timm.create_model('hf-hub:ORG/NAME'), the exported
+    card's stand-in, not the repository it was on (nor its branch). The folder itself stays as exported."""
+    import huggingface_hub
+    pushed = {}
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def create_branch(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, allow_patterns=None, **k):
+            pushed.update({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    out, _ = _export(trained, tmp_path)
+    exported = {name: (out / name).read_bytes() for name in ('README.md', 'config.json', 'model.safetensors')}
+    assert b"timm.create_model('hf-hub:ORG/NAME', pretrained=True)" in exported['README.md']
+    assert push_folder(out, 'me/sl-c10', revision=revision) == 'https://hub/commit'
+    target = 'me/sl-c10@v2' if revision else 'me/sl-c10'
+    assert f"timm.create_model('hf-hub:{target}', pretrained=True)".encode() in pushed['README.md']
+    assert b'ORG/NAME' not in pushed['README.md'] and sorted(pushed) == sorted(exported)
+    assert pushed['README.md'] == exported['README.md'].replace(b'ORG/NAME', target.encode())
+    assert pushed['model.safetensors'] == exported['model.safetensors']
+    assert pushed['config.json'] == exported['config.json']
+    assert {name: (out / name).read_bytes() for name in exported} == exported  # the folder as it was

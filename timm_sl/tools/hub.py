@@ -11,6 +11,8 @@ those two.
 import json
 import math
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -32,6 +34,7 @@ __all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_
            'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
+PLACEHOLDER = 'ORG/NAME'  # the repository an exported card's usage names until it is pushed
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},
@@ -268,7 +271,7 @@ def _card_data(record: RunRecord) -> ModelCardData:
 
 
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
-                repo_id: str = 'ORG/NAME', extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
+                repo_id: str = PLACEHOLDER, extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
     """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header; ``epoch``: the one the
     checkpoint records (train.py's, from 0)."""
     cfg = model.pretrained_cfg
@@ -481,7 +484,7 @@ def export_run(
         checkpoint: Optional[Checkpoint] = None,
         label_names: Optional[Union[List[str], str, Path]] = None,
         train_defaults: Optional[Dict[str, Any]] = None,
-        repo_id: str = 'ORG/NAME',
+        repo_id: str = PLACEHOLDER,
         card_sections: Sequence[str] = (),
         overwrite: bool = False,
 ) -> Exported:
@@ -642,6 +645,26 @@ def _check_exported_files(folder: Path) -> None:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
 
 
+def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:
+    """``folder``'s :data:`EXPORTED_FILES` as pushed, in ``staged``: the card's ``hf-hub:ORG/NAME`` naming
+    ``repo_id`` (``@revision`` on a branch), the other files linked (copied where links cannot be made); ``folder``
+    itself stays as it is."""
+    for name in EXPORTED_FILES:
+        source = folder / name
+        if not source.is_file():
+            continue
+        if name == 'README.md':
+            target = f'{repo_id}@{revision}' if revision else repo_id
+            text = read_text(source, 'the model card').replace(f"'hf-hub:{PLACEHOLDER}'", f"'hf-hub:{target}'")
+            (staged / name).write_text(text, encoding='utf-8')
+            continue
+        try:
+            os.link(source, staged / name)
+        except OSError:  # another file system, or links not allowed
+            shutil.copyfile(source, staged / name)
+    return str(staged)
+
+
 def _check_private(api: Any, repo_id: str) -> None:
     """Refuse to upload with ``--private`` into a repository that exists on the Hub and is public.
 
@@ -699,8 +722,10 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
             _check_private(api, repo_id)
         if revision:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
-        info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), revision=revision,
-                                 commit_message=commit_message, allow_patterns=list(EXPORTED_FILES))
+        with tempfile.TemporaryDirectory() as staged:  # the card names the repository it is pushed to
+            info = api.upload_folder(repo_id=repo_id, folder_path=_staged(folder, Path(staged), repo_id, revision),
+                                     revision=revision, commit_message=commit_message,
+                                     allow_patterns=list(EXPORTED_FILES))
     except ToolError:  # refused here, not by the Hub
         raise
     except HfHubHTTPError as e:
