@@ -568,9 +568,9 @@ def _check_finite_weights(checkpoint: Checkpoint) -> None:
     bad = [k for k, v in checkpoint.state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
     if bad:
         names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
-        raise ValueError(f'{checkpoint.path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had '
-                         f'diverged when it was saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar '
-                         f'of its run folder)')
+        raise ValueError(f'{checkpoint.path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run '
+                         f'had diverged when it was saved; allowed: a checkpoint of an epoch before that '
+                         f'(checkpoint-N.pth.tar of its run folder)')
 
 
 def export_checkpoint(

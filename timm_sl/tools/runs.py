@@ -96,8 +96,8 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
     NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
-    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
-    last).
+    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not
+    ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
