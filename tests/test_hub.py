@@ -1,6 +1,7 @@
 """Export -> local-dir / offline hf-hub load round trips, adaptation on load, and clear errors."""
 import argparse
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -524,3 +525,88 @@ def test_push_of_a_folder_or_a_broken_link_where_an_exported_file_goes_says_so(n
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err == (f'timm-sl push: {path} is a FIFO (named pipe), not a regular file; expected '
                                        f'the {name} of an export; allowed: export again\n')
+
+
+@pytest.mark.parametrize('public', [True, False], ids=['public', 'private'])
+def test_push_private_into_a_public_repository_is_refused_before_uploading(public, tmp_path, capsys, monkeypatch):
+    """--private into a repository that exists and is public: the Hub keeps it public (create_repo leaves a repository
+    that exists as it is) and the weights were uploaded there, publicly, with no word."""
+    import huggingface_hub
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def repo_info(self, repo_id, **k):
+            return argparse.Namespace(private=not public)
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append(folder_path)
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(tmp_path)
+    if not public:
+        assert push_folder(tmp_path, 'org/name', private=True) == 'https://hub/commit' and uploaded
+        return
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name', '--private'])
+    err = capsys.readouterr().err
+    assert err == ('timm-sl push: --private: org/name exists on the Hub and is public, so the upload would be public; '
+                   'nothing was uploaded; allowed: make org/name private on the Hub first, another --repo-id, or '
+                   'leave out --private to upload to the public repository\n'), err
+    assert uploaded == []
+    assert push_folder(tmp_path, 'org/name') == 'https://hub/commit'  # no --private: the public repository, as asked
+
+
+def test_export_refuses_weights_of_nan_or_infinity(trained, tmp_path, capsys):
+    """last.pth.tar of a run that diverged, copied away (no summary.csv beside it): its NaN weights were exported with
+    a card of a trained model, and loaded in timm they output NaN."""
+    root, _ = trained
+    saved = torch.load(root / 'model_best.pth.tar', weights_only=False)
+    ema = dict(saved['state_dict_ema'], **{'head.bias': torch.full_like(saved['state_dict_ema']['head.bias'], math.nan),
+                                           'head.weight': torch.full_like(saved['state_dict_ema']['head.weight'],
+                                                                          math.inf)})
+    torch.save(dict(saved, state_dict_ema=ema), tmp_path / 'last.pth.tar')
+    with pytest.raises(SystemExit):
+        main(['export', str(tmp_path / 'last.pth.tar'), '--out', str(tmp_path / 'out')])
+    assert capsys.readouterr().err == (
+        f'timm-sl export: {tmp_path / "last.pth.tar"} holds NaN or infinite weights (2 tensor(s): head.weight, '
+        f'head.bias): the run had diverged when it was saved; allowed: a checkpoint of an epoch before that '
+        f'(checkpoint-N.pth.tar of its run folder)\n')
+    assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('revision', [None, 'v2'])
+def test_the_card_push_uploads_names_the_repository_it_is_pushed_to(revision, trained, tmp_path, monkeypatch):
+    """export, then push: the card on the Hub told its readers timm.create_model('hf-hub:ORG/NAME'), the exported
+    card's stand-in, not the repository it was on (nor its branch). The folder itself stays as exported."""
+    import huggingface_hub
+    pushed = {}
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def create_branch(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, allow_patterns=None, **k):
+            pushed.update({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    out, _ = _export(trained, tmp_path)
+    exported = {name: (out / name).read_bytes() for name in ('README.md', 'config.json', 'model.safetensors')}
+    assert b"timm.create_model('hf-hub:ORG/NAME', pretrained=True)" in exported['README.md']
+    assert push_folder(out, 'me/sl-c10', revision=revision) == 'https://hub/commit'
+    target = 'me/sl-c10@v2' if revision else 'me/sl-c10'
+    assert f"timm.create_model('hf-hub:{target}', pretrained=True)".encode() in pushed['README.md']
+    assert b'ORG/NAME' not in pushed['README.md'] and sorted(pushed) == sorted(exported)
+    assert pushed['README.md'] == exported['README.md'].replace(b'ORG/NAME', target.encode())
+    assert pushed['model.safetensors'] == exported['model.safetensors']
+    assert pushed['config.json'] == exported['config.json']
+    assert {name: (out / name).read_bytes() for name in exported} == exported  # the folder as it was

@@ -125,6 +125,15 @@ def test_portable_command_takes_paths_written_with_an_equals_sign():
                                          'OUTPUT --initial-checkpoint CHECKPOINT --lr=0.1')
 
 
+def test_portable_command_names_a_class_map_or_pretrained_path_by_file_name():
+    """`timm-sl reproduce ... -- --class-map /home/me/map.txt --pretrained-path /home/me/w.pth` kept this machine's
+    paths in the card's 'exact train.py command (paths replaced by DATA / OUTPUT)'."""
+    command = ('/v/bin/python /t/train.py --data-dir /home/me/data --class-map /home/me/maps/map.txt '
+               '--pretrained --pretrained-path=/home/me/w/in1k.pth --lr 0.1')
+    assert portable_command(command) == ('python train.py --data-dir DATA --class-map map.txt --pretrained '
+                                         '--pretrained-path in1k.pth --lr 0.1')
+
+
 def test_pretrained_entries_take_the_best_seed_of_the_registered_architecture(released):
     out, _, lines = released
     entries = json.loads((out / 'pretrained_entries.json').read_text())
@@ -1099,3 +1108,33 @@ def test_a_class_map_run_without_label_names_gets_no_tag(tmp_path):
                        echo=lambda line: None)
     entries = json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.mydata']['label_names'] == ['fox', 'cat', 'dog']
+
+
+@pytest.mark.parametrize('given', ['torch/image_folder', 'torch/folder', 'ImageFolder', 'imagetar'])
+def test_an_image_folder_named_by_its_reader_records_no_dataset(given, tmp_path, capsys):
+    """train.py's --dataset torch/image_folder (or ImageFolder, its help's word for the default) reads the --data-dir
+    image folder: release named the run sl_vit_32.sl-image_folder-s0, carded it as trained on 'image_folder' and
+    refused --dataset for it ('records the dataset 'image_folder'')."""
+    _run(tmp_path, 'r', {}, [40.], dataset=given, classes=10)
+    (tmp_path / 'runs' / 'r' / 'done.json').unlink()
+    argv = ['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]
+    assert _fails(argv, capsys).startswith(f'timm-sl release: {tmp_path / "runs" / "r"} records no dataset (')
+    assert main(argv + ['--dataset', 'svhn']) == 0
+    assert json.loads((tmp_path / 'rel' / 'release.json').read_text())[0]['repo_id'] == 'o/sl_vit_32.sl-svhn-s0'
+    assert main(['export', str(tmp_path / 'runs' / 'r'), '--out', str(tmp_path / 'e')]) == 0
+    card = (tmp_path / 'e' / 'README.md').read_text()
+    assert 'datasets:' not in card and '# sl_vit_32\n' in card and 'folder' not in card.split('## Training')[0]
+
+
+def test_weights_of_a_diverged_epoch_get_no_pretrained_tag(tmp_path, capsys):
+    """The only run of sl_vit_32 on cifar10 diverged (its model_best epoch's eval_loss nan, top-1 NaN): release wrote
+    the tag entry sl_vit_32.cifar10 for its weights all the same, to be merged and published as trained weights."""
+    _run(tmp_path, 'r', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'r'
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,nan,nan,33,66\n')
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]) == 0
+    assert '0 pretrained tag entries in' in capsys.readouterr().out
+    assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,1,1,50,99\n')
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel2')]) == 0
+    assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']

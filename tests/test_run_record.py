@@ -5,6 +5,7 @@ import builtins
 import collections
 import io
 import json
+import math
 import os
 import subprocess
 import sys
@@ -470,7 +471,9 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     torch.save(dict(torch.load(run / name, weights_only=False), epoch=7), run / name)
     out, _ = export_checkpoint(run / name, None, tmp_path / 'seven')
     card = (out / 'README.md').read_text()
-    assert '| these weights: epoch (counted from 1) | 8 of 3 |' in card and '| these weights: top-1 (%) | - |' in card
+    # a checkpoint newer than summary.csv (a run folder copied while it trained): not 'epoch 8 of 3'
+    assert '| these weights: epoch (counted from 1) | 8 (summary.csv ends at epoch 3) |' in card, card
+    assert '| these weights: top-1 (%) | - |' in card and ' of 3 |' not in card.split('best epoch')[0]
     assert "These weights are epoch 8's, which summary.csv does not list" in card
 
 
@@ -1099,3 +1102,99 @@ def test_a_run_recording_an_spt_option_with_spt_off_still_exports(tmp_path):
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+def test_the_card_of_a_resumed_runs_model_best_of_a_later_epoch_does_not_send_readers_to_it(tmp_path):
+    """train.py chooses its best anew in a resumed session: its model_best.pth.tar then holds a later, worse epoch.
+    Exporting that file, the card said the best epoch's weights were another checkpoint's, 'train.py keeps it as
+    model_best.pth.tar': the very file it was exporting, which no longer holds them."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=2, metric=52.0), run / 'model_best.pth.tar')  # the resumed session's best
+    head = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    (run / 'summary.csv').write_text(head + '0,1,1,50,90\n1,1,1,55.5,95\n' + head + '2,1,1,52,93\n3,1,1,51,93\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 3's (top-1 52.00 %), not the best epoch's: the best top-1 above (epoch 2) belongs "
+            "to another checkpoint (not this model_best.pth.tar: train.py chooses its best anew in each session, so a "
+            "session resumed after the best epoch replaced it).") in card
+    assert 'keeps it as model_best' not in card
+    torch.save(dict(saved, epoch=3), run / 'last.pth.tar')  # another file than model_best: kept as said before
+    card = (export_checkpoint(run / 'last.pth.tar', None, tmp_path / 'last')[0] / 'README.md').read_text()
+    assert 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar).' in card
+
+
+def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
+    """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
+    'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1), val_split='')
+    (run / 'summary.csv').write_text('epoch,train_loss,lr\n0,2.3,0.01\n1,2.1,0.005\n')
+    assert main(['export', str(run), '--out', str(tmp_path / 'o')]) == 0
+    card = (tmp_path / 'o' / 'README.md').read_text()
+    assert ("Not evaluated: the run trained 2 epochs without a validation split (train.py's summary.csv records no "
+            "top-1), so no accuracy is known.") in card
+    assert 'diverged' not in card and 'metrics:' not in card
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'),
+                 '--dataset', 'd']) == 0
+    card = next((tmp_path / 'rel').glob('*/README.md')).read_text()
+    assert '| measured best top-1 | - (not evaluated: no validation split) |' in card and 'diverged' not in card
+    (run / 'summary.csv').write_text('epoch,lr\n0,0.01\n')  # no train.py summary either way: refused as before
+    err = _fails(['export', str(run), '--out', str(tmp_path / 'o2')], capsys)
+    assert err == f'timm-sl export: {run / "summary.csv"} is not a train.py summary.csv (no epoch / eval_top1 columns)'
+
+
+def test_a_recovery_checkpoint_is_not_carded_with_the_top1_of_the_epoch_it_was_saved_during(tmp_path):
+    """train.py's recovery-E-B.pth.tar (--recovery-interval) records epoch E but holds weights of its batch B: the card
+    gave them the top-1 train.py measured at the end of that epoch, and called them the best epoch's."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))  # summary.csv's best is epoch 1 (counted from 0)
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save({k: v for k, v in saved.items() if k != 'metric'}, run / 'recovery-1-20.pth.tar')
+    card = (export_checkpoint(run / 'recovery-1-20.pth.tar', None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 2 of 2, saved during it |' in card
+    assert '| these weights: top-1 (%) | - |' in card and 'the best epoch)' not in card
+    assert ("These weights were saved during epoch 2 (train.py's recovery checkpoint, before that epoch ended): no "
+            "top-1 of summary.csv is theirs, the best above is another checkpoint's.") in card
+
+
+def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_top1(tmp_path, capsys):
+    """A diverged model outputs NaN; timm's accuracy of NaN outputs is the share of the class NaN ranks first (10 %
+    of 10 balanced classes), written to summary.csv beside eval_loss nan. The card gave that chance top-1 as the run's
+    best top-1, of a trained model; release named it too."""
+    from timm.utils import accuracy
+    nan_top1, nan_top5 = (float(a) for a in accuracy(torch.full((20, 4), math.nan), torch.arange(20) % 4, (1, 2)))
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'summary.csv').write_text(f'epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,{nan_top1},'
+                                     f'{nan_top5}\n1,nan,nan,{nan_top1},{nan_top5}\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'No epoch of the 2 run has a finite top-1 (NaN: the run diverged)' in card and '25.00' not in card
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
+                 '--name-pattern', '{run}']) == 0
+    assert '(state_dict, best top-1 -; these weights: epoch 2, top-1 NaN (diverged)) as o/r' in capsys.readouterr().out
+    # an epoch that diverged after the best: the best stands, the diverged one's top-1 is not a number
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,30,60\n'
+                                     f'1,nan,nan,{nan_top1},{nan_top5}\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '| best top-1 (%) | 30.00 |' in card and '| these weights: top-1 (%) | NaN (diverged) |' in card
+
+
+def test_the_card_of_a_run_resumed_from_another_folder_says_its_summary_begins_late(tmp_path):
+    """train.py --resume OTHER/last.pth.tar --experiment new starts a new folder whose summary.csv begins at the
+    resumed epoch: the card called epoch 3's top-1 the run's best ('the best epoch') with 'epochs run 1', though the
+    run's first two epochs, perhaps better, were another folder's."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), resume='/home/me/out/first/last.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,55.5,95\n')
+    torch.save(dict(torch.load(run / 'model_best.pth.tar', weights_only=False), epoch=2, metric=55.5),
+               run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| these weights: epoch (counted from 1) | 3 of 3 (the best listed epoch) |' in card
+    assert ("summary.csv lists epochs 3-3 only: the run's first 2 epochs ran in another run folder (this one was "
+            "resumed from its `last.pth.tar`), whose summary.csv holds their top-1; the best top-1 above is the best "
+            "of the listed epochs.") in card and '/home/me' not in card
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50,90\n1,1,1,52,95\n'
+                                     '2,1,1,55.5,95\n')  # the whole run: as before
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '3 of 3 (the best epoch) |' in card and 'listed' not in card

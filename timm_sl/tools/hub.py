@@ -11,6 +11,8 @@ those two.
 import json
 import math
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -32,6 +34,7 @@ __all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_
            'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
+PLACEHOLDER = 'ORG/NAME'  # the repository an exported card's usage names until it is pushed
 
 CITATION = """@article{lee2021vision,
   title={Vision Transformer for Small-Size Datasets},
@@ -268,7 +271,7 @@ def _card_data(record: RunRecord) -> ModelCardData:
 
 
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
-                repo_id: str = 'ORG/NAME', extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
+                repo_id: str = PLACEHOLDER, extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
     """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header; ``epoch``: the one the
     checkpoint records (train.py's, from 0)."""
     cfg = model.pretrained_cfg
@@ -293,21 +296,35 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
-    if summary and summary['best_top1'] is None:
+    if summary and not summary.get('evaluated', True):
+        lines += ['## Results', '', f"Not evaluated: the run trained {summary['epochs']} epochs without a validation "
+                  "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']
+    elif summary and summary['best_top1'] is None:
         lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
                   'diverged); these weights are not a trained model.', '']
     elif summary:
         weights = record.weights_result(epoch)
+        first = int(record.rows[0]['epoch']) + 1 if record.rows else 1  # > 1: resumed from another folder's checkpoint
         lines += ['## Results', '', '| metric | value |', '|---|---|']
         if weights['epoch'] is not None:
-            lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]} of {summary["last_epoch"]}'
-                      + (' (the best epoch)' if weights['is_best'] else '') + ' |',
+            later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
+            of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
+            of += ', saved during it' if weights['midway'] else ''
+            lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
+                      + ((' (the best listed epoch)' if first > 1 else ' (the best epoch)') if weights['is_best']
+                         else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
         lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
+        if first > 1:
+            resume = record.args.get('resume')
+            began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`), whose '
+                     f'summary.csv holds their top-1' if resume else 'are not in it')
+            lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run's first {first - 1} "
+                      f"epoch{'s' * (first > 2)} {began}; the best top-1 above is the best of the listed epochs.", '']
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', install_note(), '', '```python', 'import timm',
@@ -467,7 +484,7 @@ def export_run(
         checkpoint: Optional[Checkpoint] = None,
         label_names: Optional[Union[List[str], str, Path]] = None,
         train_defaults: Optional[Dict[str, Any]] = None,
-        repo_id: str = 'ORG/NAME',
+        repo_id: str = PLACEHOLDER,
         card_sections: Sequence[str] = (),
         overwrite: bool = False,
 ) -> Exported:
@@ -541,6 +558,21 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
                          f'that wrote the checkpoint')
 
 
+def _check_finite_weights(checkpoint: Checkpoint) -> None:
+    """Refuse weights holding NaN or infinity (a run that diverged by the epoch saved): exported, they load and output
+    NaN, whatever the card says.
+
+    Raises:
+        ValueError: naming the checkpoint, the tensors and what is allowed.
+    """
+    bad = [k for k, v in checkpoint.state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+        raise ValueError(f'{checkpoint.path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run '
+                         f'had diverged when it was saved; allowed: a checkpoint of an epoch before that '
+                         f'(checkpoint-N.pth.tar of its run folder)')
+
+
 def export_checkpoint(
         checkpoint: Union[str, Path],
         model_name: Optional[str],
@@ -559,6 +591,7 @@ def export_checkpoint(
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
+    _check_finite_weights(loaded)
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
 
@@ -612,6 +645,38 @@ def _check_exported_files(folder: Path) -> None:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
 
 
+def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:
+    """``folder``'s :data:`EXPORTED_FILES` as pushed, in ``staged``: the card's ``hf-hub:ORG/NAME`` naming
+    ``repo_id`` (``@revision`` on a branch), the other files linked (copied where links cannot be made); ``folder``
+    itself stays as it is."""
+    for name in EXPORTED_FILES:
+        source = folder / name
+        if not source.is_file():
+            continue
+        if name == 'README.md':
+            target = f'{repo_id}@{revision}' if revision else repo_id
+            text = read_text(source, 'the model card').replace(f"'hf-hub:{PLACEHOLDER}'", f"'hf-hub:{target}'")
+            (staged / name).write_text(text, encoding='utf-8')
+            continue
+        try:
+            os.link(source, staged / name)
+        except OSError:  # another file system, or links not allowed
+            shutil.copyfile(source, staged / name)
+    return str(staged)
+
+
+def _check_private(api: Any, repo_id: str) -> None:
+    """Refuse to upload with ``--private`` into a repository that exists on the Hub and is public.
+
+    Raises:
+        ToolError: naming the repository and what is allowed; nothing is uploaded.
+    """
+    if getattr(api.repo_info(repo_id), 'private', None) is False:
+        raise ToolError(f'--private: {repo_id} exists on the Hub and is public, so the upload would be public; nothing '
+                        f'was uploaded; allowed: make {repo_id} private on the Hub first, another --repo-id, or leave '
+                        f'out --private to upload to the public repository')
+
+
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
                 commit_message: str = 'Upload timm_sl model') -> str:
     """Upload an exported folder's :data:`EXPORTED_FILES` to the Hub (nothing else it holds: a user's files beside
@@ -653,10 +718,16 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
     api = HfApi()
     try:
         api.create_repo(repo_id, private=private, exist_ok=True)
+        if private:  # create_repo leaves a repository that exists as it is: a public one takes the upload publicly
+            _check_private(api, repo_id)
         if revision:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
-        info = api.upload_folder(repo_id=repo_id, folder_path=str(folder), revision=revision,
-                                 commit_message=commit_message, allow_patterns=list(EXPORTED_FILES))
+        with tempfile.TemporaryDirectory() as staged:  # the card names the repository it is pushed to
+            info = api.upload_folder(repo_id=repo_id, folder_path=_staged(folder, Path(staged), repo_id, revision),
+                                     revision=revision, commit_message=commit_message,
+                                     allow_patterns=list(EXPORTED_FILES))
+    except ToolError:  # refused here, not by the Hub
+        raise
     except HfHubHTTPError as e:
         status = getattr(getattr(e, 'response', None), 'status_code', None)
         if status in (401, 403):

@@ -143,7 +143,9 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
-             '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else '| measured best top-1 | - |',
+             '| measured best top-1 | - (not evaluated: no validation split) |' if not summary.get('evaluated', True)
+             else '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else
+             '| measured best top-1 | - |',
              *([f'| top-1 (%) of these weights (epoch {weights["epoch"] or "not recorded"}) | '
                 f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
@@ -284,7 +286,8 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
     """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
     weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with (none
-    for a run of ``--class-map`` without label names: see :func:`_tag`)."""
+    for a run of ``--class-map`` without label names: see :func:`_tag`; none for weights of a diverged epoch, whose
+    top-1 is NaN)."""
     def score(r: Released) -> float:
         return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
 
@@ -292,6 +295,8 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
     for r in released:
         tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from,
                    bool(r.class_map and not r.pretrained_cfg.get('label_names')))
+        if isinstance(r.weights_top1, float) and not math.isfinite(r.weights_top1):  # diverged weights: no tag
+            continue
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS

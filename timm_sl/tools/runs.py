@@ -44,6 +44,8 @@ STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 
 # train.py arguments whose values are this machine's paths, and what a card shows instead
 PATH_PLACEHOLDERS = {'--data-dir': 'DATA', '--output': 'OUTPUT', '--initial-checkpoint': 'CHECKPOINT'}
+# train.py arguments whose values are files of this machine that a card names by file name (as it names --config's)
+PATH_NAMED = ('--class-map', '--pretrained-path')
 
 
 def format_top1(value: Optional[float]) -> str:
@@ -82,8 +84,10 @@ def _number(text: Optional[str]) -> Optional[float]:
         return None
 
 
-def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
+def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List[Dict[str, float]]:
     """Rows of a train.py ``summary.csv`` as numbers, one per epoch in order (``epoch`` as train.py counts, from 0).
+    ``unevaluated``: a run of train.py without a validation split (``--val-split ''``), whose summary has no ``eval_``
+    column, is read too (its rows have no ``eval_top1``).
 
     Headers repeated by ``--resume`` are skipped (the rows after one read by its columns: a session of another timm
     may write others, such as ``lr``), an epoch written twice (a run stopped between its summary and its
@@ -91,8 +95,9 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
     epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
-    NaN. An epoch must be a whole number (not ``nan`` / ``inf``): a row without one is broken (left out when it is the
-    last).
+    NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
+    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not
+    ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -102,23 +107,29 @@ def read_summary_rows(path: Union[str, Path]) -> List[Dict[str, float]]:
     lines = text.splitlines()
     rows = list(csv.reader(lines))
     header = rows[0] if rows else []
-    if 'eval_top1' not in header or 'epoch' not in header:
+    # train.py without a validation split writes no eval_ column
+    evaluated = not (unevaluated and {'epoch', 'train_loss'} <= set(header)
+                     and not any(c.startswith('eval_') for c in header))
+    if evaluated and ('eval_top1' not in header or 'epoch' not in header):
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
     for line_no, row in enumerate(rows[1:], start=2):
-        if 'epoch' in row and 'eval_top1' in row:  # a header a resume repeats, its columns another timm's
+        if 'epoch' in row and ('eval_top1' in row or not evaluated):  # a header a resume repeats (another timm's)
             header = row
             continue
         if not any(cell.strip() for cell in row):
             continue
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
-        if (len(row) != len(header) or epoch is None or 'eval_top1' not in values or not math.isfinite(epoch)
-                or epoch != int(epoch)):
+        if (len(row) != len(header) or epoch is None or ('eval_top1' not in values and evaluated)
+                or not math.isfinite(epoch) or epoch != int(epoch)):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
-                             f'epoch and a numeric eval_top1: {lines[line_no - 1][:80]!r}')
+                             f'epoch' + (' and a numeric eval_top1' if evaluated else '')
+                             + f': {lines[line_no - 1][:80]!r}')
+        if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
+            values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
         for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
@@ -131,7 +142,8 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
 
     Returns:
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
-        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start).
+        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start, or one
+        without a validation split: then ``evaluated`` is False as well).
 
     Raises:
         ValueError: no finished epoch.
@@ -139,12 +151,13 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     rows = read_summary_rows(path) if rows is None else rows
     if not rows:
         raise ValueError(f'{path} has no finished epoch')
-    finite = [r for r in rows if math.isfinite(r['eval_top1'])]
+    finite = [r for r in rows if math.isfinite(r.get('eval_top1', math.nan))]
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
         'best_epoch': int(best['epoch']) + 1 if best else None, 'epochs': len(rows),
         'last_epoch': int(rows[-1]['epoch']) + 1,
+        **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
 
 
@@ -274,16 +287,23 @@ class RunRecord:
 
         Returns:
             ``epoch`` (from 1; None when the checkpoint records none), ``top1`` / ``top5`` of that epoch's row (None
-            without one), ``is_best`` (the best row is theirs) and ``note``: a sentence when the best row is not, or
-            may not be, theirs ('' when it is, or without a summary).
+            without one, or for ``midway`` weights: a recovery checkpoint's, saved during the epoch), ``is_best`` (the
+            best row is theirs) and ``note``: a sentence when the best row is not, or may not be, theirs ('' when it
+            is, or without a summary).
         """
         summary = self.summary or {}
-        row = self.epoch_row(epoch) or {}
+        # train.py's recovery-E-B.pth.tar (--recovery-interval) holds weights saved during epoch E, at its batch B
+        midway = self.checkpoint.name.startswith('recovery-')
+        row = {} if midway else self.epoch_row(epoch) or {}
         result = dict(epoch=epoch + 1 if _whole(epoch) else None, top1=row.get('eval_top1'), top5=row.get('eval_top5'),
-                      is_best=False, note='')
+                      is_best=False, note='', midway=midway)
         if summary.get('best_epoch') is None:  # no summary, or no epoch with a finite top-1
             return result
-        if not _whole(epoch):
+        if midway and _whole(epoch):
+            result['note'] = (f"These weights were saved during epoch {epoch + 1} (train.py's recovery checkpoint, "
+                              f"before that epoch ended): no top-1 of summary.csv is theirs, the best above is another "
+                              f"checkpoint's.")
+        elif not _whole(epoch):
             result['note'] = ("The checkpoint does not record its epoch: the best top-1 above may be another "
                               "checkpoint's, not these weights'.")
         elif not row:
@@ -295,6 +315,9 @@ class RunRecord:
             metric = self.args.get('eval_metric') or 'top1'  # what train.py chose model_best.pth.tar by
             kept = ('train.py keeps it as model_best.pth.tar' if metric == 'top1' else
                     f'train.py chose model_best.pth.tar by --eval-metric {metric}, not by top-1')
+            if metric == 'top1' and self.checkpoint.name == CHECKPOINTS[0]:  # this is model_best: not the best's
+                kept = ('not this model_best.pth.tar: train.py chooses its best anew in each session, so a session '
+                        'resumed after the best epoch replaced it')
             result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
                               f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
                               f"another checkpoint ({kept}).")
@@ -502,10 +525,19 @@ def _kwargs_text(kwargs: Dict[str, Any]) -> str:
     return ' '.join(f'{k}={v}' for k, v in kwargs.items()) or 'none'
 
 
+# what train.py's --dataset calls an image folder or tar (timm's own words, its help's ImageFolder / ImageTar), not a
+# dataset: timm reads the --data-dir folder for each
+FOLDER_READERS = frozenset({'folder', 'image_folder', 'imagefolder', 'imagetar', 'image_tar'})
+
+
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
     """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
-    folder (``''``)."""
-    name = str(args.get('dataset') or '').split('/')[-1]
+    folder (``''``, or a name of :data:`FOLDER_READERS`: ``torch/image_folder``, ``ImageFolder``)."""
+    text = str(args.get('dataset') or '')
+    name = text.split('/')[-1]
+    prefix = text.partition('/')[0].lower() if '/' in text else ''
+    if prefix in ('', 'torch') and name.lower() in FOLDER_READERS:
+        return None
     return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
 
 
@@ -641,7 +673,7 @@ def read_run(
         dataset = given_dataset(run_dir or checkpoint, dataset, recorded, args.get('num_classes'))
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
-    rows = read_summary_rows(summary) if summary else []
+    rows = read_summary_rows(summary, unevaluated=True) if summary else []
     sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
@@ -865,7 +897,8 @@ def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tup
 
 def portable_command(command: str) -> str:
     """A recorded train.py command without this machine's paths: ``python``, ``train.py``, ``recipes/NAME``, DATA
-    and OUTPUT placeholders, no ``--resume`` (a resumed run's command is its first command plus ``--resume``).
+    and OUTPUT placeholders, the file name alone of a :data:`PATH_NAMED` file (``--class-map map.txt``), no
+    ``--resume`` (a resumed run's command is its first command plus ``--resume``).
     '' for a command cut inside a quote: no usable command, as :func:`recorded_dataset` reads it."""
     try:
         tokens = shlex.split(command)
@@ -879,12 +912,14 @@ def portable_command(command: str) -> str:
     rest = iter(tokens[script + 1:])
     for token in rest:
         option, joined, value = token.partition('=')  # --initial-checkpoint=PATH: a path as much as its two words
-        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, '--resume', '--config'):
+        if option.startswith('--') and option in (*PATH_PLACEHOLDERS, *PATH_NAMED, '--resume', '--config'):
             value = value if joined else next(rest, '')
             if option in PATH_PLACEHOLDERS:
                 out += [option, PATH_PLACEHOLDERS[option]]
             elif option == '--config':
                 out += [option, f'recipes/{Path(value).name}']
+            elif option in PATH_NAMED:
+                out += [option, Path(value).name]
         else:
             out.append(token)
     return shlex.join(out)
