@@ -1717,3 +1717,35 @@ def test_a_link_to_nothing_where_a_run_folder_goes_is_refused(fake_train, tmp_pa
         f'{out}/runs/vit-base-s0 is a link to gone, which does not exist; expected a run folder (allowed: a link to a '
         f'folder, or no link, or another --out)')
     assert not (out / 'report.md').exists()
+
+
+def test_a_folder_prepared_again_between_calls_is_other_data(fake_train, tmp_path, capsys):
+    """A Fashion-MNIST folder prepared again with another --limit between two calls: the same command resumed every
+    run on the other images (its first epochs trained on 100, the next on 200), and a finished run was reported as
+    trained on them, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+
+    def prepare(limit: int, source: str = 'b0564c3e') -> None:
+        counts = {str(d): limit // 10 for d in range(10)}
+        (data / 'fashion_mnist.json').write_text(json.dumps(dict(
+            dataset='fashion-mnist', limit=limit, files={'train-images-idx3-ubyte': {'sha256': source}},
+            counts={'train': counts, 'test': counts, 'extra': counts})))
+    prepare(100)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1'])
+    assert main(argv) == 0
+    capsys.readouterr()
+    recorded = json.loads((out / 'runs' / 'vit-base-s0' / 'run.json').read_text())['data']['prepared']
+    assert recorded.startswith('fashion_mnist.json: 100 train, 100 test images, sha256 ')
+    prepare(200)
+    for epochs in ('1', '2'):  # a finished run is not reported as trained on them, nor resumed on them
+        assert _exit_status(argv[:-1] + [epochs]) == 2
+        error = _one_error(capsys)
+        assert error.startswith(f"{out / 'runs' / 'vit-base-s0'} was trained with other settings (data prepared: "
+                                f"'{recorded}' -> 'fashion_mnist.json: 200 train, 200 test images, sha256 ")
+    prepare(100, source='0ae29f65')  # other source files, as many images
+    assert _exit_status(argv) == 2
+    assert '(data prepared: ' in _one_error(capsys)
+    prepare(100)  # prepared again as before: the same images
+    assert main(argv[:-1] + ['2']) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out

@@ -11,6 +11,7 @@ Argument setup (:func:`add_reproduce_args`) and planning import neither torch no
 """
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -467,6 +468,30 @@ def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
                        spellings)
 
 
+def _prepared_contents(data: Dict[str, Any]) -> Optional[str]:
+    """What a folder a ``timm-sl prepare-*`` command wrote holds in the splits the runs read, as its record says (the
+    images per split, and a sha256 of the images per class, the source files' bytes and ``--limit``), or None for a
+    folder without a record: the folder prepared again with another ``--limit`` or source between sessions would
+    resume a run on other images, or report a finished one as trained on them."""
+    from ._splits import read_info
+    root = Path(data['data_dir'])
+    found = prepared_dataset(root) if root.is_dir() else None
+    if found is None:
+        return None
+    info = read_info(found[0])
+    counts = info.get('counts') if isinstance(info.get('counts'), dict) else {}
+    splits = [(_split_folder(root, str(data[k])) or root / str(data[k])).name for k in ('train_split', 'val_split')]
+    sources = info.get('sources', info.get('files'))
+    sources = sources if isinstance(sources, dict) else {}
+    read = {k: v.get('sha256') if isinstance(v, dict) else None for k, v in sources.items()
+            if k in splits or k not in counts}  # another split's source (SVHN's extra) is no part of these runs
+    contents = dict(counts={s: counts.get(s) for s in splits}, sources=read, limit=info.get('limit'))
+    sizes = [sum(c.values()) if isinstance(c, dict) and all(type(n) is int for n in c.values()) else '?'
+             for c in contents['counts'].values()]
+    digest = hashlib.sha256(json.dumps(contents, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f'{found[0].name}: ' + ', '.join(f'{n} {s}' for n, s in zip(sizes, splits)) + f' images, sha256 {digest}'
+
+
 def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
                  spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
@@ -476,6 +501,9 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
     with the settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
     data['class_map_sha256'] = _class_map_identity(data)
+    prepared = _prepared_contents(data)
+    if prepared is not None:
+        data['prepared'] = prepared
     data['data_dir'] = str(Path(data['data_dir']).resolve())
     config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
     args = {k: v for k, v in _flag_words(extra_args, spellings).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
