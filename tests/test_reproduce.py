@@ -59,7 +59,8 @@ FAKE_TRAIN = textwrap.dedent('''
     with open(out / 'argv.log', 'a') as f:
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
-    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes))
+    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes),
+                 epochs=a.epochs and int(a.epochs))
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
                                                        **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
@@ -1749,3 +1750,33 @@ def test_a_folder_prepared_again_between_calls_is_other_data(fake_train, tmp_pat
     prepare(100)  # prepared again as before: the same images
     assert main(argv[:-1] + ['2']) == 0
     assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+
+
+def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp_path, capsys, monkeypatch):
+    """A run interrupted after 3 of 6 epochs, then the same command with --epochs 2: it was skipped as 'finished
+    earlier' and reported as done, its best top-1 that of a schedule stopped a third of the way."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '6'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '3')
+    assert main(argv) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    base = out / 'runs' / 'vit-base-s0'
+    for epochs in ('2', '3'):
+        assert _exit_status(argv[:-1] + [epochs]) == 2
+        assert _one_error(capsys) == (
+            f'{base} stopped after 3 of the 6 epochs train.py was last started with (interrupted), and 1 more run '
+            f'folder alike: --epochs {epochs} would not continue it, and would report it as finished; allowed: '
+            f'--epochs 4 or more to continue it '
+            f'(train.py rebuilds the schedule for them), or another --out')
+    assert main(argv[:-1] + ['4']) == 0  # continued to a schedule of 4
+    assert 'vit-base-s0 started (resuming: 3/4 epochs done)' in capsys.readouterr().out
+    assert main(argv[:-1] + ['2']) == 0  # finished at 4: a smaller --epochs leaves it as it is (documented)
+    assert 'vit-base-s0 finished earlier, skipped' in capsys.readouterr().out
+    assert main(argv[:-1] + ['6']) == 0
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '7')  # finished at 6, then interrupted on the way to 9
+    assert main(argv[:-1] + ['9']) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    assert 'stopped after 7 of the 9 epochs' in _one_error(capsys)

@@ -621,6 +621,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
+    stopped: List[Tuple[Run, int, int]] = []  # runs interrupted at or after ``epochs``: trained, their schedule
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
     for run in runs:
         folder = run.out_dir
@@ -679,7 +680,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         if differ:
             other.append((run, differ))
             continue
-        state = run_state(run, epochs)
+        state, early = run_state(run, epochs), _stopped_early(run)
         last = folder / 'last.pth.tar'
         marker = folder / DONE_MARKER
         if last.is_file() and not any(t.startswith('summary.csv') for t in trained):
@@ -694,9 +695,18 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
                           f'run on purpose (or use another --out)')
+        elif state == 'resume' and early is not None and early[0] >= epochs:
+            stopped.append((run, *early))
         elif state == 'resume' and checkpoint_problem(last):
             errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
                           f'restart the run (or use another --out)')
+    if stopped:  # one line for all: every run of an interrupted sweep stopped alike
+        (run, trained, schedule), more = stopped[0], len(stopped) - 1
+        most = max(t for _, t, _ in stopped)
+        errors.append(f'{run.out_dir} stopped after {trained} of the {schedule} epochs train.py was last started with '
+                      f'(interrupted)' + (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
+                      f': --epochs {epochs} would not continue it, and would report it as finished; allowed: --epochs '
+                      f'{most + 1} or more to continue it (train.py rebuilds the schedule for them), or another --out')
     if other:
         (run, differ), more = other[0], len(other) - 1
         errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
@@ -826,14 +836,32 @@ def check_report_files(output: Path, overwrite: bool = False) -> None:
                          f'away, another --out, or --overwrite to replace it')
 
 
+def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
+    """``(epochs trained, epochs of its schedule)`` of a run that stopped (interrupted) before the end of the schedule
+    train.py was last started with (its args.yaml's ``epochs``) and that no done.json marks finished at the epochs it
+    trained; None otherwise, or where args.yaml does not say."""
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else []
+        schedule = read_args_yaml(run.out_dir / 'args.yaml').get('epochs') \
+            if (run.out_dir / 'args.yaml').is_file() else None
+    except (ValueError, OSError):
+        return None
+    trained = int(rows[-1]['epoch']) + 1 if rows else 0
+    marked = read_done_marker(run.out_dir).get('epochs')
+    if type(schedule) is not int or trained >= schedule or (isinstance(marked, int) and marked >= trained):
+        return None
+    return trained, schedule
+
+
 def run_state(run: Run, epochs: int) -> str:
-    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
-    continue from) or 'new'."""
+    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch, and the run not stopped before the
+    end of its schedule, :func:`_stopped_early`), 'resume' (a last.pth.tar to continue from) or 'new'."""
     summary = run.out_dir / 'summary.csv'
     epochs_done = read_done_marker(run.out_dir).get('epochs')
-    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs:
+    stopped = _stopped_early(run)
+    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs and stopped is None:
         return 'done'
-    if summary.is_file():
+    if summary.is_file() and stopped is None:
         try:
             rows = read_summary_rows(summary)
         except ValueError:
