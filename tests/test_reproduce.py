@@ -750,10 +750,8 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
 
 
 @pytest.mark.parametrize('dataset,layout,train_args,errors', [
-    ('svhn', [], [], ['{D}/train not found: the svhn recipe reads the train split from an image folder, '
-                      '{D}/train/<class>/<image>',
-                      '{D}/test not found: the svhn recipe reads the test split from an image folder, '
-                      '{D}/test/<class>/<image>']),
+    ('svhn', [], [], ['{D} holds neither train/ nor test/, the folders the svhn recipe reads its splits from '
+                      '({D}/train/<class>/<image>)']),
     ('svhn', DIGITS[:10] + ['test/0.png'], [],
      ['{D}/test holds no class folders: expected {D}/test/<class>/<image>']),
     ('svhn', DIGITS[:10] + ['test/0/0.png', 'test/1/0.png', 'test/2/0.png'], [],
@@ -1780,3 +1778,17 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     capsys.readouterr()
     assert _exit_status(argv) == 2
     assert 'stopped after 7 of the 9 epochs' in _one_error(capsys)
+
+
+def test_a_split_folder_given_for_the_data_folder_is_one_line(fake_train, tmp_path, capsys):
+    """--data-dir DATA/train: two lines, 'DATA/train/train not found' and 'DATA/train/test not found', neither saying
+    that the folder given is a split folder."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data / 'train', out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{data}/train holds neither train/ nor test/, the folders the svhn recipe reads its splits from '
+        f'({data}/train/train/<class>/<image>); it holds class folders of images itself, as a split folder does: '
+        f'pass the folder that holds the splits, --data-dir {data}')
+    assert not out.exists()
+

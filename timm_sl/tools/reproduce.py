@@ -222,6 +222,16 @@ def _image_folders(folder: Path) -> List[Path]:
     return sorted(found)
 
 
+def _holds_class_folders(folder: Path, most: int = 3) -> bool:
+    """Whether one of the first ``most`` subfolders of ``folder`` holds an image directly (a split folder's layout),
+    looked at without walking a whole dataset."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith('.'))[:most]:
+        with os.scandir(sub) as entries:
+            if any(e.is_file() and os.path.splitext(e.name)[1].lower() in IMAGE_SUFFIXES for e in entries):
+                return True
+    return False
+
+
 def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
@@ -284,6 +294,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
                 f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
                 f'different folders (-- --train-split / --val-split)']
+    if train is None and val is None:  # one line: a split folder given for --data-dir, or no dataset at all
+        return [f'{root} holds neither {data["train_split"]}/ nor {data["val_split"]}/, the folders the {dataset} '
+                f'recipe reads its splits from ({root}/{data["train_split"]}/<class>/<image>)' +
+                (f'; it holds class folders of images itself, as a split folder does: pass the folder that holds the '
+                 f'splits, --data-dir {root.parent}' if _holds_class_folders(root) else '')]
     for split in (data['train_split'], data['val_split']):
         folder = _split_folder(root, split)
         if folder is None:
