@@ -50,7 +50,7 @@ FAKE_TRAIN = textwrap.dedent('''
                  '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
                  '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
                  '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
-                 '--weight-decay'):  # the recipes' other keys
+                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale'):  # the recipes' other keys
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -1792,3 +1792,17 @@ def test_a_split_folder_given_for_the_data_folder_is_one_line(fake_train, tmp_pa
         f'pass the folder that holds the splits, --data-dir {data}')
     assert not out.exists()
 
+
+@pytest.mark.parametrize('given', [['--lr-base', '5e-4'], ['--lr-base-size=512'], ['--lr', '1e-3', '--lr-base-scale',
+                                                                                     'sqrt']])
+def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_path, capsys, given):
+    """-- --lr-base 5e-4 was passed on and ignored: train.py derives the learning rate from it only without --lr, which
+    reproduce gives every run, so each trained at 3e-3 / 1e-3 and run.json recorded --lr-base as a setting."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given])) == 2
+    flag = next(a for a in given if a.startswith('--lr-')).split('=')[0]
+    assert _one_error(capsys) == (
+        f"{flag} after -- would be ignored: train.py derives the learning rate from --lr-base, --lr-base-size, "
+        f"--lr-base-scale only without --lr, and reproduce gives every run its row's --lr (the paper's: ViT 3e-3, the "
+        f"others 1e-3); allowed: -- --lr VALUE, for every run")
+    assert not out.exists()

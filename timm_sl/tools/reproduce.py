@@ -1457,6 +1457,7 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 
 # train.py arguments reproduce sets per run: one among the extra arguments would make every run the same
 _PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
+_LR_BASE_FLAGS = ('--lr-base', '--lr-base-size', '--lr-base-scale')  # train.py's, read only without --lr
 
 
 def _is_config_flag(arg: str) -> bool:
@@ -1658,6 +1659,11 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'(train.py reads the last --config), while the report and paper column stay '
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
+    ignored = next((a.split('=')[0] for a in given if a.split('=')[0] in _LR_BASE_FLAGS), None)
+    if ignored is not None:  # train.py reads them only without --lr: every run would train at its row's --lr
+        raise ValueError(f'{ignored} after -- would be ignored: train.py derives the learning rate from '
+                         f'{", ".join(_LR_BASE_FLAGS)} only without --lr, and reproduce gives every run its row\'s '
+                         f'--lr (the paper\'s: ViT 3e-3, the others 1e-3); allowed: -- --lr VALUE, for every run')
     extra, user_kwargs = split_model_kwargs(given)
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
     merge_model_kwargs(runs, user_kwargs)
