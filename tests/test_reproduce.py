@@ -1806,3 +1806,24 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
         f"--lr-base-scale only without --lr, and reproduce gives every run its row's --lr (the paper's: ViT 3e-3, the "
         f"others 1e-3); allowed: -- --lr VALUE, for every run")
     assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('cifar10', ['--val-split', 'train'], "the val split 'train' is the training set of torch/cifar10, which train.py "
+     "reads for the split names train / training: every top-1 would be measured on the images the run trains on; "
+     "allowed: --val-split test (the recipe's, or any other name: the test set)"),
+    ('cifar100', ['--val-split', 'training'], "the val split 'training' is the training set of torch/cifar100"),
+    ('cifar10', ['--train-split', 'Train'], "the train split 'Train' is the test set of torch/cifar10 (train.py reads "
+     "it as the training set only for the split names train / training, as written): every run would train on the "
+     "images its top-1 is measured on; allowed: --train-split train (the recipe's)"),
+    ('cifar100', ['--train-split', 'test', '--val-split', 'train'], "the train split 'test' is the test set of "
+     "torch/cifar100"),
+])
+def test_cifar_splits_that_read_one_set_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """-- --val-split train with a CIFAR recipe was accepted: torchvision's CIFAR has a training set and a test set,
+    and train.py reads every split name but 'train' / 'training' as the test set, so every top-1 was measured on the
+    training images (the image folder datasets refused it); --train-split Train trained on the test set."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, dataset, train_args=['--epochs', '1', *given])) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()

@@ -276,6 +276,15 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
         classes = _TORCH_CLASSES[name]
+        train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
+        if train_split not in _SPLIT_SYNONYMS[0]:  # torchvision's train=False: the test set
+            return [f'the train split {train_split!r} is the test set of {name} (train.py reads it as the training '
+                    f'set only for the split names {" / ".join(_SPLIT_SYNONYMS[0])}, as written): every run would '
+                    f'train on the images its top-1 is measured on; allowed: --train-split train (the recipe\'s)']
+        if val_split in _SPLIT_SYNONYMS[0]:
+            return [f'the val split {val_split!r} is the training set of {name}, which train.py reads for the split '
+                    f'names {" / ".join(_SPLIT_SYNONYMS[0])}: every top-1 would be measured on the images the run '
+                    f'trains on; allowed: --val-split test (the recipe\'s, or any other name: the test set)']
         if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
             return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
                     f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
