@@ -60,7 +60,7 @@ FAKE_TRAIN = textwrap.dedent('''
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
     given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes),
-                 epochs=a.epochs and int(a.epochs))
+                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split)
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
                                                        **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
@@ -1827,3 +1827,20 @@ def test_cifar_splits_that_read_one_set_are_refused(fake_train, tmp_path, capsys
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, dataset, train_args=['--epochs', '1', *given])) == 2
     assert _one_error(capsys).startswith(says)
     assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,train_args,paper', [
+    ('svhn', ['--train-split', 'extra'], False),  # SVHN's extra images: not the paper's training set
+    ('svhn', ['--train-split', 'training'], True),  # a synonym: the same folder
+    ('cifar10', ['--val-split', 'validation'], True),  # torchvision's test set, as 'test'
+    ('cifar10', ['--train-split', 'training'], True),
+])
+def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsys, dataset, train_args, paper):
+    """-- --train-split extra with the svhn recipe trained on SVHN's 531,131 extra images, and the report put the
+    paper's top-1 (trained on the 73,257 of train) beside it."""
+    data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else
+                    DIGITS + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
+    rows = json.loads((out / 'results.json').read_text())['rows']
+    assert [r['mean'] is not None and r['paper'] is not None for r in rows] == [paper] * 2

@@ -1080,15 +1080,29 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
 
 def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
     """Whether a run's ``args.yaml`` trained the recipe's data as the paper did: its reader (``-- --dataset
-    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), every class (no
-    ``--class-map``, which may leave classes out) and the recipe's ``num_classes`` (where each is recorded)."""
+    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), its splits (as train.py
+    reads them, :func:`_split_read`), every class (no ``--class-map``, which may leave classes out) and the recipe's
+    ``num_classes`` (where each is recorded)."""
     try:
         recipe = read_recipe(recipe_path(dataset))
     except (OSError, ValueError):
         recipe = {}
     ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
     reader = 'dataset' not in args or ours == theirs or (_timm_folder_reader(ours) and _timm_folder_reader(theirs))
-    return reader and not args.get('class_map') and args.get('num_classes') in (None, recipe.get('num_classes'))
+    splits = all(args.get(k) is None or _split_read(args[k], ours) == _split_read(recipe.get(k, ''), ours)
+                 for k in ('train_split', 'val_split'))  # -- --train-split extra: SVHN's 531,131 other images
+    return reader and splits and not args.get('class_map') and \
+        args.get('num_classes') in (None, recipe.get('num_classes'))
+
+
+def _split_read(split: Any, dataset: str) -> str:
+    """What train.py reads for a split name: of torchvision's CIFAR the training set for a train synonym, else the
+    test set; of an image folder the folder of that name or a synonym (named by its group's first name)."""
+    split = str(split)
+    if dataset in _TORCH_FOLDERS:
+        return 'train' if split in _SPLIT_SYNONYMS[0] else 'test'
+    name = split.split('[')[0]
+    return next((group[0] for group in _SPLIT_SYNONYMS if name in group), name) + split[len(name):]
 
 
 def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
