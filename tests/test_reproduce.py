@@ -50,7 +50,7 @@ FAKE_TRAIN = textwrap.dedent('''
                  '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
                  '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
                  '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
-                 '--weight-decay'):  # the recipes' other keys
+                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale'):  # the recipes' other keys
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -59,7 +59,8 @@ FAKE_TRAIN = textwrap.dedent('''
     with open(out / 'argv.log', 'a') as f:
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
-    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes))
+    given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes),
+                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split)
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
                                                        **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
@@ -749,10 +750,8 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
 
 
 @pytest.mark.parametrize('dataset,layout,train_args,errors', [
-    ('svhn', [], [], ['{D}/train not found: the svhn recipe reads the train split from an image folder, '
-                      '{D}/train/<class>/<image>',
-                      '{D}/test not found: the svhn recipe reads the test split from an image folder, '
-                      '{D}/test/<class>/<image>']),
+    ('svhn', [], [], ['{D} holds neither train/ nor test/, the folders the svhn recipe reads its splits from '
+                      '({D}/train/<class>/<image>)']),
     ('svhn', DIGITS[:10] + ['test/0.png'], [],
      ['{D}/test holds no class folders: expected {D}/test/<class>/<image>']),
     ('svhn', DIGITS[:10] + ['test/0/0.png', 'test/1/0.png', 'test/2/0.png'], [],
@@ -1717,3 +1716,131 @@ def test_a_link_to_nothing_where_a_run_folder_goes_is_refused(fake_train, tmp_pa
         f'{out}/runs/vit-base-s0 is a link to gone, which does not exist; expected a run folder (allowed: a link to a '
         f'folder, or no link, or another --out)')
     assert not (out / 'report.md').exists()
+
+
+def test_a_folder_prepared_again_between_calls_is_other_data(fake_train, tmp_path, capsys):
+    """A Fashion-MNIST folder prepared again with another --limit between two calls: the same command resumed every
+    run on the other images (its first epochs trained on 100, the next on 200), and a finished run was reported as
+    trained on them, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+
+    def prepare(limit: int, source: str = 'b0564c3e') -> None:
+        counts = {str(d): limit // 10 for d in range(10)}
+        (data / 'fashion_mnist.json').write_text(json.dumps(dict(
+            dataset='fashion-mnist', limit=limit, files={'train-images-idx3-ubyte': {'sha256': source}},
+            counts={'train': counts, 'test': counts, 'extra': counts})))
+    prepare(100)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1'])
+    assert main(argv) == 0
+    capsys.readouterr()
+    recorded = json.loads((out / 'runs' / 'vit-base-s0' / 'run.json').read_text())['data']['prepared']
+    assert recorded.startswith('fashion_mnist.json: 100 train, 100 test images, sha256 ')
+    prepare(200)
+    for epochs in ('1', '2'):  # a finished run is not reported as trained on them, nor resumed on them
+        assert _exit_status(argv[:-1] + [epochs]) == 2
+        error = _one_error(capsys)
+        assert error.startswith(f"{out / 'runs' / 'vit-base-s0'} was trained with other settings (data prepared: "
+                                f"'{recorded}' -> 'fashion_mnist.json: 200 train, 200 test images, sha256 ")
+    prepare(100, source='0ae29f65')  # other source files, as many images
+    assert _exit_status(argv) == 2
+    assert '(data prepared: ' in _one_error(capsys)
+    prepare(100)  # prepared again as before: the same images
+    assert main(argv[:-1] + ['2']) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+
+
+def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp_path, capsys, monkeypatch):
+    """A run interrupted after 3 of 6 epochs, then the same command with --epochs 2: it was skipped as 'finished
+    earlier' and reported as done, its best top-1 that of a schedule stopped a third of the way."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '6'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '3')
+    assert main(argv) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    base = out / 'runs' / 'vit-base-s0'
+    for epochs in ('2', '3'):
+        assert _exit_status(argv[:-1] + [epochs]) == 2
+        assert _one_error(capsys) == (
+            f'{base} stopped after 3 of the 6 epochs train.py was last started with (interrupted), and 1 more run '
+            f'folder alike: --epochs {epochs} would not continue it, and would report it as finished; allowed: '
+            f'--epochs 4 or more to continue it '
+            f'(train.py rebuilds the schedule for them), or another --out')
+    assert main(argv[:-1] + ['4']) == 0  # continued to a schedule of 4
+    assert 'vit-base-s0 started (resuming: 3/4 epochs done)' in capsys.readouterr().out
+    assert main(argv[:-1] + ['2']) == 0  # finished at 4: a smaller --epochs leaves it as it is (documented)
+    assert 'vit-base-s0 finished earlier, skipped' in capsys.readouterr().out
+    assert main(argv[:-1] + ['6']) == 0
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '7')  # finished at 6, then interrupted on the way to 9
+    assert main(argv[:-1] + ['9']) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    assert 'stopped after 7 of the 9 epochs' in _one_error(capsys)
+
+
+def test_a_split_folder_given_for_the_data_folder_is_one_line(fake_train, tmp_path, capsys):
+    """--data-dir DATA/train: two lines, 'DATA/train/train not found' and 'DATA/train/test not found', neither saying
+    that the folder given is a split folder."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data / 'train', out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f'{data}/train holds neither train/ nor test/, the folders the svhn recipe reads its splits from '
+        f'({data}/train/train/<class>/<image>); it holds class folders of images itself, as a split folder does: '
+        f'pass the folder that holds the splits, --data-dir {data}')
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('given', [['--lr-base', '5e-4'], ['--lr-base-size=512'], ['--lr', '1e-3', '--lr-base-scale',
+                                                                                     'sqrt']])
+def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_path, capsys, given):
+    """-- --lr-base 5e-4 was passed on and ignored: train.py derives the learning rate from it only without --lr, which
+    reproduce gives every run, so each trained at 3e-3 / 1e-3 and run.json recorded --lr-base as a setting."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given])) == 2
+    flag = next(a for a in given if a.startswith('--lr-')).split('=')[0]
+    assert _one_error(capsys) == (
+        f"{flag} after -- would be ignored: train.py derives the learning rate from --lr-base, --lr-base-size, "
+        f"--lr-base-scale only without --lr, and reproduce gives every run its row's --lr (the paper's: ViT 3e-3, the "
+        f"others 1e-3); allowed: -- --lr VALUE, for every run")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('cifar10', ['--val-split', 'train'], "the val split 'train' is the training set of torch/cifar10, which train.py "
+     "reads for the split names train / training: every top-1 would be measured on the images the run trains on; "
+     "allowed: --val-split test (the recipe's, or any other name: the test set)"),
+    ('cifar100', ['--val-split', 'training'], "the val split 'training' is the training set of torch/cifar100"),
+    ('cifar10', ['--train-split', 'Train'], "the train split 'Train' is the test set of torch/cifar10 (train.py reads "
+     "it as the training set only for the split names train / training, as written): every run would train on the "
+     "images its top-1 is measured on; allowed: --train-split train (the recipe's)"),
+    ('cifar100', ['--train-split', 'test', '--val-split', 'train'], "the train split 'test' is the test set of "
+     "torch/cifar100"),
+])
+def test_cifar_splits_that_read_one_set_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """-- --val-split train with a CIFAR recipe was accepted: torchvision's CIFAR has a training set and a test set,
+    and train.py reads every split name but 'train' / 'training' as the test set, so every top-1 was measured on the
+    training images (the image folder datasets refused it); --train-split Train trained on the test set."""
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, dataset, train_args=['--epochs', '1', *given])) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,train_args,paper', [
+    ('svhn', ['--train-split', 'extra'], False),  # SVHN's extra images: not the paper's training set
+    ('svhn', ['--train-split', 'training'], True),  # a synonym: the same folder
+    ('cifar10', ['--val-split', 'validation'], True),  # torchvision's test set, as 'test'
+    ('cifar10', ['--train-split', 'training'], True),
+])
+def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsys, dataset, train_args, paper):
+    """-- --train-split extra with the svhn recipe trained on SVHN's 531,131 extra images, and the report put the
+    paper's top-1 (trained on the 73,257 of train) beside it."""
+    data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else
+                    DIGITS + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
+    rows = json.loads((out / 'results.json').read_text())['rows']
+    assert [r['mean'] is not None and r['paper'] is not None for r in rows] == [paper] * 2

@@ -11,6 +11,7 @@ Argument setup (:func:`add_reproduce_args`) and planning import neither torch no
 """
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -221,6 +222,16 @@ def _image_folders(folder: Path) -> List[Path]:
     return sorted(found)
 
 
+def _holds_class_folders(folder: Path, most: int = 3) -> bool:
+    """Whether one of the first ``most`` subfolders of ``folder`` holds an image directly (a split folder's layout),
+    looked at without walking a whole dataset."""
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith('.'))[:most]:
+        with os.scandir(sub) as entries:
+            if any(e.is_file() and os.path.splitext(e.name)[1].lower() in IMAGE_SUFFIXES for e in entries):
+                return True
+    return False
+
+
 def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
@@ -265,6 +276,15 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     name = str(data['dataset'] or '').lower()
     if name in _TORCH_FOLDERS:
         classes = _TORCH_CLASSES[name]
+        train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
+        if train_split not in _SPLIT_SYNONYMS[0]:  # torchvision's train=False: the test set
+            return [f'the train split {train_split!r} is the test set of {name} (train.py reads it as the training '
+                    f'set only for the split names {" / ".join(_SPLIT_SYNONYMS[0])}, as written): every run would '
+                    f'train on the images its top-1 is measured on; allowed: --train-split train (the recipe\'s)']
+        if val_split in _SPLIT_SYNONYMS[0]:
+            return [f'the val split {val_split!r} is the training set of {name}, which train.py reads for the split '
+                    f'names {" / ".join(_SPLIT_SYNONYMS[0])}: every top-1 would be measured on the images the run '
+                    f'trains on; allowed: --val-split test (the recipe\'s, or any other name: the test set)']
         if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
             return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
                     f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
@@ -283,6 +303,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
                 f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
                 f'different folders (-- --train-split / --val-split)']
+    if train is None and val is None:  # one line: a split folder given for --data-dir, or no dataset at all
+        return [f'{root} holds neither {data["train_split"]}/ nor {data["val_split"]}/, the folders the {dataset} '
+                f'recipe reads its splits from ({root}/{data["train_split"]}/<class>/<image>)' +
+                (f'; it holds class folders of images itself, as a split folder does: pass the folder that holds the '
+                 f'splits, --data-dir {root.parent}' if _holds_class_folders(root) else '')]
     for split in (data['train_split'], data['val_split']):
         folder = _split_folder(root, split)
         if folder is None:
@@ -467,6 +492,30 @@ def _respelled(words: Any, spellings: Optional[Dict[str, str]]) -> Any:
                        spellings)
 
 
+def _prepared_contents(data: Dict[str, Any]) -> Optional[str]:
+    """What a folder a ``timm-sl prepare-*`` command wrote holds in the splits the runs read, as its record says (the
+    images per split, and a sha256 of the images per class, the source files' bytes and ``--limit``), or None for a
+    folder without a record: the folder prepared again with another ``--limit`` or source between sessions would
+    resume a run on other images, or report a finished one as trained on them."""
+    from ._splits import read_info
+    root = Path(data['data_dir'])
+    found = prepared_dataset(root) if root.is_dir() else None
+    if found is None:
+        return None
+    info = read_info(found[0])
+    counts = info.get('counts') if isinstance(info.get('counts'), dict) else {}
+    splits = [(_split_folder(root, str(data[k])) or root / str(data[k])).name for k in ('train_split', 'val_split')]
+    sources = info.get('sources', info.get('files'))
+    sources = sources if isinstance(sources, dict) else {}
+    read = {k: v.get('sha256') if isinstance(v, dict) else None for k, v in sources.items()
+            if k in splits or k not in counts}  # another split's source (SVHN's extra) is no part of these runs
+    contents = dict(counts={s: counts.get(s) for s in splits}, sources=read, limit=info.get('limit'))
+    sizes = [sum(c.values()) if isinstance(c, dict) and all(type(n) is int for n in c.values()) else '?'
+             for c in contents['counts'].values()]
+    digest = hashlib.sha256(json.dumps(contents, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f'{found[0].name}: ' + ', '.join(f'{n} {s}' for n, s in zip(sizes, splits)) + f' images, sha256 {digest}'
+
+
 def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str] = (), nproc: int = 1,
                  spellings: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """What defines a run's result, as JSON values: the model and its kwargs, lr, seed, the recipe and its settings
@@ -476,6 +525,9 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
     with the settings it was started with (:data:`SETTINGS`)."""
     data = train_data(recipe, data_dir, extra_args)
     data['class_map_sha256'] = _class_map_identity(data)
+    prepared = _prepared_contents(data)
+    if prepared is not None:
+        data['prepared'] = prepared
     data['data_dir'] = str(Path(data['data_dir']).resolve())
     config = {k: v for k, v in read_recipe(recipe).items() if k != 'epochs'}
     args = {k: v for k, v in _flag_words(extra_args, spellings).items() if k not in _HOW_FLAGS + _DATA_FLAGS}
@@ -593,6 +645,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
+    stopped: List[Tuple[Run, int, int]] = []  # runs interrupted at or after ``epochs``: trained, their schedule
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
     for run in runs:
         folder = run.out_dir
@@ -651,7 +704,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         if differ:
             other.append((run, differ))
             continue
-        state = run_state(run, epochs)
+        state, early = run_state(run, epochs), _stopped_early(run)
         last = folder / 'last.pth.tar'
         marker = folder / DONE_MARKER
         if last.is_file() and not any(t.startswith('summary.csv') for t in trained):
@@ -666,9 +719,18 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
                           f'run on purpose (or use another --out)')
+        elif state == 'resume' and early is not None and early[0] >= epochs:
+            stopped.append((run, *early))
         elif state == 'resume' and checkpoint_problem(last):
             errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
                           f'restart the run (or use another --out)')
+    if stopped:  # one line for all: every run of an interrupted sweep stopped alike
+        (run, trained, schedule), more = stopped[0], len(stopped) - 1
+        most = max(t for _, t, _ in stopped)
+        errors.append(f'{run.out_dir} stopped after {trained} of the {schedule} epochs train.py was last started with '
+                      f'(interrupted)' + (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
+                      f': --epochs {epochs} would not continue it, and would report it as finished; allowed: --epochs '
+                      f'{most + 1} or more to continue it (train.py rebuilds the schedule for them), or another --out')
     if other:
         (run, differ), more = other[0], len(other) - 1
         errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
@@ -798,14 +860,32 @@ def check_report_files(output: Path, overwrite: bool = False) -> None:
                          f'away, another --out, or --overwrite to replace it')
 
 
+def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
+    """``(epochs trained, epochs of its schedule)`` of a run that stopped (interrupted) before the end of the schedule
+    train.py was last started with (its args.yaml's ``epochs``) and that no done.json marks finished at the epochs it
+    trained; None otherwise, or where args.yaml does not say."""
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else []
+        schedule = read_args_yaml(run.out_dir / 'args.yaml').get('epochs') \
+            if (run.out_dir / 'args.yaml').is_file() else None
+    except (ValueError, OSError):
+        return None
+    trained = int(rows[-1]['epoch']) + 1 if rows else 0
+    marked = read_done_marker(run.out_dir).get('epochs')
+    if type(schedule) is not int or trained >= schedule or (isinstance(marked, int) and marked >= trained):
+        return None
+    return trained, schedule
+
+
 def run_state(run: Run, epochs: int) -> str:
-    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch), 'resume' (a last.pth.tar to
-    continue from) or 'new'."""
+    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch, and the run not stopped before the
+    end of its schedule, :func:`_stopped_early`), 'resume' (a last.pth.tar to continue from) or 'new'."""
     summary = run.out_dir / 'summary.csv'
     epochs_done = read_done_marker(run.out_dir).get('epochs')
-    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs:
+    stopped = _stopped_early(run)
+    if summary.is_file() and isinstance(epochs_done, int) and epochs_done >= epochs and stopped is None:
         return 'done'
-    if summary.is_file():
+    if summary.is_file() and stopped is None:
         try:
             rows = read_summary_rows(summary)
         except ValueError:
@@ -1000,15 +1080,29 @@ def _mean_std(values: Sequence[float]) -> Tuple[float, Optional[float]]:
 
 def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
     """Whether a run's ``args.yaml`` trained the recipe's data as the paper did: its reader (``-- --dataset
-    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), every class (no
-    ``--class-map``, which may leave classes out) and the recipe's ``num_classes`` (where each is recorded)."""
+    torch/cifar10`` with the svhn recipe is CIFAR-10; image folder names are one reader), its splits (as train.py
+    reads them, :func:`_split_read`), every class (no ``--class-map``, which may leave classes out) and the recipe's
+    ``num_classes`` (where each is recorded)."""
     try:
         recipe = read_recipe(recipe_path(dataset))
     except (OSError, ValueError):
         recipe = {}
     ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
     reader = 'dataset' not in args or ours == theirs or (_timm_folder_reader(ours) and _timm_folder_reader(theirs))
-    return reader and not args.get('class_map') and args.get('num_classes') in (None, recipe.get('num_classes'))
+    splits = all(args.get(k) is None or _split_read(args[k], ours) == _split_read(recipe.get(k, ''), ours)
+                 for k in ('train_split', 'val_split'))  # -- --train-split extra: SVHN's 531,131 other images
+    return reader and splits and not args.get('class_map') and \
+        args.get('num_classes') in (None, recipe.get('num_classes'))
+
+
+def _split_read(split: Any, dataset: str) -> str:
+    """What train.py reads for a split name: of torchvision's CIFAR the training set for a train synonym, else the
+    test set; of an image folder the folder of that name or a synonym (named by its group's first name)."""
+    split = str(split)
+    if dataset in _TORCH_FOLDERS:
+        return 'train' if split in _SPLIT_SYNONYMS[0] else 'test'
+    name = split.split('[')[0]
+    return next((group[0] for group in _SPLIT_SYNONYMS if name in group), name) + split[len(name):]
 
 
 def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
@@ -1386,6 +1480,7 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 
 # train.py arguments reproduce sets per run: one among the extra arguments would make every run the same
 _PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
+_LR_BASE_FLAGS = ('--lr-base', '--lr-base-size', '--lr-base-scale')  # train.py's, read only without --lr
 
 
 def _is_config_flag(arg: str) -> bool:
@@ -1587,6 +1682,11 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'(train.py reads the last --config), while the report and paper column stay '
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
+    ignored = next((a.split('=')[0] for a in given if a.split('=')[0] in _LR_BASE_FLAGS), None)
+    if ignored is not None:  # train.py reads them only without --lr: every run would train at its row's --lr
+        raise ValueError(f'{ignored} after -- would be ignored: train.py derives the learning rate from '
+                         f'{", ".join(_LR_BASE_FLAGS)} only without --lr, and reproduce gives every run its row\'s '
+                         f'--lr (the paper\'s: ViT 3e-3, the others 1e-3); allowed: -- --lr VALUE, for every run')
     extra, user_kwargs = split_model_kwargs(given)
     runs = plan_runs(args.dataset, args.families, args.seeds, Path(args.out))
     merge_model_kwargs(runs, user_kwargs)
