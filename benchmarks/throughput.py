@@ -69,6 +69,15 @@ def variants_of(name: str) -> Dict[str, Dict[str, object]]:
     return {'sl': dict(rows['sl']), **{k: dict(v) for k, v in rows.items() if k != 'sl'}}
 
 
+def variant_kwargs(name: str, model_kwargs: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Each variant's kwargs with the user's ``model_kwargs``: the baseline's with every switch off (an
+    ``lsa_mask=True`` given would keep its mask: :func:`~timm_sl.tools.demo.train.baseline_of`), no SPT options where
+    SPT is off."""
+    from timm_sl.tools.demo.train import baseline_of
+    return {key: baseline_of(model_kwargs, kw) if key == 'base' else without_unused_options({**model_kwargs, **kw})
+            for key, kw in variants_of(name).items()}
+
+
 def variant_label(key: str, kwargs: Dict[str, Any]) -> str:
     """How a row names the Table 2 variant ``key`` built with ``kwargs`` (the user's and the variant's): the key
     (``sl``, ``sl_no_spool``) while they leave its switches as the key says, else what they make it (``--model-kwargs
@@ -94,11 +103,11 @@ def check_models(args: argparse.Namespace) -> None:
         if name not in names or family_of(name) not in VARIANTS:
             raise ValueError(f'--models {name} is not an sl_ model (no baseline to time it against); allowed: '
                              f'{", ".join(names)} (timm models: --slify NAME)')
-        for key, kwargs in variants_of(name).items():
+        for key, kwargs in variant_kwargs(name, args.model_kwargs).items():
             try:
                 with torch.device('meta'):
-                    timm.create_model(name, **without_unused_options({**args.model_kwargs, **kwargs}))
-                label = switches_label({**args.model_kwargs, **kwargs})
+                    timm.create_model(name, **kwargs)
+                label = switches_label(kwargs)
             except BUILD_ERRORS as e:
                 raise ValueError(f'{name}{with_kwargs} cannot be built ({key} variant): {build_failure(e)}') from e
             if key != 'base' and label == 'baseline':
@@ -154,9 +163,8 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
 def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
     first = timm.create_model(name, **args.model_kwargs)
-    variants = {key: {**args.model_kwargs, **kw} for key, kw in variants_of(name).items()}
-    models = {key: timm.create_model(name, **without_unused_options(kw))  # no SPT options with SPT off
-              for key, kw in variants.items()}
+    variants = variant_kwargs(name, args.model_kwargs)
+    models = {key: timm.create_model(name, **kw) for key, kw in variants.items()}
     size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
     labels = {key: variant_label(key, kw) for key, kw in variants.items()}
     return bench_variants(name, models, size, mode, args, labels)

@@ -191,3 +191,12 @@ def test_throughput_names_each_variant_by_what_its_kwargs_make_it(monkeypatch, c
     assert [line.split(' | ')[1] for line in out.splitlines() if line.startswith('| sl_pit_32')] == \
         ['S', 'S w/o Spool'], out
     assert throughput.variant_label('sl', {}) == 'sl' and throughput.variant_label('slify', {'lsa': False}) == 'slify'
+
+
+def test_throughputs_baseline_has_every_switch_off(monkeypatch):
+    """--model-kwargs lsa_mask=True reached the baseline too: every ratio was SL against a masked model."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from throughput import variant_kwargs
+    assert variant_kwargs('sl_pit_32', dict(lsa_mask=True, depth=(1, 1, 1))) == {
+        'sl': dict(lsa_mask=True, depth=(1, 1, 1)), 'base': dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
+        'sl_no_spool': dict(lsa_mask=True, depth=(1, 1, 1), spt_pool=False)}
