@@ -1459,3 +1459,19 @@ def test_titles_name_the_configuration_the_models_were_built_with(tmp_path, imag
     assert main(['attention', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', out]) == 0
     title = _title(figures[-1]).replace('\n', ' ')
     assert title.startswith('sl_vit_32, depth=1, checkpoint sl/model_best.pth.tar: final attention map'), title
+
+
+def test_a_compared_baseline_is_not_given_the_lsa_mask_of_model_kwargs(tmp_path, image_dir, capsys, figures):
+    """--model-kwargs lsa_mask=True beside two bare state dicts built the baseline's with the mask too (it outlived
+    lsa=False): its KL read 0.018 instead of 0.003 and it was labelled M, 'not baseline'."""
+    _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
+    base = _checkpoint(tmp_path / 'base.pth', 'sl_vit_32', dict(depth=1), baseline=True)
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa_mask=True',
+                 '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    captured = capsys.readouterr()
+    assert 'note:' not in captured.err
+    row = next(line.split() for line in captured.out.splitlines() if line.startswith('1 '))
+    expected = kld_by_depth(base, load_images([str(image_dir)], base).tensor)['blocks.0.attn']
+    assert float(row[3]) == pytest.approx(expected, abs=1e-4)
+    assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']

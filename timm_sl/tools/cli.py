@@ -287,8 +287,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             return model.eval(), record
-        from timm_sl.layers import without_unused_options
-        baseline = without_unused_options({**kwargs, **_baseline_kwargs(name)})  # SPT's options off with SPT
+        from timm_sl.tools.demo.train import baseline_of
+        baseline = baseline_of(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with SPT, LSA
         candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
