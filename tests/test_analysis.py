@@ -1475,3 +1475,13 @@ def test_a_compared_baseline_is_not_given_the_lsa_mask_of_model_kwargs(tmp_path,
     expected = kld_by_depth(base, load_images([str(image_dir)], base).tensor)['blocks.0.attn']
     assert float(row[3]) == pytest.approx(expected, abs=1e-4)
     assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
+
+
+def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
+    """The baseline of sl_pit_ti tokenizes with PiT's stem, a 16 x 16 convolution of stride 8: it printed 'kernel 16,
+    stride 16', the stride of a patch of its size."""
+    assert main(['receptive-field', '--model', 'sl_pit_ti', '--model-kwargs', 'spt=False', 'lsa=False',
+                 'spt_pool=False']) == 0
+    assert capsys.readouterr().out == 'sl_pit_ti: first tokenization step kernel 16, stride 8, no SPT: r_token = 16\n'
+    with torch.device('meta'):
+        assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
