@@ -31,8 +31,8 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.layers import without_unused_options
 from timm_sl.models import SlArgs
-from timm_sl.tools.errors import write_atomically
-from timm_sl.tools.paper import VARIANTS, family_of
+from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
+from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import count_macs, count_params
 
 from _timing import interleaved_rounds, make_step
@@ -69,9 +69,71 @@ def variants_of(name: str) -> Dict[str, Dict[str, object]]:
     return {'sl': dict(rows['sl']), **{k: dict(v) for k, v in rows.items() if k != 'sl'}}
 
 
+def variant_kwargs(name: str, model_kwargs: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Each variant's kwargs with the user's ``model_kwargs``: the baseline's with every switch off (an
+    ``lsa_mask=True`` given would keep its mask: :func:`~timm_sl.tools.demo.train.baseline_of`), no SPT options where
+    SPT is off."""
+    from timm_sl.tools.demo.train import baseline_of
+    return {key: baseline_of(model_kwargs, kw) if key == 'base' else without_unused_options({**model_kwargs, **kw})
+            for key, kw in variants_of(name).items()}
+
+
+def variant_label(key: str, kwargs: Dict[str, Any]) -> str:
+    """How a row names the Table 2 variant ``key`` built with ``kwargs`` (the user's and the variant's): the key
+    (``sl``, ``sl_no_spool``) while they leave its switches as the key says, else what they make it (``--model-kwargs
+    lsa=False``: ``S``, not ``sl``). Any other key (``slify``) is kept."""
+    if key not in VARIANT_LABELS:
+        return key
+    made = switches_label(kwargs)
+    return key if made == VARIANT_LABELS[key] else made
+
+
+def check_models(args: argparse.Namespace) -> None:
+    """Before any measurement: every ``--models`` name is an ``sl_`` model whose variants build with
+    ``--model-kwargs`` (on the meta device), none of them the baseline itself, every ``--slify`` base is a timm model
+    that converts, and ``--device`` is there.
+
+    Raises:
+        ValueError: naming the model, the kwargs and what is allowed.
+    """
+    given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
+    with_kwargs = f' with --model-kwargs {given}' if given else ''
+    names = timm.list_models('sl_*')
+    for name in args.models:
+        if name not in names or family_of(name) not in VARIANTS:
+            raise ValueError(f'--models {name} is not an sl_ model (no baseline to time it against); allowed: '
+                             f'{", ".join(names)} (timm models: --slify NAME)')
+        for key, kwargs in variant_kwargs(name, args.model_kwargs).items():
+            try:
+                with torch.device('meta'):
+                    timm.create_model(name, **kwargs)
+                label = switches_label(kwargs)
+            except BUILD_ERRORS as e:
+                raise ValueError(f'{name}{with_kwargs} cannot be built ({key} variant): {build_failure(e)}') from e
+            if key != 'base' and label == 'baseline':
+                raise ValueError(f'--model-kwargs {given} make the {key} variant of {name} its own baseline, so its '
+                                 f'ratio would time the baseline against itself; allowed: kwargs that keep SPT or '
+                                 f'LSA on')
+    for base in args.slify:
+        try:
+            with torch.device('meta'):
+                slify(timm.create_model(base), **args.model_kwargs)
+        except (SlifyError, *BUILD_ERRORS) as e:
+            raise ValueError(f'--slify {base}{with_kwargs}: {build_failure(e)}') from e
+    try:
+        device = torch.device(args.device)
+    except RuntimeError as e:
+        raise ValueError(f'--device {args.device!r} is not a torch device ({build_failure(e)}); allowed: cpu, cuda, '
+                         f'cuda:N') from e
+    if device.type == 'cuda' and not torch.cuda.is_available():
+        raise ValueError(f'--device {args.device}: torch {torch.__version__} sees no CUDA device here; allowed: '
+                         f'--device cpu')
+
+
 def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[int, int, int], mode: str,
-                   args: argparse.Namespace) -> List[Dict[str, object]]:
-    """Time ``models`` (one keyed 'base') in interleaved rounds; one row per non-baseline model, relative to base."""
+                   args: argparse.Namespace, labels: Optional[Dict[str, str]] = None) -> List[Dict[str, object]]:
+    """Time ``models`` (one keyed 'base') in interleaved rounds; one row per non-baseline model, relative to base,
+    named by ``labels`` (key -> label; default: the key)."""
     device = torch.device(args.device)
     batch = torch.randn(args.batch_size, *size, device=device)
     steps = {}
@@ -87,7 +149,8 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
             continue
         ratios = [b / s for b, s in zip(elapsed['base'], elapsed[key])]
         rows.append({
-            'model': name, 'variant': key, 'mode': mode, 'batch': args.batch_size, 'input': 'x'.join(map(str, size)),
+            'model': name, 'variant': (labels or {}).get(key, key), 'mode': mode, 'batch': args.batch_size,
+            'input': 'x'.join(map(str, size)),
             'img_s': args.iters * args.batch_size / statistics.median(elapsed[key]),
             'base_img_s': args.iters * args.batch_size / statistics.median(elapsed['base']),
             'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
@@ -100,11 +163,11 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
 def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
     first = timm.create_model(name, **args.model_kwargs)
-    models = {
-        key: timm.create_model(name, **without_unused_options({**args.model_kwargs, **kw}))  # no SPT options, SPT off
-        for key, kw in variants_of(name).items()}
+    variants = variant_kwargs(name, args.model_kwargs)
+    models = {key: timm.create_model(name, **kw) for key, kw in variants.items()}
     size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
-    return bench_variants(name, models, size, mode, args)
+    labels = {key: variant_label(key, kw) for key, kw in variants.items()}
+    return bench_variants(name, models, size, mode, args, labels)
 
 
 def bench_slify(base: str, mode: str, args: argparse.Namespace,
@@ -219,6 +282,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY', type=timm_benchmark,
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     args = p.parse_args(argv)
+    try:  # a wrong name or kwarg: refused before the first model is timed
+        check_models(args)
+    except ValueError as e:
+        p.error(str(e))
     if args.plot:  # before the measurements (a missing folder, an extension matplotlib cannot write: figure_path)
         try:  # a user's file there is kept
             check_chart_out(args.plot, args.overwrite, option='--plot')
@@ -238,6 +305,8 @@ def main(argv: List[str] = None) -> int:
         device = f'CPU, {torch.get_num_threads()} threads'
     header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; '
               f'batch {args.batch_size}')
+    if args.model_kwargs:  # the rows are of these models, not of the registered configurations
+        header += '; model kwargs ' + ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     if args.slify_survey:
         slify_survey_table(args, header, args.slify_survey)
     rows = []

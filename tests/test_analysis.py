@@ -280,7 +280,7 @@ def test_cli_temperature_kld_receptive_field(tmp_path, image_dir, capsys, figure
                  '--out', str(tmp_path / 't.png')]) == 0
     out = capsys.readouterr().out
     assert '0.2500' in out and (tmp_path / 't.png').exists()  # 16 ** -0.5 for every head at init
-    assert _title(figures[0]) == ('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
+    assert _title(figures[0]) == ('sl_vit_32, depth=2, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
                                   'learned temperature per depth')
     assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=2',
                  '--out', str(tmp_path / 'k.png')]) == 0
@@ -367,7 +367,7 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
     capsys.readouterr()
     fig = figures[0]
     assert fig.get_suptitle().replace('\n', ' ') == (
-        'sl_vit_32, SL checkpoint 20250101-sl-sl_vit_32-32/model_best.pth.tar, baseline checkpoint '
+        'sl_vit_32, depth=1, SL checkpoint 20250101-sl-sl_vit_32-32/model_best.pth.tar, baseline checkpoint '
         '20250101-base-sl_vit_32-32/model_best.pth.tar: final attention map (class token)')
     inputs = [ax for ax in fig.axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel() for ax in inputs] == ['0.png', '1.png']
@@ -430,7 +430,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
                  '--heads', 'all', '--out', str(out)]) == 0
     panels = [ax for ax in figures[0].axes if ax.get_images()]
     assert [ax.get_title() for ax in panels[:4]] == ['input', 'SL h0', 'SL h1', 'SL h2']  # input + 3 heads
-    assert figures[0].get_suptitle().startswith('sl_vit_32, RANDOM INIT (untrained: no --checkpoint/--pretrained)')
+    assert figures[0].get_suptitle().replace('\n', ' ').startswith(
+        'sl_vit_32, depth=1, num_heads=3, RANDOM INIT (untrained: no --checkpoint/--pretrained)')
     assert len(json.loads(out.with_suffix('.json').read_text())[0]['heads']) == 3
     assert main(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
                  '--heads', 'all', '--out', str(out)]) == 0  # 12 heads: 13 panels an image were one 4020 px row
@@ -846,7 +847,8 @@ def test_slify_models_are_named_by_their_base(tmp_path, image_dir, capsys, figur
     for command in ('temperature', 'kld', 'attention'):
         images = [] if command == 'temperature' else [str(image_dir)]
         assert main([command, *images, *kwargs, '--out', str(tmp_path / f'{command}.png')]) == 0
-        assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), RANDOM INIT ')
+        assert _title(figures[-1]).replace('\n', ' ').startswith(
+            'slify(vit_tiny_patch16_224), img_size=32, patch_size=4, depth=1, RANDOM INIT ')
     assert main(['receptive-field', *kwargs]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith('slify(vit_tiny_patch16_224): first tokenization ')
 
@@ -980,11 +982,11 @@ def test_titles_name_the_checkpoint_a_run_folder_gives(tmp_path, image_dir, caps
     (tmp_path / 'base' / 'model_best.pth.tar').rename(tmp_path / 'base' / 'last.pth.tar')
     assert main(['temperature', '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
                  '--out', str(tmp_path / 't.png')]) == 0
-    assert _title(figures[0]) == 'sl_vit_32, checkpoint sl/model_best.pth.tar: learned temperature per depth'
+    assert _title(figures[0]) == 'sl_vit_32, depth=1, checkpoint sl/model_best.pth.tar: learned temperature per depth'
     assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(tmp_path / 'sl'),
                  '--compare-checkpoint', str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')]) == 0
-    assert _title(figures[1]).startswith('sl_vit_32, SL checkpoint sl/model_best.pth.tar, baseline checkpoint '
-                                         'base/last.pth.tar: ')
+    assert _title(figures[1]).startswith('sl_vit_32, depth=1, SL checkpoint sl/model_best.pth.tar, baseline '
+                                         'checkpoint base/last.pth.tar: ')
 
 
 def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys, figures):
@@ -999,8 +1001,8 @@ def test_titles_say_when_a_checkpoints_ema_weights_are_analysed(tmp_path, capsys
         assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
                      str(tmp_path / f'{name}.pth.tar'), '--out', str(tmp_path / 't.png')]) == 0
         assert '0.3000' in capsys.readouterr().out
-        assert _title(figures[-1]) == (f'sl_vit_32, checkpoint {tmp_path.name}/{name}.pth.tar{weights}: learned '
-                                       f'temperature per depth')
+        assert _title(figures[-1]) == (f'sl_vit_32, depth=1, checkpoint {tmp_path.name}/{name}.pth.tar{weights}: '
+                                       f'learned temperature per depth')
 
 
 @pytest.mark.parametrize('command', ['kld', 'attention', 'temperature', 'receptive-field'])
@@ -1047,7 +1049,8 @@ def test_model_kwargs_beside_a_slify_run_keep_its_base(tmp_path, capsys, figures
     assert main(['temperature', '--checkpoint', str(tmp_path / 'slify.pth.tar'), '--model-kwargs', 'img_size=32',
                  'patch_size=4', 'depth=1', '--out', str(tmp_path / 't.png')]) == 0
     assert '0.3000' in capsys.readouterr().out
-    assert _title(figures[-1]).startswith('slify(vit_tiny_patch16_224), checkpoint ')
+    assert _title(figures[-1]).startswith(
+        'slify(vit_tiny_patch16_224), img_size=32, patch_size=4, depth=1, checkpoint ')
 
 
 def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys, figures):
@@ -1063,8 +1066,8 @@ def test_titles_say_ema_weights_of_a_run_that_records_its_model(tmp_path, capsys
         out = str(tmp_path / 't.png')
         assert main(['temperature', *named, '--checkpoint', str(tmp_path / 'run'), '--out', out]) == 0
         assert '0.3000' in capsys.readouterr().out
-        assert _title(figures[-1]) == 'sl_vit_32, checkpoint run/model_best.pth.tar (EMA weights): learned ' \
-                                      'temperature per depth'
+        assert _title(figures[-1]) == 'sl_vit_32, depth=1, checkpoint run/model_best.pth.tar (EMA weights): ' \
+                                      'learned temperature per depth'
 
 
 def test_kld_of_compared_checkpoints_of_other_depths_keeps_every_depth(tmp_path, image_dir, capsys, figures):
@@ -1116,7 +1119,7 @@ def test_every_analysis_takes_the_model_a_checkpoint_recorded(command, tmp_path,
     _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
     images = [] if command == 'temperature' else [str(image_dir)]
     assert main([command, *images, '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 'c.png')]) == 0
-    assert _title(figures[-1]).startswith('sl_vit_32, checkpoint run/model_best.pth.tar')
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, checkpoint run/model_best.pth.tar')
     with pytest.raises(SystemExit, match=f'^timm-sl {command}: no model to analyse; allowed: --model NAME '):
         main([command, *images, '--out', str(tmp_path / 'd.png')])
     assert not (tmp_path / 'd.png').exists()
@@ -1278,7 +1281,7 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
         assert out.splitlines()[0] == (f'SL input: 32x32 px, mean (0.5, 0.5, 0.5), std (0.25, 0.25, 0.25), crop_pct '
                                        f'1.0, bicubic: the data config its export recorded '
                                        f'({tmp_path / "exported" / "config.json"})')
-        assert _title(figures[-1]).startswith('sl_vit_32, checkpoint exported/model.safetensors: attention KL')
+        assert _title(figures[-1]).startswith('sl_vit_32, depth=1, checkpoint exported/model.safetensors: attention KL')
         assert [line.split()[1] for line in out.splitlines() if line[:1] == '1'] == ['blocks.0.attn']
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: --checkpoint {weights} holds sl_vit_32 \\(its '
                                          f'config.json\\), not --model sl_vit_64; allowed: --model sl_vit_32'):
@@ -1306,8 +1309,8 @@ def test_an_exported_folder_is_a_checkpoint_of_its_model_safetensors(tmp_path, i
         assert main(['export', str(tmp_path / run), '--out', str(tmp_path / f'{run}-exported')]) == 0
     assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'run-exported'), '--compare-checkpoint',
                  str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
-    assert _title(figures[-1]).startswith('sl_vit_32, SL checkpoint run-exported/model.safetensors, baseline '
-                                          'checkpoint base-exported/model.safetensors: attention KL')
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, SL checkpoint run-exported/model.safetensors, '
+                                          'baseline checkpoint base-exported/model.safetensors: attention KL')
     assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
     assert main(['temperature', '--checkpoint', str(tmp_path / 'run-exported'), '--out', str(tmp_path / 't.png')]) == 0
 
@@ -1436,3 +1439,49 @@ def test_a_chart_drawn_into_the_image_folder_is_never_read_as_an_input(tmp_path,
         f'to analyse (move the chart out of the folder, or give --out outside it)\n')
     (images / f'k.{suffix}').rename(tmp_path / f'k.{suffix}')  # moved out: the folder is analysed again
     assert main(['attention', str(images), *model, '--out', str(tmp_path / 'a.png')]) == 0
+
+
+def test_titles_name_the_configuration_the_models_were_built_with(tmp_path, image_dir, figures):
+    """A chart of sl_vit_32 built with depth=1 (--model-kwargs, or recorded by its run) was titled 'sl_vit_32, ...':
+    a 1-block model passed for the registered 9-block one. Titles name the kwargs; compared runs of another depth
+    each theirs."""
+    out = str(tmp_path / 'c.png')
+    assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'mlp_ratio=2', 'lsa_mask=False',
+                 '--out', out]) == 0
+    assert _title(figures[-1]) == ('sl_vit_32, depth=1, mlp_ratio=2, RANDOM INIT (untrained: no --checkpoint/'
+                                   '--pretrained): learned temperature per depth')
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=2, spt=False, lsa=False))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 'base'), '--out', out]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32 (SL: depth=1; baseline: depth=2), SL checkpoint '
+                                          'sl/model_best.pth.tar, baseline checkpoint base/model_best.pth.tar: ')
+    assert main(['attention', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--out', out]) == 0
+    title = _title(figures[-1]).replace('\n', ' ')
+    assert title.startswith('sl_vit_32, depth=1, checkpoint sl/model_best.pth.tar: final attention map'), title
+
+
+def test_a_compared_baseline_is_not_given_the_lsa_mask_of_model_kwargs(tmp_path, image_dir, capsys, figures):
+    """--model-kwargs lsa_mask=True beside two bare state dicts built the baseline's with the mask too (it outlived
+    lsa=False): its KL read 0.018 instead of 0.003 and it was labelled M, 'not baseline'."""
+    _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
+    base = _checkpoint(tmp_path / 'base.pth', 'sl_vit_32', dict(depth=1), baseline=True)
+    assert main(['kld', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'lsa_mask=True',
+                 '--checkpoint', str(tmp_path / 'sl.pth'), '--compare-checkpoint', str(tmp_path / 'base.pth'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    captured = capsys.readouterr()
+    assert 'note:' not in captured.err
+    row = next(line.split() for line in captured.out.splitlines() if line.startswith('1 '))
+    expected = kld_by_depth(base, load_images([str(image_dir)], base).tensor)['blocks.0.attn']
+    assert float(row[3]) == pytest.approx(expected, abs=1e-4)
+    assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
+
+
+def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
+    """The baseline of sl_pit_ti tokenizes with PiT's stem, a 16 x 16 convolution of stride 8: it printed 'kernel 16,
+    stride 16', the stride of a patch of its size."""
+    assert main(['receptive-field', '--model', 'sl_pit_ti', '--model-kwargs', 'spt=False', 'lsa=False',
+                 'spt_pool=False']) == 0
+    assert capsys.readouterr().out == 'sl_pit_ti: first tokenization step kernel 16, stride 8, no SPT: r_token = 16\n'
+    with torch.device('meta'):
+        assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))

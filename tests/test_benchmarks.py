@@ -154,3 +154,49 @@ def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path,
     args = parse_args(['--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
     assert (args.csv, args.markdown) == (str(tmp_path / 'rows.txt'), str(tmp_path / 't.md'))
     assert sorted(p.name for p in tmp_path.iterdir()) == ['rows.csv']  # the checks leave nothing behind
+
+
+def test_throughput_refuses_models_it_cannot_time_before_measuring(capsys, monkeypatch):
+    """A timm name in --models, a typo, kwargs that break one family or a --slify base that does not convert ended in
+    a traceback after the models before it were timed; spt=False lsa=False timed the baseline against itself as 'sl'.
+    Each is refused in one line before anything is timed."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from throughput import parse_args
+    for argv, error in (
+            (['--models', 'vit_tiny_patch16_224'], '--models vit_tiny_patch16_224 is not an sl_ model (no baseline '
+                                                   'to time it against); allowed: sl_cait_32, '),
+            (['--models', 'sl_vit_32', 'sl_pit_32', '--model-kwargs', 'depth=1'],
+             "sl_pit_32 with --model-kwargs depth=1 cannot be built (sl variant): per-stage kwargs disagree"),
+            (['--models', 'sl_vit_32', '--model-kwargs', 'spt=False', 'lsa=False'],
+             '--model-kwargs spt=False lsa=False make the sl variant of sl_vit_32 its own baseline'),
+            (['--models', '--slify', 'eva02_tiny_patch14_224'],
+             '--slify eva02_tiny_patch14_224: cannot slify eva02_tiny_patch14_224: attention class'),
+            (['--models', '--slify', 'no_such_model'], '--slify no_such_model: Unknown model (no_such_model)'),
+            (['--device', 'gpu'], "--device 'gpu' is not a torch device")):
+        with pytest.raises(SystemExit):
+            parse_args(argv)
+        assert f': error: {error}' in capsys.readouterr().err.splitlines()[-1], argv
+
+
+def test_throughput_names_each_variant_by_what_its_kwargs_make_it(monkeypatch, capsys):
+    """With --model-kwargs lsa=False the rows said 'sl' and 'sl_no_spool' and the header named no kwargs: a table of
+    SPT-only models read as SL's. The rows name the paper's tag and the header the kwargs."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    assert throughput.main(['--models', 'sl_pit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1',
+                            '--model-kwargs', 'depth=(1,1,1)', 'lsa=False']) == 0
+    out = capsys.readouterr().out
+    assert 'model kwargs depth=(1, 1, 1) lsa=False' in out.splitlines()[0], out
+    assert [line.split(' | ')[1] for line in out.splitlines() if line.startswith('| sl_pit_32')] == \
+        ['S', 'S w/o Spool'], out
+    assert throughput.variant_label('sl', {}) == 'sl' and throughput.variant_label('slify', {'lsa': False}) == 'slify'
+
+
+def test_throughputs_baseline_has_every_switch_off(monkeypatch):
+    """--model-kwargs lsa_mask=True reached the baseline too: every ratio was SL against a masked model."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from throughput import variant_kwargs
+    assert variant_kwargs('sl_pit_32', dict(lsa_mask=True, depth=(1, 1, 1))) == {
+        'sl': dict(lsa_mask=True, depth=(1, 1, 1)), 'base': dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
+        'sl_no_spool': dict(lsa_mask=True, depth=(1, 1, 1), spt_pool=False)}

@@ -167,7 +167,7 @@ def test_demo_names_the_model_its_kwargs_make(tmp_path, capsys, monkeypatch):
     assert 'epoch  ST top-1  baseline top-1' in out and '\nST ' in out and '\nSL ' not in out
     ax = figures[0].axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
-        'ST (sl_vit_32, lsa_mask=False, depth=1)', 'baseline (sl_vit_32, lsa_mask=False, depth=1, spt/lsa off)']
+        'ST (sl_vit_32, lsa_mask=False, depth=1)', 'baseline (sl_vit_32, depth=1, spt/lsa off)']
     assert ax.get_title().startswith('sl_vit_32, lsa_mask=False, depth=1, ST vs baseline on digits')
 
 
@@ -215,3 +215,18 @@ def test_demo_takes_an_spt_option_its_baseline_leaves_unused():
     the ratio and the baseline without."""
     from timm_sl.tools.demo.train import check_demo_kwargs
     assert check_demo_kwargs('sl_vit_32', dict(shift_ratio=0.25, depth=1)) == dict(spt=False, lsa=False)
+
+
+@pytest.mark.parametrize('kwargs,label', [(dict(lsa_mask=True), 'M'), (dict(lsa_learn_temp=True), 'T')])
+def test_the_demos_baseline_has_every_switch_off(kwargs, label):
+    """--model-kwargs lsa_mask=True (or lsa_learn_temp=True) went to the baseline too, where it outlived lsa=False: the
+    curve labelled 'baseline' was a masked (or learned-temperature) model, the paper's M (or T). The baseline has
+    every switch off; the given one stays with the SL model."""
+    from timm_sl.layers import without_unused_options
+    from timm_sl.tools.demo.train import baseline_of, check_demo_kwargs
+    from timm_sl.tools.paper import switches_label
+    baseline = baseline_of(kwargs, check_demo_kwargs('sl_vit_32', dict(kwargs, depth=1)))
+    assert baseline == dict(spt=False, lsa=False) and switches_label(baseline) == 'baseline'
+    assert switches_label({**kwargs, 'spt': False, 'lsa': False}) == label  # what it trained as before
+    assert check_demo_kwargs('sl_vit_32', dict(kwargs, spt=False, lsa=False, depth=1)) == dict(spt=False, lsa=False)
+    assert without_unused_options(baseline) == baseline

@@ -342,7 +342,8 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
     """``(kernel, stride, shift)`` of the model's first tokenization step, each an ``(h, w)`` pair (a patch may be
     ``2 x 4``); shift ``(0, 0)`` without SPT.
 
-    A patch embedding is a ``P x P`` stride-``P`` step; T2T's first soft split is a ``k x k`` stride-``j`` unfold of the
+    A patch embedding is a ``P x P`` stride-``P`` step (a convolution's own kernel and stride where it has one: PiT's
+    overlapping stem); T2T's first soft split is a ``k x k`` stride-``j`` unfold of the
     (shifted) image.
     """
     embed = getattr(model, 'patch_embed', None)
@@ -352,6 +353,9 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
     proj = getattr(embed, 'proj', None)
     if proj is not None and hasattr(proj, 'shift'):  # SPT projection
         return tuple(proj.patch_size), tuple(proj.patch_size), tuple(proj.shift)
+    conv = next((m for m in (proj, getattr(embed, 'conv', None)) if isinstance(m, nn.Conv2d)), None)
+    if conv is not None:  # its own kernel and stride: PiT's stem overlaps (kernel 16, stride 8)
+        return tuple(conv.kernel_size), tuple(conv.stride), (0, 0)
     size = getattr(embed, 'patch_size', None)
     if size is None:
         raise ValueError(f'{type(model).__name__} has no patch_embed with a patch size')

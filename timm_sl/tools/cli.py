@@ -194,8 +194,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
+    from timm_sl.tools.demo.train import LSA_PARTS
+    base_given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items() if k not in LSA_PARTS)  # not its own
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
-                 f'baseline ({args.model}{given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
+                 f'baseline ({args.model}{base_given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {shown(args.out)}')
     return 0
@@ -285,8 +287,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             return model.eval(), record
-        from timm_sl.layers import without_unused_options
-        baseline = without_unused_options({**kwargs, **_baseline_kwargs(name)})  # SPT's options off with SPT
+        from timm_sl.tools.demo.train import baseline_of
+        baseline = baseline_of(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with SPT, LSA
         candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:
@@ -386,6 +388,35 @@ def _model_name(name: str, model) -> str:
     """The model as titles and lines name it: ``slify(BASE)`` for ``slify`` (``model``'s timm architecture), else
     ``name``."""
     return f"slify({model.pretrained_cfg.get('architecture')})" if name == 'slify' else name
+
+
+# kwargs a chart's label already says (the switches: 'SL', 'S', 'SM@2t', ...; slify's base: in its name) or that do not
+# change what the analyses measure (the classifier's classes)
+_LABELLED_KWARGS = ('spt', 'lsa', 'lsa_mask', 'lsa_learn_temp', 'lsa_temp_ratio', 'spt_pool', 'base', 'num_classes')
+
+
+def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL', 'baseline')) -> str:
+    """The model as a chart's title names it: :func:`_model_name` and the configuration kwargs its models were built
+    with (``sl_vit_32, depth=2``), each model's (named by ``labels``) where a compared one was built with others: a
+    chart of a 2-block model must not pass for the registered configuration."""
+    compare = getattr(args, 'compare_checkpoint', None)
+    keys = [(args.checkpoint, False)] + ([(compare, True)] if compare else [])
+    built = getattr(args, 'built_kwargs', {})
+    size = tuple(model.pretrained_cfg.get('input_size', ()))
+
+    def default(key: str, value: Any) -> bool:  # an export's config.json records these at their defaults too
+        if key == 'in_chans':
+            return (value,) == size[:1]
+        if key == 'img_size':
+            return (tuple(value) if isinstance(value, (list, tuple)) else (value, value)) == size[1:]
+        return key == 'global_pool' and value == getattr(model, 'global_pool', None)
+    given = [''.join(f', {k}={v}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
+                     not default(k, v)) for key in keys]
+    name = _model_name(args.model, model)
+    if len(set(given)) <= 1:
+        return name + (given[0] if given else '')
+    return name + ' (' + '; '.join(f'{label}: {kwargs[2:] or "its default configuration"}'
+                                   for label, kwargs in zip(labels, given)) + ')'
 
 
 def _switches(model) -> str:
@@ -550,7 +581,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'min head': [r['min'] for r in records],
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
-                title=f'{_model_name(args.model, model)}, {_weights(args)}: learned temperature per depth',
+                title=f'{_title_model(args, model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
@@ -621,8 +652,8 @@ def cmd_kld(args: argparse.Namespace) -> int:
     print(_format_table(['depth', 'layer'] + [f'{k} KL(attn || uniform)' for k in curves] +
                         [f'{k} floor (masks alone)' for k in floors], rows))
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
-                title=f'{_model_name(args.model, model)}, {_weights(args, list(curves))}: attention KL divergence '
-                      f'from uniform '
+                title=f'{_title_model(args, model, list(curves))}, {_weights(args, list(curves))}: attention KL '
+                      f'divergence from uniform '
                       f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
                 y_range=(0., None))
@@ -678,7 +709,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
         [names[r['image']], r['model'], r['layer'], 'x'.join(map(str, r['grid'])), str(tuple(r['peak'])),
          f"{r['peak_weight']:.4f}", f"{r['map_sum']:.4f}", f"{r['kl']:.4f}"] for r in records]))
     plot_attention(drawn.images, columns, args.out, notes=notes, uniform=uniform, row_labels=labels, views=seen,
-                   title=f'{_model_name(args.model, model)}, {_weights(args, list(uniform))}: final attention map '
+                   title=f'{_title_model(args, model, list(uniform))}, {_weights(args, list(uniform))}: final '
+                         f'attention map '
                          f'({result.kind})')
     write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
     print(f'plot: {shown(args.out)}\nnumbers: {shown(numbers)}')
