@@ -29,7 +29,7 @@ import torch
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
 from timm_sl import SlifyError, plan_slify, slify
-from timm_sl.layers import without_unused_options
+from timm_sl.layers import with_switches
 from timm_sl.models import SlArgs
 from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
@@ -70,12 +70,9 @@ def variants_of(name: str) -> Dict[str, Dict[str, object]]:
 
 
 def variant_kwargs(name: str, model_kwargs: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """Each variant's kwargs with the user's ``model_kwargs``: the baseline's with every switch off (an
-    ``lsa_mask=True`` given would keep its mask: :func:`~timm_sl.tools.demo.train.baseline_of`), no SPT options where
-    SPT is off."""
-    from timm_sl.tools.demo.train import baseline_of
-    return {key: baseline_of(model_kwargs, kw) if key == 'base' else without_unused_options({**model_kwargs, **kw})
-            for key, kw in variants_of(name).items()}
+    """Each variant's kwargs: the user's ``model_kwargs`` under the variant's switches (:func:`with_switches`: the
+    baseline has every switch off, also where ``lsa_mask=True`` is given)."""
+    return {key: with_switches(model_kwargs, kw) for key, kw in variants_of(name).items()}
 
 
 def variant_label(key: str, kwargs: Dict[str, Any]) -> str:

@@ -151,9 +151,13 @@ def _demo_without_training(monkeypatch, top1):
     figures = []
     draw = timm_sl.tools.plot.plot_curves
     monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
-    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', lambda model_name, label='SL', **kwargs: [
-        DemoResult(name, {}, top1=[list(top1)], train_loss=[[2.3] * len(top1)], train_img_s=[1.], params=1,
-                   train_images=1438, val_images=359) for name in (label, 'baseline')])
+    from timm_sl.layers import with_switches
+
+    def run_demo(model_name, label='SL', model_kwargs=None, **kwargs):  # each model's kwargs as run_demo gives them
+        models = {label: model_kwargs or {}, 'baseline': with_switches(model_kwargs or {}, dict(spt=False, lsa=False))}
+        return [DemoResult(name, model, top1=[list(top1)], train_loss=[[2.3] * len(top1)], train_img_s=[1.], params=1,
+                           train_images=1438, val_images=359) for name, model in models.items()]
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', run_demo)
     return figures
 
 
@@ -222,10 +226,10 @@ def test_the_demos_baseline_has_every_switch_off(kwargs, label):
     """--model-kwargs lsa_mask=True (or lsa_learn_temp=True) went to the baseline too, where it outlived lsa=False: the
     curve labelled 'baseline' was a masked (or learned-temperature) model, the paper's M (or T). The baseline has
     every switch off; the given one stays with the SL model."""
-    from timm_sl.layers import without_unused_options
-    from timm_sl.tools.demo.train import baseline_of, check_demo_kwargs
+    from timm_sl.layers import with_switches, without_unused_options
+    from timm_sl.tools.demo.train import check_demo_kwargs
     from timm_sl.tools.paper import switches_label
-    baseline = baseline_of(kwargs, check_demo_kwargs('sl_vit_32', dict(kwargs, depth=1)))
+    baseline = with_switches(kwargs, check_demo_kwargs('sl_vit_32', dict(kwargs, depth=1)))
     assert baseline == dict(spt=False, lsa=False) and switches_label(baseline) == 'baseline'
     assert switches_label({**kwargs, 'spt': False, 'lsa': False}) == label  # what it trained as before
     assert check_demo_kwargs('sl_vit_32', dict(kwargs, spt=False, lsa=False, depth=1)) == dict(spt=False, lsa=False)

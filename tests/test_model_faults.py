@@ -283,6 +283,23 @@ def test_an_option_its_switches_use_builds(name, kwargs):
     assert model.sl_args.shift_directions == kwargs.get('shift_directions', 'diagonal')
 
 
+@pytest.mark.parametrize('given,switches,expected', [
+    (dict(depth=6), dict(spt=False, lsa=False), dict(depth=6, spt=False, lsa=False)),
+    (dict(shift_ratio=0.25), dict(spt=False, lsa=False), dict(spt=False, lsa=False)),  # SPT's option goes with SPT
+    (dict(shift_ratio=0.25), dict(lsa=False), dict(shift_ratio=0.25, lsa=False)),
+    (dict(lsa_mask=True, lsa_learn_temp=False), dict(spt=False, lsa=False), dict(spt=False, lsa=False)),
+    (dict(lsa_mask=False), dict(spt_pool=False), dict(lsa_mask=False, spt_pool=False)),  # LSA on: kept
+    (dict(lsa_temp_ratio=2.0), dict(spt=False, lsa=False), dict(lsa_temp_ratio=2.0, spt=False, lsa=False)),
+    (dict(lsa_mask=False), dict(spt=False, lsa=False, lsa_mask=True), dict(spt=False, lsa=False, lsa_mask=True)),
+])
+def test_kwargs_under_other_switches_lose_what_those_switches_turn_off(given, switches, expected):
+    """One user's kwargs given to a model and to its baseline: an lsa_mask / lsa_learn_temp given outlived the
+    baseline's lsa=False (the 'baseline' trained as the paper's M or T), SPT's options were refused with SPT off. The
+    switches' own settings win; lsa_temp_ratio stays (Table 1 sets it on the baseline)."""
+    from timm_sl.layers import with_switches
+    assert with_switches(given, switches) == expected
+
+
 @pytest.mark.parametrize('name', FAST_MODELS)
 def test_a_saved_state_dict_of_the_models_class_count_keeps_its_head(name, tmp_path):
     """A 10-class state dict loaded with num_classes=10 and pretrained_cfg_overlay=dict(file=...) lost its head:

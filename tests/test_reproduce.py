@@ -137,6 +137,22 @@ def test_merged_spt_options_leave_the_rows_that_do_not_use_them():
             timm.create_model(run.model, **run.model_kwargs)
 
 
+@pytest.mark.parametrize('given', [dict(lsa_mask=True), dict(lsa_learn_temp=True)])
+def test_a_merged_lsa_part_leaves_the_baseline_row(given):
+    """-- --model-kwargs lsa_mask=True went to the baseline row too, where it outlived lsa=False: the row reported as
+    'baseline' trained the paper's M (lsa_learn_temp=True: T). The SL rows keep it; the baseline has every switch off,
+    as the demo's and throughput.py's baselines (one rule: layers.with_switches)."""
+    from timm_sl.tools.paper import switches_label
+    from timm_sl.tools.reproduce import merge_model_kwargs
+    runs = plan_runs('cifar10', ['pit'], [0], Path('o'))
+    merge_model_kwargs(runs, dict(given, depth=(1, 1, 1)))
+    kwargs = {r.name: r.model_kwargs for r in runs}
+    assert kwargs['pit-base-s0'] == dict(spt=False, lsa=False, spt_pool=False, depth=(1, 1, 1))
+    assert switches_label(kwargs['pit-base-s0']) == 'baseline'
+    assert kwargs['pit-sl-s0'] == dict(given, depth=(1, 1, 1))
+    assert kwargs['pit-sl_no_spool-s0'] == dict(given, spt_pool=False, depth=(1, 1, 1))
+
+
 def test_bad_plan_input_is_named():
     with pytest.raises(ValueError) as e:
         plan_runs('mnist', ['vit'], [0], Path('o'))

@@ -11,4 +11,4 @@ from .spt import (
     check_size, resolve_shift, shift_and_concat, shift_offsets)
 from .sl_args import (
     SL_ARG_NAMES, SlArgs, check_bool, check_model_kwargs, check_optional_bool, check_options_used, unused_options,
-    without_unused_options)
+    with_switches, without_unused_options)

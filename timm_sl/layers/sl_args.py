@@ -27,7 +27,7 @@ from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool',
-           'check_options_used', 'unused_options', 'without_unused_options']
+           'check_options_used', 'unused_options', 'with_switches', 'without_unused_options']
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -120,6 +120,17 @@ def without_unused_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     baseline (SPT and Spool off) keeps only what each uses."""
     unused = unused_options(kwargs)
     return {k: v for k, v in kwargs.items() if k not in unused}
+
+
+def with_switches(kwargs: Dict[str, Any], switches: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` given for one model, with ``switches`` (another Table 2 row's: the baseline's ``spt=False,
+    lsa=False``) over them: what a switch turns off takes its options with it. SPT's options go with SPT (and
+    Spool) off, and an ``lsa_mask`` / ``lsa_learn_temp`` given goes with ``lsa=False`` (kept, it would outlive the
+    switch and make the baseline the paper's M or T); ``lsa_temp_ratio`` stays (Table 1 sets it on the baseline too).
+    """
+    if switches.get('lsa') is False:
+        kwargs = {k: v for k, v in kwargs.items() if k not in ('lsa_mask', 'lsa_learn_temp')}
+    return without_unused_options({**kwargs, **switches})
 
 
 @dataclass(frozen=True)

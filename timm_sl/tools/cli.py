@@ -194,8 +194,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
-    from timm_sl.tools.demo.train import LSA_PARTS
-    base_given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items() if k not in LSA_PARTS)  # not its own
+    base_given = ''.join(f', {k}={v}' for k, v in base.kwargs.items() if k not in ('spt', 'lsa', 'spt_pool'))
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
                  f'baseline ({args.model}{base_given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
@@ -287,8 +286,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             return model.eval(), record
-        from timm_sl.tools.demo.train import baseline_of
-        baseline = baseline_of(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with SPT, LSA
+        from timm_sl.layers import with_switches
+        baseline = with_switches(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with them
         candidates = [baseline, kwargs] if baseline_first else [kwargs, baseline]
         first_error = None
         for candidate in [c for i, c in enumerate(candidates) if c not in candidates[:i]]:

@@ -1536,9 +1536,9 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         raise ValueError(f'--model-kwargs {" ".join(f"{k}={kwargs[k]}" for k in clash)} after -- would change the '
                          f'Table 2 rows, which set {", ".join(rows)} themselves; allowed: other model kwargs (e.g. '
                          f'depth=2), which every row gets')
-    from timm_sl.layers import without_unused_options
-    for run in runs:
-        run.model_kwargs = without_unused_options({**run.model_kwargs, **kwargs})  # a baseline's: no SPT options
+    from timm_sl.layers import with_switches
+    for run in runs:  # a baseline's: no SPT options, no lsa_mask / lsa_learn_temp outliving its lsa=False
+        run.model_kwargs = with_switches(kwargs, run.model_kwargs)
 
 
 def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None) -> None:

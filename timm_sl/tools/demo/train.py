@@ -22,23 +22,14 @@ from timm.scheduler import create_scheduler_v2
 from timm.layers import to_2tuple
 from timm.utils import accuracy, random_seed
 
-from ...layers import without_unused_options
+from ...layers import with_switches
 from ..profile import count_params
 from .digits import DIGITS_MEAN, DIGITS_STD, DigitsDataset, load_digits_split
 
-__all__ = ['DemoResult', 'run_demo', 'check_demo_kwargs', 'baseline_of']
+__all__ = ['DemoResult', 'run_demo', 'check_demo_kwargs']
 
 DIGIT_CLASSES = 10
 MIN_IMAGES = 20  # --limit: two images per class, so that the validation split is not a single image
-LSA_PARTS = ('lsa_mask', 'lsa_learn_temp')  # follow lsa unless set: set, they outlive the baseline's lsa=False
-
-
-def baseline_of(model_kwargs: Dict[str, Any], baseline_kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """The baseline's kwargs for a model built with ``model_kwargs``: its configuration with the switches of
-    ``baseline_kwargs`` (SPT, LSA, Spool off). An ``lsa_mask`` / ``lsa_learn_temp`` given for the model is left out
-    (kept, it would leave that part of LSA on in the baseline), and so are SPT's options with SPT off."""
-    kept = {k: v for k, v in model_kwargs.items() if k not in LSA_PARTS}
-    return without_unused_options({**kept, **baseline_kwargs})
 
 
 @dataclass
@@ -157,7 +148,7 @@ def run_demo(model_name: str = 'sl_vit_32', epochs: int = 10, seeds: int = 1, ba
     model_kwargs = dict(model_kwargs or {})
     baseline_kwargs = check_demo_kwargs(model_name, model_kwargs, limit)
     model_kwargs.pop('num_classes', None)  # the digits' 10, set by train_variant
-    baseline = baseline_of(model_kwargs, baseline_kwargs)
+    baseline = with_switches(model_kwargs, baseline_kwargs)
     results = [DemoResult(label, model_kwargs), DemoResult('baseline', baseline)]
     for run_seed in range(seed, seed + seeds):
         for result in results:
@@ -192,7 +183,7 @@ def check_demo_kwargs(model_name: str, model_kwargs: Dict[str, Any], limit: Opti
     if baseline_kwargs is None:
         raise ValueError(f'{model_name} is not an sl_ model (no spt/lsa baseline to compare with); allowed: the '
                          f'models of timm.list_models("sl_*")')
-    baseline = timm.create_model(model_name, **baseline_of(kwargs, baseline_kwargs))
+    baseline = timm.create_model(model_name, **with_switches(kwargs, baseline_kwargs))
     if _architecture(probe) == _architecture(baseline):
         given = ' '.join(f'{k}={v}' for k, v in model_kwargs.items())
         raise ValueError(f'--model-kwargs {given} make {model_name} its own baseline (SPT and LSA off), so there is '
