@@ -128,9 +128,8 @@ def with_switches(kwargs: Dict[str, Any], switches: Dict[str, Any]) -> Dict[str,
     Spool) off, and an ``lsa_mask`` / ``lsa_learn_temp`` given goes with ``lsa=False`` (kept, it would outlive the
     switch and make the baseline the paper's M or T); ``lsa_temp_ratio`` stays (Table 1 sets it on the baseline too).
     """
-    if switches.get('lsa') is False:
-        kwargs = {k: v for k, v in kwargs.items() if k not in ('lsa_mask', 'lsa_learn_temp')}
-    return without_unused_options({**kwargs, **switches})
+    dropped = set(switches) | ({'lsa_mask', 'lsa_learn_temp'} if switches.get('lsa') is False else set())
+    return without_unused_options({**switches, **{k: v for k, v in kwargs.items() if k not in dropped}})
 
 
 @dataclass(frozen=True)
