@@ -323,14 +323,14 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
             '1', '--out', str(out), '--train-script', str(fake_train), '--', '--epochs', '3']
     os.environ['EPOCHS_BEFORE_KILL'] = '1'
     try:
-        assert main(args) == 1
+        assert _exit_status(args) == 1
     finally:
         del os.environ['EPOCHS_BEFORE_KILL']
     printed = capsys.readouterr()
     assert 'run 1/10: vit-base-s0 started, ETA unknown until an epoch finishes' in printed.out
     # every run "interrupted" after one epoch (exit 3), pit without Spool crashed (exit 1): all failed
     assert 'timm-sl reproduce: 10 run(s) failed' in printed.err
-    assert main(args) == 1
+    assert _exit_status(args) == 1
     printed = capsys.readouterr()
     assert ('run 1/10: vit-base-s0 started (resuming: 1/3 epochs done), ETA unknown until an epoch finishes'
             in printed.out)
@@ -354,7 +354,7 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     assert json.loads((out / 'runs' / 'vit-base-s0' / 'done.json').read_text())['dataset'] == 'cifar10'
 
     # a third call runs nothing that finished: only the crashing rows go again
-    assert main(args) == 1
+    assert _exit_status(args) == 1
     printed = capsys.readouterr().out
     assert 'run 1/10: vit-base-s0 finished earlier, skipped' in printed
     assert printed.count('finished earlier, skipped') == 8
@@ -584,7 +584,7 @@ def test_a_run_failed_under_torchrun_says_why(fake_train, tmp_path, capsys):
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, families=('pit',))
     argv[argv.index('--'):argv.index('--')] = ['--nproc', '2', '--seeds', '0']
-    assert main(argv) == 1
+    assert _exit_status(argv) == 1
     results = json.loads((out / 'results.json').read_text())
     failed = {r['name']: r['message'] for r in results['runs'] if r['status'] == 'failed'}
     assert list(failed) == ['pit-sl_no_spool-s0']
@@ -607,7 +607,7 @@ def test_a_damaged_sessions_file_does_not_stop_the_report(fake_train, tmp_path, 
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'
-    assert main(_reproduce_args(tmp_path, out, fake_train)) == 1
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 1
     printed = capsys.readouterr()
     assert 'timm-sl reproduce: 2 run(s) failed: vit-base-s0, vit-sl-s0 (see the report)' in printed.err
     log = out / 'runs' / 'vit-base-s0' / 'train.log'
@@ -1060,7 +1060,7 @@ def test_report_charts_start_at_zero_name_the_recorded_data_and_count_whole_epoc
                                                                                    saved_figures):
     data = _folders(tmp_path / 'digits', ['train/a/0.png', 'train/b/0.png', 'test/a/0.png', 'test/b/0.png'])
     out = tmp_path / 'out'
-    assert main(_reproduce_args(data, out, fake_train, families=['vit', 'pit'],
+    assert _exit_status(_reproduce_args(data, out, fake_train, families=['vit', 'pit'],
                                 train_args=['--dataset', '', '--num-classes', '2', '--epochs', '3'])) == 1
     capsys.readouterr()  # pit's SL w/o Spool crashes (fake train.py): no measured gain for that row
     top1, curves = saved_figures['top1.png'], saved_figures['curves.png']
@@ -1468,7 +1468,7 @@ def test_a_restart_from_scratch_counts_only_its_own_sessions(fake_train, tmp_pat
     time of the run that started again from scratch."""
     out = tmp_path / 'out'
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
-    assert main(_reproduce_args(tmp_path, out, fake_train)) == 1
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train)) == 1
     monkeypatch.delenv('FAKE_NO_SUMMARY')
     sessions = out / 'runs' / 'vit-base-s0' / 'sessions.json'
     first = json.loads(sessions.read_text())
@@ -1772,7 +1772,7 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '6'])
     monkeypatch.setenv('EPOCHS_BEFORE_KILL', '3')
-    assert main(argv) == 1
+    assert _exit_status(argv) == 1
     monkeypatch.delenv('EPOCHS_BEFORE_KILL')
     capsys.readouterr()
     base = out / 'runs' / 'vit-base-s0'
@@ -1789,7 +1789,7 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     assert 'vit-base-s0 finished earlier, skipped' in capsys.readouterr().out
     assert main(argv[:-1] + ['6']) == 0
     monkeypatch.setenv('EPOCHS_BEFORE_KILL', '7')  # finished at 6, then interrupted on the way to 9
-    assert main(argv[:-1] + ['9']) == 1
+    assert _exit_status(argv[:-1] + ['9']) == 1
     monkeypatch.delenv('EPOCHS_BEFORE_KILL')
     capsys.readouterr()
     assert _exit_status(argv) == 2

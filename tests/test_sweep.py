@@ -17,6 +17,15 @@ from timm_sl.tools.sweep import (
     MAX_RUNS_PER_GPU, Gpu, Job, SweepStopped, default_jobs, device_groups, log_throughput, parse_gpus, run_jobs,
     train_throughput)
 
+
+def exit_status(argv) -> int:
+    """``timm-sl ARGV``'s exit status: what main returns, or the status it ends with (a failed run: 1)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for timm's train.py that keeps a record (record.jsonl: start / end time, pid, CUDA_VISIBLE_DEVICES, the
@@ -362,12 +371,12 @@ def test_unknown_model_without_the_plugin_installed_says_how_to_install(fake_tra
         return lambda **kwargs: found if kwargs.get('group') == 'timm.plugins' else real(**kwargs)
     monkeypatch.setattr(importlib.metadata, 'entry_points',
                         plugins([importlib.metadata.EntryPoint('timm_sl', 'timm_sl', 'timm.plugins')]))
-    assert main(_args(tmp_path)) == 1
+    assert exit_status(_args(tmp_path)) == 1
     log = tmp_path / 'out' / 'runs' / 'vit-base-s0' / 'train.log'
     message = f'train.py exited with 1: RuntimeError: Unknown model (sl_vit_32) (log: {log})'
     assert f'- vit-base-s0: {message}\n' in (tmp_path / 'out' / 'report.md').read_text()  # installed: no hint
     monkeypatch.setattr(importlib.metadata, 'entry_points', plugins([]))
-    assert main(_args(tmp_path)) == 1
+    assert exit_status(_args(tmp_path)) == 1
     assert f'- vit-base-s0: {message}; timm_sl is not installed in this Python (no timm.plugins entry point), so ' \
         f'train.py does not know the sl_ models: pip install .' in (tmp_path / 'out' / 'report.md').read_text()
 
@@ -376,7 +385,7 @@ def test_a_run_stopped_from_outside_is_not_marked_done(fake_train, tmp_path, cap
     """train.py exits 0 when a SIGINT reaches it alone (not through the sweep): the run failed, and resumes later."""
     fake_train.write_text(FAKE_TRAIN.replace("for epoch in range(start, int(value('--epochs'))):",
                                              "for epoch in range(start, min(start + 1, int(value('--epochs')))):"))
-    assert main(_args(tmp_path)) == 1
+    assert exit_status(_args(tmp_path)) == 1
     assert '- vit-sl-s0: train.py exited with 0 after 1 of 2 epochs (stopped from outside?); run the same command ' \
            'again to resume' in (tmp_path / 'out' / 'report.md').read_text()
     assert not (tmp_path / 'out' / 'runs' / 'vit-sl-s0' / 'done.json').exists()

@@ -1012,11 +1012,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class CommandFailed(SystemExit):
-    """How :func:`main` ends a command that failed: exit status 2, after printing ``message`` (``timm-sl COMMAND:
-    ...``) on stderr. A ``SystemExit``, so that the console command ends without a traceback."""
+    """How :func:`main` ends a command that failed: exit status 2 (or the error's own ``exit_status``), after printing
+    ``message`` (``timm-sl COMMAND: ...``) on stderr. A ``SystemExit``, so that the console command ends without a
+    traceback."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(2)
+    def __init__(self, message: str, status: int = 2) -> None:
+        super().__init__(status)
         self.message = message
 
     def __str__(self) -> str:
@@ -1037,7 +1038,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except USER_ERRORS as e:
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
-        raise CommandFailed(message) from e
+        raise CommandFailed(message, getattr(e, 'exit_status', 2)) from e
 
 
 if __name__ == '__main__':

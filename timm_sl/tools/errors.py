@@ -3,8 +3,9 @@
 Library functions of :mod:`timm_sl.tools` raise plain exceptions whose message is one line naming what was wrong (the
 file, the value) and what is allowed: ``ValueError`` for a bad value or file content, the ``OSError`` family
 (``FileNotFoundError``, ``NotADirectoryError``, ``PermissionError``, ...) for a path, ``ImportError`` for a missing
-extra, :class:`ToolError` for an operation refused from outside (the Hub). Only :mod:`timm_sl.tools.cli` turns them
-into a line on stderr and an exit status; anything else is a bug and keeps its traceback.
+extra, :class:`ToolError` for an operation refused from outside (the Hub) or work that failed (a run). Only
+:mod:`timm_sl.tools.cli` turns them into a line on stderr and an exit status; anything else is a bug and keeps its
+traceback.
 """
 import os
 from pathlib import Path
@@ -15,7 +16,9 @@ __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line',
 
 
 class ToolError(RuntimeError):
-    """An operation the input was fine for but that could not be done: the Hub refused an upload, a run failed."""
+    """An operation the input was fine for but that could not be done: the Hub refused an upload, a run failed.
+    ``exit_status``: the command's (2; a sweep whose runs ran and some failed ends with 1, as a test runner does)."""
+    exit_status = 2
 
 
 # what the CLI reports as one line (exit status 2) instead of a traceback

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .errors import check_not_below_a_file, make_folder, shown
+from .errors import ToolError, check_not_below_a_file, make_folder, shown
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -41,7 +41,7 @@ from .train_args import (
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
            'run_from_args', 'run_settings', 'check_runs', 'check_output_outside_data', 'checkpoint_problem',
-           'check_run_files', 'check_report_files', 'REPORT_FILES', 'REPORT_MANIFEST']
+           'check_run_files', 'check_report_files', 'RunsFailed', 'REPORT_FILES', 'REPORT_MANIFEST']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
 _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval', 'evaluation'))
@@ -1651,12 +1651,17 @@ def plan_sweep(args: argparse.Namespace, recipe: Path, extra_args: Sequence[str]
     return jobs, devices, f'{jobs} run(s) at once ({why}), {where}'
 
 
+class RunsFailed(ToolError):
+    """Some runs of a sweep crashed; the others and the report are written. Exit status 1, as a test runner's."""
+    exit_status = 1
+
+
 def run_from_args(args: argparse.Namespace) -> int:
-    """``timm-sl reproduce``: plan, run, report. Returns the exit status: 0, 1 when a run crashed (after the report),
-    130 when interrupted.
+    """``timm-sl reproduce``: plan, run, report. Returns the exit status: 0, or 130 when interrupted.
 
     Raises:
         ValueError / FileNotFoundError: bad input, before anything runs (the data folder's problems one per line).
+        RunsFailed: a run crashed (after the report was written).
     """
     given = list(args.train_args)
     if given[:1] == ['--']:
@@ -1741,7 +1746,5 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
     if any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
         return 130
     if failed:
-        print(f'timm-sl reproduce: {len(failed)} run(s) failed: {", ".join(failed)} (see the report)',
-              file=sys.stderr)
-        return 1
+        raise RunsFailed(f'{len(failed)} run(s) failed: {", ".join(failed)} (see the report)')
     return 0
