@@ -113,6 +113,18 @@ def _imports(path: Path) -> set:
     return names
 
 
+def test_the_core_never_imports_the_harness():
+    """What timm loads (layers, models, slify, registration) imports nothing of timm_sl.tools, which imports it: a
+    model must build without the CLI, charts and run records, and the harness may change without touching it."""
+    core = [p for p in sorted(ROOT.rglob('*.py')) if 'tools' not in p.relative_to(ROOT).parts]
+    assert ROOT / 'layers' / 'lsa.py' in core and ROOT / 'models' / 'sl_vit.py' in core
+    for path in core:
+        depth = len(path.relative_to(ROOT).parts) - 1  # how many dots lead back to the package
+        wrong = {n for n in _imports(path) if n.startswith('timm_sl.tools') or (
+            n.startswith('.') and n.lstrip('.').startswith('tools') and len(n) - len(n.lstrip('.')) == depth + 1)}
+        assert not wrong, f'{path.relative_to(ROOT)} imports {wrong}'
+
+
 def test_layers_and_slify_do_not_import_the_families_and_families_not_slify():
     for path in [ROOT / 'slify.py', ROOT / 'convert.py', *sorted((ROOT / 'layers').glob('*.py'))]:
         wrong = {n for n in _imports(path) if n.lstrip('.').startswith('models') or n.startswith('timm_sl.models')}

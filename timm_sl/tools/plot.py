@@ -14,8 +14,9 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from .arg_types import check_file_place
 
-__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'figure_path',
-           'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib']
+__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'figure',
+           'figure_path', 'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib',
+           'save', 'y_limits']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
@@ -45,7 +46,7 @@ def require_matplotlib() -> None:
         raise ImportError('the charts need matplotlib, which is not installed: pip install "timm-sl[demo]"') from e
 
 
-def _figure(width: float, height: float, dpi: int = 100):
+def figure(width: float, height: float, dpi: int = 100):
     """A constrained-layout figure on its own Agg canvas."""
     require_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -60,7 +61,7 @@ CHART_MARK = 'timm-sl chart'  # in every chart file: never read back as an input
 _VECTOR_MARKS = {'.pdf': f'/Creator ({CHART_MARK})'.encode(), '.svg': f'<dc:title>{CHART_MARK}</dc:title>'.encode()}
 
 
-def _save(fig, path: str) -> None:
+def save(fig, path: str) -> None:
     """``fig.savefig`` to ``path`` (the format its extension names) through
     :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. Charts carry
     :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the analyses' image loader
@@ -81,7 +82,7 @@ def is_marked(image) -> bool:
 
 
 def is_chart(path: Path) -> bool:
-    """Whether the regular file ``path`` is a chart timm-sl drew: :data:`CHART_MARK` where :func:`_save` puts it for
+    """Whether the regular file ``path`` is a chart timm-sl drew: :data:`CHART_MARK` where :func:`save` puts it for
     the format its extension names (a PNG / JPEG read with PIL; a PDF's last and an SVG's first 64 KiB)."""
     suffix = path.suffix.lower()
     if suffix in _VECTOR_MARKS:
@@ -142,7 +143,7 @@ def _plain_ticks(axis) -> None:
     axis.set_major_formatter(formatter)
 
 
-def _y_limits(values: Sequence[float], low: Optional[float], high: Optional[float]) -> Tuple[float, float]:
+def y_limits(values: Sequence[float], low: Optional[float], high: Optional[float]) -> Tuple[float, float]:
     """The y range a curve chart shows: from ``low`` (or the data's minimum, if lower) to ``high`` (or the data's
     maximum, if higher); an open end (None) is the data's own plus a 5 % margin of the span."""
     finite = [v for v in values if math.isfinite(v)]
@@ -175,7 +176,7 @@ def plot_curves(
     visible as nested markers. ``floors`` (curve name -> a value per step) draws a level the curve cannot go below as
     a dotted line in a darker shade of the curve's colour, over it (``floor_label`` names it in the legend).
     """
-    fig = _figure(9, 5)
+    fig = figure(9, 5)
     ax = fig.add_subplot()
     for i, (name, ys) in enumerate(curves.items()):
         ax.plot(range(x_start, x_start + len(ys)), ys, label=name, linestyle=_LINESTYLES[i % len(_LINESTYLES)],
@@ -189,7 +190,7 @@ def plot_curves(
                 linestyle=':', linewidth=2, zorder=3, marker='_', markersize=14, markeredgewidth=2)  # a lone
         # point (one depth) has no line to draw: the marker is the floor's level there
     values = [float(v) for ys in [*curves.values(), *(floors or {}).values()] for v in ys]
-    ax.set_ylim(*_y_limits(values, *y_range))
+    ax.set_ylim(*y_limits(values, *y_range))
     steps = max((len(ys) for ys in curves.values()), default=0)
     if steps <= 20:
         ax.set_xticks(range(x_start, x_start + steps))  # every epoch / depth
@@ -208,7 +209,7 @@ def plot_curves(
         ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)
     else:  # long labels (a model's kwargs) beside the axes left them a sliver of the width
         ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.14), borderaxespad=0., frameon=False)
-    _save(fig, path)
+    save(fig, path)
     return fig
 
 
@@ -223,7 +224,7 @@ def plot_ratios(
 ):
     """Horizontal bars of throughput ratios to the baseline (median, min-max whisker) with a marker at the ratio the
     MACs alone predict, ``references``: baseline MACs / SL MACs (below 1 for a model of more MACs)."""
-    fig = _figure(10, 1.5 + 0.32 * len(labels))
+    fig = figure(10, 1.5 + 0.32 * len(labels))
     ax = fig.add_subplot()
     rows = range(len(labels))
     errors = [[m - lo for m, lo in zip(medians, lows)], [hi - m for m, hi in zip(medians, highs)]]
@@ -239,7 +240,7 @@ def plot_ratios(
     if title:
         ax.set_title(title, wrap=True)
     ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12 - 0.4 / max(len(labels), 1)), ncol=2, frameon=False)
-    _save(fig, path)
+    save(fig, path)
     return fig
 
 
@@ -292,7 +293,7 @@ def plot_attention(
     ncols = math.ceil(len(labels) / rows_per_image)
     nrows = rows_per_image * len(images)
     width_inches = cell * ncols + 1.2
-    fig = _figure(width_inches, cell * nrows + 1. + 0.18 * len(notes))
+    fig = figure(width_inches, cell * nrows + 1. + 0.18 * len(notes))
     axes = fig.subplots(nrows, ncols, squeeze=False)
     last_row = len(labels) - (rows_per_image - 1) * ncols  # panels in each image's last row
     for ax in axes[rows_per_image - 1::rows_per_image, last_row:].flat:
@@ -337,5 +338,5 @@ def plot_attention(
     if notes:
         fig.supxlabel('\n'.join(line for note in notes for line in textwrap.wrap(note, int(width_inches * 12))),
                       fontsize=8, ha='left', x=0.01)
-    _save(fig, path)
+    save(fig, path)
     return fig

@@ -28,8 +28,8 @@ from .errors import ToolError, check_not_below_a_file, make_folder, shown
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, prepared_dataset, read_args_yaml, read_class_map, read_done_marker, read_sessions,
-    read_summary_rows, summarize, walk)
+    DONE_MARKER, SESSIONS, RunRecord, checkpoint_problem, prepared_dataset, read_args_yaml, read_class_map,
+    read_done_marker, read_sessions, read_summary_rows, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -40,7 +40,7 @@ from .train_args import (
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
-           'run_from_args', 'run_settings', 'check_runs', 'check_output_outside_data', 'checkpoint_problem',
+           'run_from_args', 'run_settings', 'check_runs', 'check_output_outside_data',
            'check_run_files', 'check_report_files', 'RunsFailed', 'REPORT_FILES', 'REPORT_MANIFEST']
 
 # timm's folder datasets look for a split's folder under its synonyms too (timm.data.dataset_factory)
@@ -611,27 +611,6 @@ def _trained(run: Run) -> List[str]:
         except (ValueError, OSError):
             found.append('summary.csv')
     return found + sorted(p.name for p in run.out_dir.glob('*.pth.tar') if p.is_file())
-
-
-def checkpoint_problem(path: Path) -> str:
-    """Why train.py could not resume from a checkpoint ('' when it looks whole), without torch: torch.save writes a
-    zip archive whose index is at its end (a cut file has none) and whose members carry checksums."""
-    import zipfile
-    from .runs import _PICKLE, _ZIP
-    try:
-        with path.open('rb') as f:
-            head = f.read(4)
-        if head.startswith(_PICKLE):  # torch's legacy format: left to torch
-            return ''
-        if not head.startswith(_ZIP):
-            return 'it is empty' if not head else 'it is not a torch.save archive'
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-    except zipfile.BadZipFile as e:
-        return f'not a whole zip archive: {e}'
-    except (OSError, EOFError) as e:
-        return str(e).splitlines()[0] if str(e).strip() else type(e).__name__
-    return f'its member {damaged} is damaged' if damaged else ''
 
 
 def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
@@ -1276,10 +1255,10 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     """Best top-1 per Table 2 row and SL − baseline gains, measured and the paper's as bars side by side from 0, each
     with its value; returns the figure. The title says what the measured bars are (one seed, or mean ± std over n
     seeds). A row without a finished run has no measured bar, and says so."""
-    from .plot import _figure, _save
+    from .plot import figure, save
     deltas = [r for r in rows if r['variant'] != 'base']
     width = max(len(rows), 1), max(len(deltas), 1)  # panels as wide as their bars: ~0.9 in per row
-    fig = _figure(max(12., 0.9 * sum(width) + 2.5), 5.5)
+    fig = figure(max(12., 0.9 * sum(width) + 2.5), 5.5)
     left, right = fig.subplots(1, 2, width_ratios=width)
     title, per_row = _spread_title(rows)
     x = list(range(len(rows)))
@@ -1323,7 +1302,7 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
     fig.set_dpi(110)
-    _save(fig, path)
+    save(fig, path)
     return fig
 
 
@@ -1331,9 +1310,9 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run); returns the figure."""
     from matplotlib.ticker import MaxNLocator
-    from .plot import EPOCH_AXIS, _figure, _save, _y_limits
+    from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
-    fig = _figure(5 * max(1, len(families)), 4.5)
+    fig = figure(5 * max(1, len(families)), 4.5)
     axes = fig.subplots(1, max(1, len(families)), squeeze=False, sharex=True, sharey=True)
     colors = {'base': 'tab:gray', 'sl_no_spool': 'tab:orange', 'sl': 'tab:blue'}
     for ax, family in zip(axes[0], families):
@@ -1359,11 +1338,11 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         if shown:
             ax.legend()
     values = [t for o in outcomes for _, t in o.curve]
-    axes[0, 0].set_ylim(*_y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
+    axes[0, 0].set_ylim(*y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))
     fig.set_dpi(110)
-    _save(fig, path)
+    save(fig, path)
     return fig
 
 

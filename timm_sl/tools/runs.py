@@ -34,7 +34,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
-           'check_regular_file', 'saved_args']
+           'check_regular_file', 'saved_args', 'checkpoint_problem']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -792,6 +792,26 @@ class Checkpoint:
 
 
 _ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its legacy pickle format) begin
+
+
+def checkpoint_problem(path: Path) -> str:
+    """Why train.py could not resume from a checkpoint ('' when it looks whole), without torch: torch.save writes a
+    zip archive whose index is at its end (a cut file has none) and whose members carry checksums."""
+    import zipfile
+    try:
+        with path.open('rb') as f:
+            head = f.read(4)
+        if head.startswith(_PICKLE):  # torch's legacy format: left to torch
+            return ''
+        if not head.startswith(_ZIP):
+            return 'it is empty' if not head else 'it is not a torch.save archive'
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except zipfile.BadZipFile as e:
+        return f'not a whole zip archive: {e}'
+    except (OSError, EOFError) as e:
+        return str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+    return f'its member {damaged} is damaged' if damaged else ''
 
 
 def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
