@@ -35,3 +35,17 @@ def model_input(model: torch.nn.Module, batch: int = 2) -> torch.Tensor:
     size = getattr(model.patch_embed, 'img_size', None) or (height, width)
     size = (size, size) if isinstance(size, int) else size
     return torch.randn(batch, chans, *size)
+
+
+def small_kwargs(name: str) -> dict:
+    """Kwargs that build ``name`` (a 32 px configuration) with one or two blocks of each kind: fast, and every
+    family's blocks still there."""
+    return {'sl_pit_32': dict(depth=(1, 1, 1)), 'sl_swin_32': dict(depths=(1, 1, 1))}.get(name, dict(depth=2))
+
+
+def randomise(model: torch.nn.Module) -> torch.nn.Module:
+    """Move every parameter away from its init (LayerNorm affines off 1 / 0, as after training)."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    return model

@@ -15,6 +15,7 @@ from timm_sl.tools.analysis import (
     tokenizer_geometry)
 from timm_sl.tools.cli import main
 from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL
+from test_run_record import _train_run
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -1485,3 +1486,12 @@ def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
     assert capsys.readouterr().out == 'sl_pit_ti: first tokenization step kernel 16, stride 8, no SPT: r_token = 16\n'
     with torch.device('meta'):
         assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
+
+
+def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
+    pytest.importorskip('matplotlib')
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
+    assert main(['attention', str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--checkpoint',
+                 str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(tmp_path / 'a.png')]) == 0
+    assert (tmp_path / 'a.png').is_file()

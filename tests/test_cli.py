@@ -770,3 +770,13 @@ def test_a_chart_the_disk_cannot_take_names_its_file(tmp_path, capsys):
                          str(tmp_path / 'chart.png')], capsys) == (  # the CLI does not start on a device
         f'timm-sl temperature: error: argument --out: {tmp_path / "chart.png"} is a device, not a regular file; '
         f'expected a chart file')
+
+
+def test_every_help_shows_each_default_once():
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in {'timm-sl': parser, **commands}.items():
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            text = formatter._get_help_string(action) or ''
+            assert text.replace('%(default)s', 'X').count('default:') <= 1, (name, action.dest, text)

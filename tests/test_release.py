@@ -1,6 +1,9 @@
 """``timm-sl release`` and the pretrained-tags data file: runs -> Hub folders + cards -> tag entries -> (offline)
 ``timm.create_model('sl_vit_32.<tag>', pretrained=True)`` in a fresh interpreter."""
 import argparse
+import builtins
+import collections
+import io
 import json
 import os
 import shutil
@@ -19,7 +22,7 @@ from timm_sl.tools.release import release, repo_name
 from timm_sl.tools.runs import RunRecord, find_runs, portable_command
 
 from test_hub import _offline_cache
-from test_run_record import _fails
+from test_run_record import _fails, _train_run
 
 CIFAR10_MEAN, CIFAR10_STD = [0.4914, 0.4822, 0.4465], [0.247, 0.2435, 0.2616]
 COMMAND = ('/venv/bin/python3 /src/timm/train.py --data-dir /home/someone/data '
@@ -1138,3 +1141,25 @@ def test_weights_of_a_diverged_epoch_get_no_pretrained_tag(tmp_path, capsys):
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,1,1,50,99\n')
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
+
+
+def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
+    from timm_sl.tools.release import release
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1), dataset='')
+    (run / 'command.txt').write_text('python train.py --model sl_vit_32\n')
+    reads = collections.Counter()
+    real_open = io.open
+
+    def counting_open(file, mode='r', *args, **kwargs):
+        if 'r' in mode and isinstance(file, (str, os.PathLike)):
+            reads[Path(file).resolve()] += 1
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(io, 'open', counting_open)
+    monkeypatch.setattr(builtins, 'open', counting_open)
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
+    runs = (tmp_path / 'runs').resolve()  # what release wrote under rel/ it reads again to record its sha256
+    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}
+    assert ours and all(n == 1 for n in ours.values()), ours
+    assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)

@@ -1,9 +1,6 @@
 """From a train.py run to an exported folder: the run record read once, every kind of model (sl_, baseline kwargs,
 slify) exported and loaded back, checkpoints as timm reads them, and one-line errors (exit status 2)."""
 import argparse
-import builtins
-import collections
-import io
 import json
 import math
 import os
@@ -17,8 +14,11 @@ import torch
 from PIL import Image
 
 import timm
-from timm_sl.tools.cli import build_parser, main
+from timm_sl.tools.checkpoint import model_from_checkpoint
+from timm_sl.tools.cli import main
 from timm_sl.tools.hub import export_checkpoint
+from timm_sl.tools.runs import read_checkpoint
+from test_loading import files  # noqa: F401  (a fixture: damaged, foreign and code-carrying checkpoint files)
 
 
 def _train_run(folder: Path, model: str, kwargs: dict, args_yaml: bool = True, **extra_args) -> torch.nn.Module:
@@ -160,47 +160,6 @@ def test_card_says_what_its_recipe_list_is(tmp_path):
     assert ("## Training recipe (the run's usual recipe arguments, as set; timm's train.py was not at hand to compare "
             "with its defaults)") in card
     assert '| best top-1 (%) | 55.50 |' in card  # the run folder's summary.csv, read without --summary
-
-
-def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
-    pytest.importorskip('matplotlib')
-    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
-    Image.fromarray((torch.rand(32, 32, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'img.png')
-    assert main(['attention', str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--checkpoint',
-                 str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(tmp_path / 'a.png')]) == 0
-    assert (tmp_path / 'a.png').is_file()
-
-
-def test_every_help_shows_each_default_once():
-    parser = build_parser()
-    commands = parser._subparsers._group_actions[0].choices
-    for name, sub in {'timm-sl': parser, **commands}.items():
-        formatter = sub._get_formatter()
-        for action in sub._actions:
-            text = formatter._get_help_string(action) or ''
-            assert text.replace('%(default)s', 'X').count('default:') <= 1, (name, action.dest, text)
-
-
-def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
-    from timm_sl.tools.release import release
-    run = tmp_path / 'runs' / 'r'
-    _train_run(run, 'sl_vit_32', dict(depth=1), dataset='')
-    (run / 'command.txt').write_text('python train.py --model sl_vit_32\n')
-    reads = collections.Counter()
-    real_open = io.open
-
-    def counting_open(file, mode='r', *args, **kwargs):
-        if 'r' in mode and isinstance(file, (str, os.PathLike)):
-            reads[Path(file).resolve()] += 1
-        return real_open(file, mode, *args, **kwargs)
-
-    monkeypatch.setattr(io, 'open', counting_open)
-    monkeypatch.setattr(builtins, 'open', counting_open)
-    release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
-    runs = (tmp_path / 'runs').resolve()  # what release wrote under rel/ it reads again to record its sha256
-    ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}
-    assert ours and all(n == 1 for n in ours.values()), ours
-    assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
 
 
 def test_import_does_not_depend_on_the_program_name():
@@ -1198,3 +1157,16 @@ def test_the_card_of_a_run_resumed_from_another_folder_says_its_summary_begins_l
                                      '2,1,1,55.5,95\n')  # the whole run: as before
     card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
     assert '3 of 3 (the best epoch) |' in card and 'listed' not in card
+
+
+def test_training_checkpoint_errors(files):
+    with pytest.raises(FileNotFoundError, match='missing.pth does not exist'):
+        read_checkpoint(files / 'missing.pth')
+    for name, reason in (('garbage.pth', r'it is a text file; torch.save writes a zip archive'),
+                         ('truncated.pth', r'truncated or damaged: '),
+                         ('code.pth', r'weights-only load refused it: it holds objects other than tensors')):
+        with pytest.raises(ValueError, match=rf'{name} is not a readable torch checkpoint \({reason}'):
+            read_checkpoint(files / name)
+    assert not (files / 'EXECUTED').exists()
+    with pytest.raises(ValueError, match=r"good.pth does not fit sl_vit_32 \{'depth': 2"):
+        model_from_checkpoint(files / 'good.pth', 'sl_vit_32', dict(depth=2))

@@ -279,7 +279,7 @@ def test_module_level_names(module, name, where):
 def test_first_conv_trait_switches_off_timms_stem_adaptation():
     """After an SL filter adapted the stem to ``in_chans`` it sets the model's ``_traits['first_conv']`` to None
     (claim_stem_adaptation, models/_filters.py), timm's documented switch for a model that adapts its own stem; the
-    loader's behaviour with it is tested in test_model_faults.py (no "Loading unchanged" after a grey load)."""
+    loader's behaviour with it is tested in test_loading.py (no "Loading unchanged" after a grey load)."""
     from timm.models import get_model_traits
     from timm_sl.models._filters import claim_stem_adaptation
     model = nn.Linear(2, 2)
