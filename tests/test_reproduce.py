@@ -343,6 +343,7 @@ def test_runs_skip_resume_and_report_failures(fake_train, tmp_path, capsys):
     assert [r['epoch'] for r in rows] == [0, 1, 2]  # one epoch before the interruption, two after the resume
 
     report = (out / 'report.md').read_text()
+    assert 'shared the GPU' not in report and '(runs at once share a GPU, or the CPU)' in report  # no GPU here
     # fake top-1: 50 - 10 * (number of kwargs) + seed + best epoch (2)
     assert '| vit | baseline | `sl_vit_32` spt=False lsa=False | 2/2 | 32.50 ± 0.71 | - | 93.58 | - |' in report
     assert '| vit | SL | `sl_vit_32` | 2/2 | 52.50 ± 0.71 | +20.00 | 94.53 | +0.95 |' in report

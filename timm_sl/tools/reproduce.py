@@ -1413,8 +1413,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '
               "first of each epoch (which holds torch.compile's compilation and the data loader's start), from "
-              "train.py's own progress lines, measured while the runs shared the GPU. Epochs counted from 1 "
-              "(train.py's summary.csv counts from 0)."]
+              "train.py's own progress lines, so beside whatever ran at the time (runs at once share a GPU, or the "
+              "CPU). Epochs counted from 1 (train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
     report.write_text('\n'.join(lines) + '\n')
     for name in stale:
