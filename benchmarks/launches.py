@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.paper import FAMILIES, model_name
 
 from _timing import _NO_KERNEL_OPS, count_kernel_ops, interleaved_rounds, make_step, sync
@@ -105,7 +106,7 @@ def report(rows: List[Dict[str, object]]) -> str:
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument('--device', default='cpu')
     parser.add_argument('-b', '--batch-size', type=int, default=8)

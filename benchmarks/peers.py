@@ -32,6 +32,7 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
+from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
@@ -178,7 +179,7 @@ def tables(results: List[Dict], args: argparse.Namespace) -> str:
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('--device', default='cpu')

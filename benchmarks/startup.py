@@ -3,12 +3,13 @@
 Starts ``python -c pass`` repeatedly with the hook armed and disabled (``TIMM_SL_NO_AUTOLOAD=1``), interleaved, and
 reports the median wall time of each and the difference; also checks that start-up imports neither torch nor timm.
 """
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import time
+
+from timm_sl.tools.arg_types import OneLineParser
 
 
 def _start(env) -> float:
@@ -18,7 +19,7 @@ def _start(env) -> float:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument('--runs', type=int, default=40)
     args = p.parse_args()
     armed = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}

@@ -31,6 +31,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl import SlifyError, plan_slify, slify
 from timm_sl.layers import with_switches
 from timm_sl.models import SlArgs
+from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import count_macs, count_params
@@ -252,7 +253,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
     from timm_sl.tools.arg_types import output_file, positive_int, timm_benchmark
     from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out, figure_path
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])

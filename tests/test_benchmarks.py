@@ -200,3 +200,18 @@ def test_throughputs_baseline_has_every_switch_off(monkeypatch):
     assert variant_kwargs('sl_pit_32', dict(lsa_mask=True, depth=(1, 1, 1))) == {
         'sl': dict(lsa_mask=True, depth=(1, 1, 1)), 'base': dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
         'sl_no_spool': dict(lsa_mask=True, depth=(1, 1, 1), spt_pool=False)}
+
+
+@pytest.mark.parametrize('script', ['throughput', 'peers', 'launches', 'loader', 'startup'])
+def test_a_benchmarks_usage_error_is_one_line(script, capsys, monkeypatch):
+    """A misspelt option printed argparse's usage lines (4 to 9 of them) above the error, as the timm-sl command once
+    did: one line, naming the script and the option, exit status 2."""
+    import importlib
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    module = importlib.import_module(script)
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py', '--no-such-option'])
+    with pytest.raises(SystemExit) as e:
+        module.parse_args(['--no-such-option']) if hasattr(module, 'parse_args') else module.main()
+    assert e.value.code == 2
+    assert re.fullmatch(rf'{script}\.py: error: (unrecognized arguments: --no-such-option|the following arguments '
+                        rf'are required: [^\n]+)\n', capsys.readouterr().err)

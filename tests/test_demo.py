@@ -139,7 +139,7 @@ def test_demo_says_how_many_images_and_warns_on_a_small_validation_split(tmp_pat
     assert main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16', '--model-kwargs', 'depth=1',
                  '--out', str(tmp_path / 'c.png')]) == 0
     captured = capsys.readouterr()
-    assert '(32 training / 8 validation images, 8x8 upscaled), 1 epochs (counted from 1)' in captured.out
+    assert '(32 training / 8 validation images, 8x8 upscaled), 1 epoch (counted from 1)' in captured.out
     assert 'warning: 8 validation image(s): each is 12.5 points of top-1' in captured.err
 
 

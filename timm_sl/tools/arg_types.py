@@ -4,8 +4,17 @@ command and the benchmarks share them."""
 import argparse
 
 
-__all__ = ['MAX_SEED', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed', 'shift_ratio',
-           'timm_benchmark']
+__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed',
+           'shift_ratio', 'timm_benchmark']
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage error is one line on stderr (``PROG: error: ...``, without argparse's usage
+    lines, which buried it) and exit status 2: the ``timm-sl`` command's and the benchmarks'."""
+    hint = ''  # appended to an error (the ``timm-sl`` command's: where a train.py option goes)
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}{self.hint}\n')
 
 
 def positive_int(text: str) -> int:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .arg_types import MAX_SEED, positive_float as _positive_float, positive_int, seed as _seed, \
+from .arg_types import MAX_SEED, OneLineParser, positive_float as _positive_float, positive_int, seed as _seed, \
     shift_ratio as _shift_ratio
 from .errors import (
     BUILD_ERRORS, USER_ERRORS, describe, shown, write_atomically)
@@ -175,7 +175,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     sl, base = results
     given = ''.join(f', {k}={v}' for k, v in args.model_kwargs.items())
     print(f'\n{args.model} on scikit-learn digits ({sl.train_images} training / {sl.val_images} validation images, '
-          f'8x8 upscaled), {args.epochs} epochs (counted from 1), {args.seeds} seed(s): validation top-1 (%), mean '
+          f'8x8 upscaled), {args.epochs} epoch{"s" * (args.epochs != 1)} (counted from 1), {args.seeds} seed(s): '
+          f'validation top-1 (%), mean '
           f'over seeds')
     if sl.val_images < 100:
         print(f'warning: {sl.val_images} validation image(s): each is {100 / sl.val_images:.3g} points of top-1, so '
@@ -818,7 +819,7 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class _Parser(argparse.ArgumentParser):
+class _Parser(OneLineParser):
     """Every (sub)command's ``--help`` shows the option defaults, once; a usage error is one line on stderr
     (``timm-sl COMMAND: error: ...``, without argparse's usage lines: also for words no option takes) and exit status
     2. A command with an ``after_dashes`` hint (reproduce) gets everything after the first ``--`` as its
@@ -829,9 +830,6 @@ class _Parser(argparse.ArgumentParser):
         self.commands: Dict[str, '_Parser'] = {}  # name -> subparser, on the top-level parser
         self.after_dashes = ''  # where the command passes on what follows --, the hint for words put before it
         self.hint = ''
-
-    def error(self, message: str):
-        self.exit(2, f'{self.prog}: error: {message}{self.hint}\n')
 
     def parse_args(self, args: Optional[Sequence[str]] = None, namespace: Optional[argparse.Namespace] = None):
         argv = list(sys.argv[1:] if args is None else args)
