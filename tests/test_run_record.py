@@ -935,23 +935,29 @@ def test_a_link_to_nothing_in_a_run_folder_is_not_taken_for_no_file(name, what, 
     assert not (tmp_path / 'o').exists()
 
 
+_LOADER = ', which no training ran with and a loader of the export would preprocess by'
+
+
 @pytest.mark.parametrize('args,says', [
-    (dict(mean='x'), "mean: ('x', 'x', 'x')"), (dict(std=[0, 0, 0]), 'std: (0, 0, 0)'),
-    (dict(crop_pct='x'), "crop_pct: 'x'"), (dict(interpolation=5), 'interpolation: 5'),
-    (dict(input_size='abc'),
-     "input_size: \"not resolved ('<=' not supported between instances of 'str' and 'int')\""),
-    (dict(img_size=64),
-     "input_size: 'not resolved (Requested image size (64, 64), but the model requires (32, 32).)'")])
+    (dict(mean='x'), f"the data config mean: ('x', 'x', 'x'){_LOADER}"),
+    (dict(std=[0, 0, 0]), f'the data config std: (0, 0, 0){_LOADER}'),
+    (dict(crop_pct='x'), f"the data config crop_pct: 'x'{_LOADER}"),
+    (dict(interpolation=5), f'the data config interpolation: 5{_LOADER}'),
+    (dict(input_size='abc'), "a data config timm cannot resolve ('<=' not supported between instances of 'str' and "
+                             "'int'), which no training ran with"),
+    (dict(img_size=64), 'a data config timm cannot resolve (Requested image size (64, 64), but the model requires '
+                        '(32, 32).), which no training ran with'),
+    (dict(mean=[0.5, 0.5]), 'a data config timm cannot resolve (mean must have one value or 3 values, got 2.), which '
+                            'no training ran with')])
 def test_an_args_yaml_data_config_no_training_ran_with_is_refused(args, says, tmp_path, capsys):
     """An args.yaml of --mean x (--std 0, --crop-pct x) was exported into config.json as it was, for loaders to
     preprocess by; --input-size abc ended in a traceback, --img-size 64 (of a 32 px model) in timm's line naming no
-    file."""
+    file; a mean of two values was said to be a wrong input_size."""
     run = tmp_path / 'run'
     _train_run(run, 'sl_vit_32', dict(depth=1), **args)
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
-        f"timm-sl export: {run / 'args.yaml'} gives the data config {says}, which no training ran with and a loader "
-        f"of the export would preprocess by; allowed: the args.yaml train.py wrote (numbers for mean / std / "
-        f"crop_pct, std above 0, an input size of three positive whole numbers)")
+        f"timm-sl export: {run / 'args.yaml'} gives {says}; allowed: the args.yaml train.py wrote (numbers for mean / "
+        f"std / crop_pct, std above 0, an input size of three positive whole numbers)")
     assert not (tmp_path / 'o').exists()
 
 

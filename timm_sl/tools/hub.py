@@ -91,10 +91,13 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
 
     def number(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    allowed = ('allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, an input size '
+               'of three positive whole numbers)')
     try:
         config = resolve_input_data_config(model, dict(train_args or {}))
-    except (TypeError, ValueError, AssertionError) as e:
-        config = {'input_size': f'not resolved ({first_line(e)})'}
+    except (TypeError, ValueError, AssertionError) as e:  # timm's own reason: which setting it is, it says or not
+        raise ValueError(f'{where} gives a data config timm cannot resolve ({first_line(e)}), which no training ran '
+                         f'with; {allowed}') from None
     size, crop = config.get('input_size'), config.get('crop_pct', 1.)
     odd = next((f'{k}: {config.get(k)!r}' for k, ok in (
         ('input_size', isinstance(size, (list, tuple)) and len(size) == 3
@@ -105,8 +108,7 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
         ('interpolation', isinstance(config.get('interpolation', ''), str))) if not ok), None)
     if odd is not None:
         raise ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
-                         f'would preprocess by; allowed: the args.yaml train.py wrote (numbers for mean / std / '
-                         f'crop_pct, std above 0, an input size of three positive whole numbers)')
+                         f'would preprocess by; {allowed}')
     return config
 
 
