@@ -1163,3 +1163,18 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
     ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}
     assert ours and all(n == 1 for n in ours.values()), ours
     assert {Path('runs/r/args.yaml'), Path('runs/r/summary.csv'), Path('runs/r/model_best.pth.tar')} <= set(ours)
+
+
+def test_release_refuses_weights_of_nan_or_infinity(tmp_path):
+    """export refused a checkpoint of NaN weights, release exported it (its model output NaN wherever it loaded):
+    both write a folder through export_run, which refuses them before anything is written."""
+    from timm_sl.tools.release import release
+    model = _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['state_dict_ema'] = dict(model.state_dict(), **{'head.bias': torch.full((3,), float('nan'))})
+    torch.save(saved, run / 'model_best.pth.tar')
+    with pytest.raises(ValueError, match=r'model_best.pth.tar holds NaN or infinite weights \(1 tensor\(s\): '
+                                         r'head.bias\): the run had diverged when it was saved'):
+        release([tmp_path], tmp_path / 'out', 'timm-sl-test')
+    assert not any((tmp_path / 'out').glob('*/config.json'))

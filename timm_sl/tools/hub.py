@@ -517,6 +517,7 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
+    _check_finite_weights(checkpoint)  # export and release alike
     model, model_kwargs = _checked_model(record, checkpoint, label_names)
     model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
@@ -593,7 +594,6 @@ def export_checkpoint(
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
-    _check_finite_weights(loaded)
     exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
     return exported.folder, exported.source
 
