@@ -780,3 +780,17 @@ def test_every_help_shows_each_default_once():
         for action in sub._actions:
             text = formatter._get_help_string(action) or ''
             assert text.replace('%(default)s', 'X').count('default:') <= 1, (name, action.dest, text)
+
+
+def test_ctrl_c_before_a_command_handles_it_is_one_line(capsys, monkeypatch):
+    """Ctrl-C while a command was still checking its input (reproduce before its sweep, list while counting) ended
+    in a KeyboardInterrupt traceback: one line, exit status 130, as a stopped sweep ends."""
+    import timm_sl.tools.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    parser = cli.build_parser()
+    parser.commands['list'].set_defaults(func=interrupted)  # the command, interrupted as it works
+    monkeypatch.setattr(cli, 'build_parser', lambda: parser)
+    assert cli.main(['list']) == 130
+    assert capsys.readouterr().err == 'timm-sl list: interrupted\n'

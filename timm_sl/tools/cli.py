@@ -1033,6 +1033,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (a sweep stops its runs itself): one line
+        print(f'timm-sl {args.command}: interrupted', file=sys.stderr)
+        return 130
     except USER_ERRORS as e:
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
