@@ -78,6 +78,15 @@ def test_card_recipe_keeps_the_augmentation_arguments(trained, tmp_path):
                                      train_interpolation='random')
 
 
+@pytest.mark.parametrize('defaults', [None, dict(eval_metric='top1', lr=0.05)])
+def test_card_recipe_names_another_eval_metric(defaults):
+    """--eval-metric loss chose the weights model_best.pth.tar holds (and drives --sched plateau), yet no card's
+    recipe named it; train.py's default top1 stays out."""
+    from timm_sl.tools.train_args import recipe_args
+    assert recipe_args(dict(model='sl_vit_32', lr=0.05, eval_metric='loss'), defaults)['eval_metric'] == 'loss'
+    assert 'eval_metric' not in recipe_args(dict(model='sl_vit_32', lr=0.05, eval_metric='top1'), defaults)
+
+
 def test_install_note_names_a_real_source_or_a_checkout(monkeypatch):
     from importlib import metadata
     from timm_sl.tools import hub

@@ -31,7 +31,7 @@ NON_RECIPE_KEYS = frozenset({
     'device_modules', 'distributed', 'world_size', 'rank', 'local_rank', 'log_interval', 'recovery_interval',
     'checkpoint_hist', 'log_wandb', 'wandb_project', 'wandb_tags', 'wandb_resume_id', 'torchscript', 'torchcompile',
     'torchcompile_mode', 'fuser', 'channels_last', 'synchronize_step', 'use_multi_epochs_loader', 'worker_seeding',
-    'save_images', 'eval_metric', 'prev_num_classes',
+    'save_images', 'prev_num_classes',
 })
 
 # the keywords train.py gives timm.create_model itself, by the argument that sets each: one in --model-kwargs too is
@@ -154,8 +154,9 @@ def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None)
         norm = (lambda v: list(v) if isinstance(v, tuple) else v)
         return norm(a) == norm(b)
 
-    if defaults is None:
-        return {k: args[k] for k in RECIPE_KEYS if args.get(k) not in (None, '', {}, [])}
+    if defaults is None:  # train.py's default --eval-metric (top1) is no part of a recipe; another is
+        extra = {'eval_metric': args['eval_metric']} if args.get('eval_metric') not in (None, 'top1') else {}
+        return {**{k: args[k] for k in RECIPE_KEYS if args.get(k) not in (None, '', {}, [])}, **extra}
     return {k: v for k, v in args.items()
             if k not in NON_RECIPE_KEYS and not k.startswith('wandb') and not (k in defaults and same(v, defaults[k]))}
 
