@@ -467,8 +467,8 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
 
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
     """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
-    names, another run's ``summary.csv``, label names of another class count), reading the checkpoint's names and
-    shapes only (memory-mapped, nothing loaded; see :func:`~timm_sl.tools.runs.read_checkpoint`): for
+    names, another run's ``summary.csv``, label names of another class count, NaN weights), reading the checkpoint
+    memory-mapped (see :func:`~timm_sl.tools.runs.read_checkpoint`; its weights scanned for NaN, not held): for
     :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
     weights at once. Returns the checkpoint read so, for the export (its weights are read then).
 
@@ -477,6 +477,7 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    _check_finite_weights(checkpoint)  # a diverged run among many: refused before the others are written
     return checkpoint
 
 
