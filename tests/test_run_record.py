@@ -1089,6 +1089,28 @@ def test_the_card_of_a_resumed_runs_model_best_of_a_later_epoch_does_not_send_re
     assert 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar).' in card
 
 
+@pytest.mark.parametrize('metric,why', [
+    ('top1', "train.py chose this model_best.pth.tar by the top-1 it measured of epoch 1's NaN outputs, which is "
+             "chance (the class a NaN output ranks first), and no later epoch's top-1 beat it"),
+    ('loss', "train.py chose this model_best.pth.tar by --eval-metric loss, whose NaN at epoch 1 no later loss "
+             "compares below, so it kept epoch 1's weights"),
+])
+def test_a_model_best_of_a_diverged_first_epoch_is_said_to_be_so(metric, why, tmp_path):
+    """A run whose first epoch's outputs were NaN (its eval_loss) and that recovered: train.py kept that epoch as
+    model_best.pth.tar (its chance top-1 unbeaten, or a NaN loss nothing compares below). The card said a session
+    resumed after the best epoch had replaced model_best, in a run never resumed."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), eval_metric=metric)
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=0, metric=10.0 if metric == 'top1' else math.nan), run / 'model_best.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,2.3,nan,10.0,50.0\n'
+                                     '1,2.2,2.1,9.0,50.0\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 1's (diverged: its outputs were NaN), not the best epoch's: the best top-1 above "
+            f"(epoch 2) belongs to another checkpoint ({why}).") in card
+    assert 'resumed' not in card
+
+
 def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
     """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
     'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""
