@@ -1111,6 +1111,38 @@ def test_a_model_best_of_a_diverged_first_epoch_is_said_to_be_so(metric, why, tm
     assert 'resumed' not in card
 
 
+@pytest.mark.parametrize('reader,given,says', [
+    ('', ['c1', 'c10', 'c2', 'c3'],
+     "--label-names puts 'c10' at class 1, but the run learned the class folders of {folder} in timm's order, where "
+     "'c10' is class 3: the names are in another order than the classes the run learned; allowed: the names in that "
+     "order (c1, c2, c3, ...)"),
+    ('torch/image_folder', ['c1', 'c2', 'c3', 'c10'],
+     "--label-names puts 'c2' at class 1, but the run learned the class folders of {folder} in torchvision's order, "
+     "where 'c2' is class 2: the names are in another order than the classes the run learned; allowed: the names in "
+     "that order (c1, c10, c2, ...)"),
+])
+def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader, given, says, tmp_path, capsys):
+    """A run of an image folder learned its class folders in its reader's order (timm's natural order: c2 before c10;
+    torchvision's sorted order): label names that are those folders in another order were exported, every prediction
+    named by a wrong class."""
+    data = tmp_path / 'data'
+    for name in ('c1', 'c2', 'c3', 'c10'):
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), data_dir=str(data), dataset=reader)
+    names = tmp_path / 'names.txt'
+    names.write_text('\n'.join(given) + '\n')
+    out = tmp_path / 'out'
+    assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
+        'timm-sl export: ' + says.format(folder=data / 'train')
+    assert not out.exists()
+    right = sorted(given, key=lambda n: (int(n[1:]) if not reader else n))
+    names.write_text('\n'.join(right) + '\n')
+    assert main(['export', str(run), '--out', str(out), '--label-names', str(names)]) == 0
+    assert json.loads((out / 'config.json').read_text())['label_names'] == right
+
+
 def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
     """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
     'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""

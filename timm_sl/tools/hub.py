@@ -26,7 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args)
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args,
+    train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -393,6 +394,7 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
                          f'classes; give exactly one name per class, in class-index order')
     if label_names is not None:
         _check_class_map_order(record, label_names)
+        _check_folder_class_order(record, label_names)
     return model, model_kwargs
 
 
@@ -463,6 +465,46 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
         raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
                          f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
+
+
+def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
+    """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
+    split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
+    reader's name: timm's (leaf folder names in natural order: ``c2`` before ``c10``) or torchvision's
+    (``torch/image_folder``: folder names sorted); None for a dataset read by name, or a folder not there now."""
+    from timm.data.dataset_factory import _search_split
+    from timm.data.readers.reader_image_folder import find_images_and_targets
+    prefix, _, name = str(record.args.get('dataset') or '').lower().rpartition('/')
+    torchvision = prefix == 'torch' and name in ('image_folder', 'folder')
+    if record.args.get('class_map') or not (torchvision or (not prefix and name in ('', 'folder', 'imagefolder'))):
+        return None
+    data = record.args.get('data_dir') or record.args.get('data')
+    root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
+    if root is None or not root.is_dir():
+        return None
+    folder = Path(_search_split(str(root), str(record.args.get('train_split') or 'train')))
+    if torchvision:
+        return folder, sorted(e.name for e in os.scandir(folder) if e.is_dir()), "torchvision's"
+    return folder, list(find_images_and_targets(str(folder))[1]), "timm's"
+
+
+def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> None:
+    """Label names that are the class folders a run learned (:func:`_folder_classes`) must be in their order: in
+    another, every prediction is named by a wrong class. Names of one's own (not the folders') are not checked.
+
+    Raises:
+        ValueError: naming the folder, the first misplaced name and the order allowed.
+    """
+    found = _folder_classes(record)
+    if found is None or sorted(label_names) != sorted(found[1]) or list(label_names) == found[1]:
+        return
+    folder, classes, reader = found
+    moved = next(i for i, n in enumerate(label_names) if classes[i] != n)
+    name = label_names[moved]
+    order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
+    raise ValueError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
+                     f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: the names are in '
+                     f'another order than the classes the run learned; allowed: the names in that order ({order})')
 
 
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
