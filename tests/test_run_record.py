@@ -767,10 +767,37 @@ def test_card_of_a_run_resumed_with_another_lr_says_what_the_weights_trained_wit
     args = json.loads((run / 'args.yaml').read_text())
     (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, workers=8, resume='x')))
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
-    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with '
             "`smoothing: 0.1`, where the recipe above gives its last session's;") in card and 'workers' not in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, resume='x', no_resume_opt=True)))
+    card = (export_checkpoint(run, None, tmp_path / 'o1')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+            "`smoothing: 0.1`, where the recipe above gives its last session's;") in card  # its own optimizer
     (run / 'args.yaml').write_text(json.dumps(dict(args, lr=None, workers=8)))  # train.py fills in an unset lr
     assert 'resumed with' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp_path):
+    """train.py resumed with the optimizer's state keeps the lr (weight decay, ...) the run trained with before,
+    whatever --lr the resumed session gives: a run of --lr 0.001 resumed with --lr 0.005 trained every epoch from a
+    base lr of 0.001 (summary.csv's lr column), but its card gave `lr: 0.005` as the recipe and said the first
+    session's checkpoints trained with `lr: 0.001`, as if the resumed epochs had not."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), weight_decay=0.05)
+    first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(first, epoch=0), run / 'checkpoint-0.pth.tar')
+    resumed = dict(vars(first['args']), lr=5e-3, weight_decay=0.05, resume=str(run / 'last.pth.tar'), epochs=4)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n0,1,1,50,90,0.001\n'
+                                     '1,1,1,52,90,0.0005\nepoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n'
+                                     '2,1,1,53,90,0.0005\n3,1,1,55.5,95,0.00015\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("The last session resumed the run with the optimizer's state (`--resume` without `--no-resume-opt`), "
+            "which keeps the optimizer settings the run trained with before: it trained with `lr: 0.001`, not the "
+            "`lr: 0.005` the recipe above gives (train.py did not use them; summary.csv's lr column shows the rates "
+            "used).") in card
+    assert 'resumed with other arguments' not in card
 
 
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):

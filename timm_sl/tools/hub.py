@@ -211,6 +211,8 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
 
     def differ(args: Dict[str, Any]) -> List[str]:
         keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        if _resumed_optimizer(args) or _resumed_optimizer(record.args):  # not the settings it used: see
+            keys -= set(_OPTIMIZER_KEYS)  # _optimizer_note
         return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
                 and norm(args[k]) != norm(record.args.get(k))]
 
@@ -230,6 +232,40 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
             f'{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
 
 
+# the optimizer settings a session resumed with the optimizer's state does not use: train.py loads them with that
+# state (its param groups), after it built the optimizer from them and before its scheduler takes their lr as its base
+_OPTIMIZER_KEYS = ('lr', 'weight_decay', 'momentum', 'opt_eps', 'opt_betas')
+
+
+def _resumed_optimizer(args: Dict[str, Any]) -> bool:
+    """The session resumed with the optimizer's state (``--resume`` without ``--no-resume-opt``)."""
+    return bool(args.get('resume')) and not args.get('no_resume_opt')
+
+
+def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, Any]]]) -> List[str]:
+    """For a last session (``args.yaml``) resumed with the optimizer's state and given other optimizer settings
+    (``--lr``) than those in that state, which train.py did not use, a card's sentence naming those it used: the
+    settings of the latest session that built its optimizer anew, from scratch or with ``--no-resume-opt``
+    (``sessions``: ``(epoch, args)`` of the run's checkpoints); [] for none, or where no checkpoint of it is left."""
+    if not _resumed_optimizer(record.args):
+        return []
+    built = [(e, a) for e, a in sessions if _whole(e) and not _resumed_optimizer(a)]
+    first = max(built, key=lambda s: s[0])[1] if built else None
+
+    def norm(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+    keys = [k for k in _OPTIMIZER_KEYS if first and first.get(k) is not None and record.args.get(k) is not None
+            and norm(first[k]) != norm(record.args[k])]
+    if not keys:
+        return []
+    given = ', '.join(f'`{k}: {record.args[k]!r}`' for k in keys)
+    used = ', '.join(f'`{k}: {first[k]!r}`' for k in keys)
+    return [f"The last session resumed the run with the optimizer's state (`--resume` without `--no-resume-opt`), "
+            f"which keeps the optimizer settings the run trained with before: it trained with {used}, not the "
+            f"{given} the recipe above gives (train.py did not use them; summary.csv's lr column shows the rates "
+            f"used).", '']
+
+
 def session_notes(record: RunRecord, checkpoint: Checkpoint,
                   train_defaults: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
     """What a card says of a resumed run whose sessions trained otherwise than the one that saved ``checkpoint``:
@@ -240,7 +276,8 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
     others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
-            _other_session_args(record, saved, train_defaults, others))
+            _other_session_args(record, saved, train_defaults, others)
+            + _optimizer_note(record, [*others, (checkpoint.epoch, saved)]))
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
