@@ -1142,6 +1142,11 @@ def test_weights_of_a_diverged_epoch_get_no_pretrained_tag(tmp_path, capsys):
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]) == 0
     assert '0 pretrained tag entries in' in capsys.readouterr().out
     assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+
+    def strict(word):  # JSON has no NaN: release.json held a bare NaN, which JSON readers other than Python's refuse
+        raise ValueError(f'release.json holds {word}')
+    record, = json.loads((tmp_path / 'rel' / 'release.json').read_text(), parse_constant=strict)
+    assert (record['weights_epoch'], record['weights_top1'], record['weights_diverged']) == (2, None, True)
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,1,1,50,99\n')
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
