@@ -1170,6 +1170,20 @@ def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader
     assert json.loads((out / 'config.json').read_text())['label_names'] == right
 
 
+def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
+    """A run of --epochs 10 interrupted (or still running) after 2: its card gave the top-1 of 2 epochs beside the
+    recipe's `epochs: 10`, as if that recipe run to its end had scored it."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=10)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run did not train its planned epochs (summary.csv reaches epoch 2 of the 10 args.yaml plans (no '
+            'done.json: failed or interrupted)): the results above are of the epochs it ran, not of the recipe below '
+            'run to its end.') in card
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=2)))
+    assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
 def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
     """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
     'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""

@@ -365,6 +365,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                      f'summary.csv holds their top-1' if resume else 'are not in it')
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run's first {first - 1} "
                       f"epoch{'s' * (first > 2)} {began}; the best top-1 above is the best of the listed epochs.", '']
+    unfinished = record.unfinished() if summary else ''  # stopped, or still running, short of its --epochs
+    if unfinished:
+        lines += [f'The run did not train its planned epochs ({unfinished}): the results above are of the epochs it '
+                  f'ran, not of the recipe below run to its end.', '']
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', install_note(), '', '```python', 'import timm',
