@@ -1184,6 +1184,22 @@ def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
     assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
 
 
+def test_the_card_of_a_run_of_start_epoch_says_it_began_there(tmp_path):
+    """train.py --start-epoch 2 --epochs 4 (no --resume) trains epochs 3-4 only: its card said 'the run's first 2
+    epochs are not in it' (summary.csv), as if they had run elsewhere; the recipe it lists does not hold start_epoch."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4,
+                                                   start_epoch=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=3), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('summary.csv lists epochs 3-4 only: the run began at epoch 3 (`--start-epoch 2`, its learning-rate '
+            'schedule 2 epochs in), with no epoch trained before it.') in card
+    assert 'not in it' not in card and 'did not train its planned' not in card
+
+
 def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):
     """train.py run with --val-split '' writes a summary.csv of train columns only: export and release refused it as
     'not a train.py summary.csv (no epoch / eval_top1 columns)', which train.py had written."""

@@ -359,7 +359,12 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
-        if first > 1:
+        start = record.args.get('start_epoch')
+        if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
+            lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "
+                      f"(`--start-epoch {start}`, its learning-rate schedule {start} epochs in), with no epoch trained "
+                      f"before it.", '']
+        elif first > 1:
             resume = record.args.get('resume')
             began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`), whose '
                      f'summary.csv holds their top-1' if resume else 'are not in it')
