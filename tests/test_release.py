@@ -938,11 +938,11 @@ def test_a_run_given_twice_is_released_once(tmp_path):
     assert [r.repo_id for r in released] == ['o/sl_vit_32.sl-cifar10-s0'] and not any('skipped' in x for x in lines)
 
 
-@pytest.mark.parametrize('fault', ['weights', 'args'])
+@pytest.mark.parametrize('fault', ['weights', 'args', 'nan'])
 def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fault, tmp_path, capsys, monkeypatch):
-    """The second run's checkpoint holds another model's weights (or another run's args): the first run was exported
-    and recorded, then the second failed (a half release); every run is now checked before anything is written, its
-    checkpoint memory-mapped (its weights not read) for that check."""
+    """The second run's checkpoint holds another model's weights (or another run's args, or NaN weights: a diverged
+    run): the first run was exported and recorded, then the second failed (a half release, no release.json); every run
+    is now checked before anything is written, its checkpoint memory-mapped (not held in memory) for that check."""
     import timm_sl.tools.runs
     _run(tmp_path, 'a', {}, [40., 50.])
     _run(tmp_path, 'b', dict(depth=1), [40., 50.], seed=1)
@@ -954,12 +954,16 @@ def test_a_later_run_whose_checkpoint_does_not_fit_is_refused_before_writing(fau
         says = (f"{path} does not fit sl_vit_32 {{'depth': 1, 'num_classes': 3}} (it was trained as sl_vit_32 "
                 f"{{'depth': 1, 'num_classes': 3}}): 12 unexpected key(s) (blocks.1.norm1.weight, blocks.1.norm1.bias, "
                 f"blocks.1.attn.temperature, ...)")
-    else:
+    elif fault == 'args':
         saved['args'].lr = 0.1
         saved['args'].num_classes = 5
         says = (f"{path.parent / 'args.yaml'} is not the args.yaml of {path} (num_classes 3 there, 5 in the "
                 f"checkpoint): another run's, cut short or edited?; allowed: the args.yaml train.py wrote with this "
                 f"checkpoint")
+    else:
+        saved['state_dict_ema']['head.bias'] = torch.full((3,), float('nan'))
+        says = (f'{path} holds NaN or infinite weights (1 tensor(s): head.bias): the run had diverged when it was '
+                f'saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar of its run folder)')
     torch.save(saved, path)
     maps = []
     load = torch.load
@@ -1138,6 +1142,11 @@ def test_weights_of_a_diverged_epoch_get_no_pretrained_tag(tmp_path, capsys):
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]) == 0
     assert '0 pretrained tag entries in' in capsys.readouterr().out
     assert json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text()) == {}
+
+    def strict(word):  # JSON has no NaN: release.json held a bare NaN, which JSON readers other than Python's refuse
+        raise ValueError(f'release.json holds {word}')
+    record, = json.loads((tmp_path / 'rel' / 'release.json').read_text(), parse_constant=strict)
+    assert (record['weights_epoch'], record['weights_top1'], record['weights_diverged']) == (2, None, True)
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,40,99\n1,1,1,50,99\n')
     assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']

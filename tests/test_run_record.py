@@ -767,10 +767,37 @@ def test_card_of_a_run_resumed_with_another_lr_says_what_the_weights_trained_wit
     args = json.loads((run / 'args.yaml').read_text())
     (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, workers=8, resume='x')))
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
-    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with '
             "`smoothing: 0.1`, where the recipe above gives its last session's;") in card and 'workers' not in card
+    (run / 'args.yaml').write_text(json.dumps(dict(args, lr=3e-3, smoothing=0.2, resume='x', no_resume_opt=True)))
+    card = (export_checkpoint(run, None, tmp_path / 'o1')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with `lr: 0.001`, '
+            "`smoothing: 0.1`, where the recipe above gives its last session's;") in card  # its own optimizer
     (run / 'args.yaml').write_text(json.dumps(dict(args, lr=None, workers=8)))  # train.py fills in an unset lr
     assert 'resumed with' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp_path):
+    """train.py resumed with the optimizer's state keeps the lr (weight decay, ...) the run trained with before,
+    whatever --lr the resumed session gives: a run of --lr 0.001 resumed with --lr 0.005 trained every epoch from a
+    base lr of 0.001 (summary.csv's lr column), but its card gave `lr: 0.005` as the recipe and said the first
+    session's checkpoints trained with `lr: 0.001`, as if the resumed epochs had not."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), weight_decay=0.05)
+    first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(first, epoch=0), run / 'checkpoint-0.pth.tar')
+    resumed = dict(vars(first['args']), lr=5e-3, weight_decay=0.05, resume=str(run / 'last.pth.tar'), epochs=4)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n0,1,1,50,90,0.001\n'
+                                     '1,1,1,52,90,0.0005\nepoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n'
+                                     '2,1,1,53,90,0.0005\n3,1,1,55.5,95,0.00015\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("The last session resumed the run with the optimizer's state (`--resume` without `--no-resume-opt`), "
+            "which keeps the optimizer settings the run trained with before: it trained with `lr: 0.001`, not the "
+            "`lr: 0.005` the recipe above gives (train.py did not use them; summary.csv's lr column shows the rates "
+            "used).") in card
+    assert 'resumed with other arguments' not in card
 
 
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
@@ -1087,6 +1114,90 @@ def test_the_card_of_a_resumed_runs_model_best_of_a_later_epoch_does_not_send_re
     torch.save(dict(saved, epoch=3), run / 'last.pth.tar')  # another file than model_best: kept as said before
     card = (export_checkpoint(run / 'last.pth.tar', None, tmp_path / 'last')[0] / 'README.md').read_text()
     assert 'belongs to another checkpoint (train.py keeps it as model_best.pth.tar).' in card
+
+
+@pytest.mark.parametrize('metric,why', [
+    ('top1', "train.py chose this model_best.pth.tar by the top-1 it measured of epoch 1's NaN outputs, which is "
+             "chance (the class a NaN output ranks first), and no later epoch's top-1 beat it"),
+    ('loss', "train.py chose this model_best.pth.tar by --eval-metric loss, whose NaN at epoch 1 no later loss "
+             "compares below, so it kept epoch 1's weights"),
+])
+def test_a_model_best_of_a_diverged_first_epoch_is_said_to_be_so(metric, why, tmp_path):
+    """A run whose first epoch's outputs were NaN (its eval_loss) and that recovered: train.py kept that epoch as
+    model_best.pth.tar (its chance top-1 unbeaten, or a NaN loss nothing compares below). The card said a session
+    resumed after the best epoch had replaced model_best, in a run never resumed."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), eval_metric=metric)
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=0, metric=10.0 if metric == 'top1' else math.nan), run / 'model_best.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,2.3,nan,10.0,50.0\n'
+                                     '1,2.2,2.1,9.0,50.0\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("These weights are epoch 1's (diverged: its outputs were NaN), not the best epoch's: the best top-1 above "
+            f"(epoch 2) belongs to another checkpoint ({why}).") in card
+    assert 'resumed' not in card
+
+
+@pytest.mark.parametrize('reader,given,says', [
+    ('', ['c1', 'c10', 'c2', 'c3'],
+     "--label-names puts 'c10' at class 1, but the run learned the class folders of {folder} in timm's order, where "
+     "'c10' is class 3: the names are in another order than the classes the run learned; allowed: the names in that "
+     "order (c1, c2, c3, ...)"),
+    ('torch/image_folder', ['c1', 'c2', 'c3', 'c10'],
+     "--label-names puts 'c2' at class 1, but the run learned the class folders of {folder} in torchvision's order, "
+     "where 'c2' is class 2: the names are in another order than the classes the run learned; allowed: the names in "
+     "that order (c1, c10, c2, ...)"),
+])
+def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader, given, says, tmp_path, capsys):
+    """A run of an image folder learned its class folders in its reader's order (timm's natural order: c2 before c10;
+    torchvision's sorted order): label names that are those folders in another order were exported, every prediction
+    named by a wrong class."""
+    data = tmp_path / 'data'
+    for name in ('c1', 'c2', 'c3', 'c10'):
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), data_dir=str(data), dataset=reader)
+    names = tmp_path / 'names.txt'
+    names.write_text('\n'.join(given) + '\n')
+    out = tmp_path / 'out'
+    assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
+        'timm-sl export: ' + says.format(folder=data / 'train')
+    assert not out.exists()
+    right = sorted(given, key=lambda n: (int(n[1:]) if not reader else n))
+    names.write_text('\n'.join(right) + '\n')
+    assert main(['export', str(run), '--out', str(out), '--label-names', str(names)]) == 0
+    assert json.loads((out / 'config.json').read_text())['label_names'] == right
+
+
+def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
+    """A run of --epochs 10 interrupted (or still running) after 2: its card gave the top-1 of 2 epochs beside the
+    recipe's `epochs: 10`, as if that recipe run to its end had scored it."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=10)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run did not train its planned epochs (summary.csv reaches epoch 2 of the 10 args.yaml plans (no '
+            'done.json: failed or interrupted)): the results above are of the epochs it ran, not of the recipe below '
+            'run to its end.') in card
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=2)))
+    assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_the_card_of_a_run_of_start_epoch_says_it_began_there(tmp_path):
+    """train.py --start-epoch 2 --epochs 4 (no --resume) trains epochs 3-4 only: its card said 'the run's first 2
+    epochs are not in it' (summary.csv), as if they had run elsewhere; the recipe it lists does not hold start_epoch."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4,
+                                                   start_epoch=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=3), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('summary.csv lists epochs 3-4 only: the run began at epoch 3 (`--start-epoch 2`, its learning-rate '
+            'schedule 2 epochs in), with no epoch trained before it.') in card
+    assert 'not in it' not in card and 'did not train its planned' not in card
 
 
 def test_a_run_without_a_validation_split_exports_and_its_card_says_it_was_not_evaluated(tmp_path, capsys):

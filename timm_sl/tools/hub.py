@@ -26,7 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args)
+    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args,
+    train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -210,6 +211,8 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
 
     def differ(args: Dict[str, Any]) -> List[str]:
         keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        if _resumed_optimizer(args) or _resumed_optimizer(record.args):  # not the settings it used: see
+            keys -= set(_OPTIMIZER_KEYS)  # _optimizer_note
         return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
                 and norm(args[k]) != norm(record.args.get(k))]
 
@@ -229,6 +232,40 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
             f'{"".join(more)}; no one train.py run of this recipe reproduces these weights.', '']
 
 
+# the optimizer settings a session resumed with the optimizer's state does not use: train.py loads them with that
+# state (its param groups), after it built the optimizer from them and before its scheduler takes their lr as its base
+_OPTIMIZER_KEYS = ('lr', 'weight_decay', 'momentum', 'opt_eps', 'opt_betas')
+
+
+def _resumed_optimizer(args: Dict[str, Any]) -> bool:
+    """The session resumed with the optimizer's state (``--resume`` without ``--no-resume-opt``)."""
+    return bool(args.get('resume')) and not args.get('no_resume_opt')
+
+
+def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, Any]]]) -> List[str]:
+    """For a last session (``args.yaml``) resumed with the optimizer's state and given other optimizer settings
+    (``--lr``) than those in that state, which train.py did not use, a card's sentence naming those it used: the
+    settings of the latest session that built its optimizer anew, from scratch or with ``--no-resume-opt``
+    (``sessions``: ``(epoch, args)`` of the run's checkpoints); [] for none, or where no checkpoint of it is left."""
+    if not _resumed_optimizer(record.args):
+        return []
+    built = [(e, a) for e, a in sessions if _whole(e) and not _resumed_optimizer(a)]
+    first = max(built, key=lambda s: s[0])[1] if built else None
+
+    def norm(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
+    keys = [k for k in _OPTIMIZER_KEYS if first and first.get(k) is not None and record.args.get(k) is not None
+            and norm(first[k]) != norm(record.args[k])]
+    if not keys:
+        return []
+    given = ', '.join(f'`{k}: {record.args[k]!r}`' for k in keys)
+    used = ', '.join(f'`{k}: {first[k]!r}`' for k in keys)
+    return [f"The last session resumed the run with the optimizer's state (`--resume` without `--no-resume-opt`), "
+            f"which keeps the optimizer settings the run trained with before: it trained with {used}, not the "
+            f"{given} the recipe above gives (train.py did not use them; summary.csv's lr column shows the rates "
+            f"used).", '']
+
+
 def session_notes(record: RunRecord, checkpoint: Checkpoint,
                   train_defaults: Optional[Dict[str, Any]] = None) -> Tuple[List[str], List[str]]:
     """What a card says of a resumed run whose sessions trained otherwise than the one that saved ``checkpoint``:
@@ -239,7 +276,8 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
     others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
-            _other_session_args(record, saved, train_defaults, others))
+            _other_session_args(record, saved, train_defaults, others)
+            + _optimizer_note(record, [*others, (checkpoint.epoch, saved)]))
 
 
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
@@ -321,12 +359,21 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
-        if first > 1:
+        start = record.args.get('start_epoch')
+        if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
+            lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "
+                      f"(`--start-epoch {start}`, its learning-rate schedule {start} epochs in), with no epoch trained "
+                      f"before it.", '']
+        elif first > 1:
             resume = record.args.get('resume')
             began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`), whose '
                      f'summary.csv holds their top-1' if resume else 'are not in it')
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run's first {first - 1} "
                       f"epoch{'s' * (first > 2)} {began}; the best top-1 above is the best of the listed epochs.", '']
+    unfinished = record.unfinished() if summary else ''  # stopped, or still running, short of its --epochs
+    if unfinished:
+        lines += [f'The run did not train its planned epochs ({unfinished}): the results above are of the epochs it '
+                  f'ran, not of the recipe below run to its end.', '']
     lines += [*extra, *recipe]
     lines += [
         '## Usage', '', install_note(), '', '```python', 'import timm',
@@ -393,6 +440,7 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
                          f'classes; give exactly one name per class, in class-index order')
     if label_names is not None:
         _check_class_map_order(record, label_names)
+        _check_folder_class_order(record, label_names)
     return model, model_kwargs
 
 
@@ -465,10 +513,50 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
+def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
+    """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
+    split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
+    reader's name: timm's (leaf folder names in natural order: ``c2`` before ``c10``) or torchvision's
+    (``torch/image_folder``: folder names sorted); None for a dataset read by name, or a folder not there now."""
+    from timm.data.dataset_factory import _search_split
+    from timm.data.readers.reader_image_folder import find_images_and_targets
+    prefix, _, name = str(record.args.get('dataset') or '').lower().rpartition('/')
+    torchvision = prefix == 'torch' and name in ('image_folder', 'folder')
+    if record.args.get('class_map') or not (torchvision or (not prefix and name in ('', 'folder', 'imagefolder'))):
+        return None
+    data = record.args.get('data_dir') or record.args.get('data')
+    root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
+    if root is None or not root.is_dir():
+        return None
+    folder = Path(_search_split(str(root), str(record.args.get('train_split') or 'train')))
+    if torchvision:
+        return folder, sorted(e.name for e in os.scandir(folder) if e.is_dir()), "torchvision's"
+    return folder, list(find_images_and_targets(str(folder))[1]), "timm's"
+
+
+def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> None:
+    """Label names that are the class folders a run learned (:func:`_folder_classes`) must be in their order: in
+    another, every prediction is named by a wrong class. Names of one's own (not the folders') are not checked.
+
+    Raises:
+        ValueError: naming the folder, the first misplaced name and the order allowed.
+    """
+    found = _folder_classes(record)
+    if found is None or sorted(label_names) != sorted(found[1]) or list(label_names) == found[1]:
+        return
+    folder, classes, reader = found
+    moved = next(i for i, n in enumerate(label_names) if classes[i] != n)
+    name = label_names[moved]
+    order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
+    raise ValueError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
+                     f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: the names are in '
+                     f'another order than the classes the run learned; allowed: the names in that order ({order})')
+
+
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
     """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
-    names, another run's ``summary.csv``, label names of another class count), reading the checkpoint's names and
-    shapes only (memory-mapped, nothing loaded; see :func:`~timm_sl.tools.runs.read_checkpoint`): for
+    names, another run's ``summary.csv``, label names of another class count, NaN weights), reading the checkpoint
+    memory-mapped (see :func:`~timm_sl.tools.runs.read_checkpoint`; its weights scanned for NaN, not held): for
     :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
     weights at once. Returns the checkpoint read so, for the export (its weights are read then).
 
@@ -477,6 +565,7 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    _check_finite_weights(checkpoint)  # a diverged run among many: refused before the others are written
     return checkpoint
 
 

@@ -51,8 +51,9 @@ class UnfinishedRun(ValueError):
 @dataclass
 class Released:
     """One exported run; ``weights_epoch`` (from 1) and ``weights_top1``: the exported checkpoint's own epoch and its
-    top-1 (None when not recorded), which ``best_top1`` need not be; ``model_kwargs``: those train.py built the model
-    with beyond its defaults (``--in-chans``, ``--gp`` too: :meth:`RunRecord.arch_kwargs`)."""
+    top-1 (None when not recorded, or when ``weights_diverged``: JSON has no NaN), which ``best_top1`` need not be;
+    ``model_kwargs``: those train.py built the model with beyond its defaults (``--in-chans``, ``--gp`` too:
+    :meth:`RunRecord.arch_kwargs`)."""
     run_dir: str
     checkpoint: str
     folder: str
@@ -72,6 +73,7 @@ class Released:
     weights_top1: Optional[float] = None
     started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
     class_map: Optional[str] = None  # the --class-map that numbered the run's classes (its file name), if any
+    weights_diverged: bool = False  # the weights' epoch had NaN outputs (its top-1 NaN: weights_top1 is None)
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -246,8 +248,14 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
         seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
-        weights_epoch=weights['epoch'], weights_top1=weights['top1'], started_from=record.started_from(),
-        class_map=Path(str(class_map)).name if class_map else None)
+        weights_epoch=weights['epoch'], started_from=record.started_from(),
+        class_map=Path(str(class_map)).name if class_map else None, **_top1_fields(weights['top1']))
+
+
+def _top1_fields(top1: Optional[float]) -> Dict[str, Any]:
+    """``weights_top1`` and ``weights_diverged`` of :class:`Released` for a top-1 (NaN: diverged, written as null)."""
+    diverged = top1 is not None and not math.isfinite(top1)
+    return dict(weights_top1=None if diverged else top1, weights_diverged=diverged)
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
@@ -295,8 +303,8 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
     for r in released:
         tag = _tag(r.model, r.model_kwargs, r.dataset, r.started_from,
                    bool(r.class_map and not r.pretrained_cfg.get('label_names')))
-        if isinstance(r.weights_top1, float) and not math.isfinite(r.weights_top1):  # diverged weights: no tag
-            continue
+        if r.weights_diverged or (isinstance(r.weights_top1, float) and not math.isfinite(r.weights_top1)):
+            continue  # diverged weights: no tag
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
@@ -369,8 +377,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                         record=record, checkpoint=checkpoint)
         record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
         top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
-        own = '' if r.weights_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
-            f'{format_top1(r.weights_top1)}'
+        own_top1 = math.nan if r.weights_diverged else r.weights_top1
+        own = '' if own_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
+            f'{format_top1(own_top1)}'
         echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
         released.append(r)
     entries = pretrained_entries(released)

@@ -315,12 +315,19 @@ class RunRecord:
             metric = self.args.get('eval_metric') or 'top1'  # what train.py chose model_best.pth.tar by
             kept = ('train.py keeps it as model_best.pth.tar' if metric == 'top1' else
                     f'train.py chose model_best.pth.tar by --eval-metric {metric}, not by top-1')
-            if metric == 'top1' and self.checkpoint.name == CHECKPOINTS[0]:  # this is model_best: not the best's
+            diverged = not math.isfinite(row['eval_top1'])  # NaN outputs (see read_summary_rows)
+            if self.checkpoint.name == CHECKPOINTS[0] and diverged and metric in ('top1', 'loss'):
+                kept = (f"train.py chose this model_best.pth.tar by the top-1 it measured of epoch {epoch + 1}'s NaN "
+                        f"outputs, which is chance (the class a NaN output ranks first), and no later epoch's top-1 "
+                        f"beat it" if metric == 'top1' else
+                        f"train.py chose this model_best.pth.tar by --eval-metric loss, whose NaN at epoch "
+                        f"{epoch + 1} no later loss compares below, so it kept epoch {epoch + 1}'s weights")
+            elif metric == 'top1' and self.checkpoint.name == CHECKPOINTS[0]:  # this is model_best: not the best's
                 kept = ('not this model_best.pth.tar: train.py chooses its best anew in each session, so a session '
                         'resumed after the best epoch replaced it')
-            result['note'] = (f"These weights are epoch {epoch + 1}'s (top-1 {format_top1(row['eval_top1'])} %), not "
-                              f"the best epoch's: the best top-1 above (epoch {summary['best_epoch']}) belongs to "
-                              f"another checkpoint ({kept}).")
+            top1 = 'diverged: its outputs were NaN' if diverged else f"top-1 {format_top1(row['eval_top1'])} %"
+            result['note'] = (f"These weights are epoch {epoch + 1}'s ({top1}), not the best epoch's: the best top-1 "
+                              f"above (epoch {summary['best_epoch']}) belongs to another checkpoint ({kept}).")
         return result
 
     def unfinished(self) -> str:
