@@ -382,6 +382,30 @@ def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monke
 
 
 
+def test_ctrl_c_while_the_report_is_written_finishes_the_report_first(fake_train, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the charts were drawn ended in a Python traceback, leaving a report.md that named charts never
+    written (and, from an earlier call, a results.json of other results)."""
+    import signal
+    import timm_sl.tools.reproduce as reproduce
+    real_plot = reproduce._plot_top1
+
+    def ctrl_c_then_plot(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_plot(*args, **kwargs)
+    monkeypatch.setattr(reproduce, '_plot_top1', ctrl_c_then_plot)
+    out = tmp_path / 'out'
+    args = ['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
+            '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']
+    assert main(args) == 130
+    assert 'interrupted (SIGINT) while the report was written, which was written in full first' in \
+        capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert (out / 'top1.png').is_file() and (out / 'curves.png').is_file()
+    assert len(json.loads((out / 'results.json').read_text())['runs']) == 2
+    assert sorted(json.loads((out / 'report_manifest.json').read_text())['sha256']) == [
+        'curves.png', 'report.md', 'results.json', 'top1.png']
+
+
 def _refused(argv, capsys) -> str:
     """The one error line of a reproduce refused before any run (nothing written to its --out)."""
     assert _exit_status(argv) == 2

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import statistics
 import sys
 import time
@@ -1691,6 +1692,26 @@ def run_from_args(args: argparse.Namespace) -> int:
                                  () if lock is None else (lock,))
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[List[int]]:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held off while the block runs, yielding the list of those that came: the
+    report cut short would be a report.md naming charts not written, beside the results.json of an earlier call, and
+    a traceback. A signal this process ignores stays ignored."""
+    came: List[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, 'SIGHUP', None)):
+        try:
+            if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
+                held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+        except ValueError:  # not the main thread: nothing held
+            pass
+    try:
+        yield came
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
 def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
                       given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str,
                       pass_fds: Sequence[int] = ()) -> int:
@@ -1710,19 +1731,23 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
          '--seeds', *map(str, args.seeds), '--out', args.out]
         + (['--nproc', str(args.nproc)] if args.nproc != 1 else [])  # a run's settings: resumed only with the same
         + (['--', *given] if given else []))
-    try:
-        report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
-    except OSError:
-        if stopped is None:
-            raise
-        report = None  # the sweep's own error is the one line
+    with _signals_held() as came:  # Ctrl-C now: the report written in full first, then exit status 130
+        try:
+            report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
+        except OSError:
+            if stopped is None:
+                raise
+            report = None  # the sweep's own error is the one line
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
     if report is not None:
         print(f'report: {report}')
     if stopped is not None:
         raise stopped
-    if any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
+    if came:
+        print(f'interrupted ({signal.Signals(came[0]).name}) while the report was written, which was written in full '
+              f'first')
+    if came or any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
         return 130
     if failed:
         raise RunsFailed(f'{len(failed)} run(s) failed: {", ".join(failed)} (see the report)')
