@@ -1378,6 +1378,30 @@ def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_
     assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
 
 
+def test_a_run_of_an_older_reproduce_resumed_with_a_class_map_is_another_setting(fake_train, tmp_path, capsys):
+    """A run of an older reproduce (no run.json) trained without a class map was resumed with -- --class-map (other
+    labels for the epochs left), unnoticed: its args.yaml records the map train.py read, which was not compared."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
+    capsys.readouterr()
+    for run in ('vit-base-s0', 'vit-sl-s0'):  # as an older reproduce left them; train.py's args.yaml names every key
+        folder = out / 'runs' / run
+        (folder / 'run.json').unlink()
+        args = (folder / 'args.yaml').read_text()
+        (folder / 'args.yaml').write_text(args + "class_map: ''\n")
+    summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
+    again = ['--epochs', '2', '--class-map', str(class_map)]
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=again)) == 2
+    assert _one_error(capsys) == (
+        f"{out}/runs/vit-base-s0 was trained with other settings (data class_map: '' -> '{class_map}'), and 1 more "
+        f"run folder alike: reproduce resumes or skips a run only with the settings it started with; use another --out")
+    assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '2'])) == 0  # the same data
+
+
 @pytest.mark.parametrize('damage', ['cut', 'list'])
 def test_a_damaged_run_record_is_not_taken_for_none(fake_train, tmp_path, capsys, damage):
     """A run.json cut short (a disk that filled) was read as absent: the run was compared by its args.yaml only (not

@@ -574,7 +574,8 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
         config = None
     if config:
         old['recipe'] = Path(config).name
-    data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes') if k in args}
+    # the class map as given, as this command's settings hold it: one given now and not then is other labels
+    data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes', 'class_map') if k in args}
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
 
