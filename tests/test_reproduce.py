@@ -1402,6 +1402,18 @@ def test_a_run_of_an_older_reproduce_resumed_with_a_class_map_is_another_setting
     assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '2'])) == 0  # the same data
 
 
+def test_the_report_and_charts_name_the_splits_the_runs_read(fake_train, tmp_path, capsys):
+    """Runs trained on SVHN's extra images (-- --train-split extra) were reported and charted as 'data: image folder
+    DATA' under the svhn recipe: the recipe's training images, as far as the report said."""
+    data = _folders(tmp_path / 'data', DIGITS + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--train-split', 'extra',
+                                                                          '--val-split', 'test'])) == 0
+    said = f'image folder {data}, train split extra, val split test'
+    assert f'data: {said}\n' in (out / 'report.md').read_text()
+    assert json.loads((out / 'results.json').read_text())['data'] == said
+
+
 @pytest.mark.parametrize('damage', ['cut', 'list'])
 def test_a_damaged_run_record_is_not_taken_for_none(fake_train, tmp_path, capsys, damage):
     """A run.json cut short (a disk that filled) was read as absent: the run was compared by its args.yaml only (not

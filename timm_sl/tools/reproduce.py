@@ -189,9 +189,11 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
 
 
 def describe_data(args: Dict[str, Any]) -> str:
-    """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles."""
+    """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles: the reader
+    and folder, and the splits where recorded (``-- --train-split extra`` trains on other images than the recipe's)."""
     root = args.get('data_dir') or args.get('data') or '?'
-    return f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}'
+    splits = ''.join(f', {k.split("_")[0]} split {args[k]}' for k in ('train_split', 'val_split') if args.get(k))
+    return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
 def _timm_folder_reader(dataset: Any) -> bool:
