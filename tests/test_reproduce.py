@@ -1247,6 +1247,17 @@ def test_curves_panels_share_one_scale_and_count_epochs_as_the_report(tmp_path, 
     assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'
 
 
+def test_curves_of_interrupted_runs_say_so(tmp_path, saved_figures):
+    """After Ctrl-C the curve of an interrupted run was drawn and labelled as a finished one ('SL'), its last epoch
+    read as where training ended."""
+    stopped = _report_outcome('vit', 'sl', 0, 60., epochs=2)
+    stopped.status = 'interrupted'
+    write_report([_report_outcome('vit', 'base', 0, 80.), stopped], 'cifar100', tmp_path)
+    ax = saved_figures['curves.png'].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ['baseline', 'SL (interrupted run)']
+    assert [line.get_linestyle() for line in ax.get_lines()] == ['-', ':']
+
+
 def test_curves_of_runs_at_zero_percent_stay_on_0_to_100(tmp_path, saved_figures):
     """An untrained sweep (every epoch at 0 %) was drawn from about -0.05 to 0.05: negative top-1."""
     outcomes = [_report_outcome('vit', 'base', 0, 0.), _report_outcome('vit', 'sl', 0, 0.)]

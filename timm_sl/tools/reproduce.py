@@ -1312,7 +1312,7 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
-    scale (dashed: a failed run); returns the figure."""
+    scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished); returns the figure."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
@@ -1324,13 +1324,15 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         for o in outcomes:
             if o.run.family != family or not o.curve:
                 continue
-            failed = o.status == 'failed'
-            key = o.run.variant, failed
-            label = None if key in shown else switches_label(o.run.model_kwargs) + (' (failed run)' if failed else '')
+            unfinished = '' if o.status == 'done' else 'failed run' if o.status == 'failed' else 'interrupted run'
+            key = o.run.variant, unfinished
+            label = None if key in shown else switches_label(o.run.model_kwargs) + (
+                f' ({unfinished})' if unfinished else '')
             seeds |= key in shown
             shown.add(key)
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
-                    color=colors[o.run.variant], label=label, linestyle='--' if failed else '-')
+                    color=colors[o.run.variant], label=label,
+                    linestyle={'': '-', 'failed run': '--'}.get(unfinished, ':'))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
