@@ -1425,6 +1425,23 @@ def test_the_report_and_charts_name_the_splits_the_runs_read(fake_train, tmp_pat
     assert json.loads((out / 'results.json').read_text())['data'] == said
 
 
+@pytest.mark.parametrize('dataset,given,folders', [('svhn', ['--train-split', 'training'], DIGITS),
+                                                   ('cifar10', ['--train-split', 'training', '--val-split', 'eval'], [])])
+def test_a_split_named_by_a_synonym_is_the_same_setting(fake_train, tmp_path, capsys, dataset, given, folders):
+    """A run started with the recipe's splits and resumed with -- --train-split training (the same train/ folder, or
+    CIFAR's same training set) was refused as trained "with other settings (data train_split: 'train' ->
+    'training')"; a split that reads other images still is."""
+    data = _folders(tmp_path / 'data', folders + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1'])) == 0
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '2', *given])) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+    if dataset == 'svhn':  # another folder: other images
+        assert _exit_status(_reproduce_args(data, out, fake_train, dataset,
+                                            train_args=['--epochs', '3', '--train-split', 'extra'])) == 2
+        assert "(data train_split: 'train' -> 'extra')" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize('damage', ['cut', 'list'])
 def test_a_damaged_run_record_is_not_taken_for_none(fake_train, tmp_path, capsys, damage):
     """A run.json cut short (a disk that filled) was read as absent: the run was compared by its args.yaml only (not

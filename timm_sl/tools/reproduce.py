@@ -604,6 +604,26 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     return found
 
 
+def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` (recorded, or ``now``: this command's) with the data splits named as what train.py reads for them
+    from the data folder of ``now`` (:func:`_split_folder`; of CIFAR, :func:`_split_read`): ``-- --train-split
+    training`` reads the ``train/`` folder a run started with the recipe's ``train`` read, one setting."""
+    data, ours = settings.get('data'), now.get('data')
+    if not isinstance(data, dict) or not isinstance(ours, dict):
+        return settings
+    name = str(data.get('dataset', ours.get('dataset')) or '').lower()
+    read = {}
+    for key in ('train_split', 'val_split'):
+        if data.get(key) is None:
+            continue
+        if name in _TORCH_FOLDERS:
+            read[key] = _split_read(data[key], name)
+        elif _timm_folder_reader(name):
+            folder = _split_folder(Path(str(ours.get('data_dir'))), str(data[key]))
+            read[key] = data[key] if folder is None else folder.name
+    return dict(settings, data=dict(data, **read))
+
+
 def _trained(run: Run) -> List[str]:
     """What a run folder holds of training: its summary.csv (with the epochs it records) and checkpoints."""
     found = []
@@ -683,7 +703,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         if 'train_args' in recorded:
             recorded['train_args'] = _respelled(recorded['train_args'], spellings)
-        differ = _differences(recorded, settings[run.name])
+        now = settings[run.name]
+        differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
             other.append((run, differ))
             continue
