@@ -846,6 +846,15 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/map.txt/notes', 'test/map.txt/notes'], ['--class-map', 'map.txt'],
      [f'--class-map map.txt is a folder ({{D}}/{split}/map.txt), which train.py would open as the map; allowed: a '
       f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
+    # no validation split: train.py measured no top-1 and every run read as 'diverged (NaN)' (an image folder was
+    # refused for images 'one folder too deep', --data-dir read as the split)
+    *[(dataset, DIGITS, ['--val-split', ''],
+       [f"--val-split '' after -- leaves train.py without a validation split: no run would measure a top-1 (what the "
+        f"report and Table 2 compare), and each would read as diverged; allowed: a split to measure on (the {dataset} "
+        f"recipe's, without --val-split)"]) for dataset in ('svhn', 'cifar100')],
+    ('svhn', DIGITS, ['--train-split='],
+     ["--train-split '' after -- names no split: train.py would train on all of {D} (CIFAR: on its test set); allowed: "
+      "a split to train on (the svhn recipe's, without --train-split)"]),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)

@@ -273,6 +273,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     root = Path(data['data_dir'])
     if not root.is_dir():
         return [f'--data-dir {root} is not a folder']
+    if str(data['val_split']) == '':  # train.py then builds no validation loader: no top-1 in any epoch
+        return [f"--val-split '' after -- leaves train.py without a validation split: no run would measure a top-1 "
+                f"(what the report and Table 2 compare), and each would read as diverged; allowed: a split to measure "
+                f"on (the {dataset} recipe's, without --val-split)"]
+    if str(data['train_split']) == '':  # timm's folder reader: all of --data-dir; CIFAR: the test set
+        return [f"--train-split '' after -- names no split: train.py would train on all of {root} (CIFAR: on its "
+                f"test set); allowed: a split to train on (the {dataset} recipe's, without --train-split)"]
     prepared = prepared_dataset(root)
     if prepared and prepared[1] != dataset:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
