@@ -1434,8 +1434,9 @@ def test_the_report_and_charts_name_the_splits_the_runs_read(fake_train, tmp_pat
     assert json.loads((out / 'results.json').read_text())['data'] == said
 
 
-@pytest.mark.parametrize('dataset,given,folders', [('svhn', ['--train-split', 'training'], DIGITS),
-                                                   ('cifar10', ['--train-split', 'training', '--val-split', 'eval'], [])])
+@pytest.mark.parametrize('dataset,given,folders', [
+    ('svhn', ['--train-split', 'training'], DIGITS),
+    ('cifar10', ['--train-split', 'training', '--val-split', 'eval'], [])])
 def test_a_split_named_by_a_synonym_is_the_same_setting(fake_train, tmp_path, capsys, dataset, given, folders):
     """A run started with the recipe's splits and resumed with -- --train-split training (the same train/ folder, or
     CIFAR's same training set) was refused as trained "with other settings (data train_split: 'train' ->
