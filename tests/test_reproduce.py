@@ -382,6 +382,30 @@ def test_interrupt_keeps_finished_runs_in_the_report(fake_train, tmp_path, monke
 
 
 
+def test_ctrl_c_while_the_report_is_written_finishes_the_report_first(fake_train, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the charts were drawn ended in a Python traceback, leaving a report.md that named charts never
+    written (and, from an earlier call, a results.json of other results)."""
+    import signal
+    import timm_sl.tools.reproduce as reproduce
+    real_plot = reproduce._plot_top1
+
+    def ctrl_c_then_plot(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return real_plot(*args, **kwargs)
+    monkeypatch.setattr(reproduce, '_plot_top1', ctrl_c_then_plot)
+    out = tmp_path / 'out'
+    args = ['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
+            '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']
+    assert main(args) == 130
+    assert 'interrupted (SIGINT) while the report was written, which was written in full first' in \
+        capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert (out / 'top1.png').is_file() and (out / 'curves.png').is_file()
+    assert len(json.loads((out / 'results.json').read_text())['runs']) == 2
+    assert sorted(json.loads((out / 'report_manifest.json').read_text())['sha256']) == [
+        'curves.png', 'report.md', 'results.json', 'top1.png']
+
+
 def _refused(argv, capsys) -> str:
     """The one error line of a reproduce refused before any run (nothing written to its --out)."""
     assert _exit_status(argv) == 2
@@ -822,6 +846,15 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['train/map.txt/notes', 'test/map.txt/notes'], ['--class-map', 'map.txt'],
      [f'--class-map map.txt is a folder ({{D}}/{split}/map.txt), which train.py would open as the map; allowed: a '
       f'.txt file of class folder names, one a line, or a .pkl of {{{{name: index}}}}' for split in ('train', 'test')]),
+    # no validation split: train.py measured no top-1 and every run read as 'diverged (NaN)' (an image folder was
+    # refused for images 'one folder too deep', --data-dir read as the split)
+    *[(dataset, DIGITS, ['--val-split', ''],
+       [f"--val-split '' after -- leaves train.py without a validation split: no run would measure a top-1 (what the "
+        f"report and Table 2 compare), and each would read as diverged; allowed: a split to measure on (the {dataset} "
+        f"recipe's, without --val-split)"]) for dataset in ('svhn', 'cifar100')],
+    ('svhn', DIGITS, ['--train-split='],
+     ["--train-split '' after -- names no split: train.py would train on all of {D} (CIFAR: on its test set); allowed: "
+      "a split to train on (the svhn recipe's, without --train-split)"]),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -1223,6 +1256,17 @@ def test_curves_panels_share_one_scale_and_count_epochs_as_the_report(tmp_path, 
     assert curves.axes[0].get_ylabel() == 'top-1 (%), same scale in every panel'
 
 
+def test_curves_of_interrupted_runs_say_so(tmp_path, saved_figures):
+    """After Ctrl-C the curve of an interrupted run was drawn and labelled as a finished one ('SL'), its last epoch
+    read as where training ended."""
+    stopped = _report_outcome('vit', 'sl', 0, 60., epochs=2)
+    stopped.status = 'interrupted'
+    write_report([_report_outcome('vit', 'base', 0, 80.), stopped], 'cifar100', tmp_path)
+    ax = saved_figures['curves.png'].axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ['baseline', 'SL (interrupted run)']
+    assert [line.get_linestyle() for line in ax.get_lines()] == ['-', ':']
+
+
 def test_curves_of_runs_at_zero_percent_stay_on_0_to_100(tmp_path, saved_figures):
     """An untrained sweep (every epoch at 0 %) was drawn from about -0.05 to 0.05: negative top-1."""
     outcomes = [_report_outcome('vit', 'base', 0, 0.), _report_outcome('vit', 'sl', 0, 0.)]
@@ -1352,6 +1396,60 @@ def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_
         f'{before}... -> sha256 {after}... {after}...), and 1 more run folder alike: reproduce resumes or skips a run '
         f'only with the settings it started with; use another --out')
     assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
+
+
+def test_a_run_of_an_older_reproduce_resumed_with_a_class_map_is_another_setting(fake_train, tmp_path, capsys):
+    """A run of an older reproduce (no run.json) trained without a class map was resumed with -- --class-map (other
+    labels for the epochs left), unnoticed: its args.yaml records the map train.py read, which was not compared."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
+    capsys.readouterr()
+    for run in ('vit-base-s0', 'vit-sl-s0'):  # as an older reproduce left them; train.py's args.yaml names every key
+        folder = out / 'runs' / run
+        (folder / 'run.json').unlink()
+        args = (folder / 'args.yaml').read_text()
+        (folder / 'args.yaml').write_text(args + "class_map: ''\n")
+    summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
+    again = ['--epochs', '2', '--class-map', str(class_map)]
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=again)) == 2
+    assert _one_error(capsys) == (
+        f"{out}/runs/vit-base-s0 was trained with other settings (data class_map: '' -> '{class_map}'), and 1 more "
+        f"run folder alike: reproduce resumes or skips a run only with the settings it started with; use another --out")
+    assert (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text() == summary
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '2'])) == 0  # the same data
+
+
+def test_the_report_and_charts_name_the_splits_the_runs_read(fake_train, tmp_path, capsys):
+    """Runs trained on SVHN's extra images (-- --train-split extra) were reported and charted as 'data: image folder
+    DATA' under the svhn recipe: the recipe's training images, as far as the report said."""
+    data = _folders(tmp_path / 'data', DIGITS + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--train-split', 'extra',
+                                                                          '--val-split', 'test'])) == 0
+    said = f'image folder {data}, train split extra, val split test'
+    assert f'data: {said}\n' in (out / 'report.md').read_text()
+    assert json.loads((out / 'results.json').read_text())['data'] == said
+
+
+@pytest.mark.parametrize('dataset,given,folders', [
+    ('svhn', ['--train-split', 'training'], DIGITS),
+    ('cifar10', ['--train-split', 'training', '--val-split', 'eval'], [])])
+def test_a_split_named_by_a_synonym_is_the_same_setting(fake_train, tmp_path, capsys, dataset, given, folders):
+    """A run started with the recipe's splits and resumed with -- --train-split training (the same train/ folder, or
+    CIFAR's same training set) was refused as trained "with other settings (data train_split: 'train' ->
+    'training')"; a split that reads other images still is."""
+    data = _folders(tmp_path / 'data', folders + [f'extra/{d}/0.png' for d in range(10)])
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1'])) == 0
+    assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '2', *given])) == 0
+    assert 'vit-base-s0 started (resuming: 1/2 epochs done)' in capsys.readouterr().out
+    if dataset == 'svhn':  # another folder: other images
+        assert _exit_status(_reproduce_args(data, out, fake_train, dataset,
+                                            train_args=['--epochs', '3', '--train-split', 'extra'])) == 2
+        assert "(data train_split: 'train' -> 'extra')" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize('damage', ['cut', 'list'])

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import statistics
 import sys
 import time
@@ -188,9 +189,11 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
 
 
 def describe_data(args: Dict[str, Any]) -> str:
-    """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles."""
+    """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles: the reader
+    and folder, and the splits where recorded (``-- --train-split extra`` trains on other images than the recipe's)."""
     root = args.get('data_dir') or args.get('data') or '?'
-    return f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}'
+    splits = ''.join(f', {k.split("_")[0]} split {args[k]}' for k in ('train_split', 'val_split') if args.get(k))
+    return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
 def _timm_folder_reader(dataset: Any) -> bool:
@@ -270,6 +273,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     root = Path(data['data_dir'])
     if not root.is_dir():
         return [f'--data-dir {root} is not a folder']
+    if str(data['val_split']) == '':  # train.py then builds no validation loader: no top-1 in any epoch
+        return [f"--val-split '' after -- leaves train.py without a validation split: no run would measure a top-1 "
+                f"(what the report and Table 2 compare), and each would read as diverged; allowed: a split to measure "
+                f"on (the {dataset} recipe's, without --val-split)"]
+    if str(data['train_split']) == '':  # timm's folder reader: all of --data-dir; CIFAR: the test set
+        return [f"--train-split '' after -- names no split: train.py would train on all of {root} (CIFAR: on its "
+                f"test set); allowed: a split to train on (the {dataset} recipe's, without --train-split)"]
     prepared = prepared_dataset(root)
     if prepared and prepared[1] != dataset:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
@@ -573,7 +583,8 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
         config = None
     if config:
         old['recipe'] = Path(config).name
-    data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes') if k in args}
+    # the class map as given, as this command's settings hold it: one given now and not then is other labels
+    data = {k: args[k] for k in ('dataset', 'train_split', 'val_split', 'num_classes', 'class_map') if k in args}
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
 
@@ -598,6 +609,26 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
         elif value != now:
             found.append(f'{key}: {show(value)} -> {show(now)}')
     return found
+
+
+def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any]:
+    """``settings`` (recorded, or ``now``: this command's) with the data splits named as what train.py reads for them
+    from the data folder of ``now`` (:func:`_split_folder`; of CIFAR, :func:`_split_read`): ``-- --train-split
+    training`` reads the ``train/`` folder a run started with the recipe's ``train`` read, one setting."""
+    data, ours = settings.get('data'), now.get('data')
+    if not isinstance(data, dict) or not isinstance(ours, dict):
+        return settings
+    name = str(data.get('dataset', ours.get('dataset')) or '').lower()
+    read = {}
+    for key in ('train_split', 'val_split'):
+        if data.get(key) is None:
+            continue
+        if name in _TORCH_FOLDERS:
+            read[key] = _split_read(data[key], name)
+        elif _timm_folder_reader(name):
+            folder = _split_folder(Path(str(ours.get('data_dir'))), str(data[key]))
+            read[key] = data[key] if folder is None else folder.name
+    return dict(settings, data=dict(data, **read))
 
 
 def _trained(run: Run) -> List[str]:
@@ -679,7 +710,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         if 'train_args' in recorded:
             recorded['train_args'] = _respelled(recorded['train_args'], spellings)
-        differ = _differences(recorded, settings[run.name])
+        now = settings[run.name]
+        differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
             other.append((run, differ))
             continue
@@ -1308,7 +1340,7 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
-    scale (dashed: a failed run); returns the figure."""
+    scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished); returns the figure."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
@@ -1320,13 +1352,15 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         for o in outcomes:
             if o.run.family != family or not o.curve:
                 continue
-            failed = o.status == 'failed'
-            key = o.run.variant, failed
-            label = None if key in shown else switches_label(o.run.model_kwargs) + (' (failed run)' if failed else '')
+            unfinished = '' if o.status == 'done' else 'failed run' if o.status == 'failed' else 'interrupted run'
+            key = o.run.variant, unfinished
+            label = None if key in shown else switches_label(o.run.model_kwargs) + (
+                f' ({unfinished})' if unfinished else '')
             seeds |= key in shown
             shown.add(key)
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
-                    color=colors[o.run.variant], label=label, linestyle='--' if failed else '-')
+                    color=colors[o.run.variant], label=label,
+                    linestyle={'': '-', 'failed run': '--'}.get(unfinished, ':'))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
@@ -1691,6 +1725,26 @@ def run_from_args(args: argparse.Namespace) -> int:
                                  () if lock is None else (lock,))
 
 
+@contextlib.contextmanager
+def _signals_held() -> Iterator[List[int]]:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held off while the block runs, yielding the list of those that came: the
+    report cut short would be a report.md naming charts not written, beside the results.json of an earlier call, and
+    a traceback. A signal this process ignores stays ignored."""
+    came: List[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, 'SIGHUP', None)):
+        try:
+            if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
+                held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+        except ValueError:  # not the main thread: nothing held
+            pass
+    try:
+        yield came
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, handler)
+
+
 def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
                       given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str,
                       pass_fds: Sequence[int] = ()) -> int:
@@ -1710,19 +1764,23 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
          '--seeds', *map(str, args.seeds), '--out', args.out]
         + (['--nproc', str(args.nproc)] if args.nproc != 1 else [])  # a run's settings: resumed only with the same
         + (['--', *given] if given else []))
-    try:
-        report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
-    except OSError:
-        if stopped is None:
-            raise
-        report = None  # the sweep's own error is the one line
+    with _signals_held() as came:  # Ctrl-C now: the report written in full first, then exit status 130
+        try:
+            report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
+        except OSError:
+            if stopped is None:
+                raise
+            report = None  # the sweep's own error is the one line
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
     if report is not None:
         print(f'report: {report}')
     if stopped is not None:
         raise stopped
-    if any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
+    if came:
+        print(f'interrupted ({signal.Signals(came[0]).name}) while the report was written, which was written in full '
+              f'first')
+    if came or any(o.status in ('interrupted', 'not run') for o in outcomes):  # stopped by Ctrl-C / SIGTERM
         return 130
     if failed:
         raise RunsFailed(f'{len(failed)} run(s) failed: {", ".join(failed)} (see the report)')
