@@ -1495,3 +1495,15 @@ def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
     assert main(['attention', str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--checkpoint',
                  str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(tmp_path / 'a.png')]) == 0
     assert (tmp_path / 'a.png').is_file()
+
+
+def test_a_run_and_an_export_of_one_configuration_are_titled_as_one(tmp_path, image_dir, figures):
+    """A run of img_size=64 compared with an export of the same configuration was titled as two configurations,
+    'SL: depth=1, img_size=64; baseline: depth=1, img_size=[64, 64]': the export's JSON writes the size as a list."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, img_size=64))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, img_size=64, spt=False, lsa=False))
+    assert main(['export', str(tmp_path / 'base'), '--out', str(tmp_path / 'base-exported')]) == 0
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, img_size=64, SL checkpoint sl/model_best.pth.tar, '
+                                          'baseline checkpoint base-exported/model.safetensors: attention KL')

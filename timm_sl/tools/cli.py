@@ -395,6 +395,10 @@ def _model_name(name: str, model) -> str:
 _LABELLED_KWARGS = ('spt', 'lsa', 'lsa_mask', 'lsa_learn_temp', 'lsa_temp_ratio', 'spt_pool', 'base', 'num_classes')
 
 
+# kwargs timm reads as (height, width), a single number for both
+_SQUARE_KWARGS = ('img_size', 'patch_size', 'window_size', 'stride_size')
+
+
 def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL', 'baseline')) -> str:
     """The model as a chart's title names it: :func:`_model_name` and the configuration kwargs its models were built
     with (``sl_vit_32, depth=2``), each model's (named by ``labels``) where a compared one was built with others: a
@@ -410,7 +414,13 @@ def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL',
         if key == 'img_size':
             return (tuple(value) if isinstance(value, (list, tuple)) else (value, value)) == size[1:]
         return key == 'global_pool' and value == getattr(model, 'global_pool', None)
-    given = [''.join(f', {k}={v}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
+
+    def written(key: str, value: Any) -> Any:  # one value one way: an export's JSON [32, 32] is a run's img_size=32
+        if not isinstance(value, (list, tuple)):
+            return value
+        value = tuple(written('', v) for v in value)
+        return value[0] if key in _SQUARE_KWARGS and len(value) == 2 and value[0] == value[1] else value
+    given = [''.join(f', {k}={written(k, v)}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
                      not default(k, v)) for key in keys]
     name = _model_name(args.model, model)
     if len(set(given)) <= 1:
