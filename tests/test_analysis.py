@@ -1507,3 +1507,20 @@ def test_a_run_and_an_export_of_one_configuration_are_titled_as_one(tmp_path, im
                  str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
     assert _title(figures[-1]).startswith('sl_vit_32, depth=1, img_size=64, SL checkpoint sl/model_best.pth.tar, '
                                           'baseline checkpoint base-exported/model.safetensors: attention KL')
+
+
+def test_a_16_bit_grey_image_is_refused_not_analysed_as_white(tmp_path, image_dir):
+    """A 16-bit grey PNG went through PIL's 8-bit conversion, which clips every value above 255: the model was
+    analysed on a white image and the chart drew it as data. It is refused; one whose values fit 8 bits is read."""
+    images = tmp_path / 'images'
+    images.mkdir()
+    values = torch.arange(64 * 64, dtype=torch.int32).reshape(64, 64) * 16
+    Image.fromarray(values.numpy().astype('uint16')).save(images / 'scan.png')
+    with pytest.raises(SystemExit, match=f"^timm-sl kld: {images / 'scan.png'} is an image of mode I;16 whose values "
+                                         f"reach 65520; reading it as 8-bit \\(as timm reads images\\) clips every "
+                                         f"value above 255 to white; allowed: 8-bit images"):
+        main(['kld', str(images), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+              str(tmp_path / 'k.png')])
+    Image.fromarray((values // 257).numpy().astype('uint16')).save(images / 'scan.png')
+    batch = timm_sl.tools.analysis.load_images([str(images)], _model('sl_vit_32', dict(depth=1)))
+    assert batch.tensor.shape == (1, 3, 32, 32)

@@ -460,6 +460,17 @@ def image_files(paths: Sequence[str]) -> List[Path]:
     return files
 
 
+def _check_8_bit(image: Any, file: Path) -> None:
+    """Refuse a 16-bit / 32-bit grey image whose values pass 255: PIL's conversion to 'L' or 'RGB' (timm's reading
+    too) clips them, so the model would see a white (or saturated) image and the chart would show it as data."""
+    if image.mode in ('I', 'F') or image.mode.startswith('I;'):
+        high = image.getextrema()[1]
+        if high > 255:
+            raise ValueError(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
+                             f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
+                             f'images (scale it to 0-255 first)')
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
@@ -485,6 +496,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
                 if is_marked(image):
                     raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
+                _check_8_bit(image, f)
                 tensors.append(transform(image.convert(mode)))
         except OSError as e:
             raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
