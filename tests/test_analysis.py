@@ -1524,3 +1524,20 @@ def test_a_16_bit_grey_image_is_refused_not_analysed_as_white(tmp_path, image_di
     Image.fromarray((values // 257).numpy().astype('uint16')).save(images / 'scan.png')
     batch = timm_sl.tools.analysis.load_images([str(images)], _model('sl_vit_32', dict(depth=1)))
     assert batch.tensor.shape == (1, 3, 32, 32)
+
+
+def test_temperature_of_another_temp_ratio_draws_where_it_starts(tmp_path, capsys, figures):
+    """An untrained sl_vit_32 with lsa_temp_ratio=2.0 was charted at half the fixed head_dim^-0.5 line with nothing
+    saying it starts there: its initial value read as a temperature learned away from it. Table and chart add its
+    start; a model of ratio 1 has no such line."""
+    argv = ['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png'), '--model-kwargs', 'depth=1']
+    assert main(argv + ['lsa_temp_ratio=2.0']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split('  ')[-1] == 'start: head_dim^-0.5 / 2.0'
+    assert lines[2].split()[-2:] == ['0.2500', '0.1250']
+    curves = {line.get_label(): list(line.get_ydata()) for line in figures[-1].axes[0].get_lines()}
+    assert curves['start: head_dim^-0.5 / 2.0'] == pytest.approx([0.125])
+    assert curves['fixed head_dim^-0.5'] == pytest.approx([0.25])
+    assert main(argv) == 0
+    assert 'start' not in capsys.readouterr().out
+    assert not any('start' in line.get_label() for line in figures[-1].axes[0].get_lines())

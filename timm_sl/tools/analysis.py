@@ -403,11 +403,12 @@ def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False, ba
 
 def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
     """Per LSA layer that learns its temperature (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over
-    heads and the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3; the layer starts from it divided
-    by its ``temp_ratio``)."""
+    heads, the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3) and the ``start`` the layer learns
+    from: ``fixed`` divided by its ``temp_ratio``."""
     modules = dict(model.named_modules())
     return [dict(layer=name, mean=t.mean().item(), min=t.min().item(), max=t.max().item(),
-                 fixed=modules[name].init_temperature * modules[name].temp_ratio)
+                 fixed=modules[name].init_temperature * modules[name].temp_ratio,
+                 start=modules[name].init_temperature, temp_ratio=modules[name].temp_ratio)
             for name, t in learned_temperatures(model).items()]
 
 

@@ -584,13 +584,18 @@ def cmd_temperature(args: argparse.Namespace) -> int:
         raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
                          f'(SL switches); allowed: a model with a learned temperature (lsa=True with lsa_learn_temp '
                          f'unset, or lsa_learn_temp=True)')
-    rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
-            for i, r in enumerate(records)]
-    print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
+    # a model of another lsa_temp_ratio learns from head_dim^-0.5 / ratio: without that line, a chart of its untrained
+    # weights read as a temperature learned away from head_dim^-0.5
+    ratios = sorted({r['temp_ratio'] for r in records if r['temp_ratio'] != 1})
+    start = [f'start: head_dim^-0.5 / {"lsa_temp_ratio" if len(ratios) > 1 else ratios[0]}'] if ratios else []
+    columns = ('mean', 'min', 'max', 'fixed') + (('start',) if ratios else ())
+    rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in columns] for i, r in enumerate(records)]
+    print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'] + start, rows))
     plot_curves({'learned (mean over heads)': [r['mean'] for r in records],
                  'min head': [r['min'] for r in records],
                  'max head': [r['max'] for r in records],
-                 'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
+                 'fixed head_dim^-0.5': [r['fixed'] for r in records],
+                 **{label: [r['start'] for r in records] for label in start}}, args.out,
                 title=f'{_title_model(args, model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
