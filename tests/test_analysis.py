@@ -182,6 +182,27 @@ def test_final_attention_without_class_token_uses_received_attention():
                                    'the N = 64 tokens other than itself (LSA)')
 
 
+@pytest.mark.parametrize('name,kwargs,layer', [('sl_vit_32', dict(depth=2), 'blocks.1.attn'),
+                                               ('sl_cait_32', dict(depth=2, depth_token_only=1), 'blocks.1.attn')])
+def test_final_attention_of_a_model_that_pools_its_patch_tokens_is_what_they_receive(name, kwargs, layer):
+    """A ViT trained with --gp avg keeps its class token, but its classifier reads the patch tokens' average: the
+    chart drew the class token's attention, which no prediction uses (CaiT's class attention too). The received
+    attention of the last patch-token layer is drawn, and the footnote says why."""
+    model = _model(name, dict(kwargs, global_pool='avg'))
+    images = torch.randn(2, 3, 32, 32)
+    result = final_attention_map(model, images)
+    with capture_attention(model, [layer]) as maps:
+        model(images)
+    prefix = 1 if name == 'sl_vit_32' else 0  # CaiT's self-attention holds the patch tokens only
+    expected = maps[layer][-1][:, :, prefix:, prefix:].mean(-2).reshape(2, -1, 8, 8)
+    assert (result.kind, result.layer) == ('received', layer)
+    torch.testing.assert_close(result.maps, expected)
+    assert result.description == (f"{type(model).__name__} pools its patch tokens (global_pool='avg'), not its "
+                                   f"class token: attention each patch token receives in {layer}, averaged over the "
+                                   f"queries")
+    assert final_attention_map(_model(name, kwargs), images).kind == 'class token'
+
+
 def test_capture_rejects_unknown_layers_and_models():
     model = _model('sl_vit_32', dict(depth=1))
     with pytest.raises(ValueError, match=r"not attention layers of SlVisionTransformer: \['blocks.0.mlp'\]"):

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from timm.layers import Attention
-from timm.models.cait import ClassAttn, TalkingHeadAttn
+from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
@@ -236,12 +236,18 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
       receives in the last block, averaged over the queries of its window and put back on the grid (windows and
       cyclic shift undone). Through that block's attention, this is the token's weight in the pooled feature.
     - A ViT without class token (``class_token=False``): the received attention, averaged over all queries.
+    - A model that pools its patch tokens (``global_pool='avg'``, train.py's ``--gp avg``), class token or not: its
+      classifier never reads the class token, so the received attention of its last patch-token layer, as above.
     """
     layers = attention_layers(model)
     if not layers:
         raise ValueError(_no_attention(model))
+    pool = getattr(model, 'global_pool', 'token')
+    pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
-    name, module = (class_layers or layers)[-1]
+    patch_layers = [(n, m) for n, m in layers if not isinstance(m, ClassAttn)]
+    # pooled, CaiT's patch tokens leave its last self-attention: its class attention feeds its class token only
+    name, module = (patch_layers if pooled and patch_layers else class_layers or layers)[-1]
     H, W = images.shape[-2:]
     block = _owner(model, name)
     block_inputs: List[torch.Size] = []  # the tokens the block gets: Swin's NHWC map, CaiT's patch tokens
@@ -260,15 +266,18 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
         text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
         uniform = _row_uniform(keys, False, 'the class token')  # class attention has no diagonal mask
     else:
-        prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
-        if getattr(model, 'cls_token', None) is not None:
+        # CaiT's self-attention runs over the patch tokens alone (its class token joins in the class attention)
+        prefix = 0 if isinstance(model, Cait) else getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
+        if getattr(model, 'cls_token', None) is not None and not pooled:
             weights, kind = probs[:, :, 0, prefix:], 'class token'
             text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
             uniform = _row_uniform(keys, masked, 'the class token')
         else:
             weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
-            text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
-                   f'averaged over the queries'
+            why = f'pools its patch tokens (global_pool={pool!r}), not its class token' if pooled and \
+                getattr(model, 'cls_token', None) is not None else 'has no class token'
+            text = f'{type(model).__name__} {why}: attention each patch token receives in {name}, averaged over the ' \
+                   f'queries'
             uniform = _received_uniform(keys, prefix, masked)
     h, w = _grid(weights.shape[-1], H, W)
     return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
