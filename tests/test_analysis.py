@@ -1562,3 +1562,23 @@ def test_temperature_of_another_temp_ratio_draws_where_it_starts(tmp_path, capsy
     assert main(argv) == 0
     assert 'start' not in capsys.readouterr().out
     assert not any('start' in line.get_label() for line in figures[-1].axes[0].get_lines())
+
+
+def test_titles_name_a_global_pool_a_run_trained_with(tmp_path, image_dir, figures):
+    """A run trained with --gp avg was titled as the registered model (global_pool was dropped from titles as if at
+    its default, whatever its value), and beside its export, which lists its kwargs in another order, a chart named
+    one configuration twice."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, global_pool='avg'))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, global_pool='avg', spt=False, lsa=False))
+    assert main(['export', str(tmp_path / 'base'), '--out', str(tmp_path / 'base-exported')]) == 0
+    config = tmp_path / 'base-exported' / 'config.json'
+    exported = json.loads(config.read_text())
+    exported['model_args'] = dict(reversed(list(exported['model_args'].items())))
+    config.write_text(json.dumps(exported))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, global_pool=avg, SL checkpoint sl/model_best.pth.tar, '
+                                          'baseline checkpoint base-exported/model.safetensors: attention KL')
+    _run_folder(tmp_path / 'token', 'sl_vit_32', dict(depth=1, global_pool='token'))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'token'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, checkpoint token/model_best.pth.tar: attention KL')

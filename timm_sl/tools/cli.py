@@ -395,6 +395,17 @@ def _model_name(name: str, model) -> str:
 _LABELLED_KWARGS = ('spt', 'lsa', 'lsa_mask', 'lsa_learn_temp', 'lsa_temp_ratio', 'spt_pool', 'base', 'num_classes')
 
 
+def _default_global_pool(model) -> Optional[str]:
+    """The ``global_pool`` ``model``'s timm class builds with when none is given (``'token'``, Swin's ``'avg'``): an
+    export records it either way, and one given (train.py's ``--gp avg``) is another configuration."""
+    import inspect
+    for cls in type(model).__mro__:
+        parameter = inspect.signature(cls.__init__).parameters.get('global_pool')
+        if parameter is not None and isinstance(parameter.default, str):
+            return parameter.default
+    return None
+
+
 # kwargs timm reads as (height, width), a single number for both
 _SQUARE_KWARGS = ('img_size', 'patch_size', 'window_size', 'stride_size')
 
@@ -413,7 +424,7 @@ def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL',
             return (value,) == size[:1]
         if key == 'img_size':
             return (tuple(value) if isinstance(value, (list, tuple)) else (value, value)) == size[1:]
-        return key == 'global_pool' and value == getattr(model, 'global_pool', None)
+        return key == 'global_pool' and value == _default_global_pool(model)
 
     def written(key: str, value: Any) -> Any:  # one value one way: an export's JSON [32, 32] is a run's img_size=32
         if not isinstance(value, (list, tuple)):
@@ -423,7 +434,7 @@ def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL',
     given = [''.join(f', {k}={written(k, v)}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
                      not default(k, v)) for key in keys]
     name = _model_name(args.model, model)
-    if len(set(given)) <= 1:
+    if len({frozenset(g.split(', ')) for g in given}) <= 1:  # an export lists its kwargs in another order
         return name + (given[0] if given else '')
     return name + ' (' + '; '.join(f'{label}: {kwargs[2:] or "its default configuration"}'
                                    for label, kwargs in zip(labels, given)) + ')'
