@@ -1582,3 +1582,24 @@ def test_titles_name_a_global_pool_a_run_trained_with(tmp_path, image_dir, figur
     _run_folder(tmp_path / 'token', 'sl_vit_32', dict(depth=1, global_pool='token'))
     assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'token'), '--out', str(tmp_path / 'k.png')]) == 0
     assert _title(figures[-1]).startswith('sl_vit_32, depth=1, checkpoint token/model_best.pth.tar: attention KL')
+
+
+def test_a_slify_vit_is_not_said_to_have_a_spool_switch(tmp_path, image_dir, capsys, figures):
+    """slify of a ViT (nothing Spool acts on) recorded spt_pool=True on the model, and the analyses' note said the
+    compared run 'holds S (spt=True, ..., spt_pool=True)'; a slify PiT keeps the switch it has."""
+    import yaml
+    for name, lsa in ('sl', True), ('s', False):
+        kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, lsa=lsa)
+        model = timm.create_model('slify', num_classes=10, **kwargs)
+        (tmp_path / name).mkdir()
+        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
+        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
+                   tmp_path / name / 'model_best.pth.tar')
+        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 's'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert capsys.readouterr().err == (
+        f'timm-sl kld: note: each model is labelled by what it holds, not by its flag: --compare-checkpoint '
+        f's/model_best.pth.tar holds S (spt=True, lsa mask=False, learned temperature=False), not baseline\n')
+    assert not hasattr(model, 'spt_pool')
+    assert timm.create_model('slify', base='pit_ti_224', depth=(1, 1, 1), spt_pool=False).spt_pool is False
