@@ -1603,3 +1603,19 @@ def test_a_slify_vit_is_not_said_to_have_a_spool_switch(tmp_path, image_dir, cap
         f's/model_best.pth.tar holds S (spt=True, lsa mask=False, learned temperature=False), not baseline\n')
     assert not hasattr(model, 'spt_pool')
     assert timm.create_model('slify', base='pit_ti_224', depth=(1, 1, 1), spt_pool=False).spt_pool is False
+
+
+def test_temperature_of_a_diverged_checkpoint_is_refused(tmp_path, capsys, figures):
+    """A checkpoint saved after its run diverged (NaN in an MLP weight, temperatures still finite) was charted as a
+    trained model's temperatures; it is refused in one line naming the file and the tensors, as export refuses it."""
+    model = _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=2))
+    state = model.state_dict()
+    state['blocks.1.mlp.fc1.weight'][0, 0] = float('nan')
+    torch.save({'state_dict': state}, tmp_path / 'run' / 'model_best.pth.tar')
+    with pytest.raises(SystemExit):
+        main(['temperature', '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 't.png')])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f'timm-sl temperature: {tmp_path / "run" / "model_best.pth.tar"} holds NaN or infinite weights (1 tensor(s): '
+        f'blocks.1.mlp.fc1.weight): the run had diverged when it was saved; allowed: a checkpoint of an epoch before '
+        f'that (checkpoint-N.pth.tar of its run folder)')
+    assert not figures and not (tmp_path / 't.png').exists()

@@ -572,6 +572,19 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
+def _check_finite_weights(args: argparse.Namespace, model) -> None:
+    """Refuse a checkpoint whose weights hold NaN or inf (a run that had diverged when it was saved) for a chart drawn
+    from its parameters, not its outputs: its finite temperatures were charted as a trained model's."""
+    import torch
+    bad = [k for k, v in model.state_dict().items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad and args.checkpoint:
+        from timm_sl.tools.runs import checkpoint_file
+        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+        raise ValueError(f'{checkpoint_file(args.checkpoint)} holds NaN or infinite weights ({len(bad)} tensor(s): '
+                         f'{names}): the run had diverged when it was saved; allowed: a checkpoint of an epoch before '
+                         f'that (checkpoint-N.pth.tar of its run folder)')
+
+
 def _depth_axis(first_layer: str) -> str:
     """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
     temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
@@ -585,6 +598,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     model, record = _analysed_model(args, args.checkpoint)
     records = temperature_records(model)
     _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
+    _check_finite_weights(args, model)  # finite temperatures of a diverged model are no trained model's
     if not records:
         sl_args = getattr(model, 'sl_args', None)
         if sl_args is not None and sl_args.learn_temp and not attention_layers(model):  # lsa on, nothing to learn in
