@@ -406,7 +406,7 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
 
 def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, image_dir, capsys, figures):
     """Two folders' 0.png: the chart named their rows by path, the table by file name only (two rows '0.png' with
-    different numbers); both say the path, and an image given twice keeps a label on each row."""
+    different numbers); both say the path, and an image given twice is one row."""
     other = tmp_path / 'other'
     other.mkdir()
     (other / '0.png').write_bytes((image_dir / '1.png').read_bytes())
@@ -414,7 +414,7 @@ def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, i
                  str(image_dir / '1.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
                  '--out', str(tmp_path / 'a.png')]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if 'blocks.0.attn' in line]
-    labels = [str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'), str(image_dir / '1.png')]
+    labels = [str(image_dir / '0.png'), str(other / '0.png'), '1.png']
     assert rows == labels
     inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
@@ -1619,3 +1619,19 @@ def test_temperature_of_a_diverged_checkpoint_is_refused(tmp_path, capsys, figur
         f'blocks.1.mlp.fc1.weight): the run had diverged when it was saved; allowed: a checkpoint of an epoch before '
         f'that (checkpoint-N.pth.tar of its run folder)')
     assert not figures and not (tmp_path / 't.png').exists()
+
+
+def test_an_image_named_twice_is_analysed_once(tmp_path, image_dir, capsys, figures):
+    """`kld imgs imgs/0.png ./imgs` read 0.png three times: the mean weighed it triple and the title said '5 images'
+    for 2 files; attention drew it in two rows. Each file counts once, where first named."""
+    from timm_sl.tools.analysis import image_files
+    out = str(tmp_path / 'c.png')
+    assert main(['kld', str(image_dir), str(image_dir / '0.png'), f'{image_dir}/.', '--model', 'sl_vit_32',
+                 '--model-kwargs', 'depth=1', '--out', out]) == 0
+    assert _title(figures[-1]).endswith('attention KL divergence from uniform (2 images)')
+    assert [p.name for p in image_files([str(image_dir / '1.png'), str(image_dir)])] == ['1.png', '0.png']
+    capsys.readouterr()
+    assert main(['attention', str(image_dir / '0.png'), str(image_dir), '--model', 'sl_vit_32', '--model-kwargs',
+                 'depth=1', '--out', out]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [row[0] for row in rows if row[1:2] == ['SL']] == ['0.png', '1.png']

@@ -457,17 +457,20 @@ def _image_files(folder: Path) -> List[Path]:
 
 
 def image_files(paths: Sequence[str]) -> List[Path]:
-    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`.
+    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`; a
+    file named twice (a folder and a file in it, ``imgs ./imgs``, a link to it) once, where first named: counted
+    twice, it weighed double in kld's mean and took two rows of attention's chart.
 
     Raises:
         FileNotFoundError: a path does not exist.
     """
-    files: List[Path] = []
+    files: Dict[Path, Path] = {}
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f'{shown(p)} does not exist')
-        files += _image_files(p) if p.is_dir() else [p]
-    return files
+        for file in _image_files(p) if p.is_dir() else [p]:
+            files.setdefault(file.resolve(), file)
+    return list(files.values())
 
 
 def _check_8_bit(image: Any, file: Path) -> None:
