@@ -182,6 +182,27 @@ def test_final_attention_without_class_token_uses_received_attention():
                                    'the N = 64 tokens other than itself (LSA)')
 
 
+@pytest.mark.parametrize('name,kwargs,layer', [('sl_vit_32', dict(depth=2), 'blocks.1.attn'),
+                                               ('sl_cait_32', dict(depth=2, depth_token_only=1), 'blocks.1.attn')])
+def test_final_attention_of_a_model_that_pools_its_patch_tokens_is_what_they_receive(name, kwargs, layer):
+    """A ViT trained with --gp avg keeps its class token, but its classifier reads the patch tokens' average: the
+    chart drew the class token's attention, which no prediction uses (CaiT's class attention too). The received
+    attention of the last patch-token layer is drawn, and the footnote says why."""
+    model = _model(name, dict(kwargs, global_pool='avg'))
+    images = torch.randn(2, 3, 32, 32)
+    result = final_attention_map(model, images)
+    with capture_attention(model, [layer]) as maps:
+        model(images)
+    prefix = 1 if name == 'sl_vit_32' else 0  # CaiT's self-attention holds the patch tokens only
+    expected = maps[layer][-1][:, :, prefix:, prefix:].mean(-2).reshape(2, -1, 8, 8)
+    assert (result.kind, result.layer) == ('received', layer)
+    torch.testing.assert_close(result.maps, expected)
+    assert result.description == (f"{type(model).__name__} pools its patch tokens (global_pool='avg'), not its "
+                                   f"class token: attention each patch token receives in {layer}, averaged over the "
+                                   f"queries")
+    assert final_attention_map(_model(name, kwargs), images).kind == 'class token'
+
+
 def test_capture_rejects_unknown_layers_and_models():
     model = _model('sl_vit_32', dict(depth=1))
     with pytest.raises(ValueError, match=r"not attention layers of SlVisionTransformer: \['blocks.0.mlp'\]"):
@@ -385,7 +406,7 @@ def test_cli_attention_figure_names_runs_images_and_uniform_levels(tmp_path, ima
 
 def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, image_dir, capsys, figures):
     """Two folders' 0.png: the chart named their rows by path, the table by file name only (two rows '0.png' with
-    different numbers); both say the path, and an image given twice keeps a label on each row."""
+    different numbers); both say the path, and an image given twice is one row."""
     other = tmp_path / 'other'
     other.mkdir()
     (other / '0.png').write_bytes((image_dir / '1.png').read_bytes())
@@ -393,7 +414,7 @@ def test_attention_table_names_images_that_share_a_file_name_by_path(tmp_path, i
                  str(image_dir / '1.png'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1',
                  '--out', str(tmp_path / 'a.png')]) == 0
     rows = [line.split()[0] for line in capsys.readouterr().out.splitlines() if 'blocks.0.attn' in line]
-    labels = [str(image_dir / '0.png'), str(other / '0.png'), str(image_dir / '1.png'), str(image_dir / '1.png')]
+    labels = [str(image_dir / '0.png'), str(other / '0.png'), '1.png']
     assert rows == labels
     inputs = [ax for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]]
     assert [ax.get_ylabel().replace('\n', '') for ax in inputs] == labels
@@ -1495,3 +1516,122 @@ def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
     assert main(['attention', str(tmp_path / 'img.png'), '--model', 'sl_vit_32', '--checkpoint',
                  str(tmp_path / 'run' / 'model_best.pth.tar'), '--out', str(tmp_path / 'a.png')]) == 0
     assert (tmp_path / 'a.png').is_file()
+
+
+def test_a_run_and_an_export_of_one_configuration_are_titled_as_one(tmp_path, image_dir, figures):
+    """A run of img_size=64 compared with an export of the same configuration was titled as two configurations,
+    'SL: depth=1, img_size=64; baseline: depth=1, img_size=[64, 64]': the export's JSON writes the size as a list."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, img_size=64))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, img_size=64, spt=False, lsa=False))
+    assert main(['export', str(tmp_path / 'base'), '--out', str(tmp_path / 'base-exported')]) == 0
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, img_size=64, SL checkpoint sl/model_best.pth.tar, '
+                                          'baseline checkpoint base-exported/model.safetensors: attention KL')
+
+
+def test_a_16_bit_grey_image_is_refused_not_analysed_as_white(tmp_path, image_dir):
+    """A 16-bit grey PNG went through PIL's 8-bit conversion, which clips every value above 255: the model was
+    analysed on a white image and the chart drew it as data. It is refused; one whose values fit 8 bits is read."""
+    images = tmp_path / 'images'
+    images.mkdir()
+    values = torch.arange(64 * 64, dtype=torch.int32).reshape(64, 64) * 16
+    Image.fromarray(values.numpy().astype('uint16')).save(images / 'scan.png')
+    with pytest.raises(SystemExit, match=f"^timm-sl kld: {images / 'scan.png'} is an image of mode I;16 whose values "
+                                         f"reach 65520; reading it as 8-bit \\(as timm reads images\\) clips every "
+                                         f"value above 255 to white; allowed: 8-bit images"):
+        main(['kld', str(images), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+              str(tmp_path / 'k.png')])
+    Image.fromarray((values // 257).numpy().astype('uint16')).save(images / 'scan.png')
+    batch = timm_sl.tools.analysis.load_images([str(images)], _model('sl_vit_32', dict(depth=1)))
+    assert batch.tensor.shape == (1, 3, 32, 32)
+
+
+def test_temperature_of_another_temp_ratio_draws_where_it_starts(tmp_path, capsys, figures):
+    """An untrained sl_vit_32 with lsa_temp_ratio=2.0 was charted at half the fixed head_dim^-0.5 line with nothing
+    saying it starts there: its initial value read as a temperature learned away from it. Table and chart add its
+    start; a model of ratio 1 has no such line."""
+    argv = ['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png'), '--model-kwargs', 'depth=1']
+    assert main(argv + ['lsa_temp_ratio=2.0']) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split('  ')[-1] == 'start: head_dim^-0.5 / 2.0'
+    assert lines[2].split()[-2:] == ['0.2500', '0.1250']
+    curves = {line.get_label(): list(line.get_ydata()) for line in figures[-1].axes[0].get_lines()}
+    assert curves['start: head_dim^-0.5 / 2.0'] == pytest.approx([0.125])
+    assert curves['fixed head_dim^-0.5'] == pytest.approx([0.25])
+    assert main(argv) == 0
+    assert 'start' not in capsys.readouterr().out
+    assert not any('start' in line.get_label() for line in figures[-1].axes[0].get_lines())
+
+
+def test_titles_name_a_global_pool_a_run_trained_with(tmp_path, image_dir, figures):
+    """A run trained with --gp avg was titled as the registered model (global_pool was dropped from titles as if at
+    its default, whatever its value), and beside its export, which lists its kwargs in another order, a chart named
+    one configuration twice."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, global_pool='avg'))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, global_pool='avg', spt=False, lsa=False))
+    assert main(['export', str(tmp_path / 'base'), '--out', str(tmp_path / 'base-exported')]) == 0
+    config = tmp_path / 'base-exported' / 'config.json'
+    exported = json.loads(config.read_text())
+    exported['model_args'] = dict(reversed(list(exported['model_args'].items())))
+    config.write_text(json.dumps(exported))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 'base-exported'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, global_pool=avg, SL checkpoint sl/model_best.pth.tar, '
+                                          'baseline checkpoint base-exported/model.safetensors: attention KL')
+    _run_folder(tmp_path / 'token', 'sl_vit_32', dict(depth=1, global_pool='token'))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'token'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, checkpoint token/model_best.pth.tar: attention KL')
+
+
+def test_a_slify_vit_is_not_said_to_have_a_spool_switch(tmp_path, image_dir, capsys, figures):
+    """slify of a ViT (nothing Spool acts on) recorded spt_pool=True on the model, and the analyses' note said the
+    compared run 'holds S (spt=True, ..., spt_pool=True)'; a slify PiT keeps the switch it has."""
+    import yaml
+    for name, lsa in ('sl', True), ('s', False):
+        kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, lsa=lsa)
+        model = timm.create_model('slify', num_classes=10, **kwargs)
+        (tmp_path / name).mkdir()
+        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
+        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
+                   tmp_path / name / 'model_best.pth.tar')
+        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+    assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+                 str(tmp_path / 's'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert capsys.readouterr().err == (
+        f'timm-sl kld: note: each model is labelled by what it holds, not by its flag: --compare-checkpoint '
+        f's/model_best.pth.tar holds S (spt=True, lsa mask=False, learned temperature=False), not baseline\n')
+    assert not hasattr(model, 'spt_pool')
+    assert timm.create_model('slify', base='pit_ti_224', depth=(1, 1, 1), spt_pool=False).spt_pool is False
+
+
+def test_temperature_of_a_diverged_checkpoint_is_refused(tmp_path, capsys, figures):
+    """A checkpoint saved after its run diverged (NaN in an MLP weight, temperatures still finite) was charted as a
+    trained model's temperatures; it is refused in one line naming the file and the tensors, as export refuses it."""
+    model = _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=2))
+    state = model.state_dict()
+    state['blocks.1.mlp.fc1.weight'][0, 0] = float('nan')
+    torch.save({'state_dict': state}, tmp_path / 'run' / 'model_best.pth.tar')
+    with pytest.raises(SystemExit):
+        main(['temperature', '--checkpoint', str(tmp_path / 'run'), '--out', str(tmp_path / 't.png')])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f'timm-sl temperature: {tmp_path / "run" / "model_best.pth.tar"} holds NaN or infinite weights (1 tensor(s): '
+        f'blocks.1.mlp.fc1.weight): the run had diverged when it was saved; allowed: a checkpoint of an epoch before '
+        f'that (checkpoint-N.pth.tar of its run folder)')
+    assert not figures and not (tmp_path / 't.png').exists()
+
+
+def test_an_image_named_twice_is_analysed_once(tmp_path, image_dir, capsys, figures):
+    """`kld imgs imgs/0.png ./imgs` read 0.png three times: the mean weighed it triple and the title said '5 images'
+    for 2 files; attention drew it in two rows. Each file counts once, where first named."""
+    from timm_sl.tools.analysis import image_files
+    out = str(tmp_path / 'c.png')
+    assert main(['kld', str(image_dir), str(image_dir / '0.png'), f'{image_dir}/.', '--model', 'sl_vit_32',
+                 '--model-kwargs', 'depth=1', '--out', out]) == 0
+    assert _title(figures[-1]).endswith('attention KL divergence from uniform (2 images)')
+    assert [p.name for p in image_files([str(image_dir / '1.png'), str(image_dir)])] == ['1.png', '0.png']
+    capsys.readouterr()
+    assert main(['attention', str(image_dir / '0.png'), str(image_dir), '--model', 'sl_vit_32', '--model-kwargs',
+                 'depth=1', '--out', out]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [row[0] for row in rows if row[1:2] == ['SL']] == ['0.png', '1.png']

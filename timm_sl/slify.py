@@ -422,10 +422,12 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     if plan.ok:
         _check_tokens(model, sl_args, name)
+    pooling = bool(plan_replacements(model, sl_args, kinds=('spool',)))  # a ViT has nothing Spool acts on
     plan.apply(model)
     for stem in model.modules():  # its resize keeps the bound
         if isinstance(stem, ShiftedPatchEmbed):
             stem.global_tokens = _global_attention(model)
     model.sl_args = sl_args
-    model.spt_pool = sl_args.spt if spt_pool is None else spt_pool
+    if pooling:  # recorded where it acts, as sl_pit / sl_swin record it: a ViT's notes said spt_pool=True
+        model.spt_pool = sl_args.spt if spt_pool is None else spt_pool
     return model

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from timm.layers import Attention
-from timm.models.cait import ClassAttn, TalkingHeadAttn
+from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
@@ -236,12 +236,18 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
       receives in the last block, averaged over the queries of its window and put back on the grid (windows and
       cyclic shift undone). Through that block's attention, this is the token's weight in the pooled feature.
     - A ViT without class token (``class_token=False``): the received attention, averaged over all queries.
+    - A model that pools its patch tokens (``global_pool='avg'``, train.py's ``--gp avg``), class token or not: its
+      classifier never reads the class token, so the received attention of its last patch-token layer, as above.
     """
     layers = attention_layers(model)
     if not layers:
         raise ValueError(_no_attention(model))
+    pool = getattr(model, 'global_pool', 'token')
+    pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
-    name, module = (class_layers or layers)[-1]
+    patch_layers = [(n, m) for n, m in layers if not isinstance(m, ClassAttn)]
+    # pooled, CaiT's patch tokens leave its last self-attention: its class attention feeds its class token only
+    name, module = (patch_layers if pooled and patch_layers else class_layers or layers)[-1]
     H, W = images.shape[-2:]
     block = _owner(model, name)
     block_inputs: List[torch.Size] = []  # the tokens the block gets: Swin's NHWC map, CaiT's patch tokens
@@ -260,15 +266,18 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
         text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
         uniform = _row_uniform(keys, False, 'the class token')  # class attention has no diagonal mask
     else:
-        prefix = getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
-        if getattr(model, 'cls_token', None) is not None:
+        # CaiT's self-attention runs over the patch tokens alone (its class token joins in the class attention)
+        prefix = 0 if isinstance(model, Cait) else getattr(model, 'num_prefix_tokens', getattr(model, 'num_tokens', 1))
+        if getattr(model, 'cls_token', None) is not None and not pooled:
             weights, kind = probs[:, :, 0, prefix:], 'class token'
             text = f'attention of the class token over the patch tokens in {name} (the last {type(module).__name__})'
             uniform = _row_uniform(keys, masked, 'the class token')
         else:
             weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
-            text = f'{type(model).__name__} has no class token: attention each patch token receives in {name}, ' \
-                   f'averaged over the queries'
+            why = f'pools its patch tokens (global_pool={pool!r}), not its class token' if pooled and \
+                getattr(model, 'cls_token', None) is not None else 'has no class token'
+            text = f'{type(model).__name__} {why}: attention each patch token receives in {name}, averaged over the ' \
+                   f'queries'
             uniform = _received_uniform(keys, prefix, masked)
     h, w = _grid(weights.shape[-1], H, W)
     return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
@@ -403,11 +412,12 @@ def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False, ba
 
 def temperature_records(model: nn.Module) -> List[Dict[str, Any]]:
     """Per LSA layer that learns its temperature (depth order): ``layer``, learned ``mean`` / ``min`` / ``max`` over
-    heads and the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3; the layer starts from it divided
-    by its ``temp_ratio``)."""
+    heads, the ``fixed`` ``head_dim ** -0.5`` of standard attention (paper Fig. 3) and the ``start`` the layer learns
+    from: ``fixed`` divided by its ``temp_ratio``."""
     modules = dict(model.named_modules())
     return [dict(layer=name, mean=t.mean().item(), min=t.min().item(), max=t.max().item(),
-                 fixed=modules[name].init_temperature * modules[name].temp_ratio)
+                 fixed=modules[name].init_temperature * modules[name].temp_ratio,
+                 start=modules[name].init_temperature, temp_ratio=modules[name].temp_ratio)
             for name, t in learned_temperatures(model).items()]
 
 
@@ -447,17 +457,31 @@ def _image_files(folder: Path) -> List[Path]:
 
 
 def image_files(paths: Sequence[str]) -> List[Path]:
-    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`.
+    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`; a
+    file named twice (a folder and a file in it, ``imgs ./imgs``, a link to it) once, where first named: counted
+    twice, it weighed double in kld's mean and took two rows of attention's chart.
 
     Raises:
         FileNotFoundError: a path does not exist.
     """
-    files: List[Path] = []
+    files: Dict[Path, Path] = {}
     for p in map(Path, paths):
         if not p.exists():
             raise FileNotFoundError(f'{shown(p)} does not exist')
-        files += _image_files(p) if p.is_dir() else [p]
-    return files
+        for file in _image_files(p) if p.is_dir() else [p]:
+            files.setdefault(file.resolve(), file)
+    return list(files.values())
+
+
+def _check_8_bit(image: Any, file: Path) -> None:
+    """Refuse a 16-bit / 32-bit grey image whose values pass 255: PIL's conversion to 'L' or 'RGB' (timm's reading
+    too) clips them, so the model would see a white (or saturated) image and the chart would show it as data."""
+    if image.mode in ('I', 'F') or image.mode.startswith('I;'):
+        high = image.getextrema()[1]
+        if high > 255:
+            raise ValueError(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
+                             f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
+                             f'images (scale it to 0-255 first)')
 
 
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
@@ -485,6 +509,7 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
                 if is_marked(image):
                     raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
+                _check_8_bit(image, f)
                 tensors.append(transform(image.convert(mode)))
         except OSError as e:
             raise ValueError(f'{shown(f)} is not a readable image: {e}') from e

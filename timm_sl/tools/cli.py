@@ -395,6 +395,21 @@ def _model_name(name: str, model) -> str:
 _LABELLED_KWARGS = ('spt', 'lsa', 'lsa_mask', 'lsa_learn_temp', 'lsa_temp_ratio', 'spt_pool', 'base', 'num_classes')
 
 
+def _default_global_pool(model) -> Optional[str]:
+    """The ``global_pool`` ``model``'s timm class builds with when none is given (``'token'``, Swin's ``'avg'``): an
+    export records it either way, and one given (train.py's ``--gp avg``) is another configuration."""
+    import inspect
+    for cls in type(model).__mro__:
+        parameter = inspect.signature(cls.__init__).parameters.get('global_pool')
+        if parameter is not None and isinstance(parameter.default, str):
+            return parameter.default
+    return None
+
+
+# kwargs timm reads as (height, width), a single number for both
+_SQUARE_KWARGS = ('img_size', 'patch_size', 'window_size', 'stride_size')
+
+
 def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL', 'baseline')) -> str:
     """The model as a chart's title names it: :func:`_model_name` and the configuration kwargs its models were built
     with (``sl_vit_32, depth=2``), each model's (named by ``labels``) where a compared one was built with others: a
@@ -409,11 +424,17 @@ def _title_model(args: argparse.Namespace, model, labels: Sequence[str] = ('SL',
             return (value,) == size[:1]
         if key == 'img_size':
             return (tuple(value) if isinstance(value, (list, tuple)) else (value, value)) == size[1:]
-        return key == 'global_pool' and value == getattr(model, 'global_pool', None)
-    given = [''.join(f', {k}={v}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
+        return key == 'global_pool' and value == _default_global_pool(model)
+
+    def written(key: str, value: Any) -> Any:  # one value one way: an export's JSON [32, 32] is a run's img_size=32
+        if not isinstance(value, (list, tuple)):
+            return value
+        value = tuple(written('', v) for v in value)
+        return value[0] if key in _SQUARE_KWARGS and len(value) == 2 and value[0] == value[1] else value
+    given = [''.join(f', {k}={written(k, v)}' for k, v in built.get(key, {}).items() if k not in _LABELLED_KWARGS and
                      not default(k, v)) for key in keys]
     name = _model_name(args.model, model)
-    if len(set(given)) <= 1:
+    if len({frozenset(g.split(', ')) for g in given}) <= 1:  # an export lists its kwargs in another order
         return name + (given[0] if given else '')
     return name + ' (' + '; '.join(f'{label}: {kwargs[2:] or "its default configuration"}'
                                    for label, kwargs in zip(labels, given)) + ')'
@@ -551,6 +572,19 @@ def _check_finite(label: str, record, numbers: Dict[str, float]) -> None:
                          f'run?); allowed: a model whose numbers are finite, e.g. an earlier checkpoint of the run')
 
 
+def _check_finite_weights(args: argparse.Namespace, model) -> None:
+    """Refuse a checkpoint whose weights hold NaN or inf (a run that had diverged when it was saved) for a chart drawn
+    from its parameters, not its outputs: its finite temperatures were charted as a trained model's."""
+    import torch
+    bad = [k for k, v in model.state_dict().items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad and args.checkpoint:
+        from timm_sl.tools.runs import checkpoint_file
+        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+        raise ValueError(f'{checkpoint_file(args.checkpoint)} holds NaN or infinite weights ({len(bad)} tensor(s): '
+                         f'{names}): the run had diverged when it was saved; allowed: a checkpoint of an epoch before '
+                         f'that (checkpoint-N.pth.tar of its run folder)')
+
+
 def _depth_axis(first_layer: str) -> str:
     """The depth axis names its first layer: ``temperature`` counts T2T's tokenizer attention (it learns a
     temperature), ``kld`` starts at the first block, so the two charts' depth 1 may be different layers."""
@@ -564,6 +598,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     model, record = _analysed_model(args, args.checkpoint)
     records = temperature_records(model)
     _check_finite(_variant(model), record, {r['layer']: r['min'] + r['max'] for r in records})
+    _check_finite_weights(args, model)  # finite temperatures of a diverged model are no trained model's
     if not records:
         sl_args = getattr(model, 'sl_args', None)
         if sl_args is not None and sl_args.learn_temp and not attention_layers(model):  # lsa on, nothing to learn in
@@ -574,13 +609,18 @@ def cmd_temperature(args: argparse.Namespace) -> int:
         raise ValueError(f'{args.model} has no learned LSA temperature: {source} {args.model} with {switches} '
                          f'(SL switches); allowed: a model with a learned temperature (lsa=True with lsa_learn_temp '
                          f'unset, or lsa_learn_temp=True)')
-    rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in ('mean', 'min', 'max', 'fixed')]
-            for i, r in enumerate(records)]
-    print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'], rows))
+    # a model of another lsa_temp_ratio learns from head_dim^-0.5 / ratio: without that line, a chart of its untrained
+    # weights read as a temperature learned away from head_dim^-0.5
+    ratios = sorted({r['temp_ratio'] for r in records if r['temp_ratio'] != 1})
+    start = [f'start: head_dim^-0.5 / {"lsa_temp_ratio" if len(ratios) > 1 else ratios[0]}'] if ratios else []
+    columns = ('mean', 'min', 'max', 'fixed') + (('start',) if ratios else ())
+    rows = [[str(i + 1), r['layer']] + [f'{r[k]:.4f}' for k in columns] for i, r in enumerate(records)]
+    print(_format_table(['depth', 'layer', 'mean', 'min head', 'max head', 'head_dim^-0.5'] + start, rows))
     plot_curves({'learned (mean over heads)': [r['mean'] for r in records],
                  'min head': [r['min'] for r in records],
                  'max head': [r['max'] for r in records],
-                 'fixed head_dim^-0.5': [r['fixed'] for r in records]}, args.out,
+                 'fixed head_dim^-0.5': [r['fixed'] for r in records],
+                 **{label: [r['start'] for r in records] for label in start}}, args.out,
                 title=f'{_title_model(args, model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
