@@ -426,3 +426,25 @@ def test_split_folders_swapped_since_are_not_already_there(source, tmp_path, cap
         f'swapped with another split or deleted in part since); --overwrite writes it again')
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
     assert [sum(1 for _ in (out / split).rglob('*.png')) for split in ('train', 'test')] == [30, 20]
+
+
+def test_a_record_cut_short_by_a_full_disk_is_not_left_half_written(source, tmp_path, capsys, monkeypatch):
+    """fashion_mnist.json was written in place: a full disk while writing it left half a record, which reproduce read
+    as a prepared folder of '? train, ? test images'. It is written beside and moved over: cut short, there is none,
+    and the next call writes the folder again."""
+    import pathlib
+    out = tmp_path / 'fm'
+    write_text = pathlib.Path.write_text
+
+    def full_disk(path, text, *args, **kwargs):
+        if path.name.startswith(('fashion_mnist.json', '.fashion_mnist.json')):
+            write_text(path, text[:len(text) // 2])
+            raise OSError(28, 'No space left on device', str(path))
+        return write_text(path, text, *args, **kwargs)
+    monkeypatch.setattr(pathlib.Path, 'write_text', full_disk)
+    assert 'no space left on device' in _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)],
+                                                   capsys)
+    assert not (out / 'fashion_mnist.json').exists() and not list(out.glob('.fashion_mnist.json*'))
+    monkeypatch.setattr(pathlib.Path, 'write_text', write_text)
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'

@@ -27,7 +27,7 @@ import numpy as np
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
-from .errors import check_not_below_a_file
+from .errors import check_not_below_a_file, write_atomically
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -273,5 +273,6 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
                 std=stats.get('std', info.get('std')))
     names_path.unlink(missing_ok=True)  # a link there is replaced, not the file it links to
     names_path.write_text(LABEL_NAMES_TEXT)
-    info_path.write_text(json.dumps(info, indent=1) + '\n')
+    record = json.dumps(info, indent=1) + '\n'
+    write_atomically(info_path, lambda file: file.write_text(record))  # cut short: no record, not half of one
     return {**info, 'written': todo}

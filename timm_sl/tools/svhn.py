@@ -15,7 +15,7 @@ import numpy as np
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
-from .errors import check_not_below_a_file
+from .errors import check_not_below_a_file, write_atomically
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
 
@@ -201,8 +201,9 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         counts.update(write_staged(root, todo, 'prepare-svhn', write,
                                    before_rename=lambda: info_path.unlink(missing_ok=True)))
         kept = {split: finished[split] for split in finished if split not in todo}  # e.g. extra/ of an earlier run
-        info_path.write_text(json.dumps(dict(
+        record = json.dumps(dict(
             dataset='svhn', sources={**kept, **{split: sources[split] for split in todo}},
             counts={**{split: old_counts[split] for split in kept}, **{split: counts[split] for split in todo}}),
-            indent=1) + '\n')
+            indent=1) + '\n'
+        write_atomically(info_path, lambda file: file.write_text(record))  # cut short: no record, not half of one
     return dict(counts={split: counts[split] for split in splits}, sources=sources, written=list(todo))
