@@ -1360,18 +1360,22 @@ def test_attention_of_a_model_that_crops_another_region_is_drawn_beside_what_it_
     assert [ax.get_title() for ax in figures[-1].axes if ax.get_images()] == ['input', 'SL', 'baseline']
 
 
+def _slify_run(folder, kwargs):
+    """A train.py run folder of a 10-class slify model of ``kwargs`` (model_best.pth.tar, args.yaml); its model."""
+    import yaml
+    model = timm.create_model('slify', num_classes=10, **kwargs)
+    folder.mkdir()
+    args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
+    torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args}, folder / 'model_best.pth.tar')
+    (folder / 'args.yaml').write_text(yaml.safe_dump(args))
+    return model
+
+
 def test_compared_slify_runs_of_another_base_are_refused(tmp_path, image_dir, figures):
     """kld / attention of slify runs of two bases (vit_tiny, vit_small): both labelled SL, compared as one model, the
     title naming only the second ('slify(vit_small_patch16_224), SL (--checkpoint) checkpoint ...')."""
-    import yaml
     for name, base in ('tiny', 'vit_tiny_patch16_224'), ('small', 'vit_small_patch16_224'):
-        kwargs = dict(base=base, img_size=32, patch_size=4, depth=1)
-        model = timm.create_model('slify', num_classes=10, **kwargs)
-        (tmp_path / name).mkdir()
-        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
-        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
-                   tmp_path / name / 'model_best.pth.tar')
-        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+        _slify_run(tmp_path / name, dict(base=base, img_size=32, patch_size=4, depth=1))
     for command in 'kld', 'attention':
         assert _refused([command, str(image_dir), '--checkpoint', str(tmp_path / 'tiny'), '--compare-checkpoint',
                          str(tmp_path / 'small'), '--out', str(tmp_path / 'c.png')], tmp_path / 'c.png') == (
@@ -1587,15 +1591,9 @@ def test_titles_name_a_global_pool_a_run_trained_with(tmp_path, image_dir, figur
 def test_a_slify_vit_is_not_said_to_have_a_spool_switch(tmp_path, image_dir, capsys, figures):
     """slify of a ViT (nothing Spool acts on) recorded spt_pool=True on the model, and the analyses' note said the
     compared run 'holds S (spt=True, ..., spt_pool=True)'; a slify PiT keeps the switch it has."""
-    import yaml
     for name, lsa in ('sl', True), ('s', False):
-        kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, lsa=lsa)
-        model = timm.create_model('slify', num_classes=10, **kwargs)
-        (tmp_path / name).mkdir()
-        args = dict(model='slify', model_kwargs=kwargs, num_classes=10)
-        torch.save({'state_dict': model.state_dict(), 'arch': 'slify', 'args': args},
-                   tmp_path / name / 'model_best.pth.tar')
-        (tmp_path / name / 'args.yaml').write_text(yaml.safe_dump(args))
+        model = _slify_run(tmp_path / name, dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1,
+                                                 lsa=lsa))
     assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
                  str(tmp_path / 's'), '--out', str(tmp_path / 'k.png')]) == 0
     assert capsys.readouterr().err == (
