@@ -26,8 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_regular_file, format_top1, read_checkpoint, read_class_map, read_text, saved_args,
-    train_path)
+    Checkpoint, RunRecord, check_finite_weights, check_regular_file, format_top1, read_checkpoint, read_class_map,
+    read_text, saved_args, train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -565,7 +565,8 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
-    _check_finite_weights(checkpoint)  # a diverged run among many: refused before the others are written
+    # a diverged run among many: refused before the others are written
+    check_finite_weights(checkpoint.state_dict, checkpoint.path)
     return checkpoint
 
 
@@ -606,7 +607,7 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
-    _check_finite_weights(checkpoint)  # export and release alike
+    check_finite_weights(checkpoint.state_dict, checkpoint.path)  # export and release alike
     model, model_kwargs = _checked_model(record, checkpoint, label_names)
     model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
@@ -648,21 +649,6 @@ def _check_summary_is_the_checkpoints(loaded: Checkpoint, record: RunRecord, sum
         raise ValueError(f'{summary} is not the summary of {loaded.path}: its {column} at epoch {epoch + 1} (counted '
                          f'from 1) is {said:g}, the checkpoint records {metric:g}; allowed: the summary.csv of the run '
                          f'that wrote the checkpoint')
-
-
-def _check_finite_weights(checkpoint: Checkpoint) -> None:
-    """Refuse weights holding NaN or infinity (a run that diverged by the epoch saved): exported, they load and output
-    NaN, whatever the card says.
-
-    Raises:
-        ValueError: naming the checkpoint, the tensors and what is allowed.
-    """
-    bad = [k for k, v in checkpoint.state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
-    if bad:
-        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
-        raise ValueError(f'{checkpoint.path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run '
-                         f'had diverged when it was saved; allowed: a checkpoint of an epoch before that '
-                         f'(checkpoint-N.pth.tar of its run folder)')
 
 
 def export_checkpoint(

@@ -34,7 +34,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
-           'check_regular_file', 'saved_args', 'checkpoint_problem']
+           'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -799,6 +799,22 @@ class Checkpoint:
 
 
 _ZIP, _PICKLE = b'PK\x03\x04', b'\x80'  # how torch.save's archive (and its legacy pickle format) begin
+
+
+def check_finite_weights(state_dict: Dict[str, Any], path: Union[str, Path]) -> None:
+    """Refuse the weights of checkpoint ``path`` where they hold NaN or infinity (its run had diverged when it saved
+    them): exported they output NaN whatever the card says, and charted from parameters they pass for trained ones.
+
+    Raises:
+        ValueError: naming the checkpoint, the tensors and what is allowed.
+    """
+    import torch
+    bad = [k for k, v in state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
+    if bad:
+        names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
+        raise ValueError(f'{path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had diverged '
+                         f'when it was saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar of '
+                         f'its run folder)')
 
 
 def checkpoint_problem(path: Path) -> str:
