@@ -599,6 +599,46 @@ def test_prepare_tiny_imagenet_over_a_re_extracted_archive(tmp_path, capsys):
     assert (tmp_path / 'val' / 'images' / 'stray.JPEG').read_bytes() == b'stray'
 
 
+def test_prepare_tiny_imagenet_refuses_a_folder_prepared_from_another_class_set(tmp_path):
+    """An archive of other classes extracted over a prepared folder: the earlier copies stayed in their old class
+    folders (an image read under two labels, or under an extra class) and the command said nothing."""
+    _tiny_imagenet(tmp_path)
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+    _tiny_imagenet(tmp_path)  # the same images, now annotated the other way round
+    annotations = tmp_path / 'val' / 'val_annotations.txt'
+    annotations.write_text('val_0.JPEG\tn02\t0\t0\t9\t9\nval_1.JPEG\tn01\t0\t0\t9\t9\n')
+    before = _tree(tmp_path)
+    assert _exit_message(['prepare-tiny-imagenet', str(tmp_path)]) == (
+        f"timm-sl prepare-tiny-imagenet: {tmp_path / 'val' / 'n01' / 'val_0.JPEG'} sits in class folder 'n01', but "
+        f"{annotations} puts it in class 'n02': the folder was prepared from other annotations, and timm would read it "
+        f"under a wrong label; allowed: class folders of these annotations only (move the class folders of "
+        f"{tmp_path / 'val'} away and extract the archive again)")
+    assert _tree(tmp_path) == before  # refused before the first move
+    annotations.write_text('val_0.JPEG\tn01\t0\t0\t9\t9\n')  # a class set without val_1
+    (tmp_path / 'val' / 'images' / 'val_1.JPEG').unlink()
+    message = _exit_message(['prepare-tiny-imagenet', str(tmp_path)])
+    assert f"{tmp_path / 'val' / 'n02' / 'val_1.JPEG'} sits in class folder 'n02', but {annotations} does not list it" \
+        in message
+    (tmp_path / 'val' / 'n02' / '.DS_Store').write_bytes(b'')  # not an image timm reads: no reason to refuse
+    (tmp_path / 'val' / 'n02' / 'val_1.JPEG').unlink()
+    assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
+
+
+def test_prepare_tiny_imagenet_refuses_a_training_class_wnids_txt_does_not_list(tmp_path):
+    """A training class folder of another class set, left beside the listed ones, was read by timm as one more
+    class: every label after it shifted."""
+    _tiny_imagenet(tmp_path)
+    (tmp_path / 'wnids.txt').write_text('n01\nn02\n')
+    (tmp_path / 'train' / 'n00' / 'images').mkdir(parents=True)
+    (tmp_path / 'train' / 'n00' / 'images' / 'n00_0.JPEG').write_bytes(b'old')
+    before = _tree(tmp_path)
+    assert _exit_message(['prepare-tiny-imagenet', str(tmp_path)]) == (
+        f"timm-sl prepare-tiny-imagenet: {tmp_path / 'train' / 'n00'} is a class folder that {tmp_path / 'wnids.txt'} "
+        f"does not list (1 such folder(s)); timm would read it as one more class, shifting every label after it; "
+        f"allowed: the classes of wnids.txt only (move it away)")
+    assert _tree(tmp_path) == before
+
+
 
 def _tree(root: Path) -> dict:
     return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else None for p in sorted(root.rglob('*'))}

@@ -111,6 +111,46 @@ def _plain_name(text: str) -> bool:
     return bool(text) and text not in ('.', '..') and '/' not in text and '\\' not in text
 
 
+def _refuse_stale(val: Path, annotations: Path, classes_of: Dict[str, str]) -> None:
+    """Refuse an image an earlier preparation put in a class folder of ``val`` that ``annotations`` puts elsewhere or
+    does not list: the archive of another class set extracted over a prepared folder. Left there, timm would read it
+    under a wrong label, or beside its new copy under two labels.
+
+    Raises:
+        ValueError: naming the first such image, its folder and what the annotations say of it.
+    """
+    from timm.data.readers.img_extensions import get_img_extensions
+    folders = sorted(p for p in val.iterdir() if p.is_dir() and p.name != 'images')
+    for folder in folders:
+        for image in sorted(p for p in folder.iterdir() if p.suffix.lower() in get_img_extensions()):
+            wnid = classes_of.get(image.name)
+            if wnid == folder.name:
+                continue
+            said = f'puts it in class {wnid!r}' if wnid else 'does not list it'
+            raise ValueError(f'{image} sits in class folder {folder.name!r}, but {annotations} {said}: the folder was '
+                             f'prepared from other annotations, and timm would read it under a wrong label; allowed: '
+                             f'class folders of these annotations only (move the class folders of {val} away and '
+                             f'extract the archive again)')
+
+
+def _refuse_unlisted_classes(root: Path) -> None:
+    """Refuse class folders of ``root/train`` that ``root/wnids.txt`` does not list (left by an archive of another
+    class set): timm would number them among the listed classes, shifting every label after them.
+
+    Raises:
+        ValueError: naming the first such folder and the list.
+    """
+    wnids = root / 'wnids.txt'
+    known = dict(_known_classes(root))
+    if wnids not in known or (root / 'train') not in known:
+        return
+    extra = sorted(known[root / 'train'] - known[wnids])
+    if extra:
+        raise ValueError(f'{root / "train" / extra[0]} is a class folder that {wnids} does not list '
+                         f'({len(extra)} such folder(s)); timm would read it as one more class, shifting every label '
+                         f'after it; allowed: the classes of wnids.txt only (move it away)')
+
+
 def _check_root(root: Path) -> None:
     """Refuse a ``root`` that is there but is no folder (a file given for the dataset folder), which would read as
     a folder without ``val/val_annotations.txt``.
@@ -138,6 +178,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     moves: _Moves = []
     counts: Dict[str, int] = {}
     first_line: Dict[str, int] = {}
+    classes_of: Dict[str, str] = {}
     for line_no, line in enumerate(_read_text(annotations).splitlines(), start=1):
         if not line.strip():
             continue
@@ -156,6 +197,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
             raise ValueError(f'{where}: image {name} is listed again (first on line {first_line[name]}); allowed: '
                              f'each image once')
         first_line[name] = line_no
+        classes_of[name] = wnid
         source, target = val / 'images' / name, val / wnid / name
         if source.exists():
             _check_move(source, target)
@@ -164,6 +206,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
             raise ValueError(f'{where}: image {name} is neither in {source.parent} nor in {target.parent}')
         counts[wnid] = counts.get(wnid, 0) + 1
     _refuse_left_over(val / 'images', set(first_line), f'not listed in {annotations.name}')
+    _refuse_stale(val, annotations, classes_of)
     if (val / 'images').is_dir():
         moves.append((val / 'images', None))
     return moves, counts
@@ -172,6 +215,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
 def _plan_train(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     """The moves of :func:`prepare_tiny_imagenet_train`, every one checked, and the files per class afterwards."""
     _check_root(root)
+    _refuse_unlisted_classes(root)
     train = root / 'train'
     moves: _Moves = []
     counts: Dict[str, int] = {}
@@ -200,8 +244,8 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
 
     Raises:
         ValueError: a file would overwrite a different one of the same name already in the class folder (the same
-            bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed);
-            checked for every file before the first moves.
+            bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed); a
+            class folder is not in ``root/wnids.txt`` (another class set's); checked before the first moves.
     """
     moves, counts = _plan_train(Path(root))
     _apply(moves)
@@ -225,7 +269,9 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
         FileNotFoundError: ``root/val/val_annotations.txt`` is missing (not a Tiny-ImageNet root).
         ValueError: an annotation line is malformed (a cut last line too), names a class that ``wnids.txt`` or
             ``train/`` lacks, names an image twice or one that is nowhere to be found, or would overwrite a different
-            file; ``val/images/`` holds files the annotations do not list; a text file is not UTF-8.
+            file; ``val/images/`` holds files the annotations do not list; a class folder of ``val`` holds an image
+            the annotations put in another class or do not list (prepared from another archive); a text file is not
+            UTF-8.
     """
     moves, counts = _plan_val(Path(root))
     _apply(moves)
