@@ -272,7 +272,9 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
     source's convolutional patch embedding (``patch_embed.proj.weight`` of shape ``(D, C, P, P)``): the slice that
     reads the unshifted copy gets the convolution's weights, the shifted copies start at zero, the SPT LayerNorm at
     identity and the bias is copied. LSA temperatures keep their ``head_dim ** -0.5`` start, which equals the
-    source's fixed scale.
+    source's fixed scale when the source has the model's ``num_heads``. A state dict does not record its head count
+    (``qkv`` has the same shape for any): a source of another ``num_heads`` is copied all the same, its attention
+    then split into other heads, so the caller must know that the two agree.
 
     ``source`` may also be a checkpoint holding the state dict (train.py's, whose EMA weights are read when it has
     them, as timm's loader reads them), with DDP / ``torch.compile`` prefixes (removed as timm's loader removes them).
