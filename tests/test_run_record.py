@@ -1184,6 +1184,26 @@ def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
     assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
 
 
+def test_a_run_stopped_in_its_cooldown_epochs_is_not_taken_for_finished(tmp_path, capsys):
+    """train.py --epochs 1 --cooldown-epochs 2 trains 3 epochs (its schedule's): stopped after 2, its card said nothing
+    of it and release released it as finished, as 2 reaches args.yaml's --epochs."""
+    runs = tmp_path / 'runs'
+    run = runs / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=1,
+                                                   cooldown_epochs=2, sched='cosine', warmup_epochs=0)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("The run did not train its planned epochs (summary.csv reaches epoch 2 of the 3 args.yaml plans (no "
+            "done.json: failed or interrupted; train.py's schedule trains 3 for --epochs 1)): the results above are "
+            "of the epochs it ran") in card
+    with pytest.raises(SystemExit):
+        main(['release', str(runs), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd'])
+    assert f'skipped: {run} is not a finished run (summary.csv reaches epoch 2 of the 3' in capsys.readouterr().out
+    with (run / 'summary.csv').open('a') as f:
+        f.write('2,1,1,50.0,90.0\n')
+    assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
 def test_the_card_of_a_run_of_start_epoch_says_it_began_there(tmp_path):
     """train.py --start-epoch 2 --epochs 4 (no --resume) trains epochs 3-4 only: its card said 'the run's first 2
     epochs are not in it' (summary.csv), as if they had run elsewhere; the recipe it lists does not hold start_epoch."""
