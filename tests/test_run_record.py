@@ -1204,6 +1204,30 @@ def test_a_run_stopped_in_its_cooldown_epochs_is_not_taken_for_finished(tmp_path
     assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
 
 
+def test_the_card_of_a_run_of_val_interval_counts_the_epochs_it_trained(tmp_path):
+    """train.py --val-interval 2 --epochs 4 writes summary.csv rows of epochs 2 and 4 only: its card said 2 epochs run
+    and that the run's first epoch was not in summary.csv, as if it had run elsewhere."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=4, val_interval=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n1,1,1,50,90\n3,1,1,55.5,95\n')
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=3), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('| epochs run | 4 (evaluated every 2 epochs and after the last: `--val-interval 2`; summary.csv lists 2) |'
+            in card)
+    assert '| these weights: epoch (counted from 1) | 4 of 4 (the best evaluated epoch) |' in card
+    assert 'summary.csv lists epochs' not in card and 'did not train' not in card
+    # begun at --start-epoch 2 of 6: rows of epochs 4 and 6 (counted from 1)
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=6, val_interval=2, start_epoch=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n3,1,1,50,90\n5,1,1,55.5,95\n')
+    torch.save(dict(saved, epoch=5), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'summary.csv lists epochs 3-6 only: the run began at epoch 3 (`--start-epoch 2`' in card
+    assert '| epochs run | 4 (evaluated every 2 epochs' in card
+
+
 def test_the_card_of_a_run_of_start_epoch_says_it_began_there(tmp_path):
     """train.py --start-epoch 2 --epochs 4 (no --resume) trains epochs 3-4 only: its card said 'the run's first 2
     epochs are not in it' (summary.csv), as if they had run elsewhere; the recipe it lists does not hold start_epoch."""

@@ -336,29 +336,34 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
+    interval = record.val_interval()
+    epochs = record.epochs_run() if record.rows else summary and summary['epochs']
     if summary and not summary.get('evaluated', True):
-        lines += ['## Results', '', f"Not evaluated: the run trained {summary['epochs']} epochs without a validation "
+        lines += ['## Results', '', f"Not evaluated: the run trained {epochs} epochs without a validation "
                   "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']
     elif summary and summary['best_top1'] is None:
-        lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
+        lines += ['## Results', '', f"No epoch of the {epochs} run has a finite top-1 (NaN: the run "
                   'diverged); these weights are not a trained model.', '']
     elif summary:
         weights = record.weights_result(epoch)
-        first = int(record.rows[0]['epoch']) + 1 if record.rows else 1  # > 1: resumed from another folder's checkpoint
+        first = record.first_epoch()  # > 1: resumed from another folder's checkpoint, or begun at --start-epoch
         lines += ['## Results', '', '| metric | value |', '|---|---|']
         if weights['epoch'] is not None:
             later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
             of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
             of += ', saved during it' if weights['midway'] else ''
             lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
-                      + ((' (the best listed epoch)' if first > 1 else ' (the best epoch)') if weights['is_best']
-                         else '') + ' |',
+                      + ((' (the best listed epoch)' if first > 1 else ' (the best evaluated epoch)' if interval > 1
+                          else ' (the best epoch)') if weights['is_best'] else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
         lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
+        # train.py --val-interval N: summary.csv lists every N-th epoch (and the last) of those the run trained
+        listed = (f' (evaluated every {interval} epochs and after the last: `--val-interval {interval}`; summary.csv '
+                  f'lists {summary["epochs"]})') if interval > 1 else ''
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
-                  f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
+                  f'| epochs run | {epochs}{listed} |', '', *([weights['note'], ''] if weights['note'] else [])]
         start = record.args.get('start_epoch')
         if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "

@@ -330,6 +330,31 @@ class RunRecord:
                               f"above (epoch {summary['best_epoch']}) belongs to another checkpoint ({kept}).")
         return result
 
+    def val_interval(self) -> int:
+        """train.py's ``--val-interval N``: it evaluates, writes a ``summary.csv`` row and saves checkpoints after
+        every N-th epoch and the last only (1 where unset)."""
+        interval = self.args.get('val_interval')
+        return interval if _whole(interval) and interval > 1 else 1
+
+    def first_epoch(self) -> int:
+        """The first epoch (from 1) the run trained in this folder: that of ``summary.csv``'s first row, or, for a run
+        of ``--val-interval N``, the first of the N epochs that row ends (``--start-epoch`` among them: its epoch);
+        > 1 for a run resumed from another folder's checkpoint or begun at ``--start-epoch``."""
+        if not self.rows:
+            return 1
+        listed, interval = int(self.rows[0]['epoch']), self.val_interval()
+        start = self.args.get('start_epoch')
+        if not self.args.get('resume') and _whole(start) and start <= listed < start + interval:  # --start-epoch
+            return start + 1
+        return max(listed - interval + 1, 0) + 1
+
+    def epochs_run(self) -> int:
+        """The epochs the run trained in this folder: ``summary.csv``'s rows, or for a run of ``--val-interval N``,
+        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's."""
+        if self.val_interval() == 1 or not self.rows:
+            return len(self.rows)
+        return int(self.rows[-1]['epoch']) + 2 - self.first_epoch()
+
     def unfinished(self) -> str:
         """Why the run has not trained its planned epochs ('' when it has): the epochs of ``timm-sl reproduce``'s
         ``done.json``, else those train.py's schedule trains for ``args.yaml`` (:func:`scheduled_epochs`: ``--epochs``
