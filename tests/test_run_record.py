@@ -800,6 +800,28 @@ def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp
     assert 'resumed with other arguments' not in card
 
 
+def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_it_resumed(tmp_path, monkeypatch):
+    """train.py --resume output/a/checkpoint-0.pth.tar --lr 0.01 into a new folder (train.py's default, a new
+    experiment name per start) keeps the optimizer's lr of that checkpoint's run (0.001): the card gave `lr: 0.01` as
+    the recipe and said nothing, as no checkpoint of that run was in the new folder."""
+    monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output')
+    first = torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(first, epoch=0), tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar')
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), lr=0.01, resume='output/a/checkpoint-0.pth.tar', epochs=3)
+    torch.save(dict(first, epoch=2, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1,1,50,90,0.00075\n'
+                                     '2,1,1,55.5,95,0.00025\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert "it trained with `lr: 0.001`, not the `lr: 0.01` the recipe above gives" in card
+    (tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar').unlink()  # not at hand: nothing to name
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert "optimizer's state" not in card
+
+
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
     """A model_best.pth.tar linking to a moved file: the run's last.pth.tar was exported in its place, silently (with
     no last.pth.tar, the folder was said to hold no checkpoint)."""

@@ -242,6 +242,23 @@ def _resumed_optimizer(args: Dict[str, Any]) -> bool:
     return bool(args.get('resume')) and not args.get('no_resume_opt')
 
 
+def _resumed_from(record: RunRecord) -> Optional[Dict[str, Any]]:
+    """The args of the session that built the optimizer a run resumed into this folder trained with: ``--resume``'s
+    checkpoint (a relative one in train.py's working directory), and so on back while that one resumed with the
+    optimizer's state too; None where one of them is not at hand (moved, or pruned by ``--checkpoint-hist``)."""
+    args, seen = record.args, set()
+    while _resumed_optimizer(args):
+        path = train_path(record.run_dir, record.args, str(args['resume'])) if record.run_dir else None
+        if path is None or not path.is_file() or os.path.realpath(path) in seen:
+            return None
+        seen.add(os.path.realpath(path))
+        try:
+            args = read_checkpoint(path, mmap=True).args
+        except (OSError, ValueError):
+            return None
+    return args if args is not record.args else None
+
+
 def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, Any]]]) -> List[str]:
     """For a last session (``args.yaml``) resumed with the optimizer's state and given other optimizer settings
     (``--lr``) than those in that state, which train.py did not use, a card's sentence naming those it used: the
@@ -250,7 +267,7 @@ def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, A
     if not _resumed_optimizer(record.args):
         return []
     built = [(e, a) for e, a in sessions if _whole(e) and not _resumed_optimizer(a)]
-    first = max(built, key=lambda s: s[0])[1] if built else None
+    first = max(built, key=lambda s: s[0])[1] if built else _resumed_from(record)
 
     def norm(value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
