@@ -785,6 +785,7 @@ def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp
     run = tmp_path / 'run'
     _train_run(run, 'sl_vit_32', dict(depth=1), weight_decay=0.05)
     first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    first['args'].epochs = 4  # a run of --epochs 4, interrupted after 2
     torch.save(dict(first, epoch=0), run / 'checkpoint-0.pth.tar')
     resumed = dict(vars(first['args']), lr=5e-3, weight_decay=0.05, resume=str(run / 'last.pth.tar'), epochs=4)
     torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
@@ -820,6 +821,28 @@ def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_
     (tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar').unlink()  # not at hand: nothing to name
     card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
     assert "optimizer's state" not in card
+
+
+def test_card_of_a_train_py_run_extended_with_more_epochs_says_its_first_session_had_another_schedule(tmp_path):
+    """train.py --epochs 2, then --resume last.pth.tar --epochs 3 in the same folder (no timm-sl reproduce record of
+    its sessions): its card gave `epochs: 3` as the recipe and said nothing, though epochs 1-2 trained under a 2-epoch
+    schedule (the checkpoints of that session record it)."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    for epoch in (0, 1):
+        torch.save(dict(first, epoch=epoch), run / f'checkpoint-{epoch}.pth.tar')
+    resumed = dict(vars(first['args']), resume=str(run / 'last.pth.tar'), epochs=3)
+    torch.save(dict(first, epoch=2, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    with (run / 'summary.csv').open('a') as f:
+        f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,60,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with the recipe '
+            'above, its last session\'s, another session (its checkpoints of epochs 1-2) with `epochs: 2`; no one '
+            'train.py run of this recipe reproduces these weights.') in card
+    card = (export_checkpoint(run / 'checkpoint-1.pth.tar', None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'the session that saved these weights trained with `epochs: 2`, where the recipe above gives' in card
 
 
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):

@@ -211,6 +211,8 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
 
     def differ(args: Dict[str, Any]) -> List[str]:
         keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        if not record.extended_from():  # no sessions.json to say the run was extended: its checkpoints' epochs say it
+            keys |= {'epochs'} & {*record.args, *args}
         if _resumed_optimizer(args) or _resumed_optimizer(record.args):  # not the settings it used: see
             keys -= set(_OPTIMIZER_KEYS)  # _optimizer_note
         return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
