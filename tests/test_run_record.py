@@ -845,6 +845,19 @@ def test_card_of_a_train_py_run_extended_with_more_epochs_says_its_first_session
     assert 'the session that saved these weights trained with `epochs: 2`, where the recipe above gives' in card
 
 
+def test_card_of_a_run_started_again_in_its_folder_does_not_call_it_resumed(tmp_path):
+    """train.py --experiment NAME --lr 0.01 --epochs 3, then the same command with --lr 0.05 --epochs 2 (no --resume)
+    into the same folder: the second run leaves the first's checkpoint-2.pth.tar there, and its card said the run was
+    resumed with other arguments (`lr: 0.01`, `epochs: 3`) and that no one run of its recipe reproduces the weights."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    old = dict(vars(saved['args']), lr=0.01, epochs=3)
+    torch.save(dict(saved, epoch=2, args=argparse.Namespace(**old)), run / 'checkpoint-2.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'resumed' not in card and 'lr: 0.01' not in card
+
+
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
     """A model_best.pth.tar linking to a moved file: the run's last.pth.tar was exported in its place, silently (with
     no last.pth.tar, the folder was said to hold no checkpoint)."""
@@ -1050,7 +1063,8 @@ def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_
                                                                        model_kwargs=dict(depth=2)))),
                run / 'another-model.pth.tar')  # another run's checkpoint, put there: not a session of this run
     (run / 'recovery-0-1.pth.tar').write_bytes(b'cut')  # not a checkpoint: says nothing
-    args = json.loads((run / 'args.yaml').read_text())
+    # the last session's: resumed (without the optimizer's state, so with its own lr)
+    args = dict(json.loads((run / 'args.yaml').read_text()), resume=str(run / 'last.pth.tar'), no_resume_opt=True)
     (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=256, lr=3e-3)))
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert ('the session that saved these weights trained on 2 processes x batch_size 128 = global batch 256, its last '

@@ -291,7 +291,10 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     ``(batch, arguments)`` sentences (see :func:`_resumed_batch`, :func:`_other_session_args`; [] for none), from
     ``args.yaml`` (the last session's) and the args every checkpoint of the run folder records."""
     saved = dict(checkpoint.args or {})
-    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    # a last session that did not resume is the folder's whole run: a train.py run started again with the same
+    # --experiment leaves checkpoints of the run it replaced, of other arguments, that are none of this run's sessions
+    resumed = bool(record.args.get('resume'))
+    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir and resumed else []
     same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
     others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
