@@ -785,6 +785,7 @@ def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp
     run = tmp_path / 'run'
     _train_run(run, 'sl_vit_32', dict(depth=1), weight_decay=0.05)
     first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    first['args'].epochs = 4  # a run of --epochs 4, interrupted after 2
     torch.save(dict(first, epoch=0), run / 'checkpoint-0.pth.tar')
     resumed = dict(vars(first['args']), lr=5e-3, weight_decay=0.05, resume=str(run / 'last.pth.tar'), epochs=4)
     torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
@@ -798,6 +799,63 @@ def test_card_of_a_run_resumed_with_its_optimizer_names_the_lr_train_py_used(tmp
             "`lr: 0.005` the recipe above gives (train.py did not use them; summary.csv's lr column shows the rates "
             "used).") in card
     assert 'resumed with other arguments' not in card
+
+
+def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_it_resumed(tmp_path, monkeypatch):
+    """train.py --resume output/a/checkpoint-0.pth.tar --lr 0.01 into a new folder (train.py's default, a new
+    experiment name per start) keeps the optimizer's lr of that checkpoint's run (0.001): the card gave `lr: 0.01` as
+    the recipe and said nothing, as no checkpoint of that run was in the new folder."""
+    monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output')
+    first = torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(first, epoch=0), tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar')
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), lr=0.01, resume='output/a/checkpoint-0.pth.tar', epochs=3)
+    torch.save(dict(first, epoch=2, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1,1,50,90,0.00075\n'
+                                     '2,1,1,55.5,95,0.00025\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert "it trained with `lr: 0.001`, not the `lr: 0.01` the recipe above gives" in card
+    (tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar').unlink()  # not at hand: nothing to name
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert "optimizer's state" not in card
+
+
+def test_card_of_a_train_py_run_extended_with_more_epochs_says_its_first_session_had_another_schedule(tmp_path):
+    """train.py --epochs 2, then --resume last.pth.tar --epochs 3 in the same folder (no timm-sl reproduce record of
+    its sessions): its card gave `epochs: 3` as the recipe and said nothing, though epochs 1-2 trained under a 2-epoch
+    schedule (the checkpoints of that session record it)."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    first = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    for epoch in (0, 1):
+        torch.save(dict(first, epoch=epoch), run / f'checkpoint-{epoch}.pth.tar')
+    resumed = dict(vars(first['args']), resume=str(run / 'last.pth.tar'), epochs=3)
+    torch.save(dict(first, epoch=2, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    with (run / 'summary.csv').open('a') as f:
+        f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,60,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('The run was resumed with other arguments: the session that saved these weights trained with the recipe '
+            'above, its last session\'s, another session (its checkpoints of epochs 1-2) with `epochs: 2`; no one '
+            'train.py run of this recipe reproduces these weights.') in card
+    card = (export_checkpoint(run / 'checkpoint-1.pth.tar', None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'the session that saved these weights trained with `epochs: 2`, where the recipe above gives' in card
+
+
+def test_card_of_a_run_started_again_in_its_folder_does_not_call_it_resumed(tmp_path):
+    """train.py --experiment NAME --lr 0.01 --epochs 3, then the same command with --lr 0.05 --epochs 2 (no --resume)
+    into the same folder: the second run leaves the first's checkpoint-2.pth.tar there, and its card said the run was
+    resumed with other arguments (`lr: 0.01`, `epochs: 3`) and that no one run of its recipe reproduces the weights."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    old = dict(vars(saved['args']), lr=0.01, epochs=3)
+    torch.save(dict(saved, epoch=2, args=argparse.Namespace(**old)), run / 'checkpoint-2.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'resumed' not in card and 'lr: 0.01' not in card
 
 
 def test_a_best_checkpoint_that_links_to_nothing_is_refused_by_name(tmp_path, capsys):
@@ -1005,7 +1063,8 @@ def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_
                                                                        model_kwargs=dict(depth=2)))),
                run / 'another-model.pth.tar')  # another run's checkpoint, put there: not a session of this run
     (run / 'recovery-0-1.pth.tar').write_bytes(b'cut')  # not a checkpoint: says nothing
-    args = json.loads((run / 'args.yaml').read_text())
+    # the last session's: resumed (without the optimizer's state, so with its own lr)
+    args = dict(json.loads((run / 'args.yaml').read_text()), resume=str(run / 'last.pth.tar'), no_resume_opt=True)
     (run / 'args.yaml').write_text(json.dumps(dict(args, batch_size=256, lr=3e-3)))
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert ('the session that saved these weights trained on 2 processes x batch_size 128 = global batch 256, its last '
@@ -1182,6 +1241,50 @@ def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
             'run to its end.') in card
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=2)))
     assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_a_run_stopped_in_its_cooldown_epochs_is_not_taken_for_finished(tmp_path, capsys):
+    """train.py --epochs 1 --cooldown-epochs 2 trains 3 epochs (its schedule's): stopped after 2, its card said nothing
+    of it and release released it as finished, as 2 reaches args.yaml's --epochs."""
+    runs = tmp_path / 'runs'
+    run = runs / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=1,
+                                                   cooldown_epochs=2, sched='cosine', warmup_epochs=0)))
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("The run did not train its planned epochs (summary.csv reaches epoch 2 of the 3 args.yaml plans (no "
+            "done.json: failed or interrupted; train.py's schedule trains 3 for --epochs 1)): the results above are "
+            "of the epochs it ran") in card
+    with pytest.raises(SystemExit):
+        main(['release', str(runs), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd'])
+    assert f'skipped: {run} is not a finished run (summary.csv reaches epoch 2 of the 3' in capsys.readouterr().out
+    with (run / 'summary.csv').open('a') as f:
+        f.write('2,1,1,50.0,90.0\n')
+    assert 'did not train' not in (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+
+
+def test_the_card_of_a_run_of_val_interval_counts_the_epochs_it_trained(tmp_path):
+    """train.py --val-interval 2 --epochs 4 writes summary.csv rows of epochs 2 and 4 only: its card said 2 epochs run
+    and that the run's first epoch was not in summary.csv, as if it had run elsewhere."""
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=4, val_interval=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n1,1,1,50,90\n3,1,1,55.5,95\n')
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=3), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ('| epochs run | 4 (evaluated every 2 epochs and after the last: `--val-interval 2`; summary.csv lists 2) |'
+            in card)
+    assert '| these weights: epoch (counted from 1) | 4 of 4 (the best evaluated epoch) |' in card
+    assert 'summary.csv lists epochs' not in card and 'did not train' not in card
+    # begun at --start-epoch 2 of 6: rows of epochs 4 and 6 (counted from 1)
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=6, val_interval=2, start_epoch=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n3,1,1,50,90\n5,1,1,55.5,95\n')
+    torch.save(dict(saved, epoch=5), run / 'model_best.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'summary.csv lists epochs 3-6 only: the run began at epoch 3 (`--start-epoch 2`' in card
+    assert '| epochs run | 4 (evaluated every 2 epochs' in card
 
 
 def test_the_card_of_a_run_of_start_epoch_says_it_began_there(tmp_path):

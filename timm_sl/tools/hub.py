@@ -211,6 +211,8 @@ def _other_session_args(record: RunRecord, saved: Dict[str, Any], defaults: Opti
 
     def differ(args: Dict[str, Any]) -> List[str]:
         keys = {*recipe_args(record.args, defaults), *recipe_args(args, defaults)} - _SESSION_SKIP
+        if not record.extended_from():  # no sessions.json to say the run was extended: its checkpoints' epochs say it
+            keys |= {'epochs'} & {*record.args, *args}
         if _resumed_optimizer(args) or _resumed_optimizer(record.args):  # not the settings it used: see
             keys -= set(_OPTIMIZER_KEYS)  # _optimizer_note
         return [k for k in sorted(keys) if k in args and record.args.get(k) not in (None, '')
@@ -242,6 +244,23 @@ def _resumed_optimizer(args: Dict[str, Any]) -> bool:
     return bool(args.get('resume')) and not args.get('no_resume_opt')
 
 
+def _resumed_from(record: RunRecord) -> Optional[Dict[str, Any]]:
+    """The args of the session that built the optimizer a run resumed into this folder trained with: ``--resume``'s
+    checkpoint (a relative one in train.py's working directory), and so on back while that one resumed with the
+    optimizer's state too; None where one of them is not at hand (moved, or pruned by ``--checkpoint-hist``)."""
+    args, seen = record.args, set()
+    while _resumed_optimizer(args):
+        path = train_path(record.run_dir, record.args, str(args['resume'])) if record.run_dir else None
+        if path is None or not path.is_file() or os.path.realpath(path) in seen:
+            return None
+        seen.add(os.path.realpath(path))
+        try:
+            args = read_checkpoint(path, mmap=True).args
+        except (OSError, ValueError):
+            return None
+    return args if args is not record.args else None
+
+
 def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, Any]]]) -> List[str]:
     """For a last session (``args.yaml``) resumed with the optimizer's state and given other optimizer settings
     (``--lr``) than those in that state, which train.py did not use, a card's sentence naming those it used: the
@@ -250,7 +269,7 @@ def _optimizer_note(record: RunRecord, sessions: Sequence[Tuple[Any, Dict[str, A
     if not _resumed_optimizer(record.args):
         return []
     built = [(e, a) for e, a in sessions if _whole(e) and not _resumed_optimizer(a)]
-    first = max(built, key=lambda s: s[0])[1] if built else None
+    first = max(built, key=lambda s: s[0])[1] if built else _resumed_from(record)
 
     def norm(value: Any) -> Any:
         return list(value) if isinstance(value, tuple) else value
@@ -272,7 +291,10 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     ``(batch, arguments)`` sentences (see :func:`_resumed_batch`, :func:`_other_session_args`; [] for none), from
     ``args.yaml`` (the last session's) and the args every checkpoint of the run folder records."""
     saved = dict(checkpoint.args or {})
-    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir else []
+    # a last session that did not resume is the folder's whole run: a train.py run started again with the same
+    # --experiment leaves checkpoints of the run it replaced, of other arguments, that are none of this run's sessions
+    resumed = bool(record.args.get('resume'))
+    others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir and resumed else []
     same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
     others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
@@ -336,29 +358,34 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'{cfg["interpolation"]} interpolation, crop_pct {cfg.get("crop_pct")}',
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
+    interval = record.val_interval()
+    epochs = record.epochs_run() if record.rows else summary and summary['epochs']
     if summary and not summary.get('evaluated', True):
-        lines += ['## Results', '', f"Not evaluated: the run trained {summary['epochs']} epochs without a validation "
+        lines += ['## Results', '', f"Not evaluated: the run trained {epochs} epochs without a validation "
                   "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']
     elif summary and summary['best_top1'] is None:
-        lines += ['## Results', '', f"No epoch of the {summary['epochs']} run has a finite top-1 (NaN: the run "
+        lines += ['## Results', '', f"No epoch of the {epochs} run has a finite top-1 (NaN: the run "
                   'diverged); these weights are not a trained model.', '']
     elif summary:
         weights = record.weights_result(epoch)
-        first = int(record.rows[0]['epoch']) + 1 if record.rows else 1  # > 1: resumed from another folder's checkpoint
+        first = record.first_epoch()  # > 1: resumed from another folder's checkpoint, or begun at --start-epoch
         lines += ['## Results', '', '| metric | value |', '|---|---|']
         if weights['epoch'] is not None:
             later = weights['epoch'] > summary['last_epoch']  # copied mid-run: the checkpoint is newer than the summary
             of = f' (summary.csv ends at epoch {summary["last_epoch"]})' if later else f' of {summary["last_epoch"]}'
             of += ', saved during it' if weights['midway'] else ''
             lines += [f'| these weights: epoch (counted from 1) | {weights["epoch"]}{of}'
-                      + ((' (the best listed epoch)' if first > 1 else ' (the best epoch)') if weights['is_best']
-                         else '') + ' |',
+                      + ((' (the best listed epoch)' if first > 1 else ' (the best evaluated epoch)' if interval > 1
+                          else ' (the best epoch)') if weights['is_best'] else '') + ' |',
                       f'| these weights: top-1 (%) | {format_top1(weights["top1"])} |']
         lines += [f'| best top-1 (%) | {summary["best_top1"]:.2f} |']
         if summary.get('best_top5') is not None:
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
+        # train.py --val-interval N: summary.csv lists every N-th epoch (and the last) of those the run trained
+        listed = (f' (evaluated every {interval} epochs and after the last: `--val-interval {interval}`; summary.csv '
+                  f'lists {summary["epochs"]})') if interval > 1 else ''
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
-                  f'| epochs run | {summary["epochs"]} |', '', *([weights['note'], ''] if weights['note'] else [])]
+                  f'| epochs run | {epochs}{listed} |', '', *([weights['note'], ''] if weights['note'] else [])]
         start = record.args.get('start_epoch')
         if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "

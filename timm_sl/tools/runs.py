@@ -34,7 +34,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
-           'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights']
+           'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -330,15 +330,43 @@ class RunRecord:
                               f"above (epoch {summary['best_epoch']}) belongs to another checkpoint ({kept}).")
         return result
 
+    def val_interval(self) -> int:
+        """train.py's ``--val-interval N``: it evaluates, writes a ``summary.csv`` row and saves checkpoints after
+        every N-th epoch and the last only (1 where unset)."""
+        interval = self.args.get('val_interval')
+        return interval if _whole(interval) and interval > 1 else 1
+
+    def first_epoch(self) -> int:
+        """The first epoch (from 1) the run trained in this folder: that of ``summary.csv``'s first row, or, for a run
+        of ``--val-interval N``, the first of the N epochs that row ends (``--start-epoch`` among them: its epoch);
+        > 1 for a run resumed from another folder's checkpoint or begun at ``--start-epoch``."""
+        if not self.rows:
+            return 1
+        listed, interval = int(self.rows[0]['epoch']), self.val_interval()
+        start = self.args.get('start_epoch')
+        if not self.args.get('resume') and _whole(start) and start <= listed < start + interval:  # --start-epoch
+            return start + 1
+        return max(listed - interval + 1, 0) + 1
+
+    def epochs_run(self) -> int:
+        """The epochs the run trained in this folder: ``summary.csv``'s rows, or for a run of ``--val-interval N``,
+        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's."""
+        if self.val_interval() == 1 or not self.rows:
+            return len(self.rows)
+        return int(self.rows[-1]['epoch']) + 2 - self.first_epoch()
+
     def unfinished(self) -> str:
         """Why the run has not trained its planned epochs ('' when it has): the epochs of ``timm-sl reproduce``'s
-        ``done.json``, else train.py's ``--epochs`` (``args.yaml``), against the last epoch of ``summary.csv``. A
-        run that failed or was interrupted has no ``done.json`` and stops short of ``--epochs``. Without either record
+        ``done.json``, else those train.py's schedule trains for ``args.yaml`` (:func:`scheduled_epochs`: ``--epochs``
+        and a ``--cooldown-epochs`` after them), against the last epoch of ``summary.csv``. A run that failed or was
+        interrupted has no ``done.json`` and stops short of them. Without either record
         there is nothing to hold the run against ('')."""
         if _whole(self.marker.get('epochs')):
             planned, where = self.marker['epochs'], f'{DONE_MARKER} records'
         elif _whole(self.args.get('epochs')):
-            planned, where = self.args['epochs'], f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+            planned, where = scheduled_epochs(self.args), f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+            if planned != self.args['epochs']:  # --cooldown-epochs, --warmup-prefix, --lr-cycle-limit
+                where = where[:-1] + f"; train.py's schedule trains {planned} for --epochs {self.args['epochs']})"
         else:  # train.py always writes --epochs: an args.yaml without it was cut or edited, which the model's
             return ''  # build from it reports by name (a skip here would hide that behind 'not finished')
         if self.summary is None:
@@ -470,6 +498,25 @@ class RunRecord:
         """The Table 2 row the run is (:func:`~timm_sl.tools.paper.table2_row` of its architecture), or None: also
         for a run started from trained weights, as the paper trained every row from scratch."""
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
+
+
+def scheduled_epochs(args: Dict[str, Any]) -> Any:
+    """The epochs train.py trains for a run's arguments: its learning-rate schedule's length, as timm's
+    ``create_scheduler_v2`` gives it to train.py (``--epochs`` plus ``--cooldown-epochs``, ``--warmup-epochs`` with
+    ``--warmup-prefix``, ``--lr-cycle-limit`` cycles); ``--epochs`` itself where the schedule cannot be built."""
+    epochs = args.get('epochs')
+    try:
+        import warnings
+        import torch
+        from timm.scheduler import create_scheduler_v2, scheduler_kwargs
+        optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)  # the schedule's length only
+        with warnings.catch_warnings():  # timm's deprecation of a schedule is train.py's to say, not a card's
+            warnings.simplefilter('ignore')
+            _, total = create_scheduler_v2(optimizer, **scheduler_kwargs(argparse.Namespace(**args)),
+                                           updates_per_epoch=1)
+    except Exception:  # noqa: BLE001 - an edited or another timm's args.yaml: its --epochs is what it plans
+        return epochs
+    return total if _whole(total) and total >= 1 else epochs
 
 
 def train_cwd(run_dir: Optional[Path], args: Dict[str, Any]) -> Optional[Path]:
