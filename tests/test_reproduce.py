@@ -50,7 +50,8 @@ FAKE_TRAIN = textwrap.dedent('''
                  '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
                  '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
                  '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
-                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale'):  # the recipes' other keys
+                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale', '--img-size',
+                 '--train-num-samples', '--val-num-samples'):  # the recipes' other keys, and a few more
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
     a = p.parse_args()
@@ -876,6 +877,7 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
+
 ])
 def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
     data = _folders(tmp_path / 'data', layout)
@@ -1921,6 +1923,39 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
         f"--lr-base-scale only without --lr, and reproduce gives every run its row's --lr (the paper's: ViT 3e-3, the "
         f"others 1e-3); allowed: -- --lr VALUE, for every run")
     assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('cifar10', ['--img-size', '16'], "--img-size 16 after -- would be ignored: train.py reads it only without "
+     "--input-size, which the cifar10.yaml recipe sets (3 32 32), so every run would train at that size; allowed: -- "
+     "--input-size 3 16 16 --model-kwargs img_size=16 (the model is built for its input size)"),
+    ('svhn', ['--input-size', '3', '32', '32', '--img-size=64'], "--img-size 64 after -- would be ignored: train.py "
+     "reads it only without --input-size, which is given after -- (3 32 32)"),
+    ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
+     "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
+     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"),
+    ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
+     "of the split once an epoch from torch/cifar10"),
+    ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
+     "the split once an epoch from an image folder (it gives --epoch-repeats only to its hfids/, tfds/, wds/ readers); "
+     "allowed: more --epochs"),
+    ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
+     "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
+     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
+     "prepare-fashion-mnist / prepare-svhn --limit N)"),
+    ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
+     "as the whole test split"),
+])
+def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """-- --img-size 16 trained every run at the recipe's 32 px (train.py reads it only without --input-size, which
+    every recipe sets), -- --train-num-samples 20 and -- --train-split 'train[:10%]' on every image of the split, once
+    an epoch with -- --epoch-repeats 2 (an image folder's reader takes none of them), while the report named the split
+    as given."""
+    data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else DIGITS)
+    out = tmp_path / 'out'
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--epoch-repeats'"))
+    assert _refused(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
 
 
 @pytest.mark.parametrize('dataset,given,says', [

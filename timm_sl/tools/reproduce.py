@@ -284,6 +284,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if prepared and prepared[1] != dataset:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
+    sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
+    if sliced and (_timm_folder_reader(name) or name in _TORCHVISION_FOLDERS):  # timm's _search_split drops '[...]'
+        split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
+        whole = split.split('[')[0]
+        return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
+                f"an image folder's split as its folder and ignores {split[len(whole):]} (only the hfds/, hfids/ and "
+                f"tfds/ readers take part of a split); allowed: {flag} {whole}, or a data folder of fewer images "
+                f"(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"]
     if name in _TORCH_FOLDERS:
         classes = _TORCH_CLASSES[name]
         train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
@@ -1494,6 +1502,38 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 # train.py arguments reproduce sets per run: one among the extra arguments would make every run the same
 _PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
 _LR_BASE_FLAGS = ('--lr-base', '--lr-base-size', '--lr-base-scale')  # train.py's, read only without --lr
+_SAMPLING_READERS = ('hfids/', 'tfds/', 'wds/')  # the readers timm's create_dataset gives a number of samples
+
+
+def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
+    """Refuse train.py data arguments after ``--`` that train.py takes and ignores with this recipe and reader
+    (``data``: :func:`train_data`): ``--img-size`` beside an ``--input-size`` (every recipe sets one), and
+    ``--train-num-samples`` / ``--val-num-samples`` / ``--epoch-repeats`` for a reader that reads every image of a split
+    once an epoch (an image folder, torchvision's). Each run would train otherwise than the command says, and the
+    report would not say so.
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    words = _flag_words(extra_args)
+    size = words.get('--img-size')
+    given = words.get('--input-size')
+    fixed = given or read_recipe(recipe).get('input_size')
+    if size is not None and fixed:
+        n = size[0] if size else 'N'
+        raise ValueError(f'--img-size {" ".join(size)} after -- would be ignored: train.py reads it only without '
+                         f'--input-size, which ' + ('is given after --' if given else f'the {recipe.name} recipe sets')
+                         + f' ({" ".join(map(str, fixed))}), so every run would train at that size; allowed: -- '
+                         f'--input-size 3 {n} {n} --model-kwargs img_size={n} (the model is built for its input '
+                         f'size)')
+    reader = str(data.get('dataset') or '').lower()
+    for flag in ('--train-num-samples', '--val-num-samples', '--epoch-repeats'):
+        if flag in words and not reader.startswith(_SAMPLING_READERS):
+            raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
+                             f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
+                             f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
+                             ('more --epochs' if flag == '--epoch-repeats' else 'a data folder of fewer images '
+                              '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
 
 
 def _is_config_flag(arg: str) -> bool:
@@ -1711,6 +1751,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
+    check_ignored_data_args(extra, recipe, data)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     if user_kwargs:  # the rows' own kwargs build their models
         check_model_kwargs(runs, user_kwargs, data['num_classes'])
