@@ -856,6 +856,18 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS, ['--train-split='],
      ["--train-split '' after -- names no split: train.py would train on all of {D} (CIFAR: on its test set); allowed: "
       "a split to train on (the svhn recipe's, without --train-split)"]),
+    # torchvision's ImageFolder (-- --dataset torch/folder) was not checked at all: one folder for both splits, a
+    # class map it ignores, a dot-folder it counts as a class
+    ('svhn', DIGITS, ['--dataset', 'torch/folder', '--val-split', 'training'],
+     ["the train split 'train' and the val split 'training' are both read from {D}/train: every top-1 would be "
+      "measured on the images the run trains on; allowed: splits in different folders (-- --train-split / "
+      "--val-split)"]),
+    ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--dataset', 'torch/image_folder', '--class-map', 'map.txt'],
+     ["--class-map map.txt would be ignored: train.py gives a class map to timm's readers, not to torchvision's "
+      "ImageFolder (--dataset torch/image_folder), which labels every class folder in sorted order; allowed: --dataset "
+      "'' (timm's folder reader, which reads the map), or no --class-map"]),
+    ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'torch/folder'],
+     ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -878,6 +890,8 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
 
+    ('tiny-imagenet', ['train/n01/images/0.JPEG', 'train/n02/images/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG'],
+     ['--dataset', 'torch/folder', '--num-classes', '2']),  # torchvision labels images below a class folder by it
 ])
 def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
     data = _folders(tmp_path / 'data', layout)

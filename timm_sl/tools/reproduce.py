@@ -265,7 +265,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
     dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
-    dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
+    dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. torchvision's
+    ImageFolder (``torch/folder``) is checked as a folder whose every subfolder is a class (its images at any depth
+    below it), which reads no class map. Other readers (hfds/,
     tfds/, wds/) are left to train.py. A folder a ``timm-sl prepare-*`` command wrote for another dataset (its
     record, :func:`~timm_sl.tools.runs.prepared_dataset`) is refused: the recipe and the paper's numbers would be
     another dataset's.
@@ -311,8 +313,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
         return []
-    if not _timm_folder_reader(name):
+    torchvision = name in _TORCHVISION_FOLDERS  # torchvision's ImageFolder: every subfolder is a class, no class map
+    if not _timm_folder_reader(name) and not torchvision:
         return []
+    if torchvision and data['class_map']:
+        return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's readers, not "
+                f"to torchvision's ImageFolder (--dataset {data['dataset']}), which labels every class folder in "
+                f"sorted order; allowed: --dataset '' (timm's folder reader, which reads the map), or no --class-map"]
     errors, classes = [], {}
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
@@ -333,7 +340,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'folder, {root / split}/<class>/<image>')
             continue
         subdirs = sorted(p for p in folder.iterdir() if p.is_dir())
-        class_dirs = [p for p in subdirs if not p.name.startswith('.')]
+        class_dirs = [p for p in subdirs if torchvision or not p.name.startswith('.')]
         if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
             errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
                           f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
@@ -387,6 +394,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'no class index of the {heads} the run trains (num_classes): every run would fail on '
                               f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
                 continue
+        if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
+            if data['num_classes'] and len(class_dirs) != data['num_classes']:
+                errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
+                              f'run trains {data["num_classes"]} classes (num_classes)')
+            else:
+                classes[folder] = {c.name for c in class_dirs}
+            continue
         try:
             holders = _image_folders(folder)
         except ValueError as e:
@@ -633,7 +647,7 @@ def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any
             continue
         if name in _TORCH_FOLDERS:
             read[key] = _split_read(data[key], name)
-        elif _timm_folder_reader(name):
+        elif _timm_folder_reader(name) or name in _TORCHVISION_FOLDERS:
             folder = _split_folder(Path(str(ours.get('data_dir'))), str(data[key]))
             read[key] = data[key] if folder is None else folder.name
     return dict(settings, data=dict(data, **read))
