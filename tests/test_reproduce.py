@@ -54,6 +54,7 @@ FAKE_TRAIN = textwrap.dedent('''
                  '--train-num-samples', '--val-num-samples'):  # the recipes' other keys, and a few more
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
+    p.add_argument('--warmup-prefix', action='store_true')  # the warm-up epochs come before --epochs, as train.py's
     a = p.parse_args()
     out = Path(a.output) / a.experiment
     out.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,8 @@ FAKE_TRAIN = textwrap.dedent('''
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
     given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes),
-                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split)
+                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split,
+                 warmup_prefix=a.warmup_prefix, warmup_epochs=a.warmup_epochs and int(a.warmup_epochs))
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
                                                        **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
@@ -81,7 +83,7 @@ FAKE_TRAIN = textwrap.dedent('''
     summary = out / 'summary.csv'
     with open(summary, 'a') as f:
         f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\\n')
-        for epoch in range(start, int(a.epochs)):
+        for epoch in range(start, int(a.epochs) + (int(a.warmup_epochs or 0) if a.warmup_prefix else 0)):
             if os.environ.get('EPOCHS_BEFORE_KILL') and epoch == int(os.environ['EPOCHS_BEFORE_KILL']):
                 sys.exit(3)
             f.write(f'{epoch},1.0,1.0,{base + epoch},90.0,0.001\\n')
@@ -178,6 +180,20 @@ def test_recipes_are_found_and_shipped_in_the_wheel():
     force = tomllib.loads((REPO / 'pyproject.toml').read_text())['tool']['hatch']['build']['targets']['wheel'][
         'force-include']
     assert force['recipes'] == 'timm_sl/recipes'
+
+
+@pytest.mark.parametrize('given,epochs', [
+    (['--warmup-prefix'], 15),  # the recipe's 10 warm-up epochs before the 5
+    (['--cooldown-epochs', '2'], 7), (['--sched', 'step', '--cooldown-epochs', '2'], 5),  # no cool-down for a step
+    (['--lr-cycle-limit', '2', '--cooldown-epochs=1'], 11), (['--lr-cycle-limit', '3', '--lr-cycle-mul', '2'], 35),
+    (['--sched', 'multistep', '--warmup-prefix', '--warmup-epochs', '1'], 6),
+    (['--sched', 'wsd', '--cooldown-epochs', '3'], 8), (['--sched', 'rsqrt', '--warmup-prefix'], 15),
+])
+def test_planned_epochs_are_those_train_py_trains(given, epochs):
+    """-- --epochs 5 --warmup-prefix trained 15 epochs (timm's scheduler adds the warm-up, a cool-down and the cycles
+    to --epochs), while reproduce counted 5: the progress read '15/5 epochs', and a run interrupted after 5 was taken
+    for finished."""
+    assert planned_epochs(recipe_path('cifar10'), ['--epochs', '5', *given]) == epochs
 
 
 @pytest.mark.parametrize('content,says', [
@@ -1909,6 +1925,36 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     capsys.readouterr()
     assert _exit_status(argv) == 2
     assert 'stopped after 7 of the 9 epochs' in _one_error(capsys)
+
+
+def test_a_run_interrupted_in_its_warm_up_prefix_epochs_is_resumed(fake_train, tmp_path, capsys, monkeypatch):
+    """-- --epochs 2 --warmup-epochs 1 --warmup-prefix: train.py trains 3 epochs (the warm-up before the 2); a run
+    interrupted after 2 was skipped by the same command as 'finished earlier' and reported as done, and the progress
+    read '3/2 epochs done'."""
+    out = tmp_path / 'out'
+
+    def argv(epochs: str = '2') -> list:
+        return _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', epochs, '--warmup-epochs', '1',
+                                                                     '--warmup-prefix'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(argv()) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    assert 'vit-base-s0 failed after' in capsys.readouterr().out
+    assert main(argv()) == 0
+    printed = capsys.readouterr().out
+    assert 'vit-base-s0 started (resuming: 2/3 epochs done)' in printed and 'finished earlier' not in printed
+    assert 'vit-base-s0: 3/3 epochs done' in printed
+    runs = json.loads((out / 'results.json').read_text())['runs']
+    assert [r['summary']['last_epoch'] for r in runs] == [3, 3]
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '4')  # finished at 3, then interrupted on the way to 4 + 1
+    assert _exit_status(argv('4')) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    assert _exit_status(argv()) == 2
+    assert _one_error(capsys).startswith(
+        f'{out / "runs" / "vit-base-s0"} stopped after 4 of the 5 epochs train.py was last started with (interrupted), '
+        f'and 1 more run folder alike: --epochs 2 would not continue it, and would report it as finished; allowed: '
+        f'--epochs 4 or more to continue it')
 
 
 def test_a_split_folder_given_for_the_data_folder_is_one_line(fake_train, tmp_path, capsys):

@@ -145,8 +145,43 @@ def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], outpu
     return runs
 
 
+_CYCLIC_SCHEDULES = ('cosine', 'tanh', 'poly')  # timm's schedules of cycles, whose cool-down adds epochs
+
+
+def scheduled_epochs(args: Dict[str, Any]) -> int:
+    """The epochs train.py trains with ``args`` (train.py's settings by their ``args.yaml`` names), as timm's
+    ``create_scheduler_v2`` counts them: ``epochs``, times the cycles of a cyclic schedule (``lr_cycle_limit``,
+    ``lr_cycle_mul``), plus ``warmup_epochs`` with ``warmup_prefix`` and ``cooldown_epochs`` (not for a step or
+    plateau schedule); train.py's defaults for what is not there."""
+    def number(key: str, default: float, kind: type = int) -> Any:
+        try:
+            return kind(args[key]) if args.get(key) is not None else default
+        except (TypeError, ValueError):
+            return default
+    epochs, warmup, cooldown = number('epochs', 300), number('warmup_epochs', 5), number('cooldown_epochs', 0)
+    prefix = str(args.get('warmup_prefix')).lower() in ('true', '1')
+    schedule = str(args.get('sched') or 'cosine')
+    if schedule in ('wsd', 'rsqrt'):  # one cycle
+        return epochs + warmup * prefix + cooldown
+    if schedule not in _CYCLIC_SCHEDULES:
+        return epochs + warmup * prefix
+    cycles, mul = max(1, number('lr_cycle_limit', 1)), number('lr_cycle_mul', 1., float)
+    length = epochs * cycles if mul == 1 else int(math.floor(-epochs * (mul ** cycles - 1) / (1 - mul)))
+    return length + warmup * prefix + cooldown
+
+
+def _given_settings(recipe: Path, extra_args: Sequence[str]) -> Dict[str, Any]:
+    """The recipe's settings with the extra train.py arguments over them, by train.py's names (a switch: True)."""
+    settings = dict(read_recipe(recipe))
+    for flag, words in _flag_words(extra_args).items():
+        if flag.startswith('--'):
+            settings[flag[2:].replace('-', '_')] = words[-1] if words else True
+    return settings
+
+
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
-    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
+    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's, with those train.py
+    adds to them (:func:`scheduled_epochs`: ``-- --warmup-prefix``, ``--cooldown-epochs`` ...).
 
     Raises:
         ValueError: ``--epochs`` among the extra arguments is not an integer >= 1; the recipe is not one
@@ -157,8 +192,7 @@ def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
         epochs = int(value) if value.strip().isdigit() else 0
         if epochs < 1:
             raise ValueError(f'--epochs {value} after -- is not allowed; expected an integer >= 1')
-        return epochs
-    return read_recipe(recipe).get('epochs', 300)
+    return scheduled_epochs(_given_settings(recipe, extra_args))
 
 
 def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> Dict[str, Any]:
@@ -667,14 +701,15 @@ def _trained(run: Run) -> List[str]:
 
 
 def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
-               spellings: Optional[Dict[str, str]] = None) -> List[str]:
+               spellings: Optional[Dict[str, str]] = None, added: int = 0) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
     other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
     that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py
     cannot resume from; a run folder that is a link out of its runs/ folder (the lock of --out, :func:`hold_output`,
     would not hold it: another --out linked there could train it at once). Nothing a run trained is overwritten by a
-    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
+    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded;
+    ``epochs``: what each run trains (:func:`planned_epochs`), ``added`` of them by train.py to ``--epochs``."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     stopped: List[Tuple[Run, int, int]] = []  # runs interrupted at or after ``epochs``: trained, their schedule
@@ -762,8 +797,9 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         most = max(t for _, t, _ in stopped)
         errors.append(f'{run.out_dir} stopped after {trained} of the {schedule} epochs train.py was last started with '
                       f'(interrupted)' + (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
-                      f': --epochs {epochs} would not continue it, and would report it as finished; allowed: --epochs '
-                      f'{most + 1} or more to continue it (train.py rebuilds the schedule for them), or another --out')
+                      f': --epochs {epochs - added} would not continue it, and would report it as finished; allowed: '
+                      f'--epochs {most + 1 - added} or more to continue it (train.py rebuilds the schedule for them), '
+                      f'or another --out')
     if other:
         (run, differ), more = other[0], len(other) - 1
         errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
@@ -895,14 +931,15 @@ def check_report_files(output: Path, overwrite: bool = False) -> None:
 
 def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
     """``(epochs trained, epochs of its schedule)`` of a run that stopped (interrupted) before the end of the schedule
-    train.py was last started with (its args.yaml's ``epochs``) and that no done.json marks finished at the epochs it
+    train.py was last started with (its args.yaml's, :func:`scheduled_epochs`) and that no done.json marks finished at
+    the epochs it
     trained; None otherwise, or where args.yaml does not say."""
     try:
         rows = read_summary_rows(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else []
-        schedule = read_args_yaml(run.out_dir / 'args.yaml').get('epochs') \
-            if (run.out_dir / 'args.yaml').is_file() else None
+        args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
     except (ValueError, OSError):
         return None
+    schedule = scheduled_epochs(args) if type(args.get('epochs')) is int else None  # warm-up prefix, cool-down ...
     trained = int(rows[-1]['epoch']) + 1 if rows else 0
     marked = read_done_marker(run.out_dir).get('epochs')
     if type(schedule) is not int or trained >= schedule or (isinstance(marked, int) and marked >= trained):
@@ -1019,7 +1056,8 @@ def reproduce(
     spellings = train_script_spellings(script)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
     check_run_files(runs)  # first: a FIFO there is not read (nor waited on) as a record
-    problems = check_runs(runs, settings, epochs, spellings)
+    added = epochs - int(_given_settings(recipe, extra_args).get('epochs', 300))  # --warmup-prefix, --cooldown-epochs
+    problems = check_runs(runs, settings, epochs, spellings, added)
     if problems:
         raise ValueError('\n'.join(problems))
     outcomes: Dict[int, Outcome] = {}
