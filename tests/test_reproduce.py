@@ -1632,6 +1632,19 @@ def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures)
     assert left.get_title() == 'measured best top-1: every finished run diverged (NaN)'
 
 
+def test_the_runs_table_counts_the_epochs_trained_not_the_rows(tmp_path, saved_figures):
+    """-- --val-interval 2: train.py writes a summary.csv row only for the epochs it measured, so a run of 4 epochs read
+    'best epoch 4 | epochs 2' in the report's table of runs."""
+    from timm_sl.tools.runs import summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1.0,1.0,50.0,90.0,0.001\n'
+                       '3,1.0,1.0,60.0,90.0,0.001\n')
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.summary = summarize(summary)
+    report = write_report([outcome], 'cifar10', tmp_path / 'out').read_text()
+    assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in report
+
+
 def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, saved_figures):
     """SL over seeds 0 and 1, seed 1 NaN: the report's row read 51.00 with 1/2 seeds, the chart's bar "SL (1 seed)" and
     its gain +19.50 over the baseline, nothing said that a seed of the row diverged."""

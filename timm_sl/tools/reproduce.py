@@ -1502,7 +1502,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         s = o.summary or {}
         top1 = DIVERGED if s and s.get('best_top1') is None else _fmt(s.get('best_top1'))
         lines.append(f'| {o.run.name} | {o.status} | {top1} | {s.get("best_epoch") or "-"} | '
-                     f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
+                     f'{s.get("last_epoch") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '
