@@ -2031,6 +2031,20 @@ def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, 
                     capsys).startswith(says)
 
 
+@pytest.mark.parametrize('given', [['--start-epoch', '0'], ['--start-epoch=3'], ['--start-ep', '1']])
+def test_a_start_epoch_after_the_separator_is_refused(fake_train, tmp_path, capsys, given):
+    """-- --start-epoch 3 started every new run at epoch 3 (train.py skips the epochs before it) and trained a resumed
+    one's epochs again from there (it overrides the epoch of --resume), while the report counted the epochs as trained
+    once."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--start-epoch'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4', *given]), capsys) == (
+        '--start-epoch after -- would start every run at that epoch, a resumed one too (train.py takes it over the '
+        'epoch of --resume): a new run would skip the epochs before it, a resumed one train its epochs again, and the '
+        'report would count them as trained; allowed: leave it out (reproduce resumes each run at the epoch it '
+        'reached)')
+
+
 @pytest.mark.parametrize('dataset,given,says', [
     ('cifar10', ['--val-split', 'train'], "the val split 'train' is the training set of torch/cifar10, which train.py "
      "reads for the split names train / training: every top-1 would be measured on the images the run trains on; "

@@ -1792,6 +1792,11 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'(train.py reads the last --config), while the report and paper column stay '
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
+    if any(a == '--start-epoch' or a.startswith('--start-epoch=') for a in given):  # train.py: over --resume's epoch
+        raise ValueError('--start-epoch after -- would start every run at that epoch, a resumed one too (train.py '
+                         'takes it over the epoch of --resume): a new run would skip the epochs before it, a resumed '
+                         'one train its epochs again, and the report would count them as trained; allowed: leave it '
+                         'out (reproduce resumes each run at the epoch it reached)')
     ignored = next((a.split('=')[0] for a in given if a.split('=')[0] in _LR_BASE_FLAGS), None)
     if ignored is not None:  # train.py reads them only without --lr: every run would train at its row's --lr
         raise ValueError(f'{ignored} after -- would be ignored: train.py derives the learning rate from '
