@@ -879,9 +879,13 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       "measured on the images the run trains on; allowed: splits in different folders (-- --train-split / "
       "--val-split)"]),
     ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--dataset', 'torch/image_folder', '--class-map', 'map.txt'],
-     ["--class-map map.txt would be ignored: train.py gives a class map to timm's readers, not to torchvision's "
-      "ImageFolder (--dataset torch/image_folder), which labels every class folder in sorted order; allowed: --dataset "
-      "'' (timm's folder reader, which reads the map), or no --class-map"]),
+     ["--class-map map.txt would be ignored: train.py gives a class map to timm's own readers, not to torchvision's "
+      "(--dataset torch/image_folder), which label the classes their own way; allowed: no --class-map, or timm's "
+      "folder reader for a folder of class folders (--dataset '')"]),
+    ('cifar10', ['file.txt/map.txt'], ['--class-map', 'map.txt'],  # CIFAR's labels, the map passed on and ignored
+     ["--class-map map.txt would be ignored: train.py gives a class map to timm's own readers, not to torchvision's "
+      "(--dataset torch/cifar10), which label the classes their own way; allowed: no --class-map, or timm's folder "
+      "reader for a folder of class folders (--dataset '')"]),
     ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'torch/folder'],
      ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
 ])

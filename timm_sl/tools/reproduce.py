@@ -328,6 +328,10 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 f"an image folder's split as its folder and ignores {split[len(whole):]} (only the hfds/, hfids/ and "
                 f"tfds/ readers take part of a split); allowed: {flag} {whole}, or a data folder of fewer images "
                 f"(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"]
+    if name.startswith('torch/') and data['class_map']:  # timm's torch/ route passes no class map on
+        return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
+                f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
+                f"no --class-map, or timm's folder reader for a folder of class folders (--dataset '')"]
     if name in _TORCH_FOLDERS:
         classes = _TORCH_CLASSES[name]
         train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
@@ -350,10 +354,6 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     torchvision = name in _TORCHVISION_FOLDERS  # torchvision's ImageFolder: every subfolder is a class, no class map
     if not _timm_folder_reader(name) and not torchvision:
         return []
-    if torchvision and data['class_map']:
-        return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's readers, not "
-                f"to torchvision's ImageFolder (--dataset {data['dataset']}), which labels every class folder in "
-                f"sorted order; allowed: --dataset '' (timm's folder reader, which reads the map), or no --class-map"]
     errors, classes = [], {}
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
