@@ -50,9 +50,11 @@ FAKE_TRAIN = textwrap.dedent('''
                  '--drop-path', '--hflip', '--input-size', '--interpolation', '--mean', '--min-lr', '--mixup',
                  '--mixup-prob', '--mixup-switch-prob', '--opt', '--ratio', '--remode', '--reprob', '--scale',
                  '--sched', '--smoothing', '--std', '--train-interpolation', '--warmup-epochs', '--warmup-lr',
-                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale'):  # the recipes' other keys
+                 '--weight-decay', '--lr-base', '--lr-base-size', '--lr-base-scale', '--img-size',
+                 '--train-num-samples', '--val-num-samples'):  # the recipes' other keys, and a few more
         p.add_argument(flag)
     p.add_argument('--model-kwargs', nargs='*', default=[])
+    p.add_argument('--warmup-prefix', action='store_true')  # the warm-up epochs come before --epochs, as train.py's
     a = p.parse_args()
     out = Path(a.output) / a.experiment
     out.mkdir(parents=True, exist_ok=True)
@@ -60,7 +62,8 @@ FAKE_TRAIN = textwrap.dedent('''
         f.write(' '.join(sys.argv[1:]) + '\\n')
     dataset = yaml.safe_load(Path(a.config).read_text()).get('dataset', '') if a.dataset is None else a.dataset
     given = dict(class_map=a.class_map, num_classes=a.num_classes and int(a.num_classes),
-                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split)
+                 epochs=a.epochs and int(a.epochs), train_split=a.train_split, val_split=a.val_split,
+                 warmup_prefix=a.warmup_prefix, warmup_epochs=a.warmup_epochs and int(a.warmup_epochs))
     (out / 'args.yaml').write_text(yaml.safe_dump(dict(data=None, data_dir=a.data_dir, dataset=dataset,
                                                        **{k: v for k, v in given.items() if v})))
     if os.environ.get('FAKE_NO_SUMMARY'):
@@ -80,7 +83,7 @@ FAKE_TRAIN = textwrap.dedent('''
     summary = out / 'summary.csv'
     with open(summary, 'a') as f:
         f.write('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\\n')
-        for epoch in range(start, int(a.epochs)):
+        for epoch in range(start, int(a.epochs) + (int(a.warmup_epochs or 0) if a.warmup_prefix else 0)):
             if os.environ.get('EPOCHS_BEFORE_KILL') and epoch == int(os.environ['EPOCHS_BEFORE_KILL']):
                 sys.exit(3)
             f.write(f'{epoch},1.0,1.0,{base + epoch},90.0,0.001\\n')
@@ -177,6 +180,20 @@ def test_recipes_are_found_and_shipped_in_the_wheel():
     force = tomllib.loads((REPO / 'pyproject.toml').read_text())['tool']['hatch']['build']['targets']['wheel'][
         'force-include']
     assert force['recipes'] == 'timm_sl/recipes'
+
+
+@pytest.mark.parametrize('given,epochs', [
+    (['--warmup-prefix'], 15),  # the recipe's 10 warm-up epochs before the 5
+    (['--cooldown-epochs', '2'], 7), (['--sched', 'step', '--cooldown-epochs', '2'], 5),  # no cool-down for a step
+    (['--lr-cycle-limit', '2', '--cooldown-epochs=1'], 11), (['--lr-cycle-limit', '3', '--lr-cycle-mul', '2'], 35),
+    (['--sched', 'multistep', '--warmup-prefix', '--warmup-epochs', '1'], 6),
+    (['--sched', 'wsd', '--cooldown-epochs', '3'], 8), (['--sched', 'rsqrt', '--warmup-prefix'], 15),
+])
+def test_planned_epochs_are_those_train_py_trains(given, epochs):
+    """-- --epochs 5 --warmup-prefix trained 15 epochs (timm's scheduler adds the warm-up, a cool-down and the cycles
+    to --epochs), while reproduce counted 5: the progress read '15/5 epochs', and a run interrupted after 5 was taken
+    for finished."""
+    assert planned_epochs(recipe_path('cifar10'), ['--epochs', '5', *given]) == epochs
 
 
 @pytest.mark.parametrize('content,says', [
@@ -855,6 +872,22 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS, ['--train-split='],
      ["--train-split '' after -- names no split: train.py would train on all of {D} (CIFAR: on its test set); allowed: "
       "a split to train on (the svhn recipe's, without --train-split)"]),
+    # torchvision's ImageFolder (-- --dataset torch/folder) was not checked at all: one folder for both splits, a
+    # class map it ignores, a dot-folder it counts as a class
+    ('svhn', DIGITS, ['--dataset', 'torch/folder', '--val-split', 'training'],
+     ["the train split 'train' and the val split 'training' are both read from {D}/train: every top-1 would be "
+      "measured on the images the run trains on; allowed: splits in different folders (-- --train-split / "
+      "--val-split)"]),
+    ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--dataset', 'torch/image_folder', '--class-map', 'map.txt'],
+     ["--class-map map.txt would be ignored: train.py gives a class map to timm's own readers, not to torchvision's "
+      "(--dataset torch/image_folder), which label the classes their own way; allowed: no --class-map, or timm's "
+      "folder reader for a folder of class folders (--dataset '')"]),
+    ('cifar10', ['file.txt/map.txt'], ['--class-map', 'map.txt'],  # CIFAR's labels, the map passed on and ignored
+     ["--class-map map.txt would be ignored: train.py gives a class map to timm's own readers, not to torchvision's "
+      "(--dataset torch/cifar10), which label the classes their own way; allowed: no --class-map, or timm's folder "
+      "reader for a folder of class folders (--dataset '')"]),
+    ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'torch/folder'],
+     ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -876,6 +909,9 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('cifar10', [], []),  # torch/cifar10: train.py downloads it into an empty folder
     ('cifar10', ['tr/a/0.png', 'validation/a/0.png'],  # val: timm finds its synonym validation/
      ['--dataset', '', '--train-split', 'tr', '--val-split', 'val', '--num-classes', '1']),
+
+    ('tiny-imagenet', ['train/n01/images/0.JPEG', 'train/n02/images/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG'],
+     ['--dataset', 'torch/folder', '--num-classes', '2']),  # torchvision labels images below a class folder by it
 ])
 def test_a_good_data_layout_runs(fake_train, tmp_path, capsys, dataset, layout, train_args):
     data = _folders(tmp_path / 'data', layout)
@@ -1600,6 +1636,19 @@ def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures)
     assert left.get_title() == 'measured best top-1: every finished run diverged (NaN)'
 
 
+def test_the_runs_table_counts_the_epochs_trained_not_the_rows(tmp_path, saved_figures):
+    """-- --val-interval 2: train.py writes a summary.csv row only for the epochs it measured, so a run of 4 epochs read
+    'best epoch 4 | epochs 2' in the report's table of runs."""
+    from timm_sl.tools.runs import summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1.0,1.0,50.0,90.0,0.001\n'
+                       '3,1.0,1.0,60.0,90.0,0.001\n')
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.summary = summarize(summary)
+    report = write_report([outcome], 'cifar10', tmp_path / 'out').read_text()
+    assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in report
+
+
 def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, saved_figures):
     """SL over seeds 0 and 1, seed 1 NaN: the report's row read 51.00 with 1/2 seeds, the chart's bar "SL (1 seed)" and
     its gain +19.50 over the baseline, nothing said that a seed of the row diverged."""
@@ -1895,6 +1944,36 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     assert 'stopped after 7 of the 9 epochs' in _one_error(capsys)
 
 
+def test_a_run_interrupted_in_its_warm_up_prefix_epochs_is_resumed(fake_train, tmp_path, capsys, monkeypatch):
+    """-- --epochs 2 --warmup-epochs 1 --warmup-prefix: train.py trains 3 epochs (the warm-up before the 2); a run
+    interrupted after 2 was skipped by the same command as 'finished earlier' and reported as done, and the progress
+    read '3/2 epochs done'."""
+    out = tmp_path / 'out'
+
+    def argv(epochs: str = '2') -> list:
+        return _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', epochs, '--warmup-epochs', '1',
+                                                                     '--warmup-prefix'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(argv()) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    assert 'vit-base-s0 failed after' in capsys.readouterr().out
+    assert main(argv()) == 0
+    printed = capsys.readouterr().out
+    assert 'vit-base-s0 started (resuming: 2/3 epochs done)' in printed and 'finished earlier' not in printed
+    assert 'vit-base-s0: 3/3 epochs done' in printed
+    runs = json.loads((out / 'results.json').read_text())['runs']
+    assert [r['summary']['last_epoch'] for r in runs] == [3, 3]
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '4')  # finished at 3, then interrupted on the way to 4 + 1
+    assert _exit_status(argv('4')) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    capsys.readouterr()
+    assert _exit_status(argv()) == 2
+    assert _one_error(capsys).startswith(
+        f'{out / "runs" / "vit-base-s0"} stopped after 4 of the 5 epochs train.py was last started with (interrupted), '
+        f'and 1 more run folder alike: --epochs 2 would not continue it, and would report it as finished; allowed: '
+        f'--epochs 4 or more to continue it')
+
+
 def test_a_split_folder_given_for_the_data_folder_is_one_line(fake_train, tmp_path, capsys):
     """--data-dir DATA/train: two lines, 'DATA/train/train not found' and 'DATA/train/test not found', neither saying
     that the folder given is a split folder."""
@@ -1921,6 +2000,53 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
         f"--lr-base-scale only without --lr, and reproduce gives every run its row's --lr (the paper's: ViT 3e-3, the "
         f"others 1e-3); allowed: -- --lr VALUE, for every run")
     assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('cifar10', ['--img-size', '16'], "--img-size 16 after -- would be ignored: train.py reads it only without "
+     "--input-size, which the cifar10.yaml recipe sets (3 32 32), so every run would train at that size; allowed: -- "
+     "--input-size 3 16 16 --model-kwargs img_size=16 (the model is built for its input size)"),
+    ('svhn', ['--input-size', '3', '32', '32', '--img-size=64'], "--img-size 64 after -- would be ignored: train.py "
+     "reads it only without --input-size, which is given after -- (3 32 32)"),
+    ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
+     "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
+     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"),
+    ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
+     "of the split once an epoch from torch/cifar10"),
+    ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
+     "the split once an epoch from an image folder (it gives --epoch-repeats only to its hfids/, tfds/, wds/ readers); "
+     "allowed: more --epochs"),
+    ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
+     "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
+     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
+     "prepare-fashion-mnist / prepare-svhn --limit N)"),
+    ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
+     "as the whole test split"),
+])
+def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """-- --img-size 16 trained every run at the recipe's 32 px (train.py reads it only without --input-size, which
+    every recipe sets), -- --train-num-samples 20 and -- --train-split 'train[:10%]' on every image of the split, once
+    an epoch with -- --epoch-repeats 2 (an image folder's reader takes none of them), while the report named the split
+    as given."""
+    data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else DIGITS)
+    out = tmp_path / 'out'
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--epoch-repeats'"))
+    assert _refused(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+
+
+@pytest.mark.parametrize('given', [['--start-epoch', '0'], ['--start-epoch=3'], ['--start-ep', '1']])
+def test_a_start_epoch_after_the_separator_is_refused(fake_train, tmp_path, capsys, given):
+    """-- --start-epoch 3 started every new run at epoch 3 (train.py skips the epochs before it) and trained a resumed
+    one's epochs again from there (it overrides the epoch of --resume), while the report counted the epochs as trained
+    once."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--start-epoch'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4', *given]), capsys) == (
+        '--start-epoch after -- would start every run at that epoch, a resumed one too (train.py takes it over the '
+        'epoch of --resume): a new run would skip the epochs before it, a resumed one train its epochs again, and the '
+        'report would count them as trained; allowed: leave it out (reproduce resumes each run at the epoch it '
+        'reached)')
 
 
 @pytest.mark.parametrize('dataset,given,says', [

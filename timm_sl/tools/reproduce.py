@@ -145,8 +145,43 @@ def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], outpu
     return runs
 
 
+_CYCLIC_SCHEDULES = ('cosine', 'tanh', 'poly')  # timm's schedules of cycles, whose cool-down adds epochs
+
+
+def scheduled_epochs(args: Dict[str, Any]) -> int:
+    """The epochs train.py trains with ``args`` (train.py's settings by their ``args.yaml`` names), as timm's
+    ``create_scheduler_v2`` counts them: ``epochs``, times the cycles of a cyclic schedule (``lr_cycle_limit``,
+    ``lr_cycle_mul``), plus ``warmup_epochs`` with ``warmup_prefix`` and ``cooldown_epochs`` (not for a step or
+    plateau schedule); train.py's defaults for what is not there."""
+    def number(key: str, default: float, kind: type = int) -> Any:
+        try:
+            return kind(args[key]) if args.get(key) is not None else default
+        except (TypeError, ValueError):
+            return default
+    epochs, warmup, cooldown = number('epochs', 300), number('warmup_epochs', 5), number('cooldown_epochs', 0)
+    prefix = str(args.get('warmup_prefix')).lower() in ('true', '1')
+    schedule = str(args.get('sched') or 'cosine')
+    if schedule in ('wsd', 'rsqrt'):  # one cycle
+        return epochs + warmup * prefix + cooldown
+    if schedule not in _CYCLIC_SCHEDULES:
+        return epochs + warmup * prefix
+    cycles, mul = max(1, number('lr_cycle_limit', 1)), number('lr_cycle_mul', 1., float)
+    length = epochs * cycles if mul == 1 else int(math.floor(-epochs * (mul ** cycles - 1) / (1 - mul)))
+    return length + warmup * prefix + cooldown
+
+
+def _given_settings(recipe: Path, extra_args: Sequence[str]) -> Dict[str, Any]:
+    """The recipe's settings with the extra train.py arguments over them, by train.py's names (a switch: True)."""
+    settings = dict(read_recipe(recipe))
+    for flag, words in _flag_words(extra_args).items():
+        if flag.startswith('--'):
+            settings[flag[2:].replace('-', '_')] = words[-1] if words else True
+    return settings
+
+
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
-    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's.
+    """Epochs a run trains: ``--epochs`` among the extra train.py arguments, else the recipe's, with those train.py
+    adds to them (:func:`scheduled_epochs`: ``-- --warmup-prefix``, ``--cooldown-epochs`` ...).
 
     Raises:
         ValueError: ``--epochs`` among the extra arguments is not an integer >= 1; the recipe is not one
@@ -157,8 +192,7 @@ def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:
         epochs = int(value) if value.strip().isdigit() else 0
         if epochs < 1:
             raise ValueError(f'--epochs {value} after -- is not allowed; expected an integer >= 1')
-        return epochs
-    return read_recipe(recipe).get('epochs', 300)
+    return scheduled_epochs(_given_settings(recipe, extra_args))
 
 
 def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> Dict[str, Any]:
@@ -265,7 +299,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
     dot-folder holding images or images beside the class folders would train silently on wrong labels. A torch/
-    dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. Other readers (hfds/,
+    dataset (CIFAR) is downloaded by train.py when missing: its folder must then be writable. torchvision's
+    ImageFolder (``torch/folder``) is checked as a folder whose every subfolder is a class (its images at any depth
+    below it), which reads no class map. Other readers (hfds/,
     tfds/, wds/) are left to train.py. A folder a ``timm-sl prepare-*`` command wrote for another dataset (its
     record, :func:`~timm_sl.tools.runs.prepared_dataset`) is refused: the recipe and the paper's numbers would be
     another dataset's.
@@ -284,6 +320,18 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if prepared and prepared[1] != dataset:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
+    sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
+    if sliced and (_timm_folder_reader(name) or name in _TORCHVISION_FOLDERS):  # timm's _search_split drops '[...]'
+        split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
+        whole = split.split('[')[0]
+        return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
+                f"an image folder's split as its folder and ignores {split[len(whole):]} (only the hfds/, hfids/ and "
+                f"tfds/ readers take part of a split); allowed: {flag} {whole}, or a data folder of fewer images "
+                f"(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"]
+    if name.startswith('torch/') and data['class_map']:  # timm's torch/ route passes no class map on
+        return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
+                f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
+                f"no --class-map, or timm's folder reader for a folder of class folders (--dataset '')"]
     if name in _TORCH_FOLDERS:
         classes = _TORCH_CLASSES[name]
         train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
@@ -303,7 +351,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
         return []
-    if not _timm_folder_reader(name):
+    torchvision = name in _TORCHVISION_FOLDERS  # torchvision's ImageFolder: every subfolder is a class, no class map
+    if not _timm_folder_reader(name) and not torchvision:
         return []
     errors, classes = [], {}
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
@@ -325,7 +374,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'folder, {root / split}/<class>/<image>')
             continue
         subdirs = sorted(p for p in folder.iterdir() if p.is_dir())
-        class_dirs = [p for p in subdirs if not p.name.startswith('.')]
+        class_dirs = [p for p in subdirs if torchvision or not p.name.startswith('.')]
         if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
             errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
                           f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
@@ -379,6 +428,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'no class index of the {heads} the run trains (num_classes): every run would fail on '
                               f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
                 continue
+        if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
+            if data['num_classes'] and len(class_dirs) != data['num_classes']:
+                errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
+                              f'run trains {data["num_classes"]} classes (num_classes)')
+            else:
+                classes[folder] = {c.name for c in class_dirs}
+            continue
         try:
             holders = _image_folders(folder)
         except ValueError as e:
@@ -625,7 +681,7 @@ def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any
             continue
         if name in _TORCH_FOLDERS:
             read[key] = _split_read(data[key], name)
-        elif _timm_folder_reader(name):
+        elif _timm_folder_reader(name) or name in _TORCHVISION_FOLDERS:
             folder = _split_folder(Path(str(ours.get('data_dir'))), str(data[key]))
             read[key] = data[key] if folder is None else folder.name
     return dict(settings, data=dict(data, **read))
@@ -645,14 +701,15 @@ def _trained(run: Run) -> List[str]:
 
 
 def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
-               spellings: Optional[Dict[str, str]] = None) -> List[str]:
+               spellings: Optional[Dict[str, str]] = None, added: int = 0) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
     (empty: nothing): a file where a run folder goes; two run folders that are one (a link); a run that trained with
     other settings (``settings``: this command's, by run name; the first such run named, with how many more); a run
     that trained but lost its last.pth.tar, or its summary.csv (the rows of its epochs); a last.pth.tar train.py
     cannot resume from; a run folder that is a link out of its runs/ folder (the lock of --out, :func:`hold_output`,
     would not hold it: another --out linked there could train it at once). Nothing a run trained is overwritten by a
-    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded."""
+    restart. ``spellings``: train.py's (:func:`run_settings`), for the train.py arguments a run recorded;
+    ``epochs``: what each run trains (:func:`planned_epochs`), ``added`` of them by train.py to ``--epochs``."""
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     stopped: List[Tuple[Run, int, int]] = []  # runs interrupted at or after ``epochs``: trained, their schedule
@@ -740,8 +797,9 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         most = max(t for _, t, _ in stopped)
         errors.append(f'{run.out_dir} stopped after {trained} of the {schedule} epochs train.py was last started with '
                       f'(interrupted)' + (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
-                      f': --epochs {epochs} would not continue it, and would report it as finished; allowed: --epochs '
-                      f'{most + 1} or more to continue it (train.py rebuilds the schedule for them), or another --out')
+                      f': --epochs {epochs - added} would not continue it, and would report it as finished; allowed: '
+                      f'--epochs {most + 1 - added} or more to continue it (train.py rebuilds the schedule for them), '
+                      f'or another --out')
     if other:
         (run, differ), more = other[0], len(other) - 1
         errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
@@ -873,14 +931,15 @@ def check_report_files(output: Path, overwrite: bool = False) -> None:
 
 def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
     """``(epochs trained, epochs of its schedule)`` of a run that stopped (interrupted) before the end of the schedule
-    train.py was last started with (its args.yaml's ``epochs``) and that no done.json marks finished at the epochs it
+    train.py was last started with (its args.yaml's, :func:`scheduled_epochs`) and that no done.json marks finished at
+    the epochs it
     trained; None otherwise, or where args.yaml does not say."""
     try:
         rows = read_summary_rows(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else []
-        schedule = read_args_yaml(run.out_dir / 'args.yaml').get('epochs') \
-            if (run.out_dir / 'args.yaml').is_file() else None
+        args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
     except (ValueError, OSError):
         return None
+    schedule = scheduled_epochs(args) if type(args.get('epochs')) is int else None  # warm-up prefix, cool-down ...
     trained = int(rows[-1]['epoch']) + 1 if rows else 0
     marked = read_done_marker(run.out_dir).get('epochs')
     if type(schedule) is not int or trained >= schedule or (isinstance(marked, int) and marked >= trained):
@@ -997,7 +1056,8 @@ def reproduce(
     spellings = train_script_spellings(script)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
     check_run_files(runs)  # first: a FIFO there is not read (nor waited on) as a record
-    problems = check_runs(runs, settings, epochs, spellings)
+    added = epochs - int(_given_settings(recipe, extra_args).get('epochs', 300))  # --warmup-prefix, --cooldown-epochs
+    problems = check_runs(runs, settings, epochs, spellings, added)
     if problems:
         raise ValueError('\n'.join(problems))
     outcomes: Dict[int, Outcome] = {}
@@ -1442,7 +1502,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         s = o.summary or {}
         top1 = DIVERGED if s and s.get('best_top1') is None else _fmt(s.get('best_top1'))
         lines.append(f'| {o.run.name} | {o.status} | {top1} | {s.get("best_epoch") or "-"} | '
-                     f'{s.get("epochs", "-")} | {format_seconds(o.wall) if o.wall else "-"} | '
+                     f'{s.get("last_epoch") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '
@@ -1494,6 +1554,38 @@ def add_reproduce_args(parser: argparse.ArgumentParser) -> None:
 # train.py arguments reproduce sets per run: one among the extra arguments would make every run the same
 _PER_RUN_FLAGS = ('--model', '--output', '--experiment', '--resume', '--seed')
 _LR_BASE_FLAGS = ('--lr-base', '--lr-base-size', '--lr-base-scale')  # train.py's, read only without --lr
+_SAMPLING_READERS = ('hfids/', 'tfds/', 'wds/')  # the readers timm's create_dataset gives a number of samples
+
+
+def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
+    """Refuse train.py data arguments after ``--`` that train.py takes and ignores with this recipe and reader
+    (``data``: :func:`train_data`): ``--img-size`` beside an ``--input-size`` (every recipe sets one), and
+    ``--train-num-samples`` / ``--val-num-samples`` / ``--epoch-repeats`` for a reader that reads every image of a split
+    once an epoch (an image folder, torchvision's). Each run would train otherwise than the command says, and the
+    report would not say so.
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    words = _flag_words(extra_args)
+    size = words.get('--img-size')
+    given = words.get('--input-size')
+    fixed = given or read_recipe(recipe).get('input_size')
+    if size is not None and fixed:
+        n = size[0] if size else 'N'
+        raise ValueError(f'--img-size {" ".join(size)} after -- would be ignored: train.py reads it only without '
+                         f'--input-size, which ' + ('is given after --' if given else f'the {recipe.name} recipe sets')
+                         + f' ({" ".join(map(str, fixed))}), so every run would train at that size; allowed: -- '
+                         f'--input-size 3 {n} {n} --model-kwargs img_size={n} (the model is built for its input '
+                         f'size)')
+    reader = str(data.get('dataset') or '').lower()
+    for flag in ('--train-num-samples', '--val-num-samples', '--epoch-repeats'):
+        if flag in words and not reader.startswith(_SAMPLING_READERS):
+            raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
+                             f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
+                             f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
+                             ('more --epochs' if flag == '--epoch-repeats' else 'a data folder of fewer images '
+                              '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
 
 
 def _is_config_flag(arg: str) -> bool:
@@ -1700,6 +1792,11 @@ def run_from_args(args: argparse.Namespace) -> int:
                          f'(train.py reads the last --config), while the report and paper column stay '
                          f'{args.dataset}\'s; allowed: --dataset to pick a recipe, single settings after -- '
                          f'(e.g. -- --epochs 10)')
+    if any(a == '--start-epoch' or a.startswith('--start-epoch=') for a in given):  # train.py: over --resume's epoch
+        raise ValueError('--start-epoch after -- would start every run at that epoch, a resumed one too (train.py '
+                         'takes it over the epoch of --resume): a new run would skip the epochs before it, a resumed '
+                         'one train its epochs again, and the report would count them as trained; allowed: leave it '
+                         'out (reproduce resumes each run at the epoch it reached)')
     ignored = next((a.split('=')[0] for a in given if a.split('=')[0] in _LR_BASE_FLAGS), None)
     if ignored is not None:  # train.py reads them only without --lr: every run would train at its row's --lr
         raise ValueError(f'{ignored} after -- would be ignored: train.py derives the learning rate from '
@@ -1711,6 +1808,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     if not Path(args.data_dir).exists():
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
+    check_ignored_data_args(extra, recipe, data)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     if user_kwargs:  # the rows' own kwargs build their models
         check_model_kwargs(runs, user_kwargs, data['num_classes'])
