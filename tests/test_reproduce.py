@@ -187,7 +187,10 @@ def test_recipes_are_found_and_shipped_in_the_wheel():
     (['--cooldown-epochs', '2'], 7), (['--sched', 'step', '--cooldown-epochs', '2'], 5),  # no cool-down for a step
     (['--lr-cycle-limit', '2', '--cooldown-epochs=1'], 11), (['--lr-cycle-limit', '3', '--lr-cycle-mul', '2'], 35),
     (['--sched', 'multistep', '--warmup-prefix', '--warmup-epochs', '1'], 6),
-    (['--sched', 'wsd', '--cooldown-epochs', '3'], 8), (['--sched', 'rsqrt', '--warmup-prefix'], 15),
+    (['--sched', 'wsd', '--warmup-epochs', '1', '--decay-epochs', '2', '--cooldown-epochs', '3'], 8),
+    (['--sched', 'wsd', '--warmup-epochs', '1', '--decay-epochs', '2', '--warmup-prefix'], 6),
+    (['--sched', 'rsqrt', '--warmup-epochs', '1', '--decay-epochs', '2', '--warmup-prefix'], 6),
+    (['--sched', 'wsd', '--cooldown-epochs', '3'], 5),  # decay_epochs 90 > 5: train.py cannot build it, nor count
 ])
 def test_planned_epochs_are_those_train_py_trains(given, epochs):
     """-- --epochs 5 --warmup-prefix trained 15 epochs (timm's scheduler adds the warm-up, a cool-down and the cycles

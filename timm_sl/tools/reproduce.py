@@ -30,7 +30,7 @@ from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, SESSIONS, RunRecord, checkpoint_problem, prepared_dataset, read_args_yaml, read_class_map,
-    read_done_marker, read_sessions, read_summary_rows, summarize, walk)
+    read_done_marker, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -145,38 +145,23 @@ def plan_runs(dataset: str, families: Sequence[str], seeds: Sequence[int], outpu
     return runs
 
 
-_CYCLIC_SCHEDULES = ('cosine', 'tanh', 'poly')  # timm's schedules of cycles, whose cool-down adds epochs
-
-
-def scheduled_epochs(args: Dict[str, Any]) -> int:
-    """The epochs train.py trains with ``args`` (train.py's settings by their ``args.yaml`` names), as timm's
-    ``create_scheduler_v2`` counts them: ``epochs``, times the cycles of a cyclic schedule (``lr_cycle_limit``,
-    ``lr_cycle_mul``), plus ``warmup_epochs`` with ``warmup_prefix`` and ``cooldown_epochs`` (not for a step or
-    plateau schedule); train.py's defaults for what is not there."""
-    def number(key: str, default: float, kind: type = int) -> Any:
-        try:
-            return kind(args[key]) if args.get(key) is not None else default
-        except (TypeError, ValueError):
-            return default
-    epochs, warmup, cooldown = number('epochs', 300), number('warmup_epochs', 5), number('cooldown_epochs', 0)
-    prefix = str(args.get('warmup_prefix')).lower() in ('true', '1')
-    schedule = str(args.get('sched') or 'cosine')
-    if schedule in ('wsd', 'rsqrt'):  # one cycle
-        return epochs + warmup * prefix + cooldown
-    if schedule not in _CYCLIC_SCHEDULES:
-        return epochs + warmup * prefix
-    cycles, mul = max(1, number('lr_cycle_limit', 1)), number('lr_cycle_mul', 1., float)
-    length = epochs * cycles if mul == 1 else int(math.floor(-epochs * (mul ** cycles - 1) / (1 - mul)))
-    return length + warmup * prefix + cooldown
-
-
 def _given_settings(recipe: Path, extra_args: Sequence[str]) -> Dict[str, Any]:
     """The recipe's settings with the extra train.py arguments over them, by train.py's names (a switch: True)."""
     settings = dict(read_recipe(recipe))
     for flag, words in _flag_words(extra_args).items():
-        if flag.startswith('--'):
-            settings[flag[2:].replace('-', '_')] = words[-1] if words else True
+        if flag.startswith('--'):  # typed as args.yaml holds them: 2, 0.5, 'cosine'
+            settings[flag[2:].replace('-', '_')] = _typed(words[-1]) if words else True
     return settings
+
+
+def _typed(word: str) -> Any:
+    """A train.py argument's word as a number where it is one, else as it is."""
+    for kind in (int, float):
+        try:
+            return kind(word)
+        except ValueError:
+            pass
+    return word
 
 
 def planned_epochs(recipe: Path, extra_args: Sequence[str]) -> int:

@@ -500,11 +500,17 @@ class RunRecord:
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
 
 
+_SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}  # train.py's, where timm's helper has others
+
+
 def scheduled_epochs(args: Dict[str, Any]) -> Any:
     """The epochs train.py trains for a run's arguments: its learning-rate schedule's length, as timm's
     ``create_scheduler_v2`` gives it to train.py (``--epochs`` plus ``--cooldown-epochs``, ``--warmup-epochs`` with
-    ``--warmup-prefix``, ``--lr-cycle-limit`` cycles); ``--epochs`` itself where the schedule cannot be built."""
+    ``--warmup-prefix``, ``--lr-cycle-limit`` cycles); ``--epochs`` itself where the schedule cannot be built (as
+    train.py cannot: a ``wsd`` schedule longer than its ``--epochs``). ``args``: a run's ``args.yaml``, or a recipe
+    with train.py arguments over it."""
     epochs = args.get('epochs')
+    args = {**_SCHEDULE_DEFAULTS, **args}  # a recipe's settings name only some
     try:
         import warnings
         import torch
