@@ -500,7 +500,8 @@ class RunRecord:
         return None if self.started_from() else table2_row(self.model, self.arch_kwargs(), self.dataset)
 
 
-_SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}  # train.py's, where timm's helper has others
+# train.py's defaults where timm's scheduler_kwargs assumes others (a recipe's settings name only some)
+_SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}
 
 
 def scheduled_epochs(args: Dict[str, Any]) -> Any:
@@ -510,7 +511,7 @@ def scheduled_epochs(args: Dict[str, Any]) -> Any:
     train.py cannot: a ``wsd`` schedule longer than its ``--epochs``). ``args``: a run's ``args.yaml``, or a recipe
     with train.py arguments over it."""
     epochs = args.get('epochs')
-    args = {**_SCHEDULE_DEFAULTS, **args}  # a recipe's settings name only some
+    args = {**_SCHEDULE_DEFAULTS, **args}
     try:
         import warnings
         import torch
