@@ -1270,6 +1270,18 @@ def test_a_run_that_does_not_fit_the_kwargs_given_says_what_its_args_yaml_traine
         f"'num_heads': 6, 'num_classes': 100}} (it was trained as sl_vit_32 {{'depth': 1}}): 1 shape mismatch(es)")
 
 
+def test_a_checkpoint_that_records_only_its_arch_says_what_its_args_yaml_trained(tmp_path, figures):
+    """A hand-saved checkpoint holding ``arch`` but no ``args``, in a run folder whose args.yaml records depth=1: 'it
+    was trained as sl_vit_32', the depth its run recorded left out; now the kwargs of its args.yaml."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    saved = torch.load(tmp_path / 'run' / 'model_best.pth.tar')
+    torch.save({**saved, 'arch': 'sl_vit_32'}, tmp_path / 'run' / 'model_best.pth.tar')
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(tmp_path), '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', 'depth=1', 'num_heads=6',
+              '--out', str(tmp_path / 'k.png')])
+    assert "(it was trained as sl_vit_32 {'depth': 1}): 1 shape mismatch(es)" in str(info.value)
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
