@@ -1282,6 +1282,28 @@ def test_a_checkpoint_that_records_only_its_arch_says_what_its_args_yaml_trained
     assert "(it was trained as sl_vit_32 {'depth': 1}): 1 shape mismatch(es)" in str(info.value)
 
 
+def test_pretrained_slify_is_checked_for_its_bases_weights(tmp_path, monkeypatch):
+    """``--model slify --pretrained`` said 'slify has no pretrained weights' whatever its base: slify loads its
+    base's. A base with none is named; one with weights is built pretrained."""
+    kwargs = ['img_size=32', 'patch_size=4', 'depth=1']
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', 'slify', '--pretrained', '--model-kwargs', 'base=vit_base_patch16_gap_224',
+              *kwargs, '--out', str(tmp_path / 't.png')])
+    assert str(info.value) == (
+        'timm-sl temperature: slify(vit_base_patch16_gap_224): vit_base_patch16_gap_224 has no pretrained weights (no '
+        'tag in timm.list_pretrained); allowed: --checkpoint FILE (a train.py checkpoint), or neither for random init')
+    built = []
+    create = timm.create_model
+
+    def offline(name, pretrained=False, **kw):  # no download: the call is what is checked
+        built.append((name, pretrained, kw.get('base')))
+        return create(name, **kw)
+    monkeypatch.setattr(timm, 'create_model', offline)
+    assert main(['temperature', '--model', 'slify', '--pretrained', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                 *kwargs, '--out', str(tmp_path / 't.png')]) == 0
+    assert built[0] == ('slify', True, 'vit_tiny_patch16_224')
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""

@@ -100,8 +100,11 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
     _check_model_name(args, name)
-    if create_kwargs.get('pretrained') and not timm.list_pretrained(f'{name}.*'):
-        raise ValueError(f'{name} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
+    arch = kwargs.get('base') if name == 'slify' else name  # slify loads its base's weights (an unknown base: it
+    known = isinstance(arch, str) and timm.is_model(arch.split('.')[0])  # says so as it is built)
+    if create_kwargs.get('pretrained') and known and not timm.list_pretrained(arch if '.' in arch else f'{arch}.*'):
+        whose = f'slify({arch}): {arch}' if arch != name else name
+        raise ValueError(f'{whose} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
