@@ -172,6 +172,17 @@ def test_swin_received_attention_undoes_windows_and_shift():
     torch.testing.assert_close(result.maps.sum((-2, -1)), torch.full((2, received.shape[1]), 4.))  # 4 windows
 
 
+def test_swin_attention_says_its_weight_in_the_pooled_feature_only_of_an_average():
+    """A Swin trained with --gp max: the footnote said the map was each token's 'weight in the average-pooled
+    feature', which a max over the tokens has none of."""
+    kwargs = dict(depths=(1, 1, 1), window_size=2)
+    x = torch.randn(1, 3, 32, 32)
+    assert final_attention_map(_model('sl_swin_32', kwargs), x).description.endswith(
+        ': its weight in the average-pooled feature')
+    assert final_attention_map(_model('sl_swin_32', dict(kwargs, global_pool='max')), x).description.endswith(
+        ": its classifier reads the tokens with global_pool='max', not an average: no weight of a token in it")
+
+
 def test_final_attention_without_class_token_uses_received_attention():
     model = _model('sl_vit_32', dict(depth=1, class_token=False, global_pool='avg'))
     result = final_attention_map(model, torch.randn(1, 3, 32, 32))

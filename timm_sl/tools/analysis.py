@@ -259,7 +259,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
         handle.remove()
     probs = maps[name][-1]  # (B, heads, queries, keys)
     if isinstance(module, WindowAttention):
-        return _window_received_attention(block, name, probs, block_inputs[-1][1:3])
+        return _window_received_attention(block, name, probs, block_inputs[-1][1:3], pool)
     keys, masked = probs.shape[-1], bool(getattr(module, 'diag_mask', False))  # LSA masks each query's own key
     if isinstance(module, ClassAttn):
         weights, kind = probs[:, :, 0, -block_inputs[-1][1]:], 'class token'
@@ -283,9 +283,11 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
 
 
-def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int]) -> AttentionMap:
+def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int],
+                               pool: Any = 'avg') -> AttentionMap:
     """Attention each token receives in a Swin block, from its window attention's probabilities
-    ``(B * windows, heads, N, N)`` and the block's input grid ``(H, W)``."""
+    ``(B * windows, heads, N, N)`` and the block's input grid ``(H, W)``; ``pool`` is the model's ``global_pool``
+    (only an average makes it the token's weight in the pooled feature)."""
     H, W = grid
     wh, ww = block.window_size
     received = probs.mean(-2).transpose(1, 2).reshape(-1, wh, ww, probs.shape[1])
@@ -293,8 +295,10 @@ def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor,
     tokens = window_reverse(received, (wh, ww), pad_h, pad_w)[:, :H, :W]  # (B, H, W, heads), in shifted order
     if any(block.shift_size):
         tokens = torch.roll(tokens, shifts=tuple(block.shift_size), dims=(1, 2))
+    pooled = 'its weight in the average-pooled feature' if pool == 'avg' else \
+        f'its classifier reads the tokens with global_pool={pool!r}, not an average: no weight of a token in it'
     text = (f'Swin has no class token: attention each token receives in {name} (the last window attention), '
-            f'averaged over the queries of its {wh}x{ww} window: its weight in the average-pooled feature')
+            f'averaged over the queries of its {wh}x{ww} window: {pooled}')
     # a query spreading evenly over the keys of its (shifted-window) region gives each 1/region (1/(region-1) with
     # LSA's mask, from the others), and a key is averaged over the window's N queries: 1/N either way
     keys = wh * ww
