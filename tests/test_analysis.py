@@ -1558,6 +1558,18 @@ def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
         assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
 
 
+def test_receptive_field_of_a_hybrid_vit_is_refused_not_read_off_its_projection(capsys):
+    """slify of a hybrid ViT (LSA only): its tokens come out of a ResNet, yet receptive-field printed 'kernel 1,
+    stride 1, no SPT: r_token = 1', the 1x1 projection after the backbone."""
+    with pytest.raises(SystemExit) as info:
+        main(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_small_r26_s32_224', 'spt=False'])
+    assert str(info.value) == (
+        "timm-sl receptive-field: vit_small_r26_s32_224 takes its tokens from a CNN backbone (ResNetV2 in its "
+        "HybridEmbed): its receptive field is the backbone's, not one tokenization step's (its 1x1 projection after "
+        "the backbone reads 1 cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer")
+    assert capsys.readouterr().out == ''
+
+
 def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):
     pytest.importorskip('matplotlib')
     _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))

@@ -360,6 +360,12 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
     (shifted) image.
     """
     embed = getattr(model, 'patch_embed', None)
+    if isinstance(getattr(embed, 'backbone', None), nn.Module):  # a hybrid ViT: a CNN makes its tokens
+        arch = (getattr(model, 'pretrained_cfg', None) or {}).get('architecture') or type(model).__name__
+        raise ValueError(f'{arch} takes its tokens from a CNN backbone '
+                         f'({type(embed.backbone).__name__} in its {type(embed).__name__}): its receptive field is the '
+                         f"backbone's, not one tokenization step's (its 1x1 projection after the backbone reads 1 "
+                         f'cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer')
     if embed is not None and hasattr(embed, 'soft_splits'):  # T2T tokenizer
         kernel, stride, _ = embed.soft_splits[0]
         return (kernel, kernel), (stride, stride), tuple(embed.shift)
