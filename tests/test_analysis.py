@@ -183,6 +183,24 @@ def test_swin_attention_says_its_weight_in_the_pooled_feature_only_of_an_average
         ": its classifier reads the tokens with global_pool='max', not an average: no weight of a token in it")
 
 
+@pytest.mark.parametrize('name,kwargs,patch', [('sl_vit_32', dict(depth=1), (2, 4)),
+                                               ('sl_vit_32', dict(depth=1), (2, 8)),
+                                               ('sl_cait_32', dict(depth=1, depth_token_only=1), (2, 4))])
+def test_final_attention_map_of_a_patch_that_is_not_square(name, kwargs, patch):
+    """--model-kwargs patch_size=(2,4) cuts a 32 x 32 image into 16 x 8 tokens: attention refused the model ('128
+    tokens do not form a grid with the aspect ratio of a 32x32 image'), a grid taken from the image's aspect alone;
+    patch_size=(2,8)'s 16 x 4 tokens were drawn as an 8 x 8 grid, each row of the map two rows of tokens."""
+    model = _model(name, dict(kwargs, patch_size=patch))
+    images = torch.randn(1, 3, 32, 32)
+    result = final_attention_map(model, images)
+    grid = (32 // patch[0], 32 // patch[1])
+    assert result.maps.shape[-2:] == grid
+    with capture_attention(model, [result.layer]) as maps:
+        model(images)
+    row = maps[result.layer][-1][:, :, 0, -grid[0] * grid[1]:]  # the class token's row over the patches, row by row
+    torch.testing.assert_close(result.maps, row.reshape(1, -1, *grid))
+
+
 def test_final_attention_without_class_token_uses_received_attention():
     model = _model('sl_vit_32', dict(depth=1, class_token=False, global_pool='avg'))
     result = final_attention_map(model, torch.randn(1, 3, 32, 32))

@@ -195,11 +195,15 @@ class AttentionMap:
     uniform_note: str = ''
 
 
-def _grid(num_tokens: int, height: int, width: int) -> Tuple[int, int]:
-    """Token grid ``(h, w)`` with ``h * w == num_tokens`` and the image's aspect ratio."""
-    h = max(1, round(math.sqrt(num_tokens * height / width)))
+def _grid(num_tokens: int, height: int, width: int, patch: Any = None) -> Tuple[int, int]:
+    """Token grid ``(h, w)`` with ``h * w == num_tokens`` and the aspect ratio of a ``height x width`` image cut into
+    ``patch`` (an ``(h, w)`` pair; a ``2 x 4`` patch makes a 32 x 32 image a 16 x 8 grid)."""
+    ph, pw = patch if isinstance(patch, (tuple, list)) and len(patch) == 2 and all(
+        isinstance(p, int) and p > 0 for p in patch) else (1, 1)
+    h = max(1, round(math.sqrt(num_tokens * height / ph / (width / pw))))
     if num_tokens % h:
-        raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image')
+        raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image'
+                         + (f' in {ph}x{pw} patches' if ph != pw else ''))
     return h, num_tokens // h
 
 
@@ -279,7 +283,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
             text = f'{type(model).__name__} {why}: attention each patch token receives in {name}, averaged over the ' \
                    f'queries'
             uniform = _received_uniform(keys, prefix, masked)
-    h, w = _grid(weights.shape[-1], H, W)
+    h, w = _grid(weights.shape[-1], H, W, getattr(getattr(model, 'patch_embed', None), 'patch_size', None))
     return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
 
 
