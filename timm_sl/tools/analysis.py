@@ -32,7 +32,8 @@ from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
-           'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
+           'image_batches', 'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field',
+           'temperature_records']
 
 
 def _heads_first(t: torch.Tensor) -> torch.Tensor:
@@ -401,16 +402,18 @@ def depth_curve(
             for captured in maps.values()]
 
 
-def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False, batch_size: int = 64) -> Dict[str, Any]:
-    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4);
-    with ``floor``, ``(KL, its floor)`` (:func:`kld_floor`: what the layer's masks alone give).
+def kld_by_depth(model: nn.Module, images: Any, floor: bool = False, batch_size: int = 64) -> Dict[str, Any]:
+    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4): a
+    tensor, or batches of images one at a time (:func:`image_batches`: a folder never all in memory); with
+    ``floor``, ``(KL, its floor)`` (:func:`kld_floor`: what the layer's masks alone give).
 
-    The images go through ``batch_size`` at a time and each batch's maps are reduced before the next: a folder's
+    A tensor's images go through ``batch_size`` at a time and each batch's maps are reduced before the next: a folder's
     maps at once (images x heads x N x N floats per layer, 18 GB for 10,000 images through ``sl_vit_32``) would not
     fit in memory."""
     sums: Dict[str, List[float]] = {}  # layer -> [KL * rows, floor * rows, rows]
+    batches = images.split(batch_size) if isinstance(images, torch.Tensor) else images
     with torch.no_grad(), capture_attention(model) as maps:
-        for batch in images.split(batch_size):
+        for batch in batches:
             model(batch)
             for name, captured in maps.items():
                 total = sums.setdefault(name, [0., 0., 0])
@@ -498,6 +501,49 @@ def _check_8_bit(image: Any, file: Path) -> None:
                              f'images (scale it to 0-255 first)')
 
 
+def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
+                  ) -> Tuple[List[Path], Dict[str, Any], Callable[[Path], torch.Tensor]]:
+    """The image files ``paths`` name, the data config they go through and the function that reads one file
+    through its eval transform (see :func:`load_images` for what is refused)."""
+    from PIL import Image
+    from timm.data import create_transform, resolve_data_config
+    files = image_files(paths)
+    if not files:
+        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
+    config = data_config or resolve_data_config({}, model=model)
+    transform = create_transform(**config)
+    mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
+
+    def read(f: Path) -> torch.Tensor:
+        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
+        try:
+            with Image.open(f) as image:
+                if is_marked(image):
+                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
+                                     f'analyse (move the chart out of the folder, or give --out outside it)')
+                _check_8_bit(image, f)
+                return transform(image.convert(mode))
+        except OSError as e:
+            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
+        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
+            raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
+                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
+    return files, config, read
+
+
+def image_batches(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None,
+                  batch_size: int = 64) -> Tuple[List[Path], Iterator[torch.Tensor]]:
+    """The image files ``paths`` name and their batches (``batch_size`` images each) through the eval transform, as
+    :func:`load_images` reads them, each batch read when it is asked for: a folder of any size is never all in memory
+    (50,000 images at 224 px are 30 GB of floats).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_images` (a file that cannot be read: when its batch is read).
+    """
+    files, _, read = _image_reader(paths, model, data_config)
+    return files, (torch.stack([read(f) for f in files[i:i + batch_size]]) for i in range(0, len(files), batch_size))
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
@@ -508,29 +554,8 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
             regular file: a FIFO, a device).
     """
     from PIL import Image
-    from timm.data import create_transform, resolve_data_config
-    files = image_files(paths)
-    if not files:
-        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
-    config = data_config or resolve_data_config({}, model=model)
-    transform = create_transform(**config)
-    mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
-    tensors = []
-    for f in files:
-        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
-        try:
-            with Image.open(f) as image:
-                if is_marked(image):
-                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
-                                     f'analyse (move the chart out of the folder, or give --out outside it)')
-                _check_8_bit(image, f)
-                tensors.append(transform(image.convert(mode)))
-        except OSError as e:
-            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
-        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
-            raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
-                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
-    batch = torch.stack(tensors)
+    files, config, read = _image_reader(paths, model, data_config)
+    batch = torch.stack([read(f) for f in files])
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)
     pixels = ((batch * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1)

@@ -497,18 +497,24 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     return config, f"the model's default data config at its image size ({why})"
 
 
-def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
-    """The images through ``label``'s data config (:func:`_data_config`, printed as one line), read once per config
-    (``loaded`` holds them)."""
-    from timm_sl.tools.analysis import load_images
+def _input_config(args: argparse.Namespace, label: str, model, record) -> Dict[str, Any]:
+    """``label``'s data config (:func:`_data_config`), printed as one line."""
     config, source = _data_config(model, record)
     size = 'x'.join(map(str, config['input_size'][1:]))
     mean, std = (tuple(round(v, 4) for v in config[k]) for k in ('mean', 'std'))
     print(f"{label} input: {size} px, mean {mean}, std {std}, crop_pct {config.get('crop_pct')}, "
           f"{config.get('interpolation')}: {source}")
-    key = repr(sorted(config.items()))
     height, width = config['input_size'][1:]  # what region of each image the model sees: drawn where it differs
     vars(args).setdefault('views', {})[label] = (config.get('crop_pct'), config.get('crop_mode'), height / width)
+    return config
+
+
+def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
+    """The images through ``label``'s data config (:func:`_input_config`), read once per config (``loaded`` holds
+    them)."""
+    from timm_sl.tools.analysis import load_images
+    config = _input_config(args, label, model, record)
+    key = repr(sorted(config.items()))
     if key not in loaded:
         loaded[key] = load_images(args.images, model, config)
     return loaded[key]
@@ -662,14 +668,14 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
 
 
 def cmd_kld(args: argparse.Namespace) -> int:
-    from timm_sl.tools.analysis import kld_by_depth
+    from timm_sl.tools.analysis import image_batches, kld_by_depth
     from timm_sl.tools.plot import plot_curves
     _check_out_not_an_input(args)
     _require_plotting(args)
-    curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
-    for label, model, record in _runs(args):
-        batch = _load_images(args, label, model, record, loaded).tensor
-        measured = kld_by_depth(model, batch, floor=True)
+    curves, floors, layers, files = {}, {}, {}, []
+    for label, model, record in _runs(args):  # a folder's images 64 at a time: never all in memory
+        files, batches = image_batches(args.images, model, _input_config(args, label, model, record))
+        measured = kld_by_depth(model, batches, floor=True)
         _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
@@ -692,7 +698,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
                 title=f'{_title_model(args, model, list(curves))}, {_weights(args, list(curves))}: attention KL '
                       f'divergence from uniform '
-                      f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
+                      f'({len(files)} image{"s" if len(files) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
                 y_range=(0., None))
     print(f'plot: {shown(args.out)}')
