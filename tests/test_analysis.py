@@ -1466,6 +1466,17 @@ def test_kld_goes_through_a_folder_in_batches_with_the_mean_of_every_row(monkeyp
     assert depth_curve({'a': [torch.full((3, 4, 4), 0.25), torch.eye(4)[None]]}) == pytest.approx([math.log(4) / 4])
 
 
+def test_an_exported_folder_given_as_model_points_at_checkpoint(tmp_path):
+    """--model local-dir:FOLDER (how timm loads an export) said "unknown model 'local-dir:FOLDER'" and listed the sl_
+    models: the export itself goes to --checkpoint, which the line now says."""
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', f'local-dir:{tmp_path}', '--out', str(tmp_path / 't.png')])
+    assert str(info.value) == (
+        f'timm-sl temperature: --model local-dir:{tmp_path}: an exported model is read with --checkpoint {tmp_path} '
+        f'(its model.safetensors and config.json), --model left out; allowed: --model NAME of an sl_ model or slify, '
+        f'or --checkpoint FOLDER of a timm-sl export (an hf-hub: one downloaded first)')
+
+
 def test_kld_reads_a_folder_a_batch_at_a_time(tmp_path, monkeypatch, capsys, figures):
     """kld read every image of a folder into one tensor (and a drawn copy of each) before the first forward: a
     folder of 50,000 images at 224 px is 30 GB of floats. It now reads 64 at a time, each batch when the model takes

@@ -56,6 +56,13 @@ def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
     slify = args.command != 'demo'  # the demo trains an sl_ model against its own baseline: it refuses slify
     if name not in names and not (slify and name == 'slify'):
+        if name.startswith(('local-dir:', 'hf-hub:')) and args.command in ('temperature', 'kld', 'attention',
+                                                                            'receptive-field'):
+            folder = name.split(':', 1)[1] if name.startswith('local-dir:') else 'FOLDER'
+            raise ValueError(f'--model {name}: an exported model is read with --checkpoint {folder} (its '
+                             f'model.safetensors and config.json), --model left out; allowed: --model NAME of an sl_ '
+                             f'model or slify, or --checkpoint FOLDER of a timm-sl export (an hf-hub: one downloaded '
+                             f'first)')
         also = ', or slify (--model-kwargs base=NAME: any timm model it converts)' if slify else ''
         raise ValueError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                          f'{", ".join(names)}{also}')
