@@ -172,6 +172,35 @@ def test_swin_received_attention_undoes_windows_and_shift():
     torch.testing.assert_close(result.maps.sum((-2, -1)), torch.full((2, received.shape[1]), 4.))  # 4 windows
 
 
+def test_swin_attention_says_its_weight_in_the_pooled_feature_only_of_an_average():
+    """A Swin trained with --gp max: the footnote said the map was each token's 'weight in the average-pooled
+    feature', which a max over the tokens has none of."""
+    kwargs = dict(depths=(1, 1, 1), window_size=2)
+    x = torch.randn(1, 3, 32, 32)
+    assert final_attention_map(_model('sl_swin_32', kwargs), x).description.endswith(
+        ': its weight in the average-pooled feature')
+    assert final_attention_map(_model('sl_swin_32', dict(kwargs, global_pool='max')), x).description.endswith(
+        ": its classifier reads the tokens with global_pool='max', not an average: no weight of a token in it")
+
+
+@pytest.mark.parametrize('name,kwargs,patch', [('sl_vit_32', dict(depth=1), (2, 4)),
+                                               ('sl_vit_32', dict(depth=1), (2, 8)),
+                                               ('sl_cait_32', dict(depth=1, depth_token_only=1), (2, 4))])
+def test_final_attention_map_of_a_patch_that_is_not_square(name, kwargs, patch):
+    """--model-kwargs patch_size=(2,4) cuts a 32 x 32 image into 16 x 8 tokens: attention refused the model ('128
+    tokens do not form a grid with the aspect ratio of a 32x32 image'), a grid taken from the image's aspect alone;
+    patch_size=(2,8)'s 16 x 4 tokens were drawn as an 8 x 8 grid, each row of the map two rows of tokens."""
+    model = _model(name, dict(kwargs, patch_size=patch))
+    images = torch.randn(1, 3, 32, 32)
+    result = final_attention_map(model, images)
+    grid = (32 // patch[0], 32 // patch[1])
+    assert result.maps.shape[-2:] == grid
+    with capture_attention(model, [result.layer]) as maps:
+        model(images)
+    row = maps[result.layer][-1][:, :, 0, -grid[0] * grid[1]:]  # the class token's row over the patches, row by row
+    torch.testing.assert_close(result.maps, row.reshape(1, -1, *grid))
+
+
 def test_final_attention_without_class_token_uses_received_attention():
     model = _model('sl_vit_32', dict(depth=1, class_token=False, global_pool='avg'))
     result = final_attention_map(model, torch.randn(1, 3, 32, 32))
@@ -1270,6 +1299,40 @@ def test_a_run_that_does_not_fit_the_kwargs_given_says_what_its_args_yaml_traine
         f"'num_heads': 6, 'num_classes': 100}} (it was trained as sl_vit_32 {{'depth': 1}}): 1 shape mismatch(es)")
 
 
+def test_a_checkpoint_that_records_only_its_arch_says_what_its_args_yaml_trained(tmp_path, figures):
+    """A hand-saved checkpoint holding ``arch`` but no ``args``, in a run folder whose args.yaml records depth=1: 'it
+    was trained as sl_vit_32', the depth its run recorded left out; now the kwargs of its args.yaml."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    saved = torch.load(tmp_path / 'run' / 'model_best.pth.tar')
+    torch.save({**saved, 'arch': 'sl_vit_32'}, tmp_path / 'run' / 'model_best.pth.tar')
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(tmp_path), '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', 'depth=1', 'num_heads=6',
+              '--out', str(tmp_path / 'k.png')])
+    assert "(it was trained as sl_vit_32 {'depth': 1}): 1 shape mismatch(es)" in str(info.value)
+
+
+def test_pretrained_slify_is_checked_for_its_bases_weights(tmp_path, monkeypatch):
+    """``--model slify --pretrained`` said 'slify has no pretrained weights' whatever its base: slify loads its
+    base's. A base with none is named; one with weights is built pretrained."""
+    kwargs = ['img_size=32', 'patch_size=4', 'depth=1']
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', 'slify', '--pretrained', '--model-kwargs', 'base=vit_base_patch16_gap_224',
+              *kwargs, '--out', str(tmp_path / 't.png')])
+    assert str(info.value) == (
+        'timm-sl temperature: slify(vit_base_patch16_gap_224): vit_base_patch16_gap_224 has no pretrained weights (no '
+        'tag in timm.list_pretrained); allowed: --checkpoint FILE (a train.py checkpoint), or neither for random init')
+    built = []
+    create = timm.create_model
+
+    def offline(name, pretrained=False, **kw):  # no download: the call is what is checked
+        built.append((name, pretrained, kw.get('base')))
+        return create(name, **kw)
+    monkeypatch.setattr(timm, 'create_model', offline)
+    assert main(['temperature', '--model', 'slify', '--pretrained', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                 *kwargs, '--out', str(tmp_path / 't.png')]) == 0
+    assert built[0] == ('slify', True, 'vit_tiny_patch16_224')
+
+
 def test_a_compared_bare_state_dict_of_another_model_is_one_short_line(tmp_path, image_dir, figures):
     """A compared state dict that records no model (no args.yaml, no arch / args) of sl_pit_32 beside an sl_vit_32
     run: a 600-character line of the keys it misses as sl_vit_32; now what it is not, and what is allowed."""
@@ -1403,6 +1466,48 @@ def test_kld_goes_through_a_folder_in_batches_with_the_mean_of_every_row(monkeyp
     assert depth_curve({'a': [torch.full((3, 4, 4), 0.25), torch.eye(4)[None]]}) == pytest.approx([math.log(4) / 4])
 
 
+def test_an_exported_folder_given_as_model_points_at_checkpoint(tmp_path):
+    """--model local-dir:FOLDER (how timm loads an export) said "unknown model 'local-dir:FOLDER'" and listed the sl_
+    models: the export itself goes to --checkpoint, which the line now says."""
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model', f'local-dir:{tmp_path}', '--out', str(tmp_path / 't.png')])
+    assert str(info.value) == (
+        f'timm-sl temperature: --model local-dir:{tmp_path}: an exported model is read with --checkpoint {tmp_path} '
+        f'(its model.safetensors and config.json), --model left out; allowed: --model NAME of an sl_ model or slify, '
+        f'or --checkpoint FOLDER of a timm-sl export (an hf-hub: one downloaded first)')
+
+
+def test_kld_reads_a_folder_a_batch_at_a_time(tmp_path, monkeypatch, capsys, figures):
+    """kld read every image of a folder into one tensor (and a drawn copy of each) before the first forward: a
+    folder of 50,000 images at 224 px is 30 GB of floats. It now reads 64 at a time, each batch when the model takes
+    it, with the numbers of the whole folder at once."""
+    import timm_sl.tools.analysis as analysis
+    torch.manual_seed(0)
+    (tmp_path / 'images').mkdir()
+    for i in range(130):
+        Image.fromarray((torch.rand(8, 8, 3) * 255).to(torch.uint8).numpy()).save(tmp_path / 'images' / f'{i:03}.png')
+    reads, seen = [], []
+    check = analysis.check_regular_file
+    monkeypatch.setattr(analysis, 'check_regular_file', lambda *a: (reads.append(a[0]), check(*a))[1])
+    measure = analysis.kld_by_depth
+
+    def watched(model, images, **kwargs):
+        def batches():
+            for batch in images:
+                seen.append((len(reads), len(batch)))
+                yield batch
+        return measure(model, batches(), **kwargs)
+    monkeypatch.setattr(analysis, 'kld_by_depth', watched)
+    model = _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
+    assert main(['kld', str(tmp_path / 'images'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+                 str(tmp_path / 'sl.pth'), '--out', str(tmp_path / 'k.png')]) == 0
+    assert seen == [(64, 64), (128, 64), (130, 2)]  # each batch read when the model asks for it
+    whole = measure(model, load_images([str(tmp_path / 'images')], model).tensor)['blocks.0.attn']
+    row = capsys.readouterr().out.splitlines()[-2].split()
+    assert row[:2] == ['1', 'blocks.0.attn'] and float(row[2]) == pytest.approx(whole, abs=1e-4)
+    assert _title(figures[0]).endswith('(130 images)')
+
+
 def test_attention_numbers_are_never_left_half_written(tmp_path, image_dir, monkeypatch, figures):
     """A write of attn.json cut short (disk full, the process killed) left half a JSON, which the next run refused
     to replace as a file 'timm-sl attention did not write'. The numbers are written beside it and moved over it: an
@@ -1511,6 +1616,18 @@ def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
     assert capsys.readouterr().out == 'sl_pit_ti: first tokenization step kernel 16, stride 8, no SPT: r_token = 16\n'
     with torch.device('meta'):
         assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
+
+
+def test_receptive_field_of_a_hybrid_vit_is_refused_not_read_off_its_projection(capsys):
+    """slify of a hybrid ViT (LSA only): its tokens come out of a ResNet, yet receptive-field printed 'kernel 1,
+    stride 1, no SPT: r_token = 1', the 1x1 projection after the backbone."""
+    with pytest.raises(SystemExit) as info:
+        main(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_small_r26_s32_224', 'spt=False'])
+    assert str(info.value) == (
+        "timm-sl receptive-field: vit_small_r26_s32_224 takes its tokens from a CNN backbone (ResNetV2 in its "
+        "HybridEmbed): its receptive field is the backbone's, not one tokenization step's (its 1x1 projection after "
+        "the backbone reads 1 cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer")
+    assert capsys.readouterr().out == ''
 
 
 def test_attention_takes_the_kwargs_of_a_baseline_checkpoint(tmp_path, capsys):

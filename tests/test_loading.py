@@ -174,6 +174,15 @@ def test_a_checkpoint_of_other_lsa_switches_is_refused_in_one_line(name, tmp_pat
         assert '\n' not in str(e.value)
 
 
+def test_a_slify_model_refusing_weights_of_other_lsa_switches_is_named_as_built(tmp_path):
+    """A slify model given a state dict trained with lsa=False: the line named the base's class (VisionTransformer),
+    which the user never named; now slify(BASE)."""
+    kwargs = dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, num_classes=10)
+    torch.save(timm.create_model('slify', lsa=False, **kwargs).state_dict(), tmp_path / 'w.pth')
+    with pytest.raises(ValueError, match=r'which slify\(vit_tiny_patch16_224\) with lsa_learn_temp on needs'):
+        timm.create_model('slify', pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'w.pth')), **kwargs)
+
+
 class _Payload:
     """Pickles to a call that would leave a marker file: proves a loader executed pickled code."""
 

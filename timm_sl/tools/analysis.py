@@ -32,7 +32,8 @@ from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
            'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
-           'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field', 'temperature_records']
+           'image_batches', 'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field',
+           'temperature_records']
 
 
 def _heads_first(t: torch.Tensor) -> torch.Tensor:
@@ -195,11 +196,15 @@ class AttentionMap:
     uniform_note: str = ''
 
 
-def _grid(num_tokens: int, height: int, width: int) -> Tuple[int, int]:
-    """Token grid ``(h, w)`` with ``h * w == num_tokens`` and the image's aspect ratio."""
-    h = max(1, round(math.sqrt(num_tokens * height / width)))
+def _grid(num_tokens: int, height: int, width: int, patch: Any = None) -> Tuple[int, int]:
+    """Token grid ``(h, w)`` with ``h * w == num_tokens`` and the aspect ratio of a ``height x width`` image cut into
+    ``patch`` (an ``(h, w)`` pair; a ``2 x 4`` patch makes a 32 x 32 image a 16 x 8 grid)."""
+    ph, pw = patch if isinstance(patch, (tuple, list)) and len(patch) == 2 and all(
+        isinstance(p, int) and p > 0 for p in patch) else (1, 1)
+    h = max(1, round(math.sqrt(num_tokens * height / ph / (width / pw))))
     if num_tokens % h:
-        raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image')
+        raise ValueError(f'{num_tokens} tokens do not form a grid with the aspect ratio of a {height}x{width} image'
+                         + (f' in {ph}x{pw} patches' if ph != pw else ''))
     return h, num_tokens // h
 
 
@@ -259,7 +264,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
         handle.remove()
     probs = maps[name][-1]  # (B, heads, queries, keys)
     if isinstance(module, WindowAttention):
-        return _window_received_attention(block, name, probs, block_inputs[-1][1:3])
+        return _window_received_attention(block, name, probs, block_inputs[-1][1:3], pool)
     keys, masked = probs.shape[-1], bool(getattr(module, 'diag_mask', False))  # LSA masks each query's own key
     if isinstance(module, ClassAttn):
         weights, kind = probs[:, :, 0, -block_inputs[-1][1]:], 'class token'
@@ -279,13 +284,15 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
             text = f'{type(model).__name__} {why}: attention each patch token receives in {name}, averaged over the ' \
                    f'queries'
             uniform = _received_uniform(keys, prefix, masked)
-    h, w = _grid(weights.shape[-1], H, W)
+    h, w = _grid(weights.shape[-1], H, W, getattr(getattr(model, 'patch_embed', None), 'patch_size', None))
     return AttentionMap(weights.reshape(*weights.shape[:2], h, w), name, kind, text, *uniform)
 
 
-def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int]) -> AttentionMap:
+def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor, grid: Tuple[int, int],
+                               pool: Any = 'avg') -> AttentionMap:
     """Attention each token receives in a Swin block, from its window attention's probabilities
-    ``(B * windows, heads, N, N)`` and the block's input grid ``(H, W)``."""
+    ``(B * windows, heads, N, N)`` and the block's input grid ``(H, W)``; ``pool`` is the model's ``global_pool``
+    (only an average makes it the token's weight in the pooled feature)."""
     H, W = grid
     wh, ww = block.window_size
     received = probs.mean(-2).transpose(1, 2).reshape(-1, wh, ww, probs.shape[1])
@@ -293,8 +300,10 @@ def _window_received_attention(block: nn.Module, name: str, probs: torch.Tensor,
     tokens = window_reverse(received, (wh, ww), pad_h, pad_w)[:, :H, :W]  # (B, H, W, heads), in shifted order
     if any(block.shift_size):
         tokens = torch.roll(tokens, shifts=tuple(block.shift_size), dims=(1, 2))
+    pooled = 'its weight in the average-pooled feature' if pool == 'avg' else \
+        f'its classifier reads the tokens with global_pool={pool!r}, not an average: no weight of a token in it'
     text = (f'Swin has no class token: attention each token receives in {name} (the last window attention), '
-            f'averaged over the queries of its {wh}x{ww} window: its weight in the average-pooled feature')
+            f'averaged over the queries of its {wh}x{ww} window: {pooled}')
     # a query spreading evenly over the keys of its (shifted-window) region gives each 1/region (1/(region-1) with
     # LSA's mask, from the others), and a key is averaged over the window's N queries: 1/N either way
     keys = wh * ww
@@ -356,6 +365,12 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
     (shifted) image.
     """
     embed = getattr(model, 'patch_embed', None)
+    if isinstance(getattr(embed, 'backbone', None), nn.Module):  # a hybrid ViT: a CNN makes its tokens
+        arch = (getattr(model, 'pretrained_cfg', None) or {}).get('architecture') or type(model).__name__
+        raise ValueError(f'{arch} takes its tokens from a CNN backbone '
+                         f'({type(embed.backbone).__name__} in its {type(embed).__name__}): its receptive field is the '
+                         f"backbone's, not one tokenization step's (its 1x1 projection after the backbone reads 1 "
+                         f'cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer')
     if embed is not None and hasattr(embed, 'soft_splits'):  # T2T tokenizer
         kernel, stride, _ = embed.soft_splits[0]
         return (kernel, kernel), (stride, stride), tuple(embed.shift)
@@ -387,16 +402,18 @@ def depth_curve(
             for captured in maps.values()]
 
 
-def kld_by_depth(model: nn.Module, images: torch.Tensor, floor: bool = False, batch_size: int = 64) -> Dict[str, Any]:
-    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4);
-    with ``floor``, ``(KL, its floor)`` (:func:`kld_floor`: what the layer's masks alone give).
+def kld_by_depth(model: nn.Module, images: Any, floor: bool = False, batch_size: int = 64) -> Dict[str, Any]:
+    """Attention layer name (depth order) -> mean KL to uniform of its attention for ``images`` (paper Fig. 4): a
+    tensor, or batches of images one at a time (:func:`image_batches`: a folder never all in memory); with
+    ``floor``, ``(KL, its floor)`` (:func:`kld_floor`: what the layer's masks alone give).
 
-    The images go through ``batch_size`` at a time and each batch's maps are reduced before the next: a folder's
+    A tensor's images go through ``batch_size`` at a time and each batch's maps are reduced before the next: a folder's
     maps at once (images x heads x N x N floats per layer, 18 GB for 10,000 images through ``sl_vit_32``) would not
     fit in memory."""
     sums: Dict[str, List[float]] = {}  # layer -> [KL * rows, floor * rows, rows]
+    batches = images.split(batch_size) if isinstance(images, torch.Tensor) else images
     with torch.no_grad(), capture_attention(model) as maps:
-        for batch in images.split(batch_size):
+        for batch in batches:
             model(batch)
             for name, captured in maps.items():
                 total = sums.setdefault(name, [0., 0., 0])
@@ -484,6 +501,49 @@ def _check_8_bit(image: Any, file: Path) -> None:
                              f'images (scale it to 0-255 first)')
 
 
+def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
+                  ) -> Tuple[List[Path], Dict[str, Any], Callable[[Path], torch.Tensor]]:
+    """The image files ``paths`` name, the data config they go through and the function that reads one file
+    through its eval transform (see :func:`load_images` for what is refused)."""
+    from PIL import Image
+    from timm.data import create_transform, resolve_data_config
+    files = image_files(paths)
+    if not files:
+        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
+    config = data_config or resolve_data_config({}, model=model)
+    transform = create_transform(**config)
+    mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
+
+    def read(f: Path) -> torch.Tensor:
+        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
+        try:
+            with Image.open(f) as image:
+                if is_marked(image):
+                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
+                                     f'analyse (move the chart out of the folder, or give --out outside it)')
+                _check_8_bit(image, f)
+                return transform(image.convert(mode))
+        except OSError as e:
+            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
+        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
+            raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
+                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
+    return files, config, read
+
+
+def image_batches(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None,
+                  batch_size: int = 64) -> Tuple[List[Path], Iterator[torch.Tensor]]:
+    """The image files ``paths`` name and their batches (``batch_size`` images each) through the eval transform, as
+    :func:`load_images` reads them, each batch read when it is asked for: a folder of any size is never all in memory
+    (50,000 images at 224 px are 30 GB of floats).
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_images` (a file that cannot be read: when its batch is read).
+    """
+    files, _, read = _image_reader(paths, model, data_config)
+    return files, (torch.stack([read(f) for f in files[i:i + batch_size]]) for i in range(0, len(files), batch_size))
+
+
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
@@ -494,29 +554,8 @@ def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Di
             regular file: a FIFO, a device).
     """
     from PIL import Image
-    from timm.data import create_transform, resolve_data_config
-    files = image_files(paths)
-    if not files:
-        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
-    config = data_config or resolve_data_config({}, model=model)
-    transform = create_transform(**config)
-    mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
-    tensors = []
-    for f in files:
-        check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
-        try:
-            with Image.open(f) as image:
-                if is_marked(image):
-                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
-                                     f'analyse (move the chart out of the folder, or give --out outside it)')
-                _check_8_bit(image, f)
-                tensors.append(transform(image.convert(mode)))
-        except OSError as e:
-            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
-        except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
-            raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
-                             f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
-    batch = torch.stack(tensors)
+    files, config, read = _image_reader(paths, model, data_config)
+    batch = torch.stack([read(f) for f in files])
     mean = torch.tensor(config['mean']).view(-1, 1, 1)
     std = torch.tensor(config['std']).view(-1, 1, 1)
     pixels = ((batch * std + mean).clamp(0, 1) * 255).round().byte().permute(0, 2, 3, 1)

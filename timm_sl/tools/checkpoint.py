@@ -182,8 +182,8 @@ def build_run_model(record: RunRecord, checkpoint: Checkpoint,
     (:meth:`RunRecord.build_kwargs`: ``--in-chans``, ``--gp`` and ``--num-classes`` too), once
     :func:`check_same_run` found the run folder's ``args.yaml`` to be the checkpoint's."""
     check_same_run(record, checkpoint)
-    if not (checkpoint.arch or checkpoint.args) and record.args:  # errors say what args.yaml says it was trained as
-        from dataclasses import replace
+    if not checkpoint.args and record.args and checkpoint.arch in (None, '', record.model):  # errors say what
+        from dataclasses import replace  # args.yaml says it was trained as (a hand-saved `arch` records no kwargs)
         checkpoint = replace(checkpoint, arch=record.model, args=record.args)
     from timm_sl.layers import without_unused_options
     kwargs = without_unused_options(record.build_kwargs())  # what train.py took and the model never used

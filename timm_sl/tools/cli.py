@@ -56,6 +56,13 @@ def _check_model_name(args: argparse.Namespace, name: str) -> None:
     names = _register_models()
     slify = args.command != 'demo'  # the demo trains an sl_ model against its own baseline: it refuses slify
     if name not in names and not (slify and name == 'slify'):
+        if name.startswith(('local-dir:', 'hf-hub:')) and args.command in ('temperature', 'kld', 'attention',
+                                                                            'receptive-field'):
+            folder = name.split(':', 1)[1] if name.startswith('local-dir:') else 'FOLDER'
+            raise ValueError(f'--model {name}: an exported model is read with --checkpoint {folder} (its '
+                             f'model.safetensors and config.json), --model left out; allowed: --model NAME of an sl_ '
+                             f'model or slify, or --checkpoint FOLDER of a timm-sl export (an hf-hub: one downloaded '
+                             f'first)')
         also = ', or slify (--model-kwargs base=NAME: any timm model it converts)' if slify else ''
         raise ValueError(f'unknown model {name!r}{_did_you_mean_model(name, names)}; allowed: the sl_ models '
                          f'{", ".join(names)}{also}')
@@ -100,8 +107,11 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
     _check_model_name(args, name)
-    if create_kwargs.get('pretrained') and not timm.list_pretrained(f'{name}.*'):
-        raise ValueError(f'{name} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
+    arch = kwargs.get('base') if name == 'slify' else name  # slify loads its base's weights (an unknown base: it
+    known = isinstance(arch, str) and timm.is_model(arch.split('.')[0])  # says so as it is built)
+    if create_kwargs.get('pretrained') and known and not timm.list_pretrained(arch if '.' in arch else f'{arch}.*'):
+        whose = f'slify({arch}): {arch}' if arch != name else name
+        raise ValueError(f'{whose} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
         return timm.create_model(name, **kwargs, **create_kwargs)
@@ -494,18 +504,24 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     return config, f"the model's default data config at its image size ({why})"
 
 
-def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
-    """The images through ``label``'s data config (:func:`_data_config`, printed as one line), read once per config
-    (``loaded`` holds them)."""
-    from timm_sl.tools.analysis import load_images
+def _input_config(args: argparse.Namespace, label: str, model, record) -> Dict[str, Any]:
+    """``label``'s data config (:func:`_data_config`), printed as one line."""
     config, source = _data_config(model, record)
     size = 'x'.join(map(str, config['input_size'][1:]))
     mean, std = (tuple(round(v, 4) for v in config[k]) for k in ('mean', 'std'))
     print(f"{label} input: {size} px, mean {mean}, std {std}, crop_pct {config.get('crop_pct')}, "
           f"{config.get('interpolation')}: {source}")
-    key = repr(sorted(config.items()))
     height, width = config['input_size'][1:]  # what region of each image the model sees: drawn where it differs
     vars(args).setdefault('views', {})[label] = (config.get('crop_pct'), config.get('crop_mode'), height / width)
+    return config
+
+
+def _load_images(args: argparse.Namespace, label: str, model, record, loaded: Dict[str, Any]):
+    """The images through ``label``'s data config (:func:`_input_config`), read once per config (``loaded`` holds
+    them)."""
+    from timm_sl.tools.analysis import load_images
+    config = _input_config(args, label, model, record)
+    key = repr(sorted(config.items()))
     if key not in loaded:
         loaded[key] = load_images(args.images, model, config)
     return loaded[key]
@@ -659,14 +675,14 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
 
 
 def cmd_kld(args: argparse.Namespace) -> int:
-    from timm_sl.tools.analysis import kld_by_depth
+    from timm_sl.tools.analysis import image_batches, kld_by_depth
     from timm_sl.tools.plot import plot_curves
     _check_out_not_an_input(args)
     _require_plotting(args)
-    curves, floors, layers, batch, loaded = {}, {}, {}, None, {}
-    for label, model, record in _runs(args):
-        batch = _load_images(args, label, model, record, loaded).tensor
-        measured = kld_by_depth(model, batch, floor=True)
+    curves, floors, layers, files = {}, {}, {}, []
+    for label, model, record in _runs(args):  # a folder's images 64 at a time: never all in memory
+        files, batches = image_batches(args.images, model, _input_config(args, label, model, record))
+        measured = kld_by_depth(model, batches, floor=True)
         _check_finite(label, record, {layer: kl for layer, (kl, _) in measured.items()})
         curves[label] = [kl for kl, _ in measured.values()]
         floors[label] = [floor for _, floor in measured.values()]
@@ -689,7 +705,7 @@ def cmd_kld(args: argparse.Namespace) -> int:
     plot_curves(curves, args.out, floors=floors, floor_label='floor of its masks',
                 title=f'{_title_model(args, model, list(curves))}, {_weights(args, list(curves))}: attention KL '
                       f'divergence from uniform '
-                      f'({len(batch)} image{"s" if len(batch) != 1 else ""})',
+                      f'({len(files)} image{"s" if len(files) != 1 else ""})',
                 y_label='mean KL(attention || uniform) (nats)', x_label=_depth_axis(next(iter(layers.values()))[0]),
                 y_range=(0., None))
     print(f'plot: {shown(args.out)}')
