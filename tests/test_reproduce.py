@@ -1652,6 +1652,23 @@ def test_the_runs_table_counts_the_epochs_trained_not_the_rows(tmp_path, saved_f
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in report
 
 
+def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_figures):
+    """-- --val-interval 2 --epochs 4: summary.csv has rows of epochs 2 and 4 only, and results.json's summary said the
+    run trained 2 epochs where the runs table says 4."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=4, val_interval=2)))
+    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+                                                     '1,1.0,1.0,50.0,90.0\n3,1.0,1.0,60.0,90.0\n')
+    _collect(outcome)
+    write_report([outcome], 'cifar10', tmp_path / 'out')
+    summary = json.loads((tmp_path / 'out' / 'results.json').read_text())['runs'][0]['summary']
+    assert (summary['epochs'], summary['last_epoch'], summary['best_epoch']) == (4, 4, 4)
+    assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in (tmp_path / 'out' / 'report.md').read_text()
+
+
 def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, saved_figures):
     """SL over seeds 0 and 1, seed 1 NaN: the report's row read 51.00 with 1/2 seeds, the chart's bar "SL (1 seed)" and
     its gain +19.50 over the baseline, nothing said that a seed of the row diverged."""

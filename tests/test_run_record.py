@@ -284,6 +284,20 @@ def test_a_header_of_other_columns_after_a_resume_starts_its_rows(tmp_path):
     assert summarize(summary) == dict(best_top1=61.5, best_top5=97., best_epoch=4, epochs=4, last_epoch=4)
 
 
+def test_summary_counts_the_epochs_trained_of_a_run_of_val_interval(tmp_path):
+    """train.py --val-interval 2 writes a summary.csv row every 2nd epoch: summarize said a 4-epoch run ran 2 epochs."""
+    from timm_sl.tools.runs import read_run, summarize
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    summary = tmp_path / 'run' / 'summary.csv'
+    summary.write_text('epoch,eval_top1,eval_top5\n1,40,80\n3,45,85\n')
+    assert summarize(summary)['epochs'] == 2  # no args.yaml given: one row an epoch
+    assert summarize(summary, args=dict(val_interval=2))['epochs'] == 4
+    args = json.loads((tmp_path / 'run' / 'args.yaml').read_text())
+    (tmp_path / 'run' / 'args.yaml').write_text(json.dumps(dict(args, epochs=4, val_interval=2)))
+    record = read_run(tmp_path / 'run')
+    assert record.summary['epochs'] == record.epochs_run() == 4 and record.summary['last_epoch'] == 4
+
+
 def test_card_of_a_run_with_nan_top1(tmp_path):
     _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
     (tmp_path / 'run' / 'summary.csv').write_text('epoch,eval_top1,eval_top5\n0,nan,nan\n1,nan,nan\n')

@@ -383,7 +383,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
             lines.append(f'| top-5 at that epoch (%) | {summary["best_top5"]:.2f} |')
         # train.py --val-interval N: summary.csv lists every N-th epoch (and the last) of those the run trained
         listed = (f' (evaluated every {interval} epochs and after the last: `--val-interval {interval}`; summary.csv '
-                  f'lists {summary["epochs"]})') if interval > 1 else ''
+                  f'lists {len(record.rows)})') if interval > 1 else ''
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {epochs}{listed} |', '', *([weights['note'], ''] if weights['note'] else [])]
         start = record.args.get('start_epoch')

@@ -972,19 +972,19 @@ def _collect(outcome: Outcome) -> Outcome:
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
-    summary = outcome.run.out_dir / 'summary.csv'
-    if summary.is_file():
-        try:
-            rows = read_summary_rows(summary)
-            outcome.summary = summarize(summary, rows)
-            outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
-        except ValueError:
-            pass
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
             outcome.args = read_args_yaml(args)
             outcome.data = describe_data(outcome.args)
+        except ValueError:
+            pass
+    summary = outcome.run.out_dir / 'summary.csv'
+    if summary.is_file():
+        try:
+            rows = read_summary_rows(summary)
+            outcome.summary = summarize(summary, rows, outcome.args)  # --val-interval: its epochs, not its rows
+            outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
         except ValueError:
             pass
     return outcome

@@ -136,14 +136,17 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     return [by_epoch[e] for e in sorted(by_epoch)]
 
 
-def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None) -> Dict[str, Any]:
+def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None,
+              args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs);
-    ``rows`` when :func:`read_summary_rows` already read them.
+    ``rows`` when :func:`read_summary_rows` already read them; ``args``: the run's ``args.yaml``, for the epochs of a
+    run of ``--val-interval N``, whose summary lists every N-th only.
 
     Returns:
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
-        (rows); ``best_*`` are None when no epoch has a finite top-1 (a run that diverged from the start, or one
-        without a validation split: then ``evaluated`` is False as well).
+        (trained in the run's folder: :meth:`RunRecord.epochs_run`); ``best_*`` are None when no epoch has a finite
+        top-1 (a run that diverged from the start, or one without a validation split: then ``evaluated`` is False as
+        well).
 
     Raises:
         ValueError: no finished epoch.
@@ -155,7 +158,8 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
-        'best_epoch': int(best['epoch']) + 1 if best else None, 'epochs': len(rows),
+        'best_epoch': int(best['epoch']) + 1 if best else None,
+        'epochs': RunRecord(Path(path), args=args or {}, rows=rows).epochs_run(),
         'last_epoch': int(rows[-1]['epoch']) + 1,
         **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
@@ -739,7 +743,7 @@ def read_run(
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
                        model_kwargs=dict(args.get('model_kwargs') or {}),
-                       summary=summarize(summary, rows) if summary else None, dataset=dataset,
+                       summary=summarize(summary, rows, args) if summary else None, dataset=dataset,
                        command=portable_command(command) or None, rows=rows, marker=marker,
                        sessions=sessions[fresh[-1]:] if fresh else sessions)
     return _described(record, marker)
