@@ -1669,6 +1669,37 @@ def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in (tmp_path / 'out' / 'report.md').read_text()
 
 
+def test_a_run_that_diverged_partway_says_so_in_the_report_results_and_charts(tmp_path, saved_figures):
+    """A run whose loss turned NaN at epoch 3 of 5 (its last weights NaN) read as a plain finished run ('done') with
+    its best top-1 of the epochs before, in the runs table, the Table 2 row, results.json and both charts."""
+    from timm_sl.tools.reproduce import _collect
+    outcomes = [_outcome('vit', 'sl', 0, None), _outcome('vit', 'sl', 1, None)]
+    for outcome, tail in zip(outcomes, ('3,1.0,1.0,63.0,90.0\n4,0.9,0.9,64.0,91.0\n',
+                                        '3,nan,nan,10.0,50.0\n4,nan,nan,10.0,50.0\n')):
+        outcome.run.out_dir = tmp_path / outcome.run.name
+        outcome.run.out_dir.mkdir()
+        (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=5)))
+        (outcome.run.out_dir / 'summary.csv').write_text(
+            'epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1.0,1.0,50.0,90.0\n1,1.0,1.0,62.0,90.0\n'
+            '2,nan,nan,10.0,50.0\n' + tail)
+        _collect(outcome)
+    report = write_report(outcomes, 'cifar100', tmp_path / 'out').read_text()
+    assert '| vit-sl-s0 | done | 64.00 | 5 | 5 |' in report
+    assert '| vit-sl-s1 | diverged at epoch 3 (NaN) | 62.00 (before it diverged) | 2 | 5 |' in report
+    assert '| vit | SL | `sl_vit_32` | 2/2 | 63.00 ± 1.41 (1 diverged partway: best before) | - | 76.92 |' in report
+    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    assert [r['summary']['diverged_epoch'] for r in results['runs']] == [None, 3]
+    assert [r['status'] for r in results['runs']] == ['done', 'done']
+    assert (results['rows'][0]['diverged_partway'], results['rows'][0]['diverged']) == (1, 0)
+    left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
+    assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nSL\n(1 diverged partway: best before)']
+    curves = saved_figures['curves.png'].axes[0]
+    assert [t.get_text() for t in curves.get_legend().get_texts()] == ['SL', 'SL (diverged)']
+    assert [line.get_linestyle() for line in curves.get_lines()] == ['-', '-.']
+    docs = (Path(__file__).parents[1] / 'docs' / 'reproduce.md').read_text()
+    assert 'diverged at epoch 3 (NaN)' in docs and 'diverged_epoch' in docs
+
+
 def test_a_seed_that_diverged_is_named_beside_the_mean_of_the_others(tmp_path, saved_figures):
     """SL over seeds 0 and 1, seed 1 NaN: the report's row read 51.00 with 1/2 seeds, the chart's bar "SL (1 seed)" and
     its gain +19.50 over the baseline, nothing said that a seed of the row diverged."""

@@ -266,7 +266,8 @@ def test_summary_cut_mid_line_nan_and_unknown_columns(tmp_path):
                        '2,1,42.25,81,y\n3,0.9,4')
     rows = read_summary_rows(summary)
     assert [r['epoch'] for r in rows] == [0, 1, 2] and 'note' not in rows[1]
-    assert summarize(summary, rows) == dict(best_top1=42.25, best_top5=81., best_epoch=3, epochs=3, last_epoch=3)
+    assert summarize(summary, rows) == dict(best_top1=42.25, best_top5=81., best_epoch=3, epochs=3, last_epoch=3,
+                                             diverged_epoch=None)  # its NaN epoch 1 recovered
     summary.write_text('epoch,eval_top1\n0,nan\n')
     assert summarize(summary)['best_top1'] is None
     summary.write_text('epoch,eval_top1\n0,40\n1,oops\n2,41\n')
@@ -281,7 +282,8 @@ def test_a_header_of_other_columns_after_a_resume_starts_its_rows(tmp_path):
     summary = tmp_path / 'summary.csv'
     summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50,90\n1,1,1,55,95\n'
                        'epoch,train_loss,eval_loss,eval_top5,eval_top1,lr\n2,1,1,96,60,0.001\n3,1,1,97,61.5,0.001\n')
-    assert summarize(summary) == dict(best_top1=61.5, best_top5=97., best_epoch=4, epochs=4, last_epoch=4)
+    assert summarize(summary) == dict(best_top1=61.5, best_top5=97., best_epoch=4, epochs=4, last_epoch=4,
+                                  diverged_epoch=None)
 
 
 def test_summary_counts_the_epochs_trained_of_a_run_of_val_interval(tmp_path):
@@ -296,6 +298,24 @@ def test_summary_counts_the_epochs_trained_of_a_run_of_val_interval(tmp_path):
     (tmp_path / 'run' / 'args.yaml').write_text(json.dumps(dict(args, epochs=4, val_interval=2)))
     record = read_run(tmp_path / 'run')
     assert record.summary['epochs'] == record.epochs_run() == 4 and record.summary['last_epoch'] == 4
+
+
+def test_summary_names_the_epoch_a_run_diverged_at(tmp_path):
+    """A run whose loss turned NaN at epoch 3 of 5 summarized as a run that finished: only its best of the epochs
+    before."""
+    from timm_sl.tools.runs import diverged_text, read_summary_rows, summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50,90\n1,1,1,62,91\n2,nan,nan,10,50\n'
+                       '3,nan,nan,10,50\n4,nan,nan,10,50\n')
+    result = summarize(summary)
+    assert (result['best_top1'], result['best_epoch'], result['last_epoch'], result['diverged_epoch']) == (62, 2, 5, 3)
+    assert diverged_text(result) == 'diverged at epoch 3 (NaN)'
+    summary.write_text('epoch,eval_top1\n0,nan\n1,nan\n')  # NaN from the start
+    assert (summarize(summary)['best_top1'], summarize(summary)['diverged_epoch']) == (None, 1)
+    summary.write_text('epoch,eval_top1\n0,40\n1,nan\n2,41\n')  # one NaN epoch it recovered from
+    assert summarize(summary)['diverged_epoch'] is None and diverged_text(summarize(summary)) == ''
+    summary.write_text('epoch,train_loss\n0,1\n')  # no validation split: nothing measured
+    assert summarize(summary, read_summary_rows(summary, unevaluated=True))['diverged_epoch'] is None
 
 
 def test_card_of_a_run_with_nan_top1(tmp_path):

@@ -29,8 +29,8 @@ from .errors import ToolError, check_not_below_a_file, make_folder, shown
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, checkpoint_problem, prepared_dataset, read_args_yaml, read_class_map,
-    read_done_marker, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
+    DONE_MARKER, SESSIONS, RunRecord, checkpoint_problem, diverged_text, prepared_dataset, read_args_yaml,
+    read_class_map, read_done_marker, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -1176,7 +1176,9 @@ def _paper(members: Sequence[Outcome], dataset: str) -> Optional[float]:
 def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]:
     """One row per (family, Table 2 row): best top-1 mean / std over the finished seeds, SL - baseline delta, and
     the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``; ``diverged``
-    counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out. ``run_epochs``:
+    counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out;
+    ``diverged_partway`` those that diverged after a finite top-1 (``summary['diverged_epoch']``), whose best before
+    it the mean counts (the paper reports the best top-1 over epochs), and the report names. ``run_epochs``:
     the epochs each finished run trained (a run finished by an earlier call with a larger ``--epochs`` keeps its
     own); the delta of a row whose runs and its baseline's did not all train as many is left out (None, with
     ``delta_note``), as best-over-2-epochs against best-over-1 is no gain of SL."""
@@ -1187,12 +1189,14 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
     for (family, variant), members in groups.items():
         finished = [o.summary['best_top1'] for o in members if o.status == 'done' and o.summary]
         values = [v for v in finished if v is not None]
+        partway = sum(1 for o in members if o.status == 'done' and o.summary and o.summary.get('best_top1') is not None
+                      and o.summary.get('diverged_epoch'))
         mean, std = _mean_std(values) if values else (None, None)
         epochs = {o.run.name: o.summary['last_epoch'] for o in members
                   if o.status == 'done' and o.summary and o.summary.get('last_epoch') is not None}
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
-                         diverged=len(finished) - len(values),
+                         diverged=len(finished) - len(values), diverged_partway=partway,
                          mean=mean, std=std, paper=_paper(members, dataset), run_epochs=epochs))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
@@ -1268,9 +1272,20 @@ def _common_extra(rows: Sequence[Dict[str, Any]]) -> str:
     return extras.pop() if len(extras) == 1 else ''
 
 
+def _diverged_notes(row: Dict[str, Any]) -> List[str]:
+    """What a measured row says of its diverged runs: 'n more diverged' (NaN in every epoch: left out of its value)
+    and 'n diverged partway: best before' (counted by their best top-1 before it); [] for a row not measured."""
+    if row.get('mean') is None:
+        return []
+    partway = row.get('diverged_partway') or 0
+    return ([f'{row["diverged"]} more diverged'] if row.get('diverged') else []) + \
+        ([f'{partway} diverged partway: best before'] if partway else [])
+
+
 def _diverged_note(row: Dict[str, Any]) -> str:
-    """' (n more diverged)' for a row measured over the seeds left after some diverged (NaN), else ''."""
-    return f' ({row["diverged"]} more diverged)' if row.get('diverged') and row['mean'] is not None else ''
+    """' (n more diverged; m diverged partway: best before)' of :func:`_diverged_notes`, '' without any."""
+    notes = _diverged_notes(row)
+    return f' ({"; ".join(notes)})' if notes else ''
 
 
 def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) -> str:
@@ -1281,7 +1296,7 @@ def _bar_label(row: Dict[str, Any], seeds: bool = False, extra: bool = False) ->
     label += f'\n({row["seeds"]} seed{"s" * (row["seeds"] != 1)})' if seeds and row['mean'] is not None else ''
     epochs = sorted(set((row.get('run_epochs') or {}).values()))
     label += f'\n({epochs[0]}-{epochs[-1]} epochs)' if len(epochs) > 1 else ''  # its mean mixes runs of each
-    return label + (f'\n({_diverged_note(row)[2:]}' if _diverged_note(row) else '')
+    return label + ''.join(f'\n({note})' for note in _diverged_notes(row))
 
 
 def _spread_title(rows: Sequence[Dict[str, Any]]) -> Tuple[str, bool]:
@@ -1385,7 +1400,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
-    scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished); returns the figure."""
+    scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished; dash-dotted: a finished run
+    that diverged, labelled so, its NaN epochs not drawn); returns the figure."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
@@ -1397,15 +1413,17 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         for o in outcomes:
             if o.run.family != family or not o.curve:
                 continue
-            unfinished = '' if o.status == 'done' else 'failed run' if o.status == 'failed' else 'interrupted run'
+            unfinished = 'failed run' if o.status == 'failed' else 'interrupted run' if o.status != 'done' else ''
+            line = {'': '-', 'failed run': '--'}.get(unfinished, ':')
+            line = '-.' if diverged_text(o.summary) and not unfinished else line  # NaN from its diverged epoch on
+            unfinished = ', '.join(filter(None, [unfinished, 'diverged' if diverged_text(o.summary) else '']))
             key = o.run.variant, unfinished
             label = None if key in shown else switches_label(o.run.model_kwargs) + (
                 f' ({unfinished})' if unfinished else '')
             seeds |= key in shown
             shown.add(key)
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
-                    color=colors[o.run.variant], label=label,
-                    linestyle={'': '-', 'failed run': '--'}.get(unfinished, ':'))
+                    color=colors[o.run.variant], label=label, linestyle=line)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
@@ -1486,7 +1504,10 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     for o in outcomes:
         s = o.summary or {}
         top1 = DIVERGED if s and s.get('best_top1') is None else _fmt(s.get('best_top1'))
-        lines.append(f'| {o.run.name} | {o.status} | {top1} | {s.get("best_epoch") or "-"} | '
+        diverged = diverged_text(s)  # partway: its best top-1 is of an epoch before
+        top1 += ' (before it diverged)' if diverged and s.get('best_top1') is not None else ''
+        status = (diverged if o.status == 'done' else f'{o.status}, {diverged}') if diverged else o.status
+        lines.append(f'| {o.run.name} | {status} | {top1} | {s.get("best_epoch") or "-"} | '
                      f'{s.get("last_epoch") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "

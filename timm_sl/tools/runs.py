@@ -34,7 +34,8 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
-           'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs']
+           'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
+           'diverged_text']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -53,6 +54,12 @@ def format_top1(value: Optional[float]) -> str:
     if value is None:
         return '-'
     return f'{value:.2f}' if math.isfinite(value) else 'NaN (diverged)'
+
+
+def diverged_text(summary: Optional[Dict[str, Any]]) -> str:
+    """'diverged at epoch N (NaN)' for a :func:`summarize` whose run ended diverged, else ''."""
+    epoch = (summary or {}).get('diverged_epoch')
+    return f'diverged at epoch {epoch} (NaN)' if epoch else ''
 
 
 def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
@@ -146,7 +153,9 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
         (trained in the run's folder: :meth:`RunRecord.epochs_run`); ``best_*`` are None when no epoch has a finite
         top-1 (a run that diverged from the start, or one without a validation split: then ``evaluated`` is False as
-        well).
+        well). ``diverged_epoch``: the first (from 1) of the NaN top-1 epochs the summary ends with (the run diverged
+        there: its last weights output NaN; its best, if any, is of an epoch before), None when its last top-1 is
+        finite (a NaN epoch it recovered from is no divergence) or not measured; see :func:`diverged_text`.
 
     Raises:
         ValueError: no finished epoch.
@@ -156,11 +165,17 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
         raise ValueError(f'{path} has no finished epoch')
     finite = [r for r in rows if math.isfinite(r.get('eval_top1', math.nan))]
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
+    diverged = None
+    for row in reversed(rows):  # the NaN epochs the run ends with
+        if 'eval_top1' in row and not math.isfinite(row['eval_top1']):
+            diverged = int(row['epoch']) + 1
+        else:
+            break
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
         'best_epoch': int(best['epoch']) + 1 if best else None,
         'epochs': RunRecord(Path(path), args=args or {}, rows=rows).epochs_run(),
-        'last_epoch': int(rows[-1]['epoch']) + 1,
+        'last_epoch': int(rows[-1]['epoch']) + 1, 'diverged_epoch': diverged,
         **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
 
