@@ -739,7 +739,12 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         drawn = drawn or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
-        result = final_attention_map(model, loaded.tensor)
+        try:
+            result = final_attention_map(model, loaded.tensor)
+        except ValueError as e:  # a run trained with --gp map: named by its checkpoint
+            if record is None:
+                raise
+            raise ValueError(f'{label} (checkpoint {record.checkpoint}): {e}') from None
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
