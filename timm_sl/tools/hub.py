@@ -305,7 +305,7 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
                     saved: Optional[Dict[str, Any]] = None,
                     notes: Tuple[List[str], List[str]] = ([], [])) -> List[str]:
-    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
+    """The card's recipe: what differs from train.py's defaults when they are known, else the run's arguments; with
     the processes of a distributed run (``saved``: the exported checkpoint's args) or what :func:`session_notes` says
     (``notes``) of a run resumed otherwise."""
     if not record.args:
@@ -313,7 +313,8 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
     ddp = (notes[0] or _distributed(record, dict(saved or {}))) + notes[1]
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
-             "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
+             "the run's train.py arguments as recorded, less switches left off, paths, machine and logging; timm's "
+             "train.py was not at hand to compare with its defaults")
     starts = record.extended_from()
     extended = []
     if starts:
@@ -615,7 +616,7 @@ def export_run(
         checkpoint: ``record.checkpoint`` when already read.
         label_names: Class names: a list, or a file (JSON list or one per line).
         train_defaults: train.py's defaults; the card's recipe lists the arguments that differ from them (without
-            them, the usual recipe keys, and the card says so).
+            them, every argument the run recorded but switches left off, paths and machine, and the card says so).
         repo_id: The Hub repository the card's usage names.
         card_sections: Markdown lines the card gains before its recipe.
         overwrite: Write into a non-empty ``out_dir``.
@@ -687,16 +688,19 @@ def export_checkpoint(
         dataset: Optional[str] = None,
         label_names: Optional[Union[List[str], str, Path]] = None,
         overwrite: bool = False,
+        train_defaults: Optional[Dict[str, Any]] = None,
 ) -> Tuple[Path, str]:
     """``timm-sl export``: :func:`export_run` for a checkpoint file and its run folder; ``(folder, weights key)``.
 
     ``model_name`` / ``model_kwargs`` default to what the run recorded (``args.yaml`` beside the checkpoint, else the
-    checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
+    checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset;
+    ``train_defaults`` (train.py's) as :func:`export_run` takes them.
     """
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
-    exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
+    exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite,
+                          train_defaults=train_defaults)
     return exported.folder, exported.source
 
 
