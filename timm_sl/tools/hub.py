@@ -541,16 +541,23 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
+# the --dataset prefixes of timm's readers other than its image folder's: timm reads any other name (``''``,
+# ``cifar10``, ``ImageFolder``, ...) from the --data-dir folder with its image folder reader
+_OTHER_READERS = frozenset({'torch', 'hfds', 'hfids', 'tfds', 'wds'})
+
+
 def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
     split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
     reader's name: timm's (leaf folder names in natural order: ``c2`` before ``c10``) or torchvision's
-    (``torch/image_folder``: folder names sorted); None for a dataset read by name, or a folder not there now."""
+    (``torch/image_folder``: folder names sorted); None for a dataset read by another reader (``torch/cifar10``,
+    ``hfds/...``), or a folder not there now."""
     from timm.data.dataset_factory import _search_split
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    prefix, _, name = str(record.args.get('dataset') or '').lower().rpartition('/')
-    torchvision = prefix == 'torch' and name in ('image_folder', 'folder')
-    if record.args.get('class_map') or not (torchvision or (not prefix and name in ('', 'folder', 'imagefolder'))):
+    text = str(record.args.get('dataset') or '')
+    prefix = text.partition('/')[0].lower() if '/' in text else ''
+    torchvision = prefix == 'torch' and text.split('/', 2)[-1].lower() in ('image_folder', 'folder')
+    if record.args.get('class_map') or (prefix in _OTHER_READERS and not torchvision):
         return None
     data = record.args.get('data_dir') or record.args.get('data')
     root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
