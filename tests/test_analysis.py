@@ -15,7 +15,7 @@ from timm_sl.tools.analysis import (
     tokenizer_geometry)
 from timm_sl.tools.cli import main
 from timm_sl.tools.plot import INPUT_LABEL, MAP_LABEL
-from test_run_record import _train_run
+from test_run_record import _fails, _train_run
 
 # small configurations of every family at 32 px: (name, kwargs, number of attention layers captured)
 FAMILIES = [
@@ -230,6 +230,37 @@ def test_final_attention_of_a_model_that_pools_its_patch_tokens_is_what_they_rec
                                    f"class token: attention each patch token receives in {layer}, averaged over the "
                                    f"queries")
     assert final_attention_map(_model(name, kwargs), images).kind == 'class token'
+
+
+@pytest.mark.parametrize('pool,layer', [('map', 'AttentionPoolLatent'), ('prr', 'AttentionPoolPrr')])
+def test_final_attention_refuses_a_model_that_pools_through_an_attention_layer(pool, layer):
+    """--model-kwargs global_pool=map drew what each patch token receives in the last block, while the classifier
+    reads the pooling layer's own attention (its learned query), which was never drawn."""
+    with pytest.raises(ValueError, match=(
+            rf"^SlVisionTransformer pools with global_pool='{pool}': its classifier reads the attention-pooling layer "
+            rf"attn_pool \({layer}\), whose attention is not drawn, not any block's map; allowed: global_pool "
+            rf"'token' or 'avg' \(train.py's --gp\)$")):
+        final_attention_map(_model('sl_vit_32', dict(depth=1, global_pool=pool)), torch.randn(1, 3, 32, 32))
+
+
+def test_cli_attention_refuses_a_map_pooled_model_or_run(tmp_path, image_dir, capsys, figures):
+    """The chart and its JSON were written for a --gp map model, with a map its classifier does not read."""
+    out = tmp_path / 'a.png'
+    err = _fails(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'global_pool=map',
+                  '--out', str(out)], capsys)
+    assert err.startswith("timm-sl attention: SlVisionTransformer pools with global_pool='map': ")
+    run = tmp_path / 'run'
+    run.mkdir()
+    model = timm.create_model('sl_vit_32', num_classes=4, depth=1, global_pool='map')
+    args = dict(model='sl_vit_32', model_kwargs={'depth': 1}, num_classes=4, gp='map')
+    torch.save({'epoch': 1, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(), 'args': args},
+               run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(args))
+    err = _fails(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(run / 'model_best.pth.tar'),
+                  '--out', str(out)], capsys)
+    assert err.startswith(f"timm-sl attention: SL (checkpoint {run / 'model_best.pth.tar'}): SlVisionTransformer "
+                          f"pools with global_pool='map': its classifier reads the attention-pooling layer ")
+    assert not figures and not out.exists() and not out.with_suffix('.json').exists()
 
 
 def test_capture_rejects_unknown_layers_and_models():

@@ -78,6 +78,49 @@ def test_card_recipe_keeps_the_augmentation_arguments(trained, tmp_path):
                                      train_interpolation='random')
 
 
+def test_card_recipe_without_train_py_lists_every_argument_that_changes_training():
+    """Without train.py's defaults the recipe was a fixed list of usual keys: a run's cooldown_epochs, warmup_prefix,
+    drop, momentum, layer_decay (and any argument a newer train.py records) were left out of its card. Now every
+    recorded argument is, but switches left off (train.py's are all off by default), unset ones and the machine's."""
+    from timm_sl.tools.train_args import recipe_args
+    trains = dict(model='sl_vit_32', sched='cosine', cooldown_epochs=10, warmup_prefix=True, drop=0.1, momentum=0.9,
+                  layer_decay=0.75, lr_cycle_limit=2, lr_cycle_mul=1.5, decay_epochs=30, epoch_repeats=2.,
+                  drop_path=0.1, smoothing=0.1, mixup=0.8, cutmix=1.0, aa='rand-m9-mstd0.5-inc1', reprob=0.25,
+                  min_lr=0, a_newer_argument=3)
+    args = dict(trains, jsd_loss=False, opt_eps=None, opt_kwargs={}, data_dir='/home/someone/data', workers=4,
+                output='/home/someone/out', wandb_project='p', eval_metric='top1')
+    assert recipe_args(args) == trains
+
+
+@pytest.mark.parametrize('how', ['TIMM_REPO', '--train-script'])
+def test_export_compares_the_recipe_with_train_py_as_release_does(tmp_path, monkeypatch, how):
+    """timm-sl export never read TIMM_REPO (release does): its card listed the usual keys though train.py was at hand.
+    Now export takes train.py as release does: --train-script, else $TIMM_REPO/train.py."""
+    from test_run_record import _train_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1), cooldown_epochs=5)
+    (tmp_path / 'timm').mkdir()
+    (tmp_path / 'timm' / 'train.py').write_text(
+        'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--lr", type=float, default=0.05)'
+        '\nparser.add_argument("--seed", type=int, default=1)\nparser.add_argument("--epochs", type=int, default=2)\n')
+    monkeypatch.delenv('TIMM_REPO', raising=False)
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'plain')]) == 0
+    card = (tmp_path / 'plain' / 'README.md').read_text()
+    assert ("## Training recipe (the run's train.py arguments as recorded, less switches left off, paths, machine and "
+            "logging; timm's train.py was not at hand to compare with its defaults)") in card
+    assert 'cooldown_epochs: 5' in card and 'seed: 1' in card
+    if how == 'TIMM_REPO':
+        monkeypatch.setenv('TIMM_REPO', str(tmp_path / 'timm'))
+        given = []
+    else:
+        given = ['--train-script', str(tmp_path / 'timm' / 'train.py')]
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), *given]) == 0
+    card = (tmp_path / 'out' / 'README.md').read_text()
+    recipe = card.split("## Training recipe (train.py arguments that differ from train.py's defaults)")[1]
+    recipe = recipe.split('```yaml\n')[1].split('```')[0]
+    assert 'lr: 0.001' in recipe and 'cooldown_epochs: 5' in recipe and 'seed' not in recipe and 'epochs' not in \
+        recipe.replace('cooldown_epochs', '')
+
+
 @pytest.mark.parametrize('defaults', [None, dict(eval_metric='top1', lr=0.05)])
 def test_card_recipe_names_another_eval_metric(defaults):
     """--eval-metric loss chose the weights model_best.pth.tar holds (and drives --sched plateau), yet no card's

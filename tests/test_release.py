@@ -6,6 +6,7 @@ import collections
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -1187,3 +1188,32 @@ def test_release_refuses_weights_of_nan_or_infinity(tmp_path):
                                          r'head.bias\): the run had diverged when it was saved'):
         release([tmp_path], tmp_path / 'out', 'timm-sl-test')
     assert not any((tmp_path / 'out').glob('*/config.json'))
+
+
+def test_label_names_of_a_dataset_name_timm_reads_as_an_image_folder_are_checked(tmp_path, capsys):
+    """train.py's --dataset cifar10 (no reader prefix) reads the --data-dir image folder in timm's order: label names
+    that are its class folders in another order (sorted: c10 before c2) were exported and released unchecked, every
+    prediction named by a wrong class."""
+    data = tmp_path / 'data'
+    classes = [f'c{i}' for i in range(1, 11)]
+    for name in classes:
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    root = tmp_path / 'repro'
+    _run(root, 'vit-sl-s0', {}, [40., 80.], classes=10, dataset='cifar10')
+    run = root / 'runs' / 'vit-sl-s0'
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), data_dir=str(data))))
+    names = tmp_path / 'names.txt'
+    names.write_text('\n'.join(sorted(classes)) + '\n')
+    says = (f"--label-names puts 'c10' at class 1, but the run learned the class folders of {data / 'train'} in timm's "
+            f"order, where 'c10' is class 9: the names are in another order than the classes the run learned; "
+            f"allowed: the names in that order (c1, c2, c3, ...)")
+    out = tmp_path / 'out'
+    assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
+        f'timm-sl export: {says}'
+    with pytest.raises(ValueError, match='^' + re.escape(says)):
+        release([root], tmp_path / 'release', 'org', label_names=str(names), echo=lambda line: None)
+    assert not out.exists() and not (tmp_path / 'release').exists()
+    names.write_text('\n'.join(classes) + '\n')
+    assert main(['export', str(run), '--out', str(out), '--label-names', str(names)]) == 0
+    assert json.loads((out / 'config.json').read_text())['label_names'] == classes

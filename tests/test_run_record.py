@@ -157,8 +157,8 @@ def test_card_says_what_its_recipe_list_is(tmp_path):
     out, _ = export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out')
     card = (out / 'README.md').read_text()
     assert "differ from train.py's defaults" not in card
-    assert ("## Training recipe (the run's usual recipe arguments, as set; timm's train.py was not at hand to compare "
-            "with its defaults)") in card
+    assert ("## Training recipe (the run's train.py arguments as recorded, less switches left off, paths, machine and "
+            "logging; timm's train.py was not at hand to compare with its defaults)") in card
     assert '| best top-1 (%) | 55.50 |' in card  # the run folder's summary.csv, read without --summary
 
 

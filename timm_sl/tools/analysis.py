@@ -243,11 +243,20 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     - A ViT without class token (``class_token=False``): the received attention, averaged over all queries.
     - A model that pools its patch tokens (``global_pool='avg'``, train.py's ``--gp avg``), class token or not: its
       classifier never reads the class token, so the received attention of its last patch-token layer, as above.
+
+    Raises:
+        ValueError: the model has no supported attention layer, or pools through an attention-pooling layer
+            (``global_pool='map'`` / ``'prr'``): its classifier reads that layer, whose attention is not drawn.
     """
     layers = attention_layers(model)
     if not layers:
         raise ValueError(_no_attention(model))
     pool = getattr(model, 'global_pool', 'token')
+    attn_pool = getattr(model, 'attn_pool', None)
+    if isinstance(attn_pool, nn.Module):  # 'map' / 'prr': an attention after the last block, read by no hook here
+        raise ValueError(f'{type(model).__name__} pools with global_pool={pool!r}: its classifier reads the '
+                         f'attention-pooling layer attn_pool ({type(attn_pool).__name__}), whose attention is not '
+                         f"drawn, not any block's map; allowed: global_pool 'token' or 'avg' (train.py's --gp)")
     pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     patch_layers = [(n, m) for n, m in layers if not isinstance(m, ClassAttn)]

@@ -216,11 +216,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
     from timm_sl.tools.runs import checkpoint_file
+    from timm_sl.tools.train_args import recipe_train_script, train_script_defaults
     if args.model:
         _check_model_name(args, args.model)
+    script = recipe_train_script(args.train_script)  # as release: --train-script, else TIMM_REPO
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
                                     summary=args.summary, dataset=args.dataset, label_names=args.label_names,
-                                    overwrite=args.overwrite)
+                                    overwrite=args.overwrite,
+                                    train_defaults=train_script_defaults(script) if script else None)
     print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: '
           f'{", ".join(sorted(p.name for p in out.iterdir()))}')
     return 0
@@ -739,7 +742,12 @@ def cmd_attention(args: argparse.Namespace) -> int:
         loaded = _load_images(args, label, model, record, inputs)
         drawn = drawn or loaded  # the images drawn: as the first model sees them, and as another model sees them
         own_view = args.views[label] != next(iter(args.views.values()))  # where that crops another region
-        result = final_attention_map(model, loaded.tensor)
+        try:
+            result = final_attention_map(model, loaded.tensor)
+        except ValueError as e:  # a run trained with --gp map: named by its checkpoint
+            if record is None:
+                raise
+            raise ValueError(f'{label} (checkpoint {record.checkpoint}): {e}') from None
         _check_finite(label, record, {result.layer: result.maps.sum().item()})
         maps = result.maps  # (B, heads, h, w)
         views = [('', maps.mean(1))] if args.heads == 'mean' else [(f' h{i}', maps[:, i]) for i in range(maps.shape[1])]
@@ -965,6 +973,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dataset name for the card of a run that records none, e.g. tiny-imagenet (default: the run's; "
                         "another than the run's, or of another class count, is refused)")
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
+    p.add_argument('--train-script', default=None,
+                   help="timm's train.py, whose defaults the card's recipe is compared with "
+                        "(default: $TIMM_REPO/train.py when set)")
     p.set_defaults(func=cmd_export)
 
     from timm_sl.tools.reproduce import add_reproduce_args

@@ -305,7 +305,7 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
 def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
                     saved: Optional[Dict[str, Any]] = None,
                     notes: Tuple[List[str], List[str]] = ([], [])) -> List[str]:
-    """The card's recipe: what differs from train.py's defaults when they are known, else the usual recipe keys; with
+    """The card's recipe: what differs from train.py's defaults when they are known, else the run's arguments; with
     the processes of a distributed run (``saved``: the exported checkpoint's args) or what :func:`session_notes` says
     (``notes``) of a run resumed otherwise."""
     if not record.args:
@@ -313,7 +313,8 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
     ddp = (notes[0] or _distributed(record, dict(saved or {}))) + notes[1]
     recipe = format_recipe(recipe_args(record.args, train_defaults)).rstrip()
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
-             "the run's usual recipe arguments, as set; timm's train.py was not at hand to compare with its defaults")
+             "the run's train.py arguments as recorded, less switches left off, paths, machine and logging; timm's "
+             "train.py was not at hand to compare with its defaults")
     starts = record.extended_from()
     extended = []
     if starts:
@@ -540,16 +541,23 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
+# the --dataset prefixes of timm's readers other than its image folder's: timm reads any other name (``''``,
+# ``cifar10``, ``ImageFolder``, ...) from the --data-dir folder with its image folder reader
+_OTHER_READERS = frozenset({'torch', 'hfds', 'hfids', 'tfds', 'wds'})
+
+
 def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
     split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
     reader's name: timm's (leaf folder names in natural order: ``c2`` before ``c10``) or torchvision's
-    (``torch/image_folder``: folder names sorted); None for a dataset read by name, or a folder not there now."""
+    (``torch/image_folder``: folder names sorted); None for a dataset read by another reader (``torch/cifar10``,
+    ``hfds/...``), or a folder not there now."""
     from timm.data.dataset_factory import _search_split
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    prefix, _, name = str(record.args.get('dataset') or '').lower().rpartition('/')
-    torchvision = prefix == 'torch' and name in ('image_folder', 'folder')
-    if record.args.get('class_map') or not (torchvision or (not prefix and name in ('', 'folder', 'imagefolder'))):
+    text = str(record.args.get('dataset') or '')
+    prefix = text.partition('/')[0].lower() if '/' in text else ''
+    torchvision = prefix == 'torch' and text.split('/', 2)[-1].lower() in ('image_folder', 'folder')
+    if record.args.get('class_map') or (prefix in _OTHER_READERS and not torchvision):
         return None
     data = record.args.get('data_dir') or record.args.get('data')
     root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
@@ -615,7 +623,7 @@ def export_run(
         checkpoint: ``record.checkpoint`` when already read.
         label_names: Class names: a list, or a file (JSON list or one per line).
         train_defaults: train.py's defaults; the card's recipe lists the arguments that differ from them (without
-            them, the usual recipe keys, and the card says so).
+            them, every argument the run recorded but switches left off, paths and machine, and the card says so).
         repo_id: The Hub repository the card's usage names.
         card_sections: Markdown lines the card gains before its recipe.
         overwrite: Write into a non-empty ``out_dir``.
@@ -687,16 +695,19 @@ def export_checkpoint(
         dataset: Optional[str] = None,
         label_names: Optional[Union[List[str], str, Path]] = None,
         overwrite: bool = False,
+        train_defaults: Optional[Dict[str, Any]] = None,
 ) -> Tuple[Path, str]:
     """``timm-sl export``: :func:`export_run` for a checkpoint file and its run folder; ``(folder, weights key)``.
 
     ``model_name`` / ``model_kwargs`` default to what the run recorded (``args.yaml`` beside the checkpoint, else the
-    checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset.
+    checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset;
+    ``train_defaults`` (train.py's) as :func:`export_run` takes them.
     """
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
-    exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite)
+    exported = export_run(record, out_dir, checkpoint=loaded, label_names=label_names, overwrite=overwrite,
+                          train_defaults=train_defaults)
     return exported.folder, exported.source
 
 

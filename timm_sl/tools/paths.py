@@ -326,6 +326,10 @@ CHECKPOINT = PathRule('a checkpoint file, a train.py run folder or an exported f
                       beside=True)
 LABEL_NAMES = PathRule('the class names (a JSON list or one name per line)')
 TRAIN_SCRIPT = PathRule("timm's train.py")
+# the train.py whose defaults a card's recipe is compared with (export and release)
+_RECIPE_SCRIPT = replace(TRAIN_SCRIPT, usual_name='train.py',
+                         what=f'{TRAIN_SCRIPT.what} (from a checkout of '
+                              f'https://github.com/huggingface/pytorch-image-models)')
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
 _IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 # what kld / attention read in a folder: at any depth, hidden names too, the suffix in any case ('.Png')
@@ -340,6 +344,7 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'out': PathRule('the export folder', FOLDER, writes=True, contents=_written(_EXPORTED, _MOVE_AWAY)),
         'summary': PathRule("train.py's summary.csv"),
         'label_names': LABEL_NAMES,
+        'train_script': _RECIPE_SCRIPT,
     },
     'reproduce': {
         'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER),
@@ -363,9 +368,7 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
                 'release.json', 'pretrained_entries.json', 'release_manifest.json')},
             **{f'*/{name}': PathRule(f'the {name} of a released model') for name in _EXPORTED}}, _MOVE_AWAY)),
         'label_names': LABEL_NAMES,
-        'train_script': replace(TRAIN_SCRIPT, what=f'{TRAIN_SCRIPT.what} (from a checkout of '
-                                                   f'https://github.com/huggingface/pytorch-image-models)',
-                                usual_name='train.py'),
+        'train_script': _RECIPE_SCRIPT,
     },
     'push': {'folder': PathRule('a folder written by timm-sl export or release', FOLDER, contents={
         name: replace(rule, allowed='export again') for name, rule in _EXPORTED.items()})},

@@ -18,7 +18,6 @@ Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 import argparse
 import json
 import math
-import os
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
     CHECKPOINTS, Checkpoint, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint, read_run,
     run_checkpoint, walk)
-from .train_args import find_train_script, train_script_defaults
+from .train_args import recipe_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
            'pretrained_entries', 'release', 'add_release_args', 'run_from_args']
@@ -428,9 +427,7 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """``timm-sl release`` from its parsed arguments; raises what :func:`release` raises."""
-    script = None
-    if args.train_script or os.environ.get('TIMM_REPO'):
-        script = find_train_script(args.train_script)
+    script = recipe_train_script(args.train_script)
     release(args.runs, Path(args.out), args.org, args.name_pattern, push=args.push, private=args.private,
             label_names=args.label_names, train_script=script, dataset=args.dataset, overwrite=args.overwrite,
             echo=lambda line: print(line, flush=True))

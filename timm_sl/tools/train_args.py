@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'TRAIN_PY_MODEL_ARGS', 'find_train_script',
+__all__ = ['NON_RECIPE_KEYS', 'TRAIN_PY_MODEL_ARGS', 'find_train_script', 'recipe_train_script',
            'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
            'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
@@ -42,17 +42,6 @@ TRAIN_PY_MODEL_ARGS = {
     'bn_momentum': '--bn-momentum', 'bn_eps': '--bn-eps', 'scriptable': '--torchscript',
     'checkpoint_path': '--initial-checkpoint', 'pretrained_cfg_overlay': '--pretrained-path',
 }
-
-# without train.py's defaults to compare with, the recipe is these keys (when set)
-RECIPE_KEYS = (
-    'model', 'model_kwargs', 'in_chans', 'gp', 'dataset', 'num_classes', 'input_size', 'mean', 'std', 'interpolation',
-    'crop_pct',
-    'epochs', 'batch_size', 'opt', 'lr', 'weight_decay', 'sched', 'warmup_epochs', 'warmup_lr', 'min_lr', 'smoothing',
-    'drop_path', 'aa', 'reprob', 'remode', 'recount', 'scale', 'ratio', 'hflip', 'vflip', 'color_jitter',
-    'train_interpolation', 'mixup', 'cutmix', 'mixup_prob', 'mixup_switch_prob', 'mixup_mode', 'aug_repeats',
-    'clip_grad', 'model_ema', 'model_ema_decay', 'amp', 'seed',
-)
-
 
 TRAIN_SCRIPT = "timm's train.py (from a checkout of https://github.com/huggingface/pytorch-image-models)"
 
@@ -81,6 +70,13 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     if not script.is_file():
         raise FileNotFoundError(f"timm's train.py not found at {where}")
     return script
+
+
+def recipe_train_script(path: Optional[Union[str, Path]] = None) -> Optional[Path]:
+    """The train.py whose defaults a card's recipe is compared with (``timm-sl export`` and ``release`` alike):
+    ``path`` when given, else ``$TIMM_REPO/train.py`` when ``TIMM_REPO`` is set; None when neither is (the card then
+    lists the run's arguments as recorded). Raises what :func:`find_train_script` raises."""
+    return find_train_script(path) if path or os.environ.get('TIMM_REPO') else None
 
 
 def _not_train_py(script: Path, reason: str) -> ValueError:
@@ -148,17 +144,20 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
 
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The arguments that make the recipe: those that differ from train.py's ``defaults`` (or, without them, the
-    usual recipe keys that are set), minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`)."""
+    """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`):
+    those that differ from train.py's ``defaults``; without them, every argument the run recorded except switches
+    left off (train.py's switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
     def same(a: Any, b: Any) -> bool:
         norm = (lambda v: list(v) if isinstance(v, tuple) else v)
         return norm(a) == norm(b)
 
-    if defaults is None:  # train.py's default --eval-metric (top1) is no part of a recipe; another is
-        extra = {'eval_metric': args['eval_metric']} if args.get('eval_metric') not in (None, 'top1') else {}
-        return {**{k: args[k] for k in RECIPE_KEYS if args.get(k) not in (None, '', {}, [])}, **extra}
-    return {k: v for k, v in args.items()
-            if k not in NON_RECIPE_KEYS and not k.startswith('wandb') and not (k in defaults and same(v, defaults[k]))}
+    def recipe(k: str) -> bool:
+        return k not in NON_RECIPE_KEYS and not k.startswith('wandb')
+
+    if defaults is None:  # any argument may change what is trained (cooldown_epochs, momentum, layer_decay, drop, ...)
+        return {k: v for k, v in args.items() if recipe(k) and v is not False and v not in (None, '', {}, [], ())
+                and not (k == 'eval_metric' and v == 'top1')}  # train.py's default metric is no part of a recipe
+    return {k: v for k, v in args.items() if recipe(k) and not (k in defaults and same(v, defaults[k]))}
 
 
 def format_recipe(recipe: Dict[str, Any]) -> str:
