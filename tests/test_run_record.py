@@ -1391,6 +1391,11 @@ def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_
                                      f'1,nan,nan,{nan_top1},{nan_top5}\n')
     card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
     assert '| best top-1 (%) | 30.00 |' in card and '| these weights: top-1 (%) | NaN (diverged) |' in card
+    assert ('The run diverged at epoch 2 (NaN) and stayed so to its last epoch (2): the best top-1 above is of an '
+            'epoch before it, and the recipe below, run to its end, gives NaN weights.') in card
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,30,60\n'
+                                     f'1,nan,nan,{nan_top1},{nan_top5}\n2,1,1,31,61\n')  # recovered: no such note
+    assert 'The run diverged' not in (export_checkpoint(run, None, tmp_path / 'out3')[0] / 'README.md').read_text()
 
 
 def test_the_card_of_a_run_resumed_from_another_folder_says_its_summary_begins_late(tmp_path):

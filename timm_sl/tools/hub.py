@@ -26,8 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_finite_weights, check_regular_file, format_top1, read_checkpoint, read_class_map,
-    read_text, saved_args, train_path)
+    Checkpoint, RunRecord, check_finite_weights, check_regular_file, diverged_text, format_top1, read_checkpoint,
+    read_class_map, read_text, saved_args, train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -387,6 +387,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                   f'lists {len(record.rows)})') if interval > 1 else ''
         lines += [f'| best epoch (counted from 1) | {summary["best_epoch"]} of {summary["last_epoch"]} |',
                   f'| epochs run | {epochs}{listed} |', '', *([weights['note'], ''] if weights['note'] else [])]
+        diverged = diverged_text(summary)  # NaN from an epoch on, to the end: the best is of an epoch before it
+        if diverged:
+            lines += [f'The run {diverged} and stayed so to its last epoch ({summary["last_epoch"]}): the best top-1 '
+                      f'above is of an epoch before it, and the recipe below, run to its end, gives NaN weights.', '']
         start = record.args.get('start_epoch')
         if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "
