@@ -834,3 +834,19 @@ def test_ctrl_c_before_a_command_handles_it_is_one_line(capsys, monkeypatch):
     monkeypatch.setattr(cli, 'build_parser', lambda: parser)
     assert cli.main(['list']) == 130
     assert capsys.readouterr().err == 'timm-sl list: interrupted\n'
+
+
+@pytest.mark.parametrize('command', ['export', 'release'])
+def test_a_timm_repo_without_train_py_is_named_with_what_is_allowed(tmp_path, monkeypatch, command):
+    """TIMM_REPO naming a folder without train.py said only where it looked, not what to give instead."""
+    import torch
+    monkeypatch.setenv('TIMM_REPO', str(tmp_path / 'no-checkout'))
+    run = tmp_path / 'runs' / 'r'
+    run.mkdir(parents=True)
+    torch.save({'state_dict': {}, 'arch': 'sl_vit_32'}, run / 'model_best.pth.tar')
+    argv = [command, str(run if command == 'export' else tmp_path / 'runs'), '--out', str(tmp_path / 'out')]
+    message = _exit_message(argv + (['--org', 'o', '--dataset', 'd'] if command == 'release' else []))
+    assert message == (f"timm-sl {command}: timm's train.py not found at {tmp_path / 'no-checkout' / 'train.py'} (from "
+                       f"TIMM_REPO); allowed: timm's train.py (from a checkout of "
+                       f"https://github.com/huggingface/pytorch-image-models), as --train-script PATH or "
+                       f"TIMM_REPO=CHECKOUT")

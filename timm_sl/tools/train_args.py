@@ -68,7 +68,8 @@ def find_train_script(path: Optional[Union[str, Path]] = None) -> Path:
     if script.exists() and not script.is_file():  # a device (/dev/null), a pipe: there, but no file to read
         raise ValueError(f'{where} is not a regular file; allowed: {TRAIN_SCRIPT}')
     if not script.is_file():
-        raise FileNotFoundError(f"timm's train.py not found at {where}")
+        raise FileNotFoundError(f"timm's train.py not found at {where}; allowed: {TRAIN_SCRIPT}, as --train-script "
+                                f"PATH or TIMM_REPO=CHECKOUT")
     return script
 
 
