@@ -2073,6 +2073,8 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "prepare-fashion-mnist / prepare-svhn --limit N)"),
     ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
      "as the whole test split"),
+    ('cifar10', ['--val-split', 'test[:10%]'], "the val split 'test[:10%]' would be read as the whole test split: "
+     "train.py reads torch/cifar10's split as its whole training or test set and ignores [:10%]"),
 ])
 def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
     """-- --img-size 16 trained every run at the recipe's 32 px (train.py reads it only without --input-size, which

@@ -306,13 +306,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
     name = str(data['dataset'] or '').lower()
     sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
-    if sliced and (_timm_folder_reader(name) or name in _TORCHVISION_FOLDERS):  # timm's _search_split drops '[...]'
+    # timm's folder reader drops '[...]' (_search_split); torchvision's datasets read a whole train or test set
+    if sliced and (_timm_folder_reader(name) or name.startswith('torch/')):
         split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
         whole = split.split('[')[0]
+        reads = ("an image folder's split as its folder" if _timm_folder_reader(name) or name in _TORCHVISION_FOLDERS
+                 else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
-                f"an image folder's split as its folder and ignores {split[len(whole):]} (only the hfds/, hfids/ and "
-                f"tfds/ readers take part of a split); allowed: {flag} {whole}, or a data folder of fewer images "
-                f"(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"]
+                f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
+                f"split); allowed: {flag} {whole}, or a data folder of fewer images (timm-sl prepare-fashion-mnist / "
+                f"prepare-svhn --limit N)"]
     if name.startswith('torch/') and data['class_map']:  # timm's torch/ route passes no class map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
