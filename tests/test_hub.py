@@ -92,6 +92,22 @@ def test_card_recipe_without_train_py_lists_every_argument_that_changes_training
     assert recipe_args(args) == trains
 
 
+def test_card_recipe_leaves_out_the_settings_of_a_switch_left_off_and_the_machines():
+    """Without train.py's defaults a card's recipe of a run without --amp listed 'amp_dtype: float16' (read as fp16
+    training), the EMA decay of a run without EMA, and the machine's --validation-batch-size / --grad-checkpointing."""
+    from timm_sl.tools.train_args import recipe_args
+    args = dict(model='sl_vit_32', lr=0.001, amp=False, amp_dtype='float16', amp_impl='native', model_ema=False,
+                model_ema_decay=0.9998, naflex_loader=False, naflex_max_seq_len=576, kd_model_name=None,
+                kd_loss='kl', validation_batch_size=256, grad_checkpointing=True, model_ema_force_cpu=True,
+                no_ddp_bb=True, dist_bn='reduce')
+    assert recipe_args(args) == dict(model='sl_vit_32', lr=0.001)
+    on = dict(args, amp=True, model_ema=True)
+    assert recipe_args(on) == dict(model='sl_vit_32', lr=0.001, amp=True, amp_dtype='float16', amp_impl='native',
+                                   model_ema=True, model_ema_decay=0.9998)
+    assert recipe_args(dict(on, amp_dtype='bfloat16'), defaults=dict(on, amp=False)) == dict(amp=True,
+                                                                                             amp_dtype='bfloat16')
+
+
 @pytest.mark.parametrize('how', ['TIMM_REPO', '--train-script'])
 def test_export_compares_the_recipe_with_train_py_as_release_does(tmp_path, monkeypatch, how):
     """timm-sl export never read TIMM_REPO (release does): its card listed the usual keys though train.py was at hand.

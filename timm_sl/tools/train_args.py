@@ -31,8 +31,12 @@ NON_RECIPE_KEYS = frozenset({
     'device_modules', 'distributed', 'world_size', 'rank', 'local_rank', 'log_interval', 'recovery_interval',
     'checkpoint_hist', 'log_wandb', 'wandb_project', 'wandb_tags', 'wandb_resume_id', 'torchscript', 'torchcompile',
     'torchcompile_mode', 'fuser', 'channels_last', 'synchronize_step', 'use_multi_epochs_loader', 'worker_seeding',
-    'save_images', 'prev_num_classes',
+    'save_images', 'prev_num_classes', 'validation_batch_size', 'model_ema_force_cpu', 'no_ddp_bb', 'grad_checkpointing',
+    'dist_bn',
 })
+
+# settings that act only with their switch on (the switch: the prefix of their names): listed with it, not without
+SWITCHED_GROUPS = {'amp': 'amp_', 'model_ema': 'model_ema_', 'naflex_loader': 'naflex_', 'kd_model_name': 'kd_'}
 
 # the keywords train.py gives timm.create_model itself, by the argument that sets each: one in --model-kwargs too is
 # given twice (TypeError: got multiple values), in every run
@@ -145,15 +149,18 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
 
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`):
-    those that differ from train.py's ``defaults``; without them, every argument the run recorded except switches
-    left off (train.py's switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
+    """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`) and
+    the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``): those that differ
+    from train.py's ``defaults``; without them, every argument the run recorded except switches left off (train.py's
+    switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
     def same(a: Any, b: Any) -> bool:
         norm = (lambda v: list(v) if isinstance(v, tuple) else v)
         return norm(a) == norm(b)
 
+    off = tuple(prefix for switch, prefix in SWITCHED_GROUPS.items() if not args.get(switch))
+
     def recipe(k: str) -> bool:
-        return k not in NON_RECIPE_KEYS and not k.startswith('wandb')
+        return k not in NON_RECIPE_KEYS and not k.startswith(('wandb', *off))
 
     if defaults is None:  # any argument may change what is trained (cooldown_epochs, momentum, layer_decay, drop, ...)
         return {k: v for k, v in args.items() if recipe(k) and v is not False and v not in (None, '', {}, [], ())
