@@ -31,8 +31,8 @@ NON_RECIPE_KEYS = frozenset({
     'device_modules', 'distributed', 'world_size', 'rank', 'local_rank', 'log_interval', 'recovery_interval',
     'checkpoint_hist', 'log_wandb', 'wandb_project', 'wandb_tags', 'wandb_resume_id', 'torchscript', 'torchcompile',
     'torchcompile_mode', 'fuser', 'channels_last', 'synchronize_step', 'use_multi_epochs_loader', 'worker_seeding',
-    'save_images', 'prev_num_classes', 'validation_batch_size', 'model_ema_force_cpu', 'no_ddp_bb', 'grad_checkpointing',
-    'dist_bn',
+    'save_images', 'prev_num_classes', 'validation_batch_size', 'model_ema_force_cpu', 'no_ddp_bb',
+    'grad_checkpointing', 'dist_bn',
 })
 
 # settings that act only with their switch on (the switch: the prefix of their names): listed with it, not without
