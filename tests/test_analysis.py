@@ -1532,11 +1532,30 @@ def test_kld_reads_a_folder_a_batch_at_a_time(tmp_path, monkeypatch, capsys, fig
     model = _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
     assert main(['kld', str(tmp_path / 'images'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
                  str(tmp_path / 'sl.pth'), '--out', str(tmp_path / 'k.png')]) == 0
-    assert seen == [(64, 64), (128, 64), (130, 2)]  # each batch read when the model asks for it
+    # every header first (130 opened), then each batch's pixels read when the model asks for it
+    assert seen == [(130 + 64, 64), (130 + 128, 64), (130 + 130, 2)]
     whole = measure(model, load_images([str(tmp_path / 'images')], model).tensor)['blocks.0.attn']
     row = capsys.readouterr().out.splitlines()[-2].split()
     assert row[:2] == ['1', 'blocks.0.attn'] and float(row[2]) == pytest.approx(whole, abs=1e-4)
     assert _title(figures[0]).endswith('(130 images)')
+
+
+def test_kld_refuses_a_file_that_is_no_image_before_the_first_forward(tmp_path, monkeypatch, capsys):
+    """Read a batch at a time, kld met a file that is no image only in its batch: after the batches and models
+    before it had run (minutes on a large folder). Every header is now read before the first forward."""
+    import timm_sl.tools.analysis as analysis
+    (tmp_path / 'images').mkdir()
+    for i in range(70):
+        Image.new('RGB', (8, 8), (i, 0, 0)).save(tmp_path / 'images' / f'{i:03}.png')
+    (tmp_path / 'images' / '999.png').write_bytes(b'not a png')
+    forwards = []
+    monkeypatch.setattr(analysis, 'kld_by_depth', lambda *a, **k: forwards.append(1))
+    _checkpoint(tmp_path / 'sl.pth', 'sl_vit_32', dict(depth=1))
+    with pytest.raises(SystemExit):
+        main(['kld', str(tmp_path / 'images'), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--checkpoint',
+              str(tmp_path / 'sl.pth'), '--out', str(tmp_path / 'k.png')])
+    assert forwards == []
+    assert f"{tmp_path / 'images' / '999.png'} is not a readable image" in capsys.readouterr().err
 
 
 def test_attention_numbers_are_never_left_half_written(tmp_path, image_dir, monkeypatch, figures):

@@ -511,7 +511,7 @@ def _check_8_bit(image: Any, file: Path) -> None:
 
 
 def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
-                  ) -> Tuple[List[Path], Dict[str, Any], Callable[[Path], torch.Tensor]]:
+                  ) -> Tuple[List[Path], Dict[str, Any], Callable[..., Optional[torch.Tensor]]]:
     """The image files ``paths`` name, the data config they go through and the function that reads one file
     through its eval transform (see :func:`load_images` for what is refused)."""
     from PIL import Image
@@ -523,7 +523,9 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
     transform = create_transform(**config)
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
 
-    def read(f: Path) -> torch.Tensor:
+    @contextmanager
+    def opened(f: Path) -> Iterator[Any]:
+        """``f`` opened by PIL (its header read, its pixels not yet), every refusal one line naming it."""
         check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
         try:
             with Image.open(f) as image:
@@ -531,12 +533,17 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
                     raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
                 _check_8_bit(image, f)
-                return transform(image.convert(mode))
+                yield image
         except OSError as e:
             raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
         except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
             raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
                              f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
+
+    def read(f: Path, decode: bool = True) -> Optional[torch.Tensor]:
+        """``f`` through the eval transform; ``decode=False``: its header checked only (no pixels read)."""
+        with opened(f) as image:
+            return transform(image.convert(mode)) if decode else None
     return files, config, read
 
 
@@ -547,9 +554,12 @@ def image_batches(paths: Sequence[str], model: nn.Module, data_config: Optional[
     (50,000 images at 224 px are 30 GB of floats).
 
     Raises:
-        FileNotFoundError, ValueError: as :func:`load_images` (a file that cannot be read: when its batch is read).
+        FileNotFoundError, ValueError: as :func:`load_images`; every file's header is read first, so a file that is
+            no image, a chart or 16-bit is refused before any batch (pixels that cannot be decoded: in their batch).
     """
     files, _, read = _image_reader(paths, model, data_config)
+    for f in files:  # what a header shows (no image, a chart, 16-bit) refused before the first forward
+        read(f, decode=False)
     return files, (torch.stack([read(f) for f in files[i:i + batch_size]]) for i in range(0, len(files), batch_size))
 
 
