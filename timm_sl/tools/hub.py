@@ -315,12 +315,13 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's train.py arguments as recorded, less switches left off, paths, machine and logging; timm's "
              "train.py was not at hand to compare with its defaults")
-    starts = record.extended_from()
+    schedules = record.schedules()  # (epochs trained under it, its --epochs): a cool-down trains more than those
     extended = []
-    if starts:
-        extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
-                    f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then '
-                    f'it was resumed), so one train.py run of this recipe does not reproduce it exactly.', '']
+    if schedules:
+        (trained, given), last = schedules[0], schedules[-1][1]
+        extended = [f'`epochs: {last}` is the last session\'s: the run was extended from {trained} epochs (its first '
+                    f'{trained} ran under a schedule of `--epochs {given}`, then it was resumed), so one train.py run '
+                    f'of this recipe does not reproduce it exactly.', '']
     return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *ddp, *extended]
 
 

@@ -395,27 +395,58 @@ class RunRecord:
         return ''
 
     def extended_from(self) -> List[int]:
-        """The epochs of each schedule the run trained under before its last (``[1]`` for a run of ``--epochs 1``
-        resumed with ``--epochs 2``): a session that ended cleanly (exit 0) had trained its own ``--epochs``; one
-        that ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        """The epochs the run had trained under each schedule before its last (``[5]`` for a run of ``--epochs 5``
+        resumed with ``--epochs 8``): a session that ended cleanly (exit 0) had trained its whole schedule; one that
+        ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        return [end for end, _ in self.schedules()[:-1]]
+
+    def schedules(self) -> List[Tuple[int, Any]]:
+        """``(last epoch trained under it, from 1; train.py's --epochs for it)`` of each schedule of an extended run,
+        the last included; [] for a run of one schedule (or no record). A schedule may train more epochs than its
+        ``--epochs`` (:func:`scheduled_epochs`: ``--cooldown-epochs`` ...): each session's ``--epochs`` is the one
+        ``sessions.json`` records, else the one its checkpoints' args record, else the one whose schedule (with
+        ``args.yaml``'s other settings) ends where it ended; the last schedule's is ``args.yaml``'s."""
         last = (self.summary or {}).get('last_epoch')
-        ends = {s['epochs'][1] for s in self.sessions if s.get('status') == 'exited' and s.get('code') == 0
-                and isinstance(s.get('epochs'), list) and len(s['epochs']) == 2 and _whole(s['epochs'][1])}
-        return sorted(e for e in ends if _whole(last) and 0 < e < last)
+        ends: Dict[int, Dict[str, Any]] = {}
+        for s in self.sessions:
+            span = s.get('epochs')
+            if (s.get('status') == 'exited' and s.get('code') == 0 and isinstance(span, list) and len(span) == 2
+                    and _whole(span[1]) and _whole(last) and 0 < span[1] < last):
+                ends[span[1]] = s
+        if not ends:
+            return []
+        given = self.args.get('epochs')
+        saved = saved_args(self.run_dir) if self.run_dir and not all(
+            _whole(s.get('given_epochs')) for s in ends.values()) else []
+        return [(end, self._session_epochs(ends[end], end, saved)) for end in sorted(ends)] + [
+            (last, given if _whole(given) else last)]
+
+    def _session_epochs(self, session: Dict[str, Any], end: int, saved: Sequence[Tuple[int, Dict[str, Any]]]
+                        ) -> int:
+        """train.py's ``--epochs`` of a session that ended cleanly at epoch ``end`` (from 1), by :meth:`schedules`'
+        rule; ``saved``: the run's checkpoints' ``(epoch, args)`` (:func:`saved_args`)."""
+        if _whole(session.get('given_epochs')):
+            return session['given_epochs']
+        span = session.get('epochs')
+        begin = span[0] if _whole(span[0]) else 0
+        recorded = [a.get('epochs') for e, a in saved if begin <= e < end and a.get('model') == self.model]
+        if recorded and _whole(recorded[-1]):
+            return recorded[-1]
+        return next((e for e in range(end, 0, -1) if scheduled_epochs({**self.args, 'epochs': e}) == end), end)
 
     def session_commands(self) -> List[str]:
-        """The portable train.py command of each schedule of an extended run (:meth:`extended_from`), in order: the
+        """The portable train.py command of each schedule of an extended run (:meth:`schedules`), in order: the
         recorded (last) command with that schedule's ``--epochs``, after the first with ``--resume`` of the run's
         ``last.pth.tar``. [] without a recorded command or for a run of one schedule."""
-        starts = self.extended_from()
-        if not (self.command and starts):
+        schedules = self.schedules()
+        if not (self.command and schedules):
             return []
         tokens = shlex.split(self.command)
         kept = [t for i, t in enumerate(tokens) if not (t == '--epochs' or t.startswith('--epochs=')
                                                         or (i and tokens[i - 1] == '--epochs'))]
         resume = ['--resume', f'OUTPUT/{last_flag_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
-                for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
+                for i, (_, epochs) in enumerate(schedules)]
 
     def train_cwd(self) -> Optional[Path]:
         """train.py's working directory as the run folder shows it (see :func:`train_cwd`)."""
