@@ -1481,3 +1481,31 @@ def test_an_extended_runs_first_epochs_are_those_its_checkpoints_record(tmp_path
                   dict(epochs=4, cooldown_epochs=1))
     base = 'python train.py --data-dir DATA --model sl_vit_32 --output OUTPUT --experiment r --cooldown-epochs 2'
     assert read_run(tmp_path / 'r').session_commands()[0] == f'{base} --epochs 4'
+
+
+def test_a_run_of_val_interval_resumed_off_its_grid_counts_from_the_resumed_checkpoint(tmp_path):
+    """--val-interval 2, resumed into a new folder from a last.pth.tar of epoch 5 (a 5-epoch schedule's last), trains
+    epochs 6-10 and lists 6, 8 and 10: the card said 6 epochs run from epoch 5, as if it resumed on the grid; where that
+    checkpoint is gone it now says the count is an upper bound."""
+    from timm_sl.tools.runs import read_run
+    first = tmp_path / 'first'
+    first.mkdir()
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), resume=str(first / 'last.pth.tar'))
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=10, val_interval=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1,1,{50 + e},90\n' for e in (5, 7, 9)))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=9), run / 'model_best.pth.tar')
+    torch.save(dict(saved, epoch=4, version=2), first / 'last.pth.tar')  # train.py resumes at its epoch + 1
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| epochs run | 5 (evaluated every 2 epochs' in card and read_run(run).summary['epochs'] == 5
+    assert ("summary.csv lists epochs 6-10 only: the run's first 5 epochs ran in another run folder (this one was "
+            "resumed from its `last.pth.tar`), whose summary.csv holds their top-1") in card
+    (first / 'last.pth.tar').unlink()  # not at hand: epoch 5 or 6 (counted from 1) could be the first
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '| epochs run | up to 6 (evaluated every 2 epochs' in card
+    assert ("summary.csv covers at most epochs 5-10: the run's first 4 epochs or more ran in another run folder (this "
+            "one was resumed from its `last.pth.tar`, not at hand to say at which epoch), whose summary.csv holds "
+            "their top-1") in card

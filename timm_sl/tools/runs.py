@@ -357,19 +357,59 @@ class RunRecord:
 
     def first_epoch(self) -> int:
         """The first epoch (from 1) the run trained in this folder: that of ``summary.csv``'s first row, or, for a run
-        of ``--val-interval N``, the first of the N epochs that row ends (``--start-epoch`` among them: its epoch);
-        > 1 for a run resumed from another folder's checkpoint or begun at ``--start-epoch``."""
+        of ``--val-interval N``, the one its ``--resume`` checkpoint (at hand) resumed at, else the first of the N
+        epochs that row ends (``--start-epoch`` among them: its epoch); > 1 for a run resumed from another folder's
+        checkpoint or begun at ``--start-epoch``. See :meth:`epochs_bound` for where it is the earliest it may be."""
+        return self._first()[0]
+
+    def epochs_bound(self) -> bool:
+        """Whether :meth:`first_epoch` is only the earliest the run may have begun at (and :meth:`epochs_run` the most
+        it may have trained): a run of ``--val-interval N`` resumed from a checkpoint not at hand, whose first
+        ``summary.csv`` row is not among the first N epochs (that checkpoint may sit at any of the N before it: a
+        ``last.pth.tar`` of a shorter schedule, a recovery checkpoint)."""
+        return self._first()[1]
+
+    def _first(self) -> Tuple[int, bool]:
+        """(:meth:`first_epoch`, :meth:`epochs_bound`)."""
         if not self.rows:
-            return 1
+            return 1, False
         listed, interval = int(self.rows[0]['epoch']), self.val_interval()
         start = self.args.get('start_epoch')
         if not self.args.get('resume') and _whole(start) and start <= listed < start + interval:  # --start-epoch
-            return start + 1
-        return max(listed - interval + 1, 0) + 1
+            return start + 1, False
+        earliest = max(listed - interval + 1, 0)  # train.py writes a row after epochs (from 1) that are multiples of N
+        if interval == 1 or not self.args.get('resume'):
+            return earliest + 1, False
+        resumed = self._resume_start()
+        if resumed is not None and earliest <= resumed <= listed:
+            return resumed + 1, False
+        return earliest + 1, earliest > 0
+
+    def _resume_start(self) -> Optional[int]:
+        """The epoch (train.py's, from 0) the last session resumed at, as train.py takes it from its ``--resume``
+        checkpoint (that checkpoint's epoch, the next one for timm's checkpoints of version 2 on); None where that
+        checkpoint is not at hand (moved, relative to an unknown working directory) or records no epoch, or
+        ``--start-epoch`` overrode it."""
+        resume = self.args.get('resume')
+        if not isinstance(resume, str) or self.args.get('start_epoch') is not None:
+            return None
+        path = train_path(self.run_dir, self.args, resume)
+        if path is None or not path.is_file():  # not a FIFO either (it would hang)
+            return None
+        try:
+            content, _ = _load(path, mmap=True)
+        except (OSError, ValueError):
+            return None
+        epoch = content.get('epoch') if isinstance(content, dict) else None
+        if not _whole(epoch):
+            return None
+        version = content.get('version')
+        return epoch + 1 if _whole(version) and version > 1 else epoch
 
     def epochs_run(self) -> int:
         """The epochs the run trained in this folder: ``summary.csv``'s rows, or for a run of ``--val-interval N``,
-        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's."""
+        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's (the most it may have
+        trained where :meth:`epochs_bound`)."""
         if self.val_interval() == 1 or not self.rows:
             return len(self.rows)
         return int(self.rows[-1]['epoch']) + 2 - self.first_epoch()
