@@ -1429,3 +1429,83 @@ def test_training_checkpoint_errors(files):
     assert not (files / 'EXECUTED').exists()
     with pytest.raises(ValueError, match=r"good.pth does not fit sl_vit_32 \{'depth': 2"):
         model_from_checkpoint(files / 'good.pth', 'sl_vit_32', dict(depth=2))
+
+
+def _extended_run(run: Path, sessions: list, first_args: dict = None) -> None:
+    """A run of --epochs 3 --cooldown-epochs 2 (5 epochs) resumed with --epochs 6 (8 epochs): args.yaml is the last
+    session's; ``first_args``: args its first session's checkpoint-2.pth.tar records (None: no such checkpoint)."""
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    args = dict(json.loads((run / 'args.yaml').read_text()), epochs=6, cooldown_epochs=2, sched='cosine',
+                warmup_epochs=0, resume=str(run / 'last.pth.tar'), experiment='r')
+    (run / 'args.yaml').write_text(json.dumps(args))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1,1,{50 + e},90\n' for e in range(8)))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=7, args=argparse.Namespace(**args)), run / 'model_best.pth.tar')
+    if first_args is not None:
+        torch.save(dict(saved, epoch=2, args=argparse.Namespace(**dict(args, resume='', **first_args))),
+                   run / 'checkpoint-2.pth.tar')
+    (run / 'sessions.json').write_text(json.dumps(sessions))
+    (run / 'command.txt').write_text('python train.py --data-dir /d --model sl_vit_32 --output /o --experiment r '
+                                     '--cooldown-epochs 2 --epochs 6\n')
+
+
+@pytest.mark.parametrize('recorded, first_args', [(True, None), (False, None), (False, dict(epochs=3))],
+                         ids=['recorded', 'older-sessions-json', 'checkpoint-args'])
+def test_an_extended_run_of_cooldown_epochs_gives_each_session_its_own_epochs(recorded, first_args, tmp_path):
+    """A run of --epochs 3 --cooldown-epochs 2 (trains 5) resumed with --epochs 6 (trains 8): its commands were given
+    as `--epochs 5` then `--epochs 8` (rerun, those train 7 and 10 epochs), and the card said `epochs: 8` and a
+    schedule of `--epochs 5`, where args.yaml says 6."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'r'
+
+    def session(start, before, after, given):
+        return dict(status='exited', code=0, seconds=1., devices='', epochs=[before, after], start=start,
+                    **(dict(given_epochs=given) if recorded else {}))
+    _extended_run(run, [session('new', 0, 5, 3), session('resume', 5, 8, 6)], first_args)
+    record = read_run(run)
+    base = 'python train.py --data-dir DATA --model sl_vit_32 --output OUTPUT --experiment r --cooldown-epochs 2'
+    assert record.session_commands() == [f'{base} --epochs 3', f'{base} --resume OUTPUT/r/last.pth.tar --epochs 6']
+    assert record.extended_from() == [5] and record.schedules() == [(5, 3), (8, 6)]
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("`epochs: 6` is the last session's: the run was extended from 5 epochs (its first 5 ran under a schedule "
+            "of `--epochs 3`, then it was resumed)") in card
+
+
+def test_an_extended_runs_first_epochs_are_those_its_checkpoints_record(tmp_path):
+    """An older sessions.json without each session's --epochs: those its checkpoints' args record are the session's,
+    where the schedule of args.yaml's other settings would give another (the first session had a shorter cool-down)."""
+    from timm_sl.tools.runs import read_run
+    session = dict(status='exited', code=0, seconds=1., devices='', start='new')
+    _extended_run(tmp_path / 'r', [dict(session, epochs=[0, 5]), dict(session, epochs=[5, 8], start='resume')],
+                  dict(epochs=4, cooldown_epochs=1))
+    base = 'python train.py --data-dir DATA --model sl_vit_32 --output OUTPUT --experiment r --cooldown-epochs 2'
+    assert read_run(tmp_path / 'r').session_commands()[0] == f'{base} --epochs 4'
+
+
+def test_a_run_of_val_interval_resumed_off_its_grid_counts_from_the_resumed_checkpoint(tmp_path):
+    """--val-interval 2, resumed into a new folder from a last.pth.tar of epoch 5 (a 5-epoch schedule's last), trains
+    epochs 6-10 and lists 6, 8 and 10: the card said 6 epochs run from epoch 5, as if it resumed on the grid; where that
+    checkpoint is gone it now says the count is an upper bound."""
+    from timm_sl.tools.runs import read_run
+    first = tmp_path / 'first'
+    first.mkdir()
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), resume=str(first / 'last.pth.tar'))
+    args = json.loads((run / 'args.yaml').read_text())
+    (run / 'args.yaml').write_text(json.dumps(dict(args, epochs=10, val_interval=2)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1,1,{50 + e},90\n' for e in (5, 7, 9)))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    torch.save(dict(saved, epoch=9), run / 'model_best.pth.tar')
+    torch.save(dict(saved, epoch=4, version=2), first / 'last.pth.tar')  # train.py resumes at its epoch + 1
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert '| epochs run | 5 (evaluated every 2 epochs' in card and read_run(run).summary['epochs'] == 5
+    assert ("summary.csv lists epochs 6-10 only: the run's first 5 epochs ran in another run folder (this one was "
+            "resumed from its `last.pth.tar`), whose summary.csv holds their top-1") in card
+    (first / 'last.pth.tar').unlink()  # not at hand: epoch 5 or 6 (counted from 1) could be the first
+    card = (export_checkpoint(run, None, tmp_path / 'out2')[0] / 'README.md').read_text()
+    assert '| epochs run | up to 6 (evaluated every 2 epochs' in card
+    assert ("summary.csv covers at most epochs 5-10: the run's first 4 epochs or more ran in another run folder (this "
+            "one was resumed from its `last.pth.tar`, not at hand to say at which epoch), whose summary.csv holds "
+            "their top-1") in card

@@ -120,6 +120,7 @@ def test_each_run_is_pinned_to_a_gpu_spread_evenly(fake_train, tmp_path, capsys)
     assert f'| vit-sl-s1 | done | 11.00 | 2 | 2 | ' in report  # best epoch from 1 and '| 853 | 1 |' in report
     sessions = json.loads((tmp_path / 'out' / 'runs' / 'vit-sl-s1' / 'sessions.json').read_text())
     assert [s['devices'] for s in sessions] == ['1'] and sessions[0]['epochs'] == [0, 2]
+    assert sessions[0]['given_epochs'] == 2  # train.py's --epochs, which a cool-down would train more than
 
 
 def test_device_groups_and_gpu_options():

@@ -315,12 +315,13 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
     title = ("train.py arguments that differ from train.py's defaults" if train_defaults is not None else
              "the run's train.py arguments as recorded, less switches left off, paths, machine and logging; timm's "
              "train.py was not at hand to compare with its defaults")
-    starts = record.extended_from()
+    schedules = record.schedules()  # (epochs trained under it, its --epochs): a cool-down trains more than those
     extended = []
-    if starts:
-        extended = [f'`epochs: {record.summary["last_epoch"]}` is the last session\'s: the run was extended from '
-                    f'{starts[0]} epochs (its first {starts[0]} ran under a schedule of `--epochs {starts[0]}`, then '
-                    f'it was resumed), so one train.py run of this recipe does not reproduce it exactly.', '']
+    if schedules:
+        (trained, given), last = schedules[0], schedules[-1][1]
+        extended = [f'`epochs: {last}` is the last session\'s: the run was extended from {trained} epochs (its first '
+                    f'{trained} ran under a schedule of `--epochs {given}`, then it was resumed), so one train.py run '
+                    f'of this recipe does not reproduce it exactly.', '']
     return [f'## Training recipe ({title})', '', '```yaml', recipe, '```', '', *ddp, *extended]
 
 
@@ -361,6 +362,8 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     ]
     interval = record.val_interval()
     epochs = record.epochs_run() if record.rows else summary and summary['epochs']
+    bound = bool(record.rows) and record.epochs_bound()  # resumed off --val-interval's grid, from a checkpoint not here
+    epochs = f'up to {epochs}' if bound else epochs
     if summary and not summary.get('evaluated', True):
         lines += ['## Results', '', f"Not evaluated: the run trained {epochs} epochs without a validation "
                   "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']
@@ -398,10 +401,13 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                       f"before it.", '']
         elif first > 1:
             resume = record.args.get('resume')
-            began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`), whose '
-                     f'summary.csv holds their top-1' if resume else 'are not in it')
-            lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run's first {first - 1} "
-                      f"epoch{'s' * (first > 2)} {began}; the best top-1 above is the best of the listed epochs.", '']
+            began = (f'ran in another run folder (this one was resumed from its `{Path(str(resume)).name}`'
+                     + (', not at hand to say at which epoch' if bound else '') + '), whose summary.csv holds their '
+                     'top-1' if resume else 'are not in it')
+            covers = 'covers at most epochs {}-{}' if bound else 'lists epochs {}-{} only'
+            lines += [f"summary.csv {covers.format(first, summary['last_epoch'])}: the run's first {first - 1} "
+                      f"epoch{'s' * (first > 2)}{' or more' if bound else ''} {began}; the best top-1 above is the "
+                      f"best of the listed epochs.", '']
     unfinished = record.unfinished() if summary else ''  # stopped, or still running, short of its --epochs
     if unfinished:
         lines += [f'The run did not train its planned epochs ({unfinished}): the results above are of the epochs it '

@@ -1008,10 +1008,12 @@ def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
     return sessions[fresh[-1]:] if current and fresh else sessions
 
 
-def _record_session(run: Run, result: JobResult, fresh: bool) -> None:
+def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int) -> None:
+    """Add a train.py session to the run's :data:`SESSIONS`: ``given_epochs``, the ``--epochs`` it was given (its
+    schedule may train more: ``--cooldown-epochs`` ...), beside the epochs it began and ended at."""
     sessions = _sessions(run) + [dict(status=result.status if not result.message else 'failed', code=result.code,
                                       seconds=round(result.seconds, 1), devices=result.devices,
-                                      epochs=[result.epochs_before, result.epochs_after],
+                                      epochs=[result.epochs_before, result.epochs_after], given_epochs=given_epochs,
                                       start='new' if fresh else 'resume')]
     (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
 
@@ -1044,7 +1046,8 @@ def reproduce(
     spellings = train_script_spellings(script)
     settings = {run.name: run_settings(run, data_dir, recipe, extra_args, nproc, spellings) for run in runs}
     check_run_files(runs)  # first: a FIFO there is not read (nor waited on) as a record
-    added = epochs - int(_given_settings(recipe, extra_args).get('epochs', 300))  # --warmup-prefix, --cooldown-epochs
+    given_epochs = int(_given_settings(recipe, extra_args).get('epochs', 300))  # train.py's --epochs
+    added = epochs - given_epochs  # --warmup-prefix, --cooldown-epochs
     problems = check_runs(runs, settings, epochs, spellings, added)
     if problems:
         raise ValueError('\n'.join(problems))
@@ -1098,7 +1101,7 @@ def reproduce(
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
                          model_kwargs=run.model_kwargs, dataset=next(
                              (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1))
-        _record_session(run, result, fresh_start.get(run.name, False))
+        _record_session(run, result, fresh_start.get(run.name, False), given_epochs)
 
     def images(run: Run) -> float:
         throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)

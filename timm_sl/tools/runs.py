@@ -357,19 +357,59 @@ class RunRecord:
 
     def first_epoch(self) -> int:
         """The first epoch (from 1) the run trained in this folder: that of ``summary.csv``'s first row, or, for a run
-        of ``--val-interval N``, the first of the N epochs that row ends (``--start-epoch`` among them: its epoch);
-        > 1 for a run resumed from another folder's checkpoint or begun at ``--start-epoch``."""
+        of ``--val-interval N``, the one its ``--resume`` checkpoint (at hand) resumed at, else the first of the N
+        epochs that row ends (``--start-epoch`` among them: its epoch); > 1 for a run resumed from another folder's
+        checkpoint or begun at ``--start-epoch``. See :meth:`epochs_bound` for where it is the earliest it may be."""
+        return self._first()[0]
+
+    def epochs_bound(self) -> bool:
+        """Whether :meth:`first_epoch` is only the earliest the run may have begun at (and :meth:`epochs_run` the most
+        it may have trained): a run of ``--val-interval N`` resumed from a checkpoint not at hand, whose first
+        ``summary.csv`` row is not among the first N epochs (that checkpoint may sit at any of the N before it: a
+        ``last.pth.tar`` of a shorter schedule, a recovery checkpoint)."""
+        return self._first()[1]
+
+    def _first(self) -> Tuple[int, bool]:
+        """(:meth:`first_epoch`, :meth:`epochs_bound`)."""
         if not self.rows:
-            return 1
+            return 1, False
         listed, interval = int(self.rows[0]['epoch']), self.val_interval()
         start = self.args.get('start_epoch')
         if not self.args.get('resume') and _whole(start) and start <= listed < start + interval:  # --start-epoch
-            return start + 1
-        return max(listed - interval + 1, 0) + 1
+            return start + 1, False
+        earliest = max(listed - interval + 1, 0)  # train.py writes a row after epochs (from 1) that are multiples of N
+        if interval == 1 or not self.args.get('resume'):
+            return earliest + 1, False
+        resumed = self._resume_start()
+        if resumed is not None and earliest <= resumed <= listed:
+            return resumed + 1, False
+        return earliest + 1, earliest > 0
+
+    def _resume_start(self) -> Optional[int]:
+        """The epoch (train.py's, from 0) the last session resumed at, as train.py takes it from its ``--resume``
+        checkpoint (that checkpoint's epoch, the next one for timm's checkpoints of version 2 on); None where that
+        checkpoint is not at hand (moved, relative to an unknown working directory) or records no epoch, or
+        ``--start-epoch`` overrode it."""
+        resume = self.args.get('resume')
+        if not isinstance(resume, str) or self.args.get('start_epoch') is not None:
+            return None
+        path = train_path(self.run_dir, self.args, resume)
+        if path is None or not path.is_file():  # not a FIFO either (it would hang)
+            return None
+        try:
+            content, _ = _load(path, mmap=True)
+        except (OSError, ValueError):
+            return None
+        epoch = content.get('epoch') if isinstance(content, dict) else None
+        if not _whole(epoch):
+            return None
+        version = content.get('version')
+        return epoch + 1 if _whole(version) and version > 1 else epoch
 
     def epochs_run(self) -> int:
         """The epochs the run trained in this folder: ``summary.csv``'s rows, or for a run of ``--val-interval N``,
-        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's."""
+        which lists every N-th epoch only, those from :meth:`first_epoch` to its last row's (the most it may have
+        trained where :meth:`epochs_bound`)."""
         if self.val_interval() == 1 or not self.rows:
             return len(self.rows)
         return int(self.rows[-1]['epoch']) + 2 - self.first_epoch()
@@ -395,27 +435,58 @@ class RunRecord:
         return ''
 
     def extended_from(self) -> List[int]:
-        """The epochs of each schedule the run trained under before its last (``[1]`` for a run of ``--epochs 1``
-        resumed with ``--epochs 2``): a session that ended cleanly (exit 0) had trained its own ``--epochs``; one
-        that ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        """The epochs the run had trained under each schedule before its last (``[5]`` for a run of ``--epochs 5``
+        resumed with ``--epochs 8``): a session that ended cleanly (exit 0) had trained its whole schedule; one that
+        ended there short of the run's last epoch was extended. [] for a run of one schedule (or no record)."""
+        return [end for end, _ in self.schedules()[:-1]]
+
+    def schedules(self) -> List[Tuple[int, Any]]:
+        """``(last epoch trained under it, from 1; train.py's --epochs for it)`` of each schedule of an extended run,
+        the last included; [] for a run of one schedule (or no record). A schedule may train more epochs than its
+        ``--epochs`` (:func:`scheduled_epochs`: ``--cooldown-epochs`` ...): each session's ``--epochs`` is the one
+        ``sessions.json`` records, else the one its checkpoints' args record, else the one whose schedule (with
+        ``args.yaml``'s other settings) ends where it ended; the last schedule's is ``args.yaml``'s."""
         last = (self.summary or {}).get('last_epoch')
-        ends = {s['epochs'][1] for s in self.sessions if s.get('status') == 'exited' and s.get('code') == 0
-                and isinstance(s.get('epochs'), list) and len(s['epochs']) == 2 and _whole(s['epochs'][1])}
-        return sorted(e for e in ends if _whole(last) and 0 < e < last)
+        ends: Dict[int, Dict[str, Any]] = {}
+        for s in self.sessions:
+            span = s.get('epochs')
+            if (s.get('status') == 'exited' and s.get('code') == 0 and isinstance(span, list) and len(span) == 2
+                    and _whole(span[1]) and _whole(last) and 0 < span[1] < last):
+                ends[span[1]] = s
+        if not ends:
+            return []
+        given = self.args.get('epochs')
+        saved = saved_args(self.run_dir) if self.run_dir and not all(
+            _whole(s.get('given_epochs')) for s in ends.values()) else []
+        return [(end, self._session_epochs(ends[end], end, saved)) for end in sorted(ends)] + [
+            (last, given if _whole(given) else last)]
+
+    def _session_epochs(self, session: Dict[str, Any], end: int, saved: Sequence[Tuple[int, Dict[str, Any]]]
+                        ) -> int:
+        """train.py's ``--epochs`` of a session that ended cleanly at epoch ``end`` (from 1), by :meth:`schedules`'
+        rule; ``saved``: the run's checkpoints' ``(epoch, args)`` (:func:`saved_args`)."""
+        if _whole(session.get('given_epochs')):
+            return session['given_epochs']
+        span = session.get('epochs')
+        begin = span[0] if _whole(span[0]) else 0
+        recorded = [a.get('epochs') for e, a in saved if begin <= e < end and a.get('model') == self.model]
+        if recorded and _whole(recorded[-1]):
+            return recorded[-1]
+        return next((e for e in range(end, 0, -1) if scheduled_epochs({**self.args, 'epochs': e}) == end), end)
 
     def session_commands(self) -> List[str]:
-        """The portable train.py command of each schedule of an extended run (:meth:`extended_from`), in order: the
+        """The portable train.py command of each schedule of an extended run (:meth:`schedules`), in order: the
         recorded (last) command with that schedule's ``--epochs``, after the first with ``--resume`` of the run's
         ``last.pth.tar``. [] without a recorded command or for a run of one schedule."""
-        starts = self.extended_from()
-        if not (self.command and starts):
+        schedules = self.schedules()
+        if not (self.command and schedules):
             return []
         tokens = shlex.split(self.command)
         kept = [t for i, t in enumerate(tokens) if not (t == '--epochs' or t.startswith('--epochs=')
                                                         or (i and tokens[i - 1] == '--epochs'))]
         resume = ['--resume', f'OUTPUT/{last_flag_value(tokens, "--experiment") or "RUN"}/last.pth.tar']
         return [shlex.join(kept + (resume if i else []) + ['--epochs', str(epochs)])
-                for i, epochs in enumerate(starts + [self.summary['last_epoch']])]
+                for i, (_, epochs) in enumerate(schedules)]
 
     def train_cwd(self) -> Optional[Path]:
         """train.py's working directory as the run folder shows it (see :func:`train_cwd`)."""
