@@ -891,6 +891,9 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       "reader for a folder of class folders (--dataset '')"]),
     ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'torch/folder'],
      ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
+    # timm reads torch/<anything>/folder with torchvision's ImageFolder too (what follows the second '/'): unchecked
+    ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'TORCH/x/Folder'],
+     ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -1075,7 +1078,7 @@ def test_every_name_timm_reads_as_an_image_folder_is_checked(fake_train, tmp_pat
     assert not out.exists()  # nothing ran
 
 
-@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder'])
+@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder', 'torch/x/folder', 'my/data'])
 def test_an_out_inside_a_split_folder_is_refused_for_every_folder_reader(fake_train, tmp_path, capsys, name):
     data = _folders(tmp_path / 'data', DIGITS)
     assert _exit_status(_reproduce_args(data, data / 'train/0/report', fake_train, 'svhn',

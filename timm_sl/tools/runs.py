@@ -35,7 +35,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
-           'diverged_text']
+           'diverged_text', 'dataset_reader', 'TIMM_FOLDER', 'TORCHVISION_FOLDER', 'IMAGE_FOLDER_READERS']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -608,15 +608,39 @@ def _kwargs_text(kwargs: Dict[str, Any]) -> str:
 # what train.py's --dataset calls an image folder or tar (timm's own words, its help's ImageFolder / ImageTar), not a
 # dataset: timm reads the --data-dir folder for each
 FOLDER_READERS = frozenset({'folder', 'image_folder', 'imagefolder', 'imagetar', 'image_tar'})
+# what :func:`dataset_reader` answers for the two readers of an image folder, by the order they number its classes in
+TIMM_FOLDER = 'folder'  # timm's: leaf folder names in natural order (c2 before c10)
+TORCHVISION_FOLDER = 'torch/folder'  # torchvision's ImageFolder: folder names sorted
+IMAGE_FOLDER_READERS = (TIMM_FOLDER, TORCHVISION_FOLDER)
+
+
+def dataset_reader(dataset: Any) -> str:
+    """The reader timm's ``create_dataset`` reads train.py's ``--dataset`` with. Only the part before the first '/'
+    picks it, in any case; a name without one of the prefixes below (``''``, ``cifar10``, ``ImageFolder``,
+    ``my/data``) is read from the --data-dir folder (or tar).
+
+    Returns:
+        :data:`TIMM_FOLDER` for timm's image folder reader; :data:`TORCHVISION_FOLDER` for torchvision's ImageFolder
+        (``torch/folder``, ``torch/image_folder``: timm takes what follows the second '/', so ``torch/x/folder`` too);
+        else the prefix of a reader of no image folder: ``torch`` (a torchvision dataset: ``torch/cifar10``),
+        ``hfds``, ``hfids``, ``tfds`` or ``wds``.
+    """
+    text = str(dataset or '')
+    prefix, sep, _ = text.partition('/')
+    prefix = prefix.lower() if sep else ''
+    if prefix == 'torch':
+        return TORCHVISION_FOLDER if text.split('/', 2)[-1].lower() in ('folder', 'image_folder') else prefix
+    return prefix if prefix in ('hfds', 'hfids', 'tfds', 'wds') else TIMM_FOLDER
 
 
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
     """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
-    folder (``''``, or a name of :data:`FOLDER_READERS`: ``torch/image_folder``, ``ImageFolder``)."""
+    folder read as such (:func:`dataset_reader`): ``''``, torchvision's ImageFolder (``torch/image_folder``), or timm's
+    folder reader named by a word of :data:`FOLDER_READERS` (``ImageFolder``)."""
     text = str(args.get('dataset') or '')
     name = text.split('/')[-1]
-    prefix = text.partition('/')[0].lower() if '/' in text else ''
-    if prefix in ('', 'torch') and name.lower() in FOLDER_READERS:
+    reader = dataset_reader(text)
+    if reader == TORCHVISION_FOLDER or (reader == TIMM_FOLDER and name.lower() in FOLDER_READERS):
         return None
     return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
 
