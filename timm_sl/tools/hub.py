@@ -360,7 +360,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
     interval = record.val_interval()
-    epochs = record.epochs_run() if record.rows else summary and summary['epochs']
+    epochs = summary and summary['epochs']  # the report's and results.json's count
     if summary and not summary.get('evaluated', True):
         lines += ['## Results', '', f"Not evaluated: the run trained {epochs} epochs without a validation "
                   "split (train.py's summary.csv records no top-1), so no accuracy is known.", '']

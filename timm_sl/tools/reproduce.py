@@ -1183,8 +1183,8 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         partway = sum(1 for o in members if o.status == 'done' and o.summary and o.summary.get('best_top1') is not None
                       and o.summary.get('diverged_epoch'))
         mean, std = _mean_std(values) if values else (None, None)
-        epochs = {o.run.name: o.summary['last_epoch'] for o in members
-                  if o.status == 'done' and o.summary and o.summary.get('last_epoch') is not None}
+        epochs = {o.run.name: o.summary['epochs'] for o in members
+                  if o.status == 'done' and o.summary and o.summary.get('epochs') is not None}
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
                          diverged=len(finished) - len(values), diverged_partway=partway,
@@ -1499,7 +1499,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         top1 += ' (before it diverged)' if diverged and s.get('best_top1') is not None else ''
         status = (diverged if o.status == 'done' else f'{o.status}, {diverged}') if diverged else o.status
         lines.append(f'| {o.run.name} | {status} | {top1} | {s.get("best_epoch") or "-"} | '
-                     f'{s.get("last_epoch") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
+                     f'{s.get("epochs") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '

@@ -144,14 +144,16 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
 
 
 def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None,
-              args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+              args: Optional[Dict[str, Any]] = None, record: Optional['RunRecord'] = None) -> Dict[str, Any]:
     """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs);
     ``rows`` when :func:`read_summary_rows` already read them; ``args``: the run's ``args.yaml``, for the epochs of a
-    run of ``--val-interval N``, whose summary lists every N-th only.
+    run of ``--val-interval N``, whose summary lists every N-th only; ``record``: the run's record (:func:`read_run`),
+    which counts them where it is at hand (else one of ``rows`` and ``args`` does).
 
     Returns:
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
-        (trained in the run's folder: :meth:`RunRecord.epochs_run`); ``best_*`` are None when no epoch has a finite
+        (trained in the run's folder: :meth:`RunRecord.epochs_run`; the one count of them that the card, the report's
+        runs table and results.json give); ``best_*`` are None when no epoch has a finite
         top-1 (a run that diverged from the start, or one without a validation split: then ``evaluated`` is False as
         well). ``diverged_epoch``: the first (from 1) of the NaN top-1 epochs the summary ends with (the run diverged
         there: its last weights output NaN; its best, if any, is of an epoch before), None when its last top-1 is
@@ -160,9 +162,10 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     Raises:
         ValueError: no finished epoch.
     """
-    rows = read_summary_rows(path) if rows is None else rows
+    rows = (record.rows if record is not None else read_summary_rows(path)) if rows is None else rows
     if not rows:
         raise ValueError(f'{path} has no finished epoch')
+    record = record or RunRecord(Path(path), args=args or {}, rows=rows)
     finite = [r for r in rows if math.isfinite(r.get('eval_top1', math.nan))]
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
     diverged = None
@@ -174,7 +177,7 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
         'best_epoch': int(best['epoch']) + 1 if best else None,
-        'epochs': RunRecord(Path(path), args=args or {}, rows=rows).epochs_run(),
+        'epochs': record.epochs_run(),
         'last_epoch': int(rows[-1]['epoch']) + 1, 'diverged_epoch': diverged,
         **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
@@ -781,10 +784,10 @@ def read_run(
     sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
-                       model_kwargs=dict(args.get('model_kwargs') or {}),
-                       summary=summarize(summary, rows, args) if summary else None, dataset=dataset,
+                       model_kwargs=dict(args.get('model_kwargs') or {}), dataset=dataset,
                        command=portable_command(command) or None, rows=rows, marker=marker,
                        sessions=sessions[fresh[-1]:] if fresh else sessions)
+    record.summary = summarize(summary, rows, record=record) if summary else None  # its epochs counted by the record
     return _described(record, marker)
 
 
