@@ -891,6 +891,9 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
       "reader for a folder of class folders (--dataset '')"]),
     ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'torch/folder'],
      ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
+    # timm reads torch/<anything>/folder with torchvision's ImageFolder too (what follows the second '/'): unchecked
+    ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], ['--dataset', 'TORCH/x/Folder'],
+     ['{D}/test has 11 class folders (torchvision counts every folder); the run trains 10 classes (num_classes)']),
 ])
 def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dataset, layout, train_args, errors):
     data = _folders(tmp_path / 'data', layout)
@@ -1075,7 +1078,7 @@ def test_every_name_timm_reads_as_an_image_folder_is_checked(fake_train, tmp_pat
     assert not out.exists()  # nothing ran
 
 
-@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder'])
+@pytest.mark.parametrize('name', ['ImageFolder', 'torch/folder', 'torch/image_folder', 'torch/x/folder', 'my/data'])
 def test_an_out_inside_a_split_folder_is_refused_for_every_folder_reader(fake_train, tmp_path, capsys, name):
     data = _folders(tmp_path / 'data', DIGITS)
     assert _exit_status(_reproduce_args(data, data / 'train/0/report', fake_train, 'svhn',
@@ -1647,7 +1650,7 @@ def test_the_runs_table_counts_the_epochs_trained_not_the_rows(tmp_path, saved_f
     summary.write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5,lr\n1,1.0,1.0,50.0,90.0,0.001\n'
                        '3,1.0,1.0,60.0,90.0,0.001\n')
     outcome = _outcome('vit', 'sl', 0, None)
-    outcome.summary = summarize(summary)
+    outcome.summary = summarize(summary, args=dict(val_interval=2))  # as its args.yaml records it
     report = write_report([outcome], 'cifar10', tmp_path / 'out').read_text()
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in report
 
@@ -1667,6 +1670,25 @@ def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_
     summary = json.loads((tmp_path / 'out' / 'results.json').read_text())['runs'][0]['summary']
     assert (summary['epochs'], summary['last_epoch'], summary['best_epoch']) == (4, 4, 4)
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in (tmp_path / 'out' / 'report.md').read_text()
+
+
+def test_the_runs_table_and_results_give_one_count_of_the_epochs_a_run_trained(tmp_path, saved_figures):
+    """-- --start-epoch 2 --epochs 4: train.py trains epochs 3 and 4 only; results.json's summary said 2 epochs where
+    the runs table said 4 (its last epoch), and its row's run_epochs 4."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=4, start_epoch=2)))
+    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+                                                     '2,1.0,1.0,50.0,90.0\n3,1.0,1.0,60.0,90.0\n')
+    _collect(outcome)
+    write_report([outcome], 'cifar10', tmp_path / 'out')
+    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    summary = results['runs'][0]['summary']
+    assert (summary['epochs'], summary['last_epoch'], summary['best_epoch']) == (2, 4, 4)
+    assert results['rows'][0]['run_epochs'] == {'vit-sl-s0': 2}
+    assert '| vit-sl-s0 | done | 60.00 | 4 | 2 |' in (tmp_path / 'out' / 'report.md').read_text()
 
 
 def test_a_run_that_diverged_partway_says_so_in_the_report_results_and_charts(tmp_path, saved_figures):

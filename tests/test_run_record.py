@@ -1231,6 +1231,20 @@ def test_a_model_best_of_a_diverged_first_epoch_is_said_to_be_so(metric, why, tm
     assert 'resumed' not in card
 
 
+@pytest.mark.parametrize('given,reader,recorded', [
+    ('', 'folder', None), ('cifar10', 'folder', 'cifar10'), ('ImageFolder', 'folder', None),
+    ('my/data', 'folder', 'data'), ('torch/image_folder', 'torch/folder', None),
+    ('TORCH/x/Folder', 'torch/folder', None), ('torch/cifar10', 'torch', 'cifar10'),
+    ('torch/imagefolder', 'torch', 'imagefolder'), ('HFDS/beans', 'hfds', 'beans'), ('wds/shards', 'wds', 'shards'),
+])
+def test_the_reader_of_a_dataset_name_is_the_one_timm_reads_it_with(given, reader, recorded):
+    """One answer for export's label-name check, reproduce's data checks and the run's recorded dataset, as timm's
+    create_dataset picks the reader (only the prefix picks it, any case; torch/ takes what follows the second '/');
+    reproduce had read torch/x/folder as no image folder, where the card's check read it as torchvision's."""
+    from timm_sl.tools.runs import dataset_reader, recorded_dataset
+    assert (dataset_reader(given), recorded_dataset(dict(dataset=given), {})) == (reader, recorded)
+
+
 @pytest.mark.parametrize('reader,given,says', [
     ('', ['c1', 'c10', 'c2', 'c3'],
      "--label-names puts 'c10' at class 1, but the run learned the class folders of {folder} in timm's order, where "

@@ -26,8 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    Checkpoint, RunRecord, check_finite_weights, check_regular_file, diverged_text, format_top1, read_checkpoint,
-    read_class_map, read_text, saved_args, train_path)
+    IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, RunRecord, check_finite_weights, check_regular_file,
+    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -361,7 +361,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'- Weights: `{source}` of the training checkpoint' + (' (EMA)' if 'ema' in source else ''), '',
     ]
     interval = record.val_interval()
-    epochs = record.epochs_run() if record.rows else summary and summary['epochs']
+    epochs = summary and summary['epochs']  # the report's and results.json's count
     bound = bool(record.rows) and record.epochs_bound()  # resumed off --val-interval's grid, from a checkpoint not here
     epochs = f'up to {epochs}' if bound else epochs
     if summary and not summary.get('evaluated', True):
@@ -551,11 +551,6 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
-# the --dataset prefixes of timm's readers other than its image folder's: timm reads any other name (``''``,
-# ``cifar10``, ``ImageFolder``, ...) from the --data-dir folder with its image folder reader
-_OTHER_READERS = frozenset({'torch', 'hfds', 'hfids', 'tfds', 'wds'})
-
-
 def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
     split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
@@ -564,17 +559,15 @@ def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     ``hfds/...``), or a folder not there now."""
     from timm.data.dataset_factory import _search_split
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    text = str(record.args.get('dataset') or '')
-    prefix = text.partition('/')[0].lower() if '/' in text else ''
-    torchvision = prefix == 'torch' and text.split('/', 2)[-1].lower() in ('image_folder', 'folder')
-    if record.args.get('class_map') or (prefix in _OTHER_READERS and not torchvision):
+    reader = dataset_reader(record.args.get('dataset'))
+    if record.args.get('class_map') or reader not in IMAGE_FOLDER_READERS:
         return None
     data = record.args.get('data_dir') or record.args.get('data')
     root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
     if root is None or not root.is_dir():
         return None
     folder = Path(_search_split(str(root), str(record.args.get('train_split') or 'train')))
-    if torchvision:
+    if reader == TORCHVISION_FOLDER:
         return folder, sorted(e.name for e in os.scandir(folder) if e.is_dir()), "torchvision's"
     return folder, list(find_images_and_targets(str(folder))[1]), "timm's"
 

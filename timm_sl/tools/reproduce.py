@@ -29,8 +29,9 @@ from .errors import ToolError, check_not_below_a_file, make_folder, shown
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, SESSIONS, RunRecord, checkpoint_problem, diverged_text, prepared_dataset, read_args_yaml,
-    read_class_map, read_done_marker, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
+    DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
+    dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker, read_sessions,
+    read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, train_throughput)
@@ -50,10 +51,6 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
 
-# dataset name prefixes of train.py's other readers; any other name (``''``, ``imagefolder``, ``svhn`` ...) is read by
-# timm's image folder reader, and ``torch/folder`` / ``torch/image_folder`` by torchvision's ImageFolder
-_OTHER_READERS = ('torch/', 'hfds/', 'hfids/', 'tfds/', 'wds/')
-_TORCHVISION_FOLDERS = ('torch/folder', 'torch/image_folder')
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
@@ -215,12 +212,6 @@ def describe_data(args: Dict[str, Any]) -> str:
     return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
-def _timm_folder_reader(dataset: Any) -> bool:
-    """Whether train.py reads ``--dataset`` with timm's image folder reader: a name without a reader prefix (timm's
-    ``create_dataset`` falls back to it for every such name, not only ``''``)."""
-    return not str(dataset or '').lower().startswith(_OTHER_READERS)
-
-
 def _split_folder(root: Path, split: str) -> Optional[Path]:
     """The folder timm's folder dataset reads for ``split`` (the name, else a synonym), or None where it would fall
     back to reading all of ``root``."""
@@ -279,7 +270,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
     ``data``: :func:`train_data`; ``dataset``: the recipe's name, for the messages. An image folder (a dataset name
-    without a reader prefix, :func:`_timm_folder_reader`)
+    without a reader prefix, :func:`~timm_sl.tools.runs.dataset_reader`)
     needs a folder per split with one folder of images per class, as many as ``num_classes``, and the same classes in
     both splits; timm labels an image by the folder it sits in (:func:`_image_folders`), so a layout one level too
     deep (Tiny-ImageNet's ``train/<wnid>/images/``), an unsorted Tiny-ImageNet ``val/``, an empty class folder, a
@@ -307,16 +298,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     name = str(data['dataset'] or '').lower()
     sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
     # timm's folder reader drops '[...]' (_search_split); torchvision's datasets read a whole train or test set
-    if sliced and (_timm_folder_reader(name) or name.startswith('torch/')):
+    reader = dataset_reader(name)
+    if sliced and reader in (*IMAGE_FOLDER_READERS, 'torch'):
         split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
         whole = split.split('[')[0]
-        reads = ("an image folder's split as its folder" if _timm_folder_reader(name) or name in _TORCHVISION_FOLDERS
+        reads = ("an image folder's split as its folder" if reader in IMAGE_FOLDER_READERS
                  else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
                 f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
                 f"split); allowed: {flag} {whole}, or a data folder of fewer images (timm-sl prepare-fashion-mnist / "
                 f"prepare-svhn --limit N)"]
-    if name.startswith('torch/') and data['class_map']:  # timm's torch/ route passes no class map on
+    if reader in ('torch', TORCHVISION_FOLDER) and data['class_map']:  # timm's torch/ passes no map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
                 f"no --class-map, or timm's folder reader for a folder of class folders (--dataset '')"]
@@ -339,8 +331,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
                     f'(not writable)']
         return []
-    torchvision = name in _TORCHVISION_FOLDERS  # torchvision's ImageFolder: every subfolder is a class, no class map
-    if not _timm_folder_reader(name) and not torchvision:
+    torchvision = dataset_reader(name) == TORCHVISION_FOLDER  # every subfolder is a class, no class map
+    if dataset_reader(name) not in IMAGE_FOLDER_READERS:
         return []
     errors, classes = [], {}
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
@@ -489,7 +481,7 @@ def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
         ValueError: naming the split folder, one line.
     """
     name = str(data['dataset'] or '').lower()
-    if not _timm_folder_reader(name) and name not in _TORCHVISION_FOLDERS:
+    if dataset_reader(name) not in IMAGE_FOLDER_READERS:
         return
     where = Path(output).resolve()
     for split in (data['train_split'], data['val_split']):
@@ -669,7 +661,7 @@ def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any
             continue
         if name in _TORCH_FOLDERS:
             read[key] = _split_read(data[key], name)
-        elif _timm_folder_reader(name) or name in _TORCHVISION_FOLDERS:
+        elif dataset_reader(name) in IMAGE_FOLDER_READERS:
             folder = _split_folder(Path(str(ours.get('data_dir'))), str(data[key]))
             read[key] = data[key] if folder is None else folder.name
     return dict(settings, data=dict(data, **read))
@@ -1150,7 +1142,7 @@ def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
     except (OSError, ValueError):
         recipe = {}
     ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
-    reader = 'dataset' not in args or ours == theirs or (_timm_folder_reader(ours) and _timm_folder_reader(theirs))
+    reader = 'dataset' not in args or ours == theirs or dataset_reader(ours) == dataset_reader(theirs) == TIMM_FOLDER
     splits = all(args.get(k) is None or _split_read(args[k], ours) == _split_read(recipe.get(k, ''), ours)
                  for k in ('train_split', 'val_split'))  # -- --train-split extra: SVHN's 531,131 other images
     return reader and splits and not args.get('class_map') and \
@@ -1198,8 +1190,8 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         partway = sum(1 for o in members if o.status == 'done' and o.summary and o.summary.get('best_top1') is not None
                       and o.summary.get('diverged_epoch'))
         mean, std = _mean_std(values) if values else (None, None)
-        epochs = {o.run.name: o.summary['last_epoch'] for o in members
-                  if o.status == 'done' and o.summary and o.summary.get('last_epoch') is not None}
+        epochs = {o.run.name: o.summary['epochs'] for o in members
+                  if o.status == 'done' and o.summary and o.summary.get('epochs') is not None}
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
                          diverged=len(finished) - len(values), diverged_partway=partway,
@@ -1514,7 +1506,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         top1 += ' (before it diverged)' if diverged and s.get('best_top1') is not None else ''
         status = (diverged if o.status == 'done' else f'{o.status}, {diverged}') if diverged else o.status
         lines.append(f'| {o.run.name} | {status} | {top1} | {s.get("best_epoch") or "-"} | '
-                     f'{s.get("last_epoch") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
+                     f'{s.get("epochs") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
     lines += ['', "wall: seconds the run's train.py processes ran, every session of a resumed run summed (start-up, "
               'compilation and evaluation included); train img/s: images per second in its training steps but the '

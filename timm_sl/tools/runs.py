@@ -35,7 +35,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord'
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
-           'diverged_text']
+           'diverged_text', 'dataset_reader', 'TIMM_FOLDER', 'TORCHVISION_FOLDER', 'IMAGE_FOLDER_READERS']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -144,14 +144,16 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
 
 
 def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None,
-              args: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+              args: Optional[Dict[str, Any]] = None, record: Optional['RunRecord'] = None) -> Dict[str, Any]:
     """Best epoch of a ``summary.csv`` by ``eval_top1`` (the paper reports the best test accuracy over epochs);
     ``rows`` when :func:`read_summary_rows` already read them; ``args``: the run's ``args.yaml``, for the epochs of a
-    run of ``--val-interval N``, whose summary lists every N-th only.
+    run of ``--val-interval N``, whose summary lists every N-th only; ``record``: the run's record (:func:`read_run`),
+    which counts them where it is at hand (else one of ``rows`` and ``args`` does).
 
     Returns:
         ``best_top1``, ``best_top5`` (at that epoch), ``best_epoch`` and ``last_epoch`` counted from 1, ``epochs``
-        (trained in the run's folder: :meth:`RunRecord.epochs_run`); ``best_*`` are None when no epoch has a finite
+        (trained in the run's folder: :meth:`RunRecord.epochs_run`; the one count of them that the card, the report's
+        runs table and results.json give); ``best_*`` are None when no epoch has a finite
         top-1 (a run that diverged from the start, or one without a validation split: then ``evaluated`` is False as
         well). ``diverged_epoch``: the first (from 1) of the NaN top-1 epochs the summary ends with (the run diverged
         there: its last weights output NaN; its best, if any, is of an epoch before), None when its last top-1 is
@@ -160,9 +162,10 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     Raises:
         ValueError: no finished epoch.
     """
-    rows = read_summary_rows(path) if rows is None else rows
+    rows = (record.rows if record is not None else read_summary_rows(path)) if rows is None else rows
     if not rows:
         raise ValueError(f'{path} has no finished epoch')
+    record = record or RunRecord(Path(path), args=args or {}, rows=rows)
     finite = [r for r in rows if math.isfinite(r.get('eval_top1', math.nan))]
     best = max(finite, key=lambda r: r['eval_top1']) if finite else {}
     diverged = None
@@ -174,7 +177,7 @@ def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = N
     return {
         'best_top1': best.get('eval_top1'), 'best_top5': best.get('eval_top5'),
         'best_epoch': int(best['epoch']) + 1 if best else None,
-        'epochs': RunRecord(Path(path), args=args or {}, rows=rows).epochs_run(),
+        'epochs': record.epochs_run(),
         'last_epoch': int(rows[-1]['epoch']) + 1, 'diverged_epoch': diverged,
         **({} if any('eval_top1' in r for r in rows) else {'evaluated': False}),
     }
@@ -679,15 +682,39 @@ def _kwargs_text(kwargs: Dict[str, Any]) -> str:
 # what train.py's --dataset calls an image folder or tar (timm's own words, its help's ImageFolder / ImageTar), not a
 # dataset: timm reads the --data-dir folder for each
 FOLDER_READERS = frozenset({'folder', 'image_folder', 'imagefolder', 'imagetar', 'image_tar'})
+# what :func:`dataset_reader` answers for the two readers of an image folder, by the order they number its classes in
+TIMM_FOLDER = 'folder'  # timm's: leaf folder names in natural order (c2 before c10)
+TORCHVISION_FOLDER = 'torch/folder'  # torchvision's ImageFolder: folder names sorted
+IMAGE_FOLDER_READERS = (TIMM_FOLDER, TORCHVISION_FOLDER)
+
+
+def dataset_reader(dataset: Any) -> str:
+    """The reader timm's ``create_dataset`` reads train.py's ``--dataset`` with. Only the part before the first '/'
+    picks it, in any case; a name without one of the prefixes below (``''``, ``cifar10``, ``ImageFolder``,
+    ``my/data``) is read from the --data-dir folder (or tar).
+
+    Returns:
+        :data:`TIMM_FOLDER` for timm's image folder reader; :data:`TORCHVISION_FOLDER` for torchvision's ImageFolder
+        (``torch/folder``, ``torch/image_folder``: timm takes what follows the second '/', so ``torch/x/folder`` too);
+        else the prefix of a reader of no image folder: ``torch`` (a torchvision dataset: ``torch/cifar10``),
+        ``hfds``, ``hfids``, ``tfds`` or ``wds``.
+    """
+    text = str(dataset or '')
+    prefix, sep, _ = text.partition('/')
+    prefix = prefix.lower() if sep else ''
+    if prefix == 'torch':
+        return TORCHVISION_FOLDER if text.split('/', 2)[-1].lower() in ('folder', 'image_folder') else prefix
+    return prefix if prefix in ('hfds', 'hfids', 'tfds', 'wds') else TIMM_FOLDER
 
 
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
     """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
-    folder (``''``, or a name of :data:`FOLDER_READERS`: ``torch/image_folder``, ``ImageFolder``)."""
+    folder read as such (:func:`dataset_reader`): ``''``, torchvision's ImageFolder (``torch/image_folder``), or timm's
+    folder reader named by a word of :data:`FOLDER_READERS` (``ImageFolder``)."""
     text = str(args.get('dataset') or '')
     name = text.split('/')[-1]
-    prefix = text.partition('/')[0].lower() if '/' in text else ''
-    if prefix in ('', 'torch') and name.lower() in FOLDER_READERS:
+    reader = dataset_reader(text)
+    if reader == TORCHVISION_FOLDER or (reader == TIMM_FOLDER and name.lower() in FOLDER_READERS):
         return None
     return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None
 
@@ -828,10 +855,10 @@ def read_run(
     sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
-                       model_kwargs=dict(args.get('model_kwargs') or {}),
-                       summary=summarize(summary, rows, args) if summary else None, dataset=dataset,
+                       model_kwargs=dict(args.get('model_kwargs') or {}), dataset=dataset,
                        command=portable_command(command) or None, rows=rows, marker=marker,
                        sessions=sessions[fresh[-1]:] if fresh else sessions)
+    record.summary = summarize(summary, rows, record=record) if summary else None  # its epochs counted by the record
     return _described(record, marker)
 
 
