@@ -1655,19 +1655,25 @@ def test_the_runs_table_counts_the_epochs_trained_not_the_rows(tmp_path, saved_f
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in report
 
 
-def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_figures):
-    """-- --val-interval 2 --epochs 4: summary.csv has rows of epochs 2 and 4 only, and results.json's summary said the
-    run trained 2 epochs where the runs table says 4."""
+def _reported_run(tmp_path: Path, args: dict, epochs: tuple) -> dict:
+    """results.json of one reported run of sl_vit_32 --epochs 4 with ``args``, whose summary.csv lists ``epochs``
+    (from 0) with top-1 50, 60, ...; its report.md is beside it."""
     from timm_sl.tools.reproduce import _collect
     outcome = _outcome('vit', 'sl', 0, None)
     outcome.run.out_dir = tmp_path / 'run'
     outcome.run.out_dir.mkdir()
-    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=4, val_interval=2)))
-    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
-                                                     '1,1.0,1.0,50.0,90.0\n3,1.0,1.0,60.0,90.0\n')
+    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=4, **args)))
+    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1.0,1.0,{50.0 + 10 * i},90.0\n' for i, e in enumerate(epochs)))
     _collect(outcome)
     write_report([outcome], 'cifar10', tmp_path / 'out')
-    summary = json.loads((tmp_path / 'out' / 'results.json').read_text())['runs'][0]['summary']
+    return json.loads((tmp_path / 'out' / 'results.json').read_text())
+
+
+def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_figures):
+    """-- --val-interval 2 --epochs 4: summary.csv has rows of epochs 2 and 4 only, and results.json's summary said the
+    run trained 2 epochs where the runs table says 4."""
+    summary = _reported_run(tmp_path, dict(val_interval=2), epochs=(1, 3))['runs'][0]['summary']
     assert (summary['epochs'], summary['last_epoch'], summary['best_epoch']) == (4, 4, 4)
     assert '| vit-sl-s0 | done | 60.00 | 4 | 4 |' in (tmp_path / 'out' / 'report.md').read_text()
 
@@ -1675,16 +1681,7 @@ def test_results_count_the_epochs_a_run_of_val_interval_trained(tmp_path, saved_
 def test_the_runs_table_and_results_give_one_count_of_the_epochs_a_run_trained(tmp_path, saved_figures):
     """-- --start-epoch 2 --epochs 4: train.py trains epochs 3 and 4 only; results.json's summary said 2 epochs where
     the runs table said 4 (its last epoch), and its row's run_epochs 4."""
-    from timm_sl.tools.reproduce import _collect
-    outcome = _outcome('vit', 'sl', 0, None)
-    outcome.run.out_dir = tmp_path / 'run'
-    outcome.run.out_dir.mkdir()
-    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=4, start_epoch=2)))
-    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
-                                                     '2,1.0,1.0,50.0,90.0\n3,1.0,1.0,60.0,90.0\n')
-    _collect(outcome)
-    write_report([outcome], 'cifar10', tmp_path / 'out')
-    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    results = _reported_run(tmp_path, dict(start_epoch=2), epochs=(2, 3))
     summary = results['runs'][0]['summary']
     assert (summary['epochs'], summary['last_epoch'], summary['best_epoch']) == (2, 4, 4)
     assert results['rows'][0]['run_epochs'] == {'vit-sl-s0': 2}
