@@ -1277,6 +1277,26 @@ def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader
     assert json.loads((out / 'config.json').read_text())['label_names'] == right
 
 
+def test_a_class_map_torchvision_never_read_is_not_taken_for_the_runs_class_order(tmp_path, capsys):
+    """train.py --dataset torch/folder --class-map m.txt: timm gives no class map to torchvision's ImageFolder, which
+    numbers the folders sorted. The card said the classes were numbered by the map, and --label-names were checked
+    against no order at all."""
+    data = tmp_path / 'data'
+    for name in ('c1', 'c2', 'c3', 'c10'):
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    (tmp_path / 'm.txt').write_text('c2\nc1\nc3\nc10\n')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), data_dir=str(data), dataset='torch/folder',
+               class_map=str(tmp_path / 'm.txt'))
+    names = tmp_path / 'names.txt'
+    names.write_text('c2\nc1\nc3\nc10\n')  # the map's order, which the run never learned
+    assert "in torchvision's order, where 'c2' is class 2" in _fails(
+        ['export', str(run), '--out', str(tmp_path / 'out'), '--label-names', str(names)], capsys)
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'numbered by the class map' not in card
+
+
 def test_the_card_of_a_run_stopped_short_of_its_epochs_says_so(tmp_path):
     """A run of --epochs 10 interrupted (or still running) after 2: its card gave the top-1 of 2 epochs beside the
     recipe's `epochs: 10`, as if that recipe run to its end had scored it."""

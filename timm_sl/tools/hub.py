@@ -345,7 +345,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     what = (f"`{arch.get('base')}` converted by `slify` ({variant})" if name == 'slify' else f'`{name}` ({variant})')
     start = record.started_from()  # the recipe leaves out --initial-checkpoint (a path): said here
     trained = f'fine-tuned from trained weights ({start}), not trained from scratch,' if start else 'trained'
-    class_map = record.args.get('class_map')  # the recipe leaves it out (a path): said here
+    class_map = _read_class_map(record)  # the recipe leaves it out (a path): said here
     lines = [
         f'# {name}' + (f' ({dataset})' if dataset else ''), '',
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
@@ -551,6 +551,13 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
 
+def _read_class_map(record: RunRecord) -> Optional[str]:
+    """The ``--class-map`` a run's reader numbered its classes by: None also where timm gives it no reader that takes
+    one (a ``torch/`` dataset, torchvision's ImageFolder among them, numbers its classes its own way)."""
+    class_map = record.args.get('class_map')
+    return None if dataset_reader(record.args.get('dataset')) in ('torch', TORCHVISION_FOLDER) else class_map or None
+
+
 def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     """The training folder of a run that read an image folder without ``--class-map`` (train.py's ``--data-dir`` and
     split, as timm's ``create_dataset`` finds it), its classes in the order the run's reader numbered them and that
@@ -560,7 +567,7 @@ def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     from timm.data.dataset_factory import _search_split
     from timm.data.readers.reader_image_folder import find_images_and_targets
     reader = dataset_reader(record.args.get('dataset'))
-    if record.args.get('class_map') or reader not in IMAGE_FOLDER_READERS:
+    if _read_class_map(record) or reader not in IMAGE_FOLDER_READERS:
         return None
     data = record.args.get('data_dir') or record.args.get('data')
     root = train_path(record.run_dir, record.args, data) if isinstance(data, str) and data else None
