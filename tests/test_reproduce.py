@@ -2131,6 +2131,9 @@ def test_a_start_epoch_after_the_separator_is_refused(fake_train, tmp_path, caps
      "images its top-1 is measured on; allowed: --train-split train (the recipe's)"),
     ('cifar100', ['--train-split', 'test', '--val-split', 'train'], "the train split 'test' is the test set of "
      "torch/cifar100"),
+    # timm reads a torchvision dataset by what follows the second '/': torch/x/cifar10 is CIFAR-10
+    ('cifar10', ['--dataset', 'torch/x/cifar10', '--train-split', 'test'], "the train split 'test' is the test set "
+     "of torch/cifar10"),
 ])
 def test_cifar_splits_that_read_one_set_are_refused(fake_train, tmp_path, capsys, dataset, given, says):
     """-- --val-split train with a CIFAR recipe was accepted: torchvision's CIFAR has a training set and a test set,

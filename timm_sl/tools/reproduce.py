@@ -51,6 +51,16 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
 
+
+def _dataset_name(dataset: Any) -> str:
+    """train.py's ``--dataset`` as timm's create_dataset tells datasets apart: in lower case, a torchvision dataset by
+    what follows its second '/' (``torch/x/cifar10`` is ``torch/cifar10``), torchvision's ImageFolder by one name."""
+    text = str(dataset or '').lower()
+    reader = dataset_reader(text)
+    if reader == TORCHVISION_FOLDER:
+        return TORCHVISION_FOLDER
+    return f"torch/{text.split('/', 2)[-1]}" if reader == 'torch' else text
+
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
@@ -295,7 +305,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     prepared = prepared_dataset(root)
     if prepared and prepared[1] != dataset:
         return [f'{prepared[0]}: this folder holds {prepared[1]}, not {dataset}; allowed: --dataset {prepared[1]}']
-    name = str(data['dataset'] or '').lower()
+    name = _dataset_name(data['dataset'])
     sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
     # timm's folder reader drops '[...]' (_search_split); torchvision's datasets read a whole train or test set
     reader = dataset_reader(name)
@@ -654,7 +664,7 @@ def _splits_read(settings: Dict[str, Any], now: Dict[str, Any]) -> Dict[str, Any
     data, ours = settings.get('data'), now.get('data')
     if not isinstance(data, dict) or not isinstance(ours, dict):
         return settings
-    name = str(data.get('dataset', ours.get('dataset')) or '').lower()
+    name = _dataset_name(data.get('dataset', ours.get('dataset')))
     read = {}
     for key in ('train_split', 'val_split'):
         if data.get(key) is None:
@@ -1141,7 +1151,7 @@ def _paper_data(args: Dict[str, Any], dataset: str) -> bool:
         recipe = read_recipe(recipe_path(dataset))
     except (OSError, ValueError):
         recipe = {}
-    ours, theirs = (str(d or '').lower() for d in (recipe.get('dataset'), args.get('dataset')))
+    ours, theirs = (_dataset_name(d) for d in (recipe.get('dataset'), args.get('dataset')))
     reader = 'dataset' not in args or ours == theirs or dataset_reader(ours) == dataset_reader(theirs) == TIMM_FOLDER
     splits = all(args.get(k) is None or _split_read(args[k], ours) == _split_read(recipe.get(k, ''), ours)
                  for k in ('train_split', 'val_split'))  # -- --train-split extra: SVHN's 531,131 other images
