@@ -237,7 +237,7 @@ def test_final_attention_refuses_a_model_that_pools_through_an_attention_layer(p
     """--model-kwargs global_pool=map drew what each patch token receives in the last block, while the classifier
     reads the pooling layer's own attention (its learned query), which was never drawn."""
     with pytest.raises(ValueError, match=(
-            rf"^SlVisionTransformer pools with global_pool='{pool}': its classifier reads the attention-pooling layer "
+            rf"^sl_vit_32 pools with global_pool='{pool}': its classifier reads the attention-pooling layer "
             rf"attn_pool \({layer}\), whose attention is not drawn, not any block's map; allowed: global_pool "
             rf"'token' or 'avg' \(train.py's --gp\)$")):
         final_attention_map(_model('sl_vit_32', dict(depth=1, global_pool=pool)), torch.randn(1, 3, 32, 32))
@@ -248,7 +248,10 @@ def test_cli_attention_refuses_a_map_pooled_model_or_run(tmp_path, image_dir, ca
     out = tmp_path / 'a.png'
     err = _fails(['attention', str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'global_pool=map',
                   '--out', str(out)], capsys)
-    assert err.startswith("timm-sl attention: SlVisionTransformer pools with global_pool='map': ")
+    assert err.startswith("timm-sl attention: sl_vit_32 pools with global_pool='map': ")
+    err = _fails(['attention', str(image_dir), '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                  'img_size=32', 'patch_size=4', 'depth=1', 'global_pool=map', '--out', str(out)], capsys)
+    assert err.startswith("timm-sl attention: slify(vit_tiny_patch16_224) pools with global_pool='map': ")
     run = tmp_path / 'run'
     run.mkdir()
     model = timm.create_model('sl_vit_32', num_classes=4, depth=1, global_pool='map')
@@ -258,7 +261,7 @@ def test_cli_attention_refuses_a_map_pooled_model_or_run(tmp_path, image_dir, ca
     (run / 'args.yaml').write_text(json.dumps(args))
     err = _fails(['attention', str(image_dir), '--model', 'sl_vit_32', '--checkpoint', str(run / 'model_best.pth.tar'),
                   '--out', str(out)], capsys)
-    assert err.startswith(f"timm-sl attention: SL (checkpoint {run / 'model_best.pth.tar'}): SlVisionTransformer "
+    assert err.startswith(f"timm-sl attention: SL (checkpoint {run / 'model_best.pth.tar'}): sl_vit_32 "
                           f"pools with global_pool='map': its classifier reads the attention-pooling layer ")
     assert not figures and not out.exists() and not out.with_suffix('.json').exists()
 

@@ -1,5 +1,5 @@
 """``sl_`` model families; importing this package registers them with timm."""
-from ._filters import warm_start
+from ._filters import built_as, warm_start
 from ._sl_args import SL_ARG_NAMES, SlArgs
 from .sl_vit import SlVisionTransformer
 from .sl_pit import SlPoolingVisionTransformer

@@ -21,7 +21,7 @@ from ..layers import ShiftedPatchProjection
 
 __all__ = ['unwrap_state_dict', 'adapt_sl_state_dict', 'keep_fitting_classifier', 'sl_filter', 'resize_channel_axis',
            'adapt_norm_linear_chans', 'adapt_norm_linear_entries', 'adapt_spt_in_chans', 'claim_stem_adaptation',
-           'warm_start']
+           'warm_start', 'built_as']
 
 _logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def keep_fitting_classifier(state_dict: Dict[str, torch.Tensor], model: nn.Modul
         cfg['num_classes'] = model.num_classes
 
 
-def _built_as(model: nn.Module) -> str:
+def built_as(model: nn.Module) -> str:
     """The model as its user named it: the registered ``sl_`` name, or ``slify(BASE)`` for a converted timm model (its
     class is the base's, which the user never named)."""
     arch = (getattr(model, 'pretrained_cfg', None) or {}).get('architecture')
@@ -218,7 +218,7 @@ def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -
     head is kept: :func:`keep_fitting_classifier`); other mismatches are left for ``load_state_dict`` to report."""
     keep_fitting_classifier(state_dict, model, getattr(model, 'pretrained_cfg', None))
     target = model.state_dict()
-    _check_temperatures(state_dict, target, _built_as(model))
+    _check_temperatures(state_dict, target, built_as(model))
     # the stem's checkpoint channels are those of the pretrained cfg's input size (timm's convention; an export
     # records the channels its run trained with); a projection between stages has no other width to adapt from
     cfg_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]

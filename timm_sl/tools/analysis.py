@@ -26,6 +26,7 @@ from timm.models.cait import Cait, ClassAttn, TalkingHeadAttn
 from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
+from ..models import built_as
 from .errors import shown
 from .files import check_regular_file
 from .plot import is_marked
@@ -254,7 +255,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     pool = getattr(model, 'global_pool', 'token')
     attn_pool = getattr(model, 'attn_pool', None)
     if isinstance(attn_pool, nn.Module):  # 'map' / 'prr': an attention after the last block, read by no hook here
-        raise ValueError(f'{type(model).__name__} pools with global_pool={pool!r}: its classifier reads the '
+        raise ValueError(f'{built_as(model)} pools with global_pool={pool!r}: its classifier reads the '
                          f'attention-pooling layer attn_pool ({type(attn_pool).__name__}), whose attention is not '
                          f"drawn, not any block's map; allowed: global_pool 'token' or 'avg' (train.py's --gp)")
     pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
