@@ -857,6 +857,29 @@ def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_
     assert "optimizer's state" not in card
 
 
+def test_card_of_a_run_resumed_into_a_new_folder_names_the_arguments_of_the_run_it_resumed(tmp_path, monkeypatch):
+    """train.py --epochs 2 --smoothing 0.1 into output/a, then --resume output/a/last.pth.tar --epochs 4 --smoothing 0
+    into a new folder: the card gave `epochs: 4` and `smoothing: 0.0` as the recipe and said only that the first 2
+    epochs ran in another run folder, not that they trained under a 2-epoch schedule with another smoothing."""
+    monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
+    first = torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False)
+    torch.save(first, tmp_path / 'output' / 'a' / 'last.pth.tar')
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, smoothing=0.0)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert ("The run was resumed with other arguments: the session that saved these weights trained with the recipe "
+            "above, its last session's, the run it was resumed from (`output/a/last.pth.tar`, epoch 2) with "
+            "`epochs: 2`, `smoothing: 0.1`; no one train.py run of this recipe reproduces these weights.") in card
+    (tmp_path / 'output' / 'a' / 'last.pth.tar').unlink()  # not at hand: nothing to name
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()
+    assert 'resumed with other arguments' not in card
+
+
 def test_card_of_a_train_py_run_extended_with_more_epochs_says_its_first_session_had_another_schedule(tmp_path):
     """train.py --epochs 2, then --resume last.pth.tar --epochs 3 in the same folder (no timm-sl reproduce record of
     its sessions): its card gave `epochs: 3` as the recipe and said nothing, though epochs 1-2 trained under a 2-epoch

@@ -151,12 +151,32 @@ def _epochs_text(epochs: Sequence[int]) -> str:
 def _other_sessions(others: Sequence[Tuple[int, Dict[str, Any]]], said: Any, seen: Sequence[Any]) -> List[str]:
     """``, another session (its checkpoints of epochs ...) VERB X`` for each value ``said(args)`` of the run's other
     checkpoints (``others``: :func:`~timm_sl.tools.runs.saved_args`) that is none of ``seen`` (None: nothing to say)."""
-    groups: Dict[str, List[int]] = {}
-    for epoch, args in others:
+    groups: Dict[str, List[Any]] = {}
+    for epoch, args in others:  # an epoch of the run folder's checkpoints, or the name of the run it was resumed from
         text = said(args)
         if text is not None and text not in seen:
             groups.setdefault(text, []).append(epoch)
-    return [f', another session (its checkpoints of {_epochs_text(epochs)}) {text}' for text, epochs in groups.items()]
+    said_of = []
+    for text, epochs in groups.items():
+        ours = [e for e in epochs if not isinstance(e, str)]
+        whose = [f'another session (its checkpoints of {_epochs_text(ours)})'] if ours else []
+        said_of.append(f', {" and ".join(whose + [e for e in epochs if isinstance(e, str)])} {text}')
+    return said_of
+
+
+def _resumed_run(record: RunRecord) -> List[Tuple[str, Dict[str, Any]]]:
+    """``(its name as a card says it, its args)`` of the checkpoint a run resumed into a new folder resumed from
+    (whose session trained the run's first epochs, in another folder); [] for a run not resumed from another folder,
+    or where that checkpoint is not at hand or records no args."""
+    path = record.resume_checkpoint() if record.run_dir else None
+    if path is None or os.path.realpath(path.parent) == os.path.realpath(record.run_dir):  # its own: in ``others``
+        return []
+    try:
+        saved = read_checkpoint(path, mmap=True)
+    except (OSError, ValueError):
+        return []
+    epoch = f', epoch {saved.epoch + 1}' if _whole(saved.epoch) else ''
+    return [(f"the run it was resumed from (`{record.args['resume']}`{epoch})", dict(saved.args))] if saved.args else []
 
 
 def _batch_of(args: Dict[str, Any], record: RunRecord, world: Any = None) -> Tuple[Any, Any, Any]:
@@ -250,8 +270,8 @@ def _resumed_from(record: RunRecord) -> Optional[Dict[str, Any]]:
     optimizer's state too; None where one of them is not at hand (moved, or pruned by ``--checkpoint-hist``)."""
     args, seen = record.args, set()
     while _resumed_optimizer(args):
-        path = train_path(record.run_dir, record.args, str(args['resume'])) if record.run_dir else None
-        if path is None or not path.is_file() or os.path.realpath(path) in seen:
+        path = record.resume_checkpoint(args) if record.run_dir else None
+        if path is None or os.path.realpath(path) in seen:
             return None
         seen.add(os.path.realpath(path))
         try:
@@ -296,7 +316,8 @@ def session_notes(record: RunRecord, checkpoint: Checkpoint,
     resumed = bool(record.args.get('resume'))
     others = saved_args(record.run_dir, skip=[checkpoint.path]) if record.run_dir and resumed else []
     same = ('model', 'model_kwargs', 'num_classes')  # a checkpoint of another model there is another run's
-    others = [(epoch, args) for epoch, args in others if all(args.get(k) == saved.get(k) for k in same)]
+    others = [(epoch, args) for epoch, args in [*others, *_resumed_run(record)]
+              if all(args.get(k) == saved.get(k) for k in same)]
     return (_resumed_batch(record, saved, _last_world_size(record, checkpoint), others),
             _other_session_args(record, saved, train_defaults, others)
             + _optimizer_note(record, [*others, (checkpoint.epoch, saved)]))

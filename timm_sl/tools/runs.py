@@ -393,11 +393,8 @@ class RunRecord:
         checkpoint (that checkpoint's epoch, the next one for timm's checkpoints of version 2 on); None where that
         checkpoint is not at hand (moved, relative to an unknown working directory) or records no epoch, or
         ``--start-epoch`` overrode it."""
-        resume = self.args.get('resume')
-        if not isinstance(resume, str) or self.args.get('start_epoch') is not None:
-            return None
-        path = train_path(self.run_dir, self.args, resume)
-        if path is None or not path.is_file():  # not a FIFO either (it would hang)
+        path = self.resume_checkpoint()
+        if path is None or self.args.get('start_epoch') is not None:
             return None
         try:
             content, _ = _load(path, mmap=True)
@@ -408,6 +405,17 @@ class RunRecord:
             return None
         version = content.get('version')
         return epoch + 1 if _whole(version) and version > 1 else epoch
+
+    def resume_checkpoint(self, args: Optional[Dict[str, Any]] = None) -> Optional[Path]:
+        """The checkpoint the last session's ``--resume`` names (``args``: another session's arguments), as this
+        process finds it (a relative one in train.py's working directory); None without a ``--resume``, or where it is
+        not at hand (moved, pruned by ``--checkpoint-hist``, relative to an unknown working directory)."""
+        args = self.args if args is None else args
+        resume = args.get('resume')
+        if not isinstance(resume, str) or not resume:
+            return None
+        path = train_path(self.run_dir, self.args, resume)
+        return path if path is not None and path.is_file() else None  # not a FIFO either (it would hang)
 
     def epochs_run(self) -> int:
         """The epochs the run trained in this folder: ``summary.csv``'s rows, or for a run of ``--val-interval N``,
