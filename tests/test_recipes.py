@@ -332,3 +332,18 @@ def test_prepare_tiny_imagenet_names_a_fifo_where_it_reads_a_text_file(tmp_path,
         f"timm-sl prepare-tiny-imagenet: {root / name} is a FIFO (named pipe), not a regular file; expected "
         f"Tiny-ImageNet's {name}\n")
     assert (root / 'val' / 'images' / 'val_0.JPEG').is_file()  # nothing moved
+
+
+def test_card_recipe_leaves_out_what_train_py_did_not_read():
+    """A card of a run of --drop-connect 0.1 (train.py never reads it), of --train-batches-per-epoch 5 without
+    --train-img-sizes, --bce-target-thresh without --bce-loss or --distill-loss-weight without --kd-model-name listed
+    them as the recipe, though the run trained without them; with their switch they are listed."""
+    from timm_sl.tools.train_args import recipe_args
+    args = dict(model='sl_vit_32', lr=0.001, drop_connect=0.1, train_img_sizes=None, train_batches_per_epoch=5,
+                train_size_schedule='random', bce_loss=False, bce_target_thresh=0.2, kd_model_name=None,
+                distill_loss_weight=0.5, task_loss_weight=0.5, layer_decay=None, layer_decay_min_scale=0.1,
+                lr_noise=None, lr_noise_std=2.0)
+    assert recipe_args(args) == dict(model='sl_vit_32', lr=0.001)
+    on = dict(args, train_img_sizes=[24, 32], bce_loss=True, kd_model_name='resnet18', layer_decay=0.75,
+              lr_noise=[0.5])
+    assert recipe_args(on) == {k: v for k, v in on.items() if k != 'drop_connect'}

@@ -2160,3 +2160,40 @@ def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsy
     assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
     rows = json.loads((out / 'results.json').read_text())['rows']
     assert [r['mean'] is not None and r['paper'] is not None for r in rows] == [paper] * 2
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--drop-connect', '0.1'], "--drop-connect 0.1 after -- would be ignored: train.py takes it and never reads it "
+     "(deprecated), so every run would train without it; allowed: --drop-path"),
+    (['--model-ema-decay', '0.999'], "--model-ema-decay 0.999 after -- would be ignored: train.py reads it only with "
+     "--model-ema, which neither the cifar10.yaml recipe nor the arguments after -- give, so every run would train "
+     "without it; allowed: -- --model-ema ... with it, or leave it out"),
+    (['--train-batches-per-epoch=5'], "--train-batches-per-epoch 5 after -- would be ignored: train.py reads it only "
+     "with --train-img-sizes"),
+    (['--bce-target-thresh', '0.2'], "--bce-target-thresh 0.2 after -- would be ignored: train.py reads it only with "
+     "--bce-loss"),
+    (['--distill-loss-weight', '0.5'], "--distill-loss-weight 0.5 after -- would be ignored: train.py reads it only "
+     "with --kd-model-name"),
+])
+def test_train_py_arguments_it_would_not_act_on_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --drop-connect 0.1 (train.py never reads it), -- --model-ema-decay without --model-ema and
+    -- --train-batches-per-epoch without --train-img-sizes trained every run without them while run.json and each
+    card listed them."""
+    flags = "'--drop-connect', '--model-ema-decay', '--model-ema', '--train-batches-per-epoch', '--train-img-sizes', " \
+            "'--bce-target-thresh', '--bce-loss', '--distill-loss-weight', '--kd-model-name', '--tta', "
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", flags + "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+
+
+def test_train_py_arguments_with_their_switch_are_passed_on(fake_train, tmp_path):
+    """A switch's setting given with the switch (-- --model-ema --model-ema-decay 0.999) is passed to every run."""
+    flags = "'--model-ema-decay', '--tta', "
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", flags + "'--val-num-samples'")
+                          .replace("p.add_argument('--warmup-prefix'", "p.add_argument('--model-ema', "
+                                   "action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--model-ema', '--model-ema-decay', '0.999', '--tta', '1']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=given)) == 0
+    assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given

@@ -37,8 +37,8 @@ from .sweep import (
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
-    check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
-    spell_option, train_script_default, train_script_options, train_script_spellings)
+    SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value,
+    read_recipe, recipe_path, spell_option, train_script_default, train_script_options, train_script_spellings)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -1602,6 +1602,30 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
                               '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
 
 
+def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
+    reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
+    recipe nor the arguments turn on (:data:`~timm_sl.tools.train_args.SWITCHED_GROUPS`: ``--model-ema-decay``
+    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``).
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    settings = _given_settings(recipe, extra_args)
+    for flag, words in _flag_words(extra_args).items():
+        key = flag[2:].replace('-', '_') if flag.startswith('--') else ''
+        given = f'{flag} {" ".join(words)}'.rstrip() + ' after --'
+        if key in UNREAD_KEYS:
+            raise ValueError(f'{given} would be ignored: train.py takes it and never reads it (deprecated), so every '
+                             f'run would train without it; allowed: {UNREAD_KEYS[key]}')
+        switch = next((s for s, prefixes in SWITCHED_GROUPS.items() if key != s and key.startswith(prefixes)), None)
+        if switch is not None and not settings.get(switch):
+            raise ValueError(f'{given} would be ignored: train.py reads it only with --{switch.replace("_", "-")}, '
+                             f'which neither the {recipe.name} recipe nor the arguments after -- give, so every run '
+                             f'would train without it; allowed: -- --{switch.replace("_", "-")} ... with it, or leave '
+                             f'it out')
+
+
 def _is_config_flag(arg: str) -> bool:
     """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
     (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
@@ -1823,6 +1847,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     check_ignored_data_args(extra, recipe, data)
+    check_unread_args(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     if user_kwargs:  # the rows' own kwargs build their models
         check_model_kwargs(runs, user_kwargs, data['num_classes'])

@@ -18,8 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'TRAIN_PY_MODEL_ARGS', 'find_train_script', 'recipe_train_script',
-           'check_train_script', 'train_script_defaults', 'recipe_args',
+__all__ = ['NON_RECIPE_KEYS', 'SWITCHED_GROUPS', 'UNREAD_KEYS', 'TRAIN_PY_MODEL_ARGS', 'find_train_script',
+           'recipe_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
            'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
            'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
            'spell_option']
@@ -35,8 +35,16 @@ NON_RECIPE_KEYS = frozenset({
     'grad_checkpointing', 'dist_bn',
 })
 
-# settings that act only with their switch on (the switch: the prefix of their names): listed with it, not without
-SWITCHED_GROUPS = {'amp': 'amp_', 'model_ema': 'model_ema_', 'naflex_loader': 'naflex_', 'kd_model_name': 'kd_'}
+# settings that act only with their switch on, by the switch: the beginnings of their names (train.py reads
+# ``train_batches_per_epoch`` only for the loader of ``--train-img-sizes``); listed with it, not without
+SWITCHED_GROUPS = {'amp': ('amp_',), 'model_ema': ('model_ema_',), 'naflex_loader': ('naflex_',),
+                   'kd_model_name': ('kd_', 'distill_loss_weight', 'task_loss_weight'), 'bce_loss': ('bce_',),
+                   'layer_decay': ('layer_decay_',), 'lr_noise': ('lr_noise_',),
+                   'train_img_sizes': ('train_batch_sizes', 'train_size_', 'train_batches_per_epoch',
+                                       'variable_batch_loss_scale')}
+
+# train.py arguments it parses and never reads, with what it reads instead: no part of a recipe
+UNREAD_KEYS = {'drop_connect': '--drop-path'}
 
 # the keywords train.py gives timm.create_model itself, by the argument that sets each: one in --model-kwargs too is
 # given twice (TypeError: got multiple values), in every run
@@ -150,17 +158,18 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`) and
-    the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``): those that differ
+    the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``) and those train.py
+    never reads (:data:`UNREAD_KEYS`): those that differ
     from train.py's ``defaults``; without them, every argument the run recorded except switches left off (train.py's
     switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
     def same(a: Any, b: Any) -> bool:
         norm = (lambda v: list(v) if isinstance(v, tuple) else v)
         return norm(a) == norm(b)
 
-    off = tuple(prefix for switch, prefix in SWITCHED_GROUPS.items() if not args.get(switch))
+    off = tuple(p for switch, prefixes in SWITCHED_GROUPS.items() if not args.get(switch) for p in prefixes)
 
     def recipe(k: str) -> bool:
-        return k not in NON_RECIPE_KEYS and not k.startswith(('wandb', *off))
+        return k not in NON_RECIPE_KEYS and k not in UNREAD_KEYS and not k.startswith(('wandb', *off))
 
     if defaults is None:  # any argument may change what is trained (cooldown_epochs, momentum, layer_decay, drop, ...)
         return {k: v for k, v in args.items() if recipe(k) and v is not False and v not in (None, '', {}, [], ())
