@@ -347,3 +347,24 @@ def test_card_recipe_leaves_out_what_train_py_did_not_read():
     on = dict(args, train_img_sizes=[24, 32], bce_loss=True, kd_model_name='resnet18', layer_decay=0.75,
               lr_noise=[0.5])
     assert recipe_args(on) == {k: v for k, v in on.items() if k != 'drop_connect'}
+
+
+def test_card_of_a_run_of_tta_says_its_top1_is_not_the_models(tmp_path):
+    """A run of train.py --tta 2 (whose validation makes no augmented copies: it averaged the outputs of two different
+    images per score) was carded with that top-1 as the model's."""
+    import argparse as ap
+    import torch
+    from timm_sl.tools.hub import export_checkpoint
+    model = timm.create_model('sl_vit_32', num_classes=3, depth=1)
+    args = ap.Namespace(model='sl_vit_32', epochs=1, lr=1e-3, model_kwargs=dict(depth=1), tta=2)
+    torch.save({'epoch': 0, 'arch': 'sl_vit_32', 'state_dict': model.state_dict(), 'args': args, 'metric': 70.0},
+               tmp_path / 'model_best.pth.tar')
+    (tmp_path / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,2.0,1.9,70.0,100.0\n')
+    (tmp_path / 'args.yaml').write_text('model: sl_vit_32\nepochs: 1\nlr: 0.001\ntta: 2\nnum_classes: 3\n'
+                                        'model_kwargs: {depth: 1}\n')
+    out, _ = export_checkpoint(tmp_path / 'model_best.pth.tar', None, tmp_path / 'export')
+    card = (out / 'README.md').read_text()
+    assert '| best top-1 (%) | 70.00 |' in card
+    assert ("train.py measured these top-1 with `--tta 2`: its validation makes no augmented copies, so each score "
+            "averaged the outputs of 2 different validation images and took the first one's label; they are not these "
+            "weights' top-1 on the validation split.") in card

@@ -2174,6 +2174,9 @@ def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsy
      "--bce-loss"),
     (['--distill-loss-weight', '0.5'], "--distill-loss-weight 0.5 after -- would be ignored: train.py reads it only "
      "with --kd-model-name"),
+    (['--tta', '2'], "--tta 2 after -- would make every top-1 wrong: train.py's validation makes no augmented copies, "
+     "so --tta N averages the outputs of N different validation images and scores them by the first one's label; "
+     "allowed: leave it out"),
 ])
 def test_train_py_arguments_it_would_not_act_on_are_refused(fake_train, tmp_path, capsys, given, says):
     """-- --drop-connect 0.1 (train.py never reads it), -- --model-ema-decay without --model-ema and

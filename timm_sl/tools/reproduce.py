@@ -1606,7 +1606,9 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
     """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
     reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
     recipe nor the arguments turn on (:data:`~timm_sl.tools.train_args.SWITCHED_GROUPS`: ``--model-ema-decay``
-    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``).
+    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``), and ``--tta N`` above 1,
+    which train.py's validation (no augmented copies) turns into averaging N different images scored by the first's
+    label: a top-1 that is not the model's.
 
     Raises:
         ValueError: the first such argument, one line.
@@ -1624,6 +1626,10 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
                              f'which neither the {recipe.name} recipe nor the arguments after -- give, so every run '
                              f'would train without it; allowed: -- --{switch.replace("_", "-")} ... with it, or leave '
                              f'it out')
+        if key == 'tta' and words and _typed(words[-1]) not in (0, 1):
+            raise ValueError(f'{given} would make every top-1 wrong: train.py\'s validation makes no augmented '
+                             f'copies, so --tta N averages the outputs of N different validation images and scores '
+                             f'them by the first one\'s label; allowed: leave it out')
 
 
 def _is_config_flag(arg: str) -> bool:
