@@ -2200,3 +2200,26 @@ def test_train_py_arguments_with_their_switch_are_passed_on(fake_train, tmp_path
     given = ['--epochs', '1', '--model-ema', '--model-ema-decay', '0.999', '--tta', '1']
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=given)) == 0
     assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--jsd-loss'], "--jsd-loss after -- would stop every run at its start (train.py asserts it only with --aug-splits "
+     "N >= 2); allowed: -- --aug-splits 3 --jsd-loss --mixup 0 --cutmix 0, or leave it out"),
+    (['--split-bn', '--aug-splits', '0'], "--split-bn after -- would stop every run at its start (train.py asserts it "
+     "only with --aug-splits N >= 2 or --resplit)"),
+    (['--aug-splits', '3', '--jsd-loss'], "--aug-splits 3 after -- would stop every run at its start (train.py asserts "
+     "that its prefetcher mixes no augmentation splits, and the cifar10.yaml recipe sets mixup / cutmix); allowed: -- "
+     "--aug-splits 3 --mixup 0 --cutmix 0"),
+])
+def test_train_py_arguments_that_stop_every_run_on_an_assertion_are_refused(fake_train, tmp_path, capsys, given,
+                                                                             says):
+    """-- --aug-splits 3 --jsd-loss (timm's AugMix recipe) with the recipes' mixup, or --jsd-loss alone, started every
+    run to stop it at once, each run's reason in the report a bare 'AssertionError'."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--aug-splits', '--val-num-samples'").replace(
+        "p.add_argument('--warmup-prefix'", "p.add_argument('--jsd-loss', action='store_true')\n"
+        "p.add_argument('--split-bn', action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+    ok = ['--epochs', '1', '--aug-splits', '3', '--jsd-loss', '--mixup', '0', '--cutmix', '0']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=ok)) == 0

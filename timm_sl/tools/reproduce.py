@@ -1632,6 +1632,33 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
                              f'them by the first one\'s label; allowed: leave it out')
 
 
+def check_failing_args(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse train.py arguments after ``--`` with which train.py stops every run at its start on an assertion that
+    says nothing (each run's reason in the report would be ``AssertionError``): ``--jsd-loss`` or ``--split-bn``
+    without ``--aug-splits N`` >= 2 (``--split-bn``: or ``--resplit``), and ``--aug-splits`` while the recipe's mixup /
+    cutmix go through train.py's prefetcher, which mixes no augmentation splits.
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    settings = _given_settings(recipe, extra_args)
+    splits = settings.get('aug_splits') or 0
+    splits = splits if isinstance(splits, int) else 0
+    mixing = any(isinstance(settings.get(k), (int, float)) and settings[k] > 0 for k in ('mixup', 'cutmix')) or \
+        settings.get('cutmix_minmax') is not None
+    unmixed = ' --mixup 0 --cutmix 0' if mixing and not settings.get('no_prefetcher') else ''
+    stops = 'would stop every run at its start (train.py asserts'
+    for switch, alone in (('jsd_loss', ''), ('split_bn', ' or --resplit')):
+        if settings.get(switch) and splits < 2 and not (alone and settings.get('resplit')):
+            flag = '--' + switch.replace('_', '-')
+            raise ValueError(f'{flag} after -- {stops} it only with --aug-splits N >= 2{alone}); allowed: -- '
+                             f'--aug-splits 3 {flag}{unmixed}, or leave it out')
+    if splits >= 2 and unmixed:
+        raise ValueError(f'--aug-splits {splits} after -- {stops} that its prefetcher mixes no augmentation splits, '
+                         f'and the {recipe.name} recipe sets mixup / cutmix); allowed: -- --aug-splits {splits}'
+                         f'{unmixed}')
+
+
 def _is_config_flag(arg: str) -> bool:
     """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
     (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
@@ -1854,6 +1881,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     data = train_data(recipe, args.data_dir, extra)
     check_ignored_data_args(extra, recipe, data)
     check_unread_args(extra, recipe)
+    check_failing_args(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     if user_kwargs:  # the rows' own kwargs build their models
         check_model_kwargs(runs, user_kwargs, data['num_classes'])
