@@ -2203,8 +2203,8 @@ def test_train_py_arguments_with_their_switch_are_passed_on(fake_train, tmp_path
 
 
 @pytest.mark.parametrize('given,says', [
-    (['--jsd-loss'], "--jsd-loss after -- would stop every run at its start (train.py asserts it only with --aug-splits "
-     "N >= 2); allowed: -- --aug-splits 3 --jsd-loss --mixup 0 --cutmix 0, or leave it out"),
+    (['--jsd-loss'], "--jsd-loss after -- would stop every run at its start (train.py asserts it only with "
+     "--aug-splits N >= 2); allowed: -- --aug-splits 3 --jsd-loss --mixup 0 --cutmix 0, or leave it out"),
     (['--split-bn', '--aug-splits', '0'], "--split-bn after -- would stop every run at its start (train.py asserts it "
      "only with --aug-splits N >= 2 or --resplit)"),
     (['--aug-splits', '3', '--jsd-loss'], "--aug-splits 3 after -- would stop every run at its start (train.py asserts "
@@ -2223,3 +2223,19 @@ def test_train_py_arguments_that_stop_every_run_on_an_assertion_are_refused(fake
                     capsys).startswith(says)
     ok = ['--epochs', '1', '--aug-splits', '3', '--jsd-loss', '--mixup', '0', '--cutmix', '0']
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=ok)) == 0
+
+
+def test_a_resume_may_change_what_does_not_change_what_a_run_learns(fake_train, tmp_path, capsys):
+    """A finished or stopped run resumed with -- --validation-batch-size 8 --grad-checkpointing (to fit a smaller GPU)
+    was refused as trained with other settings, though neither changes what it learns."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--validation-batch-size', '--val-num-samples'")
+                          .replace("p.add_argument('--warmup-prefix'", "p.add_argument('--grad-checkpointing', "
+                                   "action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '32'])) == 0
+    capsys.readouterr()
+    again = ['--epochs', '2', '-b', '32', '--validation-batch-size', '8', '--grad-checkpointing']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=again)) == 0
+    assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().splitlines()[-1].endswith(' '.join(again[2:]))
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '-b', '64'])) == 2
+    assert 'train_args -b: 32 -> 64' in capsys.readouterr().err

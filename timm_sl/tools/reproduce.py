@@ -79,7 +79,9 @@ REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report 
 # (--epochs too: more epochs continue a finished run); the data arguments are compared as the data (train_data)
 _HOW_FLAGS = ('--epochs', '-j', '--workers', '--device', '--pin-mem', '--no-prefetcher', '--torchcompile',
               '--torchcompile-mode', '--channels-last', '--synchronize-step', '--log-interval', '--recovery-interval',
-              '--checkpoint-hist', '--log-wandb')
+              '--checkpoint-hist', '--log-wandb', '--wandb-project', '--wandb-tags', '--wandb-resume-id',
+              '--validation-batch-size', '--grad-checkpointing', '--fuser', '--torchscript',
+              '--use-multi-epochs-loader', '--no-ddp-bb', '--device-modules', '--save-images', '--dataset-download')
 _DATA_FLAGS = ('--data-dir', '--dataset', '--train-split', '--val-split', '--num-classes', '--class-map')
 
 
@@ -757,6 +759,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         if 'train_args' in recorded:
             recorded['train_args'] = _respelled(recorded['train_args'], spellings)
+            if isinstance(recorded['train_args'], dict):  # a record of a reproduce that took one of them for a setting
+                recorded['train_args'] = {k: v for k, v in recorded['train_args'].items() if k not in _HOW_FLAGS}
         now = settings[run.name]
         differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
