@@ -2239,3 +2239,21 @@ def test_a_resume_may_change_what_does_not_change_what_a_run_learns(fake_train, 
     assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().splitlines()[-1].endswith(' '.join(again[2:]))
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '-b', '64'])) == 2
     assert 'train_args -b: 32 -> 64' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--drop-block', '0.1'], "--drop-block 0.1 after --: sl_vit_32 with spt=False lsa=False cannot be built (every "
+     "run of it would fail): SlVisionTransformer got unknown model kwargs ['drop_block_rate']"),
+    (['--bn-eps', '1e-3', '--model-kwargs', 'depth=1'], "--model-kwargs depth=1 --bn-eps 1e-3 after --: sl_vit_32 "
+     "with spt=False lsa=False depth=1 cannot be built"),
+    (['--gp', 'nonsense'], "--gp nonsense after --: sl_vit_32 with spt=False lsa=False cannot be built"),
+])
+def test_train_py_model_arguments_no_row_takes_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --drop-block 0.1 or --bn-eps 1e-3 (train.py gives them create_model; these models have no DropBlock, no
+    BatchNorm) started every run only for each to fail on building its model."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--drop-block', '--bn-eps', '--gp', "
+                                             "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--gp', 'avg'])) == 0

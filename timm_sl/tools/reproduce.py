@@ -1721,10 +1721,13 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         run.model_kwargs = with_switches(kwargs, run.model_kwargs)
 
 
-def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None) -> None:
+def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None,
+                       extra_args: Sequence[str] = ()) -> None:
     """Refuse, before any run starts, ``kwargs`` (``-- --model-kwargs ...``) with which a row's model cannot be
     built: a keyword train.py gives ``create_model`` itself (``drop_path_rate``: its ``--drop-path``), an unknown or
-    bad one (``depth=2`` for PiT, whose depth is per stage). Each row's model is built once, on the meta device.
+    bad one (``depth=2`` for PiT, whose depth is per stage); or a train.py argument among ``extra_args`` that it
+    gives ``create_model`` and no row's model takes (``--drop-block``, ``--bn-eps``: these models have no
+    DropBlock, no BatchNorm). Each row's model is built once, on the meta device.
 
     Raises:
         ValueError: the first such kwarg or row, one line.
@@ -1740,14 +1743,21 @@ def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes:
                          f'{", ".join(twice)} itself (every run would fail: got multiple values); allowed: '
                          f'{", ".join(f"-- {TRAIN_PY_MODEL_ARGS[k]}" for k in twice)} instead')
     head = {} if num_classes is None else dict(num_classes=num_classes)
+    words = _flag_words(extra_args)
+    flags = {key: flag for key, flag in TRAIN_PY_MODEL_ARGS.items()  # weights and paths: not read on the meta device
+             if words.get(flag) and key not in ('pretrained', 'checkpoint_path', 'pretrained_cfg_overlay')}
+    head.update({key: _typed(words[flag][-1]) for key, flag in flags.items()})
+    if not (kwargs or flags):
+        return
+    said = ' '.join([f'--model-kwargs {given}'] * bool(kwargs) + [f'{f} {" ".join(words[f])}' for f in flags.values()])
     for model, row_kwargs in dict.fromkeys((r.model, tuple(r.model_kwargs.items())) for r in runs):
         try:
             with torch.device('meta'):
                 timm.create_model(model, **dict(row_kwargs), **head)
         except BUILD_ERRORS as e:
-            raise ValueError(f'--model-kwargs {given} after --: {model} with '
-                             f'{" ".join(f"{k}={v}" for k, v in row_kwargs)} cannot be built (every run of it would '
-                             f'fail): {build_failure(e)}') from None
+            row = f'{model} with {" ".join(f"{k}={v}" for k, v in row_kwargs)}' if row_kwargs else model
+            raise ValueError(f'{said} after --: {row} cannot be built (every run of it would fail): '
+                             f'{build_failure(e)}') from None
 
 
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:
@@ -1887,8 +1897,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_unread_args(extra, recipe)
     check_failing_args(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
-    if user_kwargs:  # the rows' own kwargs build their models
-        check_model_kwargs(runs, user_kwargs, data['num_classes'])
+    check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
