@@ -2160,3 +2160,100 @@ def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsy
     assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
     rows = json.loads((out / 'results.json').read_text())['rows']
     assert [r['mean'] is not None and r['paper'] is not None for r in rows] == [paper] * 2
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--drop-connect', '0.1'], "--drop-connect 0.1 after -- would be ignored: train.py takes it and never reads it "
+     "(deprecated), so every run would train without it; allowed: --drop-path"),
+    (['--model-ema-decay', '0.999'], "--model-ema-decay 0.999 after -- would be ignored: train.py reads it only with "
+     "--model-ema, which neither the cifar10.yaml recipe nor the arguments after -- give, so every run would train "
+     "without it; allowed: -- --model-ema ... with it, or leave it out"),
+    (['--train-batches-per-epoch=5'], "--train-batches-per-epoch 5 after -- would be ignored: train.py reads it only "
+     "with --train-img-sizes"),
+    (['--bce-target-thresh', '0.2'], "--bce-target-thresh 0.2 after -- would be ignored: train.py reads it only with "
+     "--bce-loss"),
+    (['--distill-loss-weight', '0.5'], "--distill-loss-weight 0.5 after -- would be ignored: train.py reads it only "
+     "with --kd-model-name"),
+    (['--tta', '2'], "--tta 2 after -- would make every top-1 wrong: train.py's validation makes no augmented copies, "
+     "so --tta N averages the outputs of N different validation images and scores them by the first one's label; "
+     "allowed: leave it out"),
+])
+def test_train_py_arguments_it_would_not_act_on_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --drop-connect 0.1 (train.py never reads it), -- --model-ema-decay without --model-ema and
+    -- --train-batches-per-epoch without --train-img-sizes trained every run without them while run.json and each
+    card listed them."""
+    flags = "'--drop-connect', '--model-ema-decay', '--model-ema', '--train-batches-per-epoch', '--train-img-sizes', " \
+            "'--bce-target-thresh', '--bce-loss', '--distill-loss-weight', '--kd-model-name', '--tta', "
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", flags + "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+
+
+def test_train_py_arguments_with_their_switch_are_passed_on(fake_train, tmp_path):
+    """A switch's setting given with the switch (-- --model-ema --model-ema-decay 0.999) is passed to every run."""
+    flags = "'--model-ema-decay', '--tta', "
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", flags + "'--val-num-samples'")
+                          .replace("p.add_argument('--warmup-prefix'", "p.add_argument('--model-ema', "
+                                   "action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--model-ema', '--model-ema-decay', '0.999', '--tta', '1']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=given)) == 0
+    assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--jsd-loss'], "--jsd-loss after -- would stop every run at its start (train.py asserts it only with "
+     "--aug-splits N >= 2); allowed: -- --aug-splits 3 --jsd-loss --mixup 0 --cutmix 0, or leave it out"),
+    (['--split-bn', '--aug-splits', '0'], "--split-bn after -- would stop every run at its start (train.py asserts it "
+     "only with --aug-splits N >= 2 or --resplit)"),
+    (['--aug-splits', '3', '--jsd-loss'], "--aug-splits 3 after -- would stop every run at its start (train.py asserts "
+     "that its prefetcher mixes no augmentation splits, and the cifar10.yaml recipe sets mixup / cutmix); allowed: -- "
+     "--aug-splits 3 --mixup 0 --cutmix 0"),
+])
+def test_train_py_arguments_that_stop_every_run_on_an_assertion_are_refused(fake_train, tmp_path, capsys, given,
+                                                                             says):
+    """-- --aug-splits 3 --jsd-loss (timm's AugMix recipe) with the recipes' mixup, or --jsd-loss alone, started every
+    run to stop it at once, each run's reason in the report a bare 'AssertionError'."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--aug-splits', '--val-num-samples'").replace(
+        "p.add_argument('--warmup-prefix'", "p.add_argument('--jsd-loss', action='store_true')\n"
+        "p.add_argument('--split-bn', action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+    ok = ['--epochs', '1', '--aug-splits', '3', '--jsd-loss', '--mixup', '0', '--cutmix', '0']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=ok)) == 0
+
+
+def test_a_resume_may_change_what_does_not_change_what_a_run_learns(fake_train, tmp_path, capsys):
+    """A finished or stopped run resumed with -- --validation-batch-size 8 --grad-checkpointing (to fit a smaller GPU)
+    was refused as trained with other settings, though neither changes what it learns."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--validation-batch-size', '--val-num-samples'")
+                          .replace("p.add_argument('--warmup-prefix'", "p.add_argument('--grad-checkpointing', "
+                                   "action='store_true')\np.add_argument('--warmup-prefix'"))
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '-b', '32'])) == 0
+    capsys.readouterr()
+    again = ['--epochs', '2', '-b', '32', '--validation-batch-size', '8', '--grad-checkpointing']
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=again)) == 0
+    assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().splitlines()[-1].endswith(' '.join(again[2:]))
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '-b', '64'])) == 2
+    assert 'train_args -b: 32 -> 64' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--drop-block', '0.1'], "--drop-block 0.1 after --: sl_vit_32 with spt=False lsa=False cannot be built (every "
+     "run of it would fail): SlVisionTransformer got unknown model kwargs ['drop_block_rate']"),
+    (['--bn-eps', '1e-3', '--model-kwargs', 'depth=1'], "--model-kwargs depth=1 --bn-eps 1e-3 after --: sl_vit_32 "
+     "with spt=False lsa=False depth=1 cannot be built"),
+    (['--gp', 'nonsense'], "--gp nonsense after --: sl_vit_32 with spt=False lsa=False cannot be built"),
+])
+def test_train_py_model_arguments_no_row_takes_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --drop-block 0.1 or --bn-eps 1e-3 (train.py gives them create_model; these models have no DropBlock, no
+    BatchNorm) started every run only for each to fail on building its model."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--drop-block', '--bn-eps', '--gp', "
+                                             "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--gp', 'avg'])) == 0

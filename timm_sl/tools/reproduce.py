@@ -37,8 +37,8 @@ from .sweep import (
     parse_gpus, probe_gpus, run_jobs, train_throughput)
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
-    check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value, read_recipe, recipe_path,
-    spell_option, train_script_default, train_script_options, train_script_spellings)
+    SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value,
+    read_recipe, recipe_path, spell_option, train_script_default, train_script_options, train_script_spellings)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -79,7 +79,9 @@ REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report 
 # (--epochs too: more epochs continue a finished run); the data arguments are compared as the data (train_data)
 _HOW_FLAGS = ('--epochs', '-j', '--workers', '--device', '--pin-mem', '--no-prefetcher', '--torchcompile',
               '--torchcompile-mode', '--channels-last', '--synchronize-step', '--log-interval', '--recovery-interval',
-              '--checkpoint-hist', '--log-wandb')
+              '--checkpoint-hist', '--log-wandb', '--wandb-project', '--wandb-tags', '--wandb-resume-id',
+              '--validation-batch-size', '--grad-checkpointing', '--fuser', '--torchscript',
+              '--use-multi-epochs-loader', '--no-ddp-bb', '--device-modules', '--save-images', '--dataset-download')
 _DATA_FLAGS = ('--data-dir', '--dataset', '--train-split', '--val-split', '--num-classes', '--class-map')
 
 
@@ -757,6 +759,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
             continue
         if 'train_args' in recorded:
             recorded['train_args'] = _respelled(recorded['train_args'], spellings)
+            if isinstance(recorded['train_args'], dict):  # a record of a reproduce that took one of them for a setting
+                recorded['train_args'] = {k: v for k, v in recorded['train_args'].items() if k not in _HOW_FLAGS}
         now = settings[run.name]
         differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
@@ -1602,6 +1606,63 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
                               '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
 
 
+def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
+    reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
+    recipe nor the arguments turn on (:data:`~timm_sl.tools.train_args.SWITCHED_GROUPS`: ``--model-ema-decay``
+    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``), and ``--tta N`` above 1,
+    which train.py's validation (no augmented copies) turns into averaging N different images scored by the first's
+    label: a top-1 that is not the model's.
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    settings = _given_settings(recipe, extra_args)
+    for flag, words in _flag_words(extra_args).items():
+        key = flag[2:].replace('-', '_') if flag.startswith('--') else ''
+        given = f'{flag} {" ".join(words)}'.rstrip() + ' after --'
+        if key in UNREAD_KEYS:
+            raise ValueError(f'{given} would be ignored: train.py takes it and never reads it (deprecated), so every '
+                             f'run would train without it; allowed: {UNREAD_KEYS[key]}')
+        switch = next((s for s, prefixes in SWITCHED_GROUPS.items() if key != s and key.startswith(prefixes)), None)
+        if switch is not None and not settings.get(switch):
+            raise ValueError(f'{given} would be ignored: train.py reads it only with --{switch.replace("_", "-")}, '
+                             f'which neither the {recipe.name} recipe nor the arguments after -- give, so every run '
+                             f'would train without it; allowed: -- --{switch.replace("_", "-")} ... with it, or leave '
+                             f'it out')
+        if key == 'tta' and words and _typed(words[-1]) not in (0, 1):
+            raise ValueError(f'{given} would make every top-1 wrong: train.py\'s validation makes no augmented '
+                             f'copies, so --tta N averages the outputs of N different validation images and scores '
+                             f'them by the first one\'s label; allowed: leave it out')
+
+
+def check_failing_args(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse train.py arguments after ``--`` with which train.py stops every run at its start on an assertion that
+    says nothing (each run's reason in the report would be ``AssertionError``): ``--jsd-loss`` or ``--split-bn``
+    without ``--aug-splits N`` >= 2 (``--split-bn``: or ``--resplit``), and ``--aug-splits`` while the recipe's mixup /
+    cutmix go through train.py's prefetcher, which mixes no augmentation splits.
+
+    Raises:
+        ValueError: the first such argument, one line.
+    """
+    settings = _given_settings(recipe, extra_args)
+    splits = settings.get('aug_splits') or 0
+    splits = splits if isinstance(splits, int) else 0
+    mixing = any(isinstance(settings.get(k), (int, float)) and settings[k] > 0 for k in ('mixup', 'cutmix')) or \
+        settings.get('cutmix_minmax') is not None
+    unmixed = ' --mixup 0 --cutmix 0' if mixing and not settings.get('no_prefetcher') else ''
+    stops = 'would stop every run at its start (train.py asserts'
+    for switch, alone in (('jsd_loss', ''), ('split_bn', ' or --resplit')):
+        if settings.get(switch) and splits < 2 and not (alone and settings.get('resplit')):
+            flag = '--' + switch.replace('_', '-')
+            raise ValueError(f'{flag} after -- {stops} it only with --aug-splits N >= 2{alone}); allowed: -- '
+                             f'--aug-splits 3 {flag}{unmixed}, or leave it out')
+    if splits >= 2 and unmixed:
+        raise ValueError(f'--aug-splits {splits} after -- {stops} that its prefetcher mixes no augmentation splits, '
+                         f'and the {recipe.name} recipe sets mixup / cutmix); allowed: -- --aug-splits {splits}'
+                         f'{unmixed}')
+
+
 def _is_config_flag(arg: str) -> bool:
     """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
     (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
@@ -1660,10 +1721,13 @@ def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
         run.model_kwargs = with_switches(kwargs, run.model_kwargs)
 
 
-def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None) -> None:
+def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes: Optional[int] = None,
+                       extra_args: Sequence[str] = ()) -> None:
     """Refuse, before any run starts, ``kwargs`` (``-- --model-kwargs ...``) with which a row's model cannot be
     built: a keyword train.py gives ``create_model`` itself (``drop_path_rate``: its ``--drop-path``), an unknown or
-    bad one (``depth=2`` for PiT, whose depth is per stage). Each row's model is built once, on the meta device.
+    bad one (``depth=2`` for PiT, whose depth is per stage); or a train.py argument among ``extra_args`` that it
+    gives ``create_model`` and no row's model takes (``--drop-block``, ``--bn-eps``: these models have no
+    DropBlock, no BatchNorm). Each row's model is built once, on the meta device.
 
     Raises:
         ValueError: the first such kwarg or row, one line.
@@ -1679,14 +1743,21 @@ def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes:
                          f'{", ".join(twice)} itself (every run would fail: got multiple values); allowed: '
                          f'{", ".join(f"-- {TRAIN_PY_MODEL_ARGS[k]}" for k in twice)} instead')
     head = {} if num_classes is None else dict(num_classes=num_classes)
+    words = _flag_words(extra_args)
+    flags = {key: flag for key, flag in TRAIN_PY_MODEL_ARGS.items()  # weights and paths: not read on the meta device
+             if words.get(flag) and key not in ('pretrained', 'checkpoint_path', 'pretrained_cfg_overlay')}
+    head.update({key: _typed(words[flag][-1]) for key, flag in flags.items()})
+    if not (kwargs or flags):
+        return
+    said = ' '.join([f'--model-kwargs {given}'] * bool(kwargs) + [f'{f} {" ".join(words[f])}' for f in flags.values()])
     for model, row_kwargs in dict.fromkeys((r.model, tuple(r.model_kwargs.items())) for r in runs):
         try:
             with torch.device('meta'):
                 timm.create_model(model, **dict(row_kwargs), **head)
         except BUILD_ERRORS as e:
-            raise ValueError(f'--model-kwargs {given} after --: {model} with '
-                             f'{" ".join(f"{k}={v}" for k, v in row_kwargs)} cannot be built (every run of it would '
-                             f'fail): {build_failure(e)}') from None
+            row = f'{model} with {" ".join(f"{k}={v}" for k, v in row_kwargs)}' if row_kwargs else model
+            raise ValueError(f'{said} after --: {row} cannot be built (every run of it would fail): '
+                             f'{build_failure(e)}') from None
 
 
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:
@@ -1823,9 +1894,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     check_ignored_data_args(extra, recipe, data)
+    check_unread_args(extra, recipe)
+    check_failing_args(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
-    if user_kwargs:  # the rows' own kwargs build their models
-        check_model_kwargs(runs, user_kwargs, data['num_classes'])
+    check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
