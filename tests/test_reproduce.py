@@ -2160,3 +2160,17 @@ def test_no_paper_number_beside_runs_of_other_splits(fake_train, tmp_path, capsy
     assert main(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *train_args])) == 0
     rows = json.loads((out / 'results.json').read_text())['rows']
     assert [r['mean'] is not None and r['paper'] is not None for r in rows] == [paper] * 2
+
+
+@pytest.mark.parametrize('given', ['torch/CIFAR10', 'Torch/Cifar10', 'torch/x/CIFAR10'])
+def test_a_torchvision_dataset_named_in_capitals_is_recorded_as_timm_reads_it(given):
+    """train.py -- --dataset torch/CIFAR10 trains on CIFAR-10 (timm reads a torchvision name in lower case), but the
+    run recorded the dataset 'CIFAR10': its card and release named no Table 2 row ('not a configuration the paper
+    trained on CIFAR10') and no paper top-1."""
+    from timm_sl.tools.paper import paper_top1
+    from timm_sl.tools.runs import RunRecord, recorded_dataset
+    args = dict(dataset=given, num_classes=10, model='sl_vit_32', model_kwargs={})
+    dataset = recorded_dataset(args, {})
+    record = RunRecord(Path('last.pth.tar'), args=args, model='sl_vit_32', model_kwargs={}, dataset=dataset)
+    assert (dataset, record.table2_row()) == ('cifar10', ('vit', 'sl'))
+    assert paper_top1(*record.table2_row(), dataset) is not None
