@@ -2080,7 +2080,8 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "reads it only without --input-size, which is given after -- (3 32 32)"),
     ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
      "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
-     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"),
+     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of "
+     "a few images per class)"),
     ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
      "of the split once an epoch from torch/cifar10"),
     ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
@@ -2089,7 +2090,7 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
     ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
      "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
      "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
-     "prepare-fashion-mnist / prepare-svhn --limit N)"),
+     "prepare-fashion-mnist --limit N, or a copy of a few images per class)"),
     ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
      "as the whole test split"),
     ('cifar10', ['--val-split', 'test[:10%]'], "the val split 'test[:10%]' would be read as the whole test split: "
@@ -2174,3 +2175,18 @@ def test_a_torchvision_dataset_named_in_capitals_is_recorded_as_timm_reads_it(gi
     record = RunRecord(Path('last.pth.tar'), args=args, model='sl_vit_32', model_kwargs={}, dataset=dataset)
     assert (dataset, record.table2_row()) == ('cifar10', ('vit', 'sl'))
     assert paper_top1(*record.table2_row(), dataset) is not None
+
+
+@pytest.mark.parametrize('given', [['--train-split', 'train[:10%]'], ['--train-num-samples', '20']])
+def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, given):
+    """The refusal of a part of a split (or of --train-num-samples) with the svhn recipe advised 'timm-sl prepare-svhn
+    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit')."""
+    import re
+    from timm_sl.tools.cli import build_parser
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'svhn', train_args=['--epochs', '1', *given])) == 2
+    error = _one_error(capsys)
+    advised = re.findall(r'prepare-[a-z-]+', error.split('allowed: ')[1])  # each advised with --limit N
+    assert advised == ['prepare-fashion-mnist'] and '--limit N' in error
+    for command in advised:
+        build_parser().parse_args([command, str(tmp_path / 'data'), '--limit', '5'])  # SystemExit(2) if refused

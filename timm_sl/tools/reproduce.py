@@ -50,6 +50,9 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
+# what to train on fewer images instead of a part of a split (prepare-svhn writes every image: it takes no --limit)
+_FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of a few images '
+                 'per class)')
 
 
 def _dataset_name(dataset: Any) -> str:
@@ -316,8 +319,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                  else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
                 f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
-                f"split); allowed: {flag} {whole}, or a data folder of fewer images (timm-sl prepare-fashion-mnist / "
-                f"prepare-svhn --limit N)"]
+                f"split); allowed: {flag} {whole}, or {_FEWER_IMAGES}"]
     if reader in ('torch', TORCHVISION_FOLDER) and data['class_map']:  # timm's torch/ passes no map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
@@ -1598,8 +1600,7 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
             raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
                              f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
                              f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
-                             ('more --epochs' if flag == '--epoch-repeats' else 'a data folder of fewer images '
-                              '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
+                             ('more --epochs' if flag == '--epoch-repeats' else _FEWER_IMAGES))
 
 
 def _is_config_flag(arg: str) -> bool:
