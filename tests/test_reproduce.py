@@ -2190,3 +2190,73 @@ def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_t
     assert advised == ['prepare-fashion-mnist'] and '--limit N' in error
     for command in advised:
         build_parser().parse_args([command, str(tmp_path / 'data'), '--limit', '5'])  # SystemExit(2) if refused
+
+
+def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advises(fake_train, tmp_path, capsys):
+    """Tiny-ImageNet's val sorted by a script into val/<wnid>/images/ (as the archive lays out train): reproduce said
+    'holds images one folder too deep ...; run timm-sl prepare-tiny-imagenet DATA', which then refused it ('image
+    val_0.JPEG is neither in val/images nor in val/n01'); it now moves them up, as train's, and the data is read."""
+    data = tmp_path / 'data'
+    for i, wnid in enumerate(['n01', 'n02']):
+        for split, name in (('train', f'{wnid}_0.JPEG'), ('val', f'val_{i}.JPEG')):
+            (data / split / wnid / 'images').mkdir(parents=True)
+            (data / split / wnid / 'images' / name).write_bytes(b'%s%d' % (split.encode(), i))
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'tiny-imagenet',
+                           train_args=['--epochs', '1', '--num-classes', '2'])
+    assert _exit_status(argv) == 2
+    err = capsys.readouterr().err  # one line per split
+    assert f"{data / 'val' / 'n01' / 'images'} holds images one folder too deep" in err
+    assert err.count(f'run timm-sl prepare-tiny-imagenet {data}\n') == 2
+    assert main(['prepare-tiny-imagenet', str(data)]) == 0
+    assert sorted(str(p.relative_to(data)) for p in data.rglob('*') if p.is_file()) == [
+        'train/n01/n01_0.JPEG', 'train/n02/n02_0.JPEG', 'val/n01/val_0.JPEG', 'val/n02/val_1.JPEG',
+        'val/val_annotations.txt']
+    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes() == b'val1'
+    capsys.readouterr()
+    assert main(argv) == 0
+
+
+def test_a_val_class_folder_holding_an_image_its_annotations_put_elsewhere_is_refused_before_any_move(tmp_path,
+                                                                                                       capsys):
+    """An image in val/<wnid>/images/ that val_annotations.txt does not list for that class is refused before any
+    file moves: moved up, timm would read it under that class."""
+    data = tmp_path / 'data'
+    for i, wnid in enumerate(['n01', 'n02']):
+        (data / 'val' / wnid / 'images').mkdir(parents=True)
+        (data / 'val' / wnid / 'images' / f'val_{i}.JPEG').write_bytes(b'%d' % i)
+    (data / 'val' / 'n02' / 'images' / 'val_0.JPEG').write_bytes(b'0')
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    before = sorted(data.rglob('*'))
+    assert _exit_status(['prepare-tiny-imagenet', str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"timm-sl prepare-tiny-imagenet: {data / 'val' / 'n02' / 'images'} still holds 1 file(s) "
+                   f"(val_0.JPEG) not listed for class n02 in val_annotations.txt; timm would read them as one more "
+                   f"class 'images': move them away and run again\n")
+    assert sorted(data.rglob('*')) == before
+
+
+def test_an_archive_extracted_again_over_a_val_sorted_as_train_is_prepared_once(tmp_path, capsys):
+    """val/images/ extracted again beside val/<wnid>/images/ holding the same images: each is moved once, its second
+    copy removed; copies that differ are refused before any file moves."""
+    data = tmp_path / 'data'
+    (data / 'val' / 'images').mkdir(parents=True)
+    for i, wnid in enumerate(['n01', 'n02']):
+        (data / 'val' / wnid / 'images').mkdir(parents=True)
+        for folder in (data / 'val' / 'images', data / 'val' / wnid / 'images'):
+            (folder / f'val_{i}.JPEG').write_bytes(b'%d' % i)
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    other = tmp_path / 'other'
+    shutil.copytree(data, other)
+    (other / 'val' / 'n02' / 'images' / 'val_1.JPEG').write_bytes(b'another')
+    assert main(['prepare-tiny-imagenet', str(data)]) == 0
+    assert sorted(str(p.relative_to(data)) for p in data.rglob('*')) == [
+        'val', 'val/n01', 'val/n01/val_0.JPEG', 'val/n02', 'val/n02/val_1.JPEG', 'val/val_annotations.txt']
+    capsys.readouterr()
+    before = sorted(other.rglob('*'))
+    assert _exit_status(['prepare-tiny-imagenet', str(other)]) == 2
+    assert capsys.readouterr().err == (
+        f"timm-sl prepare-tiny-imagenet: {other / 'val' / 'images' / 'val_1.JPEG'} and "
+        f"{other / 'val' / 'n02' / 'images' / 'val_1.JPEG'} differ, and both would be "
+        f"{other / 'val' / 'n02' / 'val_1.JPEG'}; move one of them away by hand\n")
+    assert sorted(other.rglob('*')) == before
