@@ -2260,3 +2260,28 @@ def test_an_archive_extracted_again_over_a_val_sorted_as_train_is_prepared_once(
         f"{other / 'val' / 'n02' / 'images' / 'val_1.JPEG'} differ, and both would be "
         f"{other / 'val' / 'n02' / 'val_1.JPEG'}; move one of them away by hand\n")
     assert sorted(other.rglob('*')) == before
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--dataset', 'torch/fashion_mnist'], "--dataset torch/fashion_mnist after -- reads torchvision's FashionMNIST, "
+     "whose 28 px single-channel images timm passes on unconverted: the fashion_mnist.yaml recipe's 3-channel "
+     "AutoAugment (--aa original) would fail on them in every run; allowed: timm-sl prepare-fashion-mnist DATA (class "
+     "folders of 32 px RGB PNGs), read as an image folder (no --dataset)"),
+    (['--dataset', 'Torch/x/MNIST'], "--dataset Torch/x/MNIST after -- reads torchvision's MNIST, whose 28 px "
+     "single-channel images"),
+])
+def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(fake_train, tmp_path, capsys, given,
+                                                                                 says):
+    """-- --dataset torch/fashion_mnist started every run, and each failed after its start with only 'TypeError: color
+    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on)."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    # without AutoAugment (or for 1-channel input) it is not refused for that
+    for more in (['--aa', ''], ['--input-size', '1', '32', '32']):
+        from timm_sl.tools.reproduce import check_grey_torch_dataset, recipe_path, train_data
+        extra = ['--epochs', '1', *given, *more]
+        check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
+                                 train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))

@@ -1603,6 +1603,35 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
                              ('more --epochs' if flag == '--epoch-repeats' else _FEWER_IMAGES))
 
 
+# torchvision's datasets of single-channel images, as timm's torch/ names them: timm passes their images on unconverted
+_TORCH_GREY = {'torch/mnist': 'MNIST', 'torch/kmnist': 'KMNIST', 'torch/qmnist': 'QMNIST',
+               'torch/fashion_mnist': 'FashionMNIST'}
+
+
+def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
+    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for 3-channel input
+    with AutoAugment (every recipe's): timm's torch/ reader yields its 28 px grey images unconverted (``input_img_mode``
+    applies to the other readers only), and AutoAugment's 3-channel fill fails on them in every run, whose log then
+    says only 'TypeError: color must be int or single-element tuple'.
+
+    Raises:
+        ValueError: naming the dataset, why and what to use instead, one line.
+    """
+    name = _dataset_name(data.get('dataset'))
+    if name not in _TORCH_GREY:
+        return
+    settings = _given_settings(recipe, extra_args)
+    size = _flag_words(extra_args).get('--input-size') or settings.get('input_size') or [3]
+    channels, aa = str(size[0]), settings.get('aa')
+    if channels != '3' or not aa:
+        return
+    instead = ('timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an image folder (no '
+               '--dataset)' if name == 'torch/fashion_mnist' else 'an image folder of its images as RGB (no --dataset)')
+    raise ValueError(f"--dataset {data['dataset']} after -- reads torchvision's {_TORCH_GREY[name]}, whose 28 px "
+                     f"single-channel images timm passes on unconverted: the {recipe.name} recipe's 3-channel "
+                     f"AutoAugment (--aa {aa}) would fail on them in every run; allowed: {instead}")
+
+
 def _is_config_flag(arg: str) -> bool:
     """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
     (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
@@ -1824,6 +1853,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f'--data-dir {args.data_dir} does not exist')
     data = train_data(recipe, args.data_dir, extra)
     check_ignored_data_args(extra, recipe, data)
+    check_grey_torch_dataset(extra, recipe, data)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     if user_kwargs:  # the rows' own kwargs build their models
         check_model_kwargs(runs, user_kwargs, data['num_classes'])
