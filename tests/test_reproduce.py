@@ -795,13 +795,14 @@ def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, c
 
 
 def _folders(root, layout):
-    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
+    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (of a few bytes: an empty
+    image is refused), else a folder."""
     root.mkdir(parents=True, exist_ok=True)
     for path in layout:
         target = root / path
         if target.suffix:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b'')
+            target.write_bytes(b'data')
         else:
             target.mkdir(parents=True, exist_ok=True)
     return root
@@ -2285,3 +2286,23 @@ def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(
         extra = ['--epochs', '1', *given, *more]
         check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
                                  train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+
+
+def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """An image of 0 bytes (a copy or download cut off, a full disk) was read by no check: timm's folder reader skips
+    an image it cannot read with a warning in train.log and reads the next one in its place, so the top-1 was measured
+    on other images than the split holds and the report read as a plain result."""
+    data = _folders(tmp_path / 'data', DIGITS + ['test/3/1.png', 'test/3/2.png', 'train/5/1.PNG'])
+    for image in ('test/3/2.png', 'test/3/1.png', 'train/5/1.PNG'):
+        (data / image).write_bytes(b'')
+    (data / 'test' / '4' / 'notes.txt').write_bytes(b'')  # no image: timm does not read it
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / 'train' / '5' / '1.PNG'} is empty (0 bytes): timm's folder reader would skip it "
+        f"with a warning in the log and read the next image in its place, so the split would not be the images it "
+        f"holds; allowed: images of their bytes (copy or extract them again, or remove them)",
+        f"timm-sl reproduce: {data / 'test' / '3' / '1.png'} is empty (0 bytes) (1 more alike): timm's folder reader "
+        f"would skip it with a warning in the log and read the next image in its place, so the split would not be the "
+        f"images it holds; allowed: images of their bytes (copy or extract them again, or remove them)"]
+    assert not out.exists()

@@ -233,18 +233,22 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
-def _image_folders(folder: Path) -> List[Path]:
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class).
+    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
     """
     found = []
     for path, _, files in walk(folder, every_path=True):
-        if any(os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES for f in files):
+        images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
+        if images:
             found.append(Path(path))
+        if empty is not None:
+            empty.extend(Path(path) / f for f in images if os.path.isfile(os.path.join(path, f)) and
+                         os.path.getsize(os.path.join(path, f)) == 0)
     return sorted(found)
 
 
@@ -427,10 +431,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             else:
                 classes[folder] = {c.name for c in class_dirs}
             continue
+        empty: List[Path] = []
         try:
-            holders = _image_folders(folder)
+            holders = _image_folders(folder, empty)
         except ValueError as e:
             errors.append(str(e))
+            continue
+        if empty:  # timm's reader skips an image it cannot read, reading the next one (by index) in its place
+            more = f' ({len(empty) - 1} more alike)' if len(empty) > 1 else ''
+            errors.append(f"{min(empty)} is empty (0 bytes){more}: timm's folder reader would skip it with a warning "
+                          f"in the log and read the next image in its place, so the split would not be the images "
+                          f"it holds; allowed: images of their bytes (copy or extract them again, or remove them)")
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
