@@ -448,3 +448,24 @@ def test_a_record_cut_short_by_a_full_disk_is_not_left_half_written(source, tmp_
     monkeypatch.setattr(pathlib.Path, 'write_text', write_text)
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
     assert json.loads((out / 'fashion_mnist.json').read_text())['dataset'] == 'fashion-mnist'
+
+
+def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(source, tmp_path, capsys):
+    """A .DS_Store (macOS Finder) or .directory (KDE) a file manager left in a finished split made the same command,
+    run again, refuse it: 'train holds files other than Fashion-MNIST class folders of PNGs; move it away first'.
+    timm reads no such file: the split is still the one recorded, and nothing is written; an image it would read
+    (a hidden .png too) still makes it another split."""
+    out = tmp_path / 'fm'
+    argv = ['prepare-fashion-mnist', str(out), '--source', str(source)]
+    assert main(argv) == 0
+    (out / 'train' / '.DS_Store').write_bytes(b'\0')
+    (out / 'test' / '3_dress' / '.directory').write_text('[Dolphin]\n')
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith('(already there: nothing written)')
+    assert (out / 'train' / '.DS_Store').read_bytes() == b'\0'
+    (out / 'test' / '3_dress' / '.directory').unlink()
+    (out / 'test' / '3_dress' / '.x.png').write_bytes(b'png')
+    assert _cli_error(argv, capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/test holds other images than fashion_mnist.json records for it (moved, '
+        f'swapped with another split or deleted in part since); --overwrite writes it again')

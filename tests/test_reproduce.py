@@ -795,13 +795,14 @@ def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, c
 
 
 def _folders(root, layout):
-    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is an (empty) file, else a folder."""
+    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (of a few bytes: an empty
+    image is refused), else a folder."""
     root.mkdir(parents=True, exist_ok=True)
     for path in layout:
         target = root / path
         if target.suffix:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b'')
+            target.write_bytes(b'data')
         else:
             target.mkdir(parents=True, exist_ok=True)
     return root
@@ -2080,7 +2081,8 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "reads it only without --input-size, which is given after -- (3 32 32)"),
     ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
      "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
-     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist / prepare-svhn --limit N)"),
+     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of "
+     "a few images per class)"),
     ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
      "of the split once an epoch from torch/cifar10"),
     ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
@@ -2089,7 +2091,7 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
     ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
      "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
      "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
-     "prepare-fashion-mnist / prepare-svhn --limit N)"),
+     "prepare-fashion-mnist --limit N, or a copy of a few images per class)"),
     ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
      "as the whole test split"),
     ('cifar10', ['--val-split', 'test[:10%]'], "the val split 'test[:10%]' would be read as the whole test split: "
@@ -2257,3 +2259,147 @@ def test_train_py_model_arguments_no_row_takes_are_refused(fake_train, tmp_path,
     assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
                     capsys).startswith(says)
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--gp', 'avg'])) == 0
+
+
+@pytest.mark.parametrize('given', ['torch/CIFAR10', 'Torch/Cifar10', 'torch/x/CIFAR10'])
+def test_a_torchvision_dataset_named_in_capitals_is_recorded_as_timm_reads_it(given):
+    """train.py -- --dataset torch/CIFAR10 trains on CIFAR-10 (timm reads a torchvision name in lower case), but the
+    run recorded the dataset 'CIFAR10': its card and release named no Table 2 row ('not a configuration the paper
+    trained on CIFAR10') and no paper top-1."""
+    from timm_sl.tools.paper import paper_top1
+    from timm_sl.tools.runs import RunRecord, recorded_dataset
+    args = dict(dataset=given, num_classes=10, model='sl_vit_32', model_kwargs={})
+    dataset = recorded_dataset(args, {})
+    record = RunRecord(Path('last.pth.tar'), args=args, model='sl_vit_32', model_kwargs={}, dataset=dataset)
+    assert (dataset, record.table2_row()) == ('cifar10', ('vit', 'sl'))
+    assert paper_top1(*record.table2_row(), dataset) is not None
+
+
+@pytest.mark.parametrize('given', [['--train-split', 'train[:10%]'], ['--train-num-samples', '20']])
+def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, given):
+    """The refusal of a part of a split (or of --train-num-samples) with the svhn recipe advised 'timm-sl prepare-svhn
+    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit')."""
+    import re
+    from timm_sl.tools.cli import build_parser
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'svhn', train_args=['--epochs', '1', *given])) == 2
+    error = _one_error(capsys)
+    advised = re.findall(r'prepare-[a-z-]+', error.split('allowed: ')[1])  # each advised with --limit N
+    assert advised == ['prepare-fashion-mnist'] and '--limit N' in error
+    for command in advised:
+        build_parser().parse_args([command, str(tmp_path / 'data'), '--limit', '5'])  # SystemExit(2) if refused
+
+
+def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advises(fake_train, tmp_path, capsys):
+    """Tiny-ImageNet's val sorted by a script into val/<wnid>/images/ (as the archive lays out train): reproduce said
+    'holds images one folder too deep ...; run timm-sl prepare-tiny-imagenet DATA', which then refused it ('image
+    val_0.JPEG is neither in val/images nor in val/n01'); it now moves them up, as train's, and the data is read."""
+    data = tmp_path / 'data'
+    for i, wnid in enumerate(['n01', 'n02']):
+        for split, name in (('train', f'{wnid}_0.JPEG'), ('val', f'val_{i}.JPEG')):
+            (data / split / wnid / 'images').mkdir(parents=True)
+            (data / split / wnid / 'images' / name).write_bytes(b'%s%d' % (split.encode(), i))
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'tiny-imagenet',
+                           train_args=['--epochs', '1', '--num-classes', '2'])
+    assert _exit_status(argv) == 2
+    err = capsys.readouterr().err  # one line per split
+    assert f"{data / 'val' / 'n01' / 'images'} holds images one folder too deep" in err
+    assert err.count(f'run timm-sl prepare-tiny-imagenet {data}\n') == 2
+    assert main(['prepare-tiny-imagenet', str(data)]) == 0
+    assert sorted(str(p.relative_to(data)) for p in data.rglob('*') if p.is_file()) == [
+        'train/n01/n01_0.JPEG', 'train/n02/n02_0.JPEG', 'val/n01/val_0.JPEG', 'val/n02/val_1.JPEG',
+        'val/val_annotations.txt']
+    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes() == b'val1'
+    capsys.readouterr()
+    assert main(argv) == 0
+
+
+def test_a_val_class_folder_holding_an_image_its_annotations_put_elsewhere_is_refused_before_any_move(tmp_path,
+                                                                                                       capsys):
+    """An image in val/<wnid>/images/ that val_annotations.txt does not list for that class is refused before any
+    file moves: moved up, timm would read it under that class."""
+    data = tmp_path / 'data'
+    for i, wnid in enumerate(['n01', 'n02']):
+        (data / 'val' / wnid / 'images').mkdir(parents=True)
+        (data / 'val' / wnid / 'images' / f'val_{i}.JPEG').write_bytes(b'%d' % i)
+    (data / 'val' / 'n02' / 'images' / 'val_0.JPEG').write_bytes(b'0')
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    before = sorted(data.rglob('*'))
+    assert _exit_status(['prepare-tiny-imagenet', str(data)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"timm-sl prepare-tiny-imagenet: {data / 'val' / 'n02' / 'images'} still holds 1 file(s) "
+                   f"(val_0.JPEG) not listed for class n02 in val_annotations.txt; timm would read them as one more "
+                   f"class 'images': move them away and run again\n")
+    assert sorted(data.rglob('*')) == before
+
+
+def test_an_archive_extracted_again_over_a_val_sorted_as_train_is_prepared_once(tmp_path, capsys):
+    """val/images/ extracted again beside val/<wnid>/images/ holding the same images: each is moved once, its second
+    copy removed; copies that differ are refused before any file moves."""
+    data = tmp_path / 'data'
+    (data / 'val' / 'images').mkdir(parents=True)
+    for i, wnid in enumerate(['n01', 'n02']):
+        (data / 'val' / wnid / 'images').mkdir(parents=True)
+        for folder in (data / 'val' / 'images', data / 'val' / wnid / 'images'):
+            (folder / f'val_{i}.JPEG').write_bytes(b'%d' % i)
+    (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
+    other = tmp_path / 'other'
+    shutil.copytree(data, other)
+    (other / 'val' / 'n02' / 'images' / 'val_1.JPEG').write_bytes(b'another')
+    assert main(['prepare-tiny-imagenet', str(data)]) == 0
+    assert sorted(str(p.relative_to(data)) for p in data.rglob('*')) == [
+        'val', 'val/n01', 'val/n01/val_0.JPEG', 'val/n02', 'val/n02/val_1.JPEG', 'val/val_annotations.txt']
+    capsys.readouterr()
+    before = sorted(other.rglob('*'))
+    assert _exit_status(['prepare-tiny-imagenet', str(other)]) == 2
+    assert capsys.readouterr().err == (
+        f"timm-sl prepare-tiny-imagenet: {other / 'val' / 'images' / 'val_1.JPEG'} and "
+        f"{other / 'val' / 'n02' / 'images' / 'val_1.JPEG'} differ, and both would be "
+        f"{other / 'val' / 'n02' / 'val_1.JPEG'}; move one of them away by hand\n")
+    assert sorted(other.rglob('*')) == before
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--dataset', 'torch/fashion_mnist'], "--dataset torch/fashion_mnist after -- reads torchvision's FashionMNIST, "
+     "whose 28 px single-channel images timm passes on unconverted: the fashion_mnist.yaml recipe's 3-channel "
+     "AutoAugment (--aa original) would fail on them in every run; allowed: timm-sl prepare-fashion-mnist DATA (class "
+     "folders of 32 px RGB PNGs), read as an image folder (no --dataset)"),
+    (['--dataset', 'Torch/x/MNIST'], "--dataset Torch/x/MNIST after -- reads torchvision's MNIST, whose 28 px "
+     "single-channel images"),
+])
+def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(fake_train, tmp_path, capsys, given,
+                                                                                 says):
+    """-- --dataset torch/fashion_mnist started every run, and each failed after its start with only 'TypeError: color
+    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on)."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    # without AutoAugment (or for 1-channel input) it is not refused for that
+    for more in (['--aa', ''], ['--input-size', '1', '32', '32']):
+        from timm_sl.tools.reproduce import check_grey_torch_dataset, recipe_path, train_data
+        extra = ['--epochs', '1', *given, *more]
+        check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
+                                 train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+
+
+def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """An image of 0 bytes (a copy or download cut off, a full disk) was read by no check: timm's folder reader skips
+    an image it cannot read with a warning in train.log and reads the next one in its place, so the top-1 was measured
+    on other images than the split holds and the report read as a plain result."""
+    data = _folders(tmp_path / 'data', DIGITS + ['test/3/1.png', 'test/3/2.png', 'train/5/1.PNG'])
+    for image in ('test/3/2.png', 'test/3/1.png', 'train/5/1.PNG'):
+        (data / image).write_bytes(b'')
+    (data / 'test' / '4' / 'notes.txt').write_bytes(b'')  # no image: timm does not read it
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / 'train' / '5' / '1.PNG'} is empty (0 bytes): timm's folder reader would skip it "
+        f"with a warning in the log and read the next image in its place, so the split would not be the images it "
+        f"holds; allowed: images of their bytes (copy or extract them again, or remove them)",
+        f"timm-sl reproduce: {data / 'test' / '3' / '1.png'} is empty (0 bytes) (1 more alike): timm's folder reader "
+        f"would skip it with a warning in the log and read the next image in its place, so the split would not be the "
+        f"images it holds; allowed: images of their bytes (copy or extract them again, or remove them)"]
+    assert not out.exists()

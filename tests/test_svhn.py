@@ -477,3 +477,17 @@ def test_split_folders_swapped_or_cut_since_are_not_already_there(mats, tmp_path
     assert main(['prepare-svhn', str(out), '--source', str(source), '--overwrite']) == 0
     assert [sum(1 for _ in (out / split).rglob('*.png')) for split in ('train', 'test')] == [SIZES['train'],
                                                                                          SIZES['test']]
+
+
+def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(mats, tmp_path, capsys):
+    """A .DS_Store a file manager left in a finished split made the same command, run again, refuse it ('test holds
+    files other than digit folders of PNGs; move it away first'), though timm reads no such file."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    argv = ['prepare-svhn', str(out), '--source', str(source)]
+    assert main(argv) == 0
+    for where in (out / 'test', out / 'train' / '7'):
+        (where / '.DS_Store').write_bytes(b'\0')
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith('(already there: nothing written)')

@@ -109,13 +109,23 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
                              f'split as released')
 
 
+_IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # what timm's folder reader reads (any case); other files it passes by
+
+
+def _read_by_timm(path: Path) -> bool:
+    """Whether timm's folder reader reads ``path`` of a split folder: a folder (walked), or an image file."""
+    return path.is_dir() or path.suffix.lower() in _IMAGE_SUFFIXES
+
+
 def holds_counts(folder: Path, counts: Any) -> bool:
-    """Whether ``folder``, a finished split, still holds what its record says: as many files in each class folder as
-    ``counts`` (``{class folder: images}``, zeros too), and nothing else. A split folder swapped with another since
-    (``mv train test``), or with images deleted, is not the split the record names."""
+    """Whether ``folder``, a finished split, still holds what its record says: as many images in each class folder as
+    ``counts`` (``{class folder: images}``, zeros too), and nothing else timm reads (a file manager's ``.DS_Store`` or
+    ``.directory`` aside). A split folder swapped with another since (``mv train test``), or with images deleted, is
+    not the split the record names."""
     if not isinstance(counts, dict) or not folder.is_dir():
         return False
-    held = {p.name: sum(1 for _ in p.iterdir()) if p.is_dir() else None for p in folder.iterdir()}
+    held = {p.name: sum(1 for f in p.iterdir() if _read_by_timm(f)) if p.is_dir() else None
+            for p in folder.iterdir() if _read_by_timm(p)}
     return held == counts
 
 

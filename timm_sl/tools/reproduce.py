@@ -50,6 +50,9 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
+# what to train on fewer images instead of a part of a split (prepare-svhn writes every image: it takes no --limit)
+_FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of a few images '
+                 'per class)')
 
 
 def _dataset_name(dataset: Any) -> str:
@@ -232,18 +235,22 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
-def _image_folders(folder: Path) -> List[Path]:
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class).
+    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
     """
     found = []
     for path, _, files in walk(folder, every_path=True):
-        if any(os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES for f in files):
+        images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
+        if images:
             found.append(Path(path))
+        if empty is not None:
+            empty.extend(Path(path) / f for f in images if os.path.isfile(os.path.join(path, f)) and
+                         os.path.getsize(os.path.join(path, f)) == 0)
     return sorted(found)
 
 
@@ -318,8 +325,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                  else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
                 f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
-                f"split); allowed: {flag} {whole}, or a data folder of fewer images (timm-sl prepare-fashion-mnist / "
-                f"prepare-svhn --limit N)"]
+                f"split); allowed: {flag} {whole}, or {_FEWER_IMAGES}"]
     if reader in ('torch', TORCHVISION_FOLDER) and data['class_map']:  # timm's torch/ passes no map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
@@ -427,10 +433,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             else:
                 classes[folder] = {c.name for c in class_dirs}
             continue
+        empty: List[Path] = []
         try:
-            holders = _image_folders(folder)
+            holders = _image_folders(folder, empty)
         except ValueError as e:
             errors.append(str(e))
+            continue
+        if empty:  # timm's reader skips an image it cannot read, reading the next one (by index) in its place
+            more = f' ({len(empty) - 1} more alike)' if len(empty) > 1 else ''
+            errors.append(f"{min(empty)} is empty (0 bytes){more}: timm's folder reader would skip it with a warning "
+                          f"in the log and read the next image in its place, so the split would not be the images "
+                          f"it holds; allowed: images of their bytes (copy or extract them again, or remove them)")
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
@@ -1602,8 +1615,36 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
             raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
                              f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
                              f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
-                             ('more --epochs' if flag == '--epoch-repeats' else 'a data folder of fewer images '
-                              '(timm-sl prepare-fashion-mnist / prepare-svhn --limit N)'))
+                             ('more --epochs' if flag == '--epoch-repeats' else _FEWER_IMAGES))
+
+
+# torchvision's datasets of single-channel images, as timm's torch/ names them: timm passes their images on unconverted
+_TORCH_GREY = {'torch/mnist': 'MNIST', 'torch/kmnist': 'KMNIST', 'torch/qmnist': 'QMNIST',
+               'torch/fashion_mnist': 'FashionMNIST'}
+
+
+def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
+    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for 3-channel input
+    with AutoAugment (every recipe's): timm's torch/ reader yields its 28 px grey images unconverted (``input_img_mode``
+    applies to the other readers only), and AutoAugment's 3-channel fill fails on them in every run, whose log then
+    says only 'TypeError: color must be int or single-element tuple'.
+
+    Raises:
+        ValueError: naming the dataset, why and what to use instead, one line.
+    """
+    name = _dataset_name(data.get('dataset'))
+    if name not in _TORCH_GREY:
+        return
+    settings = _given_settings(recipe, extra_args)
+    size = _flag_words(extra_args).get('--input-size') or settings.get('input_size') or [3]
+    channels, aa = str(size[0]), settings.get('aa')
+    if channels != '3' or not aa:
+        return
+    instead = ('timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an image folder (no '
+               '--dataset)' if name == 'torch/fashion_mnist' else 'an image folder of its images as RGB (no --dataset)')
+    raise ValueError(f"--dataset {data['dataset']} after -- reads torchvision's {_TORCH_GREY[name]}, whose 28 px "
+                     f"single-channel images timm passes on unconverted: the {recipe.name} recipe's 3-channel "
+                     f"AutoAugment (--aa {aa}) would fail on them in every run; allowed: {instead}")
 
 
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
@@ -1896,6 +1937,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_ignored_data_args(extra, recipe, data)
     check_unread_args(extra, recipe)
     check_failing_args(extra, recipe)
+    check_grey_torch_dataset(extra, recipe, data)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)

@@ -718,10 +718,11 @@ def dataset_reader(dataset: Any) -> str:
 def _dataset_arg(args: Dict[str, Any]) -> Optional[str]:
     """train.py's ``--dataset`` without its reader prefix (``torch/cifar10`` -> ``cifar10``); None for an image
     folder read as such (:func:`dataset_reader`): ``''``, torchvision's ImageFolder (``torch/image_folder``), or timm's
-    folder reader named by a word of :data:`FOLDER_READERS` (``ImageFolder``)."""
+    folder reader named by a word of :data:`FOLDER_READERS` (``ImageFolder``). A torchvision dataset is named as timm
+    reads it, in lower case (``torch/CIFAR10`` is CIFAR-10: ``cifar10``)."""
     text = str(args.get('dataset') or '')
-    name = text.split('/')[-1]
     reader = dataset_reader(text)
+    name = text.split('/', 2)[-1].lower() if reader == 'torch' else text.split('/')[-1]
     if reader == TORCHVISION_FOLDER or (reader == TIMM_FOLDER and name.lower() in FOLDER_READERS):
         return None
     return {'tinyimagenet': 'tiny-imagenet'}.get(name, name) or None

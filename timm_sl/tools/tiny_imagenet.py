@@ -174,6 +174,11 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     if not annotations.exists():
         raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
     _refuse_link(val / 'images')
+    # val/<wnid>/images/, the layout of train/ some scripts sort val into: moved up as train's are
+    nested = [d / 'images' for d in sorted(val.iterdir()) if d.is_dir() and d.name != 'images' and
+              (d / 'images').is_dir()]
+    for folder in nested:
+        _refuse_link(folder)
     known = _known_classes(root)
     moves: _Moves = []
     counts: Dict[str, int] = {}
@@ -199,16 +204,24 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
         first_line[name] = line_no
         classes_of[name] = wnid
         source, target = val / 'images' / name, val / wnid / name
-        if source.exists():
-            _check_move(source, target)
-            moves.append((source, target))
-        elif not target.exists():
+        # the image in val/images/ and in val/<wnid>/images/ (the archive extracted again over such a folder): the
+        # first is moved, the second then a duplicate of it, removed
+        sources = [path for path in (source, val / wnid / 'images' / name) if path.exists()]
+        for path in sources:
+            _check_move(path, target)
+        if len(sources) == 2 and not (sources[1].is_file() and filecmp.cmp(*sources, shallow=False)):
+            raise ValueError(f'{sources[0]} and {sources[1]} differ, and both would be {target}; move one of them '
+                             f'away by hand')
+        moves.extend((path, target) for path in sources)
+        if not sources and not target.exists():
             raise ValueError(f'{where}: image {name} is neither in {source.parent} nor in {target.parent}')
         counts[wnid] = counts.get(wnid, 0) + 1
     _refuse_left_over(val / 'images', set(first_line), f'not listed in {annotations.name}')
+    for folder in nested:
+        _refuse_left_over(folder, {n for n, w in classes_of.items() if w == folder.parent.name},
+                          f'not listed for class {folder.parent.name} in {annotations.name}')
     _refuse_stale(val, annotations, classes_of)
-    if (val / 'images').is_dir():
-        moves.append((val / 'images', None))
+    moves.extend((folder, None) for folder in [val / 'images', *nested] if folder.is_dir())
     return moves, counts
 
 
@@ -253,7 +266,8 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
 
 
 def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
-    """Move ``root/val/images/<file>`` to ``root/val/<wnid>/<file>``; safe to run twice.
+    """Move ``root/val/images/<file>`` to ``root/val/<wnid>/<file>`` (also from ``root/val/<wnid>/images/``, where a
+    script sorted val as the archive lays out train); safe to run twice.
 
     Always moves, as for train: copies would leave ``val/images/``, which timm would read as a 201st class
     ('images', sorted first, so every other label would shift by one). Every annotation is checked before the first

@@ -12,8 +12,8 @@ from PIL import Image
 __all__ = ['load_digits_split', 'DigitsDataset', 'DIGITS_MEAN', 'DIGITS_STD']
 
 # per-channel statistics of the upscaled digits (measured on the whole set, grey replicated to RGB)
-DIGITS_MEAN = (0.209, 0.209, 0.209)
-DIGITS_STD = (0.318, 0.318, 0.318)
+DIGITS_MEAN = (0.309, 0.309, 0.309)
+DIGITS_STD = (0.349, 0.349, 0.349)
 
 
 def load_digits_split(val_fraction: float = 0.2, seed: int = 0, limit: Optional[int] = None
