@@ -1803,3 +1803,22 @@ def test_an_image_named_twice_is_analysed_once(tmp_path, image_dir, capsys, figu
                  'depth=1', '--out', out]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert [row[0] for row in rows if row[1:2] == ['SL']] == ['0.png', '1.png']
+
+
+def test_final_attention_refuses_a_cait_without_class_attention(tmp_path, image_dir, capsys, figures):
+    """A CaiT built with depth_token_only=0 (no class-attention block) had the first patch token's row of its last
+    self-attention drawn as 'attention of the class token over the patch tokens', though its class token never
+    attends to the image; pooled over its patch tokens (global_pool='avg') it is still drawn."""
+    with pytest.raises(ValueError, match=(
+            r"^sl_cait_32 has no class-attention block \(depth_token_only=0\): its class token never attends to the "
+            r"patch tokens and its classifier reads that token as it was learned, whatever the image; no block's map "
+            r"is what it reads; allowed: depth_token_only >= 1, or global_pool 'avg' \(train.py's --gp\)$")):
+        final_attention_map(_model('sl_cait_32', dict(depth=1, depth_token_only=0)), torch.randn(1, 3, 32, 32))
+    pooled = final_attention_map(_model('sl_cait_32', dict(depth=1, depth_token_only=0, global_pool='avg')),
+                                 torch.randn(1, 3, 32, 32))
+    assert pooled.kind == 'received' and pooled.layer == 'blocks.0.attn'
+    out = tmp_path / 'a.png'
+    err = _fails(['attention', str(image_dir), '--model', 'sl_cait_32', '--model-kwargs', 'depth=1',
+                  'depth_token_only=0', '--out', str(out)], capsys)
+    assert err.startswith('timm-sl attention: sl_cait_32 has no class-attention block (depth_token_only=0): ')
+    assert not figures and not out.exists() and not out.with_suffix('.json').exists()

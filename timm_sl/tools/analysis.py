@@ -261,6 +261,11 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     patch_layers = [(n, m) for n, m in layers if not isinstance(m, ClassAttn)]
+    if isinstance(model, Cait) and not class_layers and not pooled:  # its class token joins in class attention only
+        raise ValueError(f'{built_as(model)} has no class-attention block (depth_token_only=0): its class token '
+                         f'never attends to the patch tokens and its classifier reads that token as it was learned, '
+                         f"whatever the image; no block's map is what it reads; allowed: depth_token_only >= 1, "
+                         f"or global_pool 'avg' (train.py's --gp)")
     # pooled, CaiT's patch tokens leave its last self-attention: its class attention feeds its class token only
     name, module = (patch_layers if pooled and patch_layers else class_layers or layers)[-1]
     H, W = images.shape[-2:]
