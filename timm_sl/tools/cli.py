@@ -498,10 +498,8 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
         return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     config = resolve_data_config({}, model=model)
-    size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale
-    chans = getattr(model, 'in_chans', None)  # built with in_chans=: so are the cfg's channels, mean and std
-    input_size = (chans or config['input_size'][0],
-                  *(config['input_size'][1:] if size is None else (size, size) if isinstance(size, int) else size))
+    from timm_sl.tools.profile import built_input_size
+    input_size = built_input_size(model)  # built with img_size= / in_chans=: the cfg's (and its mean, std) are stale
     if tuple(input_size) != tuple(config['input_size']):
         config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
     return config, f"the model's default data config at its image size ({why})"
