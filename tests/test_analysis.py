@@ -1822,3 +1822,13 @@ def test_final_attention_refuses_a_cait_without_class_attention(tmp_path, image_
                   'depth_token_only=0', '--out', str(out)], capsys)
     assert err.startswith('timm-sl attention: sl_cait_32 has no class-attention block (depth_token_only=0): ')
     assert not figures and not out.exists() and not out.with_suffix('.json').exists()
+
+
+@pytest.mark.parametrize('kwargs,size', [(dict(img_size=48), (3, 48, 48)), (dict(in_chans=1), (1, 32, 32))])
+def test_images_load_at_the_input_the_model_was_built_for(kwargs, size, image_dir):
+    """load_images(paths, model) of a model built with img_size=48 (or in_chans=1) read the images at the registered
+    3x32x32, which the model refused ("Input height (32) doesn't match model (48)")."""
+    model = _model('sl_vit_32', dict(depth=1, **kwargs))
+    batch = load_images([str(image_dir)], model)
+    assert tuple(batch.tensor.shape[1:]) == size
+    assert final_attention_map(model, batch.tensor).maps.shape[-2:] == (size[1] // 4, size[2] // 4)

@@ -497,12 +497,8 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
-    config = resolve_data_config({}, model=model)
-    from timm_sl.tools.profile import built_input_size
-    input_size = built_input_size(model)  # built with img_size= / in_chans=: the cfg's (and its mean, std) are stale
-    if tuple(input_size) != tuple(config['input_size']):
-        config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
-    return config, f"the model's default data config at its image size ({why})"
+    from timm_sl.tools.analysis import default_data_config
+    return default_data_config(model), f"the model's default data config at its image size ({why})"
 
 
 def _input_config(args: argparse.Namespace, label: str, model, record) -> Dict[str, Any]:
