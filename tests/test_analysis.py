@@ -1803,3 +1803,64 @@ def test_an_image_named_twice_is_analysed_once(tmp_path, image_dir, capsys, figu
                  'depth=1', '--out', out]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert [row[0] for row in rows if row[1:2] == ['SL']] == ['0.png', '1.png']
+
+
+def test_final_attention_refuses_a_cait_without_class_attention(tmp_path, image_dir, capsys, figures):
+    """A CaiT built with depth_token_only=0 (no class-attention block) had the first patch token's row of its last
+    self-attention drawn as 'attention of the class token over the patch tokens', though its class token never
+    attends to the image; pooled over its patch tokens (global_pool='avg') it is still drawn."""
+    with pytest.raises(ValueError, match=(
+            r"^sl_cait_32 has no class-attention block \(depth_token_only=0\): its class token never attends to the "
+            r"patch tokens and its classifier reads that token as it was learned, whatever the image; no block's map "
+            r"is what it reads; allowed: depth_token_only >= 1, or global_pool 'avg' \(train.py's --gp\)$")):
+        final_attention_map(_model('sl_cait_32', dict(depth=1, depth_token_only=0)), torch.randn(1, 3, 32, 32))
+    pooled = final_attention_map(_model('sl_cait_32', dict(depth=1, depth_token_only=0, global_pool='avg')),
+                                 torch.randn(1, 3, 32, 32))
+    assert pooled.kind == 'received' and pooled.layer == 'blocks.0.attn'
+    out = tmp_path / 'a.png'
+    err = _fails(['attention', str(image_dir), '--model', 'sl_cait_32', '--model-kwargs', 'depth=1',
+                  'depth_token_only=0', '--out', str(out)], capsys)
+    assert err.startswith('timm-sl attention: sl_cait_32 has no class-attention block (depth_token_only=0): ')
+    assert not figures and not out.exists() and not out.with_suffix('.json').exists()
+
+
+@pytest.mark.parametrize('kwargs,size', [(dict(img_size=48), (3, 48, 48)), (dict(in_chans=1), (1, 32, 32))])
+def test_images_load_at_the_input_the_model_was_built_for(kwargs, size, image_dir):
+    """load_images(paths, model) of a model built with img_size=48 (or in_chans=1) read the images at the registered
+    3x32x32, which the model refused ("Input height (32) doesn't match model (48)")."""
+    model = _model('sl_vit_32', dict(depth=1, **kwargs))
+    batch = load_images([str(image_dir)], model)
+    assert tuple(batch.tensor.shape[1:]) == size
+    assert final_attention_map(model, batch.tensor).maps.shape[-2:] == (size[1] // 4, size[2] // 4)
+
+
+def test_model_kwargs_never_change_what_a_runs_weights_do_not_record(tmp_path, image_dir, capsys, figures):
+    """--model-kwargs lsa_mask=True beside two recorded runs built the compared baseline run with the mask (its KL
+    read as SL's, labelled M); and an option the weights do not record (shift_ratio, shift_directions, lsa_mask,
+    lsa_temp_ratio) given with another value than the run's built another model than the one trained, which loaded
+    all the same: charted as the run's (a temperature chart 'starting' at head_dim^-0.5 / 2)."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    base = _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    assert main(['kld', str(image_dir), '--model-kwargs', 'depth=1', 'lsa_mask=True', '--checkpoint',
+                 str(tmp_path / 'sl'), '--compare-checkpoint', str(tmp_path / 'base'),
+                 '--out', str(tmp_path / 'k.png')]) == 0
+    captured = capsys.readouterr()
+    assert 'note:' not in captured.err
+    row = next(line.split() for line in captured.out.splitlines() if line.startswith('1 '))
+    expected = kld_by_depth(base.eval(), load_images([str(image_dir)], base).tensor)['blocks.0.attn']
+    assert float(row[3]) == pytest.approx(expected, abs=1e-4)
+    assert [line.get_label() for line in figures[-1].axes[0].get_lines()][:2] == ['SL', 'baseline']
+    figures.clear()
+    checkpoint = tmp_path / 'sl' / 'model_best.pth.tar'
+    for given, trained in (('lsa_temp_ratio=2', 'lsa_temp_ratio=1.0, its default'),
+                           ('shift_ratio=0.25', 'shift_ratio=0.5, its default'),
+                           ('lsa_mask=False', 'lsa_mask=True, its default')):
+        key = given.split('=')[0]
+        err = _fails(['temperature', '--checkpoint', str(tmp_path / 'sl'), '--model-kwargs', 'depth=1', given,
+                      '--out', str(tmp_path / 't.png')], capsys)
+        assert err == (f"timm-sl temperature: --model-kwargs {given}: {checkpoint} was trained with {trained} "
+                       f"(its run), which its weights do not record: they would load into another model than the "
+                       f"one trained; allowed: {key} left out (the run's), or the value it trained with")
+    assert not figures
+    assert main(['temperature', '--checkpoint', str(tmp_path / 'sl'), '--model-kwargs', 'depth=1', 'lsa_mask=True',
+                 'shift_ratio=0.5', '--out', str(tmp_path / 't.png')]) == 0

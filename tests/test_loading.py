@@ -233,3 +233,16 @@ def test_load_checkpoint_errors(files):
     with pytest.raises(RuntimeError, match='weights_only'):
         load_checkpoint(model, str(files / 'code.pth'))
     assert not (files / 'EXECUTED').exists()
+
+
+def test_warm_start_refuses_a_path_or_a_model_in_one_line():
+    """warm_start(model, 'run/model_best.pth.tar') failed with "'str' object has no attribute 'get'"."""
+    from timm_sl import warm_start
+    model = timm.create_model('sl_vit_32', depth=1)
+    with pytest.raises(TypeError, match=r"^warm_start takes a state dict, got str 'run/model_best.pth.tar'; allowed: "
+                                        r"a state dict or a checkpoint dict holding one \(torch.load\(path\) of a "
+                                        r"file, model.state_dict\(\) of a model\)$"):
+        warm_start(model, 'run/model_best.pth.tar')
+    base = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4)
+    with pytest.raises(TypeError, match=r'^warm_start takes a state dict, got VisionTransformer; allowed: '):
+        warm_start(model, base)

@@ -58,3 +58,18 @@ def test_count_keeps_training_mode_and_counts_one_sample():
     macs = count_macs(model)
     assert model.training
     assert count_macs(model, input_size=(3, 32, 32)) == macs
+
+
+@pytest.mark.parametrize('name,kwargs', [('sl_vit_32', dict(depth=1)), ('sl_t2t_32', dict(depth=1)),
+                                         ('slify', dict(base='vit_tiny_patch16_224', depth=1, patch_size=4))])
+def test_count_macs_counts_the_input_the_model_was_built_for(name, kwargs):
+    """count_macs(model) of a model built with img_size=48 or in_chans=1 fed it the registered 3x32x32 input (timm
+    leaves the cfg's input_size as registered): 'Input height (32) doesn't match model (48)', or, with
+    dynamic_img_size, the MACs of a 32 px image for a 48 px model."""
+    from timm_sl.tools.profile import built_input_size, count_macs
+    with torch.device('meta'):
+        model = timm.create_model(name, img_size=48, in_chans=1, **kwargs)
+        dynamic = timm.create_model('sl_vit_32', depth=1, img_size=48, dynamic_img_size=True)
+    assert built_input_size(model) == (1, 48, 48)
+    assert count_macs(model) == count_macs(model, (1, 48, 48))
+    assert count_macs(dynamic) == count_macs(dynamic, (3, 48, 48)) != count_macs(dynamic, (3, 32, 32))

@@ -608,3 +608,13 @@ def test_converted_weights_of_the_models_class_count_keep_their_head(tmp_path):
     x = torch.randn(2, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), source(x), rtol=0, atol=0)
+
+
+def test_the_slify_model_given_a_model_as_base_says_so_in_one_line():
+    """timm.create_model('slify', base=model) put the whole model's repr, a line per layer, in its message."""
+    base = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4)
+    with pytest.raises(ValueError) as refused:
+        timm.create_model('slify', base=base)
+    assert str(refused.value) == ('base=VisionTransformer(...) is invalid: the slify model builds its base from a '
+                                  'name; allowed: a timm model name, or timm_sl.slify(model) to convert a model '
+                                  'instance.')

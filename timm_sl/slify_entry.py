@@ -26,6 +26,9 @@ __all__ = []
 @register_model
 def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -> nn.Module:
     """SPT / LSA (and Spool) on the timm model named by ``base`` (see :func:`timm_sl.slify`)."""
+    if isinstance(base, nn.Module):  # its repr is the whole model, a line per layer
+        raise ValueError(f'base={type(base).__name__}(...) is invalid: the slify model builds its base from a name; '
+                         f'allowed: a timm model name, or timm_sl.slify(model) to convert a model instance.')
     if not isinstance(base, str) or not base:
         raise ValueError(f'base={base!r} is invalid; the slify model needs the timm model to convert, e.g. '
                          f'--model-kwargs base=vit_small_patch16_224 (allowed: a timm model name).')

@@ -8,6 +8,7 @@ grid, relative-position tables to another window, fixed (buffer) position tables
 :func:`warm_start` is the opt-in map from a non-SL timm state dict of the same family.
 """
 import logging
+from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
@@ -293,7 +294,12 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
 
     Raises:
         ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
+        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first).
     """
+    if not isinstance(source, dict):  # a path or the source model itself: 'str' object has no attribute 'get'
+        given = f'{type(source).__name__} {source!r}' if isinstance(source, (str, Path)) else type(source).__name__
+        raise TypeError(f'warm_start takes a state dict, got {given}; allowed: a state dict or a checkpoint dict '
+                        f'holding one (torch.load(path) of a file, model.state_dict() of a model)')
     source = clean_state_dict(unwrap_state_dict(source))
     target = model.state_dict()
     mapped, new_state = [], {}

@@ -32,9 +32,9 @@ from .files import check_regular_file
 from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
-           'capture_attention', 'depth_curve', 'final_attention_map', 'image_files', 'kld_by_depth', 'kld_floor',
-           'image_batches', 'kld_to_uniform', 'learned_temperatures', 'load_images', 'receptive_field',
-           'temperature_records']
+           'capture_attention', 'default_data_config', 'depth_curve', 'final_attention_map', 'image_files',
+           'kld_by_depth', 'kld_floor', 'image_batches', 'kld_to_uniform', 'learned_temperatures', 'load_images',
+           'receptive_field', 'temperature_records']
 
 
 def _heads_first(t: torch.Tensor) -> torch.Tensor:
@@ -261,6 +261,11 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
     pooled = isinstance(pool, str) and pool not in ('token', '')  # Swin's 'avg' is read from its windows below
     class_layers = [(n, m) for n, m in layers if isinstance(m, ClassAttn)]
     patch_layers = [(n, m) for n, m in layers if not isinstance(m, ClassAttn)]
+    if isinstance(model, Cait) and not class_layers and not pooled:  # its class token joins in class attention only
+        raise ValueError(f'{built_as(model)} has no class-attention block (depth_token_only=0): its class token '
+                         f'never attends to the patch tokens and its classifier reads that token as it was learned, '
+                         f"whatever the image; no block's map is what it reads; allowed: depth_token_only >= 1, "
+                         f"or global_pool 'avg' (train.py's --gp)")
     # pooled, CaiT's patch tokens leave its last self-attention: its class attention feeds its class token only
     name, module = (patch_layers if pooled and patch_layers else class_layers or layers)[-1]
     H, W = images.shape[-2:]
@@ -511,16 +516,30 @@ def _check_8_bit(image: Any, file: Path) -> None:
                              f'images (scale it to 0-255 first)')
 
 
+def default_data_config(model: nn.Module) -> Dict[str, Any]:
+    """The eval data config of ``model`` at the input it was built for: timm's from its pretrained cfg, with the
+    channels and image size it was built with (``img_size=48``, ``in_chans=1``: mean and std of one channel), which
+    that cfg leaves as registered."""
+    from timm.data import resolve_data_config
+    from .hub import training_data_config
+    from .profile import built_input_size
+    config = resolve_data_config({}, model=model)
+    input_size = built_input_size(model)
+    if tuple(input_size) != tuple(config['input_size']):
+        config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
+    return config
+
+
 def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
                   ) -> Tuple[List[Path], Dict[str, Any], Callable[..., Optional[torch.Tensor]]]:
     """The image files ``paths`` name, the data config they go through and the function that reads one file
     through its eval transform (see :func:`load_images` for what is refused)."""
     from PIL import Image
-    from timm.data import create_transform, resolve_data_config
+    from timm.data import create_transform
     files = image_files(paths)
     if not files:
         raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
-    config = data_config or resolve_data_config({}, model=model)
+    config = data_config or default_data_config(model)
     transform = create_transform(**config)
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
 
@@ -566,7 +585,8 @@ def image_batches(paths: Sequence[str], model: nn.Module, data_config: Optional[
 
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
     """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
-    ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default: ``model``'s own).
+    ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default:
+    :func:`default_data_config`).
 
     Raises:
         FileNotFoundError: a path does not exist.

@@ -257,7 +257,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     or a train.py checkpoint (``--model``, else the model its run recorded).
 
     A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
-    those, plus the SPT/LSA switches and slify's ``base`` the run recorded unless they set them). One that records
+    those, plus the SPT/LSA switches and slify's ``base`` the run recorded unless they set them; a compared run keeps
+    its own switches, and an option its weights do not record set to another value is refused). One that records
     none is built as whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state
     dict fits strictly (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with
     ``baseline_first``.
@@ -297,6 +298,10 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
             switches = {k: v for k, v in record.model_kwargs.items() if k in kept}
+            if baseline_first:  # the compared run's switches are its own: the ones given are the first model's
+                kwargs = {k: v for k, v in kwargs.items() if k not in kept}
+            elif args.model_kwargs is not None:
+                _check_unseen_options(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
             run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             return model.eval(), record
@@ -326,6 +331,22 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         raise first_error
     except (FileNotFoundError,) + BUILD_ERRORS as e:
         raise _model_error(args, name, kwargs, e) from e
+
+
+def _check_unseen_options(checkpoint: Path, source: str, trained: Dict[str, Any], given: Dict[str, Any]) -> None:
+    """Refuse ``--model-kwargs`` that set an SL option the weights do not record (SPT's shift and its directions,
+    LSA's diagonal mask, the temperature ratio) to another value than the run ``trained`` with: the weights load
+    all the same, into a model that is not the one trained (a non-learned temperature, a mask, a shift apart)."""
+    from timm_sl.layers.sl_args import SL_ARG_NAMES, SlArgs
+    was = SlArgs(**{k: v for k, v in trained.items() if k in SL_ARG_NAMES})
+    now = SlArgs(**{k: v for k, v in {**trained, **given}.items() if k in SL_ARG_NAMES})
+    for key, read in (('shift_ratio', 'shift_ratio'), ('shift_directions', 'shift_directions'),
+                      ('lsa_mask', 'diag_mask'), ('lsa_temp_ratio', 'lsa_temp_ratio')):
+        if key in given and getattr(was, read) != getattr(now, read) and (was.spt or not key.startswith('shift')):
+            value = trained[key] if key in trained else f'{getattr(was, read)!r}, its default'
+            raise ValueError(f'--model-kwargs {key}={given[key]!r}: {checkpoint} was trained with {key}={value} '
+                             f'({source}), which its weights do not record: they would load into another model than '
+                             f'the one trained; allowed: {key} left out (the run\'s), or the value it trained with')
 
 
 def _not_the_first_model(checkpoint: Path, held: str, source: str, first: str) -> ValueError:
@@ -497,14 +518,8 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
-    config = resolve_data_config({}, model=model)
-    size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)  # built with img_size=: the cfg's is stale
-    chans = getattr(model, 'in_chans', None)  # built with in_chans=: so are the cfg's channels, mean and std
-    input_size = (chans or config['input_size'][0],
-                  *(config['input_size'][1:] if size is None else (size, size) if isinstance(size, int) else size))
-    if tuple(input_size) != tuple(config['input_size']):
-        config = training_data_config(model, {'input_size': input_size})  # mean / std of its channels too
-    return config, f"the model's default data config at its image size ({why})"
+    from timm_sl.tools.analysis import default_data_config
+    return default_data_config(model), f"the model's default data config at its image size ({why})"
 
 
 def _input_config(args: argparse.Namespace, label: str, model, record) -> Dict[str, Any]:

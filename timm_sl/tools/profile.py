@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-__all__ = ['count_params', 'count_macs', 'explicit_attention', 'model_counts']
+__all__ = ['built_input_size', 'count_params', 'count_macs', 'explicit_attention', 'model_counts']
 
 
 def count_params(model: nn.Module) -> int:
@@ -38,6 +38,17 @@ def explicit_attention(model: nn.Module) -> ContextManager[None]:
     return _set_on_modules(model, lambda m: isinstance(getattr(m, 'fused_attn', None), bool), 'fused_attn', False)
 
 
+def built_input_size(model: nn.Module) -> Tuple[int, int, int]:
+    """``(C, H, W)`` of the input ``model`` was built for: its ``pretrained_cfg['input_size']``, with the channels and
+    image size it was built with (``in_chans=1``, ``img_size=48``), which timm leaves out of that cfg."""
+    chans, height, width = model.pretrained_cfg['input_size']
+    size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)
+    if size is not None:
+        height, width = (size, size) if isinstance(size, int) else tuple(size)
+    in_chans = getattr(model, 'in_chans', None)
+    return (in_chans if isinstance(in_chans, int) else chans), height, width
+
+
 def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> int:
     """Multiply-accumulates of one forward pass of a single image, counted by torch's ``FlopCounterMode``.
 
@@ -49,11 +60,11 @@ def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> 
 
     Args:
         model: The model (evaluated in eval mode; its mode is restored).
-        input_size: Shape of one sample without the batch axis, e.g. ``(C, H, W)``; defaults to
-            ``model.pretrained_cfg['input_size']``.
+        input_size: Shape of one sample without the batch axis, e.g. ``(C, H, W)``; defaults to the input the
+            model was built for (:func:`built_input_size`).
     """
     if input_size is None:
-        input_size = model.pretrained_cfg['input_size']
+        input_size = built_input_size(model)
     param = next(model.parameters())
     x = torch.zeros(1, *input_size, device=param.device, dtype=param.dtype)
     was_training = model.training
