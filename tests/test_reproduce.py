@@ -2378,8 +2378,8 @@ def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(
     assert _one_error(capsys).startswith(says)
     assert not out.exists()
     # without AutoAugment (or for 1-channel input) it is not refused for that
+    from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
     for more in (['--aa', ''], ['--input-size', '1', '32', '32']):
-        from timm_sl.tools.reproduce import check_grey_torch_dataset, recipe_path, train_data
         extra = ['--epochs', '1', *given, *more]
         check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
                                  train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
