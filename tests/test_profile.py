@@ -73,3 +73,20 @@ def test_count_macs_counts_the_input_the_model_was_built_for(name, kwargs):
     assert built_input_size(model) == (1, 48, 48)
     assert count_macs(model) == count_macs(model, (1, 48, 48))
     assert count_macs(dynamic) == count_macs(dynamic, (3, 48, 48)) != count_macs(dynamic, (3, 32, 32))
+
+
+def test_a_dynamic_size_model_is_counted_at_its_cfgs_size():
+    """A model whose patch embedding takes any size keeps its cfg's input size (an export's: the size it trained at),
+    not the size its patch embedding was built for."""
+    from timm_sl.tools.profile import built_input_size
+    with torch.device('meta'):
+        model = timm.create_model('sl_vit_32', depth=1, dynamic_img_size=True)
+        fixed = timm.create_model('sl_vit_32', depth=1)
+    for m in (model, fixed):
+        m.pretrained_cfg = {**m.pretrained_cfg, 'input_size': (3, 48, 48)}
+    assert built_input_size(model) == (3, 48, 48)
+    assert built_input_size(fixed) == (3, 32, 32)  # it cannot take 48 px: what it was built for
+    with torch.device('meta'):  # loaded from its export: the registered model, the cfg of the size it trained at
+        exported = timm.create_model('sl_vit_32', depth=1, dynamic_img_size=True,
+                                     pretrained_cfg_overlay=dict(input_size=(3, 48, 48)))
+    assert built_input_size(exported) == (3, 48, 48)

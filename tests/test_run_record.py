@@ -1566,3 +1566,14 @@ def test_a_run_of_val_interval_resumed_off_its_grid_counts_from_the_resumed_chec
     assert ("summary.csv covers at most epochs 5-10: the run's first 4 epochs or more ran in another run folder (this "
             "one was resumed from its `last.pth.tar`, not at hand to say at which epoch), whose summary.csv holds "
             "their top-1") in card
+
+
+def test_card_counts_the_macs_of_a_dynamic_size_model_at_the_size_it_trained_at(tmp_path):
+    """A run of a dynamic_img_size model trained at 48 px: its card said "MACs: 23.7 M at 3x48x48", the count of the
+    32 px image its patch embedding was built for, beside the 48 px it names."""
+    from timm_sl.tools.profile import count_macs
+    model = _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1, dynamic_img_size=True), input_size=[3, 48, 48])
+    card = (export_checkpoint(tmp_path / 'run' / 'model_best.pth.tar', None, tmp_path / 'out')[0] / 'README.md'
+            ).read_text()
+    assert f'- MACs: {count_macs(model, (3, 48, 48)) / 1e6:.1f} M at 3x48x48' in card
+    assert count_macs(model, (3, 48, 48)) != count_macs(model, (3, 32, 32))

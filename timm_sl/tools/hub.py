@@ -373,7 +373,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f" Song, 2021), {trained} with timm's train.py and exported with `timm-sl export`.", '',
         '## Model details', '',
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
-        f'- MACs: {count_macs(model) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
+        f'- MACs: {count_macs(model, cfg["input_size"]) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
         f'- Classes: {model.num_classes}' + (
             f" numbered by the class map the run trained with (`--class-map {Path(str(class_map)).name}`): class i is "
             f"the map's class i, not the i-th class folder in sorted order" if class_map else ''),

@@ -40,13 +40,24 @@ def explicit_attention(model: nn.Module) -> ContextManager[None]:
 
 def built_input_size(model: nn.Module) -> Tuple[int, int, int]:
     """``(C, H, W)`` of the input ``model`` was built for: its ``pretrained_cfg['input_size']``, with the channels and
-    image size it was built with (``in_chans=1``, ``img_size=48``), which timm leaves out of that cfg."""
+    image size it was built with (``in_chans=1``, ``img_size=48``), which timm leaves out of that cfg. A model whose
+    patch embedding takes any size (``dynamic_img_size=True``) keeps a cfg's size that is not its registered one: an
+    export's, the size it was trained at."""
     chans, height, width = model.pretrained_cfg['input_size']
-    size = getattr(getattr(model, 'patch_embed', None), 'img_size', None)
-    if size is not None:
+    embed = getattr(model, 'patch_embed', None)
+    size = getattr(embed, 'img_size', None)
+    if size is not None and (getattr(embed, 'strict_img_size', True) or _registered_size(model) == (height, width)):
         height, width = (size, size) if isinstance(size, int) else tuple(size)
     in_chans = getattr(model, 'in_chans', None)
     return (in_chans if isinstance(in_chans, int) else chans), height, width
+
+
+def _registered_size(model: nn.Module) -> Optional[Tuple[int, int]]:
+    """``(H, W)`` of the input size timm registers for ``model``'s architecture (None when it registers none)."""
+    from timm.models import get_pretrained_cfg
+    arch = model.pretrained_cfg.get('architecture')
+    cfg = get_pretrained_cfg(arch) if arch else None
+    return tuple(cfg.input_size[1:]) if cfg is not None else None
 
 
 def count_macs(model: nn.Module, input_size: Optional[Sequence[int]] = None) -> int:
