@@ -2403,3 +2403,48 @@ def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
         f"would skip it with a warning in the log and read the next image in its place, so the split would not be the "
         f"images it holds; allowed: images of their bytes (copy or extract them again, or remove them)"]
     assert not out.exists()
+
+
+_SCHEDULE_FLAGS = "'--decay-epochs', '--decay-rate', '--decay-milestones', '--patience-epochs', '--lr-cycle-mul', " \
+    "'--lr-cycle-limit', '--lr-k-decay', "
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--decay-epochs', '30', '--decay-rate', '0.1'], "--decay-epochs 30 after -- would be ignored: with the "
+     "cifar10.yaml recipe and the arguments after --, train.py's --sched cosine scheduler does not read it (only "
+     "--sched step, wsd or rsqrt do), so every run would train without it; allowed: -- --sched step ... with it, or "
+     "leave it out"),
+    (['--patience-epochs', '5'], "--patience-epochs 5 after -- would be ignored: with the cifar10.yaml recipe and the "
+     "arguments after --, train.py's --sched cosine scheduler does not read it (only --sched plateau do)"),
+    (['--decay-milestones', '30', '60'], "--decay-milestones 30 60 after -- would be ignored: with the cifar10.yaml "
+     "recipe and the arguments after --, train.py's --sched cosine scheduler does not read it (only --sched "
+     "multistep do)"),
+    (['--sched', 'step', '--lr-k-decay', '2'], "--lr-k-decay 2 after -- would be ignored: with the cifar10.yaml recipe "
+     "and the arguments after --, train.py's --sched step scheduler does not read it (only --sched cosine or poly "
+     "do), so every run would train without it; allowed: -- --sched cosine ... with it, or leave it out"),
+    (['--sched=step', '--min-lr', '1e-5'], "--min-lr 1e-5 after -- would be ignored: with the cifar10.yaml recipe and "
+     "the arguments after --, train.py's --sched step scheduler does not read it"),
+    (['--lr-cycle-mul', '2'], "--lr-cycle-mul 2 after -- would be ignored: with the cifar10.yaml recipe and the "
+     "arguments after --, train.py's scheduler reads it only from a second cycle on, and --lr-cycle-limit is 1, so "
+     "every run would train without it; allowed: -- --lr-cycle-limit 2 ... with it, or leave it out"),
+])
+def test_schedule_settings_the_schedule_does_not_read_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --decay-epochs 30 --decay-rate 0.1 with the recipes' cosine schedule trained every run without them (timm's
+    cosine scheduler reads neither) while run.json and each card listed them."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", _SCHEDULE_FLAGS + "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+
+
+def test_schedule_settings_the_schedule_reads_are_passed_on(fake_train, tmp_path):
+    """A schedule setting given with a --sched that reads it (-- --sched step --decay-epochs 30) is passed to every
+    run, and so is one the recipe's cosine schedule reads (--lr-k-decay, --lr-cycle-mul with --lr-cycle-limit 2)."""
+    from timm_sl.tools.reproduce import check_unread_args
+    check_unread_args(['--lr-cycle-limit', '2', '--lr-cycle-mul', '2'], recipe_path('cifar10'))
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", _SCHEDULE_FLAGS + "'--val-num-samples'"))
+    for i, given in enumerate((['--sched', 'step', '--decay-epochs', '30', '--decay-rate', '0.5'],
+                               ['--lr-k-decay', '2'])):
+        out = tmp_path / f'out{i}'
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given])) == 0
+        assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given
