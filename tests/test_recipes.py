@@ -449,3 +449,20 @@ def test_card_recipe_leaves_out_schedule_settings_the_schedule_does_not_read():
     # a card without train.py's defaults lists every recorded setting the schedule read, none it did not
     assert recipe_args(dict(defaults, lr=0.001)) == dict(sched='cosine', lr_k_decay=1.0, lr_cycle_limit=1, min_lr=0,
                                                          cooldown_epochs=0, lr=0.001)
+
+
+def test_card_recipe_leaves_out_a_bce_loss_train_py_did_not_use():
+    """A run of --bce-loss --smoothing 0 --mixup 0 --cutmix 0 (train.py picks its BCE loss only with mixup / cutmix or
+    label smoothing on, so it trained with plain cross-entropy) listed bce_loss: true on its card, and its
+    bce_target_thresh; with smoothing or mixing on, or under --jsd-loss, the card lists what train.py used."""
+    from timm_sl.tools.train_args import recipe_args
+    defaults = dict(bce_loss=False, bce_target_thresh=None, smoothing=0.1, mixup=0., cutmix=0., cutmix_minmax=None,
+                    jsd_loss=False, lr=None)
+    args = dict(defaults, lr=0.001, bce_loss=True, bce_target_thresh=0.2, smoothing=0.)
+    assert recipe_args(args, defaults) == dict(lr=0.001, smoothing=0.)
+    assert recipe_args(dict(args, smoothing=0.1), defaults) == dict(lr=0.001, bce_loss=True, bce_target_thresh=0.2)
+    assert recipe_args(dict(args, mixup=0.8), defaults) == dict(lr=0.001, bce_loss=True, bce_target_thresh=0.2,
+                                                                smoothing=0., mixup=0.8)
+    assert recipe_args(dict(args, cutmix_minmax=[0.2, 0.8]), defaults)['bce_loss'] is True
+    assert recipe_args(dict(args, smoothing=0.1, jsd_loss=True), defaults) == dict(lr=0.001, jsd_loss=True)
+    assert recipe_args(args) == dict(lr=0.001, smoothing=0., mixup=0., cutmix=0.)  # without train.py's defaults

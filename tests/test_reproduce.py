@@ -2448,3 +2448,20 @@ def test_schedule_settings_the_schedule_reads_are_passed_on(fake_train, tmp_path
         out = tmp_path / f'out{i}'
         assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given])) == 0
         assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given
+
+
+def test_a_bce_loss_train_py_would_not_use_is_refused(fake_train, tmp_path, capsys):
+    """-- --bce-loss --smoothing 0 --mixup 0 --cutmix 0 trained every run with plain cross-entropy (train.py picks its
+    BCE loss only with mixup / cutmix or label smoothing on) while run.json and each card listed bce_loss: true."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--bce-loss', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--bce-loss', '--smoothing', '0', '--mixup', '0', '--cutmix', '0']
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=given), capsys) == (
+        "--bce-loss after -- would be ignored: with the cifar10.yaml recipe and the arguments after --, train.py uses "
+        "the BCE loss only with mixup / cutmix or label smoothing on, and --mixup, --cutmix and --smoothing are 0 (it "
+        "trains with plain cross-entropy), so every run would train without it; allowed: -- --smoothing 0.1 ... with "
+        "it, or leave it out")
+    # with the recipe's smoothing and mixup / cutmix, or either of them, train.py uses it
+    from timm_sl.tools.reproduce import check_unread_args
+    for more in ([], ['--mixup', '0', '--cutmix', '0'], ['--smoothing', '0']):
+        check_unread_args(['--bce-loss', *more], recipe_path('cifar10'))

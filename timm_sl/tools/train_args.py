@@ -62,7 +62,8 @@ _CYCLE_KEYS = ('lr_cycle_mul', 'lr_cycle_decay')
 
 # train.py's defaults of the settings that decide whether another is read (:func:`unread_reason`), for a run's record
 # or a recipe that leaves one out
-_DECIDING_DEFAULTS = {'sched': 'cosine', 'lr_cycle_limit': 1}
+_DECIDING_DEFAULTS = {'sched': 'cosine', 'lr_cycle_limit': 1, 'mixup': 0., 'cutmix': 0., 'cutmix_minmax': None,
+                      'smoothing': 0.1, 'jsd_loss': False}
 
 
 def _number(value: Any) -> Optional[float]:
@@ -74,7 +75,7 @@ def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
     """Whether train.py acts on the setting ``key`` beside the other ``args`` (a run's arguments or a recipe's
     settings, by train.py's names; one left out has train.py's default): None where it does (or this cannot tell),
     else ``(why not, what is allowed)`` as phrases: a schedule setting that the --sched in use does not read
-    (:data:`SCHEDULE_KEYS`), a cycle setting with one cycle."""
+    (:data:`SCHEDULE_KEYS`), a cycle setting with one cycle, ``bce_loss`` where train.py picks another loss."""
     given = {**_DECIDING_DEFAULTS, **{k: args[k] for k in _DECIDING_DEFAULTS if k in args}}
     sched = given['sched']
     if key in SCHEDULE_KEYS and isinstance(sched, str) and sched not in SCHEDULE_KEYS[key]:
@@ -87,6 +88,15 @@ def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
         return (f"train.py's scheduler reads it only from a second cycle on, and --lr-cycle-limit is "
                 f"{given['lr_cycle_limit']}",
                 '-- --lr-cycle-limit 2 ... with it, or leave it out')
+    alphas = [_number(given['mixup']), _number(given['cutmix'])]
+    mixing = given['cutmix_minmax'] is not None or any(a is None or a > 0 for a in alphas)
+    if key == 'bce_loss' and given['jsd_loss']:
+        return 'train.py trains with its JSD loss under --jsd-loss, never the BCE loss', 'leave it out'
+    smoothing = _number(given['smoothing']) if given['smoothing'] is not None else 0.
+    if key == 'bce_loss' and not mixing and smoothing == 0:
+        return ('train.py uses the BCE loss only with mixup / cutmix or label smoothing on, and --mixup, --cutmix and '
+                '--smoothing are 0 (it trains with plain cross-entropy)',
+                '-- --smoothing 0.1 ... with it, or leave it out')
     return None
 
 
@@ -224,7 +234,7 @@ def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None)
     """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`) and
     the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``), those train.py
     never reads (:data:`UNREAD_KEYS`) and those it does not read beside the others (:func:`unread_reason`:
-    ``decay_epochs`` under ``sched: cosine``): those that differ
+    ``decay_epochs`` under ``sched: cosine``, ``bce_loss`` without smoothing or mixing): those that differ
     from train.py's ``defaults``; without them, every argument the run recorded except switches left off (train.py's
     switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
     def same(a: Any, b: Any) -> bool:
