@@ -466,3 +466,19 @@ def test_card_recipe_leaves_out_a_bce_loss_train_py_did_not_use():
     assert recipe_args(dict(args, cutmix_minmax=[0.2, 0.8]), defaults)['bce_loss'] is True
     assert recipe_args(dict(args, smoothing=0.1, jsd_loss=True), defaults) == dict(lr=0.001, jsd_loss=True)
     assert recipe_args(args) == dict(lr=0.001, smoothing=0., mixup=0., cutmix=0.)  # without train.py's defaults
+
+
+def test_card_recipe_leaves_out_mixup_settings_with_mixing_off():
+    """A run of the recipe with --mixup 0 --cutmix 0 listed the recipe's mixup_prob, mixup_switch_prob, mixup_mode and
+    mixup_off_epoch on its card, though train.py reads them only with mixup or cutmix on."""
+    from timm_sl.tools.train_args import recipe_args
+    defaults = dict(mixup=0., cutmix=0., cutmix_minmax=None, mixup_prob=1.0, mixup_switch_prob=0.5, mixup_mode='batch',
+                    mixup_off_epoch=0, lr=None)
+    args = dict(lr=0.001, mixup=0., cutmix=0., cutmix_minmax=None, mixup_prob=0.5, mixup_switch_prob=0.3,
+                mixup_mode='elem', mixup_off_epoch=80)
+    assert recipe_args(args, defaults) == dict(lr=0.001)
+    assert recipe_args(args) == dict(lr=0.001, mixup=0., cutmix=0.)
+    mixing = dict(mixup_prob=0.5, mixup_switch_prob=0.3, mixup_mode='elem', mixup_off_epoch=80)
+    assert recipe_args(dict(args, cutmix=1.0), defaults) == dict(lr=0.001, cutmix=1.0, **mixing)
+    assert recipe_args(dict(args, cutmix_minmax=[0.2, 0.8]), defaults) == dict(lr=0.001, cutmix_minmax=[0.2, 0.8],
+                                                                               **mixing)

@@ -2465,3 +2465,17 @@ def test_a_bce_loss_train_py_would_not_use_is_refused(fake_train, tmp_path, caps
     from timm_sl.tools.reproduce import check_unread_args
     for more in ([], ['--mixup', '0', '--cutmix', '0'], ['--smoothing', '0']):
         check_unread_args(['--bce-loss', *more], recipe_path('cifar10'))
+
+
+def test_mixup_settings_with_mixing_off_are_refused(fake_train, tmp_path, capsys):
+    """-- --mixup 0 --cutmix 0 --mixup-prob 1 trained every run without mixing, so without the --mixup-prob it lists;
+    the recipe's own mixup settings with mixing off are not refused (a card leaves them out)."""
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--mixup', '0', '--cutmix', '0', '--mixup-prob', '1']
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=given), capsys) == (
+        "--mixup-prob 1 after -- would be ignored: with the cifar10.yaml recipe and the arguments after --, train.py "
+        "reads it only with mixup or cutmix on, and --mixup and --cutmix are 0 (no --cutmix-minmax), so every run "
+        "would train without it; allowed: -- --mixup 0.8 ... with it, or leave it out")
+    from timm_sl.tools.reproduce import check_unread_args
+    for extra in (['--mixup', '0', '--cutmix', '0'], ['--mixup', '0', '--mixup-prob', '1']):
+        check_unread_args(extra, recipe_path('cifar10'))

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'RECIPE_KEYS', 'SWITCHED_GROUPS', 'UNREAD_KEYS', 'SCHEDULE_KEYS',
+__all__ = ['NON_RECIPE_KEYS', 'RECIPE_KEYS', 'SWITCHED_GROUPS', 'UNREAD_KEYS', 'SCHEDULE_KEYS', 'MIXING_KEYS',
            'TRAIN_PY_MODEL_ARGS', 'unread_reason', 'find_train_script', 'recipe_train_script', 'check_train_script',
            'train_script_defaults', 'recipe_args', 'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe',
            'train_script_options', 'check_recipe_keys', 'expand_abbreviations', 'train_script_default',
@@ -60,6 +60,9 @@ SCHEDULE_KEYS = {
 # read by the cycled schedules only from their second cycle on: with --lr-cycle-limit 1 they act on nothing
 _CYCLE_KEYS = ('lr_cycle_mul', 'lr_cycle_decay')
 
+# settings of train.py's mixup / cutmix, read only with either on (--mixup or --cutmix above 0, or --cutmix-minmax)
+MIXING_KEYS = ('mixup_prob', 'mixup_switch_prob', 'mixup_mode', 'mixup_off_epoch')
+
 # train.py's defaults of the settings that decide whether another is read (:func:`unread_reason`), for a run's record
 # or a recipe that leaves one out
 _DECIDING_DEFAULTS = {'sched': 'cosine', 'lr_cycle_limit': 1, 'mixup': 0., 'cutmix': 0., 'cutmix_minmax': None,
@@ -75,7 +78,8 @@ def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
     """Whether train.py acts on the setting ``key`` beside the other ``args`` (a run's arguments or a recipe's
     settings, by train.py's names; one left out has train.py's default): None where it does (or this cannot tell),
     else ``(why not, what is allowed)`` as phrases: a schedule setting that the --sched in use does not read
-    (:data:`SCHEDULE_KEYS`), a cycle setting with one cycle, ``bce_loss`` where train.py picks another loss."""
+    (:data:`SCHEDULE_KEYS`), a cycle setting with one cycle, ``bce_loss`` where train.py picks another loss, a
+    mixup / cutmix setting (:data:`MIXING_KEYS`) with both off."""
     given = {**_DECIDING_DEFAULTS, **{k: args[k] for k in _DECIDING_DEFAULTS if k in args}}
     sched = given['sched']
     if key in SCHEDULE_KEYS and isinstance(sched, str) and sched not in SCHEDULE_KEYS[key]:
@@ -90,6 +94,9 @@ def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
                 '-- --lr-cycle-limit 2 ... with it, or leave it out')
     alphas = [_number(given['mixup']), _number(given['cutmix'])]
     mixing = given['cutmix_minmax'] is not None or any(a is None or a > 0 for a in alphas)
+    if key in MIXING_KEYS and not mixing:
+        return ('train.py reads it only with mixup or cutmix on, and --mixup and --cutmix are 0 (no --cutmix-minmax)',
+                '-- --mixup 0.8 ... with it, or leave it out')
     if key == 'bce_loss' and given['jsd_loss']:
         return 'train.py trains with its JSD loss under --jsd-loss, never the BCE loss', 'leave it out'
     smoothing = _number(given['smoothing']) if given['smoothing'] is not None else 0.
