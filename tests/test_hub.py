@@ -84,10 +84,11 @@ def test_card_recipe_without_train_py_lists_every_argument_that_changes_training
     recorded argument is, but switches left off (train.py's are all off by default), unset ones and the machine's."""
     from timm_sl.tools.train_args import recipe_args
     trains = dict(model='sl_vit_32', sched='cosine', cooldown_epochs=10, warmup_prefix=True, drop=0.1, momentum=0.9,
-                  layer_decay=0.75, lr_cycle_limit=2, lr_cycle_mul=1.5, decay_epochs=30, epoch_repeats=2.,
+                  layer_decay=0.75, lr_cycle_limit=2, lr_cycle_mul=1.5, epoch_repeats=2.,
                   drop_path=0.1, smoothing=0.1, mixup=0.8, cutmix=1.0, aa='rand-m9-mstd0.5-inc1', reprob=0.25,
                   min_lr=0, a_newer_argument=3)
     args = dict(trains, jsd_loss=False, opt_eps=None, opt_kwargs={}, data_dir='/home/someone/data', workers=4,
+                decay_epochs=30,  # cosine reads no decay_epochs
                 output='/home/someone/out', wandb_project='p', eval_metric='top1')
     assert recipe_args(args) == trains
 

@@ -386,3 +386,99 @@ def test_every_train_py_argument_has_its_role():
     assert not unnamed, f'train.py arguments without a role in timm_sl/tools/train_args.py: {unnamed}'
     twice = sorted(k for k in RECIPE_KEYS if k in NON_RECIPE_KEYS or k in UNREAD_KEYS or k in switched)
     assert not twice and set(SWITCHED_GROUPS) <= RECIPE_KEYS, twice
+
+
+# schedule settings a run could give, and another value of each: what train.py's scheduler reads changes the lr
+_SCHEDULE_BASE = dict(epochs=10, warmup_epochs=2, decay_epochs=3, decay_milestones=[3, 6], patience_epochs=1,
+                      decay_rate=0.5, min_lr=1e-3, warmup_lr=1e-4, lr_cycle_mul=1.0, lr_cycle_decay=0.5,
+                      lr_cycle_limit=1, lr_k_decay=1.0, cooldown_epochs=0, warmup_prefix=False, lr_noise=None, seed=0,
+                      eval_metric='top1')
+_SCHEDULE_OTHER = dict(decay_epochs=5, decay_milestones=[4, 7], patience_epochs=3, decay_rate=0.3, min_lr=2e-3,
+                       warmup_lr=3e-4, lr_cycle_mul=2.0, lr_cycle_decay=0.3, lr_cycle_limit=3, lr_k_decay=2.0,
+                       cooldown_epochs=2)
+
+
+def _lr_schedule(**args) -> tuple:
+    """The epochs and the lr of each epoch (0..59) of timm's scheduler built as train.py builds it from ``args``
+    (a plateau run's metric never improves)."""
+    import argparse as ap
+    import warnings
+    import torch
+    from timm.scheduler import create_scheduler_v2, scheduler_kwargs
+    optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', FutureWarning)  # plateau: deprecated
+        scheduler, epochs = create_scheduler_v2(optimizer, **scheduler_kwargs(ap.Namespace(**{**_SCHEDULE_BASE,
+                                                                                                **args})))
+    lrs = [optimizer.param_groups[0]['lr']]
+    for epoch in range(1, 60):
+        if scheduler is not None:
+            scheduler.step(epoch, 1.0)
+        lrs.append(optimizer.param_groups[0]['lr'])
+    return epochs, lrs
+
+
+@pytest.mark.parametrize('sched', ['cosine', 'tanh', 'step', 'multistep', 'plateau', 'poly', 'wsd', 'rsqrt',
+                                   'constant', 'none'])
+def test_schedule_settings_table_is_what_timm_reads(sched):
+    """A schedule setting the --sched in use does not read (--decay-epochs under cosine) is told apart by SCHEDULE_KEYS
+    and the cycle rule: each setting the table calls read changes timm's schedule, each other one does not."""
+    from timm_sl.tools.train_args import SCHEDULE_KEYS, unread_reason
+    assert set(_SCHEDULE_OTHER) == set(SCHEDULE_KEYS)
+    for limit in (1, 3):
+        base = dict(sched=sched, lr_cycle_limit=limit)
+        other = dict(_SCHEDULE_OTHER, lr_cycle_limit=4 - limit)
+        acts = {k for k, v in other.items() if _lr_schedule(**{**base, k: v}) != _lr_schedule(**base)}
+        assert acts == {k for k in _SCHEDULE_OTHER if unread_reason(k, base) is None}, (sched, limit)
+
+
+def test_card_recipe_leaves_out_schedule_settings_the_schedule_does_not_read():
+    """A run of -- --decay-epochs 30 --decay-rate 0.5 --lr-k-decay 2 under the recipes' cosine schedule listed them on
+    its card, though timm's cosine scheduler reads no --decay-epochs / --decay-rate (and --lr-cycle-mul only with
+    --lr-cycle-limit above 1); now a card lists what the schedule read."""
+    from timm_sl.tools.train_args import recipe_args
+    defaults = dict(sched='cosine', decay_epochs=90, decay_rate=0.1, patience_epochs=10, lr_k_decay=1.0,
+                    lr_cycle_mul=1.0, lr_cycle_limit=1, min_lr=0, cooldown_epochs=0, lr=None)
+    args = dict(defaults, lr=0.001, decay_epochs=30, decay_rate=0.5, patience_epochs=3, lr_k_decay=2.0,
+                lr_cycle_mul=2.0, min_lr=1e-6, cooldown_epochs=5)
+    assert recipe_args(args, defaults) == dict(lr=0.001, lr_k_decay=2.0, min_lr=1e-6, cooldown_epochs=5)
+    assert recipe_args(dict(args, lr_cycle_limit=3), defaults) == dict(
+        lr=0.001, lr_k_decay=2.0, lr_cycle_mul=2.0, lr_cycle_limit=3, min_lr=1e-6, cooldown_epochs=5)
+    assert recipe_args(dict(args, sched='step'), defaults) == dict(sched='step', lr=0.001, decay_epochs=30,
+                                                                   decay_rate=0.5)
+    # a card without train.py's defaults lists every recorded setting the schedule read, none it did not
+    assert recipe_args(dict(defaults, lr=0.001)) == dict(sched='cosine', lr_k_decay=1.0, lr_cycle_limit=1, min_lr=0,
+                                                         cooldown_epochs=0, lr=0.001)
+
+
+def test_card_recipe_leaves_out_a_bce_loss_train_py_did_not_use():
+    """A run of --bce-loss --smoothing 0 --mixup 0 --cutmix 0 (train.py picks its BCE loss only with mixup / cutmix or
+    label smoothing on, so it trained with plain cross-entropy) listed bce_loss: true on its card, and its
+    bce_target_thresh; with smoothing or mixing on, or under --jsd-loss, the card lists what train.py used."""
+    from timm_sl.tools.train_args import recipe_args
+    defaults = dict(bce_loss=False, bce_target_thresh=None, smoothing=0.1, mixup=0., cutmix=0., cutmix_minmax=None,
+                    jsd_loss=False, lr=None)
+    args = dict(defaults, lr=0.001, bce_loss=True, bce_target_thresh=0.2, smoothing=0.)
+    assert recipe_args(args, defaults) == dict(lr=0.001, smoothing=0.)
+    assert recipe_args(dict(args, smoothing=0.1), defaults) == dict(lr=0.001, bce_loss=True, bce_target_thresh=0.2)
+    assert recipe_args(dict(args, mixup=0.8), defaults) == dict(lr=0.001, bce_loss=True, bce_target_thresh=0.2,
+                                                                smoothing=0., mixup=0.8)
+    assert recipe_args(dict(args, cutmix_minmax=[0.2, 0.8]), defaults)['bce_loss'] is True
+    assert recipe_args(dict(args, smoothing=0.1, jsd_loss=True), defaults) == dict(lr=0.001, jsd_loss=True)
+    assert recipe_args(args) == dict(lr=0.001, smoothing=0., mixup=0., cutmix=0.)  # without train.py's defaults
+
+
+def test_card_recipe_leaves_out_mixup_settings_with_mixing_off():
+    """A run of the recipe with --mixup 0 --cutmix 0 listed the recipe's mixup_prob, mixup_switch_prob, mixup_mode and
+    mixup_off_epoch on its card, though train.py reads them only with mixup or cutmix on."""
+    from timm_sl.tools.train_args import recipe_args
+    defaults = dict(mixup=0., cutmix=0., cutmix_minmax=None, mixup_prob=1.0, mixup_switch_prob=0.5, mixup_mode='batch',
+                    mixup_off_epoch=0, lr=None)
+    args = dict(lr=0.001, mixup=0., cutmix=0., cutmix_minmax=None, mixup_prob=0.5, mixup_switch_prob=0.3,
+                mixup_mode='elem', mixup_off_epoch=80)
+    assert recipe_args(args, defaults) == dict(lr=0.001)
+    assert recipe_args(args) == dict(lr=0.001, mixup=0., cutmix=0.)
+    mixing = dict(mixup_prob=0.5, mixup_switch_prob=0.3, mixup_mode='elem', mixup_off_epoch=80)
+    assert recipe_args(dict(args, cutmix=1.0), defaults) == dict(lr=0.001, cutmix=1.0, **mixing)
+    assert recipe_args(dict(args, cutmix_minmax=[0.2, 0.8]), defaults) == dict(lr=0.001, cutmix_minmax=[0.2, 0.8],
+                                                                               **mixing)

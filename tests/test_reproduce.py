@@ -2403,3 +2403,79 @@ def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
         f"would skip it with a warning in the log and read the next image in its place, so the split would not be the "
         f"images it holds; allowed: images of their bytes (copy or extract them again, or remove them)"]
     assert not out.exists()
+
+
+_SCHEDULE_FLAGS = "'--decay-epochs', '--decay-rate', '--decay-milestones', '--patience-epochs', '--lr-cycle-mul', " \
+    "'--lr-cycle-limit', '--lr-k-decay', "
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--decay-epochs', '30', '--decay-rate', '0.1'], "--decay-epochs 30 after -- would be ignored: with the "
+     "cifar10.yaml recipe and the arguments after --, train.py's --sched cosine scheduler does not read it (only "
+     "--sched step, wsd or rsqrt do), so every run would train without it; allowed: -- --sched step ... with it, or "
+     "leave it out"),
+    (['--patience-epochs', '5'], "--patience-epochs 5 after -- would be ignored: with the cifar10.yaml recipe and the "
+     "arguments after --, train.py's --sched cosine scheduler does not read it (only --sched plateau do)"),
+    (['--decay-milestones', '30', '60'], "--decay-milestones 30 60 after -- would be ignored: with the cifar10.yaml "
+     "recipe and the arguments after --, train.py's --sched cosine scheduler does not read it (only --sched "
+     "multistep do)"),
+    (['--sched', 'step', '--lr-k-decay', '2'], "--lr-k-decay 2 after -- would be ignored: with the cifar10.yaml recipe "
+     "and the arguments after --, train.py's --sched step scheduler does not read it (only --sched cosine or poly "
+     "do), so every run would train without it; allowed: -- --sched cosine ... with it, or leave it out"),
+    (['--sched=step', '--min-lr', '1e-5'], "--min-lr 1e-5 after -- would be ignored: with the cifar10.yaml recipe and "
+     "the arguments after --, train.py's --sched step scheduler does not read it"),
+    (['--lr-cycle-mul', '2'], "--lr-cycle-mul 2 after -- would be ignored: with the cifar10.yaml recipe and the "
+     "arguments after --, train.py's scheduler reads it only from a second cycle on, and --lr-cycle-limit is 1, so "
+     "every run would train without it; allowed: -- --lr-cycle-limit 2 ... with it, or leave it out"),
+])
+def test_schedule_settings_the_schedule_does_not_read_are_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --decay-epochs 30 --decay-rate 0.1 with the recipes' cosine schedule trained every run without them (timm's
+    cosine scheduler reads neither) while run.json and each card listed them."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", _SCHEDULE_FLAGS + "'--val-num-samples'"))
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given]),
+                    capsys).startswith(says)
+
+
+def test_schedule_settings_the_schedule_reads_are_passed_on(fake_train, tmp_path):
+    """A schedule setting given with a --sched that reads it (-- --sched step --decay-epochs 30) is passed to every
+    run, and so is one the recipe's cosine schedule reads (--lr-k-decay, --lr-cycle-mul with --lr-cycle-limit 2)."""
+    from timm_sl.tools.reproduce import check_unread_args
+    check_unread_args(['--lr-cycle-limit', '2', '--lr-cycle-mul', '2'], recipe_path('cifar10'))
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", _SCHEDULE_FLAGS + "'--val-num-samples'"))
+    for i, given in enumerate((['--sched', 'step', '--decay-epochs', '30', '--decay-rate', '0.5'],
+                               ['--lr-k-decay', '2'])):
+        out = tmp_path / f'out{i}'
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', *given])) == 0
+        assert (out / 'runs' / 'vit-sl-s0' / 'argv.log').read_text().split()[-len(given):] == given
+
+
+def test_a_bce_loss_train_py_would_not_use_is_refused(fake_train, tmp_path, capsys):
+    """-- --bce-loss --smoothing 0 --mixup 0 --cutmix 0 trained every run with plain cross-entropy (train.py picks its
+    BCE loss only with mixup / cutmix or label smoothing on) while run.json and each card listed bce_loss: true."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--bce-loss', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--bce-loss', '--smoothing', '0', '--mixup', '0', '--cutmix', '0']
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=given), capsys) == (
+        "--bce-loss after -- would be ignored: with the cifar10.yaml recipe and the arguments after --, train.py uses "
+        "the BCE loss only with mixup / cutmix or label smoothing on, and --mixup, --cutmix and --smoothing are 0 (it "
+        "trains with plain cross-entropy), so every run would train without it; allowed: -- --smoothing 0.1 ... with "
+        "it, or leave it out")
+    # with the recipe's smoothing and mixup / cutmix, or either of them, train.py uses it
+    from timm_sl.tools.reproduce import check_unread_args
+    for more in ([], ['--mixup', '0', '--cutmix', '0'], ['--smoothing', '0']):
+        check_unread_args(['--bce-loss', *more], recipe_path('cifar10'))
+
+
+def test_mixup_settings_with_mixing_off_are_refused(fake_train, tmp_path, capsys):
+    """-- --mixup 0 --cutmix 0 --mixup-prob 1 trained every run without mixing, so without the --mixup-prob it lists;
+    the recipe's own mixup settings with mixing off are not refused (a card leaves them out)."""
+    out = tmp_path / 'out'
+    given = ['--epochs', '1', '--mixup', '0', '--cutmix', '0', '--mixup-prob', '1']
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=given), capsys) == (
+        "--mixup-prob 1 after -- would be ignored: with the cifar10.yaml recipe and the arguments after --, train.py "
+        "reads it only with mixup or cutmix on, and --mixup and --cutmix are 0 (no --cutmix-minmax), so every run "
+        "would train without it; allowed: -- --mixup 0.8 ... with it, or leave it out")
+    from timm_sl.tools.reproduce import check_unread_args
+    for extra in (['--mixup', '0', '--cutmix', '0'], ['--mixup', '0', '--mixup-prob', '1']):
+        check_unread_args(extra, recipe_path('cifar10'))

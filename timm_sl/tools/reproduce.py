@@ -38,7 +38,8 @@ from .sweep import (
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
     SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value,
-    read_recipe, recipe_path, spell_option, train_script_default, train_script_options, train_script_spellings)
+    read_recipe, recipe_path, spell_option, train_script_default, train_script_options, train_script_spellings,
+    unread_reason)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -1651,7 +1652,9 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
     """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
     reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
     recipe nor the arguments turn on (:data:`~timm_sl.tools.train_args.SWITCHED_GROUPS`: ``--model-ema-decay``
-    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``), and ``--tta N`` above 1,
+    without ``--model-ema``, ``--train-batches-per-epoch`` without ``--train-img-sizes``), one train.py does not read
+    beside the others (:func:`~timm_sl.tools.train_args.unread_reason`: ``--decay-epochs`` under the recipe's
+    ``--sched cosine``), and ``--tta N`` above 1,
     which train.py's validation (no augmented copies) turns into averaging N different images scored by the first's
     label: a top-1 that is not the model's.
 
@@ -1671,6 +1674,10 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
                              f'which neither the {recipe.name} recipe nor the arguments after -- give, so every run '
                              f'would train without it; allowed: -- --{switch.replace("_", "-")} ... with it, or leave '
                              f'it out')
+        unread = unread_reason(key, settings) if key else None  # --decay-epochs under the recipe's --sched cosine
+        if unread is not None:
+            raise ValueError(f'{given} would be ignored: with the {recipe.name} recipe and the arguments after --, '
+                             f'{unread[0]}, so every run would train without it; allowed: {unread[1]}')
         if key == 'tta' and words and _typed(words[-1]) not in (0, 1):
             raise ValueError(f'{given} would make every top-1 wrong: train.py\'s validation makes no augmented '
                              f'copies, so --tta N averages the outputs of N different validation images and scores '

@@ -18,11 +18,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 from .errors import first_line
 from .paper import DATASETS
 
-__all__ = ['NON_RECIPE_KEYS', 'RECIPE_KEYS', 'SWITCHED_GROUPS', 'UNREAD_KEYS', 'TRAIN_PY_MODEL_ARGS',
-           'find_train_script', 'recipe_train_script', 'check_train_script', 'train_script_defaults', 'recipe_args',
-           'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe', 'train_script_options',
-           'check_recipe_keys', 'expand_abbreviations', 'train_script_default', 'train_script_spellings',
-           'spell_option']
+__all__ = ['NON_RECIPE_KEYS', 'RECIPE_KEYS', 'SWITCHED_GROUPS', 'UNREAD_KEYS', 'SCHEDULE_KEYS', 'MIXING_KEYS',
+           'TRAIN_PY_MODEL_ARGS', 'unread_reason', 'find_train_script', 'recipe_train_script', 'check_train_script',
+           'train_script_defaults', 'recipe_args', 'format_recipe', 'last_flag_value', 'recipe_path', 'read_recipe',
+           'train_script_options', 'check_recipe_keys', 'expand_abbreviations', 'train_script_default',
+           'train_script_spellings', 'spell_option']
 
 # train.py arguments that describe the machine, paths or logging, not how the model was trained
 NON_RECIPE_KEYS = frozenset({
@@ -45,6 +45,67 @@ SWITCHED_GROUPS = {'amp': ('amp_',), 'model_ema': ('model_ema_',), 'naflex_loade
 
 # train.py arguments it parses and never reads, with what it reads instead: no part of a recipe
 UNREAD_KEYS = {'drop_connect': '--drop-path'}
+
+# the schedule settings train.py gives timm's scheduler factory (timm.scheduler.create_scheduler_v2), by the --sched
+# values whose scheduler reads each: with another --sched the setting acts on nothing (poly reads decay_rate as its
+# power; cooldown_epochs lengthens the cycled schedules and wsd / rsqrt only)
+_CYCLED = ('cosine', 'tanh', 'poly')
+SCHEDULE_KEYS = {
+    'decay_epochs': ('step', 'wsd', 'rsqrt'), 'decay_milestones': ('multistep',),
+    'decay_rate': ('step', 'multistep', 'plateau', 'poly'), 'patience_epochs': ('plateau',),
+    'lr_cycle_mul': _CYCLED, 'lr_cycle_decay': _CYCLED, 'lr_cycle_limit': _CYCLED, 'lr_k_decay': ('cosine', 'poly'),
+    'cooldown_epochs': (*_CYCLED, 'wsd', 'rsqrt'), 'min_lr': (*_CYCLED, 'plateau', 'wsd', 'rsqrt'),
+    'warmup_lr': (*_CYCLED, 'step', 'multistep', 'plateau', 'wsd', 'rsqrt', 'constant'),
+}
+# read by the cycled schedules only from their second cycle on: with --lr-cycle-limit 1 they act on nothing
+_CYCLE_KEYS = ('lr_cycle_mul', 'lr_cycle_decay')
+
+# settings of train.py's mixup / cutmix, read only with either on (--mixup or --cutmix above 0, or --cutmix-minmax)
+MIXING_KEYS = ('mixup_prob', 'mixup_switch_prob', 'mixup_mode', 'mixup_off_epoch')
+
+# train.py's defaults of the settings that decide whether another is read (:func:`unread_reason`), for a run's record
+# or a recipe that leaves one out
+_DECIDING_DEFAULTS = {'sched': 'cosine', 'lr_cycle_limit': 1, 'mixup': 0., 'cutmix': 0., 'cutmix_minmax': None,
+                      'smoothing': 0.1, 'jsd_loss': False}
+
+
+def _number(value: Any) -> Optional[float]:
+    """A setting's value as a number, or None where it is none (text, a list: what train.py would do is not known)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+    """Whether train.py acts on the setting ``key`` beside the other ``args`` (a run's arguments or a recipe's
+    settings, by train.py's names; one left out has train.py's default): None where it does (or this cannot tell),
+    else ``(why not, what is allowed)`` as phrases: a schedule setting that the --sched in use does not read
+    (:data:`SCHEDULE_KEYS`), a cycle setting with one cycle, ``bce_loss`` where train.py picks another loss, a
+    mixup / cutmix setting (:data:`MIXING_KEYS`) with both off."""
+    given = {**_DECIDING_DEFAULTS, **{k: args[k] for k in _DECIDING_DEFAULTS if k in args}}
+    sched = given['sched']
+    if key in SCHEDULE_KEYS and isinstance(sched, str) and sched not in SCHEDULE_KEYS[key]:
+        readers = SCHEDULE_KEYS[key]
+        return (f"train.py's --sched {sched} scheduler does not read it (only --sched "
+                f"{', '.join(readers[:-1])}{' or ' * (len(readers) > 1)}{readers[-1]} do)",
+                f'-- --sched {readers[0]} ... with it, or leave it out')
+    limit = _number(given['lr_cycle_limit'])
+    if key in _CYCLE_KEYS and limit is not None and limit <= 1:
+        return (f"train.py's scheduler reads it only from a second cycle on, and --lr-cycle-limit is "
+                f"{given['lr_cycle_limit']}",
+                '-- --lr-cycle-limit 2 ... with it, or leave it out')
+    alphas = [_number(given['mixup']), _number(given['cutmix'])]
+    mixing = given['cutmix_minmax'] is not None or any(a is None or a > 0 for a in alphas)
+    if key in MIXING_KEYS and not mixing:
+        return ('train.py reads it only with mixup or cutmix on, and --mixup and --cutmix are 0 (no --cutmix-minmax)',
+                '-- --mixup 0.8 ... with it, or leave it out')
+    if key == 'bce_loss' and given['jsd_loss']:
+        return 'train.py trains with its JSD loss under --jsd-loss, never the BCE loss', 'leave it out'
+    smoothing = _number(given['smoothing']) if given['smoothing'] is not None else 0.
+    if key == 'bce_loss' and not mixing and smoothing == 0:
+        return ('train.py uses the BCE loss only with mixup / cutmix or label smoothing on, and --mixup, --cutmix and '
+                '--smoothing are 0 (it trains with plain cross-entropy)',
+                '-- --smoothing 0.1 ... with it, or leave it out')
+    return None
+
 
 # train.py arguments that make a recipe, each listed on a card where it differs from train.py's default; with
 # NON_RECIPE_KEYS, UNREAD_KEYS and the settings of SWITCHED_GROUPS, every argument of train.py has its role here
@@ -178,18 +239,22 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The arguments that make the recipe, minus paths, machine and logging settings (:data:`NON_RECIPE_KEYS`) and
-    the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``) and those train.py
-    never reads (:data:`UNREAD_KEYS`): those that differ
+    the settings of a switch left off (:data:`SWITCHED_GROUPS`: ``amp_dtype`` without ``amp``), those train.py
+    never reads (:data:`UNREAD_KEYS`) and those it does not read beside the others (:func:`unread_reason`:
+    ``decay_epochs`` under ``sched: cosine``, ``bce_loss`` without smoothing or mixing): those that differ
     from train.py's ``defaults``; without them, every argument the run recorded except switches left off (train.py's
     switches are all off by default), unset ones (None, empty) and ``eval_metric: top1``."""
     def same(a: Any, b: Any) -> bool:
         norm = (lambda v: list(v) if isinstance(v, tuple) else v)
         return norm(a) == norm(b)
 
-    off = tuple(p for switch, prefixes in SWITCHED_GROUPS.items() if not args.get(switch) for p in prefixes)
+    unread = {k for k in args if unread_reason(k, args)}  # --decay-epochs under --sched cosine
+    off = tuple(p for switch, prefixes in SWITCHED_GROUPS.items() if not args.get(switch) or switch in unread
+                for p in prefixes)
 
     def recipe(k: str) -> bool:
-        return k not in NON_RECIPE_KEYS and k not in UNREAD_KEYS and not k.startswith(('wandb', *off))
+        return k not in NON_RECIPE_KEYS and k not in UNREAD_KEYS and k not in unread and \
+            not k.startswith(('wandb', *off))
 
     if defaults is None:  # any argument may change what is trained (cooldown_epochs, momentum, layer_decay, drop, ...)
         return {k: v for k, v in args.items() if recipe(k) and v is not False and v not in (None, '', {}, [], ())
