@@ -1675,6 +1675,22 @@ def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
         assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
 
 
+@pytest.mark.parametrize('model', [['sl_pit_ti'], ['slify', '--model-kwargs', 'base=pit_ti_224']])
+def test_receptive_field_of_spt_says_pits_own_baseline_stem_reaches_as_far(model, capsys):
+    """SL-PiT's SPT tokenizes 8x8 patches where its baseline's stem is a 16 x 16 convolution of stride 8: it printed
+    'standard tokenization r_token = 8, SPT (shift 4) r_token = 16', as if SPT doubled what the baseline reaches,
+    which is 16 too. The line says what the 8 is and gives the baseline's own step and r_token."""
+    assert main(['receptive-field', '--model', *model]) == 0
+    name = 'sl_pit_ti' if model == ['sl_pit_ti'] else 'slify(pit_ti_224)'
+    assert capsys.readouterr().out == (
+        f"{name}: first tokenization step kernel 8, stride 8: standard tokenization (non-overlapping 8x8 patches, "
+        f"the paper's comparison) r_token = 8, SPT (shift 4) r_token = 16; its own baseline (spt=False) tokenizes "
+        f"with an overlapping step instead, kernel 16, stride 8: r_token = 16\n")
+    assert main(['receptive-field', '--model', 'sl_vit_32']) == 0  # a ViT's baseline patches as SPT's step does
+    assert capsys.readouterr().out == ('sl_vit_32: first tokenization step kernel 4, stride 4: standard tokenization '
+                                       'r_token = 4, SPT (shift 2) r_token = 8\n')
+
+
 def test_receptive_field_of_a_hybrid_vit_is_refused_not_read_off_its_projection(capsys):
     """slify of a hybrid ViT (LSA only): its tokens come out of a ResNet, yet receptive-field printed 'kernel 1,
     stride 1, no SPT: r_token = 1', the 1x1 projection after the backbone."""
