@@ -211,22 +211,26 @@ def test_final_attention_without_class_token_uses_received_attention():
                                    'the N = 64 tokens other than itself (LSA)')
 
 
-@pytest.mark.parametrize('name,kwargs,layer', [('sl_vit_32', dict(depth=2), 'blocks.1.attn'),
-                                               ('sl_cait_32', dict(depth=2, depth_token_only=1), 'blocks.1.attn')])
-def test_final_attention_of_a_model_that_pools_its_patch_tokens_is_what_they_receive(name, kwargs, layer):
+@pytest.mark.parametrize('name,kwargs,layer,built', [
+    ('sl_vit_32', dict(depth=2), 'blocks.1.attn', 'sl_vit_32'),
+    ('sl_cait_32', dict(depth=2, depth_token_only=1), 'blocks.1.attn', 'sl_cait_32'),
+    ('slify', dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=2), 'blocks.1.attn',
+     'slify(vit_tiny_patch16_224)')])
+def test_final_attention_of_a_model_that_pools_its_patch_tokens_is_what_they_receive(name, kwargs, layer, built):
     """A ViT trained with --gp avg keeps its class token, but its classifier reads the patch tokens' average: the
     chart drew the class token's attention, which no prediction uses (CaiT's class attention too). The received
-    attention of the last patch-token layer is drawn, and the footnote says why."""
+    attention of the last patch-token layer is drawn, and the footnote says why, naming the model as it was built
+    (it said 'SlVisionTransformer pools ...', and 'VisionTransformer' for slify)."""
     model = _model(name, dict(kwargs, global_pool='avg'))
     images = torch.randn(2, 3, 32, 32)
     result = final_attention_map(model, images)
     with capture_attention(model, [layer]) as maps:
         model(images)
-    prefix = 1 if name == 'sl_vit_32' else 0  # CaiT's self-attention holds the patch tokens only
+    prefix = 0 if name == 'sl_cait_32' else 1  # CaiT's self-attention holds the patch tokens only
     expected = maps[layer][-1][:, :, prefix:, prefix:].mean(-2).reshape(2, -1, 8, 8)
     assert (result.kind, result.layer) == ('received', layer)
     torch.testing.assert_close(result.maps, expected)
-    assert result.description == (f"{type(model).__name__} pools its patch tokens (global_pool='avg'), not its "
+    assert result.description == (f"{built} pools its patch tokens (global_pool='avg'), not its "
                                    f"class token: attention each patch token receives in {layer}, averaged over the "
                                    f"queries")
     assert final_attention_map(_model(name, kwargs), images).kind == 'class token'
@@ -268,7 +272,7 @@ def test_cli_attention_refuses_a_map_pooled_model_or_run(tmp_path, image_dir, ca
 
 def test_capture_rejects_unknown_layers_and_models():
     model = _model('sl_vit_32', dict(depth=1))
-    with pytest.raises(ValueError, match=r"not attention layers of SlVisionTransformer: \['blocks.0.mlp'\]"):
+    with pytest.raises(ValueError, match=r"not attention layers of sl_vit_32: \['blocks.0.mlp'\]"):
         with capture_attention(model, ['blocks.0.mlp']):
             pass
     with pytest.raises(ValueError, match='Linear has no supported attention layer'):
@@ -1052,7 +1056,7 @@ def test_a_model_without_attention_layers_is_named_so(image_dir, tmp_path):
     """``kld --model-kwargs depth=0`` said the model 'has no supported attention layer to capture' and listed the
     supported kinds, as if its attention were of another kind: it has none."""
     for cmd in ('kld', 'attention'):
-        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: SlVisionTransformer has no supported attention layer '
+        with pytest.raises(SystemExit, match=f'^timm-sl {cmd}: sl_vit_32 has no supported attention layer '
                                              f'\\(it has no attention layer at all: depth 0\\?\\); allowed: a model '
                                              f'with at least one attention layer of a supported kind: '):
             main([cmd, str(image_dir), '--model', 'sl_vit_32', '--model-kwargs', 'depth=0', '--out',
@@ -1671,13 +1675,29 @@ def test_receptive_field_of_pits_overlapping_stem_names_its_stride(capsys):
         assert tokenizer_geometry(timm.create_model('sl_vit_32', spt=False, lsa=False)) == ((4, 4), (4, 4), (0, 0))
 
 
+@pytest.mark.parametrize('model', [['sl_pit_ti'], ['slify', '--model-kwargs', 'base=pit_ti_224']])
+def test_receptive_field_of_spt_says_pits_own_baseline_stem_reaches_as_far(model, capsys):
+    """SL-PiT's SPT tokenizes 8x8 patches where its baseline's stem is a 16 x 16 convolution of stride 8: it printed
+    'standard tokenization r_token = 8, SPT (shift 4) r_token = 16', as if SPT doubled what the baseline reaches,
+    which is 16 too. The line says what the 8 is and gives the baseline's own step and r_token."""
+    assert main(['receptive-field', '--model', *model]) == 0
+    name = 'sl_pit_ti' if model == ['sl_pit_ti'] else 'slify(pit_ti_224)'
+    assert capsys.readouterr().out == (
+        f"{name}: first tokenization step kernel 8, stride 8: standard tokenization (non-overlapping 8x8 patches, "
+        f"the paper's comparison) r_token = 8, SPT (shift 4) r_token = 16; its own baseline (spt=False) tokenizes "
+        f"with an overlapping step instead, kernel 16, stride 8: r_token = 16\n")
+    assert main(['receptive-field', '--model', 'sl_vit_32']) == 0  # a ViT's baseline patches as SPT's step does
+    assert capsys.readouterr().out == ('sl_vit_32: first tokenization step kernel 4, stride 4: standard tokenization '
+                                       'r_token = 4, SPT (shift 2) r_token = 8\n')
+
+
 def test_receptive_field_of_a_hybrid_vit_is_refused_not_read_off_its_projection(capsys):
     """slify of a hybrid ViT (LSA only): its tokens come out of a ResNet, yet receptive-field printed 'kernel 1,
     stride 1, no SPT: r_token = 1', the 1x1 projection after the backbone."""
     with pytest.raises(SystemExit) as info:
         main(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_small_r26_s32_224', 'spt=False'])
     assert str(info.value) == (
-        "timm-sl receptive-field: vit_small_r26_s32_224 takes its tokens from a CNN backbone (ResNetV2 in its "
+        "timm-sl receptive-field: slify(vit_small_r26_s32_224) takes its tokens from a CNN backbone (ResNetV2 in its "
         "HybridEmbed): its receptive field is the backbone's, not one tokenization step's (its 1x1 projection after "
         "the backbone reads 1 cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer")
     assert capsys.readouterr().out == ''

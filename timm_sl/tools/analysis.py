@@ -146,7 +146,7 @@ def _no_attention(model: nn.Module) -> str:
     others = sorted({type(m).__name__ for m in model.modules() if 'attn' in type(m).__name__.lower() or
                      'attention' in type(m).__name__.lower()})
     found = f'its attention: {", ".join(others)}' if others else 'it has no attention layer at all: depth 0?'
-    return (f'{type(model).__name__} has no supported attention layer ({found}); allowed: a model with at least one '
+    return (f'{built_as(model)} has no supported attention layer ({found}); allowed: a model with at least one '
             f'attention layer of a supported kind: {_supported()}')
 
 
@@ -170,7 +170,7 @@ def capture_attention(
     if names is not None:
         unknown = sorted(set(names) - {name for name, _ in modules})
         if unknown:
-            raise ValueError(f'not attention layers of {type(model).__name__}: {unknown}')
+            raise ValueError(f'not attention layers of {built_as(model)}: {unknown}')
         modules = [(name, m) for name, m in modules if name in names]
     with _recording(modules) as maps:
         yield maps
@@ -296,7 +296,7 @@ def final_attention_map(model: nn.Module, images: torch.Tensor) -> AttentionMap:
             weights, kind = probs[:, :, prefix:, prefix:].mean(-2), 'received'
             why = f'pools its patch tokens (global_pool={pool!r}), not its class token' if pooled and \
                 getattr(model, 'cls_token', None) is not None else 'has no class token'
-            text = f'{type(model).__name__} {why}: attention each patch token receives in {name}, averaged over the ' \
+            text = f'{built_as(model)} {why}: attention each patch token receives in {name}, averaged over the ' \
                    f'queries'
             uniform = _received_uniform(keys, prefix, masked)
     h, w = _grid(weights.shape[-1], H, W, getattr(getattr(model, 'patch_embed', None), 'patch_size', None))
@@ -381,8 +381,7 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
     """
     embed = getattr(model, 'patch_embed', None)
     if isinstance(getattr(embed, 'backbone', None), nn.Module):  # a hybrid ViT: a CNN makes its tokens
-        arch = (getattr(model, 'pretrained_cfg', None) or {}).get('architecture') or type(model).__name__
-        raise ValueError(f'{arch} takes its tokens from a CNN backbone '
+        raise ValueError(f'{built_as(model)} takes its tokens from a CNN backbone '
                          f'({type(embed.backbone).__name__} in its {type(embed).__name__}): its receptive field is the '
                          f"backbone's, not one tokenization step's (its 1x1 projection after the backbone reads 1 "
                          f'cell); allowed: a model whose patch_embed is a patch embedding or a T2T tokenizer')
@@ -397,7 +396,7 @@ def tokenizer_geometry(model: nn.Module) -> Tuple[Tuple[int, int], Tuple[int, in
         return tuple(conv.kernel_size), tuple(conv.stride), (0, 0)
     size = getattr(embed, 'patch_size', None)
     if size is None:
-        raise ValueError(f'{type(model).__name__} has no patch_embed with a patch size')
+        raise ValueError(f'{built_as(model)} has no patch_embed with a patch size')
     size = (size, size) if isinstance(size, int) else tuple(size)
     return size, size, (0, 0)
 

@@ -811,6 +811,19 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
         if not any(shift):
             print(f'{what}, no SPT: r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}')
             return 0
+        baseline = _baseline_step(args, model)
+        if baseline is not None and baseline[:2] != (kernel, stride):  # PiT's overlapping conv stem: SPT replaced it
+            base_kernel, base_stride, _ = baseline
+            overlap = 'an overlapping ' if any(k > j for k, j in zip(base_kernel, base_stride)) else 'another '
+            standard = f'non-overlapping {"x".join(map(str, kernel))} patches' if kernel == stride else \
+                'the same step unshifted'
+            base_r = _axes(map(receptive_field, base_kernel, (None, None), base_stride))
+            print(f"{what}: standard tokenization ({standard}, the paper's comparison) r_token = "
+                  f'{_axes(map(receptive_field, kernel, (None, None), stride))}, SPT (shift {_axes(shift)}) r_token = '
+                  f'{_axes(map(receptive_field, kernel, shift, stride))}; its own baseline (spt=False) tokenizes with '
+                  f'{overlap}step instead, kernel {_axes(base_kernel)}, stride {_axes(base_stride)}: '
+                  f'r_token = {base_r}')
+            return 0
     elif args.patch_size:
         if args.model_kwargs is not None or args.pretrained:  # they were ignored: the bare patch answered
             given = '--model-kwargs' if args.model_kwargs is not None else '--pretrained'
@@ -829,6 +842,28 @@ def cmd_receptive_field(args: argparse.Namespace) -> int:
     print(f'{what}: standard tokenization r_token = {_axes(map(receptive_field, kernel, (None, None), stride))}, '
           f'SPT (shift {_axes(shift)}) r_token = {_axes(map(receptive_field, kernel, shift, stride))}')
     return 0
+
+
+def _baseline_step(args: argparse.Namespace, model) -> Optional[Tuple[Tuple[int, int], ...]]:
+    """:func:`~timm_sl.tools.analysis.tokenizer_geometry` of the analysed model's baseline stem: the model as built
+    with ``spt=False`` (slify's: its base), on the meta device; None where that does not build."""
+    import timm
+    import torch
+    from timm_sl.layers import with_switches
+    from timm_sl.slify import SLIFY_ARG_NAMES
+    from timm_sl.tools.analysis import tokenizer_geometry
+    kwargs = dict(vars(args).get('built_kwargs', {}).get((args.checkpoint, False), args.model_kwargs or {}))
+    name = args.model
+    if name == 'slify':  # SPT replaced the base's own stem
+        name = kwargs.pop('base', None)
+        kwargs = {k: v for k, v in kwargs.items() if k not in SLIFY_ARG_NAMES}
+    else:
+        kwargs = with_switches(kwargs, dict(spt=False))
+    try:
+        with torch.device('meta'):
+            return tokenizer_geometry(timm.create_model(name, **kwargs))
+    except BUILD_ERRORS:  # a configuration only its SPT version takes: nothing to compare with
+        return None
 
 
 def _axes(pair) -> str:
