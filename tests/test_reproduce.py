@@ -2403,3 +2403,30 @@ def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
         f"would skip it with a warning in the log and read the next image in its place, so the split would not be the "
         f"images it holds; allowed: images of their bytes (copy or extract them again, or remove them)"]
     assert not out.exists()
+
+
+def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train, tmp_path, capsys):
+    """An image truncated past its header (not empty: the data check passes it) is skipped by timm's dataset with a
+    warning in train.log, and the next image is read in its place: the run was reported as done and its top-1 as a
+    plain result. Its skips are now counted from train.log and said in report.md, results.json and on stdout."""
+    warning = 'WARNING: Skipped sample (index {}). image file is truncated'  # as timm 1.0.31 logs it
+    prints = ''.join(f'    print({warning.format(i)!r}, file=sys.stderr)\n' for i in (7, 7, 3))
+    fake_train.write_text(FAKE_TRAIN.replace('a = p.parse_args()\n', 'a = p.parse_args()\nif a.seed == "1":\n'
+                                             + prints))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('vit',), train_args=['--epochs', '1'])
+    argv[argv.index('--out'):argv.index('--out')] = ['--seeds', '0', '1']
+    assert _exit_status(argv) == 0
+    log = out / 'runs' / 'vit-sl-s1' / 'train.log'
+    said = (f'unreadable images skipped 3 times (sample indexes 3, 7; timm read the next image in each one\'s place, '
+            f'so the run did not train or evaluate on the images its folders hold): see {log}')
+    printed = capsys.readouterr().out.splitlines()
+    assert f'vit-sl-s1: {said}' in printed and f'vit-base-s1: {said.replace("vit-sl-s1", "vit-base-s1")}' in printed
+    assert not any(line.startswith('vit-sl-s0:') for line in printed)
+    report = (out / 'report.md').read_text()
+    assert f'## Unreadable images\n\n- vit-base-s1: ' in report and f'- vit-sl-s1: {said}\n' in report
+    assert '| vit-sl-s1 | done, unreadable images skipped | 51.00 |' in report
+    assert '| vit-sl-s0 | done | 50.00 |' in report
+    runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert runs['vit-sl-s1']['skipped_samples'] == 3 and runs['vit-sl-s1']['skipped'] == said
+    assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['skipped'] == ''
