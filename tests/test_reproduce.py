@@ -2430,3 +2430,36 @@ def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train
     runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
     assert runs['vit-sl-s1']['skipped_samples'] == 3 and runs['vit-sl-s1']['skipped'] == said
     assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['skipped'] == ''
+
+
+@pytest.mark.parametrize('given', ['torch/svhn', 'TORCH/SVHN', 'torch/x/svhn'])
+def test_a_torchvision_dataset_timm_does_not_read_is_refused_before_any_run(fake_train, tmp_path, capsys, given):
+    """``-- --dataset torch/svhn`` started every run, each failing in seconds with timm's 'Unknown torchvision
+    dataset svhn'; it is now refused first, naming what timm reads."""
+    from timm_sl.tools.reproduce import torch_dataset_names
+    data = tmp_path / 'data'
+    data.mkdir()
+    said = _refused(_reproduce_args(data, tmp_path / 'out', fake_train, 'svhn', train_args=['--dataset', given]),
+                    capsys)
+    assert said == (f"--dataset {given} is not a torchvision dataset timm's train.py reads: every run would fail with "
+                    f"'Unknown torchvision dataset svhn'; allowed: torch/ with {', '.join(torch_dataset_names())}, or "
+                    f"an image folder of class folders (--dataset '', as the svhn and tiny-imagenet recipes read "
+                    f"theirs)")
+    assert 'cifar10, cifar100' in said and 'qmnist' in said and 'svhn,' not in said
+
+
+def test_torch_dataset_names_are_those_timms_create_dataset_takes():
+    """The torch/ names reproduce lets through are the names timm's create_dataset branches on, read from its source
+    (its basic table and the names it compares in its torch/ branch)."""
+    import inspect
+    import re
+    from timm.data import dataset_factory
+    from timm_sl.tools.reproduce import torch_dataset_names
+    source = inspect.getsource(dataset_factory)
+    table = re.search(r'_TORCH_BASIC_DS = dict\((.*?)\n\)', source, re.S)[1]
+    basic = re.findall(r'(\w+)=', table)
+    branch = inspect.getsource(dataset_factory.create_dataset)
+    branch = branch[branch.index("if prefix == 'torch'"):branch.index("elif prefix == 'hfds'")]
+    compared = re.findall(r"name == '(\w+)'", branch)
+    assert basic and len(compared) >= 7
+    assert sorted(torch_dataset_names()) == sorted({*basic, *compared})

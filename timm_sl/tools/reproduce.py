@@ -55,6 +55,21 @@ _FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist -
                  'per class)')
 
 
+# the torch/ names timm's create_dataset takes besides its table of basic torchvision datasets (by torchvision class)
+_TORCH_OTHER_NAMES = {'inaturalist': 'INaturalist', 'inat': 'INaturalist', 'places365': 'Places365',
+                      'qmnist': 'QMNIST', 'imagenet': 'ImageNet', 'image_folder': 'ImageFolder',
+                      'folder': 'ImageFolder'}
+
+
+def torch_dataset_names() -> List[str]:
+    """What may follow ``torch/`` in train.py's ``--dataset`` (lower case): the basic datasets of the installed
+    timm's create_dataset, and its other names whose torchvision class this torchvision has."""
+    import torchvision.datasets
+    from timm.data import dataset_factory
+    basic = list(getattr(dataset_factory, '_TORCH_BASIC_DS', {}))
+    return basic + [n for n, cls in _TORCH_OTHER_NAMES.items() if hasattr(torchvision.datasets, cls)]
+
+
 def _dataset_name(dataset: Any) -> str:
     """train.py's ``--dataset`` as timm's create_dataset tells datasets apart: in lower case, a torchvision dataset by
     what follows its second '/' (``torch/x/cifar10`` is ``torch/cifar10``), torchvision's ImageFolder by one name."""
@@ -319,6 +334,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
     # timm's folder reader drops '[...]' (_search_split); torchvision's datasets read a whole train or test set
     reader = dataset_reader(name)
+    if reader == 'torch' and name.split('/', 1)[1] not in torch_dataset_names():  # timm: an assertion in every run
+        return [f"--dataset {data['dataset']} is not a torchvision dataset timm's train.py reads: every run would "
+                f"fail with 'Unknown torchvision dataset {name.split('/', 1)[1]}'; allowed: torch/ with "
+                f"{', '.join(torch_dataset_names())}, or an image folder of class folders (--dataset '', as the "
+                f"svhn and tiny-imagenet recipes read theirs)"]
     if sliced and reader in (*IMAGE_FOLDER_READERS, 'torch'):
         split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
         whole = split.split('[')[0]
