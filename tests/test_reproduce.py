@@ -2479,3 +2479,63 @@ def test_mixup_settings_with_mixing_off_are_refused(fake_train, tmp_path, capsys
     from timm_sl.tools.reproduce import check_unread_args
     for extra in (['--mixup', '0', '--cutmix', '0'], ['--mixup', '0', '--mixup-prob', '1']):
         check_unread_args(extra, recipe_path('cifar10'))
+
+
+def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train, tmp_path, capsys):
+    """An image truncated past its header (not empty: the data check passes it) is skipped by timm's dataset with a
+    warning in train.log, and the next image is read in its place: the run was reported as done and its top-1 as a
+    plain result. Its skips are now counted from train.log and said in report.md, results.json and on stdout."""
+    warning = 'WARNING: Skipped sample (index {}). image file is truncated'  # as timm 1.0.31 logs it
+    prints = ''.join(f'    print({warning.format(i)!r}, file=sys.stderr)\n' for i in (7, 7, 3))
+    fake_train.write_text(FAKE_TRAIN.replace('a = p.parse_args()\n', 'a = p.parse_args()\nif a.seed == "1":\n'
+                                             + prints))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('vit',), train_args=['--epochs', '1'])
+    argv[argv.index('--out'):argv.index('--out')] = ['--seeds', '0', '1']
+    assert _exit_status(argv) == 0
+    log = out / 'runs' / 'vit-sl-s1' / 'train.log'
+    said = (f'unreadable images skipped 3 times (sample indexes 3, 7; timm read the next image in each one\'s place, '
+            f'so the run did not train or evaluate on the images its folders hold): see {log}')
+    printed = capsys.readouterr().out.splitlines()
+    assert f'vit-sl-s1: {said}' in printed and f'vit-base-s1: {said.replace("vit-sl-s1", "vit-base-s1")}' in printed
+    assert not any(line.startswith('vit-sl-s0:') for line in printed)
+    report = (out / 'report.md').read_text()
+    assert f'## Unreadable images\n\n- vit-base-s1: ' in report and f'- vit-sl-s1: {said}\n' in report
+    assert '| vit-sl-s1 | done, unreadable images skipped | 51.00 |' in report
+    assert '| vit-sl-s0 | done | 50.00 |' in report
+    runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert runs['vit-sl-s1']['skipped_samples'] == 3 and runs['vit-sl-s1']['skipped'] == said
+    assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['skipped'] == ''
+
+
+@pytest.mark.parametrize('given', ['torch/svhn', 'TORCH/SVHN', 'torch/x/svhn'])
+def test_a_torchvision_dataset_timm_does_not_read_is_refused_before_any_run(fake_train, tmp_path, capsys, given):
+    """``-- --dataset torch/svhn`` started every run, each failing in seconds with timm's 'Unknown torchvision
+    dataset svhn'; it is now refused first, naming what timm reads."""
+    from timm_sl.tools.reproduce import torch_dataset_names
+    data = tmp_path / 'data'
+    data.mkdir()
+    said = _refused(_reproduce_args(data, tmp_path / 'out', fake_train, 'svhn', train_args=['--dataset', given]),
+                    capsys)
+    assert said == (f"--dataset {given} is not a torchvision dataset timm's train.py reads: every run would fail with "
+                    f"'Unknown torchvision dataset svhn'; allowed: torch/ with {', '.join(torch_dataset_names())}, or "
+                    f"an image folder of class folders (--dataset '', as the svhn and tiny-imagenet recipes read "
+                    f"theirs)")
+    assert 'cifar10, cifar100' in said and 'qmnist' in said and 'svhn,' not in said
+
+
+def test_torch_dataset_names_are_those_timms_create_dataset_takes():
+    """The torch/ names reproduce lets through are the names timm's create_dataset branches on, read from its source
+    (its basic table and the names it compares in its torch/ branch)."""
+    import inspect
+    import re
+    from timm.data import dataset_factory
+    from timm_sl.tools.reproduce import torch_dataset_names
+    source = inspect.getsource(dataset_factory)
+    table = re.search(r'_TORCH_BASIC_DS = dict\((.*?)\n\)', source, re.S)[1]
+    basic = re.findall(r'(\w+)=', table)
+    branch = inspect.getsource(dataset_factory.create_dataset)
+    branch = branch[branch.index("if prefix == 'torch'"):branch.index("elif prefix == 'hfds'")]
+    compared = re.findall(r"name == '(\w+)'", branch)
+    assert basic and len(compared) >= 7
+    assert sorted(torch_dataset_names()) == sorted({*basic, *compared})

@@ -34,7 +34,7 @@ from .runs import (
     read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
-    parse_gpus, probe_gpus, run_jobs, train_throughput)
+    parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
     SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value,
@@ -54,6 +54,21 @@ _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
 # what to train on fewer images instead of a part of a split (prepare-svhn writes every image: it takes no --limit)
 _FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of a few images '
                  'per class)')
+
+
+# the torch/ names timm's create_dataset takes besides its table of basic torchvision datasets (by torchvision class)
+_TORCH_OTHER_NAMES = {'inaturalist': 'INaturalist', 'inat': 'INaturalist', 'places365': 'Places365',
+                      'qmnist': 'QMNIST', 'imagenet': 'ImageNet', 'image_folder': 'ImageFolder',
+                      'folder': 'ImageFolder'}
+
+
+def torch_dataset_names() -> List[str]:
+    """What may follow ``torch/`` in train.py's ``--dataset`` (lower case): the basic datasets of the installed
+    timm's create_dataset, and its other names whose torchvision class this torchvision has."""
+    import torchvision.datasets
+    from timm.data import dataset_factory
+    basic = list(getattr(dataset_factory, '_TORCH_BASIC_DS', {}))
+    return basic + [n for n, cls in _TORCH_OTHER_NAMES.items() if hasattr(torchvision.datasets, cls)]
 
 
 def _dataset_name(dataset: Any) -> str:
@@ -122,6 +137,7 @@ class Outcome:
     wall: float = 0.  # seconds of all the run's train.py sessions (resumes included), from its sessions.json
     img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
     devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
+    skipped: List[int] = field(default_factory=list)  # sample index of each unreadable image skipped (its log)
 
 
 def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
@@ -319,6 +335,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     sliced = next((k for k in ('train_split', 'val_split') if '[' in str(data[k])), None)
     # timm's folder reader drops '[...]' (_search_split); torchvision's datasets read a whole train or test set
     reader = dataset_reader(name)
+    if reader == 'torch' and name.split('/', 1)[1] not in torch_dataset_names():  # timm: an assertion in every run
+        return [f"--dataset {data['dataset']} is not a torchvision dataset timm's train.py reads: every run would "
+                f"fail with 'Unknown torchvision dataset {name.split('/', 1)[1]}'; allowed: torch/ with "
+                f"{', '.join(torch_dataset_names())}, or an image folder of class folders (--dataset '', as the "
+                f"svhn and tiny-imagenet recipes read theirs)"]
     if sliced and reader in (*IMAGE_FOLDER_READERS, 'torch'):
         split, flag = str(data[sliced]), '--' + sliced.replace('_', '-')
         whole = split.split('[')[0]
@@ -995,6 +1016,7 @@ def _collect(outcome: Outcome) -> Outcome:
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
+    outcome.skipped = skipped_samples(outcome.run.out_dir / LOG_NAME)
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
@@ -1011,6 +1033,18 @@ def _collect(outcome: Outcome) -> Outcome:
         except ValueError:
             pass
     return outcome
+
+
+def skipped_text(outcome: Outcome) -> str:
+    """One line on the unreadable images a run's train.py skipped (timm reads the next image in each one's place, so
+    it trained or was evaluated on other images than its folders hold); '' when none."""
+    n, distinct = len(outcome.skipped), sorted(set(outcome.skipped))
+    if not n:
+        return ''
+    listed = ', '.join(map(str, distinct[:5])) + (f' and {len(distinct) - 5} more' if len(distinct) > 5 else '')
+    return (f'unreadable images skipped {n} time{"s" if n > 1 else ""} (sample '
+            f'index{"es" if len(distinct) > 1 else ""} {listed}; timm read the next image in each one\'s place, so '
+            f'the run did not train or evaluate on the images its folders hold): see {outcome.run.out_dir / LOG_NAME}')
 
 
 def _seconds(session: Dict[str, Any]) -> float:
@@ -1523,6 +1557,9 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     failed = [o for o in outcomes if o.status == 'failed']
     if failed:
         lines += ['## Failed runs', ''] + [f'- {o.run.name}: {o.message}' for o in failed] + ['']
+    skipped = [o for o in outcomes if o.skipped]
+    if skipped:
+        lines += ['## Unreadable images', ''] + [f'- {o.run.name}: {skipped_text(o)}' for o in skipped] + ['']
     if sweep:
         lines += ['## Sweep', '', _sweep_line(sweep), '']
     lines += ['## Runs', '', '| run | status | best top-1 (%) | best epoch | epochs | wall | train img/s | GPU |',
@@ -1533,6 +1570,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         diverged = diverged_text(s)  # partway: its best top-1 is of an epoch before
         top1 += ' (before it diverged)' if diverged and s.get('best_top1') is not None else ''
         status = (diverged if o.status == 'done' else f'{o.status}, {diverged}') if diverged else o.status
+        status += ', unreadable images skipped' if o.skipped else ''
         lines.append(f'| {o.run.name} | {status} | {top1} | {s.get("best_epoch") or "-"} | '
                      f'{s.get("epochs") or "-"} | {format_seconds(o.wall) if o.wall else "-"} | '
                      f'{"-" if o.img_s is None else f"{o.img_s:,.0f}"} | {o.devices or "-"} |')
@@ -1554,7 +1592,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
-             summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices)
+             summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
+             skipped_samples=len(o.skipped), skipped=skipped_text(o))
         for o in outcomes], sweep=sweep), indent=1))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
@@ -2006,6 +2045,9 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
             report = None  # the sweep's own error is the one line
     print(report_table(aggregate(outcomes, args.dataset), args.dataset))
     failed = [o.run.name for o in outcomes if o.status == 'failed']
+    for o in outcomes:
+        if o.skipped:
+            print(f'{o.run.name}: {skipped_text(o)}')
     if report is not None:
         print(f'report: {report}')
     if stopped is not None:

@@ -42,6 +42,8 @@ POLL_S = 1.  # how often running jobs' logs and summaries are read
 _TICK_S = 0.05  # how often their processes are asked whether they ended
 
 # timm train.py's progress line: epoch, update index, updates per epoch, then "(avg s, avg/s)"
+# timm's ImageDataset on an image it cannot open or decode: this warning, then the next image read in its place
+_SKIPPED_LINE = re.compile(r'Skipped sample \(index (\d+)\)')
 _TRAIN_LINE = re.compile(r'Train: (\d+) \[\s*(\d+)/(\d+)\b.*?\(\s*([\d.]+)s,\s*([\d.]+)/s\)')
 
 
@@ -209,6 +211,18 @@ def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, fl
             images += n * step * rate
             seconds += n * step
     return images, seconds
+
+
+def skipped_samples(log: Path) -> List[int]:
+    """The sample index of each time timm's dataset skipped an image it could not read (a truncated or damaged file;
+    it logs ``Skipped sample (index N). <error>`` and reads the next image in its place), in the order logged, from
+    the whole log (every session); [] when the log is absent or unreadable."""
+    try:
+        with open(log, 'rb') as f:
+            text = f.read().decode('utf-8', 'replace')
+    except OSError:
+        return []
+    return [int(m[1]) for m in _SKIPPED_LINE.finditer(text)]
 
 
 def _epochs_done(out_dir: Path) -> List[Dict[str, float]]:

@@ -163,6 +163,31 @@ def _check_root(root: Path) -> None:
                                  f'val/ of Tiny-ImageNet')
 
 
+def _no_annotations(root: Path, annotations: Path) -> str:
+    """Why ``annotations`` is missing, as far as ``root/val`` tells: no val/ (not a Tiny-ImageNet root), images left
+    to sort (val/images/, val/<wnid>/images/), val already sorted into class folders, or none of these."""
+    val = root / 'val'
+    if not val.is_dir():
+        return f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet'
+    again = f'allowed: val_annotations.txt back in {val} (extract it from the archive again)'
+    unsorted = [d for d in (val / 'images', *(p / 'images' for p in sorted(val.iterdir()) if p.is_dir()))
+                if d.is_dir()]
+    if unsorted:
+        return (f'{annotations} not found: it holds the classes of the images in {unsorted[0]}'
+                f'{f" and {len(unsorted) - 1} more folder(s)" if len(unsorted) > 1 else ""}, which are sorted and '
+                f'checked by it; {again}')
+    classes = [p for p in val.iterdir() if p.is_dir()]
+    if not classes:
+        return f'{annotations} not found, and {val} holds neither images/ nor class folders; {again}'
+    train = root / 'train'
+    left = [p for p in sorted(train.iterdir()) if (p / 'images').is_dir()] if train.is_dir() else []
+    return (f'{annotations} not found, but {val} is already sorted into {len(classes)} class folder(s): nothing is '
+            f'left to sort in val, and its classes cannot be checked without it; {again}'
+            + (f' (train/ is not prepared either: {left[0] / "images"}'
+               f'{f" and {len(left) - 1} more" if len(left) > 1 else ""} to move up)' if left else
+               ', or the folder as it is (train/ is prepared too)'))
+
+
 def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     """The moves of :func:`prepare_tiny_imagenet_val`, every one checked, and the images per class."""
     _check_root(root)
@@ -172,7 +197,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
         raise IsADirectoryError(f'{annotations} is a folder; allowed: the text file of Tiny-ImageNet\'s val '
                                 'annotations (image, class id, box per line)')
     if not annotations.exists():
-        raise FileNotFoundError(f'{annotations} not found: pass the folder that holds train/ and val/ of Tiny-ImageNet')
+        raise FileNotFoundError(_no_annotations(root, annotations))
     _refuse_link(val / 'images')
     # val/<wnid>/images/, the layout of train/ some scripts sort val into: moved up as train's are
     nested = [d / 'images' for d in sorted(val.iterdir()) if d.is_dir() and d.name != 'images' and
@@ -280,7 +305,7 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
     bytes) and ``val/images/`` goes, as it must.
 
     Raises:
-        FileNotFoundError: ``root/val/val_annotations.txt`` is missing (not a Tiny-ImageNet root).
+        FileNotFoundError: ``root/val/val_annotations.txt`` is missing (said with what ``val/`` holds instead).
         ValueError: an annotation line is malformed (a cut last line too), names a class that ``wnids.txt`` or
             ``train/`` lacks, names an image twice or one that is nowhere to be found, or would overwrite a different
             file; ``val/images/`` holds files the annotations do not list; a class folder of ``val`` holds an image

@@ -1,0 +1,59 @@
+"""``timm-sl prepare-tiny-imagenet``: what it says when Tiny-ImageNet's val annotations are missing."""
+from pathlib import Path
+
+import pytest
+
+from timm_sl.tools.cli import main
+
+
+def _said(root: Path, capsys) -> str:
+    """The one error line of ``prepare-tiny-imagenet root`` (exit 2), without the command's prefix."""
+    with pytest.raises(SystemExit) as e:
+        main(['prepare-tiny-imagenet', str(root)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count('\n') == 1 and err.startswith('timm-sl prepare-tiny-imagenet: '), err
+    return err[len('timm-sl prepare-tiny-imagenet: '):-1]
+
+
+def test_a_sorted_val_without_its_annotations_is_said_to_be_sorted(tmp_path, capsys):
+    """A val/ already sorted into class folders whose val_annotations.txt was deleted was told to 'pass the folder
+    that holds train/ and val/', which was passed; it now says val is sorted and what is allowed, naming train/ where
+    that is left to prepare. Nothing moves."""
+    root = tmp_path / 'ti'
+    for wnid in ('n01', 'n02'):
+        (root / 'val' / wnid).mkdir(parents=True)
+        (root / 'val' / wnid / f'val_{wnid}.JPEG').write_bytes(b'jpeg')
+        (root / 'train' / wnid).mkdir(parents=True)
+    val, annotations = root / 'val', root / 'val' / 'val_annotations.txt'
+    sorted_ = (f'{annotations} not found, but {val} is already sorted into 2 class folder(s): nothing is left to sort '
+               f'in val, and its classes cannot be checked without it; allowed: val_annotations.txt back in {val} '
+               f'(extract it from the archive again)')
+    assert _said(root, capsys) == sorted_ + ', or the folder as it is (train/ is prepared too)'
+    (root / 'train' / 'n02' / 'images').mkdir()
+    (root / 'train' / 'n02' / 'images' / 'a.JPEG').write_bytes(b'jpeg')
+    left = root / 'train' / 'n02' / 'images'
+    assert _said(root, capsys) == sorted_ + f' (train/ is not prepared either: {left} to move up)'
+    assert (root / 'train' / 'n02' / 'images' / 'a.JPEG').is_file() and (val / 'n01' / 'val_n01.JPEG').is_file()
+
+
+@pytest.mark.parametrize('layout, says', [
+    (['val/images/val_0.JPEG'], "not found: it holds the classes of the images in {root}/val/images, which are sorted "
+                                "and checked by it; allowed: val_annotations.txt back in {root}/val (extract it from "
+                                "the archive again)"),
+    (['val/images/val_0.JPEG', 'val/n01/images/val_1.JPEG'],
+     'not found: it holds the classes of the images in {root}/val/images and 1 more folder(s), which are sorted '),
+    (['val/'], 'not found, and {root}/val holds neither images/ nor class folders; allowed: val_annotations.txt back '
+               'in {root}/val (extract it from the archive again)'),
+    (['train/n01/a.JPEG'], 'not found: pass the folder that holds train/ and val/ of Tiny-ImageNet'),
+])
+def test_missing_val_annotations_are_said_with_what_val_holds(tmp_path, capsys, layout, says):
+    root = tmp_path / 'ti'
+    for name in layout:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not name.endswith('/'):
+            path.write_bytes(b'jpeg')
+        else:
+            path.mkdir()
+    said = _said(root, capsys)
+    assert said.startswith(f'{root / "val" / "val_annotations.txt"} {says.format(root=root)}'), said
