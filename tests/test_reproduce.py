@@ -2500,7 +2500,7 @@ def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train
     assert f'vit-sl-s1: {said}' in printed and f'vit-base-s1: {said.replace("vit-sl-s1", "vit-base-s1")}' in printed
     assert not any(line.startswith('vit-sl-s0:') for line in printed)
     report = (out / 'report.md').read_text()
-    assert f'## Unreadable images\n\n- vit-base-s1: ' in report and f'- vit-sl-s1: {said}\n' in report
+    assert '## Unreadable images\n\n- vit-base-s1: ' in report and f'- vit-sl-s1: {said}\n' in report
     assert '| vit-sl-s1 | done, unreadable images skipped | 51.00 |' in report
     assert '| vit-sl-s0 | done | 50.00 |' in report
     runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
@@ -2539,3 +2539,20 @@ def test_torch_dataset_names_are_those_timms_create_dataset_takes():
     compared = re.findall(r"name == '(\w+)'", branch)
     assert basic and len(compared) >= 7
     assert sorted(torch_dataset_names()) == sorted({*basic, *compared})
+
+
+def test_an_options_second_name_is_checked_as_its_first(fake_train, tmp_path, capsys):
+    """-- --dr 0.5 (train.py's second name of --decay-rate) passed every check keyed on --decay-rate: with the recipes'
+    cosine schedule every run trained without it, while -- --decay-rate 0.5 was refused."""
+    from timm_sl.tools.train_args import expand_abbreviations, train_script_options, train_script_spellings
+    fake_train.write_text(FAKE_TRAIN.replace("p.add_argument('-j', '--workers')",
+                                             "p.add_argument('-j', '--workers')\n"
+                                             "p.add_argument('--decay-rate', '--dr')"))
+    options, spellings = train_script_options(fake_train), train_script_spellings(fake_train)
+    assert expand_abbreviations(['--dr', '0.5', '--dr=0.1', '-j', '2', '--work', '1'], options, fake_train,
+                                spellings) == ['--decay-rate', '0.5', '--decay-rate=0.1', '-j', '2', '--workers', '1']
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--dr', '0.5']),
+                    capsys).startswith("--decay-rate 0.5 after -- would be ignored: with the cifar10.yaml recipe and "
+                                       "the arguments after --, train.py's --sched cosine scheduler does not read it")
+    assert not out.exists()

@@ -1953,7 +1953,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     recipe = recipe_path(args.dataset)
     check_recipe_keys(recipe, script)  # a key train.py does not know (epoch: 5) it would ignore
     # train.py's argparse takes an abbreviation (--exper for --experiment): every check reads the names it reads
-    given = expand_abbreviations(given, train_script_options(script), script)
+    given = expand_abbreviations(given, train_script_options(script), script, train_script_spellings(script))
     for flag in _PER_RUN_FLAGS:
         if any(a == flag or a.startswith(flag + '=') for a in given):
             raise ValueError(f'{flag} after -- is set for each run by reproduce ({", ".join(_PER_RUN_FLAGS)}); '

@@ -457,11 +457,12 @@ def check_recipe_keys(recipe: Union[str, Path], script: Union[str, Path]) -> Non
                              (f', e.g. {", ".join(near)}' if near else ''))
 
 
-def expand_abbreviations(args: Sequence[str], options: Optional[Dict[str, str]], script: Union[str, Path] = 'train.py'
-                         ) -> List[str]:
+def expand_abbreviations(args: Sequence[str], options: Optional[Dict[str, str]], script: Union[str, Path] = 'train.py',
+                         spellings: Optional[Dict[str, str]] = None) -> List[str]:
     """``args`` with each abbreviated ``--option`` (``--exper``, ``--epoch=5``) written out as the one option of
-    ``options`` it begins (:func:`train_script_options`), as train.py's argparse reads it. Without ``options``, ``args``
-    as they are.
+    ``options`` it begins (:func:`train_script_options`), as train.py's argparse reads it, and with ``spellings``
+    (:func:`train_script_spellings`) each second ``--`` name of an option (``--dr``) as its first (``--decay-rate``):
+    the checks on the arguments know an option by one name. Without ``options``, ``args`` as they are.
 
     Raises:
         ValueError: an ``--option`` that is none of ``script``'s, or begins more than one (train.py would stop at
@@ -482,5 +483,9 @@ def expand_abbreviations(args: Sequence[str], options: Optional[Dict[str, str]],
                     f'is not an argument of {script}; allowed: its arguments' +
                     (f', e.g. {", ".join(near)}' if near else '')))
             arg = found[0] + sep + value
+            name = found[0]
+        first = (spellings or {}).get(name, name)
+        if name.startswith('--') and first.startswith('--') and first != name:
+            arg = first + sep + value
         out.append(arg)
     return out
