@@ -2556,3 +2556,17 @@ def test_an_options_second_name_is_checked_as_its_first(fake_train, tmp_path, ca
                     capsys).startswith("--decay-rate 0.5 after -- would be ignored: with the cifar10.yaml recipe and "
                                        "the arguments after --, train.py's --sched cosine scheduler does not read it")
     assert not out.exists()
+
+
+def test_the_arguments_a_resume_may_change_are_the_cards_machine_arguments_and_the_docs_name_them():
+    """The arguments a resume may change were a hand-kept second copy of the card's machine arguments (and
+    docs/reproduce.md named three of the ten added last); they are now those arguments less the ones that decide a
+    result, and the docs name each (the log, checkpoint and wandb ones as groups)."""
+    from timm_sl.tools.reproduce import _HOW_FLAGS
+    from timm_sl.tools.train_args import NON_RECIPE_KEYS
+    assert {'--validation-batch-size', '--grad-checkpointing', '--fuser', '--workers', '-j'} <= set(_HOW_FLAGS)
+    assert not {'--class-map', '--initial-checkpoint', '--worker-seeding', '--model-ema-force-cpu'} & set(_HOW_FLAGS)
+    assert {f[2:].replace('-', '_') for f in _HOW_FLAGS if f.startswith('--')} - {'epochs'} <= NON_RECIPE_KEYS
+    docs = (REPO / 'docs' / 'reproduce.md').read_text()
+    grouped = ('--log-', '--recovery-interval', '--checkpoint-hist', '--wandb-', '--epochs', '--workers')
+    assert [f for f in _HOW_FLAGS if f'`{f}`' not in docs and not f.startswith(grouped)] == []

@@ -37,9 +37,9 @@ from .sweep import (
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
 from .manifest import read_manifest, record_written, sha256
 from .train_args import (
-    SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations, last_flag_value,
-    read_recipe, recipe_path, spell_option, train_script_default, train_script_options, train_script_spellings,
-    unread_reason)
+    NON_RECIPE_KEYS, SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations,
+    last_flag_value, read_recipe, recipe_path, spell_option, train_script_default, train_script_options,
+    train_script_spellings, unread_reason)
 
 __all__ = ['Run', 'plan_runs', 'recipe_path', 'planned_epochs', 'train_data', 'describe_data', 'check_data',
            'train_command', 'run_state', 'reproduce', 'aggregate', 'report_table', 'write_report', 'add_reproduce_args',
@@ -94,13 +94,15 @@ REPORT_FILES = {'report.md': 'report', 'results.json': 'results', 'top1.png': 't
                 'curves.png': 'learning curves chart'}
 REPORT_MANIFEST = 'report_manifest.json'  # in --out: the sha256 of each report file reproduce wrote there
 
+# the arguments a card leaves out (NON_RECIPE_KEYS) that still decide a run's result: the paths reproduce sets per run
+# or compares as the data, those that change what train.py trains or measures (worker seeding; EMA on the CPU, which
+# train.py then does not validate), and names train.py sets itself
+_RESULT_KEYS = frozenset({'data', 'data_dir', 'output', 'experiment', 'resume', 'no_resume_opt', 'initial_checkpoint',
+                          'pretrained_path', 'config', 'class_map', 'worker_seeding', 'model_ema_force_cpu',
+                          'prev_num_classes', 'prefetcher', 'distributed', 'world_size', 'rank', 'local_rank'})
 # train.py arguments that change how a run goes (devices, speed, logs), not what it learns: a resume may change them
 # (--epochs too: more epochs continue a finished run); the data arguments are compared as the data (train_data)
-_HOW_FLAGS = ('--epochs', '-j', '--workers', '--device', '--pin-mem', '--no-prefetcher', '--torchcompile',
-              '--torchcompile-mode', '--channels-last', '--synchronize-step', '--log-interval', '--recovery-interval',
-              '--checkpoint-hist', '--log-wandb', '--wandb-project', '--wandb-tags', '--wandb-resume-id',
-              '--validation-batch-size', '--grad-checkpointing', '--fuser', '--torchscript',
-              '--use-multi-epochs-loader', '--no-ddp-bb', '--device-modules', '--save-images', '--dataset-download')
+_HOW_FLAGS = ('--epochs', '-j') + tuple(sorted(f"--{k.replace('_', '-')}" for k in NON_RECIPE_KEYS - _RESULT_KEYS))
 _DATA_FLAGS = ('--data-dir', '--dataset', '--train-split', '--val-split', '--num-classes', '--class-map')
 
 
