@@ -415,11 +415,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         if diverged:
             lines += [f'The run {diverged} and stayed so to its last epoch ({summary["last_epoch"]}): the best top-1 '
                       f'above is of an epoch before it, and the recipe below, run to its end, gives NaN weights.', '']
-        tta = record.args.get('tta')
-        if _whole(tta) and tta > 1:  # train.py's validation makes no augmented copies for --tta to average
-            lines += [f"train.py measured these top-1 with `--tta {tta}`: its validation makes no augmented copies, so "
-                      f"each score averaged the outputs of {tta} different validation images and took the first one's "
-                      f"label; they are not these weights' top-1 on the validation split.", '']
+        unmeasured = record.unmeasured_top1()  # train.py's --tta: its validation makes no augmented copies
+        if unmeasured:
+            lines += [f"This run's top-1 were {unmeasured}; they are not these weights' top-1 on the validation "
+                      f"split.", '']
         start = record.args.get('start_epoch')
         if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "

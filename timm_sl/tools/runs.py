@@ -352,6 +352,17 @@ class RunRecord:
                               f"above (epoch {summary['best_epoch']}) belongs to another checkpoint ({kept}).")
         return result
 
+    def unmeasured_top1(self) -> str:
+        """Why ``summary.csv``'s top-1 are not a measurement of the run's weights ('' when they are), as a clause
+        after 'measured ...' / 'were ...': train.py's ``--tta N`` (its validation makes no augmented copies, so each
+        score averaged N different validation images and took the first one's label). The one rule of export's card
+        and of release (no measured-vs-paper row, no tag)."""
+        tta = self.args.get('tta')
+        if _whole(tta) and tta > 1:
+            return (f"measured with `--tta {tta}`: train.py's validation makes no augmented copies, so each score "
+                    f"averaged the outputs of {tta} different validation images and took the first one's label")
+        return ''
+
     def val_interval(self) -> int:
         """train.py's ``--val-interval N``: it evaluates, writes a ``summary.csv`` row and saves checkpoints after
         every N-th epoch and the last only (1 where unset)."""
