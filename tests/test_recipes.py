@@ -365,9 +365,9 @@ def test_card_of_a_run_of_tta_says_its_top1_is_not_the_models(tmp_path):
     out, _ = export_checkpoint(tmp_path / 'model_best.pth.tar', None, tmp_path / 'export')
     card = (out / 'README.md').read_text()
     assert '| best top-1 (%) | 70.00 |' in card
-    assert ("train.py measured these top-1 with `--tta 2`: its validation makes no augmented copies, so each score "
-            "averaged the outputs of 2 different validation images and took the first one's label; they are not these "
-            "weights' top-1 on the validation split.") in card
+    assert ("This run's top-1 were measured with `--tta 2`: train.py's validation makes no augmented copies, so each "
+            "score averaged the outputs of 2 different validation images and took the first one's label; they are not "
+            "these weights' top-1 on the validation split.") in card
 
 
 def test_every_train_py_argument_has_its_role():

@@ -1217,3 +1217,30 @@ def test_label_names_of_a_dataset_name_timm_reads_as_an_image_folder_are_checked
     names.write_text('\n'.join(classes) + '\n')
     assert main(['export', str(run), '--out', str(out), '--label-names', str(names)]) == 0
     assert json.loads((out / 'config.json').read_text())['label_names'] == classes
+
+
+def test_a_run_of_tta_is_released_without_its_top1_as_a_result(tmp_path, capsys):
+    """A run of train.py --tta 2 (whose validation averaged the outputs of two different images, scored by the first
+    one's label): release printed 'best top-1 97.00', carded it as the measured top-1 beside the paper's and wrote
+    the tag sl_vit_32.cifar10 chosen by it; now it says why that top-1 is no measurement, and writes no tag."""
+    _run(tmp_path, 'r', {}, [40., 97.])
+    run = tmp_path / 'runs' / 'r'
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), tta=2)))
+    out = tmp_path / 'rel'
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(out)]) == 0
+    printed = capsys.readouterr().out
+    why = ("measured with `--tta 2`: train.py's validation makes no augmented copies, so each score averaged the "
+           "outputs of 2 different validation images and took the first one's label")
+    assert f'(state_dict_ema, best top-1 - (not a measurement of these weights, {why})) as me/' in printed
+    assert '97.00' not in printed and '0 pretrained tag entries in' in printed
+    assert json.loads((out / 'pretrained_entries.json').read_text()) == {}
+    record, = json.loads((out / 'release.json').read_text())
+    assert (record['best_top1'], record['weights_top1'], record['top1_unmeasured']) == (None, None, why)
+    card = next(out.glob('*/README.md')).read_text()
+    section = card[card.index("## Reproduction of the paper's Table 2"):card.index('## Training recipe')]
+    assert f'| measured best top-1 | - (not a measurement of these weights: {why}) |' in section
+    assert '97.00' not in section and 'create_model("sl_vit_32.cifar10"' not in card
+    assert f"This run's top-1 were {why}; they are not these weights' top-1 on the validation split." in card
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), tta=0)))
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(tmp_path / 'rel2')]) == 0
+    assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']

@@ -842,7 +842,7 @@ def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_
     monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
     _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output')
     first = torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False)
-    torch.save(dict(first, epoch=0), tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar')
+    torch.save(dict(first, epoch=0, version=2), tmp_path / 'output' / 'a' / 'checkpoint-0.pth.tar')  # resumed at 1
     run = tmp_path / 'output' / 'b'
     _train_run(run, 'sl_vit_32', dict(depth=1))
     resumed = dict(vars(first['args']), lr=0.01, resume='output/a/checkpoint-0.pth.tar', epochs=3)
@@ -863,8 +863,8 @@ def test_card_of_a_run_resumed_into_a_new_folder_names_the_arguments_of_the_run_
     epochs ran in another run folder, not that they trained under a 2-epoch schedule with another smoothing."""
     monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
     _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
-    first = torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False)
-    torch.save(first, tmp_path / 'output' / 'a' / 'last.pth.tar')
+    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
+    torch.save(first, tmp_path / 'output' / 'a' / 'last.pth.tar')  # timm's version 2: resumed at epoch 2 (from 0)
     run = tmp_path / 'output' / 'b'
     _train_run(run, 'sl_vit_32', dict(depth=1))
     resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, smoothing=0.0)
@@ -1577,3 +1577,30 @@ def test_card_counts_the_macs_of_a_dynamic_size_model_at_the_size_it_trained_at(
             ).read_text()
     assert f'- MACs: {count_macs(model, (3, 48, 48)) / 1e6:.1f} M at 3x48x48' in card
     assert count_macs(model, (3, 48, 48)) != count_macs(model, (3, 32, 32))
+
+
+def test_card_of_a_run_resumed_from_a_checkpoint_that_changed_since_does_not_name_its_arguments(tmp_path, monkeypatch):
+    """train.py --epochs 2 into output/a, --resume output/a/last.pth.tar --epochs 4 into output/b, then output/a
+    trained on (its last.pth.tar now epoch 8, of --epochs 8 --smoothing 0.3): b's card named those as the arguments
+    of 'the run it was resumed from', which b never resumed from; now it says the checkpoint changed since."""
+    monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
+    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, smoothing=0.0)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    later = dict(vars(first['args']), epochs=8, smoothing=0.3)
+    torch.save(dict(first, epoch=7, args=argparse.Namespace(**later)), tmp_path / 'output' / 'a' / 'last.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'smoothing: 0.3' not in card and 'the run it was resumed from' not in card
+    assert ("the best top-1 above is the best of the listed epochs; `output/a/last.pth.tar` cannot be taken for the "
+            "checkpoint this run resumed from (it has changed since: it now resumes at epoch 9, where this run began "
+            "at epoch 3), so the arguments of the session that trained those epochs are not known.") in card
+    again = argparse.Namespace(**dict(later, epochs=2))
+    torch.save(dict(first, args=again), tmp_path / 'output' / 'a' / 'last.pth.tar')
+    card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()  # epoch 2 again: accepted
+    assert "the run it was resumed from (`output/a/last.pth.tar`, epoch 2) with `epochs: 2`, `smoothing: 0.3`" in card
+    assert 'cannot be taken for' not in card

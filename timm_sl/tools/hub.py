@@ -167,9 +167,12 @@ def _other_sessions(others: Sequence[Tuple[int, Dict[str, Any]]], said: Any, see
 def _resumed_run(record: RunRecord) -> List[Tuple[str, Dict[str, Any]]]:
     """``(its name as a card says it, its args)`` of the checkpoint a run resumed into a new folder resumed from
     (whose session trained the run's first epochs, in another folder); [] for a run not resumed from another folder,
-    or where that checkpoint is not at hand or records no args."""
+    or where that checkpoint is not at hand, records no args or is no longer the one it resumed from
+    (:meth:`~timm_sl.tools.runs.RunRecord.resume_changed`: :func:`_changed_resume` says so)."""
     path = record.resume_checkpoint() if record.run_dir else None
     if path is None or os.path.realpath(path.parent) == os.path.realpath(record.run_dir):  # its own: in ``others``
+        return []
+    if record.resume_changed():  # its run trained on: another epoch's args, not those of the epochs resumed from
         return []
     try:
         saved = read_checkpoint(path, mmap=True)
@@ -177,6 +180,17 @@ def _resumed_run(record: RunRecord) -> List[Tuple[str, Dict[str, Any]]]:
         return []
     epoch = f', epoch {saved.epoch + 1}' if _whole(saved.epoch) else ''
     return [(f"the run it was resumed from (`{record.args['resume']}`{epoch})", dict(saved.args))] if saved.args else []
+
+
+def _changed_resume(record: RunRecord) -> str:
+    """For a run resumed into a new folder from a checkpoint that is no longer the one it resumed from (see
+    :meth:`~timm_sl.tools.runs.RunRecord.resume_changed`), a card's clause saying so ('' for none)."""
+    path = record.resume_checkpoint() if record.run_dir else None
+    if path is None or os.path.realpath(path.parent) == os.path.realpath(record.run_dir):
+        return ''
+    why = record.resume_changed()
+    return (f"`{record.args['resume']}` cannot be taken for the checkpoint this run resumed from ({why}), so the "
+            f"arguments of the session that trained those epochs are not known") if why else ''
 
 
 def _batch_of(args: Dict[str, Any], record: RunRecord, world: Any = None) -> Tuple[Any, Any, Any]:
@@ -269,6 +283,8 @@ def _resumed_from(record: RunRecord) -> Optional[Dict[str, Any]]:
     checkpoint (a relative one in train.py's working directory), and so on back while that one resumed with the
     optimizer's state too; None where one of them is not at hand (moved, or pruned by ``--checkpoint-hist``)."""
     args, seen = record.args, set()
+    if _changed_resume(record):  # not the checkpoint it resumed from: not its optimizer's settings either
+        return None
     while _resumed_optimizer(args):
         path = record.resume_checkpoint(args) if record.run_dir else None
         if path is None or os.path.realpath(path) in seen:
@@ -415,11 +431,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         if diverged:
             lines += [f'The run {diverged} and stayed so to its last epoch ({summary["last_epoch"]}): the best top-1 '
                       f'above is of an epoch before it, and the recipe below, run to its end, gives NaN weights.', '']
-        tta = record.args.get('tta')
-        if _whole(tta) and tta > 1:  # train.py's validation makes no augmented copies for --tta to average
-            lines += [f"train.py measured these top-1 with `--tta {tta}`: its validation makes no augmented copies, so "
-                      f"each score averaged the outputs of {tta} different validation images and took the first one's "
-                      f"label; they are not these weights' top-1 on the validation split.", '']
+        unmeasured = record.unmeasured_top1()  # train.py's --tta: its validation makes no augmented copies
+        if unmeasured:
+            lines += [f"This run's top-1 were {unmeasured}; they are not these weights' top-1 on the validation "
+                      f"split.", '']
         start = record.args.get('start_epoch')
         if first > 1 and not record.args.get('resume') and start == first - 1:  # train.py --start-epoch, no resume
             lines += [f"summary.csv lists epochs {first}-{summary['last_epoch']} only: the run began at epoch {first} "
@@ -431,9 +446,10 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
                      + (', not at hand to say at which epoch' if bound else '') + '), whose summary.csv holds their '
                      'top-1' if resume else 'are not in it')
             covers = 'covers at most epochs {}-{}' if bound else 'lists epochs {}-{} only'
+            changed = _changed_resume(record)
             lines += [f"summary.csv {covers.format(first, summary['last_epoch'])}: the run's first {first - 1} "
                       f"epoch{'s' * (first > 2)}{' or more' if bound else ''} {began}; the best top-1 above is the "
-                      f"best of the listed epochs.", '']
+                      f"best of the listed epochs" + (f"; {changed}." if changed else '.'), '']
     unfinished = record.unfinished() if summary else ''  # stopped, or still running, short of its --epochs
     if unfinished:
         lines += [f'The run did not train its planned epochs ({unfinished}): the results above are of the epochs it '

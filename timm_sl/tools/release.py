@@ -73,6 +73,9 @@ class Released:
     started_from: Optional[str] = None  # the trained weights a fine-tuned run started from (RunRecord.started_from)
     class_map: Optional[str] = None  # the --class-map that numbered the run's classes (its file name), if any
     weights_diverged: bool = False  # the weights' epoch had NaN outputs (its top-1 NaN: weights_top1 is None)
+    # why the run's top-1 are no measurement of the weights (RunRecord.unmeasured_top1: best_top1 and weights_top1
+    # are None then, and the run gets no tag), else None
+    top1_unmeasured: Optional[str] = None
 
 
 def check_name_pattern(pattern: str) -> None:
@@ -137,18 +140,20 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
     ``resumed``: the run was resumed with other arguments than the session that saved it (see
     :func:`~timm_sl.tools.hub.session_notes`), so its recorded (last) command is not the weights' own."""
     summary = record.summary or {}
+    unmeasured = record.unmeasured_top1()  # its top-1 are not the weights': no measured-vs-paper row
     table2, start = record.table2_row(), record.started_from()
     row = (f'{table2[0]}, {VARIANT_LABELS[table2[1]]}' if table2 else
            f'none (started from {start}; the paper trained from scratch)' if start else
            f'none (`{record.model}` with these kwargs is not a configuration the paper trained on {record.dataset})')
     lines = ['## Reproduction of the paper\'s Table 2', '', '| | |', '|---|---|',
              f'| dataset | {record.dataset or "unknown"} |', f'| Table 2 row | {row} |',
+             f'| measured best top-1 | - (not a measurement of these weights: {unmeasured}) |' if unmeasured else
              f'| measured best top-1 (%) | {summary["best_top1"]:.2f} |' if summary.get('best_top1') is not None else
              '| measured best top-1 | - (not evaluated: no validation split) |' if not summary.get('evaluated', True)
              else '| measured best top-1 | - (no epoch with a finite top-1) |' if summary else
              '| measured best top-1 | - |',
              *([f'| top-1 (%) of these weights (epoch {weights["epoch"] or "not recorded"}) | '
-                f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] else []),
+                f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] and not unmeasured else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
     commands = record.session_commands()
@@ -237,7 +242,9 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     paper = paper_top1(*table2, record.dataset) if table2 else None
     weights = record.weights_result(checkpoint.epoch)
     class_map = record.args.get('class_map') or None
-    tag = _tag(record.model, arch_kwargs, record.dataset, record.started_from(), bool(class_map and not label_names))
+    unmeasured = record.unmeasured_top1() or None  # its top-1 are not the weights': no tag chosen by them
+    tag = None if unmeasured else _tag(record.model, arch_kwargs, record.dataset, record.started_from(),
+                                       bool(class_map and not label_names))
     resumed = any(session_notes(record, checkpoint, train_defaults))
     section = _release_section(record, paper, repo_id, tag, weights, resumed)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
@@ -245,10 +252,12 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     return Released(
         run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
-        seed=record.seed, dataset=record.dataset, best_top1=(record.summary or {}).get('best_top1'),
+        seed=record.seed, dataset=record.dataset,
+        best_top1=None if unmeasured else (record.summary or {}).get('best_top1'),
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
         weights_epoch=weights['epoch'], started_from=record.started_from(),
-        class_map=Path(str(class_map)).name if class_map else None, **_top1_fields(weights['top1']))
+        class_map=Path(str(class_map)).name if class_map else None, top1_unmeasured=unmeasured,
+        **_top1_fields(None if unmeasured else weights['top1']))
 
 
 def _top1_fields(top1: Optional[float]) -> Dict[str, Any]:
@@ -294,7 +303,7 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
     """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
     weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with (none
     for a run of ``--class-map`` without label names: see :func:`_tag`; none for weights of a diverged epoch, whose
-    top-1 is NaN)."""
+    top-1 is NaN, nor for a run whose top-1 are no measurement of its weights: ``top1_unmeasured``)."""
     def score(r: Released) -> float:
         return r.weights_top1 if r.weights_top1 is not None and math.isfinite(r.weights_top1) else -1.
 
@@ -304,6 +313,8 @@ def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]
                    bool(r.class_map and not r.pretrained_cfg.get('label_names')))
         if r.weights_diverged or (isinstance(r.weights_top1, float) and not math.isfinite(r.weights_top1)):
             continue  # diverged weights: no tag
+        if r.top1_unmeasured:
+            continue  # a top-1 that is not the weights' (--tta) chooses no tag
         if tag and (tag not in best or score(r) > score(best[tag])):
             best[tag] = r
     return {tag: dict(hf_hub_id=r.repo_id, **{k: r.pretrained_cfg[k] for k in TAG_FIELDS
@@ -375,7 +386,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
                         record=record, checkpoint=checkpoint)
         record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
-        top1 = '-' if r.best_top1 is None else f'{r.best_top1:.2f}'
+        top1 = (f'- (not a measurement of these weights, {r.top1_unmeasured})' if r.top1_unmeasured else
+                '-' if r.best_top1 is None else f'{r.best_top1:.2f}')
         own_top1 = math.nan if r.weights_diverged else r.weights_top1
         own = '' if own_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
             f'{format_top1(own_top1)}'

@@ -352,6 +352,17 @@ class RunRecord:
                               f"above (epoch {summary['best_epoch']}) belongs to another checkpoint ({kept}).")
         return result
 
+    def unmeasured_top1(self) -> str:
+        """Why ``summary.csv``'s top-1 are not a measurement of the run's weights ('' when they are), as a clause
+        after 'measured ...' / 'were ...': train.py's ``--tta N`` (its validation makes no augmented copies, so each
+        score averaged N different validation images and took the first one's label). The one rule of export's card
+        and of release (no measured-vs-paper row, no tag)."""
+        tta = self.args.get('tta')
+        if _whole(tta) and tta > 1:
+            return (f"measured with `--tta {tta}`: train.py's validation makes no augmented copies, so each score "
+                    f"averaged the outputs of {tta} different validation images and took the first one's label")
+        return ''
+
     def val_interval(self) -> int:
         """train.py's ``--val-interval N``: it evaluates, writes a ``summary.csv`` row and saves checkpoints after
         every N-th epoch and the last only (1 where unset)."""
@@ -393,8 +404,14 @@ class RunRecord:
         checkpoint (that checkpoint's epoch, the next one for timm's checkpoints of version 2 on); None where that
         checkpoint is not at hand (moved, relative to an unknown working directory) or records no epoch, or
         ``--start-epoch`` overrode it."""
-        path = self.resume_checkpoint()
-        if path is None or self.args.get('start_epoch') is not None:
+        return None if self.args.get('start_epoch') is not None else self.resumed_epoch()
+
+    def resumed_epoch(self, path: Optional[Path] = None) -> Optional[int]:
+        """The epoch (train.py's, from 0) train.py resumes at from checkpoint ``path`` (the last session's ``--resume``
+        one by default) as it holds it now: its epoch, the next one for timm's checkpoints of version 2 on; None where
+        it is not at hand or records no epoch."""
+        path = self.resume_checkpoint() if path is None else path
+        if path is None:
             return None
         try:
             content, _ = _load(path, mmap=True)
@@ -405,6 +422,24 @@ class RunRecord:
             return None
         version = content.get('version')
         return epoch + 1 if _whole(version) and version > 1 else epoch
+
+    def resume_changed(self) -> str:
+        """Why the last session's ``--resume`` checkpoint, as it is now, cannot be taken for the one that session
+        resumed from ('' when it can, or is not at hand): it must resume at the epoch before this run's first
+        (:meth:`resumed_epoch`, :meth:`first_epoch`); a run that trained on after it was resumed from overwrites its
+        ``last.pth.tar`` with a later epoch, of other arguments maybe."""
+        path = self.resume_checkpoint()
+        if path is None:
+            return ''
+        epoch = self.resumed_epoch(path)
+        if epoch is None:
+            return 'it records no epoch to hold against this run\'s first'
+        if not self.rows:
+            return 'summary.csv lists no epoch of this run to hold it against'
+        first = self.first_epoch()
+        if epoch != first - 1:
+            return f'it has changed since: it now resumes at epoch {epoch + 1}, where this run began at epoch {first}'
+        return ''
 
     def resume_checkpoint(self, args: Optional[Dict[str, Any]] = None) -> Optional[Path]:
         """The checkpoint the last session's ``--resume`` names (``args``: another session's arguments), as this
