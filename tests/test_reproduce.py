@@ -2362,27 +2362,36 @@ def test_an_archive_extracted_again_over_a_val_sorted_as_train_is_prepared_once(
 
 @pytest.mark.parametrize('given,says', [
     (['--dataset', 'torch/fashion_mnist'], "--dataset torch/fashion_mnist after -- reads torchvision's FashionMNIST, "
-     "whose 28 px single-channel images timm passes on unconverted: the fashion_mnist.yaml recipe's 3-channel "
-     "AutoAugment (--aa original) would fail on them in every run; allowed: timm-sl prepare-fashion-mnist DATA (class "
-     "folders of 32 px RGB PNGs), read as an image folder (no --dataset)"),
+     "whose 28 px single-channel images timm passes on unconverted: for 3-channel input (--input-size 3 32 32 of the "
+     "fashion_mnist.yaml recipe) every run would fail on them (a 3-channel mean / std or AutoAugment fill on a "
+     "1-channel image); allowed: timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an "
+     "image folder (no --dataset), or 1-channel input with one value each for the mean and std (-- --input-size 1 32 "
+     "32 --mean M --std S)"),
+    (['--dataset', 'torch/fashion_mnist', '--aa', ''], "--dataset torch/fashion_mnist after -- reads torchvision's "
+     "FashionMNIST, whose 28 px single-channel images timm passes on unconverted: for 3-channel input"),
+    (['--dataset', 'torch/kmnist', '--input-size', '1', '32', '32'], "--mean 0.2878 0.2878 0.2878 of the "
+     "fashion_mnist.yaml recipe has 3 values for 1-channel input (--input-size 1 32 32 after --): train.py would stop "
+     "every run at its start (timm asserts one value per channel); allowed: -- --mean with one value"),
     (['--dataset', 'Torch/x/MNIST'], "--dataset Torch/x/MNIST after -- reads torchvision's MNIST, whose 28 px "
      "single-channel images"),
 ])
 def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(fake_train, tmp_path, capsys, given,
                                                                                  says):
     """-- --dataset torch/fashion_mnist started every run, and each failed after its start with only 'TypeError: color
-    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on)."""
+    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on); without
+    AutoAugment with a broadcast error (the 3-value mean on a 1-channel image), for 1-channel input with a bare
+    AssertionError (the recipe's 3-value mean)."""
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1', *given])
     assert _exit_status(argv) == 2
     assert _one_error(capsys).startswith(says)
     assert not out.exists()
-    # without AutoAugment (or for 1-channel input) it is not refused for that
-    from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
-    for more in (['--aa', ''], ['--input-size', '1', '32', '32']):
-        extra = ['--epochs', '1', *given, *more]
-        check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
-                                 train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+    # 1-channel input with one value each for the mean and std: train.py runs on the grey images (checked with it)
+    from timm_sl.tools.reproduce import check_grey_torch_dataset, check_mean_std, train_data
+    extra = ['--epochs', '1', *given, '--input-size', '1', '32', '32', '--mean', '0.3', '--std=0.35']
+    check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
+                             train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+    check_mean_std(extra, recipe_path('fashion-mnist'))
 
 
 def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
@@ -2539,3 +2548,26 @@ def test_torch_dataset_names_are_those_timms_create_dataset_takes():
     compared = re.findall(r"name == '(\w+)'", branch)
     assert basic and len(compared) >= 7
     assert sorted(torch_dataset_names()) == sorted({*basic, *compared})
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('svhn', ['--std', '1', '2'], "--std 1 2 after -- has 2 values for 3-channel input (--input-size 3 32 32 of the "
+     "svhn.yaml recipe): train.py would stop every run at its start (timm asserts one value per channel); allowed: -- "
+     "--std with 3 values, or one for every channel"),
+    ('cifar10', ['--input-size', '1', '32', '32', '--mean', '0.5'], "--std 0.247 0.2435 0.2616 of the cifar10.yaml "
+     "recipe has 3 values for 1-channel input (--input-size 1 32 32 after --)"),
+    ('svhn', ['--mean', '0.1', '0.2', '0.3', '0.4'], "--mean 0.1 0.2 0.3 0.4 after -- has 4 values for 3-channel "
+     "input"),
+])
+def test_a_mean_or_std_not_of_one_value_per_channel_is_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """A --mean / --std of another length than the input's channels started every run, and each stopped at its start
+    on a bare AssertionError (timm's data config asserts one value per channel)."""
+    out = tmp_path / 'out'
+    (tmp_path / 'data').mkdir()
+    argv = _reproduce_args(tmp_path / 'data', out, fake_train, dataset, train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    from timm_sl.tools.reproduce import check_mean_std  # one value for every channel, or one per channel: allowed
+    for more in (['--mean', '0.5', '--std', '0.25'], ['--mean', '0.5', '0.5', '0.5']):
+        check_mean_std(['--epochs', '1', *more], recipe_path(dataset))

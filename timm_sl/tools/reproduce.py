@@ -1663,11 +1663,30 @@ _TORCH_GREY = {'torch/mnist': 'MNIST', 'torch/kmnist': 'KMNIST', 'torch/qmnist':
                'torch/fashion_mnist': 'FashionMNIST'}
 
 
+def _input_channels(extra_args: Sequence[str], recipe: Path) -> Tuple[int, str]:
+    """The channels train.py normalises each image for (0: not a number), and where they are set: ``--input-size``
+    after ``--``, else the recipe's, else ``--in-chans`` (timm's ``resolve_data_config``: the input size wins), else
+    train.py's 3."""
+    words, config = _flag_words(extra_args), read_recipe(recipe)
+    found = [(words.get('--input-size'), '--input-size {} after --'),
+             (config.get('input_size'), f'--input-size {{}} of the {recipe.name} recipe'),
+             (words.get('--in-chans'), '--in-chans {} after --'),
+             ([config['in_chans']] if config.get('in_chans') is not None else None,
+              f'in_chans {{}} of the {recipe.name} recipe')]
+    for values, where in found:
+        if values:
+            first = str(values[0])
+            return int(first) if first.isdigit() else 0, where.format(' '.join(map(str, values)))
+    return 3, "train.py's default"
+
+
 def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
-    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for 3-channel input
-    with AutoAugment (every recipe's): timm's torch/ reader yields its 28 px grey images unconverted (``input_img_mode``
-    applies to the other readers only), and AutoAugment's 3-channel fill fails on them in every run, whose log then
-    says only 'TypeError: color must be int or single-element tuple'.
+    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for input of other
+    than 1 channel (every recipe's is 3): timm's torch/ reader yields its 28 px grey images unconverted
+    (``input_img_mode`` applies to the other readers only), so every run fails on them, whose log then says only
+    'TypeError: color must be int or single-element tuple' (AutoAugment's 3-channel fill) or, without AutoAugment,
+    that a 1-channel image does not take the 3-channel mean. With ``--input-size 1 H W`` and a one-value
+    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models.
 
     Raises:
         ValueError: naming the dataset, why and what to use instead, one line.
@@ -1675,16 +1694,39 @@ def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict
     name = _dataset_name(data.get('dataset'))
     if name not in _TORCH_GREY:
         return
-    settings = _given_settings(recipe, extra_args)
-    size = _flag_words(extra_args).get('--input-size') or settings.get('input_size') or [3]
-    channels, aa = str(size[0]), settings.get('aa')
-    if channels != '3' or not aa:
+    channels, where = _input_channels(extra_args, recipe)
+    if channels in (0, 1):  # 0: no number, which train.py's own parser refuses
         return
+    size = _flag_words(extra_args).get('--input-size') or read_recipe(recipe).get('input_size') or [3, 32, 32]
     instead = ('timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an image folder (no '
                '--dataset)' if name == 'torch/fashion_mnist' else 'an image folder of its images as RGB (no --dataset)')
     raise ValueError(f"--dataset {data['dataset']} after -- reads torchvision's {_TORCH_GREY[name]}, whose 28 px "
-                     f"single-channel images timm passes on unconverted: the {recipe.name} recipe's 3-channel "
-                     f"AutoAugment (--aa {aa}) would fail on them in every run; allowed: {instead}")
+                     f"single-channel images timm passes on unconverted: for {channels}-channel input ({where}) every "
+                     f"run would fail on them (a 3-channel mean / std or AutoAugment fill on a 1-channel image); "
+                     f"allowed: {instead}, or 1-channel input with one value each for the mean and std (-- "
+                     f"--input-size 1 {' '.join(map(str, list(size)[1:]))} --mean M --std S)")
+
+
+def check_mean_std(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse a ``--mean`` / ``--std`` (after ``--``, else the recipe's) whose number of values is neither 1 (timm
+    repeats it for each channel) nor the input's channels (:func:`_input_channels`): timm's ``resolve_data_config``
+    stops every run at its start on an assertion that says nothing (each run's reason: ``AssertionError``).
+
+    Raises:
+        ValueError: the first such setting, naming it, the channels and where they are set, one line.
+    """
+    channels, where = _input_channels(extra_args, recipe)
+    words, config = _flag_words(extra_args), read_recipe(recipe)
+    for key in ('mean', 'std'):
+        values, given = words.get('--' + key), 'after --'
+        if values is None:
+            values, given = config.get(key), f'of the {recipe.name} recipe'
+        if not channels or not isinstance(values, (list, tuple)) or len(values) in (1, channels):
+            continue
+        allowed = 'one value' if channels == 1 else f'{channels} values, or one for every channel'
+        raise ValueError(f'--{key} {" ".join(map(str, values))} {given} has {len(values)} values for {channels}-'
+                         f'channel input ({where}): train.py would stop every run at its start (timm asserts one '
+                         f'value per channel); allowed: -- --{key} with {allowed}')
 
 
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
@@ -1984,6 +2026,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_unread_args(extra, recipe)
     check_failing_args(extra, recipe)
     check_grey_torch_dataset(extra, recipe, data)
+    check_mean_std(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
