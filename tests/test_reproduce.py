@@ -2081,8 +2081,16 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "reads it only without --input-size, which is given after -- (3 32 32)"),
     ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
      "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
-     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of "
-     "a few images per class)"),
+     "wds/ readers); allowed: a data folder of fewer images (a copy of {data} with a few images per class in train/ "
+     "and test/)"),
+    ('fashion-mnist', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads "
+     "every image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, "
+     "tfds/, wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist DATA --limit N, as "
+     "--data-dir DATA)"),
+    ('cifar10', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
+     "image of the split once an epoch from torch/cifar10 (it gives --train-num-samples only to its hfids/, tfds/, "
+     "wds/ readers); allowed: a data folder of a few images per class, read as an image folder (-- --dataset '', its "
+     "train/ and test/ holding class folders)"),
     ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
      "of the split once an epoch from torch/cifar10"),
     ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
@@ -2090,8 +2098,8 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "allowed: more --epochs"),
     ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
      "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
-     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
-     "prepare-fashion-mnist --limit N, or a copy of a few images per class)"),
+     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (a copy of "
+     "{data} with a few images per class in train/ and test/)"),
     ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
      "as the whole test split"),
     ('cifar10', ['--val-split', 'test[:10%]'], "the val split 'test[:10%]' would be read as the whole test split: "
@@ -2101,12 +2109,13 @@ def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, 
     """-- --img-size 16 trained every run at the recipe's 32 px (train.py reads it only without --input-size, which
     every recipe sets), -- --train-num-samples 20 and -- --train-split 'train[:10%]' on every image of the split, once
     an epoch with -- --epoch-repeats 2 (an image folder's reader takes none of them), while the report named the split
-    as given."""
+    as given. The way to fewer images named prepare-fashion-mnist --limit for every recipe, which writes
+    Fashion-MNIST, not fewer SVHN images."""
     data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else DIGITS)
     out = tmp_path / 'out'
     fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--epoch-repeats'"))
     assert _refused(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *given]),
-                    capsys).startswith(says)
+                    capsys).startswith(says.replace('{data}', str(data)))
 
 
 @pytest.mark.parametrize('given', [['--start-epoch', '0'], ['--start-epoch=3'], ['--start-ep', '1']])
@@ -2275,17 +2284,24 @@ def test_a_torchvision_dataset_named_in_capitals_is_recorded_as_timm_reads_it(gi
     assert paper_top1(*record.table2_row(), dataset) is not None
 
 
-@pytest.mark.parametrize('given', [['--train-split', 'train[:10%]'], ['--train-num-samples', '20']])
-def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, given):
+@pytest.mark.parametrize('dataset,given', [('svhn', ['--train-split', 'train[:10%]']),
+                                           ('svhn', ['--train-num-samples', '20']),
+                                           ('fashion-mnist', ['--train-num-samples', '20'])])
+def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, dataset,
+                                                                          given):
     """The refusal of a part of a split (or of --train-num-samples) with the svhn recipe advised 'timm-sl prepare-svhn
-    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit')."""
+    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit'), then
+    'prepare-fashion-mnist --limit N', which writes Fashion-MNIST, not fewer SVHN images: only the fashion-mnist
+    recipe is advised a prepare command."""
     import re
     from timm_sl.tools.cli import build_parser
     out = tmp_path / 'out'
-    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'svhn', train_args=['--epochs', '1', *given])) == 2
+    argv = _reproduce_args(tmp_path, out, fake_train, dataset, train_args=['--epochs', '1', '--device', 'cpu', *given])
+    assert _exit_status(argv) == 2
     error = _one_error(capsys)
     advised = re.findall(r'prepare-[a-z-]+', error.split('allowed: ')[1])  # each advised with --limit N
-    assert advised == ['prepare-fashion-mnist'] and '--limit N' in error
+    assert advised == (['prepare-fashion-mnist'] if dataset == 'fashion-mnist' else [])
+    assert ('--limit N' in error) == bool(advised)
     for command in advised:
         build_parser().parse_args([command, str(tmp_path / 'data'), '--limit', '5'])  # SystemExit(2) if refused
 

@@ -51,9 +51,21 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
-# what to train on fewer images instead of a part of a split (prepare-svhn writes every image: it takes no --limit)
-_FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of a few images '
-                 'per class)')
+
+
+def _fewer_images(data: Dict[str, Any], dataset: str) -> str:
+    """What to train on fewer images with instead of a part of a split, for the recipe ``dataset`` ('fashion-mnist' or
+    its file's stem) and the reader of ``data`` (:func:`train_data`): only prepare-fashion-mnist takes a --limit
+    (prepare-svhn writes every image); a torchvision dataset is read whole, so fewer images need an image folder."""
+    splits = ' and '.join(f'{str(data[k]).split("[")[0]}/' for k in ('train_split', 'val_split'))
+    folder = dataset_reader(_dataset_name(data.get('dataset'))) in IMAGE_FOLDER_READERS
+    if dataset.replace('-', '_') == 'fashion_mnist':
+        return ('a data folder of fewer images (timm-sl prepare-fashion-mnist DATA --limit N, as --data-dir DATA' +
+                ('' if folder else ", read as an image folder: -- --dataset ''") + ')')
+    if not folder:
+        return (f"a data folder of a few images per class, read as an image folder (-- --dataset '', its {splits} "
+                f"holding class folders)")
+    return f"a data folder of fewer images (a copy of {data['data_dir']} with a few images per class in {splits})"
 
 
 # the torch/ names timm's create_dataset takes besides its table of basic torchvision datasets (by torchvision class)
@@ -347,7 +359,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                  else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
                 f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
-                f"split); allowed: {flag} {whole}, or {_FEWER_IMAGES}"]
+                f"split); allowed: {flag} {whole}, or {_fewer_images(data, dataset)}"]
     if reader in ('torch', TORCHVISION_FOLDER) and data['class_map']:  # timm's torch/ passes no map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
@@ -1655,7 +1667,7 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
             raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
                              f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
                              f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
-                             ('more --epochs' if flag == '--epoch-repeats' else _FEWER_IMAGES))
+                             ('more --epochs' if flag == '--epoch-repeats' else _fewer_images(data, recipe.stem)))
 
 
 # torchvision's datasets of single-channel images, as timm's torch/ names them: timm passes their images on unconverted
