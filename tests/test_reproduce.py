@@ -1,5 +1,6 @@
 """``timm-sl reproduce``: planning, commands, resumability, report math and errors (a fake train.py), and one end to
 end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
+import io
 import json
 import os
 import pickle
@@ -794,15 +795,27 @@ def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, c
     assert notes.read_text() == 'mine'
 
 
+def _image_bytes(suffix: str) -> bytes:
+    """A whole 2 px image for a file named with ``suffix`` (.png: a PNG, .jpg / .jpeg: a JPEG, any case), else a few
+    bytes: an empty or cut-off image is refused."""
+    kind = {'.png': 'PNG', '.jpg': 'JPEG', '.jpeg': 'JPEG'}.get(suffix.lower())
+    if kind is None:
+        return b'data'
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.new('RGB', (2, 2), (10, 120, 200)).save(buffer, kind)
+    return buffer.getvalue()
+
+
 def _folders(root, layout):
-    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (of a few bytes: an empty
-    image is refused), else a folder."""
+    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (a whole image for an
+    image's suffix: an empty or cut-off image is refused), else a folder."""
     root.mkdir(parents=True, exist_ok=True)
     for path in layout:
         target = root / path
         if target.suffix:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b'data')
+            target.write_bytes(_image_bytes(target.suffix))
         else:
             target.mkdir(parents=True, exist_ok=True)
     return root
@@ -2314,7 +2327,7 @@ def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advi
     for i, wnid in enumerate(['n01', 'n02']):
         for split, name in (('train', f'{wnid}_0.JPEG'), ('val', f'val_{i}.JPEG')):
             (data / split / wnid / 'images').mkdir(parents=True)
-            (data / split / wnid / 'images' / name).write_bytes(b'%s%d' % (split.encode(), i))
+            (data / split / wnid / 'images' / name).write_bytes(_image_bytes('.JPEG') + b'%s%d' % (split.encode(), i))
     (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
     argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'tiny-imagenet',
                            train_args=['--epochs', '1', '--num-classes', '2'])
@@ -2326,7 +2339,7 @@ def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advi
     assert sorted(str(p.relative_to(data)) for p in data.rglob('*') if p.is_file()) == [
         'train/n01/n01_0.JPEG', 'train/n02/n02_0.JPEG', 'val/n01/val_0.JPEG', 'val/n02/val_1.JPEG',
         'val/val_annotations.txt']
-    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes() == b'val1'
+    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes().endswith(b'val1')  # a whole JPEG with a trailer
     capsys.readouterr()
     assert main(argv) == 0
 
@@ -2587,3 +2600,40 @@ def test_a_mean_or_std_not_of_one_value_per_channel_is_refused(fake_train, tmp_p
     from timm_sl.tools.reproduce import check_mean_std  # one value for every channel, or one per channel: allowed
     for more in (['--mean', '0.5', '--std', '0.25'], ['--mean', '0.5', '0.5', '0.5']):
         check_mean_std(['--epochs', '1', *more], recipe_path(dataset))
+
+
+def test_a_cut_off_image_or_macos_metadata_file_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A PNG or JPEG cut to half its bytes (a copy or extraction cut off) and a macOS AppleDouble file ._2.png (4 KB of
+    metadata, written when copying to exFAT or SMB) passed: timm's folder reader skipped each with a warning in
+    train.log and read the next image in its place, so the run trained on other images than the split holds. Whole
+    images pass: a JPEG padded after its end marker, with a trailer, or named .png, and a PNG that lost only its end."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    png, jpeg = (data / 'train' / '0' / '0.png').read_bytes(), _image_bytes('.jpg')
+    whole = {'train/1/padded.jpg': jpeg + b'\0' * 100, 'train/1/filled.JPEG': jpeg + b'\xff' * 7,
+             'train/2/trailer.jpg': jpeg + bytes(range(256)) * 4, 'train/2/jpeg.png': jpeg,
+             'train/3/end.png': png[:-12], 'train/3/trailing.png': png + b'junk'}
+    for name, content in whole.items():
+        (data / name).write_bytes(content)
+    (data / 'test' / '2' / '._0.png').write_bytes(b'\0\x05\x16\x07\0\x02\0\0Mac OS X        ' + b'\0' * 4070)
+    (data / 'test' / '5' / 'cut.jpg').write_bytes(jpeg[:len(jpeg) // 2])
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--device', 'cpu'])
+    assert _exit_status(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / 'test' / '2' / '._0.png'} is macOS metadata (an AppleDouble ._ file, written "
+        f"when copying to exFAT or SMB), not an image (1 more image timm cannot read): timm's folder reader would skip "
+        f"it with a warning in the log and read the next image in its place, so the split would not be the images it "
+        f"holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove them; remove the ._ files: "
+        f"find {data / 'test'} -name '._*' -delete)"]
+    assert not out.exists()
+    (data / 'test' / '2' / '._0.png').unlink()
+    (data / 'test' / '5' / 'cut.jpg').unlink()
+    (data / 'train' / '4' / '0.png').write_bytes(png[:len(png) // 2])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '4' / '0.png'} is cut off (it does not end as a PNG ends, with its IEND chunk): timm's "
+        f"folder reader would skip it with a warning in the log and read the next image in its place, so the split "
+        f"would not be the images it holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove "
+        f"them)")
+    (data / 'train' / '4' / '0.png').write_bytes(png)
+    assert _exit_status(argv) == 0  # the whole images above are read

@@ -264,10 +264,51 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
-def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Path]:
+_PNG_HEAD, _PNG_END = b'\x89PNG\r\n\x1a\n', b'\x00\x00\x00\x00IEND\xaeB`\x82'  # signature; the IEND chunk
+_JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of image
+_JPEG_PADDING = b'\x00\xff'  # bytes some encoders write after a JPEG's end marker
+_APPLE_DOUBLE = b'\x00\x05\x16\x07'  # macOS metadata beside a file copied to exFAT / SMB: ._name.png
+_APPLE_DOUBLE_NAME = re.compile(r'\._.')
+
+
+def _image_fault(path: str, size: int) -> Optional[str]:
+    """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
+    PNG that ends with its IEND chunk, or a JPEG with its end marker (after it only padding), is taken as whole from
+    its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
+    behind the suffix) is decoded with PIL, as the reader does."""
+    try:
+        with open(path, 'rb') as f:
+            head = f.read(8)
+            f.seek(max(size - 64, 0))
+            tail = f.read()
+    except OSError as e:
+        return f'cannot be read ({e.strerror or e})'
+    if head.startswith(_PNG_HEAD) and tail.endswith(_PNG_END):
+        return None
+    if head.startswith(_JPEG_HEAD) and tail.rstrip(_JPEG_PADDING).endswith(_JPEG_END):
+        return None
+    from PIL import Image  # a rare file: decoded as timm's reader decodes it
+    try:
+        with Image.open(path) as image:
+            image.load()
+        return None
+    except Exception:
+        pass
+    if head.startswith(_APPLE_DOUBLE):
+        return 'is macOS metadata (an AppleDouble ._ file, written when copying to exFAT or SMB), not an image'
+    if head.startswith(_PNG_HEAD):
+        return 'is cut off (it does not end as a PNG ends, with its IEND chunk)'
+    if head.startswith(_JPEG_HEAD):
+        return 'is cut off (it does not end as a JPEG ends, with its FF D9 marker)'
+    return 'is no image PIL reads (neither a whole PNG nor a whole JPEG)'
+
+
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
+                   broken: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found.
+    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
+    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`).
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -277,9 +318,17 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Pat
         images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
         if images:
             found.append(Path(path))
-        if empty is not None:
-            empty.extend(Path(path) / f for f in images if os.path.isfile(os.path.join(path, f)) and
-                         os.path.getsize(os.path.join(path, f)) == 0)
+        if empty is None and broken is None:
+            continue
+        for name in images:
+            file = os.path.join(path, name)
+            size = os.path.getsize(file) if os.path.isfile(file) else -1
+            if size == 0 and empty is not None:
+                empty.append(Path(file))
+            elif size > 0 and broken is not None:
+                fault = _image_fault(file, size)
+                if fault is not None:
+                    broken.append((Path(file), fault))
     return sorted(found)
 
 
@@ -468,8 +517,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 classes[folder] = {c.name for c in class_dirs}
             continue
         empty: List[Path] = []
+        broken: List[Tuple[Path, str]] = []
         try:
-            holders = _image_folders(folder, empty)
+            holders = _image_folders(folder, empty, broken)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -478,6 +528,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f"{min(empty)} is empty (0 bytes){more}: timm's folder reader would skip it with a warning "
                           f"in the log and read the next image in its place, so the split would not be the images "
                           f"it holds; allowed: images of their bytes (copy or extract them again, or remove them)")
+            continue
+        if broken:
+            (first, why), more = min(broken), len(broken) - 1
+            apple = any(_APPLE_DOUBLE_NAME.match(p.name) for p, _ in broken)
+            errors.append(f"{first} {why}" + (f' ({more} more image{"s" if more > 1 else ""} timm cannot read)'
+                                               if more else '') +
+                          f": timm's folder reader would skip it with a warning in the log and read the next image in "
+                          f"its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
+                          f"images (copy or extract them again, or remove them" +
+                          (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
