@@ -270,12 +270,16 @@ def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp
     class, 'images', for every training image."""
     from timm.data.readers.reader_image_folder import find_images_and_targets
     from timm_sl.tools.reproduce import check_data
+    import io
+    from PIL import Image
+    jpeg = io.BytesIO()
+    Image.new('RGB', (2, 2)).save(jpeg, 'JPEG')  # a whole image: a cut-off one is refused
     for i, wnid in enumerate(['n01', 'n02']):
         (tmp_path / 'train' / wnid / 'images').mkdir(parents=True)
-        (tmp_path / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(b'jpeg')
+        (tmp_path / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(jpeg.getvalue())
         (tmp_path / 'train' / wnid / f'{wnid}_boxes.txt').write_text(f'{wnid}_0.JPEG\t0\t0\t10\t10\n')
         (tmp_path / 'val' / 'images').mkdir(parents=True, exist_ok=True)
-        (tmp_path / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(b'jpeg')
+        (tmp_path / 'val' / 'images' / f'val_{i}.JPEG').write_bytes(jpeg.getvalue())
     (tmp_path / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
     assert find_images_and_targets(str(tmp_path / 'train'))[1] == {'images': 0}  # as downloaded: one class
     assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0

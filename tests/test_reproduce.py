@@ -1,5 +1,6 @@
 """``timm-sl reproduce``: planning, commands, resumability, report math and errors (a fake train.py), and one end to
 end run with timm's own train.py (slow, needs ``TIMM_REPO``)."""
+import io
 import json
 import os
 import pickle
@@ -794,15 +795,27 @@ def test_a_link_where_reproduce_writes_a_file_is_refused(fake_train, tmp_path, c
     assert notes.read_text() == 'mine'
 
 
+def _image_bytes(suffix: str) -> bytes:
+    """A whole 2 px image for a file named with ``suffix`` (.png: a PNG, .jpg / .jpeg: a JPEG, any case), else a few
+    bytes: an empty or cut-off image is refused."""
+    kind = {'.png': 'PNG', '.jpg': 'JPEG', '.jpeg': 'JPEG'}.get(suffix.lower())
+    if kind is None:
+        return b'data'
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.new('RGB', (2, 2), (10, 120, 200)).save(buffer, kind)
+    return buffer.getvalue()
+
+
 def _folders(root, layout):
-    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (of a few bytes: an empty
-    image is refused), else a folder."""
+    """Create ``root/<path>`` for each path of ``layout``: a name with a suffix is a file (a whole image for an
+    image's suffix: an empty or cut-off image is refused), else a folder."""
     root.mkdir(parents=True, exist_ok=True)
     for path in layout:
         target = root / path
         if target.suffix:
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(b'data')
+            target.write_bytes(_image_bytes(target.suffix))
         else:
             target.mkdir(parents=True, exist_ok=True)
     return root
@@ -2081,8 +2094,16 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "reads it only without --input-size, which is given after -- (3 32 32)"),
     ('svhn', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
      "image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, tfds/, "
-     "wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of "
-     "a few images per class)"),
+     "wds/ readers); allowed: a data folder of fewer images (a copy of {data} with a few images per class in train/ "
+     "and test/)"),
+    ('fashion-mnist', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads "
+     "every image of the split once an epoch from an image folder (it gives --train-num-samples only to its hfids/, "
+     "tfds/, wds/ readers); allowed: a data folder of fewer images (timm-sl prepare-fashion-mnist DATA --limit N, as "
+     "--data-dir DATA)"),
+    ('cifar10', ['--train-num-samples', '20'], "--train-num-samples 20 after -- would be ignored: train.py reads every "
+     "image of the split once an epoch from torch/cifar10 (it gives --train-num-samples only to its hfids/, tfds/, "
+     "wds/ readers); allowed: a data folder of a few images per class, read as an image folder (-- --dataset '', its "
+     "train/ and test/ holding class folders)"),
     ('cifar10', ['--val-num-samples=5'], "--val-num-samples 5 after -- would be ignored: train.py reads every image "
      "of the split once an epoch from torch/cifar10"),
     ('svhn', ['--epoch-repeats', '2'], "--epoch-repeats 2 after -- would be ignored: train.py reads every image of "
@@ -2090,8 +2111,8 @@ def test_a_base_learning_rate_after_the_separator_is_refused(fake_train, tmp_pat
      "allowed: more --epochs"),
     ('svhn', ['--train-split', 'train[:10%]'], "the train split 'train[:10%]' would be read as the whole train split: "
      "train.py reads an image folder's split as its folder and ignores [:10%] (only the hfds/, hfids/ and tfds/ "
-     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (timm-sl "
-     "prepare-fashion-mnist --limit N, or a copy of a few images per class)"),
+     "readers take part of a split); allowed: --train-split train, or a data folder of fewer images (a copy of "
+     "{data} with a few images per class in train/ and test/)"),
     ('svhn', ['--dataset', 'torch/folder', '--val-split', 'test[:50%]'], "the val split 'test[:50%]' would be read "
      "as the whole test split"),
     ('cifar10', ['--val-split', 'test[:10%]'], "the val split 'test[:10%]' would be read as the whole test split: "
@@ -2101,12 +2122,13 @@ def test_data_arguments_train_py_would_ignore_are_refused(fake_train, tmp_path, 
     """-- --img-size 16 trained every run at the recipe's 32 px (train.py reads it only without --input-size, which
     every recipe sets), -- --train-num-samples 20 and -- --train-split 'train[:10%]' on every image of the split, once
     an epoch with -- --epoch-repeats 2 (an image folder's reader takes none of them), while the report named the split
-    as given."""
+    as given. The way to fewer images named prepare-fashion-mnist --limit for every recipe, which writes
+    Fashion-MNIST, not fewer SVHN images."""
     data = _folders(tmp_path / 'data', [] if dataset == 'cifar10' else DIGITS)
     out = tmp_path / 'out'
     fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--val-num-samples', '--epoch-repeats'"))
     assert _refused(_reproduce_args(data, out, fake_train, dataset, train_args=['--epochs', '1', *given]),
-                    capsys).startswith(says)
+                    capsys).startswith(says.replace('{data}', str(data)))
 
 
 @pytest.mark.parametrize('given', [['--start-epoch', '0'], ['--start-epoch=3'], ['--start-ep', '1']])
@@ -2275,17 +2297,24 @@ def test_a_torchvision_dataset_named_in_capitals_is_recorded_as_timm_reads_it(gi
     assert paper_top1(*record.table2_row(), dataset) is not None
 
 
-@pytest.mark.parametrize('given', [['--train-split', 'train[:10%]'], ['--train-num-samples', '20']])
-def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, given):
+@pytest.mark.parametrize('dataset,given', [('svhn', ['--train-split', 'train[:10%]']),
+                                           ('svhn', ['--train-num-samples', '20']),
+                                           ('fashion-mnist', ['--train-num-samples', '20'])])
+def test_the_command_a_refusal_advises_for_fewer_images_takes_its_options(fake_train, tmp_path, capsys, dataset,
+                                                                          given):
     """The refusal of a part of a split (or of --train-num-samples) with the svhn recipe advised 'timm-sl prepare-svhn
-    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit')."""
+    --limit N', which prepare-svhn refuses (it writes every image: 'unrecognized arguments: --limit'), then
+    'prepare-fashion-mnist --limit N', which writes Fashion-MNIST, not fewer SVHN images: only the fashion-mnist
+    recipe is advised a prepare command."""
     import re
     from timm_sl.tools.cli import build_parser
     out = tmp_path / 'out'
-    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, 'svhn', train_args=['--epochs', '1', *given])) == 2
+    argv = _reproduce_args(tmp_path, out, fake_train, dataset, train_args=['--epochs', '1', '--device', 'cpu', *given])
+    assert _exit_status(argv) == 2
     error = _one_error(capsys)
     advised = re.findall(r'prepare-[a-z-]+', error.split('allowed: ')[1])  # each advised with --limit N
-    assert advised == ['prepare-fashion-mnist'] and '--limit N' in error
+    assert advised == (['prepare-fashion-mnist'] if dataset == 'fashion-mnist' else [])
+    assert ('--limit N' in error) == bool(advised)
     for command in advised:
         build_parser().parse_args([command, str(tmp_path / 'data'), '--limit', '5'])  # SystemExit(2) if refused
 
@@ -2298,7 +2327,7 @@ def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advi
     for i, wnid in enumerate(['n01', 'n02']):
         for split, name in (('train', f'{wnid}_0.JPEG'), ('val', f'val_{i}.JPEG')):
             (data / split / wnid / 'images').mkdir(parents=True)
-            (data / split / wnid / 'images' / name).write_bytes(b'%s%d' % (split.encode(), i))
+            (data / split / wnid / 'images' / name).write_bytes(_image_bytes('.JPEG') + b'%s%d' % (split.encode(), i))
     (data / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t9\t9\nval_1.JPEG\tn02\t0\t0\t9\t9\n')
     argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'tiny-imagenet',
                            train_args=['--epochs', '1', '--num-classes', '2'])
@@ -2310,7 +2339,7 @@ def test_a_val_split_sorted_as_train_is_laid_out_is_prepared_as_the_refusal_advi
     assert sorted(str(p.relative_to(data)) for p in data.rglob('*') if p.is_file()) == [
         'train/n01/n01_0.JPEG', 'train/n02/n02_0.JPEG', 'val/n01/val_0.JPEG', 'val/n02/val_1.JPEG',
         'val/val_annotations.txt']
-    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes() == b'val1'
+    assert (data / 'val' / 'n02' / 'val_1.JPEG').read_bytes().endswith(b'val1')  # a whole JPEG with a trailer
     capsys.readouterr()
     assert main(argv) == 0
 
@@ -2362,27 +2391,36 @@ def test_an_archive_extracted_again_over_a_val_sorted_as_train_is_prepared_once(
 
 @pytest.mark.parametrize('given,says', [
     (['--dataset', 'torch/fashion_mnist'], "--dataset torch/fashion_mnist after -- reads torchvision's FashionMNIST, "
-     "whose 28 px single-channel images timm passes on unconverted: the fashion_mnist.yaml recipe's 3-channel "
-     "AutoAugment (--aa original) would fail on them in every run; allowed: timm-sl prepare-fashion-mnist DATA (class "
-     "folders of 32 px RGB PNGs), read as an image folder (no --dataset)"),
+     "whose 28 px single-channel images timm passes on unconverted: for 3-channel input (--input-size 3 32 32 of the "
+     "fashion_mnist.yaml recipe) every run would fail on them (a 3-channel mean / std or AutoAugment fill on a "
+     "1-channel image); allowed: timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an "
+     "image folder (no --dataset), or 1-channel input with one value each for the mean and std (-- --input-size 1 32 "
+     "32 --mean M --std S)"),
+    (['--dataset', 'torch/fashion_mnist', '--aa', ''], "--dataset torch/fashion_mnist after -- reads torchvision's "
+     "FashionMNIST, whose 28 px single-channel images timm passes on unconverted: for 3-channel input"),
+    (['--dataset', 'torch/kmnist', '--input-size', '1', '32', '32'], "--mean 0.2878 0.2878 0.2878 of the "
+     "fashion_mnist.yaml recipe has 3 values for 1-channel input (--input-size 1 32 32 after --): train.py would stop "
+     "every run at its start (timm asserts one value per channel); allowed: -- --mean with one value"),
     (['--dataset', 'Torch/x/MNIST'], "--dataset Torch/x/MNIST after -- reads torchvision's MNIST, whose 28 px "
      "single-channel images"),
 ])
 def test_a_torchvision_dataset_of_grey_images_is_refused_before_every_run_fails(fake_train, tmp_path, capsys, given,
                                                                                  says):
     """-- --dataset torch/fashion_mnist started every run, and each failed after its start with only 'TypeError: color
-    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on)."""
+    must be int or single-element tuple' (AutoAugment's 3-channel fill on the grey images timm passes on); without
+    AutoAugment with a broadcast error (the 3-value mean on a 1-channel image), for 1-channel input with a bare
+    AssertionError (the recipe's 3-value mean)."""
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, 'fashion-mnist', train_args=['--epochs', '1', *given])
     assert _exit_status(argv) == 2
     assert _one_error(capsys).startswith(says)
     assert not out.exists()
-    # without AutoAugment (or for 1-channel input) it is not refused for that
-    from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
-    for more in (['--aa', ''], ['--input-size', '1', '32', '32']):
-        extra = ['--epochs', '1', *given, *more]
-        check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
-                                 train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+    # 1-channel input with one value each for the mean and std: train.py runs on the grey images (checked with it)
+    from timm_sl.tools.reproduce import check_grey_torch_dataset, check_mean_std, train_data
+    extra = ['--epochs', '1', *given, '--input-size', '1', '32', '32', '--mean', '0.3', '--std=0.35']
+    check_grey_torch_dataset(extra, recipe_path('fashion-mnist'),
+                             train_data(recipe_path('fashion-mnist'), str(tmp_path), extra))
+    check_mean_std(extra, recipe_path('fashion-mnist'))
 
 
 def test_an_empty_image_is_refused_before_any_run(fake_train, tmp_path, capsys):
@@ -2570,3 +2608,63 @@ def test_the_arguments_a_resume_may_change_are_the_cards_machine_arguments_and_t
     docs = (REPO / 'docs' / 'reproduce.md').read_text()
     grouped = ('--log-', '--recovery-interval', '--checkpoint-hist', '--wandb-', '--epochs', '--workers')
     assert [f for f in _HOW_FLAGS if f'`{f}`' not in docs and not f.startswith(grouped)] == []
+
+
+@pytest.mark.parametrize('dataset,given,says', [
+    ('svhn', ['--std', '1', '2'], "--std 1 2 after -- has 2 values for 3-channel input (--input-size 3 32 32 of the "
+     "svhn.yaml recipe): train.py would stop every run at its start (timm asserts one value per channel); allowed: -- "
+     "--std with 3 values, or one for every channel"),
+    ('cifar10', ['--input-size', '1', '32', '32', '--mean', '0.5'], "--std 0.247 0.2435 0.2616 of the cifar10.yaml "
+     "recipe has 3 values for 1-channel input (--input-size 1 32 32 after --)"),
+    ('svhn', ['--mean', '0.1', '0.2', '0.3', '0.4'], "--mean 0.1 0.2 0.3 0.4 after -- has 4 values for 3-channel "
+     "input"),
+])
+def test_a_mean_or_std_not_of_one_value_per_channel_is_refused(fake_train, tmp_path, capsys, dataset, given, says):
+    """A --mean / --std of another length than the input's channels started every run, and each stopped at its start
+    on a bare AssertionError (timm's data config asserts one value per channel)."""
+    out = tmp_path / 'out'
+    (tmp_path / 'data').mkdir()
+    argv = _reproduce_args(tmp_path / 'data', out, fake_train, dataset, train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    from timm_sl.tools.reproduce import check_mean_std  # one value for every channel, or one per channel: allowed
+    for more in (['--mean', '0.5', '--std', '0.25'], ['--mean', '0.5', '0.5', '0.5']):
+        check_mean_std(['--epochs', '1', *more], recipe_path(dataset))
+
+
+def test_a_cut_off_image_or_macos_metadata_file_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A PNG or JPEG cut to half its bytes (a copy or extraction cut off) and a macOS AppleDouble file ._2.png (4 KB of
+    metadata, written when copying to exFAT or SMB) passed: timm's folder reader skipped each with a warning in
+    train.log and read the next image in its place, so the run trained on other images than the split holds. Whole
+    images pass: a JPEG padded after its end marker, with a trailer, or named .png, and a PNG that lost only its end."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    png, jpeg = (data / 'train' / '0' / '0.png').read_bytes(), _image_bytes('.jpg')
+    whole = {'train/1/padded.jpg': jpeg + b'\0' * 100, 'train/1/filled.JPEG': jpeg + b'\xff' * 7,
+             'train/2/trailer.jpg': jpeg + bytes(range(256)) * 4, 'train/2/jpeg.png': jpeg,
+             'train/3/end.png': png[:-12], 'train/3/trailing.png': png + b'junk'}
+    for name, content in whole.items():
+        (data / name).write_bytes(content)
+    (data / 'test' / '2' / '._0.png').write_bytes(b'\0\x05\x16\x07\0\x02\0\0Mac OS X        ' + b'\0' * 4070)
+    (data / 'test' / '5' / 'cut.jpg').write_bytes(jpeg[:len(jpeg) // 2])
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--device', 'cpu'])
+    assert _exit_status(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / 'test' / '2' / '._0.png'} is macOS metadata (an AppleDouble ._ file, written "
+        f"when copying to exFAT or SMB), not an image (1 more image timm cannot read): timm's folder reader would skip "
+        f"it with a warning in the log and read the next image in its place, so the split would not be the images it "
+        f"holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove them; remove the ._ files: "
+        f"find {data / 'test'} -name '._*' -delete)"]
+    assert not out.exists()
+    (data / 'test' / '2' / '._0.png').unlink()
+    (data / 'test' / '5' / 'cut.jpg').unlink()
+    (data / 'train' / '4' / '0.png').write_bytes(png[:len(png) // 2])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '4' / '0.png'} is cut off (it does not end as a PNG ends, with its IEND chunk): timm's "
+        f"folder reader would skip it with a warning in the log and read the next image in its place, so the split "
+        f"would not be the images it holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove "
+        f"them)")
+    (data / 'train' / '4' / '0.png').write_bytes(png)
+    assert _exit_status(argv) == 0  # the whole images above are read

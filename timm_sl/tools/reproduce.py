@@ -51,9 +51,21 @@ _SPLIT_SYNONYMS = (('train', 'training'), ('val', 'valid', 'validation', 'eval',
 # the folder torchvision keeps each recipe's torch/ dataset in, under --data-dir
 _TORCH_FOLDERS = {'torch/cifar10': 'cifar-10-batches-py', 'torch/cifar100': 'cifar-100-python'}
 _TORCH_CLASSES = {'torch/cifar10': 10, 'torch/cifar100': 100}
-# what to train on fewer images instead of a part of a split (prepare-svhn writes every image: it takes no --limit)
-_FEWER_IMAGES = ('a data folder of fewer images (timm-sl prepare-fashion-mnist --limit N, or a copy of a few images '
-                 'per class)')
+
+
+def _fewer_images(data: Dict[str, Any], dataset: str) -> str:
+    """What to train on fewer images with instead of a part of a split, for the recipe ``dataset`` ('fashion-mnist' or
+    its file's stem) and the reader of ``data`` (:func:`train_data`): only prepare-fashion-mnist takes a --limit
+    (prepare-svhn writes every image); a torchvision dataset is read whole, so fewer images need an image folder."""
+    splits = ' and '.join(f'{str(data[k]).split("[")[0]}/' for k in ('train_split', 'val_split'))
+    folder = dataset_reader(_dataset_name(data.get('dataset'))) in IMAGE_FOLDER_READERS
+    if dataset.replace('-', '_') == 'fashion_mnist':
+        return ('a data folder of fewer images (timm-sl prepare-fashion-mnist DATA --limit N, as --data-dir DATA' +
+                ('' if folder else ", read as an image folder: -- --dataset ''") + ')')
+    if not folder:
+        return (f"a data folder of a few images per class, read as an image folder (-- --dataset '', its {splits} "
+                f"holding class folders)")
+    return f"a data folder of fewer images (a copy of {data['data_dir']} with a few images per class in {splits})"
 
 
 # the torch/ names timm's create_dataset takes besides its table of basic torchvision datasets (by torchvision class)
@@ -254,10 +266,51 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
-def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Path]:
+_PNG_HEAD, _PNG_END = b'\x89PNG\r\n\x1a\n', b'\x00\x00\x00\x00IEND\xaeB`\x82'  # signature; the IEND chunk
+_JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of image
+_JPEG_PADDING = b'\x00\xff'  # bytes some encoders write after a JPEG's end marker
+_APPLE_DOUBLE = b'\x00\x05\x16\x07'  # macOS metadata beside a file copied to exFAT / SMB: ._name.png
+_APPLE_DOUBLE_NAME = re.compile(r'\._.')
+
+
+def _image_fault(path: str, size: int) -> Optional[str]:
+    """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
+    PNG that ends with its IEND chunk, or a JPEG with its end marker (after it only padding), is taken as whole from
+    its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
+    behind the suffix) is decoded with PIL, as the reader does."""
+    try:
+        with open(path, 'rb') as f:
+            head = f.read(8)
+            f.seek(max(size - 64, 0))
+            tail = f.read()
+    except OSError as e:
+        return f'cannot be read ({e.strerror or e})'
+    if head.startswith(_PNG_HEAD) and tail.endswith(_PNG_END):
+        return None
+    if head.startswith(_JPEG_HEAD) and tail.rstrip(_JPEG_PADDING).endswith(_JPEG_END):
+        return None
+    from PIL import Image  # a rare file: decoded as timm's reader decodes it
+    try:
+        with Image.open(path) as image:
+            image.load()
+        return None
+    except Exception:
+        pass
+    if head.startswith(_APPLE_DOUBLE):
+        return 'is macOS metadata (an AppleDouble ._ file, written when copying to exFAT or SMB), not an image'
+    if head.startswith(_PNG_HEAD):
+        return 'is cut off (it does not end as a PNG ends, with its IEND chunk)'
+    if head.startswith(_JPEG_HEAD):
+        return 'is cut off (it does not end as a JPEG ends, with its FF D9 marker)'
+    return 'is no image PIL reads (neither a whole PNG nor a whole JPEG)'
+
+
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
+                   broken: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
-    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found.
+    included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
+    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`).
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -267,9 +320,17 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None) -> List[Pat
         images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
         if images:
             found.append(Path(path))
-        if empty is not None:
-            empty.extend(Path(path) / f for f in images if os.path.isfile(os.path.join(path, f)) and
-                         os.path.getsize(os.path.join(path, f)) == 0)
+        if empty is None and broken is None:
+            continue
+        for name in images:
+            file = os.path.join(path, name)
+            size = os.path.getsize(file) if os.path.isfile(file) else -1
+            if size == 0 and empty is not None:
+                empty.append(Path(file))
+            elif size > 0 and broken is not None:
+                fault = _image_fault(file, size)
+                if fault is not None:
+                    broken.append((Path(file), fault))
     return sorted(found)
 
 
@@ -349,7 +410,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                  else f"{data['dataset']}'s split as its whole training or test set")
         return [f"the {sliced.split('_')[0]} split {split!r} would be read as the whole {whole} split: train.py reads "
                 f"{reads} and ignores {split[len(whole):]} (only the hfds/, hfids/ and tfds/ readers take part of a "
-                f"split); allowed: {flag} {whole}, or {_FEWER_IMAGES}"]
+                f"split); allowed: {flag} {whole}, or {_fewer_images(data, dataset)}"]
     if reader in ('torch', TORCHVISION_FOLDER) and data['class_map']:  # timm's torch/ passes no map on
         return [f"--class-map {data['class_map']} would be ignored: train.py gives a class map to timm's own readers, "
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
@@ -458,8 +519,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 classes[folder] = {c.name for c in class_dirs}
             continue
         empty: List[Path] = []
+        broken: List[Tuple[Path, str]] = []
         try:
-            holders = _image_folders(folder, empty)
+            holders = _image_folders(folder, empty, broken)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -468,6 +530,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f"{min(empty)} is empty (0 bytes){more}: timm's folder reader would skip it with a warning "
                           f"in the log and read the next image in its place, so the split would not be the images "
                           f"it holds; allowed: images of their bytes (copy or extract them again, or remove them)")
+            continue
+        if broken:
+            (first, why), more = min(broken), len(broken) - 1
+            apple = any(_APPLE_DOUBLE_NAME.match(p.name) for p, _ in broken)
+            errors.append(f"{first} {why}" + (f' ({more} more image{"s" if more > 1 else ""} timm cannot read)'
+                                               if more else '') +
+                          f": timm's folder reader would skip it with a warning in the log and read the next image in "
+                          f"its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
+                          f"images (copy or extract them again, or remove them" +
+                          (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
@@ -1657,7 +1729,7 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
             raise ValueError(f'{flag} {" ".join(words[flag])} after -- would be ignored: train.py reads every image '
                              f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
                              f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
-                             ('more --epochs' if flag == '--epoch-repeats' else _FEWER_IMAGES))
+                             ('more --epochs' if flag == '--epoch-repeats' else _fewer_images(data, recipe.stem)))
 
 
 # torchvision's datasets of single-channel images, as timm's torch/ names them: timm passes their images on unconverted
@@ -1665,11 +1737,30 @@ _TORCH_GREY = {'torch/mnist': 'MNIST', 'torch/kmnist': 'KMNIST', 'torch/qmnist':
                'torch/fashion_mnist': 'FashionMNIST'}
 
 
+def _input_channels(extra_args: Sequence[str], recipe: Path) -> Tuple[int, str]:
+    """The channels train.py normalises each image for (0: not a number), and where they are set: ``--input-size``
+    after ``--``, else the recipe's, else ``--in-chans`` (timm's ``resolve_data_config``: the input size wins), else
+    train.py's 3."""
+    words, config = _flag_words(extra_args), read_recipe(recipe)
+    found = [(words.get('--input-size'), '--input-size {} after --'),
+             (config.get('input_size'), f'--input-size {{}} of the {recipe.name} recipe'),
+             (words.get('--in-chans'), '--in-chans {} after --'),
+             ([config['in_chans']] if config.get('in_chans') is not None else None,
+              f'in_chans {{}} of the {recipe.name} recipe')]
+    for values, where in found:
+        if values:
+            first = str(values[0])
+            return int(first) if first.isdigit() else 0, where.format(' '.join(map(str, values)))
+    return 3, "train.py's default"
+
+
 def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
-    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for 3-channel input
-    with AutoAugment (every recipe's): timm's torch/ reader yields its 28 px grey images unconverted (``input_img_mode``
-    applies to the other readers only), and AutoAugment's 3-channel fill fails on them in every run, whose log then
-    says only 'TypeError: color must be int or single-element tuple'.
+    """Refuse a torchvision dataset of single-channel images (``-- --dataset torch/fashion_mnist``) for input of other
+    than 1 channel (every recipe's is 3): timm's torch/ reader yields its 28 px grey images unconverted
+    (``input_img_mode`` applies to the other readers only), so every run fails on them, whose log then says only
+    'TypeError: color must be int or single-element tuple' (AutoAugment's 3-channel fill) or, without AutoAugment,
+    that a 1-channel image does not take the 3-channel mean. With ``--input-size 1 H W`` and a one-value
+    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models.
 
     Raises:
         ValueError: naming the dataset, why and what to use instead, one line.
@@ -1677,16 +1768,39 @@ def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict
     name = _dataset_name(data.get('dataset'))
     if name not in _TORCH_GREY:
         return
-    settings = _given_settings(recipe, extra_args)
-    size = _flag_words(extra_args).get('--input-size') or settings.get('input_size') or [3]
-    channels, aa = str(size[0]), settings.get('aa')
-    if channels != '3' or not aa:
+    channels, where = _input_channels(extra_args, recipe)
+    if channels in (0, 1):  # 0: no number, which train.py's own parser refuses
         return
+    size = _flag_words(extra_args).get('--input-size') or read_recipe(recipe).get('input_size') or [3, 32, 32]
     instead = ('timm-sl prepare-fashion-mnist DATA (class folders of 32 px RGB PNGs), read as an image folder (no '
                '--dataset)' if name == 'torch/fashion_mnist' else 'an image folder of its images as RGB (no --dataset)')
     raise ValueError(f"--dataset {data['dataset']} after -- reads torchvision's {_TORCH_GREY[name]}, whose 28 px "
-                     f"single-channel images timm passes on unconverted: the {recipe.name} recipe's 3-channel "
-                     f"AutoAugment (--aa {aa}) would fail on them in every run; allowed: {instead}")
+                     f"single-channel images timm passes on unconverted: for {channels}-channel input ({where}) every "
+                     f"run would fail on them (a 3-channel mean / std or AutoAugment fill on a 1-channel image); "
+                     f"allowed: {instead}, or 1-channel input with one value each for the mean and std (-- "
+                     f"--input-size 1 {' '.join(map(str, list(size)[1:]))} --mean M --std S)")
+
+
+def check_mean_std(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse a ``--mean`` / ``--std`` (after ``--``, else the recipe's) whose number of values is neither 1 (timm
+    repeats it for each channel) nor the input's channels (:func:`_input_channels`): timm's ``resolve_data_config``
+    stops every run at its start on an assertion that says nothing (each run's reason: ``AssertionError``).
+
+    Raises:
+        ValueError: the first such setting, naming it, the channels and where they are set, one line.
+    """
+    channels, where = _input_channels(extra_args, recipe)
+    words, config = _flag_words(extra_args), read_recipe(recipe)
+    for key in ('mean', 'std'):
+        values, given = words.get('--' + key), 'after --'
+        if values is None:
+            values, given = config.get(key), f'of the {recipe.name} recipe'
+        if not channels or not isinstance(values, (list, tuple)) or len(values) in (1, channels):
+            continue
+        allowed = 'one value' if channels == 1 else f'{channels} values, or one for every channel'
+        raise ValueError(f'--{key} {" ".join(map(str, values))} {given} has {len(values)} values for {channels}-'
+                         f'channel input ({where}): train.py would stop every run at its start (timm asserts one '
+                         f'value per channel); allowed: -- --{key} with {allowed}')
 
 
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
@@ -1986,6 +2100,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_unread_args(extra, recipe)
     check_failing_args(extra, recipe)
     check_grey_torch_dataset(extra, recipe, data)
+    check_mean_std(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
