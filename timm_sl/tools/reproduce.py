@@ -536,9 +536,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             apple = any(_APPLE_DOUBLE_NAME.match(p.name) for p, _ in broken)
             errors.append(f"{first} {why}" + (f' ({more} more image{"s" if more > 1 else ""} timm cannot read)'
                                                if more else '') +
-                          f": timm's folder reader would skip it with a warning in the log and read the next image in "
-                          f"its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
-                          f"images (copy or extract them again, or remove them" +
+                          ": timm's folder reader would skip it with a warning in the log and read the next image in "
+                          "its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
+                          "images (copy or extract them again, or remove them" +
                           (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
