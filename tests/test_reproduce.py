@@ -1120,7 +1120,8 @@ def test_data_check_counts_the_classes_timm_counts(tmp_path):
     dot-folders and linked folders included, empty ones left out."""
     from timm.data.readers.img_extensions import get_img_extensions
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    from timm_sl.tools.reproduce import IMAGE_SUFFIXES, _image_folders
+    from timm_sl.tools.files import IMAGE_SUFFIXES  # the one list (data checks, data preparation, path table, analyses)
+    from timm_sl.tools.reproduce import _image_folders
     assert set(IMAGE_SUFFIXES) == get_img_extensions(as_set=True)
     split = _folders(tmp_path / 'train', ['a/0.png', 'b/0.JPEG', 'c/notes.txt', 'd', '.e/0.jpg', 'f/g/0.jpeg',
                                           'h/0.webp'])

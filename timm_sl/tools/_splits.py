@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
 
-from .files import check_regular_file, read_text
+from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
            'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'holds_counts', 'file_identity',
@@ -109,12 +109,11 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
                              f'split as released')
 
 
-_IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # what timm's folder reader reads (any case); other files it passes by
 
 
 def _read_by_timm(path: Path) -> bool:
     """Whether timm's folder reader reads ``path`` of a split folder: a folder (walked), or an image file."""
-    return path.is_dir() or path.suffix.lower() in _IMAGE_SUFFIXES
+    return path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES
 
 
 def holds_counts(folder: Path, counts: Any) -> bool:

@@ -28,7 +28,7 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 from ..layers import LsaMixin
 from ..models import built_as
 from .errors import shown
-from .files import check_regular_file
+from .files import IMAGE_SUFFIXES, check_regular_file
 from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
@@ -466,9 +466,6 @@ def attention_records(files: Sequence[Path], label: str, result: AttentionMap) -
             peak_weight=mean.max().item(), map_sum=mean.sum().item(), uniform=result.uniform,
             kl=kld_to_uniform((mean / mean.sum()).flatten()).item(), mean=mean.tolist(), heads=per_head.tolist()))
     return records
-
-
-IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 
 
 class ImageBatch(NamedTuple):

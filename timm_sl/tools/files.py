@@ -7,7 +7,11 @@ from typing import Union
 
 from .errors import first_line, shown
 
-__all__ = ['check_link_target', 'check_not_link', 'check_regular_file', 'kind_of', 'read_text']
+__all__ = ['IMAGE_SUFFIXES', 'check_link_target', 'check_not_link', 'check_regular_file', 'kind_of', 'read_text']
+
+# the files timm's folder reader takes for images, in any case (timm's get_img_extensions(); a test holds them equal):
+# other files it passes by
+IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 
 
 def kind_of(path: Path) -> str:

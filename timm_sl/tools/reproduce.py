@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
-from .files import check_regular_file, read_text
+from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -92,7 +92,6 @@ def _dataset_name(dataset: Any) -> str:
         return TORCHVISION_FOLDER
     return f"torch/{text.split('/', 2)[-1]}" if reader == 'torch' else text
 
-IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')  # the files timm's folder reader takes for images (any case)
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
 SETTINGS = 'run.json'  # per run: what defines its result (:func:`run_settings`), written when it starts from scratch
