@@ -85,7 +85,8 @@ def unread_reason(key: str, args: Dict[str, Any]) -> Optional[Tuple[str, str]]:
     if key in SCHEDULE_KEYS and isinstance(sched, str) and sched not in SCHEDULE_KEYS[key]:
         readers = SCHEDULE_KEYS[key]
         return (f"train.py's --sched {sched} scheduler does not read it (only --sched "
-                f"{', '.join(readers[:-1])}{' or ' * (len(readers) > 1)}{readers[-1]} do)",
+                f"{', '.join(readers[:-1])}{' or ' * (len(readers) > 1)}{readers[-1]} "
+                f"{'do' if len(readers) > 1 else 'does'})",
                 f'-- --sched {readers[0]} ... with it, or leave it out')
     limit = _number(given['lr_cycle_limit'])
     if key in _CYCLE_KEYS and limit is not None and limit <= 1:
