@@ -2454,10 +2454,10 @@ _SCHEDULE_FLAGS = "'--decay-epochs', '--decay-rate', '--decay-milestones', '--pa
      "--sched step, wsd or rsqrt do), so every run would train without it; allowed: -- --sched step ... with it, or "
      "leave it out"),
     (['--patience-epochs', '5'], "--patience-epochs 5 after -- would be ignored: with the cifar10.yaml recipe and the "
-     "arguments after --, train.py's --sched cosine scheduler does not read it (only --sched plateau do)"),
+     "arguments after --, train.py's --sched cosine scheduler does not read it (only --sched plateau does)"),
     (['--decay-milestones', '30', '60'], "--decay-milestones 30 60 after -- would be ignored: with the cifar10.yaml "
      "recipe and the arguments after --, train.py's --sched cosine scheduler does not read it (only --sched "
-     "multistep do)"),
+     "multistep does)"),
     (['--sched', 'step', '--lr-k-decay', '2'], "--lr-k-decay 2 after -- would be ignored: with the cifar10.yaml recipe "
      "and the arguments after --, train.py's --sched step scheduler does not read it (only --sched cosine or poly "
      "do), so every run would train without it; allowed: -- --sched cosine ... with it, or leave it out"),
@@ -2669,3 +2669,26 @@ def test_a_cut_off_image_or_macos_metadata_file_is_refused_before_any_run(fake_t
         f"them)")
     (data / 'train' / '4' / '0.png').write_bytes(png)
     assert _exit_status(argv) == 0  # the whole images above are read
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--in-chans', '1'], "--in-chans 1 after -- builds every model for 1-channel input, but train.py reads the images "
+     "as 3-channel (--input-size 3 32 32 of the svhn.yaml recipe): every run would fail on its first batch; allowed: "
+     "-- --in-chans 3, or -- --input-size 1 H W"),
+    (['--in-chans', '3', '--input-size', '1', '32', '32', '--mean', '0.3', '--std', '0.3'], "--in-chans 3 after -- "
+     "builds every model for 3-channel input, but train.py reads the images as 1-channel (--input-size 1 32 32 after "
+     "--)"),
+])
+def test_an_in_chans_other_than_the_inputs_channels_is_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --in-chans 3 --input-size 1 32 32 started every run: train.py builds the model from --in-chans and reads the
+    images by --input-size, so each run failed on its first batch."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--in-chans', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    (tmp_path / 'data').mkdir()
+    argv = _reproduce_args(tmp_path / 'data', out, fake_train, 'svhn', train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    from timm_sl.tools.reproduce import check_in_chans  # the same channels, or --in-chans left to --input-size
+    for more in (['--in-chans', '3'], ['--in-chans', '1', '--input-size', '1', '32', '32'], []):
+        check_in_chans(['--epochs', '1', *more], recipe_path('svhn'))

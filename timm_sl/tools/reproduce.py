@@ -1802,6 +1802,27 @@ def check_mean_std(extra_args: Sequence[str], recipe: Path) -> None:
                          f'value per channel); allowed: -- --{key} with {allowed}')
 
 
+def check_in_chans(extra_args: Sequence[str], recipe: Path) -> None:
+    """Refuse an ``--in-chans`` (after ``--``, else the recipe's) other than the channels train.py reads each image
+    with (:func:`_input_channels`: an ``--input-size`` wins there): train.py builds the model from ``--in-chans``, so
+    every run would fail on its first batch (a channel mismatch in the patch embedding).
+
+    Raises:
+        ValueError: naming both settings, one line.
+    """
+    words, config = _flag_words(extra_args), read_recipe(recipe)
+    given = words.get('--in-chans')
+    chans, where = (given[0] if given else None), '--in-chans {} after --'
+    if chans is None:
+        chans, where = config.get('in_chans'), f'in_chans {{}} of the {recipe.name} recipe'
+    channels, read_as = _input_channels(extra_args, recipe)
+    if chans is None or not str(chans).isdigit() or not channels or int(chans) == channels:
+        return
+    raise ValueError(f'{where.format(chans)} builds every model for {chans}-channel input, but train.py reads the '
+                     f'images as {channels}-channel ({read_as}): every run would fail on its first batch; allowed: '
+                     f'-- --in-chans {channels}, or -- --input-size {chans} H W')
+
+
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
     """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
     reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
@@ -2100,6 +2121,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_failing_args(extra, recipe)
     check_grey_torch_dataset(extra, recipe, data)
     check_mean_std(extra, recipe)
+    check_in_chans(extra, recipe)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
