@@ -1604,3 +1604,22 @@ def test_card_of_a_run_resumed_from_a_checkpoint_that_changed_since_does_not_nam
     card = (export_checkpoint(run, None, tmp_path / 'o2')[0] / 'README.md').read_text()  # epoch 2 again: accepted
     assert "the run it was resumed from (`output/a/last.pth.tar`, epoch 2) with `epochs: 2`, `smoothing: 0.3`" in card
     assert 'cannot be taken for' not in card
+
+
+def test_card_of_a_run_resumed_with_start_epoch_does_not_say_its_checkpoint_changed(tmp_path, monkeypatch):
+    """train.py --resume output/a/last.pth.tar --start-epoch 2: train.py begins at epoch 3 whatever epoch the
+    checkpoint holds, so the card said the unchanged checkpoint 'has changed since'; it says what cannot be told."""
+    monkeypatch.chdir(tmp_path)
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
+    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
+    torch.save(dict(first, epoch=5), tmp_path / 'output' / 'a' / 'last.pth.tar')  # resumes at 6: --start-epoch wins
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, start_epoch=2)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
+    assert 'has changed since' not in card
+    assert ("`output/a/last.pth.tar` cannot be taken for the checkpoint this run resumed from (its epoch cannot be "
+            "held against this run's first: --start-epoch 2 overrode it)") in card

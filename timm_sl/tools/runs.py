@@ -427,10 +427,14 @@ class RunRecord:
         """Why the last session's ``--resume`` checkpoint, as it is now, cannot be taken for the one that session
         resumed from ('' when it can, or is not at hand): it must resume at the epoch before this run's first
         (:meth:`resumed_epoch`, :meth:`first_epoch`); a run that trained on after it was resumed from overwrites its
-        ``last.pth.tar`` with a later epoch, of other arguments maybe."""
+        ``last.pth.tar`` with a later epoch, of other arguments maybe. Under ``--start-epoch`` (which train.py takes
+        over the checkpoint's epoch) nothing holds it against this run."""
         path = self.resume_checkpoint()
         if path is None:
             return ''
+        if self.args.get('start_epoch') is not None:
+            return (f"its epoch cannot be held against this run's first: --start-epoch {self.args['start_epoch']} "
+                    f"overrode it")
         epoch = self.resumed_epoch(path)
         if epoch is None:
             return 'it records no epoch to hold against this run\'s first'
