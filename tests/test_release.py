@@ -1241,6 +1241,10 @@ def test_a_run_of_tta_is_released_without_its_top1_as_a_result(tmp_path, capsys)
     assert f'| measured best top-1 | - (not a measurement of these weights: {why}) |' in section
     assert '97.00' not in section and 'create_model("sl_vit_32.cifar10"' not in card
     assert f"This run's top-1 were {why}; they are not these weights' top-1 on the validation split." in card
+    assert 'metrics:' not in card.split('---')[1]  # the header claims no accuracy metric for the Hub to index
+    from timm_sl.tools.release import _top1_fields  # NaN outputs of the weights' epoch still say they diverged
+    assert _top1_fields(float('nan'), measured=False) == dict(weights_top1=None, weights_diverged=True)
+    assert _top1_fields(97.0, measured=False) == dict(weights_top1=None, weights_diverged=False)
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), tta=0)))
     assert main(['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']

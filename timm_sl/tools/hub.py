@@ -364,7 +364,7 @@ def _recipe_section(record: RunRecord, train_defaults: Optional[Dict[str, Any]],
 
 def _card_data(record: RunRecord) -> ModelCardData:
     """The card's YAML header, by huggingface_hub (what the Hub indexes: library, license, tags, data, metric)."""
-    measured = bool(record.summary and record.summary.get('best_top1') is not None)
+    measured = bool(record.summary and record.summary.get('best_top1') is not None and not record.unmeasured_top1())
     return ModelCardData(library_name='timm', license='apache-2.0',
                          tags=['image-classification', 'timm', 'timm_sl'],
                          datasets=[record.dataset] if record.dataset else None,

@@ -257,13 +257,14 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
         paper_top1=paper, weights=exported.source, pretrained_cfg=exported.pretrained_cfg,
         weights_epoch=weights['epoch'], started_from=record.started_from(),
         class_map=Path(str(class_map)).name if class_map else None, top1_unmeasured=unmeasured,
-        **_top1_fields(None if unmeasured else weights['top1']))
+        **_top1_fields(weights['top1'], measured=not unmeasured))
 
 
-def _top1_fields(top1: Optional[float]) -> Dict[str, Any]:
-    """``weights_top1`` and ``weights_diverged`` of :class:`Released` for a top-1 (NaN: diverged, written as null)."""
+def _top1_fields(top1: Optional[float], measured: bool = True) -> Dict[str, Any]:
+    """``weights_top1`` and ``weights_diverged`` of :class:`Released` for a top-1 (NaN: diverged, written as null;
+    not ``measured``: no top-1 of the weights, though its NaN still tells they diverged)."""
     diverged = top1 is not None and not math.isfinite(top1)
-    return dict(weights_top1=None if diverged else top1, weights_diverged=diverged)
+    return dict(weights_top1=None if diverged or not measured else top1, weights_diverged=diverged)
 
 
 def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], overwrite: bool) -> None:
