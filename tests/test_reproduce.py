@@ -2545,6 +2545,9 @@ def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train
     runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
     assert runs['vit-sl-s1']['skipped_samples'] == 3 and runs['vit-sl-s1']['skipped'] == said
     assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['skipped'] == ''
+    rows = {r['variant']: r for r in json.loads((out / 'results.json').read_text())['rows']}  # in the mean: said
+    assert rows['sl']['skipped_runs'] == rows['base']['skipped_runs'] == 1
+    assert '50.50 ± 0.71 (1 skipped unreadable images)' in report
 
 
 @pytest.mark.parametrize('given', ['torch/svhn', 'TORCH/SVHN', 'torch/x/svhn'])
@@ -2692,3 +2695,25 @@ def test_an_in_chans_other_than_the_inputs_channels_is_refused(fake_train, tmp_p
     from timm_sl.tools.reproduce import check_in_chans  # the same channels, or --in-chans left to --input-size
     for more in (['--in-chans', '3'], ['--in-chans', '1', '--input-size', '1', '32', '32'], []):
         check_in_chans(['--epochs', '1', *more], recipe_path('svhn'))
+
+
+def test_skips_of_a_session_whose_epochs_were_not_kept_are_not_counted(fake_train, tmp_path, capsys, monkeypatch):
+    """A session that skipped unreadable images and failed before its first epoch, then (the images replaced) a start
+    from scratch that read every image: train.log keeps both sessions, and the clean run was reported as 'done,
+    unreadable images skipped'. Only the log since the run's last start from scratch counts now."""
+    warning = 'WARNING: Skipped sample (index 4). image file is truncated'
+    fake_train.write_text(FAKE_TRAIN.replace('a = p.parse_args()\n', 'a = p.parse_args()\nif os.environ.get("SKIP"):'
+                                             f'\n    print({warning!r}, file=sys.stderr); sys.exit(1)\n'))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('vit',), train_args=['--epochs', '1'])
+    monkeypatch.setenv('SKIP', '1')
+    assert _exit_status(argv) != 0
+    log = out / 'runs' / 'vit-sl-s0' / 'train.log'
+    assert warning in log.read_text()
+    monkeypatch.delenv('SKIP')
+    assert _exit_status(argv) == 0
+    capsys.readouterr()
+    assert warning in log.read_text()  # the log keeps the failed session
+    runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['status'] == 'done'
+    assert 'unreadable images skipped' not in (out / 'report.md').read_text()

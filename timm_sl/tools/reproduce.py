@@ -92,6 +92,7 @@ def _dataset_name(dataset: Any) -> str:
         return TORCHVISION_FOLDER
     return f"torch/{text.split('/', 2)[-1]}" if reader == 'torch' else text
 
+
 LOG_NAME = 'train.log'
 DIVERGED = 'diverged (NaN)'  # a finished run without a finite top-1, in the report and charts
 SETTINGS = 'run.json'  # per run: what defines its result (:func:`run_settings`), written when it starts from scratch
@@ -1089,7 +1090,9 @@ def _collect(outcome: Outcome) -> Outcome:
     outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
-    outcome.skipped = skipped_samples(outcome.run.out_dir / LOG_NAME)
+    start = sessions[0].get('log_from') if sessions and sessions[0].get('start') == 'new' else 0
+    kept = isinstance(start, int) and not isinstance(start, bool) and start >= 0  # the log since the last start from
+    outcome.skipped = skipped_samples(outcome.run.out_dir / LOG_NAME, start if kept else 0)  # scratch: epochs kept
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
@@ -1135,13 +1138,14 @@ def _sessions(run: Run, current: bool = False) -> List[Dict[str, Any]]:
     return sessions[fresh[-1]:] if current and fresh else sessions
 
 
-def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int) -> None:
+def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int, log_from: int = 0) -> None:
     """Add a train.py session to the run's :data:`SESSIONS`: ``given_epochs``, the ``--epochs`` it was given (its
-    schedule may train more: ``--cooldown-epochs`` ...), beside the epochs it began and ended at."""
+    schedule may train more: ``--cooldown-epochs`` ...), beside the epochs it began and ended at; and, for a start
+    from scratch, ``log_from``: the size of :data:`LOG_NAME` before it (what went before it is of no kept epoch)."""
     sessions = _sessions(run) + [dict(status=result.status if not result.message else 'failed', code=result.code,
                                       seconds=round(result.seconds, 1), devices=result.devices,
                                       epochs=[result.epochs_before, result.epochs_after], given_epochs=given_epochs,
-                                      start='new' if fresh else 'resume')]
+                                      start='new' if fresh else 'resume', **({'log_from': log_from} if fresh else {}))]
     (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
 
 
@@ -1195,6 +1199,8 @@ def reproduce(
                     (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
                 (run.out_dir / SETTINGS).write_text(json.dumps(settings[run.name], indent=1))
             fresh_start[run.name] = resume is None
+            log = run.out_dir / LOG_NAME
+            log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
             (run.out_dir / COMMAND).write_text(shlex.join(cmd) + '\n')
             started[run.name] = cmd
@@ -1203,6 +1209,7 @@ def reproduce(
 
     started: Dict[str, List[str]] = {}
     fresh_start: Dict[str, bool] = {}
+    log_from: Dict[str, int] = {}
     by_name = {run.name: run for _, run in todo}
 
     def finish(result: JobResult) -> None:
@@ -1228,7 +1235,7 @@ def reproduce(
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
                          model_kwargs=run.model_kwargs, dataset=next(
                              (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1))
-        _record_session(run, result, fresh_start.get(run.name, False), given_epochs)
+        _record_session(run, result, fresh_start.get(run.name, False), given_epochs, log_from.get(run.name, 0))
 
     def images(run: Run) -> float:
         throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)
@@ -1311,7 +1318,8 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
     the paper's top-1 and delta for the dataset. Rows without a finished run have ``mean=None``; ``diverged``
     counts the finished runs without a finite top-1 (NaN in every epoch), which the mean leaves out;
     ``diverged_partway`` those that diverged after a finite top-1 (``summary['diverged_epoch']``), whose best before
-    it the mean counts (the paper reports the best top-1 over epochs), and the report names. ``run_epochs``:
+    it the mean counts (the paper reports the best top-1 over epochs), and the report names; ``skipped_runs`` the
+    runs in the mean whose train.py skipped unreadable images (:attr:`Outcome.skipped`), named too. ``run_epochs``:
     the epochs each finished run trained (a run finished by an earlier call with a larger ``--epochs`` keeps its
     own); the delta of a row whose runs and its baseline's did not all train as many is left out (None, with
     ``delta_note``), as best-over-2-epochs against best-over-1 is no gain of SL."""
@@ -1324,12 +1332,14 @@ def aggregate(outcomes: Sequence[Outcome], dataset: str) -> List[Dict[str, Any]]
         values = [v for v in finished if v is not None]
         partway = sum(1 for o in members if o.status == 'done' and o.summary and o.summary.get('best_top1') is not None
                       and o.summary.get('diverged_epoch'))
+        skipped = sum(1 for o in members if o.status == 'done' and o.summary and o.summary.get('best_top1') is not None
+                      and o.skipped)
         mean, std = _mean_std(values) if values else (None, None)
         epochs = {o.run.name: o.summary['epochs'] for o in members
                   if o.status == 'done' and o.summary and o.summary.get('epochs') is not None}
         rows.append(dict(family=family, variant=variant, model=members[0].run.model,
                          model_kwargs=members[0].run.model_kwargs, seeds=len(values), runs=len(members),
-                         diverged=len(finished) - len(values), diverged_partway=partway,
+                         diverged=len(finished) - len(values), diverged_partway=partway, skipped_runs=skipped,
                          mean=mean, std=std, paper=_paper(members, dataset), run_epochs=epochs))
     by_key = {(r['family'], r['variant']): r for r in rows}
     for row in rows:
@@ -1407,16 +1417,19 @@ def _common_extra(rows: Sequence[Dict[str, Any]]) -> str:
 
 def _diverged_notes(row: Dict[str, Any]) -> List[str]:
     """What a measured row says of its diverged runs: 'n more diverged' (NaN in every epoch: left out of its value)
-    and 'n diverged partway: best before' (counted by their best top-1 before it); [] for a row not measured."""
+    and 'n diverged partway: best before' (counted by their best top-1 before it); and of its runs that skipped
+    unreadable images (counted: 'n skipped unreadable images'); [] for a row not measured."""
     if row.get('mean') is None:
         return []
-    partway = row.get('diverged_partway') or 0
+    partway, skipped = row.get('diverged_partway') or 0, row.get('skipped_runs') or 0
     return ([f'{row["diverged"]} more diverged'] if row.get('diverged') else []) + \
-        ([f'{partway} diverged partway: best before'] if partway else [])
+        ([f'{partway} diverged partway: best before'] if partway else []) + \
+        ([f'{skipped} skipped unreadable images'] if skipped else [])
 
 
 def _diverged_note(row: Dict[str, Any]) -> str:
-    """' (n more diverged; m diverged partway: best before)' of :func:`_diverged_notes`, '' without any."""
+    """' (n more diverged; m diverged partway: best before; k skipped unreadable images)' of
+    :func:`_diverged_notes`, '' without any."""
     notes = _diverged_notes(row)
     return f' ({"; ".join(notes)})' if notes else ''
 

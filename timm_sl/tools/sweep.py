@@ -41,9 +41,9 @@ STOP_GRACE_S = 20.  # after Ctrl-C, seconds train.py gets to stop before its pro
 POLL_S = 1.  # how often running jobs' logs and summaries are read
 _TICK_S = 0.05  # how often their processes are asked whether they ended
 
-# timm train.py's progress line: epoch, update index, updates per epoch, then "(avg s, avg/s)"
 # timm's ImageDataset on an image it cannot open or decode: this warning, then the next image read in its place
 _SKIPPED_LINE = re.compile(r'Skipped sample \(index (\d+)\)')
+# timm train.py's progress line: epoch, update index, updates per epoch, then "(avg s, avg/s)"
 _TRAIN_LINE = re.compile(r'Train: (\d+) \[\s*(\d+)/(\d+)\b.*?\(\s*([\d.]+)s,\s*([\d.]+)/s\)')
 
 
@@ -213,12 +213,13 @@ def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, fl
     return images, seconds
 
 
-def skipped_samples(log: Path) -> List[int]:
+def skipped_samples(log: Path, start: int = 0) -> List[int]:
     """The sample index of each time timm's dataset skipped an image it could not read (a truncated or damaged file;
     it logs ``Skipped sample (index N). <error>`` and reads the next image in its place), in the order logged, from
-    the whole log (every session); [] when the log is absent or unreadable."""
+    byte ``start`` of the log on (0: every session); [] when the log is absent or unreadable."""
     try:
         with open(log, 'rb') as f:
+            f.seek(start)
             text = f.read().decode('utf-8', 'replace')
     except OSError:
         return []
