@@ -109,8 +109,6 @@ def check_distinct_sources(files: Dict[str, Path]) -> None:
                              f'split as released')
 
 
-
-
 def _read_by_timm(path: Path) -> bool:
     """Whether timm's folder reader reads ``path`` of a split folder: a folder (walked), or an image file."""
     return path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES
