@@ -857,20 +857,29 @@ def test_card_of_a_run_resumed_into_a_new_folder_names_the_lr_of_the_checkpoint_
     assert "optimizer's state" not in card
 
 
+
+def _resumed_into_new_folder(tmp_path: Path, **resumed_args) -> tuple:
+    """``(output/b, output/a's checkpoint)``: output/a a run of --epochs 2 --smoothing 0.1 whose last.pth.tar (timm's
+    version 2) resumes at epoch 2 (from 0), and output/b resumed from it into a new folder with --epochs 4 and
+    ``resumed_args``, its summary.csv listing epochs 2-3 (from 0); relative to train.py's working directory
+    ``tmp_path``."""
+    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
+    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
+    torch.save(first, tmp_path / 'output' / 'a' / 'last.pth.tar')
+    run = tmp_path / 'output' / 'b'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, **resumed_args)
+    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text(json.dumps(resumed))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    return run, first
+
 def test_card_of_a_run_resumed_into_a_new_folder_names_the_arguments_of_the_run_it_resumed(tmp_path, monkeypatch):
     """train.py --epochs 2 --smoothing 0.1 into output/a, then --resume output/a/last.pth.tar --epochs 4 --smoothing 0
     into a new folder: the card gave `epochs: 4` and `smoothing: 0.0` as the recipe and said only that the first 2
     epochs ran in another run folder, not that they trained under a 2-epoch schedule with another smoothing."""
     monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
-    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
-    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
-    torch.save(first, tmp_path / 'output' / 'a' / 'last.pth.tar')  # timm's version 2: resumed at epoch 2 (from 0)
-    run = tmp_path / 'output' / 'b'
-    _train_run(run, 'sl_vit_32', dict(depth=1))
-    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, smoothing=0.0)
-    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
-    (run / 'args.yaml').write_text(json.dumps(resumed))
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    run, _ = _resumed_into_new_folder(tmp_path, smoothing=0.0)
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert ("The run was resumed with other arguments: the session that saved these weights trained with the recipe "
             "above, its last session's, the run it was resumed from (`output/a/last.pth.tar`, epoch 2) with "
@@ -1584,14 +1593,7 @@ def test_card_of_a_run_resumed_from_a_checkpoint_that_changed_since_does_not_nam
     trained on (its last.pth.tar now epoch 8, of --epochs 8 --smoothing 0.3): b's card named those as the arguments
     of 'the run it was resumed from', which b never resumed from; now it says the checkpoint changed since."""
     monkeypatch.chdir(tmp_path)  # train.py's working directory: --output output, relative
-    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
-    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
-    run = tmp_path / 'output' / 'b'
-    _train_run(run, 'sl_vit_32', dict(depth=1))
-    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, smoothing=0.0)
-    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
-    (run / 'args.yaml').write_text(json.dumps(resumed))
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
+    run, first = _resumed_into_new_folder(tmp_path, smoothing=0.0)
     later = dict(vars(first['args']), epochs=8, smoothing=0.3)
     torch.save(dict(first, epoch=7, args=argparse.Namespace(**later)), tmp_path / 'output' / 'a' / 'last.pth.tar')
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
@@ -1610,15 +1612,8 @@ def test_card_of_a_run_resumed_with_start_epoch_does_not_say_its_checkpoint_chan
     """train.py --resume output/a/last.pth.tar --start-epoch 2: train.py begins at epoch 3 whatever epoch the
     checkpoint holds, so the card said the unchanged checkpoint 'has changed since'; it says what cannot be told."""
     monkeypatch.chdir(tmp_path)
-    _train_run(tmp_path / 'output' / 'a', 'sl_vit_32', dict(depth=1), output='output', smoothing=0.1)
-    first = dict(torch.load(tmp_path / 'output' / 'a' / 'model_best.pth.tar', weights_only=False), version=2)
+    run, first = _resumed_into_new_folder(tmp_path, start_epoch=2)
     torch.save(dict(first, epoch=5), tmp_path / 'output' / 'a' / 'last.pth.tar')  # resumes at 6: --start-epoch wins
-    run = tmp_path / 'output' / 'b'
-    _train_run(run, 'sl_vit_32', dict(depth=1))
-    resumed = dict(vars(first['args']), resume='output/a/last.pth.tar', epochs=4, start_epoch=2)
-    torch.save(dict(first, epoch=3, args=argparse.Namespace(**resumed)), run / 'model_best.pth.tar')
-    (run / 'args.yaml').write_text(json.dumps(resumed))
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n2,1,1,50,90\n3,1,1,55.5,95\n')
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert 'has changed since' not in card
     assert ("`output/a/last.pth.tar` cannot be taken for the checkpoint this run resumed from (its epoch cannot be "
