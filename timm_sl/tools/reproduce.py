@@ -1749,20 +1749,28 @@ _TORCH_GREY = {'torch/mnist': 'MNIST', 'torch/kmnist': 'KMNIST', 'torch/qmnist':
                'torch/fashion_mnist': 'FashionMNIST'}
 
 
+def _given_or_recipes(key: str, extra_args: Sequence[str], recipe: Path) -> Tuple[Optional[List[Any]], str]:
+    """The values of train.py's ``--KEY`` (``key`` by train.py's name) after ``--``, else the recipe's, as a list, and
+    where they are set ('after --', 'of the R recipe'); ``(None, '')`` where neither sets it."""
+    words = _flag_words(extra_args).get('--' + key.replace('_', '-'))
+    if words is not None:
+        return words, 'after --'
+    value = read_recipe(recipe).get(key)
+    if value is None:
+        return None, ''
+    return (list(value) if isinstance(value, (list, tuple)) else [value]), f'of the {recipe.name} recipe'
+
+
 def _input_channels(extra_args: Sequence[str], recipe: Path) -> Tuple[int, str]:
     """The channels train.py normalises each image for (0: not a number), and where they are set: ``--input-size``
     after ``--``, else the recipe's, else ``--in-chans`` (timm's ``resolve_data_config``: the input size wins), else
     train.py's 3."""
-    words, config = _flag_words(extra_args), read_recipe(recipe)
-    found = [(words.get('--input-size'), '--input-size {} after --'),
-             (config.get('input_size'), f'--input-size {{}} of the {recipe.name} recipe'),
-             (words.get('--in-chans'), '--in-chans {} after --'),
-             ([config['in_chans']] if config.get('in_chans') is not None else None,
-              f'in_chans {{}} of the {recipe.name} recipe')]
-    for values, where in found:
+    for key in ('input_size', 'in_chans'):
+        values, where = _given_or_recipes(key, extra_args, recipe)
         if values:
             first = str(values[0])
-            return int(first) if first.isdigit() else 0, where.format(' '.join(map(str, values)))
+            return (int(first) if first.isdigit() else 0,
+                    f'--{key.replace("_", "-")} {" ".join(map(str, values))} {where}')
     return 3, "train.py's default"
 
 
@@ -1802,12 +1810,9 @@ def check_mean_std(extra_args: Sequence[str], recipe: Path) -> None:
         ValueError: the first such setting, naming it, the channels and where they are set, one line.
     """
     channels, where = _input_channels(extra_args, recipe)
-    words, config = _flag_words(extra_args), read_recipe(recipe)
     for key in ('mean', 'std'):
-        values, given = words.get('--' + key), 'after --'
-        if values is None:
-            values, given = config.get(key), f'of the {recipe.name} recipe'
-        if not channels or not isinstance(values, (list, tuple)) or len(values) in (1, channels):
+        values, given = _given_or_recipes(key, extra_args, recipe)
+        if not channels or not values or len(values) in (1, channels):
             continue
         allowed = 'one value' if channels == 1 else f'{channels} values, or one for every channel'
         raise ValueError(f'--{key} {" ".join(map(str, values))} {given} has {len(values)} values for {channels}-'
@@ -1823,15 +1828,12 @@ def check_in_chans(extra_args: Sequence[str], recipe: Path) -> None:
     Raises:
         ValueError: naming both settings, one line.
     """
-    words, config = _flag_words(extra_args), read_recipe(recipe)
-    given = words.get('--in-chans')
-    chans, where = (given[0] if given else None), '--in-chans {} after --'
-    if chans is None:
-        chans, where = config.get('in_chans'), f'in_chans {{}} of the {recipe.name} recipe'
+    given, where = _given_or_recipes('in_chans', extra_args, recipe)
+    chans = given[0] if given else None
     channels, read_as = _input_channels(extra_args, recipe)
     if chans is None or not str(chans).isdigit() or not channels or int(chans) == channels:
         return
-    raise ValueError(f'{where.format(chans)} builds every model for {chans}-channel input, but train.py reads the '
+    raise ValueError(f'--in-chans {chans} {where} builds every model for {chans}-channel input, but train.py reads the '
                      f'images as {channels}-channel ({read_as}): every run would fail on its first batch; allowed: '
                      f'-- --in-chans {channels}, or -- --input-size {chans} H W')
 
