@@ -15,8 +15,8 @@ import pytest
 from timm_sl.tools.cli import main
 from timm_sl.tools.errors import shown
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, check_output_outside_data, plan_runs, planned_epochs, recipe_path, run_state,
-    train_command, write_report)
+    VARIANTS, Outcome, Run, aggregate, check_failing_args, check_output_outside_data, plan_runs, planned_epochs,
+    recipe_path, run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -2717,3 +2717,18 @@ def test_skips_of_a_session_whose_epochs_were_not_kept_are_not_counted(fake_trai
     runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
     assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['status'] == 'done'
     assert 'unreadable images skipped' not in (out / 'report.md').read_text()
+
+
+def test_repeated_augmentation_in_one_process_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """-- --aug-repeats 3 (timm's DeiT recipes) without --nproc started every run, and each stopped at its first batch
+    on timm's loader assertion; a run of 2+ processes takes it."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--aug-repeats', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    says = _refused(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--aug-repeats', '3']),
+                    capsys)
+    assert says == ('--aug-repeats 3 after -- would stop every run at its start (train.py asserts that repeated '
+                    'augmentation needs a distributed run); allowed: --nproc 2 or more before --, or -- '
+                    '--aug-repeats 0')
+    assert not (out / 'runs').exists()
+    check_failing_args(['--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)
+    check_failing_args(['--aug-repeats', '0'], recipe_path('cifar10'))

@@ -1874,11 +1874,12 @@ def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
                              f'them by the first one\'s label; allowed: leave it out')
 
 
-def check_failing_args(extra_args: Sequence[str], recipe: Path) -> None:
+def check_failing_args(extra_args: Sequence[str], recipe: Path, nproc: int = 1) -> None:
     """Refuse train.py arguments after ``--`` with which train.py stops every run at its start on an assertion that
     says nothing (each run's reason in the report would be ``AssertionError``): ``--jsd-loss`` or ``--split-bn``
-    without ``--aug-splits N`` >= 2 (``--split-bn``: or ``--resplit``), and ``--aug-splits`` while the recipe's mixup /
-    cutmix go through train.py's prefetcher, which mixes no augmentation splits.
+    without ``--aug-splits N`` >= 2 (``--split-bn``: or ``--resplit``), ``--aug-splits`` while the recipe's mixup /
+    cutmix go through train.py's prefetcher, which mixes no augmentation splits, and ``--aug-repeats`` in one process
+    (timm's loader repeats augmentations only across the processes of a distributed run).
 
     Raises:
         ValueError: the first such argument, one line.
@@ -1890,6 +1891,10 @@ def check_failing_args(extra_args: Sequence[str], recipe: Path) -> None:
         settings.get('cutmix_minmax') is not None
     unmixed = ' --mixup 0 --cutmix 0' if mixing and not settings.get('no_prefetcher') else ''
     stops = 'would stop every run at its start (train.py asserts'
+    repeats = settings.get('aug_repeats') or 0
+    if nproc == 1 and isinstance(repeats, (int, float)) and repeats > 0:
+        raise ValueError(f'--aug-repeats {repeats:g} after -- {stops} that repeated augmentation needs a distributed '
+                         f'run); allowed: --nproc 2 or more before --, or -- --aug-repeats 0')
     for switch, alone in (('jsd_loss', ''), ('split_bn', ' or --resplit')):
         if settings.get(switch) and splits < 2 and not (alone and settings.get('resplit')):
             flag = '--' + switch.replace('_', '-')
@@ -2133,7 +2138,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     data = train_data(recipe, args.data_dir, extra)
     check_ignored_data_args(extra, recipe, data)
     check_unread_args(extra, recipe)
-    check_failing_args(extra, recipe)
+    check_failing_args(extra, recipe, args.nproc)
     check_grey_torch_dataset(extra, recipe, data)
     check_mean_std(extra, recipe)
     check_in_chans(extra, recipe)
