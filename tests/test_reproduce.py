@@ -2717,3 +2717,22 @@ def test_skips_of_a_session_whose_epochs_were_not_kept_are_not_counted(fake_trai
     runs = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
     assert runs['vit-sl-s0']['skipped_samples'] == 0 and runs['vit-sl-s0']['status'] == 'done'
     assert 'unreadable images skipped' not in (out / 'report.md').read_text()
+
+
+@pytest.mark.parametrize('first,second', [('C', 'c'), ('1', '01')])
+def test_class_folders_timm_sorts_as_equal_are_refused(fake_train, tmp_path, capsys, first, second):
+    """Class folders 'C' and 'c' (letters of both cases) or '1' and '01' passed: timm's folder reader sorts class names
+    ignoring case and leading zeros, so it labelled the two in a set's order, which changes from one Python process to
+    the next: a resumed run or validate.py read either class with the other's label."""
+    layout = [f'{split}/{name}/0.png' for split in ('train', 'test') for name in (first, second, 'a', 'b', 'd', 'e',
+                                                                                   'f', 'g', 'h', 'i')]
+    data = _folders(tmp_path / 'data', layout)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    low, high = sorted((first, second))
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / split} holds class folders {low!r} and {high!r}, which timm's folder reader "
+        f"cannot order (it sorts class names ignoring case, numbers by value): their labels would change from one "
+        f"start of train.py or validate.py to the next, and between the splits; allowed: rename one of them, or -- "
+        f"--class-map naming each folder's label" for split in ('train', 'test')]
+    assert not out.exists()

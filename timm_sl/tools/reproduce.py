@@ -344,6 +344,19 @@ def _holds_class_folders(folder: Path, most: int = 3) -> bool:
     return False
 
 
+def _unordered_classes(names: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """Two class names timm's folder reader sorts as equal ('C' and 'c', '1' and '01': its natural sort ignores case
+    and leading zeros), or None: it then labels them in the order of a set of strings, which changes from one Python
+    process to the next (hash randomization)."""
+    seen: Dict[str, str] = {}
+    for name in sorted(names):  # timm's sort key: lower case, each run of digits as its number
+        key = repr([int(part) if i % 2 else part for i, part in enumerate(re.split(r'(\d+)', name.lower()))])
+        first = seen.setdefault(key, name)
+        if first != name:
+            return first, name
+    return None
+
+
 def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
@@ -583,6 +596,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
                           f'classes (num_classes)')
+            continue
+        tie = None if data['class_map'] else _unordered_classes([c.name for c in class_dirs])
+        if tie is not None:
+            errors.append(f"{folder} holds class folders {tie[0]!r} and {tie[1]!r}, which timm's folder reader "
+                          f"cannot order (it sorts class names ignoring case, numbers by value): their labels would "
+                          f"change from one start of train.py or validate.py to the next, and between the splits; "
+                          f"allowed: rename one of them, or -- --class-map naming each folder's label")
             continue
         classes[folder] = {c.name for c in class_dirs}
     if len(classes) == 2 and not data['class_map']:
