@@ -2736,3 +2736,28 @@ def test_class_folders_timm_sorts_as_equal_are_refused(fake_train, tmp_path, cap
         f"start of train.py or validate.py to the next, and between the splits; allowed: rename one of them, or -- "
         f"--class-map naming each folder's label" for split in ('train', 'test')]
     assert not out.exists()
+
+
+def test_a_16_bit_grey_image_timm_would_read_clipped_is_refused(fake_train, tmp_path, capsys):
+    """A 16-bit grey PNG (microscopy, medical scans) passed: PIL reads it as mode I;16 and timm's conversion to RGB
+    clips every value above 255, so the runs trained on white images. One whose values stay within 0-255 is read as
+    it is, and passes."""
+    import numpy as np
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    ramp = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    for name, values in (('train/3/wide.png', ramp * 1000), ('train/3/wide2.png', ramp * 900),
+                         ('test/4/narrow.png', ramp * 4)):
+        Image.fromarray(values).save(data / name)
+        assert Image.open(data / name).mode == 'I;16'
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '3' / 'wide.png'} is a 16-bit grey image whose values reach 63000 (1 more alike): timm's "
+        f"folder reader reads it as 8-bit, clipping every value above 255 to white, so the run would train on white "
+        f"images; allowed: 8-bit images (scale them to 0-255 first)")
+    assert not out.exists()
+    for name in ('wide.png', 'wide2.png'):
+        (data / 'train' / '3' / name).unlink()
+    assert _exit_status(argv) == 0

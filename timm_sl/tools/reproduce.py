@@ -271,20 +271,34 @@ _JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of i
 _JPEG_PADDING = b'\x00\xff'  # bytes some encoders write after a JPEG's end marker
 _APPLE_DOUBLE = b'\x00\x05\x16\x07'  # macOS metadata beside a file copied to exFAT / SMB: ._name.png
 _APPLE_DOUBLE_NAME = re.compile(r'\._.')
+_PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
-def _image_fault(path: str, size: int) -> Optional[str]:
+def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None) -> Optional[str]:
     """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
     PNG that ends with its IEND chunk, or a JPEG with its end marker (after it only padding), is taken as whole from
     its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
-    behind the suffix) is decoded with PIL, as the reader does."""
+    behind the suffix) is decoded with PIL, as the reader does. ``clipped``: filled with each 16-bit grey PNG whose
+    values pass 255 and its highest value (PIL reads it as mode I;16, and its conversion to 'RGB' or 'L', timm's
+    reading, clips every value above 255 to white)."""
     try:
         with open(path, 'rb') as f:
-            head = f.read(8)
+            head = f.read(26)
             f.seek(max(size - 64, 0))
             tail = f.read()
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
+    if clipped is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' and head[24:26] == _PNG_GREY_16:
+        from PIL import Image
+        try:
+            with Image.open(path) as image:
+                peak = image.getextrema()[1]
+        except Exception:  # not decoded: said below
+            pass
+        else:
+            if peak > 255:
+                clipped.append((Path(path), peak))
+            return None
     if head.startswith(_PNG_HEAD) and tail.endswith(_PNG_END):
         return None
     if head.startswith(_JPEG_HEAD) and tail.rstrip(_JPEG_PADDING).endswith(_JPEG_END):
@@ -305,12 +319,13 @@ def _image_fault(path: str, size: int) -> Optional[str]:
     return 'is no image PIL reads (neither a whole PNG nor a whole JPEG)'
 
 
-def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
-                   broken: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
+                   clipped: Optional[List[Tuple[Path, int]]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
-    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`).
+    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
+    16-bit grey images it would read clipped, and their highest value.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -328,7 +343,7 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
             if size == 0 and empty is not None:
                 empty.append(Path(file))
             elif size > 0 and broken is not None:
-                fault = _image_fault(file, size)
+                fault = _image_fault(file, size, clipped)
                 if fault is not None:
                     broken.append((Path(file), fault))
     return sorted(found)
@@ -533,8 +548,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         empty: List[Path] = []
         broken: List[Tuple[Path, str]] = []
+        clipped: List[Tuple[Path, int]] = []
         try:
-            holders = _image_folders(folder, empty, broken)
+            holders = _image_folders(folder, empty, broken, clipped)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -553,6 +569,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           "its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
                           "images (copy or extract them again, or remove them" +
                           (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
+            continue
+        if clipped:  # as the analyses refuse such an image
+            (first, peak), more = min(clipped), len(clipped) - 1
+            errors.append(f"{first} is a 16-bit grey image whose values reach {peak}" +
+                          (f' ({more} more alike)' if more else '') +
+                          ": timm's folder reader reads it as 8-bit, clipping every value above 255 to white, so the "
+                          "run would train on white images; allowed: 8-bit images (scale them to 0-255 first)")
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
