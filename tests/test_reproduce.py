@@ -2761,3 +2761,23 @@ def test_a_16_bit_grey_image_timm_would_read_clipped_is_refused(fake_train, tmp_
     for name in ('wide.png', 'wide2.png'):
         (data / 'train' / '3' / name).unlink()
     assert _exit_status(argv) == 0
+
+
+def test_an_image_of_a_format_timm_does_not_read_beside_the_images_is_refused(fake_train, tmp_path, capsys):
+    """A class folder of images saved from the web held a .webp and a .jfif (a browser's JPEG) beside its JPEGs: timm's
+    folder reader reads .png / .jpg / .jpeg only and passed them by as it passes by a text file, so the runs trained
+    without them and the report said nothing. A text file or a .DS_Store beside the images is no image: it passes."""
+    data = _folders(tmp_path / 'data', DIGITS + ['train/3/notes.txt', 'train/3/.DS_Store', 'test/2/Thumbs.db'])
+    (data / 'train' / '5' / 'cat.webp').write_bytes(b'RIFF\0\0\0\0WEBPVP8 ')
+    (data / 'train' / '5' / 'dog.JFIF').write_bytes(_image_bytes('.jpg'))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '5' / 'cat.webp'} is an image timm's folder reader does not read (it reads .png, .jpg, "
+        f".jpeg only) (1 more alike): the split would leave it out without a word; allowed: convert it to PNG or JPEG, "
+        f"or move it out of {data / 'train'}")
+    assert not out.exists()
+    (data / 'train' / '5' / 'cat.webp').unlink()
+    (data / 'train' / '5' / 'dog.JFIF').rename(data / 'train' / '5' / 'dog.jpg')
+    assert _exit_status(argv) == 0

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
-from .files import IMAGE_SUFFIXES, check_regular_file, read_text
+from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -320,12 +320,13 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
 
 
 def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
-                   clipped: Optional[List[Tuple[Path, int]]] = None) -> List[Path]:
+                   clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
     ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
-    16-bit grey images it would read clipped, and their highest value.
+    16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
+    does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -335,6 +336,8 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
         images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
         if images:
             found.append(Path(path))
+        if unread is not None:
+            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES)
         if empty is None and broken is None:
             continue
         for name in images:
@@ -549,8 +552,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         empty: List[Path] = []
         broken: List[Tuple[Path, str]] = []
         clipped: List[Tuple[Path, int]] = []
+        unread: List[Path] = []
         try:
-            holders = _image_folders(folder, empty, broken, clipped)
+            holders = _image_folders(folder, empty, broken, clipped, unread)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -615,6 +619,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           (f' ({more} more class folder{"s" if more > 1 else ""} alike)' if more else '') +
                           f": timm labels an image by the folder it is in, so every image would be class "
                           f"'{sub.name}'; {fix}")
+            continue
+        if unread:
+            first, more = min(unread), len(unread) - 1
+            errors.append(f"{first} is an image timm's folder reader does not read (it reads "
+                          f"{', '.join(IMAGE_SUFFIXES)} only)" + (f' ({more} more alike)' if more else '') +
+                          f": the split would leave it out without a word; allowed: convert it to PNG or JPEG, or "
+                          f"move it out of {folder}")
             continue
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
