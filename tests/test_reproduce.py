@@ -2781,3 +2781,19 @@ def test_an_image_of_a_format_timm_does_not_read_beside_the_images_is_refused(fa
     (data / 'train' / '5' / 'cat.webp').unlink()
     (data / 'train' / '5' / 'dog.JFIF').rename(data / 'train' / '5' / 'dog.jpg')
     assert _exit_status(argv) == 0
+
+
+def test_an_image_that_is_a_link_to_nothing_is_refused(fake_train, tmp_path, capsys):
+    """A split built of links to the images of another folder, some of whose images were moved or deleted since: the
+    links to nothing passed, and timm's folder reader, which lists them as images, skipped each with a warning and
+    read the next image (of the next class, at a class's end) in its place."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '6' / '1.png').symlink_to(tmp_path / 'moved' / '1.png')
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '6' / '1.png'} is a link to {tmp_path / 'moved' / '1.png'}, which does not exist: timm's "
+        f"folder reader would skip it with a warning in the log and read the next image in its place, so the split "
+        f"would not be the images it holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove "
+        f"them)")
+    assert not out.exists()

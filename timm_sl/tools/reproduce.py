@@ -349,6 +349,8 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
                 fault = _image_fault(file, size, clipped)
                 if fault is not None:
                     broken.append((Path(file), fault))
+            elif broken is not None and os.path.islink(file) and not os.path.exists(file):  # its image moved away
+                broken.append((Path(file), f'is a link to {shown(os.readlink(file))}, which does not exist'))
     return sorted(found)
 
 
