@@ -2797,3 +2797,21 @@ def test_an_image_that_is_a_link_to_nothing_is_refused(fake_train, tmp_path, cap
         f"would not be the images it holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove "
         f"them)")
     assert not out.exists()
+
+
+@pytest.mark.parametrize('train_name,test_name,says', [
+    ('cat ', 'cat', "('cat ' and 'cat' differ only in spaces at an end"),
+    ('Cat', 'cat', "('Cat' and 'cat' differ only in case"),
+    ('caf\u00e9', 'cafe\u0301', "('caf\\xe9' and 'cafe\\u0301' are one name with its accents written in two Unicode "
+     "forms, NFC and NFD (as macOS writes names)")])
+def test_a_class_spelled_otherwise_in_the_other_split_is_named_so(fake_train, tmp_path, capsys, train_name,
+                                                                   test_name, says):
+    """A class folder 'cat ' (a trailing space) in train and 'cat' in test was refused with 'only in train: cat ; only
+    in test: cat', two names that read the same; so were 'café' copied from a Mac (its accent a second character)
+    and 'café' made on Linux. The line now says what tells the two apart."""
+    layout = [p for p in DIGITS if not p.split('/')[1] == '9']
+    data = _folders(tmp_path / 'data', layout + [f'train/{train_name}/0.png', f'test/{test_name}/0.png'])
+    assert _exit_status(_reproduce_args(data, tmp_path / 'out', fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train'} and {data / 'test'} hold different classes: only in {data / 'train'}: {train_name}; only in "
+        f"{data / 'test'}: {test_name} {says}: timm reads them as two classes; allowed: one spelling in both splits)")

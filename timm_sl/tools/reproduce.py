@@ -377,6 +377,26 @@ def _unordered_classes(names: Sequence[str]) -> Optional[Tuple[str, str]]:
     return None
 
 
+def _look_alike(first: Sequence[str], second: Sequence[str]) -> str:
+    """What tells apart the first class name of ``first`` that looks like one of ``second`` ('c ' and 'c'; 'café' as
+    macOS writes it and as Linux does): a clause for an error, empty where none does."""
+    import unicodedata
+
+    def seen(name: str) -> str:
+        return unicodedata.normalize('NFC', name).strip().casefold()
+    pair = next(((a, b) for a in first for b in second if seen(a) == seen(b)), None)
+    if pair is None:
+        return ''
+    a, b = pair
+    if unicodedata.normalize('NFC', a) == unicodedata.normalize('NFC', b):
+        return (f' ({ascii(a)} and {ascii(b)} are one name with its accents written in two Unicode forms, NFC and NFD '
+                f'(as macOS writes names): timm reads them as two classes; allowed: one spelling in both splits)')
+    how = ('spaces at an end' if a.strip() == b.strip() else 'case' if a.casefold() == b.casefold() else
+           'case and spaces at an end')
+    return (f' ({a!r} and {b!r} differ only in {how}: timm reads them as two classes; allowed: one spelling in both '
+            f'splits)')
+
+
 def _listed(names: Sequence[str], most: int = 3) -> str:
     return ', '.join(list(names)[:most]) + (', ...' if len(names) > most else '')
 
@@ -646,7 +666,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if train_names != val_names:
             errors.append(f'{train} and {val} hold different classes: only in {train}: '
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
-                          f'{_listed(sorted(val_names - train_names))}')
+                          f'{_listed(sorted(val_names - train_names))}' +
+                          _look_alike(sorted(train_names - val_names), sorted(val_names - train_names)))
     return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
 
 
