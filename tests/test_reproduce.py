@@ -2815,3 +2815,25 @@ def test_a_class_spelled_otherwise_in_the_other_split_is_named_so(fake_train, tm
     assert _one_error(capsys) == (
         f"{data / 'train'} and {data / 'test'} hold different classes: only in {data / 'train'}: {train_name}; only in "
         f"{data / 'test'}: {test_name} {says}: timm reads them as two classes; allowed: one spelling in both splits)")
+
+
+def test_a_class_folder_without_an_image_torchvision_reads_is_refused_for_torch_folder(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder with a class folder holding only notes (or nothing) passed, its class folders counted:
+    torchvision's ImageFolder, which takes every folder for a class, stops train.py at its start ('Found no valid file
+    for the classes 7'), so every run failed. Its images at any depth, and a .webp (which it reads), pass."""
+    from torchvision.datasets.folder import IMG_EXTENSIONS
+    from timm_sl.tools.reproduce import TORCHVISION_IMAGE_SUFFIXES
+    assert TORCHVISION_IMAGE_SUFFIXES == IMG_EXTENSIONS
+    data = _folders(tmp_path / 'data', [p for p in DIGITS if p not in ('train/7/0.png', 'train/8/0.png')] +
+                    ['train/7/notes.txt', 'train/8/deep/0.txt'])
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '7'} holds no image torchvision's ImageFolder reads (.jpg, .jpeg, .png, .ppm, .bmp, .pgm, "
+        f".tif, .tiff, .webp) (1 more folder alike): every run would stop at its start ('Found no valid file for the "
+        f"classes 7'); allowed: add its images or remove it")
+    assert not out.exists()
+    (data / 'train' / '7' / 'cat.webp').write_bytes(b'RIFF')
+    (data / 'train' / '8' / 'deep' / '0.png').write_bytes(_image_bytes('.png'))
+    assert _exit_status(argv) == 0

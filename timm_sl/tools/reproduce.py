@@ -266,6 +266,8 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
+# the files torchvision's ImageFolder (--dataset torch/folder) takes for images (a test holds them equal to its own)
+TORCHVISION_IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif', '.tiff', '.webp')
 _PNG_HEAD, _PNG_END = b'\x89PNG\r\n\x1a\n', b'\x00\x00\x00\x00IEND\xaeB`\x82'  # signature; the IEND chunk
 _JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of image
 _JPEG_PADDING = b'\x00\xff'  # bytes some encoders write after a JPEG's end marker
@@ -565,7 +567,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
                 continue
         if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
-            if data['num_classes'] and len(class_dirs) != data['num_classes']:
+            empty_dirs = [c for c in class_dirs if not any(
+                f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES) for _, _, files in walk(c, every_path=True)
+                for f in files)]
+            if empty_dirs:
+                more = len(empty_dirs) - 1
+                errors.append(f"{empty_dirs[0]} holds no image torchvision's ImageFolder reads "
+                              f"({', '.join(TORCHVISION_IMAGE_SUFFIXES)})" +
+                              (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
+                              f": every run would stop at its start ('Found no valid file for the classes "
+                              f"{empty_dirs[0].name}'); allowed: add its images or remove it")
+            elif data['num_classes'] and len(class_dirs) != data['num_classes']:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
