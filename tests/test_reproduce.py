@@ -2837,3 +2837,27 @@ def test_a_class_folder_without_an_image_torchvision_reads_is_refused_for_torch_
     (data / 'train' / '7' / 'cat.webp').write_bytes(b'RIFF')
     (data / 'train' / '8' / 'deep' / '0.png').write_bytes(_image_bytes('.png'))
     assert _exit_status(argv) == 0
+
+
+def test_an_image_larger_than_pil_opens_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A PNG of 20000x20000 pixels (a scan, a map tile) passed: PIL refuses to open an image of more than twice its
+    MAX_IMAGE_PIXELS with a DecompressionBombError, which is no OSError, so timm's folder reader does not skip it and
+    every run stopped at it in its first epoch."""
+    import zlib
+    from PIL import Image
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, 'big') + kind + body + zlib.crc32(kind + body).to_bytes(4, 'big')
+    header = (20000).to_bytes(4, 'big') * 2 + bytes([8, 0, 0, 0, 0])  # 8-bit grey
+    png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', zlib.compress(b'')) + chunk(b'IEND', b'')
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'test' / '1' / 'scan.png').write_bytes(png)
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(data / 'test' / '1' / 'scan.png')
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'test' / '1' / 'scan.png'} is an image of 20000x20000 pixels, more than PIL opens "
+        f"({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): train.py would stop at it in every "
+        f"run; allowed: images downscaled below that")
+    assert not out.exists()

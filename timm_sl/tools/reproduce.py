@@ -276,13 +276,15 @@ _APPLE_DOUBLE_NAME = re.compile(r'\._.')
 _PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
-def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None) -> Optional[str]:
+def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None,
+                 huge: Optional[List[Tuple[Path, str]]] = None) -> Optional[str]:
     """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
     PNG that ends with its IEND chunk, or a JPEG with its end marker (after it only padding), is taken as whole from
     its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
     behind the suffix) is decoded with PIL, as the reader does. ``clipped``: filled with each 16-bit grey PNG whose
     values pass 255 and its highest value (PIL reads it as mode I;16, and its conversion to 'RGB' or 'L', timm's
-    reading, clips every value above 255 to white)."""
+    reading, clips every value above 255 to white); ``huge``: with each PNG of more pixels than PIL opens (its guard
+    against decompression bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
     try:
         with open(path, 'rb') as f:
             head = f.read(26)
@@ -290,6 +292,12 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
             tail = f.read()
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
+    if huge is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR':
+        from PIL import Image
+        width, height = int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')
+        if width * height > 2 * Image.MAX_IMAGE_PIXELS:
+            huge.append((Path(path), f'{width}x{height}'))
+            return None
     if clipped is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' and head[24:26] == _PNG_GREY_16:
         from PIL import Image
         try:
@@ -322,13 +330,15 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
 
 
 def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
-                   clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None) -> List[Path]:
+                   clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None,
+                   huge: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
     ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
     16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
-    does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out.
+    does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out; ``huge``: with the PNGs
+    too large for PIL to open, and their size.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -348,7 +358,7 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
             if size == 0 and empty is not None:
                 empty.append(Path(file))
             elif size > 0 and broken is not None:
-                fault = _image_fault(file, size, clipped)
+                fault = _image_fault(file, size, clipped, huge)
                 if fault is not None:
                     broken.append((Path(file), fault))
             elif broken is not None and os.path.islink(file) and not os.path.exists(file):  # its image moved away
@@ -587,8 +597,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         broken: List[Tuple[Path, str]] = []
         clipped: List[Tuple[Path, int]] = []
         unread: List[Path] = []
+        huge: List[Tuple[Path, str]] = []
         try:
-            holders = _image_folders(folder, empty, broken, clipped, unread)
+            holders = _image_folders(folder, empty, broken, clipped, unread, huge)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -607,6 +618,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           "its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
                           "images (copy or extract them again, or remove them" +
                           (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
+            continue
+        if huge:  # PIL's DecompressionBombError, which timm's reader does not catch
+            from PIL import Image
+            (first, pixels), more = min(huge), len(huge) - 1
+            errors.append(f"{first} is an image of {pixels} pixels" + (f' ({more} more alike)' if more else '') +
+                          f", more than PIL opens ({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression "
+                          f"bombs): train.py would stop at it in every run; allowed: images downscaled below that")
             continue
         if clipped:  # as the analyses refuse such an image
             (first, peak), more = min(clipped), len(clipped) - 1
