@@ -2732,3 +2732,147 @@ def test_repeated_augmentation_in_one_process_is_refused_before_any_run(fake_tra
     assert not (out / 'runs').exists()
     check_failing_args(['--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)
     check_failing_args(['--aug-repeats', '0'], recipe_path('cifar10'))
+
+
+@pytest.mark.parametrize('first,second', [('C', 'c'), ('1', '01')])
+def test_class_folders_timm_sorts_as_equal_are_refused(fake_train, tmp_path, capsys, first, second):
+    """Class folders 'C' and 'c' (letters of both cases) or '1' and '01' passed: timm's folder reader sorts class names
+    ignoring case and leading zeros, so it labelled the two in a set's order, which changes from one Python process to
+    the next: a resumed run or validate.py read either class with the other's label."""
+    layout = [f'{split}/{name}/0.png' for split in ('train', 'test') for name in (first, second, 'a', 'b', 'd', 'e',
+                                                                                   'f', 'g', 'h', 'i')]
+    data = _folders(tmp_path / 'data', layout)
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    low, high = sorted((first, second))
+    assert capsys.readouterr().err.splitlines() == [
+        f"timm-sl reproduce: {data / split} holds class folders {low!r} and {high!r}, which timm's folder reader "
+        f"cannot order (it sorts class names ignoring case, numbers by value): their labels would change from one "
+        f"start of train.py or validate.py to the next, and between the splits; allowed: rename one of them, or -- "
+        f"--class-map naming each folder's label" for split in ('train', 'test')]
+    assert not out.exists()
+
+
+def test_a_16_bit_grey_image_timm_would_read_clipped_is_refused(fake_train, tmp_path, capsys):
+    """A 16-bit grey PNG (microscopy, medical scans) passed: PIL reads it as mode I;16 and timm's conversion to RGB
+    clips every value above 255, so the runs trained on white images. One whose values stay within 0-255 is read as
+    it is, and passes."""
+    import numpy as np
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    ramp = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    for name, values in (('train/3/wide.png', ramp * 1000), ('train/3/wide2.png', ramp * 900),
+                         ('test/4/narrow.png', ramp * 4)):
+        Image.fromarray(values).save(data / name)
+        assert Image.open(data / name).mode == 'I;16'
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '3' / 'wide.png'} is a 16-bit grey image whose values reach 63000 (1 more alike): timm's "
+        f"folder reader reads it as 8-bit, clipping every value above 255 to white, so the run would train on white "
+        f"images; allowed: 8-bit images (scale them to 0-255 first)")
+    assert not out.exists()
+    for name in ('wide.png', 'wide2.png'):
+        (data / 'train' / '3' / name).unlink()
+    assert _exit_status(argv) == 0
+
+
+def test_an_image_of_a_format_timm_does_not_read_beside_the_images_is_refused(fake_train, tmp_path, capsys):
+    """A class folder of images saved from the web held a .webp and a .jfif (a browser's JPEG) beside its JPEGs: timm's
+    folder reader reads .png / .jpg / .jpeg only and passed them by as it passes by a text file, so the runs trained
+    without them and the report said nothing. A text file or a .DS_Store beside the images is no image: it passes."""
+    data = _folders(tmp_path / 'data', DIGITS + ['train/3/notes.txt', 'train/3/.DS_Store', 'test/2/Thumbs.db'])
+    (data / 'train' / '5' / 'cat.webp').write_bytes(b'RIFF\0\0\0\0WEBPVP8 ')
+    (data / 'train' / '5' / 'dog.JFIF').write_bytes(_image_bytes('.jpg'))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '5' / 'cat.webp'} is an image timm's folder reader does not read (it reads .png, .jpg, "
+        f".jpeg only) (1 more alike): the split would leave it out without a word; allowed: convert it to PNG or JPEG, "
+        f"or move it out of {data / 'train'}")
+    assert not out.exists()
+    (data / 'train' / '5' / 'cat.webp').unlink()
+    (data / 'train' / '5' / 'dog.JFIF').rename(data / 'train' / '5' / 'dog.jpg')
+    assert _exit_status(argv) == 0
+
+
+def test_an_image_that_is_a_link_to_nothing_is_refused(fake_train, tmp_path, capsys):
+    """A split built of links to the images of another folder, some of whose images were moved or deleted since: the
+    links to nothing passed, and timm's folder reader, which lists them as images, skipped each with a warning and
+    read the next image (of the next class, at a class's end) in its place."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '6' / '1.png').symlink_to(tmp_path / 'moved' / '1.png')
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '6' / '1.png'} is a link to {tmp_path / 'moved' / '1.png'}, which does not exist: timm's "
+        f"folder reader would skip it with a warning in the log and read the next image in its place, so the split "
+        f"would not be the images it holds; allowed: whole PNG or JPEG images (copy or extract them again, or remove "
+        f"them)")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('train_name,test_name,says', [
+    ('cat ', 'cat', "('cat ' and 'cat' differ only in spaces at an end"),
+    ('Cat', 'cat', "('Cat' and 'cat' differ only in case"),
+    ('caf\u00e9', 'cafe\u0301', "('caf\\xe9' and 'cafe\\u0301' are one name with its accents written in two Unicode "
+     "forms, NFC and NFD (as macOS writes names)")])
+def test_a_class_spelled_otherwise_in_the_other_split_is_named_so(fake_train, tmp_path, capsys, train_name,
+                                                                   test_name, says):
+    """A class folder 'cat ' (a trailing space) in train and 'cat' in test was refused with 'only in train: cat ; only
+    in test: cat', two names that read the same; so were 'café' copied from a Mac (its accent a second character)
+    and 'café' made on Linux. The line now says what tells the two apart."""
+    layout = [p for p in DIGITS if not p.split('/')[1] == '9']
+    data = _folders(tmp_path / 'data', layout + [f'train/{train_name}/0.png', f'test/{test_name}/0.png'])
+    assert _exit_status(_reproduce_args(data, tmp_path / 'out', fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train'} and {data / 'test'} hold different classes: only in {data / 'train'}: {train_name}; only in "
+        f"{data / 'test'}: {test_name} {says}: timm reads them as two classes; allowed: one spelling in both splits)")
+
+
+def test_a_class_folder_without_an_image_torchvision_reads_is_refused_for_torch_folder(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder with a class folder holding only notes (or nothing) passed, its class folders counted:
+    torchvision's ImageFolder, which takes every folder for a class, stops train.py at its start ('Found no valid file
+    for the classes 7'), so every run failed. Its images at any depth, and a .webp (which it reads), pass."""
+    from torchvision.datasets.folder import IMG_EXTENSIONS
+    from timm_sl.tools.reproduce import TORCHVISION_IMAGE_SUFFIXES
+    assert TORCHVISION_IMAGE_SUFFIXES == IMG_EXTENSIONS
+    data = _folders(tmp_path / 'data', [p for p in DIGITS if p not in ('train/7/0.png', 'train/8/0.png')] +
+                    ['train/7/notes.txt', 'train/8/deep/0.txt'])
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '7'} holds no image torchvision's ImageFolder reads (.jpg, .jpeg, .png, .ppm, .bmp, .pgm, "
+        f".tif, .tiff, .webp) (1 more folder alike): every run would stop at its start ('Found no valid file for the "
+        f"classes 7'); allowed: add its images or remove it")
+    assert not out.exists()
+    (data / 'train' / '7' / 'cat.webp').write_bytes(b'RIFF')
+    (data / 'train' / '8' / 'deep' / '0.png').write_bytes(_image_bytes('.png'))
+    assert _exit_status(argv) == 0
+
+
+def test_an_image_larger_than_pil_opens_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A PNG of 20000x20000 pixels (a scan, a map tile) passed: PIL refuses to open an image of more than twice its
+    MAX_IMAGE_PIXELS with a DecompressionBombError, which is no OSError, so timm's folder reader does not skip it and
+    every run stopped at it in its first epoch."""
+    import zlib
+    from PIL import Image
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return len(body).to_bytes(4, 'big') + kind + body + zlib.crc32(kind + body).to_bytes(4, 'big')
+    header = (20000).to_bytes(4, 'big') * 2 + bytes([8, 0, 0, 0, 0])  # 8-bit grey
+    png = b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', header) + chunk(b'IDAT', zlib.compress(b'')) + chunk(b'IEND', b'')
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'test' / '1' / 'scan.png').write_bytes(png)
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(data / 'test' / '1' / 'scan.png')
+    out = tmp_path / 'out'
+    assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'test' / '1' / 'scan.png'} is an image of 20000x20000 pixels, more than PIL opens "
+        f"({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): train.py would stop at it in every "
+        f"run; allowed: images downscaled below that")
+    assert not out.exists()

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
-from .files import IMAGE_SUFFIXES, check_regular_file, read_text
+from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -266,25 +266,49 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
+# the files torchvision's ImageFolder (--dataset torch/folder) takes for images (a test holds them equal to its own)
+TORCHVISION_IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif', '.tiff', '.webp')
 _PNG_HEAD, _PNG_END = b'\x89PNG\r\n\x1a\n', b'\x00\x00\x00\x00IEND\xaeB`\x82'  # signature; the IEND chunk
 _JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of image
 _JPEG_PADDING = b'\x00\xff'  # bytes some encoders write after a JPEG's end marker
 _APPLE_DOUBLE = b'\x00\x05\x16\x07'  # macOS metadata beside a file copied to exFAT / SMB: ._name.png
 _APPLE_DOUBLE_NAME = re.compile(r'\._.')
+_PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
-def _image_fault(path: str, size: int) -> Optional[str]:
+def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None,
+                 huge: Optional[List[Tuple[Path, str]]] = None) -> Optional[str]:
     """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
     PNG that ends with its IEND chunk, or a JPEG with its end marker (after it only padding), is taken as whole from
     its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
-    behind the suffix) is decoded with PIL, as the reader does."""
+    behind the suffix) is decoded with PIL, as the reader does. ``clipped``: filled with each 16-bit grey PNG whose
+    values pass 255 and its highest value (PIL reads it as mode I;16, and its conversion to 'RGB' or 'L', timm's
+    reading, clips every value above 255 to white); ``huge``: with each PNG of more pixels than PIL opens (its guard
+    against decompression bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
     try:
         with open(path, 'rb') as f:
-            head = f.read(8)
+            head = f.read(26)
             f.seek(max(size - 64, 0))
             tail = f.read()
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
+    if huge is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR':
+        from PIL import Image
+        width, height = int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')
+        if width * height > 2 * Image.MAX_IMAGE_PIXELS:
+            huge.append((Path(path), f'{width}x{height}'))
+            return None
+    if clipped is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' and head[24:26] == _PNG_GREY_16:
+        from PIL import Image
+        try:
+            with Image.open(path) as image:
+                peak = image.getextrema()[1]
+        except Exception:  # not decoded: said below
+            pass
+        else:
+            if peak > 255:
+                clipped.append((Path(path), peak))
+            return None
     if head.startswith(_PNG_HEAD) and tail.endswith(_PNG_END):
         return None
     if head.startswith(_JPEG_HEAD) and tail.rstrip(_JPEG_PADDING).endswith(_JPEG_END):
@@ -305,12 +329,16 @@ def _image_fault(path: str, size: int) -> Optional[str]:
     return 'is no image PIL reads (neither a whole PNG nor a whole JPEG)'
 
 
-def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
-                   broken: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
+def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
+                   clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None,
+                   huge: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
-    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`).
+    ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
+    16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
+    does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out; ``huge``: with the PNGs
+    too large for PIL to open, and their size.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
@@ -320,6 +348,8 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
         images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
         if images:
             found.append(Path(path))
+        if unread is not None:
+            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES)
         if empty is None and broken is None:
             continue
         for name in images:
@@ -328,9 +358,11 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None,
             if size == 0 and empty is not None:
                 empty.append(Path(file))
             elif size > 0 and broken is not None:
-                fault = _image_fault(file, size)
+                fault = _image_fault(file, size, clipped, huge)
                 if fault is not None:
                     broken.append((Path(file), fault))
+            elif broken is not None and os.path.islink(file) and not os.path.exists(file):  # its image moved away
+                broken.append((Path(file), f'is a link to {shown(os.readlink(file))}, which does not exist'))
     return sorted(found)
 
 
@@ -342,6 +374,39 @@ def _holds_class_folders(folder: Path, most: int = 3) -> bool:
             if any(e.is_file() and os.path.splitext(e.name)[1].lower() in IMAGE_SUFFIXES for e in entries):
                 return True
     return False
+
+
+def _unordered_classes(names: Sequence[str]) -> Optional[Tuple[str, str]]:
+    """Two class names timm's folder reader sorts as equal ('C' and 'c', '1' and '01': its natural sort ignores case
+    and leading zeros), or None: it then labels them in the order of a set of strings, which changes from one Python
+    process to the next (hash randomization)."""
+    seen: Dict[str, str] = {}
+    for name in sorted(names):  # timm's sort key: lower case, each run of digits as its number
+        key = repr([int(part) if i % 2 else part for i, part in enumerate(re.split(r'(\d+)', name.lower()))])
+        first = seen.setdefault(key, name)
+        if first != name:
+            return first, name
+    return None
+
+
+def _look_alike(first: Sequence[str], second: Sequence[str]) -> str:
+    """What tells apart the first class name of ``first`` that looks like one of ``second`` ('c ' and 'c'; 'café' as
+    macOS writes it and as Linux does): a clause for an error, empty where none does."""
+    import unicodedata
+
+    def seen(name: str) -> str:
+        return unicodedata.normalize('NFC', name).strip().casefold()
+    pair = next(((a, b) for a in first for b in second if seen(a) == seen(b)), None)
+    if pair is None:
+        return ''
+    a, b = pair
+    if unicodedata.normalize('NFC', a) == unicodedata.normalize('NFC', b):
+        return (f' ({ascii(a)} and {ascii(b)} are one name with its accents written in two Unicode forms, NFC and NFD '
+                f'(as macOS writes names): timm reads them as two classes; allowed: one spelling in both splits)')
+    how = ('spaces at an end' if a.strip() == b.strip() else 'case' if a.casefold() == b.casefold() else
+           'case and spaces at an end')
+    return (f' ({a!r} and {b!r} differ only in {how}: timm reads them as two classes; allowed: one spelling in both '
+            f'splits)')
 
 
 def _listed(names: Sequence[str], most: int = 3) -> str:
@@ -512,7 +577,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                               f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
                 continue
         if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
-            if data['num_classes'] and len(class_dirs) != data['num_classes']:
+            empty_dirs = [c for c in class_dirs if not any(
+                f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES) for _, _, files in walk(c, every_path=True)
+                for f in files)]
+            if empty_dirs:
+                more = len(empty_dirs) - 1
+                errors.append(f"{empty_dirs[0]} holds no image torchvision's ImageFolder reads "
+                              f"({', '.join(TORCHVISION_IMAGE_SUFFIXES)})" +
+                              (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
+                              f": every run would stop at its start ('Found no valid file for the classes "
+                              f"{empty_dirs[0].name}'); allowed: add its images or remove it")
+            elif data['num_classes'] and len(class_dirs) != data['num_classes']:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
@@ -520,8 +595,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         empty: List[Path] = []
         broken: List[Tuple[Path, str]] = []
+        clipped: List[Tuple[Path, int]] = []
+        unread: List[Path] = []
+        huge: List[Tuple[Path, str]] = []
         try:
-            holders = _image_folders(folder, empty, broken)
+            holders = _image_folders(folder, empty, broken, clipped, unread, huge)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -540,6 +618,20 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           "its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
                           "images (copy or extract them again, or remove them" +
                           (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
+            continue
+        if huge:  # PIL's DecompressionBombError, which timm's reader does not catch
+            from PIL import Image
+            (first, pixels), more = min(huge), len(huge) - 1
+            errors.append(f"{first} is an image of {pixels} pixels" + (f' ({more} more alike)' if more else '') +
+                          f", more than PIL opens ({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression "
+                          f"bombs): train.py would stop at it in every run; allowed: images downscaled below that")
+            continue
+        if clipped:  # as the analyses refuse such an image
+            (first, peak), more = min(clipped), len(clipped) - 1
+            errors.append(f"{first} is a 16-bit grey image whose values reach {peak}" +
+                          (f' ({more} more alike)' if more else '') +
+                          ": timm's folder reader reads it as 8-bit, clipping every value above 255 to white, so the "
+                          "run would train on white images; allowed: 8-bit images (scale them to 0-255 first)")
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
@@ -580,9 +672,23 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f": timm labels an image by the folder it is in, so every image would be class "
                           f"'{sub.name}'; {fix}")
             continue
+        if unread:
+            first, more = min(unread), len(unread) - 1
+            errors.append(f"{first} is an image timm's folder reader does not read (it reads "
+                          f"{', '.join(IMAGE_SUFFIXES)} only)" + (f' ({more} more alike)' if more else '') +
+                          f": the split would leave it out without a word; allowed: convert it to PNG or JPEG, or "
+                          f"move it out of {folder}")
+            continue
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
                           f'classes (num_classes)')
+            continue
+        tie = None if data['class_map'] else _unordered_classes([c.name for c in class_dirs])
+        if tie is not None:
+            errors.append(f"{folder} holds class folders {tie[0]!r} and {tie[1]!r}, which timm's folder reader "
+                          f"cannot order (it sorts class names ignoring case, numbers by value): their labels would "
+                          f"change from one start of train.py or validate.py to the next, and between the splits; "
+                          f"allowed: rename one of them, or -- --class-map naming each folder's label")
             continue
         classes[folder] = {c.name for c in class_dirs}
     if len(classes) == 2 and not data['class_map']:
@@ -590,7 +696,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if train_names != val_names:
             errors.append(f'{train} and {val} hold different classes: only in {train}: '
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
-                          f'{_listed(sorted(val_names - train_names))}')
+                          f'{_listed(sorted(val_names - train_names))}' +
+                          _look_alike(sorted(train_names - val_names), sorted(val_names - train_names)))
     return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
 
 
