@@ -95,7 +95,7 @@ def test_demo_refuses_a_model_without_attention_layers(monkeypatch):
 
 def test_demo_rejects_a_misspelled_kwarg_with_a_suggestion():
     message = _exit_message(['demo', '--model-kwargs', 'depht=2', 'lsa=False'])
-    assert message.startswith("timm-sl demo: SlVisionTransformer got unknown model kwargs ['depht']; allowed: ")
+    assert message.startswith("timm-sl demo: sl_vit_32 got unknown model kwargs ['depht']; allowed: ")
     assert message.endswith(' (did you mean depth?)')
 
 
@@ -104,7 +104,7 @@ def test_a_word_for_a_bool_model_kwarg_is_refused():
     """``--model-kwargs qkv_bias=maybe`` (no Python literal: kept as the string 'maybe') built the model with qkv_bias
     on, since a non-empty string is true."""
     assert _exit_message(['receptive-field', '--model', 'sl_vit_32', '--model-kwargs', 'qkv_bias=maybe']) == (
-        "timm-sl receptive-field: SlVisionTransformer: qkv_bias='maybe' is invalid; allowed: True or False.")
+        "timm-sl receptive-field: sl_vit_32: qkv_bias='maybe' is invalid; allowed: True or False.")
 
 @pytest.mark.parametrize('command', [['demo'], ['export', 'x.pth', '--model', 'sl_vit_32', '--out', 'o'],
                                      ['temperature', '--model', 'sl_vit_32'], ['kld', 'img', '--model', 'sl_vit_32'],

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 from .lsa import check_temp_ratio
-from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
+from .spt import ShiftedPatchEmbed, check_shift_ratio, owner_name, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool',
            'check_options_used', 'unused_options', 'with_switches', 'without_unused_options']
@@ -74,16 +74,16 @@ def check_model_kwargs(
     """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
     ``also_allowed``); ``ValueError`` for text given to a kwarg whose default is a bool (``--model-kwargs
     qkv_bias=maybe`` arrives as the string 'maybe', which Python takes for True). ``owner`` names the caller in the
-    message (default: the class)."""
+    message (default: :func:`~timm_sl.layers.spt.owner_name` of the class: the registered name being built)."""
     defaults = _constructor_defaults(model_cls)
     allowed = set(SL_ARG_NAMES) | set(defaults) | set(also_allowed)
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise TypeError(f'{owner or model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
+        raise TypeError(f'{owner or owner_name(model_cls)} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
-            raise ValueError(f'{owner or model_cls.__name__}: {name}={value!r} is invalid; allowed: True or False.')
+            raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
 
 
 def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:
@@ -167,7 +167,8 @@ class SlArgs:
         given = {k: kwargs.pop(k) for k in SL_ARG_NAMES if k in kwargs}
         args = cls(**given)
         if model_cls is not None:
-            check_options_used({**given, **({} if spt_pool is None else {'spt_pool': spt_pool})}, model_cls.__name__)
+            check_options_used({**given, **({} if spt_pool is None else {'spt_pool': spt_pool})},
+                               owner_name(model_cls))
         return args
 
     def to_dict(self) -> Dict[str, Any]:
