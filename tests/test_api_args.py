@@ -1,6 +1,7 @@
 """The public functions with bad arguments: what a refusal names (the model the user asked for), and arguments that
 were taken without a word (a value that gave a silently wrong model, or a traceback far from the argument)."""
 import pytest
+import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models)
@@ -33,3 +34,41 @@ def test_a_resize_names_the_model_and_the_class_names_itself():
     timm.create_model('sl_vit_32', depth=1)  # the name is not left behind for the next model built
     with pytest.raises(ValueError, match=r"^SlVisionTransformer: qkv_bias='x'"):
         SlVisionTransformer(qkv_bias='x')
+
+
+@pytest.mark.parametrize('name,kwargs,says', [
+    # timm asserted 'dim should be divisible by num_heads', naming neither value
+    ('sl_vit_32', dict(num_heads=5), 'sl_vit_32: embed_dim=192, num_heads=5: the heads do not divide the width; '),
+    ('sl_t2t_32', dict(embed_dim=190), 'sl_t2t_32: embed_dim=190, num_heads=4: the heads do not divide the width; '),
+    # built without a classifier: 192 features passed for logits
+    ('sl_vit_32', dict(num_classes=-1), 'sl_vit_32: num_classes=-1 is invalid; allowed: an int >= 0 (0: no '),
+    ('sl_pit_32', dict(num_classes='10'), "sl_pit_32: num_classes='10' is invalid; allowed: an int >= 0"),
+    # built; the first training step failed in torch's dropout, naming no kwarg
+    ('sl_cait_32', dict(drop_rate=float('nan')), 'sl_cait_32: drop_rate=nan is invalid; allowed: a number in [0, 1).'),
+    ('sl_swin_32', dict(attn_drop_rate=1.5), 'sl_swin_32: attn_drop_rate=1.5 is invalid; allowed: a number in [0, 1)'),
+    # ZeroDivisionError, a 12-line TypeError from torch.empty, an AssertionError with no message
+    ('sl_vit_32', dict(embed_dim=0), 'sl_vit_32: embed_dim=0 is invalid; allowed: an int >= 1.'),
+    ('sl_vit_32', dict(mlp_ratio='2'), "sl_vit_32: mlp_ratio='2' is invalid; allowed: a finite number > 0."),
+    ('sl_swin_32', dict(mlp_ratio=(2, 0, 2)),
+     'sl_swin_32: mlp_ratio=(2, 0, 2) is invalid; allowed: a finite number > 0, or a tuple of them (one per stage).'),
+    ('sl_vit_32', dict(weight_init='foo'), "sl_vit_32: weight_init='foo' is invalid; allowed: '', 'skip', 'reset', "),
+    # timm's Swin indexes num_heads per stage: IndexError / TypeError
+    ('sl_swin_32', dict(num_heads=(3, 6)),
+     'num_heads=(3, 6) is invalid with depths=(2, 6, 4); allowed: a tuple of ints >= 1, one per stage (3).'),
+    ('sl_swin_32', dict(num_heads=4), 'num_heads=4 is invalid with depths=(2, 6, 4); allowed: a tuple of ints >= 1, '),
+])
+def test_a_bad_backbone_kwarg_is_one_line_naming_it(name, kwargs, says):
+    """Backbone kwargs timm takes without a word, or refuses far from the kwarg, are refused as the model is built."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, **kwargs)
+    assert str(refused.value).startswith(says) and '\n' not in str(refused.value)
+
+
+@pytest.mark.parametrize('name,kwargs', [
+    ('sl_swin_32', dict(mlp_ratio=(2, 2, 2))), ('sl_swin_32', dict(depths=(1, 1))), ('sl_vit_32', dict(num_classes=0)),
+    ('sl_vit_32', dict(weight_init='jax', drop_rate=0.1, mlp_ratio=1.5)), ('sl_cait_32', dict(num_heads=5)),
+    ('sl_swin_32', dict(embed_dim=95)),  # Swin's heads take head_dim = width // heads: any width builds
+])
+def test_what_the_backbone_takes_still_builds(name, kwargs):
+    with torch.device('meta'):
+        timm.create_model(name, **kwargs)

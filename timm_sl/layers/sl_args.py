@@ -19,6 +19,7 @@ With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly it
 state-dict keys and parameter count.
 """
 import inspect
+import math
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from typing import Any, Dict, Iterable, Optional, Set, Tuple
@@ -84,6 +85,51 @@ def check_model_kwargs(
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
+        check = _VALUE_CHECKS.get(name)
+        if check is None or name not in defaults:
+            continue
+        ok, allowed = check
+        if name in _PER_STAGE and 'depths' in defaults:  # Swin: one value, or one per stage
+            ok, allowed = (lambda v, one=ok: one(v) or (isinstance(v, (tuple, list)) and bool(v) and all(map(one, v)))
+                           ), f'{allowed}, or a tuple of them (one per stage)'
+        if not ok(value):
+            raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
+    _check_heads_divide(model_cls, kwargs, defaults, owner)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+# kwargs of the timm backbones whose bad values timm takes without a word (num_classes=-1: no classifier; a NaN drop
+# rate: the first training step fails) or refuses far from the kwarg (embed_dim=0: ZeroDivisionError in its init)
+_RATE = (lambda v: _is_number(v) and 0 <= v < 1, 'a number in [0, 1)')
+_VALUE_CHECKS = {
+    'num_classes': (lambda v: _is_int(v, 0), 'an int >= 0 (0: no classifier)'),
+    'embed_dim': (lambda v: _is_int(v, 1), 'an int >= 1'),
+    'mlp_ratio': (lambda v: _is_number(v) and v > 0, 'a finite number > 0'),
+    **{name: _RATE for name in ('drop_rate', 'attn_drop_rate', 'proj_drop_rate', 'pos_drop_rate', 'patch_drop_rate')},
+    'weight_init': (lambda v: v in ('', 'skip', 'reset', 'jax', 'jax_nlhb', 'moco'),
+                    "'', 'skip', 'reset', 'jax', 'jax_nlhb' or 'moco'"),
+}
+_PER_STAGE = ('mlp_ratio',)  # timm's Swin takes no tuple embed_dim (its own init fails on one)
+
+
+def _check_heads_divide(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],
+                        owner: Optional[str]) -> None:
+    """A width that one ``num_heads`` does not divide, for a class whose attention splits its width into heads
+    (no ``head_dim`` kwarg): timm asserted 'dim should be divisible by num_heads', naming neither."""
+    if 'head_dim' in defaults or 'num_heads' not in defaults or 'embed_dim' not in defaults:
+        return
+    dim, heads = (kwargs.get(k, defaults[k]) for k in ('embed_dim', 'num_heads'))
+    if _is_int(dim, 1) and _is_int(heads, 1) and dim % heads:
+        raise ValueError(f'{owner or owner_name(model_cls)}: embed_dim={dim}, num_heads={heads}: the heads do not '
+                         f'divide the width; allowed: a num_heads that divides embed_dim (or an embed_dim that is a '
+                         f'multiple of num_heads).')
 
 
 def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:

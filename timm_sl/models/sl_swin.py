@@ -47,6 +47,8 @@ class SlSwinTransformer(SwinTransformer):
         sl_args = SlArgs.pop_from(kwargs, type(self), spt_pool)  # Swin has no training-behaviour switches
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
+        _check_stage_heads(backbone_kwarg(kwargs, SwinTransformer, 'num_heads'),
+                           backbone_kwarg(kwargs, SwinTransformer, 'depths'))
         check_optional_bool('spt_pool', spt_pool)
         img, patch = (backbone_kwarg(kwargs, SwinTransformer, name) for name in ('img_size', 'patch_size'))
         check_size(img, 'img_size')
@@ -87,6 +89,15 @@ class SlSwinTransformer(SwinTransformer):
             _check_stage_windows(self, grid, windows, partition, f'img_size={img!r}, patch_size={patch!r}')
         super().set_input_size(img_size=img_size, patch_size=patch_size, window_size=window_size,
                                window_ratio=window_ratio, always_partition=always_partition)
+
+
+def _check_stage_heads(heads: Any, depths: Sequence[int]) -> None:
+    """timm's Swin takes ``num_heads[i]`` for each stage ``i`` of ``depths``: an int or a shorter tuple failed in its
+    init with a bare TypeError / IndexError."""
+    if not (isinstance(heads, (tuple, list)) and len(heads) >= len(depths) and all(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in heads)):
+        raise ValueError(f'num_heads={heads!r} is invalid with depths={tuple(depths)!r}; allowed: a tuple of ints '
+                         f'>= 1, one per stage ({len(depths)}).')
 
 
 def _check_stage_windows(owner: Union[type, nn.Module], grid: Tuple[int, int], windows: Sequence[Tuple[int, int]],
