@@ -72,3 +72,22 @@ def test_a_bad_backbone_kwarg_is_one_line_naming_it(name, kwargs, says):
 def test_what_the_backbone_takes_still_builds(name, kwargs):
     with torch.device('meta'):
         timm.create_model(name, **kwargs)
+
+
+@pytest.mark.parametrize('call,error,says', [
+    (lambda: timm_sl.slify('vit_tiny_patch16_224', depth=1, qkv_bias='maybe'), ValueError,
+     "slify of vit_tiny_patch16_224 (VisionTransformer): qkv_bias='maybe' is invalid; allowed: True or False."),
+    (lambda: timm.create_model('slify', base='vit_tiny_patch16_224', depth=1, num_classes=-1), ValueError,
+     'slify of vit_tiny_patch16_224 (VisionTransformer): num_classes=-1 is invalid; allowed: an int >= 0'),
+    (lambda: timm_sl.plan_slify('vit_tiny_patch16_224'), TypeError,
+     'plan_slify takes a model instance, not str; allowed: an nn.Module (slify_refusal(name, ...) for a timm model '
+     'name).'),
+    (lambda: timm_sl.plan_slify(torch.nn.Linear(2, 2), sl_args=dict(spt=False)), TypeError,
+     "sl_args={'spt': False} is invalid; allowed: None or an SlArgs (SlArgs(**switches))."),
+])
+def test_slify_refuses_what_an_sl_model_refuses(call, error, says):
+    """``slify(name, qkv_bias='maybe')`` built the base with qkv_bias on and ``num_classes=-1`` without a classifier,
+    where ``sl_vit_*`` refuses both; ``plan_slify`` of a name or a dict of switches ended in an AttributeError."""
+    with pytest.raises(error) as refused:
+        call()
+    assert str(refused.value) == says or str(refused.value).startswith(says)
