@@ -91,3 +91,20 @@ def test_slify_refuses_what_an_sl_model_refuses(call, error, says):
     with pytest.raises(error) as refused:
         call()
     assert str(refused.value) == says or str(refused.value).startswith(says)
+
+
+def test_warm_start_refuses_a_diverged_runs_weights_and_leaves_the_model():
+    """A state dict holding NaN (a run that diverged) was copied in: the model started from NaN and trained on NaN
+    losses, reported as a warm start."""
+    model = timm.create_model('sl_vit_32', depth=1)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    source = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4, embed_dim=192,
+                               num_heads=12, mlp_ratio=2, qkv_bias=False, num_classes=100).state_dict()
+    source['blocks.0.mlp.fc1.weight'][0, 0] = float('nan')
+    with pytest.raises(ValueError, match=r"^warm_start: the state dict holds NaN or inf in 1 of the tensors it would "
+                                         r"copy \(e\.g\. 'blocks\.0\.mlp\.fc1\.weight'\): the weights of a run that "
+                                         r"diverged; allowed: finite weights"):
+        timm_sl.warm_start(model, source)
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+    with pytest.raises(TypeError, match=r'^warm_start initialises a model, got str; allowed: an nn\.Module'):
+        timm_sl.warm_start('sl_vit_32', source)

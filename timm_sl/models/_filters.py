@@ -294,12 +294,16 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
 
     Raises:
         ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
-        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first).
+        ValueError: a tensor it would copy holds NaN or inf (a diverged run's); the model is left unchanged.
+        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first), ``model`` no ``nn.Module``.
     """
     if not isinstance(source, dict):  # a path or the source model itself: 'str' object has no attribute 'get'
         given = f'{type(source).__name__} {source!r}' if isinstance(source, (str, Path)) else type(source).__name__
         raise TypeError(f'warm_start takes a state dict, got {given}; allowed: a state dict or a checkpoint dict '
                         f'holding one (torch.load(path) of a file, model.state_dict() of a model)')
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f'warm_start initialises a model, got {type(model).__name__}; allowed: an nn.Module '
+                        f'(timm.create_model(name) of an sl_ model)')
     source = clean_state_dict(unwrap_state_dict(source))
     target = model.state_dict()
     mapped, new_state = [], {}
@@ -322,6 +326,11 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
         mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
         if f'{name}.bias' in source and module.bias is not None:
             new_state[f'{name}.bias'] = source[f'{name}.bias']
+    bad = [k for k, v in new_state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:  # a diverged run's weights: the model would start from NaN and train on NaN losses
+        raise ValueError(f'warm_start: the state dict holds NaN or inf in {len(bad)} of the tensors it would copy '
+                         f'(e.g. {bad[0]!r}): the weights of a run that diverged; allowed: finite weights (an '
+                         f'earlier checkpoint of that run); the model is left unchanged')
     if not mapped:
         example = next(iter(source), None)
         raise ValueError(f'warm_start mapped nothing into {type(model).__name__}: none of the {len(source)} keys of '
