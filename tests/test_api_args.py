@@ -108,3 +108,24 @@ def test_warm_start_refuses_a_diverged_runs_weights_and_leaves_the_model():
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
     with pytest.raises(TypeError, match=r'^warm_start initialises a model, got str; allowed: an nn\.Module'):
         timm_sl.warm_start('sl_vit_32', source)
+
+
+@pytest.mark.parametrize('kwargs,says', [
+    (dict(dim=48, num_heads=3, diag_mask='maybe'), "diag_mask='maybe' is invalid; allowed: True or False."),
+    (dict(dim=48, num_heads=3, learn_temp=0), 'learn_temp=0 is invalid; allowed: True or False.'),
+    (dict(dim=0, num_heads=1), 'dim=0 is invalid; allowed: an int >= 1.'),
+    (dict(dim=48, num_heads=0), 'num_heads=0 is invalid; allowed: an int >= 1.'),
+    (dict(dim=10, num_heads=3), 'dim=10, num_heads=3: the heads do not divide the width; allowed: a num_heads that '
+                                'divides dim, or attn_head_dim set.'),
+])
+def test_an_lsa_layer_built_by_hand_names_a_bad_argument(kwargs, says):
+    """``LocalitySelfAttention(48, num_heads=3, diag_mask='maybe')`` built a masked layer (a string is true);
+    ``dim=0`` / ``num_heads=0`` ended in a ZeroDivisionError, ``dim=10, num_heads=3`` in timm's bare assertion."""
+    with pytest.raises(ValueError) as refused:
+        timm_sl.LocalitySelfAttention(**kwargs)
+    assert str(refused.value) == says
+
+
+def test_an_lsa_layer_with_its_own_head_dim_still_builds():
+    attn = timm_sl.LocalitySelfAttention(10, num_heads=3, attn_head_dim=4, diag_mask=False, learn_temp=True)
+    assert attn.head_dim == 4 and attn.diag_mask is False

@@ -145,6 +145,9 @@ class LsaMixin:
         a parameter when learned, a non-persistent buffer otherwise. ``torch.full`` draws no random numbers, so
         calling it again on a built layer (:func:`set_lsa_switches`) leaves every other value as it was."""
         check_temp_ratio(temp_ratio)
+        for name, value in (('diag_mask', diag_mask), ('learn_temp', learn_temp)):
+            if not isinstance(value, bool):  # 'maybe' or 0 / 1 would switch a part on or off unseen
+                raise ValueError(f'{name}={value!r} is invalid; allowed: True or False.')
         self.lsa_head_dim = head_dim
         self.diag_mask = diag_mask
         self.learn_temp = learn_temp
@@ -227,6 +230,12 @@ class LocalitySelfAttention(Attention, LsaMixin):
             device=None,
             dtype=None,
     ) -> None:
+        for name, value in (('dim', dim), ('num_heads', num_heads)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f'{name}={value!r} is invalid; allowed: an int >= 1.')
+        if attn_head_dim is None and dim % num_heads:  # timm asserted 'dim should be divisible by num_heads'
+            raise ValueError(f'dim={dim}, num_heads={num_heads}: the heads do not divide the width; allowed: a '
+                             f'num_heads that divides dim, or attn_head_dim set.')
         super().__init__(
             dim, num_heads=num_heads, attn_head_dim=attn_head_dim, dim_out=dim_out, qkv_bias=qkv_bias,
             qk_norm=qk_norm, scale_norm=scale_norm, proj_bias=proj_bias, gated=gated, attn_drop=attn_drop,
