@@ -129,3 +129,16 @@ def test_an_lsa_layer_built_by_hand_names_a_bad_argument(kwargs, says):
 def test_an_lsa_layer_with_its_own_head_dim_still_builds():
     attn = timm_sl.LocalitySelfAttention(10, num_heads=3, attn_head_dim=4, diag_mask=False, learn_temp=True)
     assert attn.head_dim == 4 and attn.diag_mask is False
+
+
+def test_weights_of_another_head_count_are_one_line(tmp_path):
+    """Weights of ``num_heads=6`` loaded into ``sl_vit_32`` (12 heads) ended in torch's multi-line 'Error(s) in
+    loading state_dict' (qkv has the same shape for any head count; only the temperatures differ)."""
+    path = tmp_path / 'six_heads.pth'
+    torch.save(timm.create_model('sl_vit_32', depth=1, num_heads=6).state_dict(), path)
+    with pytest.raises(ValueError) as refused:
+        timm.create_model('sl_vit_32', depth=1, pretrained=True, pretrained_cfg_overlay=dict(file=str(path)))
+    assert str(refused.value) == ('this checkpoint has 6 LSA temperatures (heads) in blocks.0.attn.temperature, where '
+                                  'sl_vit_32 has 12: its model had another num_heads; allowed: the num_heads it was '
+                                  'trained with')
+    timm.create_model('sl_vit_32', depth=1, num_heads=6, pretrained=True, pretrained_cfg_overlay=dict(file=str(path)))

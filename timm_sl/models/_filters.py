@@ -212,6 +212,11 @@ def _check_temperatures(state_dict: Dict[str, torch.Tensor], target: Dict[str, t
                          f'{model_name} built with lsa=False or lsa_learn_temp=False has not; allowed: lsa and '
                          f'lsa_learn_temp left on, as its model had them (lsa_mask and lsa_temp_ratio as it was '
                          f'trained)')
+    for key in wanted:  # one value per head: another num_heads (its qkv has the same shape whatever the heads)
+        if key in state_dict and state_dict[key].shape != target[key].shape:
+            raise ValueError(f'this checkpoint has {tuple(state_dict[key].shape)[0]} LSA temperatures (heads) in '
+                             f'{key}, where {model_name} has {tuple(target[key].shape)[0]}: its model had another '
+                             f'num_heads; allowed: the num_heads it was trained with')
 
 
 def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
