@@ -142,3 +142,20 @@ def test_weights_of_another_head_count_are_one_line(tmp_path):
                                   'sl_vit_32 has 12: its model had another num_heads; allowed: the num_heads it was '
                                   'trained with')
     timm.create_model('sl_vit_32', depth=1, num_heads=6, pretrained=True, pretrained_cfg_overlay=dict(file=str(path)))
+
+
+@pytest.mark.parametrize('kinds,error,says', [
+    (['lsaa'], ValueError, "kinds=['lsaa'] is invalid; allowed: a collection of 'lsa', 'spool', 'spt'."),
+    ('lsa', ValueError, "kinds='lsa' is invalid; allowed: a collection of 'lsa', 'spool', 'spt'."),
+])
+def test_convert_modules_refuses_a_kind_it_does_not_know(kinds, error, says):
+    """``convert_modules(model, SlArgs(), ['lsaa'])`` converted nothing and returned the model as if done; ``'lsa'``
+    (a string, not a collection) failed in a TypeError about ``in <string>``."""
+    from timm_sl.convert import convert_modules
+    model = timm.create_model('vit_tiny_patch16_224', depth=1)
+    with pytest.raises(error) as refused:
+        convert_modules(model, timm_sl.SlArgs(), kinds)
+    assert str(refused.value) == says
+    with pytest.raises(TypeError, match=r"^sl_args=\{'spt': True\} is invalid; allowed: an SlArgs"):
+        convert_modules(model, dict(spt=True))
+    assert type(convert_modules(model, timm_sl.SlArgs(), ['lsa']).blocks[0].attn).__name__ == 'LocalitySelfAttention'
