@@ -5,6 +5,7 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models)
+import timm_sl.layers
 from timm_sl import SlVisionTransformer
 
 
@@ -159,3 +160,17 @@ def test_convert_modules_refuses_a_kind_it_does_not_know(kinds, error, says):
     with pytest.raises(TypeError, match=r"^sl_args=\{'spt': True\} is invalid; allowed: an SlArgs"):
         convert_modules(model, dict(spt=True))
     assert type(convert_modules(model, timm_sl.SlArgs(), ['lsa']).blocks[0].attn).__name__ == 'LocalitySelfAttention'
+
+
+@pytest.mark.parametrize('build,says', [
+    (lambda: timm_sl.ShiftedPatchProjection(3, 0, 4), 'embed_dim=0 is invalid; allowed: an int >= 1.'),
+    (lambda: timm_sl.ShiftedPatchProjection(3, '8', 4), "embed_dim='8' is invalid; allowed: an int >= 1."),
+    (lambda: timm_sl.layers.LocalityWindowAttention(96, num_heads=0), 'num_heads=0 is invalid; allowed: an int >= 1.'),
+    (lambda: timm_sl.layers.LocalityTalkingHeadAttn(0, num_heads=1), 'dim=0 is invalid; allowed: an int >= 1.'),
+])
+def test_other_sl_layers_built_by_hand_name_a_bad_width(build, says):
+    """An SPT projection of width 0 built (tokens of no width), of width '8' failed in torch.empty; a window or
+    talking-heads attention of 0 heads or width ended in a ZeroDivisionError."""
+    with pytest.raises(ValueError) as refused:
+        build()
+    assert str(refused.value) == says

@@ -242,6 +242,8 @@ class ShiftedPatchProjection(nn.Module):
         super().__init__()
         dd = {'device': device, 'dtype': dtype}
         check_in_chans(in_chans)
+        if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:  # 0: a zero-width token
+            raise ValueError(f'embed_dim={embed_dim!r} is invalid; allowed: an int >= 1.')
         self.in_chans = in_chans
         self.embed_dim = embed_dim
         self.patch_size = to_2tuple(patch_size)
