@@ -174,3 +174,11 @@ def test_other_sl_layers_built_by_hand_name_a_bad_width(build, says):
     with pytest.raises(ValueError) as refused:
         build()
     assert str(refused.value) == says
+
+
+def test_a_swin_built_by_hand_with_one_depth_names_it():
+    """``SlSwinTransformer(depths=5)`` (an int for the per-stage tuple) ended in timm's "object of type 'int' has no
+    len()"."""
+    with pytest.raises(ValueError, match=r'^depths=5 is invalid; allowed: a non-empty tuple of ints >= 0 \(one per '
+                                         r'stage\)\.$'):
+        timm_sl.SlSwinTransformer(depths=5)

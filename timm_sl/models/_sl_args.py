@@ -25,6 +25,8 @@ def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, p
             continue
         value, low = kwargs[name], 1 if name in positive else 0
         items = value if per_stage and isinstance(value, (tuple, list)) else [value]
+        if per_stage and not isinstance(value, (tuple, list)):  # timm takes len() of it: 'int' has no len()
+            items = []
         if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in items):
             shape = f'a non-empty tuple of ints >= {low} (one per stage)' if per_stage else f'an int >= {low}'
             raise ValueError(f'{name}={value!r} is invalid; allowed: {shape}.')
