@@ -1026,9 +1026,9 @@ def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_
 
 @pytest.mark.parametrize('cmd', ['kld', 'attention'])
 @pytest.mark.parametrize('model,kwargs,owner', [
-    ('sl_vit_32', ['patch_size=64'], 'SlVisionTransformer: img_size=32, patch_size=64'),
-    ('sl_vit_32', ['patch_size=64', 'spt=False'], 'SlVisionTransformer: img_size=32, patch_size=64'),
-    ('sl_swin_32', ['patch_size=64'], 'SlSwinTransformer: img_size=32, patch_size=64, window_size=4 (stage 0)')])
+    ('sl_vit_32', ['patch_size=64'], 'sl_vit_32: img_size=32, patch_size=64'),
+    ('sl_vit_32', ['patch_size=64', 'spt=False'], 'sl_vit_32: img_size=32, patch_size=64'),
+    ('sl_swin_32', ['patch_size=64'], 'sl_swin_32: img_size=32, patch_size=64, window_size=4 (stage 0)')])
 def test_a_model_whose_patch_exceeds_its_input_is_one_line(cmd, model, kwargs, owner, tmp_path, image_dir, capsys):
     """``kld --model-kwargs patch_size=64`` (32 px images) ended in a traceback from the model's forward (ViT), or in
     a ZeroDivisionError said to be a size below 1 (Swin): the model now refuses its empty token grid when built."""

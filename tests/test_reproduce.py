@@ -1916,7 +1916,7 @@ def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_p
      "depth=1 cannot be built (every run of it would fail): per-stage kwargs disagree on the number of stages: "
      "{'depth': 1, 'heads': 3, 'base_dims': 3}; allowed: equal lengths."),
     (['depht=1'], ('vit',), "--model-kwargs depht=1 after --: sl_vit_32 with spt=False lsa=False depht=1 cannot be "
-     "built (every run of it would fail): SlVisionTransformer got unknown model kwargs ['depht']; allowed: "),
+     "built (every run of it would fail): sl_vit_32 got unknown model kwargs ['depht']; allowed: "),
 ])
 def test_model_kwargs_no_run_could_build_with_are_refused(fake_train, tmp_path, capsys, kwargs, families, error):
     """-- --model-kwargs drop_path_rate=0.1 (which train.py passes create_model itself), depth=1 for PiT (per stage)
@@ -2268,7 +2268,7 @@ def test_a_resume_may_change_what_does_not_change_what_a_run_learns(fake_train, 
 
 @pytest.mark.parametrize('given,says', [
     (['--drop-block', '0.1'], "--drop-block 0.1 after --: sl_vit_32 with spt=False lsa=False cannot be built (every "
-     "run of it would fail): SlVisionTransformer got unknown model kwargs ['drop_block_rate']"),
+     "run of it would fail): sl_vit_32 got unknown model kwargs ['drop_block_rate']"),
     (['--bn-eps', '1e-3', '--model-kwargs', 'depth=1'], "--model-kwargs depth=1 --bn-eps 1e-3 after --: sl_vit_32 "
      "with spt=False lsa=False depth=1 cannot be built"),
     (['--gp', 'nonsense'], "--gp nonsense after --: sl_vit_32 with spt=False lsa=False cannot be built"),

@@ -152,7 +152,7 @@ def test_an_image_size_that_is_no_size_is_refused_by_name(kwargs, bad):
 def test_windows_given_at_construction_keep_the_bound(kwargs):
     """Windows given to the constructor were not checked (their resize is): 64x64 windows over a 512x512 map built
     4 GiB of masks per shifted block."""
-    with pytest.raises(ValueError, match=rf'^SlSwinTransformer: img_size=1024, patch_size=2, window_size='
+    with pytest.raises(ValueError, match=rf'^sl_swin_32: img_size=1024, patch_size=2, window_size='
                                          rf'{kwargs["window_size"]} \(stage 0\) give windows of .* attention logits '
                                          r'per head and image; allowed: at most 268435456') as error:
         timm.create_model('sl_swin_32', **kwargs)

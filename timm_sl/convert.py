@@ -240,12 +240,20 @@ def plan_replacements(
         kinds: Which of 'spt', 'lsa', 'spool' to convert.
         forms: Entries added to (or, mapped to ``None``, removed from) :data:`SL_FORMS` for this plan.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f'model={type(model).__name__} is invalid; allowed: an nn.Module (timm.create_model(name)).')
+    if not isinstance(sl_args, SlArgs):
+        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: an SlArgs (SlArgs(**switches)).')
     table = dict(SL_FORMS)
     for cls, form in (forms or {}).items():
         if form is None:
             table.pop(cls, None)
         else:
             table[cls] = form
+    known = sorted(set(KINDS) | {form[0] for form in table.values()})
+    unknown = list(kinds) if isinstance(kinds, str) else [k for k in kinds if k not in known]
+    if unknown:  # a misspelled kind converted nothing of it, without a word; a string was read letter by letter
+        raise ValueError(f'kinds={kinds!r} is invalid; allowed: a collection of {", ".join(map(repr, known))}.')
     steps = []
     for path, module in model.named_modules():
         kind, convert = table.get(type(module), (None, None))

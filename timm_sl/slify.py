@@ -39,6 +39,7 @@ from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
     check_optional_bool, check_options_used, resolve_shift)
+from .layers.sl_args import accepted_kwargs
 from .layers.spt import check_global_tokens, check_not_empty, check_size, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
@@ -156,6 +157,11 @@ def plan_slify(
         model_name: Optional[str] = None,
 ) -> SlifyPlan:
     """Plan the conversion of ``model`` without changing it (see :func:`slify` for the arguments)."""
+    if not isinstance(model, nn.Module):  # a name: 'str' object has no attribute 'modules'
+        raise TypeError(f'plan_slify takes a model instance, not {type(model).__name__}; allowed: an nn.Module '
+                        f'(slify_refusal(name, ...) for a timm model name).')
+    if sl_args is not None and not isinstance(sl_args, SlArgs):
+        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: None or an SlArgs (SlArgs(**switches)).')
     sl_args = sl_args or SlArgs()
     asked_pool = spt_pool
     spt_pool = sl_args.spt if spt_pool is None else spt_pool
@@ -252,12 +258,20 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
         check_size(size, 'img_size')
     try:
         with torch.device('meta'):
-            return timm.create_model(name, **create_kwargs)
+            twin = timm.create_model(name, **create_kwargs)
     except TypeError as error:
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
             raise
         raise unknown from error
+    # text for a bool kwarg (qkv_bias='maybe' is true) and the values an sl_ model refuses (num_classes=-1: no
+    # classifier, a NaN drop rate): timm builds them without a word (checked on the model's class: not the wrapper
+    # features_only makes, which takes none of them; a kwarg its model function took itself is timm's to judge)
+    if not create_kwargs.get('features_only'):
+        given = {k: v for k, v in create_kwargs.items() if k in accepted_kwargs(type(twin))}
+        check_model_kwargs(type(twin), given, also_allowed=SLIFY_ARG_NAMES,
+                           owner=f'slify of {name} ({type(twin).__name__})')
+    return twin
 
 
 def _target(model_or_name: Union[str, nn.Module], create_kwargs: Dict[str, Any],

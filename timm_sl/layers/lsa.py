@@ -21,7 +21,7 @@ from torch import nn
 from timm.layers import Attention, register_notrace_function
 from timm.layers.attention import maybe_add_mask, resolve_self_attn_mask
 
-__all__ = ['LsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'diagonal_bias', 'lsa_attn_bias',
+__all__ = ['check_heads', 'LsaMixin', 'LocalitySelfAttention', 'check_temp_ratio', 'diagonal_bias', 'lsa_attn_bias',
            'lsa_no_weight_decay', 'mask_diagonal_', 'set_lsa_switches']
 
 
@@ -29,6 +29,17 @@ def check_temp_ratio(temp_ratio: float, name: str = 'temp_ratio') -> None:
     """Raise ``ValueError`` unless the temperature ratio is a finite number > 0."""
     if isinstance(temp_ratio, bool) or not isinstance(temp_ratio, (int, float)) or not 0 < temp_ratio < float('inf'):
         raise ValueError(f'{name}={temp_ratio!r} is invalid; allowed: a finite number > 0 (1.0 = sqrt(head_dim)).')
+
+
+def check_heads(dim: int, num_heads: int, head_dim: Optional[int] = None, head_dim_name: str = 'head_dim') -> None:
+    """Raise ``ValueError`` naming the value unless ``dim`` and ``num_heads`` are ints >= 1 and, without a
+    ``head_dim``, the heads divide the width (timm's attention asserted it, or divided by zero)."""
+    for name, value in (('dim', dim), ('num_heads', num_heads)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f'{name}={value!r} is invalid; allowed: an int >= 1.')
+    if head_dim is None and dim % num_heads:
+        raise ValueError(f'dim={dim}, num_heads={num_heads}: the heads do not divide the width; allowed: a '
+                         f'num_heads that divides dim, or {head_dim_name} set.')
 
 
 try:  # resolved here, not while dynamo traces: torch 2.2's dynamo cannot trace a getattr on a module
@@ -145,6 +156,9 @@ class LsaMixin:
         a parameter when learned, a non-persistent buffer otherwise. ``torch.full`` draws no random numbers, so
         calling it again on a built layer (:func:`set_lsa_switches`) leaves every other value as it was."""
         check_temp_ratio(temp_ratio)
+        for name, value in (('diag_mask', diag_mask), ('learn_temp', learn_temp)):
+            if not isinstance(value, bool):  # 'maybe' or 0 / 1 would switch a part on or off unseen
+                raise ValueError(f'{name}={value!r} is invalid; allowed: True or False.')
         self.lsa_head_dim = head_dim
         self.diag_mask = diag_mask
         self.learn_temp = learn_temp
@@ -227,6 +241,7 @@ class LocalitySelfAttention(Attention, LsaMixin):
             device=None,
             dtype=None,
     ) -> None:
+        check_heads(dim, num_heads, attn_head_dim, 'attn_head_dim')
         super().__init__(
             dim, num_heads=num_heads, attn_head_dim=attn_head_dim, dim_out=dim_out, qkv_bias=qkv_bias,
             qk_norm=qk_norm, scale_norm=scale_norm, proj_bias=proj_bias, gated=gated, attn_drop=attn_drop,

@@ -19,7 +19,7 @@ from torch import nn
 from timm.layers import use_fused_attn
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 
-from .lsa import LsaMixin, lsa_attn_bias, mask_diagonal_
+from .lsa import LsaMixin, check_heads, lsa_attn_bias, mask_diagonal_
 
 __all__ = ['LocalityTalkingHeadAttn', 'LocalityClassAttn', 'class_attn_switches', 'mix_heads']
 
@@ -91,6 +91,7 @@ class LocalityTalkingHeadAttn(TalkingHeadAttn, LsaMixin):
             device=None,
             dtype=None,
     ) -> None:
+        check_heads(dim, num_heads, 0)  # the width need not split into the heads: _resize_heads sizes them
         super().__init__(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop,
                          device=device, dtype=dtype)
         self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('qkv',))
@@ -158,6 +159,7 @@ class LocalityClassAttn(ClassAttn, LsaMixin):
             device=None,
             dtype=None,
     ) -> None:
+        check_heads(dim, num_heads, 0)  # the width need not split into the heads: _resize_heads sizes them
         super().__init__(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop, proj_drop=proj_drop,
                          device=device, dtype=dtype)
         self.head_dim = _resize_heads(self, dim, num_heads, head_dim, ('q', 'k', 'v'))

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from timm.layers import to_2tuple
 from timm.models.swin_transformer import SwinTransformerBlock, WindowAttention
 
-from .lsa import LsaMixin, lsa_attn_bias
+from .lsa import LsaMixin, check_heads, lsa_attn_bias
 from .spt import check_window_tokens
 
 __all__ = ['LocalitySwinBlock', 'LocalityWindowAttention', 'window_attn_bias', 'window_lsa_pattern']
@@ -79,6 +79,7 @@ class LocalityWindowAttention(WindowAttention, LsaMixin):
             device=None,
             dtype=None,
     ) -> None:
+        check_heads(dim, num_heads, head_dim if head_dim is not None else 0)  # timm's takes dim // num_heads
         super().__init__(
             dim, num_heads, head_dim=head_dim, window_size=window_size, qkv_bias=qkv_bias, attn_drop=attn_drop,
             proj_drop=proj_drop, device=device, dtype=dtype)

@@ -19,12 +19,13 @@ With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly it
 state-dict keys and parameter count.
 """
 import inspect
+import math
 from dataclasses import asdict, dataclass, fields
 from functools import partial
 from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 from .lsa import check_temp_ratio
-from .spt import ShiftedPatchEmbed, check_shift_ratio, shift_offsets
+from .spt import ShiftedPatchEmbed, check_shift_ratio, owner_name, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool',
            'check_options_used', 'unused_options', 'with_switches', 'without_unused_options']
@@ -74,16 +75,61 @@ def check_model_kwargs(
     """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
     ``also_allowed``); ``ValueError`` for text given to a kwarg whose default is a bool (``--model-kwargs
     qkv_bias=maybe`` arrives as the string 'maybe', which Python takes for True). ``owner`` names the caller in the
-    message (default: the class)."""
+    message (default: :func:`~timm_sl.layers.spt.owner_name` of the class: the registered name being built)."""
     defaults = _constructor_defaults(model_cls)
     allowed = set(SL_ARG_NAMES) | set(defaults) | set(also_allowed)
     unknown = sorted(set(kwargs) - allowed)
     if unknown:
-        raise TypeError(f'{owner or model_cls.__name__} got unknown model kwargs {unknown}; allowed: '
+        raise TypeError(f'{owner or owner_name(model_cls)} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
-            raise ValueError(f'{owner or model_cls.__name__}: {name}={value!r} is invalid; allowed: True or False.')
+            raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
+        check = _VALUE_CHECKS.get(name)
+        if check is None or name not in defaults:
+            continue
+        ok, allowed = check
+        if name in _PER_STAGE and 'depths' in defaults:  # Swin: one value, or one per stage
+            ok, allowed = (lambda v, one=ok: one(v) or (isinstance(v, (tuple, list)) and bool(v) and all(map(one, v)))
+                           ), f'{allowed}, or a tuple of them (one per stage)'
+        if not ok(value):
+            raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
+    _check_heads_divide(model_cls, kwargs, defaults, owner)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_int(value: Any, low: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+
+# kwargs of the timm backbones whose bad values timm takes without a word (num_classes=-1: no classifier; a NaN drop
+# rate: the first training step fails) or refuses far from the kwarg (embed_dim=0: ZeroDivisionError in its init)
+_RATE = (lambda v: _is_number(v) and 0 <= v < 1, 'a number in [0, 1)')
+_VALUE_CHECKS = {
+    'num_classes': (lambda v: _is_int(v, 0), 'an int >= 0 (0: no classifier)'),
+    'embed_dim': (lambda v: _is_int(v, 1), 'an int >= 1'),
+    'mlp_ratio': (lambda v: _is_number(v) and v > 0, 'a finite number > 0'),
+    **{name: _RATE for name in ('drop_rate', 'attn_drop_rate', 'proj_drop_rate', 'pos_drop_rate', 'patch_drop_rate')},
+    'weight_init': (lambda v: v in ('', 'skip', 'reset', 'jax', 'jax_nlhb', 'moco'),
+                    "'', 'skip', 'reset', 'jax', 'jax_nlhb' or 'moco'"),
+}
+_PER_STAGE = ('mlp_ratio',)  # timm's Swin takes no tuple embed_dim (its own init fails on one)
+
+
+def _check_heads_divide(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],
+                        owner: Optional[str]) -> None:
+    """A width that one ``num_heads`` does not divide, for a class whose attention splits its width into heads
+    (no ``head_dim`` kwarg): timm asserted 'dim should be divisible by num_heads', naming neither."""
+    if 'head_dim' in defaults or 'num_heads' not in defaults or 'embed_dim' not in defaults:
+        return
+    dim, heads = (kwargs.get(k, defaults[k]) for k in ('embed_dim', 'num_heads'))
+    if _is_int(dim, 1) and _is_int(heads, 1) and dim % heads:
+        raise ValueError(f'{owner or owner_name(model_cls)}: embed_dim={dim}, num_heads={heads}: the heads do not '
+                         f'divide the width; allowed: a num_heads that divides embed_dim (or an embed_dim that is a '
+                         f'multiple of num_heads).')
 
 
 def unused_options(kwargs: Dict[str, Any]) -> Dict[str, str]:
@@ -167,7 +213,8 @@ class SlArgs:
         given = {k: kwargs.pop(k) for k in SL_ARG_NAMES if k in kwargs}
         args = cls(**given)
         if model_cls is not None:
-            check_options_used({**given, **({} if spt_pool is None else {'spt_pool': spt_pool})}, model_cls.__name__)
+            check_options_used({**given, **({} if spt_pool is None else {'spt_pool': spt_pool})},
+                               owner_name(model_cls))
         return args
 
     def to_dict(self) -> Dict[str, Any]:

@@ -10,7 +10,9 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
-from typing import Any, List, Optional, Tuple, Union
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -18,7 +20,8 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'shift_offsets', 'check_global_tokens', 'check_in_chans',
+__all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'asked_for', 'owner_name', 'shift_offsets', 'check_global_tokens',
+           'check_in_chans',
            'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift',
            'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
 
@@ -34,6 +37,33 @@ SHIFT_DIRECTIONS = {
     'all': _CARDINAL + _DIAGONAL,
 }
 MAX_SHIFT_RATIO = 1.0
+
+# the model name a user asked timm for (``sl_vit_32``) while it is being built: its refusals name it, not its class
+_ASKED_FOR: ContextVar[Optional[str]] = ContextVar('timm_sl_asked_for', default=None)
+
+
+@contextmanager
+def asked_for(name: str) -> Iterator[None]:
+    """Within: the refusals of the model being built name ``name`` (a registered name), not the model's class."""
+    token = _ASKED_FOR.set(name)
+    try:
+        yield
+    finally:
+        _ASKED_FOR.reset(token)
+
+
+def owner_name(owner: Union[type, str, nn.Module]) -> str:
+    """What a refusal names: a name as given; else the registered name the model is being built as (see
+    :func:`asked_for`), or a built model's (its pretrained cfg's architecture); else the class's name."""
+    if isinstance(owner, str):
+        return owner
+    asked = _ASKED_FOR.get()
+    if asked:
+        return asked
+    if isinstance(owner, nn.Module):
+        architecture = (getattr(owner, 'pretrained_cfg', None) or {}).get('architecture')
+        return architecture if isinstance(architecture, str) and architecture else type(owner).__name__
+    return owner.__name__
 
 
 def shift_offsets(shift_directions: str) -> Tuple[Tuple[int, int], ...]:
@@ -115,36 +145,38 @@ def patch_grid(
     return (h + 2 * padding - kh) // sh + 1, (w + 2 * padding - kw) // sw + 1
 
 
-def check_not_empty(owner: Union[type, str], grid: Optional[Tuple[int, int]], asked: str, where: str = '') -> None:
+def check_not_empty(owner: Union[type, str, nn.Module], grid: Optional[Tuple[int, int]], asked: str,
+                    where: str = '') -> None:
     """Refuse a grid without a token (an image smaller than one patch or kernel): it would build a model no input of
     that size can run."""
     if grid is not None and min(grid) < 1:
-        raise ValueError(f'{getattr(owner, "__name__", owner)}: {asked} give a {grid[0]}x{grid[1]} token grid{where}; '
+        raise ValueError(f'{owner_name(owner)}: {asked} give a {grid[0]}x{grid[1]} token grid{where}; '
                          f'allowed: at least one token per axis: an img_size at least the patch (or kernel) size.')
 
 
 def check_global_tokens(
-        owner: Union[type, str],
+        owner: Union[type, str, nn.Module],
         grid: Optional[Tuple[int, int]],
         asked: str,
         where: str = '',
 ) -> None:
     """Refuse, before anything is built, a token grid above :data:`MAX_GLOBAL_TOKENS` under global attention (its
-    memory grows with the square of the token count). ``owner`` (a class or a name) starts the message, ``asked``
+    memory grows with the square of the token count). ``owner`` (a class, model or name: :func:`owner_name`) starts
+    the message, ``asked``
     names the kwargs that gave ``grid``. A grid without a token is refused too (:func:`check_not_empty`)."""
     check_not_empty(owner, grid, asked, where)
     if grid is None or grid[0] * grid[1] <= MAX_GLOBAL_TOKENS:
         return
     side = int(MAX_GLOBAL_TOKENS ** .5)
     raise ValueError(
-        f'{getattr(owner, "__name__", owner)}: {asked} give a {grid[0]}x{grid[1]} token grid ({grid[0] * grid[1]} '
+        f'{owner_name(owner)}: {asked} give a {grid[0]}x{grid[1]} token grid ({grid[0] * grid[1]} '
         f'tokens){where} '
         f'under global attention; allowed: at most {MAX_GLOBAL_TOKENS} tokens (e.g. a {side}x{side} grid): a smaller '
         f'img_size or a larger patch stride.')
 
 
 def check_window_tokens(
-        owner: Union[type, str],
+        owner: Union[type, str, nn.Module],
         feat: Tuple[int, int],
         window: Tuple[int, int],
         asked: str,
@@ -158,7 +190,7 @@ def check_window_tokens(
     if logits <= MAX_GLOBAL_TOKENS ** 2:
         return
     raise ValueError(
-        f'{getattr(owner, "__name__", owner)}: {asked} give windows of {wh}x{ww} over a {h}x{w} token map, {logits} '
+        f'{owner_name(owner)}: {asked} give windows of {wh}x{ww} over a {h}x{w} token map, {logits} '
         f'attention logits per head and image; allowed: at most {MAX_GLOBAL_TOKENS ** 2} (global attention over '
         f'{MAX_GLOBAL_TOKENS} tokens): a smaller img_size or window_size (a resize keeps the windows given).')
 
@@ -210,6 +242,8 @@ class ShiftedPatchProjection(nn.Module):
         super().__init__()
         dd = {'device': device, 'dtype': dtype}
         check_in_chans(in_chans)
+        if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:  # 0: a zero-width token
+            raise ValueError(f'embed_dim={embed_dim!r} is invalid; allowed: an int >= 1.')
         self.in_chans = in_chans
         self.embed_dim = embed_dim
         self.patch_size = to_2tuple(patch_size)

@@ -212,6 +212,11 @@ def _check_temperatures(state_dict: Dict[str, torch.Tensor], target: Dict[str, t
                          f'{model_name} built with lsa=False or lsa_learn_temp=False has not; allowed: lsa and '
                          f'lsa_learn_temp left on, as its model had them (lsa_mask and lsa_temp_ratio as it was '
                          f'trained)')
+    for key in wanted:  # one value per head: another num_heads (its qkv has the same shape whatever the heads)
+        if key in state_dict and state_dict[key].shape != target[key].shape:
+            raise ValueError(f'this checkpoint has {tuple(state_dict[key].shape)[0]} LSA temperatures (heads) in '
+                             f'{key}, where {model_name} has {tuple(target[key].shape)[0]}: its model had another '
+                             f'num_heads; allowed: the num_heads it was trained with')
 
 
 def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
@@ -294,12 +299,16 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
 
     Raises:
         ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
-        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first).
+        ValueError: a tensor it would copy holds NaN or inf (a diverged run's); the model is left unchanged.
+        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first), ``model`` no ``nn.Module``.
     """
     if not isinstance(source, dict):  # a path or the source model itself: 'str' object has no attribute 'get'
         given = f'{type(source).__name__} {source!r}' if isinstance(source, (str, Path)) else type(source).__name__
         raise TypeError(f'warm_start takes a state dict, got {given}; allowed: a state dict or a checkpoint dict '
                         f'holding one (torch.load(path) of a file, model.state_dict() of a model)')
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f'warm_start initialises a model, got {type(model).__name__}; allowed: an nn.Module '
+                        f'(timm.create_model(name) of an sl_ model)')
     source = clean_state_dict(unwrap_state_dict(source))
     target = model.state_dict()
     mapped, new_state = [], {}
@@ -322,6 +331,11 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
         mapped += [f'{name}.weight (from conv)', f'{name}.norm.weight', f'{name}.norm.bias']
         if f'{name}.bias' in source and module.bias is not None:
             new_state[f'{name}.bias'] = source[f'{name}.bias']
+    bad = [k for k, v in new_state.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if bad:  # a diverged run's weights: the model would start from NaN and train on NaN losses
+        raise ValueError(f'warm_start: the state dict holds NaN or inf in {len(bad)} of the tensors it would copy '
+                         f'(e.g. {bad[0]!r}): the weights of a run that diverged; allowed: finite weights (an '
+                         f'earlier checkpoint of that run); the model is left unchanged')
     if not mapped:
         example = next(iter(source), None)
         raise ValueError(f'warm_start mapped nothing into {type(model).__name__}: none of the {len(source)} keys of '

@@ -6,11 +6,14 @@ from typing import Any, Dict, Tuple
 from ..layers.sl_args import (  # noqa: F401  (re-exported: the families' and users' import path)
     SL_ARG_NAMES, SlArgs, accepted_kwargs, check_bool, check_model_kwargs, check_optional_bool, check_options_used,
     unused_options, without_unused_options)
-from ..layers.spt import MAX_GLOBAL_TOKENS, check_global_tokens, check_size, patch_grid  # noqa: F401  (slify's too)
+from ..layers.spt import (  # noqa: F401  (slify's too)
+    MAX_GLOBAL_TOKENS, asked_for, check_global_tokens, check_size, owner_name, patch_grid)
 
-__all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'backbone_kwarg', 'check_bool',
-           'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool', 'check_options_used',
-           'check_patch_tokens', 'patch_grid', 'unused_options', 'without_unused_options']
+__all__ = ['MAX_GLOBAL_TOKENS', 'SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'asked_for', 'backbone_kwarg',
+           'check_bool', 'check_depths', 'check_global_tokens', 'check_model_kwargs', 'check_optional_bool',
+           'check_options_used', 'check_patch_tokens', 'owner_name', 'patch_grid', 'unused_options',
+           'without_unused_options']
+
 
 def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, positive: Tuple[str, ...] = ()) -> None:
     """Check depth kwargs before timm builds anything: each an int >= 0 (>= 1 for those in ``positive``: widths, head
@@ -22,6 +25,8 @@ def check_depths(kwargs: Dict[str, Any], *names: str, per_stage: bool = False, p
             continue
         value, low = kwargs[name], 1 if name in positive else 0
         items = value if per_stage and isinstance(value, (tuple, list)) else [value]
+        if per_stage and not isinstance(value, (tuple, list)):  # timm takes len() of it: 'int' has no len()
+            items = []
         if not items or not all(isinstance(v, int) and not isinstance(v, bool) and v >= low for v in items):
             shape = f'a non-empty tuple of ints >= {low} (one per stage)' if per_stage else f'an int >= {low}'
             raise ValueError(f'{name}={value!r} is invalid; allowed: {shape}.')

@@ -26,7 +26,7 @@ from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swit
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_patch_tokens
+from ._sl_args import asked_for, check_depths, check_patch_tokens
 from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
@@ -120,14 +120,15 @@ class SlCait(Cait):
 
 def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> SlCait:
     out_indices = kwargs.pop('out_indices', 3)
-    return build_model_with_cfg(
-        SlCait,
-        variant,
-        pretrained,
-        pretrained_filter_fn=sl_filter(timm_filter_fn),
-        feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
-        **kwargs,
-    )
+    with asked_for(variant):  # its refusals name the model asked for, not the class
+        return build_model_with_cfg(
+            SlCait,
+            variant,
+            pretrained,
+            pretrained_filter_fn=sl_filter(timm_filter_fn),
+            feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
+            **kwargs,
+        )
 
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({

@@ -10,6 +10,8 @@ configuration and weights, :class:`~timm_sl.layers.ShiftedPatchMerging` (Spool) 
 """
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
+from torch import nn
+
 from timm.models import build_model_with_cfg, generate_default_cfgs, register_model
 from timm.models.swin_transformer import (
     SwinTransformer, calc_stage_window_sizes, resolve_stage_window_sizes, resolve_window_args)
@@ -21,7 +23,7 @@ from ..layers.spt import check_window_tokens
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
-from ._sl_args import SlArgs, backbone_kwarg, check_depths, check_optional_bool, patch_grid
+from ._sl_args import SlArgs, asked_for, backbone_kwarg, check_depths, check_optional_bool, patch_grid
 from ._training import check_drop_path_rate
 
 __all__ = ['SlSwinTransformer', 'LocalityWindowAttention', 'window_attn_bias']
@@ -45,6 +47,8 @@ class SlSwinTransformer(SwinTransformer):
         sl_args = SlArgs.pop_from(kwargs, type(self), spt_pool)  # Swin has no training-behaviour switches
         check_drop_path_rate(kwargs.get('drop_path_rate', 0.))
         check_depths(kwargs, 'depths', per_stage=True)
+        _check_stage_heads(backbone_kwarg(kwargs, SwinTransformer, 'num_heads'),
+                           backbone_kwarg(kwargs, SwinTransformer, 'depths'))
         check_optional_bool('spt_pool', spt_pool)
         img, patch = (backbone_kwarg(kwargs, SwinTransformer, name) for name in ('img_size', 'patch_size'))
         check_size(img, 'img_size')
@@ -82,13 +86,22 @@ class SlSwinTransformer(SwinTransformer):
             windows = calc_stage_window_sizes(grid, self._ref_window_sizes, self._ref_grid_size, sizes, ratios)
             partition = always_partition if always_partition is not None else any(
                 block.always_partition for stage in self.layers for block in stage.blocks)
-            _check_stage_windows(type(self), grid, windows, partition, f'img_size={img!r}, patch_size={patch!r}')
+            _check_stage_windows(self, grid, windows, partition, f'img_size={img!r}, patch_size={patch!r}')
         super().set_input_size(img_size=img_size, patch_size=patch_size, window_size=window_size,
                                window_ratio=window_ratio, always_partition=always_partition)
 
 
-def _check_stage_windows(owner: type, grid: Tuple[int, int], windows: Sequence[Tuple[int, int]], partition: bool,
-                         asked: str) -> None:
+def _check_stage_heads(heads: Any, depths: Sequence[int]) -> None:
+    """timm's Swin takes ``num_heads[i]`` for each stage ``i`` of ``depths``: an int or a shorter tuple failed in its
+    init with a bare TypeError / IndexError."""
+    if not (isinstance(heads, (tuple, list)) and len(heads) >= len(depths) and all(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 1 for h in heads)):
+        raise ValueError(f'num_heads={heads!r} is invalid with depths={tuple(depths)!r}; allowed: a tuple of ints '
+                         f'>= 1, one per stage ({len(depths)}).')
+
+
+def _check_stage_windows(owner: Union[type, nn.Module], grid: Tuple[int, int], windows: Sequence[Tuple[int, int]],
+                         partition: bool, asked: str) -> None:
     """:func:`check_window_tokens` for each stage's windows over its map (the patch grid halved per stage)."""
     for index, window in enumerate(windows):
         feat = tuple(-(-g // 2 ** index) for g in grid)
@@ -100,14 +113,15 @@ def _check_stage_windows(owner: type, grid: Tuple[int, int], windows: Sequence[T
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
     depths = kwargs.get('depths', (2, 2, 6, 2))
     out_indices = kwargs.pop('out_indices', tuple(range(len(depths))))
-    return build_model_with_cfg(
-        SlSwinTransformer,
-        variant,
-        pretrained,
-        pretrained_filter_fn=sl_filter(timm_filter_fn),
-        feature_cfg=dict(flatten_sequential=True, out_indices=out_indices),
-        **kwargs,
-    )
+    with asked_for(variant):  # its refusals name the model asked for, not the class
+        return build_model_with_cfg(
+            SlSwinTransformer,
+            variant,
+            pretrained,
+            pretrained_filter_fn=sl_filter(timm_filter_fn),
+            feature_cfg=dict(flatten_sequential=True, out_indices=out_indices),
+            **kwargs,
+        )
 
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({

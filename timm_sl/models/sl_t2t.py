@@ -33,7 +33,7 @@ from ..layers import (
     set_lsa_switches, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
-from ._sl_args import backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
+from ._sl_args import asked_for, backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
 __all__ = ['ExtraResidualBlock', 'SlT2T', 'T2TEmbed', 'TokenTransformer', 'check_soft_splits',
@@ -346,7 +346,7 @@ class SlT2T(VisionTransformer):
         if img_size is not None:  # refused first, as the constructor refuses it
             check_size(img_size, 'img_size')
             split = self.patch_embed.soft_splits[0]
-            check_global_tokens(type(self), patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
+            check_global_tokens(self, patch_grid(img_size, *split), f'img_size={img_size!r}, first soft split '
                                 f'(kernel, stride, padding)={split!r}', ' after it')
         table = self.pos_embed
         self.pos_embed = None
@@ -392,14 +392,15 @@ def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> D
 
 def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT2T:
     out_indices = kwargs.pop('out_indices', 3)
-    return build_model_with_cfg(
-        SlT2T,
-        variant,
-        pretrained,
-        pretrained_filter_fn=checkpoint_filter_fn,
-        feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
-        **kwargs,
-    )
+    with asked_for(variant):  # its refusals name the model asked for, not the class
+        return build_model_with_cfg(
+            SlT2T,
+            variant,
+            pretrained,
+            pretrained_filter_fn=checkpoint_filter_fn,
+            feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
+            **kwargs,
+        )
 
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({

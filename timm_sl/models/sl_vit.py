@@ -14,7 +14,7 @@ from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import check_depths, check_global_tokens, check_patch_tokens, check_size, patch_grid
+from ._sl_args import asked_for, check_depths, check_global_tokens, check_patch_tokens, check_size, patch_grid
 
 __all__ = ['SlVisionTransformer']
 
@@ -61,7 +61,7 @@ class SlVisionTransformer(VisionTransformer):
         img = self.patch_embed.img_size if img_size is None else img_size
         patch = self.patch_embed.patch_size if patch_size is None else patch_size
         grid = patch_grid(img, patch, ceil=bool(getattr(self.patch_embed, 'dynamic_img_pad', False)))
-        check_global_tokens(type(self), grid, f'img_size={img!r}, patch_size={patch!r}')
+        check_global_tokens(self, grid, f'img_size={img!r}, patch_size={patch!r}')
         super().set_input_size(img_size=img_size, patch_size=patch_size)
 
 
@@ -72,14 +72,15 @@ checkpoint_filter_fn = sl_filter(vit_checkpoint_filter_fn)
 
 def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
     out_indices = kwargs.pop('out_indices', 3)
-    return build_model_with_cfg(
-        SlVisionTransformer,
-        variant,
-        pretrained,
-        pretrained_filter_fn=checkpoint_filter_fn,
-        feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
-        **kwargs,
-    )
+    with asked_for(variant):  # its refusals name the model asked for, not the class
+        return build_model_with_cfg(
+            SlVisionTransformer,
+            variant,
+            pretrained,
+            pretrained_filter_fn=checkpoint_filter_fn,
+            feature_cfg=dict(out_indices=out_indices, feature_cls='getter'),
+            **kwargs,
+        )
 
 
 default_cfgs = generate_default_cfgs(with_pretrained_tags({
