@@ -850,3 +850,37 @@ def test_a_timm_repo_without_train_py_is_named_with_what_is_allowed(tmp_path, mo
                        f"TIMM_REPO); allowed: timm's train.py (from a checkout of "
                        f"https://github.com/huggingface/pytorch-image-models), as --train-script PATH or "
                        f"TIMM_REPO=CHECKOUT")
+
+
+@pytest.mark.parametrize('argv,error', [
+    (['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2', '--model-kwargs', 'num_heads=4'],
+     'timm-sl temperature: error: --model-kwargs given twice (--model-kwargs depth=2, then --model-kwargs '
+     'num_heads=4), and only the last would count; allowed: each option once (it takes all its values at once: '
+     '--model-kwargs depth=2 num_heads=4)'),
+    (['kld', 'img', '--checkpoint', 'a.pth', '--checkpoint=b.pth'],
+     'timm-sl kld: error: --checkpoint given twice (--checkpoint a.pth, then --checkpoint b.pth), and only the last '
+     'would count; allowed: each option once'),
+    (['list', '--filter', 'sl_vit_*', '--filt', 'sl_cait_*', '--filter', 'sl_pit_*'],
+     'timm-sl list: error: --filter given 3 times (--filter sl_vit_*, then --filter sl_cait_*, then --filter '
+     'sl_pit_*), and only the last would count; allowed: each option once'),
+    (['demo', '--seed', '-1', '--seed', '3'],
+     'timm-sl demo: error: --seed given twice (--seed -1, then --seed 3), and only the last would count; allowed: each '
+     'option once'),
+    (['reproduce', '--data-dir', 'd', '--dataset', 'cifar10', '--seeds', '0', '1', '--seeds', '2', '--', '--seed',
+      '1'],
+     'timm-sl reproduce: error: --seeds given twice (--seeds 0 1, then --seeds 2), and only the last would count; '
+     'allowed: each option once (it takes all its values at once: --seeds 0 1 2)'),
+    (['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2', 'depth=3'],
+     'timm-sl temperature: error: argument --model-kwargs: depth given twice (depth=2 depth=3); allowed: each KEY '
+     'once'),
+])
+def test_an_option_given_twice_is_refused_not_replaced(argv, error, capsys):
+    """argparse kept the last of an option given twice: `--model-kwargs depth=2 --model-kwargs num_heads=4` drew the
+    temperature of the registered depth (9 blocks), `depth=2 depth=3` built depth 3, `--checkpoint a --checkpoint b`
+    analysed b; none said so."""
+    assert _usage_error(argv, capsys) == error
+
+
+def test_a_switch_given_twice_is_the_same_switch(capsys):
+    assert main(['list', '--filter', 'sl_vit_32', '--baseline', '--baseline']) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith('sl_vit_32')

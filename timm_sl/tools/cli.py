@@ -950,6 +950,8 @@ class _Parser(OneLineParser):
             options = [o for o in command._option_string_actions if o.startswith('--')]
             if any(w.startswith('-') and not any(o.startswith(w.split('=')[0]) for o in options) for w in argv[1:]):
                 command.hint = command.after_dashes  # e.g. a train.py option among the required ones missing
+        if command is not None:
+            command.refuse_repeats(argv[1:argv.index('--') if '--' in argv else len(argv)])
         parsed, stray = self.parse_known_args(argv, namespace)
         if command is not None and command.after_dashes:
             stray += parsed.train_args  # words no option took, before any --
@@ -959,17 +961,53 @@ class _Parser(OneLineParser):
             (command or self).error(f'unrecognized arguments: {" ".join(stray)}')
         return parsed
 
+    def refuse_repeats(self, words: Sequence[str]) -> None:
+        """Refuse an option that takes a value given more than once among ``words`` (this command's, before any
+        ``--``): argparse kept the last and dropped the others without a word (``--model-kwargs depth=2 --model-kwargs
+        lsa=False`` built the default depth). A switch (``--overwrite``) given twice is the same switch."""
+        given: Dict[argparse.Action, List[str]] = {}
+        for i, word in enumerate(words):
+            if not word.startswith('--') or word == '--':
+                continue
+            name, sep, value = word.partition('=')
+            action = self._option_string_actions.get(name)
+            if action is None:  # an abbreviation argparse takes: --model-kw for --model-kwargs
+                found = {a for o, a in self._option_string_actions.items() if o.startswith(name)}
+                action = found.pop() if len(found) == 1 else None
+            if action is None or action.nargs == 0:
+                continue
+            values = [value] if sep else []
+            for later in words[i + 1:] if not sep else ():
+                if later.startswith('-') and not later[1:2].isdigit() or action.nargs is None and values:
+                    break
+                values.append(later)
+            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *values]))
+        for action, uses in given.items():
+            if len(uses) > 1:
+                option = action.option_strings[-1]
+                once = ''
+                if action.nargs in ('*', '+'):  # all its values after one option
+                    joined = ' '.join(v for use in uses for v in use.split(' ')[1:])
+                    once = f' (it takes all its values at once: {option} {joined})'
+                times = 'twice' if len(uses) == 2 else f'{len(uses)} times'
+                self.error(f'{option} given {times} ({", then ".join(uses)}), and only the last would count; '
+                           f'allowed: each option once{once}')
+
 
 class _ModelKwargs(argparse.Action):
     """``KEY=VALUE`` words into a dict; a value is read as a Python literal (``False``, ``6``, ``(1,1,1)``), else kept
     as a string, as timm's ``ParseKwargs`` does (not imported: it would load torch for ``--help``)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        kwargs = {}
+        kwargs, words = {}, {}
         for word in values:
             key, sep, value = word.partition('=')
             if not sep or not key.isidentifier():
                 raise argparse.ArgumentError(self, f'{word!r} is not KEY=VALUE; allowed: words like depth=6 lsa=False')
+            if key in kwargs:  # the last one was built, the first dropped without a word
+                raise argparse.ArgumentError(self, f'{key} given twice ({key}={words[key]} {word}); allowed: each KEY '
+                                                   f'once')
+            words[key] = value
             try:
                 kwargs[key] = ast.literal_eval(value)
             except (ValueError, SyntaxError):
