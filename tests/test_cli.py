@@ -884,3 +884,12 @@ def test_an_option_given_twice_is_refused_not_replaced(argv, error, capsys):
 def test_a_switch_given_twice_is_the_same_switch(capsys):
     assert main(['list', '--filter', 'sl_vit_32', '--baseline', '--baseline']) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith('sl_vit_32')
+
+
+@pytest.mark.parametrize('branch', ['', ' '])
+def test_push_refuses_an_empty_branch_before_any_upload(branch, tmp_path, capsys):
+    """`timm-sl push FOLDER --repo-id o/n --revision "$BRANCH"` with the variable unset uploaded to the main branch."""
+    argv = ['push', str(tmp_path), '--repo-id', 'o/n', '--revision', branch]
+    assert _usage_error(argv, capsys) == (
+        f"timm-sl push: error: argument --revision: {branch!r} is not allowed (an empty branch name pushed to main); "
+        f"expected a branch name, e.g. v1, or no --revision for main")

@@ -1015,6 +1015,15 @@ class _ModelKwargs(argparse.Action):
         setattr(namespace, self.dest, kwargs)
 
 
+def _branch(text: str) -> str:
+    """A branch name for ``push --revision``: an empty one (``--revision "$BRANCH"``, the variable unset) pushed to
+    the main branch."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed (an empty branch name pushed to main); expected a '
+                                         f'branch name, e.g. v1, or no --revision for main')
+    return text
+
+
 OVERWRITE_CHART = 'replace a file at --out that timm-sl did not draw (an earlier chart is always replaced)'
 
 
@@ -1082,7 +1091,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('folder', help='a folder written by timm-sl export')
     p.add_argument('--repo-id', required=True, help='ORG/NAME')
     p.add_argument('--private', action='store_true', help='create the repository as private')
-    p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
+    p.add_argument('--revision', type=_branch, default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
     def add_model_source(p: argparse.ArgumentParser) -> None:
