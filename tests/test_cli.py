@@ -893,3 +893,18 @@ def test_push_refuses_an_empty_branch_before_any_upload(branch, tmp_path, capsys
     assert _usage_error(argv, capsys) == (
         f"timm-sl push: error: argument --revision: {branch!r} is not allowed (an empty branch name pushed to main); "
         f"expected a branch name, e.g. v1, or no --revision for main")
+
+
+def test_export_refuses_timm_validate_py_as_train_script(tmp_path, capsys):
+    """`timm-sl export RUN --train-script $TIMM_REPO/validate.py` wrote a card whose recipe, headed 'train.py arguments
+    that differ from train.py's defaults', was compared with validate.py's: the run's seed 42 left out, 40 keys of
+    train.py's own defaults listed."""
+    checkpoint = tmp_path / 'model_best.pth.tar'
+    checkpoint.write_bytes(b'not read')
+    script = tmp_path / 'validate.py'
+    script.write_text('import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--seed", default=42)\n'
+                      'parser.add_argument("--model", default="resnet50")\n')
+    message = _exit_message(['export', str(checkpoint), '--out', str(tmp_path / 'out'), '--train-script', str(script)])
+    assert message.startswith(f"timm-sl export: {script} is not timm's train.py (its parser has no --epochs or --lr: "
+                              f"not a training script (validate.py, benchmark.py?)); allowed: timm's train.py"), message
+    assert not (tmp_path / 'out').exists()
