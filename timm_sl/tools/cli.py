@@ -620,6 +620,13 @@ def _depth_axis(first_layer: str) -> str:
     return f'depth (1 = {first_layer})'
 
 
+def _not_sl(model) -> str:
+    """What a chart of one model adds to its name where the model is not SL (``' (L: spt=False, ...)'``): a temperature
+    chart has no legend naming the model, and one of an LSA-only run passed for SL's."""
+    variant = _variant(model)
+    return '' if variant == 'SL' else f' ({variant}: {_switches(model)})'
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
@@ -650,7 +657,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records],
                  **{label: [r['start'] for r in records] for label in start}}, args.out,
-                title=f'{_title_model(args, model)}, {_weights(args)}: learned temperature per depth',
+                title=f'{_title_model(args, model)}{_not_sl(model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
