@@ -908,3 +908,23 @@ def test_export_refuses_timm_validate_py_as_train_script(tmp_path, capsys):
     assert message.startswith(f"timm-sl export: {script} is not timm's train.py (its parser has no --epochs or --lr: "
                               f"not a training script (validate.py, benchmark.py?)); allowed: timm's train.py"), message
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('command', ['temperature', 'receptive-field'])
+def test_pretrained_weights_that_cannot_be_downloaded_name_the_model(command, tmp_path, monkeypatch, capsys):
+    """Offline, `--model slify --model-kwargs base=vit_tiny_patch16_224 --pretrained` ended as the Hub's own words
+    ('An error happened while trying to locate the file on the Hub ...'), naming neither the model nor the option."""
+    import timm
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def offline(*args, **kwargs):
+        raise LocalEntryNotFoundError('An error happened while trying to locate the file on the Hub and we cannot '
+                                      'find the requested files in the local cache.')
+    monkeypatch.setattr(timm, 'create_model', offline)
+    argv = [command, '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', '--pretrained']
+    argv += ['--out', str(tmp_path / 't.png')] if command == 'temperature' else []
+    assert _exit_message(argv) == (
+        f'timm-sl {command}: --pretrained slify(vit_tiny_patch16_224): its weights could not be downloaded or read '
+        f'(LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find '
+        f'the requested files in the local cache.); allowed: --pretrained with the Hugging Face Hub reachable or the '
+        f'weights in its cache (HF_HOME), --checkpoint FILE, or neither for random init')

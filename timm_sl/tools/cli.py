@@ -117,6 +117,14 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
         return timm.create_model(name, **kwargs, **create_kwargs)
     except BUILD_ERRORS as e:  # unknown / bad kwarg, weights that cannot be loaded
         raise _model_error(args, name, kwargs, e) from e
+    except OSError as e:  # offline: the Hub's 'An error happened while trying to locate the file ...', naming nothing
+        if not create_kwargs.get('pretrained'):
+            raise
+        whose = f'slify({arch})' if arch != name else name
+        reason = describe(e).splitlines()[0]
+        raise ValueError(f'--pretrained {whose}: its weights could not be downloaded or read ({type(e).__name__}: '
+                         f'{reason}); allowed: --pretrained with the Hugging Face Hub reachable or the weights in its '
+                         f'cache (HF_HOME), --checkpoint FILE, or neither for random init') from e
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
