@@ -1899,3 +1899,16 @@ def test_a_temperature_chart_names_a_model_that_is_not_sl(kwargs, says, tmp_path
     assert main(argv + kwargs) == 0
     assert _title(figures[-1]) == (f'sl_vit_32, depth=1{says}, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
                                    f'learned temperature per depth')
+
+
+def test_export_over_a_folder_lists_only_what_it_wrote(tmp_path, capsys):
+    """`timm-sl export RUN --out DIR --overwrite` over a folder holding the user's notes.txt listed notes.txt among
+    the files it exported (the folder's content, not what it wrote)."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'out').mkdir()
+    (tmp_path / 'out' / 'notes.txt').write_text('mine')
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--overwrite']) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.endswith(f"to {tmp_path / 'out'}: README.md, config.json, model.safetensors (kept, not written by "
+                         f"this export: notes.txt)"), line
+    assert (tmp_path / 'out' / 'notes.txt').read_text() == 'mine'

@@ -228,13 +228,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.model:
         _check_model_name(args, args.model)
     script = recipe_train_script(args.train_script)  # as release: --train-script, else TIMM_REPO
+    before = _folder_state(Path(args.out))
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
                                     summary=args.summary, dataset=args.dataset, label_names=args.label_names,
                                     overwrite=args.overwrite,
                                     train_defaults=train_script_defaults(script) if script else None)
-    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: '
-          f'{", ".join(sorted(p.name for p in out.iterdir()))}')
+    after = _folder_state(out)
+    written = sorted(name for name in after if before.get(name) != after[name])
+    kept = sorted(set(after) - set(written))
+    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: {", ".join(written)}' +
+          (f' (kept, not written by this export: {", ".join(kept)})' if kept else ''))
     return 0
+
+
+def _folder_state(folder: Path) -> Dict[str, Tuple[int, int, int]]:
+    """Each entry of ``folder`` (none when it is missing) -> (inode, size, mtime): what an export wrote there is
+    what changed, not what ``--overwrite`` found there (a user's notes.txt was listed as exported)."""
+    if not folder.is_dir():
+        return {}
+    return {p.name: (s.st_ino, s.st_size, s.st_mtime_ns) for p in folder.iterdir() for s in [p.stat()]}
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
