@@ -1636,8 +1636,9 @@ def test_titles_name_the_configuration_the_models_were_built_with(tmp_path, imag
     out = str(tmp_path / 'c.png')
     assert main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'mlp_ratio=2', 'lsa_mask=False',
                  '--out', out]) == 0
-    assert _title(figures[-1]) == ('sl_vit_32, depth=1, mlp_ratio=2, RANDOM INIT (untrained: no --checkpoint/'
-                                   '--pretrained): learned temperature per depth')
+    assert _title(figures[-1]) == ('sl_vit_32, depth=1, mlp_ratio=2 (ST: spt=True, lsa mask=False, learned temperature'
+                                   '=True), RANDOM INIT (untrained: no --checkpoint/--pretrained): learned temperature '
+                                   'per depth')
     _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
     _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=2, spt=False, lsa=False))
     assert main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
@@ -1884,3 +1885,30 @@ def test_model_kwargs_never_change_what_a_runs_weights_do_not_record(tmp_path, i
     assert not figures
     assert main(['temperature', '--checkpoint', str(tmp_path / 'sl'), '--model-kwargs', 'depth=1', 'lsa_mask=True',
                  'shift_ratio=0.5', '--out', str(tmp_path / 't.png')]) == 0
+
+
+@pytest.mark.parametrize('kwargs,says', [
+    (['spt=False'], ' (L: spt=False, lsa mask=True, learned temperature=True)'),
+    (['lsa_mask=False'], ' (ST: spt=True, lsa mask=False, learned temperature=True)'),
+    ([], ''),
+])
+def test_a_temperature_chart_names_a_model_that_is_not_sl(kwargs, says, tmp_path, figures):
+    """A temperature chart of sl_vit_32 with spt=False (LSA alone) or lsa_mask=False was titled 'sl_vit_32, depth=1'
+    as SL's is, and it has no legend naming the model: it passed for SL's Fig. 3."""
+    argv = ['temperature', '--model', 'sl_vit_32', '--out', str(tmp_path / 't.png'), '--model-kwargs', 'depth=1']
+    assert main(argv + kwargs) == 0
+    assert _title(figures[-1]) == (f'sl_vit_32, depth=1{says}, RANDOM INIT (untrained: no --checkpoint/--pretrained): '
+                                   f'learned temperature per depth')
+
+
+def test_export_over_a_folder_lists_only_what_it_wrote(tmp_path, capsys):
+    """`timm-sl export RUN --out DIR --overwrite` over a folder holding the user's notes.txt listed notes.txt among
+    the files it exported (the folder's content, not what it wrote)."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'out').mkdir()
+    (tmp_path / 'out' / 'notes.txt').write_text('mine')
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--overwrite']) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert line.endswith(f"to {tmp_path / 'out'}: README.md, config.json, model.safetensors (kept, not written by "
+                         f"this export: notes.txt)"), line
+    assert (tmp_path / 'out' / 'notes.txt').read_text() == 'mine'

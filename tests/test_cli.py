@@ -840,3 +840,81 @@ def test_a_timm_repo_without_train_py_is_named_with_what_is_allowed(tmp_path, mo
                        f"TIMM_REPO); allowed: timm's train.py (from a checkout of "
                        f"https://github.com/huggingface/pytorch-image-models), as --train-script PATH or "
                        f"TIMM_REPO=CHECKOUT")
+
+
+@pytest.mark.parametrize('argv,error', [
+    (['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2', '--model-kwargs', 'num_heads=4'],
+     'timm-sl temperature: error: --model-kwargs given twice (--model-kwargs depth=2, then --model-kwargs '
+     'num_heads=4), and only the last would count; allowed: each option once (it takes all its values at once: '
+     '--model-kwargs depth=2 num_heads=4)'),
+    (['kld', 'img', '--checkpoint', 'a.pth', '--checkpoint=b.pth'],
+     'timm-sl kld: error: --checkpoint given twice (--checkpoint a.pth, then --checkpoint b.pth), and only the last '
+     'would count; allowed: each option once'),
+    (['list', '--filter', 'sl_vit_*', '--filt', 'sl_cait_*', '--filter', 'sl_pit_*'],
+     'timm-sl list: error: --filter given 3 times (--filter sl_vit_*, then --filter sl_cait_*, then --filter '
+     'sl_pit_*), and only the last would count; allowed: each option once'),
+    (['demo', '--seed', '-1', '--seed', '3'],
+     'timm-sl demo: error: --seed given twice (--seed -1, then --seed 3), and only the last would count; allowed: each '
+     'option once'),
+    (['reproduce', '--data-dir', 'd', '--dataset', 'cifar10', '--seeds', '0', '1', '--seeds', '2', '--', '--seed',
+      '1'],
+     'timm-sl reproduce: error: --seeds given twice (--seeds 0 1, then --seeds 2), and only the last would count; '
+     'allowed: each option once (it takes all its values at once: --seeds 0 1 2)'),
+    (['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depth=2', 'depth=3'],
+     'timm-sl temperature: error: argument --model-kwargs: depth given twice (depth=2 depth=3); allowed: each KEY '
+     'once'),
+])
+def test_an_option_given_twice_is_refused_not_replaced(argv, error, capsys):
+    """argparse kept the last of an option given twice: `--model-kwargs depth=2 --model-kwargs num_heads=4` drew the
+    temperature of the registered depth (9 blocks), `depth=2 depth=3` built depth 3, `--checkpoint a --checkpoint b`
+    analysed b; none said so."""
+    assert _usage_error(argv, capsys) == error
+
+
+def test_a_switch_given_twice_is_the_same_switch(capsys):
+    assert main(['list', '--filter', 'sl_vit_32', '--baseline', '--baseline']) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith('sl_vit_32')
+
+
+@pytest.mark.parametrize('branch', ['', ' '])
+def test_push_refuses_an_empty_branch_before_any_upload(branch, tmp_path, capsys):
+    """`timm-sl push FOLDER --repo-id o/n --revision "$BRANCH"` with the variable unset uploaded to the main branch."""
+    argv = ['push', str(tmp_path), '--repo-id', 'o/n', '--revision', branch]
+    assert _usage_error(argv, capsys) == (
+        f"timm-sl push: error: argument --revision: {branch!r} is not allowed (an empty branch name pushed to main); "
+        f"expected a branch name, e.g. v1, or no --revision for main")
+
+
+def test_export_refuses_timm_validate_py_as_train_script(tmp_path, capsys):
+    """`timm-sl export RUN --train-script $TIMM_REPO/validate.py` wrote a card whose recipe, headed 'train.py arguments
+    that differ from train.py's defaults', was compared with validate.py's: the run's seed 42 left out, 40 keys of
+    train.py's own defaults listed."""
+    checkpoint = tmp_path / 'model_best.pth.tar'
+    checkpoint.write_bytes(b'not read')
+    script = tmp_path / 'validate.py'
+    script.write_text('import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--seed", default=42)\n'
+                      'parser.add_argument("--model", default="resnet50")\n')
+    message = _exit_message(['export', str(checkpoint), '--out', str(tmp_path / 'out'), '--train-script', str(script)])
+    assert message.startswith(f"timm-sl export: {script} is not timm's train.py (its parser has no --epochs or --lr: "
+                              f"not a training script (validate.py, benchmark.py?)); allowed: timm's train.py"), message
+    assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('command', ['temperature', 'receptive-field'])
+def test_pretrained_weights_that_cannot_be_downloaded_name_the_model(command, tmp_path, monkeypatch, capsys):
+    """Offline, `--model slify --model-kwargs base=vit_tiny_patch16_224 --pretrained` ended as the Hub's own words
+    ('An error happened while trying to locate the file on the Hub ...'), naming neither the model nor the option."""
+    import timm
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def offline(*args, **kwargs):
+        raise LocalEntryNotFoundError('An error happened while trying to locate the file on the Hub and we cannot '
+                                      'find the requested files in the local cache.')
+    monkeypatch.setattr(timm, 'create_model', offline)
+    argv = [command, '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224', '--pretrained']
+    argv += ['--out', str(tmp_path / 't.png')] if command == 'temperature' else []
+    assert _exit_message(argv) == (
+        f'timm-sl {command}: --pretrained slify(vit_tiny_patch16_224): its weights could not be downloaded or read '
+        f'(LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find '
+        f'the requested files in the local cache.); allowed: --pretrained with the Hugging Face Hub reachable or the '
+        f'weights in its cache (HF_HOME), --checkpoint FILE, or neither for random init')

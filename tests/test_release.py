@@ -531,6 +531,9 @@ NOT_TRAIN_PY = "allowed: timm's train.py (from a checkout of https://github.com/
     # names without .py (importlib finds no loader for them by the suffix): read all the same
     ('train_copy', '', 'no module-level argparse parser named `parser`'),
     ('label_names.txt', 'Ankle boot\nBag\n', 'a syntax error at line 1: '),
+    # validate.py: its defaults (seed 42) were taken for train.py's, and the cards' recipes left the runs' seed out
+    ('validate.py', 'import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--seed", default=42)\n',
+     'its parser has no --epochs or --lr: not a training script (validate.py, benchmark.py?)'),
 ])
 def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, reproduced, tmp_path, capsys):
     root, _ = reproduced
@@ -546,8 +549,9 @@ def test_a_train_script_that_is_not_train_py_is_one_line(name, content, says, re
 def test_a_train_script_without_the_py_suffix_is_read(tmp_path):
     from timm_sl.tools.train_args import train_script_defaults
     script = tmp_path / 'train_copy'
-    script.write_text('import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--lr", default=0.1)\n')
-    assert train_script_defaults(script) == {'lr': 0.1}
+    script.write_text('import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--lr", default=0.1)\n'
+                      'parser.add_argument("--epochs", default=3)\n')
+    assert train_script_defaults(script) == {'lr': 0.1, 'epochs': 3}
 
 
 def test_a_train_script_folder_is_one_line(reproduced, tmp_path, capsys):

@@ -117,6 +117,14 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
         return timm.create_model(name, **kwargs, **create_kwargs)
     except BUILD_ERRORS as e:  # unknown / bad kwarg, weights that cannot be loaded
         raise _model_error(args, name, kwargs, e) from e
+    except OSError as e:  # offline: the Hub's 'An error happened while trying to locate the file ...', naming nothing
+        if not create_kwargs.get('pretrained'):
+            raise
+        whose = f'slify({arch})' if arch != name else name
+        reason = describe(e).splitlines()[0]
+        raise ValueError(f'--pretrained {whose}: its weights could not be downloaded or read ({type(e).__name__}: '
+                         f'{reason}); allowed: --pretrained with the Hugging Face Hub reachable or the weights in its '
+                         f'cache (HF_HOME), --checkpoint FILE, or neither for random init') from e
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
@@ -220,13 +228,25 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.model:
         _check_model_name(args, args.model)
     script = recipe_train_script(args.train_script)  # as release: --train-script, else TIMM_REPO
+    before = _folder_state(Path(args.out))
     out, source = export_checkpoint(args.checkpoint, args.model, args.out, model_kwargs=args.model_kwargs,
                                     summary=args.summary, dataset=args.dataset, label_names=args.label_names,
                                     overwrite=args.overwrite,
                                     train_defaults=train_script_defaults(script) if script else None)
-    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: '
-          f'{", ".join(sorted(p.name for p in out.iterdir()))}')
+    after = _folder_state(out)
+    written = sorted(name for name in after if before.get(name) != after[name])
+    kept = sorted(set(after) - set(written))
+    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: {", ".join(written)}' +
+          (f' (kept, not written by this export: {", ".join(kept)})' if kept else ''))
     return 0
+
+
+def _folder_state(folder: Path) -> Dict[str, Tuple[int, int, int]]:
+    """Each entry of ``folder`` (none when it is missing) -> (inode, size, mtime): what an export wrote there is
+    what changed, not what ``--overwrite`` found there (a user's notes.txt was listed as exported)."""
+    if not folder.is_dir():
+        return {}
+    return {p.name: (s.st_ino, s.st_size, s.st_mtime_ns) for p in folder.iterdir() for s in [p.stat()]}
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -620,6 +640,13 @@ def _depth_axis(first_layer: str) -> str:
     return f'depth (1 = {first_layer})'
 
 
+def _not_sl(model) -> str:
+    """What a chart of one model adds to its name where the model is not SL (``' (L: spt=False, ...)'``): a temperature
+    chart has no legend naming the model, and one of an LSA-only run passed for SL's."""
+    variant = _variant(model)
+    return '' if variant == 'SL' else f' ({variant}: {_switches(model)})'
+
+
 def cmd_temperature(args: argparse.Namespace) -> int:
     from timm_sl.tools.analysis import attention_layers, temperature_records
     from timm_sl.tools.plot import plot_curves
@@ -650,7 +677,7 @@ def cmd_temperature(args: argparse.Namespace) -> int:
                  'max head': [r['max'] for r in records],
                  'fixed head_dim^-0.5': [r['fixed'] for r in records],
                  **{label: [r['start'] for r in records] for label in start}}, args.out,
-                title=f'{_title_model(args, model)}, {_weights(args)}: learned temperature per depth',
+                title=f'{_title_model(args, model)}{_not_sl(model)}, {_weights(args)}: learned temperature per depth',
                 y_label="multiplier of QK^T ('temperature'; higher = sharper)",
                 x_label=_depth_axis(records[0]['layer']),
                 y_range=(0., None))
@@ -950,6 +977,8 @@ class _Parser(OneLineParser):
             options = [o for o in command._option_string_actions if o.startswith('--')]
             if any(w.startswith('-') and not any(o.startswith(w.split('=')[0]) for o in options) for w in argv[1:]):
                 command.hint = command.after_dashes  # e.g. a train.py option among the required ones missing
+        if command is not None:
+            command.refuse_repeats(argv[1:argv.index('--') if '--' in argv else len(argv)])
         parsed, stray = self.parse_known_args(argv, namespace)
         if command is not None and command.after_dashes:
             stray += parsed.train_args  # words no option took, before any --
@@ -959,22 +988,67 @@ class _Parser(OneLineParser):
             (command or self).error(f'unrecognized arguments: {" ".join(stray)}')
         return parsed
 
+    def refuse_repeats(self, words: Sequence[str]) -> None:
+        """Refuse an option that takes a value given more than once among ``words`` (this command's, before any
+        ``--``): argparse kept the last and dropped the others without a word (``--model-kwargs depth=2 --model-kwargs
+        lsa=False`` built the default depth). A switch (``--overwrite``) given twice is the same switch."""
+        given: Dict[argparse.Action, List[str]] = {}
+        for i, word in enumerate(words):
+            if not word.startswith('--') or word == '--':
+                continue
+            name, sep, value = word.partition('=')
+            action = self._option_string_actions.get(name)
+            if action is None:  # an abbreviation argparse takes: --model-kw for --model-kwargs
+                found = {a for o, a in self._option_string_actions.items() if o.startswith(name)}
+                action = found.pop() if len(found) == 1 else None
+            if action is None or action.nargs == 0:
+                continue
+            values = [value] if sep else []
+            for later in words[i + 1:] if not sep else ():
+                if later.startswith('-') and not later[1:2].isdigit() or action.nargs is None and values:
+                    break
+                values.append(later)
+            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *values]))
+        for action, uses in given.items():
+            if len(uses) > 1:
+                option = action.option_strings[-1]
+                once = ''
+                if action.nargs in ('*', '+'):  # all its values after one option
+                    joined = ' '.join(v for use in uses for v in use.split(' ')[1:])
+                    once = f' (it takes all its values at once: {option} {joined})'
+                times = 'twice' if len(uses) == 2 else f'{len(uses)} times'
+                self.error(f'{option} given {times} ({", then ".join(uses)}), and only the last would count; '
+                           f'allowed: each option once{once}')
+
 
 class _ModelKwargs(argparse.Action):
     """``KEY=VALUE`` words into a dict; a value is read as a Python literal (``False``, ``6``, ``(1,1,1)``), else kept
     as a string, as timm's ``ParseKwargs`` does (not imported: it would load torch for ``--help``)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        kwargs = {}
+        kwargs, words = {}, {}
         for word in values:
             key, sep, value = word.partition('=')
             if not sep or not key.isidentifier():
                 raise argparse.ArgumentError(self, f'{word!r} is not KEY=VALUE; allowed: words like depth=6 lsa=False')
+            if key in kwargs:  # the last one was built, the first dropped without a word
+                raise argparse.ArgumentError(self, f'{key} given twice ({key}={words[key]} {word}); allowed: each KEY '
+                                                   f'once')
+            words[key] = value
             try:
                 kwargs[key] = ast.literal_eval(value)
             except (ValueError, SyntaxError):
                 kwargs[key] = value
         setattr(namespace, self.dest, kwargs)
+
+
+def _branch(text: str) -> str:
+    """A branch name for ``push --revision``: an empty one (``--revision "$BRANCH"``, the variable unset) pushed to
+    the main branch."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed (an empty branch name pushed to main); expected a '
+                                         f'branch name, e.g. v1, or no --revision for main')
+    return text
 
 
 OVERWRITE_CHART = 'replace a file at --out that timm-sl did not draw (an earlier chart is always replaced)'
@@ -1044,7 +1118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('folder', help='a folder written by timm-sl export')
     p.add_argument('--repo-id', required=True, help='ORG/NAME')
     p.add_argument('--private', action='store_true', help='create the repository as private')
-    p.add_argument('--revision', default=None, help='branch to push to (created if missing)')
+    p.add_argument('--revision', type=_branch, default=None, help='branch to push to (created if missing)')
     p.set_defaults(func=cmd_push)
 
     def add_model_source(p: argparse.ArgumentParser) -> None:

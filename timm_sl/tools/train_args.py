@@ -231,11 +231,15 @@ def train_script_defaults(script: Union[str, Path]) -> Dict[str, Any]:
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            return vars(parser.parse_args([]))
+            defaults = vars(parser.parse_args([]))
     except SystemExit:  # argparse printed why (a required argument) and exited
         said = [line for line in errors.getvalue().splitlines() if line.strip()]
         said = said[-1].split(': error: ', 1)[-1] if said else 'it exited'
         raise refuse(f'its parser needs arguments: {said}') from None
+    if not {'epochs', 'lr'} <= set(defaults):  # validate.py's defaults (seed 42) passed for train.py's in cards
+        raise refuse(f'its parser has no {" or ".join(f"--{k}" for k in ("epochs", "lr") if k not in defaults)}: '
+                     f'not a training script (validate.py, benchmark.py?)')
+    return defaults
 
 
 def recipe_args(args: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
