@@ -1913,8 +1913,8 @@ def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_p
     (['drop_path_rate=0.1', 'depth=1'], ('vit',), "--model-kwargs drop_path_rate=0.1 depth=1 after --: train.py gives "
      "the model drop_path_rate itself (every run would fail: got multiple values); allowed: -- --drop-path instead"),
     (['depth=1'], ('vit', 'pit'), "--model-kwargs depth=1 after --: sl_pit_32 with spt=False lsa=False spt_pool=False "
-     "depth=1 cannot be built (every run of it would fail): per-stage kwargs disagree on the number of stages: "
-     "{'depth': 1, 'heads': 3, 'base_dims': 3}; allowed: equal lengths."),
+     "depth=1 cannot be built (every run of it would fail): depth=1 is invalid; allowed: a non-empty tuple of ints "
+     ">= 0 (one per stage)."),
     (['depht=1'], ('vit',), "--model-kwargs depht=1 after --: sl_vit_32 with spt=False lsa=False depht=1 cannot be "
      "built (every run of it would fail): sl_vit_32 got unknown model kwargs ['depht']; allowed: "),
 ])
