@@ -655,8 +655,9 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     assert lines[0] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
                         f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
                         f'their planned epochs (resume it to finish it)')
-    assert lines[1].startswith(f'3/3: skipped: {runs / "vit-sl-s2"} is not a finished run (summary.csv reaches '
-                               f'epoch 1 of the 4 done.json records)')
+    assert lines[1].startswith(f'3/3: skipped: {runs / "vit-sl-s2"}/summary.csv reaches epoch 1 of the 4 epochs '
+                               f'{runs / "vit-sl-s2"}/done.json records as finished: it was cut short or replaced '
+                               f'since (a copy cut off, or train.py started again in the folder?)')
     assert lines[2].startswith(f'1/3: {runs / "vit-sl-s0"} -> ')
     entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s0'
@@ -1248,3 +1249,31 @@ def test_a_run_of_tta_is_released_without_its_top1_as_a_result(tmp_path, capsys)
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), tta=0)))
     assert main(['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
+
+
+@pytest.mark.parametrize('command', ['release', 'export'])
+def test_a_finished_runs_summary_cut_short_since_is_named(tmp_path, capsys, command):
+    """A finished run's summary.csv cut short after done.json was written (a copy of the runs cut off): release
+    skipped it as 'not a finished run ... (resume it to finish it)', which reproduce would not do (done.json marks it
+    finished), and export carded its best top-1 and epochs from the rows left; both now name the file in one line."""
+    _run(tmp_path, 'r', {}, [40., 80., 90.])
+    run = tmp_path / 'runs' / 'r'
+    text = (run / 'summary.csv').read_text()
+    (run / 'summary.csv').write_text(text[:-8])  # the last row cut mid-write
+    out = tmp_path / 'rel'
+    argv = (['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(out)] if command == 'release' else
+            ['export', str(run), '--out', str(out)])
+    says = (f'{run}/summary.csv reaches epoch 2 of the 3 epochs {run}/done.json records as finished: it was cut short '
+            f'or replaced since (a copy cut off, or train.py started again in the folder?), and its best top-1 and '
+            f"epochs would be another run's; allowed: the run's whole summary.csv put back")
+    if command == 'release':  # skipped, as an unfinished run is, with the others released
+        _run(tmp_path, 'ok', {}, [40., 80.], seed=1)
+        lines = []
+        released = release([tmp_path / 'runs'], out, 'me', echo=lines.append)
+        assert lines[0] == f'2/2: skipped: {says}'
+        assert [r.seed for r in released] == [1]
+    else:
+        assert _fails(argv, capsys) == f'timm-sl export: {says}'
+        assert not out.exists()
+    (run / 'summary.csv').write_text(text)
+    assert main(argv + ['--overwrite']) == 0

@@ -28,8 +28,8 @@ from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
-    CHECKPOINTS, Checkpoint, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint, read_run,
-    run_checkpoint, walk)
+    CHECKPOINTS, Checkpoint, CutSinceDone, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint,
+    read_run, run_checkpoint, walk)
 from .train_args import recipe_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -202,7 +202,10 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
         ValueError: the run records no dataset and none is given, or another than ``dataset`` (see
             :func:`timm_sl.tools.runs.given_dataset`).
     """
-    record = read_run(run_checkpoint(run_dir), dataset=dataset)
+    try:
+        record = read_run(run_checkpoint(run_dir), dataset=dataset)
+    except CutSinceDone as e:  # skipped as an unfinished run is, named for what it is
+        raise UnfinishedRun(str(e)) from None
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
     # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
