@@ -664,7 +664,7 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     assert not (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s1').exists()
     assert _fails(['release', str(runs / 'vit-sl-s1'), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
         f'timm-sl release: no finished run to release under {runs / "vit-sl-s1"} (1 skipped); allowed: runs that '
-        f'trained their planned epochs')
+        f'trained their planned epochs with a finite top-1')
 
 
 def test_only_the_papers_configurations_get_a_paper_row():
@@ -1277,3 +1277,28 @@ def test_a_finished_runs_summary_cut_short_since_is_named(tmp_path, capsys, comm
         assert not out.exists()
     (run / 'summary.csv').write_text(text)
     assert main(argv + ['--overwrite']) == 0
+
+
+def test_a_run_that_diverged_from_its_first_epoch_is_skipped_not_the_whole_release(tmp_path, capsys):
+    """One seed of a sweep diverged from its first epoch (NaN weights, NaN top-1 in every epoch): release refused
+    every run, advising a checkpoint-N.pth.tar it does not take; that run is now skipped with one line saying why and
+    the others are released."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
+    run = tmp_path / 'runs' / 'vit-sl-s1'
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['state_dict_ema']['head.bias'] = torch.full((3,), float('nan'))
+    torch.save(saved, run / 'model_best.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,33,66\n'
+                                     '1,nan,nan,33,66\n')
+    out = tmp_path / 'rel'
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f'2/2: skipped: {run} diverged from its first epoch (summary.csv: NaN top-1 in each of its 2 '
+                        f'epochs), and its weights are NaN; allowed: runs with a finite top-1 (train it again, say '
+                        f'with a lower --lr)')
+    assert lines[1].startswith(f"1/2: {tmp_path / 'runs' / 'vit-sl-s0'} -> ")
+    assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
+    assert _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
+        f'timm-sl release: no finished run to release under {run} (1 skipped); allowed: runs that trained their '
+        f'planned epochs with a finite top-1')

@@ -30,8 +30,9 @@ from .files import check_link_target, check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
-__all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDone', 'RunRecord', 'read_run',
-           'find_runs', 'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
+__all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDone', 'NonFiniteWeights', 'RunRecord',
+           'read_run', 'find_runs', 'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml',
+           'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
@@ -215,6 +216,10 @@ def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
     """``timm-sl reproduce``'s ``done.json`` of a run folder; {} when there is none or it was not written whole (an
     interrupted write is no marker: the run's ``summary.csv`` decides)."""
     return _read_json(Path(folder) / DONE_MARKER, what=f"timm-sl reproduce's {DONE_MARKER}")
+
+
+class NonFiniteWeights(ValueError):
+    """A checkpoint whose weights hold NaN or infinity (:func:`check_finite_weights`)."""
 
 
 class CutSinceDone(ValueError):
@@ -1054,9 +1059,9 @@ def check_finite_weights(state_dict: Dict[str, Any], path: Union[str, Path]) -> 
     bad = [k for k, v in state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
     if bad:
         names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
-        raise ValueError(f'{path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had diverged '
-                         f'when it was saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar of '
-                         f'its run folder)')
+        raise NonFiniteWeights(f'{path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had '
+                               f'diverged when it was saved; allowed: a checkpoint of an epoch before that '
+                               f'(checkpoint-N.pth.tar of its run folder)')
 
 
 def checkpoint_problem(path: Path) -> str:
