@@ -659,15 +659,16 @@ def test_failed_and_interrupted_runs_are_not_released(tmp_path, capsys):
     assert lines[0] == (f'2/3: skipped: {runs / "vit-sl-s1"} is not a finished run (summary.csv reaches epoch 2 of '
                         f'the 3 args.yaml plans (no done.json: failed or interrupted)); allowed: runs that trained '
                         f'their planned epochs (resume it to finish it)')
-    assert lines[1].startswith(f'3/3: skipped: {runs / "vit-sl-s2"} is not a finished run (summary.csv reaches '
-                               f'epoch 1 of the 4 done.json records)')
+    assert lines[1].startswith(f'3/3: skipped: {runs / "vit-sl-s2"}/summary.csv reaches epoch 1 of the 4 epochs '
+                               f'{runs / "vit-sl-s2"}/done.json records as finished: it was cut short or replaced '
+                               f'since (a copy cut off, or train.py started again in the folder?)')
     assert lines[2].startswith(f'1/3: {runs / "vit-sl-s0"} -> ')
     entries = json.loads((tmp_path / 'rel' / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s0'
     assert not (tmp_path / 'rel' / 'sl_vit_32.sl-cifar10-s1').exists()
     assert _fails(['release', str(runs / 'vit-sl-s1'), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
         f'timm-sl release: no finished run to release under {runs / "vit-sl-s1"} (1 skipped); allowed: runs that '
-        f'trained their planned epochs')
+        f'trained their planned epochs with a finite top-1')
 
 
 def test_only_the_papers_configurations_get_a_paper_row():
@@ -1252,3 +1253,56 @@ def test_a_run_of_tta_is_released_without_its_top1_as_a_result(tmp_path, capsys)
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), tta=0)))
     assert main(['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(tmp_path / 'rel2')]) == 0
     assert list(json.loads((tmp_path / 'rel2' / 'pretrained_entries.json').read_text())) == ['sl_vit_32.cifar10']
+
+
+@pytest.mark.parametrize('command', ['release', 'export'])
+def test_a_finished_runs_summary_cut_short_since_is_named(tmp_path, capsys, command):
+    """A finished run's summary.csv cut short after done.json was written (a copy of the runs cut off): release
+    skipped it as 'not a finished run ... (resume it to finish it)', which reproduce would not do (done.json marks it
+    finished), and export carded its best top-1 and epochs from the rows left; both now name the file in one line."""
+    _run(tmp_path, 'r', {}, [40., 80., 90.])
+    run = tmp_path / 'runs' / 'r'
+    text = (run / 'summary.csv').read_text()
+    (run / 'summary.csv').write_text(text[:-8])  # the last row cut mid-write
+    out = tmp_path / 'rel'
+    argv = (['release', str(tmp_path / 'runs'), '--org', 'me', '--out', str(out)] if command == 'release' else
+            ['export', str(run), '--out', str(out)])
+    says = (f'{run}/summary.csv reaches epoch 2 of the 3 epochs {run}/done.json records as finished: it was cut short '
+            f'or replaced since (a copy cut off, or train.py started again in the folder?), and its best top-1 and '
+            f"epochs would be another run's; allowed: the run's whole summary.csv put back")
+    if command == 'release':  # skipped, as an unfinished run is, with the others released
+        _run(tmp_path, 'ok', {}, [40., 80.], seed=1)
+        lines = []
+        released = release([tmp_path / 'runs'], out, 'me', echo=lines.append)
+        assert lines[0] == f'2/2: skipped: {says}'
+        assert [r.seed for r in released] == [1]
+    else:
+        assert _fails(argv, capsys) == f'timm-sl export: {says}'
+        assert not out.exists()
+    (run / 'summary.csv').write_text(text)
+    assert main(argv + ['--overwrite']) == 0
+
+
+def test_a_run_that_diverged_from_its_first_epoch_is_skipped_not_the_whole_release(tmp_path, capsys):
+    """One seed of a sweep diverged from its first epoch (NaN weights, NaN top-1 in every epoch): release refused
+    every run, advising a checkpoint-N.pth.tar it does not take; that run is now skipped with one line saying why and
+    the others are released."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
+    run = tmp_path / 'runs' / 'vit-sl-s1'
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['state_dict_ema']['head.bias'] = torch.full((3,), float('nan'))
+    torch.save(saved, run / 'model_best.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,33,66\n'
+                                     '1,nan,nan,33,66\n')
+    out = tmp_path / 'rel'
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f'2/2: skipped: {run} diverged from its first epoch (summary.csv: NaN top-1 in each of its 2 '
+                        f'epochs), and its weights are NaN; allowed: runs with a finite top-1 (train it again, say '
+                        f'with a lower --lr)')
+    assert lines[1].startswith(f"1/2: {tmp_path / 'runs' / 'vit-sl-s0'} -> ")
+    assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
+    assert _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
+        f'timm-sl release: no finished run to release under {run} (1 skipped); allowed: runs that trained their '
+        f'planned epochs with a finite top-1')

@@ -2876,3 +2876,22 @@ def test_an_image_larger_than_pil_opens_is_refused_before_any_run(fake_train, tm
         f"({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): train.py would stop at it in every "
         f"run; allowed: images downscaled below that")
     assert not out.exists()
+
+
+def test_a_finished_runs_summary_cut_short_since_is_not_read_as_a_shorter_run(fake_train, tmp_path, capsys):
+    """summary.csv of a run done.json marks finished, its last row cut since (a copy of --out cut off): the run was
+    skipped as finished and reported with one epoch fewer (its best top-1 without that epoch's, and a note that a
+    smaller --epochs does not shorten a run); now the command ends in one line naming the file, which stays as it
+    is."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    cut = (run / 'summary.csv').read_text()[:-12]  # '1,1.0,1.0,51': the last row cut mid-write
+    (run / 'summary.csv').write_text(cut)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/summary.csv reaches epoch 1 of the 2 epochs {run}/done.json records as finished: it was cut short or '
+        f"replaced since (a copy cut off, or train.py started again in the folder?), and its best top-1 and epochs "
+        f"would be another run's; allowed: the run's whole summary.csv put back")
+    assert (run / 'summary.csv').read_text() == cut

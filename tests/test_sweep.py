@@ -457,3 +457,28 @@ def test_a_file_error_stops_every_job_as_ctrl_c_does(tmp_path, fails):
     pid = int((tmp_path / 'slow' / 'train.log').read_text().split()[0])
     assert not _alive(pid)  # no orphan
     assert 'stopping 1 running train.py process(es); run the same command again to resume' in lines
+
+
+@pytest.mark.parametrize('resumed', [False, True])
+def test_a_run_of_val_interval_counts_its_epochs_not_its_summary_rows(tmp_path, resumed):
+    """A run of train.py --val-interval 2 (a summary.csv row after every second epoch and the last) printed 'finished
+    (2/4 epochs)' after training all 4, '1/4 epochs done' after its second; sessions.json recorded epochs [0, 2] and
+    the report 'epochs trained' half the epochs. Each now counts the epochs its rows reach."""
+    out = tmp_path / 'j'
+    out.mkdir()
+    header = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    if resumed:  # an earlier session stopped after epoch 2 (its row) and 3 (no row): resumed from epoch 2
+        (out / 'summary.csv').write_text(header + '1,1,1,20,90\n')
+    start = 2 if resumed else 0
+    script = (f'import pathlib\nf = pathlib.Path({str(out / "summary.csv")!r}).open("a")\nf.write({header!r})\n'
+              f'for e in range({start}, 4):\n    if (e + 1) % 2 == 0:\n        f.write(f"{{e}},1,1,{{e + 20}},90\\n")\n'
+              f'        f.flush()\n')
+    lines = []
+    result, = run_jobs([Job('j', out, 4, lambda: [sys.executable, '-c', script])], concurrency=1, echo=lines.append,
+                       tty=False, poll=0.05)
+    assert (result.code, result.epochs_before, result.epochs_after) == (0, start, 4)
+    assert lines[0].startswith('run 1/1: j started' + (' (resuming: 2/4 epochs done)' if resumed else ''))
+    done = [line.split(';')[0] for line in lines if 'epochs done, top-1' in line]
+    assert done == ([] if resumed else ['run 1/1: j: 2/4 epochs done, top-1 21.00']) + [
+        'run 1/1: j: 4/4 epochs done, top-1 23.00']
+    assert lines[-1].startswith('run 1/1: j finished in ') and '(4/4 epochs)' in lines[-1]

@@ -28,8 +28,8 @@ from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
-    CHECKPOINTS, Checkpoint, RunRecord, check_regular_file, find_runs, format_top1, read_checkpoint, read_run,
-    run_checkpoint, walk)
+    CHECKPOINTS, Checkpoint, CutSinceDone, NonFiniteWeights, RunRecord, check_regular_file, find_runs, format_top1,
+    read_checkpoint, read_run, run_checkpoint, walk)
 from .train_args import recipe_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -44,7 +44,7 @@ TAG_FIELDS = ('num_classes', 'input_size', 'interpolation', 'mean', 'std', 'crop
 
 
 class UnfinishedRun(ValueError):
-    """A run that did not train its planned epochs (failed or interrupted): not released."""
+    """A run that did not train its planned epochs (failed or interrupted): not released, the others are."""
 
 
 @dataclass
@@ -202,7 +202,10 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
         ValueError: the run records no dataset and none is given, or another than ``dataset`` (see
             :func:`timm_sl.tools.runs.given_dataset`).
     """
-    record = read_run(run_checkpoint(run_dir), dataset=dataset)
+    try:
+        record = read_run(run_checkpoint(run_dir), dataset=dataset)
+    except CutSinceDone as e:  # skipped as an unfinished run is, named for what it is
+        raise UnfinishedRun(str(e)) from None
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
     # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
@@ -356,7 +359,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             echo(f'{i}/{len(runs)}: skipped: {e}')
     if not records:
         raise UnfinishedRun(f'no finished run to release under {", ".join(map(str, paths))} ({len(runs)} skipped); '
-                            f'allowed: runs that trained their planned epochs')
+                            f'allowed: runs that trained their planned epochs with a finite top-1')
     names = [repo_name(name_pattern, record) for record in records]
     first: Dict[str, RunRecord] = {}
     for record, name in zip(records, names):  # the Hub's names ignore case: Run1 and run1 are one repository
@@ -376,7 +379,22 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                              f'classes (its args.yaml); allowed: --label-names with one name per class of every run '
                              f'released (release runs of other class counts one at a time)')
     # every checkpoint fits its model (and the names) before anything is written; kept while only mapped, not read
-    checkpoints = [(lambda c: c if c.mapped else None)(check_export(record, label_names)) for record in records]
+    checkpoints = []
+    for i, record in list(zip(numbers, records)):
+        try:
+            checkpoints.append((lambda c: c if c.mapped else None)(check_export(record, label_names)))
+        except NonFiniteWeights:
+            summary = record.summary or {}
+            if summary.get('best_top1') is not None or summary.get('diverged_epoch') is None:
+                raise  # NaN weights its summary.csv does not explain: named, nothing written
+            echo(f'{i}/{len(runs)}: skipped: {record.run_dir} diverged from its first epoch (summary.csv: NaN top-1 in '
+                 f'each of its {summary["epochs"]} epochs), and its weights are NaN; allowed: runs with a finite top-1 '
+                 f'(train it again, say with a lower --lr)')
+            at = records.index(record)
+            del records[at], numbers[at], names[at]
+    if not records:
+        raise UnfinishedRun(f'no finished run to release under {", ".join(map(str, paths))} ({len(runs)} skipped); '
+                            f'allowed: runs that trained their planned epochs with a finite top-1')
     out = Path(out)
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)

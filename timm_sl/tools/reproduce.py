@@ -30,8 +30,8 @@ from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, re
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
-    dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker, read_sessions,
-    read_summary_rows, scheduled_epochs, summarize, walk)
+    cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
+    read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -908,6 +908,17 @@ def _trained(run: Run) -> List[str]:
     return found + sorted(p.name for p in run.out_dir.glob('*.pth.tar') if p.is_file())
 
 
+def _cut_since_done(run: Run) -> str:
+    """:func:`~timm_sl.tools.runs.cut_since_done` of a run folder ('' where its summary.csv cannot be read: that is
+    named by the checks that read it)."""
+    summary = run.out_dir / 'summary.csv'
+    try:
+        rows = read_summary_rows(summary) if summary.is_file() else []
+    except (ValueError, OSError):
+        return ''
+    return cut_since_done(run.out_dir, rows, read_done_marker(run.out_dir))
+
+
 def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs: int,
                spellings: Optional[Dict[str, str]] = None, added: int = 0) -> List[str]:
     """What keeps the planned runs' folders from being skipped, resumed or started as they are, one line per problem
@@ -993,6 +1004,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           (f'; {marker.name} marks it finished' if marker.is_file() else '') +
                           '): resumed, its results would be only the epochs trained from now on; put the file back, '
                           f'or delete {folder} to restart the run (or use another --out)')
+        elif _cut_since_done(run):  # else skipped as finished, its best top-1 and epochs read from what is left
+            errors.append(_cut_since_done(run))
         elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '

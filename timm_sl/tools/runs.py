@@ -30,8 +30,9 @@ from .files import check_link_target, check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
-__all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'RunRecord', 'read_run', 'find_runs',
-           'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml', 'read_summary_rows', 'summarize',
+__all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDone', 'NonFiniteWeights', 'RunRecord',
+           'read_run', 'find_runs', 'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml',
+           'read_summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
@@ -215,6 +216,29 @@ def read_done_marker(folder: Union[str, Path]) -> Dict[str, Any]:
     """``timm-sl reproduce``'s ``done.json`` of a run folder; {} when there is none or it was not written whole (an
     interrupted write is no marker: the run's ``summary.csv`` decides)."""
     return _read_json(Path(folder) / DONE_MARKER, what=f"timm-sl reproduce's {DONE_MARKER}")
+
+
+class NonFiniteWeights(ValueError):
+    """A checkpoint whose weights hold NaN or infinity (:func:`check_finite_weights`)."""
+
+
+class CutSinceDone(ValueError):
+    """A run's ``summary.csv`` short of the epochs its ``done.json`` records as finished (:func:`cut_since_done`)."""
+
+
+def cut_since_done(folder: Union[str, Path], rows: Sequence[Dict[str, float]], marker: Dict[str, Any]) -> str:
+    """Why a run's ``summary.csv`` (its ``rows``) no longer holds the epochs its ``done.json`` (``marker``) records as
+    finished ('' when it does, or where either is absent): ``timm-sl reproduce`` writes the marker only once
+    summary.csv reached them, so the file was cut short (its last row left out) or replaced since, and its best
+    top-1 and epochs would read as another run's."""
+    planned = marker.get('epochs')
+    if not _whole(planned) or not rows or int(rows[-1]['epoch']) + 1 >= planned:
+        return ''
+    folder = Path(folder)
+    return (f"{folder / 'summary.csv'} reaches epoch {int(rows[-1]['epoch']) + 1} of the {planned} epochs "
+            f"{folder / DONE_MARKER} records as finished: it was cut short or replaced since (a copy cut off, or "
+            f"train.py started again in the folder?), and its best top-1 and epochs would be another run's; allowed: "
+            f"the run's whole summary.csv put back")
 
 
 def _whole(value: Any) -> bool:
@@ -878,7 +902,8 @@ def read_run(
     Raises:
         FileNotFoundError: no such checkpoint (or a folder without one), no such ``summary``.
         IsADirectoryError: ``args.yaml``, ``summary.csv`` or ``command.txt`` is a folder.
-        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's; a ``dataset`` the run contradicts.
+        ValueError: an ``args.yaml`` or ``summary.csv`` that is not train.py's, or short of the epochs its
+            ``done.json`` records (:class:`CutSinceDone`); a ``dataset`` the run contradicts.
     """
     checkpoint = checkpoint_file(checkpoint)
     folder = checkpoint.parent
@@ -900,6 +925,9 @@ def read_run(
     dataset = dataset or recorded
     _check_data_folder(run_dir, args, dataset, recorded)
     rows = read_summary_rows(summary, unevaluated=True) if summary else []
+    cut = cut_since_done(folder, rows, marker) if run_dir and summary == folder / 'summary.csv' else ''
+    if cut:
+        raise CutSinceDone(cut)
     sessions = read_sessions(folder) if run_dir else []
     fresh = [i for i, s in enumerate(sessions) if s.get('start') == 'new']
     record = RunRecord(checkpoint=checkpoint, run_dir=run_dir, args=args, model=args.get('model') or None,
@@ -1031,9 +1059,9 @@ def check_finite_weights(state_dict: Dict[str, Any], path: Union[str, Path]) -> 
     bad = [k for k, v in state_dict.items() if v.is_floating_point() and not bool(torch.isfinite(v).all())]
     if bad:
         names = ', '.join(bad[:3]) + (', ...' if len(bad) > 3 else '')
-        raise ValueError(f'{path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had diverged '
-                         f'when it was saved; allowed: a checkpoint of an epoch before that (checkpoint-N.pth.tar of '
-                         f'its run folder)')
+        raise NonFiniteWeights(f'{path} holds NaN or infinite weights ({len(bad)} tensor(s): {names}): the run had '
+                               f'diverged when it was saved; allowed: a checkpoint of an epoch before that '
+                               f'(checkpoint-N.pth.tar of its run folder)')
 
 
 def checkpoint_problem(path: Path) -> str:

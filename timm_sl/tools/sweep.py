@@ -63,7 +63,7 @@ class Job:
     command: Callable[[], List[str]]
     log_name: str = 'train.log'
     label: str = ''  # how event lines name the job (default: its name)
-    done: Optional[int] = None  # epochs it starts from (default: the rows of its summary.csv)
+    done: Optional[int] = None  # epochs it starts from (default: those its summary.csv reaches)
 
     @property
     def log(self) -> Path:
@@ -233,6 +233,12 @@ def _epochs_done(out_dir: Path) -> List[Dict[str, float]]:
         return []
 
 
+def _epochs_reached(rows: List[Dict[str, float]]) -> int:
+    """The epochs a run has trained by its summary.csv ``rows``: its last row's epoch (train.py's, from 0) + 1, not
+    the rows, which a run of ``--val-interval N`` writes after every N-th epoch only (and after its last)."""
+    return int(rows[-1]['epoch']) + 1 if rows else 0
+
+
 class _Display:
     """One progress display: a tqdm bar on a terminal, else one line per event."""
 
@@ -364,7 +370,8 @@ def run_jobs(
     total = total or len(jobs)
     devices = list(devices) or ['']
     planned = sum(j.epochs for j in jobs)
-    before = {id(j): min(len(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs) for j in jobs}
+    before = {id(j): min(_epochs_reached(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs)
+              for j in jobs}
     display = _Display(planned, sum(before.values()), len(jobs), echo, tty)
     results: Dict[int, JobResult] = {}
     running: List[_Running] = []
@@ -396,16 +403,20 @@ def run_jobs(
         if epochs:
             r.rate = epochs[max(epochs)][2]
         rows = _epochs_done(r.job.out_dir)
-        new = len(rows) - r.epochs_seen
+        reached = _epochs_reached(rows)
+        new = reached - r.epochs_seen
         if new <= 0:
             return
         trained += new
-        for done in range(r.epochs_seen + 1, len(rows) + 1):  # a line per epoch, also when several ended since
-            rate = r.rates.get(int(rows[done - 1]['epoch']))
+        for row in rows:  # a line per row, also when several were written since (--val-interval N: every N-th epoch)
+            done = int(row['epoch']) + 1
+            if done <= r.epochs_seen:
+                continue
+            rate = r.rates.get(int(row['epoch']))
             speed = f', {rate:,.0f} img/s' if rate else ''
             display.event(f'{name(r.index)}: {done}/{r.job.epochs} epochs done, top-1 '
-                          f'{rows[done - 1]["eval_top1"]:.2f}{speed}; sweep: {status()}, {eta()}', epoch=True)
-        r.epochs_seen = len(rows)
+                          f'{row["eval_top1"]:.2f}{speed}; sweep: {status()}, {eta()}', epoch=True)
+        r.epochs_seen = reached
         display.update(new, status())
 
     def start(i: int) -> None:
