@@ -166,7 +166,8 @@ def test_throughput_refuses_models_it_cannot_time_before_measuring(capsys, monke
             (['--models', 'vit_tiny_patch16_224'], '--models vit_tiny_patch16_224 is not an sl_ model (no baseline '
                                                    'to time it against); allowed: sl_cait_32, '),
             (['--models', 'sl_vit_32', 'sl_pit_32', '--model-kwargs', 'depth=1'],
-             "sl_pit_32 with --model-kwargs depth=1 cannot be built (sl variant): per-stage kwargs disagree"),
+             "sl_pit_32 with --model-kwargs depth=1 cannot be built (sl variant): depth=1 is invalid; allowed: a "
+             "non-empty tuple"),
             (['--models', 'sl_vit_32', '--model-kwargs', 'spt=False', 'lsa=False'],
              '--model-kwargs spt=False lsa=False make the sl variant of sl_vit_32 its own baseline'),
             (['--models', '--slify', 'eva02_tiny_patch14_224'],

@@ -109,8 +109,9 @@ def test_demo_rejects_bad_epochs(capsys):
 
 
 def _demo_error(argv, capsys) -> str:
+    limit = [] if '--limit' in argv else ['--limit', '40']
     with pytest.raises(SystemExit) as info:
-        main(['demo', '--epochs', '1', '--limit', '40', '--batch-size', '16'] + argv)
+        main(['demo', '--epochs', '1', *limit, '--batch-size', '16'] + argv)
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count('\n') == 1 and 'Traceback' not in err, err
     return err.rstrip('\n')

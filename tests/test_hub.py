@@ -417,7 +417,7 @@ def test_output_and_side_files_of_the_wrong_kind_are_one_line(trained, tmp_path,
              f"--summary {tmp_path / 'names'} is a folder; expected train.py's summary.csv"),
             (['--out', str(tmp_path / 'a_file')], f'--out {tmp_path / "a_file"} is a file; expected the export '
                                                    f'folder')):
-        argv = ['export', ckpt, '--out', str(tmp_path / 'out')] + extra
+        argv = ['export', ckpt] + extra + (['--out', str(tmp_path / 'out')] if '--out' not in extra else [])
         with pytest.raises(SystemExit):
             main(argv)
         assert capsys.readouterr().err == f'timm-sl export: {message}\n'
