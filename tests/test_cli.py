@@ -116,7 +116,7 @@ def test_model_kwargs_without_equals_sign(command, capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"timm-sl {command[0]}: error: argument --model-kwargs: 'lsa' is not KEY=VALUE; "
-        f"allowed: words like depth=6 lsa=False")
+        f"allowed: words like depth=6 mlp_ratio=2")
 
 
 def test_model_kwargs_values_are_python_literals():
@@ -326,7 +326,7 @@ def test_a_usage_error_reaches_the_shell_without_traceback():
     result = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stdout == '' and 'Traceback' not in result.stderr
     assert result.stderr.splitlines()[-1] == (
-        "timm-sl demo: error: argument --model-kwargs: 'lsa' is not KEY=VALUE; allowed: words like depth=6 lsa=False")
+        "timm-sl demo: error: argument --model-kwargs: 'lsa' is not KEY=VALUE; allowed: words like depth=6 mlp_ratio=2")
 
 
 HELP_PROBE = '''

@@ -347,7 +347,14 @@ def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsy
     (['--model-kwargs', 'lsa=True', 'depth=2'], '--model-kwargs lsa=True after -- would change the Table 2 rows, '
                                                 'which set lsa, spt themselves; allowed: other model kwargs (e.g. '
                                                 'depth=2), which every row gets'),
-    (['--model-kwargs', 'depth'], "--model-kwargs after --: 'depth' is not KEY=VALUE; allowed: words like depth=6"),
+    (['--model-kwargs', 'depth'], "--model-kwargs after --: 'depth' is not KEY=VALUE; allowed: words like depth=6 "
+     "mlp_ratio=2"),
+    # train.py keeps the last --model-kwargs (and a dict the last KEY): depth=2 was dropped from every run unsaid
+    (['--model-kwargs', 'depth=2', '--model-kwargs', 'mlp_ratio=2'], '--model-kwargs given 2 times after -- '
+     '(--model-kwargs depth=2, then --model-kwargs mlp_ratio=2): train.py keeps only the last; allowed: all KEY=VALUE '
+     'words after one --model-kwargs (--model-kwargs depth=2 mlp_ratio=2)'),
+    (['--model-kwargs', 'depth=2', 'depth=3'], '--model-kwargs after --: depth given twice (depth=2 depth=3); allowed: '
+     'each KEY once'),
     (['--model', 'sl_vit_tiny'], '--model after -- is set for each run by reproduce (--model, --output, --experiment, '
                                  '--resume, --seed); allowed after --: the other train.py arguments'),
     # train.py reads the last --config: every run trained cifar100's recipe under a report of cifar10's

@@ -2,10 +2,12 @@
 value is an ``argparse.ArgumentTypeError`` whose one line says what was given and what is allowed. The ``timm-sl``
 command and the benchmarks share them."""
 import argparse
+import ast
+from typing import Any, Dict, Sequence
 
 
-__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'output_file', 'positive_float', 'positive_int', 'seed',
-           'shift_ratio', 'timm_benchmark']
+__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'kwarg_words', 'output_file', 'positive_float',
+           'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -15,6 +17,31 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f'{self.prog}: error: {message}{self.hint}\n')
+
+
+def kwarg_words(words: Sequence[str]) -> Dict[str, Any]:
+    """``--model-kwargs`` words (``KEY=VALUE``) as a dict; a value is read as a Python literal (``False``, ``6``,
+    ``(1,1,1)``), else kept as a string, as timm's ``ParseKwargs`` does (not imported: it would load torch for
+    ``--help``). ``timm-sl``'s own ``--model-kwargs`` and those ``reproduce`` passes on to train.py read them alike.
+
+    Raises:
+        ValueError: a word that is not ``KEY=VALUE``, or a KEY given twice (the last would be built, the first dropped
+            without a word).
+    """
+    kwargs: Dict[str, Any] = {}
+    given: Dict[str, str] = {}
+    for word in words:
+        key, sep, value = word.partition('=')
+        if not sep or not key.isidentifier():
+            raise ValueError(f'{word!r} is not KEY=VALUE; allowed: words like depth=6 mlp_ratio=2')
+        if key in given:
+            raise ValueError(f'{key} given twice ({given[key]} {word}); allowed: each KEY once')
+        given[key] = word
+        try:
+            kwargs[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            kwargs[key] = value
+    return kwargs
 
 
 def positive_int(text: str) -> int:

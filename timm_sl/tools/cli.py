@@ -7,15 +7,14 @@ usage lines), :func:`main` every error of :data:`~timm_sl.tools.errors.USER_ERRO
 functions below it raise; this module is the only place that turns exceptions into exit statuses.
 """
 import argparse
-import ast
 import difflib
 import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .arg_types import MAX_SEED, OneLineParser, positive_float as _positive_float, positive_int, seed as _seed, \
-    shift_ratio as _shift_ratio
+from .arg_types import MAX_SEED, OneLineParser, kwarg_words, positive_float as _positive_float, positive_int, \
+    seed as _seed, shift_ratio as _shift_ratio
 from .errors import (
     BUILD_ERRORS, USER_ERRORS, describe, shown, write_atomically)
 from .paths import check_command_paths
@@ -1022,24 +1021,13 @@ class _Parser(OneLineParser):
 
 
 class _ModelKwargs(argparse.Action):
-    """``KEY=VALUE`` words into a dict; a value is read as a Python literal (``False``, ``6``, ``(1,1,1)``), else kept
-    as a string, as timm's ``ParseKwargs`` does (not imported: it would load torch for ``--help``)."""
+    """``KEY=VALUE`` words into a dict (:func:`~timm_sl.tools.arg_types.kwarg_words`)."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        kwargs, words = {}, {}
-        for word in values:
-            key, sep, value = word.partition('=')
-            if not sep or not key.isidentifier():
-                raise argparse.ArgumentError(self, f'{word!r} is not KEY=VALUE; allowed: words like depth=6 lsa=False')
-            if key in kwargs:  # the last one was built, the first dropped without a word
-                raise argparse.ArgumentError(self, f'{key} given twice ({key}={words[key]} {word}); allowed: each KEY '
-                                                   f'once')
-            words[key] = value
-            try:
-                kwargs[key] = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                kwargs[key] = value
-        setattr(namespace, self.dest, kwargs)
+        try:
+            setattr(namespace, self.dest, kwarg_words(values))
+        except ValueError as e:
+            raise argparse.ArgumentError(self, str(e)) from None
 
 
 def _branch(text: str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
 from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
@@ -2034,15 +2035,15 @@ def _is_config_flag(arg: str) -> bool:
 
 
 def split_model_kwargs(extra_args: Sequence[str]) -> Tuple[List[str], Dict[str, Any]]:
-    """The extra train.py arguments without their ``--model-kwargs``, and the kwargs of the last one (train.py's
-    ``--model-kwargs`` keeps the last): :func:`run_from_args` merges them into each row's own kwargs.
+    """The extra train.py arguments without their ``--model-kwargs``, and its kwargs: :func:`run_from_args` merges
+    them into each row's own kwargs.
 
     Raises:
-        ValueError: a word is not ``KEY=VALUE``.
+        ValueError: a word is not ``KEY=VALUE``, a KEY is given twice, or ``--model-kwargs`` is (train.py keeps the
+            last one's words only: the others would be dropped without a word).
     """
-    import ast
     rest: List[str] = []
-    words: List[str] = []
+    uses: List[List[str]] = []
     i = 0
     while i < len(extra_args):
         arg = extra_args[i]
@@ -2050,20 +2051,19 @@ def split_model_kwargs(extra_args: Sequence[str]) -> Tuple[List[str], Dict[str, 
         if arg != '--model-kwargs' and not arg.startswith('--model-kwargs='):
             rest.append(arg)
             continue
-        words = [arg.split('=', 1)[1]] if '=' in arg else []
+        uses.append([arg.split('=', 1)[1]] if '=' in arg else [])
         while i < len(extra_args) and not extra_args[i].startswith('-'):  # argparse's nargs='*'
-            words.append(extra_args[i])
+            uses[-1].append(extra_args[i])
             i += 1
-    kwargs: Dict[str, Any] = {}
-    for word in words:
-        key, sep, value = word.partition('=')
-        if not sep or not key.isidentifier():
-            raise ValueError(f'--model-kwargs after --: {word!r} is not KEY=VALUE; allowed: words like depth=6')
-        try:
-            kwargs[key] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            kwargs[key] = value
-    return rest, kwargs
+    if len(uses) > 1:
+        shown_uses = ', then '.join(' '.join(['--model-kwargs', *words]) for words in uses)
+        raise ValueError(f'--model-kwargs given {len(uses)} times after -- ({shown_uses}): train.py keeps only the '
+                         f'last; allowed: all KEY=VALUE words after one --model-kwargs (--model-kwargs '
+                         f'{" ".join(w for words in uses for w in words)})')
+    try:
+        return rest, kwarg_words(uses[0] if uses else [])
+    except ValueError as e:
+        raise ValueError(f'--model-kwargs after --: {e}') from None
 
 
 def merge_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any]) -> None:
