@@ -1912,3 +1912,13 @@ def test_export_over_a_folder_lists_only_what_it_wrote(tmp_path, capsys):
     assert line.endswith(f"to {tmp_path / 'out'}: README.md, config.json, model.safetensors (kept, not written by "
                          f"this export: notes.txt)"), line
     assert (tmp_path / 'out' / 'notes.txt').read_text() == 'mine'
+
+
+def test_export_over_a_folder_with_a_dangling_link_keeps_it_and_says_so(tmp_path, capsys):
+    """A user's link to nothing in --out (notes -> a moved file) ended export on FileNotFoundError naming the link."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    (tmp_path / 'out').mkdir()
+    (tmp_path / 'out' / 'notes').symlink_to(tmp_path / 'moved')
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--overwrite']) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith('(kept, not written by this export: notes)')
+    assert (tmp_path / 'out' / 'notes').is_symlink()

@@ -245,7 +245,7 @@ def _folder_state(folder: Path) -> Dict[str, Tuple[int, int, int]]:
     what changed, not what ``--overwrite`` found there (a user's notes.txt was listed as exported)."""
     if not folder.is_dir():
         return {}
-    return {p.name: (s.st_ino, s.st_size, s.st_mtime_ns) for p in folder.iterdir() for s in [p.stat()]}
+    return {p.name: (s.st_ino, s.st_size, s.st_mtime_ns) for p in folder.iterdir() for s in [p.lstat()]}
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
