@@ -881,7 +881,7 @@ def test_push_refuses_an_empty_branch_before_any_upload(branch, tmp_path, capsys
     """`timm-sl push FOLDER --repo-id o/n --revision "$BRANCH"` with the variable unset uploaded to the main branch."""
     argv = ['push', str(tmp_path), '--repo-id', 'o/n', '--revision', branch]
     assert _usage_error(argv, capsys) == (
-        f"timm-sl push: error: argument --revision: {branch!r} is not allowed (an empty branch name pushed to main); "
+        f"timm-sl push: error: argument --revision: {branch!r} is not allowed (an empty branch name pushes to main); "
         f"expected a branch name, e.g. v1, or no --revision for main")
 
 

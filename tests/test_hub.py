@@ -679,3 +679,13 @@ def test_the_card_push_uploads_names_the_repository_it_is_pushed_to(revision, tr
     assert pushed['model.safetensors'] == exported['model.safetensors']
     assert pushed['config.json'] == exported['config.json']
     assert {name: (out / name).read_bytes() for name in exported} == exported  # the folder as it was
+
+
+@pytest.mark.parametrize('revision', ['', '  '])
+def test_push_folder_refuses_an_empty_revision_before_anything_else(revision, tmp_path, monkeypatch):
+    """push_folder(folder, repo_id, revision='') (a script's unset variable) uploaded to the main branch: the CLI's
+    option refused it, the library function did not."""
+    import huggingface_hub
+    monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
+    with pytest.raises(ValueError, match=r"is not allowed \(an empty branch name pushes to main\); expected a branch "):
+        push_folder(tmp_path, 'org/name', revision=revision)

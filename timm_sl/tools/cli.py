@@ -1032,10 +1032,12 @@ class _ModelKwargs(argparse.Action):
 
 def _branch(text: str) -> str:
     """A branch name for ``push --revision``: an empty one (``--revision "$BRANCH"``, the variable unset) pushed to
-    the main branch."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed (an empty branch name pushed to main); expected a '
-                                         f'branch name, e.g. v1, or no --revision for main')
+    the main branch (:func:`~timm_sl.tools.hub.check_revision`, refused here before the folder is read)."""
+    from timm_sl.tools.hub import check_revision
+    try:
+        check_revision(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
     return text
 
 

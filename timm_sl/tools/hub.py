@@ -31,8 +31,8 @@ from .runs import (
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
-__all__ = ['Exported', 'check_export', 'export_checkpoint', 'export_run', 'read_exported_config', 'read_label_names',
-           'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
+__all__ = ['Exported', 'check_export', 'check_revision', 'export_checkpoint', 'export_run', 'read_exported_config',
+           'read_label_names', 'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 PLACEHOLDER = 'ORG/NAME'  # the repository an exported card's usage names until it is pushed
@@ -844,14 +844,23 @@ def _check_private(api: Any, repo_id: str) -> None:
                         f'out --private to upload to the public repository')
 
 
+def check_revision(revision: Optional[str]) -> None:
+    """Refuse an empty branch name (``--revision "$BRANCH"``, the variable unset): the Hub takes it for the main
+    branch, and the upload lands there."""
+    if revision is not None and not (isinstance(revision, str) and revision.strip()):
+        raise ValueError(f'{revision!r} is not allowed (an empty branch name pushes to main); expected a branch name, '
+                         f'e.g. v1, or no --revision for main')
+
+
 def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, revision: Optional[str] = None,
                 commit_message: str = 'Upload timm_sl model') -> str:
     """Upload an exported folder's :data:`EXPORTED_FILES` to the Hub (nothing else it holds: a user's files beside
     them stay private); returns the commit URL.
 
     Raises:
-        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator), checked first; or
-            ``config.json`` / ``model.safetensors`` cannot be read (checked before anything is uploaded).
+        ValueError: ``repo_id`` is not a Hub repository id (by huggingface_hub's own validator) or ``revision`` is
+            empty, checked first; or ``config.json`` / ``model.safetensors`` cannot be read (checked before anything
+            is uploaded).
         FileNotFoundError / NotADirectoryError: ``folder`` does not exist, is a file, or is not an exported model
             folder.
         ToolError: not logged in, offline, or the Hub refused the upload — with what to do about it.
@@ -864,6 +873,7 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         reason = (str(e).strip().splitlines() or ['invalid'])[0]
         raise ValueError(f'--repo-id {repo_id!r} is not a Hub repository id ({reason}); allowed: ORG/NAME (or NAME), '
                          f"each of letters, digits, '-', '_' and '.'") from None
+    check_revision(revision)
     folder = Path(folder)
     if not folder.exists():
         raise FileNotFoundError(f'{folder} does not exist; allowed: a folder written by timm-sl export or release')
