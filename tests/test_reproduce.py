@@ -2895,3 +2895,13 @@ def test_a_finished_runs_summary_cut_short_since_is_not_read_as_a_shorter_run(fa
         f"replaced since (a copy cut off, or train.py started again in the folder?), and its best top-1 and epochs "
         f"would be another run's; allowed: the run's whole summary.csv put back")
     assert (run / 'summary.csv').read_text() == cut
+
+
+def test_repeated_augmentation_over_an_iterable_reader_is_refused_with_any_nproc():
+    """timm's loader repeats augmentations only over a dataset it samples: -- --dataset wds/x --aug-repeats 3 stopped
+    every run at its first batch under --nproc 2 as well, and the advice to add --nproc was wrong."""
+    with pytest.raises(ValueError) as e:
+        check_failing_args(['--dataset', 'wds/shards', '--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)
+    assert str(e.value) == ('--aug-repeats 3 after -- would stop every run at its start (train.py asserts that repeated '
+                            'augmentation samples no wds/shards (an iterable reader)); allowed: -- --aug-repeats 0')
+    check_failing_args(['--dataset', 'hfds/x', '--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)  # map-style

@@ -2000,7 +2000,8 @@ def check_failing_args(extra_args: Sequence[str], recipe: Path, nproc: int = 1) 
     says nothing (each run's reason in the report would be ``AssertionError``): ``--jsd-loss`` or ``--split-bn``
     without ``--aug-splits N`` >= 2 (``--split-bn``: or ``--resplit``), ``--aug-splits`` while the recipe's mixup /
     cutmix go through train.py's prefetcher, which mixes no augmentation splits, and ``--aug-repeats`` in one process
-    (timm's loader repeats augmentations only across the processes of a distributed run).
+    or with an iterable reader (timm's loader repeats augmentations only across the processes of a distributed run,
+    and only over a dataset it samples).
 
     Raises:
         ValueError: the first such argument, one line.
@@ -2013,9 +2014,12 @@ def check_failing_args(extra_args: Sequence[str], recipe: Path, nproc: int = 1) 
     unmixed = ' --mixup 0 --cutmix 0' if mixing and not settings.get('no_prefetcher') else ''
     stops = 'would stop every run at its start (train.py asserts'
     repeats = settings.get('aug_repeats') or 0
-    if nproc == 1 and isinstance(repeats, (int, float)) and repeats > 0:
-        raise ValueError(f'--aug-repeats {repeats:g} after -- {stops} that repeated augmentation needs a distributed '
-                         f'run); allowed: --nproc 2 or more before --, or -- --aug-repeats 0')
+    iterable = dataset_reader(settings.get('dataset')) + '/' in _SAMPLING_READERS  # timm samples none of them
+    if (nproc == 1 or iterable) and isinstance(repeats, (int, float)) and repeats > 0:
+        why, way = ((f'that repeated augmentation samples no {settings["dataset"]} (an iterable reader)', '')
+                    if iterable else ('that repeated augmentation needs a distributed run', '--nproc 2 or more before '
+                                      '--, or '))
+        raise ValueError(f'--aug-repeats {repeats:g} after -- {stops} {why}); allowed: {way}-- --aug-repeats 0')
     for switch, alone in (('jsd_loss', ''), ('split_bn', ' or --resplit')):
         if settings.get(switch) and splits < 2 and not (alone and settings.get('resplit')):
             flag = '--' + switch.replace('_', '-')
