@@ -2902,6 +2902,7 @@ def test_repeated_augmentation_over_an_iterable_reader_is_refused_with_any_nproc
     every run at its first batch under --nproc 2 as well, and the advice to add --nproc was wrong."""
     with pytest.raises(ValueError) as e:
         check_failing_args(['--dataset', 'wds/shards', '--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)
-    assert str(e.value) == ('--aug-repeats 3 after -- would stop every run at its start (train.py asserts that repeated '
-                            'augmentation samples no wds/shards (an iterable reader)); allowed: -- --aug-repeats 0')
+    assert str(e.value) == ('--aug-repeats 3 after -- would stop every run at its start (train.py asserts that '
+                            'repeated augmentation samples no wds/shards (an iterable reader)); allowed: -- '
+                            '--aug-repeats 0')
     check_failing_args(['--dataset', 'hfds/x', '--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)  # map-style
