@@ -1,6 +1,7 @@
 import json
 import math
 import os
+import re
 
 import pytest
 import torch
@@ -534,7 +535,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
     with pytest.raises(SystemExit, match=r"unknown model kwargs \['depht'\]"):
         main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depht=2'])
     (tmp_path / 'empty').mkdir()
-    with pytest.raises(SystemExit, match=r'^timm-sl attention: no images \(.png, .jpg, .jpeg\) found in '):
+    with pytest.raises(SystemExit, match=r'^timm-sl attention: no images \(.png, .jpg, .jpeg, .webp, .jfif, .jpe, '
+                                         r'.gif, .bmp, .tif, .tiff, .heic, .heif, .avif, .jp2\) found in '):
         main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])
     (tmp_path / 'broken.png').write_text('not an image')
     with pytest.raises(SystemExit, match=r'^timm-sl kld: .*broken.png is not a readable image: '):
@@ -1922,3 +1924,26 @@ def test_export_over_a_folder_with_a_dangling_link_keeps_it_and_says_so(tmp_path
     assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--overwrite']) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].endswith('(kept, not written by this export: notes)')
     assert (tmp_path / 'out' / 'notes').is_symlink()
+
+
+def test_a_folder_reads_the_webp_gif_and_bmp_images_a_file_named_directly_is_read_as(tmp_path):
+    """--images FOLDER left out its .webp, .gif and .bmp images (and .WEBP) while each, named directly, was read: a
+    kld mean was over fewer images than the folder holds, unsaid. A folder now reads every image a named file is read
+    as, each as that file named directly; one PIL cannot decode is refused, named, as when named directly."""
+    from timm_sl.tools.analysis import image_files
+    model = _model('sl_vit_32', dict(depth=1))
+    folder = tmp_path / 'imgs'
+    (folder / 'web').mkdir(parents=True)
+    for i, (name, kind) in enumerate([('a.png', 'PNG'), ('b.webp', 'WEBP'), ('c.gif', 'GIF'), ('web/d.BMP', 'BMP'),
+                                      ('e.WEBP', 'WEBP')]):
+        Image.new('RGB', (32, 32), (40 * i, 200 - 30 * i, 90)).save(folder / name, kind)
+    (folder / 'notes.txt').write_text('not an image')
+    loaded = load_images([str(folder)], model)
+    assert [p.relative_to(folder).as_posix() for p in loaded.files] == ['a.png', 'b.webp', 'c.gif', 'e.WEBP',
+                                                                        'web/d.BMP']
+    for file, batch in zip(loaded.files, loaded.tensor):
+        assert torch.equal(batch, load_images([str(file)], model).tensor[0])
+    assert len(image_files([str(folder)])) == 5
+    (folder / 'f.gif').write_bytes(b'GIF89a')  # cut off
+    with pytest.raises(ValueError, match='^' + re.escape(f"{folder / 'f.gif'} is not a readable image: ")):
+        load_images([str(folder)], model)

@@ -135,8 +135,8 @@ def test_a_source_file_replaced_since_is_not_already_there(source, tmp_path, cap
     os.utime(labels, ns=(labels.stat().st_atime_ns, labels.stat().st_mtime_ns + 10 ** 9))
     capsys.readouterr()
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
-        f'replaces it')
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (train-labels-idx1-ubyte.gz in '
+        f'{source}: other bytes since); allowed: --overwrite, which replaces it with these')
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
     assert sorted(p.name for p in (out / 'train' / '1_trouser').iterdir()) == ['00000.png', '00010.png', '00020.png']
 
@@ -187,8 +187,8 @@ def test_a_source_file_of_the_same_size_and_time_but_other_bytes_is_caught(sourc
     assert labels.stat().st_size == stat.st_size
     capsys.readouterr()
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source)], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); --overwrite '
-        f'replaces it')
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (train-labels-idx1-ubyte in '
+        f'{source}: other bytes since); allowed: --overwrite, which replaces it with these')
 
 
 def test_a_deleted_label_names_file_is_written_again(source, tmp_path, capsys):
@@ -217,8 +217,8 @@ def test_other_settings_need_overwrite_and_foreign_files_are_kept(source, tmp_pa
     out = tmp_path / 'fm'
     prepare_fashion_mnist(out, source=source, progress=False)
     assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '10'], capsys) == (
-        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (or not finished); '
-        f'--overwrite replaces it')
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (--limit none -> 10); allowed: '
+        f'the settings it was written with (no --limit), or --overwrite, which replaces it with these')
     assert sum(1 for _ in (out / 'train').rglob('*.png')) == 30
     assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '10', '--overwrite']) == 0
     assert sum(1 for _ in (out / 'train').rglob('*.png')) == 10 and sum(1 for _ in (out / 'test').rglob('*.png')) == 10
@@ -469,3 +469,32 @@ def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(so
     assert _cli_error(argv, capsys) == (
         f'timm-sl prepare-fashion-mnist: {out}/test holds other images than fashion_mnist.json records for it (moved, '
         f'swapped with another split or deleted in part since); --overwrite writes it again')
+
+
+def test_a_second_run_from_another_source_names_what_differs_and_same_bytes_elsewhere_are_the_same(source, tmp_path,
+                                                                                                   capsys):
+    """prepare-fashion-mnist fm --source raw --limit 30, then from another source: the refusal said 'was written with
+    other settings (or not finished); --overwrite replaces it', naming neither the setting that differed nor what is
+    allowed, and it refused the same files copied to another folder, which write the same images."""
+    out, copy, other = tmp_path / 'fm', tmp_path / 'copy', tmp_path / 'other'
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '30']) == 0
+    shutil.copytree(source, copy)  # the same bytes elsewhere: the same images, nothing written
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob('*')}
+    capsys.readouterr()
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(copy), '--limit', '30']) == 0
+    assert '(already there: nothing written)' in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in out.rglob('*')} == stamps
+    shutil.copytree(source, other)  # the same images uncompressed: other files
+    for name in FILES[:2]:
+        (other / name[:-3]).write_bytes(gzip.decompress((other / name).read_bytes()))
+        (other / name).unlink()
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(other), '--limit', '20'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train was written with other settings (--limit 30 -> 20; --source '
+        f'{source} -> {other}, whose train-images-idx3-ubyte, train-labels-idx1-ubyte hold other bytes); allowed: the '
+        f'settings it was written with (--limit 30, --source {source}), or --overwrite, which replaces it with these')
+    assert {p: p.stat().st_mtime_ns for p in out.rglob('*')} == stamps
+    (out / 'fashion_mnist.json').unlink()  # an earlier run cut off before its record
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '30'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train holds images but no fashion_mnist.json says what they were '
+        f'written from (an earlier run not finished, or the record deleted or damaged); allowed: --overwrite, which '
+        f'writes it again')

@@ -2849,7 +2849,10 @@ def test_a_class_folder_without_an_image_torchvision_reads_is_refused_for_torch_
         f".tif, .tiff, .webp) (1 more folder alike): every run would stop at its start ('Found no valid file for the "
         f"classes 7'); allowed: add its images or remove it")
     assert not out.exists()
-    (data / 'train' / '7' / 'cat.webp').write_bytes(b'RIFF')
+    from PIL import Image
+    buffer = io.BytesIO()
+    Image.new('RGB', (2, 2)).save(buffer, 'WEBP')  # a whole one: torchvision would stop at a cut-off one
+    (data / 'train' / '7' / 'cat.webp').write_bytes(buffer.getvalue())
     (data / 'train' / '8' / 'deep' / '0.png').write_bytes(_image_bytes('.png'))
     assert _exit_status(argv) == 0
 
@@ -2906,3 +2909,36 @@ def test_repeated_augmentation_over_an_iterable_reader_is_refused_with_any_nproc
                             'repeated augmentation samples no wds/shards (an iterable reader)); allowed: -- '
                             '--aug-repeats 0')
     check_failing_args(['--dataset', 'hfds/x', '--aug-repeats', '3'], recipe_path('cifar10'), nproc=2)  # map-style
+
+
+def test_an_empty_or_cut_off_image_is_refused_for_torch_folder_as_for_timms_reader(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder holding a 0-byte PNG (or a cut-off JPEG, a .bmp that is no image)
+    passed: the image checks ran for timm's folder reader only, and torchvision's ImageFolder skips no image, so every
+    run stopped part way through its first epoch. The same checks now run for the files torchvision takes for
+    images, at any depth below a class folder."""
+    from torchvision.datasets import ImageFolder
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '3' / 'deep').mkdir()
+    (data / 'train' / '3' / 'deep' / '1.png').write_bytes(b'')
+    folder = ImageFolder(str(data / 'train'))
+    with pytest.raises(OSError):  # what train.py meets mid-epoch: PIL cannot identify it
+        folder[[p for p, _ in folder.samples].index(str(data / 'train' / '3' / 'deep' / '1.png'))]
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'train' / '3' / 'deep' / '1.png'} is empty (0 bytes): torchvision's ImageFolder skips no image: "
+        f"train.py would stop at it in every run, part way through an epoch; allowed: images of their bytes (copy or "
+        f"extract them again, or remove them)")
+    assert not out.exists()
+    (data / 'train' / '3' / 'deep' / '1.png').write_bytes(_image_bytes('.png'))
+    (data / 'test' / '5' / '1.jpg').write_bytes(_image_bytes('.jpg')[:-40])
+    (data / 'test' / '6' / 'scan.BMP').write_bytes(b'BM')
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"{data / 'test' / '5' / '1.jpg'} is cut off (it does not end as a JPEG ends, with its FF D9 marker) (1 more "
+        f"image torchvision cannot read): torchvision's ImageFolder skips no image: train.py would stop at it in "
+        f"every run, part way through an epoch; allowed: whole images (copy or extract them again, or remove them)")
+    (data / 'test' / '5' / '1.jpg').unlink()
+    (data / 'test' / '6' / 'scan.BMP').unlink()
+    assert _exit_status(argv) == 0

@@ -28,7 +28,7 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 from ..layers import LsaMixin
 from ..models import built_as
 from .errors import shown
-from .files import IMAGE_SUFFIXES, check_regular_file
+from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file
 from .plot import is_marked
 
 __all__ = ['AttentionMap', 'IMAGE_SUFFIXES', 'ImageBatch', 'attention_probs', 'attention_records',
@@ -478,14 +478,16 @@ class ImageBatch(NamedTuple):
 
 def _image_files(folder: Path) -> List[Path]:
     """The image files under ``folder`` (sorted), through linked folders too (``Path.rglob`` skips those before
-    Python 3.13), each real folder once: a link back up does not loop."""
+    Python 3.13), each real folder once: a link back up does not loop. Every image suffix
+    (:data:`~timm_sl.tools.files.ANALYSED_IMAGE_SUFFIXES`), not only timm's: a .webp or .gif named directly is read,
+    so a folder holding it reads it too (left out, a mean was over fewer images than the folder holds, unsaid)."""
     from .runs import walk
     return sorted(root / n for root, _, names in walk(folder) for n in names
-                  if Path(n).suffix.lower() in IMAGE_SUFFIXES)
+                  if Path(n).suffix.lower() in ANALYSED_IMAGE_SUFFIXES)
 
 
 def image_files(paths: Sequence[str]) -> List[Path]:
-    """The image files ``paths`` name: files as given, folders searched recursively for :data:`IMAGE_SUFFIXES`; a
+    """The image files ``paths`` name: files as given, folders searched recursively (:func:`_image_files`); a
     file named twice (a folder and a file in it, ``imgs ./imgs``, a link to it) once, where first named: counted
     twice, it weighed double in kld's mean and took two rows of attention's chart.
 
@@ -534,7 +536,7 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
     from timm.data import create_transform
     files = image_files(paths)
     if not files:
-        raise ValueError(f'no images ({", ".join(IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
+        raise ValueError(f'no images ({", ".join(ANALYSED_IMAGE_SUFFIXES)}) found in {", ".join(map(shown, paths))}')
     config = data_config or default_data_config(model)
     transform = create_transform(**config)
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
@@ -580,7 +582,7 @@ def image_batches(paths: Sequence[str], model: nn.Module, data_config: Optional[
 
 
 def load_images(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]] = None) -> ImageBatch:
-    """Image files and folders (searched recursively for :data:`IMAGE_SUFFIXES`) through the eval transform of
+    """Image files and folders (searched recursively for every image suffix) through the eval transform of
     ``data_config`` (``resolve_data_config`` output, e.g. the one a run trained with; default:
     :func:`default_data_config`).
 

@@ -20,7 +20,7 @@ import json
 import os
 import struct
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -184,6 +184,42 @@ def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
                              f'or none')
 
 
+def _same_file(old: Any, new: Dict[str, Any]) -> bool:
+    """Whether a recorded source file (:func:`~timm_sl.tools._splits.file_identity`) held the bytes ``new`` holds:
+    its size and sha256, wherever it lay (the same files copied elsewhere are the same images)."""
+    return isinstance(old, dict) and old.get('sha256') == new['sha256'] and old.get('bytes') == new['bytes']
+
+
+def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], files: Dict[str, Dict[str, Any]]
+                    ) -> str:
+    """Why split folders an earlier run wrote (``info``: its record) are not what these settings write, and what is
+    allowed: the rest of one line after the folder's name."""
+    if not info:
+        return (f'holds images but no {INFO_FILE} says what they were written from (an earlier run not finished, or '
+                f'the record deleted or damaged); allowed: --overwrite, which writes it again')
+    changed, allowed = [], []
+    if info.get('limit') != limit:
+        old = info.get('limit')
+        changed.append(f'--limit {"none" if old is None else old} -> {"none" if limit is None else limit}')
+        allowed.append('no --limit' if old is None else f'--limit {old}')
+    recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
+    other = [Path(files[stem]['file']).name for stem in files if not _same_file(recorded.get(stem), files[stem])]
+    if other:
+        names = ', '.join(other[:2]) + (f' and {len(other) - 2} more' if len(other) > 2 else '')
+        old_source, new_source = info.get('source'), str(source.resolve())
+        if old_source != new_source:
+            changed.append(f'--source {old_source} -> {new_source}, whose {names} hold other bytes')
+            allowed.append(f'--source {old_source}')
+        else:
+            changed.append(f'{names} in {new_source}: other bytes since')
+    if not changed:  # the settings agree, the record lacks what a finished run writes
+        return (f'has a {INFO_FILE} without its images per class or mean / std (edited or damaged); allowed: '
+                f'--overwrite, which writes it again')
+    back = f'the settings it was written with ({", ".join(allowed)}), or ' if allowed else ''
+    return (f'was written with other settings ({"; ".join(changed)}); allowed: {back}--overwrite, which replaces it '
+            f'with these')
+
+
 def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Path]] = None,
                           limit: Optional[int] = None, overwrite: bool = False,
                           progress: bool = True) -> Dict[str, Any]:
@@ -193,7 +229,9 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     std per channel (of the 32 px images written, as train.py's ``--mean`` / ``--std`` take them). Every split is
     checked and written into a hidden folder of ``root`` first, then renamed into place: an error or an interruption
     leaves the output as it was. Run again with the same source and limit, it writes nothing and returns the JSON (after
-    a split folder was deleted: writes that split only; after ``label_names.txt`` was: writes that file).
+    a split folder was deleted: writes that split only; after ``label_names.txt`` was: writes that file). The same
+    source is the same bytes (each file's size and sha256, as recorded), wherever they lie: the files copied to another
+    folder write the same images, while the same images compressed otherwise (``.gz`` or not) are other files.
 
     Args:
         root: Output folder, created if missing (train.py's ``--data-dir``).
@@ -224,8 +262,11 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     settings = dict(source=str(source.resolve()), limit=limit, files=files)
     info_path = root / INFO_FILE
     info = read_info(info_path)
-    # a file replaced in the source folder since (its bytes, however its size and time) is other settings
-    same = all(info.get(k) == v for k, v in settings.items()) and isinstance(
+    # a file replaced in the source folder since (its bytes, however its size and time) is other settings; the same
+    # bytes read from another folder (a copy, torchvision's raw/) are not: the images written would be the same
+    recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
+    same = info.get('limit') == limit and set(recorded) == set(files) and all(
+        _same_file(recorded[stem], files[stem]) for stem in files) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a record of an older version identifies its source files by path, size and time at most: not what they held
     older = info.get('dataset') == 'fashion-mnist' and not identifies_contents(info.get('files'))
@@ -248,7 +289,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
                         None if overwrite else f'was written by an older prepare-fashion-mnist, whose {INFO_FILE} '
                                                f'does not say what its source files held (their sha256); '
                                                f'--overwrite writes it again' if older else
-                        'was written with other settings (or not finished); --overwrite replaces it')
+                        _other_settings(info, source, limit, files))
     check_side_files([(names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
                       (info_path, info.get('dataset') == 'fashion-mnist')], overwrite)
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first

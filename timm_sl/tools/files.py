@@ -7,8 +7,8 @@ from typing import Union
 
 from .errors import first_line, shown
 
-__all__ = ['IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link', 'check_regular_file',
-           'kind_of', 'read_text']
+__all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link',
+           'check_regular_file', 'kind_of', 'read_text']
 
 # the files timm's folder reader takes for images, in any case (timm's get_img_extensions(); a test holds them equal):
 # other files it passes by
@@ -16,6 +16,9 @@ IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 # images of other formats, in any case, which timm's folder reader passes by as it passes by a text file: a folder of
 # images saved from the web holds them beside its JPEGs (a browser's .webp and .jfif)
 UNREAD_IMAGE_SUFFIXES = ('.webp', '.jfif', '.jpe', '.gif', '.bmp', '.tif', '.tiff', '.heic', '.heif', '.avif', '.jp2')
+# the files the analyses (kld, attention) read in a folder, in any case: every image suffix, as a file named directly
+# is read whatever its suffix (PIL decides; one it cannot decode is refused, named, as when named directly)
+ANALYSED_IMAGE_SUFFIXES = IMAGE_SUFFIXES + UNREAD_IMAGE_SUFFIXES
 
 
 def kind_of(path: Path) -> str:

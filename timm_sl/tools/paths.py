@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import partial_of, shown
-from .files import IMAGE_SUFFIXES, check_link_target, check_not_link, kind_of
+from .files import ANALYSED_IMAGE_SUFFIXES, check_link_target, check_not_link, kind_of
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
            'RUN_FOLDER']
@@ -333,7 +333,7 @@ _RECIPE_SCRIPT = replace(TRAIN_SCRIPT, usual_name='train.py',
 _EXPORTED = {name: PathRule(f'the {name} of an export') for name in ('model.safetensors', 'config.json', 'README.md')}
 # what kld / attention read in a folder: at any depth, hidden names too, the suffix in any case ('.Png')
 _IMAGES = {f'**/{hidden}*.' + ''.join(f'[{c}{c.upper()}]' for c in suffix[1:]): PathRule('an image file')
-           for suffix in IMAGE_SUFFIXES for hidden in ('', '.')}
+           for suffix in ANALYSED_IMAGE_SUFFIXES for hidden in ('', '.')}
 
 # command -> argument (argparse's dest) -> rule; an argument left None by the user is not checked
 COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {

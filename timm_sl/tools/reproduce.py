@@ -332,21 +332,23 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
 
 def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
                    clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None,
-                   huge: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
+                   huge: Optional[List[Tuple[Path, str]]] = None,
+                   suffixes: Sequence[str] = IMAGE_SUFFIXES) -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
     ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
     16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
     does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out; ``huge``: with the PNGs
-    too large for PIL to open, and their size.
+    too large for PIL to open, and their size. ``suffixes``: the files the reader takes for images (timm's by
+    default; :data:`TORCHVISION_IMAGE_SUFFIXES` for torchvision's ImageFolder).
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
     """
     found = []
     for path, _, files in walk(folder, every_path=True):
-        images = [f for f in files if os.path.splitext(f)[1].lower() in IMAGE_SUFFIXES]
+        images = [f for f in files if os.path.splitext(f)[1].lower() in suffixes]
         if images:
             found.append(Path(path))
         if unread is not None:
@@ -429,6 +431,45 @@ def _class_map_identity(data: Dict[str, Any]) -> Optional[List[Optional[str]]]:
     found = [_class_map_file(str(data['class_map']), _split_folder(root, str(data[k])) or root / str(data[k]))
              for k in ('train_split', 'val_split')]
     return [sha256(p) if p is not None and p.is_file() else None for p in found]
+
+
+def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path, str]],
+                       clipped: List[Tuple[Path, int]], huge: List[Tuple[Path, str]],
+                       torchvision: bool = False) -> Optional[str]:
+    """The line for the first kind of image found (:func:`_image_folders`) that the split's reader would not read as
+    it is, or None: timm's folder reader skips an unreadable image and reads the next one in its place;
+    torchvision's ImageFolder (``torch/folder``, ``torchvision``) skips none, so train.py stops at it mid-epoch."""
+    reader = "torchvision's ImageFolder" if torchvision else "timm's folder reader"
+    who = 'torchvision' if torchvision else 'timm'
+    skips = (f"{reader} skips no image: train.py would stop at it in every run, part way through an epoch"
+             if torchvision else
+             f"{reader} would skip it with a warning in the log and read the next image in its place, so the split "
+             f"would not be the images it holds")
+    if empty:
+        more = f' ({len(empty) - 1} more alike)' if len(empty) > 1 else ''
+        return (f"{min(empty)} is empty (0 bytes){more}: {skips}; allowed: images of their bytes (copy or extract them "
+                f"again, or remove them)")
+    if broken:
+        (first, why), more = min(broken), len(broken) - 1
+        apple = any(_APPLE_DOUBLE_NAME.match(p.name) for p, _ in broken)
+        return (f"{first} {why}" + (f' ({more} more image{"s" if more > 1 else ""} {who} cannot read)'
+                                    if more else '') +
+                f": {skips}; allowed: whole {'' if torchvision else 'PNG or JPEG '}images (copy or extract them "
+                f"again, or remove them" +
+                (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
+    if huge:  # PIL's DecompressionBombError, which neither reader catches
+        from PIL import Image
+        (first, pixels), more = min(huge), len(huge) - 1
+        return (f"{first} is an image of {pixels} pixels" + (f' ({more} more alike)' if more else '') +
+                f", more than PIL opens ({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): "
+                f"train.py would stop at it in every run; allowed: images downscaled below that")
+    if clipped:  # as the analyses refuse such an image
+        (first, peak), more = min(clipped), len(clipped) - 1
+        return (f"{first} is a 16-bit grey image whose values reach {peak}" +
+                (f' ({more} more alike)' if more else '') +
+                f": {reader} reads it as 8-bit, clipping every value above 255 to white, so the run would train on "
+                f"white images; allowed: 8-bit images (scale them to 0-255 first)")
+    return None
 
 
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
@@ -592,6 +633,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
+                empty, broken, clipped, huge = [], [], [], []
+                try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
+                    for c in class_dirs:
+                        _image_folders(c, empty, broken, clipped, None, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES)
+                except ValueError as e:
+                    errors.append(str(e))
+                    continue
+                unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
+                if unreadable:
+                    errors.append(unreadable)
+                    continue
                 classes[folder] = {c.name for c in class_dirs}
             continue
         empty: List[Path] = []
@@ -604,35 +656,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         except ValueError as e:
             errors.append(str(e))
             continue
-        if empty:  # timm's reader skips an image it cannot read, reading the next one (by index) in its place
-            more = f' ({len(empty) - 1} more alike)' if len(empty) > 1 else ''
-            errors.append(f"{min(empty)} is empty (0 bytes){more}: timm's folder reader would skip it with a warning "
-                          f"in the log and read the next image in its place, so the split would not be the images "
-                          f"it holds; allowed: images of their bytes (copy or extract them again, or remove them)")
-            continue
-        if broken:
-            (first, why), more = min(broken), len(broken) - 1
-            apple = any(_APPLE_DOUBLE_NAME.match(p.name) for p, _ in broken)
-            errors.append(f"{first} {why}" + (f' ({more} more image{"s" if more > 1 else ""} timm cannot read)'
-                                               if more else '') +
-                          ": timm's folder reader would skip it with a warning in the log and read the next image in "
-                          "its place, so the split would not be the images it holds; allowed: whole PNG or JPEG "
-                          "images (copy or extract them again, or remove them" +
-                          (f"; remove the ._ files: find {folder} -name '._*' -delete)" if apple else ')'))
-            continue
-        if huge:  # PIL's DecompressionBombError, which timm's reader does not catch
-            from PIL import Image
-            (first, pixels), more = min(huge), len(huge) - 1
-            errors.append(f"{first} is an image of {pixels} pixels" + (f' ({more} more alike)' if more else '') +
-                          f", more than PIL opens ({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression "
-                          f"bombs): train.py would stop at it in every run; allowed: images downscaled below that")
-            continue
-        if clipped:  # as the analyses refuse such an image
-            (first, peak), more = min(clipped), len(clipped) - 1
-            errors.append(f"{first} is a 16-bit grey image whose values reach {peak}" +
-                          (f' ({more} more alike)' if more else '') +
-                          ": timm's folder reader reads it as 8-bit, clipping every value above 255 to white, so the "
-                          "run would train on white images; allowed: 8-bit images (scale them to 0-255 first)")
+        unreadable = _unreadable_images(folder, empty, broken, clipped, huge)
+        if unreadable:
+            errors.append(unreadable)
             continue
         for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
             other = read_by.setdefault(os.path.realpath(holder), holder)
