@@ -78,6 +78,9 @@ def test_what_the_backbone_takes_still_builds(name, kwargs):
 @pytest.mark.parametrize('call,error,says', [
     (lambda: timm_sl.slify('vit_tiny_patch16_224', depth=1, qkv_bias='maybe'), ValueError,
      "slify of vit_tiny_patch16_224 (VisionTransformer): qkv_bias='maybe' is invalid; allowed: True or False."),
+    (lambda: timm_sl.slify('vit_tiny_patch16_224', depth=1, global_pool='maxx'), ValueError,
+     "slify of vit_tiny_patch16_224 (VisionTransformer): global_pool='maxx' is invalid; allowed: '', 'avg', "
+     "'avgmax', 'max', 'token', 'map' or 'prr'."),
     (lambda: timm.create_model('slify', base='vit_tiny_patch16_224', depth=1, num_classes=-1), ValueError,
      'slify of vit_tiny_patch16_224 (VisionTransformer): num_classes=-1 is invalid; allowed: an int >= 0'),
     (lambda: timm_sl.plan_slify('vit_tiny_patch16_224'), TypeError,
@@ -182,3 +185,56 @@ def test_a_swin_built_by_hand_with_one_depth_names_it():
     with pytest.raises(ValueError, match=r'^depths=5 is invalid; allowed: a non-empty tuple of ints >= 0 \(one per '
                                          r'stage\)\.$'):
         timm_sl.SlSwinTransformer(depths=5)
+
+
+@pytest.mark.parametrize('name,kwargs,says', [
+    ('sl_vit_32', dict(class_token=False, global_pool='token'),
+     "sl_vit_32: class_token=False, global_pool='token': token pooling needs the class token; allowed: "
+     "class_token=True, or another global_pool."),
+    ('sl_vit_32', dict(global_pool='maxx'),
+     "sl_vit_32: global_pool='maxx' is invalid; allowed: '', 'avg', 'avgmax', 'max', 'token', 'map' or 'prr'."),
+    ('sl_cait_32', dict(global_pool='max'), "sl_cait_32: global_pool='max' is invalid; allowed: '', 'token' or 'avg'."),
+    ('sl_pit_32', dict(global_pool='avg'), "sl_pit_32: global_pool='avg' is invalid; allowed: '' or 'token'."),
+    ('sl_swin_32', dict(global_pool='maxx'),
+     "sl_swin_32: global_pool='maxx' is invalid; allowed: '', 'avg', 'avgmax', 'catavgmax' or 'max'."),
+    ('sl_swin_32', dict(window_size=0),
+     'sl_swin_32: window_size=0 is invalid; allowed: an int >= 1, an (h, w) pair of them, or one of those per stage.'),
+    ('sl_swin_32', dict(window_size=(4, (0, 4), 4)), 'sl_swin_32: window_size=(4, (0, 4), 4) is invalid; allowed: '),
+])
+def test_a_bad_pooling_or_window_names_model_kwarg_and_value(name, kwargs, says):
+    """timm asserted 'Token pooling needs the class token.', 'Only avg, ... pooling (or none) is supported.',
+    'Invalid pool type: maxx', 'Window sizes must be positive, got ((0, 0), ...)': no model, no kwarg."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, **kwargs)
+    assert str(refused.value).startswith(says)
+
+
+_POOLS = ('', 'avg', 'avgmax', 'catavgmax', 'max', 'token', 'map', 'prr', 'fast', 'fastmax', 'maxx', 'Avg', None)
+
+
+@pytest.mark.parametrize('name,base,tiny', [
+    ('sl_vit_32', 'VisionTransformer', dict(depth=1)), ('sl_t2t_32', 'VisionTransformer', dict(depth=1)),
+    ('sl_cait_32', 'Cait', dict(depth=1, depth_token_only=1)), ('sl_pit_32', 'PoolingVisionTransformer', {}),
+    ('sl_swin_32', 'SwinTransformer', dict(depths=(1, 1, 1))),
+])
+def test_the_global_pools_allowed_are_those_the_installed_timm_takes(name, base, tiny):
+    """Each global_pool the family's timm class builds with builds the sl_ model too, and each it refuses is refused
+    in one line naming it (so a change in timm's accepted set shows here)."""
+    import timm.models
+    base_cls = next(getattr(module, base) for module in vars(timm.models).values()
+                    if isinstance(getattr(module, base, None), type))
+    for pool in _POOLS:
+        with torch.device('meta'):
+            try:
+                given = {} if pool is None else {'global_pool': pool}  # create_model drops a None kwarg
+                base_cls(**given, **({'img_size': 32} if base != 'PoolingVisionTransformer' else {}))
+                timm_takes = True
+            except (AssertionError, AttributeError, TypeError, ValueError):
+                timm_takes = False
+            try:
+                timm.create_model(name, global_pool=pool, **tiny)
+                taken = True
+            except ValueError as error:
+                assert str(error).startswith(f'{name}: global_pool={pool!r} is invalid; allowed: '), str(error)
+                taken = False
+        assert taken == timm_takes, (name, pool)

@@ -232,9 +232,10 @@ def _factory_kwarg_names() -> Set[str]:
     return names
 
 
-def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[TypeError]:
+def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[Exception]:
     """The one-line error naming the kwargs of ``create_kwargs`` that ``name``'s model class does not take, and the
-    allowed ones (the SL switches and that class's constructor kwargs); None when none can be named."""
+    allowed ones (the SL switches and that class's constructor kwargs), or a value it refuses; None when none can be
+    named."""
     try:
         with torch.device('meta'):
             model_cls = type(timm.create_model(name))
@@ -244,7 +245,7 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
         return error
     return None
 
@@ -259,7 +260,7 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     try:
         with torch.device('meta'):
             twin = timm.create_model(name, **create_kwargs)
-    except TypeError as error:
+    except (TypeError, AssertionError) as error:  # timm's asserts name no kwarg (global_pool='maxx')
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
             raise
