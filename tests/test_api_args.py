@@ -238,3 +238,17 @@ def test_the_global_pools_allowed_are_those_the_installed_timm_takes(name, base,
                 assert str(error).startswith(f'{name}: global_pool={pool!r} is invalid; allowed: '), str(error)
                 taken = False
         assert taken == timm_takes, (name, pool)
+
+
+@pytest.mark.parametrize('args,says', [
+    ((0, 0), 'ShiftedTokenPooling: in_feature=0 is invalid; allowed: an int >= 1.'),
+    (('8', 16), "ShiftedTokenPooling: in_feature='8' is invalid; allowed: an int >= 1."),
+    ((8, 0), 'ShiftedTokenPooling: out_feature=0 is invalid; allowed: an int >= 1.'),
+    ((8, True), 'ShiftedTokenPooling: out_feature=True is invalid; allowed: an int >= 1.'),
+])
+def test_spool_built_by_hand_names_its_own_arguments(args, says):
+    """``ShiftedTokenPooling(0, 0)`` said 'in_chans=0 is invalid' (and (8, 0) 'embed_dim=0'): names it does not take."""
+    with pytest.raises(ValueError) as refused:
+        timm_sl.layers.ShiftedTokenPooling(*args)
+    assert str(refused.value) == says
+    assert timm_sl.layers.ShiftedTokenPooling(8, 16).fc.out_features == 16
