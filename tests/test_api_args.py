@@ -252,3 +252,22 @@ def test_spool_built_by_hand_names_its_own_arguments(args, says):
         timm_sl.layers.ShiftedTokenPooling(*args)
     assert str(refused.value) == says
     assert timm_sl.layers.ShiftedTokenPooling(8, 16).fc.out_features == 16
+
+
+@pytest.mark.parametrize('name,args,kwargs,says', [
+    ('prepare_svhn', (None,), {}, 'prepare_svhn: root=None is invalid; '),
+    ('prepare_svhn', ('out',), dict(source=3), 'prepare_svhn: source=3 is invalid; '),
+    ('prepare_fashion_mnist', (3,), {}, 'prepare_fashion_mnist: root=3 is invalid; '),
+    ('prepare_fashion_mnist', ('out',), dict(source=b'in'), "prepare_fashion_mnist: source=b'in' is invalid; "),
+    ('prepare_tiny_imagenet', (None,), {}, 'prepare_tiny_imagenet: root=None is invalid; '),
+    ('prepare_tiny_imagenet_train', (3,), {}, 'prepare_tiny_imagenet_train: root=3 is invalid; '),
+    ('prepare_tiny_imagenet_val', (None,), {}, 'prepare_tiny_imagenet_val: root=None is invalid; '),
+])
+def test_a_data_preparer_given_no_path_names_the_argument(name, args, kwargs, says, tmp_path, monkeypatch):
+    """``prepare_svhn(None)`` said 'expected str, bytes or os.PathLike object, not NoneType', naming no argument."""
+    import timm_sl.tools
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError) as refused:
+        getattr(timm_sl.tools, name)(*args, **kwargs)
+    assert str(refused.value) == says + 'allowed: a folder path (str or os.PathLike)'
+    assert list(tmp_path.iterdir()) == []
