@@ -78,6 +78,9 @@ def test_what_the_backbone_takes_still_builds(name, kwargs):
 @pytest.mark.parametrize('call,error,says', [
     (lambda: timm_sl.slify('vit_tiny_patch16_224', depth=1, qkv_bias='maybe'), ValueError,
      "slify of vit_tiny_patch16_224 (VisionTransformer): qkv_bias='maybe' is invalid; allowed: True or False."),
+    (lambda: timm_sl.slify('vit_tiny_patch16_224', depth=1, global_pool='maxx'), ValueError,
+     "slify of vit_tiny_patch16_224 (VisionTransformer): global_pool='maxx' is invalid; allowed: '', 'avg', "
+     "'avgmax', 'max', 'token', 'map' or 'prr'."),
     (lambda: timm.create_model('slify', base='vit_tiny_patch16_224', depth=1, num_classes=-1), ValueError,
      'slify of vit_tiny_patch16_224 (VisionTransformer): num_classes=-1 is invalid; allowed: an int >= 0'),
     (lambda: timm_sl.plan_slify('vit_tiny_patch16_224'), TypeError,
@@ -182,3 +185,89 @@ def test_a_swin_built_by_hand_with_one_depth_names_it():
     with pytest.raises(ValueError, match=r'^depths=5 is invalid; allowed: a non-empty tuple of ints >= 0 \(one per '
                                          r'stage\)\.$'):
         timm_sl.SlSwinTransformer(depths=5)
+
+
+@pytest.mark.parametrize('name,kwargs,says', [
+    ('sl_vit_32', dict(class_token=False, global_pool='token'),
+     "sl_vit_32: class_token=False, global_pool='token': token pooling needs the class token; allowed: "
+     "class_token=True, or another global_pool."),
+    ('sl_vit_32', dict(global_pool='maxx'),
+     "sl_vit_32: global_pool='maxx' is invalid; allowed: '', 'avg', 'avgmax', 'max', 'token', 'map' or 'prr'."),
+    ('sl_cait_32', dict(global_pool='max'), "sl_cait_32: global_pool='max' is invalid; allowed: '', 'token' or 'avg'."),
+    ('sl_pit_32', dict(global_pool='avg'), "sl_pit_32: global_pool='avg' is invalid; allowed: '' or 'token'."),
+    ('sl_swin_32', dict(global_pool='maxx'),
+     "sl_swin_32: global_pool='maxx' is invalid; allowed: '', 'avg', 'avgmax', 'catavgmax' or 'max'."),
+    ('sl_swin_32', dict(window_size=0),
+     'sl_swin_32: window_size=0 is invalid; allowed: an int >= 1, an (h, w) pair of them, or one of those per stage.'),
+    ('sl_swin_32', dict(window_size=(4, (0, 4), 4)), 'sl_swin_32: window_size=(4, (0, 4), 4) is invalid; allowed: '),
+])
+def test_a_bad_pooling_or_window_names_model_kwarg_and_value(name, kwargs, says):
+    """timm asserted 'Token pooling needs the class token.', 'Only avg, ... pooling (or none) is supported.',
+    'Invalid pool type: maxx', 'Window sizes must be positive, got ((0, 0), ...)': no model, no kwarg."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, **kwargs)
+    assert str(refused.value).startswith(says)
+
+
+_POOLS = ('', 'avg', 'avgmax', 'catavgmax', 'max', 'token', 'map', 'prr', 'fast', 'fastmax', 'maxx', 'Avg', None)
+
+
+@pytest.mark.parametrize('name,base,tiny', [
+    ('sl_vit_32', 'VisionTransformer', dict(depth=1)), ('sl_t2t_32', 'VisionTransformer', dict(depth=1)),
+    ('sl_cait_32', 'Cait', dict(depth=1, depth_token_only=1)), ('sl_pit_32', 'PoolingVisionTransformer', {}),
+    ('sl_swin_32', 'SwinTransformer', dict(depths=(1, 1, 1))),
+])
+def test_the_global_pools_allowed_are_those_the_installed_timm_takes(name, base, tiny):
+    """Each global_pool the family's timm class builds with builds the sl_ model too, and each it refuses is refused
+    in one line naming it (so a change in timm's accepted set shows here)."""
+    import timm.models
+    base_cls = next(getattr(module, base) for module in vars(timm.models).values()
+                    if isinstance(getattr(module, base, None), type))
+    for pool in _POOLS:
+        with torch.device('meta'):
+            try:
+                given = {} if pool is None else {'global_pool': pool}  # create_model drops a None kwarg
+                base_cls(**given, **({'img_size': 32} if base != 'PoolingVisionTransformer' else {}))
+                timm_takes = True
+            except (AssertionError, AttributeError, TypeError, ValueError):
+                timm_takes = False
+            try:
+                timm.create_model(name, global_pool=pool, **tiny)
+                taken = True
+            except ValueError as error:
+                assert str(error).startswith(f'{name}: global_pool={pool!r} is invalid; allowed: '), str(error)
+                taken = False
+        assert taken == timm_takes, (name, pool)
+
+
+@pytest.mark.parametrize('args,says', [
+    ((0, 0), 'ShiftedTokenPooling: in_feature=0 is invalid; allowed: an int >= 1.'),
+    (('8', 16), "ShiftedTokenPooling: in_feature='8' is invalid; allowed: an int >= 1."),
+    ((8, 0), 'ShiftedTokenPooling: out_feature=0 is invalid; allowed: an int >= 1.'),
+    ((8, True), 'ShiftedTokenPooling: out_feature=True is invalid; allowed: an int >= 1.'),
+])
+def test_spool_built_by_hand_names_its_own_arguments(args, says):
+    """``ShiftedTokenPooling(0, 0)`` said 'in_chans=0 is invalid' (and (8, 0) 'embed_dim=0'): names it does not take."""
+    with pytest.raises(ValueError) as refused:
+        timm_sl.layers.ShiftedTokenPooling(*args)
+    assert str(refused.value) == says
+    assert timm_sl.layers.ShiftedTokenPooling(8, 16).fc.out_features == 16
+
+
+@pytest.mark.parametrize('name,args,kwargs,says', [
+    ('prepare_svhn', (None,), {}, 'prepare_svhn: root=None is invalid; '),
+    ('prepare_svhn', ('out',), dict(source=3), 'prepare_svhn: source=3 is invalid; '),
+    ('prepare_fashion_mnist', (3,), {}, 'prepare_fashion_mnist: root=3 is invalid; '),
+    ('prepare_fashion_mnist', ('out',), dict(source=b'in'), "prepare_fashion_mnist: source=b'in' is invalid; "),
+    ('prepare_tiny_imagenet', (None,), {}, 'prepare_tiny_imagenet: root=None is invalid; '),
+    ('prepare_tiny_imagenet_train', (3,), {}, 'prepare_tiny_imagenet_train: root=3 is invalid; '),
+    ('prepare_tiny_imagenet_val', (None,), {}, 'prepare_tiny_imagenet_val: root=None is invalid; '),
+])
+def test_a_data_preparer_given_no_path_names_the_argument(name, args, kwargs, says, tmp_path, monkeypatch):
+    """``prepare_svhn(None)`` said 'expected str, bytes or os.PathLike object, not NoneType', naming no argument."""
+    import timm_sl.tools
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(TypeError) as refused:
+        getattr(timm_sl.tools, name)(*args, **kwargs)
+    assert str(refused.value) == says + 'allowed: a folder path (str or os.PathLike)'
+    assert list(tmp_path.iterdir()) == []

@@ -264,13 +264,13 @@ def test_slify_img_size_zero_is_one_line_naming_it(command, tmp_path, capsys):
 
 @pytest.mark.parametrize('command', [['demo'], ['temperature'], ['kld', 'img'], ['receptive-field']])
 def test_a_value_timm_asserts_on_is_one_line(command, tmp_path, capsys):
-    """timm checks some kwargs with assert: ``--model-kwargs global_pool=bogus`` was an AssertionError traceback."""
+    """timm checks some kwargs with assert: ``--model-kwargs pos_embed=bogus`` was an AssertionError traceback."""
     with pytest.raises(SystemExit) as info:
-        main(_with_image(command, tmp_path) + ['--model', 'sl_vit_32', '--model-kwargs', 'global_pool=bogus'] +
+        main(_with_image(command, tmp_path) + ['--model', 'sl_vit_32', '--model-kwargs', 'pos_embed=bogus'] +
              ([] if command == ['receptive-field'] else ['--out', str(tmp_path / 'c.png')]))
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count('\n') == 1
-    assert err.startswith(f'timm-sl {command[0]}: sl_vit_32 cannot be built with --model-kwargs global_pool=bogus '
+    assert err.startswith(f'timm-sl {command[0]}: sl_vit_32 cannot be built with --model-kwargs pos_embed=bogus '
                           f'(AssertionError: ') and err.endswith("; allowed: the values timm's constructor accepts\n")
 
 

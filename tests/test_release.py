@@ -1306,3 +1306,16 @@ def test_a_run_that_diverged_from_its_first_epoch_is_skipped_not_the_whole_relea
     assert _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
         f'timm-sl release: no finished run to release under {run} (1 skipped); allowed: runs that trained their '
         f'planned epochs with a finite top-1')
+
+
+def test_a_dry_run_with_private_says_the_repositories_would_be_private(reproduced, tmp_path):
+    """``--private`` without ``--push``: the dry-run lines named a public-looking address and no privacy at all."""
+    root, _ = reproduced
+    lines = []
+    result = release([root], tmp_path / 'out', 'o', private=True, echo=lines.append)
+    dry = [line for line in lines if line.startswith('dry run: ')]
+    assert dry and len(dry) == len(result)
+    assert dry[0] == (f'dry run: would push {tmp_path / "out" / "sl_vit_32.base-cifar10-s0"} to '
+                      f'https://huggingface.co/o/sl_vit_32.base-cifar10-s0 as a private repository (pass --push to '
+                      f'upload)')
+    assert all(' as a private repository (pass --push to upload)' in line for line in dry)

@@ -618,3 +618,19 @@ def test_the_slify_model_given_a_model_as_base_says_so_in_one_line():
     assert str(refused.value) == ('base=VisionTransformer(...) is invalid: the slify model builds its base from a '
                                   'name; allowed: a timm model name, or timm_sl.slify(model) to convert a model '
                                   'instance.')
+
+
+@pytest.mark.parametrize('make', [
+    lambda **kw: slify('vit_tiny_patch16_224', **kw),
+    lambda **kw: timm.create_model('slify', base='vit_tiny_patch16_224', **kw),
+], ids=['slify', 'slify_model'])
+def test_features_only_checks_the_model_kwargs_as_the_full_model_does(make):
+    """With features_only=True, qkv_bias='maybe' built (taken as True) while the full model refused it."""
+    with pytest.raises(ValueError) as refused:
+        make(features_only=True, out_indices=(0,), depth=1, img_size=32, qkv_bias='maybe')
+    assert str(refused.value) == ("slify of vit_tiny_patch16_224 (VisionTransformer): qkv_bias='maybe' is invalid; "
+                                  "allowed: True or False.")
+    with pytest.raises(ValueError, match=r'drop_rate=nan is invalid'):
+        make(features_only=True, out_indices=(0,), depth=1, img_size=32, drop_rate=float('nan'))
+    features = make(features_only=True, depth=1, img_size=32, qkv_bias=False, out_indices=(0,))
+    assert features.model.blocks[0].attn.qkv.bias is None

@@ -232,9 +232,10 @@ def _factory_kwarg_names() -> Set[str]:
     return names
 
 
-def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[TypeError]:
+def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[Exception]:
     """The one-line error naming the kwargs of ``create_kwargs`` that ``name``'s model class does not take, and the
-    allowed ones (the SL switches and that class's constructor kwargs); None when none can be named."""
+    allowed ones (the SL switches and that class's constructor kwargs), or a value it refuses; None when none can be
+    named."""
     try:
         with torch.device('meta'):
             model_cls = type(timm.create_model(name))
@@ -244,7 +245,7 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
         return error
     return None
 
@@ -259,7 +260,7 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     try:
         with torch.device('meta'):
             twin = timm.create_model(name, **create_kwargs)
-    except TypeError as error:
+    except (TypeError, AssertionError) as error:  # timm's asserts name no kwarg (global_pool='maxx')
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
             raise
@@ -267,11 +268,25 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     # text for a bool kwarg (qkv_bias='maybe' is true) and the values an sl_ model refuses (num_classes=-1: no
     # classifier, a NaN drop rate): timm builds them without a word (checked on the model's class: not the wrapper
     # features_only makes, which takes none of them; a kwarg its model function took itself is timm's to judge)
-    if not create_kwargs.get('features_only'):
-        given = {k: v for k, v in create_kwargs.items() if k in accepted_kwargs(type(twin))}
-        check_model_kwargs(type(twin), given, also_allowed=SLIFY_ARG_NAMES,
-                           owner=f'slify of {name} ({type(twin).__name__})')
+    model_cls = _model_class(name, create_kwargs, twin)
+    if model_cls is not None:
+        given = {k: v for k, v in create_kwargs.items() if k in accepted_kwargs(model_cls)}
+        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES,
+                           owner=f'slify of {name} ({model_cls.__name__})')
     return twin
+
+
+def _model_class(name: str, create_kwargs: Dict[str, Any], twin: nn.Module) -> Optional[type]:
+    """The class of the model ``name`` builds: ``twin``'s, or with ``features_only`` (whose wrapper takes none of the
+    model's kwargs) that of the same model built without it on the meta device; None when that cannot be built."""
+    if not create_kwargs.get('features_only'):
+        return type(twin)
+    plain = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
+    try:
+        with torch.device('meta'):
+            return type(timm.create_model(name, **plain))
+    except Exception:  # a kwarg only features_only takes: the features model built, and its checks stand
+        return None
 
 
 def _target(model_or_name: Union[str, nn.Module], create_kwargs: Dict[str, Any],

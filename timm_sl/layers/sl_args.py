@@ -18,11 +18,13 @@ kwarg                 default      meaning
 With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly its timm baseline: the same modules,
 state-dict keys and parameter count.
 """
+import ast
 import inspect
 import math
+import textwrap
 from dataclasses import asdict, dataclass, fields
-from functools import partial
-from typing import Any, Dict, Iterable, Optional, Set, Tuple
+from functools import lru_cache, partial
+from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
 from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, owner_name, shift_offsets
@@ -85,7 +87,7 @@ def check_model_kwargs(
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
-        check = _VALUE_CHECKS.get(name)
+        check = _VALUE_CHECKS.get(name) or _class_value_checks(model_cls).get(name)
         if check is None or name not in defaults:
             continue
         ok, allowed = check
@@ -95,6 +97,7 @@ def check_model_kwargs(
         if not ok(value):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
     _check_heads_divide(model_cls, kwargs, defaults, owner)
+    _check_token_pooling(model_cls, kwargs, defaults, owner)
 
 
 def _is_number(value: Any) -> bool:
@@ -116,7 +119,94 @@ _VALUE_CHECKS = {
     'weight_init': (lambda v: v in ('', 'skip', 'reset', 'jax', 'jax_nlhb', 'moco'),
                     "'', 'skip', 'reset', 'jax', 'jax_nlhb' or 'moco'"),
 }
+_VALUE_CHECKS['window_size'] = (
+    lambda v: v is None or _is_int(v, 1) or (isinstance(v, (tuple, list)) and bool(v) and all(
+        _is_int(w, 1) or (isinstance(w, (tuple, list)) and len(w) == 2 and all(_is_int(x, 1) for x in w)) for w in v)),
+    'an int >= 1, an (h, w) pair of them, or one of those per stage')
 _PER_STAGE = ('mlp_ratio',)  # timm's Swin takes no tuple embed_dim (its own init fails on one)
+
+
+def _one_of(values: Iterable[Any]) -> str:
+    """``'a', 'b' or 'c'`` of ``values``."""
+    shown = [repr(v) for v in values]
+    return shown[0] if len(shown) == 1 else f'{", ".join(shown[:-1])} or {shown[-1]}'
+
+
+def _asserted_global_pools(model_cls: type) -> Optional[Tuple[str, ...]]:
+    """The values of ``assert global_pool in (...)`` in the constructor of ``model_cls`` or of a base its
+    ``**kwargs`` flow to (timm's own list for ViT, CaiT, PiT), or None where no constructor asserts one."""
+    for klass in model_cls.__mro__:
+        init = klass.__dict__.get('__init__')
+        if init is None or not hasattr(init, '__code__'):
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        except (OSError, TypeError, SyntaxError):
+            continue
+        for node in ast.walk(tree):
+            test = node.test if isinstance(node, ast.Assert) else None
+            if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == 'global_pool'
+                    and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
+                    and isinstance(test.comparators[0], (ast.Tuple, ast.List))):
+                try:
+                    return tuple(ast.literal_eval(test.comparators[0]))
+                except ValueError:
+                    return None
+        if not any(p.kind == p.VAR_KEYWORD for p in inspect.signature(init).parameters.values()):
+            break
+    return None
+
+
+def _head_pool_types() -> Tuple[str, ...]:
+    """The pool types timm's ``select_adaptive_pool2d`` names (``pool_type == 'avg'`` ...), with '' (no pooling)."""
+    from timm.layers import adaptive_avgmax_pool
+    tree = ast.parse(inspect.getsource(adaptive_avgmax_pool.select_adaptive_pool2d))
+    names = [c.value for node in ast.walk(tree) if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name)
+             and node.left.id == 'pool_type' for c in node.comparators if isinstance(c, ast.Constant)]
+    return ('',) + tuple(sorted(set(names)))
+
+
+def _head_pools(value: Any) -> bool:
+    """Whether timm's pooling head (``SelectAdaptivePool2d``, channels-last as Swin's) takes ``value``."""
+    from timm.layers import SelectAdaptivePool2d
+    if not isinstance(value, str):
+        return False
+    try:
+        SelectAdaptivePool2d(pool_type=value, input_fmt='NHWC')
+    except (AssertionError, ValueError):
+        return False
+    return True
+
+
+def _source(klass: type) -> str:
+    """The source of ``klass``, or '' where there is none (a builtin, a class made at run time)."""
+    try:
+        return inspect.getsource(klass)
+    except (OSError, TypeError):
+        return ''
+
+
+@lru_cache(maxsize=None)
+def _class_value_checks(model_cls: type) -> Dict[str, Tuple[Callable[[Any], bool], str]]:
+    """Checks whose allowed values depend on the model class, read from the installed timm: ``global_pool`` in the
+    list a constructor asserts, or (a class that hands it to its classifier head: Swin) one its pooling head takes."""
+    pools = _asserted_global_pools(model_cls)
+    if pools is not None:
+        return {'global_pool': (lambda v, allowed=pools: isinstance(v, str) and v in allowed, _one_of(pools))}
+    if any('pool_type=global_pool' in _source(klass) for klass in model_cls.__mro__):
+        return {'global_pool': (_head_pools, _one_of(_head_pool_types()))}
+    return {}
+
+
+def _check_token_pooling(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],
+                         owner: Optional[str]) -> None:
+    """Token pooling without a class token: timm asserted 'Token pooling needs the class token.', naming neither."""
+    if 'class_token' not in defaults or 'global_pool' not in defaults:
+        return
+    token, pool = (kwargs.get(k, defaults[k]) for k in ('class_token', 'global_pool'))
+    if token is False and pool == 'token':
+        raise ValueError(f"{owner or owner_name(model_cls)}: class_token=False, global_pool='token': token pooling "
+                         f"needs the class token; allowed: class_token=True, or another global_pool.")
 
 
 def _check_heads_divide(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],

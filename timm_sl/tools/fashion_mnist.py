@@ -28,6 +28,7 @@ from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file, write_atomically
+from .files import folder_arg
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -247,8 +248,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
             ``overwrite`` is off; ``label_names.txt`` or the JSON is there (a folder, or ``overwrite`` is off).
         NotADirectoryError, PermissionError: ``root`` cannot be written.
     """
-    root = Path(root)
-    source = Path(source if source is not None else DEFAULT_SOURCE)
+    root = folder_arg(root, 'root', 'prepare_fashion_mnist')
+    source = folder_arg(source if source is not None else DEFAULT_SOURCE, 'source', 'prepare_fashion_mnist')
     if limit is not None and limit < 1:
         raise ValueError(f'--limit {limit} is not allowed; expected an integer >= 1')
     for split in FASHION_MNIST_FILES:  # every file present before anything is read or written

@@ -428,7 +428,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             write_record()
             echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
         else:
-            echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id} (pass --push to upload)')
+            echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id}'
+                 f'{" as a private repository" if private else ""} (pass --push to upload)')
     echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
          + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
     return released

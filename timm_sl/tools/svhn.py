@@ -16,6 +16,7 @@ from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file, write_atomically
+from .files import folder_arg
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
 
@@ -150,8 +151,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             the train file holds fewer images than the test file (the two swapped).
         ImportError: scipy is missing.
     """
-    root = Path(root)
-    source = Path(source) if source is not None else root
+    root = folder_arg(root, 'root', 'prepare_svhn')
+    source = folder_arg(source, 'source', 'prepare_svhn') if source is not None else root
     splits: Sequence[str] = ('train', 'test', 'extra') if extra else ('train', 'test')
     for folder, what in ((root, 'the output folder'), (source, 'the folder of the .mat files')):
         if folder.exists() and not folder.is_dir():

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from .files import check_regular_file, kind_of
+from .files import check_regular_file, folder_arg, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
 
@@ -285,7 +285,7 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
             bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed); a
             class folder is not in ``root/wnids.txt`` (another class set's); checked before the first moves.
     """
-    moves, counts = _plan_train(Path(root))
+    moves, counts = _plan_train(folder_arg(root, 'root', 'prepare_tiny_imagenet_train'))
     _apply(moves)
     return counts
 
@@ -312,7 +312,7 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
             the annotations put in another class or do not list (prepared from another archive); a text file is not
             UTF-8.
     """
-    moves, counts = _plan_val(Path(root))
+    moves, counts = _plan_val(folder_arg(root, 'root', 'prepare_tiny_imagenet_val'))
     _apply(moves)
     return counts
 
@@ -320,6 +320,7 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
 def prepare_tiny_imagenet(root: Union[str, Path]) -> Tuple[Dict[str, int], Dict[str, int]]:
     """:func:`prepare_tiny_imagenet_val` and :func:`prepare_tiny_imagenet_train`, both checked before either moves
     a file. Returns their counts, ``(val, train)``."""
-    (val_moves, val), (train_moves, train) = _plan_val(Path(root)), _plan_train(Path(root))
+    root = folder_arg(root, 'root', 'prepare_tiny_imagenet')
+    (val_moves, val), (train_moves, train) = _plan_val(root), _plan_train(root)
     _apply(val_moves + train_moves)
     return val, train
