@@ -66,7 +66,7 @@ BAD_KWARGS = [
     ('sl_pit_32', dict(pool_layout='avg'), ValueError, r"pool_layout='avg' is not supported; allowed: "),
     ('sl_pit_32', dict(spt_pool=1), ValueError, r'spt_pool=1 is invalid; allowed: True, False or None'),
     ('sl_swin_32', dict(depths=()), ValueError, r'depths=\(\) is invalid; allowed: a non-empty tuple'),
-    ('sl_swin_32', dict(window_size=0), AssertionError, r'Window sizes must be positive'),  # timm's own check
+    ('sl_swin_32', dict(window_size=0), ValueError, r'window_size=0 is invalid; allowed: an int >= 1'),
     ('sl_swin_32', dict(spt_pool='no'), ValueError, r"spt_pool='no' is invalid"),
 ]
 

@@ -634,3 +634,13 @@ def test_features_only_checks_the_model_kwargs_as_the_full_model_does(make):
         make(features_only=True, out_indices=(0,), depth=1, img_size=32, drop_rate=float('nan'))
     features = make(features_only=True, depth=1, img_size=32, qkv_bias=False, out_indices=(0,))
     assert features.model.blocks[0].attn.qkv.bias is None
+
+
+@pytest.mark.parametrize('name,kwargs', [('vit_small_patch16_224', dict(embed_dim=390)),  # 6 heads; the class: 12
+                                         ('vit_medium_patch16_gap_256', dict(class_token=False))])  # pools 'avg'
+def test_kwargs_are_checked_against_the_registered_config_not_the_class_defaults(name, kwargs):
+    """slify('vit_small_patch16_224', embed_dim=390) was refused as 'embed_dim=390, num_heads=12' (the class's default
+    head count, not the model's 6), and a gap ViT's class_token=False as token pooling without a class token."""
+    model = slify(name, depth=1, **kwargs)
+    assert all(getattr(model, k, None) == v or getattr(model, 'has_class_token', None) is v for k, v in kwargs.items())
+    assert model.blocks[0].attn.num_heads == timm.create_model(name, depth=1, **kwargs).blocks[0].attn.num_heads

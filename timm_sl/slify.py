@@ -244,7 +244,7 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     given = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
-        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner)
+        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner, complete=False)
     except (TypeError, ValueError) as error:
         return error
     return None
@@ -272,7 +272,7 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     if model_cls is not None:
         given = {k: v for k, v in create_kwargs.items() if k in accepted_kwargs(model_cls)}
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES,
-                           owner=f'slify of {name} ({model_cls.__name__})')
+                           owner=f'slify of {name} ({model_cls.__name__})', complete=False)
     return twin
 
 

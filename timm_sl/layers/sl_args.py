@@ -73,11 +73,15 @@ def check_model_kwargs(
         kwargs: Dict[str, Any],
         also_allowed: Iterable[str] = (),
         owner: Optional[str] = None,
+        complete: bool = True,
 ) -> None:
     """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
     ``also_allowed``); ``ValueError`` for text given to a kwarg whose default is a bool (``--model-kwargs
     qkv_bias=maybe`` arrives as the string 'maybe', which Python takes for True). ``owner`` names the caller in the
-    message (default: :func:`~timm_sl.layers.spt.owner_name` of the class: the registered name being built)."""
+    message (default: :func:`~timm_sl.layers.spt.owner_name` of the class: the registered name being built).
+    ``complete``: ``kwargs`` and the class defaults are the whole build (an ``sl_`` model's); False for ``slify``'s
+    user kwargs over a registered timm config, whose other values are not the class defaults (``vit_small``: 6 heads,
+    the class 12), so checks that pair two kwargs run only where both are given."""
     defaults = _constructor_defaults(model_cls)
     allowed = set(SL_ARG_NAMES) | set(defaults) | set(also_allowed)
     unknown = sorted(set(kwargs) - allowed)
@@ -96,8 +100,9 @@ def check_model_kwargs(
                            ), f'{allowed}, or a tuple of them (one per stage)'
         if not ok(value):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
-    _check_heads_divide(model_cls, kwargs, defaults, owner)
-    _check_token_pooling(model_cls, kwargs, defaults, owner)
+    values = defaults if complete else {}  # a kwarg not given: the class default only for a whole build
+    _check_heads_divide(model_cls, kwargs, defaults, values, owner)
+    _check_token_pooling(model_cls, kwargs, defaults, values, owner)
 
 
 def _is_number(value: Any) -> bool:
@@ -198,24 +203,28 @@ def _class_value_checks(model_cls: type) -> Dict[str, Tuple[Callable[[Any], bool
     return {}
 
 
-def _check_token_pooling(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],
+def _check_token_pooling(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any], values: Dict[str, Any],
                          owner: Optional[str]) -> None:
-    """Token pooling without a class token: timm asserted 'Token pooling needs the class token.', naming neither."""
-    if 'class_token' not in defaults or 'global_pool' not in defaults:
+    """Token pooling without a class token: timm asserted 'Token pooling needs the class token.', naming neither.
+    ``values``: what a kwarg not given is (``{}``: only given ones are checked)."""
+    names = ('class_token', 'global_pool')
+    if any(k not in defaults or (k not in kwargs and k not in values) for k in names):
         return
-    token, pool = (kwargs.get(k, defaults[k]) for k in ('class_token', 'global_pool'))
+    token, pool = (kwargs[k] if k in kwargs else values[k] for k in names)
     if token is False and pool == 'token':
         raise ValueError(f"{owner or owner_name(model_cls)}: class_token=False, global_pool='token': token pooling "
                          f"needs the class token; allowed: class_token=True, or another global_pool.")
 
 
-def _check_heads_divide(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any],
+def _check_heads_divide(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any], values: Dict[str, Any],
                         owner: Optional[str]) -> None:
     """A width that one ``num_heads`` does not divide, for a class whose attention splits its width into heads
-    (no ``head_dim`` kwarg): timm asserted 'dim should be divisible by num_heads', naming neither."""
-    if 'head_dim' in defaults or 'num_heads' not in defaults or 'embed_dim' not in defaults:
+    (no ``head_dim`` kwarg): timm asserted 'dim should be divisible by num_heads', naming neither. ``values``: what a
+    kwarg not given is (``{}``: only given ones are checked)."""
+    names = ('embed_dim', 'num_heads')
+    if 'head_dim' in defaults or any(k not in defaults or (k not in kwargs and k not in values) for k in names):
         return
-    dim, heads = (kwargs.get(k, defaults[k]) for k in ('embed_dim', 'num_heads'))
+    dim, heads = (kwargs[k] if k in kwargs else values[k] for k in names)
     if _is_int(dim, 1) and _is_int(heads, 1) and dim % heads:
         raise ValueError(f'{owner or owner_name(model_cls)}: embed_dim={dim}, num_heads={heads}: the heads do not '
                          f'divide the width; allowed: a num_heads that divides embed_dim (or an embed_dim that is a '
