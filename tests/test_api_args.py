@@ -247,11 +247,16 @@ def test_the_global_pools_allowed_are_those_the_installed_timm_takes(name, base,
     ((8, True), 'ShiftedTokenPooling: out_feature=True is invalid; allowed: an int >= 1.'),
 ])
 def test_spool_built_by_hand_names_its_own_arguments(args, says):
-    """``ShiftedTokenPooling(0, 0)`` said 'in_chans=0 is invalid' (and (8, 0) 'embed_dim=0'): names it does not take."""
+    """``ShiftedTokenPooling(0, 0)`` said 'in_chans=0 is invalid' (and (8, 0) 'embed_dim=0'): names it does not take;
+    so did ``ShiftedPatchMerging``, whose arguments are ``in_dim`` / ``out_dim``."""
     with pytest.raises(ValueError) as refused:
         timm_sl.layers.ShiftedTokenPooling(*args)
     assert str(refused.value) == says
     assert timm_sl.layers.ShiftedTokenPooling(8, 16).fc.out_features == 16
+    with pytest.raises(ValueError) as refused:
+        timm_sl.layers.ShiftedPatchMerging(*args)
+    assert str(refused.value) == says.replace('ShiftedTokenPooling', 'ShiftedPatchMerging').replace(
+        'in_feature', 'in_dim').replace('out_feature', 'out_dim')
 
 
 @pytest.mark.parametrize('name,args,kwargs,says', [

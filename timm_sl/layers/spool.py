@@ -7,7 +7,7 @@ from typing import Tuple
 import torch
 from torch import nn
 
-from .spt import ShiftedPatchMerging
+from .spt import ShiftedPatchMerging, check_width
 
 __all__ = ['ShiftedTokenPooling']
 
@@ -25,8 +25,7 @@ class ShiftedTokenPooling(nn.Module):
     ) -> None:
         super().__init__()
         for name, value in (('in_feature', in_feature), ('out_feature', out_feature)):  # not SPT's in_chans / embed_dim
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f'ShiftedTokenPooling: {name}={value!r} is invalid; allowed: an int >= 1.')
+            check_width(name, value, 'ShiftedTokenPooling')
         self.merge = ShiftedPatchMerging(
             in_feature, out_feature, merge_size=2, shift_directions=shift_directions, device=device, dtype=dtype)
         self.fc = nn.Linear(in_feature, out_feature, device=device, dtype=dtype)

@@ -21,9 +21,9 @@ from torch import nn
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
 __all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'asked_for', 'owner_name', 'shift_offsets', 'check_global_tokens',
-           'check_in_chans',
-           'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift',
-           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+           'check_in_chans', 'check_width', 'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size',
+           'patch_grid', 'resolve_shift', 'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed',
+           'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -89,8 +89,14 @@ def check_shift_ratio(shift_ratio: float) -> None:
 def check_in_chans(in_chans: int) -> None:
     """Raise ``ValueError`` unless ``in_chans`` is an int >= 1 (SPT would otherwise build a tokenizer that reads
     no pixel)."""
-    if isinstance(in_chans, bool) or not isinstance(in_chans, int) or in_chans < 1:
-        raise ValueError(f'in_chans={in_chans!r} is invalid; allowed: an int >= 1.')
+    check_width('in_chans', in_chans)
+
+
+def check_width(name: str, value: Any, owner: str = '') -> None:
+    """Raise ``ValueError`` unless a channel count or width ``name`` is an int >= 1 (0: a layer of no channel; a
+    float or text fails deep in torch). ``owner`` starts the message where the argument is a layer's own."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f'{owner + ": " if owner else ""}{name}={value!r} is invalid; allowed: an int >= 1.')
 
 
 def check_size(size: Union[int, Tuple[int, int]], name: str = 'patch_size') -> Tuple[int, int]:
@@ -242,8 +248,7 @@ class ShiftedPatchProjection(nn.Module):
         super().__init__()
         dd = {'device': device, 'dtype': dtype}
         check_in_chans(in_chans)
-        if isinstance(embed_dim, bool) or not isinstance(embed_dim, int) or embed_dim < 1:  # 0: a zero-width token
-            raise ValueError(f'embed_dim={embed_dim!r} is invalid; allowed: an int >= 1.')
+        check_width('embed_dim', embed_dim)
         self.in_chans = in_chans
         self.embed_dim = embed_dim
         self.patch_size = to_2tuple(patch_size)
@@ -385,6 +390,8 @@ class ShiftedPatchMerging(nn.Module):
         super().__init__()
         if input_fmt not in ('NCHW', 'NHWC'):
             raise ValueError(f"input_fmt={input_fmt!r} is not supported; allowed: 'NCHW', 'NHWC'.")
+        for name, value in (('in_dim', in_dim), ('out_dim', out_dim)):  # not the projection's in_chans / embed_dim
+            check_width(name, value, 'ShiftedPatchMerging')
         self.in_dim = in_dim
         self.out_dim = out_dim
         self.merge_size = merge_size
