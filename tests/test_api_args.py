@@ -276,3 +276,14 @@ def test_a_data_preparer_given_no_path_names_the_argument(name, args, kwargs, sa
         getattr(timm_sl.tools, name)(*args, **kwargs)
     assert str(refused.value) == says + 'allowed: a folder path (str or os.PathLike)'
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize('limit', ['3', True, 2.5, 0])
+def test_a_fashion_mnist_limit_that_is_no_count_is_refused_first(limit, tmp_path):
+    """prepare_fashion_mnist(out, limit='3') ended on "'<' not supported between instances of 'str' and 'int'", and
+    limit=True or 2.5 were taken for a count (a refusal about classes left without images)."""
+    from timm_sl.tools import prepare_fashion_mnist
+    with pytest.raises(ValueError) as refused:
+        prepare_fashion_mnist(tmp_path / 'out', limit=limit)
+    assert str(refused.value) == f'--limit {limit!r} is not allowed; expected an integer >= 1'
+    assert not (tmp_path / 'out').exists()

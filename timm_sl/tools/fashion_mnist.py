@@ -250,8 +250,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     """
     root = folder_arg(root, 'root', 'prepare_fashion_mnist')
     source = folder_arg(source if source is not None else DEFAULT_SOURCE, 'source', 'prepare_fashion_mnist')
-    if limit is not None and limit < 1:
-        raise ValueError(f'--limit {limit} is not allowed; expected an integer >= 1')
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):  # '3': no compare
+        raise ValueError(f'--limit {limit!r} is not allowed; expected an integer >= 1')
     for split in FASHION_MNIST_FILES:  # every file present before anything is read or written
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)
