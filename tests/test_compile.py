@@ -5,7 +5,7 @@ A break sends ``torch.compile`` back to Python between graphs on every call (and
 a 32 px SL-ViT once ran 61x slower compiled than eager on torch 2.11 for one untraceable call in SPT. The cheap
 ``eager`` backend checks the capture without inductor's code generation. No layer picks its path by input size, so a
 small batch traces what a real one does. CI runs this file on the newest torch and on the oldest one the project
-supports (``.ci/run``).
+supports, its ``extended`` tests included (``.ci/run``).
 """
 import pytest
 import torch
@@ -58,8 +58,10 @@ def _assert_one_graph(model: torch.nn.Module, x: torch.Tensor, train: bool) -> N
             torch.testing.assert_close(grads[n], p.grad, rtol=1e-4, atol=1e-6, msg=n)
 
 
+# a training step of each registered model runs in CI's extended run (and on the floor): the default run steps the
+# same families' layers in train mode through SHALLOW_224 and SLIFIED
 @pytest.mark.parametrize('name', FAST_MODELS + SLOW_MODELS)
-@pytest.mark.parametrize('train', [False, True], ids=['infer', 'train'])
+@pytest.mark.parametrize('train', [False, pytest.param(True, marks=pytest.mark.extended)], ids=['infer', 'train'])
 def test_registered_models_are_one_graph(name, train):
     model = timm.create_model(name, drop_path_rate=0.1)
     _assert_one_graph(model, model_input(model), train=train)
@@ -71,6 +73,7 @@ def test_224px_families_are_one_graph(name, kwargs):
     _assert_one_graph(model, model_input(model), train=True)
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize('name,kwargs', SWITCHES, ids=[f'{n}-{k}' for n, k in SWITCHES])
 def test_switches_are_one_graph(name, kwargs):
     model = timm.create_model(name, **kwargs)

@@ -98,6 +98,7 @@ def _onnx_case(name, use_dynamo, tmp_path):
         assert gap > 10 * max(error, 1e-7), (gap, error)
 
 
+@pytest.mark.extended  # CI's extended run: timm's onnx_export.py path, 1.7 s a model
 @pytest.mark.parametrize('name', MODELS)
 def test_onnx_export_torchscript_exporter(name, tmp_path):
     _onnx_case(name, False, tmp_path)
