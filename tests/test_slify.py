@@ -644,3 +644,47 @@ def test_kwargs_are_checked_against_the_registered_config_not_the_class_defaults
     model = slify(name, depth=1, **kwargs)
     assert all(getattr(model, k, None) == v or getattr(model, 'has_class_token', None) is v for k, v in kwargs.items())
     assert model.blocks[0].attn.num_heads == timm.create_model(name, depth=1, **kwargs).blocks[0].attn.num_heads
+
+
+_OF = 'slify of {} ({}): '
+_REGISTERED_REFUSALS = [
+    ('vit_tiny_patch16_224', dict(num_heads=5, img_size=32, depth=1),
+     _OF.format('vit_tiny_patch16_224', 'VisionTransformer') + 'embed_dim=192, num_heads=5: the heads do not divide '
+     'the width; allowed: a num_heads that divides embed_dim (or an embed_dim that is a multiple of num_heads).'),
+    ('vit_small_patch16_224', dict(embed_dim=200, img_size=32, depth=1),
+     _OF.format('vit_small_patch16_224', 'VisionTransformer') + 'embed_dim=200, num_heads=6: the heads do not divide'),
+    ('swin_tiny_patch4_window7_224', dict(depths=2), _OF.format('swin_tiny_patch4_window7_224', 'SwinTransformer')
+     + 'depths=2 is invalid; allowed: a non-empty tuple of ints, one per stage.'),
+    ('swin_tiny_patch4_window7_224', dict(num_heads=(3, 6)),
+     _OF.format('swin_tiny_patch4_window7_224', 'SwinTransformer') + 'depths=(2, 2, 6, 2), num_heads=(3, 6): 4 stages, '
+     '2 num_heads; allowed: at least as many num_heads as stages (4).'),
+    ('pit_ti_224', dict(depth=(1, 1)), _OF.format('pit_ti_224', 'PoolingVisionTransformer')
+     + 'depth=(1, 1), base_dims=[32, 32, 32]: 2 stages, 3 base_dims; allowed: as many base_dims as stages (2).'),
+    ('pit_ti_224', dict(depth=1), _OF.format('pit_ti_224', 'PoolingVisionTransformer')
+     + 'depth=1 is invalid; allowed: a non-empty tuple of ints, one per stage.'),
+]
+
+
+@pytest.mark.parametrize('via_entry', [False, True], ids=['slify', 'entry'])
+@pytest.mark.parametrize('name,kwargs,message', _REGISTERED_REFUSALS,
+                         ids=['vit-heads', 'vit-width', 'swin-depths-int', 'swin-heads-short', 'pit-depth-short',
+                              'pit-depth-int'])
+def test_a_kwarg_the_named_models_other_values_refuse_is_named(via_entry, name, kwargs, message):
+    """slify('vit_tiny_patch16_224', num_heads=5) ended on timm's 'dim should be divisible by num_heads', Swin's
+    depths=2 on "'int' object is not iterable", num_heads=(3, 6) on an IndexError, and a PiT given depth=(1, 1) was
+    built, to fail at its first forward on a LayerNorm shape: each is one line naming the kwarg, the named model's
+    other value it disagrees with, and what is allowed."""
+    with pytest.raises(ValueError) as refused:
+        if via_entry:
+            timm.create_model('slify', base=name, **kwargs)
+        else:
+            slify(name, **kwargs)
+    assert str(refused.value).startswith(message), str(refused.value)
+    assert '\n' not in str(refused.value)
+
+
+def test_per_stage_kwargs_that_fit_the_named_model_build():
+    """A shorter Swin (fewer depths than heads, as timm takes it) and a PiT given all its stage tuples still build."""
+    assert len(slify('swin_tiny_patch4_window7_224', depths=(1, 1), img_size=64).layers) == 2
+    pit = slify('pit_ti_224', depth=(1, 1), heads=(2, 4), base_dims=(32, 32))
+    assert pit(torch.randn(1, 3, 224, 224)).shape == (1, 1000)

@@ -23,6 +23,7 @@ nothing and downloads no weights.
 import inspect
 import logging
 import re
+import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Union
@@ -39,7 +40,7 @@ from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
     check_optional_bool, check_options_used, resolve_shift)
-from .layers.sl_args import accepted_kwargs
+from .layers.sl_args import accepted_kwargs, paired_kwargs
 from .layers.spt import check_global_tokens, check_not_empty, check_size, patch_grid
 
 __all__ = ['SlifyError', 'SlifyPlan', 'SLIFY_ARG_NAMES', 'plan_slify', 'slify', 'slify_refusal', 'converted_weights',
@@ -244,10 +245,39 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     given = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
-        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner, complete=False)
+        check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner, complete=False,
+                           known=_registered_config(name, model_cls, given))
     except (TypeError, ValueError) as error:
         return error
     return None
+
+
+def _registered_config(name: str, model_cls: type, given: Dict[str, Any]) -> Dict[str, Any]:
+    """The arguments timm's model function for ``name`` hands ``model_cls`` (``vit_small_patch16_224``:
+    ``num_heads=6``, where the class default is 12), read as the constructor is entered while it builds on the meta
+    device; ``{}`` when ``given`` holds no kwarg checked against another, or when it cannot be built."""
+    if not paired_kwargs(model_cls) & set(given):
+        return {}
+    code = getattr(model_cls.__init__, '__code__', None)
+    seen: Dict[str, Any] = {}
+
+    def watch(frame: Any, event: str, arg: Any) -> None:
+        if event == 'call' and frame.f_code is code and not seen:
+            args = dict(frame.f_locals)
+            for value in [v for k, v in args.items() if k == 'kwargs' and isinstance(v, dict)]:
+                args.update(value)
+            seen.update({k: v for k, v in args.items() if k not in ('self', '__class__', 'kwargs')})
+
+    previous = sys.getprofile()
+    sys.setprofile(watch)
+    try:
+        with torch.device('meta'):
+            timm.create_model(name)
+    except Exception:  # a model that needs kwargs to build at all: nothing known
+        return {}
+    finally:
+        sys.setprofile(previous)
+    return seen
 
 
 def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
@@ -260,7 +290,7 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     try:
         with torch.device('meta'):
             twin = timm.create_model(name, **create_kwargs)
-    except (TypeError, AssertionError) as error:  # timm's asserts name no kwarg (global_pool='maxx')
+    except (TypeError, AssertionError, IndexError, ValueError) as error:  # timm's name no kwarg (global_pool='maxx')
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
             raise
@@ -272,7 +302,8 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     if model_cls is not None:
         given = {k: v for k, v in create_kwargs.items() if k in accepted_kwargs(model_cls)}
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES,
-                           owner=f'slify of {name} ({model_cls.__name__})', complete=False)
+                           owner=f'slify of {name} ({model_cls.__name__})', complete=False,
+                           known=_registered_config(name, model_cls, given))
     return twin
 
 

@@ -30,7 +30,7 @@ from .lsa import check_temp_ratio
 from .spt import ShiftedPatchEmbed, check_shift_ratio, owner_name, shift_offsets
 
 __all__ = ['SlArgs', 'SL_ARG_NAMES', 'accepted_kwargs', 'check_bool', 'check_model_kwargs', 'check_optional_bool',
-           'check_options_used', 'unused_options', 'with_switches', 'without_unused_options']
+           'check_options_used', 'paired_kwargs', 'unused_options', 'with_switches', 'without_unused_options']
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -74,6 +74,7 @@ def check_model_kwargs(
         also_allowed: Iterable[str] = (),
         owner: Optional[str] = None,
         complete: bool = True,
+        known: Optional[Dict[str, Any]] = None,
 ) -> None:
     """Raise ``TypeError`` naming every kwarg ``model_cls`` does not accept, and the accepted ones (plus
     ``also_allowed``); ``ValueError`` for text given to a kwarg whose default is a bool (``--model-kwargs
@@ -81,7 +82,10 @@ def check_model_kwargs(
     message (default: :func:`~timm_sl.layers.spt.owner_name` of the class: the registered name being built).
     ``complete``: ``kwargs`` and the class defaults are the whole build (an ``sl_`` model's); False for ``slify``'s
     user kwargs over a registered timm config, whose other values are not the class defaults (``vit_small``: 6 heads,
-    the class 12), so checks that pair two kwargs run only where both are given."""
+    the class 12), so checks that pair two kwargs run only where both are given, or where ``known`` (the named
+    model's own values of the kwargs not given) holds the other; per-stage kwargs are checked there too (timm takes
+    an int for a tuple with a bare TypeError, a shorter tuple with an IndexError, and builds a PiT whose tuples
+    disagree in length, to fail at its first forward)."""
     defaults = _constructor_defaults(model_cls)
     allowed = set(SL_ARG_NAMES) | set(defaults) | set(also_allowed)
     unknown = sorted(set(kwargs) - allowed)
@@ -100,9 +104,48 @@ def check_model_kwargs(
                            ), f'{allowed}, or a tuple of them (one per stage)'
         if not ok(value):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
-    values = defaults if complete else {}  # a kwarg not given: the class default only for a whole build
+    values = defaults if complete else dict(known or {})  # a kwarg not given: the class default for a whole build
     _check_heads_divide(model_cls, kwargs, defaults, values, owner)
     _check_token_pooling(model_cls, kwargs, defaults, values, owner)
+    if not complete:  # an sl_ model's family checks its stages itself, with its own wording
+        _check_stages(model_cls, kwargs, defaults, values, owner)
+
+
+def paired_kwargs(model_cls: type) -> Set[str]:
+    """The kwargs of ``model_cls`` whose checks read another kwarg's value: the width and head count, the class
+    token and pooling, and the per-stage tuples."""
+    defaults = _constructor_defaults(model_cls)
+    stages = {k for k, v in defaults.items() if isinstance(v, (tuple, list))}
+    return ({'embed_dim', 'num_heads', 'class_token', 'global_pool'} | stages) & set(defaults)
+
+
+def _check_stages(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any], values: Dict[str, Any],
+                  owner: Optional[str]) -> None:
+    """Per-stage kwargs (a tuple by the class default: Swin's ``depths`` / ``num_heads``, PiT's ``depth`` / ``heads``
+    / ``base_dims``): each given one a non-empty tuple of ints, and as long as the stages (``depths``: at least,
+    timm's Swin reads one per stage; ``depth``: equal, timm's PiT reads its width from the last of each). ``values``:
+    what a kwarg not given is (``{}``: only given ones are checked)."""
+    stage_key = next((k for k in ('depths', 'depth') if isinstance(defaults.get(k), (tuple, list))), None)
+    if stage_key is None:
+        return
+    names = [k for k, v in defaults.items() if isinstance(v, (tuple, list)) and v and all(_is_int(x, 0) for x in v)]
+    who = owner or owner_name(model_cls)
+    for name in names:
+        value = kwargs.get(name)
+        if name in kwargs and not (isinstance(value, (tuple, list)) and value and all(_is_int(x, 0) for x in value)):
+            raise ValueError(f'{who}: {name}={value!r} is invalid; allowed: a non-empty tuple of ints, one per stage.')
+    stages = kwargs.get(stage_key, values.get(stage_key))
+    if not isinstance(stages, (tuple, list)):
+        return
+    for name in names:
+        value = kwargs[name] if name in kwargs else values.get(name)
+        if name == stage_key or not isinstance(value, (tuple, list)) or stage_key not in kwargs and name not in kwargs:
+            continue
+        if len(value) < len(stages) or (stage_key == 'depth' and len(value) != len(stages)):
+            given = ', '.join(f'{k}={kwargs[k] if k in kwargs else values[k]!r}' for k in (stage_key, name))
+            need = 'as many' if stage_key == 'depth' else 'at least as many'
+            raise ValueError(f'{who}: {given}: {len(stages)} stages, {len(value)} {name}; allowed: {need} {name} '
+                             f'as stages ({len(stages)}).')
 
 
 def _is_number(value: Any) -> bool:
