@@ -1,3 +1,4 @@
+import re
 import warnings
 
 import pytest
@@ -87,6 +88,15 @@ def test_non_positive_patch_size_names_argument(name, patch):
     import timm
     with pytest.raises(ValueError, match=rf'^patch_size={patch} is invalid; allowed: an int > 0 or a pair of them\.$'):
         timm.create_model(name, patch_size=patch)
+
+
+@pytest.mark.parametrize('size', ['32', (32, 0), 32.0])
+def test_embed_built_by_hand_names_a_bad_img_size(size):
+    """ShiftedPatchEmbed(img_size='32') ended on timm's "unsupported operand type(s) for //: 'str' and 'int'"."""
+    with pytest.raises(ValueError, match=rf'^img_size={re.escape(repr(size))} is invalid; allowed: an int > 0 or a '
+                                         rf'pair of them\.$'):
+        ShiftedPatchEmbed(img_size=size, patch_size=4, embed_dim=16)
+    assert ShiftedPatchEmbed(img_size=None, patch_size=4, embed_dim=16, strict_img_size=False).img_size is None
 
 
 @pytest.mark.parametrize('name', ['sl_vit_32', 'sl_pit_32', 'sl_swin_32', 'sl_cait_32', 'sl_t2t_32'])

@@ -334,6 +334,7 @@ class ShiftedPatchEmbed(PatchEmbed):
         shift_offsets(shift_directions)
         resolve_shift(patch_size, shift_ratio)
         check_in_chans(in_chans)
+        None if img_size is None else check_size(img_size, 'img_size')  # timm: "unsupported operand type(s) for //"
         super().__init__(
             img_size=img_size, patch_size=patch_size, in_chans=in_chans, embed_dim=embed_dim, bias=bias,
             device=device, dtype=dtype, **kwargs)
