@@ -688,3 +688,16 @@ def test_per_stage_kwargs_that_fit_the_named_model_build():
     assert len(slify('swin_tiny_patch4_window7_224', depths=(1, 1), img_size=64).layers) == 2
     pit = slify('pit_ti_224', depth=(1, 1), heads=(2, 4), base_dims=(32, 32))
     assert pit(torch.randn(1, 3, 224, 224)).shape == (1, 1000)
+
+
+@pytest.mark.parametrize('make', [
+    lambda **kw: slify('vit_tiny_patch16_224', img_size=32, depth=1, **kw),
+    lambda **kw: timm.create_model('slify', base='vit_tiny_patch16_224', img_size=32, depth=1, **kw),
+], ids=['slify', 'slify_model'])
+@pytest.mark.parametrize('value', ['False', 'no', 0])
+def test_pretrained_that_is_no_bool_is_refused_before_any_download(make, value, monkeypatch):
+    """slify(name, pretrained='False') took the text for True and went to download the base's weights."""
+    monkeypatch.setattr(timm.models._builder, 'load_pretrained', lambda *a, **k: pytest.fail('loaded weights'))
+    with pytest.raises(ValueError) as refused:
+        make(pretrained=value)
+    assert str(refused.value) == f'pretrained={value!r} is invalid; allowed: True or False.'

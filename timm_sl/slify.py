@@ -464,6 +464,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
                   spt_post_norm: bool, kwargs: Dict[str, Any], check_weights: bool = True) -> nn.Module:
     """:func:`slify`; ``check_weights=False`` skips reading the pretrained weights to refuse a converted model's (for
     a caller that has read them already: the ``slify`` model)."""
+    check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load (or download) weights
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real

@@ -17,6 +17,7 @@ from torch import nn
 
 from timm.models import load_pretrained, register_model
 
+from .layers.sl_args import check_bool
 from .models._filters import adapt_sl_state_dict, keep_fitting_classifier
 from .slify import convert_model, converted_weights, slify as convert
 
@@ -34,6 +35,7 @@ def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -
                          f'--model-kwargs base=vit_small_patch16_224 (allowed: a timm model name).')
     if base == 'slify' or base.split('.')[0] == 'slify':
         raise ValueError("base='slify' is invalid; allowed: a timm model name other than slify.")
+    check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load (or download) weights
     if kwargs.get('pretrained_cfg') is None:  # the entry's own (empty) cfg: the base resolves its own
         kwargs.pop('pretrained_cfg', None)
     exported = pretrained and 'base' in (kwargs.get('pretrained_model_args') or {})
