@@ -123,13 +123,32 @@ def test_conv_stem_grey_load_keeps_timms_message(name, stem, tmp_path, caplog):
     torch.testing.assert_close(grey(g), rgb(g.expand(-1, 3, -1, -1)), rtol=0, atol=1e-5)
 
 
-def test_spt_checkpoint_into_a_conv_stem_names_the_keys(tmp_path):
-    """An SPT checkpoint into a baseline (spt=False) model: load_state_dict's list of keys, as every family gives,
-    never an AttributeError about a stem module the baseline does not have."""
-    torch.save(timm.create_model('sl_pit_32', lsa=False, depth=(1, 1, 1)).state_dict(), tmp_path / 'spt.pth')
-    with pytest.raises(RuntimeError, match='Unexpected key.*patch_embed.proj.norm.weight'):
-        timm.create_model('sl_pit_32', spt=False, lsa=False, depth=(1, 1, 1), pretrained=True,
-                          pretrained_cfg_overlay=dict(file=str(tmp_path / 'spt.pth')))
+@pytest.mark.parametrize('name,saved_kw,load_kw,said', [
+    ('sl_vit_32', {}, dict(spt=False), r'an SPT projection \(patch_embed.proj\): its model had spt=True, and sl_vit_32 '
+                                       r'is built with spt=False; allowed: spt=True, as its model was trained'),
+    ('sl_cait_32', {}, dict(spt=False), r'an SPT projection \(patch_embed.proj\): its model had spt=True'),
+    ('sl_pit_32', dict(lsa=False), dict(spt=False, spt_pool=True, lsa=False),
+     r'an SPT projection \(patch_embed.proj\): its model had spt=True, and sl_pit_32 is built with spt=False'),
+    ('sl_pit_32', {}, dict(spt_pool=False), r'SPT projections \(transformers.1.pool.merge.proj and 1 more\): its '
+                                            r'model had spt_pool=True, and sl_pit_32 is built with spt_pool=False'),
+    ('sl_pit_32', dict(spt_pool=False), {}, r'no SPT projection \(transformers.1.pool.merge.proj and 1 more\): its '
+                                            r'model had spt_pool=False, and sl_pit_32 is built with spt_pool=True; '
+                                            r'allowed: spt_pool=False'),
+    ('sl_swin_32', {}, dict(spt_pool=False), r'SPT projections \(layers.1.downsample.proj and 1 more\): its model '
+                                             r'had spt_pool=True'),
+    ('sl_swin_32', dict(spt_pool=False), {}, r'no SPT projection \(layers.1.downsample.proj and 1 more\): its model '
+                                             r'had spt_pool=False'),
+], ids=['vit', 'cait', 'pit-stem', 'pit-spool', 'pit-no-spool', 'swin-spool', 'swin-no-spool'])
+def test_a_checkpoint_of_other_spt_switches_is_refused_in_one_line(name, saved_kw, load_kw, said, tmp_path):
+    """An SPT checkpoint into a baseline (spt=False) model, or Spool weights into spt_pool=False and the reverse,
+    ended in load_state_dict's multi-line list of every missing and unexpected key, which said neither why nor what
+    to pass (never an AttributeError about a stem module the baseline does not have)."""
+    torch.save(timm.create_model(name, **saved_kw, **small_kwargs(name)).state_dict(), tmp_path / 'w.pth')
+    with pytest.raises(ValueError, match=rf'^this checkpoint has {said}') as refused:
+        timm.create_model(name, pretrained=True, pretrained_cfg_overlay=dict(file=str(tmp_path / 'w.pth')),
+                          **load_kw, **small_kwargs(name))
+    assert '\n' not in str(refused.value) and str(refused.value).endswith(
+        'or timm_sl.warm_start(model, state_dict) to start from its other weights')
 
 
 def test_warm_start_public_paths():

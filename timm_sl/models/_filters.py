@@ -219,12 +219,42 @@ def _check_temperatures(state_dict: Dict[str, torch.Tensor], target: Dict[str, t
                              f'num_heads; allowed: the num_heads it was trained with')
 
 
+def _check_projections(state_dict: Dict[str, torch.Tensor], target: Dict[str, torch.Tensor], model: nn.Module,
+                       model_name: str) -> None:
+    """Refuse, in one line, a checkpoint with SPT projections (a LayerNorm and a linear layer: the stem's, Spool's)
+    where the model has timm's convolution or PatchMerging, or the reverse: the model was built with other ``spt`` /
+    ``spt_pool`` than the checkpoint's (``load_state_dict`` listed every key of both instead)."""
+    def switches(prefixes: List[str], value: bool) -> str:
+        names = sorted({'spt' if p.startswith('patch_embed.') else 'spt_pool' for p in prefixes})
+        return ' and '.join(f'{name}={value}' for name in names)
+
+    def stage_in(prefix: str, keys: Dict[str, torch.Tensor]) -> bool:  # the same stage there (not another depth)
+        parts = prefix.split('.')
+        stage = '.'.join(parts[:2] if parts[1].isdigit() else parts[:1]) + '.'
+        return any(k.startswith(stage) for k in keys)
+
+    built = [n for n, m in model.named_modules() if isinstance(m, ShiftedPatchProjection)]
+    held = [k[:-len('.norm.weight')] for k in state_dict if k.endswith('.proj.norm.weight')]
+    held = [p for p in held if getattr(state_dict.get(f'{p}.weight'), 'ndim', 0) == 2]
+    extra = sorted(p for p in held if p not in built and f'{p}.norm.weight' not in target and stage_in(p, target))
+    lacking = sorted(p for p in built if f'{p}.norm.weight' not in state_dict and stage_in(p, state_dict))
+    for names, ckpt, model_has in ((extra, True, False), (lacking, False, True)):
+        if names:
+            more = f' and {len(names) - 1} more' if len(names) > 1 else ''
+            what = ('SPT projections' if more else 'an SPT projection') if ckpt else 'no SPT projection'
+            raise ValueError(f'this checkpoint has {what} '
+                             f'({names[0]}{more}): its model had {switches(names, ckpt)}, and {model_name} is built '
+                             f'with {switches(names, model_has)}; allowed: {switches(names, ckpt)}, as its model was '
+                             f'trained, or timm_sl.warm_start(model, state_dict) to start from its other weights')
+
+
 def adapt_sl_state_dict(state_dict: Dict[str, torch.Tensor], model: nn.Module) -> Dict[str, torch.Tensor]:
     """Adapt a native state dict to ``model`` (input channels, grid, windows; a classifier that fits the model's
     head is kept: :func:`keep_fitting_classifier`); other mismatches are left for ``load_state_dict`` to report."""
     keep_fitting_classifier(state_dict, model, getattr(model, 'pretrained_cfg', None))
     target = model.state_dict()
     _check_temperatures(state_dict, target, built_as(model))
+    _check_projections(state_dict, target, model, built_as(model))
     # the stem's checkpoint channels are those of the pretrained cfg's input size (timm's convention; an export
     # records the channels its run trained with); a projection between stages has no other width to adapt from
     cfg_chans = (getattr(model, 'pretrained_cfg', None) or {}).get('input_size', (None,))[0]
