@@ -7,11 +7,12 @@ import pytest
 import torch
 from torch import nn
 
+from timm.layers import Attention, PatchEmbed
 from timm.models.cait import ClassAttn, TalkingHeadAttn
 from timm.models.pit import PoolingVisionTransformer
 from timm.models.swin_transformer import SwinTransformer, WindowAttention
 from timm_sl import slify
-from timm_sl.convert import SL_FORMS, convert_module, copy_timm_state, resample_pos_embed
+from timm_sl.convert import SL_FORMS, convert_module, copy_timm_state, resample_pos_embed, spt_from_timm
 from timm_sl.layers import LocalityClassAttn, LocalityTalkingHeadAttn, LocalityWindowAttention, SlArgs
 from timm_sl.models import SlPoolingVisionTransformer, SlSwinTransformer
 
@@ -132,3 +133,29 @@ def test_layers_and_slify_do_not_import_the_families_and_families_not_slify():
     for path in sorted((ROOT / 'models').glob('*.py')):
         wrong = {n for n in _imports(path) if 'slify' in n}
         assert not wrong, f'models/{path.name} imports {wrong}'
+
+
+@pytest.mark.parametrize('call,error,message', [
+    (lambda: convert_module(Attention(16, 4), dict(lsa=True)), TypeError,
+     "sl_args={'lsa': True} is invalid; allowed: an SlArgs (SlArgs(**switches))."),
+    (lambda: spt_from_timm(PatchEmbed(32, 4, 3, 16), None), TypeError,
+     'sl_args=None is invalid; allowed: an SlArgs (SlArgs(**switches)).'),
+    (lambda: spt_from_timm(nn.Linear(2, 2), SlArgs()), TypeError,
+     'stem=torch.nn.modules.linear.Linear is invalid; allowed: timm.layers.patch_embed.PatchEmbed or '
+     'timm.models.pit.ConvEmbedding.'),
+    (lambda: resample_pos_embed(nn.Parameter(torch.zeros(1, 5, 8)), (2, 2)), ValueError,
+     'pos_embed of shape (1, 5, 8) is invalid; allowed: a (1, D, H, W) position map.'),
+    (lambda: resample_pos_embed(nn.Parameter(torch.zeros(1, 8, 4, 4)), (0, 0)), ValueError,
+     'grid=(0, 0) is invalid; allowed: an int > 0 or a pair of them.'),
+    (lambda: resample_pos_embed(nn.Parameter(torch.zeros(1, 8, 4, 4)), '2'), ValueError,
+     "grid='2' is invalid; allowed: an int > 0 or a pair of them."),
+], ids=['convert_module-dict', 'spt_from_timm-none', 'spt_from_timm-linear', 'resample-3d', 'resample-0',
+        'resample-str'])
+def test_conversion_functions_name_a_bad_argument(call, error, message):
+    """convert_module(attn, dict(lsa=True)) and spt_from_timm(stem, None) ended on "'dict' object has no attribute
+    'lsa_kwargs'", spt_from_timm(Linear) on "no attribute 'proj'", resample_pos_embed of a (1, N, D) table or a 0 / text
+    grid on torch's interpolate errors (one of them many lines)."""
+    with pytest.raises(error) as refused:
+        call()
+    assert str(refused.value) == message
+    assert resample_pos_embed(nn.Parameter(torch.zeros(1, 8, 4, 4)), (2, 3)).shape == (1, 8, 2, 3)

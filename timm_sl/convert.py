@@ -30,11 +30,11 @@ from timm.models.swin_transformer import PatchMerging, SwinTransformerBlock, Win
 from .layers import (
     LocalityClassAttn, LocalitySelfAttention, LocalitySwinBlock, LocalityTalkingHeadAttn, LocalityWindowAttention,
     ShiftedPatchEmbed,
-    ShiftedPatchMerging, ShiftedTokenPooling, SlArgs, class_attn_switches)
+    ShiftedPatchMerging, ShiftedTokenPooling, SlArgs, check_size, class_attn_switches)
 
 __all__ = ['KINDS', 'Converter', 'Replacement', 'SL_FORMS', 'SL_HOSTS', 'convert_module', 'convert_modules',
            'copy_timm_state', 'module_dd', 'plan_replacements', 'qualname', 'replace_modules', 'resample_pos_embed',
-           'spt_from_timm']
+           'spt_from_timm', 'check_sl_args']
 
 Converter = Callable[[nn.Module, SlArgs], nn.Module]
 KINDS = ('spt', 'lsa', 'spool')
@@ -68,6 +68,12 @@ def copy_timm_state(new: nn.Module, old: nn.Module, own: Iterable[str] = ('tempe
 # ---------------------------------------------------------------------------------------------------------------------
 # One builder per timm class: its configuration read back from the instance, the SL layer built, the state copied
 
+def check_sl_args(sl_args: Any) -> None:
+    """Raise ``TypeError`` unless ``sl_args`` is an :class:`SlArgs` (a dict of switches ended on an AttributeError)."""
+    if not isinstance(sl_args, SlArgs):
+        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: an SlArgs (SlArgs(**switches)).')
+
+
 def spt_from_timm(stem: Union[PatchEmbed, ConvEmbedding], sl_args: SlArgs, post_norm: bool = False) -> nn.Module:
     """SPT in place of a timm ``PatchEmbed`` or PiT's ``ConvEmbedding``.
 
@@ -78,6 +84,10 @@ def spt_from_timm(stem: Union[PatchEmbed, ConvEmbedding], sl_args: SlArgs, post_
     shifted copies means, so SPT starts from its own init. With ``post_norm`` the stem's norm after the projection is
     kept, with its weights; otherwise it is dropped (SPT normalises each patch before projecting).
     """
+    if not isinstance(stem, (PatchEmbed, ConvEmbedding)):
+        raise TypeError(f'stem={qualname(stem)} is invalid; allowed: {qualname(PatchEmbed)} or '
+                        f'{qualname(ConvEmbedding)}.')
+    check_sl_args(sl_args)
     spt = dict(**sl_args.spt_kwargs(), **module_dd(stem))
     if type(stem) is ConvEmbedding:
         conv = stem.conv
@@ -189,6 +199,8 @@ def convert_module(module: nn.Module, sl_args: Optional[SlArgs] = None) -> nn.Mo
     form = SL_FORMS.get(type(module))
     if form is None:
         raise TypeError(f'{qualname(module)} has no SL form; allowed: {", ".join(map(qualname, SL_FORMS))}.')
+    if sl_args is not None:
+        check_sl_args(sl_args)
     return form[1](module, sl_args or SlArgs())
 
 
@@ -207,6 +219,10 @@ class Replacement:
 def resample_pos_embed(pos_embed: nn.Parameter, grid: Tuple[int, int]) -> nn.Parameter:
     """A ``(1, D, H, W)`` position map resampled (bicubic) to ``grid``: the position-embedding policy for a stem
     whose grid changed (see the module docstring)."""
+    if not isinstance(pos_embed, torch.Tensor) or pos_embed.dim() != 4:
+        raise ValueError(f'pos_embed of shape {tuple(getattr(pos_embed, "shape", ())) or type(pos_embed).__name__} is '
+                         f'invalid; allowed: a (1, D, H, W) position map.')
+    check_size(grid, 'grid')
     with torch.no_grad():
         value = F.interpolate(pos_embed.float(), size=grid, mode='bicubic', align_corners=False)
     return nn.Parameter(value.to(pos_embed.dtype), requires_grad=pos_embed.requires_grad)
@@ -242,8 +258,7 @@ def plan_replacements(
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f'model={type(model).__name__} is invalid; allowed: an nn.Module (timm.create_model(name)).')
-    if not isinstance(sl_args, SlArgs):
-        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: an SlArgs (SlArgs(**switches)).')
+    check_sl_args(sl_args)
     table = dict(SL_FORMS)
     for cls, form in (forms or {}).items():
         if form is None:
