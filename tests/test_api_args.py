@@ -6,7 +6,7 @@ import torch
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models)
 import timm_sl.layers
-from timm_sl import SlVisionTransformer
+from timm_sl import SlVisionTransformer, slify
 
 
 @pytest.mark.parametrize('name,kwargs,says', [
@@ -287,3 +287,25 @@ def test_a_fashion_mnist_limit_that_is_no_count_is_refused_first(limit, tmp_path
         prepare_fashion_mnist(tmp_path / 'out', limit=limit)
     assert str(refused.value) == f'--limit {limit!r} is not allowed; expected an integer >= 1'
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('make,says', [
+    (lambda: timm.create_model('sl_vit_32', depth=1, init_values=float('nan')),
+     'sl_vit_32: init_values=nan is invalid; allowed: None or a finite number (LayerScale off / its start).'),
+    (lambda: timm.create_model('sl_cait_32', depth=1, layer_scale_init='timm', init_values='1e-5'),
+     "sl_cait_32: init_values='1e-5' is invalid; allowed: None or a finite number"),
+    (lambda: slify('vit_tiny_patch16_224', depth=1, img_size=32, init_values=float('inf')),
+     'slify of vit_tiny_patch16_224 (VisionTransformer): init_values=inf is invalid; allowed: None or a finite'),
+    (lambda: timm.create_model('sl_swin_32', mlp_ratio=(2, 2)),
+     'sl_swin_32: mlp_ratio=(2, 2) is invalid with depths=(2, 6, 4); allowed: one value, or one per stage (3).'),
+    (lambda: slify('swin_tiny_patch4_window7_224', mlp_ratio=(4, 4)),
+     'slify of swin_tiny_patch4_window7_224 (SwinTransformer): mlp_ratio=(4, 4) is invalid with depths=(2, 2, 6, 2); '
+     'allowed: one value, or one per stage (4).'),
+], ids=['vit-nan', 'cait-text', 'slify-inf', 'swin-short', 'slify-swin-short'])
+def test_layer_scale_start_and_per_stage_mlp_ratio_are_checked(make, says):
+    """init_values=nan built a ViT whose every output was NaN (text ended on a bare TypeError), and a Swin mlp_ratio
+    tuple of fewer stages than depths on timm's IndexError: each is one line naming the kwarg and what is allowed."""
+    with pytest.raises(ValueError) as refused:
+        make()
+    assert str(refused.value).startswith(says) and '\n' not in str(refused.value)
+    assert len(timm.create_model('sl_swin_32', mlp_ratio=(2, 2, 3)).layers[2].blocks[0].mlp.fc1.weight) == 384 * 3

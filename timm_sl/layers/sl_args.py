@@ -92,6 +92,7 @@ def check_model_kwargs(
     if unknown:
         raise TypeError(f'{owner or owner_name(model_cls)} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
+    values_of = defaults if complete else dict(known or {})
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
@@ -104,7 +105,12 @@ def check_model_kwargs(
                            ), f'{allowed}, or a tuple of them (one per stage)'
         if not ok(value):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: {allowed}.')
-    values = defaults if complete else dict(known or {})  # a kwarg not given: the class default for a whole build
+        stages = kwargs.get('depths', values_of.get('depths'))
+        if name in _PER_STAGE and isinstance(value, (tuple, list)) and isinstance(stages, (tuple, list)) and len(
+                value) < len(stages):  # timm's Swin reads one per stage: an IndexError in its init
+            raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid with depths={stages!r}; '
+                             f'allowed: one value, or one per stage ({len(stages)}).')
+    values = values_of  # a kwarg not given: the class default for a whole build, else what is known of it
     _check_heads_divide(model_cls, kwargs, defaults, values, owner)
     _check_token_pooling(model_cls, kwargs, defaults, values, owner)
     if not complete:  # an sl_ model's family checks its stages itself, with its own wording
@@ -116,6 +122,7 @@ def paired_kwargs(model_cls: type) -> Set[str]:
     token and pooling, and the per-stage tuples."""
     defaults = _constructor_defaults(model_cls)
     stages = {k for k, v in defaults.items() if isinstance(v, (tuple, list))}
+    stages |= set(_PER_STAGE) if 'depths' in defaults else set()  # Swin: one value or one per stage
     return ({'embed_dim', 'num_heads', 'class_token', 'global_pool'} | stages) & set(defaults)
 
 
@@ -164,6 +171,7 @@ _VALUE_CHECKS = {
     'embed_dim': (lambda v: _is_int(v, 1), 'an int >= 1'),
     'mlp_ratio': (lambda v: _is_number(v) and v > 0, 'a finite number > 0'),
     **{name: _RATE for name in ('drop_rate', 'attn_drop_rate', 'proj_drop_rate', 'pos_drop_rate', 'patch_drop_rate')},
+    'init_values': (lambda v: v is None or _is_number(v), 'None or a finite number (LayerScale off / its start)'),
     'weight_init': (lambda v: v in ('', 'skip', 'reset', 'jax', 'jax_nlhb', 'moco'),
                     "'', 'skip', 'reset', 'jax', 'jax_nlhb' or 'moco'"),
 }
