@@ -1411,7 +1411,8 @@ def test_an_exported_folders_weights_take_the_model_and_data_config_of_its_confi
     with pytest.raises(SystemExit, match=f'^timm-sl temperature: --checkpoint {weights} holds sl_vit_32 \\(its '
                                          f'config.json\\), not --model sl_vit_64; allowed: --model sl_vit_32'):
         main(['temperature', '--model', 'sl_vit_64', '--checkpoint', str(weights), '--out', str(tmp_path / 't.png')])
-    with pytest.raises(SystemExit, match=r"does not fit sl_vit_32 {'depth': 2, 'num_classes': 100} \(it was trained "
+    with pytest.raises(SystemExit, match=r"does not fit sl_vit_32 {'depth': 2, 'in_chans': 3, 'global_pool': 'token', "
+                                         r"'img_size': \[32, 32\], 'num_classes': 100} \(it was trained "
                                          r"as sl_vit_32 {'depth': 1, 'in_chans': 3, "):
         main(['temperature', '--checkpoint', str(weights), '--model-kwargs', 'depth=2', '--out',
               str(tmp_path / 't.png')])
@@ -1947,3 +1948,31 @@ def test_a_folder_reads_the_webp_gif_and_bmp_images_a_file_named_directly_is_rea
     (folder / 'f.gif').write_bytes(b'GIF89a')  # cut off
     with pytest.raises(ValueError, match='^' + re.escape(f"{folder / 'f.gif'} is not a readable image: ")):
         load_images([str(folder)], model)
+
+
+def test_model_kwargs_beside_a_run_keep_the_kwargs_its_weights_do_not_record(tmp_path, image_dir, capsys, figures):
+    """A baseline run of 3 heads (its weights hold no per-head tensor), analysed with --model-kwargs depth=1 as it was
+    trained: the run's num_heads was dropped and the model built with 12, its weights loaded without a word: 12
+    attention maps drawn, and a compared SL run of 12 heads passed for its configuration. The run's kwargs are kept;
+    one given another value than the run's is refused."""
+    base = dict(depth=1, num_heads=3, spt=False, lsa=False)
+    _run_folder(tmp_path / 'base', 'sl_vit_32', base)
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1))
+    out = ['--out', str(tmp_path / 'a.png')]
+    assert main(['attention', str(image_dir / '0.png'), '--checkpoint', str(tmp_path / 'base'), '--model-kwargs',
+                 'depth=1', '--heads', 'all', *out]) == 0
+    assert len(json.loads((tmp_path / 'a.json').read_text())[0]['heads']) == 3
+    assert _title(figures[-1]).startswith('sl_vit_32, depth=1, num_heads=3, checkpoint base/model_best.pth.tar')
+    with pytest.raises(SystemExit) as info:
+        main(['attention', str(image_dir / '0.png'), '--checkpoint', str(tmp_path / 'base'), '--model-kwargs',
+              'depth=1', 'num_heads=12', *out])
+    assert str(info.value) == (
+        f"timm-sl attention: --model-kwargs num_heads=12: {tmp_path / 'base' / 'model_best.pth.tar'} was trained with "
+        f"num_heads=3 (its run), which its weights do not record: they would load into another model than the one "
+        f"trained; allowed: num_heads left out (the run's), or the value it trained with")
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+              str(tmp_path / 'base'), '--model-kwargs', 'depth=1', '--out', str(tmp_path / 'k.png')])
+    assert str(info.value).startswith(
+        f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
+        f"sl_vit_32 than the first model: num_heads=3 (first: default)")

@@ -276,8 +276,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     or a train.py checkpoint (``--model``, else the model its run recorded).
 
     A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
-    those, plus the SPT/LSA switches and slify's ``base`` the run recorded unless they set them; a compared run keeps
-    its own switches, and an option its weights do not record set to another value is refused). One that records
+    those, plus every kwarg the run recorded that they leave out; a compared run keeps its own kwargs, and an option
+    its weights do not record set to another value is refused). One that records
     none is built as whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state
     dict fits strictly (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with
     ``baseline_first``.
@@ -316,13 +316,16 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
-            switches = {k: v for k, v in record.model_kwargs.items() if k in kept}
-            if baseline_first:  # the compared run's switches are its own: the ones given are the first model's
-                kwargs = {k: v for k, v in kwargs.items() if k not in kept}
+            if baseline_first:  # the compared run's switches and kwargs are its own: the ones given are the first
+                kwargs = {k: v for k, v in kwargs.items() if k not in kept and k not in record.model_kwargs}  # model's
             elif args.model_kwargs is not None:
                 _check_unseen_options(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
-            run = record if args.model_kwargs is None else record.with_model(name, {**switches, **kwargs})
+            # a kwarg the run recorded and --model-kwargs leave out is the run's (a head count, an activation: the
+            # weights load all the same without it, into another model than the one trained)
+            run = record if args.model_kwargs is None else record.with_model(name, {**record.model_kwargs, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
+            if args.model_kwargs is not None and not baseline_first:  # loaded: its weights do not record the kwarg
+                _check_other_values(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
             return model.eval(), record
         from timm_sl.layers import with_switches
         baseline = with_switches(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with them
@@ -364,6 +367,25 @@ def _check_unseen_options(checkpoint: Path, source: str, trained: Dict[str, Any]
         if key in given and getattr(was, read) != getattr(now, read) and (was.spt or not key.startswith('shift')):
             value = trained[key] if key in trained else f'{getattr(was, read)!r}, its default'
             raise ValueError(f'--model-kwargs {key}={given[key]!r}: {checkpoint} was trained with {key}={value} '
+                             f'({source}), which its weights do not record: they would load into another model than '
+                             f'the one trained; allowed: {key} left out (the run\'s), or the value it trained with')
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether a kwarg given on the command line (a tuple) and one a run recorded (YAML: a list) are one value."""
+    def plain(value: Any) -> Any:
+        return tuple(map(plain, value)) if isinstance(value, (list, tuple)) else value
+    return plain(a) == plain(b)
+
+
+def _check_other_values(checkpoint: Path, source: str, trained: Dict[str, Any], given: Dict[str, Any]) -> None:
+    """Refuse ``--model-kwargs`` that set a kwarg the run recorded to another value, once its weights loaded into the
+    model built with them: they do not record it (a baseline's head count, an activation), and the model analysed would
+    be another than the one trained. The SL options are :func:`_check_unseen_options`'."""
+    from timm_sl.layers.sl_args import SL_ARG_NAMES
+    for key, value in given.items():
+        if key in trained and key not in SL_ARG_NAMES and not _same_value(value, trained[key]):
+            raise ValueError(f'--model-kwargs {key}={value!r}: {checkpoint} was trained with {key}={trained[key]!r} '
                              f'({source}), which its weights do not record: they would load into another model than '
                              f'the one trained; allowed: {key} left out (the run\'s), or the value it trained with')
 
