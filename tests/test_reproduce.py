@@ -2942,3 +2942,30 @@ def test_an_empty_or_cut_off_image_is_refused_for_torch_folder_as_for_timms_read
     (data / 'test' / '5' / '1.jpg').unlink()
     (data / 'test' / '6' / 'scan.BMP').unlink()
     assert _exit_status(argv) == 0
+
+
+def test_an_image_torchvision_passes_by_is_refused_for_torch_folder(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder holding a .gif or .jfif beside its images, or over a split folder
+    holding images beside its class folders, passed: torchvision's ImageFolder reads neither (its classes are the
+    subfolders, its images those of its suffixes), so every run trained without them and the report said nothing.
+    A .webp, .bmp or .tif it reads, and a text file beside the class folders, pass."""
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+    data = _folders(tmp_path / 'data', DIGITS + ['train/notes.txt'])
+    for name in ('train/5/cat.gif', 'train/5/dog.jfif', 'test/2/x.webp', 'test/2/y.BMP', 'test/3/z.tif'):
+        Image.new('RGB', (2, 2)).save(data / name, {'.jfif': 'JPEG', '.BMP': 'BMP'}.get(Path(name).suffix))
+    assert len(ImageFolder(str(data / 'train'))) == 10  # the two left out
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '5' / 'cat.gif'} is an image torchvision's ImageFolder does not read (it reads .jpg, "
+        f".jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp only) (1 more alike): the split would leave it out "
+        f"without a word; allowed: convert it to PNG, JPEG, WebP, BMP or TIFF, or move it out of {data / 'train'}")
+    (data / 'train' / '5' / 'cat.gif').rename(data / 'train' / 'cat.gif')
+    (data / 'train' / '5' / 'dog.jfif').rename(data / 'train' / 'dog.jpg')
+    assert _refused(argv, capsys) == (
+        f"{data / 'train'} holds images outside its class folders (cat.gif, dog.jpg): torchvision's ImageFolder leaves "
+        f"them out without a word; allowed: move them into {data / 'train'}/<class>/")
+    (data / 'train' / 'cat.gif').unlink()
+    (data / 'train' / 'dog.jpg').rename(data / 'train' / '5' / 'dog.jpg')
+    assert _exit_status(argv) == 0

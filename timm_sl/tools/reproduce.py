@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
-from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
+from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -351,8 +351,9 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
         images = [f for f in files if os.path.splitext(f)[1].lower() in suffixes]
         if images:
             found.append(Path(path))
-        if unread is not None:
-            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES)
+        if unread is not None:  # a format the reader passes by (torchvision reads .webp, .bmp, .tif: not those)
+            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES
+                          and os.path.splitext(f)[1].lower() not in suffixes)
         if empty is None and broken is None:
             continue
         for name in images:
@@ -470,6 +471,17 @@ def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path,
                 f": {reader} reads it as 8-bit, clipping every value above 255 to white, so the run would train on "
                 f"white images; allowed: 8-bit images (scale them to 0-255 first)")
     return None
+
+
+def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str]) -> str:
+    """The line for the images in ``folder`` of a format its reader (which reads ``suffixes``: timm's, or
+    torchvision's) passes by as it passes by a text file: the split would be fewer images than it holds."""
+    first, more = min(unread), len(unread) - 1
+    reader = "timm's folder reader" if tuple(suffixes) == tuple(IMAGE_SUFFIXES) else "torchvision's ImageFolder"
+    to = 'PNG or JPEG' if reader.startswith('timm') else 'PNG, JPEG, WebP, BMP or TIFF'
+    return (f"{first} is an image {reader} does not read (it reads {', '.join(suffixes)} only)" +
+            (f' ({more} more alike)' if more else '') +
+            f": the split would leave it out without a word; allowed: convert it to {to}, or move it out of {folder}")
 
 
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
@@ -633,18 +645,27 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
-                empty, broken, clipped, huge = [], [], [], []
+                empty, broken, clipped, huge, unread = [], [], [], [], []
                 try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
                     for c in class_dirs:
-                        _image_folders(c, empty, broken, clipped, None, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES)
+                        _image_folders(c, empty, broken, clipped, unread, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES)
                 except ValueError as e:
                     errors.append(str(e))
                     continue
                 unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
+                loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
+                    TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
                 if unreadable:
                     errors.append(unreadable)
-                    continue
-                classes[folder] = {c.name for c in class_dirs}
+                elif loose:  # torchvision's classes are the subfolders: an image beside them is in none
+                    names = _listed([p.name for p in loose])
+                    errors.append(f"{folder} holds images outside its class folders ({names}): torchvision's "
+                                  f"ImageFolder leaves them out without a word; allowed: move them into "
+                                  f"{folder}/<class>/")
+                elif unread:
+                    errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES))
+                else:
+                    classes[folder] = {c.name for c in class_dirs}
             continue
         empty: List[Path] = []
         broken: List[Tuple[Path, str]] = []
@@ -700,11 +721,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f"'{sub.name}'; {fix}")
             continue
         if unread:
-            first, more = min(unread), len(unread) - 1
-            errors.append(f"{first} is an image timm's folder reader does not read (it reads "
-                          f"{', '.join(IMAGE_SUFFIXES)} only)" + (f' ({more} more alike)' if more else '') +
-                          f": the split would leave it out without a word; allowed: convert it to PNG or JPEG, or "
-                          f"move it out of {folder}")
+            errors.append(_unread_line(folder, unread, IMAGE_SUFFIXES))
             continue
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
