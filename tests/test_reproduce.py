@@ -2969,3 +2969,49 @@ def test_an_image_torchvision_passes_by_is_refused_for_torch_folder(fake_train, 
     (data / 'train' / 'cat.gif').unlink()
     (data / 'train' / 'dog.jpg').rename(data / 'train' / '5' / 'dog.jpg')
     assert _exit_status(argv) == 0
+
+
+def _forged_size(image: bytes, width: int, height: int) -> bytes:
+    """A small JPEG or TIFF whose header gives ``width`` x ``height`` (its pixels left as they are): what PIL reads
+    when it opens it, without the memory of such an image."""
+    import struct
+    data = bytearray(image)
+    if data[:2] == b'\xff\xd8':  # the frame header (SOF0): length, precision, height, width
+        at = data.index(b'\xff\xc0') + 5
+        data[at:at + 4] = height.to_bytes(2, 'big') + width.to_bytes(2, 'big')
+        return bytes(data)
+    ifd = struct.unpack('<I', data[4:8])[0]  # a little-endian TIFF as PIL writes it: its first IFD's entries
+    for i in range(struct.unpack('<H', data[ifd:ifd + 2])[0]):
+        at = ifd + 2 + 12 * i
+        tag, kind = struct.unpack('<HH', data[at:at + 4])
+        if tag in (256, 257):  # ImageWidth, ImageLength: SHORT or LONG
+            form = '<H' if kind == 3 else '<I'
+            data[at + 8:at + 8 + struct.calcsize(form)] = struct.pack(form, width if tag == 256 else height)
+    return bytes(data)
+
+
+@pytest.mark.parametrize('name,kind,dataset', [('pano.jpg', 'JPEG', ''), ('scan.tif', 'TIFF', 'torch/folder')])
+def test_a_jpeg_or_tiff_larger_than_pil_opens_is_refused_before_any_run(fake_train, tmp_path, capsys, name, kind,
+                                                                         dataset):
+    """A JPEG of 20000x20000 pixels (a stitched panorama) passed the data check, which read the size of a PNG only:
+    PIL's guard against decompression bombs raises an error timm's folder reader does not skip, so every run stopped
+    at it in its first epoch; under torch/folder a TIFF as large was refused as 'no image PIL reads'. Each is named
+    with its size now; the image at its own size (a JPEG's EXIF before its frame header) passes."""
+    from PIL import Image
+    buffer = io.BytesIO()
+    exif = Image.Exif()
+    exif[0x010f] = 'camera'
+    Image.new('RGB', (12, 9)).save(buffer, kind, **({'exif': exif} if kind == 'JPEG' else {}))
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '4' / name).write_bytes(_forged_size(buffer.getvalue(), 20000, 20000))
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(data / 'train' / '4' / name)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', *(
+        ['--dataset', dataset] if dataset else [])])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '4' / name} is an image of 20000x20000 pixels, more than PIL opens "
+        f"({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): train.py would stop at it in every "
+        f"run; allowed: images downscaled below that")
+    (data / 'train' / '4' / name).write_bytes(buffer.getvalue())
+    assert _exit_status(argv) == 0

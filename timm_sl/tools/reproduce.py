@@ -277,6 +277,39 @@ _APPLE_DOUBLE_NAME = re.compile(r'\._.')
 _PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
+def _jpeg_size(path: str) -> Tuple[int, int]:
+    """The width and height a JPEG's frame header (its SOF marker) gives, read by hopping from marker to marker
+    without decoding; (0, 0) where none is found before its scan (a damaged file: decoded later)."""
+    with open(path, 'rb') as f:
+        f.seek(2)
+        for _ in range(256):
+            mark = f.read(2)
+            while mark[:1] == b'\xff' and mark[1:] == b'\xff':  # fill bytes before a marker
+                mark = mark[1:] + f.read(1)
+            if len(mark) < 2 or mark[0] != 0xff or mark[1] in (0xd9, 0xda):  # no frame header before the scan
+                return 0, 0
+            if mark[1] == 0x01 or 0xd0 <= mark[1] <= 0xd7:  # markers without a length
+                continue
+            segment = f.read(7)
+            if len(segment) < 7:
+                return 0, 0
+            if 0xc0 <= mark[1] <= 0xcf and mark[1] not in (0xc4, 0xc8, 0xcc):  # SOF0-SOF15: the frame header
+                return int.from_bytes(segment[5:7], 'big'), int.from_bytes(segment[3:5], 'big')
+            f.seek(int.from_bytes(segment[:2], 'big') - 7, os.SEEK_CUR)
+    return 0, 0
+
+
+def _pixels_past_limit(path: str) -> str:
+    """The size of an image PIL refuses to open as a decompression bomb, its header read with that guard off."""
+    from PIL import Image
+    limit, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None
+    try:
+        with Image.open(path) as image:
+            return f'{image.width}x{image.height}'
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
 def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None,
                  huge: Optional[List[Tuple[Path, str]]] = None) -> Optional[str]:
     """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
@@ -293,9 +326,10 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
             tail = f.read()
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
-    if huge is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR':
+    if huge is not None and (head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' or head.startswith(_JPEG_HEAD)):
         from PIL import Image
-        width, height = int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')
+        width, height = ((int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big'))
+                         if head.startswith(_PNG_HEAD) else _jpeg_size(path))
         if width * height > 2 * Image.MAX_IMAGE_PIXELS:
             huge.append((Path(path), f'{width}x{height}'))
             return None
@@ -319,6 +353,10 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
         with Image.open(path) as image:
             image.load()
         return None
+    except Image.DecompressionBombError:  # a TIFF, WebP ... of more pixels than PIL opens
+        if huge is not None:
+            huge.append((Path(path), _pixels_past_limit(path)))
+            return None
     except Exception:
         pass
     if head.startswith(_APPLE_DOUBLE):
