@@ -3015,3 +3015,27 @@ def test_a_jpeg_or_tiff_larger_than_pil_opens_is_refused_before_any_run(fake_tra
         f"run; allowed: images downscaled below that")
     (data / 'train' / '4' / name).write_bytes(buffer.getvalue())
     assert _exit_status(argv) == 0
+
+
+def test_a_16_bit_grey_tiff_torchvision_would_read_clipped_is_refused(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder of 16-bit grey TIFFs (a microscope's, a scanner's) passed: the
+    check read the bit depth of a PNG only, and torchvision's ImageFolder converts each to RGB clipping every value
+    above 255, so the runs trained on white images. A 16-bit TIFF whose values stay within 0-255 passes."""
+    import numpy as np
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+    data = _folders(tmp_path / 'data', DIGITS)
+    ramp = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    for name, values in (('train/3/wide.tif', ramp * 1000), ('test/4/narrow.tiff', ramp * 4)):
+        Image.fromarray(values).save(data / name)
+        assert Image.open(data / name).mode == 'I;16'
+    folder = ImageFolder(str(data / 'train'))
+    assert folder[[p for p, _ in folder.samples].index(str(data / 'train/3/wide.tif'))][0].getextrema()[0] == (0, 255)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '3' / 'wide.tif'} is a 16-bit grey image whose values reach 63000: torchvision's "
+        f"ImageFolder reads it as 8-bit, clipping every value above 255 to white, so the run would train on white "
+        f"images; allowed: 8-bit images (scale them to 0-255 first)")
+    (data / 'train' / '3' / 'wide.tif').unlink()
+    assert _exit_status(argv) == 0

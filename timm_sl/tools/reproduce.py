@@ -352,6 +352,10 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
     try:
         with Image.open(path) as image:
             image.load()
+            if clipped is not None and (image.mode in ('I', 'F') or image.mode.startswith('I;')):  # TIFF, PGM
+                peak = image.getextrema()[1]
+                if peak > 255:
+                    clipped.append((Path(path), peak))
         return None
     except Image.DecompressionBombError:  # a TIFF, WebP ... of more pixels than PIL opens
         if huge is not None:
@@ -504,7 +508,8 @@ def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path,
                 f"train.py would stop at it in every run; allowed: images downscaled below that")
     if clipped:  # as the analyses refuse such an image
         (first, peak), more = min(clipped), len(clipped) - 1
-        return (f"{first} is a 16-bit grey image whose values reach {peak}" +
+        depth = '16-bit' if isinstance(peak, int) else 'floating-point'  # a PNG, PGM or TIFF; a TIFF of floats
+        return (f"{first} is a {depth} grey image whose values reach {peak:g}" +
                 (f' ({more} more alike)' if more else '') +
                 f": {reader} reads it as 8-bit, clipping every value above 255 to white, so the run would train on "
                 f"white images; allowed: 8-bit images (scale them to 0-255 first)")
