@@ -3039,3 +3039,19 @@ def test_a_16_bit_grey_tiff_torchvision_would_read_clipped_is_refused(fake_train
         f"images; allowed: 8-bit images (scale them to 0-255 first)")
     (data / 'train' / '3' / 'wide.tif').unlink()
     assert _exit_status(argv) == 0
+
+
+@pytest.mark.parametrize('link', ['test/3', 'test/3/more'])
+def test_a_class_folder_linked_into_both_splits_is_refused_for_torch_folder(fake_train, tmp_path, capsys, link):
+    """-- --dataset torch/folder with test/3 a link to train/3 (or a link to it inside test/3, whose images
+    torchvision reads at any depth) passed, as it was refused for timm's folder reader only: every top-1 was measured
+    partly on the images the run trained on, beside the paper's numbers, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    if link == 'test/3':
+        shutil.rmtree(data / link)
+    (data / link).symlink_to(data / 'train' / '3')
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '3'} and {data / link} are one folder (a link): its images would be in both splits, so "
+        f"top-1 would be measured partly on images the run trains on; allowed: splits that share no folder")

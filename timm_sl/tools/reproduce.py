@@ -516,6 +516,18 @@ def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path,
     return None
 
 
+def _shared_folder(folder: Path, holders: Sequence[Path], read_by: Dict[str, Path]) -> Optional[str]:
+    """The line for an image folder of the split ``folder`` (``holders``) that is one of another split's, by a link
+    (``read_by``: the real path of each image folder read so far, and the first path that reads it), or None: its
+    images would be trained on and measured on."""
+    for holder in holders:
+        other = read_by.setdefault(os.path.realpath(holder), holder)
+        if other != holder and folder not in (other, *other.parents):
+            return (f'{other} and {holder} are one folder (a link): its images would be in both splits, so top-1 '
+                    f'would be measured partly on images the run trains on; allowed: splits that share no folder')
+    return None
+
+
 def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str]) -> str:
     """The line for the images in ``folder`` of a format its reader (which reads ``suffixes``: timm's, or
     torchvision's) passes by as it passes by a text file: the split would be fewer images than it holds."""
@@ -688,13 +700,17 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
-                empty, broken, clipped, huge, unread = [], [], [], [], []
+                empty, broken, clipped, huge, unread, holders = [], [], [], [], [], []
                 try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
                     for c in class_dirs:
-                        _image_folders(c, empty, broken, clipped, unread, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES)
+                        holders += _image_folders(c, empty, broken, clipped, unread, huge,
+                                                  suffixes=TORCHVISION_IMAGE_SUFFIXES)
                 except ValueError as e:
                     errors.append(str(e))
                     continue
+                shared = _shared_folder(folder, holders, read_by)
+                if shared:
+                    errors.append(shared)
                 unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
                 loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
                     TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
@@ -724,13 +740,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if unreadable:
             errors.append(unreadable)
             continue
-        for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
-            other = read_by.setdefault(os.path.realpath(holder), holder)
-            if other != holder and folder not in (other, *other.parents):
-                errors.append(f'{other} and {holder} are one folder (a link): its images would be in both splits, so '
-                              f'top-1 would be measured partly on images the run trains on; allowed: splits that '
-                              f'share no folder')
-                break
+        shared = _shared_folder(folder, holders, read_by)
+        if shared:
+            errors.append(shared)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
             if holder != folder:
