@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
@@ -277,25 +277,24 @@ _APPLE_DOUBLE_NAME = re.compile(r'\._.')
 _PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
-def _jpeg_size(path: str) -> Tuple[int, int]:
-    """The width and height a JPEG's frame header (its SOF marker) gives, read by hopping from marker to marker
-    without decoding; (0, 0) where none is found before its scan (a damaged file: decoded later)."""
-    with open(path, 'rb') as f:
-        f.seek(2)
-        for _ in range(256):
-            mark = f.read(2)
-            while mark[:1] == b'\xff' and mark[1:] == b'\xff':  # fill bytes before a marker
-                mark = mark[1:] + f.read(1)
-            if len(mark) < 2 or mark[0] != 0xff or mark[1] in (0xd9, 0xda):  # no frame header before the scan
-                return 0, 0
-            if mark[1] == 0x01 or 0xd0 <= mark[1] <= 0xd7:  # markers without a length
-                continue
-            segment = f.read(7)
-            if len(segment) < 7:
-                return 0, 0
-            if 0xc0 <= mark[1] <= 0xcf and mark[1] not in (0xc4, 0xc8, 0xcc):  # SOF0-SOF15: the frame header
-                return int.from_bytes(segment[5:7], 'big'), int.from_bytes(segment[3:5], 'big')
-            f.seek(int.from_bytes(segment[:2], 'big') - 7, os.SEEK_CUR)
+def _jpeg_size(f: BinaryIO) -> Tuple[int, int]:
+    """The width and height the frame header (SOF marker) of the JPEG open as ``f`` gives, read by hopping from
+    marker to marker without decoding; (0, 0) where none is found before its scan (a damaged file: decoded later)."""
+    f.seek(2)
+    for _ in range(256):
+        mark = f.read(2)
+        while mark[:1] == b'\xff' and mark[1:] == b'\xff':  # fill bytes before a marker
+            mark = mark[1:] + f.read(1)
+        if len(mark) < 2 or mark[0] != 0xff or mark[1] in (0xd9, 0xda):  # no frame header before the scan
+            return 0, 0
+        if mark[1] == 0x01 or 0xd0 <= mark[1] <= 0xd7:  # markers without a length
+            continue
+        segment = f.read(7)
+        if len(segment) < 7 or int.from_bytes(segment[:2], 'big') < 2:
+            return 0, 0
+        if 0xc0 <= mark[1] <= 0xcf and mark[1] not in (0xc4, 0xc8, 0xcc):  # SOF0-SOF15: the frame header
+            return int.from_bytes(segment[5:7], 'big'), int.from_bytes(segment[3:5], 'big')
+        f.seek(int.from_bytes(segment[:2], 'big') - 7, os.SEEK_CUR)
     return 0, 0
 
 
@@ -317,19 +316,21 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
     its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
     behind the suffix) is decoded with PIL, as the reader does. ``clipped``: filled with each 16-bit grey PNG whose
     values pass 255 and its highest value (PIL reads it as mode I;16, and its conversion to 'RGB' or 'L', timm's
-    reading, clips every value above 255 to white); ``huge``: with each PNG of more pixels than PIL opens (its guard
-    against decompression bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
+    reading, clips every value above 255 to white; a TIFF or PGM too, decoded); ``huge``: with each image of more
+    pixels than PIL opens (a PNG's or JPEG's header read, another format decoded: PIL's guard against decompression
+    bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
     try:
         with open(path, 'rb') as f:
             head = f.read(26)
             f.seek(max(size - 64, 0))
             tail = f.read()
+            jpeg = _jpeg_size(f) if huge is not None and head.startswith(_JPEG_HEAD) else (0, 0)
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
     if huge is not None and (head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' or head.startswith(_JPEG_HEAD)):
         from PIL import Image
         width, height = ((int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big'))
-                         if head.startswith(_PNG_HEAD) else _jpeg_size(path))
+                         if head.startswith(_PNG_HEAD) else jpeg)
         if width * height > 2 * Image.MAX_IMAGE_PIXELS:
             huge.append((Path(path), f'{width}x{height}'))
             return None
