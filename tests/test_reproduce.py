@@ -3055,3 +3055,23 @@ def test_a_class_folder_linked_into_both_splits_is_refused_for_torch_folder(fake
     assert _refused(argv, capsys) == (
         f"{data / 'train' / '3'} and {data / link} are one folder (a link): its images would be in both splits, so "
         f"top-1 would be measured partly on images the run trains on; allowed: splits that share no folder")
+
+
+def test_one_channel_input_over_torch_folder_is_refused_before_every_run_fails(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder --input-size 1 32 32 (grey scans in class folders) started every run, and each failed
+    on its first batch: torchvision's ImageFolder converts every image to RGB, whatever the input's channels, so a
+    3-channel image met a 1-channel model (train.py checked: 'Input has 3 channels'). timm's folder reader, which
+    reads them as 1-channel, and 3-channel input over torch/folder pass."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    grey = ['--input-size', '1', '32', '32', '--mean', '0.5', '--std', '0.5']
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder',
+                                                                      *grey])
+    assert _refused(argv, capsys) == (
+        "--dataset torch/folder after -- reads the images with torchvision's ImageFolder, which converts every one to "
+        "RGB: for 1-channel input (--input-size 1 32 32 after --) every run would fail on its first batch (3-channel "
+        "images into a 1-channel model); allowed: 3-channel input, or timm's folder reader, which reads them as "
+        "1-channel (no --dataset)")
+    from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
+    for extra in (grey, ['--dataset', 'torch/folder']):
+        check_grey_torch_dataset(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(data), extra))

@@ -2000,12 +2000,22 @@ def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict
     (``input_img_mode`` applies to the other readers only), so every run fails on them, whose log then says only
     'TypeError: color must be int or single-element tuple' (AutoAugment's 3-channel fill) or, without AutoAugment,
     that a 1-channel image does not take the 3-channel mean. With ``--input-size 1 H W`` and a one-value
-    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models.
+    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models. The converse for
+    ``torch/folder``: torchvision's ImageFolder reads every image as RGB, so input of other than 3 channels fails.
 
     Raises:
         ValueError: naming the dataset, why and what to use instead, one line.
     """
     name = _dataset_name(data.get('dataset'))
+    if dataset_reader(name) == TORCHVISION_FOLDER:  # torchvision's loader converts every image to RGB
+        channels, where = _input_channels(extra_args, recipe)
+        if channels in (0, 3):
+            return
+        raise ValueError(f"--dataset {data['dataset']} after -- reads the images with torchvision's ImageFolder, "
+                         f"which converts every one to RGB: for {channels}-channel input ({where}) every run would "
+                         f"fail on its first batch (3-channel images into a {channels}-channel model); allowed: "
+                         f"3-channel input" + (", or timm's folder reader, which reads them as 1-channel (no "
+                                               "--dataset)" if channels == 1 else ''))
     if name not in _TORCH_GREY:
         return
     channels, where = _input_channels(extra_args, recipe)
