@@ -3075,3 +3075,23 @@ def test_one_channel_input_over_torch_folder_is_refused_before_every_run_fails(f
     from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
     for extra in (grey, ['--dataset', 'torch/folder']):
         check_grey_torch_dataset(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(data), extra))
+
+
+def test_a_float_tiff_of_fractions_torchvision_would_read_black_is_refused(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder of floating-point grey TIFFs of values within 0-1 passed:
+    torchvision's ImageFolder converts each to RGB reading every value as 0 or 1 of 255, so the runs trained on black
+    images. One of values on the 0-255 scale passes."""
+    import numpy as np
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    values = np.linspace(0, 0.75, 64, dtype=np.float32).reshape(8, 8)
+    Image.fromarray(values).save(data / 'test' / '2' / 'scan.tif')
+    assert Image.open(data / 'test' / '2' / 'scan.tif').convert('RGB').getextrema()[0][1] <= 1  # black
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'test' / '2' / 'scan.tif'} is a floating-point grey image whose values reach 0.75: torchvision's "
+        f"ImageFolder reads it as 8-bit, reading each of its fractions of 1 as 0 or 1 of 255, so the run would train "
+        f"on black images; allowed: 8-bit images (scale them to 0-255 first)")
+    Image.fromarray(values * 255).save(data / 'test' / '2' / 'scan.tif')
+    assert _exit_status(argv) == 0

@@ -355,7 +355,7 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
             image.load()
             if clipped is not None and (image.mode in ('I', 'F') or image.mode.startswith('I;')):  # TIFF, PGM
                 peak = image.getextrema()[1]
-                if peak > 255:
+                if peak > 255 or image.mode == 'F' and 0 < peak <= 1:  # white; a float TIFF of fractions: black
                     clipped.append((Path(path), peak))
         return None
     except Image.DecompressionBombError:  # a TIFF, WebP ... of more pixels than PIL opens
@@ -510,10 +510,11 @@ def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path,
     if clipped:  # as the analyses refuse such an image
         (first, peak), more = min(clipped), len(clipped) - 1
         depth = '16-bit' if isinstance(peak, int) else 'floating-point'  # a PNG, PGM or TIFF; a TIFF of floats
+        reads = ('clipping every value above 255 to white, so the run would train on white images' if peak > 255 else
+                 'reading each of its fractions of 1 as 0 or 1 of 255, so the run would train on black images')
         return (f"{first} is a {depth} grey image whose values reach {peak:g}" +
                 (f' ({more} more alike)' if more else '') +
-                f": {reader} reads it as 8-bit, clipping every value above 255 to white, so the run would train on "
-                f"white images; allowed: 8-bit images (scale them to 0-255 first)")
+                f": {reader} reads it as 8-bit, {reads}; allowed: 8-bit images (scale them to 0-255 first)")
     return None
 
 
