@@ -3095,3 +3095,20 @@ def test_a_float_tiff_of_fractions_torchvision_would_read_black_is_refused(fake_
         f"on black images; allowed: 8-bit images (scale them to 0-255 first)")
     Image.fromarray(values * 255).save(data / 'test' / '2' / 'scan.tif')
     assert _exit_status(argv) == 0
+
+
+def test_a_pgm_or_ppm_beside_the_images_is_refused_for_timms_reader(fake_train, tmp_path, capsys):
+    """A class folder holding a .pgm or .ppm beside its PNGs (the format of older face and digit data sets) passed:
+    timm's folder reader reads .png / .jpg / .jpeg only and passed them by, so every run trained without them and the
+    report said nothing. torchvision's ImageFolder (-- --dataset torch/folder) reads them: they pass there."""
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    Image.new('L', (8, 8), 7).save(data / 'train' / '1' / 'face.pgm')
+    Image.new('RGB', (8, 8)).save(data / 'train' / '1' / 'face.PPM', 'PPM')
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1']), capsys) == (
+        f"{data / 'train' / '1' / 'face.PPM'} is an image timm's folder reader does not read (it reads .png, .jpg, "
+        f".jpeg only) (1 more alike): the split would leave it out without a word; allowed: convert it to PNG or JPEG, "
+        f"or move it out of {data / 'train'}")
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _exit_status(argv) == 0
