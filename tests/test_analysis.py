@@ -536,7 +536,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
         main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depht=2'])
     (tmp_path / 'empty').mkdir()
     with pytest.raises(SystemExit, match=r'^timm-sl attention: no images \(.png, .jpg, .jpeg, .webp, .jfif, .jpe, '
-                                         r'.gif, .bmp, .tif, .tiff, .heic, .heif, .avif, .jp2, .pgm, .ppm, .pbm, .pnm\) found in '):
+                                         r'.gif, .bmp, .tif, .tiff, .heic, .heif, .avif, .jp2, .pgm, .ppm, .pbm, '
+                                         r'.pnm\) found in '):
         main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])
     (tmp_path / 'broken.png').write_text('not an image')
     with pytest.raises(SystemExit, match=r'^timm-sl kld: .*broken.png is not a readable image: '):
