@@ -536,7 +536,8 @@ def test_cli_attention_per_head_and_errors(tmp_path, image_dir, capsys, figures)
         main(['temperature', '--model', 'sl_vit_32', '--model-kwargs', 'depht=2'])
     (tmp_path / 'empty').mkdir()
     with pytest.raises(SystemExit, match=r'^timm-sl attention: no images \(.png, .jpg, .jpeg, .webp, .jfif, .jpe, '
-                                         r'.gif, .bmp, .tif, .tiff, .heic, .heif, .avif, .jp2\) found in '):
+                                         r'.gif, .bmp, .tif, .tiff, .heic, .heif, .avif, .jp2, .pgm, .ppm, .pbm, '
+                                         r'.pnm\) found in '):
         main(['attention', str(tmp_path / 'empty'), '--model', 'sl_vit_32'])
     (tmp_path / 'broken.png').write_text('not an image')
     with pytest.raises(SystemExit, match=r'^timm-sl kld: .*broken.png is not a readable image: '):
@@ -1976,3 +1977,24 @@ def test_model_kwargs_beside_a_run_keep_the_kwargs_its_weights_do_not_record(tmp
     assert str(info.value).startswith(
         f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
         f"sl_vit_32 than the first model: num_heads=3 (first: default)")
+
+
+def test_a_float_image_of_fractions_is_refused_not_analysed_as_black(tmp_path):
+    """A floating-point grey TIFF of values within 0-1 (a scientific camera's, a processed scan) went through PIL's
+    8-bit conversion, which rounds each value to 0 or 1 of 255: the model was analysed on a black image and the chart
+    drew it as data. It is refused; one of values on the 0-255 scale is read."""
+    import numpy as np
+    images = tmp_path / 'images'
+    images.mkdir()
+    values = np.linspace(0, 0.98, 64 * 64, dtype=np.float32).reshape(64, 64)
+    Image.fromarray(values).save(images / 'scan.tif')
+    assert Image.open(images / 'scan.tif').convert('L').getextrema()[1] <= 1  # black
+    with pytest.raises(SystemExit, match=f"^timm-sl kld: {re.escape(str(images / 'scan.tif'))} is an image of mode F "
+                                         f"whose values reach 0.98 \\(fractions of 1\\); reading it as 8-bit \\(as "
+                                         f"timm reads images\\) reads each as 0 or 1 of 255: a black image; allowed: "
+                                         f"8-bit images"):
+        main(['kld', str(images), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+              str(tmp_path / 'k.png')])
+    Image.fromarray(values * 255).save(images / 'scan.tif')
+    batch = timm_sl.tools.analysis.load_images([str(images)], _model('sl_vit_32', dict(depth=1)))
+    assert batch.images[0].getextrema()[0][1] > 200

@@ -2942,3 +2942,173 @@ def test_an_empty_or_cut_off_image_is_refused_for_torch_folder_as_for_timms_read
     (data / 'test' / '5' / '1.jpg').unlink()
     (data / 'test' / '6' / 'scan.BMP').unlink()
     assert _exit_status(argv) == 0
+
+
+def test_an_image_torchvision_passes_by_is_refused_for_torch_folder(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder holding a .gif or .jfif beside its images, or over a split folder
+    holding images beside its class folders, passed: torchvision's ImageFolder reads neither (its classes are the
+    subfolders, its images those of its suffixes), so every run trained without them and the report said nothing.
+    A .webp, .bmp or .tif it reads, and a text file beside the class folders, pass."""
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+    data = _folders(tmp_path / 'data', DIGITS + ['train/notes.txt'])
+    for name in ('train/5/cat.gif', 'train/5/dog.jfif', 'test/2/x.webp', 'test/2/y.BMP', 'test/3/z.tif'):
+        Image.new('RGB', (2, 2)).save(data / name, {'.jfif': 'JPEG', '.BMP': 'BMP'}.get(Path(name).suffix))
+    assert len(ImageFolder(str(data / 'train'))) == 10  # the two left out
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '5' / 'cat.gif'} is an image torchvision's ImageFolder does not read (it reads .jpg, "
+        f".jpeg, .png, .ppm, .bmp, .pgm, .tif, .tiff, .webp only) (1 more alike): the split would leave it out "
+        f"without a word; allowed: convert it to PNG, JPEG, WebP, BMP or TIFF, or move it out of {data / 'train'}")
+    (data / 'train' / '5' / 'cat.gif').rename(data / 'train' / 'cat.gif')
+    (data / 'train' / '5' / 'dog.jfif').rename(data / 'train' / 'dog.jpg')
+    assert _refused(argv, capsys) == (
+        f"{data / 'train'} holds images outside its class folders (cat.gif, dog.jpg): torchvision's ImageFolder leaves "
+        f"them out without a word; allowed: move them into {data / 'train'}/<class>/")
+    (data / 'train' / 'cat.gif').unlink()
+    (data / 'train' / 'dog.jpg').rename(data / 'train' / '5' / 'dog.jpg')
+    assert _exit_status(argv) == 0
+
+
+def _forged_size(image: bytes, width: int, height: int) -> bytes:
+    """A small JPEG or TIFF whose header gives ``width`` x ``height`` (its pixels left as they are): what PIL reads
+    when it opens it, without the memory of such an image."""
+    import struct
+    data = bytearray(image)
+    if data[:2] == b'\xff\xd8':  # the frame header (SOF0): length, precision, height, width
+        at = data.index(b'\xff\xc0') + 5
+        data[at:at + 4] = height.to_bytes(2, 'big') + width.to_bytes(2, 'big')
+        return bytes(data)
+    ifd = struct.unpack('<I', data[4:8])[0]  # a little-endian TIFF as PIL writes it: its first IFD's entries
+    for i in range(struct.unpack('<H', data[ifd:ifd + 2])[0]):
+        at = ifd + 2 + 12 * i
+        tag, kind = struct.unpack('<HH', data[at:at + 4])
+        if tag in (256, 257):  # ImageWidth, ImageLength: SHORT or LONG
+            form = '<H' if kind == 3 else '<I'
+            data[at + 8:at + 8 + struct.calcsize(form)] = struct.pack(form, width if tag == 256 else height)
+    return bytes(data)
+
+
+@pytest.mark.parametrize('name,kind,dataset', [('pano.jpg', 'JPEG', ''), ('scan.tif', 'TIFF', 'torch/folder')])
+def test_a_jpeg_or_tiff_larger_than_pil_opens_is_refused_before_any_run(fake_train, tmp_path, capsys, name, kind,
+                                                                         dataset):
+    """A JPEG of 20000x20000 pixels (a stitched panorama) passed the data check, which read the size of a PNG only:
+    PIL's guard against decompression bombs raises an error timm's folder reader does not skip, so every run stopped
+    at it in its first epoch; under torch/folder a TIFF as large was refused as 'no image PIL reads'. Each is named
+    with its size now; the image at its own size (a JPEG's EXIF before its frame header) passes."""
+    from PIL import Image
+    buffer = io.BytesIO()
+    exif = Image.Exif()
+    exif[0x010f] = 'camera'
+    Image.new('RGB', (12, 9)).save(buffer, kind, **({'exif': exif} if kind == 'JPEG' else {}))
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '4' / name).write_bytes(_forged_size(buffer.getvalue(), 20000, 20000))
+    with pytest.raises(Image.DecompressionBombError):
+        Image.open(data / 'train' / '4' / name)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', *(
+        ['--dataset', dataset] if dataset else [])])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '4' / name} is an image of 20000x20000 pixels, more than PIL opens "
+        f"({2 * Image.MAX_IMAGE_PIXELS:,}, its guard against decompression bombs): train.py would stop at it in every "
+        f"run; allowed: images downscaled below that")
+    (data / 'train' / '4' / name).write_bytes(buffer.getvalue())
+    assert _exit_status(argv) == 0
+
+
+def test_a_16_bit_grey_tiff_torchvision_would_read_clipped_is_refused(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder of 16-bit grey TIFFs (a microscope's, a scanner's) passed: the
+    check read the bit depth of a PNG only, and torchvision's ImageFolder converts each to RGB clipping every value
+    above 255, so the runs trained on white images. A 16-bit TIFF whose values stay within 0-255 passes."""
+    import numpy as np
+    from PIL import Image
+    from torchvision.datasets import ImageFolder
+    data = _folders(tmp_path / 'data', DIGITS)
+    ramp = np.arange(64, dtype=np.uint16).reshape(8, 8)
+    for name, values in (('train/3/wide.tif', ramp * 1000), ('test/4/narrow.tiff', ramp * 4)):
+        Image.fromarray(values).save(data / name)
+        assert Image.open(data / name).mode == 'I;16'
+    folder = ImageFolder(str(data / 'train'))
+    assert folder[[p for p, _ in folder.samples].index(str(data / 'train/3/wide.tif'))][0].getextrema()[0] == (0, 255)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '3' / 'wide.tif'} is a 16-bit grey image whose values reach 63000: torchvision's "
+        f"ImageFolder reads it as 8-bit, clipping every value above 255 to white, so the run would train on white "
+        f"images; allowed: 8-bit images (scale them to 0-255 first)")
+    (data / 'train' / '3' / 'wide.tif').unlink()
+    assert _exit_status(argv) == 0
+
+
+@pytest.mark.parametrize('link', ['test/3', 'test/3/more'])
+def test_a_class_folder_linked_into_both_splits_is_refused_for_torch_folder(fake_train, tmp_path, capsys, link):
+    """-- --dataset torch/folder with test/3 a link to train/3 (or a link to it inside test/3, whose images
+    torchvision reads at any depth) passed, as it was refused for timm's folder reader only: every top-1 was measured
+    partly on the images the run trained on, beside the paper's numbers, silently."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    if link == 'test/3':
+        shutil.rmtree(data / link)
+    (data / link).symlink_to(data / 'train' / '3')
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'train' / '3'} and {data / link} are one folder (a link): its images would be in both splits, so "
+        f"top-1 would be measured partly on images the run trains on; allowed: splits that share no folder")
+
+
+def test_one_channel_input_over_torch_folder_is_refused_before_every_run_fails(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder --input-size 1 32 32 (grey scans in class folders) started every run, and each failed
+    on its first batch: torchvision's ImageFolder converts every image to RGB, whatever the input's channels, so a
+    3-channel image met a 1-channel model (train.py checked: 'Input has 3 channels'). timm's folder reader, which
+    reads them as 1-channel, and 3-channel input over torch/folder pass."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    grey = ['--input-size', '1', '32', '32', '--mean', '0.5', '--std', '0.5']
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder',
+                                                                      *grey])
+    assert _refused(argv, capsys) == (
+        "--dataset torch/folder after -- reads the images with torchvision's ImageFolder, which converts every one to "
+        "RGB: for 1-channel input (--input-size 1 32 32 after --) every run would fail on its first batch (3-channel "
+        "images into a 1-channel model); allowed: 3-channel input, or timm's folder reader, which reads them as "
+        "1-channel (no --dataset)")
+    from timm_sl.tools.reproduce import check_grey_torch_dataset, train_data
+    for extra in (grey, ['--dataset', 'torch/folder']):
+        check_grey_torch_dataset(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(data), extra))
+
+
+def test_a_float_tiff_of_fractions_torchvision_would_read_black_is_refused(fake_train, tmp_path, capsys):
+    """-- --dataset torch/folder over a class folder of floating-point grey TIFFs of values within 0-1 passed:
+    torchvision's ImageFolder converts each to RGB reading every value as 0 or 1 of 255, so the runs trained on black
+    images. One of values on the 0-255 scale passes."""
+    import numpy as np
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    values = np.linspace(0, 0.75, 64, dtype=np.float32).reshape(8, 8)
+    Image.fromarray(values).save(data / 'test' / '2' / 'scan.tif')
+    assert Image.open(data / 'test' / '2' / 'scan.tif').convert('RGB').getextrema()[0][1] <= 1  # black
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _refused(argv, capsys) == (
+        f"{data / 'test' / '2' / 'scan.tif'} is a floating-point grey image whose values reach 0.75: torchvision's "
+        f"ImageFolder reads it as 8-bit, reading each of its fractions of 1 as 0 or 1 of 255, so the run would train "
+        f"on black images; allowed: 8-bit images (scale them to 0-255 first)")
+    Image.fromarray(values * 255).save(data / 'test' / '2' / 'scan.tif')
+    assert _exit_status(argv) == 0
+
+
+def test_a_pgm_or_ppm_beside_the_images_is_refused_for_timms_reader(fake_train, tmp_path, capsys):
+    """A class folder holding a .pgm or .ppm beside its PNGs (the format of older face and digit data sets) passed:
+    timm's folder reader reads .png / .jpg / .jpeg only and passed them by, so every run trained without them and the
+    report said nothing. torchvision's ImageFolder (-- --dataset torch/folder) reads them: they pass there."""
+    from PIL import Image
+    data = _folders(tmp_path / 'data', DIGITS)
+    Image.new('L', (8, 8), 7).save(data / 'train' / '1' / 'face.pgm')
+    Image.new('RGB', (8, 8)).save(data / 'train' / '1' / 'face.PPM', 'PPM')
+    out = tmp_path / 'out'
+    assert _refused(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1']), capsys) == (
+        f"{data / 'train' / '1' / 'face.PPM'} is an image timm's folder reader does not read (it reads .png, .jpg, "
+        f".jpeg only) (1 more alike): the split would leave it out without a word; allowed: convert it to PNG or JPEG, "
+        f"or move it out of {data / 'train'}")
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
+    assert _exit_status(argv) == 0

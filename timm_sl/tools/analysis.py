@@ -505,13 +505,18 @@ def image_files(paths: Sequence[str]) -> List[Path]:
 
 def _check_8_bit(image: Any, file: Path) -> None:
     """Refuse a 16-bit / 32-bit grey image whose values pass 255: PIL's conversion to 'L' or 'RGB' (timm's reading
-    too) clips them, so the model would see a white (or saturated) image and the chart would show it as data."""
+    too) clips them, so the model would see a white (or saturated) image and the chart would show it as data; and a
+    floating-point one of values within 0-1, which that conversion makes a black image."""
     if image.mode in ('I', 'F') or image.mode.startswith('I;'):
         high = image.getextrema()[1]
         if high > 255:
             raise ValueError(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
                              f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
                              f'images (scale it to 0-255 first)')
+        if image.mode == 'F' and 0 < high <= 1:  # fractions of 1 (a float TIFF): 0 or 1 of 255 each
+            raise ValueError(f'{shown(file)} is an image of mode F whose values reach {high:g} (fractions of 1); '
+                             f'reading it as 8-bit (as timm reads images) reads each as 0 or 1 of 255: a black '
+                             f'image; allowed: 8-bit images (scale it to 0-255 first)')
 
 
 def default_data_config(model: nn.Module) -> Dict[str, Any]:

@@ -14,8 +14,9 @@ __all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES',
 # other files it passes by
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg')
 # images of other formats, in any case, which timm's folder reader passes by as it passes by a text file: a folder of
-# images saved from the web holds them beside its JPEGs (a browser's .webp and .jfif)
-UNREAD_IMAGE_SUFFIXES = ('.webp', '.jfif', '.jpe', '.gif', '.bmp', '.tif', '.tiff', '.heic', '.heif', '.avif', '.jp2')
+# images saved from the web holds them beside its JPEGs (a browser's .webp and .jfif); older data sets' PGM / PPM
+UNREAD_IMAGE_SUFFIXES = ('.webp', '.jfif', '.jpe', '.gif', '.bmp', '.tif', '.tiff', '.heic', '.heif', '.avif', '.jp2',
+                         '.pgm', '.ppm', '.pbm', '.pnm')
 # the files the analyses (kld, attention) read in a folder, in any case: every image suffix, as a file named directly
 # is read whatever its suffix (PIL decides; one it cannot decode is refused, named, as when named directly)
 ANALYSED_IMAGE_SUFFIXES = IMAGE_SUFFIXES + UNREAD_IMAGE_SUFFIXES

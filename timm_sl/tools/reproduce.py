@@ -23,11 +23,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, make_folder, shown
-from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
+from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -277,6 +277,38 @@ _APPLE_DOUBLE_NAME = re.compile(r'\._.')
 _PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
+def _jpeg_size(f: BinaryIO) -> Tuple[int, int]:
+    """The width and height the frame header (SOF marker) of the JPEG open as ``f`` gives, read by hopping from
+    marker to marker without decoding; (0, 0) where none is found before its scan (a damaged file: decoded later)."""
+    f.seek(2)
+    for _ in range(256):
+        mark = f.read(2)
+        while mark[:1] == b'\xff' and mark[1:] == b'\xff':  # fill bytes before a marker
+            mark = mark[1:] + f.read(1)
+        if len(mark) < 2 or mark[0] != 0xff or mark[1] in (0xd9, 0xda):  # no frame header before the scan
+            return 0, 0
+        if mark[1] == 0x01 or 0xd0 <= mark[1] <= 0xd7:  # markers without a length
+            continue
+        segment = f.read(7)
+        if len(segment) < 7 or int.from_bytes(segment[:2], 'big') < 2:
+            return 0, 0
+        if 0xc0 <= mark[1] <= 0xcf and mark[1] not in (0xc4, 0xc8, 0xcc):  # SOF0-SOF15: the frame header
+            return int.from_bytes(segment[5:7], 'big'), int.from_bytes(segment[3:5], 'big')
+        f.seek(int.from_bytes(segment[:2], 'big') - 7, os.SEEK_CUR)
+    return 0, 0
+
+
+def _pixels_past_limit(path: str) -> str:
+    """The size of an image PIL refuses to open as a decompression bomb, its header read with that guard off."""
+    from PIL import Image
+    limit, Image.MAX_IMAGE_PIXELS = Image.MAX_IMAGE_PIXELS, None
+    try:
+        with Image.open(path) as image:
+            return f'{image.width}x{image.height}'
+    finally:
+        Image.MAX_IMAGE_PIXELS = limit
+
+
 def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]] = None,
                  huge: Optional[List[Tuple[Path, str]]] = None) -> Optional[str]:
     """Why timm's folder reader would skip the image at ``path`` of ``size`` > 0 bytes, or None where it reads it: a
@@ -284,18 +316,21 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
     its first and last bytes; any other file (cut off, trailing bytes, macOS AppleDouble metadata, another format
     behind the suffix) is decoded with PIL, as the reader does. ``clipped``: filled with each 16-bit grey PNG whose
     values pass 255 and its highest value (PIL reads it as mode I;16, and its conversion to 'RGB' or 'L', timm's
-    reading, clips every value above 255 to white); ``huge``: with each PNG of more pixels than PIL opens (its guard
-    against decompression bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
+    reading, clips every value above 255 to white; a TIFF or PGM too, decoded); ``huge``: with each image of more
+    pixels than PIL opens (a PNG's or JPEG's header read, another format decoded: PIL's guard against decompression
+    bombs, an error that is no OSError: timm's reader does not skip it, train.py stops)."""
     try:
         with open(path, 'rb') as f:
             head = f.read(26)
             f.seek(max(size - 64, 0))
             tail = f.read()
+            jpeg = _jpeg_size(f) if huge is not None and head.startswith(_JPEG_HEAD) else (0, 0)
     except OSError as e:
         return f'cannot be read ({e.strerror or e})'
-    if huge is not None and head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR':
+    if huge is not None and (head.startswith(_PNG_HEAD) and head[12:16] == b'IHDR' or head.startswith(_JPEG_HEAD)):
         from PIL import Image
-        width, height = int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big')
+        width, height = ((int.from_bytes(head[16:20], 'big'), int.from_bytes(head[20:24], 'big'))
+                         if head.startswith(_PNG_HEAD) else jpeg)
         if width * height > 2 * Image.MAX_IMAGE_PIXELS:
             huge.append((Path(path), f'{width}x{height}'))
             return None
@@ -318,7 +353,15 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
     try:
         with Image.open(path) as image:
             image.load()
+            if clipped is not None and (image.mode in ('I', 'F') or image.mode.startswith('I;')):  # TIFF, PGM
+                peak = image.getextrema()[1]
+                if peak > 255 or image.mode == 'F' and 0 < peak <= 1:  # white; a float TIFF of fractions: black
+                    clipped.append((Path(path), peak))
         return None
+    except Image.DecompressionBombError:  # a TIFF, WebP ... of more pixels than PIL opens
+        if huge is not None:
+            huge.append((Path(path), _pixels_past_limit(path)))
+            return None
     except Exception:
         pass
     if head.startswith(_APPLE_DOUBLE):
@@ -351,8 +394,9 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
         images = [f for f in files if os.path.splitext(f)[1].lower() in suffixes]
         if images:
             found.append(Path(path))
-        if unread is not None:
-            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES)
+        if unread is not None:  # a format the reader passes by (torchvision reads .webp, .bmp, .tif: not those)
+            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES
+                          and os.path.splitext(f)[1].lower() not in suffixes)
         if empty is None and broken is None:
             continue
         for name in images:
@@ -465,11 +509,36 @@ def _unreadable_images(folder: Path, empty: List[Path], broken: List[Tuple[Path,
                 f"train.py would stop at it in every run; allowed: images downscaled below that")
     if clipped:  # as the analyses refuse such an image
         (first, peak), more = min(clipped), len(clipped) - 1
-        return (f"{first} is a 16-bit grey image whose values reach {peak}" +
+        depth = '16-bit' if isinstance(peak, int) else 'floating-point'  # a PNG, PGM or TIFF; a TIFF of floats
+        reads = ('clipping every value above 255 to white, so the run would train on white images' if peak > 255 else
+                 'reading each of its fractions of 1 as 0 or 1 of 255, so the run would train on black images')
+        return (f"{first} is a {depth} grey image whose values reach {peak:g}" +
                 (f' ({more} more alike)' if more else '') +
-                f": {reader} reads it as 8-bit, clipping every value above 255 to white, so the run would train on "
-                f"white images; allowed: 8-bit images (scale them to 0-255 first)")
+                f": {reader} reads it as 8-bit, {reads}; allowed: 8-bit images (scale them to 0-255 first)")
     return None
+
+
+def _shared_folder(folder: Path, holders: Sequence[Path], read_by: Dict[str, Path]) -> Optional[str]:
+    """The line for an image folder of the split ``folder`` (``holders``) that is one of another split's, by a link
+    (``read_by``: the real path of each image folder read so far, and the first path that reads it), or None: its
+    images would be trained on and measured on."""
+    for holder in holders:
+        other = read_by.setdefault(os.path.realpath(holder), holder)
+        if other != holder and folder not in (other, *other.parents):
+            return (f'{other} and {holder} are one folder (a link): its images would be in both splits, so top-1 '
+                    f'would be measured partly on images the run trains on; allowed: splits that share no folder')
+    return None
+
+
+def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str]) -> str:
+    """The line for the images in ``folder`` of a format its reader (which reads ``suffixes``: timm's, or
+    torchvision's) passes by as it passes by a text file: the split would be fewer images than it holds."""
+    first, more = min(unread), len(unread) - 1
+    reader = "timm's folder reader" if tuple(suffixes) == tuple(IMAGE_SUFFIXES) else "torchvision's ImageFolder"
+    to = 'PNG or JPEG' if reader.startswith('timm') else 'PNG, JPEG, WebP, BMP or TIFF'
+    return (f"{first} is an image {reader} does not read (it reads {', '.join(suffixes)} only)" +
+            (f' ({more} more alike)' if more else '') +
+            f": the split would leave it out without a word; allowed: convert it to {to}, or move it out of {folder}")
 
 
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
@@ -633,18 +702,31 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
                               f'run trains {data["num_classes"]} classes (num_classes)')
             else:
-                empty, broken, clipped, huge = [], [], [], []
+                empty, broken, clipped, huge, unread, holders = [], [], [], [], [], []
                 try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
                     for c in class_dirs:
-                        _image_folders(c, empty, broken, clipped, None, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES)
+                        holders += _image_folders(c, empty, broken, clipped, unread, huge,
+                                                  suffixes=TORCHVISION_IMAGE_SUFFIXES)
                 except ValueError as e:
                     errors.append(str(e))
                     continue
+                shared = _shared_folder(folder, holders, read_by)
+                if shared:
+                    errors.append(shared)
                 unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
+                loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
+                    TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
                 if unreadable:
                     errors.append(unreadable)
-                    continue
-                classes[folder] = {c.name for c in class_dirs}
+                elif loose:  # torchvision's classes are the subfolders: an image beside them is in none
+                    names = _listed([p.name for p in loose])
+                    errors.append(f"{folder} holds images outside its class folders ({names}): torchvision's "
+                                  f"ImageFolder leaves them out without a word; allowed: move them into "
+                                  f"{folder}/<class>/")
+                elif unread:
+                    errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES))
+                else:
+                    classes[folder] = {c.name for c in class_dirs}
             continue
         empty: List[Path] = []
         broken: List[Tuple[Path, str]] = []
@@ -660,13 +742,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if unreadable:
             errors.append(unreadable)
             continue
-        for holder in holders:  # a class folder linked into both splits: its images trained on and measured on
-            other = read_by.setdefault(os.path.realpath(holder), holder)
-            if other != holder and folder not in (other, *other.parents):
-                errors.append(f'{other} and {holder} are one folder (a link): its images would be in both splits, so '
-                              f'top-1 would be measured partly on images the run trains on; allowed: splits that '
-                              f'share no folder')
-                break
+        shared = _shared_folder(folder, holders, read_by)
+        if shared:
+            errors.append(shared)
         below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
         for holder in holders:
             if holder != folder:
@@ -700,11 +778,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f"'{sub.name}'; {fix}")
             continue
         if unread:
-            first, more = min(unread), len(unread) - 1
-            errors.append(f"{first} is an image timm's folder reader does not read (it reads "
-                          f"{', '.join(IMAGE_SUFFIXES)} only)" + (f' ({more} more alike)' if more else '') +
-                          f": the split would leave it out without a word; allowed: convert it to PNG or JPEG, or "
-                          f"move it out of {folder}")
+            errors.append(_unread_line(folder, unread, IMAGE_SUFFIXES))
             continue
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
@@ -1927,12 +2001,22 @@ def check_grey_torch_dataset(extra_args: Sequence[str], recipe: Path, data: Dict
     (``input_img_mode`` applies to the other readers only), so every run fails on them, whose log then says only
     'TypeError: color must be int or single-element tuple' (AutoAugment's 3-channel fill) or, without AutoAugment,
     that a 1-channel image does not take the 3-channel mean. With ``--input-size 1 H W`` and a one-value
-    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models.
+    ``--mean`` / ``--std`` (:func:`check_mean_std`) train.py runs on them with 1-channel models. The converse for
+    ``torch/folder``: torchvision's ImageFolder reads every image as RGB, so input of other than 3 channels fails.
 
     Raises:
         ValueError: naming the dataset, why and what to use instead, one line.
     """
     name = _dataset_name(data.get('dataset'))
+    if dataset_reader(name) == TORCHVISION_FOLDER:  # torchvision's loader converts every image to RGB
+        channels, where = _input_channels(extra_args, recipe)
+        if channels in (0, 3):
+            return
+        raise ValueError(f"--dataset {data['dataset']} after -- reads the images with torchvision's ImageFolder, "
+                         f"which converts every one to RGB: for {channels}-channel input ({where}) every run would "
+                         f"fail on its first batch (3-channel images into a {channels}-channel model); allowed: "
+                         f"3-channel input" + (", or timm's folder reader, which reads them as 1-channel (no "
+                                               "--dataset)" if channels == 1 else ''))
     if name not in _TORCH_GREY:
         return
     channels, where = _input_channels(extra_args, recipe)
