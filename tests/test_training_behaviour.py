@@ -95,6 +95,25 @@ def test_cait_timm_layer_scale_is_init_values_everywhere():
             torch.testing.assert_close(gamma, torch.full_like(gamma, 1e-4), rtol=0, atol=0)
 
 
+
+@pytest.mark.parametrize('name', ['sl_cait_32', 'sl_cait_64'])
+def test_cait_init_values_beside_per_layer_scale_is_refused_not_ignored(name):
+    """The 32 / 64 px CaiTs start LayerScale per layer: an ``init_values`` given to them was overwritten without a word
+    (0.5 asked, 0.1 built); it is refused, and taken once ``layer_scale_init='timm'`` is asked for too."""
+    with pytest.raises(ValueError) as info:
+        timm.create_model(name, depth=1, init_values=0.5)
+    assert str(info.value) == (f"{name}: init_values=0.5 is unused with layer_scale_init='per_layer' (each LayerScale "
+                               "starts at its layer's value); allowed: layer_scale_init='timm' with it.")
+    model = timm.create_model(name, depth=1, init_values=0.5, layer_scale_init='timm')
+    assert torch.equal(model.blocks[0].gamma_1, torch.full_like(model.blocks[0].gamma_1, 0.5))
+
+
+def test_cait_variants_start_timm_layer_scale_at_1e_5():
+    """Each variant's LayerScale start under ``layer_scale_init='timm'`` is 1e-5, as timm's CaiT models."""
+    for name in ['sl_cait_32', 'sl_cait_xxs24']:
+        model = timm.create_model(name, depth=1, layer_scale_init='timm')
+        assert torch.equal(model.blocks[0].gamma_2, torch.full_like(model.blocks[0].gamma_2, 1e-5)), name
+
 # --- stochastic depth -----------------------------------------------------------------------------------------------
 
 def test_vit_drop_path_constant_by_default_linear_with_timm():

@@ -26,7 +26,7 @@ from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swit
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import asked_for, check_depths, check_patch_tokens
+from ._sl_args import asked_for, check_depths, check_patch_tokens, owner_name
 from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
@@ -61,7 +61,7 @@ class SlCait(Cait):
     Args:
         head_dim: Width of each attention head (default ``embed_dim // num_heads``, as timm's CaiT).
         layer_scale_init: 'timm' (``init_values`` in every block) or 'per_layer' (the reference code's per-index
-            values, see :func:`per_layer_scale`; ``init_values`` is then unused).
+            values, see :func:`per_layer_scale`; ``init_values`` is then refused).
         class_attn_kv: 'normed' (timm and the CaiT paper: keys / values are LayerNorm([class, patches])) or
             'raw_patches' (the reference code: the un-normalised patch tokens only).
         pos_embed_init: 'timm' or 'normal' (N(0, 1) position embedding and class token, as the reference code).
@@ -85,6 +85,10 @@ class SlCait(Cait):
         check_depths(kwargs, 'depth', 'depth_token_only', 'num_heads', positive=('num_heads',))
         check_patch_tokens(type(self), kwargs, Cait)
         check_choice('layer_scale_init', layer_scale_init, LAYER_SCALE_INITS)
+        if layer_scale_init == 'per_layer' and kwargs.get('init_values') is not None:  # overwritten below
+            raise ValueError(f"{owner_name(type(self))}: init_values={kwargs['init_values']!r} is unused with "
+                             "layer_scale_init='per_layer' (each LayerScale starts at its layer's value); allowed: "
+                             "layer_scale_init='timm' with it.")
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
@@ -120,6 +124,8 @@ class SlCait(Cait):
 
 def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> SlCait:
     out_indices = kwargs.pop('out_indices', 3)
+    if kwargs.get('layer_scale_init', 'timm') == 'timm':
+        kwargs.setdefault('init_values', 1e-5)  # every variant's LayerScale start, as timm's CaiT models
     with asked_for(variant):  # its refusals name the model asked for, not the class
         return build_model_with_cfg(
             SlCait,
@@ -144,14 +150,14 @@ default_cfgs = generate_default_cfgs(with_pretrained_tags({
 # (inner width 256), MLP hidden 384, LayerScale; patch 4 (32 px) / 8 (64 px) for 8x8 tokens; no qkv bias, per-layer
 # LayerScale init, N(0, 1) position embedding / class token, one stochastic-depth rate in every block (reference).
 _SMALL_CAIT = dict(embed_dim=192, depth=24, num_heads=4, head_dim=64, mlp_ratio=2, mlp_ratio_token_only=2,
-                   qkv_bias=False, init_values=1e-5, layer_scale_init='per_layer', pos_embed_init='normal',
+                   qkv_bias=False, layer_scale_init='per_layer', pos_embed_init='normal',
                    drop_path_schedule='constant')
 
 
 @register_model
 def sl_cait_xxs24(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT-XXS24 at 224 px (patch 16, dim 192, depth 24, 4 heads)."""
-    model_args = dict(patch_size=16, embed_dim=192, depth=24, num_heads=4, init_values=1e-5)
+    model_args = dict(patch_size=16, embed_dim=192, depth=24, num_heads=4)
     return _create_sl_cait('sl_cait_xxs24', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -172,7 +178,7 @@ def sl_cait_64(pretrained: bool = False, **kwargs: Any) -> SlCait:
 @register_model
 def sl_cait_xxs36(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT-XXS36 at 224 px; mirrors timm's ``cait_xxs36_224`` (patch 16, dim 192, depth 36, 4 heads)."""
-    model_args = dict(patch_size=16, embed_dim=192, depth=36, num_heads=4, init_values=1e-5)
+    model_args = dict(patch_size=16, embed_dim=192, depth=36, num_heads=4)
     return _create_sl_cait('sl_cait_xxs36', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
@@ -181,12 +187,12 @@ def sl_cait_xs24(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT-XS24 at 224 px; mirrors timm's ``cait_xs24_384`` built at 224 px (patch 16, dim 288, depth 24,
     6 heads). timm registers XS24 at 384 px only; its weights load into the baseline with the position embedding
     resampled to the 14x14 grid."""
-    model_args = dict(patch_size=16, embed_dim=288, depth=24, num_heads=6, init_values=1e-5)
+    model_args = dict(patch_size=16, embed_dim=288, depth=24, num_heads=6)
     return _create_sl_cait('sl_cait_xs24', pretrained=pretrained, **dict(model_args, **kwargs))
 
 
 @register_model
 def sl_cait_s24(pretrained: bool = False, **kwargs: Any) -> SlCait:
     """SL-CaiT-S24 at 224 px; mirrors timm's ``cait_s24_224`` (patch 16, dim 384, depth 24, 8 heads)."""
-    model_args = dict(patch_size=16, embed_dim=384, depth=24, num_heads=8, init_values=1e-5)
+    model_args = dict(patch_size=16, embed_dim=384, depth=24, num_heads=8)
     return _create_sl_cait('sl_cait_s24', pretrained=pretrained, **dict(model_args, **kwargs))
