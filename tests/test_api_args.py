@@ -278,6 +278,39 @@ def test_a_data_preparer_given_no_path_names_the_argument(name, args, kwargs, sa
     assert list(tmp_path.iterdir()) == []
 
 
+
+@pytest.mark.parametrize('name,kwargs,says', [
+    ('prepare_fashion_mnist', dict(overwrite='no'), "prepare_fashion_mnist: overwrite='no' is invalid"),
+    ('prepare_fashion_mnist', dict(progress=0), 'prepare_fashion_mnist: progress=0 is invalid'),
+    ('prepare_svhn', dict(extra='no'), "prepare_svhn: extra='no' is invalid"),
+    ('prepare_svhn', dict(overwrite='False'), "prepare_svhn: overwrite='False' is invalid"),
+])
+def test_a_data_preparer_flag_that_is_no_bool_is_refused_first(name, kwargs, says, tmp_path):
+    """``overwrite='no'`` is true to Python: a folder prepared with other settings was replaced, ``extra='no'`` asked
+    for extra_32x32.mat. A flag that is no bool is refused before anything is read or written."""
+    import timm_sl.tools
+    with pytest.raises(TypeError) as refused:
+        getattr(timm_sl.tools, name)(tmp_path / 'out', source=tmp_path / 'missing', **kwargs)
+    assert str(refused.value) == says + '; allowed: True or False'
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize('call,error,says', [
+    (lambda tools, tmp: tools.read_fashion_mnist(tmp, 'val'), ValueError,
+     "read_fashion_mnist: split='val' is invalid; allowed: 'train', 'test'"),
+    (lambda tools, tmp: tools.read_fashion_mnist(None, 'train'), TypeError,
+     'read_fashion_mnist: source=None is invalid; allowed: a folder path (str or os.PathLike)'),
+    (lambda tools, tmp: tools.read_svhn_mat(None), TypeError,
+     'read_svhn_mat: path=None is invalid; allowed: a .mat file path (str or os.PathLike)'),
+])
+def test_a_data_reader_names_a_bad_split_or_path(call, error, says, tmp_path):
+    """``read_fashion_mnist(source, 'val')`` ended on a bare ``KeyError: 'val'``, a None path on pathlib's 'expected
+    str, bytes or os.PathLike object, not NoneType'."""
+    import timm_sl.tools
+    with pytest.raises(error) as refused:
+        call(timm_sl.tools, tmp_path)
+    assert str(refused.value) == says
+
 @pytest.mark.parametrize('limit', ['3', True, 2.5, 0])
 def test_a_fashion_mnist_limit_that_is_no_count_is_refused_first(limit, tmp_path):
     """prepare_fashion_mnist(out, limit='3') ended on "'<' not supported between instances of 'str' and 'int'", and

@@ -28,7 +28,7 @@ from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file, write_atomically
-from .files import folder_arg
+from .files import flag_arg, folder_arg
 
 __all__ = ['DEFAULT_SOURCE', 'FASHION_MNIST_FILES', 'LABEL_NAMES', 'CLASS_FOLDERS', 'INFO_FILE',
            'read_idx', 'read_fashion_mnist', 'prepare_fashion_mnist']
@@ -111,7 +111,10 @@ def read_fashion_mnist(source: Union[str, Path], split: str) -> Tuple[np.ndarray
         FileNotFoundError: a file of the split is missing.
         ValueError: a file is malformed (see :func:`read_idx`), or images and labels disagree.
     """
-    source = Path(source)
+    source = folder_arg(source, 'source', 'read_fashion_mnist')
+    if not isinstance(split, str) or split not in FASHION_MNIST_FILES:
+        raise ValueError(f'read_fashion_mnist: split={split!r} is invalid; allowed: '
+                         f'{", ".join(map(repr, FASHION_MNIST_FILES))}')
     image_file, label_file = (_find(source, stem) for stem in FASHION_MNIST_FILES[split])
     labels = _read_labels(source, split)
     images = read_idx(image_file, 3)
@@ -252,6 +255,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     source = folder_arg(source if source is not None else DEFAULT_SOURCE, 'source', 'prepare_fashion_mnist')
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):  # '3': no compare
         raise ValueError(f'--limit {limit!r} is not allowed; expected an integer >= 1')
+    for name, value in dict(overwrite=overwrite, progress=progress).items():
+        flag_arg(value, name, 'prepare_fashion_mnist')
     for split in FASHION_MNIST_FILES:  # every file present before anything is read or written
         for stem in FASHION_MNIST_FILES[split]:
             _find(source, stem)

@@ -8,7 +8,7 @@ from typing import Union
 from .errors import first_line, shown
 
 __all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link',
-           'check_regular_file', 'folder_arg', 'kind_of', 'read_text']
+           'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'read_text']
 
 # the files timm's folder reader takes for images, in any case (timm's get_img_extensions(); a test holds them equal):
 # other files it passes by
@@ -106,9 +106,17 @@ def read_text(path: Union[str, Path], what: str = 'a text file') -> str:
         return data.decode('latin-1')
 
 
-def folder_arg(value: Union[str, Path], name: str, who: str) -> Path:
+def folder_arg(value: Union[str, Path], name: str, who: str, what: str = 'a folder path') -> Path:
     """``value`` as a Path; ``TypeError`` naming ``who``'s argument ``name`` unless it is a str or an os.PathLike
     (``None`` made Python's 'expected str, bytes or os.PathLike object, not NoneType', naming no argument)."""
     if isinstance(value, bytes) or not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f'{who}: {name}={value!r} is invalid; allowed: a folder path (str or os.PathLike)')
+        raise TypeError(f'{who}: {name}={value!r} is invalid; allowed: {what} (str or os.PathLike)')
     return Path(value)
+
+
+def flag_arg(value: bool, name: str, who: str) -> bool:
+    """``value`` unless it is no bool: ``TypeError`` naming ``who``'s argument ``name`` (``overwrite='no'`` is true
+    to Python, and replaced what the user meant to keep)."""
+    if not isinstance(value, bool):
+        raise TypeError(f'{who}: {name}={value!r} is invalid; allowed: True or False')
+    return value

@@ -16,7 +16,7 @@ from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
 from .errors import check_not_below_a_file, write_atomically
-from .files import folder_arg
+from .files import flag_arg, folder_arg
 
 __all__ = ['SVHN_FILES', 'INFO_FILE', 'prepare_svhn', 'read_svhn_mat']
 
@@ -40,7 +40,7 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
         from scipy.io import loadmat, whosmat
     except ImportError:
         raise ImportError("reading SVHN's .mat files needs scipy; install it: pip install scipy") from None
-    path = Path(path)
+    path = folder_arg(path, 'path', 'read_svhn_mat', what='a .mat file path')
     try:
         mat = loadmat(str(path), variable_names=('X', 'y'))
     except Exception as e:  # scipy raises ValueError, MatReadError, OSError, zlib / struct errors... on a bad file
@@ -153,6 +153,8 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     """
     root = folder_arg(root, 'root', 'prepare_svhn')
     source = folder_arg(source, 'source', 'prepare_svhn') if source is not None else root
+    for name, value in dict(extra=extra, overwrite=overwrite, progress=progress).items():
+        flag_arg(value, name, 'prepare_svhn')
     splits: Sequence[str] = ('train', 'test', 'extra') if extra else ('train', 'test')
     for folder, what in ((root, 'the output folder'), (source, 'the folder of the .mat files')):
         if folder.exists() and not folder.is_dir():
