@@ -918,3 +918,13 @@ def test_pretrained_weights_that_cannot_be_downloaded_name_the_model(command, tm
         f'(LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and we cannot find '
         f'the requested files in the local cache.); allowed: --pretrained with the Hugging Face Hub reachable or the '
         f'weights in its cache (HF_HOME), --checkpoint FILE, or neither for random init')
+
+
+@pytest.mark.parametrize('value', ['', '  '])
+def test_an_empty_dataset_name_for_a_card_is_refused(value, tmp_path, capsys):
+    """``export RUN --dataset "$UNSET"`` was taken as no dataset at all, without a word; it is refused, as is an empty
+    ``push --revision``."""
+    err = _usage_error(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--dataset', value], capsys)
+    assert err == (f"timm-sl export: error: argument --dataset: {value!r} is not allowed; expected a dataset name such "
+                   "as 'cifar10' (leave the option out for the run's own)")
+    assert not (tmp_path / 'out').exists()

@@ -6,7 +6,7 @@ import ast
 from typing import Any, Dict, Sequence
 
 
-__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'kwarg_words', 'output_file', 'positive_float',
+__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'dataset_name', 'kwarg_words', 'output_file', 'positive_float',
            'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
 
 
@@ -42,6 +42,14 @@ def kwarg_words(words: Sequence[str]) -> Dict[str, Any]:
         except (ValueError, SyntaxError):
             kwargs[key] = value
     return kwargs
+
+
+def dataset_name(text: str) -> str:
+    """A dataset name for a card: not empty (``--dataset "$UNSET"`` was taken as no dataset, without a word)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not allowed; expected a dataset name such as 'cifar10' (leave "
+                                         "the option out for the run's own)")
+    return text
 
 
 def positive_int(text: str) -> int:

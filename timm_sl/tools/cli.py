@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .arg_types import MAX_SEED, OneLineParser, kwarg_words, positive_float as _positive_float, positive_int, \
-    seed as _seed, shift_ratio as _shift_ratio
+from .arg_types import MAX_SEED, OneLineParser, dataset_name, kwarg_words, positive_float as _positive_float, \
+    positive_int, seed as _seed, shift_ratio as _shift_ratio
 from .errors import (
     BUILD_ERRORS, USER_ERRORS, describe, shown, write_atomically)
 from .paths import check_command_paths
@@ -1105,7 +1105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--summary', default=None,
                    help="train.py's summary.csv, for the card's metrics (default: the run folder's, when args.yaml is "
                         "beside the checkpoint)")
-    p.add_argument('--dataset', default=None,
+    p.add_argument('--dataset', default=None, type=dataset_name,
                    help="dataset name for the card of a run that records none, e.g. tiny-imagenet (default: the run's; "
                         "another than the run's, or of another class count, is refused)")
     p.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
