@@ -2942,3 +2942,42 @@ def test_an_empty_or_cut_off_image_is_refused_for_torch_folder_as_for_timms_read
     (data / 'test' / '5' / '1.jpg').unlink()
     (data / 'test' / '6' / 'scan.BMP').unlink()
     assert _exit_status(argv) == 0
+
+
+def test_a_run_resumed_after_a_disk_filled_mid_row_finishes(fake_train, tmp_path, capsys, monkeypatch):
+    """The disk filled while train.py wrote an epoch's summary.csv row (cut off, no line end; the epoch's checkpoint not
+    written). Resumed, train.py's header ran on from the cut row: one broken line, after which the run read as
+    'train.py exited with 0 but wrote no summary.csv (no epoch finished)', failed at every command again. Now the cut
+    row is dropped before train.py resumes (it trains that epoch again), and the run finishes with its epochs."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('1,1.0,1.0,5')  # epoch 1's row, cut off by the full disk
+    capsys.readouterr()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    assert 'vit-sl-s0 finished' in capsys.readouterr().out
+    assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
+    results = json.loads((out / 'results.json').read_text())
+    assert {r['name']: (r['status'], r['summary']['epochs']) for r in results['runs']} == {
+        'vit-base-s0': ('done', 2), 'vit-sl-s0': ('done', 2)}
+
+
+def test_a_runs_summary_with_a_broken_row_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A run's summary.csv with a broken row before its last (a cut row a resumed train.py wrote on from, an edit):
+    the run was resumed (or skipped), and reported failed as 'wrote no summary.csv (no epoch finished)' at every
+    command; now the command ends first in one line naming the file and line, which stays as it is."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    text = (run / 'summary.csv').read_text().replace('\n1,', '\n1,1.0,1.0,5epoch,train_loss\n1,', 1)
+    (run / 'summary.csv').write_text(text)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/summary.csv:3: not a summary.csv row of 6 fields with a whole-number epoch and a numeric eval_top1: "
+        f"'1,1.0,1.0,5epoch,train_loss'; the run cannot be resumed nor reported with it; allowed: the file mended (or "
+        f"{run} deleted to restart the run, or another --out)")
+    assert (run / 'summary.csv').read_text() == text

@@ -935,6 +935,16 @@ def _trained(run: Run) -> List[str]:
     return found + sorted(p.name for p in run.out_dir.glob('*.pth.tar') if p.is_file())
 
 
+def _drop_cut_row(summary: Path) -> None:
+    """Before train.py resumes a run: a last summary.csv row cut off mid-write (a disk that filled while train.py wrote
+    it; train.py writes an epoch's row before its checkpoint, so the epoch is trained again) is removed, which the
+    readers leave out already. Left there, the header the resumed train.py writes first would run on from it, one
+    broken line that no command reads."""
+    data = summary.read_bytes() if summary.is_file() else b''
+    if data and not data.endswith(b'\n'):
+        os.truncate(summary, data.rfind(b'\n') + 1)
+
+
 def _cut_since_done(run: Run) -> str:
     """:func:`~timm_sl.tools.runs.cut_since_done` of a run folder ('' where its summary.csv cannot be read: that is
     named by the checks that read it)."""
@@ -1006,6 +1016,13 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
+        if 'summary.csv' in trained:  # unread, its epochs would read as none ('no epoch finished')
+            try:
+                read_summary_rows(folder / 'summary.csv')
+            except (ValueError, OSError) as e:
+                errors.append(f'{e}; the run cannot be resumed nor reported with it; allowed: the file mended (or '
+                              f'{folder} deleted to restart the run, or another --out)')
+                continue
         try:
             recorded = _recorded_settings(run)
         except (ValueError, OSError) as e:
@@ -1341,6 +1358,8 @@ def reproduce(
     def command(run: Run) -> Callable[[], List[str]]:
         def start() -> List[str]:
             resume = run.out_dir / 'last.pth.tar' if run_state(run, epochs) == 'resume' else None
+            if resume is not None:
+                _drop_cut_row(run.out_dir / 'summary.csv')
             if resume is None:  # from scratch (check_runs: nothing trained is there); its settings are the run's
                 if (run.out_dir / 'summary.csv').exists():
                     (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
@@ -1362,15 +1381,16 @@ def reproduce(
     def finish(result: JobResult) -> None:
         run = by_name[result.job.name]
         if result.status == 'exited':
-            summary = None
+            summary, unread = None, ''
             try:
                 summary = summarize(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else None
-            except ValueError:
-                pass
+            except ValueError as e:
+                unread = str(e)
             if result.code != 0 or summary is None:  # a clean exit that trained nothing failed too
                 log = run.out_dir / LOG_NAME
                 last = _last_line(log)
                 result.message = (f'train.py exited with {result.code}: {last}' if result.code else
+                                  f'train.py exited with 0, but {unread}' if unread else
                                   'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + \
                     f' (log: {log})' + (plugin_hint() if 'Unknown model' in last else '')
             elif summary['last_epoch'] < epochs:  # (from 1) train.py ends with 0 when stopped by a signal of its own
