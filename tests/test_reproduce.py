@@ -2981,3 +2981,28 @@ def test_a_runs_summary_with_a_broken_row_is_refused_before_any_run(fake_train, 
         f"'1,1.0,1.0,5epoch,train_loss'; the run cannot be resumed nor reported with it; allowed: the file mended (or "
         f"{run} deleted to restart the run, or another --out)")
     assert (run / 'summary.csv').read_text() == text
+
+
+def test_a_run_folder_train_py_was_started_in_by_hand_since_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """An interrupted run's command.txt run by hand with another --lr (train.py writes into the same folder: its
+    args.yaml, last.pth.tar and summary.csv rows from epoch 0): reproduce resumed from that training and reported it as
+    the run's, 'finished (3/3 epochs)' at lr 0.003. Now the command ends in one line naming args.yaml and what differs;
+    a folder whose args.yaml is the run's resumes as before."""
+    import yaml
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    recorded = yaml.safe_load((run / 'args.yaml').read_text())
+    own = dict(recorded, model='sl_vit_32', model_kwargs={}, seed=0, lr=0.003)  # as train.py records the run's start
+    (run / 'args.yaml').write_text(yaml.safe_dump(dict(own, lr=0.05)))  # its command line, run with --lr 0.05
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/args.yaml records lr 0.05 (the run: 0.003), other than {run}/run.json: train.py was started again in "
+        f"the folder with other settings (by hand, from an edited command.txt?), and its last.pth.tar and summary.csv "
+        f"hold that training, which would pass for this run's; allowed: delete {run} to restart the run, or another "
+        f"--out")
+    (run / 'args.yaml').write_text(yaml.safe_dump(own))
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0

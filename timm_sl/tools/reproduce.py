@@ -879,6 +879,42 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
 
+def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
+    """Why a run folder's ``args.yaml`` (train.py's record of its last start there) is not of the run its
+    :data:`SETTINGS` (``recorded``) records ('' when it is, or where either does not say): model, kwargs, seed and lr
+    differ when train.py was started in the folder since with other settings (by hand, from its command.txt edited),
+    and its last.pth.tar and summary.csv rows are then of that training, which resumed or skipped would pass for the
+    run's."""
+    path = run.out_dir / 'args.yaml'
+    try:
+        args = read_args_yaml(path) if path.is_file() else {}
+    except (ValueError, OSError):
+        return ''
+    lr = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
+    want = dict(model=recorded.get('model'), model_kwargs=recorded.get('model_kwargs'), seed=recorded.get('seed'),
+                lr=lr[-1] if isinstance(lr, list) and lr else recorded.get('lr'))
+    found = []
+    for key, value in want.items():
+        if value is None or key not in args:
+            continue
+        got = json.loads(json.dumps(args[key], default=str))
+        if key == 'lr':
+            try:
+                same = math.isclose(float(got), float(f'{float(value):g}'), rel_tol=1e-9)
+            except (TypeError, ValueError):
+                continue
+        else:
+            same = got == value
+        if not same:
+            found.append(f'{key} {got!r} (the run: {value!r})')
+    if not found:
+        return ''
+    return (f'{path} records {"; ".join(found)}, other than {run.out_dir / SETTINGS}: train.py was started again in '
+            f'the folder with other settings (by hand, from an edited command.txt?), and its last.pth.tar and '
+            f'summary.csv hold that training, which would pass for this run\'s; allowed: delete {run.out_dir} to '
+            f'restart the run, or another --out')
+
+
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
@@ -1036,6 +1072,10 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
             other.append((run, differ))
+            continue
+        since = _started_since(run, recorded) if (folder / SETTINGS).is_file() else ''
+        if since:
+            errors.append(since)
             continue
         state, early = run_state(run, epochs), _stopped_early(run)
         last = folder / 'last.pth.tar'
