@@ -3006,3 +3006,26 @@ def test_a_run_folder_train_py_was_started_in_by_hand_since_is_refused(fake_trai
         f"--out")
     (run / 'args.yaml').write_text(yaml.safe_dump(own))
     assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+
+
+def test_a_run_whose_summary_is_behind_its_checkpoint_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """A copy of an interrupted run taken while it trained (summary.csv copied before epoch 2's row, last.pth.tar
+    after epoch 2's checkpoint): resumed, its summary lacked epoch 2 for good, the report said it trained 3 epochs where
+    the progress said 4/4, and left SL - baseline out as 'trained different numbers of epochs'. Now the command ends in
+    one line naming both files and their epochs."""
+    import torch
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)}), run / 'last.pth.tar')
+    lines = (run / 'summary.csv').read_text().splitlines(keepends=True)
+    (run / 'summary.csv').write_text(''.join(lines[:-1]))  # epoch 2's row: not yet written when it was copied
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/last.pth.tar is of epoch 2, but {run}/summary.csv reaches epoch 1 (counted from 1): its rows of the "
+        f"epochs after were lost (a copy of the run taken while it trained?), and resumed, its results would lack "
+        f"them; allowed: the run's whole summary.csv put back, or delete {run} to restart the run (or another --out)")
+    assert (run / 'summary.csv').read_text() == ''.join(lines[:-1])

@@ -32,7 +32,7 @@ from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, pape
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
     cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
-    read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
+    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -915,6 +915,25 @@ def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
             f'restart the run, or another --out')
 
 
+def _rows_behind_checkpoint(run: Run) -> str:
+    """Why a run's last.pth.tar cannot be resumed with its summary.csv ('' when it can, or where either does not say):
+    train.py writes an epoch's row before its checkpoint, so a checkpoint of a later epoch than the last row means
+    rows lost since (a copy of the run taken while it trained, the summary before the checkpoint): resumed, those
+    epochs would be missing from its results, its epochs and best top-1 another run's."""
+    last = run.out_dir / 'last.pth.tar'
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv')
+        epoch = read_checkpoint(last, mmap=True).epoch
+    except (ValueError, OSError):
+        return ''
+    if not rows or not isinstance(epoch, int) or isinstance(epoch, bool) or epoch <= int(rows[-1]['epoch']):
+        return ''
+    return (f"{last} is of epoch {epoch + 1}, but {run.out_dir / 'summary.csv'} reaches epoch "
+            f"{int(rows[-1]['epoch']) + 1} (counted from 1): its rows of the epochs after were lost (a copy of the run "
+            f"taken while it trained?), and resumed, its results would lack them; allowed: the run's whole summary.csv "
+            f"put back, or delete {run.out_dir} to restart the run (or another --out)")
+
+
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
@@ -1099,6 +1118,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         elif state == 'resume' and checkpoint_problem(last):
             errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
                           f'restart the run (or use another --out)')
+        elif state == 'resume' and _rows_behind_checkpoint(run):
+            errors.append(_rows_behind_checkpoint(run))
     if stopped:  # one line for all: every run of an interrupted sweep stopped alike
         (run, trained, schedule), more = stopped[0], len(stopped) - 1
         most = max(t for _, t, _ in stopped)
