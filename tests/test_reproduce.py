@@ -3029,3 +3029,31 @@ def test_a_run_whose_summary_is_behind_its_checkpoint_is_refused(fake_train, tmp
         f"epochs after were lost (a copy of the run taken while it trained?), and resumed, its results would lack "
         f"them; allowed: the run's whole summary.csv put back, or delete {run} to restart the run (or another --out)")
     assert (run / 'summary.csv').read_text() == ''.join(lines[:-1])
+
+
+def test_a_run_whose_last_checkpoint_is_another_runs_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """An interrupted run's last.pth.tar replaced by another run's (seed 1's copied over it, or one of another lr):
+    reproduce resumed from that run's weights and reported the result as this run's. Now the command ends in one line
+    naming the checkpoint and what its train.py arguments record otherwise; the run's own checkpoint resumes."""
+    import argparse
+    import torch
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    own = dict(model='sl_vit_32', model_kwargs={}, seed=0, lr=0.003, epochs=4)
+    for other, says in ((dict(seed=1), 'seed 1 (the run: 0)'), (dict(lr=0.01), 'lr 0.01 (the run: 0.003)')):
+        torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)},
+                        args=argparse.Namespace(**dict(own, **other))), run / 'last.pth.tar')
+        capsys.readouterr()
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 2
+        assert _one_error(capsys) == (
+            f"{run}/last.pth.tar was saved by a train.py with {says}, other than {run}/run.json: another run's "
+            f"checkpoint (copied over it?); resumed, the run would go on from that run's weights and pass for its own; "
+            f"allowed: delete {run} to restart the run, or another --out")
+    torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)}, args=argparse.Namespace(**own)),
+               run / 'last.pth.tar')
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    assert 'vit-sl-s0 started (resuming: 2/4 epochs done)' in capsys.readouterr().out  # (the stand-in reads no torch)

@@ -879,17 +879,10 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
 
-def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
-    """Why a run folder's ``args.yaml`` (train.py's record of its last start there) is not of the run its
-    :data:`SETTINGS` (``recorded``) records ('' when it is, or where either does not say): model, kwargs, seed and lr
-    differ when train.py was started in the folder since with other settings (by hand, from its command.txt edited),
-    and its last.pth.tar and summary.csv rows are then of that training, which resumed or skipped would pass for the
-    run's."""
-    path = run.out_dir / 'args.yaml'
-    try:
-        args = read_args_yaml(path) if path.is_file() else {}
-    except (ValueError, OSError):
-        return ''
+def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
+    """What train.py's ``args`` (of an args.yaml or a checkpoint) record other than a run's :data:`SETTINGS`
+    (``recorded``) of model, kwargs, seed and lr (the lr of ``-- --lr`` where given), ``key value (the run: value)``;
+    only what both say is compared."""
     lr = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
     want = dict(model=recorded.get('model'), model_kwargs=recorded.get('model_kwargs'), seed=recorded.get('seed'),
                 lr=lr[-1] if isinstance(lr, list) and lr else recorded.get('lr'))
@@ -907,6 +900,21 @@ def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
             same = got == value
         if not same:
             found.append(f'{key} {got!r} (the run: {value!r})')
+    return found
+
+
+def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
+    """Why a run folder's ``args.yaml`` (train.py's record of its last start there) is not of the run its
+    :data:`SETTINGS` (``recorded``) records ('' when it is, or where either does not say): model, kwargs, seed and lr
+    differ when train.py was started in the folder since with other settings (by hand, from its command.txt edited),
+    and its last.pth.tar and summary.csv rows are then of that training, which resumed or skipped would pass for the
+    run's."""
+    path = run.out_dir / 'args.yaml'
+    try:
+        args = read_args_yaml(path) if path.is_file() else {}
+    except (ValueError, OSError):
+        return ''
+    found = _args_differ(args, recorded)
     if not found:
         return ''
     return (f'{path} records {"; ".join(found)}, other than {run.out_dir / SETTINGS}: train.py was started again in '
@@ -915,17 +923,24 @@ def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
             f'restart the run, or another --out')
 
 
-def _rows_behind_checkpoint(run: Run) -> str:
-    """Why a run's last.pth.tar cannot be resumed with its summary.csv ('' when it can, or where either does not say):
-    train.py writes an epoch's row before its checkpoint, so a checkpoint of a later epoch than the last row means
-    rows lost since (a copy of the run taken while it trained, the summary before the checkpoint): resumed, those
-    epochs would be missing from its results, its epochs and best top-1 another run's."""
+def _checkpoint_not_the_runs(run: Run, recorded: Dict[str, Any]) -> str:
+    """Why a run's last.pth.tar cannot be resumed as the run ('' when it can, or where it does not say): saved by a
+    train.py of other settings than the run's :data:`SETTINGS` (``recorded``; a checkpoint of another run copied over
+    it), or of a later epoch than summary.csv's last row (train.py writes an epoch's row before its checkpoint: rows
+    lost since, say by a copy of the run taken while it trained, the summary before the checkpoint). Resumed, the run
+    would go on from another run's weights, or its results would lack those epochs."""
     last = run.out_dir / 'last.pth.tar'
     try:
         rows = read_summary_rows(run.out_dir / 'summary.csv')
-        epoch = read_checkpoint(last, mmap=True).epoch
+        checkpoint = read_checkpoint(last, mmap=True)
     except (ValueError, OSError):
         return ''
+    differ = _args_differ(checkpoint.args, recorded)
+    if differ:
+        return (f'{last} was saved by a train.py with {"; ".join(differ)}, other than {run.out_dir / SETTINGS}: '
+                f'another run\'s checkpoint (copied over it?); resumed, the run would go on from that run\'s weights '
+                f'and pass for its own; allowed: delete {run.out_dir} to restart the run, or another --out')
+    epoch = checkpoint.epoch
     if not rows or not isinstance(epoch, int) or isinstance(epoch, bool) or epoch <= int(rows[-1]['epoch']):
         return ''
     return (f"{last} is of epoch {epoch + 1}, but {run.out_dir / 'summary.csv'} reaches epoch "
@@ -1118,8 +1133,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         elif state == 'resume' and checkpoint_problem(last):
             errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
                           f'restart the run (or use another --out)')
-        elif state == 'resume' and _rows_behind_checkpoint(run):
-            errors.append(_rows_behind_checkpoint(run))
+        elif state == 'resume' and _checkpoint_not_the_runs(run, recorded):
+            errors.append(_checkpoint_not_the_runs(run, recorded))
     if stopped:  # one line for all: every run of an interrupted sweep stopped alike
         (run, trained, schedule), more = stopped[0], len(stopped) - 1
         most = max(t for _, t, _ in stopped)
