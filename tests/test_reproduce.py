@@ -3057,3 +3057,30 @@ def test_a_run_whose_last_checkpoint_is_another_runs_is_refused(fake_train, tmp_
     capsys.readouterr()
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
     assert 'vit-sl-s0 started (resuming: 2/4 epochs done)' in capsys.readouterr().out  # (the stand-in reads no torch)
+
+
+def test_a_disk_that_fills_names_the_file_and_keeps_the_runs_records_whole(fake_train, tmp_path, capsys, monkeypatch):
+    """The disk filled as reproduce wrote a run's sessions.json: the command ended on '[Errno 28] No space left on
+    device; ... allowed: make it writable (a file, not a folder)', naming no file, and left the record of the run's
+    earlier sessions cut to what fitted. Now the line names the file and asks for room, and the earlier record is
+    whole (reproduce writes its files beside them, then moves them over)."""
+    import errno
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-base-s0'  # the first run, at whose end the disk is full
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    before = (run / 'sessions.json').read_text()
+    write_text = Path.write_text
+
+    def full_disk(self, data, *args, **kwargs):
+        if self.name.startswith(('sessions.json', '.sessions.json')):
+            write_text(self, data[:10])  # what fitted
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return write_text(self, data, *args, **kwargs)
+    monkeypatch.setattr(Path, 'write_text', full_disk)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/sessions.json: no space left on device; the sweep stopped every run as on Ctrl-C; '
+        f'allowed: room made on its disk, then run the same command again to resume')
+    assert (run / 'sessions.json').read_text() == before and len(json.loads(before)) == 1
+    assert sorted(p.name for p in run.iterdir() if 'partial' in p.name) == []

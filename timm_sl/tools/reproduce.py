@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .arg_types import kwarg_words
-from .errors import ToolError, check_not_below_a_file, make_folder, shown
+from .errors import ToolError, check_not_below_a_file, make_folder, shown, write_atomically
 from .files import IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -1386,7 +1386,8 @@ def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int,
                                       seconds=round(result.seconds, 1), devices=result.devices,
                                       epochs=[result.epochs_before, result.epochs_after], given_epochs=given_epochs,
                                       start='new' if fresh else 'resume', **({'log_from': log_from} if fresh else {}))]
-    (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
+    text = json.dumps(sessions, indent=1)
+    write_atomically(run.out_dir / SESSIONS, lambda file: file.write_text(text))  # a full disk: the earlier whole
 
 
 def reproduce(
@@ -1439,12 +1440,13 @@ def reproduce(
             if resume is None:  # from scratch (check_runs: nothing trained is there); its settings are the run's
                 if (run.out_dir / 'summary.csv').exists():
                     (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
-                (run.out_dir / SETTINGS).write_text(json.dumps(settings[run.name], indent=1))
+                text = json.dumps(settings[run.name], indent=1)
+                write_atomically(run.out_dir / SETTINGS, lambda file: file.write_text(text))
             fresh_start[run.name] = resume is None
             log = run.out_dir / LOG_NAME
             log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            (run.out_dir / COMMAND).write_text(shlex.join(cmd) + '\n')
+            write_atomically(run.out_dir / COMMAND, lambda file: file.write_text(shlex.join(cmd) + '\n'))
             started[run.name] = cmd
             return cmd
         return start
@@ -1473,11 +1475,12 @@ def reproduce(
                 result.message = (f'train.py exited with 0 after {summary["last_epoch"]} of {epochs} epochs '
                                   f'(stopped from outside?); run the same command again to resume')
             else:
-                (run.out_dir / DONE_MARKER).write_text(json.dumps(
+                marker = json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
                          model_kwargs=run.model_kwargs, dataset=next(
-                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1))
+                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1)
+                write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
         _record_session(run, result, fresh_start.get(run.name, False), given_epochs, log_from.get(run.name, 0))
 
     def images(run: Run) -> float:
@@ -1909,7 +1912,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, so beside whatever ran at the time (runs at once share a GPU, or the "
               "CPU). Epochs counted from 1 (train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    report.write_text('\n'.join(lines) + '\n')
+    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n'))
     for name in stale:
         (output / name).unlink()
         manifest.pop(name)
@@ -1918,12 +1921,13 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         _plot_top1(rows, output / 'top1.png', dataset, data)
         _plot_curves(outcomes, output / 'curves.png', data, _chart_title(dataset, _common_extra(rows), data))
         record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
-    (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
+    results = json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
              skipped_samples=len(o.skipped), skipped=skipped_text(o))
-        for o in outcomes], sweep=sweep), indent=1))
+        for o in outcomes], sweep=sweep), indent=1)
+    write_atomically(output / 'results.json', lambda file: file.write_text(results))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
 
