@@ -689,3 +689,28 @@ def test_push_folder_refuses_an_empty_revision_before_anything_else(revision, tm
     monkeypatch.setattr(huggingface_hub, 'HfApi', lambda *a, **k: pytest.fail('the Hub was contacted'))
     with pytest.raises(ValueError, match=r"is not allowed \(an empty branch name pushes to main\); expected a branch "):
         push_folder(tmp_path, 'org/name', revision=revision)
+
+
+def test_export_of_a_run_diverged_from_its_first_epoch_does_not_advise_an_earlier_checkpoint(trained, tmp_path,
+                                                                                               capsys):
+    """A run whose loss was NaN from its first epoch (a huge --lr): export advised 'a checkpoint of an epoch before
+    that (checkpoint-N.pth.tar of its run folder)', of which it has none; the line now says it diverged from its
+    first epoch, as its summary.csv records, and what is allowed."""
+    root, _ = trained
+    run = tmp_path / 'run'
+    run.mkdir()
+    saved = torch.load(root / 'model_best.pth.tar', weights_only=False)
+    nan = {k: torch.full_like(v, math.nan) if v.is_floating_point() else v for k, v in saved['state_dict'].items()}
+    torch.save(dict(saved, state_dict=nan, state_dict_ema=nan, epoch=1), run / 'model_best.pth.tar')
+    (run / 'args.yaml').write_text((root / 'args.yaml').read_text())
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,10.0,50.0\n'
+                                     '1,nan,nan,10.0,50.0\n')
+    with pytest.raises(SystemExit):
+        main(['export', str(run), '--out', str(tmp_path / 'out'), '--dataset', 'cifar10'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl export: {run / "model_best.pth.tar"} holds NaN or infinite weights (')
+    assert err.endswith(
+        '): the run had diverged when it was saved, from its first epoch (its summary.csv: NaN top-1 in each of its 2 '
+        'epochs), so no checkpoint of it holds trained weights; allowed: a run with a finite top-1 (train it again, '
+        'say with a lower --lr)\n'), err
+    assert not (tmp_path / 'out').exists()

@@ -3112,3 +3112,145 @@ def test_a_pgm_or_ppm_beside_the_images_is_refused_for_timms_reader(fake_train, 
         f"or move it out of {data / 'train'}")
     argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', 'torch/folder'])
     assert _exit_status(argv) == 0
+
+
+def test_a_run_resumed_after_a_disk_filled_mid_row_finishes(fake_train, tmp_path, capsys, monkeypatch):
+    """The disk filled while train.py wrote an epoch's summary.csv row (cut off, no line end; the epoch's checkpoint not
+    written). Resumed, train.py's header ran on from the cut row: one broken line, after which the run read as
+    'train.py exited with 0 but wrote no summary.csv (no epoch finished)', failed at every command again. Now the cut
+    row is dropped before train.py resumes (it trains that epoch again), and the run finishes with its epochs."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('1,1.0,1.0,5')  # epoch 1's row, cut off by the full disk
+    capsys.readouterr()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    assert 'vit-sl-s0 finished' in capsys.readouterr().out
+    assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
+    results = json.loads((out / 'results.json').read_text())
+    assert {r['name']: (r['status'], r['summary']['epochs']) for r in results['runs']} == {
+        'vit-base-s0': ('done', 2), 'vit-sl-s0': ('done', 2)}
+
+
+def test_a_runs_summary_with_a_broken_row_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """A run's summary.csv with a broken row before its last (a cut row a resumed train.py wrote on from, an edit):
+    the run was resumed (or skipped), and reported failed as 'wrote no summary.csv (no epoch finished)' at every
+    command; now the command ends first in one line naming the file and line, which stays as it is."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    text = (run / 'summary.csv').read_text().replace('\n1,', '\n1,1.0,1.0,5epoch,train_loss\n1,', 1)
+    (run / 'summary.csv').write_text(text)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/summary.csv:3: not a summary.csv row of 6 fields with a whole-number epoch and a numeric eval_top1: "
+        f"'1,1.0,1.0,5epoch,train_loss'; the run cannot be resumed nor reported with it; allowed: the file mended (or "
+        f"{run} deleted to restart the run, or another --out)")
+    assert (run / 'summary.csv').read_text() == text
+
+
+def test_a_run_folder_train_py_was_started_in_by_hand_since_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """An interrupted run's command.txt run by hand with another --lr (train.py writes into the same folder: its
+    args.yaml, last.pth.tar and summary.csv rows from epoch 0): reproduce resumed from that training and reported it as
+    the run's, 'finished (3/3 epochs)' at lr 0.003. Now the command ends in one line naming args.yaml and what differs;
+    a folder whose args.yaml is the run's resumes as before."""
+    import yaml
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    recorded = yaml.safe_load((run / 'args.yaml').read_text())
+    own = dict(recorded, model='sl_vit_32', model_kwargs={}, seed=0, lr=0.003)  # as train.py records the run's start
+    (run / 'args.yaml').write_text(yaml.safe_dump(dict(own, lr=0.05)))  # its command line, run with --lr 0.05
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/args.yaml records lr 0.05 (the run: 0.003), other than {run}/run.json: train.py was started again in "
+        f"the folder with other settings (by hand, from an edited command.txt?), and its last.pth.tar and summary.csv "
+        f"hold that training, which would pass for this run's; allowed: delete {run} to restart the run, or another "
+        f"--out")
+    (run / 'args.yaml').write_text(yaml.safe_dump(own))
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+
+
+def test_a_run_whose_summary_is_behind_its_checkpoint_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """A copy of an interrupted run taken while it trained (summary.csv copied before epoch 2's row, last.pth.tar
+    after epoch 2's checkpoint): resumed, its summary lacked epoch 2 for good, the report said it trained 3 epochs where
+    the progress said 4/4, and left SL - baseline out as 'trained different numbers of epochs'. Now the command ends in
+    one line naming both files and their epochs."""
+    import torch
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)}), run / 'last.pth.tar')
+    lines = (run / 'summary.csv').read_text().splitlines(keepends=True)
+    (run / 'summary.csv').write_text(''.join(lines[:-1]))  # epoch 2's row: not yet written when it was copied
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 2
+    assert _one_error(capsys) == (
+        f"{run}/last.pth.tar is of epoch 2, but {run}/summary.csv reaches epoch 1 (counted from 1): its rows of the "
+        f"epochs after were lost (a copy of the run taken while it trained?), and resumed, its results would lack "
+        f"them; allowed: the run's whole summary.csv put back, or delete {run} to restart the run (or another --out)")
+    assert (run / 'summary.csv').read_text() == ''.join(lines[:-1])
+
+
+def test_a_run_whose_last_checkpoint_is_another_runs_is_refused(fake_train, tmp_path, capsys, monkeypatch):
+    """An interrupted run's last.pth.tar replaced by another run's (seed 1's copied over it, or one of another lr):
+    reproduce resumed from that run's weights and reported the result as this run's. Now the command ends in one line
+    naming the checkpoint and what its train.py arguments record otherwise; the run's own checkpoint resumes."""
+    import argparse
+    import torch
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '2')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    own = dict(model='sl_vit_32', model_kwargs={}, seed=0, lr=0.003, epochs=4)
+    for other, says in ((dict(seed=1), 'seed 1 (the run: 0)'), (dict(lr=0.01), 'lr 0.01 (the run: 0.003)')):
+        torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)},
+                        args=argparse.Namespace(**dict(own, **other))), run / 'last.pth.tar')
+        capsys.readouterr()
+        assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 2
+        assert _one_error(capsys) == (
+            f"{run}/last.pth.tar was saved by a train.py with {says}, other than {run}/run.json: another run's "
+            f"checkpoint (copied over it?); resumed, the run would go on from that run's weights and pass for its own; "
+            f"allowed: delete {run} to restart the run, or another --out")
+    torch.save(dict(arch='sl_vit_32', epoch=1, state_dict={'w': torch.zeros(1)}, args=argparse.Namespace(**own)),
+               run / 'last.pth.tar')
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '4'])) == 1
+    assert 'vit-sl-s0 started (resuming: 2/4 epochs done)' in capsys.readouterr().out  # (the stand-in reads no torch)
+
+
+def test_a_disk_that_fills_names_the_file_and_keeps_the_runs_records_whole(fake_train, tmp_path, capsys, monkeypatch):
+    """The disk filled as reproduce wrote a run's sessions.json: the command ended on '[Errno 28] No space left on
+    device; ... allowed: make it writable (a file, not a folder)', naming no file, and left the record of the run's
+    earlier sessions cut to what fitted. Now the line names the file and asks for room, and the earlier record is
+    whole (reproduce writes its files beside them, then moves them over)."""
+    import errno
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-base-s0'  # the first run, at whose end the disk is full
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])) == 0
+    before = (run / 'sessions.json').read_text()
+    write_text = Path.write_text
+
+    def full_disk(self, data, *args, **kwargs):
+        if self.name.startswith(('sessions.json', '.sessions.json')):
+            write_text(self, data[:10])  # what fitted
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return write_text(self, data, *args, **kwargs)
+    monkeypatch.setattr(Path, 'write_text', full_disk)
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
+    assert _one_error(capsys) == (
+        f'{run}/sessions.json: no space left on device; the sweep stopped every run as on Ctrl-C; '
+        f'allowed: room made on its disk, then run the same command again to resume')
+    assert (run / 'sessions.json').read_text() == before and len(json.loads(before)) == 1
+    assert sorted(p.name for p in run.iterdir() if 'partial' in p.name) == []

@@ -26,7 +26,8 @@ from .files import check_not_link, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
-    IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, RunRecord, check_finite_weights, check_regular_file,
+    IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, NonFiniteWeights, RunRecord, check_finite_weights,
+    check_regular_file,
     dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
@@ -640,6 +641,25 @@ def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> 
                      f'another order than the classes the run learned; allowed: the names in that order ({order})')
 
 
+def _check_run_weights(record: RunRecord, checkpoint: Checkpoint) -> None:
+    """:func:`~timm_sl.tools.runs.check_finite_weights` of a run's checkpoint; where its summary.csv has a NaN top-1
+    in every epoch (it diverged from its first), the line says so: no checkpoint of it holds trained weights.
+
+    Raises:
+        NonFiniteWeights: naming the checkpoint, and what is allowed.
+    """
+    try:
+        check_finite_weights(checkpoint.state_dict, checkpoint.path)
+    except NonFiniteWeights as e:
+        summary = record.summary or {}
+        if summary.get('best_top1') is not None or summary.get('diverged_epoch') != 1:
+            raise
+        reason = str(e).split('; allowed:')[0]
+        raise NonFiniteWeights(f'{reason}, from its first epoch (its summary.csv: NaN top-1 in each of its '
+                               f'{summary["epochs"]} epochs), so no checkpoint of it holds trained weights; allowed: '
+                               f'a run with a finite top-1 (train it again, say with a lower --lr)') from None
+
+
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
     """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
     names, another run's ``summary.csv``, label names of another class count, NaN weights), reading the checkpoint
@@ -653,7 +673,7 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
     # a diverged run among many: refused before the others are written
-    check_finite_weights(checkpoint.state_dict, checkpoint.path)
+    _check_run_weights(record, checkpoint)
     return checkpoint
 
 
@@ -694,7 +714,7 @@ def export_run(
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
-    check_finite_weights(checkpoint.state_dict, checkpoint.path)  # export and release alike
+    _check_run_weights(record, checkpoint)  # export and release alike
     model, model_kwargs = _checked_model(record, checkpoint, label_names)
     model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies

@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .arg_types import kwarg_words
-from .errors import ToolError, check_not_below_a_file, make_folder, shown
+from .errors import ToolError, check_not_below_a_file, make_folder, shown, write_atomically
 from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
     cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
-    read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
+    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -953,6 +953,76 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
     return json.loads(json.dumps(dict(old, data=data) if data else old, default=str))
 
 
+def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
+    """What train.py's ``args`` (of an args.yaml or a checkpoint) record other than a run's :data:`SETTINGS`
+    (``recorded``) of model, kwargs, seed and lr (the lr of ``-- --lr`` where given), ``key value (the run: value)``;
+    only what both say is compared."""
+    lr = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
+    want = dict(model=recorded.get('model'), model_kwargs=recorded.get('model_kwargs'), seed=recorded.get('seed'),
+                lr=lr[-1] if isinstance(lr, list) and lr else recorded.get('lr'))
+    found = []
+    for key, value in want.items():
+        if value is None or key not in args:
+            continue
+        got = json.loads(json.dumps(args[key], default=str))
+        if key == 'lr':
+            try:
+                same = math.isclose(float(got), float(f'{float(value):g}'), rel_tol=1e-9)
+            except (TypeError, ValueError):
+                continue
+        else:
+            same = got == value
+        if not same:
+            found.append(f'{key} {got!r} (the run: {value!r})')
+    return found
+
+
+def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
+    """Why a run folder's ``args.yaml`` (train.py's record of its last start there) is not of the run its
+    :data:`SETTINGS` (``recorded``) records ('' when it is, or where either does not say): model, kwargs, seed and lr
+    differ when train.py was started in the folder since with other settings (by hand, from its command.txt edited),
+    and its last.pth.tar and summary.csv rows are then of that training, which resumed or skipped would pass for the
+    run's."""
+    path = run.out_dir / 'args.yaml'
+    try:
+        args = read_args_yaml(path) if path.is_file() else {}
+    except (ValueError, OSError):
+        return ''
+    found = _args_differ(args, recorded)
+    if not found:
+        return ''
+    return (f'{path} records {"; ".join(found)}, other than {run.out_dir / SETTINGS}: train.py was started again in '
+            f'the folder with other settings (by hand, from an edited command.txt?), and its last.pth.tar and '
+            f'summary.csv hold that training, which would pass for this run\'s; allowed: delete {run.out_dir} to '
+            f'restart the run, or another --out')
+
+
+def _checkpoint_not_the_runs(run: Run, recorded: Dict[str, Any]) -> str:
+    """Why a run's last.pth.tar cannot be resumed as the run ('' when it can, or where it does not say): saved by a
+    train.py of other settings than the run's :data:`SETTINGS` (``recorded``; a checkpoint of another run copied over
+    it), or of a later epoch than summary.csv's last row (train.py writes an epoch's row before its checkpoint: rows
+    lost since, say by a copy of the run taken while it trained, the summary before the checkpoint). Resumed, the run
+    would go on from another run's weights, or its results would lack those epochs."""
+    last = run.out_dir / 'last.pth.tar'
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv')
+        checkpoint = read_checkpoint(last, mmap=True)
+    except (ValueError, OSError):
+        return ''
+    differ = _args_differ(checkpoint.args, recorded)
+    if differ:
+        return (f'{last} was saved by a train.py with {"; ".join(differ)}, other than {run.out_dir / SETTINGS}: '
+                f'another run\'s checkpoint (copied over it?); resumed, the run would go on from that run\'s weights '
+                f'and pass for its own; allowed: delete {run.out_dir} to restart the run, or another --out')
+    epoch = checkpoint.epoch
+    if not rows or not isinstance(epoch, int) or isinstance(epoch, bool) or epoch <= int(rows[-1]['epoch']):
+        return ''
+    return (f"{last} is of epoch {epoch + 1}, but {run.out_dir / 'summary.csv'} reaches epoch "
+            f"{int(rows[-1]['epoch']) + 1} (counted from 1): its rows of the epochs after were lost (a copy of the run "
+            f"taken while it trained?), and resumed, its results would lack them; allowed: the run's whole summary.csv "
+            f"put back, or delete {run.out_dir} to restart the run (or another --out)")
+
+
 def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     """What differs between recorded settings and this command's, ``key: old -> new``; only what ``old`` records is
     compared (of ``data``, its keys)."""
@@ -1007,6 +1077,16 @@ def _trained(run: Run) -> List[str]:
         except (ValueError, OSError):
             found.append('summary.csv')
     return found + sorted(p.name for p in run.out_dir.glob('*.pth.tar') if p.is_file())
+
+
+def _drop_cut_row(summary: Path) -> None:
+    """Before train.py resumes a run: a last summary.csv row cut off mid-write (a disk that filled while train.py wrote
+    it; train.py writes an epoch's row before its checkpoint, so the epoch is trained again) is removed, which the
+    readers leave out already. Left there, the header the resumed train.py writes first would run on from it, one
+    broken line that no command reads."""
+    data = summary.read_bytes() if summary.is_file() else b''
+    if data and not data.endswith(b'\n'):
+        os.truncate(summary, data.rfind(b'\n') + 1)
 
 
 def _cut_since_done(run: Run) -> str:
@@ -1080,6 +1160,13 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         trained = _trained(run) if folder.is_dir() else []
         if not trained:
             continue  # nothing trained yet: the run starts (again) from scratch
+        if 'summary.csv' in trained:  # unread, its epochs would read as none ('no epoch finished')
+            try:
+                read_summary_rows(folder / 'summary.csv')
+            except (ValueError, OSError) as e:
+                errors.append(f'{e}; the run cannot be resumed nor reported with it; allowed: the file mended (or '
+                              f'{folder} deleted to restart the run, or another --out)')
+                continue
         try:
             recorded = _recorded_settings(run)
         except (ValueError, OSError) as e:
@@ -1093,6 +1180,10 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         differ = _differences(*(_splits_read(s, now) for s in (recorded, now)))
         if differ:
             other.append((run, differ))
+            continue
+        since = _started_since(run, recorded) if (folder / SETTINGS).is_file() else ''
+        if since:
+            errors.append(since)
             continue
         state, early = run_state(run, epochs), _stopped_early(run)
         last = folder / 'last.pth.tar'
@@ -1116,6 +1207,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
         elif state == 'resume' and checkpoint_problem(last):
             errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
                           f'restart the run (or use another --out)')
+        elif state == 'resume' and _checkpoint_not_the_runs(run, recorded):
+            errors.append(_checkpoint_not_the_runs(run, recorded))
     if stopped:  # one line for all: every run of an interrupted sweep stopped alike
         (run, trained, schedule), more = stopped[0], len(stopped) - 1
         most = max(t for _, t, _ in stopped)
@@ -1367,7 +1460,8 @@ def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int,
                                       seconds=round(result.seconds, 1), devices=result.devices,
                                       epochs=[result.epochs_before, result.epochs_after], given_epochs=given_epochs,
                                       start='new' if fresh else 'resume', **({'log_from': log_from} if fresh else {}))]
-    (run.out_dir / SESSIONS).write_text(json.dumps(sessions, indent=1))
+    text = json.dumps(sessions, indent=1)
+    write_atomically(run.out_dir / SESSIONS, lambda file: file.write_text(text))  # a full disk: the earlier whole
 
 
 def reproduce(
@@ -1415,15 +1509,18 @@ def reproduce(
     def command(run: Run) -> Callable[[], List[str]]:
         def start() -> List[str]:
             resume = run.out_dir / 'last.pth.tar' if run_state(run, epochs) == 'resume' else None
+            if resume is not None:
+                _drop_cut_row(run.out_dir / 'summary.csv')
             if resume is None:  # from scratch (check_runs: nothing trained is there); its settings are the run's
                 if (run.out_dir / 'summary.csv').exists():
                     (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
-                (run.out_dir / SETTINGS).write_text(json.dumps(settings[run.name], indent=1))
+                text = json.dumps(settings[run.name], indent=1)
+                write_atomically(run.out_dir / SETTINGS, lambda file: file.write_text(text))
             fresh_start[run.name] = resume is None
             log = run.out_dir / LOG_NAME
             log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            (run.out_dir / COMMAND).write_text(shlex.join(cmd) + '\n')
+            write_atomically(run.out_dir / COMMAND, lambda file: file.write_text(shlex.join(cmd) + '\n'))
             started[run.name] = cmd
             return cmd
         return start
@@ -1436,26 +1533,28 @@ def reproduce(
     def finish(result: JobResult) -> None:
         run = by_name[result.job.name]
         if result.status == 'exited':
-            summary = None
+            summary, unread = None, ''
             try:
                 summary = summarize(run.out_dir / 'summary.csv') if (run.out_dir / 'summary.csv').is_file() else None
-            except ValueError:
-                pass
+            except ValueError as e:
+                unread = str(e)
             if result.code != 0 or summary is None:  # a clean exit that trained nothing failed too
                 log = run.out_dir / LOG_NAME
                 last = _last_line(log)
                 result.message = (f'train.py exited with {result.code}: {last}' if result.code else
+                                  f'train.py exited with 0, but {unread}' if unread else
                                   'train.py exited with 0 but wrote no summary.csv (no epoch finished)') + \
                     f' (log: {log})' + (plugin_hint() if 'Unknown model' in last else '')
             elif summary['last_epoch'] < epochs:  # (from 1) train.py ends with 0 when stopped by a signal of its own
                 result.message = (f'train.py exited with 0 after {summary["last_epoch"]} of {epochs} epochs '
                                   f'(stopped from outside?); run the same command again to resume')
             else:
-                (run.out_dir / DONE_MARKER).write_text(json.dumps(
+                marker = json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
                          family=run.family, variant=run.variant, seed=run.seed, model=run.model,
                          model_kwargs=run.model_kwargs, dataset=next(
-                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1))
+                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1)
+                write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
         _record_session(run, result, fresh_start.get(run.name, False), given_epochs, log_from.get(run.name, 0))
 
     def images(run: Run) -> float:
@@ -1887,7 +1986,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "train.py's own progress lines, so beside whatever ran at the time (runs at once share a GPU, or the "
               "CPU). Epochs counted from 1 (train.py's summary.csv counts from 0)."]
     report = output / 'report.md'
-    report.write_text('\n'.join(lines) + '\n')
+    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n'))
     for name in stale:
         (output / name).unlink()
         manifest.pop(name)
@@ -1896,12 +1995,13 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         _plot_top1(rows, output / 'top1.png', dataset, data)
         _plot_curves(outcomes, output / 'curves.png', data, _chart_title(dataset, _common_extra(rows), data))
         record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
-    (output / 'results.json').write_text(json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
+    results = json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
              skipped_samples=len(o.skipped), skipped=skipped_text(o))
-        for o in outcomes], sweep=sweep), indent=1))
+        for o in outcomes], sweep=sweep), indent=1)
+    write_atomically(output / 'results.json', lambda file: file.write_text(results))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
 

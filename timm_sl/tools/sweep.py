@@ -14,6 +14,7 @@ On a terminal a tqdm bar counts epochs of the whole sweep (runs done, aggregate 
 The default number of concurrent runs is :func:`default_jobs`; its constants are at the top of this module.
 """
 import contextlib
+import errno
 import os
 import re
 import signal
@@ -88,8 +89,10 @@ class SweepStopped(OSError):
     ``results`` holds what happened to each job (``interrupted`` / ``not run`` for those it stopped)."""
 
     def __init__(self, error: OSError, results: List['JobResult']):
-        super().__init__(f'{describe(error)}; the sweep stopped every run as on Ctrl-C; allowed: make it writable (a '
-                         f'file, not a folder), then run the same command again to resume')
+        fix = ('room made on its disk' if error.errno in (errno.ENOSPC, errno.EDQUOT) else
+               'make it writable (a file, not a folder)')
+        super().__init__(f'{describe(error)}; the sweep stopped every run as on Ctrl-C; allowed: {fix}, then run the '
+                         f'same command again to resume')
         self.error, self.results = error, results
 
 
