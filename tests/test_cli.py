@@ -920,11 +920,13 @@ def test_pretrained_weights_that_cannot_be_downloaded_name_the_model(command, tm
         f'weights in its cache (HF_HOME), --checkpoint FILE, or neither for random init')
 
 
+@pytest.mark.parametrize('command', ['export', 'release'])
 @pytest.mark.parametrize('value', ['', '  '])
-def test_an_empty_dataset_name_for_a_card_is_refused(value, tmp_path, capsys):
-    """``export RUN --dataset "$UNSET"`` was taken as no dataset at all, without a word; it is refused, as is an empty
-    ``push --revision``."""
-    err = _usage_error(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'out'), '--dataset', value], capsys)
-    assert err == (f"timm-sl export: error: argument --dataset: {value!r} is not allowed; expected a dataset name such "
-                   "as 'cifar10' (leave the option out for the run's own)")
+def test_an_empty_dataset_name_for_a_card_is_refused(command, value, tmp_path, capsys):
+    """``export RUN --dataset "$UNSET"`` (and release's) was taken as no dataset at all, without a word; it is refused,
+    as is an empty ``push --revision``."""
+    options = ['--out', str(tmp_path / 'out')] if command == 'export' else ['--org', 'me', '--out', str(tmp_path / 'out')]
+    err = _usage_error([command, str(tmp_path / 'run'), *options, '--dataset', value], capsys)
+    assert err == (f"timm-sl {command}: error: argument --dataset: {value!r} is not allowed; expected a dataset name "
+                   "such as 'cifar10' (leave the option out for the run's own)")
     assert not (tmp_path / 'out').exists()

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from .arg_types import dataset_name
 from .errors import first_line, make_folder, write_atomically
 from .files import check_not_link, kind_of
 from .manifest import read_manifest, record_written, sha256
@@ -446,7 +447,7 @@ def add_release_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--overwrite', action='store_true',
                         help=f'replace files in --out that release did not write there, or that were changed since '
                              f'(default: refuse; --out/{MANIFEST} records what it wrote)')
-    parser.add_argument('--dataset', default=None,
+    parser.add_argument('--dataset', default=None, type=dataset_name,
                         help='dataset name of runs that record none (a run that records another, or whose '
                              'class count is not this dataset\'s, is refused)')
     parser.add_argument('--label-names', default=None, help='class names: a JSON list or one name per line')
