@@ -925,7 +925,7 @@ def test_pretrained_weights_that_cannot_be_downloaded_name_the_model(command, tm
 def test_an_empty_dataset_name_for_a_card_is_refused(command, value, tmp_path, capsys):
     """``export RUN --dataset "$UNSET"`` (and release's) was taken as no dataset at all, without a word; it is refused,
     as is an empty ``push --revision``."""
-    options = ['--out', str(tmp_path / 'out')] if command == 'export' else ['--org', 'me', '--out', str(tmp_path / 'out')]
+    options = ['--out', str(tmp_path / 'out'), *(['--org', 'me'] if command == 'release' else [])]
     err = _usage_error([command, str(tmp_path / 'run'), *options, '--dataset', value], capsys)
     assert err == (f"timm-sl {command}: error: argument --dataset: {value!r} is not allowed; expected a dataset name "
                    "such as 'cifar10' (leave the option out for the run's own)")

@@ -6,8 +6,8 @@ import ast
 from typing import Any, Dict, Sequence
 
 
-__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'dataset_name', 'kwarg_words', 'output_file', 'positive_float',
-           'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
+__all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'dataset_name', 'kwarg_words', 'output_file',
+           'positive_float', 'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
 
 
 class OneLineParser(argparse.ArgumentParser):
