@@ -1998,3 +1998,25 @@ def test_a_float_image_of_fractions_is_refused_not_analysed_as_black(tmp_path):
     Image.fromarray(values * 255).save(images / 'scan.tif')
     batch = timm_sl.tools.analysis.load_images([str(images)], _model('sl_vit_32', dict(depth=1)))
     assert batch.images[0].getextrema()[0][1] > 200
+
+
+def test_model_kwargs_a_run_did_not_record_must_build_the_model_trained(tmp_path, image_dir, figures):
+    """A run trained with the default 12 heads (its args.yaml records no num_heads), analysed with --model-kwargs
+    num_heads=3: the weights loaded into a 3-head model without a word and 3 maps were drawn of a model never trained.
+    A kwarg the run did not record is refused when it builds another model; the default given again, or a training-only
+    rate, still passes."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    file = tmp_path / 'run' / 'model_best.pth.tar'
+    command = ['attention', str(image_dir / '0.png'), '--checkpoint', str(tmp_path / 'run'), '--heads', 'all',
+               '--out', str(tmp_path / 'a.png'), '--model-kwargs', 'depth=1']
+    with pytest.raises(SystemExit) as info:
+        main([*command, 'num_heads=3'])
+    assert str(info.value) == (
+        f"timm-sl attention: --model-kwargs num_heads=3: {file} was trained without num_heads (its run records none: "
+        f"the model's default), and the model they build is another than the one trained (blocks.0.attn.num_heads: "
+        f"12 -> 3), which its weights do not tell; allowed: num_heads left out")
+    with pytest.raises(SystemExit, match=r"act_layer='relu'.*\(blocks.0.mlp.act: 'GELU' -> 'ReLU'\)"):
+        main([*command, 'act_layer=relu'])
+    for alike in ('num_heads=12', 'drop_path_rate=0.1'):
+        assert main([*command, alike]) == 0, alike
+        assert len(json.loads((tmp_path / 'a.json').read_text())[0]['heads']) == 12

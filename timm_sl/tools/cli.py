@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .arg_types import MAX_SEED, OneLineParser, dataset_name, kwarg_words, positive_float as _positive_float, \
     positive_int, seed as _seed, shift_ratio as _shift_ratio
@@ -20,6 +20,9 @@ from .errors import (
 from .paths import check_command_paths
 from .plot import figure_path
 from ..version import __version__
+
+if TYPE_CHECKING:  # torch is imported where a command needs it: `timm-sl --help` stays quick
+    import torch
 
 __all__ = ['CommandFailed', 'build_parser', 'main']
 
@@ -326,6 +329,10 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             if args.model_kwargs is not None and not baseline_first:  # loaded: its weights do not record the kwarg
                 _check_other_values(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
+                unrecorded = [k for k in kwargs if k not in record.build_kwargs() and k not in kept]
+                if unrecorded:  # the run trained with the model's default: the one built must be alike
+                    _check_built_alike(checkpoint_file(checkpoint), source, unrecorded, kwargs,
+                                       build_run_model(record, loaded, load=False)[0], model)
             return model.eval(), record
         from timm_sl.layers import with_switches
         baseline = with_switches(kwargs, _baseline_kwargs(name))  # SPT's options and a given lsa_mask off with them
@@ -388,6 +395,38 @@ def _check_other_values(checkpoint: Path, source: str, trained: Dict[str, Any], 
             raise ValueError(f'--model-kwargs {key}={value!r}: {checkpoint} was trained with {key}={trained[key]!r} '
                              f'({source}), which its weights do not record: they would load into another model than '
                              f'the one trained; allowed: {key} left out (the run\'s), or the value it trained with')
+
+
+def _inference_settings(model: 'torch.nn.Module') -> Dict[str, Any]:
+    """Each module's kind and plain settings (a head count, a size, a flag), by module path: what makes two models of
+    the same weights compute alike. Dropout and stochastic depth count as identity, as they act in eval."""
+    import torch
+    from timm.layers import DropPath, PatchDropout
+    settings = {}
+    for path, module in model.named_modules():
+        if isinstance(module, (torch.nn.Dropout, DropPath, PatchDropout, torch.nn.Identity)):
+            settings[path] = 'identity'
+            continue
+        settings[path] = type(module).__name__
+        for key, value in vars(module).items():
+            if not key.startswith('_') and key != 'training' and isinstance(value, (bool, int, float, str, tuple)):
+                settings[f'{path}.{key}' if path else key] = value
+    return settings
+
+
+def _check_built_alike(checkpoint: Path, source: str, unrecorded: Sequence[str], given: Dict[str, Any],
+                       trained: 'torch.nn.Module', built: 'torch.nn.Module') -> None:
+    """Refuse ``--model-kwargs`` the run did not record (it trained with the model's default) that build another
+    model than the trained one, which the weights load into all the same (a head count, an activation); a default
+    given again, or a training-only rate (dropout, stochastic depth), passes."""
+    was, now = _inference_settings(trained), _inference_settings(built)
+    changed = next((k for k in [*was, *now] if was.get(k, '(none)') != now.get(k, '(none)')), None)
+    if changed is not None:
+        words = ' '.join(f'{k}={given[k]!r}' for k in unrecorded)
+        raise ValueError(f'--model-kwargs {words}: {checkpoint} was trained without {", ".join(unrecorded)} ({source} '
+                         f'records none: the model\'s default), and the model they build is another than the one '
+                         f'trained ({changed}: {was.get(changed, "(none)")!r} -> {now.get(changed, "(none)")!r}), '
+                         f'which its weights do not tell; allowed: {", ".join(unrecorded)} left out')
 
 
 def _not_the_first_model(checkpoint: Path, held: str, source: str, first: str) -> ValueError:
