@@ -3254,3 +3254,22 @@ def test_a_disk_that_fills_names_the_file_and_keeps_the_runs_records_whole(fake_
         f'allowed: room made on its disk, then run the same command again to resume')
     assert (run / 'sessions.json').read_text() == before and len(json.loads(before)) == 1
     assert sorted(p.name for p in run.iterdir() if 'partial' in p.name) == []
+
+
+def test_a_whole_last_row_without_its_line_end_is_kept_on_resume(fake_train, tmp_path, capsys, monkeypatch):
+    """A summary.csv whose last row is whole but lacks its line end (saved by an editor) read as that row, and the
+    resume cut it as if the disk had: the epoch, whose checkpoint was written, was never written again. It gets its
+    line end, and the run keeps every epoch's row."""
+    out = tmp_path / 'out'
+    run = out / 'runs' / 'vit-sl-s0'
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    text = (run / 'summary.csv').read_text()
+    (run / 'summary.csv').write_text(text.rstrip('\n'))
+    assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0]
+    capsys.readouterr()
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 0
+    assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
+
+

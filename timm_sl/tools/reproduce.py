@@ -32,7 +32,7 @@ from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, pape
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
     cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
-    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, walk)
+    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, summary_rows, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -1082,10 +1082,21 @@ def _trained(run: Run) -> List[str]:
 def _drop_cut_row(summary: Path) -> None:
     """Before train.py resumes a run: a last summary.csv row cut off mid-write (a disk that filled while train.py wrote
     it; train.py writes an epoch's row before its checkpoint, so the epoch is trained again) is removed, which the
-    readers leave out already. Left there, the header the resumed train.py writes first would run on from it, one
-    broken line that no command reads."""
+    readers leave out already; a whole one that only lacks its line end gets it. Left as it is, the header the resumed
+    train.py writes first would run on from it, one broken line that no command reads."""
     data = summary.read_bytes() if summary.is_file() else b''
-    if data and not data.endswith(b'\n'):
+    if not data or data.endswith(b'\n'):
+        return
+    text = read_text(summary, "train.py's summary.csv")
+    head = text[:text.rfind('\n') + 1]
+    try:  # a whole last row without its line end (the file saved by an editor) is a row: it gets its line end
+        whole = json.dumps(summary_rows(text, summary)) != json.dumps(summary_rows(head, summary))
+    except ValueError:  # a broken row before the last: check_runs names it
+        return
+    if whole:
+        with open(summary, 'ab') as f:
+            f.write(b'\r\n' if b'\r\n' in data else b'\n')
+    else:
         os.truncate(summary, data.rfind(b'\n') + 1)
 
 

@@ -32,7 +32,7 @@ from .train_args import last_flag_value, recipe_path
 
 __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDone', 'NonFiniteWeights', 'RunRecord',
            'read_run', 'find_runs', 'run_checkpoint', 'checkpoint_file', 'read_checkpoint', 'read_args_yaml',
-           'read_summary_rows', 'summarize',
+           'read_summary_rows', 'summary_rows', 'summarize',
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
@@ -111,7 +111,11 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
             naming the file (and line).
     """
-    text = read_text(path, "train.py's summary.csv")
+    return summary_rows(read_text(path, "train.py's summary.csv"), path, unevaluated)
+
+
+def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -> List[Dict[str, float]]:
+    """:func:`read_summary_rows` of a summary.csv's ``text`` (``path`` names it in errors)."""
     lines = text.splitlines()
     rows = list(csv.reader(lines))
     header = rows[0] if rows else []
