@@ -3273,3 +3273,14 @@ def test_a_whole_last_row_without_its_line_end_is_kept_on_resume(fake_train, tmp
     assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
 
 
+
+def test_an_lr_given_after_dashes_is_compared_as_train_py_got_it():
+    """``-- --lr 0.0012345678`` reaches train.py as written, but the run's lr was compared rounded to six digits
+    (0.00123457): every later command refused the run as started again with other settings, naming the same lr twice.
+    The recipe's lr, which reproduce writes with ``:g``, is still compared as written."""
+    from timm_sl.tools.reproduce import _args_differ
+    run = dict(model='sl_vit_32', model_kwargs={}, seed=0, lr=0.002)
+    assert _args_differ(dict(run, lr=0.0012345678), dict(run, train_args={'--lr': ['0.0012345678']})) == []
+    assert _args_differ(dict(run, lr=0.00123457), dict(run, lr=0.0012345678)) == []  # the recipe's, as `:g` writes it
+    assert _args_differ(dict(run, lr=0.003), dict(run, train_args={'--lr': ['0.0012345678']})) == [
+        "lr 0.003 (the run: '0.0012345678')"]

@@ -958,8 +958,9 @@ def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
     (``recorded``) of model, kwargs, seed and lr (the lr of ``-- --lr`` where given), ``key value (the run: value)``;
     only what both say is compared."""
     lr = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
+    given_lr = isinstance(lr, list) and bool(lr)  # train.py got these words as they are; the run's lr as `:g` writes it
     want = dict(model=recorded.get('model'), model_kwargs=recorded.get('model_kwargs'), seed=recorded.get('seed'),
-                lr=lr[-1] if isinstance(lr, list) and lr else recorded.get('lr'))
+                lr=lr[-1] if given_lr else recorded.get('lr'))
     found = []
     for key, value in want.items():
         if value is None or key not in args:
@@ -967,7 +968,8 @@ def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
         got = json.loads(json.dumps(args[key], default=str))
         if key == 'lr':
             try:
-                same = math.isclose(float(got), float(f'{float(value):g}'), rel_tol=1e-9)
+                passed = float(value) if given_lr else float(f'{float(value):g}')
+                same = math.isclose(float(got), passed, rel_tol=1e-9)
             except (TypeError, ValueError):
                 continue
         else:
