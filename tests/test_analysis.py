@@ -2020,3 +2020,30 @@ def test_model_kwargs_a_run_did_not_record_must_build_the_model_trained(tmp_path
     for alike in ('num_heads=12', 'drop_path_rate=0.1'):
         assert main([*command, alike]) == 0, alike
         assert len(json.loads((tmp_path / 'a.json').read_text())[0]['heads']) == 12
+
+
+def test_a_compared_run_is_built_as_it_recorded_and_a_gp_run_keeps_its_pool(tmp_path, image_dir, capsys):
+    """kld --model-kwargs num_heads=3 beside an SL run of 3 heads built the compared baseline run (trained at the
+    default 12) with 3 heads, its weights loaded without a word, and the two compared as one configuration; a run of
+    train.py's --gp avg given global_pool=max (the same keys) was analysed with max pooling. The compared run is built
+    as it recorded, and a value other than train.py's own shaping arguments is refused."""
+    _run_folder(tmp_path / 'sl', 'sl_vit_32', dict(depth=1, num_heads=3))
+    _run_folder(tmp_path / 'base', 'sl_vit_32', dict(depth=1, spt=False, lsa=False))
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+              str(tmp_path / 'base'), '--model-kwargs', 'depth=1', 'num_heads=3', '--out', str(tmp_path / 'k.png')])
+    assert str(info.value).startswith(
+        f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
+        f"sl_vit_32 than the first model: num_heads=default (first: 3)")
+    import yaml
+    (tmp_path / 'gp').mkdir()  # train.py's --gp avg: a model_kwargs without global_pool, weights of an avg-pool model
+    _checkpoint(tmp_path / 'gp' / 'model_best.pth.tar', 'sl_vit_32', dict(depth=1, global_pool='avg'))
+    (tmp_path / 'gp' / 'args.yaml').write_text(yaml.safe_dump(dict(model='sl_vit_32', model_kwargs=dict(depth=1),
+                                                                   gp='avg')))
+    with pytest.raises(SystemExit) as info:
+        main(['attention', str(image_dir / '0.png'), '--checkpoint', str(tmp_path / 'gp'), '--model-kwargs', 'depth=1',
+              'global_pool=max', '--out', str(tmp_path / 'a.png')])
+    assert str(info.value) == (
+        f"timm-sl attention: --model-kwargs global_pool='max': {tmp_path / 'gp' / 'model_best.pth.tar'} was trained "
+        f"with global_pool='avg' (its run), which its weights do not record: they would load into another model than "
+        f"the one trained; allowed: global_pool left out (the run's), or the value it trained with")

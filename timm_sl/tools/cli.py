@@ -279,8 +279,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     or a train.py checkpoint (``--model``, else the model its run recorded).
 
     A checkpoint whose run recorded the model is built with the kwargs it recorded (with ``--model-kwargs``:
-    those, plus every kwarg the run recorded that they leave out; a compared run keeps its own kwargs, and an option
-    its weights do not record set to another value is refused). One that records
+    those, plus every kwarg the run recorded that they leave out; a compared run is built with its own only; an option
+    its weights do not record set to another value than the run's, or its default, is refused). One that records
     none is built as whichever of the model (``--model-kwargs`` as given) and its baseline (SPT/LSA off) its state
     dict fits strictly (an LSA layer's learned ``temperature``, SPT's projection), the baseline tried first with
     ``baseline_first``.
@@ -319,8 +319,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
         if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
-            if baseline_first:  # the compared run's switches and kwargs are its own: the ones given are the first
-                kwargs = {k: v for k, v in kwargs.items() if k not in kept and k not in record.model_kwargs}  # model's
+            if baseline_first:  # the compared run is the one it recorded: the kwargs given are the first model's
+                kwargs = {}
             elif args.model_kwargs is not None:
                 _check_unseen_options(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
             # a kwarg the run recorded and --model-kwargs leave out is the run's (a head count, an activation: the
@@ -328,7 +328,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
             run = record if args.model_kwargs is None else record.with_model(name, {**record.model_kwargs, **kwargs})
             model, built[checkpoint, baseline_first] = build_run_model(run, loaded)
             if args.model_kwargs is not None and not baseline_first:  # loaded: its weights do not record the kwarg
-                _check_other_values(checkpoint_file(checkpoint), source, record.model_kwargs, kwargs)
+                _check_other_values(checkpoint_file(checkpoint), source, record.build_kwargs(), kwargs)
                 unrecorded = [k for k in kwargs if k not in record.build_kwargs() and k not in kept]
                 if unrecorded:  # the run trained with the model's default: the one built must be alike
                     _check_built_alike(checkpoint_file(checkpoint), source, unrecorded, kwargs,
