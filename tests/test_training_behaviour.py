@@ -103,7 +103,8 @@ def test_cait_init_values_beside_per_layer_scale_is_refused_not_ignored(name):
     with pytest.raises(ValueError) as info:
         timm.create_model(name, depth=1, init_values=0.5)
     assert str(info.value) == (f"{name}: init_values=0.5 is unused with layer_scale_init='per_layer' (each LayerScale "
-                               "starts at its layer's value); allowed: layer_scale_init='timm' with it.")
+                               "starts at its layer's value); allowed: init_values left out, or "
+                               "layer_scale_init='timm' with it.")
     model = timm.create_model(name, depth=1, init_values=0.5, layer_scale_init='timm')
     assert torch.equal(model.blocks[0].gamma_1, torch.full_like(model.blocks[0].gamma_1, 0.5))
 

@@ -88,7 +88,7 @@ class SlCait(Cait):
         if layer_scale_init == 'per_layer' and kwargs.get('init_values') is not None:  # overwritten below
             raise ValueError(f"{owner_name(type(self))}: init_values={kwargs['init_values']!r} is unused with "
                              "layer_scale_init='per_layer' (each LayerScale starts at its layer's value); allowed: "
-                             "layer_scale_init='timm' with it.")
+                             "init_values left out, or layer_scale_init='timm' with it.")
         check_choice('class_attn_kv', class_attn_kv, CLASS_ATTN_KV)
         sl_args.inject_embed_layer(kwargs, key='patch_layer')
         dim, heads = kwargs.get('embed_dim', 768), kwargs.get('num_heads', 12)
