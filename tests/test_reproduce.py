@@ -2965,7 +2965,7 @@ def test_an_image_torchvision_passes_by_is_refused_for_torch_folder(fake_train, 
     (data / 'train' / '5' / 'dog.jfif').rename(data / 'train' / 'dog.jpg')
     assert _refused(argv, capsys) == (
         f"{data / 'train'} holds images outside its class folders (cat.gif, dog.jpg): torchvision's ImageFolder leaves "
-        f"them out without a word; allowed: move them into {data / 'train'}/<class>/")
+        f"them out without a word; allowed: move them into {data / 'train'}/<class>/, or out of {data / 'train'}")
     (data / 'train' / 'cat.gif').unlink()
     (data / 'train' / 'dog.jpg').rename(data / 'train' / '5' / 'dog.jpg')
     assert _exit_status(argv) == 0

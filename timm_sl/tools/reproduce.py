@@ -722,7 +722,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                     names = _listed([p.name for p in loose])
                     errors.append(f"{folder} holds images outside its class folders ({names}): torchvision's "
                                   f"ImageFolder leaves them out without a word; allowed: move them into "
-                                  f"{folder}/<class>/")
+                                  f"{folder}/<class>/, or out of {folder}")
                 elif unread:
                     errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES))
                 else:
@@ -1209,19 +1209,19 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           (f'; {marker.name} marks it finished' if marker.is_file() else '') +
                           '): resumed, its results would be only the epochs trained from now on; put the file back, '
                           f'or delete {folder} to restart the run (or use another --out)')
-        elif _cut_since_done(run):  # else skipped as finished, its best top-1 and epochs read from what is left
-            errors.append(_cut_since_done(run))
+        elif cut := _cut_since_done(run):  # else skipped as finished, its best top-1 and epochs read from what is left
+            errors.append(cut)
         elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
                           f'run on purpose (or use another --out)')
         elif state == 'resume' and early is not None and early[0] >= epochs:
             stopped.append((run, *early))
-        elif state == 'resume' and checkpoint_problem(last):
-            errors.append(f'{last} is truncated or unreadable ({checkpoint_problem(last)}); delete {folder} to '
-                          f'restart the run (or use another --out)')
-        elif state == 'resume' and _checkpoint_not_the_runs(run, recorded):
-            errors.append(_checkpoint_not_the_runs(run, recorded))
+        elif state == 'resume' and (problem := checkpoint_problem(last)):
+            errors.append(f'{last} is truncated or unreadable ({problem}); delete {folder} to restart the run (or use '
+                          f'another --out)')
+        elif state == 'resume' and (foreign := _checkpoint_not_the_runs(run, recorded)):  # reads last.pth.tar
+            errors.append(foreign)
     if stopped:  # one line for all: every run of an interrupted sweep stopped alike
         (run, trained, schedule), more = stopped[0], len(stopped) - 1
         most = max(t for _, t, _ in stopped)
