@@ -574,3 +574,22 @@ def test_the_file_a_written_file_is_first_written_to_is_checked_too(tmp_path, ca
     assert len(lines) == 1 and str(partial) in lines[-1], lines
     if kind == 'link_to_a_users_file':
         assert (tmp_path / 'users-own-file').read_text() == 'keep me'
+
+
+def test_a_file_written_again_keeps_the_mode_its_owner_gave_it(tmp_path):
+    """reproduce's results.json / report.md / sessions.json are written beside and moved over: a results.json the
+    user made private (``chmod 600``) came back readable by all."""
+    from timm_sl.tools.errors import write_atomically
+    path = tmp_path / 'results.json'
+    path.write_text('{}')
+    path.chmod(0o600)
+    write_atomically(path, lambda f: f.write_text('{"runs": []}'))
+    assert path.read_text() == '{"runs": []}' and (path.stat().st_mode & 0o777) == 0o600
+    write_atomically(tmp_path / 'new.json', lambda f: f.write_text('{}'))  # a new file: the process's default mode
+    assert (tmp_path / 'new.json').stat().st_mode & 0o777 == 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

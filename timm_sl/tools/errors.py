@@ -8,6 +8,7 @@ extra, :class:`ToolError` for an operation refused from outside (the Hub) or wor
 traceback.
 """
 import os
+import shutil
 from pathlib import Path
 from typing import Callable, Union
 
@@ -103,7 +104,7 @@ def partial_of(target: Path) -> Path:
 def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> None:
     """``write(file)`` to a new file beside ``path`` (beside where a link at ``path`` points), then moved over it: a
     write cut short (a full disk, the process killed) leaves an earlier file at ``path`` whole, never half-written. A
-    ``path`` that is no regular file (``/dev/null``, a pipe) is written directly.
+    ``path`` that is no regular file (``/dev/null``, a pipe) is written directly; a file keeps its mode.
 
     Raises:
         OSError: as the system raised it, naming ``path`` where it named no file or the new file.
@@ -117,6 +118,8 @@ def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> N
     try:
         write(partial)
         if partial != target:
+            if target.is_file():  # the mode the user gave the file (chmod 600 results.json) stays
+                shutil.copymode(target, partial)
             os.replace(partial, target)
     except OSError as e:
         if e.filename not in (None, str(partial)) or not e.strerror:
