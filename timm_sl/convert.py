@@ -68,10 +68,12 @@ def copy_timm_state(new: nn.Module, old: nn.Module, own: Iterable[str] = ('tempe
 # ---------------------------------------------------------------------------------------------------------------------
 # One builder per timm class: its configuration read back from the instance, the SL layer built, the state copied
 
-def check_sl_args(sl_args: Any) -> None:
-    """Raise ``TypeError`` unless ``sl_args`` is an :class:`SlArgs` (a dict of switches ended on an AttributeError)."""
-    if not isinstance(sl_args, SlArgs):
-        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: an SlArgs (SlArgs(**switches)).')
+def check_sl_args(sl_args: Any, optional: bool = False) -> None:
+    """Raise ``TypeError`` unless ``sl_args`` is an :class:`SlArgs` (a dict of switches ended on an AttributeError),
+    or None where ``optional``."""
+    if not isinstance(sl_args, SlArgs) and not (optional and sl_args is None):
+        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: {"None or " * optional}an SlArgs '
+                        f'(SlArgs(**switches)).')
 
 
 def spt_from_timm(stem: Union[PatchEmbed, ConvEmbedding], sl_args: SlArgs, post_norm: bool = False) -> nn.Module:

@@ -36,7 +36,8 @@ from timm.layers import PatchEmbed
 from timm.models import build_model_with_cfg, load_pretrained
 from timm.models.swin_transformer import WindowAttention
 
-from .convert import SL_FORMS, Replacement, plan_replacements, qualname, replace_modules, spt_from_timm
+from .convert import SL_FORMS, Replacement, check_sl_args, plan_replacements, qualname, replace_modules, \
+    spt_from_timm
 from .layers import (
     SL_ARG_NAMES, LsaMixin, ShiftedPatchEmbed, ShiftedPatchProjection, SlArgs, check_bool, check_model_kwargs,
     check_optional_bool, check_options_used, resolve_shift)
@@ -161,8 +162,7 @@ def plan_slify(
     if not isinstance(model, nn.Module):  # a name: 'str' object has no attribute 'modules'
         raise TypeError(f'plan_slify takes a model instance, not {type(model).__name__}; allowed: an nn.Module '
                         f'(slify_refusal(name, ...) for a timm model name).')
-    if sl_args is not None and not isinstance(sl_args, SlArgs):
-        raise TypeError(f'sl_args={sl_args!r} is invalid; allowed: None or an SlArgs (SlArgs(**switches)).')
+    check_sl_args(sl_args, optional=True)
     sl_args = sl_args or SlArgs()
     asked_pool = spt_pool
     spt_pool = sl_args.spt if spt_pool is None else spt_pool
