@@ -101,6 +101,20 @@ def fake_train(tmp_path):
     return script
 
 
+@pytest.fixture(autouse=True)
+def _folders_of_a_few_images_train(request, monkeypatch):
+    """The data folders here hold a few images a class, fewer than a recipe's batch, which reproduce refuses
+    (:func:`~timm_sl.tools.reproduce.check_train_steps`); the tests of other checks let them through. A test that
+    asks for ``batches_counted`` keeps the check."""
+    if 'batches_counted' not in request.fixturenames:
+        monkeypatch.setattr('timm_sl.tools.reproduce.check_train_steps', lambda *args, **kwargs: None)
+
+
+@pytest.fixture
+def batches_counted():
+    """See :func:`_folders_of_a_few_images_train`."""
+
+
 def test_plan_has_every_table2_row():
     runs = plan_runs('tiny-imagenet', ['vit', 'pit'], [0, 1], Path('out'))
     assert [r.name for r in runs] == [
@@ -3284,3 +3298,30 @@ def test_an_lr_given_after_dashes_is_compared_as_train_py_got_it():
     assert _args_differ(dict(run, lr=0.00123457), dict(run, lr=0.0012345678)) == []  # the recipe's, as `:g` writes it
     assert _args_differ(dict(run, lr=0.003), dict(run, train_args={'--lr': ['0.0012345678']})) == [
         "lr 0.003 (the run: '0.0012345678')"]
+
+
+
+def test_a_training_split_smaller_than_one_batch_is_refused_before_any_run(batches_counted, fake_train, tmp_path,
+                                                                           capsys):
+    """40 images at the recipe's batch of 128: train.py's training loader drops an incomplete batch, so each run
+    trained no step (no 'Train:' line, train_loss 0), and the report called it finished with the top-1 of its initial
+    weights. It is refused before any run (the batch size read as train.py's option table spells it); one batch runs."""
+    data = tmp_path / 'data'
+    for split, n in (('train', 4), ('test', 2)):
+        for c in range(10):
+            (data / split / str(c)).mkdir(parents=True)
+            for i in range(n):
+                (data / split / str(c) / f'{i}.png').write_bytes(_image_bytes('.png'))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, dataset='svhn')
+    for batch in ([], ['--batch-size', '41'], ['--batch-size=41']):
+        assert _exit_status(argv + batch) == 2
+        assert _one_error(capsys) == (
+            f"{data / 'train'} holds 40 training images, fewer than one batch of {batch and 41 or 128}: train.py's "
+            f"training loader drops an incomplete batch, so every run would train no step and be reported with the "
+            f"top-1 of its initial weights; allowed: -- --batch-size 40 or less, or more images")
+        assert not out.exists()
+    nproc = argv[:argv.index('--')] + ['--nproc', '2', '--seeds', '0'] + argv[argv.index('--'):]
+    assert _exit_status(nproc + ['--batch-size', '21']) == 2
+    assert 'fewer than one batch of 21 per process (2 processes)' in _one_error(capsys)
+    assert _exit_status(argv + ['--batch-size', '40']) == 0

@@ -2254,6 +2254,38 @@ def check_failing_args(extra_args: Sequence[str], recipe: Path, nproc: int = 1) 
                          f'{unmixed}')
 
 
+
+def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[str], nproc: int = 1,
+                      spellings: Optional[Dict[str, str]] = None) -> None:
+    """Refuse an image folder whose training split holds fewer images per process than one batch: train.py's training
+    loader drops an incomplete batch, so every run would train no step and be reported finished, its top-1 that of
+    its initial weights. The images are counted until there are enough (an upper bound: a class map reads fewer).
+
+    Raises:
+        ValueError: naming the folder, its images and the batch size, one line.
+    """
+    reader = dataset_reader(_dataset_name(data.get('dataset')))
+    if reader not in IMAGE_FOLDER_READERS:
+        return
+    words = _flag_words(extra_args, spellings).get('--batch-size')
+    batch = _typed(words[-1]) if words else read_recipe(recipe).get('batch_size', 128)  # 128: train.py's default
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        return  # train.py refuses it itself
+    root = Path(data['data_dir'])
+    folder = _split_folder(root, str(data['train_split'])) or root
+    suffixes = TORCHVISION_IMAGE_SUFFIXES if reader == TORCHVISION_FOLDER else IMAGE_SUFFIXES
+    enough = (batch - 1) * nproc + 1  # each process samples ceil(images / nproc) of them
+    count = 0
+    for _, _, files in os.walk(folder, followlinks=True):
+        count += sum(os.path.splitext(f)[1].lower() in suffixes for f in files)
+        if count >= enough:
+            return
+    per_process = f' per process ({nproc} processes)' if nproc > 1 else ''
+    raise ValueError(f'{folder} holds {count} training images, fewer than one batch of {batch}{per_process}: '
+                     f"train.py's training loader drops an incomplete batch, so every run would train no step and be "
+                     f'reported with the top-1 of its initial weights; allowed: -- --batch-size '
+                     f'{max(1, -(-count // nproc))} or less, or more images')
+
 def _is_config_flag(arg: str) -> bool:
     """Whether a train.py argument is its recipe file: ``-c`` / ``--config`` in any form its config parser takes
     (``-cFILE``, ``--config=FILE``, an abbreviation such as ``--conf``: that parser knows no other option)."""
@@ -2496,6 +2528,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
     if errors:
         raise ValueError('\n'.join(errors))
+    check_train_steps(data, recipe, extra, args.nproc, train_script_spellings(script))
     with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
         check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
         return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,
