@@ -311,7 +311,7 @@ def test_reproduce_reads_the_prepared_folder(source, tmp_path, capsys):
     (tmp_path / 'train.py').write_text(FAKE_TRAIN)
     assert main(['reproduce', '--data-dir', str(out), '--dataset', 'fashion-mnist', '--families', 'vit',
                  '--out', str(tmp_path / 'sweep'), '--train-script', str(tmp_path / 'train.py'), '--',
-                 '--epochs', '1']) == 0
+                 '--epochs', '1', '--batch-size', '8']) == 0  # a batch of the recipe's 128 > 30 images: no step
     argv = (tmp_path / 'sweep' / 'runs' / 'vit-sl-s0' / 'argv.log').read_text()
     assert f'--config {Path(__file__).resolve().parents[1] / "recipes" / "fashion_mnist.yaml"} --model sl_vit_32' \
         in argv

@@ -320,7 +320,7 @@ def test_reproduce_svhn_reads_the_prepared_folder(mats, tmp_path, capsys):
     script.write_text(READING_TRAIN)
     out = tmp_path / 'out'
     assert main(['reproduce', '--data-dir', str(data), '--dataset', 'svhn', '--families', 'vit', '--out', str(out),
-                 '--train-script', str(script), '--', '--epochs', '1']) == 0
+                 '--train-script', str(script), '--', '--epochs', '1', '--batch-size', '8']) == 0  # 30 images
     results = json.loads((out / 'results.json').read_text())
     assert [(r['name'], r['status']) for r in results['runs']] == [('vit-base-s0', 'done'), ('vit-sl-s0', 'done')]
     for run in results['runs']:
