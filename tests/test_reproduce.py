@@ -3325,3 +3325,43 @@ def test_a_training_split_smaller_than_one_batch_is_refused_before_any_run(batch
     assert _exit_status(nproc + ['--batch-size', '21']) == 2
     assert 'fewer than one batch of 21 per process (2 processes)' in _one_error(capsys)
     assert _exit_status(argv + ['--batch-size', '40']) == 0
+
+
+def _checked(data: Path, args) -> list:
+    """What reproduce's data check says of the image folder ``data`` for the svhn recipe with ``args`` after --."""
+    from timm_sl.tools.reproduce import check_data, train_data
+    from timm_sl.tools.train_args import recipe_path
+    return check_data(train_data(recipe_path('svhn'), str(data), list(args)), 'svhn')
+
+
+def test_the_image_suffixes_of_an_input_key_are_what_the_data_check_reads(tmp_path):
+    """-- --input-key gives timm's folder reader its image suffixes (';' between), which the data check ignored:
+    '.png;.webp' was refused for a .webp train.py reads, '.png' passed a class folder of JPEGs train.py finds no image
+    in (a class less, the labels after it shifted), and '.PNG' (compared with each suffix in lower case) passed a
+    folder train.py finds no image in. The check reads the folder with those suffixes."""
+    from PIL import Image
+    from timm.data import create_dataset
+    data = _folders(tmp_path / 'data', DIGITS)
+    Image.new('RGB', (2, 2)).save(data / 'train' / '1' / 'a.webp')
+    assert len(create_dataset('', root=str(data), split='train', input_key='.png;.webp')) == 11
+    assert _checked(data, ['--input-key', '.png;.webp']) == []
+    for name in ('train/4/0.png', 'test/4/0.png'):
+        (data / name).rename((data / name).with_suffix('.jpg'))
+    assert len(create_dataset('', root=str(data), split='test', input_key='.png').reader.class_to_idx) == 9
+    assert _checked(data, ['--input-key', '.png'])[0] == (
+        f"{data / 'train' / '4'} holds no image (.png): timm's folder reader skips it, shifting the labels of the "
+        f"classes sorted after it; add its images or remove it")
+    assert _checked(data, ['--input-key=.PNG;.jpg']) == [
+        "--input-key .PNG;.jpg after -- names '.PNG', which matches no file: timm's folder reader takes it for image "
+        "suffixes and compares each with a file's suffix in lower case, its dot included, so every run would find no "
+        "image in it; allowed: suffixes such as .png;.webp"]
+    (data / 'train' / '4' / '1.png').write_bytes(_image_bytes('.png'))
+    (data / 'test' / '4' / '1.png').write_bytes(_image_bytes('.png'))
+    assert _checked(data, ['--input-key', '.png;.webp']) == [
+        f"{data / 'train' / '4' / '0.jpg'} is an image timm's folder reader does not read (it reads .png, .webp only): "
+        f"the split would leave it out without a word; allowed: convert it to .png / .webp (-- --input-key), or move "
+        f"it out of {data / 'train'}",
+        f"{data / 'test' / '4' / '0.jpg'} is an image timm's folder reader does not read (it reads .png, .webp only): "
+        f"the split would leave it out without a word; allowed: convert it to .png / .webp (-- --input-key), or move "
+        f"it out of {data / 'test'}"]
+

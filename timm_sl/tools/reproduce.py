@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequ
 
 from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, make_folder, shown, write_atomically
-from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, UNREAD_IMAGE_SUFFIXES, check_regular_file, read_text
+from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
@@ -228,7 +228,7 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
     """The data settings train.py will run with: the recipe's, overridden by the extra train.py arguments.
 
     Keys: ``data_dir``, ``dataset`` ('' for an image folder), ``train_split``, ``val_split``, ``num_classes``,
-    ``class_map``.
+    ``class_map``; ``input_key`` only where given.
 
     Raises:
         ValueError: ``--num-classes`` among the extra arguments is not an integer >= 1.
@@ -241,6 +241,9 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
         value = last_flag_value(extra_args, '--' + key.replace('_', '-'))
         if value is not None:
             data[key] = value
+    input_key = last_flag_value(extra_args, '--input-key') or config.get('input_key')
+    if input_key:  # timm's folder reader takes it for its image suffixes ('.png;.webp')
+        data['input_key'] = str(input_key)
     try:
         data['num_classes'] = None if data['num_classes'] is None else int(data['num_classes'])
     except ValueError:
@@ -382,7 +385,7 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
     ``broken``: with the other images timm's reader would skip, and why (:func:`_image_fault`); ``clipped``: with the
     16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
-    does not read (:data:`~timm_sl.tools.files.UNREAD_IMAGE_SUFFIXES`), which it leaves out; ``huge``: with the PNGs
+    does not read (an image suffix not in ``suffixes``), which it leaves out; ``huge``: with the PNGs
     too large for PIL to open, and their size. ``suffixes``: the files the reader takes for images (timm's by
     default; :data:`TORCHVISION_IMAGE_SUFFIXES` for torchvision's ImageFolder).
 
@@ -395,7 +398,7 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
         if images:
             found.append(Path(path))
         if unread is not None:  # a format the reader passes by (torchvision reads .webp, .bmp, .tif: not those)
-            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in UNREAD_IMAGE_SUFFIXES
+            unread.extend(Path(path, f) for f in files if os.path.splitext(f)[1].lower() in ANALYSED_IMAGE_SUFFIXES
                           and os.path.splitext(f)[1].lower() not in suffixes)
         if empty is None and broken is None:
             continue
@@ -530,12 +533,14 @@ def _shared_folder(folder: Path, holders: Sequence[Path], read_by: Dict[str, Pat
     return None
 
 
-def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str]) -> str:
-    """The line for the images in ``folder`` of a format its reader (which reads ``suffixes``: timm's, or
-    torchvision's) passes by as it passes by a text file: the split would be fewer images than it holds."""
+def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str], torchvision: bool = False) -> str:
+    """The line for the images in ``folder`` of a format its reader (which reads ``suffixes``: timm's, its
+    ``--input-key``'s, or torchvision's) passes by as it passes by a text file: the split would be fewer images than it
+    holds."""
     first, more = min(unread), len(unread) - 1
-    reader = "timm's folder reader" if tuple(suffixes) == tuple(IMAGE_SUFFIXES) else "torchvision's ImageFolder"
-    to = 'PNG or JPEG' if reader.startswith('timm') else 'PNG, JPEG, WebP, BMP or TIFF'
+    reader = "torchvision's ImageFolder" if torchvision else "timm's folder reader"
+    to = ('PNG, JPEG, WebP, BMP or TIFF' if torchvision else 'PNG or JPEG' if tuple(suffixes) == IMAGE_SUFFIXES else
+          f'{" / ".join(suffixes)} (-- --input-key)')
     return (f"{first} is an image {reader} does not read (it reads {', '.join(suffixes)} only)" +
             (f' ({more} more alike)' if more else '') +
             f": the split would leave it out without a word; allowed: convert it to {to}, or move it out of {folder}")
@@ -614,6 +619,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if dataset_reader(name) not in IMAGE_FOLDER_READERS:
         return []
     errors, classes = [], {}
+    suffixes = IMAGE_SUFFIXES
+    if data.get('input_key') and not torchvision:  # timm's folder reader: the suffixes it matches, ';' between
+        suffixes = tuple(str(data['input_key']).split(';'))
+        odd = next((t for t in suffixes if not re.fullmatch(r'\.[^.A-Z]+', t)), None)
+        if odd is not None:  # compared with each file's suffix in lower case, its dot included: matches no file
+            return [f"--input-key {data['input_key']} after -- names {odd!r}, which matches no file: timm's folder "
+                    f"reader takes it for image suffixes and compares each with a file's suffix in lower case, its "
+                    f"dot included, so every run would find no image in it; allowed: suffixes such as .png;.webp"]
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
     known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
@@ -724,7 +737,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                                   f"ImageFolder leaves them out without a word; allowed: move them into "
                                   f"{folder}/<class>/, or out of {folder}")
                 elif unread:
-                    errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES))
+                    errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES, torchvision=True))
                 else:
                     classes[folder] = {c.name for c in class_dirs}
             continue
@@ -734,7 +747,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         unread: List[Path] = []
         huge: List[Tuple[Path, str]] = []
         try:
-            holders = _image_folders(folder, empty, broken, clipped, unread, huge)
+            holders = _image_folders(folder, empty, broken, clipped, unread, huge, suffixes=suffixes)
         except ValueError as e:
             errors.append(str(e))
             continue
@@ -758,7 +771,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         if dotted or empty:
             wrong, more = (dotted or empty)[0], len(dotted or empty) - 1
             errors.append(f'{wrong} ' + ("holds images: timm's folder reader counts it as a class (dot-folders too)"
-                                         if dotted else f"holds no image ({', '.join(IMAGE_SUFFIXES)}): timm's "
+                                         if dotted else f"holds no image ({', '.join(suffixes)}): timm's "
                                                         f"folder reader skips it") +
                           (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
                           ', shifting the labels of the classes sorted after it; ' +
@@ -778,7 +791,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f"'{sub.name}'; {fix}")
             continue
         if unread:
-            errors.append(_unread_line(folder, unread, IMAGE_SUFFIXES))
+            errors.append(_unread_line(folder, unread, suffixes))
             continue
         if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
             errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
@@ -2259,7 +2272,8 @@ def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[s
                       spellings: Optional[Dict[str, str]] = None) -> None:
     """Refuse an image folder whose training split holds fewer images per process than one batch: train.py's training
     loader drops an incomplete batch, so every run would train no step and be reported finished, its top-1 that of
-    its initial weights. The images are counted until there are enough (an upper bound: a class map reads fewer).
+    its initial weights. The images the reader takes (its suffixes, ``--input-key``'s for timm's) are counted until
+    there are enough (an upper bound: a class map reads fewer).
 
     Raises:
         ValueError: naming the folder, its images and the batch size, one line.
@@ -2273,7 +2287,8 @@ def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[s
         return  # train.py refuses it itself
     root = Path(data['data_dir'])
     folder = _split_folder(root, str(data['train_split'])) or root
-    suffixes = TORCHVISION_IMAGE_SUFFIXES if reader == TORCHVISION_FOLDER else IMAGE_SUFFIXES
+    suffixes = (TORCHVISION_IMAGE_SUFFIXES if reader == TORCHVISION_FOLDER else
+                tuple(str(data['input_key']).split(';')) if data.get('input_key') else IMAGE_SUFFIXES)
     enough = (batch - 1) * nproc + 1  # each process samples ceil(images / nproc) of them
     count = 0
     for _, _, files in os.walk(folder, followlinks=True):
