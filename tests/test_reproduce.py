@@ -3365,3 +3365,23 @@ def test_the_image_suffixes_of_an_input_key_are_what_the_data_check_reads(tmp_pa
         f"the split would leave it out without a word; allowed: convert it to .png / .webp (-- --input-key), or move "
         f"it out of {data / 'test'}"]
 
+
+def test_a_class_map_counts_only_its_folders_images_against_one_batch(batches_counted, tmp_path):
+    """-- --class-map naming 2 of 10 class folders (timm's reader reads only those) with 4 images each passed the
+    check of one batch of 16, which counted the images of every class folder: train.py read 8 images, trained no
+    step, and each run was reported finished. Only the images of the folders the map names are counted."""
+    from timm_sl.tools.reproduce import check_train_steps, train_data
+    from timm_sl.tools.train_args import recipe_path
+    data = _folders(tmp_path / 'data', [f'train/{c}/{i}.png' for c in range(10) for i in range(4)])
+    (data / 'map.txt').write_text('3\n7\n')
+    args = ['--class-map', str(data / 'map.txt'), '--num-classes', '2']
+    with pytest.raises(ValueError) as e:
+        check_train_steps(train_data(recipe_path('svhn'), str(data), args), recipe_path('svhn'),
+                          args + ['--batch-size', '16'])
+    assert str(e.value) == (
+        f"{data / 'train'} holds 8 training images in the class folders --class-map {data / 'map.txt'} names, fewer "
+        f"than one batch of 16: train.py's training loader drops an incomplete batch, so every run would train no "
+        f"step and be reported with the top-1 of its initial weights; allowed: -- --batch-size 8 or less, or more "
+        f"images")
+    check_train_steps(train_data(recipe_path('svhn'), str(data), args), recipe_path('svhn'),
+                      args + ['--batch-size', '8'])

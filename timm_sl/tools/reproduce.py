@@ -2272,8 +2272,8 @@ def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[s
                       spellings: Optional[Dict[str, str]] = None) -> None:
     """Refuse an image folder whose training split holds fewer images per process than one batch: train.py's training
     loader drops an incomplete batch, so every run would train no step and be reported finished, its top-1 that of
-    its initial weights. The images the reader takes (its suffixes, ``--input-key``'s for timm's) are counted until
-    there are enough (an upper bound: a class map reads fewer).
+    its initial weights. The images the reader takes (its suffixes, ``--input-key``'s for timm's; under a class map
+    those of the folders it names) are counted until there are enough.
 
     Raises:
         ValueError: naming the folder, its images and the batch size, one line.
@@ -2289,14 +2289,21 @@ def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[s
     folder = _split_folder(root, str(data['train_split'])) or root
     suffixes = (TORCHVISION_IMAGE_SUFFIXES if reader == TORCHVISION_FOLDER else
                 tuple(str(data['input_key']).split(';')) if data.get('input_key') else IMAGE_SUFFIXES)
+    mapped = None
+    if data.get('class_map') and reader != TORCHVISION_FOLDER:  # timm reads only the class folders the map names
+        where = _class_map_file(str(data['class_map']), folder)
+        mapped = set(read_class_map(where)) if where is not None and where.is_file() else None
     enough = (batch - 1) * nproc + 1  # each process samples ceil(images / nproc) of them
     count = 0
-    for _, _, files in os.walk(folder, followlinks=True):
+    for path, _, files in os.walk(folder, followlinks=True):
+        if mapped is not None and (os.path.basename(path) if path != str(folder) else '') not in mapped:
+            continue
         count += sum(os.path.splitext(f)[1].lower() in suffixes for f in files)
         if count >= enough:
             return
     per_process = f' per process ({nproc} processes)' if nproc > 1 else ''
-    raise ValueError(f'{folder} holds {count} training images, fewer than one batch of {batch}{per_process}: '
+    named = f' in the class folders --class-map {data["class_map"]} names' if mapped is not None else ''
+    raise ValueError(f'{folder} holds {count} training images{named}, fewer than one batch of {batch}{per_process}: '
                      f"train.py's training loader drops an incomplete batch, so every run would train no step and be "
                      f'reported with the top-1 of its initial weights; allowed: -- --batch-size '
                      f'{max(1, -(-count // nproc))} or less, or more images')
