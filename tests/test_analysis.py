@@ -2047,3 +2047,27 @@ def test_a_compared_run_is_built_as_it_recorded_and_a_gp_run_keeps_its_pool(tmp_
         f"timm-sl attention: --model-kwargs global_pool='max': {tmp_path / 'gp' / 'model_best.pth.tar'} was trained "
         f"with global_pool='avg' (its run), which its weights do not record: they would load into another model than "
         f"the one trained; allowed: global_pool left out (the run's), or the value it trained with")
+
+
+def test_an_image_pil_cannot_read_is_refused_saying_what_it_is_and_what_is_allowed(tmp_path):
+    """kld / attention over a folder copied from a Mac (a ._ file beside each image), an iPhone's .heic, or an image
+    cut off were refused with PIL's 'cannot identify image file' alone: no word of what the file is or what is
+    allowed, where reproduce's data check names macOS metadata and says how to remove it."""
+    model = _model('sl_vit_32', dict(depth=1))
+    folder = tmp_path / 'imgs'
+    folder.mkdir()
+    Image.new('RGB', (8, 8)).save(folder / 'a.png')
+    cases = {'._a.png': (b'\x00\x05\x16\x07' + bytes(60), " (macOS metadata, an AppleDouble ._ file written when "
+                                                         "copying to exFAT or SMB, not an image); allowed: remove the "
+                                                         "._ files"),
+             'b.heic': (b'\x00\x00\x00\x18ftypheic' + bytes(40), ' (HEIC, which PIL reads only with the pillow-heif '
+                                                                 'plugin); allowed: convert it to PNG or JPEG'),
+             'c.png': (b'\x89PNG\r\n', '; allowed: whole images of a format PIL reads (copy or extract it again, or '
+                                       'move it out of the way)')}
+    for name, (data, end) in cases.items():
+        (folder / name).write_bytes(data)
+        with pytest.raises(ValueError) as info:
+            load_images([str(folder)], model)
+        assert str(info.value) == (f"{folder / name} is not a readable image: cannot identify image file "
+                                   f"{str(folder / name)!r}{end}")
+        (folder / name).unlink()

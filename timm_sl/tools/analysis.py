@@ -519,6 +519,22 @@ def _check_8_bit(image: Any, file: Path) -> None:
                              f'image; allowed: 8-bit images (scale it to 0-255 first)')
 
 
+def _unread_reason(file: Path) -> str:
+    """What a file PIL cannot read is, where its name or first bytes tell (macOS metadata beside an image, a format
+    PIL reads only with a plugin), and what is allowed instead: the end of a refusal's line."""
+    try:
+        with open(file, 'rb') as f:
+            head = f.read(12)
+    except OSError:
+        head = b''
+    if file.name.startswith('._') and head.startswith(b'\x00\x05\x16\x07'):
+        return (' (macOS metadata, an AppleDouble ._ file written when copying to exFAT or SMB, not an image); '
+                'allowed: remove the ._ files')
+    if file.suffix.lower() in ('.heic', '.heif') or head[4:12] in (b'ftypheic', b'ftypheix', b'ftypmif1'):
+        return ' (HEIC, which PIL reads only with the pillow-heif plugin); allowed: convert it to PNG or JPEG'
+    return '; allowed: whole images of a format PIL reads (copy or extract it again, or move it out of the way)'
+
+
 def default_data_config(model: nn.Module) -> Dict[str, Any]:
     """The eval data config of ``model`` at the input it was built for: timm's from its pretrained cfg, with the
     channels and image size it was built with (``img_size=48``, ``in_chans=1``: mean and std of one channel), which
@@ -558,7 +574,7 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
                 _check_8_bit(image, f)
                 yield image
         except OSError as e:
-            raise ValueError(f'{shown(f)} is not a readable image: {e}') from e
+            raise ValueError(f'{shown(f)} is not a readable image: {e}{_unread_reason(f)}') from e
         except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
             raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
                              f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
