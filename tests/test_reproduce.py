@@ -3385,3 +3385,15 @@ def test_a_class_map_counts_only_its_folders_images_against_one_batch(batches_co
         f"images")
     check_train_steps(train_data(recipe_path('svhn'), str(data), args), recipe_path('svhn'),
                       args + ['--batch-size', '8'])
+
+
+@pytest.mark.parametrize('dataset', ['', 'torch/folder'])
+def test_a_link_loop_names_the_reader_that_would_walk_it(tmp_path, dataset):
+    """A link back up in a class folder under -- --dataset torch/folder was refused as a folder 'timm's folder reader
+    would walk without end', a reader the run does not use; the line names the run's reader."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / '3' / 'loop').symlink_to('.')
+    reader = "torchvision's ImageFolder" if dataset else "timm's folder reader"
+    assert _checked(data, ['--dataset', dataset]) == [
+        f"{data}/train/3/loop links back to {data}/train/3, a folder it is in: {reader} would walk it without end; "
+        f"allowed: folders without such links (remove it)"]

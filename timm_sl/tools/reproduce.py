@@ -720,8 +720,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                     for c in class_dirs:
                         holders += _image_folders(c, empty, broken, clipped, unread, huge,
                                                   suffixes=TORCHVISION_IMAGE_SUFFIXES)
-                except ValueError as e:
-                    errors.append(str(e))
+                except ValueError as e:  # a link loop, which torchvision's walk follows as timm's does
+                    errors.append(str(e).replace("timm's folder reader", "torchvision's ImageFolder"))
                     continue
                 shared = _shared_folder(folder, holders, read_by)
                 if shared:
