@@ -3397,3 +3397,22 @@ def test_a_link_loop_names_the_reader_that_would_walk_it(tmp_path, dataset):
     assert _checked(data, ['--dataset', dataset]) == [
         f"{data}/train/3/loop links back to {data}/train/3, a folder it is in: {reader} would walk it without end; "
         f"allowed: folders without such links (remove it)"]
+
+
+def test_a_split_given_as_a_tar_is_refused_for_what_it_is(tmp_path):
+    """-- --train-split train.tar --val-split test.tar (timm's folder reader reads a split of that exact name, a tar
+    through its tar reader) was refused as a folder holding 'neither train.tar/ nor test.tar/', both there. The line
+    says what they are, that the check cannot look into them, and what is allowed."""
+    import tarfile
+    from timm.data import create_dataset
+    data = _folders(tmp_path / 'data', DIGITS)
+    for split in ('train', 'test'):
+        with tarfile.open(data / f'{split}.tar', 'w') as tar:
+            tar.add(data / split, arcname='.')
+        shutil.rmtree(data / split)
+    assert len(create_dataset('', root=str(data), split='train.tar')) == 10
+    assert _checked(data, ['--train-split', 'train.tar', '--val-split', 'test.tar']) == [
+        f"{data / 'train.tar'} is a file, not a folder: train.py would read the train.tar split from it (a .tar: its "
+        f"images by timm's tar reader), which the data check cannot look into (classes, unreadable images, images of "
+        f"both splits); allowed: the split as a folder of class folders, {data / 'train'}/<class>/<image> (extract it "
+        f"there)"]

@@ -634,6 +634,13 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         return [f'the train split {data["train_split"]!r} and the val split {data["val_split"]!r} are both read from '
                 f'{train}: every top-1 would be measured on the images the run trains on; allowed: splits in '
                 f'different folders (-- --train-split / --val-split)']
+    for split in (data['train_split'], data['val_split']):  # timm reads a split of that exact name, file or folder
+        file = root / str(split).split('[')[0]
+        if file.is_file():
+            return [f"{file} is a file, not a folder: train.py would read the {split} split from it (a .tar: its "
+                    f"images by timm's tar reader), which the data check cannot look into (classes, unreadable images, "
+                    f"images of both splits); allowed: the split as a folder of class folders, "
+                    f"{root / file.name.split('.')[0]}/<class>/<image> (extract it there)"]
     if train is None and val is None:  # one line: a split folder given for --data-dir, or no dataset at all
         return [f'{root} holds neither {data["train_split"]}/ nor {data["val_split"]}/, the folders the {dataset} '
                 f'recipe reads its splits from ({root}/{data["train_split"]}/<class>/<image>)' +
