@@ -720,14 +720,24 @@ def export_run(
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
-    make_folder(out_dir)
-    save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
-    make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
-    _readable(out_dir / 'model.safetensors')
     recipe = _recipe_section(record, train_defaults, checkpoint.args, session_notes(record, checkpoint, train_defaults))
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
-    card.save(out_dir / 'README.md')
+    make_folder(out_dir)
+    # written whole into a hidden folder of out_dir first, then each file moved over its earlier one: an export cut
+    # short (a full disk, Ctrl-C) leaves an earlier export whole, and a file keeps the mode its user gave it
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix='.timm-sl-export-'))
+    try:
+        save_for_hf(model, staging, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
+        make_transformers_compatible(staging)  # save_for_hf adds num_classes to model_args too: there only once
+        _readable(staging / 'model.safetensors')
+        card.save(staging / 'README.md')
+        for file in sorted(staging.iterdir()):
+            if (out_dir / file.name).is_file():
+                shutil.copymode(out_dir / file.name, file)
+            os.replace(file, out_dir / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
 
