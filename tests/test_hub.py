@@ -743,3 +743,17 @@ def test_an_export_over_an_earlier_one_cut_short_leaves_it_whole_and_keeps_each_
     assert sorted(p.name for p in out.iterdir()) == sorted(before)
     assert json.loads((out / 'config.json').read_text())['label_names'] == [str(i) for i in range(7)]
     assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(before, 0o600)
+
+
+@pytest.mark.parametrize('value', ['no', 'False', 1])
+def test_export_refuses_an_overwrite_that_is_no_bool_before_writing(value, trained, tmp_path):
+    """export_checkpoint(..., overwrite='no') took the text for True and replaced the README.md of a non-empty folder
+    (prepare_fashion_mnist's overwrite='no' is refused so since): refused first, naming the argument."""
+    root, _ = trained
+    out = tmp_path / 'export'
+    out.mkdir()
+    (out / 'README.md').write_text('mine\n')
+    with pytest.raises(TypeError, match=f"^export_checkpoint: overwrite={value!r} is invalid; allowed: True or False$"):
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', out, model_kwargs=KWARGS, overwrite=value,
+                          summary=root / 'summary.csv', dataset='cifar10')
+    assert [p.name for p in out.iterdir()] == ['README.md'] and (out / 'README.md').read_text() == 'mine\n'

@@ -22,7 +22,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line, make_folder
-from .files import check_not_link, kind_of
+from .files import check_not_link, flag_arg, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
@@ -710,7 +710,7 @@ def export_run(
             :func:`timm_sl.tools.checkpoint.build_model`), or label names that do not number the model's classes.
     """
     out_dir = Path(out_dir)
-    _check_out_dir(out_dir, overwrite)
+    _check_out_dir(out_dir, flag_arg(overwrite, 'overwrite', 'export_run'))  # 'no' is true to Python
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
@@ -785,6 +785,7 @@ def export_checkpoint(
     checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset;
     ``train_defaults`` (train.py's) as :func:`export_run` takes them.
     """
+    flag_arg(overwrite, 'overwrite', 'export_checkpoint')  # 'no' is true to Python: a user's README.md replaced
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))
