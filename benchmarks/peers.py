@@ -32,12 +32,13 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser
+from timm_sl.tools.arg_types import OneLineParser, output_file
+from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
 from _timing import count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
-from throughput import variants_of
+from throughput import HEADER, check_outputs, variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations (sl_vit_32, ...)
 IMG_SIZE = 32
@@ -198,8 +199,15 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                    help='torch.compile every model (ours and the peers); the tables add each graph count')
     p.add_argument('--compile-mode', default=None, choices=['default', 'reduce-overhead', 'max-autotune'],
                    help="torch.compile's mode (timm's --torchcompile-mode); default: torch's default")
-    p.add_argument('--out', default=None, help='also write the tables to this Markdown file')
-    return p.parse_args(argv)
+    p.add_argument('--out', default=None, type=output_file, help='also write the tables to this Markdown file')
+    p.add_argument('--overwrite', action='store_true', help='replace a file at --out that is not a table of this '
+                                                            'script (one is always replaced)')
+    args = p.parse_args(argv)
+    try:  # before any measurement: a user's file at --out is kept
+        check_outputs(args, {'out': ('--out', HEADER)})
+    except ValueError as e:
+        p.error(str(e))
+    return args
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -221,8 +229,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"{family} {mode}: " + ', '.join(f'{k} {min(v) / args.iters * 1e3:.1f} ms' for k, v in e.items()),
                   file=sys.stderr, flush=True)
             if args.out:  # the tables so far: a run cut short (a time limit) keeps what it measured
-                with open(args.out, 'w') as f:
-                    f.write(header + '\n\n' + tables(results, args) + '\n')
+                text = header + '\n\n' + tables(results, args) + '\n'
+                write_atomically(args.out, lambda file: file.write_text(text))
     print(header + '\n\n' + tables(results, args))
     return 0
 

@@ -276,7 +276,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--plot', default=None, type=figure_path,
                    help=f'also draw the ratios to this chart file ({", ".join(OUT_SUFFIXES)})')
     p.add_argument('--overwrite', action='store_true',
-                   help='replace a file at --plot that is not a timm-sl chart (one is always replaced)')
+                   help='replace a file at --plot, --csv, --markdown or --slify-survey that is not a timm-sl chart '
+                        'or a table of this script (one is always replaced)')
     p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY', type=timm_benchmark,
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     args = p.parse_args(argv)
@@ -289,7 +290,45 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             check_chart_out(args.plot, args.overwrite, option='--plot')
         except ValueError as e:
             p.error(str(e))
+    try:
+        check_outputs(args, {'plot': ('--plot', None), 'csv': ('--csv', CSV_HEAD), 'markdown': ('--markdown', HEADER),
+                             'slify_survey': ('--slify-survey', HEADER)})
+    except ValueError as e:
+        p.error(str(e))
     return args
+
+
+# how the first line of a table this script (or peers.py) writes begins: a file that begins otherwise is a user's
+HEADER, CSV_HEAD = 'device: ', 'model,variant,mode,'
+
+
+def check_outputs(args: argparse.Namespace, outputs: Dict[str, Tuple[str, Optional[str]]]) -> None:
+    """Refuse, before any measurement, two options (``outputs``: dest -> (option, how a table of ours begins, None
+    where another check keeps a user's file)) that name one file, where the later table would replace the earlier
+    without a word; and, without ``args.overwrite``, a file there that begins otherwise (a user's, kept).
+
+    Raises:
+        ValueError: naming the option(s), the file and what is allowed.
+    """
+    import os
+    from timm_sl.tools.errors import shown
+    seen: Dict[str, str] = {}
+    for dest, (option, head) in outputs.items():
+        path = getattr(args, dest, None)
+        if not path:
+            continue
+        same = seen.setdefault(os.path.realpath(path), option)
+        if same != option:
+            raise ValueError(f'{option} {shown(path)} is the file {same} writes too: one would replace the other; '
+                             f'allowed: a file of its own for each')
+        if head is None or args.overwrite or not os.path.isfile(path):
+            continue
+        with open(path, 'rb') as f:
+            first = f.read(len(head.encode()))
+        if first != head.encode():
+            raise ValueError(f'{option} {shown(path)} is a file this script did not write (it does not begin with '
+                             f'{head.strip()!r}): it is kept; allowed: a new file name, a table of an earlier run, or '
+                             f'--overwrite to replace it')
 
 
 def main(argv: List[str] = None) -> int:

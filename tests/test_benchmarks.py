@@ -216,3 +216,63 @@ def test_a_benchmarks_usage_error_is_one_line(script, capsys, monkeypatch):
     assert e.value.code == 2
     assert re.fullmatch(rf'{script}\.py: error: (unrecognized arguments: --no-such-option|the following arguments '
                         rf'are required: [^\n]+)\n', capsys.readouterr().err)
+
+
+# every file option of the benchmark scripts: (script, option, a name it takes), one row per path that writes a table
+_TABLE_OUTPUTS = [('throughput', '--csv', 'rows.csv'), ('throughput', '--markdown', 'table.md'),
+                  ('throughput', '--slify-survey', 'survey.md'), ('peers', '--out', 'peers.md')]
+
+
+def _parse(script: str, argv, monkeypatch):
+    import importlib
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    # throughput.py builds every model it times to check it: none here
+    return importlib.import_module(script).parse_args((['--models'] if script == 'throughput' else []) + argv)
+
+
+@pytest.mark.parametrize('script, option, name', _TABLE_OUTPUTS)
+def test_a_users_file_at_a_table_option_is_kept_without_overwrite(script, option, name, tmp_path, capsys,
+                                                                   monkeypatch):
+    """--csv / --markdown / --slify-survey / peers.py --out over a user's notes replaced them after the measuring
+    without a word, where --plot keeps a file timm-sl did not draw; each is refused before any measurement unless
+    --overwrite, and an earlier table of the script is replaced as before."""
+    path = tmp_path / name
+    path.write_text('my notes\n')
+    with pytest.raises(SystemExit) as e:
+        _parse(script, [option, str(path)], monkeypatch)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and err.rstrip().endswith(
+        f'{option} {path} is a file this script did not write (it does not begin with '
+        f"{'model,variant,mode,' if option == '--csv' else 'device:'!r}): it is kept; allowed: a new file name, a "
+        f'table of an earlier run, or --overwrite to replace it'), err
+    assert path.read_text() == 'my notes\n'
+    assert getattr(_parse(script, [option, str(path), '--overwrite'], monkeypatch), option[2:].replace('-', '_'))
+    path.write_text('model,variant,mode,batch\n' if option == '--csv' else 'device: CPU, 2 threads; torch\n')
+    assert getattr(_parse(script, [option, str(path)], monkeypatch), option[2:].replace('-', '_')) == str(path)
+
+
+@pytest.mark.parametrize('first, second', [('--csv', '--markdown'), ('--markdown', '--slify-survey'),
+                                           ('--plot', '--csv')])
+def test_two_throughput_outputs_naming_one_file_are_refused(first, second, tmp_path, capsys, monkeypatch):
+    """--csv t.md --markdown t.md wrote the table, then the CSV over it: one asked-for output lost without a word.
+    Refused before any measurement, naming both options."""
+    path = tmp_path / 'out.png'
+    with pytest.raises(SystemExit):
+        _parse('throughput', [first, str(path), second, str(tmp_path / '.' / 'out.png')], monkeypatch)
+    assert capsys.readouterr().err.rstrip().endswith(
+        f"{second} {tmp_path / '.' / 'out.png'} is the file {first} writes too: one would replace the other; "
+        f"allowed: a file of its own for each")
+    assert not path.exists()
+
+
+@pytest.mark.parametrize('kind, error', [('folder', 'is a folder; expected a file to write'),
+                                         ('missing', 'does not exist, where a file to write goes; create it first')])
+def test_peers_refuses_an_out_it_cannot_write_before_measuring(kind, error, tmp_path, capsys, monkeypatch):
+    """peers.py --out FOLDER (or in a missing folder) ended in a traceback after the first family was measured, as
+    throughput.py's --markdown once did: refused in argparse's one line first, by the same check."""
+    path = tmp_path if kind == 'folder' else tmp_path / 'no' / 'peers.md'
+    with pytest.raises(SystemExit):
+        _parse('peers', ['--out', str(path)], monkeypatch)
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and 'argument --out: ' in err and error in err, err

@@ -498,3 +498,44 @@ def test_a_second_run_from_another_source_names_what_differs_and_same_bytes_else
         f'timm-sl prepare-fashion-mnist: {out}/train holds images but no fashion_mnist.json says what they were '
         f'written from (an earlier run not finished, or the record deleted or damaged); allowed: --overwrite, which '
         f'writes it again')
+
+
+@pytest.mark.parametrize('command', ['prepare-fashion-mnist', 'prepare-svhn'])
+def test_a_prepare_command_into_a_folder_another_still_writes_is_refused(command, source, tmp_path, capsys):
+    """A second prepare-fashion-mnist into the folder a first one still wrote removed the first's hidden split folder
+    mid-write: the first ended 'finished, 3000 train images' over a train/ of 2632, its record counting 3000. The folder
+    is held while a command writes it; a second is refused in one line and writes nothing."""
+    import fcntl
+    from test_svhn import _write_mat
+    root = tmp_path / 'out'
+    root.mkdir()
+    if command == 'prepare-svhn':
+        source = tmp_path / 'mat'
+        source.mkdir()
+        _write_mat(source / 'train_32x32.mat', 20, 0)
+        _write_mat(source / 'test_32x32.mat', 10, 1)
+    handle = os.open(root, os.O_RDONLY)  # the first command, still writing
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert _cli_error([command, str(root), '--source', str(source)], capsys) == (
+            f'timm-sl {command}: {root} is being written by another timm-sl prepare command still running: two would '
+            f'write its split folders at once (the images of both mixed, a count recorded that is not there); '
+            f'allowed: wait for it to end')
+        assert list(root.iterdir()) == []
+    finally:
+        os.close(handle)
+    main([command, str(root), '--source', str(source)])  # once the first has ended
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ['test', 'train']
+
+
+def test_a_folder_on_a_file_system_without_locks_is_still_prepared(source, tmp_path, monkeypatch):
+    """Where the system cannot lock a folder (some network mounts: 'No locks available'), the folder is written as
+    before, unheld, not refused."""
+    import errno
+    import fcntl
+
+    def no_locks(*args):
+        raise OSError(errno.ENOLCK, 'No locks available')
+    monkeypatch.setattr(fcntl, 'flock', no_locks)
+    info = prepare_fashion_mnist(tmp_path / 'out', source=source, progress=False)
+    assert info['written'] == ['train', 'test'] and sum(info['counts']['train'].values()) == 30

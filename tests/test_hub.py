@@ -714,3 +714,46 @@ def test_export_of_a_run_diverged_from_its_first_epoch_does_not_advise_an_earlie
         'epochs), so no checkpoint of it holds trained weights; allowed: a run with a finite top-1 (train it again, '
         'say with a lower --lr)\n'), err
     assert not (tmp_path / 'out').exists()
+
+
+def test_an_export_over_an_earlier_one_cut_short_leaves_it_whole_and_keeps_each_files_mode(trained, tmp_path,
+                                                                                           monkeypatch):
+    """export --overwrite over an earlier export wrote into its files: cut short while writing the weights (a full
+    disk, Ctrl-C) it left the earlier card beside half the new weights, and a model.safetensors the user had made
+    private (chmod 600) came back readable by all. Each file is now written whole first and moved over its earlier
+    one, keeping that one's mode, as release.json and the charts are."""
+    root, _ = trained
+    out, _ = _export(trained, tmp_path)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    for file in out.iterdir():
+        file.chmod(0o600)
+    import timm_sl.tools.hub as hub
+
+    def cut_short(model, folder, **kwargs):
+        (Path(folder) / 'model.safetensors').write_bytes(b'\0' * 100)
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(hub, 'save_for_hf', cut_short)
+    with pytest.raises(OSError, match='No space left'):
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', out, model_kwargs=KWARGS, overwrite=True,
+                          summary=root / 'summary.csv', dataset='cifar10')
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing half-written, nothing left beside
+    monkeypatch.undo()
+    export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', out, model_kwargs=KWARGS, overwrite=True,
+                      summary=root / 'summary.csv', dataset='cifar10', label_names=[str(i) for i in range(7)])
+    assert sorted(p.name for p in out.iterdir()) == sorted(before)
+    assert json.loads((out / 'config.json').read_text())['label_names'] == [str(i) for i in range(7)]
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == dict.fromkeys(before, 0o600)
+
+
+@pytest.mark.parametrize('value', ['no', 'False', 1])
+def test_export_refuses_an_overwrite_that_is_no_bool_before_writing(value, trained, tmp_path):
+    """export_checkpoint(..., overwrite='no') took the text for True and replaced the README.md of a non-empty folder
+    (prepare_fashion_mnist's overwrite='no' is refused so since): refused first, naming the argument."""
+    root, _ = trained
+    out = tmp_path / 'export'
+    out.mkdir()
+    (out / 'README.md').write_text('mine\n')
+    with pytest.raises(TypeError, match=f"^export_checkpoint: overwrite={value!r} is invalid; allowed: True or False$"):
+        export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', out, model_kwargs=KWARGS, overwrite=value,
+                          summary=root / 'summary.csv', dataset='cifar10')
+    assert [p.name for p in out.iterdir()] == ['README.md'] and (out / 'README.md').read_text() == 'mine\n'

@@ -1319,3 +1319,15 @@ def test_a_dry_run_with_private_says_the_repositories_would_be_private(reproduce
                       f'https://huggingface.co/o/sl_vit_32.base-cifar10-s0 as a private repository (pass --push to '
                       f'upload)')
     assert all(' as a private repository (pass --push to upload)' in line for line in dry)
+
+
+@pytest.mark.parametrize('flag', ['push', 'private', 'overwrite'])
+def test_release_refuses_a_switch_that_is_no_bool_before_anything(flag, reproduced, tmp_path, monkeypatch):
+    """release(..., push='no') took the text for True and uploaded every run (overwrite='no' replaced changed files):
+    each switch that is no bool is refused first, naming it, with nothing written or pushed."""
+    import timm_sl.tools.hub as hub
+    monkeypatch.setattr(hub, 'push_folder', lambda *a, **k: pytest.fail('pushed'))
+    root, _ = reproduced
+    with pytest.raises(TypeError, match=f"^release: {flag}='no' is invalid; allowed: True or False$"):
+        release([root], tmp_path / 'out', 'timm-sl-test', **{flag: 'no'})
+    assert not (tmp_path / 'out').exists()

@@ -1,13 +1,14 @@
 """What the prepare-* commands share: checking the split folders they write into, writing each split into a hidden
 folder first so that an error or an interruption leaves the output as it was, and the JSON file, written last, that
 says which splits are finished and from what (a second run with the same source writes nothing)."""
+import contextlib
 import filecmp
 import itertools
 import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
 from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
@@ -142,7 +143,42 @@ def identifies_contents(sources: Any) -> bool:
 def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],
                  before_rename: Optional[Callable[[], None]] = None) -> Dict[str, T]:
     """``write(split, folder)`` for each split into ``root/.<split>.<tag>``, then each folder renamed to
-    ``root/<split>`` (replacing it); the hidden folders are gone afterwards, also after an error."""
+    ``root/<split>`` (replacing it); the hidden folders are gone afterwards, also after an error. ``root`` is held
+    meanwhile (:func:`_held`): a second command writing there would remove the first's hidden folders mid-write."""
+    with _held(root):
+        return _write_staged(root, splits, tag, write, before_rename)
+
+
+@contextlib.contextmanager
+def _held(root: Path) -> Iterator[None]:
+    """Hold the folder ``root`` for this process (``flock`` on the folder itself: no file is added to it), released
+    when the process ends, however it ends; nothing is held without ``fcntl`` (Windows).
+
+    Raises:
+        BlockingIOError: another process holds it (a ``timm-sl prepare-*`` still writing there), one line.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    handle = os.open(root, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BlockingIOError(f'{root} is being written by another timm-sl prepare command still running: two '
+                                  f'would write its split folders at once (the images of both mixed, a count '
+                                  f'recorded that is not there); allowed: wait for it to end') from None
+        except OSError:  # a file system without locks (some network mounts): written as before, unheld
+            pass
+        yield
+    finally:
+        os.close(handle)
+
+
+def _write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],
+                  before_rename: Optional[Callable[[], None]]) -> Dict[str, T]:
     staged: Dict[str, Path] = {}
     results: Dict[str, T] = {}
     try:

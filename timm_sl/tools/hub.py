@@ -22,7 +22,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line, make_folder
-from .files import check_not_link, kind_of
+from .files import check_not_link, flag_arg, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
 from .runs import (
@@ -710,7 +710,7 @@ def export_run(
             :func:`timm_sl.tools.checkpoint.build_model`), or label names that do not number the model's classes.
     """
     out_dir = Path(out_dir)
-    _check_out_dir(out_dir, overwrite)
+    _check_out_dir(out_dir, flag_arg(overwrite, 'overwrite', 'export_run'))  # 'no' is true to Python
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
@@ -720,14 +720,24 @@ def export_run(
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
     model_config = {'label_names': list(label_names)} if label_names else {}
-    make_folder(out_dir)
-    save_for_hf(model, out_dir, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
-    make_transformers_compatible(out_dir)  # save_for_hf adds num_classes to model_args too: there only once
-    _readable(out_dir / 'model.safetensors')
     recipe = _recipe_section(record, train_defaults, checkpoint.args, session_notes(record, checkpoint, train_defaults))
     card = _model_card(record, model, checkpoint.source, recipe, repo_id=repo_id, extra=card_sections,
                        epoch=checkpoint.epoch)
-    card.save(out_dir / 'README.md')
+    make_folder(out_dir)
+    # written whole into a hidden folder of out_dir first, then each file moved over its earlier one: an export cut
+    # short (a full disk, Ctrl-C) leaves an earlier export whole, and a file keeps the mode its user gave it
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix='.timm-sl-export-'))
+    try:
+        save_for_hf(model, staging, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
+        make_transformers_compatible(staging)  # save_for_hf adds num_classes to model_args too: there only once
+        _readable(staging / 'model.safetensors')
+        card.save(staging / 'README.md')
+        for file in sorted(staging.iterdir()):
+            if (out_dir / file.name).is_file():
+                shutil.copymode(out_dir / file.name, file)
+            os.replace(file, out_dir / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
 
@@ -775,6 +785,7 @@ def export_checkpoint(
     checkpoint's ``arch`` / ``args``); ``summary`` and ``dataset`` to the run folder's ``summary.csv`` and dataset;
     ``train_defaults`` (train.py's) as :func:`export_run` takes them.
     """
+    flag_arg(overwrite, 'overwrite', 'export_checkpoint')  # 'no' is true to Python: a user's README.md replaced
     record, loaded = read_run_checkpoint(checkpoint, model_name, model_kwargs, summary=summary, dataset=dataset)
     if summary is not None:
         _check_summary_is_the_checkpoints(loaded, record, Path(summary))

@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .arg_types import dataset_name
 from .errors import first_line, make_folder, write_atomically
-from .files import check_not_link, kind_of
+from .files import check_not_link, flag_arg, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
@@ -342,6 +342,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
     from .hub import EXPORTED_FILES, check_export, push_folder, read_label_names
+    for flag, value in dict(push=push, private=private, overwrite=overwrite).items():  # push='no' would upload
+        flag_arg(value, flag, 'release')
     if dataset is not None and dataset not in TABLE2_COLUMNS:
         echo(f'note: {dataset!r} is not a Table 2 dataset ({", ".join(TABLE2_COLUMNS)}); cards carry no paper number')
     _check_hub_name(org, f'--org {org!r}')
