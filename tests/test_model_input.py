@@ -309,3 +309,36 @@ def test_kwargs_under_other_switches_lose_what_those_switches_turn_off(given, sw
     switches' own settings win; lsa_temp_ratio stays (Table 1 sets it on the baseline)."""
     from timm_sl.layers import with_switches
     assert with_switches(given, switches) == expected
+
+
+# every path that builds a model from user kwargs: one row each, so a path added beside them is one more row
+BUILD_PATHS = {
+    'sl_': lambda kw: timm.create_model('sl_vit_32', **kw),
+    'baseline': lambda kw: timm.create_model('sl_vit_32', spt=False, lsa=False, **kw),
+    'slify model': lambda kw: timm.create_model('slify', base='vit_tiny_patch16_224', **kw),
+    'slify(name)': lambda kw: __import__('timm_sl').slify('deit_tiny_patch16_224', **kw),
+}
+# counts and rates the sl_ families refuse, which a baseline or a slify base took without a word (in_chans=True: a
+# 1-channel stem; a CaiT's depth=True: one block; drop_path_rate=1.5: the first training step fails) or refused far from
+# the kwarg (depth=-1: 'number of steps must be non-negative'; in_chans='3': a string-formatting TypeError)
+BAD_COUNTS = [
+    (dict(in_chans=True), 'in_chans=True is invalid; allowed: an int >= 1.'),
+    (dict(in_chans=0), 'in_chans=0 is invalid; allowed: an int >= 1.'),
+    (dict(in_chans='3'), "in_chans='3' is invalid; allowed: an int >= 1."),
+    (dict(depth=-1), 'depth=-1 is invalid; allowed: an int >= 0.'),
+    (dict(depth=True), 'depth=True is invalid; allowed: an int >= 0.'),
+    (dict(num_heads=3.0), 'num_heads=3.0 is invalid; allowed: an int >= 1.'),
+    (dict(drop_path_rate=1.5), 'drop_path_rate=1.5 is invalid; allowed: a number in [0, 1).'),
+    (dict(drop_path_rate=float('nan')), 'drop_path_rate=nan is invalid; allowed: a number in [0, 1).'),
+]
+
+
+@pytest.mark.parametrize('path', list(BUILD_PATHS))
+@pytest.mark.parametrize('kwargs,says', BAD_COUNTS, ids=[next(iter(k)) + '=' + repr(next(iter(k.values())))
+                                                          for k, _ in BAD_COUNTS])
+def test_every_build_path_refuses_a_bad_count_in_the_same_line(path, kwargs, says):
+    """A count or rate an sl_ model refuses is refused in the same line by its baseline and by slify."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path](dict(kwargs))
+    assert str(refused.value) == says
+

@@ -93,6 +93,7 @@ def check_model_kwargs(
         raise TypeError(f'{owner or owner_name(model_cls)} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
     values_of = defaults if complete else dict(known or {})
+    _check_counts(kwargs, defaults)
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
@@ -115,6 +116,25 @@ def check_model_kwargs(
     _check_token_pooling(model_cls, kwargs, defaults, values, owner)
     if not complete:  # an sl_ model's family checks its stages itself, with its own wording
         _check_stages(model_cls, kwargs, defaults, values, owner)
+
+
+# counts and rates every sl_ family refuses in its own words (no model name: the layer or training check's wording),
+# refused here too for slify's bases and the baselines, whose timm classes take them without a word (in_chans=True: a
+# 1-channel stem; a ViT's depth=True: one block; drop_path_rate=1.5 or NaN: the first training step fails) or fail
+# far from the kwarg (in_chans='3', depth=-1, num_heads=3.0)
+_COUNTS = {'in_chans': 1, 'depth': 0, 'depth_token_only': 0, 'num_heads': 1}
+
+
+def _check_counts(kwargs: Dict[str, Any], defaults: Dict[str, Any]) -> None:
+    """The channel count, an int depth and head count (where the class default is an int: not a per-stage tuple) and
+    the drop-path rate of ``kwargs``, each refused in the words the ``sl_`` families use."""
+    for name, low in _COUNTS.items():
+        value, default = kwargs.get(name), defaults.get(name)
+        if name in kwargs and _is_int(default, 0) and not _is_int(value, low):
+            raise ValueError(f'{name}={value!r} is invalid; allowed: an int >= {low}.')
+    rate = kwargs.get('drop_path_rate', 0.)
+    if 'drop_path_rate' in defaults and not (_is_number(rate) and 0 <= rate < 1):
+        raise ValueError(f'drop_path_rate={rate!r} is invalid; allowed: a number in [0, 1).')
 
 
 def paired_kwargs(model_cls: type) -> Set[str]:
