@@ -342,3 +342,12 @@ def test_every_build_path_refuses_a_bad_count_in_the_same_line(path, kwargs, say
         BUILD_PATHS[path](dict(kwargs))
     assert str(refused.value) == says
 
+
+@pytest.mark.parametrize('path', ['slify model', 'slify(name)'])
+@pytest.mark.parametrize('patch', [0, (0, 16), '16'])
+def test_every_build_path_refuses_a_bad_patch_size(path, patch):
+    """slify's bases ended on timm's ZeroDivisionError for patch_size=0 (a PiT's stem was built of no kernel)."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path](dict(patch_size=patch))
+    assert str(refused.value) == f'patch_size={patch!r} is invalid; allowed: an int > 0 or a pair of them.'
+
