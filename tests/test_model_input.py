@@ -351,3 +351,12 @@ def test_every_build_path_refuses_a_bad_patch_size(path, patch):
         BUILD_PATHS[path](dict(patch_size=patch))
     assert str(refused.value) == f'patch_size={patch!r} is invalid; allowed: an int > 0 or a pair of them.'
 
+
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_cait_32', 'sl_pit_32', 'sl_swin_32', 'sl_t2t_32'])
+def test_an_sl_model_refuses_text_for_pretrained(name):
+    """``pretrained='False'`` was taken for True: 'No pretrained weights exist ... Use pretrained=False', or with a
+    pretrained tag its weights loaded; it is refused as slify refuses it."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, pretrained='False')
+    assert str(refused.value) == "pretrained='False' is invalid; allowed: True or False."
+
