@@ -360,3 +360,10 @@ def test_an_sl_model_refuses_text_for_pretrained(name):
         timm.create_model(name, pretrained='False')
     assert str(refused.value) == "pretrained='False' is invalid; allowed: True or False."
 
+
+def test_sl_swin_refuses_one_int_for_depths():
+    """``sl_swin_32`` given ``depths=2`` ended on "object of type 'int' has no len()"; the class built by hand and
+    slify of a Swin named it."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model('sl_swin_32', depths=2)
+    assert str(refused.value) == 'depths=2 is invalid; allowed: a non-empty tuple of ints >= 0 (one per stage).'

@@ -113,7 +113,7 @@ def _check_stage_windows(owner: Union[type, nn.Module], grid: Tuple[int, int], w
 def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> SlSwinTransformer:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     depths = kwargs.get('depths', (2, 2, 6, 2))
-    out_indices = kwargs.pop('out_indices', tuple(range(len(depths))))
+    out_indices = kwargs.pop('out_indices', tuple(range(len(depths) if isinstance(depths, (tuple, list)) else 0)))
     with asked_for(variant):  # its refusals name the model asked for, not the class
         return build_model_with_cfg(
             SlSwinTransformer,
