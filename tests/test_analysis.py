@@ -2047,3 +2047,17 @@ def test_a_compared_run_is_built_as_it_recorded_and_a_gp_run_keeps_its_pool(tmp_
         f"timm-sl attention: --model-kwargs global_pool='max': {tmp_path / 'gp' / 'model_best.pth.tar'} was trained "
         f"with global_pool='avg' (its run), which its weights do not record: they would load into another model than "
         f"the one trained; allowed: global_pool left out (the run's), or the value it trained with")
+
+
+@pytest.mark.parametrize('command', ['temperature', 'receptive-field', 'kld', 'attention'])
+def test_pretrained_in_model_kwargs_names_the_option(command, tmp_path, image_dir):
+    """--model-kwargs pretrained=False ended on timm's 'create_model() got multiple values for keyword argument
+    'pretrained'' (reproduce refuses it after -- naming --pretrained); it names the command's --pretrained."""
+    images = [str(image_dir / '0.png')] if command in ('kld', 'attention') else []
+    out = [] if command == 'receptive-field' else ['--out', str(tmp_path / 'c.png')]
+    with pytest.raises(SystemExit) as info:
+        main([command, *images, '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'pretrained=False', *out])
+    assert str(info.value) == (f'timm-sl {command}: --model-kwargs pretrained=False: timm-sl {command} gives the model '
+                               f'pretrained itself; allowed: --pretrained instead, or pretrained left out of '
+                               f'--model-kwargs')
+    assert not (tmp_path / 'c.png').exists()
