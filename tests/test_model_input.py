@@ -367,3 +367,29 @@ def test_sl_swin_refuses_one_int_for_depths():
     with pytest.raises(ValueError) as refused:
         timm.create_model('sl_swin_32', depths=2)
     assert str(refused.value) == 'depths=2 is invalid; allowed: a non-empty tuple of ints >= 0 (one per stage).'
+
+
+@pytest.mark.parametrize('path', list(BUILD_PATHS))
+@pytest.mark.parametrize('kwarg,value', [('act_layer', 'relux'), ('norm_layer', 'lnx')])
+def test_every_build_path_refuses_an_unknown_layer_name(path, kwarg, value):
+    """``--model-kwargs act_layer=relux`` (a typo of relu) ended on timm's bare KeyError 'relux' (kld printed its
+    traceback); it is refused naming the kwarg and the names timm knows, and a known name still builds."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path]({kwarg: value})
+    line = str(refused.value)
+    assert f"{kwarg}={value!r} is invalid; allowed: a name timm knows (" in line and '\n' not in line
+    assert (' relu, ' if kwarg == 'act_layer' else ' layernorm, ') in line
+    with torch.device('meta'):
+        BUILD_PATHS[path]({kwarg: 'relu' if kwarg == 'act_layer' else 'layernorm'})
+
+
+@pytest.mark.parametrize('name', ['sl_cait_32', 'sl_swin_32'])
+def test_a_layer_name_a_backbone_cannot_resolve_is_refused(name):
+    """``sl_cait_32`` given ``act_layer='relu'`` (CaiT and Swin resolve no layer by name) ended on "'str' object is not
+    callable"."""
+    kwarg = 'act_layer' if name == 'sl_cait_32' else 'norm_layer'
+    cls = 'SlCait' if name == 'sl_cait_32' else 'SlSwinTransformer'
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, **{kwarg: 'relu'})
+    assert str(refused.value) == (f"{name}: {kwarg}='relu' is invalid; allowed: a layer class; {cls} takes no {kwarg} "
+                                  f"by name, so leave it out.")

@@ -291,7 +291,7 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     try:
         with torch.device('meta'):
             twin = timm.create_model(name, **create_kwargs)
-    except (TypeError, AssertionError, IndexError, ValueError, RuntimeError) as error:  # timm's name no kwarg
+    except (TypeError, AssertionError, IndexError, ValueError, RuntimeError, KeyError) as error:  # timm's name no kwarg
         # (global_pool='maxx'), or fail deep in torch (depth=-1: 'number of steps must be non-negative')
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
