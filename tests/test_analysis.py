@@ -2071,3 +2071,32 @@ def test_an_image_pil_cannot_read_is_refused_saying_what_it_is_and_what_is_allow
         assert str(info.value) == (f"{folder / name} is not a readable image: cannot identify image file "
                                    f"{str(folder / name)!r}{end}")
         (folder / name).unlink()
+
+
+@pytest.mark.parametrize('command', ['temperature', 'receptive-field', 'kld', 'attention'])
+def test_pretrained_in_model_kwargs_names_the_option(command, tmp_path, image_dir):
+    """--model-kwargs pretrained=False ended on timm's 'create_model() got multiple values for keyword argument
+    'pretrained'' (reproduce refuses it after -- naming --pretrained); it names the command's --pretrained."""
+    images = [str(image_dir / '0.png')] if command in ('kld', 'attention') else []
+    out = [] if command == 'receptive-field' else ['--out', str(tmp_path / 'c.png')]
+    with pytest.raises(SystemExit) as info:
+        main([command, *images, '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', 'pretrained=False', *out])
+    assert str(info.value) == (f'timm-sl {command}: --model-kwargs pretrained=False: timm-sl {command} gives the model '
+                               f'pretrained itself; allowed: --pretrained instead, or pretrained left out of '
+                               f'--model-kwargs')
+    assert not (tmp_path / 'c.png').exists()
+
+
+@pytest.mark.parametrize('command', ['temperature', 'receptive-field', 'kld', 'attention'])
+def test_features_only_in_model_kwargs_is_refused(command, tmp_path, image_dir):
+    """--model-kwargs features_only=True built timm's features wrapper, cut after block 9 of sl_vit_32's 12: kld and
+    temperature charted 9 depths as the model's, attention drew block 9's maps as the final ones, and receptive-field
+    said the model 'has no patch_embed'; it is refused before any chart."""
+    images = [str(image_dir / '0.png')] if command in ('kld', 'attention') else []
+    out = [] if command == 'receptive-field' else ['--out', str(tmp_path / 'c.png')]
+    with pytest.raises(SystemExit) as info:
+        main([command, *images, '--model', 'sl_vit_32', '--model-kwargs', 'features_only=True', *out])
+    assert str(info.value) == (f'timm-sl {command}: --model-kwargs features_only=True: timm-sl {command} needs the '
+                               f'whole model, and timm builds a features_only one without the blocks after its last '
+                               f'out_indices (and without its classifier); allowed: features_only left out')
+    assert not (tmp_path / 'c.png').exists()

@@ -309,3 +309,87 @@ def test_kwargs_under_other_switches_lose_what_those_switches_turn_off(given, sw
     switches' own settings win; lsa_temp_ratio stays (Table 1 sets it on the baseline)."""
     from timm_sl.layers import with_switches
     assert with_switches(given, switches) == expected
+
+
+# every path that builds a model from user kwargs: one row each, so a path added beside them is one more row
+BUILD_PATHS = {
+    'sl_': lambda kw: timm.create_model('sl_vit_32', **kw),
+    'baseline': lambda kw: timm.create_model('sl_vit_32', spt=False, lsa=False, **kw),
+    'slify model': lambda kw: timm.create_model('slify', base='vit_tiny_patch16_224', **kw),
+    'slify(name)': lambda kw: __import__('timm_sl').slify('deit_tiny_patch16_224', **kw),
+}
+# counts and rates the sl_ families refuse, which a baseline or a slify base took without a word (in_chans=True: a
+# 1-channel stem; a CaiT's depth=True: one block; drop_path_rate=1.5: the first training step fails) or refused far from
+# the kwarg (depth=-1: 'number of steps must be non-negative'; in_chans='3': a string-formatting TypeError)
+BAD_COUNTS = [
+    (dict(in_chans=True), 'in_chans=True is invalid; allowed: an int >= 1.'),
+    (dict(in_chans=0), 'in_chans=0 is invalid; allowed: an int >= 1.'),
+    (dict(in_chans='3'), "in_chans='3' is invalid; allowed: an int >= 1."),
+    (dict(depth=-1), 'depth=-1 is invalid; allowed: an int >= 0.'),
+    (dict(depth=True), 'depth=True is invalid; allowed: an int >= 0.'),
+    (dict(num_heads=3.0), 'num_heads=3.0 is invalid; allowed: an int >= 1.'),
+    (dict(drop_path_rate=1.5), 'drop_path_rate=1.5 is invalid; allowed: a number in [0, 1).'),
+    (dict(drop_path_rate=float('nan')), 'drop_path_rate=nan is invalid; allowed: a number in [0, 1).'),
+]
+
+
+@pytest.mark.parametrize('path', list(BUILD_PATHS))
+@pytest.mark.parametrize('kwargs,says', BAD_COUNTS, ids=[next(iter(k)) + '=' + repr(next(iter(k.values())))
+                                                          for k, _ in BAD_COUNTS])
+def test_every_build_path_refuses_a_bad_count_in_the_same_line(path, kwargs, says):
+    """A count or rate an sl_ model refuses is refused in the same line by its baseline and by slify."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path](dict(kwargs))
+    assert str(refused.value) == says
+
+
+@pytest.mark.parametrize('path', ['slify model', 'slify(name)'])
+@pytest.mark.parametrize('patch', [0, (0, 16), '16'])
+def test_every_build_path_refuses_a_bad_patch_size(path, patch):
+    """slify's bases ended on timm's ZeroDivisionError for patch_size=0 (a PiT's stem was built of no kernel)."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path](dict(patch_size=patch))
+    assert str(refused.value) == f'patch_size={patch!r} is invalid; allowed: an int > 0 or a pair of them.'
+
+
+@pytest.mark.parametrize('name', ['sl_vit_32', 'sl_cait_32', 'sl_pit_32', 'sl_swin_32', 'sl_t2t_32'])
+def test_an_sl_model_refuses_text_for_pretrained(name):
+    """``pretrained='False'`` was taken for True: 'No pretrained weights exist ... Use pretrained=False', or with a
+    pretrained tag its weights loaded; it is refused as slify refuses it."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, pretrained='False')
+    assert str(refused.value) == "pretrained='False' is invalid; allowed: True or False."
+
+
+def test_sl_swin_refuses_one_int_for_depths():
+    """``sl_swin_32`` given ``depths=2`` ended on "object of type 'int' has no len()"; the class built by hand and
+    slify of a Swin named it."""
+    with pytest.raises(ValueError) as refused:
+        timm.create_model('sl_swin_32', depths=2)
+    assert str(refused.value) == 'depths=2 is invalid; allowed: a non-empty tuple of ints >= 0 (one per stage).'
+
+
+@pytest.mark.parametrize('path', list(BUILD_PATHS))
+@pytest.mark.parametrize('kwarg,value', [('act_layer', 'relux'), ('norm_layer', 'lnx')])
+def test_every_build_path_refuses_an_unknown_layer_name(path, kwarg, value):
+    """``--model-kwargs act_layer=relux`` (a typo of relu) ended on timm's bare KeyError 'relux' (kld printed its
+    traceback); it is refused naming the kwarg and the names timm knows, and a known name still builds."""
+    with torch.device('meta'), pytest.raises(ValueError) as refused:
+        BUILD_PATHS[path]({kwarg: value})
+    line = str(refused.value)
+    assert f"{kwarg}={value!r} is invalid; allowed: a name timm knows (" in line and '\n' not in line
+    assert (' relu, ' if kwarg == 'act_layer' else ' layernorm, ') in line
+    with torch.device('meta'):
+        BUILD_PATHS[path]({kwarg: 'relu' if kwarg == 'act_layer' else 'layernorm'})
+
+
+@pytest.mark.parametrize('name', ['sl_cait_32', 'sl_swin_32'])
+def test_a_layer_name_a_backbone_cannot_resolve_is_refused(name):
+    """``sl_cait_32`` given ``act_layer='relu'`` (CaiT and Swin resolve no layer by name) ended on "'str' object is not
+    callable"."""
+    kwarg = 'act_layer' if name == 'sl_cait_32' else 'norm_layer'
+    cls = 'SlCait' if name == 'sl_cait_32' else 'SlSwinTransformer'
+    with pytest.raises(ValueError) as refused:
+        timm.create_model(name, **{kwarg: 'relu'})
+    assert str(refused.value) == (f"{name}: {kwarg}='relu' is invalid; allowed: a layer class; {cls} takes no {kwarg} "
+                                  f"by name, so leave it out.")

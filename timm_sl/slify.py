@@ -284,13 +284,15 @@ def _meta_twin(name: str, create_kwargs: Dict[str, Any]) -> nn.Module:
     """``name`` built on the meta device (no memory, no weights): enough to plan a conversion, so a refused name
     builds nothing real and downloads nothing. A kwarg the model class does not take fails here, in one line, and so
     does an ``img_size`` that is not a positive int or pair (timm's own errors name no kwarg, or accept ``True``)."""
-    size = create_kwargs.get('img_size')
-    if size is not None and _unknown_kwargs_error(name, {'img_size': size}) is None:
-        check_size(size, 'img_size')
+    for key in ('img_size', 'patch_size'):  # patch_size=0: timm's ZeroDivisionError (PiT: a stem of no kernel)
+        size = create_kwargs.get(key)
+        if size is not None and _unknown_kwargs_error(name, {key: size}) is None:
+            check_size(size, key)
     try:
         with torch.device('meta'):
             twin = timm.create_model(name, **create_kwargs)
-    except (TypeError, AssertionError, IndexError, ValueError) as error:  # timm's name no kwarg (global_pool='maxx')
+    except (TypeError, AssertionError, IndexError, ValueError, RuntimeError, KeyError) as error:  # timm's name no kwarg
+        # (global_pool='maxx'), or fail deep in torch (depth=-1: 'number of steps must be non-negative')
         unknown = _unknown_kwargs_error(name, create_kwargs)
         if unknown is None:
             raise

@@ -93,6 +93,7 @@ def check_model_kwargs(
         raise TypeError(f'{owner or owner_name(model_cls)} got unknown model kwargs {unknown}; allowed: '
                         f'{", ".join(sorted(allowed))}.')
     values_of = defaults if complete else dict(known or {})
+    _check_counts(kwargs, defaults)
     for name, value in kwargs.items():
         if isinstance(value, str) and isinstance(defaults.get(name), bool):
             raise ValueError(f'{owner or owner_name(model_cls)}: {name}={value!r} is invalid; allowed: True or False.')
@@ -115,6 +116,25 @@ def check_model_kwargs(
     _check_token_pooling(model_cls, kwargs, defaults, values, owner)
     if not complete:  # an sl_ model's family checks its stages itself, with its own wording
         _check_stages(model_cls, kwargs, defaults, values, owner)
+
+
+# counts and rates every sl_ family refuses in its own words (no model name: the layer or training check's wording),
+# refused here too for slify's bases and the baselines, whose timm classes take them without a word (in_chans=True: a
+# 1-channel stem; a ViT's depth=True: one block; drop_path_rate=1.5 or NaN: the first training step fails) or fail
+# far from the kwarg (in_chans='3', depth=-1, num_heads=3.0)
+_COUNTS = {'in_chans': 1, 'depth': 0, 'depth_token_only': 0, 'num_heads': 1}
+
+
+def _check_counts(kwargs: Dict[str, Any], defaults: Dict[str, Any]) -> None:
+    """The channel count, an int depth and head count (where the class default is an int: not a per-stage tuple) and
+    the drop-path rate of ``kwargs``, each refused in the words the ``sl_`` families use."""
+    for name, low in _COUNTS.items():
+        value, default = kwargs.get(name), defaults.get(name)
+        if name in kwargs and _is_int(default, 0) and not _is_int(value, low):
+            raise ValueError(f'{name}={value!r} is invalid; allowed: an int >= {low}.')
+    rate = kwargs.get('drop_path_rate', 0.)
+    if 'drop_path_rate' in defaults and not (_is_number(rate) and 0 <= rate < 1):
+        raise ValueError(f'drop_path_rate={rate!r} is invalid; allowed: a number in [0, 1).')
 
 
 def paired_kwargs(model_cls: type) -> Set[str]:
@@ -246,12 +266,47 @@ def _source(klass: type) -> str:
 def _class_value_checks(model_cls: type) -> Dict[str, Tuple[Callable[[Any], bool], str]]:
     """Checks whose allowed values depend on the model class, read from the installed timm: ``global_pool`` in the
     list a constructor asserts, or (a class that hands it to its classifier head: Swin) one its pooling head takes."""
+    checks = _layer_name_checks(model_cls)
     pools = _asserted_global_pools(model_cls)
     if pools is not None:
-        return {'global_pool': (lambda v, allowed=pools: isinstance(v, str) and v in allowed, _one_of(pools))}
-    if any('pool_type=global_pool' in _source(klass) for klass in model_cls.__mro__):
-        return {'global_pool': (_head_pools, _one_of(_head_pool_types()))}
-    return {}
+        checks['global_pool'] = (lambda v, allowed=pools: isinstance(v, str) and v in allowed, _one_of(pools))
+    elif any('pool_type=global_pool' in _source(klass) for klass in model_cls.__mro__):
+        checks['global_pool'] = (_head_pools, _one_of(_head_pool_types()))
+    return checks
+
+
+# layer kwargs given by name (--model-kwargs act_layer=relu arrives as text): timm's resolver for each, and its table
+_LAYER_RESOLVERS = {'act_layer': ('get_act_layer', 'create_act', '_ACT_LAYER_DEFAULT'),
+                    'norm_layer': ('get_norm_layer', 'create_norm', '_NORM_MAP'),
+                    'embed_norm_layer': ('get_norm_layer', 'create_norm', '_NORM_MAP')}
+
+
+def _layer_name_checks(model_cls: type) -> Dict[str, Tuple[Callable[[Any], bool], str]]:
+    """Checks of a layer kwarg given as a name: one timm's resolver knows where the constructor (or a base its
+    ``**kwargs`` flow to) resolves it (a ViT: an unknown name ended on a bare KeyError), none where no constructor does
+    (CaiT, Swin: "'str' object is not callable")."""
+    import importlib
+    sources = [_source(klass) for klass in model_cls.__mro__]
+    checks = {}
+    for name, (resolver, module, table) in _LAYER_RESOLVERS.items():
+        if not any(f'{resolver}({name})' in source for source in sources):
+            checks[name] = (lambda v: not isinstance(v, str),
+                            f'a layer class; {model_cls.__name__} takes no {name} by name, so leave it out')
+            continue
+        timm_module = importlib.import_module(f'timm.layers.{module}')
+        names = sorted(getattr(timm_module, table, {}))
+
+        def known(value: Any, resolve: Callable[[Any], Any] = getattr(timm_module, resolver)) -> bool:
+            if not isinstance(value, str):
+                return True
+            try:
+                resolve(value)
+            except (KeyError, ValueError, AssertionError):
+                return False
+            return True
+        checks[name] = (known, f'a name timm knows ({", ".join(names)}) or a layer class' if names else
+                        'a name timm knows or a layer class')
+    return checks
 
 
 def _check_token_pooling(model_cls: type, kwargs: Dict[str, Any], defaults: Dict[str, Any], values: Dict[str, Any],

@@ -26,7 +26,7 @@ from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swit
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
-from ._sl_args import asked_for, check_depths, check_patch_tokens, owner_name
+from ._sl_args import asked_for, check_bool, check_depths, check_patch_tokens, owner_name
 from ._training import check_choice
 
 __all__ = ['SlCait', 'LocalityTalkingHeadAttn', 'LocalityClassAttn', 'PatchKeysClassAttnBlock', 'class_attn_switches',
@@ -123,6 +123,7 @@ class SlCait(Cait):
 
 
 def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> SlCait:
+    check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', 3)
     if kwargs.get('layer_scale_init', 'timm') == 'timm':
         kwargs.setdefault('init_values', 1e-5)  # every variant's LayerScale start, as timm's CaiT models

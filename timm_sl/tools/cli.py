@@ -109,6 +109,13 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
     _check_model_name(args, name)
+    for key in sorted(set(kwargs) & set(create_kwargs)):  # create_model's 'got multiple values for keyword argument'
+        raise ValueError(f'--model-kwargs {key}={kwargs[key]!r}: timm-sl {args.command} gives the model {key} itself; '
+                         f'allowed: --{key.replace("_", "-")} instead, or {key} left out of --model-kwargs')
+    if kwargs.get('features_only'):  # timm cuts the model after its last out_indices block: kld read 9 of 12 depths
+        raise ValueError(f'--model-kwargs features_only={kwargs["features_only"]!r}: timm-sl {args.command} needs the '
+                         f'whole model, and timm builds a features_only one without the blocks after its last '
+                         f'out_indices (and without its classifier); allowed: features_only left out')
     arch = kwargs.get('base') if name == 'slify' else name  # slify loads its base's weights (an unknown base: it
     known = isinstance(arch, str) and timm.is_model(arch.split('.')[0])  # says so as it is built)
     if create_kwargs.get('pretrained') and known and not timm.list_pretrained(arch if '.' in arch else f'{arch}.*'):
