@@ -3416,3 +3416,30 @@ def test_a_split_given_as_a_tar_is_refused_for_what_it_is(tmp_path):
         f"images by timm's tar reader), which the data check cannot look into (classes, unreadable images, images of "
         f"both splits); allowed: the split as a folder of class folders, {data / 'train'}/<class>/<image> (extract it "
         f"there)"]
+
+
+@pytest.mark.parametrize('given,says', [
+    (['--input-img-mode', 'L'], "--input-img-mode L after -- reads every image with 1 channel, but the models take "
+     "3-channel input (--input-size 3 32 32 of the svhn.yaml recipe): every run would fail on its first batch; "
+     "allowed: -- --input-img-mode RGB, or leave it out"),
+    (['--input-img-mode', 'RGBX'], "--input-img-mode RGBX after -- reads every image with 4 channels"),
+    (['--input-img-mode', 'gray'], "--input-img-mode gray after -- reads every image with no PIL image mode"),
+    (['--input-img-mode', 'RGB', '--input-size', '1', '32', '32', '--mean', '0.3', '--std', '0.3'],
+     "--input-img-mode RGB after -- reads every image with 3 channels, but the models take 1-channel input "
+     "(--input-size 1 32 32 after --): every run would fail on its first batch; allowed: -- --input-img-mode L"),
+    (['--input-img-mode', 'RGB', '--dataset', 'torch/folder'], "--input-img-mode RGB after -- would be ignored: "
+     "--dataset torch/folder reads the images with torchvision, which timm gives no image mode; allowed: leave it out"),
+])
+def test_an_input_img_mode_other_than_the_inputs_channels_is_refused(fake_train, tmp_path, capsys, given, says):
+    """-- --input-img-mode L with a 3-channel recipe started every run, each failing on its first batch ('color must be
+    int or single-element tuple' from AutoAugment's fill); under torch/folder the mode was never read."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--input-img-mode', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    (tmp_path / 'data').mkdir()
+    argv = _reproduce_args(tmp_path / 'data', out, fake_train, 'svhn', train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys).startswith(says)
+    assert not out.exists()
+    from timm_sl.tools.reproduce import check_input_img_mode  # a mode of the input's channels is read as given
+    for more in (['--input-img-mode', 'RGB'], ['--input-img-mode', 'L', '--input-size', '1', '32', '32'], []):
+        check_input_img_mode(['--epochs', '1', *more], recipe_path('svhn'), {'dataset': ''})

@@ -2202,6 +2202,38 @@ def check_in_chans(extra_args: Sequence[str], recipe: Path) -> None:
                      f'-- --in-chans {channels}, or -- --input-size {chans} H W')
 
 
+def check_input_img_mode(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
+    """Refuse an ``--input-img-mode`` (after ``--``, else the recipe's) that train.py would not read the images in as
+    the input's channels (:func:`_input_channels`): timm's readers convert every image to that PIL mode, so 'L' for
+    3-channel input fails every run on its first batch (AutoAugment's 3-channel fill, or the 3-channel mean), and
+    torchvision's readers (``torch/...``) never read it, so there it would be ignored.
+
+    Raises:
+        ValueError: naming the mode, the channels and where each is set, one line.
+    """
+    given, where = _given_or_recipes('input_img_mode', extra_args, recipe)
+    if not given:
+        return
+    mode = str(given[0])
+    if dataset_reader(_dataset_name(data.get('dataset'))) in (TORCHVISION_FOLDER, 'torch'):
+        raise ValueError(f"--input-img-mode {mode} {where} would be ignored: --dataset {data['dataset']} reads the "
+                         f"images with torchvision, which timm gives no image mode; allowed: leave it out")
+    from PIL import Image
+    channels, read_as = _input_channels(extra_args, recipe)
+    try:
+        bands = Image.getmodebands(mode)
+    except (KeyError, ValueError):
+        bands = 0
+    if not channels or bands == channels:
+        return
+    wanted = {1: 'L', 3: 'RGB'}.get(channels)
+    raise ValueError(f'--input-img-mode {mode} {where} reads every image with '
+                     + (f'{bands} channel{"s" if bands > 1 else ""}' if bands else 'no PIL image mode')
+                     + f', but the models take {channels}-channel input ({read_as}): every run would fail on its '
+                     f'first batch; allowed: ' + (f'-- --input-img-mode {wanted}, or ' if wanted else '')
+                     + 'leave it out (train.py then reads the images with the input\'s channels)')
+
+
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
     """Refuse train.py arguments after ``--`` that train.py takes and does not act on as the command says: one it never
     reads (:data:`~timm_sl.tools.train_args.UNREAD_KEYS`: ``--drop-connect``), a setting of a switch neither the
@@ -2550,6 +2582,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_grey_torch_dataset(extra, recipe, data)
     check_mean_std(extra, recipe)
     check_in_chans(extra, recipe)
+    check_input_img_mode(extra, recipe, data)
     planned_epochs(recipe, extra)  # a bad --epochs after --: refused here, before anything runs
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
