@@ -228,6 +228,13 @@ def test_other_settings_need_overwrite_and_foreign_files_are_kept(source, tmp_pa
         f'timm-sl prepare-fashion-mnist: {out}/test holds files other than Fashion-MNIST class folders of PNGs; '
         f'move it away first')
     assert (out / 'test' / 'notes.txt').read_text() == 'mine'
+    (out / 'test' / 'notes.txt').unlink()  # a PNG of the user's in a class folder: kept by --overwrite too
+    mine = out / 'train' / '0_t-shirt_top' / 'mine.png'
+    mine.write_bytes((out / 'test' / '0_t-shirt_top').glob('*.png').__next__().read_bytes())
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite'], capsys) == (
+        f'timm-sl prepare-fashion-mnist: {out}/train holds files other than Fashion-MNIST class folders of PNGs; '
+        f'move it away first')
+    assert mine.is_file()
 
 
 def _corrupt(path: Path, how: str) -> None:
@@ -467,8 +474,8 @@ def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(so
     (out / 'test' / '3_dress' / '.directory').unlink()
     (out / 'test' / '3_dress' / '.x.png').write_bytes(b'png')
     assert _cli_error(argv, capsys) == (
-        f'timm-sl prepare-fashion-mnist: {out}/test holds other images than fashion_mnist.json records for it (moved, '
-        f'swapped with another split or deleted in part since); --overwrite writes it again')
+        f'timm-sl prepare-fashion-mnist: {out}/test holds files other than Fashion-MNIST class folders of PNGs; move '
+        f'it away first')  # not one this command names its images: the user's, which --overwrite would not keep
 
 
 def test_a_second_run_from_another_source_names_what_differs_and_same_bytes_elsewhere_are_the_same(source, tmp_path,

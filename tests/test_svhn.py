@@ -164,6 +164,12 @@ def test_refuses_a_filled_output_unless_asked(mats, tmp_path, capsys):
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source), '--overwrite'], capsys) == (
         f'timm-sl prepare-svhn: {out / "test"} holds files other than digit folders of PNGs; move it away first')
     assert (out / 'test' / 'notes.txt').read_text() == 'mine'
+    (out / 'test' / 'notes.txt').unlink()  # a PNG of the user's in a digit folder: kept by --overwrite too
+    mine = out / 'test' / '1' / 'mine.png'
+    mine.write_bytes(next((out / 'train').rglob('*.png')).read_bytes())
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source), '--overwrite'], capsys) == (
+        f'timm-sl prepare-svhn: {out / "test"} holds files other than digit folders of PNGs; move it away first')
+    assert mine.is_file()
 
 
 @pytest.mark.parametrize('overwrite', [[], ['--overwrite']])

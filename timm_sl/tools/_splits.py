@@ -8,13 +8,13 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Collection, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
 from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
            'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'holds_counts', 'file_identity',
-           'identifies_contents', 'write_staged', 'read_info']
+           'identifies_contents', 'only_numbered_pngs', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -125,6 +125,15 @@ def holds_counts(folder: Path, counts: Any) -> bool:
     held = {p.name: sum(1 for f in p.iterdir() if _read_by_timm(f)) if p.is_dir() else None
             for p in folder.iterdir() if _read_by_timm(p)}
     return held == counts
+
+
+def only_numbered_pngs(folder: Path, classes: Collection[str], digits: int) -> bool:
+    """Whether ``folder`` holds only class folders named in ``classes`` of PNGs named as a prepare-* command names
+    them (the image's index in ``digits`` digits): what an earlier run left, safe to replace. A PNG of another name
+    (one the user added to a class) is the user's, and keeps the folder from being replaced."""
+    return all(d.is_dir() and d.name in classes and all(
+        f.suffix == '.png' and len(f.stem) == digits and f.stem.isdigit() for f in d.iterdir())
+        for d in folder.iterdir())
 
 
 def file_identity(path: Path) -> Dict[str, Any]:

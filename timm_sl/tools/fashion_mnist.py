@@ -26,7 +26,8 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
+    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs, read_info,
+    write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
@@ -156,9 +157,8 @@ def _write_split(images: np.ndarray, labels: np.ndarray, folder: Path, desc: str
 
 
 def _ours(folder: Path) -> bool:
-    """Only our class folders of PNGs below ``folder``: what an earlier run left, safe to replace."""
-    return all(d.is_dir() and d.name in CLASS_FOLDERS and all(f.suffix == '.png' for f in d.iterdir())
-               for d in folder.iterdir())
+    """Only our class folders of our PNGs below ``folder``: what an earlier run left, safe to replace."""
+    return only_numbered_pngs(folder, CLASS_FOLDERS, 5)
 
 
 def _check_target(root: Path) -> None:

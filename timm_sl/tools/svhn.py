@@ -14,7 +14,8 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, read_info, write_staged)
+    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs, read_info,
+    write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
@@ -90,9 +91,8 @@ def _check_splits_not_swapped(source: Path) -> None:
 
 
 def _written_by_us(folder: Path) -> bool:
-    """Only digit folders of PNGs below ``folder``: what an earlier ``prepare_svhn`` left, safe to replace."""
-    return all(d.is_dir() and d.name in _DIGITS and all(f.suffix == '.png' for f in d.iterdir())
-               for d in folder.iterdir())
+    """Only digit folders of our PNGs below ``folder``: what an earlier ``prepare_svhn`` left, safe to replace."""
+    return only_numbered_pngs(folder, _DIGITS, 6)
 
 
 def _write_split(images: np.ndarray, digits: np.ndarray, folder: Path, desc: str, progress: bool) -> List[int]:
