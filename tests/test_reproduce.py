@@ -3325,3 +3325,31 @@ def test_a_training_split_smaller_than_one_batch_is_refused_before_any_run(batch
     assert _exit_status(nproc + ['--batch-size', '21']) == 2
     assert 'fewer than one batch of 21 per process (2 processes)' in _one_error(capsys)
     assert _exit_status(argv + ['--batch-size', '40']) == 0
+
+
+def test_the_report_names_a_run_extended_by_a_larger_epochs_as_its_card_does(tmp_path, saved_figures):
+    """A run of --epochs 2 resumed by a second reproduce with --epochs 3: the report's command (the last one, --epochs
+    3) was given as the run's, though its first 2 epochs ran under a schedule of 2 (the run's card said so, the report
+    did not). The report and results.json now name each schedule, from the run's sessions.json."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=3, cooldown_epochs=0)))
+    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1.0,1.0,{50.0 + e},90.0\n' for e in range(3)))
+    sessions = [dict(status='exited', code=0, seconds=1., epochs=[0, 2], given_epochs=2, start='new', log_from=0),
+                dict(status='exited', code=0, seconds=1., epochs=[2, 3], given_epochs=3, start='resume')]
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    _collect(outcome)
+    report = write_report([outcome], 'cifar10', tmp_path / 'out', command='timm-sl reproduce -- --epochs 3').read_text()
+    assert ('Extended runs (their sessions.json): each was resumed with a larger `--epochs`, so its first epochs '
+            'trained under a shorter learning-rate schedule than the command above gives') in report
+    assert '- vit-sl-s0: epochs 1-2 under `--epochs 2`, then epoch 3 under `--epochs 3`' in report
+    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    assert results['runs'][0]['schedules'] == [dict(last_epoch=2, epochs=2), dict(last_epoch=3, epochs=3)]
+    sessions[0].update(status='interrupted', code=-15, given_epochs=3)  # stopped, resumed with its own --epochs
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    outcome.schedules = []
+    _collect(outcome)
+    assert 'Extended runs' not in write_report([outcome], 'cifar10', tmp_path / 'out2').read_text()

@@ -153,6 +153,8 @@ class Outcome:
     img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
     devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
     skipped: List[int] = field(default_factory=list)  # sample index of each unreadable image skipped (its log)
+    # of a run extended by a larger --epochs: (last epoch trained under it, from 1; its --epochs) per schedule
+    schedules: List[Tuple[int, Any]] = field(default_factory=list)
 
 
 def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
@@ -1435,6 +1437,10 @@ def _collect(outcome: Outcome) -> Outcome:
             outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
         except ValueError:
             pass
+    record = RunRecord(checkpoint=outcome.run.out_dir / 'last.pth.tar', run_dir=outcome.run.out_dir,
+                       args=outcome.args, model=outcome.args.get('model'), sessions=sessions)
+    record.summary = outcome.summary
+    outcome.schedules = record.schedules()  # as the run's card names them
     return outcome
 
 
@@ -1998,6 +2004,15 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "first of each epoch (which holds torch.compile's compilation and the data loader's start), from "
               "train.py's own progress lines, so beside whatever ran at the time (runs at once share a GPU, or the "
               "CPU). Epochs counted from 1 (train.py's summary.csv counts from 0)."]
+    extended = [o for o in outcomes if o.schedules]
+    if extended:
+        lines += ['', 'Extended runs (their sessions.json): each was resumed with a larger `--epochs`, so its first '
+                  'epochs trained under a shorter learning-rate schedule than the command above gives, which from '
+                  'scratch does not reproduce it exactly:', '']
+        lines += [f'- {o.run.name}: ' + ', then '.join(
+            f'epochs {start + 1}-{end} under `--epochs {given}`' if end > start + 1 else
+            f'epoch {end} under `--epochs {given}`'
+            for start, (end, given) in zip([0] + [e for e, _ in o.schedules], o.schedules)) for o in extended]
     report = output / 'report.md'
     write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n'))
     for name in stale:
@@ -2012,7 +2027,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
-             skipped_samples=len(o.skipped), skipped=skipped_text(o))
+             skipped_samples=len(o.skipped), skipped=skipped_text(o),
+             schedules=[dict(last_epoch=end, epochs=given) for end, given in o.schedules])
         for o in outcomes], sweep=sweep), indent=1)
     write_atomically(output / 'results.json', lambda file: file.write_text(results))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
