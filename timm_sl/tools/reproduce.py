@@ -1379,9 +1379,26 @@ def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
     return trained, schedule
 
 
+def _checkpoint_behind(run: Run) -> Optional[Tuple[int, int]]:
+    """``(epoch of last.pth.tar, epoch of summary.csv's last row)``, both from 1, of a run whose last.pth.tar is of an
+    earlier epoch than its last row: train.py writes an epoch's row before its checkpoint, so it stopped in between
+    (the disk filled, or it was stopped, while it saved the checkpoint) and that epoch's weights were never saved;
+    None otherwise, or where either cannot be read (the checks that read them name that)."""
+    last = run.out_dir / 'last.pth.tar'
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv') if last.is_file() else []
+        epoch = read_checkpoint(last, mmap=True).epoch if rows else None
+    except (ValueError, OSError):
+        return None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch >= int(rows[-1]['epoch']):
+        return None
+    return epoch + 1, int(rows[-1]['epoch']) + 1
+
+
 def run_state(run: Run, epochs: int) -> str:
-    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch, and the run not stopped before the
-    end of its schedule, :func:`_stopped_early`), 'resume' (a last.pth.tar to continue from) or 'new'."""
+    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch with last.pth.tar saved after it,
+    :func:`_checkpoint_behind`; and the run not stopped before the end of its schedule, :func:`_stopped_early`),
+    'resume' (a last.pth.tar to continue from) or 'new'."""
     summary = run.out_dir / 'summary.csv'
     epochs_done = read_done_marker(run.out_dir).get('epochs')
     stopped = _stopped_early(run)
@@ -1392,7 +1409,7 @@ def run_state(run: Run, epochs: int) -> str:
             rows = read_summary_rows(summary)
         except ValueError:
             rows = []
-        if rows and int(rows[-1]['epoch']) + 1 >= epochs:
+        if rows and int(rows[-1]['epoch']) + 1 >= epochs and _checkpoint_behind(run) is None:
             return 'done'
     return 'resume' if (run.out_dir / 'last.pth.tar').is_file() else 'new'
 
@@ -1567,6 +1584,10 @@ def reproduce(
             elif summary['last_epoch'] < epochs:  # (from 1) train.py ends with 0 when stopped by a signal of its own
                 result.message = (f'train.py exited with 0 after {summary["last_epoch"]} of {epochs} epochs '
                                   f'(stopped from outside?); run the same command again to resume')
+            elif behind := _checkpoint_behind(run):  # Ctrl-C while it saved: train.py ends with 0
+                result.message = (f'train.py exited with 0 after the row of epoch {behind[1]} but before its '
+                                  f'checkpoint ({run.out_dir / "last.pth.tar"} is of epoch {behind[0]}; stopped from '
+                                  f'outside?); run the same command again to train that epoch again')
             else:
                 marker = json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
