@@ -1331,3 +1331,24 @@ def test_release_refuses_a_switch_that_is_no_bool_before_anything(flag, reproduc
     with pytest.raises(TypeError, match=f"^release: {flag}='no' is invalid; allowed: True or False$"):
         release([root], tmp_path / 'out', 'timm-sl-test', **{flag: 'no'})
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.extended  # a release of a real model and card: seconds
+def test_a_command_txt_other_than_the_runs_args_yaml_is_not_carded_as_its_exact_command(tmp_path):
+    """The run's command.txt run by hand with another --lr into its folder (the training of its weights, args.yaml and
+    checkpoint): reproduce refuses to resume that folder, but release carded 'Exact train.py command ... --lr 0.003'
+    above a recipe of lr 0.01. The card now says command.txt is not the weights' command, and what differs
+    (RunRecord.command_differs, test_run_record.py)."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    args = dict(json.loads((run / 'args.yaml').read_text()), lr=0.01)
+    (run / 'args.yaml').write_text(json.dumps(args))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    saved['args'] = argparse.Namespace(**args)  # the by-hand training saved these weights
+    torch.save(saved, run / 'model_best.pth.tar')
+    release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=lambda line: None)
+    text = next((tmp_path / 'rel').glob('*/README.md')).read_text()
+    assert 'Exact train.py command' not in text and PORTABLE not in text
+    assert ("The run's recorded train.py command (command.txt) gives --lr 0.003 (args.yaml: 0.01): train.py was "
+            "started again in its folder with other arguments (by hand?), which trained these weights, so its exact "
+            "command is not known; the training recipe below lists the arguments args.yaml records.") in text

@@ -89,6 +89,8 @@ FAKE_TRAIN = textwrap.dedent('''
                 sys.exit(3)
             f.write(f'{epoch},1.0,1.0,{base + epoch},90.0,0.001\\n')
             f.flush()
+            if os.environ.get('FAKE_LAST_SAVE_FAILS') and epoch == int(a.epochs) - 1:  # row written, then no checkpoint
+                sys.exit(int(os.environ['FAKE_LAST_SAVE_FAILS']))
             with zipfile.ZipFile(out / 'last.pth.tar', 'w') as z:  # a zip archive, as torch.save writes
                 z.writestr('epoch', str(epoch))
 ''')
@@ -3443,3 +3445,67 @@ def test_an_input_img_mode_other_than_the_inputs_channels_is_refused(fake_train,
     from timm_sl.tools.reproduce import check_input_img_mode  # a mode of the input's channels is read as given
     for more in (['--input-img-mode', 'RGB'], ['--input-img-mode', 'L', '--input-size', '1', '32', '32'], []):
         check_input_img_mode(['--epochs', '1', *more], recipe_path('svhn'), {'dataset': ''})
+
+
+def test_the_report_names_a_run_extended_by_a_larger_epochs_as_its_card_does(tmp_path, saved_figures):
+    """A run of --epochs 2 resumed by a second reproduce with --epochs 3: the report's command (the last one, --epochs
+    3) was given as the run's, though its first 2 epochs ran under a schedule of 2 (the run's card said so, the report
+    did not). The report and results.json now name each schedule, from the run's sessions.json."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'args.yaml').write_text(json.dumps(dict(model='sl_vit_32', epochs=3, cooldown_epochs=0)))
+    (outcome.run.out_dir / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + ''.join(
+        f'{e},1.0,1.0,{50.0 + e},90.0\n' for e in range(3)))
+    sessions = [dict(status='exited', code=0, seconds=1., epochs=[0, 2], given_epochs=2, start='new', log_from=0),
+                dict(status='exited', code=0, seconds=1., epochs=[2, 3], given_epochs=3, start='resume')]
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    _collect(outcome)
+    report = write_report([outcome], 'cifar10', tmp_path / 'out', command='timm-sl reproduce -- --epochs 3').read_text()
+    assert ('Extended runs (their sessions.json): each was resumed with a larger `--epochs`, so its first epochs '
+            'trained under a shorter learning-rate schedule than the command above gives') in report
+    assert '- vit-sl-s0: epochs 1-2 under `--epochs 2`, then epoch 3 under `--epochs 3`' in report
+    results = json.loads((tmp_path / 'out' / 'results.json').read_text())
+    assert results['runs'][0]['schedules'] == [dict(last_epoch=2, epochs=2), dict(last_epoch=3, epochs=3)]
+    sessions[0].update(status='interrupted', code=-15, given_epochs=3)  # stopped, resumed with its own --epochs
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    outcome.schedules = []
+    _collect(outcome)
+    assert 'Extended runs' not in write_report([outcome], 'cifar10', tmp_path / 'out2').read_text()
+
+
+def _fake_checkpoint_epoch(path, mmap=False):
+    """read_checkpoint of the fake train.py's last.pth.tar: a zip archive holding its epoch only."""
+    import zipfile
+    from timm_sl.tools.runs import Checkpoint
+    epoch = int(zipfile.ZipFile(path).read('epoch'))
+    return Checkpoint(path=Path(path), state_dict={}, source='state_dict', epoch=epoch)
+
+
+@pytest.mark.parametrize('code', ['1', '0'])
+def test_a_run_stopped_while_it_saved_its_last_checkpoint_is_resumed_not_taken_for_finished(
+        fake_train, tmp_path, capsys, monkeypatch, code):
+    """train.py writes an epoch's summary.csv row before its checkpoint. A disk that filled while it saved the last
+    epoch's (exit 1), or a Ctrl-C then (exit 0: train.py catches KeyboardInterrupt), left the row of the last epoch
+    and a last.pth.tar of the one before: the next call skipped the run as finished (the exit 0 marked it done at
+    once), and that epoch's weights were never saved. The run now resumes from its last checkpoint."""
+    monkeypatch.setattr('timm_sl.tools.reproduce.read_checkpoint', _fake_checkpoint_epoch)
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
+    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', code)
+    assert _exit_status(argv) == 1
+    run = out / 'runs' / 'vit-sl-s0'
+    results = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert results['vit-sl-s0']['status'] == 'failed' and not (run / 'done.json').exists()
+    if code == '0':
+        assert results['vit-sl-s0']['message'] == (
+            f"train.py exited with 0 after the row of epoch 2 but before its checkpoint ({run / 'last.pth.tar'} is of "
+            f"epoch 1; stopped from outside?); run the same command again to train that epoch again")
+    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    capsys.readouterr()
+    assert _exit_status(argv) == 0
+    assert 'finished earlier' not in capsys.readouterr().out
+    assert (run / 'argv.log').read_text().count('--resume') == 1 and (run / 'done.json').is_file()
+    assert int(__import__('zipfile').ZipFile(run / 'last.pth.tar').read('epoch')) == 1
+    assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]

@@ -17,7 +17,7 @@ import timm
 from timm_sl.tools.checkpoint import model_from_checkpoint
 from timm_sl.tools.cli import main
 from timm_sl.tools.hub import export_checkpoint
-from timm_sl.tools.runs import read_checkpoint
+from timm_sl.tools.runs import RunRecord, read_checkpoint
 from test_loading import files  # noqa: F401  (a fixture: damaged, foreign and code-carrying checkpoint files)
 
 
@@ -1618,3 +1618,23 @@ def test_card_of_a_run_resumed_with_start_epoch_does_not_say_its_checkpoint_chan
     assert 'has changed since' not in card
     assert ("`output/a/last.pth.tar` cannot be taken for the checkpoint this run resumed from (its epoch cannot be "
             "held against this run's first: --start-epoch 2 overrode it)") in card
+
+
+@pytest.mark.parametrize('command, args, differs', [
+    ('--model sl_vit_32 --lr 0.003 --seed 0', dict(lr=0.01), ['--lr 0.003 (args.yaml: 0.01)']),
+    ('--model sl_vit_32 --seed=0 --seed 1', dict(seed=0), ['--seed 1 (args.yaml: 0)']),  # argparse keeps the last
+    ('--model sl_vit_32', dict(model='sl_pit_32'), ['--model sl_vit_32 (args.yaml: sl_pit_32)']),
+    ('--model-kwargs drop_rate=0.1 --lr 0.003', dict(model_kwargs={}),
+     ['--model-kwargs drop_rate=0.1 (args.yaml: none)']),
+    ('--model-kwargs spt=False lsa=False depth=1 --lr 3e-3', dict(model_kwargs=dict(depth=1, lsa=False, spt=False)),
+     []),  # args.yaml's order, the lr written otherwise
+    ('--model-kwargs img_size=(32,32)', dict(model_kwargs=dict(img_size=[32, 32])), []),  # a tuple YAML lists
+    ('--lr 0.003 --model-kwargs', dict(lr=None, seed=0), []),  # what either does not say is not compared
+    ("--lr '0.003", dict(lr=0.01), []),  # command.txt cut inside a quote: no command
+])
+def test_the_command_is_compared_with_args_yaml(command, args, differs):
+    """RunRecord.command_differs: what command.txt gives other than args.yaml records (model, kwargs, seed, lr):
+    train.py started again in the run folder with other arguments: a card must not give command.txt for its weights."""
+    record = RunRecord(checkpoint=Path('x'), args=dict(dict(model='sl_vit_32', lr=0.003, seed=0), **args),
+                       command=f'python train.py --data-dir DATA {command} --output OUTPUT')
+    assert record.command_differs() == differs

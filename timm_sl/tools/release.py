@@ -157,8 +157,12 @@ def _release_section(record: RunRecord, paper: Optional[float], repo_id: str, ta
                 f'{format_top1(weights["top1"])} |'] if summary and not weights['is_best'] and not unmeasured else []),
              f'| paper top-1 (%) for this row | {paper:.2f} |' if paper is not None else
              '| paper top-1 for this row | - (not in Table 2) |', f'| seed | {record.seed} |', '']
-    commands = record.session_commands()
-    if commands:
+    commands, differs = record.session_commands(), record.command_differs()
+    if differs:
+        lines += [f"The run's recorded train.py command (command.txt) gives {'; '.join(differs)}: train.py was started "
+                  f"again in its folder with other arguments (by hand?), which trained these weights, so its exact "
+                  f"command is not known; the training recipe below lists the arguments args.yaml records.", '']
+    elif commands:
         starts = record.extended_from()
         lines += [f'This run was extended from {starts[0]} to {summary["last_epoch"]} epochs (its sessions.json): '
                   f'train.py ran it once per schedule and resumed it each time with a larger `--epochs`, so one '

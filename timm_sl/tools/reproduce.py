@@ -153,6 +153,8 @@ class Outcome:
     img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
     devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
     skipped: List[int] = field(default_factory=list)  # sample index of each unreadable image skipped (its log)
+    # of a run extended by a larger --epochs: (last epoch trained under it, from 1; its --epochs) per schedule
+    schedules: List[Tuple[int, Any]] = field(default_factory=list)
 
 
 def _check_choice(kind: str, value: str, allowed: Sequence[str]) -> None:
@@ -1397,9 +1399,26 @@ def _stopped_early(run: Run) -> Optional[Tuple[int, int]]:
     return trained, schedule
 
 
+def _checkpoint_behind(run: Run) -> Optional[Tuple[int, int]]:
+    """``(epoch of last.pth.tar, epoch of summary.csv's last row)``, both from 1, of a run whose last.pth.tar is of an
+    earlier epoch than its last row: train.py writes an epoch's row before its checkpoint, so it stopped in between
+    (the disk filled, or it was stopped, while it saved the checkpoint) and that epoch's weights were never saved;
+    None otherwise, or where either cannot be read (the checks that read them name that)."""
+    last = run.out_dir / 'last.pth.tar'
+    try:
+        rows = read_summary_rows(run.out_dir / 'summary.csv') if last.is_file() else []
+        epoch = read_checkpoint(last, mmap=True).epoch if rows else None
+    except (ValueError, OSError):
+        return None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch >= int(rows[-1]['epoch']):
+        return None
+    return epoch + 1, int(rows[-1]['epoch']) + 1
+
+
 def run_state(run: Run, epochs: int) -> str:
-    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch, and the run not stopped before the
-    end of its schedule, :func:`_stopped_early`), 'resume' (a last.pth.tar to continue from) or 'new'."""
+    """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch with last.pth.tar saved after it,
+    :func:`_checkpoint_behind`; and the run not stopped before the end of its schedule, :func:`_stopped_early`),
+    'resume' (a last.pth.tar to continue from) or 'new'."""
     summary = run.out_dir / 'summary.csv'
     epochs_done = read_done_marker(run.out_dir).get('epochs')
     stopped = _stopped_early(run)
@@ -1410,7 +1429,7 @@ def run_state(run: Run, epochs: int) -> str:
             rows = read_summary_rows(summary)
         except ValueError:
             rows = []
-        if rows and int(rows[-1]['epoch']) + 1 >= epochs:
+        if rows and int(rows[-1]['epoch']) + 1 >= epochs and _checkpoint_behind(run) is None:
             return 'done'
     return 'resume' if (run.out_dir / 'last.pth.tar').is_file() else 'new'
 
@@ -1455,6 +1474,10 @@ def _collect(outcome: Outcome) -> Outcome:
             outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
         except ValueError:
             pass
+    record = RunRecord(checkpoint=outcome.run.out_dir / 'last.pth.tar', run_dir=outcome.run.out_dir,
+                       args=outcome.args, model=outcome.args.get('model'), sessions=sessions)
+    record.summary = outcome.summary
+    outcome.schedules = record.schedules()  # as the run's card names them
     return outcome
 
 
@@ -1581,6 +1604,10 @@ def reproduce(
             elif summary['last_epoch'] < epochs:  # (from 1) train.py ends with 0 when stopped by a signal of its own
                 result.message = (f'train.py exited with 0 after {summary["last_epoch"]} of {epochs} epochs '
                                   f'(stopped from outside?); run the same command again to resume')
+            elif behind := _checkpoint_behind(run):  # Ctrl-C while it saved: train.py ends with 0
+                result.message = (f'train.py exited with 0 after the row of epoch {behind[1]} but before its '
+                                  f'checkpoint ({run.out_dir / "last.pth.tar"} is of epoch {behind[0]}; stopped from '
+                                  f'outside?); run the same command again to train that epoch again')
             else:
                 marker = json.dumps(
                     dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
@@ -2018,6 +2045,15 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
               "first of each epoch (which holds torch.compile's compilation and the data loader's start), from "
               "train.py's own progress lines, so beside whatever ran at the time (runs at once share a GPU, or the "
               "CPU). Epochs counted from 1 (train.py's summary.csv counts from 0)."]
+    extended = [o for o in outcomes if o.schedules]
+    if extended:
+        lines += ['', 'Extended runs (their sessions.json): each was resumed with a larger `--epochs`, so its first '
+                  'epochs trained under a shorter learning-rate schedule than the command above gives, which from '
+                  'scratch does not reproduce it exactly:', '']
+        lines += [f'- {o.run.name}: ' + ', then '.join(
+            f'epochs {start + 1}-{end} under `--epochs {given}`' if end > start + 1 else
+            f'epoch {end} under `--epochs {given}`'
+            for start, (end, given) in zip([0] + [e for e, _ in o.schedules], o.schedules)) for o in extended]
     report = output / 'report.md'
     write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n'))
     for name in stale:
@@ -2032,7 +2068,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
              summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
-             skipped_samples=len(o.skipped), skipped=skipped_text(o))
+             skipped_samples=len(o.skipped), skipped=skipped_text(o),
+             schedules=[dict(last_epoch=end, epochs=given) for end, given in o.schedules])
         for o in outcomes], sweep=sweep), indent=1)
     write_atomically(output / 'results.json', lambda file: file.write_text(results))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)

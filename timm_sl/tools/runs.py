@@ -512,6 +512,44 @@ class RunRecord:
             return f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}"
         return ''
 
+    def command_differs(self) -> List[str]:
+        """What the recorded train.py command gives other than ``args.yaml`` records of model, kwargs, seed and lr,
+        ``--flag value (args.yaml: value)``: train.py was started again in the run folder with other arguments (by
+        hand, from the command edited), and trained the weights by those; [] when they agree or either does not say."""
+        try:
+            tokens = shlex.split(self.command or '')
+        except ValueError:
+            return []
+        from .arg_types import kwarg_words
+        found = []
+        for flag, key in (('--model', 'model'), ('--seed', 'seed'), ('--lr', 'lr')):
+            given, recorded = last_flag_value(tokens, flag), self.args.get(key)
+            if given is None or recorded is None or isinstance(recorded, bool):
+                continue
+            try:
+                same = (given == recorded if key == 'model' else
+                        math.isclose(float(given), float(recorded), rel_tol=1e-9))
+            except (TypeError, ValueError):
+                continue
+            if not same:
+                found.append(f'{flag} {given} (args.yaml: {recorded})')
+        if '--model-kwargs' in tokens and isinstance(self.args.get('model_kwargs'), dict):
+            start = len(tokens) - 1 - tokens[::-1].index('--model-kwargs')  # argparse keeps the last
+            words = []
+            for token in tokens[start + 1:]:
+                if token.startswith('-'):
+                    break
+                words.append(token)
+            try:
+                given_kwargs = kwarg_words(words)
+            except ValueError:
+                given_kwargs = None
+            same = (json.dumps(given_kwargs, default=str, sort_keys=True)
+                    == json.dumps(self.args["model_kwargs"], default=str, sort_keys=True))
+            if given_kwargs is not None and not same:  # (1, 2) given, [1, 2] in args.yaml: one value
+                found.append(f'--model-kwargs {" ".join(words)} (args.yaml: {_kwargs_text(self.args["model_kwargs"])})')
+        return found
+
     def extended_from(self) -> List[int]:
         """The epochs the run had trained under each schedule before its last (``[5]`` for a run of ``--epochs 5``
         resumed with ``--epochs 8``): a session that ended cleanly (exit 0) had trained its whole schedule; one that
