@@ -433,10 +433,16 @@ def test_ctrl_c_while_the_report_is_written_finishes_the_report_first(fake_train
     out = tmp_path / 'out'
     args = ['reproduce', '--data-dir', str(tmp_path), '--dataset', 'cifar10', '--families', 'vit',
             '--train-script', str(fake_train), '--out', str(out), '--', '--epochs', '2']
-    assert main(args) == 130
+    # a suite started in the background ignores SIGINT, and so would the command: it gets Ctrl-C as at a terminal
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        status = main(args)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back as it was
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert status == 130
     assert 'interrupted (SIGINT) while the report was written, which was written in full first' in \
         capsys.readouterr().out
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert (out / 'top1.png').is_file() and (out / 'curves.png').is_file()
     assert len(json.loads((out / 'results.json').read_text())['runs']) == 2
     assert sorted(json.loads((out / 'report_manifest.json').read_text())['sha256']) == [
