@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import timm
@@ -11,6 +12,7 @@ import timm
 from ddp_worker import MODELS
 
 
+@pytest.mark.extended
 def test_torchrun_two_process_ddp_training(tmp_path):
     worker = Path(__file__).with_name('ddp_worker.py')
     env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}

@@ -387,6 +387,7 @@ def test_warm_start_from_timm_vit():
     assert torch.allclose(sl.blocks[0].attn.temperature, torch.full((3,), 64 ** -0.5))
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize('name,kwargs', [
     ('sl_pit_32', {}), ('sl_swin_32', {}), ('sl_cait_32', dict(depth=2)), ('sl_t2t_32', dict(depth=2))])
 def test_every_family_round_trips_and_adapts(name, kwargs, tmp_path):

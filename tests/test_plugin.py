@@ -33,6 +33,7 @@ def test_startup_imports_neither_torch_nor_timm():
     assert out == 'False False True'
 
 
+@pytest.mark.extended
 def test_hook_can_be_disabled():
     assert _run("import timm; print(timm.list_models('sl_*'))", **{autoload.DISABLE_ENV: '1'}) == '[]'
     # the explicit import still registers the models

@@ -31,6 +31,7 @@ def test_one_attention_layer_matches_hand_formula_on_the_fused_path(attn_cls):
     assert attn.fused_attn is True  # restored
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize('name', FAST_MODELS)
 def test_macs_do_not_depend_on_the_attention_kernel(name):
     model = timm.create_model(name)

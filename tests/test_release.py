@@ -763,6 +763,7 @@ def test_a_run_from_trained_weights_resumed_without_saying_so_is_no_table2_row(t
         in card
 
 
+@pytest.mark.extended
 @pytest.mark.parametrize('resumed', [False, True], ids=['recorded', 'resumed-without-saying-so'])
 def test_a_fine_tuned_run_is_named_and_tagged_as_fine_tuned(resumed, tmp_path):
     """A run of --initial-checkpoint was released as sl_vit_32.sl-cifar10-s0 with the tag sl_vit_32.cifar10 (the
@@ -788,6 +789,7 @@ def test_a_fine_tuned_run_is_named_and_tagged_as_fine_tuned(resumed, tmp_path):
     assert 'timm.create_model("sl_vit_32.ft_cifar10", pretrained=True)' in card and '"sl_vit_32.cifar10"' not in card
 
 
+@pytest.mark.extended
 def test_a_run_extended_with_more_epochs_lists_each_sessions_command(tmp_path):
     """A run of --epochs 1 resumed with --epochs 2 (reproduce's documented extension) was carded as one command from
     scratch with --epochs 2 and `epochs: 2`, although its first epoch ran under a 1-epoch schedule."""
@@ -893,6 +895,7 @@ def test_label_names_that_do_not_fit_one_of_the_runs_are_refused_before_writing(
     assert not out.exists()
 
 
+@pytest.mark.extended
 def test_linked_run_folders_are_released(tmp_path, capsys):
     """Path.rglob does not enter linked folders (before Python 3.13): a folder of links to run folders kept elsewhere
     was 'holds no train.py run', and beside a real run a linked one was left out, silently; a link back up does not
