@@ -9,6 +9,7 @@ import statistics
 import sys
 import textwrap
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -2696,6 +2697,18 @@ def test_a_cut_off_image_or_macos_metadata_file_is_refused_before_any_run(fake_t
     assert _exit_status(argv) == 0  # the whole images above are read
 
 
+def _svhn_refusal(fake_train: Path, tmp_path: Path, capsys, option: str, given: List[str]) -> str:
+    """The one line reproduce --dataset svhn refuses train.py arguments ``given`` with (exit status 2, nothing made),
+    its fake train.py taking ``option``."""
+    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", f"'{option}', '--val-num-samples'"))
+    out = tmp_path / 'out'
+    (tmp_path / 'data').mkdir()
+    argv = _reproduce_args(tmp_path / 'data', out, fake_train, 'svhn', train_args=['--epochs', '1', *given])
+    assert _exit_status(argv) == 2
+    assert not out.exists()
+    return _one_error(capsys)
+
+
 @pytest.mark.parametrize('given,says', [
     (['--in-chans', '1'], "--in-chans 1 after -- builds every model for 1-channel input, but train.py reads the images "
      "as 3-channel (--input-size 3 32 32 of the svhn.yaml recipe): every run would fail on its first batch; allowed: "
@@ -2707,13 +2720,7 @@ def test_a_cut_off_image_or_macos_metadata_file_is_refused_before_any_run(fake_t
 def test_an_in_chans_other_than_the_inputs_channels_is_refused(fake_train, tmp_path, capsys, given, says):
     """-- --in-chans 3 --input-size 1 32 32 started every run: train.py builds the model from --in-chans and reads the
     images by --input-size, so each run failed on its first batch."""
-    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--in-chans', '--val-num-samples'"))
-    out = tmp_path / 'out'
-    (tmp_path / 'data').mkdir()
-    argv = _reproduce_args(tmp_path / 'data', out, fake_train, 'svhn', train_args=['--epochs', '1', *given])
-    assert _exit_status(argv) == 2
-    assert _one_error(capsys).startswith(says)
-    assert not out.exists()
+    assert _svhn_refusal(fake_train, tmp_path, capsys, '--in-chans', given).startswith(says)
     from timm_sl.tools.reproduce import check_in_chans  # the same channels, or --in-chans left to --input-size
     for more in (['--in-chans', '3'], ['--in-chans', '1', '--input-size', '1', '32', '32'], []):
         check_in_chans(['--epochs', '1', *more], recipe_path('svhn'))
@@ -3441,13 +3448,7 @@ def test_a_split_given_as_a_tar_is_refused_for_what_it_is(tmp_path):
 def test_an_input_img_mode_other_than_the_inputs_channels_is_refused(fake_train, tmp_path, capsys, given, says):
     """-- --input-img-mode L with a 3-channel recipe started every run, each failing on its first batch ('color must be
     int or single-element tuple' from AutoAugment's fill); under torch/folder the mode was never read."""
-    fake_train.write_text(FAKE_TRAIN.replace("'--val-num-samples'", "'--input-img-mode', '--val-num-samples'"))
-    out = tmp_path / 'out'
-    (tmp_path / 'data').mkdir()
-    argv = _reproduce_args(tmp_path / 'data', out, fake_train, 'svhn', train_args=['--epochs', '1', *given])
-    assert _exit_status(argv) == 2
-    assert _one_error(capsys).startswith(says)
-    assert not out.exists()
+    assert _svhn_refusal(fake_train, tmp_path, capsys, '--input-img-mode', given).startswith(says)
     from timm_sl.tools.reproduce import check_input_img_mode  # a mode of the input's channels is read as given
     for more in (['--input-img-mode', 'RGB'], ['--input-img-mode', 'L', '--input-size', '1', '32', '32'], []):
         check_input_img_mode(['--epochs', '1', *more], recipe_path('svhn'), {'dataset': ''})
