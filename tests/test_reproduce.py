@@ -3368,8 +3368,18 @@ def test_the_image_suffixes_of_an_input_key_are_what_the_data_check_reads(tmp_pa
         f"classes sorted after it; add its images or remove it")
     assert _checked(data, ['--input-key=.PNG;.jpg']) == [
         "--input-key .PNG;.jpg after -- names '.PNG', which matches no file: timm's folder reader takes it for image "
-        "suffixes and compares each with a file's suffix in lower case, its dot included, so every run would find no "
-        "image in it; allowed: suffixes such as .png;.webp"]
+        "suffixes and compares each with a file's suffix in lower case, its dot included, so the images it means would "
+        "be left out without a word; allowed: suffixes such as .png;.webp (lower case, no spaces)"]
+    assert 'so every run would find no image in it' in _checked(data, ['--input-key', '.PNG'])[0]
+    assert _checked(data, ['--input-key', '.png; .jpg'])[0].endswith(  # the PNGs are read, the JPEGs meant are not
+        "names ' .jpg', which matches no file: timm's folder reader takes it for image suffixes and compares each with "
+        "a file's suffix in lower case, its dot included, so the images it means would be left out without a word; "
+        "allowed: suffixes such as .png;.webp (lower case, no spaces)")
+    assert "names ' .jpg'" not in ' '.join(_checked(data, ['--input-key', '.png;.jpg']))
+    assert _checked(data, ['--input-key', '.png;']) == [
+        "--input-key .png; after -- names an empty suffix (a ';' at an end, or two together), which matches every file "
+        "without one (LICENSE, .DS_Store): timm's folder reader would read those as images; allowed: suffixes such as "
+        ".png;.webp"]
     (data / 'train' / '4' / '1.png').write_bytes(_image_bytes('.png'))
     (data / 'test' / '4' / '1.png').write_bytes(_image_bytes('.png'))
     assert _checked(data, ['--input-key', '.png;.webp']) == [
@@ -3442,16 +3452,28 @@ def test_a_split_given_as_a_tar_is_refused_for_what_it_is(tmp_path):
     (['--input-img-mode', 'RGB', '--input-size', '1', '32', '32', '--mean', '0.3', '--std', '0.3'],
      "--input-img-mode RGB after -- reads every image with 3 channels, but the models take 1-channel input "
      "(--input-size 1 32 32 after --): every run would fail on its first batch; allowed: -- --input-img-mode L"),
-    (['--input-img-mode', 'RGB', '--dataset', 'torch/folder'], "--input-img-mode RGB after -- would be ignored: "
-     "--dataset torch/folder reads the images with torchvision, which timm gives no image mode; allowed: leave it out"),
+    (['--input-img-mode', 'L', '--dataset', 'torch/folder'], "--input-img-mode L after -- would be ignored: "
+     "--dataset torch/folder reads the images with torchvision, which timm gives no image mode (they are read as RGB); "
+     "allowed: leave it out"),
+    (['--input-img-mode', 'F', '--input-size', '1', '32', '32', '--mean', '0.3', '--std', '0.3'], "--input-img-mode F "
+     "after -- reads every image in a PIL mode of other than 8-bit values (F: 0-255 as floats, I / I;16: integers the "
+     "normalisation refuses, P: palette indices): every run would train on other values than the images hold, or "
+     "fail; allowed: -- --input-img-mode L, or leave it out"),
+    (['--input-img-mode', 'P', '--input-size', '1', '32', '32', '--mean', '0.3', '--std', '0.3'], "--input-img-mode P "
+     "after -- reads every image in a PIL mode of other than 8-bit values"),
 ])
 def test_an_input_img_mode_other_than_the_inputs_channels_is_refused(fake_train, tmp_path, capsys, given, says):
     """-- --input-img-mode L with a 3-channel recipe started every run, each failing on its first batch ('color must be
     int or single-element tuple' from AutoAugment's fill); under torch/folder the mode was never read."""
     assert _svhn_refusal(fake_train, tmp_path, capsys, '--input-img-mode', given).startswith(says)
     from timm_sl.tools.reproduce import check_input_img_mode  # a mode of the input's channels is read as given
-    for more in (['--input-img-mode', 'RGB'], ['--input-img-mode', 'L', '--input-size', '1', '32', '32'], []):
+    for more in (['--input-img-mode', 'RGB'], ['--input-img-mode', 'L', '--input-size', '1', '32', '32'],
+                 ['--input-img-mode', '1', '--input-size', '1', '32', '32'], []):
         check_input_img_mode(['--epochs', '1', *more], recipe_path('svhn'), {'dataset': ''})
+    for dataset in ('torch/folder', 'torch/cifar10'):  # the mode torchvision reads them in, given again
+        check_input_img_mode(['--input-img-mode', 'RGB'], recipe_path('svhn'), {'dataset': dataset})
+    check_input_img_mode(['--input-img-mode', 'L', '--input-size', '1', '28', '28'], recipe_path('svhn'),
+                         {'dataset': 'torch/fashion_mnist'})
 
 
 def test_the_report_names_a_run_extended_by_a_larger_epochs_as_its_card_does(tmp_path, saved_figures):
@@ -3516,3 +3538,19 @@ def test_a_run_stopped_while_it_saved_its_last_checkpoint_is_resumed_not_taken_f
     assert (run / 'argv.log').read_text().count('--resume') == 1 and (run / 'done.json').is_file()
     assert int(__import__('zipfile').ZipFile(run / 'last.pth.tar').read('epoch')) == 1
     assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
+
+
+def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path):
+    """-- --dataset torch/folder --input-key .jpg passed the data check and trained on every image of torchvision's
+    suffixes (timm gives its torchvision readers no input key)."""
+    from timm_sl.tools.reproduce import check_ignored_data_args, train_data
+    from timm_sl.tools.train_args import recipe_path
+    for dataset in ('torch/folder', 'torch/cifar10'):
+        extra = ['--dataset', dataset, '--input-key', '.jpg']
+        with pytest.raises(ValueError) as info:
+            check_ignored_data_args(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(tmp_path), extra))
+        assert str(info.value) == (
+            f"--input-key .jpg would be ignored: --dataset {dataset} reads the images with torchvision, which timm "
+            f"gives no input key (its ImageFolder takes every image of its own suffixes); allowed: leave it out")
+    extra = ['--input-key', '.jpg']  # timm's folder reader takes it
+    check_ignored_data_args(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(tmp_path), extra))

@@ -548,6 +548,32 @@ def _unread_line(folder: Path, unread: List[Path], suffixes: Sequence[str], torc
             f": the split would leave it out without a word; allowed: convert it to {to}, or move it out of {folder}")
 
 
+def _reader_suffixes(data: Dict[str, Any]) -> Tuple[str, ...]:
+    """The file suffixes the image folder reader of ``data`` (:func:`train_data`) takes for images: torchvision's
+    ImageFolder its own, timm's folder reader those of ``--input-key`` (';' between, as timm splits it), else timm's."""
+    if dataset_reader(_dataset_name(data.get('dataset'))) == TORCHVISION_FOLDER:
+        return TORCHVISION_IMAGE_SUFFIXES
+    return tuple(str(data['input_key']).split(';')) if data.get('input_key') else IMAGE_SUFFIXES
+
+
+def _input_key_problem(input_key: str, suffixes: Sequence[str]) -> Optional[str]:
+    """The line for an ``--input-key`` whose suffixes timm's folder reader would not match as meant, or None: it
+    compares each with a file's suffix in lower case, its dot included, so an empty one (a ';' at an end) matches
+    every file without a suffix, and one in upper case, with a space or without its dot matches no file."""
+    if '' in suffixes:
+        return (f"--input-key {input_key} after -- names an empty suffix (a ';' at an end, or two together), which "
+                f"matches every file without one (LICENSE, .DS_Store): timm's folder reader would read those as "
+                f"images; allowed: suffixes such as .png;.webp")
+    odd = [t for t in suffixes if not re.fullmatch(r'\.[^.A-Z\s]+', t)]
+    if not odd:
+        return None
+    return (f"--input-key {input_key} after -- names {odd[0]!r}, which matches no file: timm's folder reader takes it "
+            f"for image suffixes and compares each with a file's suffix in lower case, its dot included, so "
+            + ('every run would find no image in it' if len(odd) == len(suffixes) else
+               'the images it means would be left out without a word')
+            + '; allowed: suffixes such as .png;.webp (lower case, no spaces)')
+
+
 def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     """What is wrong with the data folder for the runs, one line per problem (empty: nothing found wrong).
 
@@ -621,14 +647,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
     if dataset_reader(name) not in IMAGE_FOLDER_READERS:
         return []
     errors, classes = [], {}
-    suffixes = IMAGE_SUFFIXES
-    if data.get('input_key') and not torchvision:  # timm's folder reader: the suffixes it matches, ';' between
-        suffixes = tuple(str(data['input_key']).split(';'))
-        odd = next((t for t in suffixes if not re.fullmatch(r'\.[^.A-Z]+', t)), None)
-        if odd is not None:  # compared with each file's suffix in lower case, its dot included: matches no file
-            return [f"--input-key {data['input_key']} after -- names {odd!r}, which matches no file: timm's folder "
-                    f"reader takes it for image suffixes and compares each with a file's suffix in lower case, its "
-                    f"dot included, so every run would find no image in it; allowed: suffixes such as .png;.webp"]
+    suffixes = _reader_suffixes(data)
+    if data.get('input_key') and not torchvision:
+        problem = _input_key_problem(str(data['input_key']), suffixes)
+        if problem:
+            return [problem]
     read_by: Dict[str, Path] = {}  # the real folder of each image folder: the first path that reads it
     train, val = (_split_folder(root, data[k]) for k in ('train_split', 'val_split'))
     known = {p.name for f in (train, val) if f is not None for p in f.iterdir() if p.is_dir()}  # class folder names
@@ -2133,6 +2156,10 @@ def check_ignored_data_args(extra_args: Sequence[str], recipe: Path, data: Dict[
                              f'of the split once an epoch from ' + (f'{reader}' if reader else 'an image folder') +
                              f' (it gives {flag} only to its {", ".join(_SAMPLING_READERS)} readers); allowed: ' +
                              ('more --epochs' if flag == '--epoch-repeats' else _fewer_images(data, recipe.stem)))
+    if data.get('input_key') and dataset_reader(_dataset_name(data.get('dataset'))) in (TORCHVISION_FOLDER, 'torch'):
+        raise ValueError(f"--input-key {data['input_key']} would be ignored: --dataset {data['dataset']} reads the "
+                         f"images with torchvision, which timm gives no input key (its ImageFolder takes every image "
+                         f"of its own suffixes); allowed: leave it out")
 
 
 # torchvision's datasets of single-channel images, as timm's torch/ names them: timm passes their images on unconverted
@@ -2241,9 +2268,11 @@ def check_in_chans(extra_args: Sequence[str], recipe: Path) -> None:
 
 def check_input_img_mode(extra_args: Sequence[str], recipe: Path, data: Dict[str, Any]) -> None:
     """Refuse an ``--input-img-mode`` (after ``--``, else the recipe's) that train.py would not read the images in as
-    the input's channels (:func:`_input_channels`): timm's readers convert every image to that PIL mode, so 'L' for
-    3-channel input fails every run on its first batch (AutoAugment's 3-channel fill, or the 3-channel mean), and
-    torchvision's readers (``torch/...``) never read it, so there it would be ignored.
+    the input's channels (:func:`_input_channels`) of 8-bit values: timm's readers convert every image to that PIL
+    mode, so 'L' for 3-channel input fails every run on its first batch (AutoAugment's 3-channel fill, or the 3-channel
+    mean), 'F' gives values of 0-255 where 0-1 are meant, 'I' / 'I;16' integers the normalisation refuses, and 'P'
+    palette indices read as grey. torchvision's readers (``torch/...``) never read it: a mode other than theirs would
+    be ignored.
 
     Raises:
         ValueError: naming the mode, the channels and where each is set, one line.
@@ -2252,23 +2281,39 @@ def check_input_img_mode(extra_args: Sequence[str], recipe: Path, data: Dict[str
     if not given:
         return
     mode = str(given[0])
-    if dataset_reader(_dataset_name(data.get('dataset'))) in (TORCHVISION_FOLDER, 'torch'):
-        raise ValueError(f"--input-img-mode {mode} {where} would be ignored: --dataset {data['dataset']} reads the "
-                         f"images with torchvision, which timm gives no image mode; allowed: leave it out")
+    name = _dataset_name(data.get('dataset'))
+    if dataset_reader(name) in (TORCHVISION_FOLDER, 'torch'):
+        own = 'L' if name in _TORCH_GREY else 'RGB'
+        if mode != own:
+            raise ValueError(f"--input-img-mode {mode} {where} would be ignored: --dataset {data['dataset']} reads the "
+                             f"images with torchvision, which timm gives no image mode (they are read as {own}); "
+                             f"allowed: leave it out")
+        return
     from PIL import Image
     channels, read_as = _input_channels(extra_args, recipe)
+    wanted = {1: 'L', 3: 'RGB'}.get(channels)
     try:
         bands = Image.getmodebands(mode)
     except (KeyError, ValueError):
         bands = 0
-    if not channels or bands == channels:
+    if not channels:
         return
-    wanted = {1: 'L', 3: 'RGB'}.get(channels)
+    if bands and bands == channels and mode not in _8_BIT_MODES:
+        raise ValueError(f'--input-img-mode {mode} {where} reads every image in a PIL mode of other than 8-bit values '
+                         f'(F: 0-255 as floats, I / I;16: integers the normalisation refuses, P: palette indices): '
+                         f'every run would train on other values than the images hold, or fail; allowed: '
+                         + (f'-- --input-img-mode {wanted}, or ' if wanted else '') + 'leave it out')
+    if bands == channels:
+        return
     raise ValueError(f'--input-img-mode {mode} {where} reads every image with '
                      + (f'{bands} channel{"s" if bands > 1 else ""}' if bands else 'no PIL image mode')
                      + f', but the models take {channels}-channel input ({read_as}): every run would fail on its '
                      f'first batch; allowed: ' + (f'-- --input-img-mode {wanted}, or ' if wanted else '')
                      + 'leave it out (train.py then reads the images with the input\'s channels)')
+
+
+# the PIL modes of 8-bit values per channel, which torchvision's to_tensor scales to 0-1 as train.py's own L and RGB
+_8_BIT_MODES = frozenset({'1', 'L', 'LA', 'La', 'RGB', 'RGBA', 'RGBa', 'RGBX', 'CMYK', 'YCbCr', 'LAB', 'HSV'})
 
 
 def check_unread_args(extra_args: Sequence[str], recipe: Path) -> None:
@@ -2363,8 +2408,7 @@ def check_train_steps(data: Dict[str, Any], recipe: Path, extra_args: Sequence[s
         return  # train.py refuses it itself
     root = Path(data['data_dir'])
     folder = _split_folder(root, str(data['train_split'])) or root
-    suffixes = (TORCHVISION_IMAGE_SUFFIXES if reader == TORCHVISION_FOLDER else
-                tuple(str(data['input_key']).split(';')) if data.get('input_key') else IMAGE_SUFFIXES)
+    suffixes = _reader_suffixes(data)
     mapped = None
     if data.get('class_map') and reader != TORCHVISION_FOLDER:  # timm reads only the class folders the map names
         where = _class_map_file(str(data['class_map']), folder)
