@@ -272,7 +272,8 @@ def _split_folder(root: Path, split: str) -> Optional[Path]:
     return next((root / n for n in (name, *names) if (root / n).is_dir()), None)
 
 
-# the files torchvision's ImageFolder (--dataset torch/folder) takes for images (a test holds them equal to its own)
+TORCHVISION_READER = "torchvision's ImageFolder"  # --dataset torch/folder, as the data check's lines name it
+# the files torchvision's ImageFolder takes for images (a test holds them equal to its own)
 TORCHVISION_IMAGE_SUFFIXES = ('.jpg', '.jpeg', '.png', '.ppm', '.bmp', '.pgm', '.tif', '.tiff', '.webp')
 _PNG_HEAD, _PNG_END = b'\x89PNG\r\n\x1a\n', b'\x00\x00\x00\x00IEND\xaeB`\x82'  # signature; the IEND chunk
 _JPEG_HEAD, _JPEG_END = b'\xff\xd8\xff', b'\xff\xd9'  # start of image; end of image
@@ -380,8 +381,8 @@ def _image_fault(path: str, size: int, clipped: Optional[List[Tuple[Path, int]]]
 
 def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Optional[List[Tuple[Path, str]]] = None,
                    clipped: Optional[List[Tuple[Path, int]]] = None, unread: Optional[List[Path]] = None,
-                   huge: Optional[List[Tuple[Path, str]]] = None,
-                   suffixes: Sequence[str] = IMAGE_SUFFIXES) -> List[Path]:
+                   huge: Optional[List[Tuple[Path, str]]] = None, suffixes: Sequence[str] = IMAGE_SUFFIXES,
+                   reader: str = "timm's folder reader") -> List[Path]:
     """The folders at or below ``folder`` that directly hold an image: the classes of timm's folder reader
     (``find_images_and_targets``: a class is the name of a folder an image sits in, dot-folders and linked folders
     included; a folder without an image is no class). ``empty``: filled with the images of 0 bytes found;
@@ -389,13 +390,13 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
     16-bit grey images it would read clipped, and their highest value; ``unread``: with the images of a format it
     does not read (an image suffix not in ``suffixes``), which it leaves out; ``huge``: with the PNGs
     too large for PIL to open, and their size. ``suffixes``: the files the reader takes for images (timm's by
-    default; :data:`TORCHVISION_IMAGE_SUFFIXES` for torchvision's ImageFolder).
+    default; :data:`TORCHVISION_IMAGE_SUFFIXES` for torchvision's ImageFolder), ``reader`` its name.
 
     Raises:
         ValueError: a link back to a folder it is in (:func:`~timm_sl.tools.runs.walk`), naming it.
     """
     found = []
-    for path, _, files in walk(folder, every_path=True):
+    for path, _, files in walk(folder, every_path=True, reader=reader):
         images = [f for f in files if os.path.splitext(f)[1].lower() in suffixes]
         if images:
             found.append(Path(path))
@@ -734,8 +735,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 continue
         if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
             empty_dirs = [c for c in class_dirs if not any(
-                f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES) for _, _, files in walk(c, every_path=True)
-                for f in files)]
+                f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES)
+                for _, _, files in walk(c, every_path=True, reader=TORCHVISION_READER) for f in files)]
             if empty_dirs:
                 more = len(empty_dirs) - 1
                 errors.append(f"{empty_dirs[0]} holds no image torchvision's ImageFolder reads "
@@ -751,9 +752,9 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
                     for c in class_dirs:
                         holders += _image_folders(c, empty, broken, clipped, unread, huge,
-                                                  suffixes=TORCHVISION_IMAGE_SUFFIXES)
+                                                  suffixes=TORCHVISION_IMAGE_SUFFIXES, reader=TORCHVISION_READER)
                 except ValueError as e:  # a link loop, which torchvision's walk follows as timm's does
-                    errors.append(str(e).replace("timm's folder reader", "torchvision's ImageFolder"))
+                    errors.append(str(e))
                     continue
                 shared = _shared_folder(folder, holders, read_by)
                 if shared:

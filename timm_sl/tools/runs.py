@@ -980,14 +980,16 @@ def read_run(
     return _described(record, marker)
 
 
-def walk(folder: Union[str, Path], every_path: bool = False) -> Iterator[Tuple[Path, List[str], List[str]]]:
+def walk(folder: Union[str, Path], every_path: bool = False,
+         reader: str = "timm's folder reader") -> Iterator[Tuple[Path, List[str], List[str]]]:
     """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
     folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``.
 
-    ``every_path``: each path instead, as timm's folder reader walks (a folder linked twice is visited twice).
+    ``every_path``: each path instead, as ``reader`` (timm's folder reader, torchvision's ImageFolder) walks: a folder
+    linked twice is visited twice.
 
     Raises:
-        ValueError: with ``every_path``, a link back to a folder it is in (timm's reader would walk it without end),
+        ValueError: with ``every_path``, a link back to a folder it is in (``reader`` would walk it without end),
             naming it.
     """
     seen = set()
@@ -997,8 +999,8 @@ def walk(folder: Union[str, Path], every_path: bool = False) -> Iterator[Tuple[P
         if every_path:
             chain = above.pop(root, frozenset())
             if real in chain:
-                raise ValueError(f'{root} links back to {real}, a folder it is in: timm\'s folder reader would walk it '
-                                 f'without end; allowed: folders without such links (remove it)')
+                raise ValueError(f'{root} links back to {real}, a folder it is in: {reader} would walk it without '
+                                 f'end; allowed: folders without such links (remove it)')
             above.update({os.path.join(root, name): chain | {real} for name in folders})
         elif real in seen:
             folders[:] = []
