@@ -1,4 +1,5 @@
 """``timm-sl prepare-tiny-imagenet``: what it says when Tiny-ImageNet's val annotations are missing."""
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,25 @@ def test_missing_val_annotations_are_said_with_what_val_holds(tmp_path, capsys, 
             path.mkdir()
     said = _said(root, capsys)
     assert said.startswith(f'{root / "val" / "val_annotations.txt"} {says.format(root=root)}'), said
+
+
+def test_a_second_command_at_once_is_refused_and_moves_nothing(tmp_path, capsys):
+    """Two prepare-tiny-imagenet into one folder at once (a second terminal): both planned the same moves, and the one
+    that lost a race ended on 'val_0.JPEG would overwrite val/n01/val_0.JPEG, which differs', the same image the other
+    had just moved. The folder is held while the moves are planned and made; a second is refused in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    handle = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the first command holds it while it moves
+        said = _said(root, capsys)
+    finally:
+        os.close(handle)
+    assert said.startswith(f'{root} is being written by another timm-sl prepare command still running'), said
+    assert said.endswith('allowed: wait for it to end'), said
+    assert (root / 'val' / 'images' / 'val_0.JPEG').is_file() and not (root / 'val' / 'n01').exists()
+    main(['prepare-tiny-imagenet', str(root)])  # once the first has ended
+    assert (root / 'val' / 'n01' / 'val_0.JPEG').is_file() and not (root / 'val' / 'images').exists()

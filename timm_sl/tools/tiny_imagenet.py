@@ -7,12 +7,14 @@ labels in ``val/val_annotations.txt`` (tab separated: file name, wordnet id, box
 Every function here checks every move it will make (annotations, class ids, files in the way, files left over) before
 it moves the first file: a refused folder is left as it was.
 """
+import contextlib
 import filecmp
 import os
 import shutil
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
+from ._splits import _held
 from .files import check_regular_file, folder_arg, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
@@ -285,8 +287,10 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
             bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed); a
             class folder is not in ``root/wnids.txt`` (another class set's); checked before the first moves.
     """
-    moves, counts = _plan_train(folder_arg(root, 'root', 'prepare_tiny_imagenet_train'))
-    _apply(moves)
+    root = folder_arg(root, 'root', 'prepare_tiny_imagenet_train')
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
+        moves, counts = _plan_train(root)
+        _apply(moves)
     return counts
 
 
@@ -312,8 +316,10 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
             the annotations put in another class or do not list (prepared from another archive); a text file is not
             UTF-8.
     """
-    moves, counts = _plan_val(folder_arg(root, 'root', 'prepare_tiny_imagenet_val'))
-    _apply(moves)
+    root = folder_arg(root, 'root', 'prepare_tiny_imagenet_val')
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
+        moves, counts = _plan_val(root)
+        _apply(moves)
     return counts
 
 
@@ -321,6 +327,7 @@ def prepare_tiny_imagenet(root: Union[str, Path]) -> Tuple[Dict[str, int], Dict[
     """:func:`prepare_tiny_imagenet_val` and :func:`prepare_tiny_imagenet_train`, both checked before either moves
     a file. Returns their counts, ``(val, train)``."""
     root = folder_arg(root, 'root', 'prepare_tiny_imagenet')
-    (val_moves, val), (train_moves, train) = _plan_val(root), _plan_train(root)
-    _apply(val_moves + train_moves)
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # a second command at once: refused, one line
+        (val_moves, val), (train_moves, train) = _plan_val(root), _plan_train(root)
+        _apply(val_moves + train_moves)
     return val, train
