@@ -80,3 +80,31 @@ def test_a_second_command_at_once_is_refused_and_moves_nothing(tmp_path, capsys)
     assert (root / 'val' / 'images' / 'val_0.JPEG').is_file() and not (root / 'val' / 'n01').exists()
     main(['prepare-tiny-imagenet', str(root)])  # once the first has ended
     assert (root / 'val' / 'n01' / 'val_0.JPEG').is_file() and not (root / 'val' / 'images').exists()
+
+
+def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, capsys, monkeypatch):
+    """A class folder the user may not change (train/n01 read-only): val was sorted and train/n02 moved up before the
+    move into train/n01 ended on 'train/n01/n01_0.JPEG: read-only file system', the folder left half prepared. Every
+    folder a move changes is tried first; the line names it and nothing moves."""
+    import errno
+    import tempfile
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    for wnid in ('n01', 'n02'):
+        (root / 'train' / wnid / 'images').mkdir(parents=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
+    read_only, mkstemp = root / 'train' / 'n01', tempfile.mkstemp
+
+    def probe(*args, dir=None, **kwargs):  # root may write anywhere: the system's answer for a read-only folder
+        if Path(dir) == read_only:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return mkstemp(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(tempfile, 'mkstemp', probe)
+    assert _said(root, capsys) == (f'{read_only}: cannot write into this folder (read-only file system), where '
+                                   f'images are moved out of or into; allowed: folders this user may write (nothing '
+                                   f'was moved)')
+    assert sorted(str(p.relative_to(root)) for p in root.rglob('*.JPEG')) == [
+        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG']
+    assert not list(root.rglob('.timm-sl-probe-*'))

@@ -11,6 +11,7 @@ import contextlib
 import filecmp
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
@@ -43,8 +44,29 @@ def _check_move(source: Path, target: Path) -> bool:
     raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
 
 
+def _check_writable(moves: _Moves) -> None:
+    """Refuse, before the first move, a folder a move takes a file out of or puts one into that the system will not
+    let this user change (a read-only class folder): found midway, it left the folder half prepared.
+
+    Raises:
+        OSError: of the system's kind, naming the folder, why and what is allowed.
+    """
+    folders = {source.parent for source, _ in moves}
+    folders.update(target.parent if target.parent.exists() else target.parent.parent for _, target in moves if target)
+    for folder in sorted(folders):
+        try:  # found by creating and removing an empty file: os.access says yes to root everywhere
+            handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as e:
+            why = (e.strerror or str(e)).lower()
+            raise type(e)(f'{folder}: cannot write into this folder ({why}), where images are moved out of or '
+                          f'into; allowed: folders this user may write (nothing was moved)') from None
+
+
 def _apply(moves: _Moves) -> None:
-    """Make the checked moves, in order."""
+    """Make the checked moves, in order, once every folder they change is found writable."""
+    _check_writable(moves)
     for source, target in moves:
         if target is None:
             source.rmdir()
