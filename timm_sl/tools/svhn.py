@@ -14,8 +14,8 @@ import numpy as np
 
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
-    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs, read_info,
-    write_staged)
+    check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs,
+    read_info, write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
