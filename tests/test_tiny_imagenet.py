@@ -108,3 +108,12 @@ def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, cap
     assert sorted(str(p.relative_to(root)) for p in root.rglob('*.JPEG')) == [
         'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG']
     assert not list(root.rglob('.timm-sl-probe-*'))
+
+
+def test_a_root_that_is_not_there_is_said_to_be_missing(tmp_path, capsys):
+    """A mistyped root ('tiny-imagnet') was told 'tiny-imagnet/val/val_annotations.txt not found', as if the folder
+    were there without its annotations; the line now says the folder itself does not exist, and nothing is made."""
+    root = tmp_path / 'tiny-imagnet'
+    assert _said(root, capsys) == (f'{root} does not exist; expected the folder that holds train/ and val/ of '
+                                   f'Tiny-ImageNet (extracted from its archive)')
+    assert not root.exists()

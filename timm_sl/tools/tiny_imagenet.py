@@ -176,13 +176,16 @@ def _refuse_unlisted_classes(root: Path) -> None:
 
 
 def _check_root(root: Path) -> None:
-    """Refuse a ``root`` that is there but is no folder (a file given for the dataset folder), which would read as
-    a folder without ``val/val_annotations.txt``.
+    """Refuse a ``root`` that is not there (a typo), or is there but is no folder (a file given for the dataset
+    folder), either of which would read as a folder without ``val/val_annotations.txt``.
 
     Raises:
-        NotADirectoryError: naming ``root``, what it is and what is allowed.
+        FileNotFoundError / NotADirectoryError: naming ``root``, what it is and what is allowed.
     """
-    if root.exists() and not root.is_dir():
+    if not root.exists():  # a mistyped root: said so, not as a missing val/val_annotations.txt below it
+        raise FileNotFoundError(f'{root} does not exist; expected the folder that holds train/ and val/ of '
+                                f'Tiny-ImageNet (extracted from its archive)')
+    if not root.is_dir():
         raise NotADirectoryError(f'{root} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
                                  f'val/ of Tiny-ImageNet')
 
