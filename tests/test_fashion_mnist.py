@@ -546,3 +546,14 @@ def test_a_folder_on_a_file_system_without_locks_is_still_prepared(source, tmp_p
     monkeypatch.setattr(fcntl, 'flock', no_locks)
     info = prepare_fashion_mnist(tmp_path / 'out', source=source, progress=False)
     assert info['written'] == ['train', 'test'] and sum(info['counts']['train'].values()) == 30
+
+
+def test_overwrite_keeps_the_mode_given_label_names(source, tmp_path):
+    """label_names.txt made private (chmod 600) came back readable by all after --overwrite with other settings: it
+    was deleted and written anew. It is written beside and moved over, keeping its mode, as the record is."""
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    names = out / 'label_names.txt'
+    names.chmod(0o600)
+    prepare_fashion_mnist(out, source=source, limit=10, overwrite=True, progress=False)
+    assert names.stat().st_mode & 0o777 == 0o600 and names.read_text().splitlines() == list(LABEL_NAMES)

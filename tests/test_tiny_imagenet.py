@@ -1,4 +1,5 @@
 """``timm-sl prepare-tiny-imagenet``: what it says when Tiny-ImageNet's val annotations are missing."""
+import os
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,62 @@ def test_missing_val_annotations_are_said_with_what_val_holds(tmp_path, capsys, 
             path.mkdir()
     said = _said(root, capsys)
     assert said.startswith(f'{root / "val" / "val_annotations.txt"} {says.format(root=root)}'), said
+
+
+def test_a_second_command_at_once_is_refused_and_moves_nothing(tmp_path, capsys):
+    """Two prepare-tiny-imagenet into one folder at once (a second terminal): both planned the same moves, and the one
+    that lost a race ended on 'val_0.JPEG would overwrite val/n01/val_0.JPEG, which differs', the same image the other
+    had just moved. The folder is held while the moves are planned and made; a second is refused in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    handle = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # as the first command holds it while it moves
+        said = _said(root, capsys)
+    finally:
+        os.close(handle)
+    assert said.startswith(f'{root} is being written by another timm-sl prepare command still running'), said
+    assert said.endswith('allowed: wait for it to end'), said
+    assert (root / 'val' / 'images' / 'val_0.JPEG').is_file() and not (root / 'val' / 'n01').exists()
+    main(['prepare-tiny-imagenet', str(root)])  # once the first has ended
+    assert (root / 'val' / 'n01' / 'val_0.JPEG').is_file() and not (root / 'val' / 'images').exists()
+
+
+def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, capsys, monkeypatch):
+    """A class folder the user may not change (train/n01 read-only): val was sorted and train/n02 moved up before the
+    move into train/n01 ended on 'train/n01/n01_0.JPEG: read-only file system', the folder left half prepared. Every
+    folder a move changes is tried first; the line names it and nothing moves."""
+    import errno
+    import tempfile
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    for wnid in ('n01', 'n02'):
+        (root / 'train' / wnid / 'images').mkdir(parents=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
+    read_only, mkstemp = root / 'train' / 'n01', tempfile.mkstemp
+
+    def probe(*args, dir=None, **kwargs):  # root may write anywhere: the system's answer for a read-only folder
+        if Path(dir) == read_only:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        return mkstemp(*args, dir=dir, **kwargs)
+    monkeypatch.setattr(tempfile, 'mkstemp', probe)
+    assert _said(root, capsys) == (f'{read_only}: cannot write into this folder (read-only file system), where '
+                                   f'images are moved out of or into; allowed: folders this user may write (nothing '
+                                   f'was moved)')
+    assert sorted(str(p.relative_to(root)) for p in root.rglob('*.JPEG')) == [
+        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG']
+    assert not list(root.rglob('.timm-sl-probe-*'))
+
+
+def test_a_root_that_is_not_there_is_said_to_be_missing(tmp_path, capsys):
+    """A mistyped root ('tiny-imagnet') was told 'tiny-imagnet/val/val_annotations.txt not found', as if the folder
+    were there without its annotations; the line now says the folder itself does not exist, and nothing is made."""
+    root = tmp_path / 'tiny-imagnet'
+    assert _said(root, capsys) == (f'{root} does not exist; expected the folder that holds train/ and val/ of '
+                                   f'Tiny-ImageNet (extracted from its archive)')
+    assert not root.exists()

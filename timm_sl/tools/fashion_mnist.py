@@ -318,8 +318,9 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     info = dict(dataset='fashion-mnist', **settings, image_size=SIZE, classes=list(CLASS_FOLDERS),
                 label_names=list(LABEL_NAMES), counts=counts, mean=stats.get('mean', info.get('mean')),
                 std=stats.get('std', info.get('std')))
-    names_path.unlink(missing_ok=True)  # a link there is replaced, not the file it links to
-    names_path.write_text(LABEL_NAMES_TEXT)
+    if names_path.is_symlink():
+        names_path.unlink()  # a link there is replaced, not the file it links to
+    write_atomically(names_path, lambda file: file.write_text(LABEL_NAMES_TEXT))  # a mode given it (chmod) stays
     record = json.dumps(info, indent=1) + '\n'
     write_atomically(info_path, lambda file: file.write_text(record))  # cut short: no record, not half of one
     return {**info, 'written': todo}

@@ -7,12 +7,15 @@ labels in ``val/val_annotations.txt`` (tab separated: file name, wordnet id, box
 Every function here checks every move it will make (annotations, class ids, files in the way, files left over) before
 it moves the first file: a refused folder is left as it was.
 """
+import contextlib
 import filecmp
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
+from ._splits import _held
 from .files import check_regular_file, folder_arg, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
@@ -41,8 +44,29 @@ def _check_move(source: Path, target: Path) -> bool:
     raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
 
 
+def _check_writable(moves: _Moves) -> None:
+    """Refuse, before the first move, a folder a move takes a file out of or puts one into that the system will not
+    let this user change (a read-only class folder): found midway, it left the folder half prepared.
+
+    Raises:
+        OSError: of the system's kind, naming the folder, why and what is allowed.
+    """
+    folders = {source.parent for source, _ in moves}
+    folders.update(target.parent if target.parent.exists() else target.parent.parent for _, target in moves if target)
+    for folder in sorted(folders):
+        try:  # found by creating and removing an empty file: os.access says yes to root everywhere
+            handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
+            os.close(handle)
+            os.unlink(probe)
+        except OSError as e:
+            why = (e.strerror or str(e)).lower()
+            raise type(e)(f'{folder}: cannot write into this folder ({why}), where images are moved out of or '
+                          f'into; allowed: folders this user may write (nothing was moved)') from None
+
+
 def _apply(moves: _Moves) -> None:
-    """Make the checked moves, in order."""
+    """Make the checked moves, in order, once every folder they change is found writable."""
+    _check_writable(moves)
     for source, target in moves:
         if target is None:
             source.rmdir()
@@ -152,13 +176,16 @@ def _refuse_unlisted_classes(root: Path) -> None:
 
 
 def _check_root(root: Path) -> None:
-    """Refuse a ``root`` that is there but is no folder (a file given for the dataset folder), which would read as
-    a folder without ``val/val_annotations.txt``.
+    """Refuse a ``root`` that is not there (a typo), or is there but is no folder (a file given for the dataset
+    folder), either of which would read as a folder without ``val/val_annotations.txt``.
 
     Raises:
-        NotADirectoryError: naming ``root``, what it is and what is allowed.
+        FileNotFoundError / NotADirectoryError: naming ``root``, what it is and what is allowed.
     """
-    if root.exists() and not root.is_dir():
+    if not root.exists():  # a mistyped root: said so, not as a missing val/val_annotations.txt below it
+        raise FileNotFoundError(f'{root} does not exist; expected the folder that holds train/ and val/ of '
+                                f'Tiny-ImageNet (extracted from its archive)')
+    if not root.is_dir():
         raise NotADirectoryError(f'{root} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
                                  f'val/ of Tiny-ImageNet')
 
@@ -285,8 +312,10 @@ def prepare_tiny_imagenet_train(root: Union[str, Path]) -> Dict[str, int]:
             bytes, as after extracting the archive again over a prepared folder, are a duplicate and removed); a
             class folder is not in ``root/wnids.txt`` (another class set's); checked before the first moves.
     """
-    moves, counts = _plan_train(folder_arg(root, 'root', 'prepare_tiny_imagenet_train'))
-    _apply(moves)
+    root = folder_arg(root, 'root', 'prepare_tiny_imagenet_train')
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
+        moves, counts = _plan_train(root)
+        _apply(moves)
     return counts
 
 
@@ -312,8 +341,10 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
             the annotations put in another class or do not list (prepared from another archive); a text file is not
             UTF-8.
     """
-    moves, counts = _plan_val(folder_arg(root, 'root', 'prepare_tiny_imagenet_val'))
-    _apply(moves)
+    root = folder_arg(root, 'root', 'prepare_tiny_imagenet_val')
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
+        moves, counts = _plan_val(root)
+        _apply(moves)
     return counts
 
 
@@ -321,6 +352,7 @@ def prepare_tiny_imagenet(root: Union[str, Path]) -> Tuple[Dict[str, int], Dict[
     """:func:`prepare_tiny_imagenet_val` and :func:`prepare_tiny_imagenet_train`, both checked before either moves
     a file. Returns their counts, ``(val, train)``."""
     root = folder_arg(root, 'root', 'prepare_tiny_imagenet')
-    (val_moves, val), (train_moves, train) = _plan_val(root), _plan_train(root)
-    _apply(val_moves + train_moves)
+    with _held(root) if root.is_dir() else contextlib.nullcontext():  # a second command at once: refused, one line
+        (val_moves, val), (train_moves, train) = _plan_val(root), _plan_train(root)
+        _apply(val_moves + train_moves)
     return val, train
