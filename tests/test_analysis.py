@@ -2100,3 +2100,26 @@ def test_features_only_in_model_kwargs_is_refused(command, tmp_path, image_dir):
                                f'whole model, and timm builds a features_only one without the blocks after its last '
                                f'out_indices (and without its classifier); allowed: features_only left out')
     assert not (tmp_path / 'c.png').exists()
+
+
+@pytest.mark.parametrize('kwarg', ['features_only=True', 'pretrained=False'])
+@pytest.mark.parametrize('command', ['temperature', 'attention'])
+def test_timm_switches_in_model_kwargs_beside_a_run_are_refused(command, kwarg, tmp_path, image_dir):
+    """--checkpoint RUN --model-kwargs features_only=True ended on timm's 'AssertionError: last-n (3) is out of range'
+    (a deeper run: its weights' missing keys), and pretrained=False was taken where beside --model it is refused; the
+    features_only line is the one beside --model, pretrained's names the checkpoint."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    images = [str(image_dir / '0.png')] if command == 'attention' else []
+    with pytest.raises(SystemExit) as info:
+        main([command, *images, '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', kwarg,
+              '--out', str(tmp_path / 'c.png')])
+    if kwarg.startswith('features_only'):
+        assert str(info.value) == (f'timm-sl {command}: --model-kwargs features_only=True: timm-sl {command} needs the '
+                                   f'whole model, and timm builds a features_only one without the blocks after its '
+                                   f'last out_indices (and without its classifier); allowed: features_only left out')
+    else:
+        assert str(info.value) == (f"timm-sl {command}: model kwarg pretrained=False for "
+                                   f"{tmp_path / 'run' / 'model_best.pth.tar'}: the checkpoint's weights are the "
+                                   f"model's; timm's pretrained ones would be loaded and replaced; allowed: pretrained "
+                                   f"left out of the model kwargs")
+    assert not (tmp_path / 'c.png').exists()

@@ -929,3 +929,23 @@ def test_an_empty_dataset_name_for_a_card_is_refused(command, value, tmp_path, c
     assert err == (f"timm-sl {command}: error: argument --dataset: {value!r} is not allowed; expected a dataset name "
                    "such as 'cifar10' (leave the option out for the run's own)")
     assert not (tmp_path / 'out').exists()
+
+
+@pytest.mark.parametrize('kwarg', ['features_only=True', 'pretrained=True'])
+def test_export_refuses_timm_switches_in_model_kwargs(kwarg, tmp_path):
+    """export RUN --model-kwargs features_only=True was refused for 114 missing keys of the weights (the wrong reason),
+    pretrained=True with timm's 'Use `pretrained=False` for random init'; each names the kwarg and the checkpoint."""
+    import torch
+    import timm
+    run = tmp_path / 'run'
+    run.mkdir()
+    torch.save({'state_dict': timm.create_model('sl_vit_32', depth=1).state_dict()}, run / 'model_best.pth.tar')
+    key, value = kwarg.split('=')
+    why = ("timm's feature wrapper holds no classifier and no block after its last out_indices, so the checkpoint's "
+           "weights do not fit it") if key == 'features_only' else \
+        "the checkpoint's weights are the model's; timm's pretrained ones would be loaded and replaced"
+    assert _exit_message(['export', str(run), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', kwarg, '--out',
+                          str(tmp_path / 'out')]) == (
+        f"timm-sl export: model kwarg {key}=True for {run / 'model_best.pth.tar'}: {why}; allowed: {key} left out of "
+        f"the model kwargs")
+    assert not (tmp_path / 'out').exists()

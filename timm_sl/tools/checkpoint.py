@@ -83,6 +83,25 @@ def read_run_checkpoint(
     return record, loaded
 
 
+# timm.create_model's own switches, not the model's: each builds another thing than the model a checkpoint's
+# weights load into whole (pretrained weights loaded then replaced, a feature wrapper, a file's weights)
+_CREATE_SWITCHES = {
+    'pretrained': "the checkpoint's weights are the model's; timm's pretrained ones would be loaded and replaced",
+    'features_only': "timm's feature wrapper holds no classifier and no block after its last out_indices, so the "
+                     "checkpoint's weights do not fit it",
+    'checkpoint_path': "the checkpoint's weights are the model's; another file's would be loaded and replaced",
+    'pretrained_cfg': 'it names the weights timm would load; the checkpoint gives them',
+    'pretrained_cfg_overlay': 'it names the weights timm would load; the checkpoint gives them',
+}
+
+
+def _check_create_switches(path: Union[str, Path], model_kwargs: Dict[str, Any]) -> None:
+    """Refuse model kwargs that are :data:`_CREATE_SWITCHES` for the model built to hold ``path``'s weights."""
+    for key in [k for k in model_kwargs if k in _CREATE_SWITCHES]:
+        raise ValueError(f'model kwarg {key}={model_kwargs[key]!r} for {path}: {_CREATE_SWITCHES[key]}; allowed: '
+                         f'{key} left out of the model kwargs')
+
+
 def build_model(checkpoint: Checkpoint, model_name: str, model_kwargs: Optional[Dict[str, Any]] = None,
                 load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """Build ``model_name`` and load the checkpoint into it strictly (``num_classes`` read from the classifier unless
@@ -96,6 +115,7 @@ def build_model(checkpoint: Checkpoint, model_name: str, model_kwargs: Optional[
     """
     state = checkpoint.state_dict
     model_kwargs = dict(model_kwargs or {})
+    _check_create_switches(checkpoint.path, model_kwargs)
     if 'num_classes' not in model_kwargs:
         classes = classifier_classes(model_name, model_kwargs, state)
         if classes is not None:

@@ -105,6 +105,14 @@ def _model_error(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], er
     return ValueError(f'{describe(error)}{hints}')
 
 
+def _check_whole_model(args: argparse.Namespace, kwargs: Dict[str, Any]) -> None:
+    """Refuse ``features_only`` in ``--model-kwargs``, beside a model name or a checkpoint alike."""
+    if kwargs.get('features_only'):  # timm cuts the model after its last out_indices block: kld read 9 of 12 depths
+        raise ValueError(f'--model-kwargs features_only={kwargs["features_only"]!r}: timm-sl {args.command} needs the '
+                         f'whole model, and timm builds a features_only one without the blocks after its last '
+                         f'out_indices (and without its classifier); allowed: features_only left out')
+
+
 def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], **create_kwargs: Any):
     """``timm.create_model`` for a command: a wrong name, kwarg or missing weights end as one line."""
     import timm
@@ -112,10 +120,7 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
     for key in sorted(set(kwargs) & set(create_kwargs)):  # create_model's 'got multiple values for keyword argument'
         raise ValueError(f'--model-kwargs {key}={kwargs[key]!r}: timm-sl {args.command} gives the model {key} itself; '
                          f'allowed: --{key.replace("_", "-")} instead, or {key} left out of --model-kwargs')
-    if kwargs.get('features_only'):  # timm cuts the model after its last out_indices block: kld read 9 of 12 depths
-        raise ValueError(f'--model-kwargs features_only={kwargs["features_only"]!r}: timm-sl {args.command} needs the '
-                         f'whole model, and timm builds a features_only one without the blocks after its last '
-                         f'out_indices (and without its classifier); allowed: features_only left out')
+    _check_whole_model(args, kwargs)
     arch = kwargs.get('base') if name == 'slify' else name  # slify loads its base's weights (an unknown base: it
     known = isinstance(arch, str) and timm.is_model(arch.split('.')[0])  # says so as it is built)
     if create_kwargs.get('pretrained') and known and not timm.list_pretrained(arch if '.' in arch else f'{arch}.*'):
@@ -295,6 +300,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     """
     kwargs = dict(args.model_kwargs or {})
     built = vars(args).setdefault('built_kwargs', {})  # (checkpoint, baseline_first) -> kwargs it was built with
+    _check_whole_model(args, kwargs)  # a checkpoint's run too: its weights did not say why the wrapper failed
     if not checkpoint:
         built[None, baseline_first] = kwargs
         return _create_model(args, args.model, kwargs, pretrained=getattr(args, 'pretrained', False)).eval(), None
