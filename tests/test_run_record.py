@@ -1638,3 +1638,30 @@ def test_the_command_is_compared_with_args_yaml(command, args, differs):
     record = RunRecord(checkpoint=Path('x'), args=dict(dict(model='sl_vit_32', lr=0.003, seed=0), **args),
                        command=f'python train.py --data-dir DATA {command} --output OUTPUT')
     assert record.command_differs() == differs
+
+
+def test_another_runs_checkpoint_copied_into_a_run_is_refused_by_every_reader(tmp_path, capsys):
+    """A finished run's model_best.pth.tar replaced by another run's (lr 0.002, 3 epochs): export carded it as a
+    session 'resumed with other arguments', release would push it under the run's name, temperature / kld analysed it
+    as the run's. A checkpoint of other model / kwargs / seed / lr than args.yaml at an epoch summary.csv does not
+    list is refused by the one reader of them all; one of a listed epoch is a session resumed with other arguments."""
+    from timm_sl.tools.checkpoint import read_run_checkpoint
+    from timm_sl.tools.hub import check_export
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    other = argparse.Namespace(**dict(vars(saved['args']), lr=0.002, epochs=3))
+    torch.save(dict(saved, epoch=2, args=other), run / 'model_best.pth.tar')
+    err = _fails(['export', str(run), '--out', str(tmp_path / 'out')], capsys)
+    assert err == (f"timm-sl export: {run / 'model_best.pth.tar'} was saved by a train.py with lr 0.002 (args.yaml: "
+                   f"0.001), at epoch 3, which {run / 'summary.csv'} does not list: another run's checkpoint (copied "
+                   f"into the folder?), not this run's weights; allowed: the run's own checkpoint put back, or that "
+                   f"run's folder")
+    assert not (tmp_path / 'out').exists()
+    for read in (lambda: read_run_checkpoint(run), lambda: check_export(read_run(run))):  # temperature, kld; release
+        with pytest.raises(ValueError, match='was saved by a train.py with lr 0.002'):
+            read()
+    torch.save(dict(saved, epoch=1, args=other), run / 'model_best.pth.tar')  # a listed epoch: resumed with lr 0.002
+    card = (export_checkpoint(run, None, tmp_path / 'o1')[0] / 'README.md').read_text()
+    assert 'The run was resumed with other arguments' in card

@@ -671,7 +671,8 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
         ValueError / OSError: as :func:`export_run` would, before writing.
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
-    _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch)
+    _checked_model(record, checkpoint, label_names, load=False)
     # a diverged run among many: refused before the others are written
     _check_run_weights(record, checkpoint)
     return checkpoint
