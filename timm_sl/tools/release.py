@@ -390,7 +390,17 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     checkpoints = []
     for i, record in list(zip(numbers, records)):
         try:
-            checkpoints.append((lambda c: c if c.mapped else None)(check_export(record, label_names)))
+            checkpoint = check_export(record, label_names)
+            summary = record.summary or {}
+            if summary and summary.get('evaluated', True) and summary.get('best_top1') is None:
+                echo(f'{i}/{len(runs)}: skipped: {record.run_dir} has no epoch with a finite top-1 (summary.csv: NaN '
+                     f'top-1 in each of its {summary["epochs"]} epochs), so its weights, finite as they are, are not a '
+                     f'trained model (its card says so); allowed: runs with a finite top-1 (train it again, say with '
+                     f'a lower --lr or without --amp)')
+                at = records.index(record)
+                del records[at], numbers[at], names[at]
+                continue
+            checkpoints.append(checkpoint if checkpoint.mapped else None)
         except NonFiniteWeights:
             summary = record.summary or {}
             if summary.get('best_top1') is not None or summary.get('diverged_epoch') is None:
