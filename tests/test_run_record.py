@@ -1640,6 +1640,7 @@ def test_the_command_is_compared_with_args_yaml(command, args, differs):
     assert record.command_differs() == differs
 
 
+@pytest.mark.extended  # three exports of a real model: seconds
 def test_another_runs_checkpoint_copied_into_a_run_is_refused_by_every_reader(tmp_path, capsys):
     """A finished run's model_best.pth.tar replaced by another run's (lr 0.002, 3 epochs): export carded it as a
     session 'resumed with other arguments', release would push it under the run's name, temperature / kld analysed it
@@ -1665,3 +1666,85 @@ def test_another_runs_checkpoint_copied_into_a_run_is_refused_by_every_reader(tm
     torch.save(dict(saved, epoch=1, args=other), run / 'model_best.pth.tar')  # a listed epoch: resumed with lr 0.002
     card = (export_checkpoint(run, None, tmp_path / 'o1')[0] / 'README.md').read_text()
     assert 'The run was resumed with other arguments' in card
+
+
+@pytest.mark.extended  # exports of a real model: seconds
+def test_the_hidden_folder_of_an_export_killed_outright_is_removed_not_refused(tmp_path, capsys):
+    """An export killed outright (SIGKILL, out of memory) while it wrote its hidden folder in --out left it there: the
+    next export said '--out X is not empty' over a folder `ls` shows empty, and with --overwrite it stayed for good.
+    It is removed once the folder is held; one holding another file is not an export's, and is kept; while another
+    export holds the folder, a second is refused in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    run, out = tmp_path / 'run', tmp_path / 'out'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    leftover = out / '.timm-sl-export-k1ll3d'
+    leftover.mkdir(parents=True)
+    (leftover / 'model.safetensors').write_bytes(b'half')
+    (leftover / 'config.json').write_text('{}')
+    assert main(['export', str(run), '--out', str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ['README.md', 'config.json', 'model.safetensors']
+    other = tmp_path / 'o2'
+    (other / '.timm-sl-export-mine').mkdir(parents=True)
+    (other / '.timm-sl-export-mine' / 'notes.txt').write_text('mine')
+    assert _fails(['export', str(run), '--out', str(other)], capsys).startswith(f'timm-sl export: --out {other} is '
+                                                                               f'not empty;')
+    assert (other / '.timm-sl-export-mine' / 'notes.txt').read_text() == 'mine'
+    handle = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another export writing there
+        assert _fails(['export', str(run), '--out', str(out), '--overwrite'], capsys) == (
+            f'timm-sl export: --out {out} is being written by another timm-sl export or release still running: the '
+            f'files of both would be mixed; allowed: wait for it to end, or another --out')
+    finally:
+        os.close(handle)
+
+
+@pytest.mark.parametrize('name, args, epoch, refused', [
+    ('model_best.pth.tar', dict(lr=0.002), 2, "lr 0.002 (args.yaml: 0.003)"),
+    ('last.pth.tar', dict(seed=5, model='sl_pit_32'), 4,
+     "model 'sl_pit_32' (args.yaml: 'sl_vit_32'); seed 5 (args.yaml: 0)"),
+    ('model_best.pth.tar', dict(model_kwargs=dict(depth=2)), 2, "model_kwargs {'depth': 2} (args.yaml: {'depth': 1})"),
+    ('model_best.pth.tar', dict(lr=0.002), 1, ''),  # a listed epoch: a session resumed with another lr
+    ('model_best.pth.tar', dict(lr=0.002), None, ''),  # no epoch recorded: nothing to hold against the rows
+    ('recovery-2-5.pth.tar', dict(lr=0.002), 2, ''),  # saved during an epoch: its row was never written
+    ('model_best.pth.tar', dict(lr=0.003, epochs=3), 2, ''),  # same run, its summary.csv behind: not this check's
+])
+def test_a_checkpoint_of_other_settings_at_an_unlisted_epoch_is_another_runs(name, args, epoch, refused):
+    """RunRecord.with_checkpoint (the one reader of a run's checkpoint for export, release, temperature, kld): another
+    run's checkpoint copied into a run folder was taken for a session of this run resumed with other arguments."""
+    from timm_sl.tools.runs import ForeignCheckpoint
+    ours = dict(model='sl_vit_32', model_kwargs=dict(depth=1), seed=0, lr=0.003, epochs=2)
+    record = RunRecord(checkpoint=Path('r') / name, run_dir=Path('r'), args=ours, model='sl_vit_32',
+                       rows=[dict(epoch=0.0, eval_top1=10.0), dict(epoch=1.0, eval_top1=12.0)])
+    if not refused:
+        assert record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch).checkpoint_args == dict(ours, **args)
+        return
+    with pytest.raises(ForeignCheckpoint) as e:
+        record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch)
+    assert str(e.value) == (f"{Path('r') / name} was saved by a train.py with {refused}, at epoch {epoch + 1}, which "
+                            f"{Path('r') / 'summary.csv'} does not list: another run's checkpoint (copied into the "
+                            f"folder?), not this run's weights; allowed: the run's own checkpoint put back, or that "
+                            f"run's folder")
+
+
+def test_an_interrupted_exports_hidden_folder_is_its_own_and_removed_once_held(tmp_path):
+    """The hidden folder an export killed outright left in --out made the next export say '--out X is not empty' over
+    a folder `ls` shows empty. Such a folder (export's name, export's files only) does not count, and is removed once
+    the folder is held; a second export while one holds it is refused."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.hub import _check_out_dir, _held
+    out = tmp_path / 'out'
+    killed, mine = out / '.timm-sl-export-k1ll3d', out / '.timm-sl-export-mine'
+    killed.mkdir(parents=True)
+    (killed / 'model.safetensors').write_bytes(b'half')
+    _check_out_dir(out, overwrite=False)  # empty but for the leftover
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('mine')
+    with pytest.raises(ValueError, match=f'--out {out} is not empty; allowed'):
+        _check_out_dir(out, overwrite=False)
+    with _held(out):
+        assert sorted(p.name for p in out.iterdir()) == ['.timm-sl-export-mine']  # a user's file in it: kept
+        with pytest.raises(BlockingIOError) as e, _held(out):  # another export meanwhile
+            pass
+    assert str(e.value) == (f'--out {out} is being written by another timm-sl export or release still running: the '
+                            f'files of both would be mixed; allowed: wait for it to end, or another --out')
