@@ -1748,3 +1748,20 @@ def test_an_interrupted_exports_hidden_folder_is_its_own_and_removed_once_held(t
             pass
     assert str(e.value) == (f'--out {out} is being written by another timm-sl export or release still running: the '
                             f'files of both would be mixed; allowed: wait for it to end, or another --out')
+
+
+def test_a_run_whose_args_yaml_names_no_model_keeps_the_row_reproduce_recorded(tmp_path):
+    """A reproduce run (done.json: vit, sl) of -- --model-kwargs depth=1 whose args.yaml names no model: the model and
+    kwargs came from the checkpoint, and the row was computed from those kwargs alone ('custom'), so release named it
+    sl_vit_32.custom-... where the same run with its model in args.yaml is sl_vit_32.sl-..."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'vit-sl-s0'
+    run.mkdir()
+    (run / 'args.yaml').write_text(json.dumps(dict(seed=0, lr=0.003, epochs=2, num_classes=4)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50.0,90.0\n1,1,1,55.5,95.0\n')
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', seed=0, model='sl_vit_32',
+                                                   model_kwargs=dict(depth=1))))
+    (run / 'model_best.pth.tar').write_bytes(b'')
+    record = read_run(run).with_checkpoint('sl_vit_32', dict(model='sl_vit_32', model_kwargs=dict(depth=1)), 1)
+    assert (record.model, record.model_kwargs, record.family, record.variant) == ('sl_vit_32', dict(depth=1), 'vit',
+                                                                                  'sl')

@@ -696,7 +696,7 @@ class RunRecord:
         model = args.get('model') or arch
         if self.args:  # args.yaml without `model`: its other arguments stand
             kwargs = self.model_kwargs or dict(args.get('model_kwargs') or {})
-            return _described(replace(record, model=model, model_kwargs=kwargs))
+            return _described(replace(record, model=model, model_kwargs=kwargs), self.marker)
         return _described(replace(record, args=dict(args), model=model,
                                   model_kwargs=dict(args.get('model_kwargs') or {})))
 
