@@ -1449,9 +1449,10 @@ def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_
                                      f'{nan_top5}\n1,nan,nan,{nan_top1},{nan_top5}\n')
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert 'No epoch of the 2 run has a finite top-1 (NaN: the run diverged)' in card and '25.00' not in card
-    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
-                 '--name-pattern', '{run}']) == 0
-    assert '(state_dict, best top-1 -; these weights: epoch 2, top-1 NaN (diverged)) as o/r' in capsys.readouterr().out
+    # not a trained model, its card says: release skips it (it pushed it, best top-1 '-')
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
+                   '--name-pattern', '{run}'], capsys).startswith('timm-sl release: no finished run to release under ')
+    assert not (tmp_path / 'rel').exists()
     # an epoch that diverged after the best: the best stands, the diverged one's top-1 is not a number
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,30,60\n'
                                      f'1,nan,nan,{nan_top1},{nan_top5}\n')
