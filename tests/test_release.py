@@ -842,9 +842,11 @@ def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_reco
     args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
     del args['model'], args['model_kwargs']
     (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args))
+    marker = json.loads((tmp_path / 'runs' / 'r' / 'done.json').read_text())  # the SL row of -- --model-kwargs depth=1
+    (tmp_path / 'runs' / 'r' / 'done.json').write_text(json.dumps(dict(marker, variant='sl')))
     r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
-    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'custom',
-                                                               'org/sl_vit_32.custom-cifar10-s0')
+    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'sl',
+                                                               'org/sl_vit_32.sl-cifar10-s0')
     loaded = timm.create_model(f'local-dir:{r.folder}', pretrained=True).eval()
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
