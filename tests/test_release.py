@@ -844,9 +844,11 @@ def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_reco
     args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
     del args['model'], args['model_kwargs']
     (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args))
+    marker = json.loads((tmp_path / 'runs' / 'r' / 'done.json').read_text())  # the SL row of -- --model-kwargs depth=1
+    (tmp_path / 'runs' / 'r' / 'done.json').write_text(json.dumps(dict(marker, variant='sl')))
     r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'org', echo=lambda _: None)
-    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'custom',
-                                                               'org/sl_vit_32.custom-cifar10-s0')
+    assert (r.model, r.model_kwargs, r.variant, r.repo_id) == ('sl_vit_32', dict(depth=1), 'sl',
+                                                               'org/sl_vit_32.sl-cifar10-s0')
     loaded = timm.create_model(f'local-dir:{r.folder}', pretrained=True).eval()
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
@@ -1355,3 +1357,21 @@ def test_a_command_txt_other_than_the_runs_args_yaml_is_not_carded_as_its_exact_
     assert ("The run's recorded train.py command (command.txt) gives --lr 0.003 (args.yaml: 0.01): train.py was "
             "started again in its folder with other arguments (by hand?), which trained these weights, so its exact "
             "command is not known; the training recipe below lists the arguments args.yaml records.") in text
+
+
+def test_a_run_of_nan_top1_in_every_epoch_but_finite_weights_is_skipped(tmp_path, capsys):
+    """Every evaluation of a run NaN (say, under --amp overflowing in eval), its weights finite: its card says 'these
+    weights are not a trained model', yet release would push it (it skipped only runs whose weights are NaN)."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
+    run = tmp_path / 'runs' / 'vit-sl-s1'
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1.0,nan,nan,nan\n'
+                                     '1,1.0,nan,nan,nan\n')
+    out = tmp_path / 'rel'
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (f'2/2: skipped: {run} has no epoch with a finite top-1 (summary.csv: NaN top-1 in each of its '
+                        f'2 epochs), so its weights, finite as they are, are not a trained model (its card says so); '
+                        f'allowed: runs with a finite top-1 (train it again, say with a lower --lr or without --amp)')
+    assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
+    assert [p.name for p in out.iterdir() if p.name.endswith('-s1')] == []

@@ -1449,9 +1449,10 @@ def test_a_run_whose_eval_loss_is_nan_is_carded_as_diverged_not_with_its_chance_
                                      f'{nan_top5}\n1,nan,nan,{nan_top1},{nan_top5}\n')
     card = (export_checkpoint(run, None, tmp_path / 'out')[0] / 'README.md').read_text()
     assert 'No epoch of the 2 run has a finite top-1 (NaN: the run diverged)' in card and '25.00' not in card
-    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
-                 '--name-pattern', '{run}']) == 0
-    assert '(state_dict, best top-1 -; these weights: epoch 2, top-1 NaN (diverged)) as o/r' in capsys.readouterr().out
+    # not a trained model, its card says: release skips it (it pushed it, best top-1 '-')
+    assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd',
+                   '--name-pattern', '{run}'], capsys).startswith('timm-sl release: no finished run to release under ')
+    assert not (tmp_path / 'rel').exists()
     # an epoch that diverged after the best: the best stands, the diverged one's top-1 is not a number
     (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,30,60\n'
                                      f'1,nan,nan,{nan_top1},{nan_top5}\n')
@@ -1638,3 +1639,130 @@ def test_the_command_is_compared_with_args_yaml(command, args, differs):
     record = RunRecord(checkpoint=Path('x'), args=dict(dict(model='sl_vit_32', lr=0.003, seed=0), **args),
                        command=f'python train.py --data-dir DATA {command} --output OUTPUT')
     assert record.command_differs() == differs
+
+
+@pytest.mark.extended  # three exports of a real model: seconds
+def test_another_runs_checkpoint_copied_into_a_run_is_refused_by_every_reader(tmp_path, capsys):
+    """A finished run's model_best.pth.tar replaced by another run's (lr 0.002, 3 epochs): export carded it as a
+    session 'resumed with other arguments', release would push it under the run's name, temperature / kld analysed it
+    as the run's. A checkpoint of other model / kwargs / seed / lr than args.yaml at an epoch summary.csv does not
+    list is refused by the one reader of them all; one of a listed epoch is a session resumed with other arguments."""
+    from timm_sl.tools.checkpoint import read_run_checkpoint
+    from timm_sl.tools.hub import check_export
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    other = argparse.Namespace(**dict(vars(saved['args']), lr=0.002, epochs=3))
+    torch.save(dict(saved, epoch=2, args=other), run / 'model_best.pth.tar')
+    err = _fails(['export', str(run), '--out', str(tmp_path / 'out')], capsys)
+    assert err == (f"timm-sl export: {run / 'model_best.pth.tar'} was saved by a train.py with lr 0.002 (args.yaml: "
+                   f"0.001), at epoch 3, which {run / 'summary.csv'} does not list: another run's checkpoint (copied "
+                   f"into the folder?), not this run's weights; allowed: the run's own checkpoint put back, or that "
+                   f"run's folder")
+    assert not (tmp_path / 'out').exists()
+    for read in (lambda: read_run_checkpoint(run), lambda: check_export(read_run(run))):  # temperature, kld; release
+        with pytest.raises(ValueError, match='was saved by a train.py with lr 0.002'):
+            read()
+    torch.save(dict(saved, epoch=1, args=other), run / 'model_best.pth.tar')  # a listed epoch: resumed with lr 0.002
+    card = (export_checkpoint(run, None, tmp_path / 'o1')[0] / 'README.md').read_text()
+    assert 'The run was resumed with other arguments' in card
+
+
+@pytest.mark.extended  # exports of a real model: seconds
+def test_the_hidden_folder_of_an_export_killed_outright_is_removed_not_refused(tmp_path, capsys):
+    """An export killed outright (SIGKILL, out of memory) while it wrote its hidden folder in --out left it there: the
+    next export said '--out X is not empty' over a folder `ls` shows empty, and with --overwrite it stayed for good.
+    It is removed once the folder is held; one holding another file is not an export's, and is kept; while another
+    export holds the folder, a second is refused in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    run, out = tmp_path / 'run', tmp_path / 'out'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    leftover = out / '.timm-sl-export-k1ll3d'
+    leftover.mkdir(parents=True)
+    (leftover / 'model.safetensors').write_bytes(b'half')
+    (leftover / 'config.json').write_text('{}')
+    assert main(['export', str(run), '--out', str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ['README.md', 'config.json', 'model.safetensors']
+    other = tmp_path / 'o2'
+    (other / '.timm-sl-export-mine').mkdir(parents=True)
+    (other / '.timm-sl-export-mine' / 'notes.txt').write_text('mine')
+    assert _fails(['export', str(run), '--out', str(other)], capsys).startswith(f'timm-sl export: --out {other} is '
+                                                                               f'not empty;')
+    assert (other / '.timm-sl-export-mine' / 'notes.txt').read_text() == 'mine'
+    handle = os.open(out, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # another export writing there
+        assert _fails(['export', str(run), '--out', str(out), '--overwrite'], capsys) == (
+            f'timm-sl export: --out {out} is being written by another timm-sl export or release still running: the '
+            f'files of both would be mixed; allowed: wait for it to end, or another --out')
+    finally:
+        os.close(handle)
+
+
+@pytest.mark.parametrize('name, args, epoch, refused', [
+    ('model_best.pth.tar', dict(lr=0.002), 2, "lr 0.002 (args.yaml: 0.003)"),
+    ('last.pth.tar', dict(seed=5, model='sl_pit_32'), 4,
+     "model 'sl_pit_32' (args.yaml: 'sl_vit_32'); seed 5 (args.yaml: 0)"),
+    ('model_best.pth.tar', dict(model_kwargs=dict(depth=2)), 2, "model_kwargs {'depth': 2} (args.yaml: {'depth': 1})"),
+    ('model_best.pth.tar', dict(lr=0.002), 1, ''),  # a listed epoch: a session resumed with another lr
+    ('model_best.pth.tar', dict(lr=0.002), None, ''),  # no epoch recorded: nothing to hold against the rows
+    ('recovery-2-5.pth.tar', dict(lr=0.002), 2, ''),  # saved during an epoch: its row was never written
+    ('model_best.pth.tar', dict(lr=0.003, epochs=3), 2, ''),  # same run, its summary.csv behind: not this check's
+])
+def test_a_checkpoint_of_other_settings_at_an_unlisted_epoch_is_another_runs(name, args, epoch, refused):
+    """RunRecord.with_checkpoint (the one reader of a run's checkpoint for export, release, temperature, kld): another
+    run's checkpoint copied into a run folder was taken for a session of this run resumed with other arguments."""
+    from timm_sl.tools.runs import ForeignCheckpoint
+    ours = dict(model='sl_vit_32', model_kwargs=dict(depth=1), seed=0, lr=0.003, epochs=2)
+    record = RunRecord(checkpoint=Path('r') / name, run_dir=Path('r'), args=ours, model='sl_vit_32',
+                       rows=[dict(epoch=0.0, eval_top1=10.0), dict(epoch=1.0, eval_top1=12.0)])
+    if not refused:
+        assert record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch).checkpoint_args == dict(ours, **args)
+        return
+    with pytest.raises(ForeignCheckpoint) as e:
+        record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch)
+    assert str(e.value) == (f"{Path('r') / name} was saved by a train.py with {refused}, at epoch {epoch + 1}, which "
+                            f"{Path('r') / 'summary.csv'} does not list: another run's checkpoint (copied into the "
+                            f"folder?), not this run's weights; allowed: the run's own checkpoint put back, or that "
+                            f"run's folder")
+
+
+def test_an_interrupted_exports_hidden_folder_is_its_own_and_removed_once_held(tmp_path):
+    """The hidden folder an export killed outright left in --out made the next export say '--out X is not empty' over
+    a folder `ls` shows empty. Such a folder (export's name, export's files only) does not count, and is removed once
+    the folder is held; a second export while one holds it is refused."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.hub import _check_out_dir, _held
+    out = tmp_path / 'out'
+    killed, mine = out / '.timm-sl-export-k1ll3d', out / '.timm-sl-export-mine'
+    killed.mkdir(parents=True)
+    (killed / 'model.safetensors').write_bytes(b'half')
+    _check_out_dir(out, overwrite=False)  # empty but for the leftover
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('mine')
+    with pytest.raises(ValueError, match=f'--out {out} is not empty; allowed'):
+        _check_out_dir(out, overwrite=False)
+    with _held(out):
+        assert sorted(p.name for p in out.iterdir()) == ['.timm-sl-export-mine']  # a user's file in it: kept
+        with pytest.raises(BlockingIOError) as e, _held(out):  # another export meanwhile
+            pass
+    assert str(e.value) == (f'--out {out} is being written by another timm-sl export or release still running: the '
+                            f'files of both would be mixed; allowed: wait for it to end, or another --out')
+
+
+def test_a_run_whose_args_yaml_names_no_model_keeps_the_row_reproduce_recorded(tmp_path):
+    """A reproduce run (done.json: vit, sl) of -- --model-kwargs depth=1 whose args.yaml names no model: the model and
+    kwargs came from the checkpoint, and the row was computed from those kwargs alone ('custom'), so release named it
+    sl_vit_32.custom-... where the same run with its model in args.yaml is sl_vit_32.sl-..."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'vit-sl-s0'
+    run.mkdir()
+    (run / 'args.yaml').write_text(json.dumps(dict(seed=0, lr=0.003, epochs=2, num_classes=4)))
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50.0,90.0\n1,1,1,55.5,95.0\n')
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', seed=0, model='sl_vit_32',
+                                                   model_kwargs=dict(depth=1))))
+    (run / 'model_best.pth.tar').write_bytes(b'')
+    record = read_run(run).with_checkpoint('sl_vit_32', dict(model='sl_vit_32', model_kwargs=dict(depth=1)), 1)
+    assert (record.model, record.model_kwargs, record.family, record.variant) == ('sl_vit_32', dict(depth=1), 'vit',
+                                                                                  'sl')

@@ -8,13 +8,14 @@ Checkpoints and their run folders are read by :mod:`timm_sl.tools.runs` (weights
 summary, dataset), models built from them by :mod:`timm_sl.tools.checkpoint`; :func:`export_run` writes a folder from
 those two.
 """
+import contextlib
 import json
 import math
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 from huggingface_hub import ModelCard, ModelCardData
@@ -471,10 +472,55 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
     return ModelCard(f'---\n{_card_data(record).to_yaml()}\n---\n\n' + '\n'.join(lines))
 
 
+STAGING = '.timm-sl-export-'  # the hidden folder of --out an export writes its files in before moving them there
+
+
+def _leftovers(out_dir: Path) -> List[Path]:
+    """The hidden folders of an export killed outright (SIGKILL, out of memory) in ``out_dir``: named as an export
+    names its :data:`STAGING` folder, holding nothing but files an export writes there."""
+    if not out_dir.is_dir():
+        return []
+    return [path for path in sorted(out_dir.iterdir())
+            if path.name.startswith(STAGING) and path.is_dir() and not path.is_symlink()
+            and all(f.name in EXPORTED_FILES and f.is_file() and not f.is_symlink() for f in path.iterdir())]
+
+
+@contextlib.contextmanager
+def _held(out_dir: Path) -> Iterator[None]:
+    """Hold ``out_dir`` while an export writes there (``flock`` on the folder itself, released when the process ends,
+    however it ends; nothing held without ``fcntl`` or on a file system without locks), its :func:`_leftovers` removed
+    once held: another export holding it would be writing in them.
+
+    Raises:
+        BlockingIOError: another export holds it, one line.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    handle = os.open(out_dir, os.O_RDONLY)
+    try:
+        try:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BlockingIOError(f'--out {out_dir} is being written by another timm-sl export or release still '
+                                  f'running: the files of both would be mixed; allowed: wait for it to end, or another '
+                                  f'--out') from None
+        except OSError:  # a file system without locks (some network mounts): written as before, unheld
+            pass
+        for leftover in _leftovers(out_dir):
+            shutil.rmtree(leftover, ignore_errors=True)
+        yield
+    finally:
+        os.close(handle)
+
+
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f'--out {out_dir} is {kind_of(out_dir)}; allowed: a new or empty folder')
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+    leftovers = _leftovers(out_dir)  # an export killed there: removed once the folder is held (see _held)
+    if out_dir.is_dir() and any(p not in leftovers for p in out_dir.iterdir()) and not overwrite:
         raise ValueError(f'--out {out_dir} is not empty; allowed: a new or empty folder, or --overwrite to replace '
                          f'the files an export writes there')
     for name in EXPORTED_FILES:
@@ -671,7 +717,8 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
         ValueError / OSError: as :func:`export_run` would, before writing.
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
-    _checked_model(record.with_checkpoint(checkpoint.arch, checkpoint.args), checkpoint, label_names, load=False)
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch)
+    _checked_model(record, checkpoint, label_names, load=False)
     # a diverged run among many: refused before the others are written
     _check_run_weights(record, checkpoint)
     return checkpoint
@@ -726,7 +773,16 @@ def export_run(
     make_folder(out_dir)
     # written whole into a hidden folder of out_dir first, then each file moved over its earlier one: an export cut
     # short (a full disk, Ctrl-C) leaves an earlier export whole, and a file keeps the mode its user gave it
-    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix='.timm-sl-export-'))
+    with _held(out_dir):
+        _write_staged(out_dir, model, model_kwargs, model_config, card)
+    written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
+    return Exported(out_dir, checkpoint.source, written)
+
+
+def _write_staged(out_dir: Path, model: torch.nn.Module, model_kwargs: Dict[str, Any], model_config: Dict[str, Any],
+                  card: ModelCard) -> None:
+    """Write an export's files into a :data:`STAGING` folder of ``out_dir``, then move each over its earlier one."""
+    staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=STAGING))
     try:
         save_for_hf(model, staging, model_config=model_config, model_args=model_kwargs, safe_serialization=True)
         make_transformers_compatible(staging)  # save_for_hf adds num_classes to model_args too: there only once
@@ -738,8 +794,6 @@ def export_run(
             os.replace(file, out_dir / file.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
-    return Exported(out_dir, checkpoint.source, written)
 
 
 def _last_world_size(record: RunRecord, checkpoint: Checkpoint) -> Any:

@@ -217,7 +217,7 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
     if not record.model or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
-        record = record.with_checkpoint(loaded.arch, loaded.args)
+        record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch)
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
@@ -244,7 +244,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     name = repo_name(name_pattern, record)
     repo_id = f'{org}/{name}'
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
-    record = record.with_checkpoint(checkpoint.arch, checkpoint.args)  # its args: a start from trained weights too
+    # its args: a start from trained weights too
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch)
     arch_kwargs = record.arch_kwargs()
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None
@@ -389,7 +390,17 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     checkpoints = []
     for i, record in list(zip(numbers, records)):
         try:
-            checkpoints.append((lambda c: c if c.mapped else None)(check_export(record, label_names)))
+            checkpoint = check_export(record, label_names)
+            summary = record.summary or {}
+            if summary and summary.get('evaluated', True) and summary.get('best_top1') is None:
+                echo(f'{i}/{len(runs)}: skipped: {record.run_dir} has no epoch with a finite top-1 (summary.csv: NaN '
+                     f'top-1 in each of its {summary["epochs"]} epochs), so its weights, finite as they are, are not a '
+                     f'trained model (its card says so); allowed: runs with a finite top-1 (train it again, say with '
+                     f'a lower --lr or without --amp)')
+                at = records.index(record)
+                del records[at], numbers[at], names[at]
+                continue
+            checkpoints.append(checkpoint if checkpoint.mapped else None)
         except NonFiniteWeights:
             summary = record.summary or {}
             if summary.get('best_top1') is not None or summary.get('diverged_epoch') is None:

@@ -2673,6 +2673,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     if errors:
         raise ValueError('\n'.join(errors))
     check_train_steps(data, recipe, extra, args.nproc, train_script_spellings(script))
+    # a user's report refused before --out or its runs/ is made; again once held (another reproduce may have written)
+    check_report_files(Path(args.out), getattr(args, 'overwrite', False))
     with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
         check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
         return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,

@@ -226,6 +226,10 @@ class NonFiniteWeights(ValueError):
     """A checkpoint whose weights hold NaN or infinity (:func:`check_finite_weights`)."""
 
 
+class ForeignCheckpoint(ValueError):
+    """A run folder's checkpoint saved by another run (see :meth:`RunRecord.foreign_checkpoint`)."""
+
+
 class CutSinceDone(ValueError):
     """A run's ``summary.csv`` short of the epochs its ``done.json`` records as finished (:func:`cut_since_done`)."""
 
@@ -645,17 +649,54 @@ class RunRecord:
                     'or the absolute path of the map train.py read as class_map in args.yaml')
         return found
 
-    def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any]) -> 'RunRecord':
+    def foreign_checkpoint(self, args: Dict[str, Any], epoch: Any) -> str:
+        """Why the checkpoint (its ``args`` and ``epoch``, train.py's from 0) is not of this run ('' when it may be):
+        saved by a train.py of other model, kwargs, seed or lr than ``args.yaml`` records, at an epoch ``summary.csv``
+        does not list: another run's checkpoint copied into the folder. A session resumed here with other arguments
+        writes a row for each epoch it saves, so its checkpoints are listed (a recovery checkpoint, saved during an
+        epoch, is not held against the rows)."""
+        if not (self.run_dir and self.rows and args and _whole(epoch)) or self.checkpoint.name.startswith('recovery-'):
+            return ''
+        if self.epoch_row(epoch) is not None:
+            return ''
+        found = []
+        for key in ('model', 'model_kwargs', 'seed', 'lr'):
+            ours, theirs = self.args.get(key), args.get(key)
+            if ours is None or theirs is None or (key == 'model_kwargs' and 'model_kwargs' not in self.args):
+                continue
+            if key == 'lr':
+                try:
+                    same = math.isclose(float(ours), float(theirs), rel_tol=1e-9)
+                except (TypeError, ValueError):
+                    continue
+            else:
+                same = json.dumps(ours, default=str, sort_keys=True) == json.dumps(theirs, default=str, sort_keys=True)
+            if not same:
+                found.append(f'{key} {theirs!r} (args.yaml: {ours!r})')
+        if not found:
+            return ''
+        return (f"{self.checkpoint} was saved by a train.py with {'; '.join(found)}, at epoch {epoch + 1}, which "
+                f"{self.run_dir / 'summary.csv'} does not list: another run's checkpoint (copied into the folder?), "
+                f"not this run's weights; allowed: the run's own checkpoint put back, or that run's folder")
+
+    def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any], epoch: Any = None) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
-        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`."""
+        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`.
+
+        Raises:
+            ForeignCheckpoint: given the checkpoint's ``epoch``, another run's checkpoint (:meth:`foreign_checkpoint`).
+        """
+        foreign = self.foreign_checkpoint(args or {}, epoch)
+        if foreign:
+            raise ForeignCheckpoint(foreign)
         record = replace(self, checkpoint_args=dict(args or {}))
         if self.model or not (arch or args):
             return record
         model = args.get('model') or arch
         if self.args:  # args.yaml without `model`: its other arguments stand
             kwargs = self.model_kwargs or dict(args.get('model_kwargs') or {})
-            return _described(replace(record, model=model, model_kwargs=kwargs))
+            return _described(replace(record, model=model, model_kwargs=kwargs), self.marker)
         return _described(replace(record, args=dict(args), model=model,
                                   model_kwargs=dict(args.get('model_kwargs') or {})))
 
