@@ -593,3 +593,20 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_held_folder_refuses_a_second_holder_in_the_callers_words_and_is_free_after(tmp_path):
+    """export, release and the prepare-* commands hold their output folder with one lock: a second writer gets the
+    caller's one line, and the folder is free again once the block ends, however it ends."""
+    pytest.importorskip('fcntl')
+    from timm_sl.tools.errors import held_folder
+    with held_folder(tmp_path, 'first'):
+        with pytest.raises(BlockingIOError) as info:
+            with held_folder(tmp_path, f'{tmp_path} is being written by another command; allowed: wait for it'):
+                pass
+        assert str(info.value) == f'{tmp_path} is being written by another command; allowed: wait for it'
+    with pytest.raises(RuntimeError):
+        with held_folder(tmp_path, 'second'):
+            raise RuntimeError('a write that failed')
+    with held_folder(tmp_path, 'third'):
+        assert list(tmp_path.iterdir()) == []  # the lock adds no file

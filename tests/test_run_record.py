@@ -1766,3 +1766,35 @@ def test_a_run_whose_args_yaml_names_no_model_keeps_the_row_reproduce_recorded(t
     record = read_run(run).with_checkpoint('sl_vit_32', dict(model='sl_vit_32', model_kwargs=dict(depth=1)), 1)
     assert (record.model, record.model_kwargs, record.family, record.variant) == ('sl_vit_32', dict(depth=1), 'vit',
                                                                                   'sl')
+
+
+@pytest.mark.extended  # an export and a release of a real model: seconds
+def test_an_export_or_release_into_an_out_another_wrote_meanwhile_is_refused(tmp_path, capsys, monkeypatch):
+    """Two exports into one new --out at once both said 'exported' and the folder held one run's weights and card; two
+    releases into one --out each wrote a release.json of its own runs only. --out is checked again once held, and a
+    release holds its --out as an export does."""
+    pytest.importorskip('fcntl')
+    import timm_sl.tools.hub as hub
+    from timm_sl.tools.errors import held_folder
+    run, out = tmp_path / 'runs' / 'r', tmp_path / 'out'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    checked_model = hub._checked_model
+
+    def another_export_ends_meanwhile(*args, **kwargs):
+        out.mkdir(exist_ok=True)
+        (out / 'README.md').write_text('the card of another run')
+        return checked_model(*args, **kwargs)
+    monkeypatch.setattr(hub, '_checked_model', another_export_ends_meanwhile)
+    assert _fails(['export', str(run), '--out', str(out)], capsys) == (
+        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the files '
+        f'an export writes there')
+    assert (out / 'README.md').read_text() == 'the card of another run'
+    monkeypatch.undo()
+    rel = tmp_path / 'rel'
+    rel.mkdir()
+    with held_folder(rel, 'held by the test'):
+        assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(rel), '--dataset', 'd'],
+                      capsys) == (
+            f'timm-sl release: --out {rel} is being written by another timm-sl release still running: the record '
+            f'(release.json) of each would list its own runs only; allowed: wait for it to end, or another --out')
+    assert list(rel.iterdir()) == []

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
+from .errors import held_folder
 from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
@@ -158,32 +159,11 @@ def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[s
         return _write_staged(root, splits, tag, write, before_rename)
 
 
-@contextlib.contextmanager
-def _held(root: Path) -> Iterator[None]:
-    """Hold the folder ``root`` for this process (``flock`` on the folder itself: no file is added to it), released
-    when the process ends, however it ends; nothing is held without ``fcntl`` (Windows).
-
-    Raises:
-        BlockingIOError: another process holds it (a ``timm-sl prepare-*`` still writing there), one line.
-    """
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    handle = os.open(root, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BlockingIOError(f'{root} is being written by another timm-sl prepare command still running: two '
-                                  f'would write its split folders at once (the images of both mixed, a count '
-                                  f'recorded that is not there); allowed: wait for it to end') from None
-        except OSError:  # a file system without locks (some network mounts): written as before, unheld
-            pass
-        yield
-    finally:
-        os.close(handle)
+def _held(root: Path) -> contextlib.AbstractContextManager:
+    """``root`` held while a ``timm-sl prepare-*`` writes there (:func:`~timm_sl.tools.errors.held_folder`)."""
+    return held_folder(root, f'{root} is being written by another timm-sl prepare command still running: two would '
+                             f'write its split folders at once (the images of both mixed, a count recorded that is not '
+                             f'there); allowed: wait for it to end')
 
 
 def _write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],

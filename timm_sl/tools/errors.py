@@ -7,13 +7,14 @@ extra, :class:`ToolError` for an operation refused from outside (the Hub) or wor
 :mod:`timm_sl.tools.cli` turns them into a line on stderr and an exit status; anything else is a bug and keeps its
 traceback.
 """
+import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Union
+from typing import Callable, Iterator, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
-           'check_not_below_a_file', 'make_folder', 'shown', 'write_atomically']
+           'check_not_below_a_file', 'held_folder', 'make_folder', 'shown', 'write_atomically']
 
 
 class ToolError(RuntimeError):
@@ -94,6 +95,33 @@ def make_folder(path: Path, option: str = '--out') -> None:
         why = (e.strerror or first_line(e)).lower()
         raise type(e)(f'{option} {path} cannot be created as a folder ({why}); allowed: a folder in a place this '
                       f'user may write (not /proc, /sys)') from None
+
+
+@contextlib.contextmanager
+def held_folder(folder: Path, busy: str) -> Iterator[None]:
+    """Hold the existing ``folder`` for this process while the block writes there (``flock`` on the folder itself: no
+    file is added to it), released when the process ends, however it ends. Nothing is held without ``fcntl``
+    (Windows) or on a file system without locks (some network mounts): written as before, unheld.
+
+    Raises:
+        BlockingIOError: another process holds it; ``busy`` is the message (what is writing there, what is allowed).
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BlockingIOError(busy) from None
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(handle)
 
 
 def partial_of(target: Path) -> Path:

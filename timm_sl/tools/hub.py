@@ -22,7 +22,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError, first_line, make_folder
+from .errors import ToolError, first_line, held_folder, make_folder
 from .files import check_not_link, flag_arg, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .profile import count_macs, count_params
@@ -487,33 +487,17 @@ def _leftovers(out_dir: Path) -> List[Path]:
 
 @contextlib.contextmanager
 def _held(out_dir: Path) -> Iterator[None]:
-    """Hold ``out_dir`` while an export writes there (``flock`` on the folder itself, released when the process ends,
-    however it ends; nothing held without ``fcntl`` or on a file system without locks), its :func:`_leftovers` removed
-    once held: another export holding it would be writing in them.
+    """Hold ``out_dir`` while an export writes there (:func:`~timm_sl.tools.errors.held_folder`), its
+    :func:`_leftovers` removed once held: another export holding it would be writing in them.
 
     Raises:
-        BlockingIOError: another export holds it, one line.
+        BlockingIOError: another export or release holds it, one line.
     """
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None
-    handle = os.open(out_dir, os.O_RDONLY)
-    try:
-        try:
-            if fcntl is not None:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BlockingIOError(f'--out {out_dir} is being written by another timm-sl export or release still '
-                                  f'running: the files of both would be mixed; allowed: wait for it to end, or another '
-                                  f'--out') from None
-        except OSError:  # a file system without locks (some network mounts): written as before, unheld
-            pass
+    with held_folder(out_dir, f'--out {out_dir} is being written by another timm-sl export or release still running: '
+                              f'the files of both would be mixed; allowed: wait for it to end, or another --out'):
         for leftover in _leftovers(out_dir):
             shutil.rmtree(leftover, ignore_errors=True)
         yield
-    finally:
-        os.close(handle)
 
 
 def _check_out_dir(out_dir: Path, overwrite: bool) -> None:
@@ -757,7 +741,8 @@ def export_run(
             :func:`timm_sl.tools.checkpoint.build_model`), or label names that do not number the model's classes.
     """
     out_dir = Path(out_dir)
-    _check_out_dir(out_dir, flag_arg(overwrite, 'overwrite', 'export_run'))  # 'no' is true to Python
+    overwrite = flag_arg(overwrite, 'overwrite', 'export_run')  # 'no' is true to Python
+    _check_out_dir(out_dir, overwrite)
     if isinstance(label_names, (str, Path)):
         label_names = read_label_names(label_names)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
@@ -774,6 +759,7 @@ def export_run(
     # written whole into a hidden folder of out_dir first, then each file moved over its earlier one: an export cut
     # short (a full disk, Ctrl-C) leaves an earlier export whole, and a file keeps the mode its user gave it
     with _held(out_dir):
+        _check_out_dir(out_dir, overwrite)  # again: an export into the same new --out may have ended meanwhile
         _write_staged(out_dir, model, model_kwargs, model_config, card)
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .arg_types import dataset_name
-from .errors import first_line, make_folder, write_atomically
+from .errors import first_line, held_folder, make_folder, write_atomically
 from .files import check_not_link, flag_arg, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
@@ -417,40 +417,46 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')
     _check_own_files(out, names, manifest, overwrite)
     make_folder(out)
-    released = []
-    for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
-        run_dir = record.run_dir
-        r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
-                        record=record, checkpoint=checkpoint)
-        record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
-        top1 = (f'- (not a measurement of these weights, {r.top1_unmeasured})' if r.top1_unmeasured else
-                '-' if r.best_top1 is None else f'{r.best_top1:.2f}')
-        own_top1 = math.nan if r.weights_diverged else r.weights_top1
-        own = '' if own_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
-            f'{format_top1(own_top1)}'
-        echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
-        released.append(r)
-    entries = pretrained_entries(released)
+    with held_folder(out, f'--out {out} is being written by another timm-sl release still running: the record '
+                          f'(release.json) of each would list its own runs only; allowed: wait for it to end, or '
+                          f'another --out'):
+        manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')  # again: one may have ended meanwhile
+        _check_own_files(out, names, manifest, overwrite)
+        released = []
+        for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
+            run_dir = record.run_dir
+            r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
+                            record=record, checkpoint=checkpoint)
+            record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
+            top1 = (f'- (not a measurement of these weights, {r.top1_unmeasured})' if r.top1_unmeasured else
+                    '-' if r.best_top1 is None else f'{r.best_top1:.2f}')
+            own_top1 = math.nan if r.weights_diverged else r.weights_top1
+            own = '' if own_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
+                f'{format_top1(own_top1)}'
+            echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
+            released.append(r)
+        entries = pretrained_entries(released)
 
-    def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
-        # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
-        for name, value in (('release.json', [asdict(r) for r in released]), ('pretrained_entries.json', entries)):
-            write_atomically(out / name, lambda path: path.write_text(json.dumps(value, indent=1)))
-        record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
+        def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
+            # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
+            for name, value in (('release.json', [asdict(r) for r in released]), ('pretrained_entries.json', entries)):
+                write_atomically(out / name, lambda path: path.write_text(json.dumps(value, indent=1)))
+            record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
 
-    write_record()
-    for r in released:
-        if push:
-            r.pushed = push_folder(r.folder, r.repo_id, private=private,
-                                   commit_message=f'timm-sl release: {r.model} {r.variant} on {r.dataset}')
-            write_record()
-            echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
-        else:
-            echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id}'
-                 f'{" as a private repository" if private else ""} (pass --push to upload)')
-    echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in {out / "pretrained_entries.json"}'
-         + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
-    return released
+        write_record()
+        for r in released:
+            if push:
+                r.pushed = push_folder(r.folder, r.repo_id, private=private,
+                                       commit_message=f'timm-sl release: {r.model} {r.variant} on {r.dataset}')
+                write_record()
+                echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
+            else:
+                echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id}'
+                     f'{" as a private repository" if private else ""} (pass --push to upload)')
+        echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in '
+             f'{out / "pretrained_entries.json"}'
+             + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
+        return released
 
 
 def add_release_args(parser: argparse.ArgumentParser) -> None:
