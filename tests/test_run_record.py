@@ -1759,7 +1759,8 @@ def test_a_run_whose_args_yaml_names_no_model_keeps_the_row_reproduce_recorded(t
     run = tmp_path / 'vit-sl-s0'
     run.mkdir()
     (run / 'args.yaml').write_text(json.dumps(dict(seed=0, lr=0.003, epochs=2, num_classes=4)))
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50.0,90.0\n1,1,1,55.5,95.0\n')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1,1,50.0,90.0\n'
+                                     '1,1,1,55.5,95.0\n')
     (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', seed=0, model='sl_vit_32',
                                                    model_kwargs=dict(depth=1))))
     (run / 'model_best.pth.tar').write_bytes(b'')
@@ -1786,8 +1787,8 @@ def test_an_export_or_release_into_an_out_another_wrote_meanwhile_is_refused(tmp
         return checked_model(*args, **kwargs)
     monkeypatch.setattr(hub, '_checked_model', another_export_ends_meanwhile)
     assert _fails(['export', str(run), '--out', str(out)], capsys) == (
-        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the files '
-        f'an export writes there')
+        f'timm-sl export: --out {out} is not empty; allowed: a new or empty folder, or --overwrite to replace the '
+        f'files an export writes there')
     assert (out / 'README.md').read_text() == 'the card of another run'
     monkeypatch.undo()
     rel = tmp_path / 'rel'
