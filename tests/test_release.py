@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 import torch
@@ -1288,21 +1289,27 @@ def test_a_finished_runs_summary_cut_short_since_is_named(tmp_path, capsys, comm
     assert main(argv + ['--overwrite']) == 0
 
 
+def _release_beside_a_good_seed(tmp_path: Path, capsys, summary: str, nan_weights: bool = False) -> Tuple[Path, list]:
+    """Runs vit-sl-s0 (top-1 40 then 80) and vit-sl-s1 of ``summary`` (its summary.csv rows; ``nan_weights``: a NaN
+    in its weights) released into tmp_path/rel: the second's folder, and the lines release printed."""
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
+    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
+    run = tmp_path / 'runs' / 'vit-sl-s1'
+    if nan_weights:
+        saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
+        saved['state_dict_ema']['head.bias'] = torch.full((3,), float('nan'))
+        torch.save(saved, run / 'model_best.pth.tar')
+    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n' + summary)
+    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(tmp_path / 'rel')]) == 0
+    return run, capsys.readouterr().out.splitlines()
+
+
 def test_a_run_that_diverged_from_its_first_epoch_is_skipped_not_the_whole_release(tmp_path, capsys):
     """One seed of a sweep diverged from its first epoch (NaN weights, NaN top-1 in every epoch): release refused
     every run, advising a checkpoint-N.pth.tar it does not take; that run is now skipped with one line saying why and
     the others are released."""
-    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
-    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
-    run = tmp_path / 'runs' / 'vit-sl-s1'
-    saved = torch.load(run / 'model_best.pth.tar', weights_only=False)
-    saved['state_dict_ema']['head.bias'] = torch.full((3,), float('nan'))
-    torch.save(saved, run / 'model_best.pth.tar')
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,nan,nan,33,66\n'
-                                     '1,nan,nan,33,66\n')
+    run, lines = _release_beside_a_good_seed(tmp_path, capsys, '0,nan,nan,33,66\n1,nan,nan,33,66\n', nan_weights=True)
     out = tmp_path / 'rel'
-    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (f'2/2: skipped: {run} diverged from its first epoch (summary.csv: NaN top-1 in each of its 2 '
                         f'epochs), and its weights are NaN; allowed: runs with a finite top-1 (train it again, say '
                         f'with a lower --lr)')
@@ -1362,14 +1369,8 @@ def test_a_command_txt_other_than_the_runs_args_yaml_is_not_carded_as_its_exact_
 def test_a_run_of_nan_top1_in_every_epoch_but_finite_weights_is_skipped(tmp_path, capsys):
     """Every evaluation of a run NaN (say, under --amp overflowing in eval), its weights finite: its card says 'these
     weights are not a trained model', yet release would push it (it skipped only runs whose weights are NaN)."""
-    _run(tmp_path, 'vit-sl-s0', {}, [40., 80.])
-    _run(tmp_path, 'vit-sl-s1', {}, [40., 80.], seed=1)
-    run = tmp_path / 'runs' / 'vit-sl-s1'
-    (run / 'summary.csv').write_text('epoch,train_loss,eval_loss,eval_top1,eval_top5\n0,1.0,nan,nan,nan\n'
-                                     '1,1.0,nan,nan,nan\n')
+    run, lines = _release_beside_a_good_seed(tmp_path, capsys, '0,1.0,nan,nan,nan\n1,1.0,nan,nan,nan\n')
     out = tmp_path / 'rel'
-    assert main(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out)]) == 0
-    lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (f'2/2: skipped: {run} has no epoch with a finite top-1 (summary.csv: NaN top-1 in each of its '
                         f'2 epochs), so its weights, finite as they are, are not a trained model (its card says so); '
                         f'allowed: runs with a finite top-1 (train it again, say with a lower --lr or without --amp)')
