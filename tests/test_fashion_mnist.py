@@ -557,3 +557,24 @@ def test_overwrite_keeps_the_mode_given_label_names(source, tmp_path):
     names.chmod(0o600)
     prepare_fashion_mnist(out, source=source, limit=10, overwrite=True, progress=False)
     assert names.stat().st_mode & 0o777 == 0o600 and names.read_text().splitlines() == list(LABEL_NAMES)
+
+
+def test_overwrite_of_a_split_whose_images_cannot_be_removed_is_refused_before_writing(source, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """--overwrite with other settings over a train/ whose class folder this user may not change (a read-only mount):
+    every image was written into the hidden folder, the record deleted, and the run ended on 'device or resource busy'.
+    It is refused before anything is written, the earlier output and its record whole."""
+    import timm_sl.tools._splits as splits
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    record = (out / 'fashion_mnist.json').read_text()
+    locked = out / 'train' / '3_dress'
+    monkeypatch.setattr(splits, 'unwritable', lambda folder: PermissionError(13, 'Permission denied')
+                        if folder == locked else None)
+    assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), '--limit', '10', '--overwrite'],
+                      capsys) == (
+        f'timm-sl prepare-fashion-mnist: {locked}: cannot write into this folder (permission denied), whose images '
+        f'would be replaced; allowed: folders this user may write, or another output folder (nothing was written)')
+    assert (out / 'fashion_mnist.json').read_text() == record
+    assert sum(1 for _ in (out / 'train').rglob('*.png')) == 30
+    assert sorted(p.name for p in out.iterdir()) == ['fashion_mnist.json', 'label_names.txt', 'test', 'train']

@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
 
@@ -15,7 +16,7 @@ from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
            'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'holds_counts', 'file_identity',
-           'identifies_contents', 'only_numbered_pngs', 'write_staged', 'read_info']
+           'identifies_contents', 'only_numbered_pngs', 'unwritable', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -156,7 +157,42 @@ def write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[s
     ``root/<split>`` (replacing it); the hidden folders are gone afterwards, also after an error. ``root`` is held
     meanwhile (:func:`_held`): a second command writing there would remove the first's hidden folders mid-write."""
     with _held(root):
+        _check_replaceable([root / split for split in splits])
         return _write_staged(root, splits, tag, write, before_rename)
+
+
+def unwritable(folder: Path) -> Optional[OSError]:
+    """Why this user may not add a file to ``folder`` and remove it (a read-only folder, a read-only mount), found by
+    doing so with an empty hidden file: ``os.access`` says yes to root everywhere. None where it may."""
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as e:
+        return e
+    return None
+
+
+def _check_replaceable(folders: Sequence[Path]) -> None:
+    """Refuse, before any image is written, a split folder that would be replaced but cannot be: a mount point (it
+    cannot be renamed over), or one whose files this user may not remove (found after the images were written, with
+    the record already gone).
+
+    Raises:
+        OSError: of the system's kind, naming the folder, why and what is allowed, one line.
+    """
+    for folder in folders:
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        if os.path.ismount(folder):
+            raise OSError(f'{folder} is a mount point: the split folder is written whole in its place, which a mount '
+                          f'cannot be; allowed: another output folder')
+        for sub in (folder, *sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())):
+            error = unwritable(sub)
+            if error is not None:
+                raise type(error)(f'{sub}: cannot write into this folder ({(error.strerror or str(error)).lower()}), '
+                                  f'whose images would be replaced; allowed: folders this user may write, or another '
+                                  f'output folder (nothing was written)') from None
 
 
 def _held(root: Path) -> contextlib.AbstractContextManager:

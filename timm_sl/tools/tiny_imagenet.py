@@ -11,11 +11,10 @@ import contextlib
 import filecmp
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
-from ._splits import _held
+from ._splits import _held, unwritable
 from .files import check_regular_file, folder_arg, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
@@ -54,11 +53,8 @@ def _check_writable(moves: _Moves) -> None:
     folders = {source.parent for source, _ in moves}
     folders.update(target.parent if target.parent.exists() else target.parent.parent for _, target in moves if target)
     for folder in sorted(folders):
-        try:  # found by creating and removing an empty file: os.access says yes to root everywhere
-            handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
-            os.close(handle)
-            os.unlink(probe)
-        except OSError as e:
+        e = unwritable(folder)
+        if e is not None:
             why = (e.strerror or str(e)).lower()
             raise type(e)(f'{folder}: cannot write into this folder ({why}), where images are moved out of or '
                           f'into; allowed: folders this user may write (nothing was moved)') from None
