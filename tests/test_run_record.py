@@ -1700,32 +1700,45 @@ def test_the_hidden_folder_of_an_export_killed_outright_is_removed_not_refused(t
         os.close(handle)
 
 
-@pytest.mark.parametrize('name, args, epoch, refused', [
-    ('model_best.pth.tar', dict(lr=0.002), 2, "lr 0.002 (args.yaml: 0.003)"),
-    ('last.pth.tar', dict(seed=5, model='sl_pit_32'), 4,
+UNLISTED = 'which {summary} does not list'
+
+
+@pytest.mark.parametrize('name, args, epoch, metric, refused', [
+    ('model_best.pth.tar', dict(lr=0.002), 2, None, "lr 0.002 (args.yaml: 0.003)"),
+    ('last.pth.tar', dict(seed=5, model='sl_pit_32'), 4, None,
      "model 'sl_pit_32' (args.yaml: 'sl_vit_32'); seed 5 (args.yaml: 0)"),
-    ('model_best.pth.tar', dict(model_kwargs=dict(depth=2)), 2, "model_kwargs {'depth': 2} (args.yaml: {'depth': 1})"),
-    ('model_best.pth.tar', dict(lr=0.002), 1, ''),  # a listed epoch: a session resumed with another lr
-    ('model_best.pth.tar', dict(lr=0.002), None, ''),  # no epoch recorded: nothing to hold against the rows
-    ('recovery-2-5.pth.tar', dict(lr=0.002), 2, ''),  # saved during an epoch: its row was never written
-    ('model_best.pth.tar', dict(lr=0.003, epochs=3), 2, ''),  # same run, its summary.csv behind: not this check's
+    ('model_best.pth.tar', dict(model_kwargs=dict(depth=2)), 2, None,
+     "model_kwargs {'depth': 2} (args.yaml: {'depth': 1})"),
+    ('model_best.pth.tar', dict(lr=0.002), 1, None, ''),  # a listed epoch: a session resumed with another lr
+    ('model_best.pth.tar', dict(lr=0.002), 1, 12.0, ''),  # ... that saved the metric its row lists
+    ('model_best.pth.tar', dict(lr=0.002), 1, 31.5, "lr 0.002 (args.yaml: 0.003)|with top1 31.5 where {summary} "
+     "lists 12 for that epoch"),  # a listed epoch of another metric: another run's
+    ('model_best.pth.tar', dict(lr=0.002, eval_metric='loss'), 0, 2.5, "lr 0.002 (args.yaml: 0.003)|with loss 2.5 "
+     "where {summary} lists 2.25 for that epoch"),  # train.py's --eval-metric: the row's value of it
+    ('model_best.pth.tar', dict(lr=0.003), 1, 31.5, ''),  # the run's own settings: not this check's
+    ('model_best.pth.tar', dict(lr=0.002), None, None, ''),  # no epoch recorded: nothing to hold against the rows
+    ('recovery-2-5.pth.tar', dict(lr=0.002), 2, None, ''),  # saved during an epoch: its row was never written
+    ('model_best.pth.tar', dict(lr=0.003, epochs=3), 2, None, ''),  # same run, its summary.csv behind: not this check's
 ])
-def test_a_checkpoint_of_other_settings_at_an_unlisted_epoch_is_another_runs(name, args, epoch, refused):
+def test_a_checkpoint_of_other_settings_at_an_unlisted_epoch_is_another_runs(name, args, epoch, metric, refused):
     """RunRecord.with_checkpoint (the one reader of a run's checkpoint for export, release, temperature, kld): another
-    run's checkpoint copied into a run folder was taken for a session of this run resumed with other arguments."""
+    run's checkpoint copied into a run folder was taken for a session of this run resumed with other arguments, also
+    where summary.csv lists its epoch (but with another value of the metric train.py saved it by)."""
     from timm_sl.tools.runs import ForeignCheckpoint
     ours = dict(model='sl_vit_32', model_kwargs=dict(depth=1), seed=0, lr=0.003, epochs=2)
     record = RunRecord(checkpoint=Path('r') / name, run_dir=Path('r'), args=ours, model='sl_vit_32',
-                       rows=[dict(epoch=0.0, eval_top1=10.0), dict(epoch=1.0, eval_top1=12.0)])
+                       rows=[dict(epoch=0.0, eval_top1=10.0, eval_loss=2.25), dict(epoch=1.0, eval_top1=12.0)])
+    saved = dict(ours, **args)
     if not refused:
-        assert record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch).checkpoint_args == dict(ours, **args)
+        assert record.with_checkpoint('sl_vit_32', saved, epoch, metric).checkpoint_args == saved
         return
     with pytest.raises(ForeignCheckpoint) as e:
-        record.with_checkpoint('sl_vit_32', dict(ours, **args), epoch)
-    assert str(e.value) == (f"{Path('r') / name} was saved by a train.py with {refused}, at epoch {epoch + 1}, which "
-                            f"{Path('r') / 'summary.csv'} does not list: another run's checkpoint (copied into the "
-                            f"folder?), not this run's weights; allowed: the run's own checkpoint put back, or that "
-                            f"run's folder")
+        record.with_checkpoint('sl_vit_32', saved, epoch, metric)
+    settings, where = (refused.split('|') + [UNLISTED])[:2]
+    where = where.format(summary=Path('r') / 'summary.csv')
+    assert str(e.value) == (f"{Path('r') / name} was saved by a train.py with {settings}, at epoch {epoch + 1}, "
+                            f"{where}: another run's checkpoint (copied into the folder?), not this run's weights; "
+                            f"allowed: the run's own checkpoint put back, or that run's folder")
 
 
 def test_an_interrupted_exports_hidden_folder_is_its_own_and_removed_once_held(tmp_path):

@@ -75,7 +75,7 @@ def read_run_checkpoint(
     with ``model_name`` / ``model_kwargs``, for the model a user names (default: the one the run trained)."""
     record = read_run(path, **run_kwargs)
     loaded = read_checkpoint(record.checkpoint)
-    record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch)
+    record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch, loaded.metric)
     if run_kwargs.get('dataset') is not None:  # the classes the checkpoint's args record, where no args.yaml did
         given_dataset(record.run_dir or record.checkpoint, run_kwargs['dataset'], None, record.num_classes)
     if model_name or model_kwargs is not None:

@@ -701,7 +701,7 @@ def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> 
         ValueError / OSError: as :func:`export_run` would, before writing.
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
-    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch)
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch, checkpoint.metric)
     _checked_model(record, checkpoint, label_names, load=False)
     # a diverged run among many: refused before the others are written
     _check_run_weights(record, checkpoint)

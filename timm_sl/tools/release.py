@@ -217,7 +217,7 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
     if not record.model or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
-        record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch)
+        record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch, loaded.metric)
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
@@ -245,7 +245,7 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     repo_id = f'{org}/{name}'
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     # its args: a start from trained weights too
-    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch)
+    record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch, checkpoint.metric)
     arch_kwargs = record.arch_kwargs()
     table2 = record.table2_row()
     paper = paper_top1(*table2, record.dataset) if table2 else None

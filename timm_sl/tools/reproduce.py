@@ -30,9 +30,10 @@ from .errors import ToolError, check_not_below_a_file, make_folder, shown, write
 from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
-    cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
-    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, summary_rows, walk)
+    DONE_MARKER, IMAGE_FOLDER_READERS, RUN_SETTINGS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord,
+    checkpoint_problem, cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml,
+    read_class_map, read_done_marker, read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs,
+    settings_differ, summarize, summary_rows, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -1003,26 +1004,17 @@ def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
     """What train.py's ``args`` (of an args.yaml or a checkpoint) record other than a run's :data:`SETTINGS`
     (``recorded``) of model, kwargs, seed and lr (the lr of ``-- --lr`` where given), ``key value (the run: value)``;
     only what both say is compared."""
-    lr = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
-    given_lr = isinstance(lr, list) and bool(lr)  # train.py got these words as they are; the run's lr as `:g` writes it
-    want = dict(model=recorded.get('model'), model_kwargs=recorded.get('model_kwargs'), seed=recorded.get('seed'),
-                lr=lr[-1] if given_lr else recorded.get('lr'))
-    found = []
-    for key, value in want.items():
-        if value is None or key not in args:
-            continue
-        got = json.loads(json.dumps(args[key], default=str))
-        if key == 'lr':
-            try:
-                passed = float(value) if given_lr else float(f'{float(value):g}')
-                same = math.isclose(float(got), passed, rel_tol=1e-9)
-            except (TypeError, ValueError):
-                continue
-        else:
-            same = got == value
-        if not same:
-            found.append(f'{key} {got!r} (the run: {value!r})')
-    return found
+    given = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
+    given = given[-1] if isinstance(given, list) and given else None  # train.py got these words as they are
+    shown = dict(recorded) if given is None else dict(recorded, lr=given)
+    passed = dict(shown)
+    if given is None and shown.get('lr') is not None:  # the run's lr as `:g` writes it into train.py's command
+        try:
+            passed['lr'] = f"{float(passed['lr']):g}"
+        except (TypeError, ValueError):
+            pass
+    got = json.loads(json.dumps({k: args[k] for k in RUN_SETTINGS if k in args}, default=str))
+    return [f'{key} {got[key]!r} (the run: {shown[key]!r})' for key in settings_differ(got, passed)]
 
 
 def _started_since(run: Run, recorded: Dict[str, Any]) -> str:

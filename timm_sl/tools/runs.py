@@ -17,6 +17,7 @@ this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is tra
 import argparse
 import csv
 import filecmp
+import itertools
 import json
 import math
 import os
@@ -247,6 +248,33 @@ def cut_since_done(folder: Union[str, Path], rows: Sequence[Dict[str, float]], m
             f"{folder / DONE_MARKER} records as finished: it was cut short or replaced since (a copy cut off, or "
             f"train.py started again in the folder?), and its best top-1 and epochs would be another run's; allowed: "
             f"the run's whole summary.csv put back")
+
+
+RUN_SETTINGS = ('model', 'model_kwargs', 'seed', 'lr')  # what makes a checkpoint or a command one run's
+
+
+def settings_differ(given: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
+    """The :data:`RUN_SETTINGS` keys whose value ``given`` records other than ``recorded`` does; only keys both
+    record (not None) are compared. Seed and lr compare as numbers (``'0.001'`` and ``1e-3`` agree; a bool or a word
+    that is no number is not compared), model and kwargs by their JSON form (a tuple and a list of the same values
+    agree)."""
+    found = []
+    for key in RUN_SETTINGS:
+        theirs, ours = given.get(key), recorded.get(key)
+        if theirs is None or ours is None:
+            continue
+        if key in ('seed', 'lr'):
+            if isinstance(theirs, bool) or isinstance(ours, bool):
+                continue
+            try:
+                same = math.isclose(float(theirs), float(ours), rel_tol=1e-9)
+            except (TypeError, ValueError):
+                continue
+        else:
+            same = json.dumps(theirs, default=str, sort_keys=True) == json.dumps(ours, default=str, sort_keys=True)
+        if not same:
+            found.append(key)
+    return found
 
 
 def _whole(value: Any) -> bool:
@@ -525,34 +553,18 @@ class RunRecord:
         except ValueError:
             return []
         from .arg_types import kwarg_words
-        found = []
-        for flag, key in (('--model', 'model'), ('--seed', 'seed'), ('--lr', 'lr')):
-            given, recorded = last_flag_value(tokens, flag), self.args.get(key)
-            if given is None or recorded is None or isinstance(recorded, bool):
-                continue
-            try:
-                same = (given == recorded if key == 'model' else
-                        math.isclose(float(given), float(recorded), rel_tol=1e-9))
-            except (TypeError, ValueError):
-                continue
-            if not same:
-                found.append(f'{flag} {given} (args.yaml: {recorded})')
-        if '--model-kwargs' in tokens and isinstance(self.args.get('model_kwargs'), dict):
+        given: Dict[str, Any] = {key: last_flag_value(tokens, '--' + key) for key in ('model', 'seed', 'lr')}
+        words: List[str] = []
+        if '--model-kwargs' in tokens:
             start = len(tokens) - 1 - tokens[::-1].index('--model-kwargs')  # argparse keeps the last
-            words = []
-            for token in tokens[start + 1:]:
-                if token.startswith('-'):
-                    break
-                words.append(token)
+            words = list(itertools.takewhile(lambda token: not token.startswith('-'), tokens[start + 1:]))
             try:
-                given_kwargs = kwarg_words(words)
+                given['model_kwargs'] = kwarg_words(words)
             except ValueError:
-                given_kwargs = None
-            same = (json.dumps(given_kwargs, default=str, sort_keys=True)
-                    == json.dumps(self.args["model_kwargs"], default=str, sort_keys=True))
-            if given_kwargs is not None and not same:  # (1, 2) given, [1, 2] in args.yaml: one value
-                found.append(f'--model-kwargs {" ".join(words)} (args.yaml: {_kwargs_text(self.args["model_kwargs"])})')
-        return found
+                pass
+        recorded = {k: v for k, v in self.args.items() if k != 'model_kwargs' or isinstance(v, dict)}
+        return [f'--model-kwargs {" ".join(words)} (args.yaml: {_kwargs_text(recorded[key])})' if key == 'model_kwargs'
+                else f'--{key} {given[key]} (args.yaml: {recorded[key]})' for key in settings_differ(given, recorded)]
 
     def extended_from(self) -> List[int]:
         """The epochs the run had trained under each schedule before its last (``[5]`` for a run of ``--epochs 5``
@@ -649,45 +661,45 @@ class RunRecord:
                     'or the absolute path of the map train.py read as class_map in args.yaml')
         return found
 
-    def foreign_checkpoint(self, args: Dict[str, Any], epoch: Any) -> str:
-        """Why the checkpoint (its ``args`` and ``epoch``, train.py's from 0) is not of this run ('' when it may be):
-        saved by a train.py of other model, kwargs, seed or lr than ``args.yaml`` records, at an epoch ``summary.csv``
-        does not list: another run's checkpoint copied into the folder. A session resumed here with other arguments
-        writes a row for each epoch it saves, so its checkpoints are listed (a recovery checkpoint, saved during an
-        epoch, is not held against the rows)."""
+    def foreign_checkpoint(self, args: Dict[str, Any], epoch: Any, metric: Any = None) -> str:
+        """Why the checkpoint (its ``args``, ``epoch``, train.py's from 0, and ``metric``) is not of this run ('' when
+        it may be): saved by a train.py of other model, kwargs, seed or lr than ``args.yaml`` records, at an epoch
+        ``summary.csv`` does not list, or lists with another value of the metric train.py saves it by: another run's
+        checkpoint copied into the folder. A session resumed here with other arguments writes the row of each epoch
+        it saves, with the metric it saves (a recovery checkpoint, saved during an epoch, is not held against the
+        rows)."""
         if not (self.run_dir and self.rows and args and _whole(epoch)) or self.checkpoint.name.startswith('recovery-'):
             return ''
-        if self.epoch_row(epoch) is not None:
-            return ''
-        found = []
-        for key in ('model', 'model_kwargs', 'seed', 'lr'):
-            ours, theirs = self.args.get(key), args.get(key)
-            if ours is None or theirs is None or (key == 'model_kwargs' and 'model_kwargs' not in self.args):
-                continue
-            if key == 'lr':
-                try:
-                    same = math.isclose(float(ours), float(theirs), rel_tol=1e-9)
-                except (TypeError, ValueError):
-                    continue
-            else:
-                same = json.dumps(ours, default=str, sort_keys=True) == json.dumps(theirs, default=str, sort_keys=True)
-            if not same:
-                found.append(f'{key} {theirs!r} (args.yaml: {ours!r})')
+        found = [f'{key} {args[key]!r} (args.yaml: {self.args[key]!r})' for key in settings_differ(args, self.args)]
+        row = self.epoch_row(epoch)
         if not found:
             return ''
-        return (f"{self.checkpoint} was saved by a train.py with {'; '.join(found)}, at epoch {epoch + 1}, which "
-                f"{self.run_dir / 'summary.csv'} does not list: another run's checkpoint (copied into the folder?), "
-                f"not this run's weights; allowed: the run's own checkpoint put back, or that run's folder")
+        summary = self.run_dir / 'summary.csv'
+        if row is None:
+            where = f'which {summary} does not list'
+        else:
+            name = str(args.get('eval_metric') or 'top1')
+            listed = row.get(f'eval_{name}', row.get(f'train_{name}'))
+            if not (isinstance(metric, (int, float)) and not isinstance(metric, bool) and listed is not None
+                    and math.isfinite(metric) and math.isfinite(listed)
+                    and not math.isclose(metric, listed, rel_tol=1e-6, abs_tol=1e-6)):
+                return ''
+            where = f'with {name} {metric:g} where {summary} lists {listed:g} for that epoch'
+        return (f"{self.checkpoint} was saved by a train.py with {'; '.join(found)}, at epoch {epoch + 1}, {where}: "
+                f"another run's checkpoint (copied into the folder?), not this run's weights; allowed: the run's own "
+                f"checkpoint put back, or that run's folder")
 
-    def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any], epoch: Any = None) -> 'RunRecord':
+    def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any], epoch: Any = None, metric: Any = None
+                        ) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
         checkpoint); its ``args`` are kept as :attr:`checkpoint_args`.
 
         Raises:
-            ForeignCheckpoint: given the checkpoint's ``epoch``, another run's checkpoint (:meth:`foreign_checkpoint`).
+            ForeignCheckpoint: given the checkpoint's ``epoch`` (and ``metric``), another run's checkpoint
+                (:meth:`foreign_checkpoint`).
         """
-        foreign = self.foreign_checkpoint(args or {}, epoch)
+        foreign = self.foreign_checkpoint(args or {}, epoch, metric)
         if foreign:
             raise ForeignCheckpoint(foreign)
         record = replace(self, checkpoint_args=dict(args or {}))
