@@ -758,3 +758,14 @@ def test_export_refuses_an_overwrite_that_is_no_bool_before_writing(value, train
         export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', out, model_kwargs=KWARGS, overwrite=value,
                           summary=root / 'summary.csv', dataset='cifar10')
     assert [p.name for p in out.iterdir()] == ['README.md'] and (out / 'README.md').read_text() == 'mine\n'
+
+
+def test_a_run_of_img_size_beside_the_recipes_input_size_exports_the_size_it_trained_at():
+    """train.py reads --img-size only without --input-size (which every recipe sets): the run trained at 32 px, and
+    export refused its args.yaml as 'a data config timm cannot resolve ... which no training ran with'."""
+    from timm_sl.tools.hub import training_data_config
+    model = timm.create_model('sl_vit_32', depth=1, num_classes=10)
+    config = training_data_config(model, dict(input_size=[3, 32, 32], img_size=48, mean=[0.3] * 3, std=[0.4] * 3))
+    assert config['input_size'] == (3, 32, 32) and config['mean'] == (0.3, 0.3, 0.3)
+    with pytest.raises(ValueError, match=r'^the run gives a data config timm cannot resolve \(Requested image size'):
+        training_data_config(model, dict(img_size=48))  # alone, train.py would have built a 48 px model

@@ -265,3 +265,46 @@ def test_warm_start_refuses_a_path_or_a_model_in_one_line():
     base = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4)
     with pytest.raises(TypeError, match=r'^warm_start takes a state dict, got VisionTransformer; allowed: '):
         warm_start(model, base)
+
+
+def _exported_config(folder, architecture, **model_args):
+    """A folder with only a ``timm-sl export`` style config.json (the model is refused before weights are read)."""
+    import json
+    folder.mkdir()
+    cfg = dict(input_size=[3, 32, 32], mean=[0.5] * 3, std=[0.5] * 3, num_classes=10)
+    (folder / 'config.json').write_text(json.dumps(dict(
+        architecture=architecture, num_classes=10, model_args=model_args, pretrained_cfg=cfg)))
+    return folder
+
+
+@pytest.mark.parametrize('architecture, model_args, said', [
+    ('sl_vit_32', dict(depth=True), 'depth=True is invalid'),
+    ('sl_swin_32', dict(depths=2), 'depths=2 is invalid'),
+    ('sl_pit_32', dict(drop_path_rate=1.5, spt=False, lsa=False), 'drop_path_rate=1.5 is invalid'),
+    ('slify', dict(base='vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4, lsa_mask='yes'),
+     "lsa_mask='yes' is invalid"),
+])
+def test_local_dir_config_of_refused_model_args_is_named(architecture, model_args, said, tmp_path):
+    folder = _exported_config(tmp_path / 'exported', architecture, **model_args)
+    with pytest.raises(ValueError) as info:
+        timm.create_model(f'local-dir:{folder}', pretrained=True)
+    name = said.split('=')[0]
+    assert str(info.value).startswith(f'{folder}/config.json (model_args {name}): {said}')
+    assert '\n' not in str(info.value)
+
+
+def test_a_kwarg_given_over_a_saved_config_is_not_blamed_on_it(tmp_path):
+    folder = _exported_config(tmp_path / 'exported', 'sl_vit_32', depth=1)
+    with pytest.raises(ValueError, match=r'^depth=True is invalid; allowed: an int >= 0\.$'):
+        timm.create_model(f'local-dir:{folder}', pretrained=True, depth=True)
+
+
+def test_hf_hub_config_of_refused_model_args_is_named(monkeypatch):
+    import timm.models._factory as factory
+    from timm.models._hub import _parse_model_cfg
+    cfg = dict(architecture='sl_vit_32', num_classes=10, model_args=dict(depth=True),
+               pretrained_cfg=dict(num_classes=10))
+    monkeypatch.setattr(factory, 'load_model_config_from_hf', lambda model_id, cache_dir=None: _parse_model_cfg(
+        cfg, {'hf_hub_id': model_id, 'source': 'hf-hub'}))
+    with pytest.raises(ValueError, match=r'^config\.json of hf-hub:me/sl_vit_32\.x \(model_args depth\): depth=True '):
+        timm.create_model('hf-hub:me/sl_vit_32.x', pretrained=True)

@@ -18,6 +18,7 @@ from torch import nn
 from timm.models import load_pretrained, register_model
 
 from .layers.sl_args import check_bool
+from .layers.spt import names_saved_config
 from .models._filters import adapt_sl_state_dict, keep_fitting_classifier
 from .slify import convert_model, converted_weights, slify as convert
 
@@ -25,6 +26,7 @@ __all__ = []
 
 
 @register_model
+@names_saved_config  # a refusal of an exported folder's model_args names its config.json
 def slify(pretrained: bool = False, base: Optional[str] = None, **kwargs: Any) -> nn.Module:
     """SPT / LSA (and Spool) on the timm model named by ``base`` (see :func:`timm_sl.slify`)."""
     if isinstance(base, nn.Module):  # its repr is the whole model, a line per layer

@@ -127,7 +127,7 @@ def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     out_indices = kwargs.pop('out_indices', 3)
     if kwargs.get('layer_scale_init', 'timm') == 'timm':
         kwargs.setdefault('init_values', 1e-5)  # every variant's LayerScale start, as timm's CaiT models
-    with asked_for(variant):  # its refusals name the model asked for, not the class
+    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
         return build_model_with_cfg(
             SlCait,
             variant,

@@ -137,7 +137,7 @@ def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str,
 def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', (0, 1, 2))
-    with asked_for(variant):  # its refusals name the model asked for, not the class
+    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
         return build_model_with_cfg(
             SlPoolingVisionTransformer,
             variant,

@@ -114,7 +114,7 @@ def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     depths = kwargs.get('depths', (2, 2, 6, 2))
     out_indices = kwargs.pop('out_indices', tuple(range(len(depths) if isinstance(depths, (tuple, list)) else 0)))
-    with asked_for(variant):  # its refusals name the model asked for, not the class
+    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
         return build_model_with_cfg(
             SlSwinTransformer,
             variant,

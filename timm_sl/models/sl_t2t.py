@@ -393,7 +393,7 @@ def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> D
 def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT2T:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', 3)
-    with asked_for(variant):  # its refusals name the model asked for, not the class
+    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
         return build_model_with_cfg(
             SlT2T,
             variant,

@@ -74,7 +74,7 @@ checkpoint_filter_fn = sl_filter(vit_checkpoint_filter_fn)
 def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', 3)
-    with asked_for(variant):  # its refusals name the model asked for, not the class
+    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
         return build_model_with_cfg(
             SlVisionTransformer,
             variant,

@@ -97,7 +97,8 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     allowed = ('allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, an input size '
                'of three positive whole numbers)')
     try:
-        config = resolve_input_data_config(model, dict(train_args or {}))
+        config = resolve_input_data_config(model, {k: v for k, v in dict(train_args or {}).items() if not (  # train.py:
+            k == 'img_size' and (train_args or {}).get('input_size') is not None)})  # --img-size unread beside this
     except (TypeError, ValueError, AssertionError) as e:  # timm's own reason: which setting it is, it says or not
         raise ValueError(f'{where} gives a data config timm cannot resolve ({first_line(e)}), which no training ran '
                          f'with; {allowed}') from None
