@@ -18,8 +18,8 @@ from torch import nn
 from timm.models import load_pretrained, register_model
 
 from .layers.sl_args import check_bool
-from .layers.spt import names_saved_config
 from .models._filters import adapt_sl_state_dict, keep_fitting_classifier
+from .models._saved_config import names_saved_config
 from .slify import convert_model, converted_weights, slify as convert
 
 __all__ = []

@@ -10,12 +10,9 @@ projected linearly to the embedding width.
 ``PatchEmbed`` and only swaps its convolutional ``proj`` for a :class:`ShiftedPatchProjection`, so image-size checks,
 dynamic padding, output formats, ``feat_ratio``, ``dynamic_feat_size`` and ``set_input_size`` are timm's own.
 """
-import functools
-import os
-import re
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -23,10 +20,10 @@ from torch import nn
 
 from timm.layers import PatchEmbed, _assert, register_notrace_module, to_2tuple, trunc_normal_
 
-__all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'asked_for', 'names_saved_config', 'owner_name',
-           'saved_config_named', 'shift_offsets', 'check_global_tokens', 'check_in_chans', 'check_width',
-           'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size', 'patch_grid', 'resolve_shift',
-           'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed', 'ShiftedPatchMerging']
+__all__ = ['MAX_GLOBAL_TOKENS', 'SHIFT_DIRECTIONS', 'asked_for', 'owner_name', 'shift_offsets', 'check_global_tokens',
+           'check_in_chans', 'check_width', 'check_not_empty', 'check_shift_ratio', 'check_window_tokens', 'check_size',
+           'patch_grid', 'resolve_shift', 'shift_and_concat', 'ShiftedPatchProjection', 'ShiftedPatchEmbed',
+           'ShiftedPatchMerging']
 
 # Each entry is (dy, dx): the copy samples the input at ``x[i + dy * s, j + dx * s]``, so ``(-1, -1)`` is the
 # "left-up" copy (its content moves right and down). The order is the reference implementation's, which fixes the
@@ -46,71 +43,13 @@ _ASKED_FOR: ContextVar[Optional[str]] = ContextVar('timm_sl_asked_for', default=
 
 
 @contextmanager
-def asked_for(name: str, kwargs: Optional[Dict[str, Any]] = None) -> Iterator[None]:
-    """Within: the refusals of the model being built name ``name`` (a registered name), not the model's class; with
-    the builder's ``kwargs``, also the saved config they came from (see :func:`saved_config_named`)."""
+def asked_for(name: str) -> Iterator[None]:
+    """Within: the refusals of the model being built name ``name`` (a registered name), not the model's class."""
     token = _ASKED_FOR.set(name)
     try:
-        with saved_config_named(kwargs or {}):
-            yield
+        yield
     finally:
         _ASKED_FOR.reset(token)
-
-
-def saved_config_origin(kwargs: Dict[str, Any]) -> Optional[str]:
-    """The config.json timm read ``kwargs`` from (``local-dir:`` / ``hf-hub:``: timm passes its ``model_args`` as
-    ``pretrained_model_args`` and marks the pretrained cfg's source), else ``None``."""
-    cfg = kwargs.get('pretrained_cfg')
-    cfg = cfg.to_dict() if hasattr(cfg, 'to_dict') else cfg
-    if not kwargs.get('pretrained_model_args') or not isinstance(cfg, dict):
-        return None
-    if cfg.get('source') == 'local-dir' and isinstance(cfg.get('file'), str):
-        return os.path.join(cfg['file'], 'config.json')
-    if cfg.get('source') == 'hf-hub' and isinstance(cfg.get('hf_hub_id'), str):
-        return f'config.json of hf-hub:{cfg["hf_hub_id"]}'
-    return None
-
-
-@contextmanager
-def saved_config_named(kwargs: Dict[str, Any]) -> Iterator[None]:
-    """Within: a ``ValueError`` / ``TypeError`` naming a kwarg that came from a saved config's ``model_args`` (not
-    given over it) is raised again as one of its type prefixed with that config.json, which timm's loader never names
-    (``timm.create_model('local-dir:X')`` of a hand-edited or older export)."""
-    try:
-        yield
-    except (ValueError, TypeError) as error:
-        origin, message = saved_config_origin(kwargs), str(error)
-        saved = kwargs.get('pretrained_model_args') or {}
-        named = [k for k, v in saved.items() if isinstance(k, str) and _same(kwargs.get(k, _MISSING), v)
-                 and re.search(rf'(?<![\w.]){re.escape(k)}\b', message)]
-        if origin is None or not named or type(error) not in (ValueError, TypeError) or origin in message:
-            raise
-        raise type(error)(f'{origin} (model_args {", ".join(named)}): {message}') from error
-
-
-def names_saved_config(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:
-    """A model entry point whose refusals name the saved config.json its kwargs came from (see
-    :func:`saved_config_named`)."""
-    @functools.wraps(builder)
-    def build(*args: Any, **kwargs: Any) -> nn.Module:
-        with saved_config_named(kwargs):
-            return builder(*args, **kwargs)
-    return build
-
-
-_MISSING = object()
-
-
-def _same(given: Any, saved: Any) -> bool:
-    """Whether a kwarg is the saved config's value (timm puts that very object in unless one was given over it)."""
-    if given is saved:
-        return True
-    if type(given) is not type(saved):  # depth=True given over a saved depth=1 is the caller's own
-        return False
-    try:
-        return bool(given == saved)
-    except Exception:  # noqa: BLE001  (a tensor or other odd value: not the saved one)
-        return False
 
 
 def owner_name(owner: Union[type, str, nn.Module]) -> str:

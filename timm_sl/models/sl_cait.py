@@ -26,6 +26,7 @@ from ..layers import LocalityClassAttn, LocalityTalkingHeadAttn, class_attn_swit
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
+from ._saved_config import saved_config_named
 from ._sl_args import asked_for, check_bool, check_depths, check_patch_tokens, owner_name
 from ._training import check_choice
 
@@ -127,7 +128,7 @@ def _create_sl_cait(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     out_indices = kwargs.pop('out_indices', 3)
     if kwargs.get('layer_scale_init', 'timm') == 'timm':
         kwargs.setdefault('init_values', 1e-5)  # every variant's LayerScale start, as timm's CaiT models
-    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
+    with asked_for(variant), saved_config_named(kwargs):  # refusals name the model asked for and a config.json
         return build_model_with_cfg(
             SlCait,
             variant,

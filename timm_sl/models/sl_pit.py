@@ -28,6 +28,7 @@ from ..layers import ShiftedTokenPooling, check_in_chans, check_size  # noqa: F4
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
+from ._saved_config import saved_config_named
 from ._sl_args import (
     asked_for, backbone_kwarg, check_bool, check_depths, check_global_tokens, check_optional_bool, check_options_used,
     patch_grid)
@@ -137,7 +138,7 @@ def _check_spt_patch(variant: str, model_args: Dict[str, Any], kwargs: Dict[str,
 def _create_sl_pit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlPoolingVisionTransformer:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', (0, 1, 2))
-    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
+    with asked_for(variant), saved_config_named(kwargs):  # refusals name the model asked for and a config.json
         return build_model_with_cfg(
             SlPoolingVisionTransformer,
             variant,

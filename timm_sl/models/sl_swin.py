@@ -23,6 +23,7 @@ from ..layers.spt import check_window_tokens
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa
 from ._filters import sl_filter
+from ._saved_config import saved_config_named
 from ._sl_args import SlArgs, asked_for, backbone_kwarg, check_bool, check_depths, check_optional_bool, patch_grid
 from ._training import check_drop_path_rate
 
@@ -114,7 +115,7 @@ def _create_sl_swin(variant: str, pretrained: bool = False, **kwargs: Any) -> Sl
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     depths = kwargs.get('depths', (2, 2, 6, 2))
     out_indices = kwargs.pop('out_indices', tuple(range(len(depths) if isinstance(depths, (tuple, list)) else 0)))
-    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
+    with asked_for(variant), saved_config_named(kwargs):  # refusals name the model asked for and a config.json
         return build_model_with_cfg(
             SlSwinTransformer,
             variant,

@@ -33,6 +33,7 @@ from ..layers import (
     set_lsa_switches, shift_and_concat, shift_offsets)
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import pop_sl_kwargs
+from ._saved_config import saved_config_named
 from ._sl_args import asked_for, backbone_kwarg, check_bool, check_depths, check_global_tokens, check_size, patch_grid
 from ._filters import adapt_norm_linear_entries, adapt_sl_state_dict, claim_stem_adaptation, unwrap_state_dict
 
@@ -393,7 +394,7 @@ def checkpoint_filter_fn(state_dict: Dict[str, torch.Tensor], model: SlT2T) -> D
 def _create_sl_t2t(variant: str, pretrained: bool = False, **kwargs: Any) -> SlT2T:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', 3)
-    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
+    with asked_for(variant), saved_config_named(kwargs):  # refusals name the model asked for and a config.json
         return build_model_with_cfg(
             SlT2T,
             variant,

@@ -14,6 +14,7 @@ from ..layers import LocalitySelfAttention, set_lsa_switches
 from ._cfgs import sl_cfg, small_data_cfg, with_pretrained_tags
 from ._family import no_weight_decay_with_lsa, pop_sl_kwargs
 from ._filters import sl_filter
+from ._saved_config import saved_config_named
 from ._sl_args import (
     asked_for, check_bool, check_depths, check_global_tokens, check_patch_tokens, check_size, patch_grid)
 
@@ -74,7 +75,7 @@ checkpoint_filter_fn = sl_filter(vit_checkpoint_filter_fn)
 def _create_sl_vit(variant: str, pretrained: bool = False, **kwargs: Any) -> SlVisionTransformer:
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load a tag's weights
     out_indices = kwargs.pop('out_indices', 3)
-    with asked_for(variant, kwargs):  # refusals name the model asked for (not the class) and a saved config.json
+    with asked_for(variant), saved_config_named(kwargs):  # refusals name the model asked for and a config.json
         return build_model_with_cfg(
             SlVisionTransformer,
             variant,
