@@ -117,3 +117,21 @@ def test_a_root_that_is_not_there_is_said_to_be_missing(tmp_path, capsys):
     assert _said(root, capsys) == (f'{root} does not exist; expected the folder that holds train/ and val/ of '
                                    f'Tiny-ImageNet (extracted from its archive)')
     assert not root.exists()
+
+
+def test_an_image_of_the_users_in_a_prepared_val_class_folder_is_refused_for_what_is_known(tmp_path, capsys):
+    """A PNG the user added to a prepared val/<wnid>/ was refused as 'prepared from other annotations ... extract the
+    archive again', a guess: the annotations only say they do not list it. The line says that, and to move it out;
+    the file is kept."""
+    root = tmp_path / 'ti'
+    (root / 'val' / 'n01').mkdir(parents=True)
+    (root / 'val' / 'n01' / 'val_0.JPEG').write_bytes(b'jpeg')
+    (root / 'val' / 'n01' / 'mine.png').write_bytes(b'png')
+    (root / 'train' / 'n01').mkdir(parents=True)
+    annotations = root / 'val' / 'val_annotations.txt'
+    annotations.write_text('val_0.JPEG\tn01\t0\t0\t9\t9\n')
+    assert _said(root, capsys) == (
+        f"{root / 'val' / 'n01' / 'mine.png'} sits in class folder 'n01', but {annotations} does not list it: timm "
+        f"would read it as a val image of that class, which no annotation says; allowed: the val images of these "
+        f"annotations only (move it out of {root / 'val'})")
+    assert (root / 'val' / 'n01' / 'mine.png').read_bytes() == b'png'

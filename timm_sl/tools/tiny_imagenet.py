@@ -146,11 +146,14 @@ def _refuse_stale(val: Path, annotations: Path, classes_of: Dict[str, str]) -> N
             wnid = classes_of.get(image.name)
             if wnid == folder.name:
                 continue
-            said = f'puts it in class {wnid!r}' if wnid else 'does not list it'
-            raise ValueError(f'{image} sits in class folder {folder.name!r}, but {annotations} {said}: the folder was '
-                             f'prepared from other annotations, and timm would read it under a wrong label; allowed: '
-                             f'class folders of these annotations only (move the class folders of {val} away and '
-                             f'extract the archive again)')
+            if wnid is None:  # added by hand, or left by another archive: which, the folder cannot tell
+                raise ValueError(f'{image} sits in class folder {folder.name!r}, but {annotations} does not list it: '
+                                 f'timm would read it as a val image of that class, which no annotation says; '
+                                 f'allowed: the val images of these annotations only (move it out of {val})')
+            raise ValueError(f'{image} sits in class folder {folder.name!r}, but {annotations} puts it in class '
+                             f'{wnid!r}: the folder was prepared from other annotations, and timm would read it under '
+                             f'a wrong label; allowed: class folders of these annotations only (move the class folders '
+                             f'of {val} away and extract the archive again)')
 
 
 def _refuse_unlisted_classes(root: Path) -> None:
