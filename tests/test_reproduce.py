@@ -1491,7 +1491,8 @@ def test_a_run_of_an_older_reproduce_resumed_with_a_class_map_is_another_setting
         folder = out / 'runs' / run
         (folder / 'run.json').unlink()
         args = (folder / 'args.yaml').read_text()
-        (folder / 'args.yaml').write_text(args + "class_map: ''\n")
+        kwargs = '{spt: false, lsa: false}' if 'base' in run else '{}'
+        (folder / 'args.yaml').write_text(args + f"class_map: ''\nmodel: sl_vit_32\nmodel_kwargs: {kwargs}\n")
     summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
     again = ['--epochs', '2', '--class-map', str(class_map)]
     assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=again)) == 2
@@ -3554,3 +3555,30 @@ def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path)
             f"gives no input key (its ImageFolder takes every image of its own suffixes); allowed: leave it out")
     extra = ['--input-key', '.jpg']  # timm's folder reader takes it
     check_ignored_data_args(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(tmp_path), extra))
+
+
+@pytest.mark.parametrize('args_yaml', ['data_dir: DATA\nepochs: 2\nlr: 0.003\n', None, 'model: [unclosed\n'])
+def test_a_run_without_run_json_whose_args_yaml_names_no_model_is_refused(fake_train, tmp_path, capsys, args_yaml):
+    """A run folder without run.json whose args.yaml named no model (cut short, edited) or was gone was skipped as
+    finished, and the report gave it the model of the command (`-- --model-kwargs depth=2` for a run of no depth)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
+    base = out / 'runs' / 'vit-base-s0'
+    for run in ('vit-base-s0', 'vit-sl-s0'):
+        (out / 'runs' / run / 'run.json').unlink()
+        if args_yaml is None:
+            (out / 'runs' / run / 'args.yaml').unlink()
+        else:
+            (out / 'runs' / run / 'args.yaml').write_text(args_yaml)
+    report = (out / 'report.md').read_text()
+    capsys.readouterr()
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--model-kwargs', 'depth=2'])
+    assert _exit_status(argv) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    what = 'records no model nor model_kwargs' if args_yaml and 'model' not in args_yaml else 'is missing or unreadable'
+    assert first == (
+        f"timm-sl reproduce: {base / 'args.yaml'} {what}, and {base / 'run.json'} is not there: what vit-base-s0 was "
+        f"trained with is not known, and skipped or resumed it would be reported as this command's model; allowed: "
+        f"the file put back whole, delete {base} to restart the run, or another --out")
+    assert (out / 'report.md').read_text() == report
