@@ -3582,3 +3582,27 @@ def test_a_run_without_run_json_whose_args_yaml_names_no_model_is_refused(fake_t
         f"trained with is not known, and skipped or resumed it would be reported as this command's model; allowed: "
         f"the file put back whole, delete {base} to restart the run, or another --out")
     assert (out / 'report.md').read_text() == report
+
+
+@pytest.mark.parametrize('ending', ['\n', '\r\n'])
+def test_a_class_map_ending_in_a_blank_line_is_read_as_timm_reads_it(tmp_path, ending):
+    """A .txt class map ending in a blank line (an editor's last newline) was refused as naming '', "a class folder of
+    neither split ... leaves out the folder it meant", though train.py read every image with its label. The blank
+    line is refused only where it labels images: those beside the class folders, which timm then reads as a class."""
+    from timm.data import create_dataset
+    from timm_sl.tools.reproduce import check_data, train_data
+    from timm_sl.tools.train_args import recipe_path
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_bytes(''.join(f'{d}{ending}' for d in range(10)).encode() + ending.encode())
+    settings = train_data(recipe_path('svhn'), str(data), ['--class-map', str(class_map)])
+    assert check_data(settings, 'svhn') == []
+    read = create_dataset('', root=str(data), split='train', class_map=str(class_map))
+    assert [(Path(f).parent.name, t) for f, t in read.reader.samples] == [(str(d), d) for d in range(10)]
+    (data / 'train' / 'loose.png').write_bytes((data / 'train' / '0' / '0.png').read_bytes())
+    read = create_dataset('', root=str(data), split='train', class_map=str(class_map))
+    assert read.reader.samples[-1] == (str(data / 'train' / 'loose.png'), 10)  # a class of its own
+    assert check_data(settings, 'svhn') == [
+        f"--class-map {class_map} names '' (a blank line), which timm gives the images beside the class folders of "
+        f"{data / 'train'}: they would be read as class 10, of no class folder; allowed: move them into "
+        f"{data / 'train'}/<class>/, or remove the blank line"]

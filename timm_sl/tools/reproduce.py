@@ -719,7 +719,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
                               f'({_listed(names)}); allowed: a map of those class folder names')
                 continue
-            stray = next((k for k in mapping if k not in known), None)  # '\ufeff0' of a byte-order mark, a typo
+            # timm labels the images beside the class folders '' (a .txt map's blank line): none there, it is unused
+            beside = any(p.suffix.lower() in suffixes and not p.is_dir() for p in folder.iterdir())
+            if '' in mapping and beside:
+                errors.append(f'--class-map {data["class_map"]} names \'\' (a blank line), which timm gives the images '
+                              f'beside the class folders of {folder}: they would be read as class {mapping[""]!r}, '
+                              f'of no class folder; allowed: move them into {folder}/<class>/, or remove the blank '
+                              f'line')
+                continue
+            # '\ufeff0' of a byte-order mark, a typo
+            stray = next((k for k in mapping if k not in known and k != ''), None)
             if stray is not None:
                 errors.append(f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
                               f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
