@@ -1491,7 +1491,8 @@ def test_a_run_of_an_older_reproduce_resumed_with_a_class_map_is_another_setting
         folder = out / 'runs' / run
         (folder / 'run.json').unlink()
         args = (folder / 'args.yaml').read_text()
-        (folder / 'args.yaml').write_text(args + "class_map: ''\n")
+        kwargs = '{spt: false, lsa: false}' if 'base' in run else '{}'
+        (folder / 'args.yaml').write_text(args + f"class_map: ''\nmodel: sl_vit_32\nmodel_kwargs: {kwargs}\n")
     summary = (out / 'runs' / 'vit-base-s0' / 'summary.csv').read_text()
     again = ['--epochs', '2', '--class-map', str(class_map)]
     assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=again)) == 2
@@ -3554,3 +3555,124 @@ def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path)
             f"gives no input key (its ImageFolder takes every image of its own suffixes); allowed: leave it out")
     extra = ['--input-key', '.jpg']  # timm's folder reader takes it
     check_ignored_data_args(extra, recipe_path('svhn'), train_data(recipe_path('svhn'), str(tmp_path), extra))
+
+
+@pytest.mark.parametrize('args_yaml', ['data_dir: DATA\nepochs: 2\nlr: 0.003\n', None, 'model: [unclosed\n'])
+def test_a_run_without_run_json_whose_args_yaml_names_no_model_is_refused(fake_train, tmp_path, capsys, args_yaml):
+    """A run folder without run.json whose args.yaml named no model (cut short, edited) or was gone was skipped as
+    finished, and the report gave it the model of the command (`-- --model-kwargs depth=2` for a run of no depth)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 0
+    base = out / 'runs' / 'vit-base-s0'
+    for run in ('vit-base-s0', 'vit-sl-s0'):
+        (out / 'runs' / run / 'run.json').unlink()
+        if args_yaml is None:
+            (out / 'runs' / run / 'args.yaml').unlink()
+        else:
+            (out / 'runs' / run / 'args.yaml').write_text(args_yaml)
+    report = (out / 'report.md').read_text()
+    capsys.readouterr()
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--model-kwargs', 'depth=2'])
+    assert _exit_status(argv) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    what = 'records no model nor model_kwargs' if args_yaml and 'model' not in args_yaml else 'is missing or unreadable'
+    assert first == (
+        f"timm-sl reproduce: {base / 'args.yaml'} {what}, and {base / 'run.json'} is not there: what vit-base-s0 was "
+        f"trained with is not known, and skipped or resumed it would be reported as this command's model; allowed: "
+        f"the file put back whole, delete {base} to restart the run, or another --out")
+    assert (out / 'report.md').read_text() == report
+
+
+@pytest.mark.parametrize('ending', ['\n', '\r\n'])
+def test_a_class_map_ending_in_a_blank_line_is_read_as_timm_reads_it(tmp_path, ending):
+    """A .txt class map ending in a blank line (an editor's last newline) was refused as naming '', "a class folder of
+    neither split ... leaves out the folder it meant", though train.py read every image with its label. The blank
+    line is refused only where it labels images: those beside the class folders, which timm then reads as a class."""
+    from timm.data import create_dataset
+    from timm_sl.tools.reproduce import check_data, train_data
+    from timm_sl.tools.train_args import recipe_path
+    data = _folders(tmp_path / 'data', DIGITS)
+    class_map = tmp_path / 'map.txt'
+    class_map.write_bytes(''.join(f'{d}{ending}' for d in range(10)).encode() + ending.encode())
+    settings = train_data(recipe_path('svhn'), str(data), ['--class-map', str(class_map)])
+    assert check_data(settings, 'svhn') == []
+    read = create_dataset('', root=str(data), split='train', class_map=str(class_map))
+    assert [(Path(f).parent.name, t) for f, t in read.reader.samples] == [(str(d), d) for d in range(10)]
+    (data / 'train' / 'loose.png').write_bytes((data / 'train' / '0' / '0.png').read_bytes())
+    read = create_dataset('', root=str(data), split='train', class_map=str(class_map))
+    assert read.reader.samples[-1] == (str(data / 'train' / 'loose.png'), 10)  # a class of its own
+    assert check_data(settings, 'svhn') == [
+        f"--class-map {class_map} names '' (a blank line), which timm gives the images beside the class folders of "
+        f"{data / 'train'}: they would be read as class 10, of no class folder; allowed: move them into "
+        f"{data / 'train'}/<class>/, or remove the blank line"]
+
+
+_PROBE = '''import json, os, sys
+import timm.data
+_create = timm.data.create_dataset
+def _probed(name, root, split='validation', **kwargs):
+    dataset = _create(name, root, split=split, **kwargs)
+    read = getattr(dataset, 'reader', dataset)
+    with open(os.path.join(os.environ['PROBE_OUT'], f'{os.getpid()}-{split}.json'), 'w') as f:
+        json.dump(dict(class_to_idx=read.class_to_idx,
+                       samples=[(os.path.relpath(p, root), int(t)) for p, t in read.samples]), f)
+    return dataset
+timm.data.create_dataset = _probed
+'''
+
+
+def _folder_of_every_kind(root: Path) -> Path:
+    """Twelve classes (numbered: '10' sorts before '2' as text) in splits of other names, each kind the data check
+    passes: upper-case suffixes, JPEG beside PNG, grey / palette / RGBA / 16-bit PNGs, hidden files, a linked class
+    folder."""
+    import numpy as np
+    from PIL import Image
+    for s, split in enumerate(('training', 'validation')):
+        for c in range(12):
+            folder = root / split / str(c)
+            folder.mkdir(parents=True)
+            pixels = np.full((32, 32), 20 * c + s, np.uint8)
+            Image.fromarray(pixels).convert('RGB').save(folder / '0.PNG')
+            Image.fromarray(pixels).convert(('L', 'P', 'RGBA', 'RGB')[c % 4]).save(folder / '1.png')
+            Image.fromarray(pixels).save(folder / '2.JPG')
+            Image.fromarray(pixels.astype(np.uint16)).save(folder / '3.png')
+            (folder / '.DS_Store').write_bytes(b'\0\0\0\1Bud1')
+        (root / split / 'Thumbs.db').write_bytes(b'\0' * 8)
+    shutil.move(str(root / 'training' / '7'), str(root / 'seven'))
+    (root / 'training' / '7').symlink_to(root / 'seven', target_is_directory=True)
+    return root
+
+
+@pytest.mark.extended
+@pytest.mark.skipif(not TIMM_REPO or not (Path(TIMM_REPO) / 'train.py').exists(),
+                    reason="set TIMM_REPO to a folder with timm's train.py")
+@pytest.mark.parametrize('reader', ['', 'torch/folder'])
+def test_train_py_reads_the_classes_and_images_the_data_check_passed(tmp_path, reader):
+    """What the data check passes, timm's own train.py (started by reproduce) reads alike: every image, each labelled
+    by its class folder, in both splits the classes in the order export checks label names against: timm's numeric
+    order (0..11), torchvision's text order ('0', '1', '10', '11', '2', ...)."""
+    import subprocess
+    data = _folder_of_every_kind(tmp_path / 'data')
+    script = tmp_path / 'timm' / 'train.py'  # timm's train.py, recording each dataset it builds
+    script.parent.mkdir()
+    (script.parent / '_probe.py').write_text(_PROBE)
+    script.write_text('import _probe  # noqa\n' + (Path(TIMM_REPO) / 'train.py').read_text())
+    probe = tmp_path / 'probe'
+    probe.mkdir()
+    cmd = [sys.executable, '-m', 'timm_sl.tools.cli', 'reproduce', '--data-dir', str(data), '--dataset', 'svhn',
+           '--families', 'vit', '--out', str(tmp_path / 'out'), '--train-script', str(script), '--',
+           '--dataset', reader, '--train-split', 'training', '--val-split', 'validation', '--num-classes', '12',
+           '--epochs', '1', '--warmup-epochs', '0', '-b', '8', '--workers', '0', '--device', 'cpu',
+           '--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2']
+    env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+    env.update(CUDA_VISIBLE_DEVICES='', OMP_NUM_THREADS='1', PROBE_OUT=str(probe), PYTHONPATH=str(REPO))
+    result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1200)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    records = [json.loads(p.read_text()) for p in sorted(probe.glob('*.json'))]
+    assert len(records) == 4  # two runs, two splits each
+    for record in records:
+        names = [str(c) for c in range(12)]
+        assert record['class_to_idx'] == {n: i for i, n in enumerate(sorted(names) if reader else names)}
+        assert len(record['samples']) == 48
+        assert all(record['class_to_idx'][Path(path).parts[1]] == label for path, label in record['samples'])

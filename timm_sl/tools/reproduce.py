@@ -720,7 +720,16 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
                               f'({_listed(names)}); allowed: a map of those class folder names')
                 continue
-            stray = next((k for k in mapping if k not in known), None)  # '\ufeff0' of a byte-order mark, a typo
+            # timm labels the images beside the class folders '' (a .txt map's blank line): none there, it is unused
+            beside = any(p.suffix.lower() in suffixes and not p.is_dir() for p in folder.iterdir())
+            if '' in mapping and beside:
+                errors.append(f'--class-map {data["class_map"]} names \'\' (a blank line), which timm gives the images '
+                              f'beside the class folders of {folder}: they would be read as class {mapping[""]!r}, '
+                              f'of no class folder; allowed: move them into {folder}/<class>/, or remove the blank '
+                              f'line')
+                continue
+            # '\ufeff0' of a byte-order mark, a typo
+            stray = next((k for k in mapping if k not in known and k != ''), None)
             if stray is not None:
                 errors.append(f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
                               f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
@@ -960,12 +969,13 @@ def run_settings(run: Run, data_dir: str, recipe: Path, extra_args: Sequence[str
 
 def _recorded_settings(run: Run) -> Dict[str, Any]:
     """The settings a run was started with: its :data:`SETTINGS`, else (a run of an older reproduce) the model, kwargs,
-    seed and data its train.py recorded in args.yaml and the recipe of its command.txt; {} when none is there.
+    seed and data its train.py recorded in args.yaml and the recipe of its command.txt (called for a run that trained).
 
     Raises:
         ValueError: a :data:`SETTINGS` that is there but damaged (cut short, not a JSON object): what the run was
             trained with is not known, and args.yaml says less (not the train.py arguments, nor the class map); or
-            no regular file (a FIFO, :func:`~timm_sl.tools.files.check_regular_file`).
+            no regular file (a FIFO, :func:`~timm_sl.tools.files.check_regular_file`); without it, an args.yaml
+            missing, unreadable or recording no model or model kwargs.
         IsADirectoryError: a folder there, which is no record either.
     """
     path = run.out_dir / SETTINGS
@@ -982,10 +992,18 @@ def _recorded_settings(run: Run) -> Dict[str, Any]:
                          f': what the run was trained with is not known; allowed: delete the file to compare the run '
                          f'by its args.yaml (as a run of an older reproduce), delete {run.out_dir} to restart it, or '
                          f'another --out')
+    path = run.out_dir / 'args.yaml'
     try:
-        args = read_args_yaml(run.out_dir / 'args.yaml') if (run.out_dir / 'args.yaml').is_file() else {}
+        args = read_args_yaml(path) if path.is_file() else None
     except (ValueError, OSError):
-        return {}
+        args = None
+    unknown = ['model', 'model_kwargs'] if args is None else [k for k in ('model', 'model_kwargs') if k not in args]
+    if unknown:  # train.py writes every argument there when it starts: the run's model would be taken on trust
+        raise ValueError(f'{path} ' + ('is missing or unreadable' if args is None else
+                                       f'records no {" nor ".join(unknown)}') +
+                         f', and {run.out_dir / SETTINGS} is not there: what {run.name} was trained with is not known, '
+                         f'and skipped or resumed it would be reported as this command\'s model; allowed: the file '
+                         f'put back whole, delete {run.out_dir} to restart the run, or another --out')
     old = {k: args[k] for k in ('model', 'model_kwargs', 'seed') if k in args}
     command = run.out_dir / COMMAND
     try:
