@@ -862,7 +862,7 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('tiny-imagenet', ['train/n01/images/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/images/0.JPEG',
                        'val/images/val_0.JPEG', 'val/val_annotations.txt'], [],
      ["{D}/train/n01/images holds images one folder too deep (1 more class folder alike): timm labels an image "
-      "by the folder it is in, so every image would be class 'images'; run timm-sl prepare-tiny-imagenet {D}",
+      "by the folder it is in, so the images in it would be class 'images'; run timm-sl prepare-tiny-imagenet {D}",
       '{D}/val is not sorted into class folders (val/images/, val_annotations.txt): '
       'run timm-sl prepare-tiny-imagenet {D}']),
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',

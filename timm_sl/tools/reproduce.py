@@ -830,7 +830,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                    f'move them up to {folder}/<class>/')
             errors.append(f'{sub} holds images one folder too deep' +
                           (f' ({more} more class folder{"s" if more > 1 else ""} alike)' if more else '') +
-                          f": timm labels an image by the folder it is in, so every image would be class "
+                          f": timm labels an image by the folder it is in, so the images in it would be class "
                           f"'{sub.name}'; {fix}")
             continue
         if unread:
