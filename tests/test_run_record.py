@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -1799,3 +1800,27 @@ def test_an_export_or_release_into_an_out_another_wrote_meanwhile_is_refused(tmp
             f'timm-sl release: --out {rel} is being written by another timm-sl release still running: the record '
             f'(release.json) of each would list its own runs only; allowed: wait for it to end, or another --out')
     assert list(rel.iterdir()) == []
+
+
+def test_a_finished_run_extended_with_more_epochs_is_unfinished_until_it_reaches_them(tmp_path):
+    """A finished run of 2 epochs that reproduce (or train.py by hand) resumes with --epochs 4 keeps its done.json of
+    2 epochs while train.py writes epochs 3 and 4: exported or released meanwhile (or after it was interrupted at
+    epoch 3), it read as finished, its card without a word that the 4 epochs its args.yaml plans were not trained."""
+    from timm_sl.tools.release import read_release_record
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', seed=1, model='sl_vit_32',
+                                                   model_kwargs=dict(depth=1))))
+    assert read_run(run).unfinished() == ''
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('2,1,1,60.0,95.0\n')
+    reason = ('summary.csv reaches epoch 3 of the 4 args.yaml plans (done.json records 2: train.py was started again '
+              'since with more, and is still running or was interrupted)')
+    assert read_run(run).unfinished() == reason
+    with pytest.raises(ValueError, match=re.escape(f'{run} is not a finished run ({reason})')):
+        read_release_record(run, dataset='digits')
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('3,1,1,61.0,95.0\n')
+    assert read_run(run).unfinished() == ''

@@ -500,12 +500,17 @@ class RunRecord:
         """Why the run has not trained its planned epochs ('' when it has): the epochs of ``timm-sl reproduce``'s
         ``done.json``, else those train.py's schedule trains for ``args.yaml`` (:func:`scheduled_epochs`: ``--epochs``
         and a ``--cooldown-epochs`` after them), against the last epoch of ``summary.csv``. A run that failed or was
-        interrupted has no ``done.json`` and stops short of them. Without either record
+        interrupted has no ``done.json`` and stops short of them; a ``done.json`` of fewer epochs than ``args.yaml``
+        plans is of an earlier schedule (the run extended since, still running or interrupted). Without either record
         there is nothing to hold the run against ('')."""
-        if _whole(self.marker.get('epochs')):
+        later = scheduled_epochs(self.args) if _whole(self.args.get('epochs')) else None
+        if _whole(self.marker.get('epochs')) and not (_whole(later) and later > self.marker['epochs']):
             planned, where = self.marker['epochs'], f'{DONE_MARKER} records'
+        elif _whole(self.marker.get('epochs')):  # train.py started again with more epochs since (reproduce, by hand)
+            planned, where = later, (f"args.yaml plans ({DONE_MARKER} records {self.marker['epochs']}: train.py was "
+                                     f'started again since with more, and is still running or was interrupted)')
         elif _whole(self.args.get('epochs')):
-            planned, where = scheduled_epochs(self.args), f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+            planned, where = later, f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
             if planned != self.args['epochs']:  # --cooldown-epochs, --warmup-prefix, --lr-cycle-limit
                 where = where[:-1] + f"; train.py's schedule trains {planned} for --epochs {self.args['epochs']})"
         else:  # train.py always writes --epochs: an args.yaml without it was cut or edited, which the model's
