@@ -1824,3 +1824,38 @@ def test_a_finished_run_extended_with_more_epochs_is_unfinished_until_it_reaches
     with open(run / 'summary.csv', 'a') as f:
         f.write('3,1,1,61.0,95.0\n')
     assert read_run(run).unfinished() == ''
+
+
+def test_a_run_a_reproduce_still_trains_is_named_so_not_failed_or_interrupted(tmp_path, capsys):
+    """A run exported, released or analysed while its reproduce still ran: the card and release's skip said it had
+    'failed or interrupted' (no done.json yet), release said to resume it, and nothing said its weights were read
+    mid-run. The reproduce's lock, held, now names it, and export / the analyses say so in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.cli import _note_still_training
+    from timm_sl.tools.release import read_release_record
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    lock = tmp_path / 'runs' / '.reproduce.lock'
+    lock.write_text('123')
+    interrupted = 'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: failed or interrupted)'
+    assert read_run(run).unfinished() == interrupted
+    args = argparse.Namespace()
+    _note_still_training(args, run)
+    assert capsys.readouterr().out == ''
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a reproduce running into tmp_path holds it
+        running = (f'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: not finished yet, a timm-sl '
+                   f'reproduce still running holds {lock})')
+        assert read_run(run).unfinished() == running
+        with pytest.raises(ValueError) as e:
+            read_release_record(run, dataset='digits')
+        assert str(e.value) == (f'{run} is not a finished run ({running}); allowed: runs that trained their planned '
+                                f'epochs (release again once that reproduce has ended)')
+        _note_still_training(args, run)
+        _note_still_training(args, run / 'model_best.pth.tar')  # once per checkpoint
+        assert capsys.readouterr().out == (
+            f'note: {run} may still be training (a timm-sl reproduce still running holds {lock}): model_best.pth.tar '
+            f'is read as saved now; read it again once that reproduce has ended\n')
+    assert read_run(run).unfinished() == interrupted  # let go: the reproduce ended

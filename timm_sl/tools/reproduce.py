@@ -30,9 +30,10 @@ from .errors import ToolError, check_not_below_a_file, make_folder, shown, write
 from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, IMAGE_FOLDER_READERS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord, checkpoint_problem,
-    cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map, read_done_marker,
-    read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, summary_rows, walk)
+    DONE_MARKER, IMAGE_FOLDER_READERS, REPRODUCE_LOCK, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord,
+    checkpoint_problem, cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml, read_class_map,
+    read_done_marker, read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs, summarize, summary_rows,
+    walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -1319,7 +1320,7 @@ def check_run_files(runs: Sequence[Run]) -> None:
             _check_writable(run.out_dir / name, f'{what} of {run.name}')
 
 
-LOCK = '.reproduce.lock'  # in OUT/runs (its real folder): held (flock) by the reproduce writing there
+LOCK = REPRODUCE_LOCK  # in OUT/runs (its real folder): held (flock) by the reproduce writing there
 
 
 @contextlib.contextmanager

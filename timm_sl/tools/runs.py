@@ -41,6 +41,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDo
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
 SESSIONS = 'sessions.json'  # written by ``timm-sl reproduce``: each train.py session's wall time, exit, devices, epochs
+REPRODUCE_LOCK = '.reproduce.lock'  # in a reproduce's runs/ folder: held (flock) while that reproduce runs
 # train.py's CheckpointSaver keys in timm's order of preference (load_state_dict with use_ema=True): EMA weights first
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 
@@ -504,13 +505,19 @@ class RunRecord:
         plans is of an earlier schedule (the run extended since, still running or interrupted). Without either record
         there is nothing to hold the run against ('')."""
         later = scheduled_epochs(self.args) if _whole(self.args.get('epochs')) else None
-        if _whole(self.marker.get('epochs')) and not (_whole(later) and later > self.marker['epochs']):
-            planned, where = self.marker['epochs'], f'{DONE_MARKER} records'
-        elif _whole(self.marker.get('epochs')):  # train.py started again with more epochs since (reproduce, by hand)
-            planned, where = later, (f"args.yaml plans ({DONE_MARKER} records {self.marker['epochs']}: train.py was "
-                                     f'started again since with more, and is still running or was interrupted)')
+        marked = self.marker['epochs'] if _whole(self.marker.get('epochs')) else None
+        if marked is not None and not (_whole(later) and later > marked):
+            planned, where = marked, f'{DONE_MARKER} records'
         elif _whole(self.args.get('epochs')):
-            planned, where = later, f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+            running = reproduce_holding(self.run_dir)
+            if marked is not None:  # train.py started again with more epochs since (by reproduce, or by hand)
+                state = (f'{DONE_MARKER} records {marked}: train.py was started again since with more, and '
+                         + (f'a timm-sl reproduce still running holds {running}' if running else
+                            'is still running or was interrupted'))
+            else:
+                state = (f'no {DONE_MARKER}: ' + (f'not finished yet, a timm-sl reproduce still running holds {running}'
+                                                  if running else 'failed or interrupted'))
+            planned, where = later, f'args.yaml plans ({state})'
             if planned != self.args['epochs']:  # --cooldown-epochs, --warmup-prefix, --lr-cycle-limit
                 where = where[:-1] + f"; train.py's schedule trains {planned} for --epochs {self.args['epochs']})"
         else:  # train.py always writes --epochs: an args.yaml without it was cut or edited, which the model's
@@ -754,6 +761,29 @@ class RunRecord:
 
 # train.py's defaults where timm's scheduler_kwargs assumes others (a recipe's settings name only some)
 _SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}
+
+
+def reproduce_holding(run_dir: Optional[Path]) -> str:
+    """The lock file of a ``timm-sl reproduce`` still running whose run folders ``run_dir`` is among (its train.py
+    processes hold it too, should it have been killed), as a line names it; '' when none holds one (or the system
+    cannot say: no ``fcntl``). The lock is tried shared and let go at once, as a second reproduce would find it."""
+    if run_dir is None:
+        return ''
+    lock = Path(run_dir).parent / REPRODUCE_LOCK
+    try:
+        import fcntl
+        handle = os.open(lock, os.O_RDONLY | os.O_NONBLOCK)
+    except (ImportError, OSError):
+        return ''
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return str(lock)
+    except OSError:
+        return ''
+    finally:
+        os.close(handle)  # closing lets go of a lock taken here
+    return ''
 
 
 def scheduled_epochs(args: Dict[str, Any]) -> Any:
