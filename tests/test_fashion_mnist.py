@@ -525,9 +525,9 @@ def test_a_prepare_command_into_a_folder_another_still_writes_is_refused(command
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert _cli_error([command, str(root), '--source', str(source)], capsys) == (
-            f'timm-sl {command}: {root} is being written by another timm-sl prepare command still running: two would '
-            f'write its split folders at once (the images of both mixed, a count recorded that is not there); '
-            f'allowed: wait for it to end')
+            f'timm-sl {command}: {root} is being written by another timm-sl prepare command, or read by a timm-sl '
+            f'reproduce, still running: written now, its split folders would mix the images of both or change under '
+            f'the runs (a count recorded that is not there); allowed: wait for it to end')
         assert list(root.iterdir()) == []
     finally:
         os.close(handle)

@@ -4,6 +4,7 @@ import io
 import json
 import os
 import pickle
+import re
 import shutil
 import statistics
 import sys
@@ -3676,3 +3677,41 @@ def test_train_py_reads_the_classes_and_images_the_data_check_passed(tmp_path, r
         assert record['class_to_idx'] == {n: i for i, n in enumerate(sorted(names) if reader else names)}
         assert len(record['samples']) == 48
         assert all(record['class_to_idx'][Path(path).parts[1]] == label for path, label in record['samples'])
+
+
+def test_a_data_folder_held_by_reproduce_refuses_a_prepare_command(tmp_path):
+    """A reproduce started while prepare-fashion-mnist --overwrite wrote its folder passed the data check, recorded
+    the earlier preparation's '100 train, 100 test images' in run.json, and trained on the 3000 the prepare moved in
+    meanwhile. The data folder is now held for reading from the check until every train.py has ended (they inherit
+    the descriptor): a prepare is refused while a reproduce reads it, reproduces read it alike."""
+    pytest.importorskip('fcntl')
+    from timm_sl.tools._splits import _held
+    from timm_sl.tools.reproduce import hold_data
+    data = _folders(tmp_path / 'data', DIGITS)
+    with hold_data(data) as reading, hold_data(data):
+        assert reading is not None
+        with pytest.raises(BlockingIOError, match=re.escape(f'{data} is being written by another timm-sl prepare '
+                                                            f'command, or read by a timm-sl reproduce, still running')):
+            with _held(data):
+                pass
+    with _held(data):  # let go once the runs ended
+        pass
+
+
+@pytest.mark.extended  # the checks before a refused reproduce: seconds on a loaded machine
+def test_a_data_folder_a_prepare_command_writes_is_refused_before_any_run(fake_train, tmp_path, capsys):
+    """The other side of the hold above: a reproduce while a prepare command writes the data folder."""
+    fcntl = pytest.importorskip('fcntl')
+    data = _folders(tmp_path / 'data', DIGITS)
+    out = tmp_path / 'out'
+    handle = os.open(data, os.O_RDONLY)  # a prepare command, still writing
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+        assert _one_error(capsys) == (
+            f'--data-dir {data} is being written by a timm-sl prepare command still running: its split folders '
+            f'checked now would be replaced under the runs (trained on images other than those checked and '
+            f'recorded); allowed: wait for it to end')
+        assert not out.exists()
+    finally:
+        os.close(handle)

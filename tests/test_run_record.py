@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -1812,3 +1813,62 @@ def test_an_export_or_release_into_an_out_another_wrote_meanwhile_is_refused(tmp
             f'timm-sl release: --out {rel} is being written by another timm-sl release still running: the record '
             f'(release.json) of each would list its own runs only; allowed: wait for it to end, or another --out')
     assert list(rel.iterdir()) == []
+
+
+def test_a_finished_run_extended_with_more_epochs_is_unfinished_until_it_reaches_them(tmp_path):
+    """A finished run of 2 epochs that reproduce (or train.py by hand) resumes with --epochs 4 keeps its done.json of
+    2 epochs while train.py writes epochs 3 and 4: exported or released meanwhile (or after it was interrupted at
+    epoch 3), it read as finished, its card without a word that the 4 epochs its args.yaml plans were not trained."""
+    from timm_sl.tools.release import read_release_record
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', seed=1, model='sl_vit_32',
+                                                   model_kwargs=dict(depth=1))))
+    assert read_run(run).unfinished() == ''
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('2,1,1,60.0,95.0\n')
+    reason = ('summary.csv reaches epoch 3 of the 4 args.yaml plans (done.json records 2: train.py was started again '
+              'since with more, and is still running or was interrupted)')
+    assert read_run(run).unfinished() == reason
+    with pytest.raises(ValueError, match=re.escape(f'{run} is not a finished run ({reason})')):
+        read_release_record(run, dataset='digits')
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('3,1,1,61.0,95.0\n')
+    assert read_run(run).unfinished() == ''
+
+
+def test_a_run_a_reproduce_still_trains_is_named_so_not_failed_or_interrupted(tmp_path, capsys):
+    """A run exported, released or analysed while its reproduce still ran: the card and release's skip said it had
+    'failed or interrupted' (no done.json yet), release said to resume it, and nothing said its weights were read
+    mid-run. The reproduce's lock, held, now names it, and export / the analyses say so in one line."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.cli import _note_still_training
+    from timm_sl.tools.release import read_release_record
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
+    lock = tmp_path / 'runs' / '.reproduce.lock'
+    lock.write_text('123')
+    interrupted = 'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: failed or interrupted)'
+    assert read_run(run).unfinished() == interrupted
+    args = argparse.Namespace()
+    _note_still_training(args, run)
+    assert capsys.readouterr().out == ''
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a reproduce running into tmp_path holds it
+        running = (f'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: not finished yet, a timm-sl '
+                   f'reproduce still running holds {lock})')
+        assert read_run(run).unfinished() == running
+        with pytest.raises(ValueError) as e:
+            read_release_record(run, dataset='digits')
+        assert str(e.value) == (f'{run} is not a finished run ({running}); allowed: runs that trained their planned '
+                                f'epochs (release again once that reproduce has ended)')
+        _note_still_training(args, run)
+        _note_still_training(args, run / 'model_best.pth.tar')  # once per checkpoint
+        assert capsys.readouterr().out == (
+            f'note: {run} may still be training (a timm-sl reproduce still running holds {lock}): model_best.pth.tar '
+            f'is read as saved now; read it again once that reproduce has ended\n')
+    assert read_run(run).unfinished() == interrupted  # let go: the reproduce ended

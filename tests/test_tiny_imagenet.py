@@ -75,7 +75,7 @@ def test_a_second_command_at_once_is_refused_and_moves_nothing(tmp_path, capsys)
         said = _said(root, capsys)
     finally:
         os.close(handle)
-    assert said.startswith(f'{root} is being written by another timm-sl prepare command still running'), said
+    assert said.startswith(f'{root} is being written by another timm-sl prepare command, or read by a'), said
     assert said.endswith('allowed: wait for it to end'), said
     assert (root / 'val' / 'images' / 'val_0.JPEG').is_file() and not (root / 'val' / 'n01').exists()
     main(['prepare-tiny-imagenet', str(root)])  # once the first has ended

@@ -197,9 +197,10 @@ def _check_replaceable(folders: Sequence[Path]) -> None:
 
 def _held(root: Path) -> contextlib.AbstractContextManager:
     """``root`` held while a ``timm-sl prepare-*`` writes there (:func:`~timm_sl.tools.errors.held_folder`)."""
-    return held_folder(root, f'{root} is being written by another timm-sl prepare command still running: two would '
-                             f'write its split folders at once (the images of both mixed, a count recorded that is not '
-                             f'there); allowed: wait for it to end')
+    return held_folder(root, f'{root} is being written by another timm-sl prepare command, or read by a timm-sl '
+                             f'reproduce, still running: written now, its split folders would mix the images of both '
+                             f'or change under the runs (a count recorded that is not there); allowed: wait for it '
+                             f'to end')
 
 
 def _write_staged(root: Path, splits: Sequence[str], tag: str, write: Callable[[str, Path], T],

@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .arg_types import MAX_SEED, OneLineParser, dataset_name, kwarg_words, positive_float as _positive_float, \
     positive_int, seed as _seed, shift_ratio as _shift_ratio
@@ -235,6 +235,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note_still_training(args: argparse.Namespace, checkpoint: Union[str, Path]) -> None:
+    """One line, once per checkpoint, where the run folder of ``checkpoint`` is among those of a ``timm-sl
+    reproduce`` still running: its weights are read as saved now, not as the run will end."""
+    from timm_sl.tools.runs import checkpoint_file, reproduce_holding
+    file = checkpoint_file(checkpoint)
+    noted = vars(args).setdefault('noted_training', set())
+    lock = reproduce_holding(file.parent)
+    if lock and file not in noted:
+        noted.add(file)
+        print(f'note: {file.parent} may still be training (a timm-sl reproduce still running holds {lock}): '
+              f'{file.name} is read as saved now; read it again once that reproduce has ended')
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import export_checkpoint
     from timm_sl.tools.runs import checkpoint_file
@@ -250,6 +263,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     after = _folder_state(out)
     written = sorted(name for name in after if before.get(name) != after[name])
     kept = sorted(set(after) - set(written))
+    _note_still_training(args, args.checkpoint)
     print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: {", ".join(written)}' +
           (f' (kept, not written by this export: {", ".join(kept)})' if kept else ''))
     return 0
@@ -314,6 +328,7 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
     try:
         record, loaded = read_run_checkpoint(checkpoint)
         check_same_run(record, loaded)  # its args.yaml gives the data config, whichever model is built
+        _note_still_training(args, checkpoint)
         exported = _exported_config(record)
         if exported and not record.model:  # an exported folder: its config.json names the model (and errors say so)
             arch, model_args = exported[1]['architecture'], exported[1].get('model_args', {})

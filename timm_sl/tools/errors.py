@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Iterator, Union
+from typing import Callable, Iterator, Optional, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
            'check_not_below_a_file', 'held_folder', 'make_folder', 'shown', 'write_atomically']
@@ -98,10 +98,12 @@ def make_folder(path: Path, option: str = '--out') -> None:
 
 
 @contextlib.contextmanager
-def held_folder(folder: Path, busy: str) -> Iterator[None]:
+def held_folder(folder: Path, busy: str, shared: bool = False) -> Iterator[Optional[int]]:
     """Hold the existing ``folder`` for this process while the block writes there (``flock`` on the folder itself: no
-    file is added to it), released when the process ends, however it ends. Nothing is held without ``fcntl``
-    (Windows) or on a file system without locks (some network mounts): written as before, unheld.
+    file is added to it), released when the process ends, however it ends, and the processes given the descriptor
+    yielded (``pass_fds``) ended too. ``shared``: held while the block reads there, by as many readers as hold it so,
+    and by no writer. Nothing is held (None) without ``fcntl`` (Windows) or on a file system without locks (some
+    network mounts): written as before, unheld.
 
     Raises:
         BlockingIOError: another process holds it; ``busy`` is the message (what is writing there, what is allowed).
@@ -109,17 +111,18 @@ def held_folder(folder: Path, busy: str) -> Iterator[None]:
     try:
         import fcntl
     except ImportError:
-        yield
+        yield None
         return
     handle = os.open(folder, os.O_RDONLY)
     try:
+        held = True
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except BlockingIOError:
             raise BlockingIOError(busy) from None
         except OSError:
-            pass
-        yield
+            held = False
+        yield handle if held else None
     finally:
         os.close(handle)
 

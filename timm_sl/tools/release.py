@@ -30,7 +30,7 @@ from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
     CHECKPOINTS, Checkpoint, CutSinceDone, NonFiniteWeights, RunRecord, check_regular_file, find_runs, format_top1,
-    read_checkpoint, read_run, run_checkpoint, walk)
+    read_checkpoint, read_run, reproduce_holding, run_checkpoint, walk)
 from .train_args import recipe_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -221,7 +221,8 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
     unfinished = record.unfinished()
     if unfinished:
         raise UnfinishedRun(f'{run_dir} is not a finished run ({unfinished}); allowed: runs that trained their '
-                            f'planned epochs (resume it to finish it)')
+                            f'planned epochs (' + ('release again once that reproduce has ended)' if
+                                                   reproduce_holding(record.run_dir) else 'resume it to finish it)'))
     if not record.dataset:
         raise ValueError(f'{run_dir} records no dataset (no --dataset in its args.yaml, and no recipe of timm-sl whose '
                          f'data it read); allowed: --dataset NAME (e.g. {", ".join(DATASETS)})')

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .arg_types import kwarg_words
-from .errors import ToolError, check_not_below_a_file, make_folder, shown, write_atomically
+from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, shown, write_atomically
 from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
-    DONE_MARKER, IMAGE_FOLDER_READERS, RUN_SETTINGS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER, RunRecord,
-    checkpoint_problem, cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml,
+    DONE_MARKER, IMAGE_FOLDER_READERS, REPRODUCE_LOCK, RUN_SETTINGS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER,
+    RunRecord, checkpoint_problem, cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml,
     read_class_map, read_done_marker, read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs,
     settings_differ, summarize, summary_rows, walk)
 from .sweep import (
@@ -1329,7 +1329,7 @@ def check_run_files(runs: Sequence[Run]) -> None:
             _check_writable(run.out_dir / name, f'{what} of {run.name}')
 
 
-LOCK = '.reproduce.lock'  # in OUT/runs (its real folder): held (flock) by the reproduce writing there
+LOCK = REPRODUCE_LOCK  # in OUT/runs (its real folder): held (flock) by the reproduce writing there
 
 
 @contextlib.contextmanager
@@ -2679,16 +2679,30 @@ def run_from_args(args: argparse.Namespace) -> int:
     check_model_kwargs(runs, user_kwargs, data['num_classes'], extra)  # the rows' own kwargs build their models
     jobs, devices, how = plan_sweep(args, recipe, extra, script)
     check_output_outside_data(Path(args.out), data)
-    errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
-    if errors:
-        raise ValueError('\n'.join(errors))
-    check_train_steps(data, recipe, extra, args.nproc, train_script_spellings(script))
-    # a user's report refused before --out or its runs/ is made; again once held (another reproduce may have written)
-    check_report_files(Path(args.out), getattr(args, 'overwrite', False))
-    with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
-        check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
-        return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,
-                                 () if lock is None else (lock,))
+    with hold_data(Path(args.data_dir)) as reading:  # a prepare-* replacing its splits now: refused either way
+        errors = check_data(data, args.dataset)  # before anything runs: every problem, one line each
+        if errors:
+            raise ValueError('\n'.join(errors))
+        check_train_steps(data, recipe, extra, args.nproc, train_script_spellings(script))
+        # a user's report refused before --out or its runs/ is made; again once held (another reproduce may have
+        # written)
+        check_report_files(Path(args.out), getattr(args, 'overwrite', False))
+        with hold_output(Path(args.out)) as lock:  # a second reproduce into --out would train the same runs at once
+            check_report_files(Path(args.out), getattr(args, 'overwrite', False))  # before anything runs
+            return _sweep_and_report(args, runs, script, recipe, extra, given, data, jobs, devices, how,
+                                     tuple(fd for fd in (lock, reading) if fd is not None))
+
+
+def hold_data(data_dir: Path) -> contextlib.AbstractContextManager:
+    """``data_dir`` held for reading (:func:`~timm_sl.tools.errors.held_folder`, shared) from the data check until
+    every train.py reading it has ended (they inherit the hold): a ``timm-sl prepare-*`` replacing its split folders
+    meanwhile (which holds it to write) would have them train on images other than those checked and recorded in
+    ``run.json``, both refused in one line. Not held where it cannot be opened (a torch/ dataset's folder to be)."""
+    if not data_dir.is_dir() or not os.access(data_dir, os.R_OK):
+        return contextlib.nullcontext(None)
+    return held_folder(data_dir, f'--data-dir {data_dir} is being written by a timm-sl prepare command still running: '
+                                 f'its split folders checked now would be replaced under the runs (trained on images '
+                                 f'other than those checked and recorded); allowed: wait for it to end', shared=True)
 
 
 @contextlib.contextmanager

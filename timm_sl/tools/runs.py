@@ -42,6 +42,7 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDo
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
 SESSIONS = 'sessions.json'  # written by ``timm-sl reproduce``: each train.py session's wall time, exit, devices, epochs
+REPRODUCE_LOCK = '.reproduce.lock'  # in a reproduce's runs/ folder: held (flock) while that reproduce runs
 # train.py's CheckpointSaver keys in timm's order of preference (load_state_dict with use_ema=True): EMA weights first
 STATE_KEYS = ('state_dict_ema', 'model_ema', 'state_dict', 'model')
 
@@ -528,12 +529,23 @@ class RunRecord:
         """Why the run has not trained its planned epochs ('' when it has): the epochs of ``timm-sl reproduce``'s
         ``done.json``, else those train.py's schedule trains for ``args.yaml`` (:func:`scheduled_epochs`: ``--epochs``
         and a ``--cooldown-epochs`` after them), against the last epoch of ``summary.csv``. A run that failed or was
-        interrupted has no ``done.json`` and stops short of them. Without either record
+        interrupted has no ``done.json`` and stops short of them; a ``done.json`` of fewer epochs than ``args.yaml``
+        plans is of an earlier schedule (the run extended since, still running or interrupted). Without either record
         there is nothing to hold the run against ('')."""
-        if _whole(self.marker.get('epochs')):
-            planned, where = self.marker['epochs'], f'{DONE_MARKER} records'
+        later = scheduled_epochs(self.args) if _whole(self.args.get('epochs')) else None
+        marked = self.marker['epochs'] if _whole(self.marker.get('epochs')) else None
+        if marked is not None and not (_whole(later) and later > marked):
+            planned, where = marked, f'{DONE_MARKER} records'
         elif _whole(self.args.get('epochs')):
-            planned, where = scheduled_epochs(self.args), f'args.yaml plans (no {DONE_MARKER}: failed or interrupted)'
+            running = reproduce_holding(self.run_dir)
+            if marked is not None:  # train.py started again with more epochs since (by reproduce, or by hand)
+                state = (f'{DONE_MARKER} records {marked}: train.py was started again since with more, and '
+                         + (f'a timm-sl reproduce still running holds {running}' if running else
+                            'is still running or was interrupted'))
+            else:
+                state = (f'no {DONE_MARKER}: ' + (f'not finished yet, a timm-sl reproduce still running holds {running}'
+                                                  if running else 'failed or interrupted'))
+            planned, where = later, f'args.yaml plans ({state})'
             if planned != self.args['epochs']:  # --cooldown-epochs, --warmup-prefix, --lr-cycle-limit
                 where = where[:-1] + f"; train.py's schedule trains {planned} for --epochs {self.args['epochs']})"
         else:  # train.py always writes --epochs: an args.yaml without it was cut or edited, which the model's
@@ -761,6 +773,29 @@ class RunRecord:
 
 # train.py's defaults where timm's scheduler_kwargs assumes others (a recipe's settings name only some)
 _SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}
+
+
+def reproduce_holding(run_dir: Optional[Path]) -> str:
+    """The lock file of a ``timm-sl reproduce`` still running whose run folders ``run_dir`` is among (its train.py
+    processes hold it too, should it have been killed), as a line names it; '' when none holds one (or the system
+    cannot say: no ``fcntl``). The lock is tried shared and let go at once, as a second reproduce would find it."""
+    if run_dir is None:
+        return ''
+    lock = Path(run_dir).parent / REPRODUCE_LOCK
+    try:
+        import fcntl
+        handle = os.open(lock, os.O_RDONLY | os.O_NONBLOCK)
+    except (ImportError, OSError):
+        return ''
+    try:
+        fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return str(lock)
+    except OSError:
+        return ''
+    finally:
+        os.close(handle)  # closing lets go of a lock taken here
+    return ''
 
 
 def scheduled_epochs(args: Dict[str, Any]) -> Any:
