@@ -31,7 +31,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import _NO_KERNEL_OPS, count_kernel_ops, interleaved_rounds, make_step, sync
+from _timing import _NO_KERNEL_OPS, check_device, count_kernel_ops, interleaved_rounds, make_step, sync
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
@@ -117,7 +117,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--rounds', type=int, default=5)
     parser.add_argument('--iters', type=int, default=5)
     parser.add_argument('--warmup', type=int, default=2)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:  # before any model is built: a device that is not here
+        check_device(args.device)
+    except ValueError as e:
+        parser.error(str(e))
+    return args
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -37,7 +37,7 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
+from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
 from throughput import HEADER, check_outputs, variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations (sl_vit_32, ...)
@@ -203,7 +203,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--overwrite', action='store_true', help='replace a file at --out that is not a table of this '
                                                             'script (one is always replaced)')
     args = p.parse_args(argv)
-    try:  # before any measurement: a user's file at --out is kept
+    try:  # before any measurement: a device that is not here; a user's file at --out is kept
+        check_device(args.device)
         check_outputs(args, {'out': ('--out', HEADER)})
     except ValueError as e:
         p.error(str(e))

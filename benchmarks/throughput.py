@@ -36,7 +36,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import count_macs, count_params
 
-from _timing import interleaved_rounds, make_step
+from _timing import check_device, interleaved_rounds, make_step
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -92,8 +92,9 @@ def check_models(args: argparse.Namespace) -> None:
     that converts, and ``--device`` is there.
 
     Raises:
-        ValueError: naming the model, the kwargs and what is allowed.
+        ValueError: naming the model, the kwargs (or the device) and what is allowed.
     """
+    check_device(args.device)
     given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     with_kwargs = f' with --model-kwargs {given}' if given else ''
     names = timm.list_models('sl_*')
@@ -118,14 +119,6 @@ def check_models(args: argparse.Namespace) -> None:
                 slify(timm.create_model(base), **args.model_kwargs)
         except (SlifyError, *BUILD_ERRORS) as e:
             raise ValueError(f'--slify {base}{with_kwargs}: {build_failure(e)}') from e
-    try:
-        device = torch.device(args.device)
-    except RuntimeError as e:
-        raise ValueError(f'--device {args.device!r} is not a torch device ({build_failure(e)}); allowed: cpu, cuda, '
-                         f'cuda:N') from e
-    if device.type == 'cuda' and not torch.cuda.is_available():
-        raise ValueError(f'--device {args.device}: torch {torch.__version__} sees no CUDA device here; allowed: '
-                         f'--device cpu')
 
 
 def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[int, int, int], mode: str,

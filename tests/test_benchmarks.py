@@ -276,3 +276,26 @@ def test_peers_refuses_an_out_it_cannot_write_before_measuring(kind, error, tmp_
         _parse('peers', ['--out', str(path)], monkeypatch)
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and 'argument --out: ' in err and error in err, err
+
+
+@pytest.mark.parametrize('script', ['throughput', 'peers', 'launches'])
+def test_a_device_that_cannot_be_timed_is_refused_in_one_line(script, tmp_path, capsys, monkeypatch):
+    """--device meta timed tensors without data and printed its ratios as measured; peers.py / launches.py --device
+    cuda on a machine without one ended in a traceback once the models were built. One line first, by one check."""
+    import torch
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])  # argparse names the script by it
+    for device, error in (('meta', '--device meta: a meta device cannot be timed here; allowed: cpu, cuda, cuda:N'),
+                          ('cuda', f'--device cuda: torch {torch.__version__} sees no CUDA device here; allowed: '
+                                   f'--device cpu')):
+        monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+        with pytest.raises(SystemExit) as e:
+            _parse(script, ['--device', device], monkeypatch)
+        assert e.value.code == 2
+        assert capsys.readouterr().err == f'{script}.py: error: {error}\n'
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+    with pytest.raises(SystemExit):
+        _parse(script, ['--device', 'cuda:2'], monkeypatch)
+    assert capsys.readouterr().err == (f'{script}.py: error: --device cuda:2: torch sees 2 CUDA device(s) here; '
+                                       f'allowed: cpu, cuda, cuda:0 to cuda:1\n')
+    assert _parse(script, ['--device', 'cuda:1'], monkeypatch).device == 'cuda:1'
