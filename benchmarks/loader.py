@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from timm.data import ImageDataset, create_transform
-from timm_sl.tools.arg_types import OneLineParser
+from timm_sl.tools.arg_types import OneLineParser, positive_int
 
 
 def train_transform(recipe: Dict[str, Any], **overrides: Any):
@@ -62,7 +62,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     parser = OneLineParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('folder', help='an ImageFolder split (class folders of images), e.g. fm/train')
     parser.add_argument('--recipe', required=True, help="a recipe YAML (the transform's settings)")
-    parser.add_argument('--images', type=int, default=2000, help='images timed per stage')
+    parser.add_argument('--images', type=positive_int, default=2000, help='images timed per stage')
     return parser.parse_args(argv)
 
 

@@ -32,7 +32,7 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser, output_file
+from timm_sl.tools.arg_types import OneLineParser, output_file, positive_int
 from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
@@ -184,10 +184,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('--device', default='cpu')
-    p.add_argument('-b', '--batch-size', type=int, default=32)
-    p.add_argument('--threads', type=int, default=1, help='torch CPU threads (default 1)')
-    p.add_argument('--rounds', type=int, default=7, help='interleaved rounds')
-    p.add_argument('--iters', type=int, default=3, help='steps per round')
+    p.add_argument('-b', '--batch-size', type=positive_int, default=32)
+    p.add_argument('--threads', type=positive_int, default=1, help='torch CPU threads (default 1)')
+    p.add_argument('--rounds', type=positive_int, default=7, help='interleaved rounds')
+    p.add_argument('--iters', type=positive_int, default=3, help='steps per round')
     p.add_argument('--warmup', type=int, default=2)
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--reference', default=None, metavar='DIR',
@@ -213,8 +213,6 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.batch_size < 1 or args.rounds < 1 or args.iters < 1:
-        raise SystemExit('--batch-size, --rounds and --iters must be >= 1.')
     torch.set_num_threads(args.threads)
     reference = reference_factory(args.reference) if args.reference else None
     device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \

@@ -299,3 +299,23 @@ def test_a_device_that_cannot_be_timed_is_refused_in_one_line(script, tmp_path, 
     assert capsys.readouterr().err == (f'{script}.py: error: --device cuda:2: torch sees 2 CUDA device(s) here; '
                                        f'allowed: cpu, cuda, cuda:0 to cuda:1\n')
     assert _parse(script, ['--device', 'cuda:1'], monkeypatch).device == 'cuda:1'
+
+
+@pytest.mark.parametrize('script, option', [('peers', '-b'), ('peers', '--threads'), ('peers', '--rounds'),
+                                            ('launches', '--iters'), ('launches', '--rounds'), ('launches', '-b'),
+                                            ('launches', '--threads'), ('startup', '--runs'), ('loader', '--images')])
+@pytest.mark.parametrize('value', ['0', '-3'])
+def test_a_count_below_one_is_refused_in_one_line(script, option, value, capsys, monkeypatch):
+    """launches.py --time --iters 0 printed a speed ratio of empty rounds (noise) and --rounds 0 a blank one; -b 0
+    counted the ops of an empty batch; loader.py --images -3 printed negative img/s; peers.py --threads 0,
+    startup.py --runs 0 ended in a traceback, peers.py -b 0 in a line of exit status 1 after the parse. Each count
+    is refused by argparse in one line, exit status 2."""
+    import importlib
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    module = importlib.import_module(script)
+    argv = (['folder', '--recipe', 'r.yaml'] if script == 'loader' else []) + [option, value]
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py', *argv])
+    with pytest.raises(SystemExit) as e:
+        module.parse_args(argv) if hasattr(module, 'parse_args') else module.main()
+    assert e.value.code == 2
+    assert capsys.readouterr().err.endswith(f': {value} is not allowed; expected an integer >= 1\n')
