@@ -34,7 +34,7 @@ from timm_sl.models import SlArgs
 from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
-from timm_sl.tools.profile import count_macs, count_params
+from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
 from _timing import check_device, interleaved_rounds, make_step
 
@@ -86,6 +86,12 @@ def variant_label(key: str, kwargs: Dict[str, Any]) -> str:
     return key if made == VARIANT_LABELS[key] else made
 
 
+def size_kwargs(args: argparse.Namespace) -> Dict[str, Any]:
+    """What every timed model is built with for ``--img-size`` (nothing without it): the models take that input, and
+    its MACs are counted at it."""
+    return {} if args.img_size is None else dict(img_size=args.img_size)
+
+
 def check_models(args: argparse.Namespace) -> None:
     """Before any measurement: every ``--models`` name is an ``sl_`` model whose variants build with
     ``--model-kwargs`` (on the meta device), none of them the baseline itself, every ``--slify`` base is a timm model
@@ -97,12 +103,15 @@ def check_models(args: argparse.Namespace) -> None:
     check_device(args.device)
     given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     with_kwargs = f' with --model-kwargs {given}' if given else ''
+    if args.img_size is not None and args.model_kwargs.get('img_size', args.img_size) != args.img_size:
+        raise ValueError(f'--img-size {args.img_size} and --model-kwargs img_size={args.model_kwargs["img_size"]} '
+                         f'name two input sizes; allowed: one of them')
     names = timm.list_models('sl_*')
     for name in args.models:
         if name not in names or family_of(name) not in VARIANTS:
             raise ValueError(f'--models {name} is not an sl_ model (no baseline to time it against); allowed: '
                              f'{", ".join(names)} (timm models: --slify NAME)')
-        for key, kwargs in variant_kwargs(name, args.model_kwargs).items():
+        for key, kwargs in variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)}).items():
             try:
                 with torch.device('meta'):
                     timm.create_model(name, **kwargs)
@@ -116,7 +125,7 @@ def check_models(args: argparse.Namespace) -> None:
     for base in args.slify:
         try:
             with torch.device('meta'):
-                slify(timm.create_model(base), **args.model_kwargs)
+                slify(timm.create_model(base, **size_kwargs(args)), **args.model_kwargs)
         except (SlifyError, *BUILD_ERRORS) as e:
             raise ValueError(f'--slify {base}{with_kwargs}: {build_failure(e)}') from e
 
@@ -153,10 +162,9 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
 
 def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
-    first = timm.create_model(name, **args.model_kwargs)
-    variants = variant_kwargs(name, args.model_kwargs)
+    variants = variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)})
     models = {key: timm.create_model(name, **kw) for key, kw in variants.items()}
-    size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    size = built_input_size(models['base'])  # the channels and size --model-kwargs / --img-size build it for
     labels = {key: variant_label(key, kw) for key, kw in variants.items()}
     return bench_variants(name, models, size, mode, args, labels)
 
@@ -164,9 +172,9 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
 def bench_slify(base: str, mode: str, args: argparse.Namespace,
                 create_kwargs: Optional[Dict[str, Any]] = None) -> List[Dict[str, object]]:
     """The timm model ``base`` against ``slify`` of a copy of it (``--model-kwargs`` are the SL switches)."""
-    model = timm.create_model(base, **(create_kwargs or {}))
+    model = timm.create_model(base, **{**(create_kwargs or {}), **size_kwargs(args)})
     models = {'base': model, 'slify': slify(copy.deepcopy(model), **args.model_kwargs)}
-    size = model.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    size = built_input_size(model)
     return bench_variants(base, models, size, mode, args)
 
 
@@ -251,7 +259,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('-b', '--batch-size', type=positive_int, default=32)
-    p.add_argument('--img-size', type=positive_int, default=None, help='default: the model cfg input size')
+    p.add_argument('--img-size', type=positive_int, default=None,
+                   help='build every timed model for this input size; default: the size each is built for')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')

@@ -319,3 +319,24 @@ def test_a_count_below_one_is_refused_in_one_line(script, option, value, capsys,
         module.parse_args(argv) if hasattr(module, 'parse_args') else module.main()
     assert e.value.code == 2
     assert capsys.readouterr().err.endswith(f': {value} is not allowed; expected an integer >= 1\n')
+
+
+def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys):
+    """--img-size 48 fed 48 px to models built for 32 px, --model-kwargs img_size=48 or in_chans=1 fed the registered
+    3x32x32 to models built otherwise: a traceback after the models were built. The models are built for --img-size,
+    the input is what they are built for, and two sizes at once are refused."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    quick = ['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1']
+    small = ['--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2']
+    for extra, size in ((['--img-size', '48', *small], '3x48x48'), ([*small, 'img_size=48'], '3x48x48'),
+                        ([*small, 'in_chans=1'], '1x32x32')):
+        assert throughput.main(quick + extra) == 0
+        rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
+        assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
+    with pytest.raises(SystemExit):
+        throughput.parse_args(quick + ['--img-size', '40', '--model-kwargs', 'img_size=48'])
+    assert capsys.readouterr().err == ('throughput.py: error: --img-size 40 and --model-kwargs img_size=48 name two '
+                                       'input sizes; allowed: one of them\n')
