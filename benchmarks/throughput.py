@@ -106,6 +106,9 @@ def check_models(args: argparse.Namespace) -> None:
     if args.img_size is not None and args.model_kwargs.get('img_size', args.img_size) != args.img_size:
         raise ValueError(f'--img-size {args.img_size} and --model-kwargs img_size={args.model_kwargs["img_size"]} '
                          f'name two input sizes; allowed: one of them')
+    if getattr(args, 'timm_benchmark', None) and args.model_kwargs.get('in_chans', 3) != 3:
+        raise ValueError(f"--timm-benchmark with --model-kwargs in_chans={args.model_kwargs['in_chans']}: timm's "
+                         f"benchmark.py builds every model with in_chans=3; allowed: one of them")
     names = timm.list_models('sl_*')
     for name in args.models:
         if name not in names or family_of(name) not in VARIANTS:
@@ -217,24 +220,32 @@ def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str
 
 
 def timm_benchmark_table(args: argparse.Namespace) -> str:
-    """Run timm's benchmark.py on every variant (``--model-kwargs`` carries the switches) and tabulate the ratios."""
+    """Run timm's benchmark.py on every variant, built as the rows above are (:func:`variant_kwargs`, ``--img-size``),
+    and tabulate the ratios."""
     import json
     import subprocess
     lines = ['| model | variant | infer img/s | train img/s | infer ratio | train ratio |', '|---|---|---|---|---|---|']
     for name in args.models:
-        rates = {}
-        for key, kwargs in variants_of(name).items():
-            kv = [f'{k}={v}' for k, v in {**args.model_kwargs, **kwargs}.items()]
+        rates, labels = {}, {}
+        for key, kwargs in variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)}).items():
+            labels[key] = variant_label(key, kwargs)
+            kv = [f'{k}={v}' for k, v in kwargs.items()]
+            size = ['--img-size', str(kwargs['img_size'])] if 'img_size' in kwargs else []
             cmd = [sys.executable, args.timm_benchmark, '--model', name, '--bench', 'both', '-b', str(args.batch_size),
                    '--device', args.device, '--num-bench-iter', str(max(5, args.iters * args.repeats)),
-                   '--num-warm-iter', str(args.warmup)] + (['--model-kwargs', *kv] if kv else [])
-            if args.amp:
-                cmd.append('--amp')
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+                   '--num-warm-iter', str(args.warmup), *size] + (['--model-kwargs', *kv] if kv else [])
+            if args.amp:  # the dtype of make_step's autocast
+                cmd += ['--amp', '--amp-dtype', 'bfloat16' if args.device == 'cpu' else 'float16']
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            out = done.stdout
+            if done.returncode or '--result' not in out:
+                last = (done.stderr.strip().splitlines() or ['no output'])[-1]
+                raise SystemExit(f"throughput.py: timm's benchmark.py {args.timm_benchmark} failed on {name} "
+                                 f"({labels[key]} variant, exit status {done.returncode}): {last}")
             result = json.loads(out[out.index('{', out.index('--result')):])
             rates[key] = (result['infer_samples_per_sec'], result['train_samples_per_sec'])
         for key, (infer, train) in rates.items():
-            lines.append(f"| {name} | {key} | {infer:.1f} | {train:.1f} | {infer / rates['base'][0]:.3f} | "
+            lines.append(f"| {name} | {labels[key]} | {infer:.1f} | {train:.1f} | {infer / rates['base'][0]:.3f} | "
                          f"{train / rates['base'][1]:.3f} |")
     return '\n'.join(lines)
 

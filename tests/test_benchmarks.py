@@ -1,5 +1,6 @@
 """benchmarks/peers.py and benchmarks/throughput.py run as documented and print their side-by-side tables (timings
 themselves are not checked: they are machine noise here)."""
+import argparse
 import os
 import re
 import subprocess
@@ -340,3 +341,33 @@ def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys
         throughput.parse_args(quick + ['--img-size', '40', '--model-kwargs', 'img_size=48'])
     assert capsys.readouterr().err == ('throughput.py: error: --img-size 40 and --model-kwargs img_size=48 name two '
                                        'input sizes; allowed: one of them\n')
+
+
+def test_timm_benchmarks_table_builds_the_variants_as_the_rows_above(tmp_path, monkeypatch):
+    """--timm-benchmark passed --model-kwargs lsa_mask=True to the baseline too (a masked LSA model named 'base'),
+    and --img-size to no model: its ratios compared other models than the table above them. Each variant is given
+    the kwargs its row is built with, and the size; a failing benchmark.py is one line naming it and the variant."""
+    import json
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    fake = tmp_path / 'benchmark.py'
+    fake.write_text('import json, sys\nwith open(sys.argv[0] + ".calls", "a") as f:\n    f.write(json.dumps(sys.argv) '
+                    '+ "\\n")\nprint("--result")\nprint(json.dumps({"infer_samples_per_sec": 10.0, '
+                    '"train_samples_per_sec": 4.0}))\n')
+    args = throughput.parse_args(['--models', 'sl_pit_32', '--img-size', '48', '--timm-benchmark', str(fake),
+                                  '--model-kwargs', 'lsa_mask=True', 'lsa=False'])
+    table = throughput.timm_benchmark_table(args)
+    calls = [json.loads(line) for line in (tmp_path / 'benchmark.py.calls').read_text().splitlines()]
+    kwargs = [sorted(call[call.index('--model-kwargs') + 1:]) for call in calls]
+    assert kwargs == [['img_size=48', 'lsa=False', 'lsa_mask=True'],
+                      ['img_size=48', 'lsa=False', 'spt=False', 'spt_pool=False'],
+                      ['img_size=48', 'lsa=False', 'lsa_mask=True', 'spt_pool=False']], kwargs
+    assert all(call[call.index('--img-size') + 1] == '48' for call in calls)
+    assert [line.split(' | ')[1] for line in table.splitlines()[2:]] == ['SM', 'base', 'SM w/o Spool'], table
+    fake.write_text('import sys\nsys.exit("RuntimeError: no such kernel")\n')
+    with pytest.raises(SystemExit) as e:
+        throughput.timm_benchmark_table(args)
+    assert str(e.value) == (f"throughput.py: timm's benchmark.py {fake} failed on sl_pit_32 (SM variant, exit status "
+                            f"1): RuntimeError: no such kernel")
+    with pytest.raises(ValueError, match="benchmark.py builds every model with in_chans=3; allowed: one of them"):
+        throughput.check_models(argparse.Namespace(**{**vars(args), 'model_kwargs': dict(in_chans=1)}))
