@@ -344,8 +344,32 @@ def check_outputs(args: argparse.Namespace, outputs: Dict[str, Tuple[str, Option
                              f'--overwrite to replace it')
 
 
+def check_something_to_time(args: argparse.Namespace) -> None:
+    """Refuse a run with no model to time (``--models`` naming none, no ``--slify``) that asks for a table of rows,
+    which would be left unwritten without a word, or for nothing at all (``--slify-survey`` alone is a survey).
+
+    Raises:
+        ValueError: naming the options and what is allowed.
+    """
+    if args.models or args.slify:
+        return
+    given = [option for option, dest in (('--csv', 'csv'), ('--markdown', 'markdown'), ('--plot', 'plot'),
+                                         ('--timm-benchmark', 'timm_benchmark')) if getattr(args, dest)]
+    if given:
+        raise ValueError(f'{", ".join(given)}: no row to write (--models names none, no --slify); allowed: '
+                         f'--models NAME ... or --slify BASE ... beside it')
+    if not args.slify_survey:
+        raise ValueError('nothing to time: --models names none, and no --slify or --slify-survey; allowed: '
+                         '--models NAME ..., --slify BASE ..., --slify-survey FILE')
+
+
 def main(argv: List[str] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:  # before the survey or any model is timed
+        check_something_to_time(args)
+    except ValueError as e:
+        print(f'throughput.py: error: {e}', file=sys.stderr)
+        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)

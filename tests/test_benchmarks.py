@@ -371,3 +371,19 @@ def test_timm_benchmarks_table_builds_the_variants_as_the_rows_above(tmp_path, m
                             f"1): RuntimeError: no such kernel")
     with pytest.raises(ValueError, match="benchmark.py builds every model with in_chans=3; allowed: one of them"):
         throughput.check_models(argparse.Namespace(**{**vars(args), 'model_kwargs': dict(in_chans=1)}))
+
+
+def test_throughput_with_no_model_to_time_says_so(tmp_path, capsys, monkeypatch):
+    """--models --csv rows.csv (no name after --models, no --slify) ended with exit status 0, no table and no word:
+    the CSV asked for was never written. Refused before the survey or any timing, naming the options; --models
+    alone asked for nothing at all."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    for argv, error in ((['--csv', str(tmp_path / 'rows.csv'), '--plot', str(tmp_path / 'r.png')],
+                         '--csv, --plot: no row to write (--models names none, no --slify); allowed: --models NAME ... '
+                         'or --slify BASE ... beside it'),
+                        ([], 'nothing to time: --models names none, and no --slify or --slify-survey; allowed: '
+                             '--models NAME ..., --slify BASE ..., --slify-survey FILE')):
+        assert throughput.main(['--models', *argv]) == 2
+        assert capsys.readouterr().err == f'throughput.py: error: {error}\n'
+    assert list(tmp_path.iterdir()) == []
