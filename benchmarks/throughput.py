@@ -159,6 +159,9 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
             'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
             'macs_ratio': base_macs / count_macs(models[key], size),
             'params_m': count_params(models[key]) / 1e6, 'base_params_m': count_params(models['base']) / 1e6,
+            # what the CSV alone would not say: the models are these, not the registered configurations
+            'model_kwargs': ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items()),
+            'device': args.device, 'amp': args.amp,
         })
     return rows
 

@@ -387,3 +387,23 @@ def test_throughput_with_no_model_to_time_says_so(tmp_path, capsys, monkeypatch)
         assert throughput.main(['--models', *argv]) == 2
         assert capsys.readouterr().err == f'throughput.py: error: {error}\n'
     assert list(tmp_path.iterdir()) == []
+
+
+def test_throughputs_csv_names_the_kwargs_its_models_were_built_with(tmp_path, monkeypatch, capsys):
+    """--csv with --model-kwargs depth=1 wrote rows that named sl_vit_32 and sl alone (the Markdown header names the
+    kwargs, the CSV did not): read later, the rows were taken for the registered models. Each row names the kwargs,
+    the device and amp."""
+    import csv
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    path = tmp_path / 'rows.csv'
+    assert throughput.main(['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1',
+                            '--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2', '--csv', str(path)]) == 0
+    capsys.readouterr()
+    with open(path, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [(r['model'], r['variant'], r['model_kwargs'], r['device'], r['amp']) for r in rows] == \
+        [('sl_vit_32', 'sl', 'depth=1 embed_dim=32 num_heads=2', 'cpu', 'False')]
+    assert path.read_text().startswith(throughput.CSV_HEAD)  # still a table of this script to a later run
