@@ -107,7 +107,7 @@ def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
 def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'loader.py'), str(tmp_path / 'nope'),
                              '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
-    assert result.returncode == 1 and result.stderr.strip().count('\n') == 0, result.stderr
+    assert result.returncode == 2 and result.stderr.strip().count('\n') == 0, result.stderr
     assert 'is not a folder' in result.stderr and 'nope' in result.stderr
 
 
@@ -407,3 +407,29 @@ def test_throughputs_csv_names_the_kwargs_its_models_were_built_with(tmp_path, m
     assert [(r['model'], r['variant'], r['model_kwargs'], r['device'], r['amp']) for r in rows] == \
         [('sl_vit_32', 'sl', 'depth=1 embed_dim=32 num_heads=2', 'cpu', 'False')]
     assert path.read_text().startswith(throughput.CSV_HEAD)  # still a table of this script to a later run
+
+
+def test_loader_refuses_a_recipe_or_folder_it_cannot_time_in_one_line(tmp_path, capsys, monkeypatch):
+    """loader.py --recipe missing, a folder, broken YAML or a YAML list, and a split of no image, ended in a
+    traceback (the last after the header line); each is argparse's one line, exit status 2, naming the file."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from loader import parse_args
+    folder = _tiny_image_folder(tmp_path / 'train')
+    (tmp_path / 'bad.yaml').write_text('aa: [\n')
+    (tmp_path / 'list.yaml').write_text('- 1\n')
+    (tmp_path / 'empty' / 'a').mkdir(parents=True)
+    expected = 'a recipe YAML (train.py --config)'
+    for where, recipe, error in (
+            (folder, tmp_path / 'no.yaml', f'--recipe {tmp_path / "no.yaml"} does not exist; expected {expected}'),
+            (folder, tmp_path, f'--recipe {tmp_path} is a folder; expected {expected}'),
+            (folder, tmp_path / 'bad.yaml', f'--recipe {tmp_path / "bad.yaml"} is not YAML (line 2): expected the '
+                                            f"node content, but found '<stream end>'; expected {expected}"),
+            (folder, tmp_path / 'list.yaml', f'--recipe {tmp_path / "list.yaml"} holds a list, not a mapping of '
+                                             f'settings; expected {expected}'),
+            (tmp_path / 'empty', ROOT / 'recipes' / 'fashion_mnist.yaml', f'{tmp_path / "empty"}: Found 0 images')):
+        monkeypatch.setattr(sys, 'argv', ['loader.py'])
+        with pytest.raises(SystemExit) as e:
+            parse_args([str(where), '--recipe', str(recipe)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.startswith(f'loader.py: error: {error}') and err.count('\n') == 1, err
+    assert parse_args([str(folder), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')]).recipe['aa']
