@@ -203,6 +203,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--overwrite', action='store_true', help='replace a file at --out that is not a table of this '
                                                             'script (one is always replaced)')
     args = p.parse_args(argv)
+    if args.compile_mode and not args.compile:  # the tables would say 'eager' of a run that asked for a mode
+        p.error(f'--compile-mode {args.compile_mode} without --compile: nothing would be compiled; allowed: '
+                f'--compile --compile-mode {args.compile_mode}, or neither')
     try:  # before any measurement: a device that is not here; a user's file at --out is kept
         check_device(args.device)
         check_outputs(args, {'out': ('--out', HEADER)})

@@ -433,3 +433,14 @@ def test_loader_refuses_a_recipe_or_folder_it_cannot_time_in_one_line(tmp_path, 
         err = capsys.readouterr().err
         assert e.value.code == 2 and err.startswith(f'loader.py: error: {error}') and err.count('\n') == 1, err
     assert parse_args([str(folder), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')]).recipe['aa']
+
+
+def test_peers_compile_mode_without_compile_is_refused(capsys, monkeypatch):
+    """peers.py --compile-mode max-autotune without --compile timed every model eager without a word."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--compile-mode', 'max-autotune'], monkeypatch)
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        'peers.py: error: --compile-mode max-autotune without --compile: nothing would be compiled; allowed: '
+        '--compile --compile-mode max-autotune, or neither\n')
+    assert _parse('peers', ['--compile', '--compile-mode', 'max-autotune'], monkeypatch).compile_mode == 'max-autotune'
