@@ -103,6 +103,9 @@ def check_models(args: argparse.Namespace) -> None:
     check_device(args.device)
     given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     with_kwargs = f' with --model-kwargs {given}' if given else ''
+    if args.slify_survey and (args.img_size is not None or 'img_size' in args.model_kwargs):
+        raise ValueError("--slify-survey times each architecture at the size it is built for (the README's table); "
+                         "allowed: --img-size / --model-kwargs img_size without it")
     if args.img_size is not None and args.model_kwargs.get('img_size', args.img_size) != args.img_size:
         raise ValueError(f'--img-size {args.img_size} and --model-kwargs img_size={args.model_kwargs["img_size"]} '
                          f'name two input sizes; allowed: one of them')

@@ -444,3 +444,16 @@ def test_peers_compile_mode_without_compile_is_refused(capsys, monkeypatch):
         'peers.py: error: --compile-mode max-autotune without --compile: nothing would be compiled; allowed: '
         '--compile --compile-mode max-autotune, or neither\n')
     assert _parse('peers', ['--compile', '--compile-mode', 'max-autotune'], monkeypatch).compile_mode == 'max-autotune'
+
+
+def test_the_slify_survey_refuses_an_input_size(tmp_path, capsys, monkeypatch):
+    """--slify-survey s.md --img-size 32 fed 32 px to vit_tiny_patch16_224 built for 224 px: a traceback once the
+    first architecture was built. Refused before anything is built."""
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    for size in (['--img-size', '32'], ['--model-kwargs', 'img_size=32']):
+        with pytest.raises(SystemExit):
+            _parse('throughput', ['--slify-survey', str(tmp_path / 's.md'), *size], monkeypatch)
+        assert capsys.readouterr().err == (
+            "throughput.py: error: --slify-survey times each architecture at the size it is built for (the README's "
+            "table); allowed: --img-size / --model-kwargs img_size without it\n")
+    assert not (tmp_path / 's.md').exists()
