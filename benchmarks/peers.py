@@ -53,13 +53,17 @@ def lucidrains_vit(num_classes: int) -> torch.nn.Module:
 
 
 def reference_factory(directory: str) -> Callable[[str, int], torch.nn.Module]:
-    """The authors' ``create_model(img_size, n_classes, args)``, imported from their checkout at ``directory``."""
+    """The authors' ``create_model(img_size, n_classes, args)``, imported from their checkout at ``directory``.
+
+    Raises:
+        ValueError: naming the folder, when it holds no importable ``models.create_model``.
+    """
     sys.path.insert(0, directory)
     try:
         from models.create_model import create_model
     except ImportError as e:
-        raise SystemExit(f'--reference {directory}: cannot import models.create_model from it ({e}); allowed: a '
-                         'checkout of the authors\' repository (the folder holding models/ and utils/).')
+        raise ValueError(f'--reference {directory}: cannot import models.create_model from it ({e}); allowed: a '
+                         'checkout of the authors\' repository (the folder holding models/ and utils/)') from e
 
     def build(family: str, num_classes: int) -> torch.nn.Module:
         args = SimpleNamespace(model=family, sd=0., is_SPT=True, is_LSA=True)
@@ -209,6 +213,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     try:  # before any measurement: a device that is not here; a user's file at --out is kept
         check_device(args.device)
         check_outputs(args, {'out': ('--out', HEADER)})
+        args.build_reference = reference_factory(args.reference) if args.reference else None
     except ValueError as e:
         p.error(str(e))
     return args
@@ -217,7 +222,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(args.threads)
-    reference = reference_factory(args.reference) if args.reference else None
+    reference = args.build_reference
     device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
         else f'CPU, {torch.get_num_threads()} thread(s)'
     compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'

@@ -457,3 +457,15 @@ def test_the_slify_survey_refuses_an_input_size(tmp_path, capsys, monkeypatch):
             "throughput.py: error: --slify-survey times each architecture at the size it is built for (the README's "
             "table); allowed: --img-size / --model-kwargs img_size without it\n")
     assert not (tmp_path / 's.md').exists()
+
+
+def test_peers_refuses_a_reference_it_cannot_import_in_argparses_line(tmp_path, capsys, monkeypatch):
+    """peers.py --reference DIR without the authors' models/ ended with a bare line of exit status 1 after the
+    parse; it is argparse's one line, exit status 2, naming the folder."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--reference', str(tmp_path)], monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count('\n') == 1 and err.startswith(
+        f"peers.py: error: --reference {tmp_path}: cannot import models.create_model from it (No module named "
+        f"'models'); allowed: a checkout of the authors' repository (the folder holding models/ and utils/)"), err
