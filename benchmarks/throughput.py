@@ -20,6 +20,7 @@ Examples::
 import argparse
 import copy
 import csv
+import os
 import statistics
 import sys
 from typing import Any, Dict, List, Optional, Tuple
@@ -309,6 +310,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             check_chart_out(args.plot, args.overwrite, option='--plot')
         except ValueError as e:
             p.error(str(e))
+    for option, dest in (('--plot', 'plot'), ('--csv', 'csv'), ('--markdown', 'markdown'),
+                         ('--slify-survey', 'slify_survey')):  # an output over the script this run reads
+        path = getattr(args, dest)
+        if path and args.timm_benchmark and os.path.realpath(path) == os.path.realpath(args.timm_benchmark):
+            p.error(f'{option} {path} is the benchmark.py --timm-benchmark runs: it is kept, even with --overwrite; '
+                    f'allowed: another file to write')
     try:
         check_outputs(args, {'plot': ('--plot', None), 'csv': ('--csv', CSV_HEAD), 'markdown': ('--markdown', HEADER),
                              'slify_survey': ('--slify-survey', HEADER)})

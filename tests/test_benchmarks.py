@@ -469,3 +469,19 @@ def test_peers_refuses_a_reference_it_cannot_import_in_argparses_line(tmp_path, 
     assert e.value.code == 2 and err.count('\n') == 1 and err.startswith(
         f"peers.py: error: --reference {tmp_path}: cannot import models.create_model from it (No module named "
         f"'models'); allowed: a checkout of the authors' repository (the folder holding models/ and utils/)"), err
+
+
+def test_throughput_keeps_the_benchmark_py_it_runs(tmp_path, capsys, monkeypatch):
+    """--markdown benchmark.py --overwrite beside --timm-benchmark benchmark.py ran timm's script, then wrote the
+    table over it. An output naming the script this run reads is refused, --overwrite or not."""
+    script = tmp_path / 'benchmark.py'
+    script.write_text('# timm\n')
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    for option in ('--markdown', '--csv'):
+        with pytest.raises(SystemExit):
+            _parse('throughput', ['--timm-benchmark', str(script), option, str(tmp_path / '.' / 'benchmark.py'),
+                                  '--overwrite'], monkeypatch)
+        assert capsys.readouterr().err == (
+            f"throughput.py: error: {option} {tmp_path / '.' / 'benchmark.py'} is the benchmark.py --timm-benchmark "
+            f"runs: it is kept, even with --overwrite; allowed: another file to write\n")
+    assert script.read_text() == '# timm\n'
