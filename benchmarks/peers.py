@@ -215,6 +215,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     if args.compile_mode and not args.compile:  # the tables would say 'eager' of a run that asked for a mode
         p.error(f'--compile-mode {args.compile_mode} without --compile: nothing would be compiled; allowed: '
                 f'--compile --compile-mode {args.compile_mode}, or neither')
+    if args.count_ops and args.compile:  # under a dispatch mode the compiled models ran eager: their ops, not its
+        p.error('--count-ops with --compile: the count runs each model eager (the same counts as without '
+                '--compile), not the kernels the compiled model launches; allowed: one of them')
     try:  # before any measurement: a device that is not here; a user's file at --out is kept
         check_device(args.device)
         check_outputs(args, {'out': ('--out', HEADER)})

@@ -516,3 +516,14 @@ def test_peers_compile_is_never_timed(monkeypatch):
     args = peers.parse_args(['--families', 'vit', '--modes', 'infer', '--compile', '--warmup', '0', '--no-memory'])
     peers.bench_family('vit', 'infer', args, None)
     assert seen == {0: peers.COMPILE_CALLS, 1: peers.COMPILE_CALLS}
+
+
+def test_peers_count_ops_with_compile_is_refused(capsys, monkeypatch):
+    """peers.py --compile --count-ops printed the eager op counts (67 / 39 for ViT, as without --compile) under
+    'Kernel ops per step' beside the compiled times: refused in one line."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--compile', '--count-ops'], monkeypatch)
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        'peers.py: error: --count-ops with --compile: the count runs each model eager (the same counts as without '
+        '--compile), not the kernels the compiled model launches; allowed: one of them\n')
