@@ -12,7 +12,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from timm.optim import create_optimizer_v2
 
-__all__ = ['sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory', 'count_kernel_ops']
+__all__ = ['check_device', 'sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory',
+           'count_kernel_ops']
 
 # aten ops that launch no kernel of their own: views and metadata, casts / copies that are no-ops when nothing
 # changes (a real copy shows as _to_copy / copy_ / clone), and composites whose parts are counted themselves
@@ -22,6 +23,31 @@ _NO_KERNEL_OPS = frozenset({
     'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'to', 'contiguous', 'empty', 'empty_like', 'dropout',
     'linear', 'layer_norm', 'matmul',
 })
+
+
+def check_device(text: str) -> torch.device:
+    """The device ``--device`` names, where timing means something: the CPU, or a CUDA device torch sees here.
+
+    Raises:
+        ValueError: naming the device and what is allowed (``meta`` times no arithmetic; a missing GPU would fail
+            after the models are built).
+    """
+    try:
+        device = torch.device(text)
+    except RuntimeError as e:
+        raise ValueError(f'--device {text!r} is not a torch device ({str(e).splitlines()[0]}); allowed: cpu, cuda, '
+                         f'cuda:N') from e
+    if device.type not in ('cpu', 'cuda'):
+        raise ValueError(f'--device {text}: a {device.type} device cannot be timed here; allowed: cpu, cuda, cuda:N')
+    if device.type == 'cuda':
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if not count:
+            raise ValueError(f'--device {text}: torch {torch.__version__} sees no CUDA device here; allowed: '
+                             f'--device cpu')
+        if device.index is not None and device.index >= count:
+            raise ValueError(f'--device {text}: torch sees {count} CUDA device(s) here; allowed: cpu, cuda, '
+                             f'cuda:0 to cuda:{count - 1}')
+    return device
 
 
 def sync(device: torch.device) -> None:

@@ -28,10 +28,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser
+from timm_sl.tools.arg_types import OneLineParser, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import _NO_KERNEL_OPS, count_kernel_ops, interleaved_rounds, make_step, sync
+from _timing import _NO_KERNEL_OPS, check_device, count_kernel_ops, interleaved_rounds, make_step, sync
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
@@ -109,15 +109,20 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser = OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     parser.add_argument('--device', default='cpu')
-    parser.add_argument('-b', '--batch-size', type=int, default=8)
+    parser.add_argument('-b', '--batch-size', type=positive_int, default=8)
     parser.add_argument('--amp', action='store_true', help='autocast (bfloat16 on CPU, float16 on CUDA)')
-    parser.add_argument('--threads', type=int, default=1, help='CPU threads (torch.set_num_threads)')
+    parser.add_argument('--threads', type=positive_int, default=1, help='CPU threads (torch.set_num_threads)')
     parser.add_argument('--time', action='store_true', help='also time SL / baseline in interleaved rounds')
     parser.add_argument('--by-op', action='store_true', help='also list the ops whose counts differ SL - base')
-    parser.add_argument('--rounds', type=int, default=5)
-    parser.add_argument('--iters', type=int, default=5)
+    parser.add_argument('--rounds', type=positive_int, default=5)
+    parser.add_argument('--iters', type=positive_int, default=5)
     parser.add_argument('--warmup', type=int, default=2)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:  # before any model is built: a device that is not here
+        check_device(args.device)
+    except ValueError as e:
+        parser.error(str(e))
+    return args
 
 
 def main(argv: Optional[List[str]] = None) -> int:

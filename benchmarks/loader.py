@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from timm.data import ImageDataset, create_transform
-from timm_sl.tools.arg_types import OneLineParser
+from timm_sl.tools.arg_types import OneLineParser, positive_int
 
 
 def train_transform(recipe: Dict[str, Any], **overrides: Any):
@@ -59,19 +59,51 @@ def images_per_second(dataset: ImageDataset, count: int) -> float:
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """The options, with the folder and the recipe read: ``args.recipe`` is the recipe's settings (a mapping).
+    Anything that cannot be timed is argparse's one line, exit status 2, before any image is read."""
     parser = OneLineParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('folder', help='an ImageFolder split (class folders of images), e.g. fm/train')
     parser.add_argument('--recipe', required=True, help="a recipe YAML (the transform's settings)")
-    parser.add_argument('--images', type=int, default=2000, help='images timed per stage')
-    return parser.parse_args(argv)
+    parser.add_argument('--images', type=positive_int, default=2000, help='images timed per stage')
+    args = parser.parse_args(argv)
+    if not Path(args.folder).is_dir():
+        parser.error(f'{args.folder} is not a folder; allowed: an ImageFolder split (class folders).')
+    try:
+        ImageDataset(args.folder)
+    except RuntimeError as e:  # timm's reader: no image in the class folders
+        parser.error(f'{args.folder}: {str(e).splitlines()[0]}; allowed: an ImageFolder split (class folders of '
+                     f'images)')
+    try:
+        args.recipe_path, args.recipe = args.recipe, read_recipe(args.recipe)
+    except (OSError, ValueError) as e:
+        parser.error(f'--recipe {e}')
+    return args
+
+
+def read_recipe(path: str) -> Dict[str, Any]:
+    """The settings of the recipe YAML at ``path`` (an empty file: none).
+
+    Raises:
+        OSError / ValueError: naming the file, what is wrong and what is allowed.
+    """
+    from timm_sl.tools.files import read_text
+    what = 'a recipe YAML (train.py --config)'
+    text = read_text(path, what)
+    try:
+        recipe = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, 'problem_mark', None)
+        where = f' (line {mark.line + 1})' if mark is not None else ''
+        raise ValueError(f'{path} is not YAML{where}: {getattr(e, "problem", None) or e}; expected {what}') from None
+    if recipe is not None and not isinstance(recipe, dict):
+        raise ValueError(f'{path} holds a {type(recipe).__name__}, not a mapping of settings; expected {what}')
+    return recipe or {}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(1)
-    if not Path(args.folder).is_dir():
-        raise SystemExit(f'loader.py: {args.folder} is not a folder; allowed: an ImageFolder split (class folders).')
-    recipe = yaml.safe_load(Path(args.recipe).read_text()) or {}
+    recipe = args.recipe
     bare = dict(auto_augment=None, color_jitter=None, re_prob=0., use_prefetcher=True)
     stages = {
         'read + decode': None,

@@ -32,14 +32,15 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser, output_file
+from timm_sl.tools.arg_types import OneLineParser, output_file, positive_int
 from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
+from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
 from throughput import HEADER, check_outputs, variants_of
 
+COMPILE_CALLS = 3  # untimed calls of each compiled step before the rounds, whatever --warmup says
 DATASET = 'cifar10'  # the paper's 32 px configurations (sl_vit_32, ...)
 IMG_SIZE = 32
 
@@ -53,13 +54,17 @@ def lucidrains_vit(num_classes: int) -> torch.nn.Module:
 
 
 def reference_factory(directory: str) -> Callable[[str, int], torch.nn.Module]:
-    """The authors' ``create_model(img_size, n_classes, args)``, imported from their checkout at ``directory``."""
+    """The authors' ``create_model(img_size, n_classes, args)``, imported from their checkout at ``directory``.
+
+    Raises:
+        ValueError: naming the folder, when it holds no importable ``models.create_model``.
+    """
     sys.path.insert(0, directory)
     try:
         from models.create_model import create_model
     except ImportError as e:
-        raise SystemExit(f'--reference {directory}: cannot import models.create_model from it ({e}); allowed: a '
-                         'checkout of the authors\' repository (the folder holding models/ and utils/).')
+        raise ValueError(f'--reference {directory}: cannot import models.create_model from it ({e}); allowed: a '
+                         'checkout of the authors\' repository (the folder holding models/ and utils/)') from e
 
     def build(family: str, num_classes: int) -> torch.nn.Module:
         args = SimpleNamespace(model=family, sd=0., is_SPT=True, is_LSA=True)
@@ -124,6 +129,10 @@ def bench_family(family: str, mode: str, args: argparse.Namespace, reference: Op
             print(f'{family} {mode}: {key} left out, it failed: {type(e).__name__}: {e}', file=sys.stderr)
             del steps[key]
     models = {key: models[key] for key in steps}
+    if args.compile:  # the first calls compile (and, reduce-overhead, record CUDA graphs): never in a timed round
+        for step in steps.values():
+            for _ in range(COMPILE_CALLS):
+                step()
     elapsed = interleaved_rounds(steps, args.rounds, args.iters, args.warmup, device)
     memory = {}
     if mode == 'train' and not args.no_memory:
@@ -184,10 +193,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--families', nargs='+', default=list(FAMILIES), choices=list(FAMILIES))
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('--device', default='cpu')
-    p.add_argument('-b', '--batch-size', type=int, default=32)
-    p.add_argument('--threads', type=int, default=1, help='torch CPU threads (default 1)')
-    p.add_argument('--rounds', type=int, default=7, help='interleaved rounds')
-    p.add_argument('--iters', type=int, default=3, help='steps per round')
+    p.add_argument('-b', '--batch-size', type=positive_int, default=32)
+    p.add_argument('--threads', type=positive_int, default=1, help='torch CPU threads (default 1)')
+    p.add_argument('--rounds', type=positive_int, default=7, help='interleaved rounds')
+    p.add_argument('--iters', type=positive_int, default=3, help='steps per round')
     p.add_argument('--warmup', type=int, default=2)
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--reference', default=None, metavar='DIR',
@@ -203,8 +212,16 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--overwrite', action='store_true', help='replace a file at --out that is not a table of this '
                                                             'script (one is always replaced)')
     args = p.parse_args(argv)
-    try:  # before any measurement: a user's file at --out is kept
+    if args.compile_mode and not args.compile:  # the tables would say 'eager' of a run that asked for a mode
+        p.error(f'--compile-mode {args.compile_mode} without --compile: nothing would be compiled; allowed: '
+                f'--compile --compile-mode {args.compile_mode}, or neither')
+    if args.count_ops and args.compile:  # under a dispatch mode the compiled models ran eager: their ops, not its
+        p.error('--count-ops with --compile: the count runs each model eager (the same counts as without '
+                '--compile), not the kernels the compiled model launches; allowed: one of them')
+    try:  # before any measurement: a device that is not here; a user's file at --out is kept
+        check_device(args.device)
         check_outputs(args, {'out': ('--out', HEADER)})
+        args.build_reference = reference_factory(args.reference) if args.reference else None
     except ValueError as e:
         p.error(str(e))
     return args
@@ -212,10 +229,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.batch_size < 1 or args.rounds < 1 or args.iters < 1:
-        raise SystemExit('--batch-size, --rounds and --iters must be >= 1.')
     torch.set_num_threads(args.threads)
-    reference = reference_factory(args.reference) if args.reference else None
+    reference = args.build_reference
     device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
         else f'CPU, {torch.get_num_threads()} thread(s)'
     compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from timm_sl.tools.arg_types import OneLineParser
+from timm_sl.tools.arg_types import OneLineParser, positive_int
 
 
 def _start(env) -> float:
@@ -20,7 +20,7 @@ def _start(env) -> float:
 
 def main() -> int:
     p = OneLineParser(description=__doc__.splitlines()[0])
-    p.add_argument('--runs', type=int, default=40)
+    p.add_argument('--runs', type=positive_int, default=40)
     args = p.parse_args()
     armed = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
     disabled = dict(armed, TIMM_SL_NO_AUTOLOAD='1')

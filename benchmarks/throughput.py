@@ -20,6 +20,7 @@ Examples::
 import argparse
 import copy
 import csv
+import os
 import statistics
 import sys
 from typing import Any, Dict, List, Optional, Tuple
@@ -34,9 +35,9 @@ from timm_sl.models import SlArgs
 from timm_sl.tools.arg_types import OneLineParser
 from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
-from timm_sl.tools.profile import count_macs, count_params
+from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import interleaved_rounds, make_step
+from _timing import check_device, interleaved_rounds, make_step
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -86,22 +87,38 @@ def variant_label(key: str, kwargs: Dict[str, Any]) -> str:
     return key if made == VARIANT_LABELS[key] else made
 
 
+def size_kwargs(args: argparse.Namespace) -> Dict[str, Any]:
+    """What every timed model is built with for ``--img-size`` (nothing without it): the models take that input, and
+    its MACs are counted at it."""
+    return {} if args.img_size is None else dict(img_size=args.img_size)
+
+
 def check_models(args: argparse.Namespace) -> None:
     """Before any measurement: every ``--models`` name is an ``sl_`` model whose variants build with
     ``--model-kwargs`` (on the meta device), none of them the baseline itself, every ``--slify`` base is a timm model
     that converts, and ``--device`` is there.
 
     Raises:
-        ValueError: naming the model, the kwargs and what is allowed.
+        ValueError: naming the model, the kwargs (or the device) and what is allowed.
     """
+    check_device(args.device)
     given = ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     with_kwargs = f' with --model-kwargs {given}' if given else ''
+    if args.slify_survey and (args.img_size is not None or 'img_size' in args.model_kwargs):
+        raise ValueError("--slify-survey times each architecture at the size it is built for (the README's table); "
+                         "allowed: --img-size / --model-kwargs img_size without it")
+    if args.img_size is not None and args.model_kwargs.get('img_size', args.img_size) != args.img_size:
+        raise ValueError(f'--img-size {args.img_size} and --model-kwargs img_size={args.model_kwargs["img_size"]} '
+                         f'name two input sizes; allowed: one of them')
+    if getattr(args, 'timm_benchmark', None) and args.model_kwargs.get('in_chans', 3) != 3:
+        raise ValueError(f"--timm-benchmark with --model-kwargs in_chans={args.model_kwargs['in_chans']}: timm's "
+                         f"benchmark.py builds every model with in_chans=3; allowed: one of them")
     names = timm.list_models('sl_*')
     for name in args.models:
         if name not in names or family_of(name) not in VARIANTS:
             raise ValueError(f'--models {name} is not an sl_ model (no baseline to time it against); allowed: '
                              f'{", ".join(names)} (timm models: --slify NAME)')
-        for key, kwargs in variant_kwargs(name, args.model_kwargs).items():
+        for key, kwargs in variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)}).items():
             try:
                 with torch.device('meta'):
                     timm.create_model(name, **kwargs)
@@ -115,17 +132,9 @@ def check_models(args: argparse.Namespace) -> None:
     for base in args.slify:
         try:
             with torch.device('meta'):
-                slify(timm.create_model(base), **args.model_kwargs)
+                slify(timm.create_model(base, **size_kwargs(args)), **args.model_kwargs)
         except (SlifyError, *BUILD_ERRORS) as e:
             raise ValueError(f'--slify {base}{with_kwargs}: {build_failure(e)}') from e
-    try:
-        device = torch.device(args.device)
-    except RuntimeError as e:
-        raise ValueError(f'--device {args.device!r} is not a torch device ({build_failure(e)}); allowed: cpu, cuda, '
-                         f'cuda:N') from e
-    if device.type == 'cuda' and not torch.cuda.is_available():
-        raise ValueError(f'--device {args.device}: torch {torch.__version__} sees no CUDA device here; allowed: '
-                         f'--device cpu')
 
 
 def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[int, int, int], mode: str,
@@ -154,16 +163,18 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
             'ratio': statistics.median(ratios), 'ratio_min': min(ratios), 'ratio_max': max(ratios),
             'macs_ratio': base_macs / count_macs(models[key], size),
             'params_m': count_params(models[key]) / 1e6, 'base_params_m': count_params(models['base']) / 1e6,
+            # what the CSV alone would not say: the models are these, not the registered configurations
+            'model_kwargs': ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items()),
+            'device': args.device, 'amp': args.amp,
         })
     return rows
 
 
 def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str, object]]:
     """Every variant of the sl_ model ``name`` (SL, baseline, SL w/o Spool) timed side by side."""
-    first = timm.create_model(name, **args.model_kwargs)
-    variants = variant_kwargs(name, args.model_kwargs)
+    variants = variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)})
     models = {key: timm.create_model(name, **kw) for key, kw in variants.items()}
-    size = first.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    size = built_input_size(models['base'])  # the channels and size --model-kwargs / --img-size build it for
     labels = {key: variant_label(key, kw) for key, kw in variants.items()}
     return bench_variants(name, models, size, mode, args, labels)
 
@@ -171,9 +182,9 @@ def bench_model(name: str, mode: str, args: argparse.Namespace) -> List[Dict[str
 def bench_slify(base: str, mode: str, args: argparse.Namespace,
                 create_kwargs: Optional[Dict[str, Any]] = None) -> List[Dict[str, object]]:
     """The timm model ``base`` against ``slify`` of a copy of it (``--model-kwargs`` are the SL switches)."""
-    model = timm.create_model(base, **(create_kwargs or {}))
+    model = timm.create_model(base, **{**(create_kwargs or {}), **size_kwargs(args)})
     models = {'base': model, 'slify': slify(copy.deepcopy(model), **args.model_kwargs)}
-    size = model.pretrained_cfg['input_size'] if args.img_size is None else (3, args.img_size, args.img_size)
+    size = built_input_size(model)
     return bench_variants(base, models, size, mode, args)
 
 
@@ -216,24 +227,32 @@ def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str
 
 
 def timm_benchmark_table(args: argparse.Namespace) -> str:
-    """Run timm's benchmark.py on every variant (``--model-kwargs`` carries the switches) and tabulate the ratios."""
+    """Run timm's benchmark.py on every variant, built as the rows above are (:func:`variant_kwargs`, ``--img-size``),
+    and tabulate the ratios."""
     import json
     import subprocess
     lines = ['| model | variant | infer img/s | train img/s | infer ratio | train ratio |', '|---|---|---|---|---|---|']
     for name in args.models:
-        rates = {}
-        for key, kwargs in variants_of(name).items():
-            kv = [f'{k}={v}' for k, v in {**args.model_kwargs, **kwargs}.items()]
+        rates, labels = {}, {}
+        for key, kwargs in variant_kwargs(name, {**args.model_kwargs, **size_kwargs(args)}).items():
+            labels[key] = variant_label(key, kwargs)
+            kv = [f'{k}={v}' for k, v in kwargs.items()]
+            size = ['--img-size', str(kwargs['img_size'])] if 'img_size' in kwargs else []
             cmd = [sys.executable, args.timm_benchmark, '--model', name, '--bench', 'both', '-b', str(args.batch_size),
                    '--device', args.device, '--num-bench-iter', str(max(5, args.iters * args.repeats)),
-                   '--num-warm-iter', str(args.warmup)] + (['--model-kwargs', *kv] if kv else [])
-            if args.amp:
-                cmd.append('--amp')
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+                   '--num-warm-iter', str(args.warmup), *size] + (['--model-kwargs', *kv] if kv else [])
+            if args.amp:  # the dtype of make_step's autocast
+                cmd += ['--amp', '--amp-dtype', 'bfloat16' if args.device == 'cpu' else 'float16']
+            done = subprocess.run(cmd, capture_output=True, text=True)
+            out = done.stdout
+            if done.returncode or '--result' not in out:
+                last = (done.stderr.strip().splitlines() or ['no output'])[-1]
+                raise SystemExit(f"throughput.py: timm's benchmark.py {args.timm_benchmark} failed on {name} "
+                                 f"({labels[key]} variant, exit status {done.returncode}): {last}")
             result = json.loads(out[out.index('{', out.index('--result')):])
             rates[key] = (result['infer_samples_per_sec'], result['train_samples_per_sec'])
         for key, (infer, train) in rates.items():
-            lines.append(f"| {name} | {key} | {infer:.1f} | {train:.1f} | {infer / rates['base'][0]:.3f} | "
+            lines.append(f"| {name} | {labels[key]} | {infer:.1f} | {train:.1f} | {infer / rates['base'][0]:.3f} | "
                          f"{train / rates['base'][1]:.3f} |")
     return '\n'.join(lines)
 
@@ -258,7 +277,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         'sl_vit_32', 'sl_vit_64', 'sl_pit_64', 'sl_swin_64', 'sl_cait_64', 'sl_t2t_64', 'sl_vit_tiny'])
     p.add_argument('--modes', nargs='+', default=['infer', 'train'], choices=['infer', 'train'])
     p.add_argument('-b', '--batch-size', type=positive_int, default=32)
-    p.add_argument('--img-size', type=positive_int, default=None, help='default: the model cfg input size')
+    p.add_argument('--img-size', type=positive_int, default=None,
+                   help='build every timed model for this input size; default: the size each is built for')
     p.add_argument('--device', default='cpu')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
@@ -290,6 +310,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
             check_chart_out(args.plot, args.overwrite, option='--plot')
         except ValueError as e:
             p.error(str(e))
+    for option, dest in (('--plot', 'plot'), ('--csv', 'csv'), ('--markdown', 'markdown'),
+                         ('--slify-survey', 'slify_survey')):  # an output over the script this run reads
+        path = getattr(args, dest)
+        if path and args.timm_benchmark and os.path.realpath(path) == os.path.realpath(args.timm_benchmark):
+            p.error(f'{option} {path} is the benchmark.py --timm-benchmark runs: it is kept, even with --overwrite; '
+                    f'allowed: another file to write')
     try:
         check_outputs(args, {'plot': ('--plot', None), 'csv': ('--csv', CSV_HEAD), 'markdown': ('--markdown', HEADER),
                              'slify_survey': ('--slify-survey', HEADER)})
@@ -331,8 +357,32 @@ def check_outputs(args: argparse.Namespace, outputs: Dict[str, Tuple[str, Option
                              f'--overwrite to replace it')
 
 
+def check_something_to_time(args: argparse.Namespace) -> None:
+    """Refuse a run with no model to time (``--models`` naming none, no ``--slify``) that asks for a table of rows,
+    which would be left unwritten without a word, or for nothing at all (``--slify-survey`` alone is a survey).
+
+    Raises:
+        ValueError: naming the options and what is allowed.
+    """
+    if args.models or args.slify:
+        return
+    given = [option for option, dest in (('--csv', 'csv'), ('--markdown', 'markdown'), ('--plot', 'plot'),
+                                         ('--timm-benchmark', 'timm_benchmark')) if getattr(args, dest)]
+    if given:
+        raise ValueError(f'{", ".join(given)}: no row to write (--models names none, no --slify); allowed: '
+                         f'--models NAME ... or --slify BASE ... beside it')
+    if not args.slify_survey:
+        raise ValueError('nothing to time: --models names none, and no --slify or --slify-survey; allowed: '
+                         '--models NAME ..., --slify BASE ..., --slify-survey FILE')
+
+
 def main(argv: List[str] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:  # before the survey or any model is timed
+        check_something_to_time(args)
+    except ValueError as e:
+        print(f'throughput.py: error: {e}', file=sys.stderr)
+        return 2
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -1,5 +1,6 @@
 """benchmarks/peers.py and benchmarks/throughput.py run as documented and print their side-by-side tables (timings
 themselves are not checked: they are machine noise here)."""
+import argparse
 import os
 import re
 import subprocess
@@ -106,7 +107,7 @@ def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
 def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'loader.py'), str(tmp_path / 'nope'),
                              '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
-    assert result.returncode == 1 and result.stderr.strip().count('\n') == 0, result.stderr
+    assert result.returncode == 2 and result.stderr.strip().count('\n') == 0, result.stderr
     assert 'is not a folder' in result.stderr and 'nope' in result.stderr
 
 
@@ -276,3 +277,253 @@ def test_peers_refuses_an_out_it_cannot_write_before_measuring(kind, error, tmp_
         _parse('peers', ['--out', str(path)], monkeypatch)
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and 'argument --out: ' in err and error in err, err
+
+
+@pytest.mark.parametrize('script', ['throughput', 'peers', 'launches'])
+def test_a_device_that_cannot_be_timed_is_refused_in_one_line(script, tmp_path, capsys, monkeypatch):
+    """--device meta timed tensors without data and printed its ratios as measured; peers.py / launches.py --device
+    cuda on a machine without one ended in a traceback once the models were built. One line first, by one check."""
+    import torch
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])  # argparse names the script by it
+    for device, error in (('meta', '--device meta: a meta device cannot be timed here; allowed: cpu, cuda, cuda:N'),
+                          ('cuda', f'--device cuda: torch {torch.__version__} sees no CUDA device here; allowed: '
+                                   f'--device cpu')):
+        monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
+        with pytest.raises(SystemExit) as e:
+            _parse(script, ['--device', device], monkeypatch)
+        assert e.value.code == 2
+        assert capsys.readouterr().err == f'{script}.py: error: {error}\n'
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
+    with pytest.raises(SystemExit):
+        _parse(script, ['--device', 'cuda:2'], monkeypatch)
+    assert capsys.readouterr().err == (f'{script}.py: error: --device cuda:2: torch sees 2 CUDA device(s) here; '
+                                       f'allowed: cpu, cuda, cuda:0 to cuda:1\n')
+    assert _parse(script, ['--device', 'cuda:1'], monkeypatch).device == 'cuda:1'
+
+
+@pytest.mark.parametrize('script, option', [('peers', '-b'), ('peers', '--threads'), ('peers', '--rounds'),
+                                            ('launches', '--iters'), ('launches', '--rounds'), ('launches', '-b'),
+                                            ('launches', '--threads'), ('startup', '--runs'), ('loader', '--images')])
+@pytest.mark.parametrize('value', ['0', '-3'])
+def test_a_count_below_one_is_refused_in_one_line(script, option, value, capsys, monkeypatch):
+    """launches.py --time --iters 0 printed a speed ratio of empty rounds (noise) and --rounds 0 a blank one; -b 0
+    counted the ops of an empty batch; loader.py --images -3 printed negative img/s; peers.py --threads 0,
+    startup.py --runs 0 ended in a traceback, peers.py -b 0 in a line of exit status 1 after the parse. Each count
+    is refused by argparse in one line, exit status 2."""
+    import importlib
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    module = importlib.import_module(script)
+    argv = (['folder', '--recipe', 'r.yaml'] if script == 'loader' else []) + [option, value]
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py', *argv])
+    with pytest.raises(SystemExit) as e:
+        module.parse_args(argv) if hasattr(module, 'parse_args') else module.main()
+    assert e.value.code == 2
+    assert capsys.readouterr().err.endswith(f': {value} is not allowed; expected an integer >= 1\n')
+
+
+def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys):
+    """--img-size 48 fed 48 px to models built for 32 px, --model-kwargs img_size=48 or in_chans=1 fed the registered
+    3x32x32 to models built otherwise: a traceback after the models were built. The models are built for --img-size,
+    the input is what they are built for, and two sizes at once are refused."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    quick = ['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1']
+    small = ['--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2']
+    for extra, size in ((['--img-size', '48', *small], '3x48x48'), ([*small, 'img_size=48'], '3x48x48'),
+                        ([*small, 'in_chans=1'], '1x32x32')):
+        assert throughput.main(quick + extra) == 0
+        rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
+        assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
+    with pytest.raises(SystemExit):
+        throughput.parse_args(quick + ['--img-size', '40', '--model-kwargs', 'img_size=48'])
+    assert capsys.readouterr().err == ('throughput.py: error: --img-size 40 and --model-kwargs img_size=48 name two '
+                                       'input sizes; allowed: one of them\n')
+
+
+def test_timm_benchmarks_table_builds_the_variants_as_the_rows_above(tmp_path, monkeypatch):
+    """--timm-benchmark passed --model-kwargs lsa_mask=True to the baseline too (a masked LSA model named 'base'),
+    and --img-size to no model: its ratios compared other models than the table above them. Each variant is given
+    the kwargs its row is built with, and the size; a failing benchmark.py is one line naming it and the variant."""
+    import json
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    fake = tmp_path / 'benchmark.py'
+    fake.write_text('import json, sys\nwith open(sys.argv[0] + ".calls", "a") as f:\n    f.write(json.dumps(sys.argv) '
+                    '+ "\\n")\nprint("--result")\nprint(json.dumps({"infer_samples_per_sec": 10.0, '
+                    '"train_samples_per_sec": 4.0}))\n')
+    args = throughput.parse_args(['--models', 'sl_pit_32', '--img-size', '48', '--timm-benchmark', str(fake),
+                                  '--model-kwargs', 'lsa_mask=True', 'lsa=False'])
+    table = throughput.timm_benchmark_table(args)
+    calls = [json.loads(line) for line in (tmp_path / 'benchmark.py.calls').read_text().splitlines()]
+    kwargs = [sorted(call[call.index('--model-kwargs') + 1:]) for call in calls]
+    assert kwargs == [['img_size=48', 'lsa=False', 'lsa_mask=True'],
+                      ['img_size=48', 'lsa=False', 'spt=False', 'spt_pool=False'],
+                      ['img_size=48', 'lsa=False', 'lsa_mask=True', 'spt_pool=False']], kwargs
+    assert all(call[call.index('--img-size') + 1] == '48' for call in calls)
+    assert [line.split(' | ')[1] for line in table.splitlines()[2:]] == ['SM', 'base', 'SM w/o Spool'], table
+    fake.write_text('import sys\nsys.exit("RuntimeError: no such kernel")\n')
+    with pytest.raises(SystemExit) as e:
+        throughput.timm_benchmark_table(args)
+    assert str(e.value) == (f"throughput.py: timm's benchmark.py {fake} failed on sl_pit_32 (SM variant, exit status "
+                            f"1): RuntimeError: no such kernel")
+    with pytest.raises(ValueError, match="benchmark.py builds every model with in_chans=3; allowed: one of them"):
+        throughput.check_models(argparse.Namespace(**{**vars(args), 'model_kwargs': dict(in_chans=1)}))
+
+
+def test_throughput_with_no_model_to_time_says_so(tmp_path, capsys, monkeypatch):
+    """--models --csv rows.csv (no name after --models, no --slify) ended with exit status 0, no table and no word:
+    the CSV asked for was never written. Refused before the survey or any timing, naming the options; --models
+    alone asked for nothing at all."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    for argv, error in ((['--csv', str(tmp_path / 'rows.csv'), '--plot', str(tmp_path / 'r.png')],
+                         '--csv, --plot: no row to write (--models names none, no --slify); allowed: --models NAME ... '
+                         'or --slify BASE ... beside it'),
+                        ([], 'nothing to time: --models names none, and no --slify or --slify-survey; allowed: '
+                             '--models NAME ..., --slify BASE ..., --slify-survey FILE')):
+        assert throughput.main(['--models', *argv]) == 2
+        assert capsys.readouterr().err == f'throughput.py: error: {error}\n'
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_throughputs_csv_names_the_kwargs_its_models_were_built_with(tmp_path, monkeypatch, capsys):
+    """--csv with --model-kwargs depth=1 wrote rows that named sl_vit_32 and sl alone (the Markdown header names the
+    kwargs, the CSV did not): read later, the rows were taken for the registered models. Each row names the kwargs,
+    the device and amp."""
+    import csv
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    path = tmp_path / 'rows.csv'
+    assert throughput.main(['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1',
+                            '--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2', '--csv', str(path)]) == 0
+    capsys.readouterr()
+    with open(path, newline='') as f:
+        rows = list(csv.DictReader(f))
+    assert [(r['model'], r['variant'], r['model_kwargs'], r['device'], r['amp']) for r in rows] == \
+        [('sl_vit_32', 'sl', 'depth=1 embed_dim=32 num_heads=2', 'cpu', 'False')]
+    assert path.read_text().startswith(throughput.CSV_HEAD)  # still a table of this script to a later run
+
+
+def test_loader_refuses_a_recipe_or_folder_it_cannot_time_in_one_line(tmp_path, capsys, monkeypatch):
+    """loader.py --recipe missing, a folder, broken YAML or a YAML list, and a split of no image, ended in a
+    traceback (the last after the header line); each is argparse's one line, exit status 2, naming the file."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from loader import parse_args
+    folder = _tiny_image_folder(tmp_path / 'train')
+    (tmp_path / 'bad.yaml').write_text('aa: [\n')
+    (tmp_path / 'list.yaml').write_text('- 1\n')
+    (tmp_path / 'empty' / 'a').mkdir(parents=True)
+    expected = 'a recipe YAML (train.py --config)'
+    for where, recipe, error in (
+            (folder, tmp_path / 'no.yaml', f'--recipe {tmp_path / "no.yaml"} does not exist; expected {expected}'),
+            (folder, tmp_path, f'--recipe {tmp_path} is a folder; expected {expected}'),
+            (folder, tmp_path / 'bad.yaml', f'--recipe {tmp_path / "bad.yaml"} is not YAML (line 2): expected the '
+                                            f"node content, but found '<stream end>'; expected {expected}"),
+            (folder, tmp_path / 'list.yaml', f'--recipe {tmp_path / "list.yaml"} holds a list, not a mapping of '
+                                             f'settings; expected {expected}'),
+            (tmp_path / 'empty', ROOT / 'recipes' / 'fashion_mnist.yaml', f'{tmp_path / "empty"}: Found 0 images')):
+        monkeypatch.setattr(sys, 'argv', ['loader.py'])
+        with pytest.raises(SystemExit) as e:
+            parse_args([str(where), '--recipe', str(recipe)])
+        err = capsys.readouterr().err
+        assert e.value.code == 2 and err.startswith(f'loader.py: error: {error}') and err.count('\n') == 1, err
+    assert parse_args([str(folder), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')]).recipe['aa']
+
+
+def test_peers_compile_mode_without_compile_is_refused(capsys, monkeypatch):
+    """peers.py --compile-mode max-autotune without --compile timed every model eager without a word."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--compile-mode', 'max-autotune'], monkeypatch)
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        'peers.py: error: --compile-mode max-autotune without --compile: nothing would be compiled; allowed: '
+        '--compile --compile-mode max-autotune, or neither\n')
+    assert _parse('peers', ['--compile', '--compile-mode', 'max-autotune'], monkeypatch).compile_mode == 'max-autotune'
+
+
+def test_the_slify_survey_refuses_an_input_size(tmp_path, capsys, monkeypatch):
+    """--slify-survey s.md --img-size 32 fed 32 px to vit_tiny_patch16_224 built for 224 px: a traceback once the
+    first architecture was built. Refused before anything is built."""
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    for size in (['--img-size', '32'], ['--model-kwargs', 'img_size=32']):
+        with pytest.raises(SystemExit):
+            _parse('throughput', ['--slify-survey', str(tmp_path / 's.md'), *size], monkeypatch)
+        assert capsys.readouterr().err == (
+            "throughput.py: error: --slify-survey times each architecture at the size it is built for (the README's "
+            "table); allowed: --img-size / --model-kwargs img_size without it\n")
+    assert not (tmp_path / 's.md').exists()
+
+
+def test_peers_refuses_a_reference_it_cannot_import_in_argparses_line(tmp_path, capsys, monkeypatch):
+    """peers.py --reference DIR without the authors' models/ ended with a bare line of exit status 1 after the
+    parse; it is argparse's one line, exit status 2, naming the folder."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--reference', str(tmp_path)], monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count('\n') == 1 and err.startswith(
+        f"peers.py: error: --reference {tmp_path}: cannot import models.create_model from it (No module named "
+        f"'models'); allowed: a checkout of the authors' repository (the folder holding models/ and utils/)"), err
+
+
+def test_throughput_keeps_the_benchmark_py_it_runs(tmp_path, capsys, monkeypatch):
+    """--markdown benchmark.py --overwrite beside --timm-benchmark benchmark.py ran timm's script, then wrote the
+    table over it. An output naming the script this run reads is refused, --overwrite or not."""
+    script = tmp_path / 'benchmark.py'
+    script.write_text('# timm\n')
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    for option in ('--markdown', '--csv'):
+        with pytest.raises(SystemExit):
+            _parse('throughput', ['--timm-benchmark', str(script), option, str(tmp_path / '.' / 'benchmark.py'),
+                                  '--overwrite'], monkeypatch)
+        assert capsys.readouterr().err == (
+            f"throughput.py: error: {option} {tmp_path / '.' / 'benchmark.py'} is the benchmark.py --timm-benchmark "
+            f"runs: it is kept, even with --overwrite; allowed: another file to write\n")
+    assert script.read_text() == '# timm\n'
+
+
+def test_peers_compile_is_never_timed(monkeypatch):
+    """peers.py --compile --warmup 0 timed torch.compile itself in the first round (0.0 img/s, SL / baseline 0.33 on
+    a CPU): each compiled step now runs untimed until compiled, whatever --warmup says."""
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import peers
+    calls = {}
+
+    def counted(model, mode, batch, amp, num_classes=None):
+        key = len(calls)
+        calls[key] = 0
+
+        def step():
+            calls[key] += 1
+        return step
+    seen = {}
+    monkeypatch.setattr(peers, 'make_step', counted)
+    monkeypatch.setattr(peers, 'peers_of', lambda *a: {})
+    def stand_in(*args, **kwargs):  # the models are not what is checked here
+        model = torch.nn.Linear(1, 1)
+        model.num_classes = 10
+        return model
+    monkeypatch.setattr(peers.timm, 'create_model', stand_in)
+    monkeypatch.setattr(peers, 'graph_count', lambda *a: '1')
+    monkeypatch.setattr(torch, 'compile', lambda model, mode=None: model)
+    monkeypatch.setattr(peers, 'interleaved_rounds', lambda steps, *a: seen.update(calls) or {k: [1.] for k in steps})
+    args = peers.parse_args(['--families', 'vit', '--modes', 'infer', '--compile', '--warmup', '0', '--no-memory'])
+    peers.bench_family('vit', 'infer', args, None)
+    assert seen == {0: peers.COMPILE_CALLS, 1: peers.COMPILE_CALLS}
+
+
+def test_peers_count_ops_with_compile_is_refused(capsys, monkeypatch):
+    """peers.py --compile --count-ops printed the eager op counts (67 / 39 for ViT, as without --compile) under
+    'Kernel ops per step' beside the compiled times: refused in one line."""
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--compile', '--count-ops'], monkeypatch)
+    assert e.value.code == 2 and capsys.readouterr().err == (
+        'peers.py: error: --count-ops with --compile: the count runs each model eager (the same counts as without '
+        '--compile), not the kernels the compiled model launches; allowed: one of them\n')
