@@ -114,8 +114,10 @@ def test_ratio_bars(tmp_path):
     assert [t.get_text() for t in ax.get_yticklabels()] == ['a', 'b']
     assert (tmp_path / 'r.png').exists()
     # the markers are base / SL MACs (0.987 for sl_vit_32's 187.7 / 190.1), on an axis of ratios to the baseline: a
-    # legend 'MACs ratio' read as SL / base MACs (1.013), the other side of 1
-    assert [t.get_text() for t in ax.get_legend().get_texts()][0] == 'baseline MACs / SL MACs (what MACs alone predict)'
+    # legend 'MACs ratio' read as SL / base MACs (1.013), the other side of 1; 'SL MACs' misnamed the sl_no_spool and
+    # slify rows, whose marker is the baseline's MACs over their own
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0] == ("baseline MACs / the row's MACs (what MACs alone "
+                                                                      "predict)")
 
 
 def test_missing_matplotlib_names_the_extra(monkeypatch, tmp_path):

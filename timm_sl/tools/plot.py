@@ -223,7 +223,7 @@ def plot_ratios(
         title: str = '',
 ):
     """Horizontal bars of throughput ratios to the baseline (median, min-max whisker) with a marker at the ratio the
-    MACs alone predict, ``references``: baseline MACs / SL MACs (below 1 for a model of more MACs)."""
+    MACs alone predict, ``references``: baseline MACs / each row's MACs (below 1 for a model of more MACs)."""
     fig = figure(10, 1.5 + 0.32 * len(labels))
     ax = fig.add_subplot()
     rows = range(len(labels))
@@ -231,7 +231,7 @@ def plot_ratios(
     ax.barh(rows, medians, xerr=errors, color='tab:blue', capsize=3,
             label='throughput ratio to baseline (median; whisker: min-max)')
     ax.scatter(references, rows, marker='|', s=250, linewidths=3, color='tab:red', zorder=3,
-               label='baseline MACs / SL MACs (what MACs alone predict)')
+               label="baseline MACs / the row's MACs (what MACs alone predict)")
     ax.axvline(1.0, color='black', linewidth=1)
     ax.set_yticks(list(rows), labels)
     ax.invert_yaxis()
