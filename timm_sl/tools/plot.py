@@ -239,7 +239,7 @@ def plot_ratios(
     ax.set_xlabel('ratio to baseline')
     if title:
         ax.set_title(title, wrap=True)
-    ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.12 - 0.4 / max(len(labels), 1)), ncol=2, frameon=False)
+    fig.legend(loc='outside lower center', frameon=False)  # one entry a row: two side by side overran 10 inches
     save(fig, path)
     return fig
 
