@@ -1872,3 +1872,31 @@ def test_a_run_a_reproduce_still_trains_is_named_so_not_failed_or_interrupted(tm
             f'note: {run} may still be training (a timm-sl reproduce still running holds {lock}): model_best.pth.tar '
             f'is read as saved now; read it again once that reproduce has ended\n')
     assert read_run(run).unfinished() == interrupted  # let go: the reproduce ended
+
+
+def test_a_run_whose_last_checkpoint_a_reproduce_still_saves_is_not_finished(tmp_path):
+    """While a reproduce still ran, a run whose summary.csv had reached its last epoch, but whose checkpoint of that
+    epoch train.py had not saved yet, read as finished: release would push the epoch before's weights. Held by a
+    running reproduce, such a run is unfinished until a checkpoint holds the last row's epoch; a run of an earlier
+    reproduce that ended (its checkpoint saved) is finished while another reproduce runs beside it."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))  # model_best.pth.tar of epoch 2 (1 from 0), 2 rows of 2 epochs
+    with open(run / 'summary.csv', 'a') as f:
+        f.write('2,1,1,60.0,95.0\n')
+    (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=3)))
+    lock = tmp_path / 'runs' / '.reproduce.lock'
+    lock.write_text('123')
+    assert read_run(run).unfinished() == ''  # no reproduce running: the disk filled, which resume trains again
+    with open(lock) as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert read_run(run).unfinished() == (
+            f'summary.csv reaches epoch 3 of the 3 args.yaml plans (no done.json: not finished yet, a timm-sl '
+            f'reproduce still running holds {lock}), but its checkpoints hold epoch 2 at most: train.py is saving the '
+            f'last one')
+        (run / 'last.pth.tar').write_bytes((run / 'model_best.pth.tar').read_bytes()[:100])  # being written
+        assert 'checkpoints hold epoch 2 at most' in read_run(run).unfinished()
+        checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
+        torch.save(dict(checkpoint, epoch=2), run / 'last.pth.tar')  # saved: train.py ends, reproduce with it
+        assert read_run(run).unfinished() == ''

@@ -534,6 +534,7 @@ class RunRecord:
         there is nothing to hold the run against ('')."""
         later = scheduled_epochs(self.args) if _whole(self.args.get('epochs')) else None
         marked = self.marker['epochs'] if _whole(self.marker.get('epochs')) else None
+        running = ''
         if marked is not None and not (_whole(later) and later > marked):
             planned, where = marked, f'{DONE_MARKER} records'
         elif _whole(self.args.get('epochs')):
@@ -554,7 +555,26 @@ class RunRecord:
             return f'no summary.csv, of the {planned} epochs {where}'
         if self.summary['last_epoch'] < planned:
             return f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}"
+        saved = self._saved_epoch() if running else None  # train.py writes an epoch's row, then its checkpoint
+        if saved is not None and saved < self.summary['last_epoch']:
+            return (f"summary.csv reaches epoch {self.summary['last_epoch']} of the {planned} {where}, but its "
+                    f"checkpoints hold epoch {saved} at most: train.py is saving the last one")
         return ''
+
+    def _saved_epoch(self) -> Optional[int]:
+        """The latest epoch (from 1) the run's ``last.pth.tar`` / ``model_best.pth.tar`` hold; 0 for a file cut
+        short (being written) or of no epoch; None without either."""
+        epochs = []
+        for name in CHECKPOINTS:
+            path = self.run_dir / name if self.run_dir else None
+            if path is None or not path.is_file():
+                continue
+            try:
+                epoch = read_checkpoint(path, mmap=True).epoch
+            except (ValueError, OSError, RuntimeError, EOFError):
+                epoch = None
+            epochs.append(epoch + 1 if _whole(epoch) else 0)
+        return max(epochs) if epochs else None
 
     def command_differs(self) -> List[str]:
         """What the recorded train.py command gives other than ``args.yaml`` records of model, kwargs, seed and lr,
