@@ -1900,3 +1900,24 @@ def test_a_run_whose_last_checkpoint_a_reproduce_still_saves_is_not_finished(tmp
         checkpoint = torch.load(run / 'model_best.pth.tar', weights_only=False)
         torch.save(dict(checkpoint, epoch=2), run / 'last.pth.tar')  # saved: train.py ends, reproduce with it
         assert read_run(run).unfinished() == ''
+
+
+def test_a_folder_whose_reproduce_has_saved_no_checkpoint_yet_says_so(tmp_path):
+    """release (or export) of a reproduce's --out between its first summary row and its first checkpoint said only
+    'holds no train.py run': a reproduce still running there is named."""
+    fcntl = pytest.importorskip('fcntl')
+    from timm_sl.tools.runs import find_runs
+    run = tmp_path / 'runs' / 'vit-sl-s0'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'model_best.pth.tar').unlink()
+    lock = tmp_path / 'runs' / '.reproduce.lock'
+    lock.write_text('123')
+    plain = f'{tmp_path} holds no train.py run (no model_best.pth.tar or last.pth.tar at or below it)'
+    with pytest.raises(FileNotFoundError) as e:
+        find_runs([tmp_path])
+    assert str(e.value) == plain
+    with open(lock) as held, pytest.raises(FileNotFoundError) as e:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        find_runs([tmp_path])
+    assert str(e.value) == (plain + f' yet: a timm-sl reproduce still running holds {lock}, and has saved no '
+                                    f'checkpoint there; allowed: the command again once it has')

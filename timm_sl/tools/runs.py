@@ -1133,7 +1133,11 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
         found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
-            raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)')
+            training = next((lock for lock in (reproduce_holding(Path(root)) for root, _, names in walk(path)
+                                               if 'args.yaml' in names) if lock), '')
+            raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)' + (
+                f' yet: a timm-sl reproduce still running holds {training}, and has saved no checkpoint there; '
+                f'allowed: the command again once it has' if training else ''))
         runs |= found
     unique: Dict[str, Path] = {}  # one run given twice (by a relative and an absolute path, or a link) is one run
     for run in sorted(runs):
