@@ -23,7 +23,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .arg_types import kwarg_words
 from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, shown, write_atomically
@@ -627,24 +627,7 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                 f"not to torchvision's (--dataset {data['dataset']}), which label the classes their own way; allowed: "
                 f"no --class-map, or timm's folder reader for a folder of class folders (--dataset '')"]
     if name in _TORCH_FOLDERS:
-        classes = _TORCH_CLASSES[name]
-        train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
-        if train_split not in _SPLIT_SYNONYMS[0]:  # torchvision's train=False: the test set
-            return [f'the train split {train_split!r} is the test set of {name} (train.py reads it as the training '
-                    f'set only for the split names {" / ".join(_SPLIT_SYNONYMS[0])}, as written): every run would '
-                    f'train on the images its top-1 is measured on; allowed: --train-split train (the recipe\'s)']
-        if val_split in _SPLIT_SYNONYMS[0]:
-            return [f'the val split {val_split!r} is the training set of {name}, which train.py reads for the split '
-                    f'names {" / ".join(_SPLIT_SYNONYMS[0])}: every top-1 would be measured on the images the run '
-                    f'trains on; allowed: --val-split test (the recipe\'s, or any other name: the test set)']
-        if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
-            return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
-                    f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
-                    f'recipe of --dataset {name.split("/")[1]})']
-        if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
-            return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
-                    f'(not writable)']
-        return []
+        return _torch_dataset_problem(data, name, root)
     torchvision = dataset_reader(name) == TORCHVISION_FOLDER  # every subfolder is a class, no class map
     if dataset_reader(name) not in IMAGE_FOLDER_READERS:
         return []
@@ -691,163 +674,15 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             errors.append(f'{folder} holds no class folders: expected {folder}/<class>/<image>')
             continue
         if data['class_map']:  # timm's reader opens it as given, else in the split folder; .txt or .pkl
-            where = _class_map_file(data['class_map'], folder)
-            if where is None or not where.is_file() or where.suffix.lower() not in ('.txt', '.pkl'):
-                errors.append(f'--class-map {data["class_map"]} ' + (
-                    f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
-                    f'is a folder ({where}), which train.py would open as the map' if where.is_dir() else
-                    f'is no regular file ({where}: a FIFO, socket or device), which train.py would wait on or read '
-                    f'without end' if not where.is_file() else
-                    'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
-                    'one a line, or a .pkl of {name: index}')
+            problem = _class_map_problem(data, folder, class_dirs, known, prepared, suffixes)
+            if problem:
+                errors.append(problem)
                 continue
-            try:
-                mapping = read_class_map(where)
-            except ValueError as e:
-                errors.append(f'--class-map {data["class_map"]} {e}; allowed: a .txt file of class folder names, one '
-                              f'a line, or a .pkl of {{name: index}}')
-                continue
-            names = sorted(c.name for c in class_dirs)
-            # a prepared folder's label names follow timm's order of its class folders: a map must keep that order
-            moved = next((n for i, n in enumerate(names) if prepared and n in mapping and mapping[n] != i), None)
-            if moved is not None:
-                errors.append(f'--class-map {data["class_map"]} labels class {moved!r} {mapping[moved]!r}, not '
-                              f'{names.index(moved)}, but {prepared[0]} (timm-sl prepare-{prepared[1]}) labels the '
-                              f'class folders in sorted order, as its label names do: every per-class name would be '
-                              f'wrong; allowed: no --class-map, or one of the class folders in sorted order')
-                continue
-            if not any(n in mapping for n in names):  # timm would find no image
-                errors.append(f'--class-map {data["class_map"]} names none of the class folders of {folder} '
-                              f'({_listed(names)}); allowed: a map of those class folder names')
-                continue
-            # timm labels the images beside the class folders '' (a .txt map's blank line): none there, it is unused
-            beside = any(p.suffix.lower() in suffixes and not p.is_dir() for p in folder.iterdir())
-            if '' in mapping and beside:
-                errors.append(f'--class-map {data["class_map"]} names \'\' (a blank line), which timm gives the images '
-                              f'beside the class folders of {folder}: they would be read as class {mapping[""]!r}, '
-                              f'of no class folder; allowed: move them into {folder}/<class>/, or remove the blank '
-                              f'line')
-                continue
-            # '\ufeff0' of a byte-order mark, a typo
-            stray = next((k for k in mapping if k not in known and k != ''), None)
-            if stray is not None:
-                errors.append(f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
-                              f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
-                              f'names of the class folders ({_listed(names)})')
-                continue
-            heads = data['num_classes']
-            beyond = next((n for n in names if heads and n in mapping and not (
-                type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)
-            if beyond is not None:  # a label the head has no output for: every run fails on its first such image
-                errors.append(f'--class-map {data["class_map"]} labels class {beyond!r} {mapping[beyond]!r}, which is '
-                              f'no class index of the {heads} the run trains (num_classes): every run would fail on '
-                              f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
-                continue
-        if torchvision:  # its images may be at any depth below a class folder; an empty one fails the run
-            empty_dirs = [c for c in class_dirs if not any(
-                f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES)
-                for _, _, files in walk(c, every_path=True, reader=TORCHVISION_READER) for f in files)]
-            if empty_dirs:
-                more = len(empty_dirs) - 1
-                errors.append(f"{empty_dirs[0]} holds no image torchvision's ImageFolder reads "
-                              f"({', '.join(TORCHVISION_IMAGE_SUFFIXES)})" +
-                              (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
-                              f": every run would stop at its start ('Found no valid file for the classes "
-                              f"{empty_dirs[0].name}'); allowed: add its images or remove it")
-            elif data['num_classes'] and len(class_dirs) != data['num_classes']:
-                errors.append(f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the '
-                              f'run trains {data["num_classes"]} classes (num_classes)')
-            else:
-                empty, broken, clipped, huge, unread, holders = [], [], [], [], [], []
-                try:  # each class folder's images at any depth, as torchvision reads them (none beside them)
-                    for c in class_dirs:
-                        holders += _image_folders(c, empty, broken, clipped, unread, huge,
-                                                  suffixes=TORCHVISION_IMAGE_SUFFIXES, reader=TORCHVISION_READER)
-                except ValueError as e:  # a link loop, which torchvision's walk follows as timm's does
-                    errors.append(str(e))
-                    continue
-                shared = _shared_folder(folder, holders, read_by)
-                if shared:
-                    errors.append(shared)
-                unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
-                loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
-                    TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
-                if unreadable:
-                    errors.append(unreadable)
-                elif loose:  # torchvision's classes are the subfolders: an image beside them is in none
-                    names = _listed([p.name for p in loose])
-                    errors.append(f"{folder} holds images outside its class folders ({names}): torchvision's "
-                                  f"ImageFolder leaves them out without a word; allowed: move them into "
-                                  f"{folder}/<class>/, or out of {folder}")
-                elif unread:
-                    errors.append(_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES, torchvision=True))
-                else:
-                    classes[folder] = {c.name for c in class_dirs}
-            continue
-        empty: List[Path] = []
-        broken: List[Tuple[Path, str]] = []
-        clipped: List[Tuple[Path, int]] = []
-        unread: List[Path] = []
-        huge: List[Tuple[Path, str]] = []
-        try:
-            holders = _image_folders(folder, empty, broken, clipped, unread, huge, suffixes=suffixes)
-        except ValueError as e:
-            errors.append(str(e))
-            continue
-        unreadable = _unreadable_images(folder, empty, broken, clipped, huge)
-        if unreadable:
-            errors.append(unreadable)
-            continue
-        shared = _shared_folder(folder, holders, read_by)
-        if shared:
-            errors.append(shared)
-        below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
-        for holder in holders:
-            if holder != folder:
-                below.setdefault(folder / holder.relative_to(folder).parts[0], []).append(holder)
-        dotted = [d for d in subdirs if d.name.startswith('.') and below[d]]
-        empty = [d for d in class_dirs if not below[d]]
-        nested = [next(h for h in below[c] if h != c) for c in class_dirs if any(h != c for h in below[c])]
-        loose = [] if folder not in holders else [folder]
-        if data['class_map']:  # timm labels by the map, leaving out the folders it does not name
-            dotted = empty = loose = []
-        if dotted or empty:
-            wrong, more = (dotted or empty)[0], len(dotted or empty) - 1
-            errors.append(f'{wrong} ' + ("holds images: timm's folder reader counts it as a class (dot-folders too)"
-                                         if dotted else f"holds no image ({', '.join(suffixes)}): timm's "
-                                                        f"folder reader skips it") +
-                          (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
-                          ', shifting the labels of the classes sorted after it; ' +
-                          ('remove it' if dotted else 'add its images or remove it'))
-            continue
-        if loose:
-            errors.append(f"{folder} holds images outside its class folders: timm's folder reader counts them as one "
-                          f"more class; move them into {folder}/<class>/")
-            continue
-        if nested:
-            sub, more = nested[0], len(nested) - 1
-            fix = (f'run timm-sl prepare-tiny-imagenet {root}' if dataset == 'tiny-imagenet' else
-                   f'move them up to {folder}/<class>/')
-            errors.append(f'{sub} holds images one folder too deep' +
-                          (f' ({more} more class folder{"s" if more > 1 else ""} alike)' if more else '') +
-                          f": timm labels an image by the folder it is in, so the images in it would be class "
-                          f"'{sub.name}'; {fix}")
-            continue
-        if unread:
-            errors.append(_unread_line(folder, unread, suffixes))
-            continue
-        if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
-            errors.append(f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
-                          f'classes (num_classes)')
-            continue
-        tie = None if data['class_map'] else _unordered_classes([c.name for c in class_dirs])
-        if tie is not None:
-            errors.append(f"{folder} holds class folders {tie[0]!r} and {tie[1]!r}, which timm's folder reader "
-                          f"cannot order (it sorts class names ignoring case, numbers by value): their labels would "
-                          f"change from one start of train.py or validate.py to the next, and between the splits; "
-                          f"allowed: rename one of them, or -- --class-map naming each folder's label")
-            continue
-        classes[folder] = {c.name for c in class_dirs}
+        found, names = (_torchvision_split_problems(folder, class_dirs, data, read_by) if torchvision else
+                        _timm_split_problems(folder, subdirs, class_dirs, data, suffixes, read_by, root, dataset))
+        errors += found
+        if names is not None:
+            classes[folder] = names
     if len(classes) == 2 and not data['class_map']:
         (train, train_names), (val, val_names) = classes.items()
         if train_names != val_names:
@@ -856,6 +691,183 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'{_listed(sorted(val_names - train_names))}' +
                           _look_alike(sorted(train_names - val_names), sorted(val_names - train_names)))
     return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
+
+
+def _torch_dataset_problem(data: Dict[str, Any], name: str, root: Path) -> List[str]:
+    """What is wrong with the splits of a torchvision dataset train.py downloads (CIFAR, ``name``) in ``root``."""
+    classes = _TORCH_CLASSES[name]
+    train_split, val_split = (str(data[k]) for k in ('train_split', 'val_split'))
+    if train_split not in _SPLIT_SYNONYMS[0]:  # torchvision's train=False: the test set
+        return [f'the train split {train_split!r} is the test set of {name} (train.py reads it as the training '
+                f'set only for the split names {" / ".join(_SPLIT_SYNONYMS[0])}, as written): every run would '
+                f'train on the images its top-1 is measured on; allowed: --train-split train (the recipe\'s)']
+    if val_split in _SPLIT_SYNONYMS[0]:
+        return [f'the val split {val_split!r} is the training set of {name}, which train.py reads for the split '
+                f'names {" / ".join(_SPLIT_SYNONYMS[0])}: every top-1 would be measured on the images the run '
+                f'trains on; allowed: --val-split test (the recipe\'s, or any other name: the test set)']
+    if data['num_classes'] is not None and data['num_classes'] < classes:  # labels beyond the head: a crash
+        return [f'{name} has {classes} classes, but the run trains {data["num_classes"]} (num_classes): every run '
+                f'would fail on its first label >= {data["num_classes"]}; allowed: --num-classes {classes} (the '
+                f'recipe of --dataset {name.split("/")[1]})']
+    if not (root / _TORCH_FOLDERS[name]).is_dir() and not os.access(root, os.W_OK):
+        return [f'{root / _TORCH_FOLDERS[name]} not found, and train.py cannot download {name} into {root} '
+                f'(not writable)']
+    return []
+
+
+def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[Path], known: Set[str],
+                       prepared: Optional[Tuple[Path, str]], suffixes: Sequence[str]) -> Optional[str]:
+    """What is wrong with ``-- --class-map`` for the split ``folder`` (its ``class_dirs``; ``known``: the class folder
+    names of both splits; ``prepared``: the folder's ``timm-sl prepare-*`` record), or None."""
+    where = _class_map_file(data['class_map'], folder)
+    if where is None or not where.is_file() or where.suffix.lower() not in ('.txt', '.pkl'):
+        return (f'--class-map {data["class_map"]} ' + (
+            f'is not found (as given, nor in {folder}), where train.py reads it' if where is None else
+            f'is a folder ({where}), which train.py would open as the map' if where.is_dir() else
+            f'is no regular file ({where}: a FIFO, socket or device), which train.py would wait on or read '
+            f'without end' if not where.is_file() else
+            'is neither .txt nor .pkl, which train.py reads') + '; allowed: a .txt file of class folder names, '
+            'one a line, or a .pkl of {name: index}')
+    try:
+        mapping = read_class_map(where)
+    except ValueError as e:
+        return (f'--class-map {data["class_map"]} {e}; allowed: a .txt file of class folder names, one '
+                f'a line, or a .pkl of {{name: index}}')
+    names = sorted(c.name for c in class_dirs)
+    # a prepared folder's label names follow timm's order of its class folders: a map must keep that order
+    moved = next((n for i, n in enumerate(names) if prepared and n in mapping and mapping[n] != i), None)
+    if moved is not None:
+        return (f'--class-map {data["class_map"]} labels class {moved!r} {mapping[moved]!r}, not '
+                f'{names.index(moved)}, but {prepared[0]} (timm-sl prepare-{prepared[1]}) labels the '
+                f'class folders in sorted order, as its label names do: every per-class name would be '
+                f'wrong; allowed: no --class-map, or one of the class folders in sorted order')
+    if not any(n in mapping for n in names):  # timm would find no image
+        return (f'--class-map {data["class_map"]} names none of the class folders of {folder} '
+                f'({_listed(names)}); allowed: a map of those class folder names')
+    # timm labels the images beside the class folders '' (a .txt map's blank line): none there, it is unused
+    beside = any(p.suffix.lower() in suffixes and not p.is_dir() for p in folder.iterdir())
+    if '' in mapping and beside:
+        return (f'--class-map {data["class_map"]} names \'\' (a blank line), which timm gives the images '
+                f'beside the class folders of {folder}: they would be read as class {mapping[""]!r}, '
+                f'of no class folder; allowed: move them into {folder}/<class>/, or remove the blank '
+                f'line')
+    # '\ufeff0' of a byte-order mark, a typo
+    stray = next((k for k in mapping if k not in known and k != ''), None)
+    if stray is not None:
+        return (f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
+                f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
+                f'names of the class folders ({_listed(names)})')
+    heads = data['num_classes']
+    beyond = next((n for n in names if heads and n in mapping and not (
+        type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)
+    if beyond is not None:  # a label the head has no output for: every run fails on its first such image
+        return (f'--class-map {data["class_map"]} labels class {beyond!r} {mapping[beyond]!r}, which is '
+                f'no class index of the {heads} the run trains (num_classes): every run would fail on '
+                f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
+    return None
+
+
+def _torchvision_split_problems(folder: Path, class_dirs: Sequence[Path], data: Dict[str, Any],
+                                read_by: Dict[str, Path]) -> Tuple[List[str], Optional[Set[str]]]:
+    """What is wrong with a split ``folder`` as torchvision's ImageFolder reads it (``-- --dataset torch/folder``:
+    every subfolder a class, its images at any depth below it, none beside them), and its class names where nothing
+    stops the split (None where something does). ``read_by``: :func:`_shared_folder`'s record, updated."""
+    empty_dirs = [c for c in class_dirs if not any(
+        f.lower().endswith(TORCHVISION_IMAGE_SUFFIXES)
+        for _, _, files in walk(c, every_path=True, reader=TORCHVISION_READER) for f in files)]
+    if empty_dirs:  # an empty class folder fails the run
+        more = len(empty_dirs) - 1
+        return [f"{empty_dirs[0]} holds no image torchvision's ImageFolder reads "
+                f"({', '.join(TORCHVISION_IMAGE_SUFFIXES)})" +
+                (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
+                f": every run would stop at its start ('Found no valid file for the classes "
+                f"{empty_dirs[0].name}'); allowed: add its images or remove it"], None
+    if data['num_classes'] and len(class_dirs) != data['num_classes']:
+        return [f'{folder} has {len(class_dirs)} class folders (torchvision counts every folder); the run trains '
+                f'{data["num_classes"]} classes (num_classes)'], None
+    empty, broken, clipped, huge, unread, holders = [], [], [], [], [], []
+    try:
+        for c in class_dirs:
+            holders += _image_folders(c, empty, broken, clipped, unread, huge, suffixes=TORCHVISION_IMAGE_SUFFIXES,
+                                      reader=TORCHVISION_READER)
+    except ValueError as e:  # a link loop, which torchvision's walk follows as timm's does
+        return [str(e)], None
+    errors = [line for line in [_shared_folder(folder, holders, read_by)] if line]
+    unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
+    loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
+        TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
+    if unreadable:
+        return errors + [unreadable], None
+    if loose:  # torchvision's classes are the subfolders: an image beside them is in none
+        return errors + [f"{folder} holds images outside its class folders ({_listed([p.name for p in loose])}): "
+                         f"torchvision's ImageFolder leaves them out without a word; allowed: move them into "
+                         f"{folder}/<class>/, or out of {folder}"], None
+    if unread:
+        return errors + [_unread_line(folder, unread, TORCHVISION_IMAGE_SUFFIXES, torchvision=True)], None
+    return errors, {c.name for c in class_dirs}
+
+
+def _timm_split_problems(folder: Path, subdirs: Sequence[Path], class_dirs: Sequence[Path], data: Dict[str, Any],
+                         suffixes: Sequence[str], read_by: Dict[str, Path], root: Path, dataset: str
+                         ) -> Tuple[List[str], Optional[Set[str]]]:
+    """What is wrong with a split ``folder`` as timm's folder reader reads it (each image labelled by the folder it
+    is in: :func:`_image_folders`), and its class names where nothing stops the split (None where something does).
+    ``subdirs``: its folders, ``class_dirs``: those that are classes; ``read_by``: :func:`_shared_folder`'s record,
+    updated; ``root`` and ``dataset`` for the messages."""
+    empty: List[Path] = []
+    broken: List[Tuple[Path, str]] = []
+    clipped: List[Tuple[Path, int]] = []
+    unread: List[Path] = []
+    huge: List[Tuple[Path, str]] = []
+    try:
+        holders = _image_folders(folder, empty, broken, clipped, unread, huge, suffixes=suffixes)
+    except ValueError as e:
+        return [str(e)], None
+    unreadable = _unreadable_images(folder, empty, broken, clipped, huge)
+    if unreadable:
+        return [unreadable], None
+    errors = [line for line in [_shared_folder(folder, holders, read_by)] if line]
+    below: Dict[Path, List[Path]] = {d: [] for d in subdirs}  # the image folders at or below each subfolder
+    for holder in holders:
+        if holder != folder:
+            below.setdefault(folder / holder.relative_to(folder).parts[0], []).append(holder)
+    dotted = [d for d in subdirs if d.name.startswith('.') and below[d]]
+    imageless = [d for d in class_dirs if not below[d]]
+    nested = [next(h for h in below[c] if h != c) for c in class_dirs if any(h != c for h in below[c])]
+    loose = [] if folder not in holders else [folder]
+    if data['class_map']:  # timm labels by the map, leaving out the folders it does not name
+        dotted = imageless = loose = []
+    if dotted or imageless:
+        wrong, more = (dotted or imageless)[0], len(dotted or imageless) - 1
+        return errors + [f'{wrong} ' + ("holds images: timm's folder reader counts it as a class (dot-folders too)"
+                                        if dotted else f"holds no image ({', '.join(suffixes)}): timm's folder "
+                                                       f"reader skips it") +
+                         (f' ({more} more folder{"s" if more > 1 else ""} alike)' if more else '') +
+                         ', shifting the labels of the classes sorted after it; ' +
+                         ('remove it' if dotted else 'add its images or remove it')], None
+    if loose:
+        return errors + [f"{folder} holds images outside its class folders: timm's folder reader counts them as one "
+                         f"more class; move them into {folder}/<class>/"], None
+    if nested:
+        sub, more = nested[0], len(nested) - 1
+        fix = (f'run timm-sl prepare-tiny-imagenet {root}' if dataset == 'tiny-imagenet' else
+               f'move them up to {folder}/<class>/')
+        return errors + [f'{sub} holds images one folder too deep' +
+                         (f' ({more} more class folder{"s" if more > 1 else ""} alike)' if more else '') +
+                         f": timm labels an image by the folder it is in, so the images in it would be class "
+                         f"'{sub.name}'; {fix}"], None
+    if unread:
+        return errors + [_unread_line(folder, unread, suffixes)], None
+    if data['num_classes'] and not data['class_map'] and len(class_dirs) != data['num_classes']:
+        return errors + [f'{folder} has {len(class_dirs)} class folders; the run trains {data["num_classes"]} '
+                         f'classes (num_classes)'], None
+    tie = None if data['class_map'] else _unordered_classes([c.name for c in class_dirs])
+    if tie is not None:
+        return errors + [f"{folder} holds class folders {tie[0]!r} and {tie[1]!r}, which timm's folder reader "
+                         f"cannot order (it sorts class names ignoring case, numbers by value): their labels would "
+                         f"change from one start of train.py or validate.py to the next, and between the splits; "
+                         f"allowed: rename one of them, or -- --class-map naming each folder's label"], None
+    return errors, {c.name for c in class_dirs}
 
 
 def check_output_outside_data(output: Path, data: Dict[str, Any]) -> None:
