@@ -3715,3 +3715,37 @@ def test_a_data_folder_a_prepare_command_writes_is_refused_before_any_run(fake_t
         assert not out.exists()
     finally:
         os.close(handle)
+
+
+def test_the_lock_names_the_runs_this_reproduce_trains(fake_train, tmp_path):
+    """The lock of OUT/runs is held for all of a reproduce's run folders: export and release said of a run that failed
+    in an earlier call 'not finished yet, a timm-sl reproduce still running holds ...' while a new reproduce trained
+    others there. The lock file now names the runs it trains after its process id; a call that trains none names
+    none."""
+    pytest.importorskip('fcntl')
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, families=('vit',), train_args=('--epochs', '1'))
+    argv[argv.index('--'):argv.index('--')] = ['--seeds', '0']
+    assert _exit_status(argv) == 0
+    lock = (out / 'runs' / '.reproduce.lock').read_text().splitlines()
+    assert lock[0].isdigit() and lock[1:] == ['vit-base-s0', 'vit-sl-s0']
+    assert _exit_status(argv) == 0  # both finished earlier: skipped
+    assert len((out / 'runs' / '.reproduce.lock').read_text().splitlines()) == 1
+
+
+def test_reproduces_lock_waits_out_a_readers_instant(tmp_path):
+    """A reproduce starting while export or release probed the lock (held shared for an instant) was refused as if
+    another reproduce ran, blaming the process id left in the file."""
+    fcntl = pytest.importorskip('fcntl')
+    import threading
+    from timm_sl.tools.reproduce import _lock_soon
+    lock = tmp_path / '.reproduce.lock'
+    lock.write_text('1')
+    with open(lock) as reader, open(lock, 'a+') as ours:
+        fcntl.flock(reader, fcntl.LOCK_SH)
+        threading.Timer(0.1, fcntl.flock, (reader, fcntl.LOCK_UN)).start()
+        _lock_soon(ours, fcntl)  # the reader lets go within the wait
+    with open(lock) as reader, open(lock, 'a+') as ours:
+        fcntl.flock(reader, fcntl.LOCK_SH)  # a reproduce still running
+        with pytest.raises(BlockingIOError):
+            _lock_soon(ours, fcntl, wait_s=0.1)

@@ -1846,19 +1846,24 @@ def test_a_run_a_reproduce_still_trains_is_named_so_not_failed_or_interrupted(tm
     fcntl = pytest.importorskip('fcntl')
     from timm_sl.tools.cli import _note_still_training
     from timm_sl.tools.release import read_release_record
-    from timm_sl.tools.runs import read_run
+    from timm_sl.tools.runs import mark_training, read_run
     run = tmp_path / 'runs' / 'vit-sl-s0'
     _train_run(run, 'sl_vit_32', dict(depth=1))
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=4)))
     lock = tmp_path / 'runs' / '.reproduce.lock'
-    lock.write_text('123')
+    lock.write_text('123\nvit-sl-s1\n')  # a reproduce that trains another run beside it: not this run's
     interrupted = 'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: failed or interrupted)'
     assert read_run(run).unfinished() == interrupted
-    args = argparse.Namespace()
+    args = argparse.Namespace(command='export')
     _note_still_training(args, run)
-    assert capsys.readouterr().out == ''
+    assert capsys.readouterr().err == ''
     with open(lock) as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # as a reproduce running into tmp_path holds it
+        assert read_run(run).unfinished() == interrupted  # ... training other runs: this one failed earlier
+        _note_still_training(args, run)
+        assert capsys.readouterr().err == ''
+        mark_training(tmp_path / 'runs', ['vit-sl-s0', 'vit-sl-s1'])  # ... and this one
+        assert lock.read_text() == '123\nvit-sl-s0\nvit-sl-s1\n'
         running = (f'summary.csv reaches epoch 2 of the 4 args.yaml plans (no done.json: not finished yet, a timm-sl '
                    f'reproduce still running holds {lock})')
         assert read_run(run).unfinished() == running
@@ -1868,9 +1873,9 @@ def test_a_run_a_reproduce_still_trains_is_named_so_not_failed_or_interrupted(tm
                                 f'epochs (release again once that reproduce has ended)')
         _note_still_training(args, run)
         _note_still_training(args, run / 'model_best.pth.tar')  # once per checkpoint
-        assert capsys.readouterr().out == (
-            f'note: {run} may still be training (a timm-sl reproduce still running holds {lock}): model_best.pth.tar '
-            f'is read as saved now; read it again once that reproduce has ended\n')
+        assert capsys.readouterr().err == (
+            f'timm-sl export: note: {run} may still be training (a timm-sl reproduce still running holds {lock}): '
+            f'model_best.pth.tar is read as saved now; read it again once that reproduce has ended\n')
     assert read_run(run).unfinished() == interrupted  # let go: the reproduce ended
 
 
@@ -1887,7 +1892,7 @@ def test_a_run_whose_last_checkpoint_a_reproduce_still_saves_is_not_finished(tmp
         f.write('2,1,1,60.0,95.0\n')
     (run / 'args.yaml').write_text(json.dumps(dict(json.loads((run / 'args.yaml').read_text()), epochs=3)))
     lock = tmp_path / 'runs' / '.reproduce.lock'
-    lock.write_text('123')
+    lock.write_text('123\nvit-sl-s0\n')
     assert read_run(run).unfinished() == ''  # no reproduce running: the disk filled, which resume trains again
     with open(lock) as held:
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -1911,7 +1916,7 @@ def test_a_folder_whose_reproduce_has_saved_no_checkpoint_yet_says_so(tmp_path):
     _train_run(run, 'sl_vit_32', dict(depth=1))
     (run / 'model_best.pth.tar').unlink()
     lock = tmp_path / 'runs' / '.reproduce.lock'
-    lock.write_text('123')
+    lock.write_text('123\nvit-sl-s0\n')
     plain = f'{tmp_path} holds no train.py run (no model_best.pth.tar or last.pth.tar at or below it)'
     with pytest.raises(FileNotFoundError) as e:
         find_runs([tmp_path])

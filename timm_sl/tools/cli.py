@@ -244,8 +244,9 @@ def _note_still_training(args: argparse.Namespace, checkpoint: Union[str, Path])
     lock = reproduce_holding(file.parent)
     if lock and file not in noted:
         noted.add(file)
-        print(f'note: {file.parent} may still be training (a timm-sl reproduce still running holds {lock}): '
-              f'{file.name} is read as saved now; read it again once that reproduce has ended')
+        print(f'timm-sl {args.command}: note: {file.parent} may still be training (a timm-sl reproduce still running '
+              f'holds {lock}): {file.name} is read as saved now; read it again once that reproduce has ended',
+              file=sys.stderr)  # as the other notes: not mixed into the tables kld and temperature print
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -32,8 +32,8 @@ from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, pape
 from .runs import (
     DONE_MARKER, IMAGE_FOLDER_READERS, REPRODUCE_LOCK, RUN_SETTINGS, SESSIONS, TIMM_FOLDER, TORCHVISION_FOLDER,
     RunRecord, checkpoint_problem, cut_since_done, dataset_reader, diverged_text, prepared_dataset, read_args_yaml,
-    read_class_map, read_done_marker, read_checkpoint, read_sessions, read_summary_rows, scheduled_epochs,
-    settings_differ, summarize, summary_rows, walk)
+    mark_training, read_class_map, read_done_marker, read_checkpoint, read_sessions, read_summary_rows,
+    scheduled_epochs, settings_differ, summarize, summary_rows, walk)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
@@ -1382,10 +1382,10 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
     with f:
         try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_soon(f, fcntl)
         except BlockingIOError:
             f.seek(0)
-            pid = f.read().strip()
+            pid = f.readline().strip()  # the names of the runs it trains follow
             raise BlockingIOError(f'{output} is in use by ' + (
                 f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {held} while they '
                 f'run' if pid.isdigit() and not _alive(int(pid)) else
@@ -1395,6 +1395,25 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         f.write(str(os.getpid()))
         f.flush()
         yield f.fileno()
+
+
+def _lock_soon(f: Any, fcntl: Any, wait_s: float = 0.5) -> None:
+    """``flock`` ``f`` exclusively, trying again for ``wait_s``: a reader
+    (:func:`~timm_sl.tools.runs.reproduce_holding`, from export or release) holds it shared for an instant, which is
+    no reproduce running.
+
+    Raises:
+        BlockingIOError: still held after ``wait_s``.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 def _alive(pid: int) -> bool:
@@ -1588,7 +1607,8 @@ def reproduce(
     Event lines (``run i/N: name started``, epochs, finished / failed) go to ``echo``, or a tqdm bar on a terminal;
     train.py's own output goes to the run's train.log. Each train.py session's wall time is kept in the run's
     :data:`SESSIONS` file. ``stats``, when given, receives this call's sweep numbers (runs started, jobs, devices,
-    seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the lock of --out).
+    seconds, epochs and images trained). ``pass_fds``: what each train.py process inherits (the locks of --out and
+    --data-dir).
     """
     epochs = planned_epochs(recipe, extra_args)
     spellings = train_script_spellings(script)
@@ -1607,6 +1627,8 @@ def reproduce(
             echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
         else:
             todo.append((i, run))
+    if todo:  # what a lock held over these run folders says of each: being trained by this reproduce, or not
+        mark_training(todo[0][1].out_dir.parent, [run.name for _, run in todo])
 
     def command(run: Run) -> Callable[[], List[str]]:
         def start() -> List[str]:

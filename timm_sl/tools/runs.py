@@ -796,9 +796,11 @@ _SCHEDULE_DEFAULTS = {'sched': 'cosine', 'epochs': 300, 'decay_epochs': 90}
 
 
 def reproduce_holding(run_dir: Optional[Path]) -> str:
-    """The lock file of a ``timm-sl reproduce`` still running whose run folders ``run_dir`` is among (its train.py
-    processes hold it too, should it have been killed), as a line names it; '' when none holds one (or the system
-    cannot say: no ``fcntl``). The lock is tried shared and let go at once, as a second reproduce would find it."""
+    """The lock file of a ``timm-sl reproduce`` still running that trains ``run_dir`` (its train.py processes hold it
+    too, should it have been killed), as a line names it; '' when none does (or the system cannot say: no ``fcntl``).
+    The lock is held for all of a reproduce's ``runs/`` folder; the runs it trains are those :func:`mark_training`
+    wrote into it (a run it skips, or one of an earlier reproduce beside them, is not its). The lock is tried shared
+    and let go at once, as a second reproduce would find it."""
     if run_dir is None:
         return ''
     lock = Path(run_dir).parent / REPRODUCE_LOCK
@@ -810,12 +812,27 @@ def reproduce_holding(run_dir: Optional[Path]) -> str:
     try:
         fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        return str(lock)
+        with os.fdopen(os.dup(handle), errors='replace') as f:
+            trains = f.read().splitlines()[1:]
+        return str(lock) if Path(run_dir).name in trains else ''
     except OSError:
         return ''
     finally:
         os.close(handle)  # closing lets go of a lock taken here
     return ''
+
+
+def mark_training(runs_dir: Path, names: Sequence[str]) -> None:
+    """Write the run folders a reproduce holding ``runs_dir`` trains into its lock file, a name a line after the
+    process id there (read by :func:`reproduce_holding`); nothing without a lock file."""
+    lock = Path(runs_dir) / REPRODUCE_LOCK
+    if not lock.is_file():
+        return
+    with open(lock, 'r+') as f:
+        pid = f.readline().strip()
+        f.seek(0)
+        f.truncate()
+        f.write('\n'.join([pid, *names]) + '\n')
 
 
 def scheduled_epochs(args: Dict[str, Any]) -> Any:
