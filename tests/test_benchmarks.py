@@ -527,3 +527,42 @@ def test_peers_count_ops_with_compile_is_refused(capsys, monkeypatch):
     assert e.value.code == 2 and capsys.readouterr().err == (
         'peers.py: error: --count-ops with --compile: the count runs each model eager (the same counts as without '
         '--compile), not the kernels the compiled model launches; allowed: one of them\n')
+
+
+def test_kernel_op_counts_keep_the_linear_layers_and_norms_of_an_inference_forward(monkeypatch):
+    """Under inference mode linear, layer_norm and matmul reached the op counter whole, and were left out as
+    composites: launches.py and peers.py --count-ops counted no linear layer, LayerNorm or matmul of an inference
+    forward (sl_pit_32's SL and SL w/o Spool read 94 ops alike, Spool's norm and projection uncounted). Each is counted
+    as the kernels it runs, the same as outside inference mode."""
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from _timing import count_kernel_ops, make_step
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
+    model.num_classes = 8
+    x = torch.randn(2, 8)
+
+    def no_grad() -> None:
+        with torch.no_grad():
+            model(x) @ x.T
+
+    def inference() -> None:
+        with torch.inference_mode():
+            model(x) @ x.T
+    assert count_kernel_ops(make_step(model, 'infer', x, amp=False)) == 2  # addmm, native_layer_norm
+    assert count_kernel_ops(inference) == count_kernel_ops(no_grad) == 3  # and mm
+
+
+@pytest.mark.extended  # builds the three registered sl_pit_32 variants: seconds
+def test_launches_counts_spools_norm_and_projection(monkeypatch):
+    """The counts of sl_pit_32 by hand: each Spool (pad, cat of the shifted copies, their copy into patches, LayerNorm,
+    projection) runs 3 ops more than the SL w/o Spool pooling (depthwise and pointwise conv), two Spools 6."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    import torch
+    threads = torch.get_num_threads()
+    try:
+        row = launches.bench_family('pit', launches.parse_args(['--families', 'pit', '-b', '1']))
+    finally:
+        torch.set_num_threads(threads)
+    assert row['ops']['sl'] - row['ops']['sl_no_spool'] == 6, row['ops']
+
