@@ -11,9 +11,10 @@ from typing import Callable, Counter, Dict, List, Optional
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import timm
 from timm.optim import create_optimizer_v2
 
-__all__ = ['check_device', 'sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory',
+__all__ = ['check_device', 'run_header', 'sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory',
            'count_kernel_ops', 'tally_kernel_ops']
 
 # aten ops that launch no kernel of their own: views and metadata, and allocations. Composites (linear, layer_norm,
@@ -49,6 +50,19 @@ def check_device(text: str) -> torch.device:
             raise ValueError(f'--device {text}: torch sees {count} CUDA device(s) here; allowed: cpu, cuda, '
                              f'cuda:0 to cuda:{count - 1}')
     return device
+
+
+def run_header(device: str, amp: bool, *details: str) -> str:
+    """The line every benchmark prints above its table, so that its times have a context: the device (a GPU's name;
+    on the CPU, the torch threads), torch and timm, ``amp``, then ``details`` (batch, rounds, ...), joined by ``; ``.
+    ``device`` is one :func:`check_device` took."""
+    where = torch.device(device)
+    if where.type == 'cuda':
+        name = torch.cuda.get_device_name(where)
+    else:
+        threads = torch.get_num_threads()
+        name = f'CPU, {threads} thread' + ('' if threads == 1 else 's')
+    return '; '.join([f'device: {name}', f'torch {torch.__version__}, timm {timm.__version__}', f'amp={amp}', *details])
 
 
 def sync(device: torch.device) -> None:

@@ -29,7 +29,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl.tools.arg_types import OneLineParser, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, sync, tally_kernel_ops
+from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, run_header, sync, tally_kernel_ops
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
@@ -105,6 +105,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    details = [f'batch {args.batch_size}, {IMG_SIZE} px', 'eager']
+    if args.time:
+        details.append(f'{args.rounds} interleaved rounds of {args.iters} steps')
+    print(run_header(args.device, args.amp, *details) + '\n')
     print(report([bench_family(family, args) for family in args.families]))
     return 0
 

@@ -37,7 +37,7 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
+from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory, run_header
 from throughput import HEADER, check_outputs, variants_of
 
 COMPILE_CALLS = 3  # untimed calls of each compiled step before the rounds, whatever --warmup says
@@ -231,11 +231,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(args.threads)
     reference = args.build_reference
-    device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
-        else f'CPU, {torch.get_num_threads()} thread(s)'
     compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'
-    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; {compiled}; '
-              f'batch {args.batch_size}, {IMG_SIZE} px; {args.rounds} interleaved rounds of {args.iters} steps')
+    header = run_header(args.device, args.amp, compiled, f'batch {args.batch_size}, {IMG_SIZE} px',
+                        f'{args.rounds} interleaved rounds of {args.iters} steps')
     results = []
     for family in args.families:
         for mode in args.modes:

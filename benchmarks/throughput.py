@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step
+from _timing import check_device, interleaved_rounds, make_step, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -386,12 +386,7 @@ def main(argv: List[str] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    if args.device.startswith('cuda'):
-        device = torch.cuda.get_device_name()
-    else:
-        device = f'CPU, {torch.get_num_threads()} threads'
-    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; '
-              f'batch {args.batch_size}')
+    header = run_header(args.device, args.amp, f'batch {args.batch_size}')
     if args.model_kwargs:  # the rows are of these models, not of the registered configurations
         header += '; model kwargs ' + ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     if args.slify_survey:

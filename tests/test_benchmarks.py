@@ -566,3 +566,31 @@ def test_launches_counts_spools_norm_and_projection(monkeypatch):
         torch.set_num_threads(threads)
     assert row['ops']['sl'] - row['ops']['sl_no_spool'] == 6, row['ops']
 
+
+def _launches_header(monkeypatch, capsys, argv):
+    import launches
+    import torch
+    monkeypatch.setattr(launches, 'bench_family', lambda family, args: dict(family=family, model='m', ops={'sl': 1}))
+    threads = torch.get_num_threads()
+    try:
+        assert launches.main(argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return capsys.readouterr().out.splitlines()
+
+
+def test_launches_prints_the_header_of_the_other_benchmarks(monkeypatch, capsys):
+    """launches.py printed its table with no header: its --time speed column named no device, threads, torch, batch
+    or amp. It prints the header throughput.py and peers.py print (one function for all three)."""
+    import timm
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    lines = _launches_header(monkeypatch, capsys, ['--families', 'vit', '--time', '--rounds', '2', '--iters', '3',
+                                                   '-b', '4', '--amp'])
+    assert lines[0] == (f'device: CPU, 1 thread; torch {torch.__version__}, timm {timm.__version__}; amp=True; '
+                        f'batch 4, 32 px; eager; 2 interleaved rounds of 3 steps')
+    assert lines[1] == '' and lines[2].startswith('| family | model |')
+    lines = _launches_header(monkeypatch, capsys, ['--families', 'vit', '--threads', '2'])
+    assert lines[0].startswith('device: CPU, 2 threads; torch ') and lines[0].endswith('; amp=False; batch 8, 32 px; '
+                                                                                       'eager')
+
