@@ -29,7 +29,8 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl.tools.arg_types import OneLineParser, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, run_header, sync, tally_kernel_ops
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, run_header, sync,
+                     tally_kernel_ops)
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
@@ -93,7 +94,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--by-op', action='store_true', help='also list the ops whose counts differ SL - base')
     parser.add_argument('--rounds', type=positive_int, default=5)
     parser.add_argument('--iters', type=positive_int, default=5)
-    parser.add_argument('--warmup', type=int, default=2)
+    parser.add_argument('--warmup', type=non_negative_int, default=2,
+                        help='with --time: untimed steps before the rounds')
     args = parser.parse_args(argv)
     try:  # before any model is built: a device that is not here
         check_device(args.device)

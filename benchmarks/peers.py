@@ -37,7 +37,8 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory, run_header
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, peak_train_memory,
+                     run_header)
 from throughput import HEADER, check_outputs, variants_of
 
 COMPILE_CALLS = 3  # untimed calls of each compiled step before the rounds, whatever --warmup says
@@ -197,7 +198,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--threads', type=positive_int, default=1, help='torch CPU threads (default 1)')
     p.add_argument('--rounds', type=positive_int, default=7, help='interleaved rounds')
     p.add_argument('--iters', type=positive_int, default=3, help='steps per round')
-    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--reference', default=None, metavar='DIR',
                    help="a checkout of the authors' repository: also time their models (imported from DIR)")

@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step, run_header
+from _timing import check_device, interleaved_rounds, make_step, non_negative_int, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -283,7 +283,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
     p.add_argument('--iters', type=positive_int, default=5, help='steps per round')
-    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
     p.add_argument('--threads', type=positive_int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')

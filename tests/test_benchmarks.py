@@ -594,3 +594,17 @@ def test_launches_prints_the_header_of_the_other_benchmarks(monkeypatch, capsys)
     assert lines[0].startswith('device: CPU, 2 threads; torch ') and lines[0].endswith('; amp=False; batch 8, 32 px; '
                                                                                        'eager')
 
+
+@pytest.mark.parametrize('script', ['throughput', 'peers', 'launches'])
+def test_a_negative_warmup_is_refused_in_one_line(script, capsys, monkeypatch):
+    """--warmup -1 ran as --warmup 0 without a word in throughput.py, peers.py and launches.py."""
+    import importlib
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    module = importlib.import_module(script)
+    with pytest.raises(SystemExit) as e:
+        module.parse_args((['--time'] if script == 'launches' else []) + ['--warmup', '-1'])
+    assert e.value.code == 2
+    assert capsys.readouterr().err == (f'{script}.py: error: argument --warmup: -1 is not allowed; expected an '
+                                       f'integer >= 0\n')
+    assert module.parse_args((['--time'] if script == 'launches' else []) + ['--warmup', '0']).warmup == 0
