@@ -8,7 +8,8 @@ baseline (``type(model).baseline_kwargs``: SPT, LSA and Spool off), SL without S
   counted as the kernels they run (``count_kernel_ops``): deterministic, the same on every machine;
 * ``kernels`` (CUDA only): device kernels ``torch.profiler`` records for one forward;
 * with ``--time``: the speed SL / baseline from interleaved rounds (the order rotates every round), median and
-  min-max of the per-round ratios;
+  min-max of the per-round ratios (``--rounds``, ``--iters`` and ``--warmup`` set them, and are refused without
+  ``--time``);
 * with ``--by-op``: the aten ops whose counts differ between SL and baseline.
 
 Examples::
@@ -35,6 +36,7 @@ from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
 IMG_SIZE = 32
+TIMING = dict(rounds=5, iters=5, warmup=2)  # --time's defaults; without --time the three options are refused
 
 
 def cuda_kernels(step) -> int:
@@ -92,11 +94,20 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--threads', type=positive_int, default=1, help='CPU threads (torch.set_num_threads)')
     parser.add_argument('--time', action='store_true', help='also time SL / baseline in interleaved rounds')
     parser.add_argument('--by-op', action='store_true', help='also list the ops whose counts differ SL - base')
-    parser.add_argument('--rounds', type=positive_int, default=5)
-    parser.add_argument('--iters', type=positive_int, default=5)
-    parser.add_argument('--warmup', type=non_negative_int, default=2,
-                        help='with --time: untimed steps before the rounds')
+    parser.add_argument('--rounds', type=positive_int, default=None, help=f'with --time: interleaved rounds '
+                                                                          f'(default {TIMING["rounds"]})')
+    parser.add_argument('--iters', type=positive_int, default=None,
+                        help=f'with --time: steps per round (default {TIMING["iters"]})')
+    parser.add_argument('--warmup', type=non_negative_int, default=None,
+                        help=f'with --time: untimed steps before the rounds (default {TIMING["warmup"]})')
     args = parser.parse_args(argv)
+    given = [f'--{dest} {getattr(args, dest)}' for dest in TIMING if getattr(args, dest) is not None]
+    if given and not args.time:  # nothing is timed: a table that looks as if they shaped it
+        parser.error(f'{", ".join(given)} without --time: only the ops are counted, nothing is timed; allowed: '
+                     f'--time {" ".join(given)}, or neither')
+    for dest, default in TIMING.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     try:  # before any model is built: a device that is not here
         check_device(args.device)
     except ValueError as e:

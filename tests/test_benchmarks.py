@@ -608,3 +608,23 @@ def test_a_negative_warmup_is_refused_in_one_line(script, capsys, monkeypatch):
     assert capsys.readouterr().err == (f'{script}.py: error: argument --warmup: -1 is not allowed; expected an '
                                        f'integer >= 0\n')
     assert module.parse_args((['--time'] if script == 'launches' else []) + ['--warmup', '0']).warmup == 0
+
+
+@pytest.mark.parametrize('given', [['--rounds', '3'], ['--iters', '2', '--warmup', '0']])
+def test_launches_timing_options_without_time_are_refused(given, capsys, monkeypatch):
+    """launches.py --rounds / --iters / --warmup without --time were ignored without a word (nothing is timed)."""
+    monkeypatch.setattr(sys, 'argv', ['launches.py'])
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    with pytest.raises(SystemExit) as e:
+        launches.parse_args(given)
+    assert e.value.code == 2
+    options = ' '.join(given)
+    named = ', '.join(' '.join(given[i:i + 2]) for i in range(0, len(given), 2))
+    assert capsys.readouterr().err == (f'launches.py: error: {named} without --time: only the ops are counted, '
+                                       f'nothing is timed; allowed: --time {options}, or neither\n')
+    args = launches.parse_args(['--time', *given])
+    assert (args.rounds, args.iters, args.warmup) == (int(dict(zip(given[::2], given[1::2])).get('--rounds', 5)),
+                                                      int(dict(zip(given[::2], given[1::2])).get('--iters', 5)),
+                                                      int(dict(zip(given[::2], given[1::2])).get('--warmup', 2)))
+
