@@ -54,10 +54,12 @@ def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
     assert '| vit | infer |' in result.stdout and 'lucidrains |' not in result.stdout
 
 
-def test_peers_refuses_an_unknown_family():
-    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
-                            capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 2 and "invalid choice: 'deit'" in result.stderr
+def test_peers_refuses_an_unknown_family(capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--families', 'deit'], monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "invalid choice: 'deit'" in err and err.count('\n') == 1, err
 
 
 def _tiny_image_folder(root: Path) -> Path:
@@ -104,16 +106,27 @@ def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
     assert on_cpu.min() < 0  # normalised with the recipe's mean / std
 
 
-def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'loader.py'), str(tmp_path / 'nope'),
-                             '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
-    assert result.returncode == 2 and result.stderr.strip().count('\n') == 0, result.stderr
-    assert 'is not a folder' in result.stderr and 'nope' in result.stderr
+def test_loader_refuses_a_missing_folder_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['loader.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('loader', [str(tmp_path / 'nope'), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')],
+               monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith('loader.py: error: ') and err.count('\n') == 1, err
+    assert 'is not a folder' in err and 'nope' in err
 
 
-def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
-    out = _run('launches.py', '--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
-               '--warmup', '0')
+def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio(capsys, monkeypatch):
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    threads = torch.get_num_threads()
+    try:
+        assert launches.main(['--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
+                              '--warmup', '0']) == 0
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
     ops = {key: int(n) for key, n in re.findall(r'\| swin \| sl_swin_32 \| (\w+) \| (\d+) \|', out)}
     assert set(ops) == {'sl', 'base', 'sl_no_spool'}, out
     assert ops['base'] < ops['sl'] <= ops['base'] + 20, out  # the LSA mask is no longer rebuilt per call
@@ -123,23 +136,24 @@ def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
 def test_throughput_refuses_a_timm_benchmark_it_cannot_run_before_measuring(tmp_path, capsys, monkeypatch):
     """--timm-benchmark missing, a folder or a FIFO was run after every measurement: a traceback (or a wait forever)."""
     monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
-    from throughput import parse_args
+    from throughput import parse_args  # --models with no name: no model is built to be checked
     (tmp_path / 'benchmark.py').write_text('')
     os.mkfifo(tmp_path / 'fifo.py')
     for path, error in ((tmp_path / 'no.py', 'does not exist'),
                         (tmp_path, f"is a folder; expected timm's benchmark.py ({tmp_path / 'benchmark.py'} is there)"),
                         (tmp_path / 'fifo.py', 'is a FIFO (named pipe), not a regular file')):
         with pytest.raises(SystemExit):
-            parse_args(['--timm-benchmark', str(path)])
+            parse_args(['--models', '--timm-benchmark', str(path)])
         assert f'argument --timm-benchmark: {path} {error}' in capsys.readouterr().err
-    assert parse_args(['--timm-benchmark', str(tmp_path / 'benchmark.py')]).timm_benchmark.endswith('benchmark.py')
+    assert parse_args([
+        '--models', '--timm-benchmark', str(tmp_path / 'benchmark.py')]).timm_benchmark.endswith('benchmark.py')
 
 
 def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path, capsys, monkeypatch):
     """``--csv FOLDER`` and ``--markdown /proc/x`` ended in a traceback after the whole measurement; a FIFO there
     waited forever. They are refused in one line before anything is timed, as --plot is."""
     monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
-    from throughput import parse_args
+    from throughput import parse_args  # --models with no name: no model is built to be checked
     fifo = tmp_path / 'rows.csv'
     os.mkfifo(fifo)
     for option, path, error in (
@@ -150,9 +164,9 @@ def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path,
             ('--slify-survey', tmp_path / 'no' / 's.md', f"{tmp_path / 'no' / 's.md'}: folder {tmp_path / 'no'} does "
                                                          f"not exist, where a file to write goes; create it first")):
         with pytest.raises(SystemExit):
-            parse_args([option, str(path)])
+            parse_args(['--models', option, str(path)])
         assert capsys.readouterr().err.splitlines()[-1].endswith(f'argument {option}: {error}')
-    args = parse_args(['--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
+    args = parse_args(['--models', '--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
     assert (args.csv, args.markdown) == (str(tmp_path / 'rows.txt'), str(tmp_path / 't.md'))
     assert sorted(p.name for p in tmp_path.iterdir()) == ['rows.csv']  # the checks leave nothing behind
 
@@ -322,7 +336,9 @@ def test_a_count_below_one_is_refused_in_one_line(script, option, value, capsys,
     assert capsys.readouterr().err.endswith(f': {value} is not allowed; expected an integer >= 1\n')
 
 
-def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys):
+@pytest.mark.parametrize('extra, size', [(['--img-size', '48'], '3x48x48'), (['img_size=48'], '3x48x48'),
+                                         (['in_chans=1'], '1x32x32')])
+def test_throughput_times_the_input_its_models_are_built_for(extra, size, monkeypatch, capsys):
     """--img-size 48 fed 48 px to models built for 32 px, --model-kwargs img_size=48 or in_chans=1 fed the registered
     3x32x32 to models built otherwise: a traceback after the models were built. The models are built for --img-size,
     the input is what they are built for, and two sizes at once are refused."""
@@ -332,11 +348,9 @@ def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys
     monkeypatch.setattr(sys, 'argv', ['throughput.py'])
     quick = ['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1']
     small = ['--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2']
-    for extra, size in ((['--img-size', '48', *small], '3x48x48'), ([*small, 'img_size=48'], '3x48x48'),
-                        ([*small, 'in_chans=1'], '1x32x32')):
-        assert throughput.main(quick + extra) == 0
-        rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
-        assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
+    assert throughput.main(quick + (extra + small if extra[0] == '--img-size' else small + extra)) == 0
+    rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
+    assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
     with pytest.raises(SystemExit):
         throughput.parse_args(quick + ['--img-size', '40', '--model-kwargs', 'img_size=48'])
     assert capsys.readouterr().err == ('throughput.py: error: --img-size 40 and --model-kwargs img_size=48 name two '
@@ -598,16 +612,14 @@ def test_launches_prints_the_header_of_the_other_benchmarks(monkeypatch, capsys)
 @pytest.mark.parametrize('script', ['throughput', 'peers', 'launches'])
 def test_a_negative_warmup_is_refused_in_one_line(script, capsys, monkeypatch):
     """--warmup -1 ran as --warmup 0 without a word in throughput.py, peers.py and launches.py."""
-    import importlib
     monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
-    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
-    module = importlib.import_module(script)
+    time = ['--time'] if script == 'launches' else []
     with pytest.raises(SystemExit) as e:
-        module.parse_args((['--time'] if script == 'launches' else []) + ['--warmup', '-1'])
+        _parse(script, time + ['--warmup', '-1'], monkeypatch)
     assert e.value.code == 2
     assert capsys.readouterr().err == (f'{script}.py: error: argument --warmup: -1 is not allowed; expected an '
                                        f'integer >= 0\n')
-    assert module.parse_args((['--time'] if script == 'launches' else []) + ['--warmup', '0']).warmup == 0
+    assert _parse(script, time + ['--warmup', '0'], monkeypatch).warmup == 0
 
 
 @pytest.mark.parametrize('given', [['--rounds', '3'], ['--iters', '2', '--warmup', '0']])
