@@ -243,7 +243,9 @@ def timm_benchmark_table(args: argparse.Namespace) -> str:
                    '--num-warm-iter', str(args.warmup), *size] + (['--model-kwargs', *kv] if kv else [])
             if args.amp:  # the dtype of make_step's autocast
                 cmd += ['--amp', '--amp-dtype', 'bfloat16' if args.device == 'cpu' else 'float16']
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            # benchmark.py has no threads option; torch in its process reads them from OMP_NUM_THREADS
+            env = None if args.threads is None else {**os.environ, 'OMP_NUM_THREADS': str(args.threads)}
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             out = done.stdout
             if done.returncode or '--result' not in out:
                 last = (done.stderr.strip().splitlines() or ['no output'])[-1]

@@ -640,3 +640,21 @@ def test_launches_timing_options_without_time_are_refused(given, capsys, monkeyp
                                                       int(dict(zip(given[::2], given[1::2])).get('--iters', 5)),
                                                       int(dict(zip(given[::2], given[1::2])).get('--warmup', 2)))
 
+
+
+def test_timm_benchmark_runs_on_the_threads_of_the_rows_above(tmp_path, monkeypatch):
+    """throughput.py --threads 1 --timm-benchmark timed the rows above on 1 thread and ran timm's benchmark.py on every
+    core without a word: its table compared other runs than the header names. benchmark.py runs on --threads too."""
+    import json
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    fake = tmp_path / 'benchmark.py'
+    fake.write_text('import json, os, sys\nwith open(sys.argv[0] + ".threads", "a") as f:\n'
+                    '    f.write(os.environ.get("OMP_NUM_THREADS", "-") + "\\n")\nprint("--result")\n'
+                    'print(json.dumps({"infer_samples_per_sec": 10.0, "train_samples_per_sec": 4.0}))\n')
+    monkeypatch.setenv('OMP_NUM_THREADS', '7')
+    args = throughput.parse_args(['--models', 'sl_vit_32', '--timm-benchmark', str(fake), '--threads', '1'])
+    for threads, seen in ((1, '1'), (None, '7')):  # without --threads: the environment's, as in-process
+        throughput.timm_benchmark_table(argparse.Namespace(**{**vars(args), 'threads': threads}))
+        assert (tmp_path / 'benchmark.py.threads').read_text().split() == [seen, seen], threads
+        (tmp_path / 'benchmark.py.threads').unlink()
