@@ -658,3 +658,21 @@ def test_timm_benchmark_runs_on_the_threads_of_the_rows_above(tmp_path, monkeypa
         throughput.timm_benchmark_table(argparse.Namespace(**{**vars(args), 'threads': threads}))
         assert (tmp_path / 'benchmark.py.threads').read_text().split() == [seen, seen], threads
         (tmp_path / 'benchmark.py.threads').unlink()
+
+
+def test_peers_says_when_no_peer_was_timed(monkeypatch):
+    """peers.py without vit-pytorch and --reference (or --families pit) printed the 'Ours / peer' table with no row and
+    no word: a comparison that seemed to have found nothing. It says no peer was timed and what each one needs."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import peers
+    args = argparse.Namespace(compile=False, iters=1, batch_size=2)
+    ours = dict(family='pit', mode='infer', elapsed={'sl': [1.], 'base': [1.], 'sl_no_spool': [1.]},
+                params={'sl': 1, 'base': 1, 'sl_no_spool': 1}, graphs={}, memory={}, ops={})
+    text = peers.tables([ours], args)
+    assert text.splitlines()[0] == ("Ours / peer: no peer was timed (lucidrains' ViT needs vit-pytorch and --families "
+                                    "vit; the authors' models need --reference DIR).")
+    assert '| family | mode | ours img/s | peer |' not in text and '| pit | infer | 2.0 | 2.0 | 1.00 (1.00) |' in text
+    with_peer = dict(ours, elapsed={**ours['elapsed'], 'reference': [2.]}, params={**ours['params'], 'reference': 1})
+    assert peers.tables([with_peer], args).splitlines()[:3] == [
+        'Ours / peer (speed ratio, > 1: ours faster):', '',
+        '| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |']
