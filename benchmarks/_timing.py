@@ -3,26 +3,40 @@
 Every benchmark here times models side by side in one process: :func:`interleaved_rounds` runs each model's step for
 ``iters`` steps per round, rotating which model goes first every round, so machine noise hits all of them alike.
 """
+import argparse
+import collections
 import time
 from contextlib import nullcontext
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Counter, Dict, List, Optional
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import timm
 from timm.optim import create_optimizer_v2
 
-__all__ = ['check_device', 'sync', 'make_step', 'time_steps', 'interleaved_rounds', 'peak_train_memory',
-           'count_kernel_ops']
+__all__ = ['non_negative_int', 'check_device', 'run_header', 'sync', 'make_step', 'time_steps', 'interleaved_rounds',
+           'peak_train_memory', 'count_kernel_ops', 'tally_kernel_ops']
 
-# aten ops that launch no kernel of their own: views and metadata, casts / copies that are no-ops when nothing
-# changes (a real copy shows as _to_copy / copy_ / clone), and composites whose parts are counted themselves
+# aten ops that launch no kernel of their own: views and metadata, and allocations. Composites (linear, layer_norm,
+# matmul, contiguous, to, ...) are not listed: under inference mode they reach the counter whole, and are split into
+# their parts there (a real copy then shows as _to_copy / clone, a no-op cast or contiguous as nothing)
 _NO_KERNEL_OPS = frozenset({
     'view', 'reshape', '_unsafe_view', '_reshape_alias', 'view_as', 'permute', 'transpose', 't', 'expand', 'unsqueeze',
     'squeeze', 'select', 'slice', 'as_strided', 'diagonal', 'unbind', 'split', 'split_with_sizes', 'unflatten',
-    'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'to', 'contiguous', 'empty', 'empty_like', 'dropout',
-    'linear', 'layer_norm', 'matmul',
+    'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'empty', 'empty_like',
 })
+
+
+def non_negative_int(text: str) -> int:
+    """An argparse type for ``--warmup``: untimed steps, 0 or more (``-1`` was taken as 0 without a word)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 0') from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 0')
+    return value
 
 
 def check_device(text: str) -> torch.device:
@@ -48,6 +62,19 @@ def check_device(text: str) -> torch.device:
             raise ValueError(f'--device {text}: torch sees {count} CUDA device(s) here; allowed: cpu, cuda, '
                              f'cuda:0 to cuda:{count - 1}')
     return device
+
+
+def run_header(device: str, amp: bool, *details: str) -> str:
+    """The line every benchmark prints above its table, so that its times have a context: the device (a GPU's name;
+    on the CPU, the torch threads), torch and timm, ``amp``, then ``details`` (batch, rounds, ...), joined by ``; ``.
+    ``device`` is one :func:`check_device` took."""
+    where = torch.device(device)
+    if where.type == 'cuda':
+        name = torch.cuda.get_device_name(where)
+    else:
+        threads = torch.get_num_threads()
+        name = f'CPU, {threads} thread' + ('' if threads == 1 else 's')
+    return '; '.join([f'device: {name}', f'torch {torch.__version__}, timm {timm.__version__}', f'amp={amp}', *details])
 
 
 def sync(device: torch.device) -> None:
@@ -134,20 +161,38 @@ def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
 
 
 class _KernelOpCounter(TorchDispatchMode):
+    """Counts of every kernel-launching aten op, by name. A composite op (one torch runs as other ops, e.g. ``linear``
+    as ``addmm``) is run as its parts, each counted: under inference mode such ops reach a dispatch mode whole, and
+    leaving them out dropped every linear layer, LayerNorm and matmul of an inference forward from the count."""
+
     def __init__(self) -> None:
         super().__init__()
-        self.count = 0
+        self.ops: Counter[str] = collections.Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func.overloadpacket.__name__ not in _NO_KERNEL_OPS:
-            self.count += 1
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), 'CompositeImplicitAutograd'):
+            with self:  # the parts dispatch to this mode again
+                out = func.decompose(*args, **kwargs)
+            if out is not NotImplemented:
+                return out
+        name = func.overloadpacket.__name__
+        if name not in _NO_KERNEL_OPS:
+            self.ops[name] += 1
+        return func(*args, **kwargs)
+
+
+def tally_kernel_ops(step: Callable[[], None]) -> Counter[str]:
+    """The kernel-launching aten ops one call of ``step`` dispatches, by name (views left out, composites counted as
+    the ops they run), after one untimed call: caches and optimizer state exist then, as in a timed step."""
+    step()
+    with _KernelOpCounter() as counter:
+        step()
+    return counter.ops
 
 
 def count_kernel_ops(step: Callable[[], None]) -> int:
-    """aten ops that one call of ``step`` dispatches, views and no-op casts left out: about the kernels a GPU would
-    launch, the cost that dominates a small model there. Deterministic, so comparable across machines."""
-    step()  # caches and optimizer state exist from here on, as in a timed step
-    with _KernelOpCounter() as counter:
-        step()
-    return counter.count
+    """aten ops that one call of ``step`` dispatches, views left out and composites counted as their parts: about
+    the kernels a GPU would launch, the cost that dominates a small model there. Deterministic, so comparable across
+    machines, and the same whether ``step`` runs under inference mode or not."""
+    return sum(tally_kernel_ops(step).values())

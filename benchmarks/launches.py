@@ -4,11 +4,12 @@ On a launch-bound GPU run (small inputs, eager mode) each extra small kernel cos
 baseline throughput ratio follows the kernel counts. Per family (the paper's 32 px configs) this prints, for the
 baseline (``type(model).baseline_kwargs``: SPT, LSA and Spool off), SL without Spool (pooling families) and SL:
 
-* ``ops``: aten ops one inference forward dispatches, views and no-op casts left out (``count_kernel_ops``):
-  deterministic, the same on every machine;
+* ``ops``: aten ops one inference forward dispatches, views left out and composites (``linear``, ``layer_norm``)
+  counted as the kernels they run (``count_kernel_ops``): deterministic, the same on every machine;
 * ``kernels`` (CUDA only): device kernels ``torch.profiler`` records for one forward;
 * with ``--time``: the speed SL / baseline from interleaved rounds (the order rotates every round), median and
-  min-max of the per-round ratios;
+  min-max of the per-round ratios (``--rounds``, ``--iters`` and ``--warmup`` set them, and are refused without
+  ``--time``);
 * with ``--by-op``: the aten ops whose counts differ between SL and baseline.
 
 Examples::
@@ -18,45 +19,24 @@ Examples::
     python benchmarks/launches.py --device cuda --amp -b 128 --time   # plus profiler kernel counts on the GPU
 """
 import argparse
-import collections
 import statistics
 import sys
-from typing import Counter, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
 from timm_sl.tools.arg_types import OneLineParser, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import _NO_KERNEL_OPS, check_device, count_kernel_ops, interleaved_rounds, make_step, sync
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, run_header, sync,
+                     tally_kernel_ops)
 from throughput import variants_of
 
 DATASET = 'cifar10'  # the paper's 32 px configurations
 IMG_SIZE = 32
-
-
-class _OpTally(TorchDispatchMode):
-    """Counts of every kernel-launching aten op, by name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: Counter[str] = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        name = func.overloadpacket.__name__
-        if name not in _NO_KERNEL_OPS:
-            self.ops[name] += 1
-        return func(*args, **(kwargs or {}))
-
-
-def op_tally(step) -> Counter[str]:
-    step()
-    with _OpTally() as tally:
-        step()
-    return tally.ops
+TIMING = dict(rounds=5, iters=5, warmup=2)  # --time's defaults; without --time the three options are refused
 
 
 def cuda_kernels(step) -> int:
@@ -80,7 +60,7 @@ def bench_family(family: str, args: argparse.Namespace) -> Dict[str, object]:
     if device.type == 'cuda':
         row['kernels'] = {k: cuda_kernels(s) for k, s in steps.items()}
     if args.by_op:
-        row['by_op'] = {k: op_tally(steps[k]) for k in ('base', 'sl')}
+        row['by_op'] = {k: tally_kernel_ops(steps[k]) for k in ('base', 'sl')}
     if args.time:
         elapsed = interleaved_rounds(steps, args.rounds, args.iters, args.warmup, device)
         row['speed'] = {k: [b / t for b, t in zip(elapsed['base'], elapsed[k])] for k in steps if k != 'base'}
@@ -114,10 +94,20 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--threads', type=positive_int, default=1, help='CPU threads (torch.set_num_threads)')
     parser.add_argument('--time', action='store_true', help='also time SL / baseline in interleaved rounds')
     parser.add_argument('--by-op', action='store_true', help='also list the ops whose counts differ SL - base')
-    parser.add_argument('--rounds', type=positive_int, default=5)
-    parser.add_argument('--iters', type=positive_int, default=5)
-    parser.add_argument('--warmup', type=int, default=2)
+    parser.add_argument('--rounds', type=positive_int, default=None, help=f'with --time: interleaved rounds '
+                                                                          f'(default {TIMING["rounds"]})')
+    parser.add_argument('--iters', type=positive_int, default=None,
+                        help=f'with --time: steps per round (default {TIMING["iters"]})')
+    parser.add_argument('--warmup', type=non_negative_int, default=None,
+                        help=f'with --time: untimed steps before the rounds (default {TIMING["warmup"]})')
     args = parser.parse_args(argv)
+    given = [f'--{dest} {getattr(args, dest)}' for dest in TIMING if getattr(args, dest) is not None]
+    if given and not args.time:  # nothing is timed: a table that looks as if they shaped it
+        parser.error(f'{", ".join(given)} without --time: only the ops are counted, nothing is timed; allowed: '
+                     f'--time {" ".join(given)}, or neither')
+    for dest, default in TIMING.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     try:  # before any model is built: a device that is not here
         check_device(args.device)
     except ValueError as e:
@@ -128,6 +118,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    details = [f'batch {args.batch_size}, {IMG_SIZE} px', 'eager']
+    if args.time:
+        details.append(f'{args.rounds} interleaved rounds of {args.iters} steps')
+    print(run_header(args.device, args.amp, *details) + '\n')
     print(report([bench_family(family, args) for family in args.families]))
     return 0
 

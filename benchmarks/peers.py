@@ -37,7 +37,8 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, peak_train_memory,
+                     run_header)
 from throughput import HEADER, check_outputs, variants_of
 
 COMPILE_CALLS = 3  # untimed calls of each compiled step before the rounds, whatever --warmup says
@@ -179,8 +180,12 @@ def tables(results: List[Dict], args: argparse.Namespace) -> str:
             peers = ', '.join(f'{k} {v}' for k, v in ops.items() if k not in ('sl', 'base', 'sl_no_spool'))
             ops_lines.append(f"| {r['family']} | {r['mode']} | {ops['sl']} | {ops['base']} | "
                              f"{ops.get('sl_no_spool', '—')} | {peers or '—'} |")
-    out = ['Ours / peer (speed ratio, > 1: ours faster):', '', *peer_lines, '', 'SL / baseline (speed ratio):', '',
-           *base_lines]
+    if len(peer_lines) > 2:
+        out = ['Ours / peer (speed ratio, > 1: ours faster):', '', *peer_lines, '']
+    else:  # an empty table would read as a comparison that found nothing
+        out = ["Ours / peer: no peer was timed (lucidrains' ViT needs vit-pytorch and --families vit; the authors' "
+               "models need --reference DIR).", '']
+    out += ['SL / baseline (speed ratio):', '', *base_lines]
     if len(mem_lines) > 2:
         out += ['', 'Peak memory of one training step (allocated above what was live before it):', '', *mem_lines]
     if len(ops_lines) > 2:
@@ -197,7 +202,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--threads', type=positive_int, default=1, help='torch CPU threads (default 1)')
     p.add_argument('--rounds', type=positive_int, default=7, help='interleaved rounds')
     p.add_argument('--iters', type=positive_int, default=3, help='steps per round')
-    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--reference', default=None, metavar='DIR',
                    help="a checkout of the authors' repository: also time their models (imported from DIR)")
@@ -231,11 +236,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     torch.set_num_threads(args.threads)
     reference = args.build_reference
-    device = torch.cuda.get_device_name(args.device) if args.device.startswith('cuda') \
-        else f'CPU, {torch.get_num_threads()} thread(s)'
     compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'
-    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; {compiled}; '
-              f'batch {args.batch_size}, {IMG_SIZE} px; {args.rounds} interleaved rounds of {args.iters} steps')
+    header = run_header(args.device, args.amp, compiled, f'batch {args.batch_size}, {IMG_SIZE} px',
+                        f'{args.rounds} interleaved rounds of {args.iters} steps')
     results = []
     for family in args.families:
         for mode in args.modes:

@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step
+from _timing import check_device, interleaved_rounds, make_step, non_negative_int, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -243,7 +243,9 @@ def timm_benchmark_table(args: argparse.Namespace) -> str:
                    '--num-warm-iter', str(args.warmup), *size] + (['--model-kwargs', *kv] if kv else [])
             if args.amp:  # the dtype of make_step's autocast
                 cmd += ['--amp', '--amp-dtype', 'bfloat16' if args.device == 'cpu' else 'float16']
-            done = subprocess.run(cmd, capture_output=True, text=True)
+            # benchmark.py has no threads option; torch in its process reads them from OMP_NUM_THREADS
+            env = None if args.threads is None else {**os.environ, 'OMP_NUM_THREADS': str(args.threads)}
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             out = done.stdout
             if done.returncode or '--result' not in out:
                 last = (done.stderr.strip().splitlines() or ['no output'])[-1]
@@ -283,7 +285,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
     p.add_argument('--iters', type=positive_int, default=5, help='steps per round')
-    p.add_argument('--warmup', type=int, default=2)
+    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
     p.add_argument('--threads', type=positive_int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
@@ -386,12 +388,7 @@ def main(argv: List[str] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    if args.device.startswith('cuda'):
-        device = torch.cuda.get_device_name()
-    else:
-        device = f'CPU, {torch.get_num_threads()} threads'
-    header = (f'device: {device}; torch {torch.__version__}, timm {timm.__version__}; amp={args.amp}; '
-              f'batch {args.batch_size}')
+    header = run_header(args.device, args.amp, f'batch {args.batch_size}')
     if args.model_kwargs:  # the rows are of these models, not of the registered configurations
         header += '; model kwargs ' + ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items())
     if args.slify_survey:

@@ -54,10 +54,12 @@ def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
     assert '| vit | infer |' in result.stdout and 'lucidrains |' not in result.stdout
 
 
-def test_peers_refuses_an_unknown_family():
-    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'deit'],
-                            capture_output=True, text=True, cwd=ROOT)
-    assert result.returncode == 2 and "invalid choice: 'deit'" in result.stderr
+def test_peers_refuses_an_unknown_family(capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['peers.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('peers', ['--families', 'deit'], monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "invalid choice: 'deit'" in err and err.count('\n') == 1, err
 
 
 def _tiny_image_folder(root: Path) -> Path:
@@ -104,16 +106,27 @@ def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
     assert on_cpu.min() < 0  # normalised with the recipe's mean / std
 
 
-def test_loader_refuses_a_missing_folder_in_one_line(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'loader.py'), str(tmp_path / 'nope'),
-                             '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')], capture_output=True, text=True)
-    assert result.returncode == 2 and result.stderr.strip().count('\n') == 0, result.stderr
-    assert 'is not a folder' in result.stderr and 'nope' in result.stderr
+def test_loader_refuses_a_missing_folder_in_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, 'argv', ['loader.py'])
+    with pytest.raises(SystemExit) as e:
+        _parse('loader', [str(tmp_path / 'nope'), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')],
+               monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith('loader.py: error: ') and err.count('\n') == 1, err
+    assert 'is not a folder' in err and 'nope' in err
 
 
-def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
-    out = _run('launches.py', '--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
-               '--warmup', '0')
+def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio(capsys, monkeypatch):
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    threads = torch.get_num_threads()
+    try:
+        assert launches.main(['--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
+                              '--warmup', '0']) == 0
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
     ops = {key: int(n) for key, n in re.findall(r'\| swin \| sl_swin_32 \| (\w+) \| (\d+) \|', out)}
     assert set(ops) == {'sl', 'base', 'sl_no_spool'}, out
     assert ops['base'] < ops['sl'] <= ops['base'] + 20, out  # the LSA mask is no longer rebuilt per call
@@ -123,23 +136,24 @@ def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio():
 def test_throughput_refuses_a_timm_benchmark_it_cannot_run_before_measuring(tmp_path, capsys, monkeypatch):
     """--timm-benchmark missing, a folder or a FIFO was run after every measurement: a traceback (or a wait forever)."""
     monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
-    from throughput import parse_args
+    from throughput import parse_args  # --models with no name: no model is built to be checked
     (tmp_path / 'benchmark.py').write_text('')
     os.mkfifo(tmp_path / 'fifo.py')
     for path, error in ((tmp_path / 'no.py', 'does not exist'),
                         (tmp_path, f"is a folder; expected timm's benchmark.py ({tmp_path / 'benchmark.py'} is there)"),
                         (tmp_path / 'fifo.py', 'is a FIFO (named pipe), not a regular file')):
         with pytest.raises(SystemExit):
-            parse_args(['--timm-benchmark', str(path)])
+            parse_args(['--models', '--timm-benchmark', str(path)])
         assert f'argument --timm-benchmark: {path} {error}' in capsys.readouterr().err
-    assert parse_args(['--timm-benchmark', str(tmp_path / 'benchmark.py')]).timm_benchmark.endswith('benchmark.py')
+    assert parse_args([
+        '--models', '--timm-benchmark', str(tmp_path / 'benchmark.py')]).timm_benchmark.endswith('benchmark.py')
 
 
 def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path, capsys, monkeypatch):
     """``--csv FOLDER`` and ``--markdown /proc/x`` ended in a traceback after the whole measurement; a FIFO there
     waited forever. They are refused in one line before anything is timed, as --plot is."""
     monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
-    from throughput import parse_args
+    from throughput import parse_args  # --models with no name: no model is built to be checked
     fifo = tmp_path / 'rows.csv'
     os.mkfifo(fifo)
     for option, path, error in (
@@ -150,9 +164,9 @@ def test_throughput_refuses_an_output_it_cannot_write_before_measuring(tmp_path,
             ('--slify-survey', tmp_path / 'no' / 's.md', f"{tmp_path / 'no' / 's.md'}: folder {tmp_path / 'no'} does "
                                                          f"not exist, where a file to write goes; create it first")):
         with pytest.raises(SystemExit):
-            parse_args([option, str(path)])
+            parse_args(['--models', option, str(path)])
         assert capsys.readouterr().err.splitlines()[-1].endswith(f'argument {option}: {error}')
-    args = parse_args(['--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
+    args = parse_args(['--models', '--csv', str(tmp_path / 'rows.txt'), '--markdown', str(tmp_path / 't.md')])
     assert (args.csv, args.markdown) == (str(tmp_path / 'rows.txt'), str(tmp_path / 't.md'))
     assert sorted(p.name for p in tmp_path.iterdir()) == ['rows.csv']  # the checks leave nothing behind
 
@@ -322,7 +336,9 @@ def test_a_count_below_one_is_refused_in_one_line(script, option, value, capsys,
     assert capsys.readouterr().err.endswith(f': {value} is not allowed; expected an integer >= 1\n')
 
 
-def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys):
+@pytest.mark.parametrize('extra, size', [(['--img-size', '48'], '3x48x48'), (['img_size=48'], '3x48x48'),
+                                         (['in_chans=1'], '1x32x32')])
+def test_throughput_times_the_input_its_models_are_built_for(extra, size, monkeypatch, capsys):
     """--img-size 48 fed 48 px to models built for 32 px, --model-kwargs img_size=48 or in_chans=1 fed the registered
     3x32x32 to models built otherwise: a traceback after the models were built. The models are built for --img-size,
     the input is what they are built for, and two sizes at once are refused."""
@@ -332,11 +348,9 @@ def test_throughput_times_the_input_its_models_are_built_for(monkeypatch, capsys
     monkeypatch.setattr(sys, 'argv', ['throughput.py'])
     quick = ['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters', '1']
     small = ['--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2']
-    for extra, size in ((['--img-size', '48', *small], '3x48x48'), ([*small, 'img_size=48'], '3x48x48'),
-                        ([*small, 'in_chans=1'], '1x32x32')):
-        assert throughput.main(quick + extra) == 0
-        rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
-        assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
+    assert throughput.main(quick + (extra + small if extra[0] == '--img-size' else small + extra)) == 0
+    rows = [line.split(' | ') for line in capsys.readouterr().out.splitlines() if line.startswith('| sl_vit_32')]
+    assert [(row[1], row[4]) for row in rows] == [('sl', size)], extra
     with pytest.raises(SystemExit):
         throughput.parse_args(quick + ['--img-size', '40', '--model-kwargs', 'img_size=48'])
     assert capsys.readouterr().err == ('throughput.py: error: --img-size 40 and --model-kwargs img_size=48 name two '
@@ -527,3 +541,138 @@ def test_peers_count_ops_with_compile_is_refused(capsys, monkeypatch):
     assert e.value.code == 2 and capsys.readouterr().err == (
         'peers.py: error: --count-ops with --compile: the count runs each model eager (the same counts as without '
         '--compile), not the kernels the compiled model launches; allowed: one of them\n')
+
+
+def test_kernel_op_counts_keep_the_linear_layers_and_norms_of_an_inference_forward(monkeypatch):
+    """Under inference mode linear, layer_norm and matmul reached the op counter whole, and were left out as
+    composites: launches.py and peers.py --count-ops counted no linear layer, LayerNorm or matmul of an inference
+    forward (sl_pit_32's SL and SL w/o Spool read 94 ops alike, Spool's norm and projection uncounted). Each is counted
+    as the kernels it runs, the same as outside inference mode."""
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from _timing import count_kernel_ops, make_step
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LayerNorm(8))
+    model.num_classes = 8
+    x = torch.randn(2, 8)
+
+    def no_grad() -> None:
+        with torch.no_grad():
+            model(x) @ x.T
+
+    def inference() -> None:
+        with torch.inference_mode():
+            model(x) @ x.T
+    assert count_kernel_ops(make_step(model, 'infer', x, amp=False)) == 2  # addmm, native_layer_norm
+    assert count_kernel_ops(inference) == count_kernel_ops(no_grad) == 3  # and mm
+
+
+@pytest.mark.extended  # builds the three registered sl_pit_32 variants: seconds
+def test_launches_counts_spools_norm_and_projection(monkeypatch):
+    """The counts of sl_pit_32 by hand: each Spool (pad, cat of the shifted copies, their copy into patches, LayerNorm,
+    projection) runs 3 ops more than the SL w/o Spool pooling (depthwise and pointwise conv), two Spools 6."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    import torch
+    threads = torch.get_num_threads()
+    try:
+        row = launches.bench_family('pit', launches.parse_args(['--families', 'pit', '-b', '1']))
+    finally:
+        torch.set_num_threads(threads)
+    assert row['ops']['sl'] - row['ops']['sl_no_spool'] == 6, row['ops']
+
+
+def _launches_header(monkeypatch, capsys, argv):
+    import launches
+    import torch
+    monkeypatch.setattr(launches, 'bench_family', lambda family, args: dict(family=family, model='m', ops={'sl': 1}))
+    threads = torch.get_num_threads()
+    try:
+        assert launches.main(argv) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return capsys.readouterr().out.splitlines()
+
+
+def test_launches_prints_the_header_of_the_other_benchmarks(monkeypatch, capsys):
+    """launches.py printed its table with no header: its --time speed column named no device, threads, torch, batch
+    or amp. It prints the header throughput.py and peers.py print (one function for all three)."""
+    import timm
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    lines = _launches_header(monkeypatch, capsys, ['--families', 'vit', '--time', '--rounds', '2', '--iters', '3',
+                                                   '-b', '4', '--amp'])
+    assert lines[0] == (f'device: CPU, 1 thread; torch {torch.__version__}, timm {timm.__version__}; amp=True; '
+                        f'batch 4, 32 px; eager; 2 interleaved rounds of 3 steps')
+    assert lines[1] == '' and lines[2].startswith('| family | model |')
+    lines = _launches_header(monkeypatch, capsys, ['--families', 'vit', '--threads', '2'])
+    assert lines[0].startswith('device: CPU, 2 threads; torch ') and lines[0].endswith('; amp=False; batch 8, 32 px; '
+                                                                                       'eager')
+
+
+@pytest.mark.parametrize('script', ['throughput', 'peers', 'launches'])
+def test_a_negative_warmup_is_refused_in_one_line(script, capsys, monkeypatch):
+    """--warmup -1 ran as --warmup 0 without a word in throughput.py, peers.py and launches.py."""
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
+    time = ['--time'] if script == 'launches' else []
+    with pytest.raises(SystemExit) as e:
+        _parse(script, time + ['--warmup', '-1'], monkeypatch)
+    assert e.value.code == 2
+    assert capsys.readouterr().err == (f'{script}.py: error: argument --warmup: -1 is not allowed; expected an '
+                                       f'integer >= 0\n')
+    assert _parse(script, time + ['--warmup', '0'], monkeypatch).warmup == 0
+
+
+@pytest.mark.parametrize('given', [['--rounds', '3'], ['--iters', '2', '--warmup', '0']])
+def test_launches_timing_options_without_time_are_refused(given, capsys, monkeypatch):
+    """launches.py --rounds / --iters / --warmup without --time were ignored without a word (nothing is timed)."""
+    monkeypatch.setattr(sys, 'argv', ['launches.py'])
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import launches
+    with pytest.raises(SystemExit) as e:
+        launches.parse_args(given)
+    assert e.value.code == 2
+    options = ' '.join(given)
+    named = ', '.join(' '.join(given[i:i + 2]) for i in range(0, len(given), 2))
+    assert capsys.readouterr().err == (f'launches.py: error: {named} without --time: only the ops are counted, '
+                                       f'nothing is timed; allowed: --time {options}, or neither\n')
+    args = launches.parse_args(['--time', *given])
+    assert (args.rounds, args.iters, args.warmup) == (int(dict(zip(given[::2], given[1::2])).get('--rounds', 5)),
+                                                      int(dict(zip(given[::2], given[1::2])).get('--iters', 5)),
+                                                      int(dict(zip(given[::2], given[1::2])).get('--warmup', 2)))
+
+
+
+def test_timm_benchmark_runs_on_the_threads_of_the_rows_above(tmp_path, monkeypatch):
+    """throughput.py --threads 1 --timm-benchmark timed the rows above on 1 thread and ran timm's benchmark.py on every
+    core without a word: its table compared other runs than the header names. benchmark.py runs on --threads too."""
+    import json
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    fake = tmp_path / 'benchmark.py'
+    fake.write_text('import json, os, sys\nwith open(sys.argv[0] + ".threads", "a") as f:\n'
+                    '    f.write(os.environ.get("OMP_NUM_THREADS", "-") + "\\n")\nprint("--result")\n'
+                    'print(json.dumps({"infer_samples_per_sec": 10.0, "train_samples_per_sec": 4.0}))\n')
+    monkeypatch.setenv('OMP_NUM_THREADS', '7')
+    args = throughput.parse_args(['--models', 'sl_vit_32', '--timm-benchmark', str(fake), '--threads', '1'])
+    for threads, seen in ((1, '1'), (None, '7')):  # without --threads: the environment's, as in-process
+        throughput.timm_benchmark_table(argparse.Namespace(**{**vars(args), 'threads': threads}))
+        assert (tmp_path / 'benchmark.py.threads').read_text().split() == [seen, seen], threads
+        (tmp_path / 'benchmark.py.threads').unlink()
+
+
+def test_peers_says_when_no_peer_was_timed(monkeypatch):
+    """peers.py without vit-pytorch and --reference (or --families pit) printed the 'Ours / peer' table with no row and
+    no word: a comparison that seemed to have found nothing. It says no peer was timed and what each one needs."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import peers
+    args = argparse.Namespace(compile=False, iters=1, batch_size=2)
+    ours = dict(family='pit', mode='infer', elapsed={'sl': [1.], 'base': [1.], 'sl_no_spool': [1.]},
+                params={'sl': 1, 'base': 1, 'sl_no_spool': 1}, graphs={}, memory={}, ops={})
+    text = peers.tables([ours], args)
+    assert text.splitlines()[0] == ("Ours / peer: no peer was timed (lucidrains' ViT needs vit-pytorch and --families "
+                                    "vit; the authors' models need --reference DIR).")
+    assert '| family | mode | ours img/s | peer |' not in text and '| pit | infer | 2.0 | 2.0 | 1.00 (1.00) |' in text
+    with_peer = dict(ours, elapsed={**ours['elapsed'], 'reference': [2.]}, params={**ours['params'], 'reference': 1})
+    assert peers.tables([with_peer], args).splitlines()[:3] == [
+        'Ours / peer (speed ratio, > 1: ours faster):', '',
+        '| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |']
