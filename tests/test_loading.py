@@ -308,3 +308,24 @@ def test_hf_hub_config_of_refused_model_args_is_named(monkeypatch):
         cfg, {'hf_hub_id': model_id, 'source': 'hf-hub'}))
     with pytest.raises(ValueError, match=r'^config\.json of hf-hub:me/sl_vit_32\.x \(model_args depth\): depth=True '):
         timm.create_model('hf-hub:me/sl_vit_32.x', pretrained=True)
+
+
+@pytest.mark.parametrize('base, kind, said', [
+    ('eva02_tiny_patch14_224', 'SlifyError', 'cannot slify eva02_tiny_patch14_224: attention class '),
+    ('resnet18', 'SlifyError', 'cannot slify resnet18: no timm PatchEmbed.'),
+    ('no_such_model_x', 'RuntimeError', 'Unknown model (no_such_model_x)'),
+])
+def test_local_dir_config_of_a_base_slify_refuses_is_named(base, kind, said, tmp_path):
+    """An export's config.json edited to a base slify cannot convert (a SlifyError, a ValueError's subclass) or timm
+    does not know (a RuntimeError) was refused by a line naming no file; it now starts with that config.json, and
+    the error keeps its type (SlifyError's reasons too)."""
+    from timm_sl.slify import SlifyError
+    folder = _exported_config(tmp_path / 'exported', 'slify', base=base)
+    with pytest.raises(Exception) as info:
+        timm.create_model(f'local-dir:{folder}', pretrained=True)
+    assert type(info.value).__name__ == kind
+    assert str(info.value).startswith(f'{folder}/config.json (model_args base): {said}')
+    if kind == 'SlifyError':
+        assert isinstance(info.value, SlifyError) and info.value.model_name == base and info.value.reasons
+    with pytest.raises(Exception, match=r'^(cannot slify|Unknown model)'):  # the caller's own base: as it was
+        timm.create_model('slify', base=base)

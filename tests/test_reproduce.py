@@ -3749,3 +3749,32 @@ def test_reproduces_lock_waits_out_a_readers_instant(tmp_path):
         fcntl.flock(reader, fcntl.LOCK_SH)  # a reproduce still running
         with pytest.raises(BlockingIOError):
             _lock_soon(ours, fcntl, wait_s=0.1)
+
+
+@pytest.mark.extended  # two sweeps of two runs each: over a second
+def test_a_resume_of_a_run_stopped_while_it_saved_counts_the_epoch_trained_again(fake_train, tmp_path, capsys,
+                                                                                  monkeypatch):
+    """train.py stopped while it saved an epoch's checkpoint (its row written), then resumed by reproduce, trains that
+    epoch again: the call's 'N epochs trained' and its train img/s left that epoch out (the rows' count and the log's
+    images did not grow by it), the start line said 'resuming: 2/2 epochs done', and sessions.json began the session
+    at the row's epoch. Each now counts from the epoch of the checkpoint the session resumed."""
+    monkeypatch.setattr('timm_sl.tools.reproduce.read_checkpoint', _fake_checkpoint_epoch)
+    step = "        print(f'Train: {epoch} [   3/4 (100%)]  Loss: 1 (1)  Time: 0.1s,  40.00/s  (0.100s,  40.00/s)')\n"
+    fake_train.write_text(FAKE_TRAIN.replace('        f.flush()\n', '        f.flush()\n' + step))
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
+    argv[argv.index('--'):argv.index('--')] = ['--seeds', '0']
+    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', '1')
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    swept = []
+    monkeypatch.setattr('timm_sl.tools.reproduce._sweep_line', lambda sweep: swept.append(dict(sweep)) or 'line')
+    capsys.readouterr()
+    assert _exit_status(argv) == 0
+    printed = capsys.readouterr().out
+    assert 'run 1/2: vit-base-s0 started (resuming: 1/2 epochs done)' in printed
+    assert 'run 2/2: vit-sl-s0 started (resuming: 1/2 epochs done)' in printed
+    assert 'run 2/2: vit-sl-s0: 2/2 epochs done, top-1 ' in printed
+    assert (swept[0]['epochs'], swept[0]['images']) == (2, 32)  # epoch 2 of each run again: 4 steps, 0.1 s, 40 img/s
+    sessions = json.loads((out / 'runs' / 'vit-sl-s0' / 'sessions.json').read_text())
+    assert [s['epochs'] for s in sessions] == [[0, 2], [1, 2]]

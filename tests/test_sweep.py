@@ -489,3 +489,21 @@ def test_a_run_of_val_interval_counts_its_epochs_not_its_summary_rows(tmp_path, 
     assert done == ([] if resumed else ['run 1/1: j: 2/4 epochs done, top-1 21.00']) + [
         'run 1/1: j: 4/4 epochs done, top-1 23.00']
     assert lines[-1].startswith('run 1/1: j finished in ') and '(4/4 epochs)' in lines[-1]
+
+
+def test_an_epoch_trained_again_after_a_resume_is_shown_once_its_new_row_is_written(tmp_path):
+    """A run resumed from a checkpoint one epoch behind its summary.csv (stopped while it saved) trains that epoch
+    again: the first look took the earlier session's row of it for the epoch just trained (its top-1 shown before the
+    epoch ran). Only the rows this session writes count."""
+    out = tmp_path / 'j'
+    out.mkdir()
+    header = 'epoch,train_loss,eval_loss,eval_top1,eval_top5\n'
+    (out / 'summary.csv').write_text(header + '0,1,1,20,90\n1,1,1,21,90\n')  # the row of epoch 2, no checkpoint
+    script = (f'import pathlib, time\ntime.sleep(0.3)\nf = pathlib.Path({str(out / "summary.csv")!r}).open("a")\n'
+              f'f.write({header!r} + "1,1,1,25,90\\n")\nf.flush()\ntime.sleep(0.3)\nf.write("2,1,1,30,90\\n")\n')
+    lines = []
+    result, = run_jobs([Job('j', out, 3, lambda: [sys.executable, '-c', script], done=1)], concurrency=1,
+                       echo=lines.append, tty=False, poll=0.05)
+    assert (result.code, result.epochs_before, result.epochs_after) == (0, 1, 3)
+    done = [line.split(';')[0] for line in lines if 'epochs done, top-1' in line]
+    assert done == ['run 1/1: j: 2/3 epochs done, top-1 25.00', 'run 1/1: j: 3/3 epochs done, top-1 30.00']

@@ -30,19 +30,36 @@ def saved_config_origin(kwargs: Dict[str, Any]) -> Optional[str]:
 
 @contextmanager
 def saved_config_named(kwargs: Dict[str, Any]) -> Iterator[None]:
-    """Within: a ``ValueError`` / ``TypeError`` naming a kwarg that came from a saved config's ``model_args`` (not
-    given over it) is raised again as one of its type prefixed with that config.json, which timm's loader never names
-    (``timm.create_model('local-dir:X')`` of a hand-edited or older export)."""
+    """Within: a ``ValueError`` / ``TypeError`` / ``RuntimeError`` (a subclass too: ``SlifyError``) naming a kwarg that
+    came from a saved config's ``model_args`` (not given over it), or its text value (``base``'s model), is raised again
+    with that config.json first, which timm's loader never names (``timm.create_model('local-dir:X')`` of a
+    hand-edited or older export). A plain one is raised anew as its type; a subclass is the same object (its
+    attributes kept), its message prefixed."""
     try:
         yield
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, RuntimeError) as error:
         origin, message = saved_config_origin(kwargs), str(error)
         saved = kwargs.get('pretrained_model_args') or {}
         named = [k for k, v in saved.items() if isinstance(k, str) and _same(kwargs.get(k, _MISSING), v)
-                 and re.search(rf'(?<![\w.]){re.escape(k)}\b', message)]
-        if origin is None or not named or type(error) not in (ValueError, TypeError) or origin in message:
+                 and _names(message, k, v)]
+        if origin is None or not named or origin in message:
             raise
-        raise type(error)(f'{origin} (model_args {", ".join(named)}): {message}') from error
+        line = f'{origin} (model_args {", ".join(named)}): {message}'
+        if type(error) in (ValueError, TypeError, RuntimeError):
+            raise type(error)(line) from error
+        args = error.args
+        error.args = (line,) + tuple(args[1:])
+        if str(error) != line:  # its own __str__: left as it is
+            error.args = args
+        raise
+
+
+def _names(message: str, key: str, value: Any) -> bool:
+    """Whether a refusal's ``message`` names a saved kwarg: its key, or a text value of it (a model's name)."""
+    if re.search(rf'(?<![\w.]){re.escape(key)}\b', message):
+        return True
+    return isinstance(value, str) and len(value) >= 3 and bool(
+        re.search(rf'(?<![\w.]){re.escape(value)}(?![\w])', message))
 
 
 def names_saved_config(builder: Callable[..., nn.Module]) -> Callable[..., nn.Module]:

@@ -1686,16 +1686,25 @@ def reproduce(
         _record_session(run, result, fresh_start.get(run.name, False), given_epochs, log_from.get(run.name, 0))
 
     def images(run: Run) -> float:
-        throughput = train_throughput(run.out_dir / LOG_NAME, steady=False)
+        """Images its train.py trained in this call: its log's progress lines since the call started it."""
+        if run.name not in log_from:
+            return 0.
+        throughput = train_throughput(run.out_dir / LOG_NAME, steady=False, offset=log_from[run.name])
         return throughput[0] if throughput else 0.
 
-    images_before = {run.name: images(run) for _, run in todo}
+    def kept(run: Run) -> Optional[int]:
+        """The epochs a run starts from: 0 from scratch (an old summary.csv is not progress), those of its
+        last.pth.tar where summary.csv runs ahead of it (those epochs are trained again), else None (its rows')."""
+        if run_state(run, epochs) == 'new':
+            return 0
+        behind = _checkpoint_behind(run)
+        return behind[0] if behind else None
+
     start = time.monotonic()
-    fresh = {run.name for _, run in todo if run_state(run, epochs) == 'new'}  # an old summary.csv is not progress
     stopped = None
     try:
-        results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME,
-                                done=0 if run.name in fresh else None) for _, run in todo],
+        results = run_jobs([Job(run.name, run.out_dir, epochs, command(run), LOG_NAME, done=kept(run))
+                            for _, run in todo],
                            concurrency=jobs, devices=devices, finish=finish, echo=echo, tty=tty, env=env, poll=poll,
                            numbering=[i + 1 for i, _ in todo], total=len(runs), pass_fds=pass_fds)
     except SweepStopped as e:  # a file could not be written: every run was stopped; the outcomes go with the error
@@ -1704,7 +1713,7 @@ def reproduce(
         stats.update(runs=sum(r.status != 'not run' for r in results), jobs=jobs, devices=list(devices),
                      seconds=round(time.monotonic() - start, 1),
                      epochs=sum(max(r.epochs_after - r.epochs_before, 0) for r in results),
-                     images=round(sum(max(images(run) - images_before[run.name], 0.) for _, run in todo)))
+                     images=round(sum(images(run) for _, run in todo)))
     for (i, run), result in zip(todo, results):
         if result.status == 'exited':
             status = 'failed' if result.message else 'done'

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import describe
-from .runs import read_summary_rows
+from .runs import read_summary_rows, summary_rows
 
 __all__ = ['GPU_GIB_PER_RUN', 'MAX_RUNS_PER_GPU', 'TRAIN_PY_WORKERS', 'STOP_GRACE_S', 'Job', 'JobResult', 'Gpu',
            'default_jobs', 'probe_gpus', 'parse_gpus', 'device_groups', 'log_throughput', 'train_throughput',
@@ -194,15 +194,16 @@ def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, flo
     return epochs, offset + end
 
 
-def train_throughput(log: Path, steady: bool = True) -> Optional[Tuple[float, float]]:
-    """``(images, seconds)`` of a run's training steps, from its whole log (every session of a resumed run), without
-    the first step of each epoch (``steady``; it holds torch.compile's compilation and the data loader's start).
+def train_throughput(log: Path, steady: bool = True, offset: int = 0) -> Optional[Tuple[float, float]]:
+    """``(images, seconds)`` of a run's training steps, from its whole log (every session of a resumed run; from byte
+    ``offset`` on: the sessions since), without the first step of each epoch (``steady``; it holds torch.compile's
+    compilation and the data loader's start).
 
     Per epoch, train.py's last progress line gives the updates so far, their average time and average images per
     second (images = updates x step time x img/s); its first line (update 0) the first step's time. An epoch logged
     again after a resume counts once (its last lines). None when the log has no progress line.
     """
-    epochs, _ = log_throughput(log)
+    epochs, _ = log_throughput(log, offset)
     if not epochs:
         return None
     images = seconds = 0.
@@ -233,6 +234,29 @@ def _epochs_done(out_dir: Path) -> List[Dict[str, float]]:
     try:
         return read_summary_rows(out_dir / 'summary.csv')
     except (OSError, ValueError, KeyError, IndexError):  # absent, or a row being written
+        return []
+
+
+def _summary_size(out_dir: Path) -> int:
+    try:
+        return (out_dir / 'summary.csv').stat().st_size
+    except OSError:
+        return 0
+
+
+def _epochs_since(out_dir: Path, offset: int) -> List[Dict[str, float]]:
+    """The summary.csv rows written from byte ``offset`` on (a session's: an epoch it trains again after a resume
+    counts, though an earlier session wrote a row of it), read under the file's header; [] when none can be read."""
+    path = out_dir / 'summary.csv'
+    try:
+        with open(path, 'rb') as f:
+            data = f.read()
+    except OSError:
+        return []
+    header = data[:data.find(b'\n') + 1] if offset else b''
+    try:
+        return summary_rows((header + data[offset:]).decode('utf-8', 'replace'), path)
+    except (ValueError, KeyError, IndexError):
         return []
 
 
@@ -270,9 +294,11 @@ class _Display:
 
 
 class _Running:
-    def __init__(self, job: Job, proc: subprocess.Popen, devices: str, start: float, epochs_before: int, index: int):
+    def __init__(self, job: Job, proc: subprocess.Popen, devices: str, start: float, epochs_before: int, index: int,
+                 summary_from: int = 0):
         self.job, self.proc, self.devices, self.start, self.index = job, proc, devices, start, index
         self.epochs_before = self.epochs_seen = epochs_before
+        self.summary_from = summary_from  # summary.csv's size at the start: the rows after it are this session's
         self.log_offset = job.log.stat().st_size if job.log.is_file() else 0
         self.rate = 0.  # img/s of the current epoch (train.py's running average)
         self.rates: Dict[int, float] = {}  # img/s of each epoch logged in this session
@@ -405,9 +431,8 @@ def run_jobs(
         r.rates.update({e: rate for e, (_, _, rate, _) in epochs.items()})
         if epochs:
             r.rate = epochs[max(epochs)][2]
-        rows = _epochs_done(r.job.out_dir)
-        reached = _epochs_reached(rows)
-        new = reached - r.epochs_seen
+        rows = _epochs_since(r.job.out_dir, r.summary_from)
+        new = _epochs_reached(rows) - r.epochs_seen
         if new <= 0:
             return
         trained += new
@@ -419,7 +444,7 @@ def run_jobs(
             speed = f', {rate:,.0f} img/s' if rate else ''
             display.event(f'{name(r.index)}: {done}/{r.job.epochs} epochs done, top-1 '
                           f'{row["eval_top1"]:.2f}{speed}; sweep: {status()}, {eta()}', epoch=True)
-        r.epochs_seen = reached
+        r.epochs_seen += new
         display.update(new, status())
 
     def start(i: int) -> None:
@@ -428,6 +453,7 @@ def run_jobs(
         slot = min(devices, key=lambda d: load[d])
         job.out_dir.mkdir(parents=True, exist_ok=True)
         cmd = job.command()
+        summary_from = _summary_size(job.out_dir)
         child_env = dict(env, CUDA_VISIBLE_DEVICES=slot) if slot else env
         proc = None
         try:
@@ -436,7 +462,7 @@ def run_jobs(
                                         env=child_env, start_new_session=True, pass_fds=tuple(pass_fds))
         finally:  # a Ctrl-C right after the start: the process is stopped with the others, not left behind
             if proc is not None:
-                running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i))
+                running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i, summary_from))
         resumed = f' (resuming: {before[id(job)]}/{job.epochs} epochs done)' if before[id(job)] else ''
         display.event(f'{name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') + f', {eta()}')
 
