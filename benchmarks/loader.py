@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import torch
-import yaml
 
 from timm.data import ImageDataset, create_transform
 from timm_sl.tools.arg_types import OneLineParser, positive_int
+from timm_sl.tools.files import read_text
+from timm_sl.tools.train_args import read_recipe
 
 
 def train_transform(recipe: Dict[str, Any], **overrides: Any):
@@ -74,30 +75,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
         parser.error(f'{args.folder}: {str(e).splitlines()[0]}; allowed: an ImageFolder split (class folders of '
                      f'images)')
     try:
-        args.recipe_path, args.recipe = args.recipe, read_recipe(args.recipe)
+        read_text(args.recipe, 'a recipe YAML (train.py --config)')  # missing, a folder: one line naming it
+        args.recipe_path, args.recipe = args.recipe, read_recipe(args.recipe)  # reproduce's reader of recipes
     except (OSError, ValueError) as e:
         parser.error(f'--recipe {e}')
     return args
-
-
-def read_recipe(path: str) -> Dict[str, Any]:
-    """The settings of the recipe YAML at ``path`` (an empty file: none).
-
-    Raises:
-        OSError / ValueError: naming the file, what is wrong and what is allowed.
-    """
-    from timm_sl.tools.files import read_text
-    what = 'a recipe YAML (train.py --config)'
-    text = read_text(path, what)
-    try:
-        recipe = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, 'problem_mark', None)
-        where = f' (line {mark.line + 1})' if mark is not None else ''
-        raise ValueError(f'{path} is not YAML{where}: {getattr(e, "problem", None) or e}; expected {what}') from None
-    if recipe is not None and not isinstance(recipe, dict):
-        raise ValueError(f'{path} holds a {type(recipe).__name__}, not a mapping of settings; expected {what}')
-    return recipe or {}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -436,10 +436,10 @@ def test_loader_refuses_a_recipe_or_folder_it_cannot_time_in_one_line(tmp_path, 
     for where, recipe, error in (
             (folder, tmp_path / 'no.yaml', f'--recipe {tmp_path / "no.yaml"} does not exist; expected {expected}'),
             (folder, tmp_path, f'--recipe {tmp_path} is a folder; expected {expected}'),
-            (folder, tmp_path / 'bad.yaml', f'--recipe {tmp_path / "bad.yaml"} is not YAML (line 2): expected the '
-                                            f"node content, but found '<stream end>'; expected {expected}"),
-            (folder, tmp_path / 'list.yaml', f'--recipe {tmp_path / "list.yaml"} holds a list, not a mapping of '
-                                             f'settings; expected {expected}'),
+            (folder, tmp_path / 'bad.yaml', f'--recipe {tmp_path / "bad.yaml"} is not a YAML recipe (while parsing a '
+                                            f'flow node); allowed: train.py arguments as "name: value" lines'),
+            (folder, tmp_path / 'list.yaml', f'--recipe {tmp_path / "list.yaml"} holds a YAML list, not a recipe; '
+                                             f'allowed: train.py arguments as "name: value" lines'),
             (tmp_path / 'empty', ROOT / 'recipes' / 'fashion_mnist.yaml', f'{tmp_path / "empty"}: Found 0 images')):
         monkeypatch.setattr(sys, 'argv', ['loader.py'])
         with pytest.raises(SystemExit) as e:
