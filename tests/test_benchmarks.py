@@ -676,3 +676,18 @@ def test_peers_says_when_no_peer_was_timed(monkeypatch):
     assert peers.tables([with_peer], args).splitlines()[:3] == [
         'Ours / peer (speed ratio, > 1: ours faster):', '',
         '| family | mode | ours img/s | peer | ours / peer: best (median) | params M: ours / peer |']
+
+
+def test_a_failing_timm_benchmark_leaves_the_measured_outputs_written(tmp_path, monkeypatch):
+    """--timm-benchmark ran before --csv / --markdown were written: timm's benchmark.py failing on a variant ended the
+    command with its one line, and every measurement of the rows above was lost. It runs last."""
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    fake = tmp_path / 'benchmark.py'
+    fake.write_text('import sys\nsys.exit("RuntimeError: no such kernel")\n')
+    csv_path, markdown = tmp_path / 'rows.csv', tmp_path / 'rows.md'
+    with pytest.raises(SystemExit, match="benchmark.py .* failed on sl_vit_32"):
+        throughput.main(['--models', 'sl_vit_32', '--model-kwargs', 'depth=1', '--modes', 'infer', '-b', '1',
+                         '--repeats', '1', '--iters', '1', '--warmup', '0', '--timm-benchmark', str(fake),
+                         '--csv', str(csv_path), '--markdown', str(markdown)])
+    assert csv_path.read_text().splitlines()[0].startswith('model,') and 'sl_vit_32' in markdown.read_text()
