@@ -269,7 +269,7 @@ def test_prepare_tiny_imagenet_moves_training_images_into_their_class_folder(tmp
     """timm labels an image by the folder it is in: Tiny-ImageNet's ``train/<wnid>/images/*.JPEG`` would be one
     class, 'images', for every training image."""
     from timm.data.readers.reader_image_folder import find_images_and_targets
-    from timm_sl.tools.reproduce import check_data
+    from timm_sl.tools.data_check import check_data
     import io
     from PIL import Image
     jpeg = io.BytesIO()

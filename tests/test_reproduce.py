@@ -16,9 +16,10 @@ import pytest
 
 from timm_sl.tools.cli import main
 from timm_sl.tools.errors import shown
+from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, check_failing_args, check_output_outside_data, plan_runs, planned_epochs,
-    recipe_path, run_state, train_command, write_report)
+    VARIANTS, Outcome, Run, aggregate, check_failing_args, plan_runs, planned_epochs, recipe_path, run_state,
+    train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -1145,7 +1146,7 @@ def test_data_check_counts_the_classes_timm_counts(tmp_path):
     from timm.data.readers.img_extensions import get_img_extensions
     from timm.data.readers.reader_image_folder import find_images_and_targets
     from timm_sl.tools.files import IMAGE_SUFFIXES  # the one list (data checks, data preparation, path table, analyses)
-    from timm_sl.tools.reproduce import _image_folders
+    from timm_sl.tools.data_check import _image_folders
     assert set(IMAGE_SUFFIXES) == get_img_extensions(as_set=True)
     split = _folders(tmp_path / 'train', ['a/0.png', 'b/0.JPEG', 'c/notes.txt', 'd', '.e/0.jpg', 'f/g/0.jpeg',
                                           'h/0.webp'])
@@ -2579,7 +2580,7 @@ def test_a_run_that_skipped_unreadable_images_is_marked_in_the_report(fake_train
 def test_a_torchvision_dataset_timm_does_not_read_is_refused_before_any_run(fake_train, tmp_path, capsys, given):
     """``-- --dataset torch/svhn`` started every run, each failing in seconds with timm's 'Unknown torchvision
     dataset svhn'; it is now refused first, naming what timm reads."""
-    from timm_sl.tools.reproduce import torch_dataset_names
+    from timm_sl.tools.data_check import torch_dataset_names
     data = tmp_path / 'data'
     data.mkdir()
     said = _refused(_reproduce_args(data, tmp_path / 'out', fake_train, 'svhn', train_args=['--dataset', given]),
@@ -2597,7 +2598,7 @@ def test_torch_dataset_names_are_those_timms_create_dataset_takes():
     import inspect
     import re
     from timm.data import dataset_factory
-    from timm_sl.tools.reproduce import torch_dataset_names
+    from timm_sl.tools.data_check import torch_dataset_names
     source = inspect.getsource(dataset_factory)
     table = re.search(r'_TORCH_BASIC_DS = dict\((.*?)\n\)', source, re.S)[1]
     basic = re.findall(r'(\w+)=', table)
@@ -2868,7 +2869,7 @@ def test_a_class_folder_without_an_image_torchvision_reads_is_refused_for_torch_
     torchvision's ImageFolder, which takes every folder for a class, stops train.py at its start ('Found no valid file
     for the classes 7'), so every run failed. Its images at any depth, and a .webp (which it reads), pass."""
     from torchvision.datasets.folder import IMG_EXTENSIONS
-    from timm_sl.tools.reproduce import TORCHVISION_IMAGE_SUFFIXES
+    from timm_sl.tools.data_check import TORCHVISION_IMAGE_SUFFIXES
     assert TORCHVISION_IMAGE_SUFFIXES == IMG_EXTENSIONS
     data = _folders(tmp_path / 'data', [p for p in DIGITS if p not in ('train/7/0.png', 'train/8/0.png')] +
                     ['train/7/notes.txt', 'train/8/deep/0.txt'])
@@ -3346,7 +3347,8 @@ def test_a_training_split_smaller_than_one_batch_is_refused_before_any_run(batch
 
 def _checked(data: Path, args) -> list:
     """What reproduce's data check says of the image folder ``data`` for the svhn recipe with ``args`` after --."""
-    from timm_sl.tools.reproduce import check_data, train_data
+    from timm_sl.tools.data_check import check_data
+    from timm_sl.tools.reproduce import train_data
     from timm_sl.tools.train_args import recipe_path
     return check_data(train_data(recipe_path('svhn'), str(data), list(args)), 'svhn')
 
@@ -3591,7 +3593,8 @@ def test_a_class_map_ending_in_a_blank_line_is_read_as_timm_reads_it(tmp_path, e
     neither split ... leaves out the folder it meant", though train.py read every image with its label. The blank
     line is refused only where it labels images: those beside the class folders, which timm then reads as a class."""
     from timm.data import create_dataset
-    from timm_sl.tools.reproduce import check_data, train_data
+    from timm_sl.tools.data_check import check_data
+    from timm_sl.tools.reproduce import train_data
     from timm_sl.tools.train_args import recipe_path
     data = _folders(tmp_path / 'data', DIGITS)
     class_map = tmp_path / 'map.txt'

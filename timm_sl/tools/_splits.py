@@ -9,7 +9,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Collection, Dict, Iterator, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Collection, Dict, Optional, Sequence, Tuple, TypeVar
 
 from .errors import held_folder
 from .files import IMAGE_SUFFIXES, check_regular_file, read_text
