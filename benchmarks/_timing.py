@@ -3,7 +3,6 @@
 Every benchmark here times models side by side in one process: :func:`interleaved_rounds` runs each model's step for
 ``iters`` steps per round, rotating which model goes first every round, so machine noise hits all of them alike.
 """
-import argparse
 import collections
 import time
 from contextlib import nullcontext
@@ -15,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 import timm
 from timm.optim import create_optimizer_v2
 
-__all__ = ['non_negative_int', 'check_device', 'run_header', 'sync', 'make_step', 'time_steps', 'interleaved_rounds',
+__all__ = ['check_device', 'run_header', 'sync', 'make_step', 'time_steps', 'interleaved_rounds',
            'peak_train_memory', 'count_kernel_ops', 'tally_kernel_ops']
 
 # aten ops that launch no kernel of their own: views and metadata, and allocations. Composites (linear, layer_norm,
@@ -26,17 +25,6 @@ _NO_KERNEL_OPS = frozenset({
     'squeeze', 'select', 'slice', 'as_strided', 'diagonal', 'unbind', 'split', 'split_with_sizes', 'unflatten',
     'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'empty', 'empty_like',
 })
-
-
-def non_negative_int(text: str) -> int:
-    """An argparse type for ``--warmup``: untimed steps, 0 or more (``-1`` was taken as 0 without a word)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 0') from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 0')
-    return value
 
 
 def check_device(text: str) -> torch.device:

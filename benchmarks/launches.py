@@ -27,10 +27,10 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser, positive_int
+from timm_sl.tools.arg_types import OneLineParser, non_negative_int, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, run_header, sync,
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, run_header, sync,
                      tally_kernel_ops)
 from throughput import variants_of
 

@@ -32,12 +32,12 @@ import torch
 
 import timm
 import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload hook is disabled)
-from timm_sl.tools.arg_types import OneLineParser, output_file, positive_int
+from timm_sl.tools.arg_types import OneLineParser, non_negative_int, output_file, positive_int
 from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, non_negative_int, peak_train_memory,
+from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory,
                      run_header)
 from throughput import HEADER, check_outputs, variants_of
 

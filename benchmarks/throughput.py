@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step, non_negative_int, run_header
+from _timing import check_device, interleaved_rounds, make_step, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -272,7 +272,7 @@ def to_markdown(rows: List[Dict[str, object]]) -> str:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     from timm.utils import ParseKwargs
-    from timm_sl.tools.arg_types import output_file, positive_int, timm_benchmark
+    from timm_sl.tools.arg_types import non_negative_int, output_file, positive_int, timm_benchmark
     from timm_sl.tools.plot import OUT_SUFFIXES, check_chart_out, figure_path
     p = OneLineParser(description=__doc__.splitlines()[0])
     p.add_argument('--models', nargs='*', default=[

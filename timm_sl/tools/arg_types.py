@@ -7,7 +7,7 @@ from typing import Any, Dict, Sequence
 
 
 __all__ = ['MAX_SEED', 'OneLineParser', 'check_file_place', 'dataset_name', 'kwarg_words', 'output_file',
-           'positive_float', 'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
+           'non_negative_int', 'positive_float', 'positive_int', 'seed', 'shift_ratio', 'timm_benchmark']
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -52,14 +52,23 @@ def dataset_name(text: str) -> str:
     return text
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, least: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= 1') from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= 1')
+        raise argparse.ArgumentTypeError(f'{text!r} is not allowed; expected an integer >= {least}') from None
+    if value < least:
+        raise argparse.ArgumentTypeError(f'{value} is not allowed; expected an integer >= {least}')
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """A count that may be none (the benchmarks' ``--warmup``: ``-1`` was taken as 0 without a word)."""
+    return _int_at_least(text, 0)
 
 
 MAX_SEED = 2 ** 32 - 1  # numpy's (random_seed seeds python, numpy and torch alike)
