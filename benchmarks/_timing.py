@@ -148,6 +148,11 @@ def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
     return peak
 
 
+# composites a GPU runs as one fused kernel, whatever a CPU runs them as: attention given a mask (LSA's diagonal) runs
+# on torch 2.2's CPU as its math path, a dozen ops, where a GPU's memory-efficient kernel takes the mask; counted whole
+_FUSED_OPS = frozenset({'scaled_dot_product_attention'})
+
+
 class _KernelOpCounter(TorchDispatchMode):
     """Counts of every kernel-launching aten op, by name. A composite op (one torch runs as other ops, e.g. ``linear``
     as ``addmm``) is run as its parts, each counted: under inference mode such ops reach a dispatch mode whole, and
@@ -159,7 +164,8 @@ class _KernelOpCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), 'CompositeImplicitAutograd'):
+        if func.overloadpacket.__name__ not in _FUSED_OPS and torch._C._dispatch_has_kernel_for_dispatch_key(
+                func.name(), 'CompositeImplicitAutograd'):
             with self:  # the parts dispatch to this mode again
                 out = func.decompose(*args, **kwargs)
             if out is not NotImplemented:

@@ -346,12 +346,16 @@ def test_lsa_adds_at_most_three_kernels_per_attention_layer(name):
     (two kernels built per call; written into the logits; or, in Swin, the block's constant pattern added to the
     position bias in place of timm's shift mask). A mask rebuilt from scratch per call costs more."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
-    from _timing import count_kernel_ops, make_step
+    from _timing import make_step, tally_kernel_ops
     model = timm.create_model(name, **_blocks(name))
     lsa_only = {k: v for k, v in type(model).baseline_kwargs.items() if k != 'lsa'}
     torch.manual_seed(0)
     x = torch.randn(2, 3, 32, 32)
-    ops = {key: count_kernel_ops(make_step(timm.create_model(name, **kwargs, **_blocks(name)), 'infer', x, amp=False))
+    ops = {key: tally_kernel_ops(make_step(timm.create_model(name, **kwargs, **_blocks(name)), 'infer', x, amp=False))
            for key, kwargs in (('lsa', lsa_only), ('base', type(model).baseline_kwargs))}
     layers = sum(isinstance(m, LsaMixin) for m in model.modules())
-    assert 0 < ops['lsa'] - ops['base'] <= 3 * layers, (ops, layers)
+    # torch 2.2's CPU has no fused attention kernel that takes a mask: it runs the masked attention as its math path,
+    # whose output the head merge then copies (a clone a layer of more heads than one); a GPU's fused kernel takes it
+    copies = ops['lsa']['clone'] - ops['base']['clone']
+    added = sum(ops['lsa'].values()) - sum(ops['base'].values()) - copies
+    assert 0 < added <= 3 * layers and 0 <= copies <= layers, (ops, layers)
