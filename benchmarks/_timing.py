@@ -23,7 +23,7 @@ __all__ = ['check_device', 'run_header', 'sync', 'make_step', 'time_steps', 'int
 _NO_KERNEL_OPS = frozenset({
     'view', 'reshape', '_unsafe_view', '_reshape_alias', 'view_as', 'permute', 'transpose', 't', 'expand', 'unsqueeze',
     'squeeze', 'select', 'slice', 'as_strided', 'diagonal', 'unbind', 'split', 'split_with_sizes', 'unflatten',
-    'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'empty', 'empty_like',
+    'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'empty', 'empty_like', 'dropout',
 })
 
 
@@ -148,9 +148,10 @@ def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
     return peak
 
 
-# composites a GPU runs as one fused kernel, whatever a CPU runs them as: attention given a mask (LSA's diagonal) runs
-# on torch 2.2's CPU as its math path, a dozen ops, where a GPU's memory-efficient kernel takes the mask; counted whole
-_FUSED_OPS = frozenset({'scaled_dot_product_attention'})
+# composites counted whole, not as torch's decomposition of them: attention given a mask (LSA's diagonal) runs on torch
+# 2.2's CPU as its math path, a dozen ops, where a GPU's memory-efficient kernel takes the mask (one kernel); dropout
+# outside training is no op in eager, where torch 2.2's decomposition of it copies its input (so it counts as none)
+_FUSED_OPS = frozenset({'scaled_dot_product_attention', 'dropout'})
 
 
 class _KernelOpCounter(TorchDispatchMode):
