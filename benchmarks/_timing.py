@@ -52,17 +52,23 @@ def check_device(text: str) -> torch.device:
     return device
 
 
-def run_header(device: str, amp: bool, *details: str) -> str:
-    """The line every benchmark prints above its table, so that its times have a context: the device (a GPU's name;
-    on the CPU, the torch threads), torch and timm, ``amp``, then ``details`` (batch, rounds, ...), joined by ``; ``.
+def run_context(device: str) -> Dict[str, object]:
+    """Where a run's times were taken, as the header line and each CSV row say it: the device's name (a GPU's name; on
+    the CPU, with torch's thread count, which the times scale with), the threads (CPU only), torch and timm.
     ``device`` is one :func:`check_device` took."""
     where = torch.device(device)
-    if where.type == 'cuda':
-        name = torch.cuda.get_device_name(where)
-    else:
-        threads = torch.get_num_threads()
-        name = f'CPU, {threads} thread' + ('' if threads == 1 else 's')
-    return '; '.join([f'device: {name}', f'torch {torch.__version__}, timm {timm.__version__}', f'amp={amp}', *details])
+    threads = torch.get_num_threads() if where.type == 'cpu' else ''
+    name = torch.cuda.get_device_name(where) if where.type == 'cuda' else \
+        f'CPU, {threads} thread' + ('' if threads == 1 else 's')
+    return {'device_name': name, 'threads': threads, 'torch': torch.__version__, 'timm': timm.__version__}
+
+
+def run_header(device: str, amp: bool, *details: str) -> str:
+    """The line every benchmark prints above its table, so that its times have a context: :func:`run_context`'s
+    device name, torch and timm, ``amp``, then ``details`` (batch, rounds, ...), joined by ``; ``."""
+    context = run_context(device)
+    return '; '.join([f"device: {context['device_name']}", f"torch {context['torch']}, timm {context['timm']}",
+                      f'amp={amp}', *details])
 
 
 def sync(device: torch.device) -> None:

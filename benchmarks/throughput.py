@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step, run_header
+from _timing import check_device, interleaved_rounds, make_step, run_context, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -165,7 +165,7 @@ def bench_variants(name: str, models: Dict[str, torch.nn.Module], size: Tuple[in
             'params_m': count_params(models[key]) / 1e6, 'base_params_m': count_params(models['base']) / 1e6,
             # what the CSV alone would not say: the models are these, not the registered configurations
             'model_kwargs': ' '.join(f'{k}={v}' for k, v in args.model_kwargs.items()),
-            'device': args.device, 'amp': args.amp,
+            'device': args.device, 'amp': args.amp, **run_context(args.device),
         })
     return rows
 

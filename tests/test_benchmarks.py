@@ -691,3 +691,29 @@ def test_a_failing_timm_benchmark_leaves_the_measured_outputs_written(tmp_path, 
                          '--repeats', '1', '--iters', '1', '--warmup', '0', '--timm-benchmark', str(fake),
                          '--csv', str(csv_path), '--markdown', str(markdown)])
     assert csv_path.read_text().splitlines()[0].startswith('model,') and 'sl_vit_32' in markdown.read_text()
+
+
+def test_throughputs_csv_rows_name_the_threads_torch_and_timm(tmp_path, monkeypatch, capsys):
+    """The CSV's rows said device 'cpu' and no thread count, torch or timm: the header line that gives the times their
+    context was printed, not written, so a CSV read later could not be compared with another. Each row carries them."""
+    import csv
+    import timm
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    monkeypatch.setattr(sys, 'argv', ['throughput.py'])
+    threads = torch.get_num_threads()
+    path = tmp_path / 'rows.csv'
+    try:
+        assert throughput.main(['--models', 'sl_vit_32', '--modes', 'infer', '-b', '1', '--repeats', '1', '--iters',
+                                '1', '--threads', '1', '--model-kwargs', 'depth=1', 'embed_dim=32', 'num_heads=2',
+                                '--csv', str(path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    header = capsys.readouterr().out.splitlines()[0]
+    with open(path, newline='') as f:
+        row, = csv.DictReader(f)
+    assert (row['device'], row['device_name'], row['threads'], row['torch'], row['timm']) == \
+        ('cpu', 'CPU, 1 thread', '1', torch.__version__, timm.__version__)
+    assert header.startswith(f"device: {row['device_name']}; torch {row['torch']}, timm {row['timm']};")
