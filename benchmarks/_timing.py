@@ -71,6 +71,20 @@ def run_header(device: str, amp: bool, *details: str) -> str:
                       f'amp={amp}', *details])
 
 
+def check_warm(rounds: int, warmup: int, rounds_option: str) -> None:
+    """Refuse timing with no warm-up step and fewer than three rounds: the model timed first pays torch's first-call
+    costs (allocator growth, kernel selection) inside its round, and a median of one or two rounds keeps that in the
+    ratio.
+
+    Raises:
+        ValueError: naming both options and what is allowed.
+    """
+    if warmup == 0 and rounds < 3:
+        raise ValueError(f"--warmup 0 with {rounds_option} {rounds}: the model timed first would pay torch's "
+                         f"first-call costs inside its round, which the median of fewer than 3 rounds keeps in the "
+                         f"ratio; allowed: --warmup 1 or more, or {rounds_option} 3 or more")
+
+
 def sync(device: torch.device) -> None:
     if device.type == 'cuda':
         torch.cuda.synchronize(device)

@@ -30,7 +30,7 @@ import timm_sl  # noqa: F401  (registers the sl_ models even when the autoload h
 from timm_sl.tools.arg_types import OneLineParser, non_negative_int, positive_int
 from timm_sl.tools.paper import FAMILIES, model_name
 
-from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, run_header, sync,
+from _timing import (check_device, check_warm, count_kernel_ops, interleaved_rounds, make_step, run_header, sync,
                      tally_kernel_ops)
 from throughput import variants_of
 
@@ -108,8 +108,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     for dest, default in TIMING.items():
         if getattr(args, dest) is None:
             setattr(args, dest, default)
-    try:  # before any model is built: a device that is not here
+    try:  # before any model is built: a device that is not here, a cold first round
         check_device(args.device)
+        if args.time:
+            check_warm(args.rounds, args.warmup, '--rounds')
     except ValueError as e:
         parser.error(str(e))
     return args

@@ -37,7 +37,7 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import (check_device, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory,
+from _timing import (check_device, check_warm, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory,
                      run_header)
 from throughput import HEADER, check_outputs, variants_of
 
@@ -225,6 +225,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
                 '--compile), not the kernels the compiled model launches; allowed: one of them')
     try:  # before any measurement: a device that is not here; a user's file at --out is kept
         check_device(args.device)
+        if not args.compile:  # compiled steps are called COMPILE_CALLS times before the rounds, whatever --warmup says
+            check_warm(args.rounds, args.warmup, '--rounds')
         check_outputs(args, {'out': ('--out', HEADER)})
         args.build_reference = reference_factory(args.reference) if args.reference else None
     except ValueError as e:

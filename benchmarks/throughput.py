@@ -37,7 +37,7 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, interleaved_rounds, make_step, run_context, run_header
+from _timing import check_device, check_warm, interleaved_rounds, make_step, run_context, run_header
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -303,7 +303,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--timm-benchmark', default=None, metavar='BENCHMARK_PY', type=timm_benchmark,
                    help="also measure every variant with timm's own benchmark.py (path to it), ratios alike")
     args = p.parse_args(argv)
-    try:  # a wrong name or kwarg: refused before the first model is timed
+    try:  # a wrong name or kwarg, or a cold first round: refused before the first model is timed
+        check_warm(args.repeats, args.warmup, '--repeats')
         check_models(args)
     except ValueError as e:
         p.error(str(e))

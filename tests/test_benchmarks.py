@@ -22,7 +22,7 @@ def _run(script: str, *args: str) -> str:
 def test_peers_prints_ratios_against_vit_pytorch_with_matching_parameter_counts():
     pytest.importorskip('vit_pytorch')
     out = _run('peers.py', '--families', 'vit', 'pit', '--modes', 'infer', '--rounds', '1', '--iters', '1',
-               '--warmup', '0', '-b', '2', '--no-memory')
+               '--warmup', '1', '-b', '2', '--no-memory')
     row = re.search(r'\| vit \| infer \| [\d.]+ \| lucidrains \| ([\d.]+) \(([\d.]+)\) \| ([\d.]+) / ([\d.]+) \|', out)
     assert row, out
     assert float(row[1]) > 0 and row[3] == row[4] == '2.747'  # the same ViT configuration: equal parameters
@@ -32,7 +32,7 @@ def test_peers_prints_ratios_against_vit_pytorch_with_matching_parameter_counts(
 
 
 def test_peers_counts_kernel_ops_per_step():
-    out = _run('peers.py', '--families', 'vit', '--modes', 'infer', '--rounds', '1', '--iters', '1', '--warmup', '0',
+    out = _run('peers.py', '--families', 'vit', '--modes', 'infer', '--rounds', '1', '--iters', '1', '--warmup', '1',
                '-b', '2', '--no-memory', '--count-ops')
     row = re.search(r'\| vit \| infer \| (\d+) \| (\d+) \| — \|', out)
     assert row, out
@@ -46,7 +46,7 @@ def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
     (tmp_path / 'vit_pytorch.py').write_text('raise ImportError("not installed here")\n')  # shadows any install
     result = subprocess.run(
         [sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'vit', '--modes', 'infer', '--rounds',
-         '1', '--iters', '1', '--warmup', '0', '-b', '2', '--no-memory'],
+         '1', '--iters', '1', '--warmup', '1', '-b', '2', '--no-memory'],
         capture_output=True, text=True, cwd=ROOT, timeout=600,
         env={**os.environ, 'PYTHONPATH': os.pathsep.join([str(tmp_path), str(ROOT)])})  # the checkout, not an install
     assert result.returncode == 0, result.stderr[-2000:]
@@ -123,7 +123,7 @@ def test_launches_prints_kernel_ops_per_forward_and_the_speed_ratio(capsys, monk
     threads = torch.get_num_threads()
     try:
         assert launches.main(['--families', 'swin', '--time', '--by-op', '-b', '1', '--rounds', '1', '--iters', '1',
-                              '--warmup', '0']) == 0
+                              '--warmup', '1']) == 0
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
@@ -688,9 +688,30 @@ def test_a_failing_timm_benchmark_leaves_the_measured_outputs_written(tmp_path, 
     csv_path, markdown = tmp_path / 'rows.csv', tmp_path / 'rows.md'
     with pytest.raises(SystemExit, match="benchmark.py .* failed on sl_vit_32"):
         throughput.main(['--models', 'sl_vit_32', '--model-kwargs', 'depth=1', '--modes', 'infer', '-b', '1',
-                         '--repeats', '1', '--iters', '1', '--warmup', '0', '--timm-benchmark', str(fake),
+                         '--repeats', '1', '--iters', '1', '--warmup', '1', '--timm-benchmark', str(fake),
                          '--csv', str(csv_path), '--markdown', str(markdown)])
     assert csv_path.read_text().splitlines()[0].startswith('model,') and 'sl_vit_32' in markdown.read_text()
+
+
+@pytest.mark.parametrize('script, rounds', [('throughput', '--repeats'), ('peers', '--rounds'), ('launches', '--rounds')])
+def test_no_warmup_with_fewer_than_three_rounds_is_refused(script, rounds, capsys, monkeypatch):
+    """--warmup 0 with one round printed a ratio in which the model timed first paid torch's first-call costs and the
+    others did not, without a word. Refused before any model is built; three rounds (a median that drops the cold
+    one) or a warm-up step are taken; peers.py --compile warms every compiled step itself."""
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
+    time = ['--time'] if script == 'launches' else []
+    for given in (['1'], ['2']):
+        with pytest.raises(SystemExit) as e:
+            _parse(script, time + ['--warmup', '0', rounds, *given], monkeypatch)
+        assert e.value.code == 2
+        assert capsys.readouterr().err == (
+            f"{script}.py: error: --warmup 0 with {rounds} {given[0]}: the model timed first would pay torch's "
+            f"first-call costs inside its round, which the median of fewer than 3 rounds keeps in the ratio; allowed: "
+            f"--warmup 1 or more, or {rounds} 3 or more\n")
+    assert _parse(script, time + ['--warmup', '0', rounds, '3'], monkeypatch).warmup == 0
+    assert _parse(script, time + ['--warmup', '1', rounds, '1'], monkeypatch).warmup == 1
+    if script == 'peers':
+        assert _parse(script, ['--warmup', '0', '--rounds', '1', '--compile'], monkeypatch).compile
 
 
 def test_throughputs_csv_rows_name_the_threads_torch_and_timm(tmp_path, monkeypatch, capsys):
