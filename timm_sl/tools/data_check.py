@@ -86,6 +86,17 @@ _APPLE_DOUBLE_NAME = re.compile(r'\._.')
 _PNG_GREY_16 = b'\x10\x00'  # a PNG header's bit depth and colour type: 16-bit grey
 
 
+def _apple_double(path: Path) -> bool:
+    """Whether ``path`` is macOS metadata (``._name`` holding an AppleDouble header), not an image."""
+    if not _APPLE_DOUBLE_NAME.match(path.name):
+        return False
+    try:
+        with open(path, 'rb') as f:
+            return f.read(len(_APPLE_DOUBLE)) == _APPLE_DOUBLE
+    except OSError:
+        return False
+
+
 def _jpeg_size(f: BinaryIO) -> Tuple[int, int]:
     """The width and height the frame header (SOF marker) of the JPEG open as ``f`` gives, read by hopping from
     marker to marker without decoding; (0, 0) where none is found before its scan (a damaged file: decoded later)."""
@@ -597,7 +608,7 @@ def _torchvision_split_problems(folder: Path, class_dirs: Sequence[Path], data: 
     errors = [line for line in [_shared_folder(folder, holders, read_by)] if line]
     unreadable = _unreadable_images(folder, empty, broken, clipped, huge, torchvision=True)
     loose = sorted(p for p in folder.iterdir() if p.suffix.lower() in ANALYSED_IMAGE_SUFFIXES + (
-        TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir())
+        TORCHVISION_IMAGE_SUFFIXES) and not p.is_dir() and not _apple_double(p))  # metadata ImageFolder never reads
     if unreadable:
         return errors + [unreadable], None
     if loose:  # torchvision's classes are the subfolders: an image beside them is in none
