@@ -707,6 +707,7 @@ class RunRecord:
         if not found:
             return ''
         summary = self.run_dir / 'summary.csv'
+        whose = "another run's checkpoint (copied into the folder?), not this run's weights"
         if row is None:
             where = f'which {summary} does not list'
         else:
@@ -717,9 +718,13 @@ class RunRecord:
                     and not math.isclose(metric, listed, rel_tol=1e-6, abs_tol=1e-6)):
                 return ''
             where = f'with {name} {metric:g} where {summary} lists {listed:g} for that epoch'
+            # or this folder's own, saved before a session resumed from an earlier epoch with other arguments
+            # wrote that epoch's row again
+            whose = ("not the weights the run's rows describe (another run's checkpoint copied into the folder, or "
+                     "one saved before a session resumed here from an earlier epoch with other arguments and wrote "
+                     "that epoch's row again)")
         return (f"{self.checkpoint} was saved by a train.py with {'; '.join(found)}, at epoch {epoch + 1}, {where}: "
-                f"another run's checkpoint (copied into the folder?), not this run's weights; allowed: the run's own "
-                f"checkpoint put back, or that run's folder")
+                f"{whose}; allowed: the run's own checkpoint put back, or that run's folder")
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any], epoch: Any = None, metric: Any = None
                         ) -> 'RunRecord':
