@@ -355,6 +355,158 @@ def _sigint_for_children() -> Iterator[None]:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the sweep runs, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does (in the main thread; in
+    another, Ctrl-C alone stops the sweep)."""
+    previous = {}
+    try:
+        for sig in [s for s in (getattr(signal, 'SIGHUP', None), signal.SIGTERM) if s is not None]:
+            try:
+                previous[sig] = signal.signal(sig, _raise_interrupt)
+            except ValueError:  # not the main thread
+                pass
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _Sweep:
+    """The state of one :func:`run_jobs` call: the jobs pending, running and ended, the display, the epochs trained."""
+
+    def __init__(self, jobs: Sequence[Job], devices: List[str], finish: Optional[Callable[[JobResult], None]],
+                 display_to: Tuple[Callable[[str], None], bool], env: Dict[str, str], numbering: List[int],
+                 total: int, pass_fds: Sequence[int]):
+        self.jobs, self.devices, self.finish, self.env = jobs, devices, finish, env
+        self.numbering, self.total, self.pass_fds = numbering, total, pass_fds
+        self.planned = sum(j.epochs for j in jobs)
+        self.before = {id(j): min(_epochs_reached(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs)
+                       for j in jobs}
+        self.display = _Display(self.planned, sum(self.before.values()), len(jobs), *display_to)
+        self.results: Dict[int, JobResult] = {}
+        self.running: List[_Running] = []
+        self.pending = list(range(len(jobs)))
+        self.failures: List[OSError] = []  # files that could not be written: the sweep stops (SweepStopped)
+        self.start_time = time.monotonic()
+        self.trained = 0  # epochs finished in this call
+
+    def name(self, i: int) -> str:
+        return f'run {self.numbering[i]}/{self.total}: {self.jobs[i].label or self.jobs[i].name}'
+
+    def eta(self) -> str:
+        if self.trained == 0:
+            return 'ETA unknown until an epoch finishes'
+        left = self.planned - sum(self.before.values()) - self.trained
+        return f'ETA {format_seconds(left * (time.monotonic() - self.start_time) / self.trained)}'
+
+    def status(self) -> str:
+        done = sum(1 for r in self.results.values() if r.status == 'exited' and not r.message)
+        failed = len(self.results) - done
+        rate = sum(r.rate for r in self.running)
+        return (f'{done}/{len(self.jobs)} runs done' + (f', {failed} failed' if failed else '') +
+                f', {len(self.running)} running, {rate:,.0f} img/s')
+
+    def look(self, r: _Running) -> None:
+        """Read what the run wrote since the last look: its img/s from the log, an event per new summary.csv row."""
+        epochs, r.log_offset = log_throughput(r.job.log, r.log_offset)
+        r.rates.update({e: rate for e, (_, _, rate, _) in epochs.items()})
+        if epochs:
+            r.rate = epochs[max(epochs)][2]
+        rows = _epochs_since(r.job.out_dir, r.summary_from)
+        new = _epochs_reached(rows) - r.epochs_seen
+        if new <= 0:
+            return
+        self.trained += new
+        for row in rows:  # a line per row, also when several were written since (--val-interval N: every N-th epoch)
+            done = int(row['epoch']) + 1
+            if done <= r.epochs_seen:
+                continue
+            rate = r.rates.get(int(row['epoch']))
+            speed = f', {rate:,.0f} img/s' if rate else ''
+            self.display.event(f'{self.name(r.index)}: {done}/{r.job.epochs} epochs done, top-1 '
+                               f'{row["eval_top1"]:.2f}{speed}; sweep: {self.status()}, {self.eta()}', epoch=True)
+        r.epochs_seen += new
+        self.display.update(new, self.status())
+
+    def start(self, i: int) -> None:
+        """Start job ``i`` on the device slot with the fewest running jobs."""
+        job = self.jobs[i]
+        load = {d: sum(r.devices == d for r in self.running) for d in self.devices}
+        slot = min(self.devices, key=lambda d: load[d])
+        job.out_dir.mkdir(parents=True, exist_ok=True)
+        cmd = job.command()
+        summary_from = _summary_size(job.out_dir)
+        child_env = dict(self.env, CUDA_VISIBLE_DEVICES=slot) if slot else self.env
+        proc = None
+        try:
+            with job.log.open('ab') as log, _sigint_for_children():
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=child_env, start_new_session=True, pass_fds=tuple(self.pass_fds))
+        finally:  # a Ctrl-C right after the start: the process is stopped with the others, not left behind
+            if proc is not None:
+                self.running.append(_Running(job, proc, slot, time.monotonic(), self.before[id(job)], i,
+                                             summary_from))
+        done = self.before[id(job)]
+        resumed = f' (resuming: {done}/{job.epochs} epochs done)' if done else ''
+        self.display.event(f'{self.name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') +
+                           f', {self.eta()}')
+
+    def start_pending(self, concurrency: int) -> None:
+        """Start pending jobs up to ``concurrency`` running; a job whose start raises ``OSError`` is left pending and
+        the error kept in :attr:`failures`."""
+        while self.pending and len(self.running) < concurrency and not self.failures:
+            try:
+                self.start(self.pending[0])  # leaves pending once its process runs: an interrupt in between: 'not run'
+            except OSError as e:
+                self.failures.append(e)
+                return
+            self.pending.pop(0)
+
+    def ended(self, r: _Running, code: Optional[int], status: str = 'exited') -> JobResult:
+        _kill_group(r)  # what the run left behind (data or compile workers) goes with it
+        self.look(r)
+        result = JobResult(r.job, status, code, time.monotonic() - r.start, r.devices, r.epochs_before,
+                           r.epochs_seen)
+        self.results[r.index] = result
+        self.running.remove(r)
+        if self.finish is not None:
+            try:
+                self.finish(result)
+            except OSError as e:  # e.g. its bookkeeping file is a folder: the other jobs are stopped, not orphaned
+                self.failures.append(e)
+        return result
+
+    def collect(self, finished: Sequence[Tuple[_Running, Optional[int]]]) -> None:
+        """End the runs whose process exited (``finished``: each run and its exit code, None while it runs)."""
+        for r, code in finished:
+            if code is None:
+                continue
+            result = self.ended(r, code)
+            spent = format_seconds(result.seconds)
+            if result.message:
+                self.display.event(f'{self.name(r.index)} failed after {spent}: {result.message}')
+            else:
+                self.display.event(f'{self.name(r.index)} finished in {spent} ({result.epochs_after}/'
+                                   f'{r.job.epochs} epochs); sweep: {self.status()}')
+            self.display.update(0, self.status())
+
+    def stop(self, grace: float) -> None:
+        """Stop every running job (``interrupted``); the jobs not started are ``not run``."""
+        stopping = list(self.running)
+        if self.failures:
+            self.display.event(f'could not write {describe(self.failures[0])}')
+        self.display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to '
+                           f'resume')
+        _stop(stopping, grace)
+        for r in stopping:
+            self.ended(r, r.proc.returncode, 'interrupted')
+            self.display.event(f'{self.name(r.index)} interrupted; run the same command again to resume')
+        for i in self.pending:
+            done = self.before[id(self.jobs[i])]
+            self.results[i] = JobResult(self.jobs[i], 'not run', epochs_before=done, epochs_after=done)
+
+
 def run_jobs(
         jobs: Sequence[Job],
         concurrency: int = 1,
@@ -393,149 +545,30 @@ def run_jobs(
         SweepStopped: ``finish`` or a job's start (its folder, log, ``command``) raised an ``OSError``; every running
             job was stopped first, as on Ctrl-C (no process outlives the sweep), and the exception holds the results.
     """
-    env = dict(os.environ if env is None else env)
-    tty = sys.stdout.isatty() if tty is None else tty
-    numbering = list(numbering or range(1, len(jobs) + 1))
-    total = total or len(jobs)
-    devices = list(devices) or ['']
-    planned = sum(j.epochs for j in jobs)
-    before = {id(j): min(_epochs_reached(_epochs_done(j.out_dir)) if j.done is None else j.done, j.epochs)
-              for j in jobs}
-    display = _Display(planned, sum(before.values()), len(jobs), echo, tty)
-    results: Dict[int, JobResult] = {}
-    running: List[_Running] = []
-    pending = list(range(len(jobs)))
-    failures: List[OSError] = []  # files that could not be written: the sweep stops (SweepStopped)
-    sweep_start = time.monotonic()
-    trained = 0  # epochs finished in this call
-
-    def name(i: int) -> str:
-        return f'run {numbering[i]}/{total}: {jobs[i].label or jobs[i].name}'
-
-    def eta() -> str:
-        left = planned - sum(before.values()) - trained
-        if trained == 0:
-            return 'ETA unknown until an epoch finishes'
-        return f'ETA {format_seconds(left * (time.monotonic() - sweep_start) / trained)}'
-
-    def status() -> str:
-        done = sum(1 for r in results.values() if r.status == 'exited' and not r.message)
-        failed = len(results) - done
-        rate = sum(r.rate for r in running)
-        return (f'{done}/{len(jobs)} runs done' + (f', {failed} failed' if failed else '') +
-                f', {len(running)} running, {rate:,.0f} img/s')
-
-    def look(r: _Running) -> None:
-        nonlocal trained
-        epochs, r.log_offset = log_throughput(r.job.log, r.log_offset)
-        r.rates.update({e: rate for e, (_, _, rate, _) in epochs.items()})
-        if epochs:
-            r.rate = epochs[max(epochs)][2]
-        rows = _epochs_since(r.job.out_dir, r.summary_from)
-        new = _epochs_reached(rows) - r.epochs_seen
-        if new <= 0:
-            return
-        trained += new
-        for row in rows:  # a line per row, also when several were written since (--val-interval N: every N-th epoch)
-            done = int(row['epoch']) + 1
-            if done <= r.epochs_seen:
-                continue
-            rate = r.rates.get(int(row['epoch']))
-            speed = f', {rate:,.0f} img/s' if rate else ''
-            display.event(f'{name(r.index)}: {done}/{r.job.epochs} epochs done, top-1 '
-                          f'{row["eval_top1"]:.2f}{speed}; sweep: {status()}, {eta()}', epoch=True)
-        r.epochs_seen += new
-        display.update(new, status())
-
-    def start(i: int) -> None:
-        job = jobs[i]
-        load = {d: sum(r.devices == d for r in running) for d in devices}
-        slot = min(devices, key=lambda d: load[d])
-        job.out_dir.mkdir(parents=True, exist_ok=True)
-        cmd = job.command()
-        summary_from = _summary_size(job.out_dir)
-        child_env = dict(env, CUDA_VISIBLE_DEVICES=slot) if slot else env
-        proc = None
-        try:
-            with job.log.open('ab') as log, _sigint_for_children():
-                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=child_env, start_new_session=True, pass_fds=tuple(pass_fds))
-        finally:  # a Ctrl-C right after the start: the process is stopped with the others, not left behind
-            if proc is not None:
-                running.append(_Running(job, proc, slot, time.monotonic(), before[id(job)], i, summary_from))
-        resumed = f' (resuming: {before[id(job)]}/{job.epochs} epochs done)' if before[id(job)] else ''
-        display.event(f'{name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') + f', {eta()}')
-
-    def ended(r: _Running, code: Optional[int], status: str = 'exited') -> JobResult:
-        _kill_group(r)  # what the run left behind (data or compile workers) goes with it
-        look(r)
-        result = JobResult(r.job, status, code, time.monotonic() - r.start, r.devices, r.epochs_before,
-                           r.epochs_seen)
-        results[r.index] = result
-        running.remove(r)
-        if finish is not None:
-            try:
-                finish(result)
-            except OSError as e:  # e.g. its bookkeeping file is a folder: the other jobs are stopped, not orphaned
-                failures.append(e)
-        return result
-
-    handlers = {}
-    if hasattr(signal, 'SIGHUP'):
-        handlers[signal.SIGHUP] = None
-    handlers[signal.SIGTERM] = None
+    sweep = _Sweep(jobs, list(devices) or [''], finish, (echo, sys.stdout.isatty() if tty is None else tty),
+                   dict(os.environ if env is None else env), list(numbering or range(1, len(jobs) + 1)),
+                   total or len(jobs), pass_fds)
     try:
-        for sig in handlers:
+        with _terminate_as_interrupt():
             try:
-                handlers[sig] = signal.signal(sig, _raise_interrupt)
-            except ValueError:  # not the main thread: Ctrl-C only
-                pass
-        last_look = time.monotonic()
-        while pending or running:
-            while pending and len(running) < concurrency and not failures:
-                try:
-                    start(pending[0])  # leaves pending once its process runs: an interrupt in between: 'not run'
-                except OSError as e:
-                    failures.append(e)
-                    break
-                pending.pop(0)
-            if failures:
-                raise KeyboardInterrupt  # stop the others as Ctrl-C does
-            time.sleep(_TICK_S)
-            finished = [(r, r.proc.poll()) for r in running]
-            if time.monotonic() - last_look >= poll:
                 last_look = time.monotonic()
-                for r, code in finished:
-                    if code is None:
-                        look(r)
-            for r, code in finished:
-                if code is None:
-                    continue
-                result = ended(r, code)
-                spent = format_seconds(result.seconds)
-                if result.message:
-                    display.event(f'{name(r.index)} failed after {spent}: {result.message}')
-                else:
-                    display.event(f'{name(r.index)} finished in {spent} ({result.epochs_after}/{r.job.epochs} '
-                                  f'epochs); sweep: {status()}')
-                display.update(0, status())
-    except KeyboardInterrupt:
-        stopping = list(running)
-        if failures:
-            display.event(f'could not write {describe(failures[0])}')
-        display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to resume')
-        _stop(stopping, grace)
-        for r in stopping:
-            ended(r, r.proc.returncode, 'interrupted')
-            display.event(f'{name(r.index)} interrupted; run the same command again to resume')
-        for i in pending:
-            results[i] = JobResult(jobs[i], 'not run', epochs_before=before[id(jobs[i])],
-                                   epochs_after=before[id(jobs[i])])
+                while sweep.pending or sweep.running:
+                    sweep.start_pending(concurrency)
+                    if sweep.failures:
+                        raise KeyboardInterrupt  # stop the others as Ctrl-C does
+                    time.sleep(_TICK_S)
+                    finished = [(r, r.proc.poll()) for r in sweep.running]
+                    if time.monotonic() - last_look >= poll:
+                        last_look = time.monotonic()
+                        for r, code in finished:
+                            if code is None:
+                                sweep.look(r)
+                    sweep.collect(finished)
+            except KeyboardInterrupt:
+                sweep.stop(grace)
     finally:
-        for sig, handler in handlers.items():
-            if handler is not None:
-                signal.signal(sig, handler)
-        display.close()
-    if failures:
-        raise SweepStopped(failures[0], [results[i] for i in range(len(jobs))])
-    return [results[i] for i in range(len(jobs))]
+        sweep.display.close()
+    results = [sweep.results[i] for i in range(len(jobs))]
+    if sweep.failures:
+        raise SweepStopped(sweep.failures[0], results)
+    return results
