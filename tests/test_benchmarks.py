@@ -55,11 +55,7 @@ def test_peers_without_vit_pytorch_leaves_it_out(tmp_path):
 
 
 def test_peers_refuses_an_unknown_family(capsys, monkeypatch):
-    monkeypatch.setattr(sys, 'argv', ['peers.py'])
-    with pytest.raises(SystemExit) as e:
-        _parse('peers', ['--families', 'deit'], monkeypatch)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and "invalid choice: 'deit'" in err and err.count('\n') == 1, err
+    assert "invalid choice: 'deit'" in _parse_error('peers', ['--families', 'deit'], monkeypatch, capsys)
 
 
 def _tiny_image_folder(root: Path) -> Path:
@@ -107,12 +103,8 @@ def test_loader_builds_the_recipes_transform_as_train_py_does(tmp_path):
 
 
 def test_loader_refuses_a_missing_folder_in_one_line(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(sys, 'argv', ['loader.py'])
-    with pytest.raises(SystemExit) as e:
-        _parse('loader', [str(tmp_path / 'nope'), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')],
-               monkeypatch)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and err.startswith('loader.py: error: ') and err.count('\n') == 1, err
+    err = _parse_error('loader', [str(tmp_path / 'nope'), '--recipe', str(ROOT / 'recipes' / 'fashion_mnist.yaml')],
+                       monkeypatch, capsys)
     assert 'is not a folder' in err and 'nope' in err
 
 
@@ -245,6 +237,16 @@ def _parse(script: str, argv, monkeypatch):
     return importlib.import_module(script).parse_args((['--models'] if script == 'throughput' else []) + argv)
 
 
+def _parse_error(script: str, argv, monkeypatch, capsys) -> str:
+    """The one line (after ``SCRIPT.py: error: ``) with which the script's parse refuses ``argv``, exit status 2."""
+    monkeypatch.setattr(sys, 'argv', [f'{script}.py'])  # argparse names the script by it
+    with pytest.raises(SystemExit) as e:
+        _parse(script, argv, monkeypatch)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(f'{script}.py: error: ') and err.count('\n') == 1, err
+    return err[len(f'{script}.py: error: '):-1]
+
+
 @pytest.mark.parametrize('script, option, name', _TABLE_OUTPUTS)
 def test_a_users_file_at_a_table_option_is_kept_without_overwrite(script, option, name, tmp_path, capsys,
                                                                    monkeypatch):
@@ -253,14 +255,10 @@ def test_a_users_file_at_a_table_option_is_kept_without_overwrite(script, option
     --overwrite, and an earlier table of the script is replaced as before."""
     path = tmp_path / name
     path.write_text('my notes\n')
-    with pytest.raises(SystemExit) as e:
-        _parse(script, [option, str(path)], monkeypatch)
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert err.count('\n') == 1 and err.rstrip().endswith(
+    assert _parse_error(script, [option, str(path)], monkeypatch, capsys).endswith(
         f'{option} {path} is a file this script did not write (it does not begin with '
         f"{'model,variant,mode,' if option == '--csv' else 'device:'!r}): it is kept; allowed: a new file name, a "
-        f'table of an earlier run, or --overwrite to replace it'), err
+        f'table of an earlier run, or --overwrite to replace it')
     assert path.read_text() == 'my notes\n'
     assert getattr(_parse(script, [option, str(path), '--overwrite'], monkeypatch), option[2:].replace('-', '_'))
     path.write_text('model,variant,mode,batch\n' if option == '--csv' else 'device: CPU, 2 threads; torch\n')
@@ -303,10 +301,7 @@ def test_a_device_that_cannot_be_timed_is_refused_in_one_line(script, tmp_path, 
                           ('cuda', f'--device cuda: torch {torch.__version__} sees no CUDA device here; allowed: '
                                    f'--device cpu')):
         monkeypatch.setattr(torch.cuda, 'is_available', lambda: False)
-        with pytest.raises(SystemExit) as e:
-            _parse(script, ['--device', device], monkeypatch)
-        assert e.value.code == 2
-        assert capsys.readouterr().err == f'{script}.py: error: {error}\n'
+        assert _parse_error(script, ['--device', device], monkeypatch, capsys) == error
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'device_count', lambda: 2)
     with pytest.raises(SystemExit):
@@ -451,12 +446,9 @@ def test_loader_refuses_a_recipe_or_folder_it_cannot_time_in_one_line(tmp_path, 
 
 def test_peers_compile_mode_without_compile_is_refused(capsys, monkeypatch):
     """peers.py --compile-mode max-autotune without --compile timed every model eager without a word."""
-    monkeypatch.setattr(sys, 'argv', ['peers.py'])
-    with pytest.raises(SystemExit) as e:
-        _parse('peers', ['--compile-mode', 'max-autotune'], monkeypatch)
-    assert e.value.code == 2 and capsys.readouterr().err == (
-        'peers.py: error: --compile-mode max-autotune without --compile: nothing would be compiled; allowed: '
-        '--compile --compile-mode max-autotune, or neither\n')
+    assert _parse_error('peers', ['--compile-mode', 'max-autotune'], monkeypatch, capsys) == (
+        '--compile-mode max-autotune without --compile: nothing would be compiled; allowed: --compile --compile-mode '
+        'max-autotune, or neither')
     assert _parse('peers', ['--compile', '--compile-mode', 'max-autotune'], monkeypatch).compile_mode == 'max-autotune'
 
 
@@ -476,13 +468,9 @@ def test_the_slify_survey_refuses_an_input_size(tmp_path, capsys, monkeypatch):
 def test_peers_refuses_a_reference_it_cannot_import_in_argparses_line(tmp_path, capsys, monkeypatch):
     """peers.py --reference DIR without the authors' models/ ended with a bare line of exit status 1 after the
     parse; it is argparse's one line, exit status 2, naming the folder."""
-    monkeypatch.setattr(sys, 'argv', ['peers.py'])
-    with pytest.raises(SystemExit) as e:
-        _parse('peers', ['--reference', str(tmp_path)], monkeypatch)
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count('\n') == 1 and err.startswith(
-        f"peers.py: error: --reference {tmp_path}: cannot import models.create_model from it (No module named "
-        f"'models'); allowed: a checkout of the authors' repository (the folder holding models/ and utils/)"), err
+    assert _parse_error('peers', ['--reference', str(tmp_path)], monkeypatch, capsys).startswith(
+        f"--reference {tmp_path}: cannot import models.create_model from it (No module named 'models'); allowed: a "
+        f"checkout of the authors' repository (the folder holding models/ and utils/)")
 
 
 def test_throughput_keeps_the_benchmark_py_it_runs(tmp_path, capsys, monkeypatch):
@@ -535,12 +523,9 @@ def test_peers_compile_is_never_timed(monkeypatch):
 def test_peers_count_ops_with_compile_is_refused(capsys, monkeypatch):
     """peers.py --compile --count-ops printed the eager op counts (67 / 39 for ViT, as without --compile) under
     'Kernel ops per step' beside the compiled times: refused in one line."""
-    monkeypatch.setattr(sys, 'argv', ['peers.py'])
-    with pytest.raises(SystemExit) as e:
-        _parse('peers', ['--compile', '--count-ops'], monkeypatch)
-    assert e.value.code == 2 and capsys.readouterr().err == (
-        'peers.py: error: --count-ops with --compile: the count runs each model eager (the same counts as without '
-        '--compile), not the kernels the compiled model launches; allowed: one of them\n')
+    assert _parse_error('peers', ['--compile', '--count-ops'], monkeypatch, capsys) == (
+        '--count-ops with --compile: the count runs each model eager (the same counts as without --compile), not the '
+        'kernels the compiled model launches; allowed: one of them')
 
 
 def test_kernel_op_counts_keep_the_linear_layers_and_norms_of_an_inference_forward(monkeypatch):
@@ -614,11 +599,8 @@ def test_a_negative_warmup_is_refused_in_one_line(script, capsys, monkeypatch):
     """--warmup -1 ran as --warmup 0 without a word in throughput.py, peers.py and launches.py."""
     monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
     time = ['--time'] if script == 'launches' else []
-    with pytest.raises(SystemExit) as e:
-        _parse(script, time + ['--warmup', '-1'], monkeypatch)
-    assert e.value.code == 2
-    assert capsys.readouterr().err == (f'{script}.py: error: argument --warmup: -1 is not allowed; expected an '
-                                       f'integer >= 0\n')
+    assert _parse_error(script, time + ['--warmup', '-1'], monkeypatch, capsys) == (
+        'argument --warmup: -1 is not allowed; expected an integer >= 0')
     assert _parse(script, time + ['--warmup', '0'], monkeypatch).warmup == 0
 
 
@@ -693,21 +675,19 @@ def test_a_failing_timm_benchmark_leaves_the_measured_outputs_written(tmp_path, 
     assert csv_path.read_text().splitlines()[0].startswith('model,') and 'sl_vit_32' in markdown.read_text()
 
 
-@pytest.mark.parametrize('script, rounds', [('throughput', '--repeats'), ('peers', '--rounds'), ('launches', '--rounds')])
+@pytest.mark.parametrize('script, rounds', [('throughput', '--repeats'), ('peers', '--rounds'),
+                                            ('launches', '--rounds')])
 def test_no_warmup_with_fewer_than_three_rounds_is_refused(script, rounds, capsys, monkeypatch):
     """--warmup 0 with one round printed a ratio in which the model timed first paid torch's first-call costs and the
     others did not, without a word. Refused before any model is built; three rounds (a median that drops the cold
     one) or a warm-up step are taken; peers.py --compile warms every compiled step itself."""
     monkeypatch.setattr(sys, 'argv', [f'{script}.py'])
     time = ['--time'] if script == 'launches' else []
-    for given in (['1'], ['2']):
-        with pytest.raises(SystemExit) as e:
-            _parse(script, time + ['--warmup', '0', rounds, *given], monkeypatch)
-        assert e.value.code == 2
-        assert capsys.readouterr().err == (
-            f"{script}.py: error: --warmup 0 with {rounds} {given[0]}: the model timed first would pay torch's "
-            f"first-call costs inside its round, which the median of fewer than 3 rounds keeps in the ratio; allowed: "
-            f"--warmup 1 or more, or {rounds} 3 or more\n")
+    for given in ('1', '2'):
+        assert _parse_error(script, time + ['--warmup', '0', rounds, given], monkeypatch, capsys) == (
+            f"--warmup 0 with {rounds} {given}: the model timed first would pay torch's first-call costs inside its "
+            f"round, which the median of fewer than 3 rounds keeps in the ratio; allowed: --warmup 1 or more, or "
+            f"{rounds} 3 or more")
     assert _parse(script, time + ['--warmup', '0', rounds, '3'], monkeypatch).warmup == 0
     assert _parse(script, time + ['--warmup', '1', rounds, '1'], monkeypatch).warmup == 1
     if script == 'peers':
