@@ -949,3 +949,39 @@ def test_export_refuses_timm_switches_in_model_kwargs(kwarg, tmp_path):
         f"timm-sl export: model kwarg {key}=True for {run / 'model_best.pth.tar'}: {why}; allowed: {key} left out of "
         f"the model kwargs")
     assert not (tmp_path / 'out').exists()
+
+
+def test_the_hubs_retries_while_weights_download_are_one_note(monkeypatch, capsys):
+    """Offline, --pretrained printed huggingface_hub's two warnings per retry ('... thrown while requesting HEAD URL',
+    'Retrying in 1s [Retry 1/5].'), 20 lines over a minute, before the one error line; they are one note, the first
+    time, naming the reason and HF_HUB_OFFLINE. huggingface_hub's other warnings pass as they are."""
+    import logging
+    import timm
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    hub_http = logging.getLogger('huggingface_hub.utils._http')
+    passed = []
+
+    class Kept(logging.Handler):
+        def emit(self, record):
+            passed.append(record.getMessage())
+
+    def offline(*args, **kwargs):
+        for retry in (1, 2):
+            hub_http.warning("'[Errno -2] Name or service not known' thrown while requesting HEAD https://hf.co/x")
+            hub_http.warning(f'Retrying in {retry}s [Retry {retry}/5].')
+        hub_http.warning('another warning')
+        raise LocalEntryNotFoundError('An error happened while trying to locate the file on the Hub.')
+    monkeypatch.setattr(timm, 'create_model', offline)
+    handler = Kept()
+    hub_http.addHandler(handler)
+    try:
+        message = _exit_message(['receptive-field', '--model', 'slify', '--model-kwargs', 'base=vit_tiny_patch16_224',
+                                 '--pretrained'])
+    finally:
+        hub_http.removeHandler(handler)
+    assert message.startswith('timm-sl receptive-field: --pretrained slify(vit_tiny_patch16_224): its weights could '
+                              'not be downloaded')
+    assert passed == ['another warning'] and not hub_http.filters  # the filter goes with the load
+    assert capsys.readouterr().err.splitlines()[0] == (
+        'timm-sl receptive-field: the Hugging Face Hub does not answer ([Errno -2] Name or service not known); '
+        'huggingface_hub retries for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)')

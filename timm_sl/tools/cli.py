@@ -7,11 +7,13 @@ usage lines), :func:`main` every error of :data:`~timm_sl.tools.errors.USER_ERRO
 functions below it raise; this module is the only place that turns exceptions into exit statuses.
 """
 import argparse
+import contextlib
 import difflib
+import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .arg_types import MAX_SEED, OneLineParser, dataset_name, kwarg_words, positive_float as _positive_float, \
     positive_int, seed as _seed, shift_ratio as _shift_ratio
@@ -128,7 +130,8 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
         raise ValueError(f'{whose} has no pretrained weights (no tag in timm.list_pretrained); allowed: --checkpoint '
                          f'FILE (a train.py checkpoint), or neither for random init')
     try:
-        return timm.create_model(name, **kwargs, **create_kwargs)
+        with _hub_retries_in_one_line(args) if create_kwargs.get('pretrained') else contextlib.nullcontext():
+            return timm.create_model(name, **kwargs, **create_kwargs)
     except BUILD_ERRORS as e:  # unknown / bad kwarg, weights that cannot be loaded
         raise _model_error(args, name, kwargs, e) from e
     except OSError as e:  # offline: the Hub's 'An error happened while trying to locate the file ...', naming nothing
@@ -139,6 +142,39 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
         raise ValueError(f'--pretrained {whose}: its weights could not be downloaded or read ({type(e).__name__}: '
                          f'{reason}); allowed: --pretrained with the Hugging Face Hub reachable or the weights in its '
                          f'cache (HF_HOME), --checkpoint FILE, or neither for random init') from e
+
+
+class _HubRetries(logging.Filter):
+    """huggingface_hub's two warnings per retry of a request the Hub does not answer (offline: about 20 lines over a
+    minute before the error) as one note on stderr, the first time."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command, self.noted = command, False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if not (' thrown while requesting ' in text or text.startswith('Retrying in ')):
+            return True
+        if not self.noted:
+            self.noted = True
+            reason = text.split(' thrown while requesting ')[0].strip("'")
+            print(f'timm-sl {self.command}: the Hugging Face Hub does not answer ({reason}); huggingface_hub retries '
+                  f'for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)', file=sys.stderr,
+                  flush=True)
+        return False
+
+
+@contextlib.contextmanager
+def _hub_retries_in_one_line(args: argparse.Namespace) -> Iterator[None]:
+    """While pretrained weights load: :class:`_HubRetries` on the logger of huggingface_hub's requests."""
+    logger = logging.getLogger('huggingface_hub.utils._http')
+    retries = _HubRetries(args.command)
+    logger.addFilter(retries)
+    try:
+        yield
+    finally:
+        logger.removeFilter(retries)
 
 
 def _require_plotting(args: argparse.Namespace) -> None:
