@@ -231,9 +231,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
-    base_given = ''.join(f', {k}={v}' for k, v in base.kwargs.items() if k not in ('spt', 'lsa', 'spt_pool'))
+    switches = ('spt', 'lsa', 'spt_pool')
+    base_given = ''.join(f', {k}={v}' for k, v in base.kwargs.items() if k not in switches)
+    off = '/'.join(k for k in switches if base.kwargs.get(k) is False)  # PiT's / Swin's: the pooling SPT's too
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
-                 f'baseline ({args.model}{base_given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
+                 f'baseline ({args.model}{base_given}, {off} off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {shown(args.out)}')
     return 0
