@@ -973,3 +973,16 @@ def test_list_prints_the_input_and_classes_a_plugin_model_is_built_with(capsys):
     # norm + 1930 head = 469258; MACs 589824 stem + 7188480 qkv + 1622400 attention + 2396160 proj + 2 * 9584640 MLP
     # + 1920 head = 30968064
     assert cells == ['sl_plugin_tiny', '0.47', '31.0', '-', '-', '-', '3x32x32', '10', '-']
+
+
+def test_list_help_names_every_switch_its_baseline_turns_off(capsys):
+    """``list --help`` said the baseline columns are each model 'with spt/lsa off'; for PiT and Swin they are counted
+    with spt_pool=False too (the model class's baseline_kwargs), as the README's table and the cards count them."""
+    from timm_sl.models.sl_pit import SlPoolingVisionTransformer
+    from timm_sl.models.sl_swin import SlSwinTransformer
+    with pytest.raises(SystemExit):
+        main(['list', '--help'])
+    help_text = ' '.join(capsys.readouterr().out.split())
+    assert '--baseline add params / MACs of each model with spt/lsa off (PiT / Swin: spt_pool too)' in help_text
+    for cls in (SlPoolingVisionTransformer, SlSwinTransformer):  # what cmd_list counts the baseline columns with
+        assert cls.baseline_kwargs == dict(spt=False, lsa=False, spt_pool=False)

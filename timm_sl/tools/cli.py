@@ -1148,7 +1148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('list', help='table of the sl_ models: params, MACs, input size, pretrained tags')
     p.add_argument('--filter', default='sl_*', help='model name pattern')
-    p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off')
+    p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off '
+                                                              '(PiT / Swin: spt_pool too)')
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
