@@ -985,3 +985,40 @@ def test_the_hubs_retries_while_weights_download_are_one_note(monkeypatch, capsy
     assert capsys.readouterr().err.splitlines()[0] == (
         'timm-sl receptive-field: the Hugging Face Hub does not answer ([Errno -2] Name or service not known); '
         'huggingface_hub retries for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)')
+
+
+def test_list_prints_the_input_and_classes_a_plugin_model_is_built_with(capsys):
+    """An sl_ model a user's plugin registers (built of a timm model at 32 px, 10 classes) was listed as '3x224x224',
+    '1000' (timm's cfg of its parent) beside MACs counted at 32 px; with --baseline it ended in a traceback (its class
+    has no baseline_kwargs). Its row now names what it is built with, and '-' where it has no baseline."""
+    import timm
+    from timm.models import register_model
+    from timm.models._registry import _clear_model_entries, _model_entrypoints
+
+    def sl_plugin_tiny(pretrained: bool = False, **kwargs):
+        kwargs = {k: v for k, v in kwargs.items() if k not in ('pretrained_cfg', 'pretrained_cfg_overlay', 'cache_dir')}
+        return timm.create_model('vit_tiny_patch16_224', img_size=32, patch_size=4, depth=1, num_classes=10, **kwargs)
+    register_model(sl_plugin_tiny)
+    try:
+        assert main(['list', '--filter', 'sl_plugin_tiny', '--baseline']) == 0
+    finally:
+        _clear_model_entries('sl_plugin_tiny')
+        _model_entrypoints.pop('sl_plugin_tiny', None)
+    cells = capsys.readouterr().out.strip().splitlines()[-1].split()
+    # by hand, 65 tokens of 192 (3 heads of 64, MLP 768): params 9408 stem + 192 cls + 12480 pos + 444864 block + 384
+    # norm + 1930 head = 469258; MACs 589824 stem + 7188480 qkv + 1622400 attention + 2396160 proj + 2 * 9584640 MLP
+    # + 1920 head = 30968064
+    assert cells == ['sl_plugin_tiny', '0.47', '31.0', '-', '-', '-', '3x32x32', '10', '-']
+
+
+def test_list_help_names_every_switch_its_baseline_turns_off(capsys):
+    """``list --help`` said the baseline columns are each model 'with spt/lsa off'; for PiT and Swin they are counted
+    with spt_pool=False too (the model class's baseline_kwargs), as the README's table and the cards count them."""
+    from timm_sl.models.sl_pit import SlPoolingVisionTransformer
+    from timm_sl.models.sl_swin import SlSwinTransformer
+    with pytest.raises(SystemExit):
+        main(['list', '--help'])
+    help_text = ' '.join(capsys.readouterr().out.split())
+    assert '--baseline add params / MACs of each model with spt/lsa off (PiT / Swin: spt_pool too)' in help_text
+    for cls in (SlPoolingVisionTransformer, SlSwinTransformer):  # what cmd_list counts the baseline columns with
+        assert cls.baseline_kwargs == dict(spt=False, lsa=False, spt_pool=False)

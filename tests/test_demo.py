@@ -249,3 +249,23 @@ def test_the_demos_mean_and_std_are_those_of_the_images_it_trains_on():
         assert pixels.shape[-1] == 3 and len(pixels) == 1797
         assert pixels.mean(axis=(0, 1, 2)) == pytest.approx(DIGITS_MEAN, abs=0.002)
         assert pixels.std(axis=(0, 1, 2)) == pytest.approx(DIGITS_STD, abs=0.002)
+
+
+def test_demo_legend_names_every_switch_the_baseline_turns_off(tmp_path, capsys, monkeypatch):
+    """``demo --model sl_pit_32``: the table's baseline row said 'spt=False lsa=False spt_pool=False', its legend only
+    'spt/lsa off', as if the baseline kept SPT's pooling layers; the legend now names the pooling switch too."""
+    import timm_sl.tools.demo
+    from timm_sl.tools.demo import DemoResult
+    figures = []
+    draw = timm_sl.tools.plot.plot_curves
+    monkeypatch.setattr(timm_sl.tools.plot, 'plot_curves', lambda *a, **k: figures.append(draw(*a, **k)))
+
+    def run_demo(model_name, label='SL', model_kwargs=None, **kwargs):
+        models = {label: {}, 'baseline': dict(spt=False, lsa=False, spt_pool=False)}  # sl_pit_32's baseline_kwargs
+        return [DemoResult(name, model, top1=[[50.]], train_loss=[[2.3]], train_img_s=[1.], params=1,
+                           train_images=1438, val_images=359) for name, model in models.items()]
+    monkeypatch.setattr(timm_sl.tools.demo, 'run_demo', run_demo)
+    assert main(['demo', '--model', 'sl_pit_32', '--epochs', '1', '--out', str(tmp_path / 'c.png')]) == 0
+    assert 'spt=False lsa=False spt_pool=False' in capsys.readouterr().out
+    assert [t.get_text() for t in figures[0].axes[0].get_legend().get_texts()] == [
+        'SL (sl_pit_32)', 'baseline (sl_pit_32, spt/lsa/spt_pool off)']

@@ -189,7 +189,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     """The table, a row printed as soon as it is counted (models built on the meta device: see model_counts)."""
     import timm
     from timm_sl.tools.paper import TABLE2
-    from timm_sl.tools.profile import model_counts
+    from timm_sl.tools.profile import built_input_size, model_counts
 
     sl_names = set(_register_models())
     names = [n for n in timm.list_models(args.filter) if n in sl_names]
@@ -208,13 +208,17 @@ def cmd_list(args: argparse.Namespace) -> int:
         params, macs, model = model_counts(name)
         cfg = model.pretrained_cfg
         tags = [t.split('.', 1)[1] for t in timm.list_pretrained(f'{name}.*')]
-        row = [name, f'{params / 1e6:.2f}', f'{macs / 1e6:.1f}', 'x'.join(str(s) for s in cfg['input_size']),
-               str(cfg['num_classes']), ', '.join(tags) or '-']
+        # the input and classes the model is built with, which its MACs are counted at (a plugin's sl_ model built
+        # at 32 px with 10 classes kept timm's cfg of its parent: '3x224x224', '1000' beside 32 px MACs)
+        row = [name, f'{params / 1e6:.2f}', f'{macs / 1e6:.1f}', 'x'.join(map(str, built_input_size(model))),
+               str(getattr(model, 'num_classes', cfg['num_classes'])), ', '.join(tags) or '-']
         if args.baseline:
-            base_params, base_macs, _ = model_counts(name, **type(model).baseline_kwargs)
+            baseline = getattr(type(model), 'baseline_kwargs', None)  # None: not a timm_sl class (a user's plugin)
+            base_params, base_macs, _ = model_counts(name, **baseline) if baseline is not None else (None, None, None)
             paper = TABLE2.get(name)
             paper_text = f"{paper['sl'][0]}/{paper['sl'][1]} ; {paper['base'][0]}/{paper['base'][1]}" if paper else '-'
-            row[3:3] = [f'{base_params / 1e6:.2f}', f'{base_macs / 1e6:.1f}', paper_text]
+            row[3:3] = ['-', '-', paper_text] if baseline is None else \
+                [f'{base_params / 1e6:.2f}', f'{base_macs / 1e6:.1f}', paper_text]
         print(line(row), flush=True)
     return 0
 
@@ -263,9 +267,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     images = f'top-1 of {sl.val_images} validation images' + (
         f', {100 / sl.val_images:.3g} points each: a smoke test' if sl.val_images < 100 else '')
     title = f'{args.model}{given}, {sl.name} vs baseline on digits, trained from scratch ({seeds}); {images}'
-    base_given = ''.join(f', {k}={v}' for k, v in base.kwargs.items() if k not in ('spt', 'lsa', 'spt_pool'))
+    switches = ('spt', 'lsa', 'spt_pool')
+    base_given = ''.join(f', {k}={v}' for k, v in base.kwargs.items() if k not in switches)
+    off = '/'.join(k for k in switches if base.kwargs.get(k) is False)  # PiT's / Swin's: the pooling SPT's too
     plot_curves({f'{sl.name} ({args.model}{given})': sl.mean_curve,
-                 f'baseline ({args.model}{base_given}, spt/lsa off)': base.mean_curve}, args.out, title=title,
+                 f'baseline ({args.model}{base_given}, {off} off)': base.mean_curve}, args.out, title=title,
                 y_label='validation top-1 (%)', x_label='epoch', x_start=1, y_range=(0., 100.))
     print(f'\nlearning curves: {shown(args.out)}')
     return 0
@@ -1178,7 +1184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser('list', help='table of the sl_ models: params, MACs, input size, pretrained tags')
     p.add_argument('--filter', default='sl_*', help='model name pattern')
-    p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off')
+    p.add_argument('--baseline', action='store_true', help='add params / MACs of each model with spt/lsa off '
+                                                              '(PiT / Swin: spt_pool too)')
     p.set_defaults(func=cmd_list)
 
     p = sub.add_parser('demo', help='train an sl_ model and its baseline from scratch on the bundled digits (CPU)')
