@@ -133,7 +133,8 @@ def test_swin_post_embed_norm_dropped_unless_asked():
      'cannot slify eva02_tiny_patch14_224: attention class timm.models.eva.EvaAttention has no LSA form '
      '(rotary position embedding).'),
     ('xcit_nano_12_p16_224', dict(depth=1),
-     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed).'),
+     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed); '
+     'attention class timm.models.xcit.XCA has no LSA form.'),
     ('beit_base_patch16_224', dict(depth=1),
      'cannot slify beit_base_patch16_224: attention class timm.models.beit.Attention has no LSA form '
      '(relative-position bias inside the attention).'),
@@ -701,3 +702,19 @@ def test_pretrained_that_is_no_bool_is_refused_before_any_download(make, value, 
     with pytest.raises(ValueError) as refused:
         make(pretrained=value)
     assert str(refused.value) == f'pretrained={value!r} is invalid; allowed: True or False.'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's whole zoo, checked for meaning
+
+@pytest.mark.parametrize('name,kwargs,classes', [
+    ('xcit_nano_12_p16_224', dict(spt=False), ['timm.models.xcit.XCA']),  # converted its 2 class attentions only
+    ('convit_tiny', {}, ['timm.models.convit.GPSA', 'timm.models.convit.MHSA']),
+    ('vit_base_patch16_xp_224', {}, ['timm.models.vision_transformer.ParallelScalingBlock']),
+    ('vit_dpwee_patch16_reg1_gap_256', {}, ['timm.models.vision_transformer.DiffParallelScalingBlock']),
+])
+def test_attention_under_another_class_name_is_named_in_the_refusal(name, kwargs, classes):
+    """XCiT with spt=False converted its two class-attention layers, left its cross-covariance attention (XCA) as it
+    was and reported the model converted; ConViT and the parallel-block ViTs were refused with 'no attention layer'."""
+    reasons = '; '.join(f'attention class {c} has no LSA form' for c in classes)
+    assert slify_refusal(name, **kwargs) == f'cannot slify {name}: {reasons}.'

@@ -54,6 +54,7 @@ SLIFY_ARG_NAMES: Tuple[str, ...] = SL_ARG_NAMES + ('spt_pool', 'spt_post_norm')
 # *pooling* heads (ViT's 'map' pool) attend from learned latent queries: no self-relation for LSA to mask
 _ATTENTION_NAME = re.compile(r'attention|attn', re.IGNORECASE)
 _NOT_ATTENTION_NAME = re.compile(r'block|layer|stage|pool', re.IGNORECASE)
+_POOL_NAME = re.compile(r'pool', re.IGNORECASE)
 
 
 class SlifyError(ValueError):
@@ -115,8 +116,14 @@ def _attention_reason(module: nn.Module) -> str:
 
 
 def _looks_like_attention(module: nn.Module) -> bool:
+    """A class named as attention (not a block, stage or pooling head holding one), or one that computes attention
+    under another name: heads and an attention dropout of its own (ConViT's ``MHSA`` / ``GPSA``, XCiT's ``XCA``, a
+    ViT's ``ParallelScalingBlock``)."""
     name = type(module).__name__
-    return bool(_ATTENTION_NAME.search(name)) and not _NOT_ATTENTION_NAME.search(name)
+    if _ATTENTION_NAME.search(name) and not _NOT_ATTENTION_NAME.search(name):
+        return True
+    return not _POOL_NAME.search(name) and isinstance(getattr(module, 'num_heads', None), int) \
+        and isinstance(getattr(module, 'attn_drop', None), nn.Module)
 
 
 def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Replacement],
