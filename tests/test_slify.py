@@ -718,3 +718,12 @@ def test_attention_under_another_class_name_is_named_in_the_refusal(name, kwargs
     was and reported the model converted; ConViT and the parallel-block ViTs were refused with 'no attention layer'."""
     reasons = '; '.join(f'attention class {c} has no LSA form' for c in classes)
     assert slify_refusal(name, **kwargs) == f'cannot slify {name}: {reasons}.'
+
+
+@pytest.mark.parametrize('name,kwargs', [('vit_tiny_patch16_224', dict(depth=1)), ('pit_ti_224', {}),
+                                         ('vit_tiny_patch16_224', dict(depth=1, lsa=False))])
+def test_spt_post_norm_on_a_stem_without_a_norm_is_refused(name, kwargs):
+    """spt_post_norm=True on a stem with no norm after its projection was taken and acted on nothing."""
+    assert slify_refusal(name, spt_post_norm=True, **kwargs) == (
+        f'cannot slify {name}: spt_post_norm=True keeps the norm after patch_embed, and it has none; allowed: '
+        f'spt_post_norm left out.')

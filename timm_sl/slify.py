@@ -151,6 +151,11 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Re
         reasons.append(f'{path} is not a plain non-overlapping patch projection ({conv}); SPT needs kernel == stride')
         return
 
+    if post_norm and isinstance(getattr(stem, 'norm', None), (nn.Identity, type(None))):
+        reasons.append(f'spt_post_norm=True keeps the norm after {path}, and it has none; allowed: spt_post_norm '
+                       f'left out')
+        return
+
     def spt_with_norm(old: nn.Module, args: SlArgs) -> nn.Module:
         return spt_from_timm(old, args, post_norm=post_norm)
 
