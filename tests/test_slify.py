@@ -727,3 +727,22 @@ def test_spt_post_norm_on_a_stem_without_a_norm_is_refused(name, kwargs):
     assert slify_refusal(name, spt_post_norm=True, **kwargs) == (
         f'cannot slify {name}: spt_post_norm=True keeps the norm after patch_embed, and it has none; allowed: '
         f'spt_post_norm left out.')
+
+
+@pytest.mark.parametrize('make', [
+    lambda **kw: slify('vit_tiny_patch16_224', **kw),
+    lambda **kw: slify_refusal('vit_tiny_patch16_224', **kw),
+    lambda **kw: timm.create_model('slify', base='vit_tiny_patch16_224', **kw)], ids=['slify', 'refusal', 'entry'])
+def test_embed_norm_layer_that_spt_would_drop_is_refused(make):
+    """slify(name, embed_norm_layer='layernorm') built the asked-for norm and dropped it with the convolution: the
+    model had no norm after its patch embedding, without a word."""
+    with pytest.raises(ValueError, match=r"^slify of vit_tiny_patch16_224: embed_norm_layer='layernorm' asks for a "
+                                         r"norm after the patch embedding, which SPT drops .*; allowed: "
+                                         r"spt_post_norm=True to keep it, spt=False, or embed_norm_layer left out\.$"):
+        make(depth=1, embed_norm_layer='layernorm')
+
+
+def test_embed_norm_layer_is_kept_with_spt_post_norm():
+    kept = slify('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=8, embed_dim=32, num_heads=2,
+                 embed_norm_layer='layernorm', spt_post_norm=True)
+    assert isinstance(kept.patch_embed.norm, nn.LayerNorm) and kept.patch_embed.norm.normalized_shape == (32,)

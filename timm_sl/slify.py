@@ -231,6 +231,16 @@ def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
         check(f'slify of {model_name}', grid, asked)
 
 
+def _check_embed_norm(create_kwargs: Dict[str, Any], sl_args: SlArgs, spt_post_norm: bool, name: str) -> None:
+    """Refuse ``embed_norm_layer`` asked of a model whose patch embedding SPT replaces without its norm: the norm
+    would be built, then dropped with the convolution it follows."""
+    norm = create_kwargs.get('embed_norm_layer')
+    if norm is not None and sl_args.spt and not spt_post_norm:
+        raise ValueError(f'slify of {name}: embed_norm_layer={norm!r} asks for a norm after the patch embedding, '
+                         f'which SPT drops (it normalises each patch before projecting); allowed: spt_post_norm=True '
+                         f'to keep it, spt=False, or embed_norm_layer left out.')
+
+
 def _split_kwargs(kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(slify switches, everything else) of a kwargs dict."""
     switches = {k: kwargs[k] for k in SLIFY_ARG_NAMES if k in kwargs}
@@ -433,6 +443,7 @@ def slify_refusal(
     real and nothing is changed). Invalid arguments raise as they do in ``slify``."""
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs)
+    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     if plan.ok:
         _check_tokens(model, sl_args, name)
@@ -481,6 +492,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load (or download) weights
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
+    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
