@@ -746,3 +746,13 @@ def test_embed_norm_layer_is_kept_with_spt_post_norm():
     kept = slify('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=8, embed_dim=32, num_heads=2,
                  embed_norm_layer='layernorm', spt_post_norm=True)
     assert isinstance(kept.patch_embed.norm, nn.LayerNorm) and kept.patch_embed.norm.normalized_shape == (32,)
+
+
+def test_a_kwarg_a_config_class_takes_is_not_called_unknown():
+    """NaFlexVit takes depth through its **kwargs (its config's fields): a build timm refused for another kwarg
+    (global_pool='maxx', or out_indices past depth=1) was reported as 'got unknown model kwargs ['depth']'."""
+    name = 'naflexvit_base_patch16_gap'
+    with pytest.raises(AssertionError, match=r'^Only avg, avgmax, max, token or map pooling'):
+        slify_refusal(name, spt=False, depth=1, global_pool='maxx')
+    with pytest.raises(TypeError, match=rf"^slify of {name} \(NaFlexVit\) got unknown model kwargs \['foo'\]; "):
+        slify_refusal(name, spt=False, depth=1, foo=3)
