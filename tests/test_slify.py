@@ -133,7 +133,8 @@ def test_swin_post_embed_norm_dropped_unless_asked():
      'cannot slify eva02_tiny_patch14_224: attention class timm.models.eva.EvaAttention has no LSA form '
      '(rotary position embedding).'),
     ('xcit_nano_12_p16_224', dict(depth=1),
-     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed).'),
+     'cannot slify xcit_nano_12_p16_224: no timm PatchEmbed (its patch_embed is timm.models.xcit.ConvPatchEmbed); '
+     'attention class timm.models.xcit.XCA has no LSA form.'),
     ('beit_base_patch16_224', dict(depth=1),
      'cannot slify beit_base_patch16_224: attention class timm.models.beit.Attention has no LSA form '
      '(relative-position bias inside the attention).'),
@@ -701,3 +702,57 @@ def test_pretrained_that_is_no_bool_is_refused_before_any_download(make, value, 
     with pytest.raises(ValueError) as refused:
         make(pretrained=value)
     assert str(refused.value) == f'pretrained={value!r} is invalid; allowed: True or False.'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# timm's whole zoo, checked for meaning
+
+@pytest.mark.parametrize('name,kwargs,classes', [
+    ('xcit_nano_12_p16_224', dict(spt=False), ['timm.models.xcit.XCA']),  # converted its 2 class attentions only
+    ('convit_tiny', {}, ['timm.models.convit.GPSA', 'timm.models.convit.MHSA']),
+    ('vit_base_patch16_xp_224', {}, ['timm.models.vision_transformer.ParallelScalingBlock']),
+    ('vit_dpwee_patch16_reg1_gap_256', {}, ['timm.models.vision_transformer.DiffParallelScalingBlock']),
+])
+def test_attention_under_another_class_name_is_named_in_the_refusal(name, kwargs, classes):
+    """XCiT with spt=False converted its two class-attention layers, left its cross-covariance attention (XCA) as it
+    was and reported the model converted; ConViT and the parallel-block ViTs were refused with 'no attention layer'."""
+    reasons = '; '.join(f'attention class {c} has no LSA form' for c in classes)
+    assert slify_refusal(name, **kwargs) == f'cannot slify {name}: {reasons}.'
+
+
+@pytest.mark.parametrize('name,kwargs', [('vit_tiny_patch16_224', dict(depth=1)), ('pit_ti_224', {}),
+                                         ('vit_tiny_patch16_224', dict(depth=1, lsa=False))])
+def test_spt_post_norm_on_a_stem_without_a_norm_is_refused(name, kwargs):
+    """spt_post_norm=True on a stem with no norm after its projection was taken and acted on nothing."""
+    assert slify_refusal(name, spt_post_norm=True, **kwargs) == (
+        f'cannot slify {name}: spt_post_norm=True keeps the norm after patch_embed, and it has none; allowed: '
+        f'spt_post_norm left out.')
+
+
+@pytest.mark.parametrize('make', [
+    lambda **kw: slify('vit_tiny_patch16_224', **kw),
+    lambda **kw: slify_refusal('vit_tiny_patch16_224', **kw),
+    lambda **kw: timm.create_model('slify', base='vit_tiny_patch16_224', **kw)], ids=['slify', 'refusal', 'entry'])
+def test_embed_norm_layer_that_spt_would_drop_is_refused(make):
+    """slify(name, embed_norm_layer='layernorm') built the asked-for norm and dropped it with the convolution: the
+    model had no norm after its patch embedding, without a word."""
+    with pytest.raises(ValueError, match=r"^slify of vit_tiny_patch16_224: embed_norm_layer='layernorm' asks for a "
+                                         r"norm after the patch embedding, which SPT drops .*; allowed: "
+                                         r"spt_post_norm=True to keep it, spt=False, or embed_norm_layer left out\.$"):
+        make(depth=1, embed_norm_layer='layernorm')
+
+
+def test_embed_norm_layer_is_kept_with_spt_post_norm():
+    kept = slify('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=8, embed_dim=32, num_heads=2,
+                 embed_norm_layer='layernorm', spt_post_norm=True)
+    assert isinstance(kept.patch_embed.norm, nn.LayerNorm) and kept.patch_embed.norm.normalized_shape == (32,)
+
+
+def test_a_kwarg_a_config_class_takes_is_not_called_unknown():
+    """NaFlexVit takes depth through its **kwargs (its config's fields): a build timm refused for another kwarg
+    (global_pool='maxx', or out_indices past depth=1) was reported as 'got unknown model kwargs ['depth']'."""
+    name = 'naflexvit_base_patch16_gap'
+    with pytest.raises(AssertionError, match=r'^Only avg, avgmax, max, token or map pooling'):
+        slify_refusal(name, spt=False, depth=1, global_pool='maxx')
+    with pytest.raises(TypeError, match=rf"^slify of {name} \(NaFlexVit\) got unknown model kwargs \['foo'\]; "):
+        slify_refusal(name, spt=False, depth=1, foo=3)

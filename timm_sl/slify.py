@@ -54,6 +54,7 @@ SLIFY_ARG_NAMES: Tuple[str, ...] = SL_ARG_NAMES + ('spt_pool', 'spt_post_norm')
 # *pooling* heads (ViT's 'map' pool) attend from learned latent queries: no self-relation for LSA to mask
 _ATTENTION_NAME = re.compile(r'attention|attn', re.IGNORECASE)
 _NOT_ATTENTION_NAME = re.compile(r'block|layer|stage|pool', re.IGNORECASE)
+_POOL_NAME = re.compile(r'pool', re.IGNORECASE)
 
 
 class SlifyError(ValueError):
@@ -115,8 +116,14 @@ def _attention_reason(module: nn.Module) -> str:
 
 
 def _looks_like_attention(module: nn.Module) -> bool:
+    """A class named as attention (not a block, stage or pooling head holding one), or one that computes attention
+    under another name: heads and an attention dropout of its own (ConViT's ``MHSA`` / ``GPSA``, XCiT's ``XCA``, a
+    ViT's ``ParallelScalingBlock``)."""
     name = type(module).__name__
-    return bool(_ATTENTION_NAME.search(name)) and not _NOT_ATTENTION_NAME.search(name)
+    if _ATTENTION_NAME.search(name) and not _NOT_ATTENTION_NAME.search(name):
+        return True
+    return not _POOL_NAME.search(name) and isinstance(getattr(module, 'num_heads', None), int) \
+        and isinstance(getattr(module, 'attn_drop', None), nn.Module)
 
 
 def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Replacement],
@@ -142,6 +149,11 @@ def _plan_spt(model: nn.Module, sl_args: SlArgs, post_norm: bool, steps: List[Re
             not isinstance(conv, nn.Conv2d) or conv.kernel_size != conv.stride or conv.padding != (0, 0)
             or conv.groups != 1 or conv.dilation != (1, 1)):
         reasons.append(f'{path} is not a plain non-overlapping patch projection ({conv}); SPT needs kernel == stride')
+        return
+
+    if post_norm and isinstance(getattr(stem, 'norm', None), (nn.Identity, type(None))):
+        reasons.append(f'spt_post_norm=True keeps the norm after {path}, and it has none; allowed: spt_post_norm '
+                       f'left out')
         return
 
     def spt_with_norm(old: nn.Module, args: SlArgs) -> nn.Module:
@@ -219,6 +231,16 @@ def _check_tokens(model: nn.Module, sl_args: SlArgs, model_name: str) -> None:
         check(f'slify of {model_name}', grid, asked)
 
 
+def _check_embed_norm(create_kwargs: Dict[str, Any], sl_args: SlArgs, spt_post_norm: bool, name: str) -> None:
+    """Refuse ``embed_norm_layer`` asked of a model whose patch embedding SPT replaces without its norm: the norm
+    would be built, then dropped with the convolution it follows."""
+    norm = create_kwargs.get('embed_norm_layer')
+    if norm is not None and sl_args.spt and not spt_post_norm:
+        raise ValueError(f'slify of {name}: embed_norm_layer={norm!r} asks for a norm after the patch embedding, '
+                         f'which SPT drops (it normalises each patch before projecting); allowed: spt_post_norm=True '
+                         f'to keep it, spt=False, or embed_norm_layer left out.')
+
+
 def _split_kwargs(kwargs: Dict[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """(slify switches, everything else) of a kwargs dict."""
     switches = {k: kwargs[k] for k in SLIFY_ARG_NAMES if k in kwargs}
@@ -243,6 +265,9 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     except Exception:  # a model that needs kwargs to build at all: leave timm's own error
         return None
     given = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
+    unread = [k for k in given if k not in accepted_kwargs(model_cls) | set(SLIFY_ARG_NAMES)]
+    taken = [k for k in unread if not _unknown_to_timm(name, k, given[k])]  # a **kwargs that fills a config
+    given = {k: v for k, v in given.items() if k not in taken}  # (NaFlexVit's depth): timm judges its value
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner, complete=False,
@@ -250,6 +275,19 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     except (TypeError, ValueError) as error:
         return error
     return None
+
+
+def _unknown_to_timm(name: str, key: str, value: Any) -> bool:
+    """Whether ``name`` built on the meta device with ``key=value`` alone fails on ``key`` as a kwarg nothing takes
+    (a TypeError naming it), not on its value."""
+    try:
+        with torch.device('meta'):
+            timm.create_model(name, **{key: value})
+    except TypeError as error:
+        return repr(key) in str(error) or f' {key}' in str(error)
+    except Exception:  # a value the model refuses: the kwarg is taken
+        return False
+    return False
 
 
 def _registered_config(name: str, model_cls: type, given: Dict[str, Any]) -> Dict[str, Any]:
@@ -421,6 +459,7 @@ def slify_refusal(
     real and nothing is changed). Invalid arguments raise as they do in ``slify``."""
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs)
+    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
     if plan.ok:
         _check_tokens(model, sl_args, name)
@@ -469,6 +508,7 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load (or download) weights
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
+    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
