@@ -185,7 +185,8 @@ def bench_slify(base: str, mode: str, args: argparse.Namespace,
     model = timm.create_model(base, **{**(create_kwargs or {}), **size_kwargs(args)})
     models = {'base': model, 'slify': slify(copy.deepcopy(model), **args.model_kwargs)}
     size = built_input_size(model)
-    return bench_variants(base, models, size, mode, args)
+    made = variant_label('sl', args.model_kwargs)  # 'sl', or what the switches make it: 'ST' for lsa_mask=False
+    return bench_variants(base, models, size, mode, args, {'slify': 'slify' if made == 'sl' else f'slify {made}'})
 
 
 def slify_survey_rows() -> List[Dict[str, str]]:

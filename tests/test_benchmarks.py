@@ -718,3 +718,16 @@ def test_throughputs_csv_rows_name_the_threads_torch_and_timm(tmp_path, monkeypa
     assert (row['device'], row['device_name'], row['threads'], row['torch'], row['timm']) == \
         ('cpu', 'CPU, 1 thread', '1', torch.__version__, timm.__version__)
     assert header.startswith(f"device: {row['device_name']}; torch {row['torch']}, timm {row['timm']};")
+
+
+def test_throughput_names_a_slify_row_by_what_its_switches_make_it(monkeypatch):
+    """--slify BASE --model-kwargs lsa_mask=False named its row 'slify', where the sl_ rows beside it said 'ST': a
+    mask-free conversion read as the full SL one. The row is 'slify ST' (plain 'slify' with the default switches)."""
+    import argparse
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    import throughput
+    monkeypatch.setattr(throughput, 'interleaved_rounds', lambda steps, *a: {key: [1.] for key in steps})
+    for kwargs, label in (({'lsa_mask': False}, 'slify ST'), ({}, 'slify')):
+        args = argparse.Namespace(device='cpu', batch_size=1, amp=False, img_size=32, model_kwargs=kwargs, repeats=1,
+                                  iters=1, warmup=0)
+        assert [row['variant'] for row in throughput.bench_slify('test_vit', 'infer', args)] == [label]

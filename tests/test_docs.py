@@ -256,3 +256,40 @@ def test_readme_demo_tables_are_laid_out_as_the_demo_prints_them():
     for table in tables:
         header, _, *rows = [re.split(r' {2,}', line.rstrip()) for line in table.splitlines()]
         assert _format_table(header, rows) == table, table
+
+
+def _onnx_export_model(argv: List[str]) -> torch.nn.Module:
+    """The model timm 1.0.31's ``onnx_export.py`` builds for ``argv``: ``--model`` and ``--checkpoint`` only (it has
+    no ``--model-kwargs``), pretrained without a checkpoint, exportable."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--model')
+    parser.add_argument('--checkpoint', default='')
+    args, _ = parser.parse_known_args(argv)
+    return timm.create_model(args.model, num_classes=None, in_chans=3, pretrained=not args.checkpoint,
+                             checkpoint_path=args.checkpoint, exportable=True).eval()
+
+
+def test_export_page_onnx_command_builds_a_model_kwargs_run_as_trained(tmp_path, monkeypatch):
+    """docs/export.md's ``onnx_export.py`` command, given the export of a run of ``--model-kwargs lsa_mask=False``,
+    builds that run's model (no diagonal mask) with its weights; its ``--checkpoint`` form would load the same weights
+    into the registered, masked model without an error, as the page says."""
+    from timm_sl.tools.hub import export_checkpoint
+    commands = [argv for line, argv in _bash_commands(ROOT / 'docs' / 'export.md') if 'onnx_export.py' in argv]
+    assert len(commands) == 1 and '--checkpoint' not in commands[0]
+    kwargs = dict(depth=1, embed_dim=32, num_heads=2, lsa_mask=False)
+    trained = timm.create_model('sl_vit_32', num_classes=10, **kwargs).eval()
+    run = tmp_path / 'output' / 'run'
+    run.mkdir(parents=True)
+    args = argparse.Namespace(model='sl_vit_32', model_kwargs=kwargs, num_classes=10)
+    torch.save({'epoch': 0, 'arch': 'sl_vit_32', 'state_dict': trained.state_dict(), 'args': args},
+               run / 'model_best.pth.tar')
+    monkeypatch.chdir(tmp_path)
+    export_checkpoint(run / 'model_best.pth.tar', None, tmp_path / 'run-export')
+    model = _onnx_export_model(commands[0])
+    x = torch.rand(2, 3, 32, 32)
+    assert [block.attn.diag_mask for block in model.blocks] == [False]
+    with torch.no_grad():
+        assert torch.allclose(model(x), trained(x), atol=1e-6)
+    masked = timm.create_model('sl_vit_32', num_classes=10, **{**kwargs, 'lsa_mask': None}).eval()
+    masked.load_state_dict(trained.state_dict())  # what --model sl_vit_32 --checkpoint gives: it loads, masked
+    assert masked.blocks[0].attn.diag_mask
