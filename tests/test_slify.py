@@ -754,5 +754,7 @@ def test_a_kwarg_a_config_class_takes_is_not_called_unknown():
     name = 'naflexvit_base_patch16_gap'
     with pytest.raises(AssertionError, match=r'^Only avg, avgmax, max, token or map pooling'):
         slify_refusal(name, spt=False, depth=1, global_pool='maxx')
-    with pytest.raises(TypeError, match=rf"^slify of {name} \(NaFlexVit\) got unknown model kwargs \['foo'\]; "):
+    with pytest.raises(TypeError, match=rf"^slify of {name} \(NaFlexVit\) got unknown model kwargs \['foo'\]; ") as e:
         slify_refusal(name, spt=False, depth=1, foo=3)
+    allowed = str(e.value).split('; allowed: ')[1].rstrip('.').split(', ')
+    assert {'depth', 'embed_dim', 'num_heads', 'global_pool', 'img_size', 'spt'} <= set(allowed)  # its config's too

@@ -265,9 +265,6 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     except Exception:  # a model that needs kwargs to build at all: leave timm's own error
         return None
     given = {k: v for k, v in create_kwargs.items() if k not in _factory_kwarg_names()}
-    unread = [k for k in given if k not in accepted_kwargs(model_cls) | set(SLIFY_ARG_NAMES)]
-    taken = [k for k in unread if not _unknown_to_timm(name, k, given[k])]  # a **kwargs that fills a config
-    given = {k: v for k, v in given.items() if k not in taken}  # (NaFlexVit's depth): timm judges its value
     try:
         owner = f'slify of {name} ({model_cls.__name__})'
         check_model_kwargs(model_cls, given, also_allowed=SLIFY_ARG_NAMES, owner=owner, complete=False,
@@ -275,19 +272,6 @@ def _unknown_kwargs_error(name: str, create_kwargs: Dict[str, Any]) -> Optional[
     except (TypeError, ValueError) as error:
         return error
     return None
-
-
-def _unknown_to_timm(name: str, key: str, value: Any) -> bool:
-    """Whether ``name`` built on the meta device with ``key=value`` alone fails on ``key`` as a kwarg nothing takes
-    (a TypeError naming it), not on its value."""
-    try:
-        with torch.device('meta'):
-            timm.create_model(name, **{key: value})
-    except TypeError as error:
-        return repr(key) in str(error) or f' {key}' in str(error)
-    except Exception:  # a value the model refuses: the kwarg is taken
-        return False
-    return False
 
 
 def _registered_config(name: str, model_cls: type, given: Dict[str, Any]) -> Dict[str, Any]:

@@ -19,9 +19,11 @@ With ``spt=False, lsa=False`` (and ``lsa_temp_ratio=1``) the model is exactly it
 state-dict keys and parameter count.
 """
 import ast
+import dataclasses
 import inspect
 import math
 import textwrap
+import typing
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache, partial
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple
@@ -45,9 +47,25 @@ def check_optional_bool(name: str, value: Any) -> None:
         raise ValueError(f'{name}={value!r} is invalid; allowed: True, False or None.')
 
 
+def _config_fields(init: Callable) -> Dict[str, Any]:
+    """Field name -> default of each dataclass a constructor takes as an argument (NaFlexVit's ``cfg``), whose fields
+    its ``**kwargs`` fill."""
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation naming what its module does not define: no config read
+        return {}
+    found: Dict[str, Any] = {}
+    for hint in hints.values():
+        for klass in typing.get_args(hint) or (hint,):  # Optional[Cfg] -> Cfg
+            if isinstance(klass, type) and dataclasses.is_dataclass(klass):
+                found.update({f.name: f.default for f in fields(klass)})
+    return found
+
+
 def _constructor_defaults(model_cls: type) -> Dict[str, Any]:
     """Keyword name -> default of ``model_cls``'s constructor and of each base its ``**kwargs`` flow to (up the MRO
-    until a constructor without ``**kwargs``); the nearest class's default wins."""
+    until a constructor without ``**kwargs``; those of a dataclass config it takes, which its ``**kwargs`` fill); the
+    nearest class's default wins."""
     defaults: Dict[str, Any] = {}
     for klass in model_cls.__mro__:
         init = klass.__dict__.get('__init__')
@@ -59,6 +77,8 @@ def _constructor_defaults(model_cls: type) -> Dict[str, Any]:
                 defaults.setdefault(p.name, p.default)
         if not any(p.kind == p.VAR_KEYWORD for p in params):
             break
+        for name, default in _config_fields(init).items():
+            defaults.setdefault(name, default)
     return defaults
 
 
