@@ -758,3 +758,10 @@ def test_a_kwarg_a_config_class_takes_is_not_called_unknown():
         slify_refusal(name, spt=False, depth=1, foo=3)
     allowed = str(e.value).split('; allowed: ')[1].rstrip('.').split(', ')
     assert {'depth', 'embed_dim', 'num_heads', 'global_pool', 'img_size', 'spt'} <= set(allowed)  # its config's too
+
+
+def test_a_refused_model_given_embed_norm_layer_is_told_why_it_is_refused():
+    """slify of a model slify refuses, given embed_norm_layer, answered with the embed-norm line and its advice
+    (spt_post_norm=True), which led only to the refusal it hid."""
+    message = slify_refusal('naflexvit_base_patch16_gap', depth=1, embed_norm_layer=nn.LayerNorm)
+    assert message.startswith('cannot slify naflexvit_base_patch16_gap: no timm PatchEmbed'), message

@@ -443,9 +443,9 @@ def slify_refusal(
     real and nothing is changed). Invalid arguments raise as they do in ``slify``."""
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs)
-    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
-    if plan.ok:
+    if plan.ok:  # what is asked of a model slify converts (a refused one is told why it is refused)
+        _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
         _check_tokens(model, sl_args, name)
     return None if plan.ok else str(SlifyError(plan.model_name, list(plan.reasons)))
 
@@ -492,11 +492,11 @@ def convert_model(model_or_name: Union[str, nn.Module], pretrained: bool, spt_po
     check_bool('pretrained', pretrained)  # pretrained='False' is true: it would load (or download) weights
     sl_args, create_kwargs = _parse_switches(kwargs, spt_pool, spt_post_norm)
     model, name = _target(model_or_name, create_kwargs, pretrained)
-    _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)
     if isinstance(model_or_name, str):  # planned on the meta twin: a refused name builds nothing real
         plan = plan_slify(model, sl_args, spt_pool, spt_post_norm, model_name=name)
         if not plan.ok:
             raise SlifyError(name, list(plan.reasons))
+        _check_embed_norm(create_kwargs, sl_args, spt_post_norm, name)  # create kwargs come with a name only
         _check_tokens(model, sl_args, name)
         if pretrained and check_weights and _pretrained_sl_weights(model) is not None:
             where = model.pretrained_cfg.get('file') or model.pretrained_cfg.get('hf_hub_id') or 'the pretrained cfg'
