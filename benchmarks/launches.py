@@ -99,7 +99,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     parser.add_argument('--iters', type=positive_int, default=None,
                         help=f'with --time: steps per round (default {TIMING["iters"]})')
     parser.add_argument('--warmup', type=non_negative_int, default=None,
-                        help=f'with --time: untimed steps before the rounds (default {TIMING["warmup"]})')
+                        help=f'with --time: untimed steps before the rounds (default {TIMING["warmup"]}; 0: with 3 '
+                             f'rounds or more)')
     args = parser.parse_args(argv)
     given = [f'--{dest} {getattr(args, dest)}' for dest in TIMING if getattr(args, dest) is not None]
     if given and not args.time:  # nothing is timed: a table that looks as if they shaped it

@@ -202,7 +202,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--threads', type=positive_int, default=1, help='torch CPU threads (default 1)')
     p.add_argument('--rounds', type=positive_int, default=7, help='interleaved rounds')
     p.add_argument('--iters', type=positive_int, default=3, help='steps per round')
-    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
+    p.add_argument('--warmup', type=non_negative_int, default=2,
+                   help='untimed steps before the rounds (0: with 3 rounds or more, or --compile)')
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--reference', default=None, metavar='DIR',
                    help="a checkout of the authors' repository: also time their models (imported from DIR)")

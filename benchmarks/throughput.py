@@ -286,7 +286,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     p.add_argument('--amp', action='store_true', help='autocast: bfloat16 on CPU, float16 on CUDA')
     p.add_argument('--repeats', type=positive_int, default=6, help='interleaved rounds per pair')
     p.add_argument('--iters', type=positive_int, default=5, help='steps per round')
-    p.add_argument('--warmup', type=non_negative_int, default=2, help='untimed steps before the rounds')
+    p.add_argument('--warmup', type=non_negative_int, default=2,
+                   help='untimed steps before the rounds (0: with 3 repeats or more)')
     p.add_argument('--threads', type=positive_int, default=None, help='torch CPU threads')
     p.add_argument('--model-kwargs', nargs='*', default={}, action=ParseKwargs,
                    help='model kwargs of the sl_ models; the SL switches of --slify / --slify-survey')
