@@ -1737,12 +1737,15 @@ def test_a_checkpoint_of_other_settings_at_an_unlisted_epoch_is_another_runs(nam
         record.with_checkpoint('sl_vit_32', saved, epoch, metric)
     settings, where = (refused.split('|') + [UNLISTED])[:2]
     where = where.format(summary=Path('r') / 'summary.csv')
-    whose = ("another run's checkpoint (copied into the folder?), not this run's weights" if where == UNLISTED.format(
-        summary=Path('r') / 'summary.csv') else "not the weights the run's rows describe (another run's checkpoint "
-             "copied into the folder, or one saved before a session resumed here from an earlier epoch with other "
-             "arguments and wrote that epoch's row again)")  # the listed epoch: this folder's own, of an older session
+    unlisted = where == UNLISTED.format(summary=Path('r') / 'summary.csv')
+    whose = ("another run's checkpoint (copied into the folder?), not this run's weights; allowed: the run's own "
+             "checkpoint put back, or that run's folder" if unlisted else
+             "not the weights the run's rows describe (another run's checkpoint copied into the folder, or one saved "
+             "before a session resumed here from an earlier epoch with other arguments and wrote that epoch's row "
+             f"again); allowed: a checkpoint of the session that wrote the rows ({Path('r') / 'last.pth.tar'}), or "
+             "that other run's folder")  # the listed epoch: perhaps this folder's own, of an older session
     assert str(e.value) == (f"{Path('r') / name} was saved by a train.py with {settings}, at epoch {epoch + 1}, "
-                            f"{where}: {whose}; allowed: the run's own checkpoint put back, or that run's folder")
+                            f"{where}: {whose}")
 
 
 def test_an_interrupted_exports_hidden_folder_is_its_own_and_removed_once_held(tmp_path):

@@ -708,6 +708,7 @@ class RunRecord:
             return ''
         summary = self.run_dir / 'summary.csv'
         whose = "another run's checkpoint (copied into the folder?), not this run's weights"
+        allowed = "the run's own checkpoint put back, or that run's folder"
         if row is None:
             where = f'which {summary} does not list'
         else:
@@ -723,8 +724,10 @@ class RunRecord:
             whose = ("not the weights the run's rows describe (another run's checkpoint copied into the folder, or "
                      "one saved before a session resumed here from an earlier epoch with other arguments and wrote "
                      "that epoch's row again)")
+            allowed = (f"a checkpoint of the session that wrote the rows ({self.run_dir / 'last.pth.tar'}), or that "
+                       f"other run's folder")
         return (f"{self.checkpoint} was saved by a train.py with {'; '.join(found)}, at epoch {epoch + 1}, {where}: "
-                f"{whose}; allowed: the run's own checkpoint put back, or that run's folder")
+                f"{whose}; allowed: {allowed}")
 
     def with_checkpoint(self, arch: Optional[str], args: Dict[str, Any], epoch: Any = None, metric: Any = None
                         ) -> 'RunRecord':
