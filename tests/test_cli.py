@@ -958,6 +958,7 @@ def test_the_hubs_retries_while_weights_download_are_one_note(monkeypatch, capsy
     import logging
     import timm
     from huggingface_hub.errors import LocalEntryNotFoundError
+    from timm_sl.tools.cli import _HubRetries
     hub_http = logging.getLogger('huggingface_hub.utils._http')
     passed = []
 
@@ -969,6 +970,7 @@ def test_the_hubs_retries_while_weights_download_are_one_note(monkeypatch, capsy
         for retry in (1, 2):
             hub_http.warning("'[Errno -2] Name or service not known' thrown while requesting HEAD https://hf.co/x")
             hub_http.warning(f'Retrying in {retry}s [Retry {retry}/5].')
+        hub_http.warning('Rate limited. Waiting 2s before retry [Retry 3/5].')
         hub_http.warning('another warning')
         raise LocalEntryNotFoundError('An error happened while trying to locate the file on the Hub.')
     monkeypatch.setattr(timm, 'create_model', offline)
@@ -983,8 +985,10 @@ def test_the_hubs_retries_while_weights_download_are_one_note(monkeypatch, capsy
                               'not be downloaded')
     assert passed == ['another warning'] and not hub_http.filters  # the filter goes with the load
     assert capsys.readouterr().err.splitlines()[0] == (
-        'timm-sl receptive-field: the Hugging Face Hub does not answer ([Errno -2] Name or service not known); '
+        'timm-sl receptive-field: a request to the Hugging Face Hub failed ([Errno -2] Name or service not known); '
         'huggingface_hub retries for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)')
+    assert _HubRetries('x').filter(logging.makeLogRecord({'msg': 'HTTP Error 503 thrown while requesting HEAD u'})) \
+        is False
 
 
 def test_list_prints_the_input_and_classes_a_plugin_model_is_built_with(capsys):

@@ -145,8 +145,8 @@ def _create_model(args: argparse.Namespace, name: str, kwargs: Dict[str, Any], *
 
 
 class _HubRetries(logging.Filter):
-    """huggingface_hub's two warnings per retry of a request the Hub does not answer (offline: about 20 lines over a
-    minute before the error) as one note on stderr, the first time."""
+    """huggingface_hub's warnings per retry of a request to the Hub that failed (offline: about 20 lines over a minute
+    before the error; an HTTP error it retries; rate limiting) as one note on stderr, the first time."""
 
     def __init__(self, command: str) -> None:
         super().__init__()
@@ -154,13 +154,13 @@ class _HubRetries(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         text = record.getMessage()
-        if not (' thrown while requesting ' in text or text.startswith('Retrying in ')):
+        if not (' thrown while requesting ' in text or text.startswith(('Retrying in ', 'Rate limited. '))):
             return True
-        if not self.noted:
+        if not self.noted:  # offline: '[Errno -2] ...'; an answer such as 'HTTP Error 503'; 'Rate limited. ...'
             self.noted = True
-            reason = text.split(' thrown while requesting ')[0].strip("'")
-            print(f'timm-sl {self.command}: the Hugging Face Hub does not answer ({reason}); huggingface_hub retries '
-                  f'for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)', file=sys.stderr,
+            reason = text.split(' thrown while requesting ')[0].strip("'").split(' Waiting ')[0].rstrip('.')
+            print(f'timm-sl {self.command}: a request to the Hugging Face Hub failed ({reason}); huggingface_hub '
+                  f'retries for about a minute (HF_HUB_OFFLINE=1: the weights in its cache, at once)', file=sys.stderr,
                   flush=True)
         return False
 
