@@ -507,3 +507,28 @@ def test_an_epoch_trained_again_after_a_resume_is_shown_once_its_new_row_is_writ
     assert (result.code, result.epochs_before, result.epochs_after) == (0, 1, 3)
     done = [line.split(';')[0] for line in lines if 'epochs done, top-1' in line]
     assert done == ['run 1/1: j: 2/3 epochs done, top-1 25.00', 'run 1/1: j: 3/3 epochs done, top-1 30.00']
+
+
+def test_a_handler_installed_outside_python_is_not_put_back_as_none(tmp_path, monkeypatch):
+    """signal.signal returns None for a handler installed outside Python; putting that back raises TypeError, which
+    would replace the sweep's results by a traceback. Such a handler is left as the sweep found it."""
+    import signal as signals
+    from timm_sl.tools import sweep
+    real = signals.signal
+    calls = []
+
+    def outside_python(sig, handler):
+        calls.append(handler)
+        if handler is None:
+            raise TypeError('signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object')
+        real(sig, handler)
+        return None  # what signal.signal returns where the previous handler was not installed from Python
+    before = {sig: signals.getsignal(sig) for sig in (signals.SIGTERM, signals.SIGHUP)}
+    monkeypatch.setattr(sweep.signal, 'signal', outside_python)
+    try:
+        with sweep._terminate_as_interrupt():
+            pass
+    finally:
+        for sig, handler in before.items():
+            real(sig, handler)
+    assert calls and None not in calls

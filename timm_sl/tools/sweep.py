@@ -369,7 +369,8 @@ def _terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            if handler is not None:  # None: installed outside Python, which signal.signal cannot put back
+                signal.signal(sig, handler)
 
 
 class _Sweep:
