@@ -282,3 +282,20 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch):
     assert [r['label'] for r in ast.literal_eval(pipeline_output)][0] == top
     assert transformers_top == top and timm_top == top
     assert AutoModelForImageClassification.from_pretrained(tmp_path / 'my_folder').num_labels == 2
+
+
+def test_kwargs_given_as_a_tuple_are_the_runs_that_yaml_recorded_as_a_list(tmp_path):
+    """train.py's args.yaml writes ``--model-kwargs depth=(1,1,1)`` as a list: the same kwargs given to export again
+    (as docs/transformers.md says) are the run's, not refused as another model's."""
+    import yaml
+    kwargs = dict(depth=(1, 1, 1), heads=(1, 1, 1), base_dims=(8, 8, 8), spt=False, lsa=False)
+    run = _train_run(tmp_path / 'run', 'sl_pit_32', kwargs)
+    args = json.loads((run.parent / 'args.yaml').read_text())
+    (run.parent / 'args.yaml').write_text(yaml.safe_dump(dict(args, model_kwargs=kwargs)))
+    assert main(['export', str(run), '--model', 'sl_pit_32', '--model-kwargs', 'depth=(1,1,1)', 'heads=(1,1,1)',
+                 'base_dims=(8,8,8)', 'spt=False', 'lsa=False', '--out', str(tmp_path / 'out')]) == 0
+    config = json.loads((tmp_path / 'out' / 'config.json').read_text())
+    assert config['model_args']['depth'] == [1, 1, 1] and config['model_args']['spt'] is False
+    with pytest.raises(ValueError, match=r"--model-kwargs \{'depth': \(1, 1, 1\), .*'drop_rate': 0.1\} are not the "
+                       r"run's: .*args.yaml records \{'base_dims': \[8, 8, 8\], 'depth': \[1, 1, 1\], "):
+        export_checkpoint(run, 'sl_pit_32', tmp_path / 'other', model_kwargs=dict(kwargs, drop_rate=0.1))

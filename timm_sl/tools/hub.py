@@ -29,7 +29,8 @@ from .profile import count_macs, count_params
 from .runs import (
     IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, NonFiniteWeights, RunRecord, check_finite_weights,
     check_regular_file,
-    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, train_path)
+    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, settings_differ,
+    train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -574,7 +575,7 @@ def _check_kwargs_are_the_runs(record: RunRecord, checkpoint: Checkpoint) -> Non
     if 'model_kwargs' not in args or trained != record.model:
         return
     recorded = dict(args.get('model_kwargs') or {})
-    if recorded != record.model_kwargs:
+    if settings_differ({'model_kwargs': record.model_kwargs}, {'model_kwargs': recorded}):  # (1, 1) is YAML's [1, 1]
         where = record.run_dir / 'args.yaml' if args is record.args and record.run_dir else checkpoint.path
         raise ValueError(f'--model-kwargs {record.model_kwargs or "(none)"} are not the run\'s: {where} records '
                          f'{recorded or "none"} for {trained}, which its weights were trained (and scored) with; '
