@@ -299,3 +299,21 @@ def test_kwargs_given_as_a_tuple_are_the_runs_that_yaml_recorded_as_a_list(tmp_p
     with pytest.raises(ValueError, match=r"--model-kwargs \{'depth': \(1, 1, 1\), .*'drop_rate': 0.1\} are not the "
                        r"run's: .*args.yaml records \{'base_dims': \[8, 8, 8\], 'depth': \[1, 1, 1\], "):
         export_checkpoint(run, 'sl_pit_32', tmp_path / 'other', model_kwargs=dict(kwargs, drop_rate=0.1))
+
+
+@pytest.mark.parametrize('name, kwargs, line', [
+    pytest.param('sl_pit_32', dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
+                 '- Variant: baseline (SPT off, LSA off, SPT pooling off)', marks=pytest.mark.extended),
+    pytest.param('sl_swin_32', dict(depths=(1, 1, 1), spt_pool=False),
+                 '- Variant: SL w/o Spool (SPT on, LSA on, SPT pooling off)', marks=pytest.mark.extended),
+    pytest.param('sl_cait_32', dict(depth=1, depth_token_only=1), '- Variant: SL (SPT on, LSA on)',
+                 marks=pytest.mark.extended),
+    ('sl_t2t_32', dict(depth=1, spt=False, lsa=False, embed_dim=16, num_heads=1, token_dim=8),
+     '- Variant: baseline (SPT off, LSA off)'),
+])
+def test_the_card_says_what_the_switches_make_the_model(name, kwargs, line, tmp_path):
+    """A family's card with model kwargs (a baseline, SL at a small depth) says which of SL / baseline it is: the
+    kwargs alone named no variant, so a baseline read as the paper's SPT + LSA model."""
+    out, _ = export_checkpoint(_train_run(tmp_path / 'run', name, kwargs), None, tmp_path / 'out')
+    details = (out / 'README.md').read_text().split('## Model details')[1].split('\n## ')[0]
+    assert line in details.split('\n')
