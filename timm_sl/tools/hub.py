@@ -25,11 +25,13 @@ from timm.models import save_for_hf
 from .errors import ToolError, first_line, held_folder, make_folder
 from .files import check_not_link, flag_arg, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
+from .paper import switches_label
 from .profile import count_macs, count_params
 from .runs import (
     IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, NonFiniteWeights, RunRecord, check_finite_weights,
     check_regular_file,
-    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, train_path)
+    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, settings_differ,
+    train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -374,6 +376,18 @@ def _card_data(record: RunRecord) -> ModelCardData:
                          metrics=['accuracy'] if measured else None)
 
 
+def _variant_line(model: torch.nn.Module) -> List[str]:
+    """The card's line saying what the model's SPT / LSA switches make it (``SL``, ``baseline``, ``SL w/o Spool``,
+    an ablation tag), as reports name it; none for a model without them."""
+    sl_args = getattr(model, 'sl_args', None)
+    if sl_args is None:
+        return []
+    switches = {**sl_args.to_dict(), 'spt_pool': getattr(model, 'spt_pool', sl_args.spt)}
+    said = ', '.join(f'{name} {"on" if switches[key] else "off"}' for name, key in (
+        ('SPT', 'spt'), ('LSA', 'lsa'), ('SPT pooling', 'spt_pool')) if key != 'spt_pool' or hasattr(model, 'spt_pool'))
+    return [f'- Variant: {switches_label(switches)} ({said})']
+
+
 def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: Sequence[str],
                 repo_id: str = PLACEHOLDER, extra: Sequence[str] = (), epoch: Any = None) -> ModelCard:
     """The model card: huggingface_hub's ``ModelCard`` with :func:`_card_data` as its header; ``epoch``: the one the
@@ -391,6 +405,7 @@ def _model_card(record: RunRecord, model: torch.nn.Module, source: str, recipe: 
         f'A {what} image classifier from *Vision Transformer for Small-Size Datasets* (Lee, Lee &'
         f" Song, 2021), {trained} with timm's train.py and exported with `timm-sl export`.", '',
         '## Model details', '',
+        *_variant_line(model),
         f'- Parameters: {count_params(model) / 1e6:.2f} M',
         f'- MACs: {count_macs(model, cfg["input_size"]) / 1e6:.1f} M at {"x".join(map(str, cfg["input_size"]))}',
         f'- Classes: {model.num_classes}' + (
@@ -574,7 +589,7 @@ def _check_kwargs_are_the_runs(record: RunRecord, checkpoint: Checkpoint) -> Non
     if 'model_kwargs' not in args or trained != record.model:
         return
     recorded = dict(args.get('model_kwargs') or {})
-    if recorded != record.model_kwargs:
+    if settings_differ({'model_kwargs': record.model_kwargs}, {'model_kwargs': recorded}):  # (1, 1) is YAML's [1, 1]
         where = record.run_dir / 'args.yaml' if args is record.args and record.run_dir else checkpoint.path
         raise ValueError(f'--model-kwargs {record.model_kwargs or "(none)"} are not the run\'s: {where} records '
                          f'{recorded or "none"} for {trained}, which its weights were trained (and scored) with; '

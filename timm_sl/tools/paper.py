@@ -88,11 +88,20 @@ def family_of(model: str) -> str:
 
 def variant_of(family: str, model_kwargs: Dict[str, Any]) -> str:
     """The Table 2 row that ``model_kwargs`` make for ``family`` (``num_classes`` aside); ``custom`` for any other."""
-    arch = {k: v for k, v in model_kwargs.items() if k != 'num_classes'}
+    arch = _switches_filled(family, {k: v for k, v in model_kwargs.items() if k != 'num_classes'})
     for variant, kwargs in VARIANTS.get(family, {}).items():
-        if arch == kwargs:
+        if arch == _switches_filled(family, kwargs):
             return variant
     return 'custom'
+
+
+def _switches_filled(family: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` with the switches they leave out at the values the models give them (``spt`` / ``lsa`` on,
+    ``spt_pool`` following ``spt`` in the pooling families): ``spt=False lsa=False`` builds PiT's baseline too."""
+    filled = dict(kwargs, spt=kwargs.get('spt', True), lsa=kwargs.get('lsa', True))
+    if 'sl_no_spool' in VARIANTS.get(family, {}):
+        filled['spt_pool'] = filled['spt'] if kwargs.get('spt_pool') is None else kwargs['spt_pool']
+    return filled
 
 
 def switches_label(model_kwargs: Dict[str, Any]) -> str:
