@@ -211,3 +211,22 @@ def test_traced_spt_and_spool_follow_the_input_size():
                              (merge, traced_merge, torch.randn(2, 8, 7, 5))):
         with torch.no_grad():
             torch.testing.assert_close(traced(x), layer(x))
+
+
+def test_one_patch_by_hand_with_the_layer_norm_epsilon_of_the_reference():
+    """One 2x2 grey patch, shift 1, written out from the paper's Eq. 6: per pixel (py, px) the original then the
+    left-up, right-up, left-down, right-down copies; a LayerNorm of torch's default epsilon (1e-5, the reference
+    code's nn.LayerNorm) over those 20 values. The pixels are ~1e-3, so their variance is far below the epsilon and
+    another epsilon (timm's 1e-6) would change every token."""
+    proj = ShiftedPatchProjection(in_chans=1, embed_dim=20, patch_size=2)
+    with torch.no_grad():
+        proj.weight.copy_(torch.eye(20))
+        proj.bias.zero_()
+    a, b, c, d = 1e-3, -2e-3, 3e-3, 5e-4
+    x = torch.tensor([[a, b], [c, d]]).view(1, 1, 2, 2)
+    vec = torch.tensor([a, 0, 0, 0, d,    # (0, 0): the right-down copy brings d here
+                        b, 0, 0, c, 0,    # (0, 1): left-down brings c
+                        c, 0, b, 0, 0,    # (1, 0): right-up brings b
+                        d, a, 0, 0, 0])   # (1, 1): left-up brings a
+    expected = (vec - vec.mean()) / torch.sqrt(vec.var(unbiased=False) + 1e-5)
+    torch.testing.assert_close(proj(x).flatten(), expected, rtol=1e-4, atol=1e-6)
