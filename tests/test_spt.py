@@ -230,3 +230,18 @@ def test_one_patch_by_hand_with_the_layer_norm_epsilon_of_the_reference():
                         d, a, 0, 0, 0])   # (1, 1): left-up brings a
     expected = (vec - vec.mean()) / torch.sqrt(vec.var(unbiased=False) + 1e-5)
     torch.testing.assert_close(proj(x).flatten(), expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('input_fmt', ['NCHW', 'NHWC'])
+def test_spool_pads_an_odd_map_at_the_bottom_and_right(input_fmt):
+    """A 5x3 map merges as the 6x4 map with a zero row below and a zero column on the right (timm's PatchMerging
+    rule): its token (0, 0) covers the map's first two rows and columns, not a padded row or column."""
+    torch.manual_seed(0)
+    merge = ShiftedPatchMerging(4, 8, input_fmt=input_fmt)
+    x = torch.randn(2, 4, 5, 3)
+    padded = torch.cat([torch.cat([x, torch.zeros(2, 4, 1, 3)], 2), torch.zeros(2, 4, 6, 1)], 3)
+    if input_fmt == 'NHWC':
+        x, padded = x.permute(0, 2, 3, 1), padded.permute(0, 2, 3, 1)
+    out = merge(x)
+    assert out.shape[1:3] == ((3, 2) if input_fmt == 'NHWC' else (8, 3))
+    torch.testing.assert_close(out, merge(padded))
