@@ -359,3 +359,25 @@ def test_lsa_adds_at_most_three_kernels_per_attention_layer(name):
     copies = ops['lsa']['clone'] - ops['base']['clone']
     added = sum(ops['lsa'].values()) - sum(ops['base'].values()) - copies
     assert 0 < added <= 3 * layers and 0 <= copies <= layers, (ops, layers)
+
+
+# (heads, head dim) of every LSA layer of the paper's small configurations, from DESIGN / paper Table 2, in module
+# order: T2T's token layers have one head over their input width; CaiT's last 2 are class attention
+PAPER_HEADS = {
+    'sl_vit_32': [(12, 16)] * 9,
+    'sl_t2t_32': [(1, 3 * 5 * 3 * 3)] + [(4, 64)] * 12,
+    'sl_swin_32': [(3, 32)] * 2 + [(6, 32)] * 6 + [(12, 32)] * 4,
+    'sl_pit_32': [(2, 48)] * 2 + [(4, 48)] * 6 + [(8, 48)] * 4,
+    'sl_cait_32': [(4, 64)] * 26,
+}
+
+
+@pytest.mark.parametrize('name', sorted(PAPER_HEADS))
+def test_small_configs_have_the_papers_heads(name):
+    """Heads do not change a parameter or MAC count (heads x head dim is the width), nor does a qkv bias by much
+    (0.02%): another head count, or a qkv bias in ViT / T2T / CaiT (the reference has none), passed every test."""
+    model = timm.create_model(name, device='meta')
+    heads = [(m.num_heads, m.lsa_head_dim) for m in model.modules() if isinstance(m, LsaMixin)]
+    assert heads == PAPER_HEADS[name]
+    if name in ('sl_vit_32', 'sl_t2t_32', 'sl_cait_32'):
+        assert all(m.qkv.bias is None for m in model.modules() if isinstance(m, LsaMixin) and hasattr(m, 'qkv'))

@@ -126,3 +126,12 @@ def test_a_stage_without_heads_or_width_is_refused_by_name(kwargs, bad):
                                          r'stage\)\.$'):
         timm.create_model('sl_pit_32', **kwargs)
     assert timm.create_model('sl_pit_32', depth=(0, 1, 1)).num_classes == 100
+
+
+def test_spool_passes_the_class_token_gradient_back():
+    """d/d(cls) of sum(W cls + b) is W^T 1: the class token's gradient reaches the stage before the pooling (a
+    detached class token trains a PiT whose earlier stages never learn from what the class token carries)."""
+    pool = ShiftedTokenPooling(8, 16)
+    cls = torch.randn(2, 1, 8, requires_grad=True)
+    pool(torch.randn(2, 8, 4, 4), cls)[1].sum().backward()
+    torch.testing.assert_close(cls.grad, pool.fc.weight.detach().sum(0).expand(2, 1, 8))

@@ -94,3 +94,11 @@ def test_soft_splits_and_token_dim_are_checked(kwargs, message):
     with pytest.raises(ValueError, match=message) as error:
         timm.create_model('sl_t2t_32', depth=1, **kwargs)
     assert '\n' not in str(error.value)
+
+
+@pytest.mark.parametrize('name,shift', [('sl_t2t_32', 1), ('sl_t2t_64', 1), ('sl_t2t_14', 2)])
+def test_spt_shift_is_half_the_first_soft_split_stride(name, shift):
+    """int(first stride * 0.5): 1 px for the small configs (3x3, stride 2), 2 px for the 224 px ones (7x7, stride 4).
+    For the small configs half the kernel is also 1 px, so a shift following the kernel passed every other test."""
+    model = timm.create_model(name, device='meta')
+    assert model.patch_embed.soft_splits[0][1] == 2 * shift and model.patch_embed.shift == (shift, shift)

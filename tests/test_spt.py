@@ -211,3 +211,37 @@ def test_traced_spt_and_spool_follow_the_input_size():
                              (merge, traced_merge, torch.randn(2, 8, 7, 5))):
         with torch.no_grad():
             torch.testing.assert_close(traced(x), layer(x))
+
+
+def test_one_patch_by_hand_with_the_layer_norm_epsilon_of_the_reference():
+    """One 2x2 grey patch, shift 1, written out from the paper's Eq. 6: per pixel (py, px) the original then the
+    left-up, right-up, left-down, right-down copies; a LayerNorm of torch's default epsilon (1e-5, the reference
+    code's nn.LayerNorm) over those 20 values. The pixels are ~1e-3, so their variance is far below the epsilon and
+    another epsilon (timm's 1e-6) would change every token."""
+    proj = ShiftedPatchProjection(in_chans=1, embed_dim=20, patch_size=2)
+    with torch.no_grad():
+        proj.weight.copy_(torch.eye(20))
+        proj.bias.zero_()
+    a, b, c, d = 1e-3, -2e-3, 3e-3, 5e-4
+    x = torch.tensor([[a, b], [c, d]]).view(1, 1, 2, 2)
+    vec = torch.tensor([a, 0, 0, 0, d,    # (0, 0): the right-down copy brings d here
+                        b, 0, 0, c, 0,    # (0, 1): left-down brings c
+                        c, 0, b, 0, 0,    # (1, 0): right-up brings b
+                        d, a, 0, 0, 0])   # (1, 1): left-up brings a
+    expected = (vec - vec.mean()) / torch.sqrt(vec.var(unbiased=False) + 1e-5)
+    torch.testing.assert_close(proj(x).flatten(), expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('input_fmt', ['NCHW', 'NHWC'])
+def test_spool_pads_an_odd_map_at_the_bottom_and_right(input_fmt):
+    """A 5x3 map merges as the 6x4 map with a zero row below and a zero column on the right (timm's PatchMerging
+    rule): its token (0, 0) covers the map's first two rows and columns, not a padded row or column."""
+    torch.manual_seed(0)
+    merge = ShiftedPatchMerging(4, 8, input_fmt=input_fmt)
+    x = torch.randn(2, 4, 5, 3)
+    padded = torch.cat([torch.cat([x, torch.zeros(2, 4, 1, 3)], 2), torch.zeros(2, 4, 6, 1)], 3)
+    if input_fmt == 'NHWC':
+        x, padded = x.permute(0, 2, 3, 1), padded.permute(0, 2, 3, 1)
+    out = merge(x)
+    assert out.shape[1:3] == ((3, 2) if input_fmt == 'NHWC' else (8, 3))
+    torch.testing.assert_close(out, merge(padded))
