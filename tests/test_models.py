@@ -381,3 +381,32 @@ def test_small_configs_have_the_papers_heads(name):
     assert heads == PAPER_HEADS[name]
     if name in ('sl_vit_32', 'sl_t2t_32', 'sl_cait_32'):
         assert all(m.qkv.bias is None for m in model.modules() if isinstance(m, LsaMixin) and hasattr(m, 'qkv'))
+
+
+# the 224 px configurations and the timm model each is built on (README's table): theirs are the reference heads
+TIMM_BASES = {
+    'sl_vit_tiny': 'vit_tiny_patch16_224', 'sl_vit_small': 'vit_small_patch16_224',
+    'sl_vit_base': 'vit_base_patch16_224',
+    'sl_pit_ti': 'pit_ti_224', 'sl_pit_xs': 'pit_xs_224', 'sl_pit_s': 'pit_s_224', 'sl_pit_b': 'pit_b_224',
+    'sl_swin_t': 'swin_tiny_patch4_window7_224', 'sl_cait_xxs24': 'cait_xxs24_224',
+}
+
+
+def _timm_attention_heads(model: torch.nn.Module):
+    """(heads, head dim) of each attention layer of a timm model, read from its projections."""
+    found = []
+    for module in model.modules():
+        heads = getattr(module, 'num_heads', None)
+        if isinstance(heads, int) and type(module).__name__.lower().endswith(('attention', 'attn')):
+            width = module.qkv.out_features // 3 if hasattr(module, 'qkv') else module.q.out_features
+            found.append((heads, width // heads))
+    return found
+
+
+@pytest.mark.parametrize('name', sorted(TIMM_BASES))
+def test_224_configs_have_their_timm_models_heads(name):
+    """sl_vit_tiny built with 6 heads (of width 32) passed every test: heads change no parameter or MAC count. Each
+    LSA layer of a 224 px configuration has the heads and head width of the timm model's layer it replaces."""
+    ours = timm.create_model(name, device='meta')
+    heads = [(m.num_heads, m.lsa_head_dim) for m in ours.modules() if isinstance(m, LsaMixin)]
+    assert heads == _timm_attention_heads(timm.create_model(TIMM_BASES[name], device='meta'))
