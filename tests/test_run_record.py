@@ -1932,3 +1932,19 @@ def test_a_folder_whose_reproduce_has_saved_no_checkpoint_yet_says_so(tmp_path):
         find_runs([tmp_path])
     assert str(e.value) == (plain + f' yet: a timm-sl reproduce still running holds {lock}, and has saved no '
                                     f'checkpoint there; allowed: the command again once it has')
+
+
+@pytest.mark.parametrize('mmap', [False, True])
+def test_train_py_checkpoint_reads_on_torch_without_safe_globals(tmp_path, monkeypatch, mmap):
+    """torch 2.2-2.4 (the floor) has no ``torch.serialization.safe_globals``: a train.py checkpoint (its ``args``
+    Namespace) still reads, and a pickle that calls code is still refused, in one line naming the file."""
+    monkeypatch.delattr(torch.serialization, 'safe_globals', raising=False)
+    weights = {'w': torch.ones(2)}
+    torch.save({'epoch': 3, 'arch': 'sl_vit_32', 'state_dict': weights, 'args': argparse.Namespace(lr=0.5)},
+               tmp_path / 'ckpt.pth.tar')
+    checkpoint = read_checkpoint(tmp_path / 'ckpt.pth.tar', mmap=mmap)
+    assert (checkpoint.arch, checkpoint.epoch, checkpoint.args['lr']) == ('sl_vit_32', 3, 0.5)
+    assert torch.equal(checkpoint.state_dict['w'], torch.ones(2))
+    torch.save({'state_dict': weights, 'hook': os.getcwd}, tmp_path / 'code.pth')
+    with pytest.raises(ValueError, match=r'code.pth is not a readable torch checkpoint \(weights-only load refused it'):
+        read_checkpoint(tmp_path / 'code.pth', mmap=mmap)

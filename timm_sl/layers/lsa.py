@@ -74,7 +74,8 @@ def diagonal_bias(num_tokens: int, dtype: torch.dtype, device: torch.device) -> 
     """
     if _functional_only():
         index = torch.arange(num_tokens, device=device)
-        diag = (index.unsqueeze(1) == index.unsqueeze(0)) & (index.max() > 0)  # max > 0: more than one token
+        # a lone token is compared with 1: never equal (no bool `&`: torch 2.2's inductor cannot generate it on CPU)
+        diag = index.unsqueeze(1) == (index + (index.max() == 0).to(index.dtype)).unsqueeze(0)
         return torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device).masked_fill(diag, float('-inf'))
     bias = torch.zeros(num_tokens, num_tokens, dtype=dtype, device=device)
     if num_tokens > 1:

@@ -21,6 +21,7 @@ import itertools
 import json
 import math
 import os
+import pickle
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1265,6 +1266,39 @@ def checkpoint_problem(path: Path) -> str:
     return f'its member {damaged} is damaged' if damaged else ''
 
 
+class _WeightsOnlyUnpickler(pickle.Unpickler):
+    """torch's weights-only globals and train.py's ``argparse.Namespace``, nothing else (torch < 2.5: its own
+    weights-only reader has no ``safe_globals`` and builds no Namespace, so it refuses every train.py checkpoint)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        from torch._weights_only_unpickler import _get_allowed_globals
+        if (module, name) == ('argparse', 'Namespace'):
+            return argparse.Namespace
+        allowed = _get_allowed_globals()
+        if f'{module}.{name}' in allowed:
+            return allowed[f'{module}.{name}']
+        raise pickle.UnpicklingError(f'Weights only load failed: {module}.{name} is not allowed')
+
+
+class _WeightsOnlyPickle:
+    """The ``pickle_module`` torch.load takes: :class:`_WeightsOnlyUnpickler` for its ``Unpickler`` and ``load``."""
+    Unpickler = _WeightsOnlyUnpickler
+
+    @staticmethod
+    def load(f: Any, **kwargs: Any) -> Any:
+        return _WeightsOnlyUnpickler(f, **kwargs).load()
+
+
+def _weights_only_load(source: Any, **kwargs: Any) -> Any:
+    """``torch.load(weights_only=True)`` with train.py's ``args`` Namespace allowed: through torch's ``safe_globals``
+    (torch >= 2.5), else through :class:`_WeightsOnlyUnpickler`, which allows the same globals."""
+    import torch
+    if hasattr(torch.serialization, 'safe_globals'):
+        with torch.serialization.safe_globals([argparse.Namespace]):
+            return torch.load(source, map_location='cpu', weights_only=True, **kwargs)
+    return torch.load(source, map_location='cpu', weights_only=False, pickle_module=_WeightsOnlyPickle, **kwargs)
+
+
 def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
     """The file's content, read once, and whether its tensors are memory-mapped (``mmap``, for a zip archive), not
     read; one line naming the file (and why) when it is not a checkpoint."""
@@ -1279,8 +1313,7 @@ def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
             raise ValueError(f'{path} is not a readable safetensors file ({first_line(e)})') from e
     if mmap:  # torch maps a file by its name, a zip archive only: any other is read below, which names what is wrong
         try:
-            with torch.serialization.safe_globals([argparse.Namespace]):
-                return torch.load(str(path), map_location='cpu', weights_only=True, mmap=True), True
+            return _weights_only_load(str(path), mmap=True), True
         except Exception:  # noqa: BLE001 - torch raises many types for a file it cannot map
             pass
     with path.open('rb') as f:
@@ -1295,8 +1328,7 @@ def _load(path: Path, mmap: bool = False) -> Tuple[Any, bool]:
                              f'archive)')
         f.seek(0)
         try:
-            with torch.serialization.safe_globals([argparse.Namespace]):
-                return torch.load(f, map_location='cpu', weights_only=True), False
+            return _weights_only_load(f), False
         except Exception as e:  # noqa: BLE001 - torch raises many types for a bad file
             reason = first_line(e)
             if 'Weights only load failed' in reason:  # torch's lines of advice on unpickling code: not taken here
