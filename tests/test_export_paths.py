@@ -127,6 +127,8 @@ def _relative_error(a, b):
 @pytest.mark.parametrize('dtype', [torch.bfloat16, torch.float16], ids=['bf16', 'fp16'])
 @pytest.mark.parametrize('name', MODELS)
 def test_cpu_autocast_close_to_fp32_with_finite_gradients(name, dtype):
+    if dtype == torch.float16 and torch.__version__ < '2.3':  # before it, no CPU half LayerNorm (timm's pit_xs alike)
+        pytest.skip('torch < 2.3 has no float16 LayerNorm on the CPU')
     model = timm.create_model(name, drop_path_rate=0.)
     x = model_input(model)
     with torch.no_grad():
