@@ -1948,3 +1948,36 @@ def test_train_py_checkpoint_reads_on_torch_without_safe_globals(tmp_path, monke
     torch.save({'state_dict': weights, 'hook': os.getcwd}, tmp_path / 'code.pth')
     with pytest.raises(ValueError, match=r'code.pth is not a readable torch checkpoint \(weights-only load refused it'):
         read_checkpoint(tmp_path / 'code.pth', mmap=mmap)
+
+
+def _with_pickle_ops(checkpoint: Path, ops: bytes, out: Path) -> Path:
+    """``checkpoint`` (a zip archive torch.save wrote) with ``ops`` run first in its pickle, their result popped."""
+    import zipfile
+    with zipfile.ZipFile(checkpoint) as zin, zipfile.ZipFile(out, 'w', zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith('data.pkl'):  # after its PROTO opcode
+                data = data[:2] + ops + b'0' + data[2:]
+            zout.writestr(info.filename, data)
+    return out
+
+
+@pytest.mark.parametrize('ops', [
+    # GLOBAL torch._utils._rebuild_tensor_v2, then BUILD with slot state {'__defaults__': ({'neg': True},)}: every
+    # tensor torch rebuilds afterwards in the process would be negated
+    b'ctorch._utils\n_rebuild_tensor_v2\nN}X\x0c\x00\x00\x00__defaults__}X\x03\x00\x00\x00neg\x88s\x85s\x86b',
+    b'ccollections\nOrderedDict\n)\x81}X\x01\x00\x00\x00a\x88sb',  # NEWOBJ of an allowed class, then its state
+    b'(ccollections\nOrderedDict\no',  # OBJ: an object made by its class
+], ids=['build-on-a-function', 'newobj-and-build', 'obj'])
+def test_a_checkpoint_that_sets_state_on_what_it_loads_is_refused_without_safe_globals(ops, tmp_path, monkeypatch):
+    """The reader for torch without ``safe_globals`` (2.2-2.4) restricted the globals only: a checkpoint could set
+    attributes on an allowed function through BUILD (torch's _rebuild_tensor_v2's defaults: every tensor loaded in the
+    process afterwards came back negated, also through torch's own loader). Only a Namespace's state is set, only a
+    Namespace is made by NEWOBJ; the checkpoint is refused in one line and torch is left as it was."""
+    monkeypatch.delattr(torch.serialization, 'safe_globals', raising=False)
+    good = tmp_path / 'good.pth.tar'
+    torch.save({'state_dict': {'w': torch.ones(2)}, 'epoch': 3, 'args': argparse.Namespace(lr=0.5)}, good)
+    with pytest.raises(ValueError, match=r'evil.pth.tar is not a readable torch checkpoint \(weights-only load '):
+        read_checkpoint(_with_pickle_ops(good, ops, tmp_path / 'evil.pth.tar'))
+    assert torch.equal(read_checkpoint(good).state_dict['w'], torch.ones(2))
+    assert torch.equal(torch.load(good, weights_only=False)['state_dict']['w'], torch.ones(2))

@@ -15,6 +15,7 @@ one read from folders around it. Epochs: train.py counts them from 0 in ``summar
 this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is train.py's epoch + 1).
 """
 import argparse
+import collections
 import csv
 import filecmp
 import itertools
@@ -1266,9 +1267,13 @@ def checkpoint_problem(path: Path) -> str:
     return f'its member {damaged} is damaged' if damaged else ''
 
 
-class _WeightsOnlyUnpickler(pickle.Unpickler):
-    """torch's weights-only globals and train.py's ``argparse.Namespace``, nothing else (torch < 2.5: its own
-    weights-only reader has no ``safe_globals`` and builds no Namespace, so it refuses every train.py checkpoint)."""
+class _WeightsOnlyUnpickler(pickle._Unpickler):  # the Python unpickler: its opcodes can be restricted one by one
+    """torch's weights-only reader for torch < 2.5, which has no ``safe_globals`` and refuses train.py's ``args``
+    Namespace: the globals torch's reader allows and ``argparse.Namespace``, nothing else; objects made only by those
+    globals (REDUCE) or as an empty Namespace (NEWOBJ), and state set only on a Namespace or an OrderedDict instance
+    (BUILD, a dict of names: a state dict's ``_metadata``), so a pickle can neither call other code nor set attributes
+    on anything else it loads (a BUILD on an allowed function would change it for the rest of the process)."""
+    dispatch = dict(pickle._Unpickler.dispatch)
 
     def find_class(self, module: str, name: str) -> Any:
         from torch._weights_only_unpickler import _get_allowed_globals
@@ -1278,6 +1283,31 @@ class _WeightsOnlyUnpickler(pickle.Unpickler):
         if f'{module}.{name}' in allowed:
             return allowed[f'{module}.{name}']
         raise pickle.UnpicklingError(f'Weights only load failed: {module}.{name} is not allowed')
+
+    def _namespace_only(self) -> None:  # NEWOBJ: cls.__new__(cls, *args)
+        args, cls = self.stack.pop(), self.stack.pop()
+        if cls is not argparse.Namespace or args:
+            raise pickle.UnpicklingError(f'Weights only load failed: making a {getattr(cls, "__name__", cls)} is not '
+                                         f'allowed')
+        self.append(argparse.Namespace())
+
+    def _state_of_a_namespace_only(self) -> None:  # BUILD: inst.__setstate__(state) or its __dict__ updated
+        state, inst = self.stack.pop(), self.stack[-1]  # a state dict's OrderedDict holds its _metadata so
+        if type(inst) not in (argparse.Namespace, collections.OrderedDict) or not isinstance(state, dict) \
+                or not all(isinstance(key, str) for key in state):
+            raise pickle.UnpicklingError(f'Weights only load failed: setting the state of a {type(inst).__name__} '
+                                         f'is not allowed')
+        inst.__dict__.update(state)
+
+    def _refused(self) -> None:
+        raise pickle.UnpicklingError('Weights only load failed: an object built by its class (INST, OBJ, NEWOBJ_EX) '
+                                     'is not allowed')
+
+    dispatch[pickle.NEWOBJ[0]] = _namespace_only
+    dispatch[pickle.BUILD[0]] = _state_of_a_namespace_only
+    for _opcode in (pickle.INST, pickle.OBJ, pickle.NEWOBJ_EX):
+        dispatch[_opcode[0]] = _refused
+    del _opcode
 
 
 class _WeightsOnlyPickle:
@@ -1343,11 +1373,12 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     ``mmap``: its tensors memory-mapped where torch can (a zip archive), for what needs their names and shapes only.
 
     Read once and safely: ``.safetensors`` with safetensors, anything else with ``torch.load(weights_only=True)``
-    (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it), so nothing is unpickled beyond
-    tensors and plain containers. The weights are picked as timm's ``load_state_dict(use_ema=True)`` picks them (EMA
-    first; not for a run of ``--model-ema-force-cpu``, whose EMA weights train.py never evaluated) and cleaned by
-    timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile`` ``_orig_mod.``). timm's
-    loader itself is not used: it drops the ``arch`` / ``args`` / ``epoch`` read here in the same pass.
+    (train.py's ``args`` Namespace allowed explicitly, as timm's own loader allows it; before torch 2.5, through
+    :class:`_WeightsOnlyUnpickler`), so nothing is unpickled beyond tensors and plain containers. The weights are picked
+    as timm's ``load_state_dict(use_ema=True)`` picks them (EMA first; not for a run of ``--model-ema-force-cpu``, whose
+    EMA weights train.py never evaluated) and cleaned by timm's ``clean_state_dict`` (DDP ``module.``, ``torch.compile``
+    ``_orig_mod.``). timm's loader itself is not used: it drops the ``arch`` / ``args`` / ``epoch`` read here in the
+    same pass.
 
     Raises:
         FileNotFoundError: no such file (or a folder without a checkpoint).
