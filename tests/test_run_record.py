@@ -1981,3 +1981,19 @@ def test_a_checkpoint_that_sets_state_on_what_it_loads_is_refused_without_safe_g
         read_checkpoint(_with_pickle_ops(good, ops, tmp_path / 'evil.pth.tar'))
     assert torch.equal(read_checkpoint(good).state_dict['w'], torch.ones(2))
     assert torch.equal(torch.load(good, weights_only=False)['state_dict']['w'], torch.ones(2))
+
+
+def test_run_settings_agree_on_a_number_written_as_int_or_float():
+    """The one run-settings comparison read kwargs by their JSON form: ``--model-kwargs lsa_temp_ratio=2`` and a run
+    whose args.yaml records 2.0 differed, so export refused the run's own kwargs as another run's. Numbers agree by
+    value, a tuple with the list YAML writes for it; a bool agrees with a bool only."""
+    from timm_sl.tools.runs import settings_differ
+
+    def differ(given, recorded):
+        return settings_differ({'model_kwargs': given}, {'model_kwargs': recorded})
+    assert differ({'lsa_temp_ratio': 2}, {'lsa_temp_ratio': 2.0}) == []
+    assert differ({'depth': (1, 1, 1)}, {'depth': [1, 1, 1]}) == []
+    assert differ({'depth': (1, 1)}, {'depth': [1, 1, 1]}) == ['model_kwargs']
+    assert differ({'spt': True}, {'spt': 1}) == ['model_kwargs']
+    assert differ({'spt': False}, {}) == ['model_kwargs']
+    assert settings_differ({'model': 'sl_vit_32'}, {'model': 'sl_pit_32'}) == ['model']

@@ -259,8 +259,7 @@ RUN_SETTINGS = ('model', 'model_kwargs', 'seed', 'lr')  # what makes a checkpoin
 def settings_differ(given: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
     """The :data:`RUN_SETTINGS` keys whose value ``given`` records other than ``recorded`` does; only keys both
     record (not None) are compared. Seed and lr compare as numbers (``'0.001'`` and ``1e-3`` agree; a bool or a word
-    that is no number is not compared), model and kwargs by their JSON form (a tuple and a list of the same values
-    agree)."""
+    that is no number is not compared), model and kwargs by :func:`_same_value`."""
     found = []
     for key in RUN_SETTINGS:
         theirs, ours = given.get(key), recorded.get(key)
@@ -274,10 +273,23 @@ def settings_differ(given: Dict[str, Any], recorded: Dict[str, Any]) -> List[str
             except (TypeError, ValueError):
                 continue
         else:
-            same = json.dumps(theirs, default=str, sort_keys=True) == json.dumps(ours, default=str, sort_keys=True)
+            same = _same_value(theirs, ours)
         if not same:
             found.append(key)
     return found
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether two recorded values say the same: a tuple and a list of the same values agree (YAML writes a tuple as
+    a list), as do 2 and 2.0 (``--model-kwargs lsa_temp_ratio=2`` and a recorded 2.0); a bool agrees with a bool
+    only."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_value(a[key], b[key]) for key in a)
+    return a == b
 
 
 def _whole(value: Any) -> bool:
