@@ -21,6 +21,25 @@ from timm_sl.tools.transformers_compat import make_transformers_compatible
 KWARGS = dict(depth=2, shift_directions='cardinal')
 
 
+LABELS = ['airplane', 'automobile', 'bird', 'cat', 'deer']
+# what the runs trained with (not sl_vit_32's default cfg: CIFAR-100 statistics, bicubic, crop 1.0)
+TRAINING = dict(input_size=(3, 32, 32), mean=(0.4914, 0.4822, 0.4465), std=(0.247, 0.2435, 0.2616),
+                interpolation='bilinear', crop_pct=0.9, crop_mode='center')
+
+
+def _train_run(root: Path, name: str, kwargs: dict) -> Path:
+    """A train.py checkpoint (weights + args) with its args.yaml, as a run leaves them."""
+    root.mkdir(parents=True)
+    model = timm.create_model(name, num_classes=len(LABELS), **kwargs)
+    args = dict(model=name, model_kwargs=kwargs, num_classes=len(LABELS), input_size=list(TRAINING['input_size']),
+                mean=list(TRAINING['mean']),
+                std=list(TRAINING['std']), interpolation=TRAINING['interpolation'], crop_pct=TRAINING['crop_pct'])
+    torch.save({'epoch': 1, 'arch': name, 'state_dict': model.state_dict(), 'args': argparse.Namespace(**args)},
+               root / 'model_best.pth.tar')
+    (root / 'args.yaml').write_text(json.dumps(args))  # JSON is YAML
+    return root / 'model_best.pth.tar'
+
+
 @pytest.fixture(scope='module')
 def trained(tmp_path_factory):
     """A train.py-style checkpoint (state_dict + state_dict_ema + args), its summary.csv and args.yaml."""
@@ -769,3 +788,38 @@ def test_a_run_of_img_size_beside_the_recipes_input_size_exports_the_size_it_tra
     assert config['input_size'] == (3, 32, 32) and config['mean'] == (0.3, 0.3, 0.3)
     with pytest.raises(ValueError, match=r'^the run gives a data config timm cannot resolve \(Requested image size'):
         training_data_config(model, dict(img_size=48))  # alone, train.py would have built a 48 px model
+
+
+def test_kwargs_given_as_a_tuple_are_the_runs_that_yaml_recorded_as_a_list(tmp_path):
+    """train.py's args.yaml writes ``--model-kwargs depth=(1,1,1)`` as a list: the same kwargs given to export again
+    (as docs/transformers.md says) are the run's, not refused as another model's."""
+    import yaml
+    kwargs = dict(depth=(1, 1, 1), heads=(1, 1, 1), base_dims=(8, 8, 8), spt=False, lsa=False)
+    run = _train_run(tmp_path / 'run', 'sl_pit_32', kwargs)
+    args = json.loads((run.parent / 'args.yaml').read_text())
+    (run.parent / 'args.yaml').write_text(yaml.safe_dump(dict(args, model_kwargs=kwargs)))
+    assert main(['export', str(run), '--model', 'sl_pit_32', '--model-kwargs', 'depth=(1,1,1)', 'heads=(1,1,1)',
+                 'base_dims=(8,8,8)', 'spt=False', 'lsa=False', '--out', str(tmp_path / 'out')]) == 0
+    config = json.loads((tmp_path / 'out' / 'config.json').read_text())
+    assert config['model_args']['depth'] == [1, 1, 1] and config['model_args']['spt'] is False
+    with pytest.raises(ValueError, match=r"--model-kwargs \{'depth': \(1, 1, 1\), .*'drop_rate': 0.1\} are not the "
+                       r"run's: .*args.yaml records \{'base_dims': \[8, 8, 8\], 'depth': \[1, 1, 1\], "):
+        export_checkpoint(run, 'sl_pit_32', tmp_path / 'other', model_kwargs=dict(kwargs, drop_rate=0.1))
+
+
+@pytest.mark.parametrize('name, kwargs, line', [
+    pytest.param('sl_pit_32', dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
+                 '- Variant: baseline (SPT off, LSA off, SPT pooling off)', marks=pytest.mark.extended),
+    pytest.param('sl_swin_32', dict(depths=(1, 1, 1), spt_pool=False),
+                 '- Variant: SL w/o Spool (SPT on, LSA on, SPT pooling off)', marks=pytest.mark.extended),
+    pytest.param('sl_cait_32', dict(depth=1, depth_token_only=1), '- Variant: SL (SPT on, LSA on)',
+                 marks=pytest.mark.extended),
+    ('sl_t2t_32', dict(depth=1, spt=False, lsa=False, embed_dim=16, num_heads=1, token_dim=8),
+     '- Variant: baseline (SPT off, LSA off)'),
+])
+def test_the_card_says_what_the_switches_make_the_model(name, kwargs, line, tmp_path):
+    """A family's card with model kwargs (a baseline, SL at a small depth) says which of SL / baseline it is: the
+    kwargs alone named no variant, so a baseline read as the paper's SPT + LSA model."""
+    out, _ = export_checkpoint(_train_run(tmp_path / 'run', name, kwargs), None, tmp_path / 'out')
+    details = (out / 'README.md').read_text().split('## Model details')[1].split('\n## ')[0]
+    assert line in details.split('\n')

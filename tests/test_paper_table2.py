@@ -34,3 +34,16 @@ def test_timm_pit_pooling_layout_stays_reachable():
     model = timm.create_model('sl_pit_64', pool_layout='timm', spt=False, lsa=False, spt_pool=False)
     assert count_params(model) / 1e6 == pytest.approx(6.873, abs=0.001)
     assert count_macs(model) / 1e6 == pytest.approx(270.6, abs=0.1)
+
+
+@pytest.mark.parametrize('family, model', [('pit', 'sl_pit_32'), ('swin', 'sl_swin_32')])
+def test_a_pooling_familys_baseline_without_spt_pool_is_the_papers_baseline_row(family, model):
+    """``--model-kwargs spt=False lsa=False`` builds PiT's / Swin's baseline (``spt_pool`` follows ``spt``): its
+    release card compares it with Table 2's baseline, not 'not a configuration the paper trained'."""
+    from timm_sl.tools.paper import paper_top1, table2_row, variant_of
+    assert table2_row(model, dict(spt=False, lsa=False), 'cifar10') == (family, 'base')
+    assert table2_row(model, dict(spt=False, lsa=False, spt_pool=False), 'cifar10') == (family, 'base')
+    assert variant_of(family, dict(spt=True, lsa=True, spt_pool=True)) == 'sl'
+    assert variant_of(family, dict(spt=False, lsa=False, spt_pool=True)) == 'custom'  # SPT's pooling alone
+    assert variant_of('vit', dict(spt=False, lsa=False)) == 'base' and variant_of('vit', dict(lsa=False)) == 'custom'
+    assert paper_top1(family, 'base', 'cifar10') is not None

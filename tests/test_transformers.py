@@ -22,7 +22,7 @@ from timm_sl.tools.cli import main
 from timm_sl.tools.hub import export_checkpoint
 from timm_sl.tools.transformers_compat import make_transformers_compatible, transformers_compatible_config
 
-from test_hub import _offline_cache
+from test_hub import LABELS, TRAINING, _offline_cache, _train_run
 
 transformers = pytest.importorskip(
     'transformers', reason='transformers is not installed (pip install ".[test]"): exports are not checked in it')
@@ -30,10 +30,6 @@ from transformers import (  # noqa: E402
     AutoImageProcessor, AutoModel, AutoModelForImageClassification, pipeline)
 
 DOC = Path(__file__).parents[1] / 'docs' / 'transformers.md'
-LABELS = ['airplane', 'automobile', 'bird', 'cat', 'deer']
-# what the runs trained with (not sl_vit_32's default cfg: CIFAR-100 statistics, bicubic, crop 1.0)
-TRAINING = dict(input_size=(3, 32, 32), mean=(0.4914, 0.4822, 0.4465), std=(0.247, 0.2435, 0.2616),
-                interpolation='bilinear', crop_pct=0.9, crop_mode='center')
 SL_KWARGS = dict(depth=2)
 KINDS = {  # kind -> model name, model kwargs
     'sl': ('sl_vit_32', SL_KWARGS),
@@ -41,19 +37,6 @@ KINDS = {  # kind -> model name, model kwargs
     'slify': ('slify', dict(base='vit_tiny_patch16_224', img_size=32, patch_size=4, depth=2)),
 }
 OFFLINE = dict(HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1')
-
-
-def _train_run(root: Path, name: str, kwargs: dict) -> Path:
-    """A train.py checkpoint (weights + args) with its args.yaml, as a run leaves them."""
-    root.mkdir(parents=True)
-    model = timm.create_model(name, num_classes=len(LABELS), **kwargs)
-    args = dict(model=name, model_kwargs=kwargs, num_classes=len(LABELS), input_size=list(TRAINING['input_size']),
-                mean=list(TRAINING['mean']),
-                std=list(TRAINING['std']), interpolation=TRAINING['interpolation'], crop_pct=TRAINING['crop_pct'])
-    torch.save({'epoch': 1, 'arch': name, 'state_dict': model.state_dict(), 'args': argparse.Namespace(**args)},
-               root / 'model_best.pth.tar')
-    (root / 'args.yaml').write_text(json.dumps(args))  # JSON is YAML
-    return root / 'model_best.pth.tar'
 
 
 def _export(kind: str, root: Path) -> Path:
@@ -282,51 +265,3 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch):
     assert [r['label'] for r in ast.literal_eval(pipeline_output)][0] == top
     assert transformers_top == top and timm_top == top
     assert AutoModelForImageClassification.from_pretrained(tmp_path / 'my_folder').num_labels == 2
-
-
-def test_kwargs_given_as_a_tuple_are_the_runs_that_yaml_recorded_as_a_list(tmp_path):
-    """train.py's args.yaml writes ``--model-kwargs depth=(1,1,1)`` as a list: the same kwargs given to export again
-    (as docs/transformers.md says) are the run's, not refused as another model's."""
-    import yaml
-    kwargs = dict(depth=(1, 1, 1), heads=(1, 1, 1), base_dims=(8, 8, 8), spt=False, lsa=False)
-    run = _train_run(tmp_path / 'run', 'sl_pit_32', kwargs)
-    args = json.loads((run.parent / 'args.yaml').read_text())
-    (run.parent / 'args.yaml').write_text(yaml.safe_dump(dict(args, model_kwargs=kwargs)))
-    assert main(['export', str(run), '--model', 'sl_pit_32', '--model-kwargs', 'depth=(1,1,1)', 'heads=(1,1,1)',
-                 'base_dims=(8,8,8)', 'spt=False', 'lsa=False', '--out', str(tmp_path / 'out')]) == 0
-    config = json.loads((tmp_path / 'out' / 'config.json').read_text())
-    assert config['model_args']['depth'] == [1, 1, 1] and config['model_args']['spt'] is False
-    with pytest.raises(ValueError, match=r"--model-kwargs \{'depth': \(1, 1, 1\), .*'drop_rate': 0.1\} are not the "
-                       r"run's: .*args.yaml records \{'base_dims': \[8, 8, 8\], 'depth': \[1, 1, 1\], "):
-        export_checkpoint(run, 'sl_pit_32', tmp_path / 'other', model_kwargs=dict(kwargs, drop_rate=0.1))
-
-
-@pytest.mark.parametrize('name, kwargs, line', [
-    pytest.param('sl_pit_32', dict(depth=(1, 1, 1), spt=False, lsa=False, spt_pool=False),
-                 '- Variant: baseline (SPT off, LSA off, SPT pooling off)', marks=pytest.mark.extended),
-    pytest.param('sl_swin_32', dict(depths=(1, 1, 1), spt_pool=False),
-                 '- Variant: SL w/o Spool (SPT on, LSA on, SPT pooling off)', marks=pytest.mark.extended),
-    pytest.param('sl_cait_32', dict(depth=1, depth_token_only=1), '- Variant: SL (SPT on, LSA on)',
-                 marks=pytest.mark.extended),
-    ('sl_t2t_32', dict(depth=1, spt=False, lsa=False, embed_dim=16, num_heads=1, token_dim=8),
-     '- Variant: baseline (SPT off, LSA off)'),
-])
-def test_the_card_says_what_the_switches_make_the_model(name, kwargs, line, tmp_path):
-    """A family's card with model kwargs (a baseline, SL at a small depth) says which of SL / baseline it is: the
-    kwargs alone named no variant, so a baseline read as the paper's SPT + LSA model."""
-    out, _ = export_checkpoint(_train_run(tmp_path / 'run', name, kwargs), None, tmp_path / 'out')
-    details = (out / 'README.md').read_text().split('## Model details')[1].split('\n## ')[0]
-    assert line in details.split('\n')
-
-
-@pytest.mark.parametrize('family, model', [('pit', 'sl_pit_32'), ('swin', 'sl_swin_32')])
-def test_a_pooling_familys_baseline_without_spt_pool_is_the_papers_baseline_row(family, model):
-    """``--model-kwargs spt=False lsa=False`` builds PiT's / Swin's baseline (``spt_pool`` follows ``spt``): its
-    release card compares it with Table 2's baseline, not 'not a configuration the paper trained'."""
-    from timm_sl.tools.paper import paper_top1, table2_row, variant_of
-    assert table2_row(model, dict(spt=False, lsa=False), 'cifar10') == (family, 'base')
-    assert table2_row(model, dict(spt=False, lsa=False, spt_pool=False), 'cifar10') == (family, 'base')
-    assert variant_of(family, dict(spt=True, lsa=True, spt_pool=True)) == 'sl'
-    assert variant_of(family, dict(spt=False, lsa=False, spt_pool=True)) == 'custom'  # SPT's pooling alone
-    assert variant_of('vit', dict(spt=False, lsa=False)) == 'base' and variant_of('vit', dict(lsa=False)) == 'custom'
-    assert paper_top1(family, 'base', 'cifar10') is not None
