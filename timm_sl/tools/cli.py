@@ -562,11 +562,9 @@ def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
 def _variant(model) -> str:
     """What a model is, from the switches it was built with (strictly loaded checkpoints included):
     :func:`~timm_sl.tools.paper.switches_label` (``SL``, ``baseline``, ``ST``, ``SL w/o Spool``, ...)."""
-    from timm_sl.tools.paper import switches_label
-    sl_args = getattr(model, 'sl_args', None)
-    if sl_args is None:
-        return type(model).__name__
-    return switches_label({**sl_args.to_dict(), 'spt_pool': getattr(model, 'spt_pool', sl_args.spt)})
+    from timm_sl.tools.paper import model_switches, switches_label
+    switches = model_switches(model)
+    return type(model).__name__ if switches is None else switches_label(switches)
 
 
 def _model_name(name: str, model) -> str:

@@ -25,7 +25,7 @@ from timm.models import save_for_hf
 from .errors import ToolError, first_line, held_folder, make_folder
 from .files import check_not_link, flag_arg, kind_of
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
-from .paper import switches_label
+from .paper import model_switches, switches_label
 from .profile import count_macs, count_params
 from .runs import (
     IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, NonFiniteWeights, RunRecord, check_finite_weights,
@@ -379,10 +379,9 @@ def _card_data(record: RunRecord) -> ModelCardData:
 def _variant_line(model: torch.nn.Module) -> List[str]:
     """The card's line saying what the model's SPT / LSA switches make it (``SL``, ``baseline``, ``SL w/o Spool``,
     an ablation tag), as reports name it; none for a model without them."""
-    sl_args = getattr(model, 'sl_args', None)
-    if sl_args is None:
+    switches = model_switches(model)
+    if switches is None:
         return []
-    switches = {**sl_args.to_dict(), 'spt_pool': getattr(model, 'spt_pool', sl_args.spt)}
     said = ', '.join(f'{name} {"on" if switches[key] else "off"}' for name, key in (
         ('SPT', 'spt'), ('LSA', 'lsa'), ('SPT pooling', 'spt_pool')) if key != 'spt_pool' or hasattr(model, 'spt_pool'))
     return [f'- Variant: {switches_label(switches)} ({said})']

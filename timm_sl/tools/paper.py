@@ -104,6 +104,15 @@ def _switches_filled(family: str, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     return filled
 
 
+def model_switches(model: Any) -> Optional[Dict[str, Any]]:
+    """The SPT / LSA switches a model was built with (``sl_args``, and ``spt_pool`` where it pools), as
+    :func:`switches_label` takes them; None for a model without them."""
+    sl_args = getattr(model, 'sl_args', None)
+    if sl_args is None:
+        return None
+    return {**sl_args.to_dict(), 'spt_pool': getattr(model, 'spt_pool', sl_args.spt)}
+
+
 def switches_label(model_kwargs: Dict[str, Any]) -> str:
     """What a model's SPT / LSA switches make it, as reports and charts name it: ``SL``, ``baseline`` or the paper's
     ablation tag (``S``, ``L``, ``ST``, ``SM``, ...), plus ``w/o Spool`` / ``+ Spool`` where ``spt_pool`` differs from
