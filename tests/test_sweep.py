@@ -509,26 +509,16 @@ def test_an_epoch_trained_again_after_a_resume_is_shown_once_its_new_row_is_writ
     assert done == ['run 1/1: j: 2/3 epochs done, top-1 25.00', 'run 1/1: j: 3/3 epochs done, top-1 30.00']
 
 
-def test_a_handler_installed_outside_python_is_not_put_back_as_none(tmp_path, monkeypatch):
-    """signal.signal returns None for a handler installed outside Python; putting that back raises TypeError, which
-    would replace the sweep's results by a traceback. Such a handler is left as the sweep found it."""
+def test_a_handler_installed_outside_python_is_left_to_it(monkeypatch):
+    """signal.signal cannot put back a handler installed outside Python (getsignal gives None for it): the sweep put
+    it back as None (a TypeError in place of its results), then left its own in its place. Such a signal is left as
+    the sweep found it; the others are the sweep's while it runs and restored after."""
     import signal as signals
     from timm_sl.tools import sweep
-    real = signals.signal
-    calls = []
-
-    def outside_python(sig, handler):
-        calls.append(handler)
-        if handler is None:
-            raise TypeError('signal handler must be signal.SIG_IGN, signal.SIG_DFL, or a callable object')
-        real(sig, handler)
-        return None  # what signal.signal returns where the previous handler was not installed from Python
-    before = {sig: signals.getsignal(sig) for sig in (signals.SIGTERM, signals.SIGHUP)}
-    monkeypatch.setattr(sweep.signal, 'signal', outside_python)
-    try:
-        with sweep._terminate_as_interrupt():
-            pass
-    finally:
-        for sig, handler in before.items():
-            real(sig, handler)
-    assert calls and None not in calls
+    real_get, seen = signals.getsignal, {}
+    monkeypatch.setattr(sweep.signal, 'getsignal', lambda sig: None if sig == signals.SIGTERM else real_get(sig))
+    before = real_get(signals.SIGTERM), real_get(signals.SIGHUP)
+    with sweep._terminate_as_interrupt():
+        seen.update(term=real_get(signals.SIGTERM), hup=real_get(signals.SIGHUP))
+    assert seen == dict(term=before[0], hup=sweep._raise_interrupt)
+    assert (real_get(signals.SIGTERM), real_get(signals.SIGHUP)) == before

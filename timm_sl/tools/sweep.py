@@ -358,10 +358,12 @@ def _sigint_for_children() -> Iterator[None]:
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """While the sweep runs, SIGTERM and SIGHUP raise ``KeyboardInterrupt`` as Ctrl-C does (in the main thread; in
-    another, Ctrl-C alone stops the sweep)."""
+    another, Ctrl-C alone stops the sweep); a signal whose handler was installed outside Python is left to it."""
     previous = {}
     try:
         for sig in [s for s in (getattr(signal, 'SIGHUP', None), signal.SIGTERM) if s is not None]:
+            if signal.getsignal(sig) is None:  # a handler installed outside Python: signal.signal cannot put it back
+                continue
             try:
                 previous[sig] = signal.signal(sig, _raise_interrupt)
             except ValueError:  # not the main thread
@@ -369,8 +371,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         for sig, handler in previous.items():
-            if handler is not None:  # None: installed outside Python, which signal.signal cannot put back
-                signal.signal(sig, handler)
+            signal.signal(sig, handler)
 
 
 class _Sweep:
