@@ -388,7 +388,16 @@ TIMM_BASES = {
     'sl_vit_tiny': 'vit_tiny_patch16_224', 'sl_vit_small': 'vit_small_patch16_224',
     'sl_vit_base': 'vit_base_patch16_224',
     'sl_pit_ti': 'pit_ti_224', 'sl_pit_xs': 'pit_xs_224', 'sl_pit_s': 'pit_s_224', 'sl_pit_b': 'pit_b_224',
-    'sl_swin_t': 'swin_tiny_patch4_window7_224', 'sl_cait_xxs24': 'cait_xxs24_224',
+    'sl_swin_t': 'swin_tiny_patch4_window7_224', 'sl_swin_s': 'swin_small_patch4_window7_224',
+    'sl_swin_b': 'swin_base_patch4_window7_224', 'sl_cait_xxs24': 'cait_xxs24_224', 'sl_cait_xxs36': 'cait_xxs36_224',
+    'sl_cait_xs24': 'cait_xs24_384', 'sl_cait_s24': 'cait_s24_224',
+}
+# T2T-ViT, which timm does not have (T2T paper, Table 1): one head over each token layer's input (a 7x7 soft split of
+# 3 channels x 5 SPT copies, then 3x3 of token_dim 64), then the blocks' heads of 64
+T2T_HEADS = {
+    'sl_t2t_14': [(1, 3 * 5 * 7 * 7), (1, 64 * 3 * 3)] + [(6, 64)] * 14,
+    'sl_t2t_19': [(1, 3 * 5 * 7 * 7), (1, 64 * 3 * 3)] + [(7, 64)] * 19,
+    'sl_t2t_24': [(1, 3 * 5 * 7 * 7), (1, 64 * 3 * 3)] + [(8, 64)] * 24,
 }
 
 
@@ -403,10 +412,12 @@ def _timm_attention_heads(model: torch.nn.Module):
     return found
 
 
-@pytest.mark.parametrize('name', sorted(TIMM_BASES))
+@pytest.mark.parametrize('name', sorted(TIMM_BASES) + sorted(T2T_HEADS))
 def test_224_configs_have_their_timm_models_heads(name):
     """sl_vit_tiny built with 6 heads (of width 32) passed every test: heads change no parameter or MAC count. Each
-    LSA layer of a 224 px configuration has the heads and head width of the timm model's layer it replaces."""
+    LSA layer of a 224 px configuration has the heads and head width of the timm model's layer it replaces (T2T's:
+    the T2T paper's)."""
     ours = timm.create_model(name, device='meta')
     heads = [(m.num_heads, m.lsa_head_dim) for m in ours.modules() if isinstance(m, LsaMixin)]
-    assert heads == _timm_attention_heads(timm.create_model(TIMM_BASES[name], device='meta'))
+    assert heads == (T2T_HEADS[name] if name in T2T_HEADS else
+                     _timm_attention_heads(timm.create_model(TIMM_BASES[name], device='meta')))
