@@ -160,7 +160,7 @@ def peak_train_memory(step: Callable[[], None], device: torch.device) -> int:
         step()
     # the raw allocation (+) / free (-) records: prof.events() folds them into the ops that made them
     records = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == '[memory]'),
-                     key=lambda e: e.start_ns())
+                     key=lambda e: e.start_ns() if hasattr(e, 'start_ns') else e.start_us() * 1000)  # torch < 2.3
     live = peak = 0
     for record in records:
         live += record.nbytes()

@@ -731,3 +731,39 @@ def test_throughput_names_a_slify_row_by_what_its_switches_make_it(monkeypatch):
         args = argparse.Namespace(device='cpu', batch_size=1, amp=False, img_size=32, model_kwargs=kwargs, repeats=1,
                                   iters=1, warmup=0)
         assert [row['variant'] for row in throughput.bench_slify('test_vit', 'infer', args)] == [label]
+
+
+def test_peak_train_memory_reads_the_event_times_of_torch_2_2(monkeypatch):
+    """On torch 2.2 peers.py stopped in a traceback after its timing rounds ("'_KinetoEvent' object has no attribute
+    'start_ns'"): that torch's profiler events give their start in microseconds only. The CPU peak is read either
+    way."""
+    import torch
+    monkeypatch.syspath_prepend(str(ROOT / 'benchmarks'))
+    from _timing import peak_train_memory
+
+    class Event:  # torch 2.2's event: start_us, no start_ns
+        def __init__(self, start: int, nbytes: int) -> None:
+            self.start, self.size = start, nbytes
+
+        def name(self) -> str:
+            return '[memory]'
+
+        def start_us(self) -> int:
+            return self.start
+
+        def nbytes(self) -> int:
+            return self.size
+
+    class Profile:
+        def __init__(self, *args, **kwargs) -> None:
+            events = [Event(3, -4000), Event(1, 4000), Event(2, 800), Event(4, 100)]  # out of time order
+            self.profiler = argparse.Namespace(kineto_results=argparse.Namespace(events=lambda: events))
+
+        def __enter__(self) -> 'Profile':
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+    monkeypatch.setattr(torch.profiler, 'profile', Profile)
+    assert peak_train_memory(lambda: None, torch.device('cpu')) == 4800

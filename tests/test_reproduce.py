@@ -3797,3 +3797,45 @@ def test_macos_metadata_beside_torch_folder_class_folders_passes(fake_train, tmp
     argv = _reproduce_args(data, tmp_path / 'out2', fake_train, 'svhn', train_args=['--epochs', '1'])
     assert _exit_status(argv) == 2
     assert str(metadata) in capsys.readouterr().err
+
+
+def test_timm_refuses_resume_names_a_train_py_checkpoint_below_torch_2_5(tmp_path, monkeypatch):
+    """Below torch 2.5 timm's train.py --resume stops at every train.py checkpoint (its args Namespace, loaded
+    weights-only); the check says so for such a checkpoint only, and never on a torch with safe_globals."""
+    import argparse
+    import torch
+    from timm_sl.tools.reproduce import timm_refuses_resume
+    with_args, plain = tmp_path / 'with_args.pth.tar', tmp_path / 'plain.pth.tar'
+    torch.save({'epoch': 0, 'state_dict': {'w': torch.ones(2)}, 'args': argparse.Namespace(epochs=1)}, with_args)
+    torch.save({'epoch': 0, 'state_dict': {'w': torch.ones(2)}}, plain)
+    if hasattr(torch.serialization, 'safe_globals'):
+        assert not timm_refuses_resume(with_args)
+        monkeypatch.delattr(torch.serialization, 'safe_globals')
+    assert timm_refuses_resume(with_args)
+    assert not timm_refuses_resume(plain)
+    (tmp_path / 'cut.pth.tar').write_bytes(with_args.read_bytes()[:-30])  # checkpoint_problem's to name
+    assert not timm_refuses_resume(tmp_path / 'cut.pth.tar')
+
+
+@pytest.mark.extended
+def test_a_run_to_resume_below_torch_2_5_is_refused_before_train_py_starts(fake_train, tmp_path, capsys, monkeypatch):
+    """On torch 2.2 a larger --epochs started every run's train.py --resume, each failed with torch's
+    'Weights only load failed ... Unsupported class argparse.Namespace' and the report listed them all as failed."""
+    import argparse
+    import torch
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    assert main(argv) == 0
+    runs = [out / 'runs' / name for name in ('vit-base-s0', 'vit-sl-s0')]
+    for run in runs:  # a train.py checkpoint: its args are an argparse.Namespace
+        torch.save({'epoch': 0, 'state_dict': {}, 'args': argparse.Namespace()}, run / 'last.pth.tar')
+    monkeypatch.delattr(torch.serialization, 'safe_globals', raising=False)
+    capsys.readouterr()
+    assert _exit_status(argv[:-1] + ['2']) == 2
+    assert _one_error(capsys) == (
+        f"{runs[0] / 'last.pth.tar'} cannot be resumed on torch {torch.__version__}, and 1 more run folder alike: "
+        "timm's train.py --resume loads a checkpoint weights-only, which below torch 2.5 (no "
+        'torch.serialization.safe_globals) refuses the argparse.Namespace every train.py checkpoint holds; allowed: '
+        'torch >= 2.5 to continue the runs, or another --out to train them from scratch')
+    assert all(len((run / 'argv.log').read_text().splitlines()) == 1 for run in runs)  # train.py not started again
+    assert main(argv) == 0  # finished at 1 epoch: skipped, nothing to resume

@@ -399,6 +399,24 @@ def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
             f'restart the run, or another --out')
 
 
+def timm_refuses_resume(last: Path) -> bool:
+    """Whether timm's train.py ``--resume`` would stop at ``last``: below torch 2.5 (no
+    ``torch.serialization.safe_globals``) timm loads it weights-only without allowing the ``argparse.Namespace`` (its
+    ``args``) every train.py checkpoint holds. False on a newer torch, and for a file torch cannot read at all (that
+    is :func:`checkpoint_problem`'s to name)."""
+    import pickle
+    import torch
+    if hasattr(torch.serialization, 'safe_globals'):
+        return False
+    try:
+        torch.load(str(last), map_location='cpu', weights_only=True, mmap=True)
+    except pickle.UnpicklingError:
+        return True
+    except Exception:  # noqa: BLE001 - torch raises many types for a file it cannot read
+        return False
+    return False
+
+
 def _checkpoint_not_the_runs(run: Run, recorded: Dict[str, Any]) -> str:
     """Why a run's last.pth.tar cannot be resumed as the run ('' when it can, or where it does not say): saved by a
     train.py of other settings than the run's :data:`SETTINGS` (``recorded``; a checkpoint of another run copied over
@@ -526,6 +544,7 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
     errors: List[str] = []
     other: List[Tuple[Run, List[str]]] = []
     stopped: List[Tuple[Run, int, int]] = []  # runs interrupted at or after ``epochs``: trained, their schedule
+    refused: List[Run] = []  # runs to resume whose last.pth.tar timm's train.py --resume cannot load on this torch
     real: Dict[str, Run] = {}  # the real folder of each run folder: two runs through a link would write one folder
     for run in runs:
         folder = run.out_dir
@@ -622,6 +641,8 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           f'another --out)')
         elif state == 'resume' and (foreign := _checkpoint_not_the_runs(run, recorded)):  # reads last.pth.tar
             errors.append(foreign)
+        elif state == 'resume' and timm_refuses_resume(last):
+            refused.append(run)
     if stopped:  # one line for all: every run of an interrupted sweep stopped alike
         (run, trained, schedule), more = stopped[0], len(stopped) - 1
         most = max(t for _, t, _ in stopped)
@@ -630,6 +651,14 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                       f': --epochs {epochs - added} would not continue it, and would report it as finished; allowed: '
                       f'--epochs {most + 1 - added} or more to continue it (train.py rebuilds the schedule for them), '
                       f'or another --out')
+    if refused:  # one line for all: this torch refuses every train.py checkpoint alike
+        import torch
+        more = len(refused) - 1
+        errors.append(f'{refused[0].out_dir / "last.pth.tar"} cannot be resumed on torch {torch.__version__}' +
+                      (f', and {more} more run folder{"s" * (more > 1)} alike' if more else '') +
+                      ": timm's train.py --resume loads a checkpoint weights-only, which below torch 2.5 (no "
+                      'torch.serialization.safe_globals) refuses the argparse.Namespace every train.py checkpoint '
+                      'holds; allowed: torch >= 2.5 to continue the runs, or another --out to train them from scratch')
     if other:
         (run, differ), more = other[0], len(other) - 1
         errors.append(f'{run.out_dir} was trained with other settings ({"; ".join(differ[:3])}'
