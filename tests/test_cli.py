@@ -21,6 +21,8 @@ def test_list_unknown_filter_fails(capsys):
         "timm-sl list: no sl_ model matches 'sl_nothing_*'")
 
 
+import errno  # noqa: E402
+import io  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -1026,3 +1028,20 @@ def test_list_help_names_every_switch_its_baseline_turns_off(capsys):
     assert '--baseline add params / MACs of each model with spt/lsa off (PiT / Swin: spt_pool too)' in help_text
     for cls in (SlPoolingVisionTransformer, SlSwinTransformer):  # what cmd_list counts the baseline columns with
         assert cls.baseline_kwargs == dict(spt=False, lsa=False, spt_pool=False)
+
+
+class _FullStream(io.StringIO):
+    """Standard output on a full disk: every write fails as the system's does, with no file name."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_disk_under_standard_output_is_named(monkeypatch, capsys):
+    """`timm-sl list > out.txt` on a full disk said '[Errno 28] No space left on device', naming nothing."""
+    monkeypatch.setattr(sys, 'stdout', _FullStream())
+    with pytest.raises(SystemExit) as info:
+        main(['list', '--filter', 'sl_vit_32'])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == 'timm-sl list: standard output: no space left on device\n'
+    assert isinstance(sys.stdout, _FullStream)  # put back as it was

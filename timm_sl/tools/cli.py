@@ -1329,10 +1329,36 @@ class CommandFailed(SystemExit):
         return self.message
 
 
+class _NamedStdout:
+    """``sys.stdout`` whose write errors name it: a full disk under ``timm-sl list > out.txt`` says
+    'standard output: no space left on device', not an '[Errno 28]' naming nothing (the system leaves the name out)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _named(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self._stream, method)(*args)
+        except OSError as e:
+            if e.filename is None and e.strerror and not isinstance(e, BrokenPipeError):
+                raise OSError(e.errno, e.strerror, 'standard output') from e
+            raise
+
+    def write(self, text: str) -> int:
+        return self._named('write', text)
+
+    def flush(self) -> None:
+        self._named('flush')
+
+    def __getattr__(self, name: str) -> Any:  # fileno, isatty, encoding, buffer: the stream's own
+        return getattr(self._stream, name)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # --help, --version and argument errors end here, before torch loads
+    stdout, sys.stdout = sys.stdout, _NamedStdout(sys.stdout)
     try:
         check_command_paths(parser.commands[args.command], args)  # every path the command reads or writes, first
         _register_models()  # every command may create sl_ models, also when the autoload hook is off (and a bad
@@ -1347,6 +1373,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
         raise CommandFailed(message, getattr(e, 'exit_status', 2)) from e
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == '__main__':
