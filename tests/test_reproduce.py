@@ -3839,3 +3839,23 @@ def test_a_run_to_resume_below_torch_2_5_is_refused_before_train_py_starts(fake_
         'torch >= 2.5 to continue the runs, or another --out to train them from scratch')
     assert all(len((run / 'argv.log').read_text().splitlines()) == 1 for run in runs)  # train.py not started again
     assert main(argv) == 0  # finished at 1 epoch: skipped, nothing to resume
+
+
+@pytest.mark.extended  # two sweeps of two runs each
+def test_a_run_finished_before_its_call_was_killed_is_marked_done_when_skipped(fake_train, tmp_path, capsys):
+    """A reproduce killed after train.py finished a run but before it wrote the run's done.json: the next call skipped
+    it as finished earlier, but never marked it, so release named the baseline 'custom' (the row the kwargs alone make
+    with -- --model-kwargs depth=1) and export found no recipe for it. It is now marked as a finished run is."""
+    from timm_sl.tools.runs import read_done_marker, read_run
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2', '--model-kwargs', 'depth=1'])
+    assert main(argv) == 0
+    base = out / 'runs' / 'vit-base-s0'
+    marked = read_done_marker(base)
+    (base / 'done.json').unlink()  # killed between train.py's exit and the mark
+    capsys.readouterr()
+    assert main(argv) == 0 and 'vit-base-s0 finished earlier, skipped' in capsys.readouterr().out
+    again = read_done_marker(base)
+    assert again['variant'] == 'base' and again['dataset'] == 'cifar10' and again['epochs'] == 2
+    assert {k: v for k, v in again.items() if k != 'seconds'} == {k: v for k, v in marked.items() if k != 'seconds'}
+    assert read_run(base / 'last.pth.tar').variant == 'base'

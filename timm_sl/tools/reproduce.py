@@ -841,6 +841,15 @@ def _checkpoint_behind(run: Run) -> Optional[Tuple[int, int]]:
     return epoch + 1, int(rows[-1]['epoch']) + 1
 
 
+def _mark_done(run: Run, epochs: int, seconds: float, command: Sequence[str], recipe: Path) -> None:
+    """Write the run's ``done.json``: its row, model, the recipe's dataset and the train.py command last started."""
+    marker = json.dumps(
+        dict(epochs=epochs, seconds=round(seconds, 1), command=list(command), family=run.family, variant=run.variant,
+             seed=run.seed, model=run.model, model_kwargs=run.model_kwargs, dataset=next(
+                 (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1)
+    write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
+
+
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch with last.pth.tar saved after it,
     :func:`_checkpoint_behind`; and the run not stopped before the end of its schedule, :func:`_stopped_early`),
@@ -984,6 +993,11 @@ def reproduce(
     todo: List[Tuple[int, Run]] = []
     for i, run in enumerate(runs):
         if run_state(run, epochs) == 'done':
+            if not read_done_marker(run.out_dir):  # train.py finished, but the call that ran it was killed before
+                last = run.out_dir / COMMAND  # its mark: without one, export and release name no row, no recipe
+                command = shlex.split(read_text(last, "the run's train.py command line")) if last.is_file() else \
+                    train_command(run, script, data_dir, recipe, extra_args, nproc=nproc)
+                _mark_done(run, epochs, sum(_seconds(s) for s in _sessions(run)), command, recipe)
             outcomes[i] = _collect(Outcome(run, 'done', 'finished earlier'))
             echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
         else:
@@ -1038,12 +1052,7 @@ def reproduce(
                                   f'checkpoint ({run.out_dir / "last.pth.tar"} is of epoch {behind[0]}; stopped from '
                                   f'outside?); run the same command again to train that epoch again')
             else:
-                marker = json.dumps(
-                    dict(epochs=epochs, seconds=round(result.seconds, 1), command=started[run.name],
-                         family=run.family, variant=run.variant, seed=run.seed, model=run.model,
-                         model_kwargs=run.model_kwargs, dataset=next(
-                             (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1)
-                write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
+                _mark_done(run, epochs, result.seconds, started[run.name], recipe)
         _record_session(run, result, fresh_start.get(run.name, False), given_epochs, log_from.get(run.name, 0))
 
     def images(run: Run) -> float:
