@@ -1997,3 +1997,14 @@ def test_run_settings_agree_on_a_number_written_as_int_or_float():
     assert differ({'spt': True}, {'spt': 1}) == ['model_kwargs']
     assert differ({'spt': False}, {}) == ['model_kwargs']
     assert settings_differ({'model': 'sl_vit_32'}, {'model': 'sl_pit_32'}) == ['model']
+
+
+def test_the_best_epoch_of_tied_top1_is_the_first_as_train_py_keeps_it(tmp_path):
+    """train.py's checkpoint saver replaces model_best.pth.tar only on a strictly higher top-1, so of tied epochs the
+    first is the one whose weights it keeps; the summary's best epoch must be that one, or the card calls
+    model_best's weights another epoch's."""
+    from timm_sl.tools.runs import summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,eval_loss,eval_top1,eval_top5\n0,2,40,80\n1,1.5,60,85\n2,1.2,55,88\n3,1.0,60,91\n')
+    result = summarize(summary)
+    assert (result['best_top1'], result['best_top5'], result['best_epoch']) == (60, 85, 2)
