@@ -3839,3 +3839,18 @@ def test_a_run_to_resume_below_torch_2_5_is_refused_before_train_py_starts(fake_
         'torch >= 2.5 to continue the runs, or another --out to train them from scratch')
     assert all(len((run / 'argv.log').read_text().splitlines()) == 1 for run in runs)  # train.py not started again
     assert main(argv) == 0  # finished at 1 epoch: skipped, nothing to resume
+
+
+def test_a_measured_bar_s_whisker_spans_one_std_either_side():
+    """The top-1 chart's whisker is the bar's mean ± its std over seeds, as its title and value say: one drawn two
+    std long either side (or from the bar's top) passed every test, which counted whiskers only."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
+    from timm_sl.tools.reproduce import _paired_bars
+    ax = Figure().subplots()
+    _paired_bars(ax, [0, 1], [71., 40.], [None, None], 'cifar100', '{:.2f}', spread=[1.5, None])
+    segments = [seg for coll in ax.collections if isinstance(coll, LineCollection) for seg in coll.get_segments()]
+    assert len(segments) == 1
+    (x0, low), (x1, high) = sorted(map(tuple, segments[0]), key=lambda p: p[1])
+    assert (x0, x1, low, high) == (0, 0, 69.5, 72.5)
+    assert [t.get_text() for t in ax.texts] == ['71.00\n±1.50', '40.00']
