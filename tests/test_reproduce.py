@@ -3859,3 +3859,18 @@ def test_a_run_finished_before_its_call_was_killed_is_marked_done_when_skipped(f
     assert again['variant'] == 'base' and again['dataset'] == 'cifar10' and again['epochs'] == 2
     assert {k: v for k, v in again.items() if k != 'seconds'} == {k: v for k, v in marked.items() if k != 'seconds'}
     assert read_run(base / 'last.pth.tar').variant == 'base'
+
+
+def test_a_measured_bar_s_whisker_spans_one_std_either_side():
+    """The top-1 chart's whisker is the bar's mean ± its std over seeds, as its title and value say: one drawn two
+    std long either side (or from the bar's top) passed every test, which counted whiskers only."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.figure import Figure
+    from timm_sl.tools.reproduce import _paired_bars
+    ax = Figure().subplots()
+    _paired_bars(ax, [0, 1], [71., 40.], [None, None], 'cifar100', '{:.2f}', spread=[1.5, None])
+    segments = [seg for coll in ax.collections if isinstance(coll, LineCollection) for seg in coll.get_segments()]
+    assert len(segments) == 1
+    (x0, low), (x1, high) = sorted(map(tuple, segments[0]), key=lambda p: p[1])
+    assert (x0, x1, low, high) == (0, 0, 69.5, 72.5)
+    assert [t.get_text() for t in ax.texts] == ['71.00\n±1.50', '40.00']

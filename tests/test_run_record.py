@@ -1997,3 +1997,35 @@ def test_run_settings_agree_on_a_number_written_as_int_or_float():
     assert differ({'spt': True}, {'spt': 1}) == ['model_kwargs']
     assert differ({'spt': False}, {}) == ['model_kwargs']
     assert settings_differ({'model': 'sl_vit_32'}, {'model': 'sl_pit_32'}) == ['model']
+
+
+def test_the_best_epoch_of_tied_top1_is_the_first_as_train_py_keeps_it(tmp_path):
+    """train.py's checkpoint saver replaces model_best.pth.tar only on a strictly higher top-1, so of tied epochs the
+    first is the one whose weights it keeps; the summary's best epoch must be that one, or the card calls
+    model_best's weights another epoch's."""
+    from timm_sl.tools.runs import summarize
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,eval_loss,eval_top1,eval_top5\n0,2,40,80\n1,1.5,60,85\n2,1.2,55,88\n3,1.0,60,91\n')
+    result = summarize(summary)
+    assert (result['best_top1'], result['best_top5'], result['best_epoch']) == (60, 85, 2)
+
+
+def test_a_checkpoint_that_sets_attributes_on_an_allowed_function_is_refused_without_safe_globals(tmp_path,
+                                                                                                  monkeypatch):
+    """BUILD with a plain dict of names on an allowed global (torch's ``_rebuild_tensor_v2``) would set attributes on
+    it for the rest of the process (``__wrapped__`` changes what ``inspect.signature`` reads of it): only a
+    Namespace's or a state dict's OrderedDict's state is set. A reader that checked the state's form alone, not what
+    it is set on, passed every test."""
+    import inspect
+    monkeypatch.delattr(torch.serialization, 'safe_globals', raising=False)
+    good = tmp_path / 'good.pth.tar'
+    torch.save({'state_dict': {'w': torch.ones(2)}, 'epoch': 3}, good)
+    ops = b'ctorch._utils\n_rebuild_tensor_v2\n}X\x0b\x00\x00\x00__wrapped__\x88sb'  # GLOBAL, {'__wrapped__': True}
+    rebuild = torch._utils._rebuild_tensor_v2
+    try:
+        with pytest.raises(ValueError, match=r'evil.pth.tar is not a readable torch checkpoint \(weights-only load '):
+            read_checkpoint(_with_pickle_ops(good, ops, tmp_path / 'evil.pth.tar'))
+        assert '__wrapped__' not in vars(rebuild)
+        assert list(inspect.signature(rebuild).parameters)[:2] == ['storage', 'storage_offset']
+    finally:
+        vars(rebuild).pop('__wrapped__', None)

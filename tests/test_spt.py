@@ -245,3 +245,35 @@ def test_spool_pads_an_odd_map_at_the_bottom_and_right(input_fmt):
     out = merge(x)
     assert out.shape[1:3] == ((3, 2) if input_fmt == 'NHWC' else (8, 3))
     torch.testing.assert_close(out, merge(padded))
+
+
+def test_spool_of_merge_size_3_is_the_definition_written_out():
+    """``ShiftedPatchMerging(merge_size=3)`` against its definition, written as loops: the map zero-padded at the
+    bottom / right to a multiple of 3, copies shifted by ``3 // 2 = 1`` token in the four diagonal directions (zero
+    filled), each 3x3 group flattened as (py, px, copy, channel), LayerNorm, Linear. No test built a merge size but
+    2, where a shift of ``merge_size`` or of 2 and a group's layout read another way pass unnoticed."""
+    torch.manual_seed(0)
+    C, D, H, W = 2, 5, 7, 8
+    merge = ShiftedPatchMerging(C, D, merge_size=3)
+    with torch.no_grad():
+        for p in merge.parameters():
+            p.copy_(torch.randn_like(p))  # an affine LayerNorm too: the vector's order shows
+    x = torch.randn(1, C, H, W)
+    padded = torch.zeros(1, C, 9, 9)
+    padded[..., :H, :W] = x
+    copies = [padded] + [_expected_copy(padded, 1, dy, dx) for dy, dx in ((-1, -1), (-1, 1), (1, -1), (1, 1))]
+    expected = torch.zeros(1, D, 3, 3)
+    norm = merge.proj.norm
+    for gi in range(3):
+        for gj in range(3):
+            vec = torch.stack([copies[k][0, c, 3 * gi + py, 3 * gj + px] for py in range(3) for px in range(3)
+                               for k in range(5) for c in range(C)])
+            vec = (vec - vec.mean()) / torch.sqrt(vec.var(unbiased=False) + norm.eps) * norm.weight + norm.bias
+            expected[0, :, gi, gj] = merge.proj.weight @ vec + merge.proj.bias
+    assert merge.proj.shift == (1, 1) and merge.proj.patch_dim == 3 * 3 * C * 5
+    out = merge(x)
+    assert out.shape == (1, D, 3, 3)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    nhwc = ShiftedPatchMerging(C, D, merge_size=3, input_fmt='NHWC')
+    nhwc.load_state_dict(merge.state_dict())
+    torch.testing.assert_close(nhwc(x.permute(0, 2, 3, 1)), expected.permute(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
