@@ -5,6 +5,7 @@ the scripts) to run these tests; they are skipped otherwise. Marked slow.
 """
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,8 @@ def test_train_and_validate_sl_vit_32(tmp_path):
     checkpoint = out / 'sl' / 'model_best.pth.tar'
     state = torch.load(checkpoint, map_location='cpu', weights_only=False)['state_dict']
     assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
+    if not hasattr(torch.serialization, 'safe_globals'):  # test_timm_refuses_train_py_checkpoints_below_torch_2_5
+        pytest.skip(f"torch {torch.__version__} has no safe_globals: timm's validate.py refuses train.py checkpoints")
 
     log = _run([
         str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), '--model', 'sl_vit_32', '--num-classes', '3',
@@ -125,3 +128,38 @@ def test_onnx_export_script(model, tmp_path):
     onnx.checker.check_model(str(path))
     ops = {node.op_type for node in onnx.load(str(path)).graph.node}
     assert 'Softmax' in ops and 'Where' in ops  # the explicit attention path with the diagonal mask
+
+
+@needs_repo
+def test_timm_refuses_train_py_checkpoints_below_torch_2_5(tmp_path):
+    """docs/export.md: below torch 2.5 (no ``torch.serialization.safe_globals``; 2.4 has ``add_safe_globals`` only)
+    timm's validate.py ``--checkpoint`` and train.py ``--resume`` refuse every train.py checkpoint (its ``args``
+    Namespace), each with the message the docs quote; ``timm-sl export`` reads the same checkpoint there."""
+    if hasattr(torch.serialization, 'safe_globals'):
+        pytest.skip(f'torch {torch.__version__} has safe_globals: timm reads train.py checkpoints (the test above)')
+    data = _image_folder(tmp_path / 'data', per_class=4)
+    model = ['--model', 'sl_vit_32', '--num-classes', '3', '--model-kwargs', 'depth=1']
+    common = ['--batch-size', '8', '--workers', '0', '--no-prefetcher', '--device', 'cpu']
+    train = [str(Path(TIMM_REPO) / 'train.py'), str(data), *model, *common, '--opt', 'adamw', '--warmup-epochs', '0',
+             '--output', str(tmp_path / 'output')]
+    _run([*train, '--epochs', '1', '--experiment', 'run'], cwd=tmp_path)
+    checkpoint = tmp_path / 'output' / 'run' / 'last.pth.tar'
+
+    def refused(args) -> str:
+        env = {k: v for k, v in os.environ.items() if k != 'TIMM_SL_NO_AUTOLOAD'}
+        result = subprocess.run([sys.executable, *args], cwd=tmp_path, env={**env, 'CUDA_VISIBLE_DEVICES': ''},
+                                capture_output=True, text=True, timeout=900)
+        assert result.returncode != 0, result.stdout[-2000:]
+        return result.stderr
+    log = refused([str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model, *common,
+                   '--checkpoint', str(checkpoint)])
+    assert 'weights_only=True blocked loading this checkpoint' in log, log[-2000:]
+    log = refused([*train, '--epochs', '2', '--experiment', 'resumed', '--resume', str(checkpoint)])
+    assert re.search(r'Unsupported (class|global: GLOBAL) argparse\.Namespace', log), log[-2000:]
+    doc = (Path(__file__).parents[1] / 'docs' / 'export.md').read_text().replace('\n', ' ')
+    assert '"weights_only=True blocked loading this checkpoint"' in doc  # the messages users are told to expect
+    assert ('"Unsupported class argparse.Namespace" on 2.2, "Unsupported global: GLOBAL argparse.Namespace" on 2.4'
+            in doc)
+    from timm_sl.tools.hub import export_checkpoint
+    export_checkpoint(checkpoint, 'sl_vit_32', tmp_path / 'export', model_kwargs={'depth': 1})
+    assert (tmp_path / 'export' / 'model.safetensors').is_file()

@@ -30,6 +30,10 @@ from transformers import (  # noqa: E402
     AutoImageProcessor, AutoModel, AutoModelForImageClassification, pipeline)
 
 DOC = Path(__file__).parents[1] / 'docs' / 'transformers.md'
+# transformers 5 builds models with torch >= 2.6 only (docs/transformers.md; the last test checks the refusal)
+builds_models = pytest.mark.skipif(
+    not transformers.utils.is_torch_available(),
+    reason=f'transformers {transformers.__version__} builds no model on torch {torch.__version__} (it needs >= 2.6)')
 SL_KWARGS = dict(depth=2)
 KINDS = {  # kind -> model name, model kwargs
     'sl': ('sl_vit_32', SL_KWARGS),
@@ -84,6 +88,7 @@ def test_config_holds_the_class_count_once_and_the_architecture(kind, exports):
 
 
 @pytest.mark.parametrize('kind', KINDS)
+@builds_models
 def test_transformers_logits_equal_the_trained_model(kind, exports):
     folder, reference = exports[kind]
     x = torch.randn(3, 3, 32, 32)
@@ -113,6 +118,7 @@ def test_timm_loads_a_slify_export(exports):
 
 
 @pytest.mark.parametrize('kind', KINDS)
+@builds_models
 def test_image_processor_is_the_training_preprocessing(kind, exports):
     folder, _ = exports[kind]
     processor = AutoImageProcessor.from_pretrained(folder)
@@ -123,6 +129,7 @@ def test_image_processor_is_the_training_preprocessing(kind, exports):
 
 
 @pytest.mark.parametrize('kind', KINDS)
+@builds_models
 def test_pipeline_gives_the_trained_model_scores_with_the_label_names(kind, exports):
     folder, reference = exports[kind]
     image = _image(2)
@@ -135,6 +142,7 @@ def test_pipeline_gives_the_trained_model_scores_with_the_label_names(kind, expo
     torch.testing.assert_close(torch.tensor([r['score'] for r in result]), probs[order], atol=1e-5, rtol=1e-5)
 
 
+@builds_models
 def test_a_new_head_for_fine_tuning(exports):
     folder, reference = exports['sl']
     x = torch.randn(2, 3, 32, 32)
@@ -145,6 +153,7 @@ def test_a_new_head_for_fine_tuning(exports):
     torch.testing.assert_close(features, expected, atol=1e-5, rtol=1e-5)
 
 
+@builds_models
 def test_a_save_for_hf_folder_loads_in_transformers_once_made_compatible(tmp_path):
     model = timm.create_model('sl_pit_32', num_classes=4).eval()
     save_for_hf(model, tmp_path, safe_serialization=True)
@@ -218,6 +227,7 @@ for kind, (repo, x, logits, pixels, top) in io.items():
 '''
 
 
+@builds_models
 def test_every_kind_loads_offline_from_the_hub_cache_in_a_fresh_interpreter(exports, tmp_path):
     """transformers (model and pipeline) and timm's hf-hub: read a Hub download offline; nothing imports timm_sl."""
     cache, io = tmp_path / 'hf_cache', {}
@@ -238,6 +248,7 @@ def _doc_blocks(language: str):
     return re.findall(rf'```{language}\n(.*?)```', DOC.read_text(), flags=re.S)
 
 
+@builds_models
 def test_the_documented_commands_run_as_written(tmp_path, monkeypatch):
     """docs/transformers.md: its export command on a run, then every Python block in one fresh offline interpreter
     (the Hub repository read from a cache); the printed predictions are the trained model's."""
@@ -265,3 +276,16 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch):
     assert [r['label'] for r in ast.literal_eval(pipeline_output)][0] == top
     assert transformers_top == top and timm_top == top
     assert AutoModelForImageClassification.from_pretrained(tmp_path / 'my_folder').num_labels == 2
+
+
+def test_an_older_torch_is_refused_as_documented(exports):
+    """docs/transformers.md: on torch < 2.6 transformers 5's AutoModelForImageClassification raises an ImportError
+    ("requires PyTorch >= 2.6"); timm's ``local-dir:`` loads the same folder there."""
+    if transformers.utils.is_torch_available():
+        pytest.skip(f'transformers builds models on torch {torch.__version__}: the tests above load them')
+    assert 'requires PyTorch >= 2.6' in DOC.read_text().replace('\n', ' ')
+    with pytest.raises(ImportError, match=r'requires PyTorch >= 2\.6'):
+        AutoModelForImageClassification.from_pretrained(exports['sl'][0])
+    folder, reference = exports['sl']
+    x = torch.randn(2, 3, 32, 32)
+    torch.testing.assert_close(timm.create_model(f'local-dir:{folder}', pretrained=True).eval()(x), reference(x))
