@@ -1179,6 +1179,8 @@ def test_release_reads_each_file_of_a_run_once(tmp_path, monkeypatch):
 
     monkeypatch.setattr(io, 'open', counting_open)
     monkeypatch.setattr(builtins, 'open', counting_open)
+    # Path.open: on Python 3.10 it reaches io.open through a reference taken at import, which the patch above misses
+    monkeypatch.setattr(Path, 'open', lambda self, mode='r', *a, **k: counting_open(self, mode, *a, **k))
     release([tmp_path / 'runs'], tmp_path / 'rel', 'org', dataset='digits', echo=lambda _: None)
     runs = (tmp_path / 'runs').resolve()  # what release wrote under rel/ it reads again to record its sha256
     ours = {p.relative_to(tmp_path.resolve()): n for p, n in reads.items() if runs in p.parents}

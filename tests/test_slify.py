@@ -515,6 +515,12 @@ def test_survey_outcomes_match_the_readme_table():
 # ---------------------------------------------------------------------------------------------------------------------
 # timm's unmodified train.py / validate.py (slow; skipped without TIMM_REPO)
 
+def _script(path: Path) -> list:
+    """Python's arguments that run a timm script without putting its folder on sys.path, so a timm checkout beside it
+    does not shadow installed timm: what ``python -P`` does, on Python 3.10 too (which has no ``-P``)."""
+    return ['-c', 'import runpy, sys; del sys.argv[0]; runpy.run_path(sys.argv[0], run_name="__main__")', str(path)]
+
+
 @pytest.mark.slow
 def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     from test_timm_scripts import TIMM_REPO, _image_folder, _run
@@ -524,9 +530,8 @@ def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     out = tmp_path / 'output'
     model_args = ['--model', 'slify', '--num-classes', '3', '--model-kwargs', 'base=vit_tiny_patch16_224', 'depth=2',
                   'img_size=32', 'lsa_mask=False', '--input-size', '3', '32', '32']
-    # -P: the scripts' folder is not put on sys.path, so a timm checkout beside them does not shadow installed timm
     log = _run([
-        '-P', str(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
+        *_script(Path(TIMM_REPO) / 'train.py'), str(data), *model_args, '--epochs', '1', '--batch-size', '8',
         '--workers', '0', '--opt', 'adamw', '--lr', '1e-3', '--warmup-epochs', '0', '--output', str(out),
         '--experiment', 'slify', '--no-prefetcher', '--device', 'cpu',
     ], cwd=tmp_path)
@@ -538,7 +543,7 @@ def test_train_and_validate_scripts_with_the_slify_entry(tmp_path):
     with torch.serialization.safe_globals([argparse.Namespace]):  # train.py stores its args next to the weights
         state = torch.load(checkpoint, map_location='cpu', weights_only=True)['state_dict']
     assert 'blocks.0.attn.temperature' in state and 'patch_embed.proj.norm.weight' in state
-    log = _run(['-P', str(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args,
+    log = _run([*_script(Path(TIMM_REPO) / 'validate.py'), str(data / 'val'), *model_args,
                 '--checkpoint', str(checkpoint), '--batch-size', '8', '--workers', '0', '--no-prefetcher',
                 '--device', 'cpu'], cwd=tmp_path)
     assert 'top1' in log
