@@ -1045,3 +1045,15 @@ def test_a_full_disk_under_standard_output_is_named(monkeypatch, capsys):
     assert info.value.code == 2
     assert capsys.readouterr().err == 'timm-sl list: standard output: no space left on device\n'
     assert isinstance(sys.stdout, _FullStream)  # put back as it was
+
+
+@pytest.mark.extended  # a subprocess: standard output as users have it, block-buffered into a file
+@pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
+def test_a_full_disk_under_buffered_standard_output_is_one_line_and_status_2():
+    """What Python still held for standard output was written again at exit, after the command's line: two more
+    'Exception ignored ... OSError' lines and exit status 120."""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
+    with open('/dev/full', 'w') as full:
+        result = subprocess.run([sys.executable, '-m', 'timm_sl.tools.cli', 'list', '--filter', 'sl_vit_32'],
+                                stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    assert (result.returncode, result.stderr) == (2, 'timm-sl list: standard output: no space left on device\n')

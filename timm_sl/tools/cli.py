@@ -1332,6 +1332,7 @@ class CommandFailed(SystemExit):
 class _NamedStdout:
     """``sys.stdout`` whose write errors name it: a full disk under ``timm-sl list > out.txt`` says
     'standard output: no space left on device', not an '[Errno 28]' naming nothing (the system leaves the name out)."""
+    name = 'standard output'
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -1341,7 +1342,7 @@ class _NamedStdout:
             return getattr(self._stream, method)(*args)
         except OSError as e:
             if e.filename is None and e.strerror and not isinstance(e, BrokenPipeError):
-                raise OSError(e.errno, e.strerror, 'standard output') from e
+                raise OSError(e.errno, e.strerror, self.name) from e
             raise
 
     def write(self, text: str) -> int:
@@ -1354,6 +1355,15 @@ class _NamedStdout:
         return getattr(self._stream, name)
 
 
+def _drop_stdout(stream: Any) -> None:
+    """Point standard output at the null device: what is left in its buffer can no longer be written, and Python's
+    own flush at exit would add a second error (exit status 120) after the command's one line."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError):  # no file descriptor (a test's stream): nothing is flushed at exit
+        pass
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     parser = build_parser()
@@ -1362,14 +1372,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         check_command_paths(parser.commands[args.command], args)  # every path the command reads or writes, first
         _register_models()  # every command may create sl_ models, also when the autoload hook is off (and a bad
-        return args.func(args)  # TIMM_SL_PRETRAINED tags file is one line, as any other file)
+        status = args.func(args)  # TIMM_SL_PRETRAINED tags file is one line, as any other file)
+        sys.stdout.flush()  # what the command printed last: a write error here is the command's, named
+        return status
     except BrokenPipeError:  # the reader left (`timm-sl list | head`): no message, as for any command-line tool
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _drop_stdout(stdout)
         return 1
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling (a sweep stops its runs itself): one line
         print(f'timm-sl {args.command}: interrupted', file=sys.stderr)
         return 130
     except USER_ERRORS as e:
+        if isinstance(e, OSError) and e.filename == _NamedStdout.name:
+            _drop_stdout(stdout)
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
         raise CommandFailed(message, getattr(e, 'exit_status', 2)) from e
