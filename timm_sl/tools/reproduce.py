@@ -850,6 +850,26 @@ def _mark_done(run: Run, epochs: int, seconds: float, command: Sequence[str], re
     write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
 
 
+def _mark_skipped_done(run: Run, epochs: int) -> None:
+    """Mark a finished run whose call was killed before it wrote the run's ``done.json``, from what the run records of
+    itself: the train.py command that trained it (:data:`COMMAND`), its recipe (that command's ``--config``), the
+    epochs its summary.csv reached and its sessions since its last start from scratch. A run without that command
+    (an older reproduce's) is left unmarked: this call's recipe and command need not be the ones it trained with."""
+    path = run.out_dir / COMMAND
+    if not path.is_file():
+        return
+    text = read_text(path, "the run's train.py command line")
+    try:
+        command = shlex.split(text)
+    except ValueError as e:  # an unbalanced quote, edited by hand
+        raise ValueError(f'{path}: not a command line ({e}); allowed: the train.py command reproduce wrote there, or '
+                         f'delete the file') from None
+    rows = read_summary_rows(run.out_dir / 'summary.csv')
+    trained = int(rows[-1]['epoch']) + 1 if rows else 0
+    _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command,
+               Path(last_flag_value(command, '--config') or ''))
+
+
 def run_state(run: Run, epochs: int) -> str:
     """'done' (marker for at least ``epochs``, or summary.csv reached the last epoch with last.pth.tar saved after it,
     :func:`_checkpoint_behind`; and the run not stopped before the end of its schedule, :func:`_stopped_early`),
@@ -994,10 +1014,7 @@ def reproduce(
     for i, run in enumerate(runs):
         if run_state(run, epochs) == 'done':
             if not read_done_marker(run.out_dir):  # train.py finished, but the call that ran it was killed before
-                last = run.out_dir / COMMAND  # its mark: without one, export and release name no row, no recipe
-                command = shlex.split(read_text(last, "the run's train.py command line")) if last.is_file() else \
-                    train_command(run, script, data_dir, recipe, extra_args, nproc=nproc)
-                _mark_done(run, epochs, sum(_seconds(s) for s in _sessions(run)), command, recipe)
+                _mark_skipped_done(run, epochs)  # its mark: without one, export and release name no row, no recipe
             outcomes[i] = _collect(Outcome(run, 'done', 'finished earlier'))
             echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
         else:
