@@ -265,3 +265,15 @@ def test_the_documented_commands_run_as_written(tmp_path, monkeypatch):
     assert [r['label'] for r in ast.literal_eval(pipeline_output)][0] == top
     assert transformers_top == top and timm_top == top
     assert AutoModelForImageClassification.from_pretrained(tmp_path / 'my_folder').num_labels == 2
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read_and_its_labels_kept(tmp_path):
+    """A config.json an editor saved as UTF-8 with a byte-order mark was refused as 'not valid JSON' (every other text
+    file is read by its mark); its non-ASCII label names are read as UTF-8 whatever the locale, and written back."""
+    model = timm.create_model('sl_vit_32', num_classes=2, depth=1)
+    save_for_hf(model, tmp_path, model_config={'label_names': ['café', 'naïve']})
+    config = tmp_path / 'config.json'
+    config.write_bytes(b'\xef\xbb\xbf' + json.dumps(json.loads(config.read_bytes()), ensure_ascii=False).encode())
+    make_transformers_compatible(tmp_path)
+    fixed = json.loads(config.read_bytes().decode('utf-8'))
+    assert fixed['label_names'] == ['café', 'naïve'] and fixed['architecture'] == 'sl_vit_32'
