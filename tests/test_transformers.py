@@ -289,3 +289,15 @@ def test_an_older_torch_is_refused_as_documented(exports):
     folder, reference = exports['sl']
     x = torch.randn(2, 3, 32, 32)
     torch.testing.assert_close(timm.create_model(f'local-dir:{folder}', pretrained=True).eval()(x), reference(x))
+
+
+def test_a_config_saved_with_a_byte_order_mark_is_read_and_its_labels_kept(tmp_path):
+    """A config.json an editor saved as UTF-8 with a byte-order mark was refused as 'not valid JSON' (every other text
+    file is read by its mark); its non-ASCII label names are read as UTF-8 whatever the locale, and written back."""
+    model = timm.create_model('sl_vit_32', num_classes=2, depth=1)
+    save_for_hf(model, tmp_path, model_config={'label_names': ['café', 'naïve']})
+    config = tmp_path / 'config.json'
+    config.write_bytes(b'\xef\xbb\xbf' + json.dumps(json.loads(config.read_bytes()), ensure_ascii=False).encode())
+    make_transformers_compatible(tmp_path)
+    fixed = json.loads(config.read_bytes().decode('utf-8'))
+    assert fixed['label_names'] == ['café', 'naïve'] and fixed['architecture'] == 'sl_vit_32'

@@ -18,6 +18,9 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Union
 
+from .errors import write_atomically
+from .files import read_text
+
 __all__ = ['transformers_compatible_config', 'make_transformers_compatible']
 
 SLIFY = 'slify'
@@ -68,7 +71,7 @@ def make_transformers_compatible(folder: Union[str, Path]) -> Path:
         raise FileNotFoundError(f"{path} does not exist; give a folder written by timm's save_for_hf or "
                                 "timm-sl export")
     try:
-        config = json.loads(path.read_text())
+        config = json.loads(read_text(path, "a timm hub config (timm's save_for_hf)"))
     except json.JSONDecodeError as e:
         raise ValueError(f'{path} is not valid JSON ({e})') from e
     try:
@@ -76,5 +79,5 @@ def make_transformers_compatible(folder: Union[str, Path]) -> Path:
     except ValueError as e:
         raise ValueError(f'{path}: {e}') from e
     if fixed != config:
-        path.write_text(json.dumps(fixed, indent=2))
+        write_atomically(path, lambda file: file.write_text(json.dumps(fixed, indent=2), encoding='utf-8'))
     return path
