@@ -251,7 +251,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   file=sys.stderr, flush=True)
             if args.out:  # the tables so far: a run cut short (a time limit) keeps what it measured
                 text = header + '\n\n' + tables(results, args) + '\n'
-                write_atomically(args.out, lambda file: file.write_text(text))
+                write_atomically(args.out, lambda file: file.write_text(text, encoding='utf-8'))
     print(header + '\n\n' + tables(results, args))
     return 0
 

@@ -223,7 +223,7 @@ def slify_survey_table(args: argparse.Namespace, header: str, path: Optional[str
         lines.append(f"| {row['arch']}{kwargs} | `{row['model']}` | {row['outcome']} | {ratio} | {macs} |")
         if path:
             text = header + '\n\n' + '\n'.join(lines) + '\n'
-            write_atomically(path, lambda file: file.write_text(text))
+            write_atomically(path, lambda file: file.write_text(text, encoding='utf-8'))
     return header + '\n\n' + '\n'.join(lines) + '\n'
 
 
@@ -410,7 +410,7 @@ def main(argv: List[str] = None) -> int:
     print(header)
     print(table)
     if args.markdown:
-        write_atomically(args.markdown, lambda file: file.write_text(header + '\n\n' + table + '\n'))
+        write_atomically(args.markdown, lambda file: file.write_text(header + '\n\n' + table + '\n', encoding='utf-8'))
     if args.plot:
         from timm_sl.tools.plot import plot_ratios
         plot_ratios([f"{r['model']} {r['variant']} {r['mode']}" for r in rows], [r['ratio'] for r in rows],
@@ -418,7 +418,7 @@ def main(argv: List[str] = None) -> int:
                     args.plot, title=header)
     if args.csv:
         def write_csv(file):
-            with open(file, 'w', newline='') as f:
+            with open(file, 'w', newline='', encoding='utf-8') as f:
                 writer = csv.DictWriter(f, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)

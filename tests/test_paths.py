@@ -610,3 +610,37 @@ def test_a_held_folder_refuses_a_second_holder_in_the_callers_words_and_is_free_
             raise RuntimeError('a write that failed')
     with held_folder(tmp_path, 'third'):
         assert list(tmp_path.iterdir()) == []  # the lock adds no file
+
+
+
+def _text_io_without_encoding(node) -> bool:
+    """A call that reads or writes a file as text in the locale's encoding: ``Path.read_text`` / ``write_text``,
+    ``open`` / ``os.fdopen`` / ``Path.open`` in a text mode, none given ``encoding=``."""
+    import ast
+    if not isinstance(node, ast.Call) or any(k.arg == 'encoding' for k in node.keywords):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in ('read_text', 'write_text'):
+        return True
+    owner = getattr(func.value, 'id', None) if isinstance(func, ast.Attribute) else None
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', '')
+    if name == 'fdopen' or isinstance(func, ast.Name) and name == 'open':  # open(path, mode), os.fdopen(fd, mode)
+        positional = node.args[1:2]
+    elif name == 'open' and owner not in ('Image', 'os'):  # Path.open(mode); PIL's and os's opens are not text
+        positional = node.args[:1]
+    else:
+        return False
+    mode = next((k.value for k in node.keywords if k.arg == 'mode'), positional[0] if positional else None)
+    return 'b' not in (mode.value if isinstance(mode, ast.Constant) else 'r')
+
+
+def test_every_text_file_is_read_and_written_as_utf_8():
+    """A text read or write without an encoding takes the locale's: under a Latin-1 locale, report.md's '−' could
+    not be written, nor a data folder's non-ASCII path into command.txt. Every one names UTF-8 (files.read_text, the
+    package's reader of what runs leave, takes byte-order marks and other encodings as they come)."""
+    import ast
+    root = Path(__file__).resolve().parents[1]
+    missing = [f'{path.relative_to(root)}:{node.lineno}'
+               for path in sorted([*(root / 'timm_sl').rglob('*.py'), *(root / 'benchmarks').glob('*.py')])
+               for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))) if _text_io_without_encoding(node)]
+    assert not missing, missing

@@ -836,7 +836,7 @@ def _attention_numbers(args: argparse.Namespace) -> Path:
     out, json_name = shown(args.out), shown(numbers)
     if numbers.exists() and not args.overwrite:  # a folder or FIFO there: refused by its rule in paths.py
         try:
-            old = json.loads(numbers.read_text())
+            old = json.loads(numbers.read_text(encoding='utf-8'))
             ours = isinstance(old, list) and old and all(isinstance(r, dict) and _ATTENTION_KEYS <= set(r) for r in old)
         except (OSError, UnicodeDecodeError, ValueError):
             ours = False
@@ -942,7 +942,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
                    title=f'{_title_model(args, model, list(uniform))}, {_weights(args, list(uniform))}: final '
                          f'attention map '
                          f'({result.kind})')
-    write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1)))  # a re-run takes them
+    # a re-run takes them
+    write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1), encoding='utf-8'))
     print(f'plot: {shown(args.out)}\nnumbers: {shown(numbers)}')
     return 0
 

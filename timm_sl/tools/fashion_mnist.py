@@ -285,7 +285,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     names_path = root / 'label_names.txt'
     if not todo:
         if not names_path.exists() and not names_path.is_symlink():  # deleted since: the command names it, so back
-            names_path.write_text(LABEL_NAMES_TEXT)
+            names_path.write_text(LABEL_NAMES_TEXT, encoding='utf-8')
         return {**info, 'written': []}
     check_split_folders(root, moved, _ours, 'Fashion-MNIST class folders of PNGs',
                         None if overwrite else f'holds other images than {INFO_FILE} records for it (moved, swapped '
@@ -320,7 +320,9 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
                 std=stats.get('std', info.get('std')))
     if names_path.is_symlink():
         names_path.unlink()  # a link there is replaced, not the file it links to
-    write_atomically(names_path, lambda file: file.write_text(LABEL_NAMES_TEXT))  # a mode given it (chmod) stays
+    # a mode given it (chmod) stays
+    write_atomically(names_path, lambda file: file.write_text(LABEL_NAMES_TEXT, encoding='utf-8'))
     record = json.dumps(info, indent=1) + '\n'
-    write_atomically(info_path, lambda file: file.write_text(record))  # cut short: no record, not half of one
+    # cut short: no record, not half of one
+    write_atomically(info_path, lambda file: file.write_text(record, encoding='utf-8'))
     return {**info, 'written': todo}

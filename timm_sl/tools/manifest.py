@@ -48,4 +48,5 @@ def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], nam
     command leaves a manifest of what it wrote)."""
     manifest.update({rel: sha256(out / rel) for rel in rels})
     text = json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1)
-    write_atomically(out / name, lambda path: path.write_text(text))  # cut short: the earlier manifest stays whole
+    # cut short: the earlier manifest stays whole
+    write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))

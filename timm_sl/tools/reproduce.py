@@ -739,7 +739,7 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
     _check_writable(lock, 'lock file')
     make_folder(output)  # /proc, /sys: the system says 'no such file', as if an input were missing
     make_folder(runs)
-    f = open(lock, 'a+')
+    f = open(lock, 'a+', encoding='utf-8')
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
     with f:
         try:
@@ -847,7 +847,7 @@ def _mark_done(run: Run, epochs: int, seconds: float, command: Sequence[str], re
         dict(epochs=epochs, seconds=round(seconds, 1), command=list(command), family=run.family, variant=run.variant,
              seed=run.seed, model=run.model, model_kwargs=run.model_kwargs, dataset=next(
                  (d for d, (name, _) in DATASETS.items() if name == Path(recipe).name), None)), indent=1)
-    write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker))
+    write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker, encoding='utf-8'))
 
 
 def _mark_skipped_done(run: Run, epochs: int) -> None:
@@ -893,7 +893,7 @@ def _last_line(log: Path) -> str:
     """The last non-blank line of a log (a crash's exception message). Under torchrun (``--nproc`` > 1) the log ends
     in torchrun's own ``ChildFailedError`` and a table framed by rules of '=': the failing process's last exception
     line before it, else the exit code of the first process that failed."""
-    lines = log.read_text(errors='replace').split('\n') if log.is_file() else []
+    lines = log.read_text(encoding='utf-8', errors='replace').split('\n') if log.is_file() else []
     lines = [line.strip() for line in lines if line.strip()]
     launcher = next((i for i in range(len(lines) - 1, -1, -1) if 'ChildFailedError' in lines[i]), None)
     if launcher is None:
@@ -972,7 +972,8 @@ def _record_session(run: Run, result: JobResult, fresh: bool, given_epochs: int,
                                       epochs=[result.epochs_before, result.epochs_after], given_epochs=given_epochs,
                                       start='new' if fresh else 'resume', **({'log_from': log_from} if fresh else {}))]
     text = json.dumps(sessions, indent=1)
-    write_atomically(run.out_dir / SESSIONS, lambda file: file.write_text(text))  # a full disk: the earlier whole
+    # a full disk: the earlier whole
+    write_atomically(run.out_dir / SESSIONS, lambda file: file.write_text(text, encoding='utf-8'))
 
 
 def reproduce(
@@ -1031,12 +1032,13 @@ def reproduce(
                 if (run.out_dir / 'summary.csv').exists():
                     (run.out_dir / 'summary.csv').unlink()  # no epoch in it, but no old header to mix with either
                 text = json.dumps(settings[run.name], indent=1)
-                write_atomically(run.out_dir / SETTINGS, lambda file: file.write_text(text))
+                write_atomically(run.out_dir / SETTINGS, lambda file: file.write_text(text, encoding='utf-8'))
             fresh_start[run.name] = resume is None
             log = run.out_dir / LOG_NAME
             log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            write_atomically(run.out_dir / COMMAND, lambda file: file.write_text(shlex.join(cmd) + '\n'))
+            write_atomically(run.out_dir / COMMAND, lambda file:
+                    file.write_text(shlex.join(cmd) + '\n', encoding='utf-8'))
             started[run.name] = cmd
             return cmd
         return start
@@ -1519,7 +1521,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
             f'epoch {end} under `--epochs {given}`'
             for start, (end, given) in zip([0] + [e for e, _ in o.schedules], o.schedules)) for o in extended]
     report = output / 'report.md'
-    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n'))
+    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n', encoding='utf-8'))
     for name in stale:
         (output / name).unlink()
         manifest.pop(name)
@@ -1535,7 +1537,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
              skipped_samples=len(o.skipped), skipped=skipped_text(o),
              schedules=[dict(last_epoch=end, epochs=given) for end, given in o.schedules])
         for o in outcomes], sweep=sweep), indent=1)
-    write_atomically(output / 'results.json', lambda file: file.write_text(results))
+    write_atomically(output / 'results.json', lambda file: file.write_text(results, encoding='utf-8'))
     record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
     return report
 

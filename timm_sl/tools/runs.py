@@ -834,7 +834,7 @@ def reproduce_holding(run_dir: Optional[Path]) -> str:
     try:
         fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
-        with os.fdopen(os.dup(handle), errors='replace') as f:
+        with os.fdopen(os.dup(handle), encoding='utf-8', errors='replace') as f:
             trains = f.read().splitlines()[1:]
         return str(lock) if Path(run_dir).name in trains else ''
     except OSError:
@@ -850,7 +850,7 @@ def mark_training(runs_dir: Path, names: Sequence[str]) -> None:
     lock = Path(runs_dir) / REPRODUCE_LOCK
     if not lock.is_file():
         return
-    with open(lock, 'r+') as f:
+    with open(lock, 'r+', encoding='utf-8') as f:
         pid = f.readline().strip()
         f.seek(0)
         f.truncate()

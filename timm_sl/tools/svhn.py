@@ -208,5 +208,6 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
             dataset='svhn', sources={**kept, **{split: sources[split] for split in todo}},
             counts={**{split: old_counts[split] for split in kept}, **{split: counts[split] for split in todo}}),
             indent=1) + '\n'
-        write_atomically(info_path, lambda file: file.write_text(record))  # cut short: no record, not half of one
+        # cut short: no record, not half of one
+        write_atomically(info_path, lambda file: file.write_text(record, encoding='utf-8'))
     return dict(counts={split: counts[split] for split in splits}, sources=sources, written=list(todo))
