@@ -823,3 +823,25 @@ def test_the_card_says_what_the_switches_make_the_model(name, kwargs, line, tmp_
     out, _ = export_checkpoint(_train_run(tmp_path / 'run', name, kwargs), None, tmp_path / 'out')
     details = (out / 'README.md').read_text().split('## Model details')[1].split('\n## ')[0]
     assert line in details.split('\n')
+
+
+def test_a_token_file_this_user_cannot_read_is_named_not_the_network(tmp_path, monkeypatch, capsys):
+    """A Hub token left by `sudo hf auth login` (root's, mode 600) made push say 'could not reach the Hugging Face
+    Hub ... check the network': the network was fine. The file and the system's reason are named now."""
+    import huggingface_hub
+    token = tmp_path / 'hf' / 'token'
+
+    class Api:
+        def create_repo(self, *a, **k):  # what huggingface_hub does reading a token file of another user
+            raise PermissionError(13, 'Permission denied', str(token))
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        f'timm-sl push: could not push org/name: {token}: permission denied; allowed: a file this user may read and '
+        f'write (one another user made, such as a token of sudo hf auth login: chown it), or HF_TOKEN / HF_HOME set '
+        f'elsewhere\n')

@@ -3885,3 +3885,28 @@ def test_a_measured_bar_s_whisker_spans_one_std_either_side():
     (x0, low), (x1, high) = sorted(map(tuple, segments[0]), key=lambda p: p[1])
     assert (x0, x1, low, high) == (0, 0, 69.5, 72.5)
     assert [t.get_text() for t in ax.texts] == ['71.00\n±1.50', '40.00']
+
+
+def test_a_class_folder_this_user_cannot_read_is_named_as_unreadable(tmp_path, monkeypatch):
+    """A class folder the user may not read (extracted by root, mode 700) was refused as holding no image, with
+    'add its images or remove it': the images are there. It is named as unreadable now; os.walk left it out without a
+    word, so the run folders, images and classes below such a folder are never silently fewer."""
+    from timm_sl.tools import reproduce as module
+    from timm_sl.tools.runs import walk
+    _folders(tmp_path, [f'{split}/{name}/0.png' for split in ('train', 'test') for name in 'abc'])
+    locked = tmp_path / 'train' / 'b'
+    scandir = os.scandir
+
+    def refuse(path='.'):  # what the system does to a folder of mode 700 owned by another user (root reads it)
+        if Path(path) == locked:
+            raise PermissionError(13, 'Permission denied', str(path))
+        return scandir(path)
+    monkeypatch.setattr(os, 'scandir', refuse)
+    said = (f'{locked}: cannot read this folder (permission denied), so what it holds would be left out; allowed: a '
+            f'folder this user may read and enter, or move it away')
+    data = module.train_data(recipe_path('fashion-mnist'), str(tmp_path), ['--num-classes', '3'])
+    with pytest.raises(PermissionError) as info:
+        module.check_data(data, 'fashion-mnist')
+    assert str(info.value) == said
+    with pytest.raises(PermissionError, match=re.escape(said)):
+        list(walk(tmp_path))

@@ -390,8 +390,10 @@ def test_read_only_folder(mats, tmp_path, capsys):
     locked.mkdir()
     locked.chmod(0o500)
     try:
-        assert _cli_error(['prepare-svhn', str(locked), '--source', str(source)], capsys).startswith(
-            f'timm-sl prepare-svhn: cannot write into {locked} (Permission denied)')
+        assert _cli_error(['prepare-svhn', str(locked), '--source', str(source)], capsys) == (
+            f"timm-sl prepare-svhn: {locked}: cannot write into folder {locked} (permission denied), where the SVHN "
+            f"output folder (train.py's --data-dir) goes; allowed: a place this user may write (not /proc, /sys)")
+        assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o700)
 

@@ -998,6 +998,10 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
                                f'to a token with write access') from e
         raise ToolError(f'upload of {folder} to {repo_id} failed: {e}') from e
     except Exception as e:  # offline mode, DNS, connection refused, ...
+        if isinstance(e, OSError) and e.filename:  # a file here, not the network: a token `sudo hf auth login` made
+            raise ToolError(f'could not push {repo_id}: {e.filename}: {(e.strerror or str(e)).lower()}; allowed: a '
+                            f'file this user may read and write (one another user made, such as a token of sudo '
+                            f'hf auth login: chown it), or HF_TOKEN / HF_HOME set elsewhere') from e
         raise ToolError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
                            f'check the network (and that HF_HUB_OFFLINE is not set)') from e
     return str(getattr(info, 'commit_url', info))

@@ -17,6 +17,7 @@ this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is tra
 import argparse
 import collections
 import csv
+import errno
 import filecmp
 import itertools
 import json
@@ -1127,6 +1128,14 @@ def read_run(
     return _described(record, marker)
 
 
+def _unreadable_folder(e: OSError) -> None:
+    """Refuse a folder ``os.walk`` cannot list (it would leave it out without a word); one gone meanwhile is none."""
+    if e.errno in (errno.ENOENT, errno.ENOTDIR):
+        return
+    raise type(e)(f'{e.filename}: cannot read this folder ({(e.strerror or str(e)).lower()}), so what it holds would '
+                  f'be left out; allowed: a folder this user may read and enter, or move it away') from None
+
+
 def walk(folder: Union[str, Path], every_path: bool = False,
          reader: str = "timm's folder reader") -> Iterator[Tuple[Path, List[str], List[str]]]:
     """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
@@ -1138,10 +1147,12 @@ def walk(folder: Union[str, Path], every_path: bool = False,
     Raises:
         ValueError: with ``every_path``, a link back to a folder it is in (``reader`` would walk it without end),
             naming it.
+        PermissionError / OSError: a folder below ``folder`` this user may not read (``os.walk`` leaves it out, and
+            with it every file it holds: a class, a run, images), naming it.
     """
     seen = set()
     above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
-    for root, folders, names in os.walk(folder, followlinks=True):
+    for root, folders, names in os.walk(folder, onerror=_unreadable_folder, followlinks=True):
         real = os.path.realpath(root)
         if every_path:
             chain = above.pop(root, frozenset())
