@@ -1378,3 +1378,23 @@ def test_a_run_of_nan_top1_in_every_epoch_but_finite_weights_is_skipped(tmp_path
                         f'allowed: runs with a finite top-1 (train it again, say with a lower --lr or without --amp)')
     assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
     assert [p.name for p in out.iterdir() if p.name.endswith('-s1')] == []
+
+
+def test_a_folder_this_user_cannot_read_is_passed_and_said_when_runs_are_looked_for(tmp_path, monkeypatch):
+    """A disk's lost+found (root's, mode 700) or another user's folder beside the runs stopped the release ('cannot
+    read this folder'), as a data folder's class would: a search for runs passes it, and says so."""
+    from pathlib import Path
+    _run(tmp_path, 'vit-sl-s0', {}, [40., 50.])
+    locked = tmp_path / 'runs' / 'lost+found'
+    locked.mkdir()
+    scandir = os.scandir
+
+    def refuse(path='.'):  # what the system does to a folder of mode 700 owned by another user (root reads it)
+        if not isinstance(path, int) and Path(path) == locked:  # shutil walks folders by descriptor too
+            raise PermissionError(13, 'Permission denied', str(path))
+        return scandir(path)
+    monkeypatch.setattr(os, 'scandir', refuse)
+    said = []
+    r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=said.append)
+    assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
+    assert said[0] == f'skipped: {locked} cannot be read (permission denied); a run in it is not released'

@@ -21,7 +21,7 @@ import math
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .arg_types import dataset_name
 from .errors import first_line, held_folder, make_folder, write_atomically
@@ -355,8 +355,11 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     _check_hub_name(org, f'--org {org!r}')
     check_name_pattern(name_pattern)
     defaults = train_script_defaults(train_script) if train_script else None
-    runs, records, numbers = find_runs(paths), [], []
-    for folder in sorted({root for p in paths for root, folders, names in walk(p)
+    unreadable: List[Tuple[Path, str]] = []
+    runs, records, numbers = find_runs(paths, unreadable), [], []
+    for folder, reason in sorted(set(unreadable)):  # a disk's lost+found, another user's runs
+        echo(f'skipped: {folder} cannot be read ({reason}); a run in it is not released')
+    for folder in sorted({root for p in paths for root, folders, names in walk(p, skipped=[])
                           if 'args.yaml' in names and not set(CHECKPOINTS) & {*folders, *names}}):
         echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
              f'first checkpoint, or whose checkpoints were moved)')

@@ -27,7 +27,7 @@ import pickle
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line
 from .files import check_link_target, check_regular_file, kind_of, read_text
@@ -1128,31 +1128,39 @@ def read_run(
     return _described(record, marker)
 
 
-def _unreadable_folder(e: OSError) -> None:
-    """Refuse a folder ``os.walk`` cannot list (it would leave it out without a word); one gone meanwhile is none."""
-    if e.errno in (errno.ENOENT, errno.ENOTDIR):
-        return
-    raise type(e)(f'{e.filename}: cannot read this folder ({(e.strerror or str(e)).lower()}), so what it holds would '
-                  f'be left out; allowed: a folder this user may read and enter, or move it away') from None
+def _unreadable_folder(skipped: Optional[List[Tuple[Path, str]]]) -> Callable[[OSError], None]:
+    """``os.walk``'s handler of a folder it cannot list, which it would leave out without a word: refused, or, with
+    ``skipped``, added there with the system's reason. One gone meanwhile is none."""
+    def handle(e: OSError) -> None:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return
+        reason = (e.strerror or str(e)).lower()
+        if skipped is not None:
+            skipped.append((Path(e.filename), reason))
+            return
+        raise type(e)(f'{e.filename}: cannot read this folder ({reason}), so what it holds would be left out; allowed: '
+                      f'a folder this user may read and enter, or move it away') from None
+    return handle
 
 
-def walk(folder: Union[str, Path], every_path: bool = False,
-         reader: str = "timm's folder reader") -> Iterator[Tuple[Path, List[str], List[str]]]:
+def walk(folder: Union[str, Path], every_path: bool = False, reader: str = "timm's folder reader",
+         skipped: Optional[List[Tuple[Path, str]]] = None) -> Iterator[Tuple[Path, List[str], List[str]]]:
     """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
     folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``.
 
     ``every_path``: each path instead, as ``reader`` (timm's folder reader, torchvision's ImageFolder) walks: a folder
-    linked twice is visited twice.
+    linked twice is visited twice. ``skipped``: a list that takes ``(folder, reason)`` of each folder below
+    ``folder`` this user may not read, for a search that may pass them (a disk's lost+found, another user's runs).
 
     Raises:
         ValueError: with ``every_path``, a link back to a folder it is in (``reader`` would walk it without end),
             naming it.
-        PermissionError / OSError: a folder below ``folder`` this user may not read (``os.walk`` leaves it out, and
-            with it every file it holds: a class, a run, images), naming it.
+        PermissionError / OSError: without ``skipped``, a folder below ``folder`` this user may not read (``os.walk``
+            leaves it out, and with it every file it holds: a class, images), naming it.
     """
     seen = set()
     above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
-    for root, folders, names in os.walk(folder, onerror=_unreadable_folder, followlinks=True):
+    for root, folders, names in os.walk(folder, onerror=_unreadable_folder(skipped), followlinks=True):
         real = os.path.realpath(root)
         if every_path:
             chain = above.pop(root, frozenset())
@@ -1167,9 +1175,9 @@ def walk(folder: Union[str, Path], every_path: bool = False,
         yield Path(root), folders, names
 
 
-def find_runs(paths: Sequence[Any]) -> List[Path]:
+def find_runs(paths: Sequence[Any], skipped: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:
     """train.py run folders (holding a checkpoint of :data:`CHECKPOINTS`) at or below each path, sorted, each real
-    folder once.
+    folder once; folders this user may not read are passed, into ``skipped`` (refused without it: :func:`walk`).
 
     Raises:
         FileNotFoundError: a path does not exist, or holds no run.
@@ -1181,10 +1189,11 @@ def find_runs(paths: Sequence[Any]) -> List[Path]:
         if not path.is_dir():
             raise NotADirectoryError(f'{path} is {kind_of(path)}; allowed: a train.py run folder or a folder of them')
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
-        found = {root for root, folders, names in walk(path) if set(CHECKPOINTS) & {*folders, *names}}
+        found = {root for root, folders, names in walk(path, skipped=skipped) if set(CHECKPOINTS) & {*folders, *names}}
         if not found:
-            training = next((lock for lock in (reproduce_holding(Path(root)) for root, _, names in walk(path)
-                                               if 'args.yaml' in names) if lock), '')
+            training = next((lock for lock in (reproduce_holding(Path(root))
+                                               for root, _, names in walk(path, skipped=[]) if 'args.yaml' in names)
+                             if lock), '')
             raise FileNotFoundError(f'{path} holds no train.py run (no {" or ".join(CHECKPOINTS)} at or below it)' + (
                 f' yet: a timm-sl reproduce still running holds {training}, and has saved no checkpoint there; '
                 f'allowed: the command again once it has' if training else ''))
