@@ -845,3 +845,28 @@ def test_a_token_file_this_user_cannot_read_is_named_not_the_network(tmp_path, m
         f'timm-sl push: could not push org/name: {token}: permission denied; allowed: a file this user may read and '
         f'write (one another user made, such as a token of sudo hf auth login: chown it), or HF_TOKEN / HF_HOME set '
         f'elsewhere\n')
+
+
+def test_a_full_temporary_folder_at_the_push_is_named_not_a_token_file(tmp_path, monkeypatch, capsys):
+    """Staging the upload on a full TMPDIR ended as 'could not push ...: exp/model.safetensors: no space left on
+    device; allowed: ... a token of sudo hf auth login: chown it': neither the file nor a token was the cause."""
+    import re
+    import shutil
+    import huggingface_hub
+    class Api:
+        def __getattr__(self, name):
+            pytest.fail(f'the Hub was asked ({name}) before the upload was staged')
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=7), tmp_path / 'exp', model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(tmp_path / 'exp')
+    monkeypatch.setattr(os, 'link', lambda *a, **k: (_ for _ in ()).throw(OSError(18, 'Invalid cross-device link')))
+
+    def full(source, target, **kwargs):  # what the system says when TMPDIR has no room: the source is named
+        raise OSError(28, 'No space left on device', str(source))
+    monkeypatch.setattr(shutil, 'copyfile', full)
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path / 'exp'), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert re.fullmatch(rf'timm-sl push: \S+: could not copy {re.escape(str(tmp_path / "exp"))} there for the upload '
+                        r'\(no space left on device\); allowed: TMPDIR set to a folder with room for it\n', err), err

@@ -979,30 +979,34 @@ def push_folder(folder: Union[str, Path], repo_id: str, private: bool = False, r
         raise FileNotFoundError(f'{folder} is not an exported model folder: missing {", ".join(missing)}')
     _check_exported_files(folder)
     api = HfApi()
-    try:
-        api.create_repo(repo_id, private=private, exist_ok=True)
-        if private:  # create_repo leaves a repository that exists as it is: a public one takes the upload publicly
-            _check_private(api, repo_id)
-        if revision:
-            api.create_branch(repo_id, branch=revision, exist_ok=True)
-        with tempfile.TemporaryDirectory() as staged:  # the card names the repository it is pushed to
-            info = api.upload_folder(repo_id=repo_id, folder_path=_staged(folder, Path(staged), repo_id, revision),
-                                     revision=revision, commit_message=commit_message,
-                                     allow_patterns=list(EXPORTED_FILES))
-    except ToolError:  # refused here, not by the Hub
-        raise
-    except HfHubHTTPError as e:
-        status = getattr(getattr(e, 'response', None), 'status_code', None)
-        if status in (401, 403):
-            raise ToolError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
-                               f'to a token with write access') from e
-        raise ToolError(f'upload of {folder} to {repo_id} failed: {e}') from e
-    except Exception as e:  # offline mode, DNS, connection refused, ...
-        if isinstance(e, OSError) and e.filename:  # a file here, not the network: a token `sudo hf auth login` made
-            raise ToolError(f'could not push {repo_id}: {e.filename}: {(e.strerror or str(e)).lower()}; allowed: a '
-                            f'file this user may read and write (one another user made, such as a token of sudo '
-                            f'hf auth login: chown it), or HF_TOKEN / HF_HOME set elsewhere') from e
-        raise ToolError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
-                           f'check the network (and that HF_HUB_OFFLINE is not set)') from e
+    with tempfile.TemporaryDirectory() as tmp:  # the card names the repository it is pushed to
+        try:
+            staged = _staged(folder, Path(tmp), repo_id, revision)
+        except OSError as e:  # the system names the file copied, not the temporary folder that is full
+            raise type(e)(f'{tmp}: could not copy {folder} there for the upload ({(e.strerror or str(e)).lower()}); '
+                          f'allowed: TMPDIR set to a folder with room for it') from e
+        try:
+            api.create_repo(repo_id, private=private, exist_ok=True)
+            if private:  # create_repo leaves a repository that exists as it is: a public one takes the upload publicly
+                _check_private(api, repo_id)
+            if revision:
+                api.create_branch(repo_id, branch=revision, exist_ok=True)
+            info = api.upload_folder(repo_id=repo_id, folder_path=staged, revision=revision,
+                                     commit_message=commit_message, allow_patterns=list(EXPORTED_FILES))
+        except ToolError:  # refused here, not by the Hub
+            raise
+        except HfHubHTTPError as e:
+            status = getattr(getattr(e, 'response', None), 'status_code', None)
+            if status in (401, 403):
+                raise ToolError(f'the Hub refused {repo_id} ({status}): log in with `hf auth login` or set HF_TOKEN '
+                                f'to a token with write access') from e
+            raise ToolError(f'upload of {folder} to {repo_id} failed: {e}') from e
+        except Exception as e:  # offline mode, DNS, connection refused, ...
+            if isinstance(e, OSError) and e.filename:  # a file, not the network: a token `sudo hf auth login` made
+                raise ToolError(f'could not push {repo_id}: {e.filename}: {(e.strerror or str(e)).lower()}; allowed: '
+                                f'a file this user may read and write (one another user made, such as a token of sudo '
+                                f'hf auth login: chown it), or HF_TOKEN / HF_HOME set elsewhere') from e
+            raise ToolError(f'could not reach the Hugging Face Hub to push {repo_id} ({type(e).__name__}: {e}); '
+                            f'check the network (and that HF_HUB_OFFLINE is not set)') from e
     return str(getattr(info, 'commit_url', info))
 
