@@ -1057,3 +1057,31 @@ def test_a_full_disk_under_buffered_standard_output_is_one_line_and_status_2():
         result = subprocess.run([sys.executable, '-m', 'timm_sl.tools.cli', 'list', '--filter', 'sl_vit_32'],
                                 stdout=full, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
     assert (result.returncode, result.stderr) == (2, 'timm-sl list: standard output: no space left on device\n')
+
+
+_PRINTS_THEN_FAILS = '''
+import sys
+from timm_sl.tools import cli
+build = cli.build_parser
+def fails(args):
+    print('a line the command printed')
+    raise OSError(28, 'No space left on device', 'out/report.md')
+def parser():
+    p = build()
+    p.commands['list'].set_defaults(func=fails)
+    return p
+cli.build_parser = parser
+sys.exit(cli.main(['list']))
+'''
+
+
+@pytest.mark.extended  # a subprocess: standard output as users have it, block-buffered into a file
+@pytest.mark.skipif(not Path('/dev/full').exists(), reason='needs /dev/full')
+def test_a_command_that_printed_then_failed_onto_a_full_disk_is_one_line():
+    """A command that printed, then failed (a sweep's table, then its error), left its printed line for Python's
+    flush at exit, after the command's line: 'Exception ignored ... OSError' and exit status 120."""
+    env = {k: v for k, v in os.environ.items() if k != 'PYTHONUNBUFFERED'}
+    with open('/dev/full', 'w') as full:
+        result = subprocess.run([sys.executable, '-c', _PRINTS_THEN_FAILS], stdout=full, stderr=subprocess.PIPE,
+                                text=True, env=env, timeout=300)
+    assert (result.returncode, result.stderr) == (2, 'timm-sl list: out/report.md: no space left on device\n')

@@ -1365,6 +1365,15 @@ def _drop_stdout(stream: Any) -> None:
         pass
 
 
+def _flush_or_drop(stream: Any) -> None:
+    """Write what standard output still holds; where it cannot take it, drop it (:func:`_drop_stdout`): a command
+    that fails already says why in its own line."""
+    try:
+        stream.flush()
+    except OSError:
+        _drop_stdout(stream)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one ``timm-sl`` command; its exit status (2 and one line on stderr for bad input, see the module)."""
     parser = build_parser()
@@ -1380,11 +1389,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         _drop_stdout(stdout)
         return 1
     except KeyboardInterrupt:  # Ctrl-C before a command's own handling (a sweep stops its runs itself): one line
+        _flush_or_drop(stdout)
         print(f'timm-sl {args.command}: interrupted', file=sys.stderr)
         return 130
     except USER_ERRORS as e:
         if isinstance(e, OSError) and e.filename == _NamedStdout.name:
             _drop_stdout(stdout)
+        else:  # what the command printed before it failed, written now: not at exit, after the line below
+            _flush_or_drop(stdout)
         message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
         print(message, file=sys.stderr)
         raise CommandFailed(message, getattr(e, 'exit_status', 2)) from e
