@@ -301,3 +301,8 @@ def test_a_config_saved_with_a_byte_order_mark_is_read_and_its_labels_kept(tmp_p
     make_transformers_compatible(tmp_path)
     fixed = json.loads(config.read_bytes().decode('utf-8'))
     assert fixed['label_names'] == ['café', 'naïve'] and fixed['architecture'] == 'sl_vit_32'
+    # a config already compatible, saved again with a mark, is written back without it: timm and transformers read
+    # config.json as UTF-8 and refuse a mark ('Unexpected UTF-8 BOM')
+    config.write_bytes(b'\xef\xbb\xbf' + config.read_bytes())
+    make_transformers_compatible(tmp_path)
+    assert json.loads(config.read_bytes().decode('utf-8')) == fixed

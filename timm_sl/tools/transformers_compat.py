@@ -58,6 +58,15 @@ def transformers_compatible_config(config: Dict[str, Any]) -> Dict[str, Any]:
     return config
 
 
+def _plain_utf_8(path: Path) -> bool:
+    data = path.read_bytes()
+    try:
+        data.decode('utf-8')
+    except UnicodeDecodeError:
+        return False
+    return not data.startswith(b'\xef\xbb\xbf')
+
+
 def make_transformers_compatible(folder: Union[str, Path]) -> Path:
     """Rewrite ``folder/config.json`` (written by timm's ``save_for_hf``) with
     :func:`transformers_compatible_config`; returns the config file.
@@ -78,6 +87,6 @@ def make_transformers_compatible(folder: Union[str, Path]) -> Path:
         fixed = transformers_compatible_config(config)
     except ValueError as e:
         raise ValueError(f'{path}: {e}') from e
-    if fixed != config:
+    if fixed != config or not _plain_utf_8(path):  # timm and transformers read it as UTF-8 without a mark
         write_atomically(path, lambda file: file.write_text(json.dumps(fixed, indent=2), encoding='utf-8'))
     return path
