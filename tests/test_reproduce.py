@@ -3910,3 +3910,16 @@ def test_a_class_folder_this_user_cannot_read_is_named_as_unreadable(tmp_path, m
     assert str(info.value) == said
     with pytest.raises(PermissionError, match=re.escape(said)):
         list(walk(tmp_path))
+
+
+def test_a_failed_run_s_last_line_is_read_in_the_encoding_train_py_wrote_it(tmp_path, monkeypatch):
+    """train.py prints in the locale's encoding: under a Latin-1 locale a crash naming 'café' was reported as
+    'caf\ufffd' (the log read as UTF-8 only); a UTF-8 log is read as UTF-8 whatever the locale."""
+    import locale
+    from timm_sl.tools.reproduce import _last_line
+    monkeypatch.setattr(locale, 'getpreferredencoding', lambda do_setlocale=True: 'ISO-8859-1')
+    log = tmp_path / 'train.log'
+    log.write_bytes('Train: 1\nFileNotFoundError: /data/café/x.png\n'.encode('latin-1'))
+    assert _last_line(log) == 'FileNotFoundError: /data/café/x.png'
+    log.write_bytes('FileNotFoundError: /data/日本/x.png\n'.encode('utf-8'))
+    assert _last_line(log) == 'FileNotFoundError: /data/日本/x.png'

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import locale
 import math
 import os
 import re
@@ -893,7 +894,12 @@ def _last_line(log: Path) -> str:
     """The last non-blank line of a log (a crash's exception message). Under torchrun (``--nproc`` > 1) the log ends
     in torchrun's own ``ChildFailedError`` and a table framed by rules of '=': the failing process's last exception
     line before it, else the exit code of the first process that failed."""
-    lines = log.read_text(encoding='utf-8', errors='replace').split('\n') if log.is_file() else []
+    data = log.read_bytes() if log.is_file() else b''
+    try:
+        text = data.decode('utf-8')
+    except UnicodeDecodeError:  # train.py printed in the locale's encoding (Latin-1: a path of 'café')
+        text = data.decode(locale.getpreferredencoding(False), errors='replace')
+    lines = text.split('\n')
     lines = [line.strip() for line in lines if line.strip()]
     launcher = next((i for i in range(len(lines) - 1, -1, -1) if 'ChildFailedError' in lines[i]), None)
     if launcher is None:
