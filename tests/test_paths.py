@@ -612,7 +612,6 @@ def test_a_held_folder_refuses_a_second_holder_in_the_callers_words_and_is_free_
         assert list(tmp_path.iterdir()) == []  # the lock adds no file
 
 
-
 def _text_io_without_encoding(node) -> bool:
     """A call that reads or writes a file as text in the locale's encoding: ``Path.read_text`` / ``write_text``,
     ``open`` / ``os.fdopen`` / ``Path.open`` in a text mode, none given ``encoding=``."""
@@ -624,10 +623,10 @@ def _text_io_without_encoding(node) -> bool:
         return True
     owner = getattr(func.value, 'id', None) if isinstance(func, ast.Attribute) else None
     name = func.attr if isinstance(func, ast.Attribute) else getattr(func, 'id', '')
-    if name == 'fdopen' or isinstance(func, ast.Name) and name == 'open':  # open(path, mode), os.fdopen(fd, mode)
+    if name == 'fdopen' or name == 'open' and (isinstance(func, ast.Name) or owner == 'io'):  # open(path, mode)
         positional = node.args[1:2]
-    elif name == 'open' and owner not in ('Image', 'os'):  # Path.open(mode); PIL's and os's opens are not text
-        positional = node.args[:1]
+    elif name == 'open' and owner not in ('Image', 'os', 'gzip', 'tarfile', 'zipfile'):  # Path.open(mode): the
+        positional = node.args[:1]  # others open bytes (or a descriptor) by default
     else:
         return False
     mode = next((k.value for k in node.keywords if k.arg == 'mode'), positional[0] if positional else None)

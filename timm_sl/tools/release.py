@@ -444,8 +444,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
             # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
             for name, value in (('release.json', [asdict(r) for r in released]), ('pretrained_entries.json', entries)):
-                write_atomically(out / name, lambda path:
-                        path.write_text(json.dumps(value, indent=1), encoding='utf-8'))
+                text = json.dumps(value, indent=1)
+                write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
             record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
 
         write_record()

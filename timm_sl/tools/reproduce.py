@@ -1043,8 +1043,8 @@ def reproduce(
             log = run.out_dir / LOG_NAME
             log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            write_atomically(run.out_dir / COMMAND, lambda file:
-                    file.write_text(shlex.join(cmd) + '\n', encoding='utf-8'))
+            line = shlex.join(cmd) + '\n'
+            write_atomically(run.out_dir / COMMAND, lambda file: file.write_text(line, encoding='utf-8'))
             started[run.name] = cmd
             return cmd
         return start
