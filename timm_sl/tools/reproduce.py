@@ -855,16 +855,15 @@ def _mark_skipped_done(run: Run, epochs: int) -> None:
     """Mark a finished run whose call was killed before it wrote the run's ``done.json``, from what the run records of
     itself: the train.py command that trained it (:data:`COMMAND`), its recipe (that command's ``--config``), the
     epochs its summary.csv reached and its sessions since its last start from scratch. A run without that command
-    (an older reproduce's) is left unmarked: this call's recipe and command need not be the ones it trained with."""
+    (an older reproduce's, or one edited into no command line) is left unmarked, as before: this call's recipe and
+    command need not be the ones it trained with."""
     path = run.out_dir / COMMAND
     if not path.is_file():
         return
-    text = read_text(path, "the run's train.py command line")
     try:
-        command = shlex.split(text)
-    except ValueError as e:  # an unbalanced quote, edited by hand
-        raise ValueError(f'{path}: not a command line ({e}); allowed: the train.py command reproduce wrote there, or '
-                         f'delete the file') from None
+        command = shlex.split(read_text(path, "the run's train.py command line"))
+    except ValueError:  # an unbalanced quote, edited by hand: no command, as every reader of the file takes it
+        return
     rows = read_summary_rows(run.out_dir / 'summary.csv')
     trained = int(rows[-1]['epoch']) + 1 if rows else 0
     _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command,
