@@ -3,6 +3,7 @@ exactly, a head kept where it fits, other SPT layouts and LSA switches refused i
 timm's load_checkpoint, warm_start, and files that are damaged or would execute pickled code."""
 import logging
 import os
+import re
 
 import pytest
 import torch
@@ -259,8 +260,8 @@ def test_warm_start_refuses_a_path_or_a_model_in_one_line():
     from timm_sl import warm_start
     model = timm.create_model('sl_vit_32', depth=1)
     with pytest.raises(TypeError, match=r"^warm_start takes a state dict, got str 'run/model_best.pth.tar'; allowed: "
-                                        r"a state dict or a checkpoint dict holding one \(torch.load\(path\) of a "
-                                        r"file, model.state_dict\(\) of a model\)$"):
+                                        r"a state dict or a checkpoint dict holding one \(timm.models.load_state_dict"
+                                        r"\(path\) of a file, model.state_dict\(\) of a model\)$"):
         warm_start(model, 'run/model_best.pth.tar')
     base = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4)
     with pytest.raises(TypeError, match=r'^warm_start takes a state dict, got VisionTransformer; allowed: '):
@@ -329,3 +330,26 @@ def test_local_dir_config_of_a_base_slify_refuses_is_named(base, kind, said, tmp
         assert isinstance(info.value, SlifyError) and info.value.model_name == base and info.value.reasons
     with pytest.raises(Exception, match=r'^(cannot slify|Unknown model)'):  # the caller's own base: as it was
         timm.create_model('slify', base=base)
+
+
+def test_warm_start_refusal_advises_a_reader_of_train_py_checkpoints(tmp_path):
+    """warm_start given a path advised torch.load(path): from torch 2.6 (weights-only by default) that refuses every
+    train.py checkpoint (its args Namespace). The reader it names now reads one (torch >= 2.5, timm's) into a state
+    dict warm_start maps."""
+    import argparse
+    from timm_sl import warm_start
+    model = timm.create_model('sl_vit_32', depth=1)
+    base = timm.create_model('vit_tiny_patch16_224', depth=1, img_size=32, patch_size=4, num_classes=100)
+    path = tmp_path / 'model_best.pth.tar'
+    torch.save({'epoch': 0, 'arch': 'vit_tiny_patch16_224', 'state_dict': base.state_dict(),
+                'args': argparse.Namespace(model='vit_tiny_patch16_224')}, path)
+    with pytest.raises(TypeError) as info:
+        warm_start(model, str(path))
+    advised = re.search(r'\((\S+)\(path\) of a file', str(info.value)).group(1)
+    assert advised == 'timm.models.load_state_dict'
+    if not hasattr(torch.serialization, 'safe_globals'):
+        pytest.skip(f'torch {torch.__version__}: timm reads train.py checkpoints from torch 2.5 on (docs/export.md)')
+    report = warm_start(model, timm.models.load_state_dict(str(path)))
+    assert 'blocks.0.attn.qkv.weight' in report['mapped']
+    key = 'blocks.0.attn.qkv.weight'
+    torch.testing.assert_close(model.state_dict()[key], base.state_dict()[key])

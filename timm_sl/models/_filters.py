@@ -330,12 +330,13 @@ def warm_start(model: torch.nn.Module, source: Dict[str, torch.Tensor]) -> Dict[
     Raises:
         ValueError: nothing of ``source`` fits the model (another family or size); the model is left unchanged.
         ValueError: a tensor it would copy holds NaN or inf (a diverged run's); the model is left unchanged.
-        TypeError: ``source`` is no dict (a file's path: ``torch.load`` it first), ``model`` no ``nn.Module``.
+        TypeError: ``source`` is no dict (a file's path: read it with ``timm.models.load_state_dict`` first),
+            ``model`` no ``nn.Module``.
     """
     if not isinstance(source, dict):  # a path or the source model itself: 'str' object has no attribute 'get'
         given = f'{type(source).__name__} {source!r}' if isinstance(source, (str, Path)) else type(source).__name__
         raise TypeError(f'warm_start takes a state dict, got {given}; allowed: a state dict or a checkpoint dict '
-                        f'holding one (torch.load(path) of a file, model.state_dict() of a model)')
+                        f'holding one (timm.models.load_state_dict(path) of a file, model.state_dict() of a model)')
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f'warm_start initialises a model, got {type(model).__name__}; allowed: an nn.Module '
                         f'(timm.create_model(name) of an sl_ model)')
