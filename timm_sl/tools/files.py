@@ -2,11 +2,10 @@
 instead of a hang, and text in whatever encoding a run or an editor left it. Below every other harness module."""
 import codecs
 import os
-import sys
 from pathlib import Path
 from typing import Union
 
-from .errors import first_line, shown
+from .errors import first_line, name_text, shown
 
 __all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link',
            'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'name_text', 'read_text']
@@ -62,16 +61,6 @@ def check_regular_file(path: Path, what: str) -> None:
     """
     if path.exists() and not path.is_dir() and not path.is_file():
         raise ValueError(f'{shown(path)} is {kind_of(path)}, not a regular file; expected {what}')
-
-
-def name_text(name: str) -> str:
-    """A file or folder name (as Python read it from the system) as the text it names: its bytes read as UTF-8 where
-    they are UTF-8. Under a Latin-1 locale the class folder 'café' (made on any UTF-8 system) reads as 'cafÃ©', which
-    no label name read from a UTF-8 file equals; under a UTF-8 locale this is the name itself."""
-    try:
-        return name.encode(sys.getfilesystemencoding(), 'surrogateescape').decode('utf-8')
-    except UnicodeError:  # not UTF-8 (a name made under that locale: its own encoding was right), or unencodable
-        return name
 
 
 # byte-order marks and the codec that reads past them (UTF-32's little-endian mark begins with UTF-16's: first)
