@@ -35,11 +35,16 @@ BUILD_ERRORS = (RuntimeError, TypeError, ValueError, ArithmeticError, AssertionE
 def name_text(name: str) -> str:
     """A file or folder name (as Python read it from the system) as the text it names: its bytes read as UTF-8 where
     they are UTF-8. Under a Latin-1 locale the class folder 'café' (made on any UTF-8 system) reads as 'cafÃ©', which
-    no label name read from a UTF-8 file equals; under a UTF-8 locale this is the name itself."""
+    no label name read from a UTF-8 file equals; under a UTF-8 locale this is the name itself. Line by line: a line
+    naming a path beside one of text ('SL − baseline') is read alone."""
+    return '\n'.join(map(_line_text, name.split('\n')))
+
+
+def _line_text(line: str) -> str:
     try:
-        return name.encode(sys.getfilesystemencoding(), 'surrogateescape').decode('utf-8')
+        return line.encode(sys.getfilesystemencoding(), 'surrogateescape').decode('utf-8')
     except UnicodeError:  # not UTF-8 (a name made under that locale: its own encoding was right), or unencodable
-        return name
+        return line
 
 
 def shown(path: Union[str, Path]) -> str:
