@@ -1080,3 +1080,14 @@ def test_names_under_a_latin1_locale_are_written_as_their_text(monkeypatch, caps
     out.flush()
     assert stream.buffer.getvalue() == (b'plot: /nonexistent/d\xe9/\\u65e5\\u672c\nStra\xdfe\n'
                                         b'| SL \\u2212 baseline |\n')
+
+
+def test_a_path_the_locale_cannot_encode_is_named(capsys):
+    """A name Python read under one encoding and the system call must encode in another (the UTF-8 '日本' given under
+    a ja_JP.eucJP locale) ended "timm-sl export: 'euc_jp' codec can't encode character '\\x97' in position 6", naming
+    no file; the line now names it and what is allowed."""
+    with pytest.raises(SystemExit):
+        main(['export', '/nonexistent/\ud800x', '--out', '/nonexistent/out'])
+    assert capsys.readouterr().err == (
+        f"timm-sl export: '/nonexistent/\\ud800x': a name the encoding of this locale ({sys.getfilesystemencoding()}) "
+        f"cannot hold; allowed: names in it, or a UTF-8 locale (LC_ALL=C.UTF-8)\n")

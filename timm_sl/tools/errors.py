@@ -61,6 +61,9 @@ def describe(error: BaseException) -> str:
             error.strerror,):
         text = f'{shown(error.filename)}: {error.strerror[:1].lower()}{error.strerror[1:]}'
         return text + (f' (-> {shown(error.filename2)})' if error.filename2 is not None else '')
+    if isinstance(error, UnicodeEncodeError) and os.sep in error.object:  # a path the system call could not encode
+        return (f'{shown(error.object)}: a name the encoding of this locale ({error.encoding}) cannot hold; allowed: '
+                f'names in it, or a UTF-8 locale (LC_ALL=C.UTF-8)')
     return str(error).strip() or type(error).__name__
 
 
