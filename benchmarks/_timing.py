@@ -4,6 +4,7 @@ Every benchmark here times models side by side in one process: :func:`interleave
 ``iters`` steps per round, rotating which model goes first every round, so machine noise hits all of them alike.
 """
 import collections
+import sys
 import time
 from contextlib import nullcontext
 from typing import Callable, Counter, Dict, List, Optional
@@ -25,6 +26,13 @@ _NO_KERNEL_OPS = frozenset({
     'squeeze', 'select', 'slice', 'as_strided', 'diagonal', 'unbind', 'split', 'split_with_sizes', 'unflatten',
     'flatten', 'alias', 'detach', 'detach_', 'lift_fresh', 'empty', 'empty_like', 'dropout',
 })
+
+
+def escape_unencodable_output() -> None:
+    """Standard output escapes what its encoding cannot hold (a table's '—' under a Latin-1 locale), as standard error
+    does: not a traceback after every model was timed."""
+    if hasattr(sys.stdout, 'reconfigure'):
+        sys.stdout.reconfigure(errors='backslashreplace')
 
 
 def check_device(text: str) -> torch.device:

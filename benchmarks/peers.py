@@ -37,8 +37,8 @@ from timm_sl.tools.errors import write_atomically
 from timm_sl.tools.paper import FAMILIES, model_name
 from timm_sl.tools.profile import count_params
 
-from _timing import (check_device, check_warm, count_kernel_ops, interleaved_rounds, make_step, peak_train_memory,
-                     run_header)
+from _timing import (check_device, check_warm, count_kernel_ops, escape_unencodable_output, interleaved_rounds,
+                     make_step, peak_train_memory, run_header)
 from throughput import HEADER, check_outputs, variants_of
 
 COMPILE_CALLS = 3  # untimed calls of each compiled step before the rounds, whatever --warmup says
@@ -237,6 +237,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    escape_unencodable_output()
     torch.set_num_threads(args.threads)
     reference = args.build_reference
     compiled = f"compiled ({args.compile_mode or 'default'} mode)" if args.compile else 'eager'

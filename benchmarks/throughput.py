@@ -37,7 +37,8 @@ from timm_sl.tools.errors import BUILD_ERRORS, build_failure, write_atomically
 from timm_sl.tools.paper import VARIANT_LABELS, VARIANTS, family_of, switches_label
 from timm_sl.tools.profile import built_input_size, count_macs, count_params
 
-from _timing import check_device, check_warm, interleaved_rounds, make_step, run_context, run_header
+from _timing import (check_device, check_warm, escape_unencodable_output, interleaved_rounds, make_step, run_context,
+                     run_header)
 
 # The README's architecture survey: (architecture, timm model, create kwargs). Outcomes are planned on the meta device
 # (full size, nothing allocated); tests/test_slify.py checks the README table against them.
@@ -383,6 +384,7 @@ def check_something_to_time(args: argparse.Namespace) -> None:
 
 def main(argv: List[str] = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    escape_unencodable_output()
     try:  # before the survey or any model is timed
         check_something_to_time(args)
     except ValueError as e:

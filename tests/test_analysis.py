@@ -2,6 +2,8 @@ import json
 import math
 import os
 import re
+import shutil
+import sys
 
 import pytest
 import torch
@@ -2123,3 +2125,19 @@ def test_timm_switches_in_model_kwargs_beside_a_run_are_refused(command, kwarg, 
                                    f"model's; timm's pretrained ones would be loaded and replaced; allowed: pretrained "
                                    f"left out of the model kwargs")
     assert not (tmp_path / 'c.png').exists()
+
+
+def test_attention_numbers_name_images_by_their_text_under_a_latin1_locale(tmp_path, image_dir, capsys, figures,
+                                                                            monkeypatch):
+    """Under a Latin-1 locale the image 'café.png' is read as 'cafÃ©.png': the attention JSON named it so (any reader
+    of the JSON, in any locale, got a name no file has), and its table row and chart row were 'cafÃ©.png'."""
+    monkeypatch.setattr(sys, 'getfilesystemencoding', lambda: 'latin-1')
+    image = tmp_path / 'caf\xc3\xa9.png'  # 'café.png' (UTF-8 on disk), as Python reads it under the Latin-1 locale
+    shutil.copy(image_dir / '0.png', image)
+    out = tmp_path / 'attn.png'
+    assert main(['attention', str(image), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out', str(out)]) == 0
+    assert '\ncafé.png  SL  ' in capsys.readouterr().out
+    assert [r['image'] for r in json.loads(out.with_suffix('.json').read_text(encoding='utf-8'))] == [
+        str(tmp_path / 'café.png')]
+    assert [ax.get_ylabel() for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]
+            ] == ['café.png']

@@ -767,3 +767,16 @@ def test_peak_train_memory_reads_the_event_times_of_torch_2_2(monkeypatch):
 
     monkeypatch.setattr(torch.profiler, 'profile', Profile)
     assert peak_train_memory(lambda: None, torch.device('cpu')) == 4800
+
+
+@pytest.mark.extended  # a subprocess that times a model
+def test_peers_prints_its_table_under_a_latin1_locale():
+    """Under a Latin-1 locale peers.py ended in a traceback ("'latin-1' codec can't encode character '\\u2014'") after
+    every model was timed: its table's '—' is now escaped, as standard error escapes what it cannot encode."""
+    env = dict(os.environ, PYTHONIOENCODING='latin-1')  # standard output as a Latin-1 locale makes it
+    result = subprocess.run([sys.executable, str(ROOT / 'benchmarks' / 'peers.py'), '--families', 'vit', '--modes',
+                             'infer', '--rounds', '1', '--iters', '1', '--warmup', '1', '-b', '2', '--no-memory'],
+                            capture_output=True, cwd=ROOT, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr.decode('latin-1')[-2000:]
+    assert re.search(rb'\| vit \| infer \| [\d.]+ \| [\d.]+ \| [\d.]+ \([\d.]+\) \| \\u2014 \|', result.stdout), \
+        result.stdout

@@ -1085,3 +1085,37 @@ def test_a_command_that_printed_then_failed_onto_a_full_disk_is_one_line():
         result = subprocess.run([sys.executable, '-c', _PRINTS_THEN_FAILS], stdout=full, stderr=subprocess.PIPE,
                                 text=True, env=env, timeout=300)
     assert (result.returncode, result.stderr) == (2, 'timm-sl list: out/report.md: no space left on device\n')
+
+
+def test_names_under_a_latin1_locale_are_written_as_their_text(monkeypatch, capsys):
+    """Under a Latin-1 locale Python reads the UTF-8 name 'dé/日本' as 'dÃ©/æ\\x97¥æ\\x9c¬': an error line quoted it
+    with escapes ('/x/d\\xc3\\xa9/\\xe6\\x97...'), and a printed 'café' read 'cafÃ©' on the terminal. Lines now name
+    the text; what the locale cannot encode ('日本', reproduce's report table's 'SL − baseline') is escaped in
+    standard output, as in standard error: reproduce ended "'latin-1' codec can't encode character '\\u2212'", status
+    2, after every run had trained."""
+    from timm_sl.tools.cli import _NamedStdout
+    monkeypatch.setattr(sys, 'getfilesystemencoding', lambda: 'latin-1')
+    read = '/nonexistent/d\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac'  # '/nonexistent/dé/日本', as Python reads it there
+    with pytest.raises(SystemExit):
+        main(['export', read, '--out', '/nonexistent/out'])
+    assert capsys.readouterr().err == ('timm-sl export: /nonexistent/dé/日本 does not exist; expected a checkpoint '
+                                       'file, a train.py run folder or an exported folder\n')
+    stream = io.TextIOWrapper(io.BytesIO(), encoding='latin-1')
+    out = _NamedStdout(stream)
+    out.write(f'plot: {read}\n')
+    out.write('Straße\n')  # text that is Latin-1 already stays itself
+    out.write('| SL − baseline |\n')
+    out.flush()
+    assert stream.buffer.getvalue() == (b'plot: /nonexistent/d\xe9/\\u65e5\\u672c\nStra\xdfe\n'
+                                        b'| SL \\u2212 baseline |\n')
+
+
+def test_a_path_the_locale_cannot_encode_is_named(capsys):
+    """A name Python read under one encoding and the system call must encode in another (the UTF-8 '日本' given under
+    a ja_JP.eucJP locale) ended "timm-sl export: 'euc_jp' codec can't encode character '\\x97' in position 6", naming
+    no file; the line now names it and what is allowed."""
+    with pytest.raises(SystemExit):
+        main(['export', '/nonexistent/\ud800x', '--out', '/nonexistent/out'])
+    assert capsys.readouterr().err == (
+        f"timm-sl export: '/nonexistent/\\ud800x': a name the encoding of this locale ({sys.getfilesystemencoding()}) "
+        f"cannot hold; allowed: names in it, or a UTF-8 locale (LC_ALL=C.UTF-8)\n")

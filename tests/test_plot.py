@@ -364,3 +364,17 @@ def test_throughput_checks_its_options_without_the_timm_sl_command(tmp_path, cap
     with pytest.raises(SystemExit):
         parse_args(['--iters', '0'])
     assert capsys.readouterr().err.splitlines()[-1].endswith('--iters: 0 is not allowed; expected an integer >= 1')
+
+
+def test_a_chart_names_a_run_folder_as_its_text_under_a_latin1_locale(tmp_path, monkeypatch):
+    """Under a Latin-1 locale the run folder 'runé' is read as 'runÃ©': the kld / temperature / attention charts'
+    titles named 'runÃ©/model_best.pth.tar'. Every chart's texts now name 'runé'; 'SL − baseline' stays itself."""
+    from timm_sl.tools.plot import figure, save
+    monkeypatch.setattr(sys, 'getfilesystemencoding', lambda: 'latin-1')
+    fig = figure(2, 2)
+    fig.suptitle('checkpoint run\xc3\xa9/model_best.pth.tar\nSL − baseline')
+    fig.add_subplot().set_ylabel('caf\xc3\xa9.png')
+    save(fig, str(tmp_path / 'chart.png'))
+    assert (fig.get_suptitle(), fig.axes[0].get_ylabel()) == ('checkpoint runé/model_best.pth.tar\nSL − baseline',
+                                                              'café.png')
+    assert (tmp_path / 'chart.png').stat().st_size > 0

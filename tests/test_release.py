@@ -1398,3 +1398,29 @@ def test_a_folder_this_user_cannot_read_is_passed_and_said_when_runs_are_looked_
     r, = release([tmp_path / 'runs'], tmp_path / 'rel', 'o', echo=said.append)
     assert r.run_dir == str(tmp_path / 'runs' / 'vit-sl-s0')
     assert said[0] == f'skipped: {locked} cannot be read (permission denied); a run in it is not released'
+
+
+def test_label_names_are_checked_against_class_folders_of_non_ascii_names_under_a_latin1_locale(tmp_path,
+                                                                                                 monkeypatch):
+    """Under a Latin-1 locale Python reads the class folder 'café' (UTF-8 on disk) as 'cafÃ©', which no name of a
+    --label-names file (UTF-8) equals: label names in another order than the run's classes were exported unchecked,
+    every prediction named by a wrong class. The folders' names are now read as UTF-8 where they are."""
+    from types import SimpleNamespace
+    from timm_sl.tools.files import name_text
+    from timm_sl.tools.hub import _check_folder_class_order
+    classes = ['café', 'Straße', '日本']  # timm's order
+    monkeypatch.setattr(sys, 'getfilesystemencoding', lambda: 'latin-1')
+    data = tmp_path / 'data'
+    for name in classes:  # the folder name as Python reads it under the Latin-1 locale
+        folder = data / 'train' / name.encode('utf-8').decode('latin-1')
+        folder.mkdir(parents=True)
+        (folder / 'x.png').write_bytes(b'')
+    assert [name_text('caf\xe9'), name_text('caf\xc3\xa9')] == ['café', 'café']  # a Latin-1 name stays itself
+    record = SimpleNamespace(run_dir=tmp_path, args={'data_dir': str(data), 'dataset': ''})
+    with pytest.raises(ValueError) as raised:
+        _check_folder_class_order(record, ['Straße', 'café', '日本'])
+    assert str(raised.value) == (
+        f"--label-names puts 'Straße' at class 0, but the run learned the class folders of {data / 'train'} in timm's "
+        f"order, where 'Straße' is class 1: the names are in another order than the classes the run learned; allowed: "
+        f"the names in that order (café, Straße, 日本)")
+    _check_folder_class_order(record, classes)

@@ -3922,3 +3922,20 @@ def test_a_failed_run_s_last_line_is_read_in_the_encoding_train_py_wrote_it(tmp_
     assert _last_line(log) == 'FileNotFoundError: /data/café/x.png'
     log.write_bytes('FileNotFoundError: /data/日本/x.png\n'.encode('utf-8'))
     assert _last_line(log) == 'FileNotFoundError: /data/日本/x.png'
+
+
+def test_report_names_a_non_ascii_data_folder_as_its_text_under_a_latin1_locale(tmp_path, saved_figures, monkeypatch):
+    """Under a Latin-1 locale the data folder 'fé' is read as 'fÃ©': report.md, its command line, results.json and
+    the charts' titles named 'fÃ©', a folder no reader of them (in any locale) finds. They now name 'fé'; the
+    report's 'SL − baseline' beside it stays as it is."""
+    monkeypatch.setattr(sys, 'getfilesystemencoding', lambda: 'latin-1')
+    read = '/data/f\xc3\xa9'  # '/data/fé', as Python reads it there
+    outcomes = [_report_outcome('vit', 'base', 0, 70.), _report_outcome('vit', 'sl', 0, 74.)]
+    write_report(outcomes, 'fashion-mnist', tmp_path, command=f'timm-sl reproduce --data-dir {read}',
+                 data=f'image folder {read}')
+    report = (tmp_path / 'report.md').read_text(encoding='utf-8')
+    assert '\xc3' not in report and 'timm-sl reproduce --data-dir /data/fé\n' in report and 'SL − baseline' in report
+    results = json.loads((tmp_path / 'results.json').read_text(encoding='utf-8'))
+    assert results['data'].startswith('image folder /data/fé ')
+    assert 'image folder /data/fé' in saved_figures['top1.png'].texts[0].get_text() + ' '.join(
+        ax.get_title() for ax in saved_figures['top1.png'].axes) + saved_figures['top1.png'].get_suptitle()

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Sequence,
 from .arg_types import MAX_SEED, OneLineParser, dataset_name, kwarg_words, positive_float as _positive_float, \
     positive_int, seed as _seed, shift_ratio as _shift_ratio
 from .errors import (
-    BUILD_ERRORS, USER_ERRORS, describe, shown, write_atomically)
+    BUILD_ERRORS, USER_ERRORS, describe, name_text, shown, write_atomically)
 from .paths import check_command_paths
 from .plot import figure_path
 from ..version import __version__
@@ -943,7 +943,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
                          f'attention map '
                          f'({result.kind})')
     # a re-run takes them
-    write_atomically(numbers, lambda file: file.write_text(json.dumps(records, indent=1), encoding='utf-8'))
+    text = json.dumps([dict(r, image=name_text(r['image'])) for r in records], indent=1)  # 'café', not 'cafÃ©'
+    write_atomically(numbers, lambda file: file.write_text(text, encoding='utf-8'))
     print(f'plot: {shown(args.out)}\nnumbers: {shown(numbers)}')
     return 0
 
@@ -1347,7 +1348,12 @@ class _NamedStdout:
             raise
 
     def write(self, text: str) -> int:
-        return self._named('write', text)
+        text = name_text(text)  # a path under a Latin-1 locale: 'café', not 'cafÃ©'
+        try:
+            return self._named('write', text)
+        except UnicodeEncodeError:  # '日本' in a name, under a Latin-1 locale: escaped, as Python's stderr does
+            encoding = self._stream.encoding or 'utf-8'
+            return self._named('write', text.encode(encoding, 'backslashreplace').decode(encoding))
 
     def flush(self) -> None:
         self._named('flush')
@@ -1397,7 +1403,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             _drop_stdout(stdout)
         else:  # what the command printed before it failed, written now: not at exit, after the line below
             _flush_or_drop(stdout)
-        message = '\n'.join(f'timm-sl {args.command}: {line}' for line in describe(e).splitlines())
+        message = '\n'.join(f'timm-sl {args.command}: {line}' for line in name_text(describe(e)).splitlines())
         print(message, file=sys.stderr)
         raise CommandFailed(message, getattr(e, 'exit_status', 2)) from e
     finally:

@@ -10,11 +10,12 @@ traceback.
 import contextlib
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Union
 
 __all__ = ['ToolError', 'USER_ERRORS', 'BUILD_ERRORS', 'describe', 'first_line', 'build_failure',
-           'check_not_below_a_file', 'held_folder', 'make_folder', 'shown', 'write_atomically']
+           'check_not_below_a_file', 'held_folder', 'make_folder', 'name_text', 'shown', 'write_atomically']
 
 
 class ToolError(RuntimeError):
@@ -31,10 +32,25 @@ USER_ERRORS = (OSError, ValueError, ImportError, ToolError)
 BUILD_ERRORS = (RuntimeError, TypeError, ValueError, ArithmeticError, AssertionError)
 
 
+def name_text(name: str) -> str:
+    """A file or folder name (as Python read it from the system) as the text it names: its bytes read as UTF-8 where
+    they are UTF-8. Under a Latin-1 locale the class folder 'café' (made on any UTF-8 system) reads as 'cafÃ©', which
+    no label name read from a UTF-8 file equals; under a UTF-8 locale this is the name itself. Line by line: a line
+    naming a path beside one of text ('SL − baseline') is read alone."""
+    return '\n'.join(map(_line_text, name.split('\n')))
+
+
+def _line_text(line: str) -> str:
+    try:
+        return line.encode(sys.getfilesystemencoding(), 'surrogateescape').decode('utf-8')
+    except UnicodeError:  # not UTF-8 (a name made under that locale: its own encoding was right), or unencodable
+        return line
+
+
 def shown(path: Union[str, Path]) -> str:
     """``path`` as a line or a table cell names it: as is, or quoted with its control characters escaped where it
     holds any (a newline in a file name would break the line in two and name neither half)."""
-    text = str(path)
+    text = name_text(str(path))  # 'café', not 'cafÃ©' under a Latin-1 locale
     return text if text.isprintable() else repr(text)
 
 
@@ -45,6 +61,9 @@ def describe(error: BaseException) -> str:
             error.strerror,):
         text = f'{shown(error.filename)}: {error.strerror[:1].lower()}{error.strerror[1:]}'
         return text + (f' (-> {shown(error.filename2)})' if error.filename2 is not None else '')
+    if isinstance(error, UnicodeEncodeError) and os.sep in error.object:  # a path the system call could not encode
+        return (f'{shown(error.object)}: a name the encoding of this locale ({error.encoding}) cannot hold; allowed: '
+                f'names in it, or a UTF-8 locale (LC_ALL=C.UTF-8)')
     return str(error).strip() or type(error).__name__
 
 

@@ -5,10 +5,10 @@ import os
 from pathlib import Path
 from typing import Union
 
-from .errors import first_line, shown
+from .errors import first_line, name_text, shown
 
 __all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link',
-           'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'read_text']
+           'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'name_text', 'read_text']
 
 # the files timm's folder reader takes for images, in any case (timm's get_img_extensions(); a test holds them equal):
 # other files it passes by

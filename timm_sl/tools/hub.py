@@ -23,7 +23,7 @@ from huggingface_hub import ModelCard, ModelCardData
 from timm.models import save_for_hf
 
 from .errors import ToolError, first_line, held_folder, make_folder
-from .files import check_not_link, flag_arg, kind_of
+from .files import check_not_link, flag_arg, kind_of, name_text
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .paper import model_switches, switches_label
 from .profile import count_macs, count_params
@@ -662,9 +662,11 @@ def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
     if root is None or not root.is_dir():
         return None
     folder = Path(_search_split(str(root), str(record.args.get('train_split') or 'train')))
-    if reader == TORCHVISION_FOLDER:
-        return folder, sorted(e.name for e in os.scandir(folder) if e.is_dir()), "torchvision's"
-    return folder, list(find_images_and_targets(str(folder))[1]), "timm's"
+    if reader == TORCHVISION_FOLDER:  # in the order train.py numbered them, named as a label names file reads them
+        classes, reader_name = sorted(e.name for e in os.scandir(folder) if e.is_dir()), "torchvision's"
+    else:
+        classes, reader_name = list(find_images_and_targets(str(folder))[1]), "timm's"
+    return folder, [name_text(name) for name in classes], reader_name
 
 
 def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> None:

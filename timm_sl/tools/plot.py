@@ -66,7 +66,10 @@ def save(fig, path: str) -> None:
     :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. Charts carry
     :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the analyses' image loader
     refuses and :func:`check_chart_out` looks for."""
-    from .errors import write_atomically
+    from matplotlib.text import Text
+    from .errors import name_text, write_atomically
+    for text in fig.findobj(Text):  # a run folder in a title under a Latin-1 locale: 'runé', not 'runÃ©'
+        text.set_text(name_text(text.get_text()))
     fmt = Path(path).suffix[1:].lower() or None
     mark = dict(metadata={'Software': CHART_MARK}) if fmt == 'png' else \
         dict(pil_kwargs={'comment': CHART_MARK.encode()}) if fmt in ('jpg', 'jpeg') else \

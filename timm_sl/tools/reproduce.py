@@ -30,7 +30,7 @@ from .arg_types import kwarg_words
 from .data_check import (
     check_data, check_output_outside_data, class_map_file, class_map_identity, dataset_name, fewer_images,
     reader_suffixes, split_folder, SPLIT_SYNONYMS, TORCH_FOLDERS)
-from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, write_atomically
+from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, name_text, write_atomically
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -1042,7 +1042,7 @@ def reproduce(
             log = run.out_dir / LOG_NAME
             log_from[run.name] = log.stat().st_size if log.is_file() else 0
             cmd = train_command(run, script, data_dir, recipe, extra_args, nproc=nproc, resume=resume)
-            line = shlex.join(cmd) + '\n'
+            line = name_text(shlex.join(cmd)) + '\n'  # a non-ASCII data folder as its UTF-8 name, not misread
             write_atomically(run.out_dir / COMMAND, lambda file: file.write_text(line, encoding='utf-8'))
             started[run.name] = cmd
             return cmd
@@ -1472,7 +1472,7 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
     rows = aggregate(outcomes, dataset)
-    data = _data_of(outcomes, data)
+    data, command = name_text(_data_of(outcomes, data)), name_text(command)  # 'fé', not 'fÃ©' under Latin-1
     # what it wrote before; without matplotlib now, its charts of an earlier call would show that call's results
     manifest = read_manifest(output, True, REPORT_MANIFEST, 'timm-sl reproduce')
     stale = [n for n in ('top1.png', 'curves.png') if charts and (output / n).is_file()
