@@ -391,7 +391,7 @@ def test_read_only_folder(mats, tmp_path, capsys):
     locked.chmod(0o500)
     try:
         assert _cli_error(['prepare-svhn', str(locked), '--source', str(source)], capsys) == (
-            f"timm-sl prepare-svhn: {locked}: cannot write into folder {locked} (permission denied), where the SVHN "
+            f"timm-sl prepare-svhn: {locked}: cannot write into it (permission denied), where the SVHN "
             f"output folder (train.py's --data-dir) goes; allowed: a place this user may write (not /proc, /sys)")
         assert list(locked.iterdir()) == []
     finally:

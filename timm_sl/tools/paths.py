@@ -88,9 +88,10 @@ def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -
                                 f'{rule.what} (allowed: it, or a link to it)')
 
 
-def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
+def _check_takes_new_files(folder: Path, name: str, rule: PathRule, named: bool = False) -> None:
     """Refuse a ``folder`` the system will not create files in (read-only, /proc, /sys): found now, by creating and
-    removing an empty file, not after the work (``os.access`` says yes to root everywhere)."""
+    removing an empty file, not after the work (``os.access`` says yes to root everywhere). ``named``: ``name`` is
+    the folder itself, so the line does not name it twice."""
     try:
         handle, probe = tempfile.mkstemp(dir=folder, prefix='.timm-sl-probe-')
         try:
@@ -98,8 +99,9 @@ def _check_takes_new_files(folder: Path, name: str, rule: PathRule) -> None:
         finally:  # also when interrupted (Ctrl-C): the gate leaves nothing behind
             os.unlink(probe)
     except OSError as e:
-        raise type(e)(f'{name}: cannot write into folder {shown(folder)} ({(e.strerror or str(e)).lower()}), where '
-                      f'{rule.what} goes; allowed: a place this user may write (not /proc, /sys)') from None
+        where = 'it' if named else f'folder {shown(folder)}'
+        raise type(e)(f'{name}: cannot write into {where} ({(e.strerror or str(e)).lower()}), where {rule.what} '
+                      f'goes; allowed: a place this user may write (not /proc, /sys)') from None
 
 
 def _check_new(path: Path, name: str, rule: PathRule) -> None:
@@ -267,7 +269,7 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     # a folder written into, or a file replaced by a new one beside it (write_atomically); first: the system's reason
     # (a read-only file system). A file a checked folder holds: that folder's probe stands for it (one per folder)
     if rule.writes and (folder or not inside):
-        _check_takes_new_files(path if folder else path.parent, name, rule)
+        _check_takes_new_files(path if folder else path.parent, name, rule, named=folder)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
