@@ -1354,6 +1354,17 @@ def test_a_checkpoint_that_records_only_its_arch_says_what_its_args_yaml_trained
     assert "(it was trained as sl_vit_32 {'depth': 1}): 1 shape mismatch(es)" in str(info.value)
 
 
+def test_a_checkpoint_that_records_only_its_arch_is_built_with_the_kwargs_given(tmp_path, figures):
+    """A hand-saved checkpoint holding ``arch`` but no ``args`` (and no args.yaml): ``--model-kwargs depth=1`` was
+    checked against the model's defaults as if the run had recorded them, and refused as 'does not fit sl_vit_32
+    {'num_classes': 100}', a model nobody asked for; it records no kwargs, so it is built as given."""
+    torch.save({'state_dict': _model('sl_vit_32', dict(depth=1)).state_dict(), 'arch': 'sl_vit_32'},
+               tmp_path / 'hand.pth')
+    for model in ([], ['--model', 'sl_vit_32']):
+        assert main(['temperature', *model, '--model-kwargs', 'depth=1', '--checkpoint', str(tmp_path / 'hand.pth'),
+                     '--out', str(tmp_path / 't.png')]) == 0
+
+
 def test_pretrained_slify_is_checked_for_its_bases_weights(tmp_path, monkeypatch):
     """``--model slify --pretrained`` said 'slify has no pretrained weights' whatever its base: slify loads its
     base's. A base with none is named; one with weights is built pretrained."""

@@ -388,7 +388,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         _check_model_name(args, name)
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
-        if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
+        if record.model == name and (record.args or loaded.args):  # as train.py built it (--in-chans / --gp too),
+            # as export builds it; a hand-saved `arch` alone records no kwargs: built as the bare state dicts below
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
             if baseline_first:  # the compared run is the one it recorded: the kwargs given are the first model's
                 kwargs = {}
