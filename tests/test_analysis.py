@@ -1365,6 +1365,22 @@ def test_a_checkpoint_that_records_only_its_arch_is_built_with_the_kwargs_given(
                      '--out', str(tmp_path / 't.png')]) == 0
 
 
+def test_a_checkpoint_of_its_arch_that_fits_no_kwargs_given_says_so(tmp_path, image_dir, figures):
+    """An arch-only checkpoint that the kwargs given do not fit said '--checkpoint X holds sl_vit_32, not --model
+    sl_vit_32' (compared: 'holds sl_vit_32, the first model is sl_vit_32'): a contradiction, not what was wrong."""
+    for name, kwargs, baseline in (('sl.pth', dict(depth=2), False), ('base.pth', dict(depth=1), True)):
+        torch.save({'state_dict': _model('sl_vit_32', kwargs, baseline=baseline).state_dict(), 'arch': 'sl_vit_32'},
+                   tmp_path / name)
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model-kwargs', 'depth=3', '--checkpoint', str(tmp_path / 'sl.pth'), '--out',
+              str(tmp_path / 't.png')])
+    assert f"{tmp_path / 'sl.pth'} does not fit sl_vit_32 {{'depth': 3, " in str(info.value)
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--model-kwargs', 'depth=2', '--checkpoint', str(tmp_path / 'sl.pth'),
+              '--compare-checkpoint', str(tmp_path / 'base.pth'), '--out', str(tmp_path / 'k.png')])
+    assert 'base.pth records no model kwargs and fits neither sl_vit_32 nor its baseline' in str(info.value)
+
+
 def test_pretrained_slify_is_checked_for_its_bases_weights(tmp_path, monkeypatch):
     """``--model slify --pretrained`` said 'slify has no pretrained weights' whatever its base: slify loads its
     base's. A base with none is named; one with weights is built pretrained."""

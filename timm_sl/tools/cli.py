@@ -417,14 +417,15 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 first_error = first_error or e
                 continue
             return model.eval(), record
-        if record.model:  # another model's run: say that, not its hundred keys
+        if record.model and record.model != name:  # another model's run: say that, not its hundred keys
             file = checkpoint_file(checkpoint)
             if baseline_first:
                 raise _not_the_first_model(file, record.model, source, name) from first_error
             raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
         if baseline_first:  # a bare state dict: its hundred keys say less than what it is not
-            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} records no model and fits neither '
+            what = 'records no model kwargs' if record.model else 'records no model'  # a hand-saved arch alone
+            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} {what} and fits neither '
                              f'{name} nor its baseline with --model-kwargs {kwargs} (the weights of another model or '
                              f'configuration); allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
                              f'switches), with --model-kwargs giving the configuration it was trained with') \
