@@ -1374,6 +1374,20 @@ def test_coinciding_curves_stay_visible(tmp_path, saved_figures):
     assert sizes == sorted(sizes, reverse=True) and len({s for s, _ in sizes}) == len({w for _, w in sizes}) == 3
 
 
+def test_a_long_data_path_in_the_chart_titles_stays_inside_them(tmp_path, saved_figures):
+    """A data folder's path longer than a title line was kept whole, so one family's curves.png (5 inches wide) cut
+    it off at both edges: the data the charts are of was unreadable."""
+    data = 'image folder /home/someone/datasets/' + 'a_very_long_folder_name_' * 4 + '/cifar10_png'
+    write_report([_report_outcome('vit', 'base', 0, 50.), _report_outcome('vit', 'sl', 0, 55.)], 'cifar10', tmp_path,
+                 data=data)
+    for name in ('top1.png', 'curves.png'):
+        fig = saved_figures[name]
+        fig.canvas.draw()
+        box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, name
+        assert ''.join(data.split()) in ''.join(fig.get_suptitle().split())
+
+
 def _one_error(capsys) -> str:
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith('timm-sl reproduce: '), err

@@ -1249,9 +1249,10 @@ def _no_value(row: Dict[str, Any], none: str) -> str:
 
 
 def _wrap(text: str, width: int) -> str:
-    """Lines of at most ``width`` characters, paths kept whole."""
+    """Lines of at most ``width`` characters, paths kept whole where they fit in one (a longer one is broken: whole,
+    it ran off both edges of the chart)."""
     import textwrap
-    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(text, width, break_on_hyphens=False)
 
 
 def _extra_kwargs(row: Dict[str, Any]) -> str:
