@@ -1009,6 +1009,18 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
 
 
+def test_attention_numbers_never_replace_an_input_image(tmp_path, image_dir):
+    """An image named directly is read whatever its suffix: ``attention scan.json --out scan.png --overwrite`` wrote
+    its numbers over the image it had just drawn (the chart's own check covered --out, not its .json)."""
+    image = tmp_path / 'scan.json'
+    image.write_bytes((image_dir / '0.png').read_bytes())
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {tmp_path / "scan.png"}: its numbers '
+                                         f'{image} would replace one of the input images'):
+        main(['attention', str(image), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+              str(tmp_path / 'scan.png'), '--overwrite'])
+    assert image.read_bytes() == (image_dir / '0.png').read_bytes() and not (tmp_path / 'scan.png').exists()
+
+
 def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_json(tmp_path, image_dir, monkeypatch):
     """A FIFO at --out's .json was read to see whether attention wrote it: the command waited forever for a writer.
     ``--overwrite`` replaces a user's file there (its chart's too)."""

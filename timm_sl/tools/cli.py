@@ -816,8 +816,9 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_out_not_an_input(args: argparse.Namespace) -> None:
-    """Before any work: the chart must not replace one of the images it is drawn from."""
+def _check_out_not_an_input(args: argparse.Namespace, numbers: Optional[Path] = None) -> None:
+    """Before any work: the chart (and ``numbers``, attention's JSON beside it) must not replace one of the images it
+    is drawn from (an image named directly is read whatever its suffix, ``.json`` too)."""
     from timm_sl.tools.analysis import image_files
     out, given_out = Path(args.out).resolve(), shown(args.out)
     existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
@@ -825,6 +826,10 @@ def _check_out_not_an_input(args: argparse.Namespace) -> None:
         if given.resolve() == out:
             raise ValueError(f'--out {given_out} is one of the input images ({shown(given)}); allowed: a chart path '
                              f'that is not an input image')
+        if numbers is not None and given.resolve() == numbers.resolve():
+            raise ValueError(f'--out {given_out}: its numbers {shown(numbers)} would replace one of the input images '
+                             f'({shown(given)}), even with --overwrite; allowed: an --out whose .json name is not an '
+                             f'input image')
 
 
 _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
@@ -905,7 +910,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     import json
     from timm_sl.tools.analysis import attention_records, final_attention_map
     from timm_sl.tools.plot import plot_attention
-    _check_out_not_an_input(args)
+    _check_out_not_an_input(args, Path(args.out).with_suffix('.json'))
     numbers = _attention_numbers(args)
     _require_plotting(args)
     _check_attention_image_count(args.images)
