@@ -14,9 +14,9 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from .arg_types import check_file_place
 
-__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'break_long_words', 'check_chart_out',
-           'figure', 'figure_path', 'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios',
-           'require_matplotlib', 'save', 'y_limits']
+__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'break_long_words',
+           'check_chart_out', 'figure', 'figure_path', 'is_chart', 'is_marked', 'plot_attention', 'plot_curves',
+           'plot_ratios', 'require_matplotlib', 'save', 'y_limits']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
