@@ -1009,6 +1009,18 @@ def test_attention_refuses_to_replace_files_it_did_not_write(tmp_path, image_dir
     assert 'heads' in json.loads(fresh.with_suffix('.json').read_text())[0] and len(built) == 2
 
 
+def test_attention_numbers_never_replace_an_input_image(tmp_path, image_dir):
+    """An image named directly is read whatever its suffix: ``attention scan.json --out scan.png --overwrite`` wrote
+    its numbers over the image it had just drawn (the chart's own check covered --out, not its .json)."""
+    image = tmp_path / 'scan.json'
+    image.write_bytes((image_dir / '0.png').read_bytes())
+    with pytest.raises(SystemExit, match=f'^timm-sl attention: --out {tmp_path / "scan.png"}: its numbers '
+                                         f'{image} would replace one of the input images'):
+        main(['attention', str(image), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out',
+              str(tmp_path / 'scan.png'), '--overwrite'])
+    assert image.read_bytes() == (image_dir / '0.png').read_bytes() and not (tmp_path / 'scan.png').exists()
+
+
 def test_attention_numbers_in_a_fifo_are_refused_and_overwrite_replaces_a_users_json(tmp_path, image_dir, monkeypatch):
     """A FIFO at --out's .json was read to see whether attention wrote it: the command waited forever for a writer.
     ``--overwrite`` replaces a user's file there (its chart's too)."""
@@ -1352,6 +1364,33 @@ def test_a_checkpoint_that_records_only_its_arch_says_what_its_args_yaml_trained
         main(['kld', str(tmp_path), '--checkpoint', str(tmp_path / 'run'), '--model-kwargs', 'depth=1', 'num_heads=6',
               '--out', str(tmp_path / 'k.png')])
     assert "(it was trained as sl_vit_32 {'depth': 1}): 1 shape mismatch(es)" in str(info.value)
+
+
+def test_a_checkpoint_that_records_only_its_arch_is_built_with_the_kwargs_given(tmp_path, figures):
+    """A hand-saved checkpoint holding ``arch`` but no ``args`` (and no args.yaml): ``--model-kwargs depth=1`` was
+    checked against the model's defaults as if the run had recorded them, and refused as 'does not fit sl_vit_32
+    {'num_classes': 100}', a model nobody asked for; it records no kwargs, so it is built as given."""
+    torch.save({'state_dict': _model('sl_vit_32', dict(depth=1)).state_dict(), 'arch': 'sl_vit_32'},
+               tmp_path / 'hand.pth')
+    for model in ([], ['--model', 'sl_vit_32']):
+        assert main(['temperature', *model, '--model-kwargs', 'depth=1', '--checkpoint', str(tmp_path / 'hand.pth'),
+                     '--out', str(tmp_path / 't.png')]) == 0
+
+
+def test_a_checkpoint_of_its_arch_that_fits_no_kwargs_given_says_so(tmp_path, image_dir, figures):
+    """An arch-only checkpoint that the kwargs given do not fit said '--checkpoint X holds sl_vit_32, not --model
+    sl_vit_32' (compared: 'holds sl_vit_32, the first model is sl_vit_32'): a contradiction, not what was wrong."""
+    for name, kwargs, baseline in (('sl.pth', dict(depth=2), False), ('base.pth', dict(depth=1), True)):
+        torch.save({'state_dict': _model('sl_vit_32', kwargs, baseline=baseline).state_dict(), 'arch': 'sl_vit_32'},
+                   tmp_path / name)
+    with pytest.raises(SystemExit) as info:
+        main(['temperature', '--model-kwargs', 'depth=3', '--checkpoint', str(tmp_path / 'sl.pth'), '--out',
+              str(tmp_path / 't.png')])
+    assert f"{tmp_path / 'sl.pth'} does not fit sl_vit_32 {{'depth': 3, " in str(info.value)
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--model-kwargs', 'depth=2', '--checkpoint', str(tmp_path / 'sl.pth'),
+              '--compare-checkpoint', str(tmp_path / 'base.pth'), '--out', str(tmp_path / 'k.png')])
+    assert 'base.pth records no model kwargs and fits neither sl_vit_32 nor its baseline' in str(info.value)
 
 
 def test_pretrained_slify_is_checked_for_its_bases_weights(tmp_path, monkeypatch):

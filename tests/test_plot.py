@@ -378,3 +378,19 @@ def test_a_chart_names_a_run_folder_as_its_text_under_a_latin1_locale(tmp_path, 
     assert (fig.get_suptitle(), fig.axes[0].get_ylabel()) == ('checkpoint runé/model_best.pth.tar\nSL − baseline',
                                                               'café.png')
     assert (tmp_path / 'chart.png').stat().st_size > 0
+
+
+@pytest.mark.parametrize('draw', ['curves', 'ratios'])
+def test_a_title_with_a_long_run_folder_stays_inside_the_figure(tmp_path, draw):
+    """A checkpoint's run folder of 130 characters (no space to wrap at) ran off both edges of a temperature / kld
+    chart: matplotlib's ``wrap=True`` breaks lines at spaces only, so the folder was unreadable."""
+    title = f'sl_vit_32, depth=2, checkpoint run_{"x" * 130}/model_best.pth.tar: learned temperature per depth'
+    out = str(tmp_path / 'c.png')
+    fig = plot_curves({'a': [1., 2.]}, out, title=title) if draw == 'curves' else \
+        plot_ratios(['sl_vit_32 sl infer'], [1.], [0.9], [1.1], [0.9], out, title=title)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = fig.axes[0].title
+    box, page = shown.get_window_extent(renderer), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1, (box, page)
+    assert ''.join(shown._get_wrapped_text().split()) == ''.join(title.split())  # every character still there

@@ -1361,6 +1361,33 @@ def test_curves_of_runs_at_zero_percent_stay_on_0_to_100(tmp_path, saved_figures
     assert saved_figures['curves.png'].axes[0].get_ylim() == (0., 100.)
 
 
+def test_coinciding_curves_stay_visible(tmp_path, saved_figures):
+    """Baseline and SL at chance (10 %) every epoch: SL's line and markers hid the baseline's, which the legend named;
+    each row is now drawn thinner and smaller than the one before it, so both show."""
+    outcomes = [_report_outcome('pit', variant, 0, 10.) for variant in ('base', 'sl_no_spool', 'sl')]
+    for outcome in outcomes:
+        outcome.curve = [(1, 10.), (2, 10.)]
+    write_report(outcomes, 'cifar10', tmp_path)
+    lines = saved_figures['curves.png'].axes[0].get_lines()
+    sizes = [(line.get_markersize(), line.get_linewidth()) for line in lines]
+    assert [line.get_label() for line in lines] == ['baseline', 'SL w/o Spool', 'SL']
+    assert sizes == sorted(sizes, reverse=True) and len({s for s, _ in sizes}) == len({w for _, w in sizes}) == 3
+
+
+def test_a_long_data_path_in_the_chart_titles_stays_inside_them(tmp_path, saved_figures):
+    """A data folder's path longer than a title line was kept whole, so one family's curves.png (5 inches wide) cut
+    it off at both edges: the data the charts are of was unreadable."""
+    data = 'image folder /home/someone/datasets/' + 'a_very_long_folder_name_' * 4 + '/cifar10_png'
+    write_report([_report_outcome('vit', 'base', 0, 50.), _report_outcome('vit', 'sl', 0, 55.)], 'cifar10', tmp_path,
+                 data=data)
+    for name in ('top1.png', 'curves.png'):
+        fig = saved_figures[name]
+        fig.canvas.draw()
+        box = fig._suptitle.get_window_extent(fig.canvas.get_renderer())
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, name
+        assert ''.join(data.split()) in ''.join(fig.get_suptitle().split())
+
+
 def _one_error(capsys) -> str:
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and err.startswith('timm-sl reproduce: '), err

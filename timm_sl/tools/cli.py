@@ -388,7 +388,8 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
         _check_model_name(args, name)
         if 'ema' in loaded.source:  # what titles say of the weights (see _run_file)
             vars(args).setdefault('ema_checkpoints', set()).add(checkpoint)
-        if record.model == name:  # as train.py built it (--in-chans / --gp too), as export builds it
+        if record.model == name and (record.args or loaded.args):  # as train.py built it (--in-chans / --gp too),
+            # as export builds it; a hand-saved `arch` alone records no kwargs: built as the bare state dicts below
             kept = SL_ARG_NAMES + ('spt_pool', 'base')  # slify's base is what the model is, as a switch is
             if baseline_first:  # the compared run is the one it recorded: the kwargs given are the first model's
                 kwargs = {}
@@ -416,14 +417,15 @@ def _analysis_run(args: argparse.Namespace, checkpoint: Optional[str] = None, ba
                 first_error = first_error or e
                 continue
             return model.eval(), record
-        if record.model:  # another model's run: say that, not its hundred keys
+        if record.model and record.model != name:  # another model's run: say that, not its hundred keys
             file = checkpoint_file(checkpoint)
             if baseline_first:
                 raise _not_the_first_model(file, record.model, source, name) from first_error
             raise ValueError(f'--checkpoint {file} holds {record.model} ({source}), not --model {name}; allowed: '
                              f'--model {record.model}, or --model left out') from first_error
         if baseline_first:  # a bare state dict: its hundred keys say less than what it is not
-            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} records no model and fits neither '
+            what = 'records no model kwargs' if record.model else 'records no model'  # a hand-saved arch alone
+            raise ValueError(f'--compare-checkpoint {checkpoint_file(checkpoint)} {what} and fits neither '
                              f'{name} nor its baseline with --model-kwargs {kwargs} (the weights of another model or '
                              f'configuration); allowed: a checkpoint of {name} (SL, its baseline or another mix of its '
                              f'switches), with --model-kwargs giving the configuration it was trained with') \
@@ -814,8 +816,9 @@ def cmd_temperature(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_out_not_an_input(args: argparse.Namespace) -> None:
-    """Before any work: the chart must not replace one of the images it is drawn from."""
+def _check_out_not_an_input(args: argparse.Namespace, numbers: Optional[Path] = None) -> None:
+    """Before any work: the chart (and ``numbers``, attention's JSON beside it) must not replace one of the images it
+    is drawn from (an image named directly is read whatever its suffix, ``.json`` too)."""
     from timm_sl.tools.analysis import image_files
     out, given_out = Path(args.out).resolve(), shown(args.out)
     existing = [p for p in args.images if Path(p).exists()]  # a missing one is load_images' to report
@@ -823,6 +826,10 @@ def _check_out_not_an_input(args: argparse.Namespace) -> None:
         if given.resolve() == out:
             raise ValueError(f'--out {given_out} is one of the input images ({shown(given)}); allowed: a chart path '
                              f'that is not an input image')
+        if numbers is not None and given.resolve() == numbers.resolve():
+            raise ValueError(f'--out {given_out}: its numbers {shown(numbers)} would replace one of the input images '
+                             f'({shown(given)}), even with --overwrite; allowed: an --out whose .json name is not an '
+                             f'input image')
 
 
 _ATTENTION_KEYS = {'image', 'model', 'layer', 'grid', 'mean', 'heads'}
@@ -903,7 +910,7 @@ def cmd_attention(args: argparse.Namespace) -> int:
     import json
     from timm_sl.tools.analysis import attention_records, final_attention_map
     from timm_sl.tools.plot import plot_attention
-    _check_out_not_an_input(args)
+    _check_out_not_an_input(args, Path(args.out).with_suffix('.json'))
     numbers = _attention_numbers(args)
     _require_plotting(args)
     _check_attention_image_count(args.images)

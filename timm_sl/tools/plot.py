@@ -14,9 +14,9 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from .arg_types import check_file_place
 
-__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'check_chart_out', 'figure',
-           'figure_path', 'is_chart', 'is_marked', 'plot_attention', 'plot_curves', 'plot_ratios', 'require_matplotlib',
-           'save', 'y_limits']
+__all__ = ['CHART_MARK', 'EPOCH_AXIS', 'INPUT_LABEL', 'MAP_LABEL', 'OUT_SUFFIXES', 'break_long_words',
+           'check_chart_out', 'figure', 'figure_path', 'is_chart', 'is_marked', 'plot_attention', 'plot_curves',
+           'plot_ratios', 'require_matplotlib', 'save', 'y_limits']
 
 # file types the CLI accepts for --out (all written by matplotlib's Agg / vector backends)
 LEGEND_BESIDE = 50  # characters: a longer curve label puts the legend below the axes, not beside them
@@ -138,6 +138,13 @@ def figure_path(text: str) -> str:
     return text
 
 
+def break_long_words(text: str, width: int) -> str:
+    """``text`` with a line break every ``width`` characters inside each word longer than that (a run folder's
+    path): matplotlib's ``wrap=True`` breaks lines at spaces only, and a longer word ran off both edges."""
+    return ' '.join('\n'.join(word[i:i + width] for i in range(0, len(word), width)) if len(word) > width else word
+                    for word in text.split(' '))
+
+
 def _plain_ticks(axis) -> None:
     """Tick labels that show the real values: no offset ("+1e-3") and no scientific multiplier."""
     from matplotlib.ticker import ScalarFormatter
@@ -206,7 +213,7 @@ def plot_curves(
     ax.set_xlabel(x_label)
     ax.set_ylabel(y_label)
     if title:
-        ax.set_title(title, wrap=True)
+        ax.set_title(break_long_words(title, 60), wrap=True)
     labels = [line.get_label() for line in ax.get_lines()]
     if max(map(len, labels), default=0) <= LEGEND_BESIDE:  # never over the data: beside the axes, or below them
         ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.), borderaxespad=0., frameon=False)
@@ -241,7 +248,7 @@ def plot_ratios(
     ax.grid(True, axis='x', color='0.9')
     ax.set_xlabel('ratio to baseline')
     if title:
-        ax.set_title(title, wrap=True)
+        ax.set_title(break_long_words(title, 70), wrap=True)
     fig.legend(loc='outside lower center', frameon=False)  # one entry a row: two side by side overran 10 inches
     save(fig, path)
     return fig

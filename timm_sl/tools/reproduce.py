@@ -1249,9 +1249,10 @@ def _no_value(row: Dict[str, Any], none: str) -> str:
 
 
 def _wrap(text: str, width: int) -> str:
-    """Lines of at most ``width`` characters, paths kept whole."""
+    """Lines of at most ``width`` characters, paths kept whole where they fit in one (a longer one is broken: whole,
+    it ran off both edges of the chart)."""
     import textwrap
-    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
+    return textwrap.fill(text, width, break_on_hyphens=False)
 
 
 def _extra_kwargs(row: Dict[str, Any]) -> str:
@@ -1398,7 +1399,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished; dash-dotted: a finished run
-    that diverged, labelled so, its NaN epochs not drawn); returns the figure."""
+    that diverged, labelled so, its NaN epochs not drawn); returns the figure. Each row's lines are thinner and
+    their markers smaller than the row's before it, so that rows of equal values (all at chance) stay visible."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
@@ -1419,8 +1421,9 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
                 f' ({unfinished})' if unfinished else '')
             seeds |= key in shown
             shown.add(key)
-            ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=3,
-                    color=colors[o.run.variant], label=label, linestyle=line)
+            order = list(colors).index(o.run.variant)  # baseline widest, SL on top narrowest: equal curves all show
+            ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=7 - 2 * order,
+                    linewidth=3 - order, color=colors[o.run.variant], label=label, linestyle=line)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
