@@ -135,3 +135,24 @@ def test_an_image_of_the_users_in_a_prepared_val_class_folder_is_refused_for_wha
         f"would read it as a val image of that class, which no annotation says; allowed: the val images of these "
         f"annotations only (move it out of {root / 'val'})")
     assert (root / 'val' / 'n01' / 'mine.png').read_bytes() == b'png'
+
+
+def test_class_folders_of_links_to_the_images_keep_the_images(tmp_path, capsys):
+    """Class folders laid out as links to the images (``val/n01/v0.JPEG -> ../images/v0.JPEG``, as scripts sort val
+    without moving it) read as duplicates of the same bytes: the image was removed, the link left to nothing, and the
+    command said the images were in place (exit 0). The image now replaces its link."""
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'n01').mkdir()
+    (root / 'train' / 'n01' / 'images').mkdir(parents=True)
+    (root / 'wnids.txt').write_text('n01\n')
+    (root / 'val' / 'val_annotations.txt').write_text('v0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'v0.JPEG').write_bytes(b'val image')
+    (root / 'val' / 'n01' / 'v0.JPEG').symlink_to(Path('..') / 'images' / 'v0.JPEG')
+    (root / 'train' / 'n01' / 'images' / 't0.JPEG').write_bytes(b'train image')
+    (root / 'train' / 'n01' / 't0.JPEG').symlink_to(Path('images') / 't0.JPEG')
+    main(['prepare-tiny-imagenet', str(root)])
+    for image, data in ((root / 'val' / 'n01' / 'v0.JPEG', b'val image'),
+                        (root / 'train' / 'n01' / 't0.JPEG', b'train image')):
+        assert not image.is_symlink() and image.read_bytes() == data
+    assert not (root / 'val' / 'images').exists() and not (root / 'train' / 'n01' / 'images').exists()

@@ -38,6 +38,8 @@ def _check_move(source: Path, target: Path) -> bool:
         raise ValueError(f'{target.parent} is a file; the class folder of {source} goes there: move it away by hand')
     if not target.exists():
         return True
+    if target.is_symlink() and os.path.samefile(source, target):  # a link to it (a script's layout): the file replaces
+        return True                                                # the link; removing the file would leave it to none
     if target.is_file() and source.is_file() and filecmp.cmp(source, target, shallow=False):
         return False
     raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
