@@ -499,3 +499,22 @@ def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(ma
     capsys.readouterr()
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith('(already there: nothing written)')
+
+
+def test_the_same_files_moved_or_copied_elsewhere_are_the_same_settings(mats, tmp_path, capsys):
+    """A finished folder moved with its .mat files (the source defaults to it), or the same files read from a copy,
+    was refused as 'not empty' (--overwrite asked for): the record compared where the files lay. As for
+    prepare-fashion-mnist, their bytes decide: nothing is written, exit 0."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    shutil.copytree(source, out)
+    assert main(['prepare-svhn', str(out)]) == 0
+    stamps = _stamps(out)
+    out.rename(tmp_path / 'moved')
+    out = tmp_path / 'moved'
+    stamps = {out / p.relative_to(tmp_path / 'svhn'): t for p, t in stamps.items()}
+    capsys.readouterr()
+    for argv in ([str(out)], [str(out), '--source', str(source)]):
+        assert main(['prepare-svhn', *argv]) == 0
+        assert capsys.readouterr().out.endswith('(already there: nothing written)\n')
+    assert _stamps(out) == stamps

@@ -27,7 +27,7 @@ import numpy as np
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs,
-    read_info, write_staged)
+    read_info, same_bytes, write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
@@ -188,12 +188,6 @@ def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
                              f'or none')
 
 
-def _same_file(old: Any, new: Dict[str, Any]) -> bool:
-    """Whether a recorded source file (:func:`~timm_sl.tools._splits.file_identity`) held the bytes ``new`` holds:
-    its size and sha256, wherever it lay (the same files copied elsewhere are the same images)."""
-    return isinstance(old, dict) and old.get('sha256') == new['sha256'] and old.get('bytes') == new['bytes']
-
-
 def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], files: Dict[str, Dict[str, Any]]
                     ) -> str:
     """Why split folders an earlier run wrote (``info``: its record) are not what these settings write, and what is
@@ -207,7 +201,7 @@ def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], fi
         changed.append(f'--limit {"none" if old is None else old} -> {"none" if limit is None else limit}')
         allowed.append('no --limit' if old is None else f'--limit {old}')
     recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
-    other = [Path(files[stem]['file']).name for stem in files if not _same_file(recorded.get(stem), files[stem])]
+    other = [Path(files[stem]['file']).name for stem in files if not same_bytes(recorded.get(stem), files[stem])]
     if other:
         names = ', '.join(other[:2]) + (f' and {len(other) - 2} more' if len(other) > 2 else '')
         old_source, new_source = info.get('source'), str(source.resolve())
@@ -272,7 +266,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     # bytes read from another folder (a copy, torchvision's raw/) are not: the images written would be the same
     recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
     same = info.get('limit') == limit and set(recorded) == set(files) and all(
-        _same_file(recorded[stem], files[stem]) for stem in files) and isinstance(
+        same_bytes(recorded[stem], files[stem]) for stem in files) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a record of an older version identifies its source files by path, size and time at most: not what they held
     older = info.get('dataset') == 'fashion-mnist' and not identifies_contents(info.get('files'))
