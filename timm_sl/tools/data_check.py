@@ -503,7 +503,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
                           f'{_listed(sorted(val_names - train_names))}' +
                           _look_alike(sorted(train_names - val_names), sorted(val_names - train_names)))
-    return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
+    return list(dict.fromkeys(map(_one_line, errors)))  # a map given by its path: the same line for each split
+
+
+def _one_line(problem: str) -> str:
+    """``problem`` with the control characters of the paths it names escaped (a class folder named ``a\\nb``): each
+    problem is one line of the command's error, which a newline would break in two, naming neither half."""
+    return ''.join(c if c.isprintable() or 0xd800 <= ord(c) < 0xe000 else c.encode('unicode_escape').decode('ascii')
+                   for c in problem)
 
 
 def _torch_dataset_problem(data: Dict[str, Any], name: str, root: Path) -> List[str]:
