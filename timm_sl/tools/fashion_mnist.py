@@ -171,17 +171,26 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
-def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
-    """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
-    images and numbers them in order, so the splits would give the classes after it different labels."""
+def _check_limit_keeps_every_class(data: Dict[str, Any], limit: Optional[int], source: Path) -> None:
+    """Refuse a ``limit`` (None: the whole files of ``source``) that leaves a class without images in a split: timm
+    makes classes only of folders that hold images and numbers them in order, so the splits would give the classes
+    after it different labels."""
     first = {}  # split -> class -> index of its first image
     for split, (_, labels) in data.items():
         first[split] = {}
         for i, label in enumerate(labels.tolist()):
             first[split].setdefault(int(label), i)
+    for split, by_class in first.items():
+        absent = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if c not in by_class]
+        if absent:  # the file itself lacks a class (a subset of the release): no --limit helps
+            raise ValueError(f'{_find(source, FASHION_MNIST_FILES[split][1])} holds no image of {", ".join(absent)} '
+                             f'(timm would label the classes after it differently in train and test); allowed: idx '
+                             f'files with images of every class in both splits')
+    if limit is None:
+        return
     needed = max(max(by_class.values()) + 1 for by_class in first.values())
     for split, by_class in first.items():
-        missing = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if by_class.get(c, limit) >= limit]
+        missing = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if by_class[c] >= limit]
         if missing:
             raise ValueError(f'--limit {limit} leaves {", ".join(missing)} without a {split} image (timm would label '
                              f'the classes after it differently in train and test); allowed: --limit >= {needed} '
@@ -293,8 +302,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_side_files([(names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
                       (info_path, info.get('dataset') == 'fashion-mnist')], overwrite)
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
-    if limit is not None:
-        _check_limit_keeps_every_class(data, limit)
+    _check_limit_keeps_every_class(data, limit, source)
     root.mkdir(parents=True, exist_ok=True)
     stats = {}
 
