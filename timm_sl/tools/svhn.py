@@ -200,6 +200,11 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         def write(split: str, folder: Path) -> Dict[str, int]:
             # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
             images, digits = read_svhn_mat(source / SVHN_FILES[split])
+            absent = [d for d in _DIGITS if not (digits == int(d)).any()]
+            if absent:  # its digit folder would be empty: timm skips it, and labels the digits after it one lower
+                raise ValueError(f'{source / SVHN_FILES[split]} holds no image of digit {", ".join(absent)} (timm '
+                                 f'would skip its empty folder and label the digits after it differently than in the '
+                                 f'other splits); allowed: split files with images of every digit')
             return dict(zip(_DIGITS, _write_split(images, digits, folder, f'{split} ({SVHN_FILES[split]})',
                                                   progress)))
         # the splits being replaced are unfinished until the new JSON is written
