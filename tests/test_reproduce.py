@@ -1039,6 +1039,22 @@ def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, 
     assert not out.exists()
 
 
+def test_a_class_map_of_each_split_folder_must_label_alike(fake_train, tmp_path, capsys):
+    """-- --class-map map.txt found in each split folder, the two files in other orders: timm's reader of each split
+    reads its own, so every top-1 was measured against other labels than the run trained with (no word)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / 'map.txt').write_text(''.join(f'{d}\n' for d in range(10)))
+    (data / 'test' / 'map.txt').write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'svhn',
+                           train_args=['--epochs', '1', '--class-map', 'map.txt'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"--class-map map.txt is read as {data}/train/map.txt for the train split and as {data}/test/map.txt for the "
+        f"val split, which give class '0' label 0 and label 1: top-1 would be measured against other labels than the "
+        f"run trains with; allowed: one map for both splits (the same file in each, or its path)")
+    assert not (tmp_path / 'out').exists()
+
+
 @pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
 def test_a_class_map_that_is_a_fifo_is_refused(fake_train, tmp_path, capsys):
     """-- --class-map a FIFO: reproduce waited on it for ever (as train.py would)."""

@@ -496,6 +496,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         errors += found
         if names is not None:
             classes[folder] = names
+    if len(classes) == 2 and data['class_map']:
+        errors += _class_maps_differ(data, list(classes))
     if len(classes) == 2 and not data['class_map']:
         (train, train_names), (val, val_names) = classes.items()
         if train_names != val_names:
@@ -585,6 +587,27 @@ def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[
                 f'no class index of the {heads} the run trains (num_classes): every run would fail on '
                 f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
     return None
+
+
+def _class_maps_differ(data: Dict[str, Any], folders: Sequence[Path]) -> List[str]:
+    """The line for a ``--class-map`` that each split's reader finds as another file (``map.txt`` in each split
+    folder) labelling a class folder of either split otherwise, or none: timm's reader of each split reads its own,
+    so top-1 would be measured against other labels than the run trained with. ``folders``: train, val."""
+    found = [class_map_file(str(data['class_map']), folder) for folder in folders]
+    if None in found or os.path.realpath(found[0]) == os.path.realpath(found[1]):
+        return []
+    try:
+        maps = [read_class_map(path) for path in found]
+    except ValueError:  # said for its split
+        return []
+    names = sorted({p.name for folder in folders for p in folder.iterdir() if p.is_dir()})
+    moved = next((n for n in names if maps[0].get(n) != maps[1].get(n)), None)
+    if moved is None:
+        return []
+    label = [f'label {m[moved]!r}' if moved in m else 'no label' for m in maps]
+    return [f'--class-map {data["class_map"]} is read as {found[0]} for the train split and as {found[1]} for the '
+            f'val split, which give class {moved!r} {label[0]} and {label[1]}: top-1 would be measured against other '
+            f'labels than the run trains with; allowed: one map for both splits (the same file in each, or its path)']
 
 
 def _torchvision_split_problems(folder: Path, class_dirs: Sequence[Path], data: Dict[str, Any],
