@@ -156,3 +156,22 @@ def test_class_folders_of_links_to_the_images_keep_the_images(tmp_path, capsys):
                         (root / 'train' / 'n01' / 't0.JPEG', b'train image')):
         assert not image.is_symlink() and image.read_bytes() == data
     assert not (root / 'val' / 'images').exists() and not (root / 'train' / 'n01' / 'images').exists()
+
+
+def test_a_file_managers_files_left_in_images_are_said_to_be_no_images(tmp_path, capsys):
+    """A .DS_Store and Thumbs.db in val/images/ (the archive extracted on macOS, browsed on Windows) were said to be
+    read by timm as one more class 'images', which they are not: they keep the folder from being removed."""
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'val_annotations.txt').write_text('v0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'v0.JPEG').write_bytes(b'jpeg')
+    for name in ('.DS_Store', 'Thumbs.db'):
+        (root / 'val' / 'images' / name).write_bytes(b'')
+    images = root / 'val' / 'images'
+    assert _said(root, capsys) == (
+        f"{images} still holds 2 file(s) (.DS_Store, Thumbs.db) not listed in val_annotations.txt; no images (a file "
+        f"manager's, say), but they keep it from being removed once its images are moved: move them away and run "
+        f"again")
+    (images / 'extra.JPG').write_bytes(b'jpeg')
+    assert _said(root, capsys).endswith("timm would read them as one more class 'images': move them away and run again")
+    assert (images / 'v0.JPEG').is_file()
