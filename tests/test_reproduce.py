@@ -1480,6 +1480,22 @@ def test_a_class_folder_linked_into_both_splits_is_refused(fake_train, tmp_path,
     assert not out.exists()
 
 
+@pytest.mark.parametrize('dataset', ['', 'torch/folder'])
+def test_two_class_folders_of_one_split_that_are_one_folder_are_refused(fake_train, tmp_path, capsys, dataset):
+    """train/7 a link to train/3: each image of it was trained as class '3' and again as class '7', silently (only a
+    folder shared by the two splits was refused)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    shutil.rmtree(data / 'train' / '7')
+    (data / 'train' / '7').symlink_to('3')
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', dataset])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (f"{data}/train/3 and {data}/train/7 are one folder (a link): each of its images "
+                                  f"would be read as class '3' and again as class '7'; allowed: class folders that "
+                                  f"share no folder")
+    assert not out.exists()
+
+
 def test_a_class_map_edited_between_sessions_is_another_setting(fake_train, tmp_path, capsys):
     """Only the map's path was recorded: a map edited between sessions (two classes swapped) resumed the run with
     other labels, unnoticed."""

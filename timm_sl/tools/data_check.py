@@ -347,6 +347,11 @@ def _shared_folder(folder: Path, holders: Sequence[Path], read_by: Dict[str, Pat
         if other != holder and folder not in (other, *other.parents):
             return (f'{other} and {holder} are one folder (a link): its images would be in both splits, so top-1 '
                     f'would be measured partly on images the run trains on; allowed: splits that share no folder')
+        classes = [path.relative_to(folder).parts[:1] for path in (other, holder)]
+        if other != holder and all(classes) and classes[0] != classes[1]:  # in one split, two classes: each image twice
+            return (f'{other} and {holder} are one folder (a link): each of its images would be read as class '
+                    f'{classes[0][0]!r} and again as class {classes[1][0]!r}; allowed: class folders that share no '
+                    f'folder')
     return None
 
 
