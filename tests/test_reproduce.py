@@ -956,6 +956,9 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('svhn', DIGITS, []),
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
+    # val/images/ emptied of its images but kept by a file manager's file: no class to timm (it was said to be one)
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
+                       'val/val_annotations.txt', 'val/images/Thumbs.db'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
     ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
     ('svhn', DIGITS + ['svhn.json', 'train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # sorted order

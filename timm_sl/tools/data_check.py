@@ -482,7 +482,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         subdirs = sorted(p for p in folder.iterdir() if p.is_dir())
         class_dirs = [p for p in subdirs if torchvision or not p.name.startswith('.')]
-        if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
+        leftover = folder / 'images'  # Tiny-ImageNet's val/images/, emptied of its images (a .DS_Store kept it)
+        if (folder / 'val_annotations.txt').is_file() and leftover.is_dir() and not torchvision and \
+                class_dirs != [leftover] and not _image_folders(leftover, suffixes=suffixes):
+            subdirs, class_dirs = ([d for d in dirs if d != leftover] for dirs in (subdirs, class_dirs))
+        elif (folder / 'val_annotations.txt').is_file() and leftover.is_dir():  # Tiny-ImageNet's val
             errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
                           f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
                           f'{folder / "images"} would be read as one more class: remove it (the images are sorted '
