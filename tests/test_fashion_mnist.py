@@ -578,3 +578,19 @@ def test_overwrite_of_a_split_whose_images_cannot_be_removed_is_refused_before_w
     assert (out / 'fashion_mnist.json').read_text() == record
     assert sum(1 for _ in (out / 'train').rglob('*.png')) == 30
     assert sorted(p.name for p in out.iterdir()) == ['fashion_mnist.json', 'label_names.txt', 'test', 'train']
+
+
+def test_idx_files_without_a_class_are_refused(source, tmp_path, capsys):
+    """A subset of the release (its own counts, every header right) whose training labels lack a class wrote an empty
+    class folder there (exit 0): timm skips it, so train.py on the folder labelled every class after it one lower in
+    train than in test. Only --limit was checked so; the files are now, with and without --limit."""
+    labels = source / 'train-labels-idx1-ubyte.gz'
+    labels.write_bytes(gzip.compress(_idx(np.array([c for c in range(30) if c % 10 != 3], np.uint8)[:30] % 10)))
+    images = source / 'train-images-idx3-ubyte.gz'
+    images.write_bytes(gzip.compress(_idx(np.zeros((27, 28, 28), np.uint8))))
+    out = tmp_path / 'fm'
+    for limit in ([], ['--limit', '25']):
+        assert _cli_error(['prepare-fashion-mnist', str(out), '--source', str(source), *limit], capsys) == (
+            f"timm-sl prepare-fashion-mnist: {labels} holds no image of 3_dress (timm would label the classes after "
+            f"it differently in train and test); allowed: idx files with images of every class in both splits")
+        assert not out.exists()

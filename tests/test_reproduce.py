@@ -884,6 +884,11 @@ DIGITS = [f'{split}/{d}/0.png' for split in ('train', 'test') for d in range(10)
     ('svhn', DIGITS + ['test/.ipynb_checkpoints/0-checkpoint.png'], [],
      ["{D}/test/.ipynb_checkpoints holds images: timm's folder reader counts it as a class (dot-folders too), "
       "shifting the labels of the classes sorted after it; remove it"]),
+    # a class folder's name with a line break in it: the line broke in two, naming neither half (now escaped)
+    ('svhn', [p for p in DIGITS if p != 'train/3/0.png'] + ['train/3\nold/a.txt'],
+     [],
+     ["{D}/train/3\\nold holds no image (.png, .jpg, .jpeg): timm's folder reader skips it, shifting the labels of "
+      "the classes sorted after it; add its images or remove it"]),
     ('svhn', DIGITS + ['train/stray.JPG'], [],
      ["{D}/train holds images outside its class folders: timm's folder reader counts them as one more class; move "
       "them into {D}/train/<class>/"]),
@@ -951,6 +956,9 @@ def test_data_layout_is_checked_before_any_run(fake_train, tmp_path, capsys, dat
     ('svhn', DIGITS, []),
     ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n01/n01_boxes.txt', 'train/n02/0.JPEG', 'val/n01/0.JPEG',
                        'val/n02/0.JPEG', 'val/val_annotations.txt'], ['--num-classes', '2']),
+    # val/images/ emptied of its images but kept by a file manager's file: no class to timm (it was said to be one)
+    ('tiny-imagenet', ['train/n01/0.JPEG', 'train/n02/0.JPEG', 'val/n01/0.JPEG', 'val/n02/0.JPEG',
+                       'val/val_annotations.txt', 'val/images/Thumbs.db'], ['--num-classes', '2']),
     ('svhn', DIGITS + ['train/.cache', 'test/.ipynb_checkpoints/notes.txt', 'test/4/1.PNG', 'train/0/x.txt'], []),
     ('svhn', DIGITS + ['train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # in each split folder
     ('svhn', DIGITS + ['svhn.json', 'train/map.txt', 'test/map.txt'], ['--class-map', 'map.txt']),  # sorted order
@@ -1032,6 +1040,22 @@ def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, 
     assert status == 2 and capsys.readouterr().err == ''.join(
         f'timm-sl reproduce: {e.format(M=class_map, D=data)}\n' for e in errors)
     assert not out.exists()
+
+
+def test_a_class_map_of_each_split_folder_must_label_alike(fake_train, tmp_path, capsys):
+    """-- --class-map map.txt found in each split folder, the two files in other orders: timm's reader of each split
+    reads its own, so every top-1 was measured against other labels than the run trained with (no word)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'train' / 'map.txt').write_text(''.join(f'{d}\n' for d in range(10)))
+    (data / 'test' / 'map.txt').write_text(''.join(f'{d}\n' for d in (1, 0, *range(2, 10))))
+    argv = _reproduce_args(data, tmp_path / 'out', fake_train, 'svhn',
+                           train_args=['--epochs', '1', '--class-map', 'map.txt'])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f"--class-map map.txt is read as {data}/train/map.txt for the train split and as {data}/test/map.txt for the "
+        f"val split, which give class '0' label 0 and label 1: top-1 would be measured against other labels than the "
+        f"run trains with; allowed: one map for both splits (the same file in each, or its path)")
+    assert not (tmp_path / 'out').exists()
 
 
 @pytest.mark.skipif(not hasattr(os, 'mkfifo'), reason='no FIFOs')
@@ -1483,6 +1507,22 @@ def test_a_class_folder_linked_into_both_splits_is_refused(fake_train, tmp_path,
     assert _one_error(capsys) == (f'{first} and {second} are one folder (a link): its images would be in both splits, '
                                   f'so top-1 would be measured partly on images the run trains on; allowed: splits '
                                   f'that share no folder')
+    assert not out.exists()
+
+
+@pytest.mark.parametrize('dataset', ['', 'torch/folder'])
+def test_two_class_folders_of_one_split_that_are_one_folder_are_refused(fake_train, tmp_path, capsys, dataset):
+    """train/7 a link to train/3: each image of it was trained as class '3' and again as class '7', silently (only a
+    folder shared by the two splits was refused)."""
+    data = _folders(tmp_path / 'data', DIGITS)
+    shutil.rmtree(data / 'train' / '7')
+    (data / 'train' / '7').symlink_to('3')
+    out = tmp_path / 'out'
+    argv = _reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1', '--dataset', dataset])
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (f"{data}/train/3 and {data}/train/7 are one folder (a link): each of its images "
+                                  f"would be read as class '3' and again as class '7'; allowed: class folders that "
+                                  f"share no folder")
     assert not out.exists()
 
 

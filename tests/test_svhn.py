@@ -17,7 +17,7 @@ from timm_sl.tools import prepare_svhn, read_svhn_mat
 scipy_io = pytest.importorskip('scipy.io')
 from PIL import Image  # noqa: E402
 
-SIZES = {'train': 30, 'test': 12, 'extra': 7}
+SIZES = {'train': 30, 'test': 12, 'extra': 11}  # every digit in each split (one missing is refused)
 FILES = {'train': 'train_32x32.mat', 'test': 'test_32x32.mat', 'extra': 'extra_32x32.mat'}
 
 
@@ -499,3 +499,37 @@ def test_a_file_managers_hidden_file_in_a_finished_split_is_not_another_split(ma
     capsys.readouterr()
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith('(already there: nothing written)')
+
+
+def test_the_same_files_moved_or_copied_elsewhere_are_the_same_settings(mats, tmp_path, capsys):
+    """A finished folder moved with its .mat files (the source defaults to it), or the same files read from a copy,
+    was refused as 'not empty' (--overwrite asked for): the record compared where the files lay. As for
+    prepare-fashion-mnist, their bytes decide: nothing is written, exit 0."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    shutil.copytree(source, out)
+    assert main(['prepare-svhn', str(out)]) == 0
+    stamps = _stamps(out)
+    out.rename(tmp_path / 'moved')
+    out = tmp_path / 'moved'
+    stamps = {out / p.relative_to(tmp_path / 'svhn'): t for p, t in stamps.items()}
+    capsys.readouterr()
+    for argv in ([str(out)], [str(out), '--source', str(source)]):
+        assert main(['prepare-svhn', *argv]) == 0
+        assert capsys.readouterr().out.endswith('(already there: nothing written)\n')
+    assert _stamps(out) == stamps
+
+
+def test_a_split_file_without_a_digit_is_refused(mats, tmp_path, capsys):
+    """A .mat file (its arrays well formed) without images of a digit wrote an empty digit folder (exit 0): timm skips
+    it, so train.py labelled every digit after it one lower in train than in test. Refused now; nothing is written."""
+    source, _ = mats
+    x = np.zeros((32, 32, 3, 20), np.uint8)
+    y = np.array([d for d in range(1, 11) if d != 4] * 3, np.uint8)[:20, None]
+    scipy_io.savemat(str(source / FILES['train']), {'X': x, 'y': y})
+    out = tmp_path / 'svhn'
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f"timm-sl prepare-svhn: {source / FILES['train']} holds no image of digit 4 (timm would skip its empty folder "
+        f"and label the digits after it differently than in the other splits); allowed: split files with images of "
+        f"every digit")
+    assert sorted(p.name for p in out.iterdir()) == []

@@ -135,3 +135,43 @@ def test_an_image_of_the_users_in_a_prepared_val_class_folder_is_refused_for_wha
         f"would read it as a val image of that class, which no annotation says; allowed: the val images of these "
         f"annotations only (move it out of {root / 'val'})")
     assert (root / 'val' / 'n01' / 'mine.png').read_bytes() == b'png'
+
+
+def test_class_folders_of_links_to_the_images_keep_the_images(tmp_path, capsys):
+    """Class folders laid out as links to the images (``val/n01/v0.JPEG -> ../images/v0.JPEG``, as scripts sort val
+    without moving it) read as duplicates of the same bytes: the image was removed, the link left to nothing, and the
+    command said the images were in place (exit 0). The image now replaces its link."""
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'n01').mkdir()
+    (root / 'train' / 'n01' / 'images').mkdir(parents=True)
+    (root / 'wnids.txt').write_text('n01\n')
+    (root / 'val' / 'val_annotations.txt').write_text('v0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'v0.JPEG').write_bytes(b'val image')
+    (root / 'val' / 'n01' / 'v0.JPEG').symlink_to(Path('..') / 'images' / 'v0.JPEG')
+    (root / 'train' / 'n01' / 'images' / 't0.JPEG').write_bytes(b'train image')
+    (root / 'train' / 'n01' / 't0.JPEG').symlink_to(Path('images') / 't0.JPEG')
+    main(['prepare-tiny-imagenet', str(root)])
+    for image, data in ((root / 'val' / 'n01' / 'v0.JPEG', b'val image'),
+                        (root / 'train' / 'n01' / 't0.JPEG', b'train image')):
+        assert not image.is_symlink() and image.read_bytes() == data
+    assert not (root / 'val' / 'images').exists() and not (root / 'train' / 'n01' / 'images').exists()
+
+
+def test_a_file_managers_files_left_in_images_are_said_to_be_no_images(tmp_path, capsys):
+    """A .DS_Store and Thumbs.db in val/images/ (the archive extracted on macOS, browsed on Windows) were said to be
+    read by timm as one more class 'images', which they are not: they keep the folder from being removed."""
+    root = tmp_path / 'ti'
+    (root / 'val' / 'images').mkdir(parents=True)
+    (root / 'val' / 'val_annotations.txt').write_text('v0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'v0.JPEG').write_bytes(b'jpeg')
+    for name in ('.DS_Store', 'Thumbs.db'):
+        (root / 'val' / 'images' / name).write_bytes(b'')
+    images = root / 'val' / 'images'
+    assert _said(root, capsys) == (
+        f"{images} still holds 2 file(s) (.DS_Store, Thumbs.db) not listed in val_annotations.txt; no images (a file "
+        f"manager's, say), but they keep it from being removed once its images are moved: move them away and run "
+        f"again")
+    (images / 'extra.JPG').write_bytes(b'jpeg')
+    assert _said(root, capsys).endswith("timm would read them as one more class 'images': move them away and run again")
+    assert (images / 'v0.JPEG').is_file()

@@ -16,7 +16,7 @@ from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
            'check_side_files', 'check_no_other_record', 'check_distinct_sources', 'holds_counts', 'file_identity',
-           'identifies_contents', 'only_numbered_pngs', 'unwritable', 'write_staged', 'read_info']
+           'identifies_contents', 'only_numbered_pngs', 'same_bytes', 'unwritable', 'write_staged', 'read_info']
 
 T = TypeVar('T')
 
@@ -143,6 +143,12 @@ def file_identity(path: Path) -> Dict[str, Any]:
     bytes (a file replaced by another of the same size and time, as an archive extracts it, is another file)."""
     from .manifest import sha256
     return dict(file=str(path.resolve()), bytes=path.stat().st_size, sha256=sha256(path))
+
+
+def same_bytes(old: Any, new: Dict[str, Any]) -> bool:
+    """Whether a recorded source file (:func:`file_identity`) held the bytes ``new`` holds: its size and sha256,
+    wherever it lay (the same files copied or moved elsewhere write the same images)."""
+    return isinstance(old, dict) and old.get('sha256') == new['sha256'] and old.get('bytes') == new['bytes']
 
 
 def identifies_contents(sources: Any) -> bool:

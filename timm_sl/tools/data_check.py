@@ -347,6 +347,11 @@ def _shared_folder(folder: Path, holders: Sequence[Path], read_by: Dict[str, Pat
         if other != holder and folder not in (other, *other.parents):
             return (f'{other} and {holder} are one folder (a link): its images would be in both splits, so top-1 '
                     f'would be measured partly on images the run trains on; allowed: splits that share no folder')
+        classes = [path.relative_to(folder).parts[:1] for path in (other, holder)]
+        if other != holder and all(classes) and classes[0] != classes[1]:  # in one split, two classes: each image twice
+            return (f'{other} and {holder} are one folder (a link): each of its images would be read as class '
+                    f'{classes[0][0]!r} and again as class {classes[1][0]!r}; allowed: class folders that share no '
+                    f'folder')
     return None
 
 
@@ -477,7 +482,11 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
             continue
         subdirs = sorted(p for p in folder.iterdir() if p.is_dir())
         class_dirs = [p for p in subdirs if torchvision or not p.name.startswith('.')]
-        if (folder / 'val_annotations.txt').is_file() and (folder / 'images').is_dir():  # Tiny-ImageNet's val
+        leftover = folder / 'images'  # Tiny-ImageNet's val/images/, emptied of its images (a .DS_Store kept it)
+        if (folder / 'val_annotations.txt').is_file() and leftover.is_dir() and not torchvision and \
+                class_dirs != [leftover] and not _image_folders(leftover, suffixes=suffixes):
+            subdirs, class_dirs = ([d for d in dirs if d != leftover] for dirs in (subdirs, class_dirs))
+        elif (folder / 'val_annotations.txt').is_file() and leftover.is_dir():  # Tiny-ImageNet's val
             errors.append(f'{folder} is not sorted into class folders ({folder.name}/images/, val_annotations.txt): '
                           f'run timm-sl prepare-tiny-imagenet {root}' if class_dirs == [folder / 'images'] else
                           f'{folder / "images"} would be read as one more class: remove it (the images are sorted '
@@ -496,6 +505,8 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
         errors += found
         if names is not None:
             classes[folder] = names
+    if len(classes) == 2 and data['class_map']:
+        errors += _class_maps_differ(data, list(classes))
     if len(classes) == 2 and not data['class_map']:
         (train, train_names), (val, val_names) = classes.items()
         if train_names != val_names:
@@ -503,7 +514,14 @@ def check_data(data: Dict[str, Any], dataset: str) -> List[str]:
                           f'{_listed(sorted(train_names - val_names))}; only in {val}: '
                           f'{_listed(sorted(val_names - train_names))}' +
                           _look_alike(sorted(train_names - val_names), sorted(val_names - train_names)))
-    return list(dict.fromkeys(errors))  # a map given by its path: the same line for each split
+    return list(dict.fromkeys(map(_one_line, errors)))  # a map given by its path: the same line for each split
+
+
+def _one_line(problem: str) -> str:
+    """``problem`` with the control characters of the paths it names escaped (a class folder named ``a\\nb``): each
+    problem is one line of the command's error, which a newline would break in two, naming neither half."""
+    return ''.join(c if c.isprintable() or 0xd800 <= ord(c) < 0xe000 else c.encode('unicode_escape').decode('ascii')
+                   for c in problem)
 
 
 def _torch_dataset_problem(data: Dict[str, Any], name: str, root: Path) -> List[str]:
@@ -578,6 +596,27 @@ def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[
                 f'no class index of the {heads} the run trains (num_classes): every run would fail on '
                 f'its first image of it; allowed: labels 0 to {heads - 1}, or -- --num-classes')
     return None
+
+
+def _class_maps_differ(data: Dict[str, Any], folders: Sequence[Path]) -> List[str]:
+    """The line for a ``--class-map`` that each split's reader finds as another file (``map.txt`` in each split
+    folder) labelling a class folder of either split otherwise, or none: timm's reader of each split reads its own,
+    so top-1 would be measured against other labels than the run trained with. ``folders``: train, val."""
+    found = [class_map_file(str(data['class_map']), folder) for folder in folders]
+    if None in found or os.path.realpath(found[0]) == os.path.realpath(found[1]):
+        return []
+    try:
+        maps = [read_class_map(path) for path in found]
+    except ValueError:  # said for its split
+        return []
+    names = sorted({p.name for folder in folders for p in folder.iterdir() if p.is_dir()})
+    moved = next((n for n in names if maps[0].get(n) != maps[1].get(n)), None)
+    if moved is None:
+        return []
+    label = [f'label {m[moved]!r}' if moved in m else 'no label' for m in maps]
+    return [f'--class-map {data["class_map"]} is read as {found[0]} for the train split and as {found[1]} for the '
+            f'val split, which give class {moved!r} {label[0]} and {label[1]}: top-1 would be measured against other '
+            f'labels than the run trains with; allowed: one map for both splits (the same file in each, or its path)']
 
 
 def _torchvision_split_problems(folder: Path, class_dirs: Sequence[Path], data: Dict[str, Any],

@@ -27,7 +27,7 @@ import numpy as np
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs,
-    read_info, write_staged)
+    read_info, same_bytes, write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
@@ -171,27 +171,30 @@ def _check_target(root: Path) -> None:
         raise PermissionError(f'{existing} is not writable; choose an output folder you can write to')
 
 
-def _check_limit_keeps_every_class(data: Dict[str, Any], limit: int) -> None:
-    """Refuse a ``limit`` that leaves a class without images in a split: timm makes classes only of folders that hold
-    images and numbers them in order, so the splits would give the classes after it different labels."""
+def _check_limit_keeps_every_class(data: Dict[str, Any], limit: Optional[int], source: Path) -> None:
+    """Refuse a ``limit`` (None: the whole files of ``source``) that leaves a class without images in a split: timm
+    makes classes only of folders that hold images and numbers them in order, so the splits would give the classes
+    after it different labels."""
     first = {}  # split -> class -> index of its first image
     for split, (_, labels) in data.items():
         first[split] = {}
         for i, label in enumerate(labels.tolist()):
             first[split].setdefault(int(label), i)
+    for split, by_class in first.items():
+        absent = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if c not in by_class]
+        if absent:  # the file itself lacks a class (a subset of the release): no --limit helps
+            raise ValueError(f'{_find(source, FASHION_MNIST_FILES[split][1])} holds no image of {", ".join(absent)} '
+                             f'(timm would label the classes after it differently in train and test); allowed: idx '
+                             f'files with images of every class in both splits')
+    if limit is None:
+        return
     needed = max(max(by_class.values()) + 1 for by_class in first.values())
     for split, by_class in first.items():
-        missing = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if by_class.get(c, limit) >= limit]
+        missing = [CLASS_FOLDERS[c] for c in range(len(CLASS_FOLDERS)) if by_class[c] >= limit]
         if missing:
             raise ValueError(f'--limit {limit} leaves {", ".join(missing)} without a {split} image (timm would label '
                              f'the classes after it differently in train and test); allowed: --limit >= {needed} '
                              f'or none')
-
-
-def _same_file(old: Any, new: Dict[str, Any]) -> bool:
-    """Whether a recorded source file (:func:`~timm_sl.tools._splits.file_identity`) held the bytes ``new`` holds:
-    its size and sha256, wherever it lay (the same files copied elsewhere are the same images)."""
-    return isinstance(old, dict) and old.get('sha256') == new['sha256'] and old.get('bytes') == new['bytes']
 
 
 def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], files: Dict[str, Dict[str, Any]]
@@ -207,7 +210,7 @@ def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], fi
         changed.append(f'--limit {"none" if old is None else old} -> {"none" if limit is None else limit}')
         allowed.append('no --limit' if old is None else f'--limit {old}')
     recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
-    other = [Path(files[stem]['file']).name for stem in files if not _same_file(recorded.get(stem), files[stem])]
+    other = [Path(files[stem]['file']).name for stem in files if not same_bytes(recorded.get(stem), files[stem])]
     if other:
         names = ', '.join(other[:2]) + (f' and {len(other) - 2} more' if len(other) > 2 else '')
         old_source, new_source = info.get('source'), str(source.resolve())
@@ -272,7 +275,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     # bytes read from another folder (a copy, torchvision's raw/) are not: the images written would be the same
     recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
     same = info.get('limit') == limit and set(recorded) == set(files) and all(
-        _same_file(recorded[stem], files[stem]) for stem in files) and isinstance(
+        same_bytes(recorded[stem], files[stem]) for stem in files) and isinstance(
         info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
     # a record of an older version identifies its source files by path, size and time at most: not what they held
     older = info.get('dataset') == 'fashion-mnist' and not identifies_contents(info.get('files'))
@@ -299,8 +302,7 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     check_side_files([(names_path, names_path.is_file() and names_path.read_bytes() == LABEL_NAMES_TEXT.encode()),
                       (info_path, info.get('dataset') == 'fashion-mnist')], overwrite)
     data = {split: read_fashion_mnist(source, split) for split in todo}  # all checked first
-    if limit is not None:
-        _check_limit_keeps_every_class(data, limit)
+    _check_limit_keeps_every_class(data, limit, source)
     root.mkdir(parents=True, exist_ok=True)
     stats = {}
 

@@ -15,7 +15,7 @@ import numpy as np
 from ._splits import (
     FASHION_MNIST_INFO, SVHN_INFO, check_distinct_sources, check_no_other_record, check_not_swapped, check_side_files,
     check_split_folders, file_identity, holds_counts, identifies_contents, is_source_file, only_numbered_pngs,
-    read_info, write_staged)
+    read_info, same_bytes, write_staged)
 from .errors import check_not_below_a_file, write_atomically
 from .files import flag_arg, folder_arg
 
@@ -178,9 +178,11 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
     finished = {split: old_sources[split] for split in old_sources if split in old_counts and
                 holds_counts(root / split, old_counts[split])
                 } if isinstance(old_sources, dict) and isinstance(old_counts, dict) else {}
-    todo = [split for split in splits if finished.get(split) != sources[split]]
+    # the same bytes wherever they lie (the folder moved with its .mat files, or them copied): the same images
+    todo = [split for split in splits if not same_bytes(finished.get(split), sources[split])]
     # a split folder its record names, since swapped with another or emptied in part (not what the record says)
-    moved = [split for split in todo if isinstance(old_sources, dict) and old_sources.get(split) == sources[split]]
+    moved = [split for split in todo if isinstance(old_sources, dict) and same_bytes(old_sources.get(split),
+                                                                                     sources[split])]
     counts = {split: old_counts[split] for split in splits if split not in todo}
     if todo:
         check_split_folders(root, moved, _written_by_us, 'digit folders of PNGs',
@@ -198,6 +200,11 @@ def prepare_svhn(root: Union[str, Path], source: Optional[Union[str, Path]] = No
         def write(split: str, folder: Path) -> Dict[str, int]:
             # a bad file fails before anything lands; extra (1.6 GB in memory) is read last
             images, digits = read_svhn_mat(source / SVHN_FILES[split])
+            absent = [d for d in _DIGITS if not (digits == int(d)).any()]
+            if absent:  # its digit folder would be empty: timm skips it, and labels the digits after it one lower
+                raise ValueError(f'{source / SVHN_FILES[split]} holds no image of digit {", ".join(absent)} (timm '
+                                 f'would skip its empty folder and label the digits after it differently than in the '
+                                 f'other splits); allowed: split files with images of every digit')
             return dict(zip(_DIGITS, _write_split(images, digits, folder, f'{split} ({SVHN_FILES[split]})',
                                                   progress)))
         # the splits being replaced are unfinished until the new JSON is written

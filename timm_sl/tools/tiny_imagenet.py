@@ -38,6 +38,8 @@ def _check_move(source: Path, target: Path) -> bool:
         raise ValueError(f'{target.parent} is a file; the class folder of {source} goes there: move it away by hand')
     if not target.exists():
         return True
+    if target.is_symlink() and os.path.samefile(source, target):  # a link to it (a script's layout): the file replaces
+        return True                                                # the link; removing the file would leave it to none
     if target.is_file() and source.is_file() and filecmp.cmp(source, target, shallow=False):
         return False
     raise ValueError(f'{source} would overwrite {target}, which differs; move one of them away by hand')
@@ -79,11 +81,15 @@ def _refuse_left_over(images: Path, listed: Set[str], why: str) -> None:
     Raises:
         ValueError: naming ``images`` and the first files left.
     """
+    from .files import IMAGE_SUFFIXES
     left = sorted(p.name for p in images.iterdir() if p.name not in listed) if images.is_dir() else []
     if left:
         shown = ', '.join(left[:3]) + (', ...' if len(left) > 3 else '')
-        raise ValueError(f'{images} still holds {len(left)} file(s) ({shown}) {why}; timm would read them as '
-                         f'one more class \'images\': move them away and run again')
+        read = any(os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES for name in left)
+        raise ValueError(f'{images} still holds {len(left)} file(s) ({shown}) {why}; ' + (
+            "timm would read them as one more class 'images'" if read else
+            'no images (a file manager\'s, say), but they keep it from being removed once its images are moved'
+        ) + ': move them away and run again')
 
 
 def _refuse_link(images: Path) -> None:
