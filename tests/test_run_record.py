@@ -471,7 +471,7 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     assert "These weights are epoch 8's, which summary.csv does not list" in card
 
 
-@pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400'])
+@pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400', '-1'])
 def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_path, capsys):
     from timm_sl.tools.runs import read_summary_rows
     run = tmp_path / 'run'
@@ -479,7 +479,7 @@ def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_pa
     summary = run / 'summary.csv'
     summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n2,42\n')
     with pytest.raises(ValueError, match=rf"^{summary}:3: not a summary.csv row of 2 fields with a whole-number epoch "
-                                         rf"and a numeric eval_top1: '{epoch},41'$"):
+                                         rf"from 0 and a numeric eval_top1: '{epoch},41'$"):
         read_summary_rows(summary)
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys).startswith(
         f'timm-sl export: {summary}:3: not a summary.csv row')

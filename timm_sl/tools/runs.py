@@ -109,8 +109,8 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
     NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
-    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not
-    ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
+    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number from 0 (not
+    ``nan`` / ``inf`` / ``-1``): a row without one is broken (left out when it is the last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -139,11 +139,11 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
         if (len(row) != len(header) or epoch is None or ('eval_top1' not in values and evaluated)
-                or not math.isfinite(epoch) or epoch != int(epoch)):
+                or not math.isfinite(epoch) or epoch != int(epoch) or epoch < 0):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
-                             f'epoch' + (' and a numeric eval_top1' if evaluated else '')
+                             f'epoch from 0' + (' and a numeric eval_top1' if evaluated else '')
                              + f': {lines[line_no - 1][:80]!r}')
         if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
             values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
