@@ -462,6 +462,11 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     card = (out / 'README.md').read_text()
     assert 'these weights: epoch' not in card and ("The checkpoint does not record its epoch: the best top-1 above "
                                                    "may be another checkpoint's, not these weights'.") in card
+    # an epoch train.py never records (it counts from 0): not 'epoch (counted from 1) | 0 of 3'
+    torch.save(dict(torch.load(run / name, weights_only=False), epoch=-1), tmp_path / 'minus.pth.tar')
+    out, _ = export_checkpoint(tmp_path / 'minus.pth.tar', None, tmp_path / 'minus', summary=run / 'summary.csv')
+    card = (out / 'README.md').read_text()
+    assert 'these weights: epoch' not in card and 'The checkpoint does not record its epoch' in card, card
     torch.save(dict(torch.load(run / name, weights_only=False), epoch=7), run / name)
     out, _ = export_checkpoint(run / name, None, tmp_path / 'seven')
     card = (out / 'README.md').read_text()

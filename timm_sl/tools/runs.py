@@ -1434,10 +1434,10 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
     meta = content if isinstance(content, dict) and source not in ('plain', 'safetensors') else {}
-    arch = meta.get('arch')
+    arch, epoch = meta.get('arch'), meta.get('epoch')  # train.py counts epochs from 0: -1 is no epoch of a run
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
-                      epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
+                      epoch=epoch if _whole(epoch) and epoch >= 0 else None, metric=meta.get('metric'), mapped=mapped)
 
 
 def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tuple[int, Dict[str, Any]]]:
