@@ -1190,6 +1190,11 @@ def find_runs(paths: Sequence[Any], skipped: Optional[List[Tuple[Path, str]]] = 
             raise NotADirectoryError(f'{path} is {kind_of(path)}; allowed: a train.py run folder or a folder of them')
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
         found = {root for root, folders, names in walk(path, skipped=skipped) if set(CHECKPOINTS) & {*folders, *names}}
+        # walk meets a run once, by the path it reaches first: a run linked from beside it is named by its own folder
+        base = os.path.realpath(path)
+        inside = {root: os.path.relpath(os.path.realpath(root), base) for root in found}
+        found = {path / rel if rel != os.pardir and not rel.startswith(os.pardir + os.sep) else root
+                 for root, rel in inside.items()}
         if not found:
             training = next((lock for lock in (reproduce_holding(Path(root))
                                                for root, _, names in walk(path, skipped=[]) if 'args.yaml' in names)
