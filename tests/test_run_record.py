@@ -492,6 +492,18 @@ def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_pa
     assert [r['epoch'] for r in read_summary_rows(summary)] == [0]
 
 
+@pytest.mark.parametrize('text,line', [('epoch,eval_top1,eval_top1\n0,40,90\n1,50,95\n', 1),
+                                       ('epoch,eval_top1,eval_top5\n0,40,90\nepoch,eval_top1,eval_top1\n1,50,95\n', 3)])
+def test_a_summary_column_named_twice_names_the_file(text, line, tmp_path):
+    """A header naming eval_top1 twice had each row read by its last one: the top-5 carded as the best top-1."""
+    from timm_sl.tools.runs import read_summary_rows
+    summary = tmp_path / 'summary.csv'
+    summary.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{summary}:{line}: column 'eval_top1' is named twice in the header; "
+                                         rf"allowed: a train.py summary.csv, each column once$"):
+        read_summary_rows(summary)
+
+
 NAMES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress']
 
 

@@ -130,9 +130,11 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
     if evaluated and ('eval_top1' not in header or 'epoch' not in header):
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
+    _check_header(header, path, 1)
     for line_no, row in enumerate(rows[1:], start=2):
         if 'epoch' in row and ('eval_top1' in row or not evaluated):  # a header a resume repeats (another timm's)
             header = row
+            _check_header(header, path, line_no)
             continue
         if not any(cell.strip() for cell in row):
             continue
@@ -151,6 +153,15 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def _check_header(header: Sequence[str], path: Union[str, Path], line_no: int) -> None:
+    """Refuse a summary.csv header naming a column twice: its rows' values would be read by the last one (a top-5
+    read as the top-1)."""
+    twice = next((name for i, name in enumerate(header) if name and name in header[:i]), None)
+    if twice is not None:
+        raise ValueError(f'{path}:{line_no}: column {twice!r} is named twice in the header; allowed: a train.py '
+                         f'summary.csv, each column once')
 
 
 def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None,
