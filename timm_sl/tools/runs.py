@@ -106,7 +106,8 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     may write others, such as ``lr``), an epoch written twice (a run stopped between its summary and its
     checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
-    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
+    epochs 5-9 trained weights that are gone, whether or not the new session reaches them; a step back without the
+    header each session starts with is refused: rows sorted or edited), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
     NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
     timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number from 0 (not
@@ -131,9 +132,10 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
     _check_header(header, path, 1)
+    previous = None  # the epoch of the row before in this session (train.py writes a header at each session's start)
     for line_no, row in enumerate(rows[1:], start=2):
         if 'epoch' in row and ('eval_top1' in row or not evaluated):  # a header a resume repeats (another timm's)
-            header = row
+            header, previous = row, None
             _check_header(header, path, line_no)
             continue
         if not any(cell.strip() for cell in row):
@@ -147,6 +149,11 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
                              f'epoch from 0' + (' and a numeric eval_top1' if evaluated else '')
                              + f': {lines[line_no - 1][:80]!r}')
+        if previous is not None and epoch <= previous:  # rows sorted or edited: no resume went back without a header
+            raise ValueError(f'{path}:{line_no}: epoch {int(epoch)} follows epoch {int(previous)} without the header '
+                             f'train.py writes when a session resumes; allowed: the rows in the order train.py wrote '
+                             f'them')
+        previous = epoch
         if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
             values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
         for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
