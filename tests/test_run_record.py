@@ -510,8 +510,9 @@ def test_summary_rows_out_of_order_name_the_file(tmp_path):
     from timm_sl.tools.runs import read_summary_rows
     summary = tmp_path / 'summary.csv'
     summary.write_text('epoch,eval_top1\n1,40\n0,50\n')
-    with pytest.raises(ValueError, match=rf"^{summary}:3: epoch 0 follows epoch 1 without the header train.py writes "
-                                         rf"when a session resumes; allowed: the rows in the order train.py wrote them$"):
+    with pytest.raises(ValueError, match=rf"^{summary}:3: epoch 0 follows epoch 1 without the header train.py "
+                                         rf"writes when a session resumes; allowed: the rows in the order train.py "
+                                         rf"wrote them$"):
         read_summary_rows(summary)
     summary.write_text('epoch,eval_top1\n0,40\n1,50\nepoch,eval_top1\n1,45\n')  # a resume: its header first
     assert [r['eval_top1'] for r in read_summary_rows(summary)] == [40, 45]
