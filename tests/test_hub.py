@@ -514,7 +514,14 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
     for edit, says in (
             (lambda c: dict(c, architecture='sl_vit_3'), f'{config} does not build a model in timm (Unknown model'),
             (lambda c: dict(c, num_classes=5), f'{weights} does not fit the model {config} describes (2 shape '
-                                               f'mismatch(es), checkpoint vs model (head.weight (7, 192) vs (5, 192)')):
+                                               f'mismatch(es), checkpoint vs model (head.weight (7, 192) vs (5, 192)'),
+            # what a loader preprocesses and labels by, which timm loads without an error (a 2-value mean averaged)
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=['a', 'b', 'c'])),
+             f"{config} gives label_names that are not one name per class of its 7, each once (['a', 'b', 'c'])"),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], mean=[0.5, 0.5])),
+             f'{config} gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], std=[0.5, 0, 0.5])),
+             f'{config} gives the data config std: (0.5, 0, 0.5), which no training ran with')):
         config.write_text(json.dumps(edit(json.loads(exported))))
         with pytest.raises(SystemExit):
             main(['push', str(tmp_path), '--repo-id', 'org/name'])

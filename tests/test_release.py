@@ -911,6 +911,27 @@ def test_linked_run_folders_are_released(tmp_path, capsys):
     assert sorted(r.repo_id for r in released) == ['o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-cifar10-s1']
 
 
+@pytest.mark.parametrize('links_first', [True, False])
+def test_a_run_linked_beside_itself_is_named_by_its_own_folder(links_first, tmp_path, monkeypatch):
+    """os.walk meets a run once, by the path it lists first: a link 'b' to run folder 'a' beside it gave a run named
+    'b' (its repository 'o/b', its card's source 'runs/b') where the folder listed 'b' before 'a'."""
+    import timm_sl.tools.runs
+    walk = os.walk
+
+    def ordered(*args, **kwargs):  # the file system's listing order, links first or last
+        for root, folders, names in walk(*args, **kwargs):
+            folders.sort(key=lambda f: os.path.islink(os.path.join(root, f)) != links_first)
+            yield root, folders, names
+
+    monkeypatch.setattr(timm_sl.tools.runs.os, 'walk', ordered)
+    _run(tmp_path, 'a', {}, [40., 50.])
+    (tmp_path / 'runs' / 'b').symlink_to('a')
+    (tmp_path / 'runs' / 'c').mkdir()
+    (tmp_path / 'runs' / 'c' / 'up').symlink_to('../a')
+    assert find_runs([tmp_path / 'runs']) == [tmp_path / 'runs' / 'a']
+    assert find_runs([tmp_path / 'runs' / 'b']) == [tmp_path / 'runs' / 'b']  # given as the link: as given
+
+
 def test_a_failed_upload_leaves_the_release_recorded(reproduced, tmp_path, monkeypatch):
     """release.json and pretrained_entries.json were written after every upload: when the second upload failed, the
     folders were exported and the first pushed, but nothing recorded which (or the tag entries)."""

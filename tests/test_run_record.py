@@ -462,6 +462,11 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     card = (out / 'README.md').read_text()
     assert 'these weights: epoch' not in card and ("The checkpoint does not record its epoch: the best top-1 above "
                                                    "may be another checkpoint's, not these weights'.") in card
+    # an epoch train.py never records (it counts from 0): not 'epoch (counted from 1) | 0 of 3'
+    torch.save(dict(torch.load(run / name, weights_only=False), epoch=-1), tmp_path / 'minus.pth.tar')
+    out, _ = export_checkpoint(tmp_path / 'minus.pth.tar', None, tmp_path / 'minus', summary=run / 'summary.csv')
+    card = (out / 'README.md').read_text()
+    assert 'these weights: epoch' not in card and 'The checkpoint does not record its epoch' in card, card
     torch.save(dict(torch.load(run / name, weights_only=False), epoch=7), run / name)
     out, _ = export_checkpoint(run / name, None, tmp_path / 'seven')
     card = (out / 'README.md').read_text()
@@ -471,7 +476,7 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     assert "These weights are epoch 8's, which summary.csv does not list" in card
 
 
-@pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400'])
+@pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400', '-1'])
 def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_path, capsys):
     from timm_sl.tools.runs import read_summary_rows
     run = tmp_path / 'run'
@@ -479,12 +484,38 @@ def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_pa
     summary = run / 'summary.csv'
     summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n2,42\n')
     with pytest.raises(ValueError, match=rf"^{summary}:3: not a summary.csv row of 2 fields with a whole-number epoch "
-                                         rf"and a numeric eval_top1: '{epoch},41'$"):
+                                         rf"from 0 and a numeric eval_top1: '{epoch},41'$"):
         read_summary_rows(summary)
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys).startswith(
         f'timm-sl export: {summary}:3: not a summary.csv row')
     summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n')  # the last line: left out as a cut row is
     assert [r['epoch'] for r in read_summary_rows(summary)] == [0]
+
+
+@pytest.mark.parametrize('text,line', [('epoch,eval_top1,eval_top1\n0,40,90\n1,50,95\n', 1),
+                                       ('epoch,eval_top1,eval_top5\n0,40,90\nepoch,eval_top1,eval_top1\n1,50,95\n', 3)])
+def test_a_summary_column_named_twice_names_the_file(text, line, tmp_path):
+    """A header naming eval_top1 twice had each row read by its last one: the top-5 carded as the best top-1."""
+    from timm_sl.tools.runs import read_summary_rows
+    summary = tmp_path / 'summary.csv'
+    summary.write_text(text)
+    with pytest.raises(ValueError, match=rf"^{summary}:{line}: column 'eval_top1' is named twice in the header; "
+                                         rf"allowed: a train.py summary.csv, each column once$"):
+        read_summary_rows(summary)
+
+
+def test_summary_rows_out_of_order_name_the_file(tmp_path):
+    """Rows sorted (by top-1, in a spreadsheet) were read as a resume from an earlier checkpoint: epoch 1's row
+    dropped, and the run carded as stopped at epoch 1 of 2 ('failed or interrupted')."""
+    from timm_sl.tools.runs import read_summary_rows
+    summary = tmp_path / 'summary.csv'
+    summary.write_text('epoch,eval_top1\n1,40\n0,50\n')
+    with pytest.raises(ValueError, match=rf"^{summary}:3: epoch 0 follows epoch 1 without the header train.py "
+                                         rf"writes when a session resumes; allowed: the rows in the order train.py "
+                                         rf"wrote them$"):
+        read_summary_rows(summary)
+    summary.write_text('epoch,eval_top1\n0,40\n1,50\nepoch,eval_top1\n1,45\n')  # a resume: its header first
+    assert [r['eval_top1'] for r in read_summary_rows(summary)] == [40, 45]
 
 
 NAMES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress']

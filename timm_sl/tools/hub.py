@@ -81,8 +81,8 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
     return names
 
 
-def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]], where: Any = 'the run'
-                         ) -> Dict[str, Any]:
+def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, Any]], where: Any = 'the run',
+                         allowed: Optional[str] = None) -> Dict[str, Any]:
     """The data config the run trained with, resolved as train.py does over its arguments (the model's pretrained cfg
     filling what they leave unset), by timm's resolver for exported models: a run of ``--in-chans 1`` gets one
     channel's input size, mean and std, not the cfg's three.
@@ -90,14 +90,14 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     Raises:
         ValueError: arguments no training ran with (``--mean x``, ``--std 0``, an input size that is not three
             positive whole numbers, ...), which a loader of the export would preprocess by; naming ``where`` (the
-            run's args.yaml).
+            run's args.yaml) and what is ``allowed`` there.
     """
     from timm.data import resolve_input_data_config
 
     def number(v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    allowed = ('allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, an input size '
-               'of three positive whole numbers)')
+    allowed = allowed or ('allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, an '
+                          'input size of three positive whole numbers)')
     try:
         config = resolve_input_data_config(model, {k: v for k, v in dict(train_args or {}).items() if not (  # train.py:
             k == 'img_size' and (train_args or {}).get('input_size') is not None)})  # --img-size unread beside this
@@ -898,6 +898,18 @@ def _check_exported_files(folder: Path) -> None:
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
+    cfg = model.pretrained_cfg  # timm's resolver averages a mean / std of another channel count without an error
+    odd = next((k for k in ('mean', 'std') if not (isinstance(cfg.get(k), (list, tuple))
+                                                   and len(cfg[k]) == tuple(cfg['input_size'])[0])), None)
+    if odd is not None:
+        raise ValueError(f'{config} gives a {odd} of {cfg.get(odd)!r} for an input of {cfg["input_size"][0]} '
+                         f'channel(s); {again}')
+    training_data_config(model, {}, config, again)  # what a loader preprocesses by: as export resolved it
+    names = cfg.get('label_names')
+    if names is not None and not (isinstance(names, list) and len(names) == model.num_classes
+                                  and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
+        raise ValueError(f'{config} gives label_names that are not one name per class of its {model.num_classes}, '
+                         f'each once ({first_line(repr(names))[:80]}); {again}')
 
 
 def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:

@@ -106,11 +106,12 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     may write others, such as ``lr``), an epoch written twice (a run stopped between its summary and its
     checkpoint, then resumed) keeps its last row, and a session resumed from an earlier checkpoint
     (``--resume checkpoint-3.pth.tar`` after epoch 9) drops the rows the older session wrote from that epoch on (its
-    epochs 5-9 trained weights that are gone, whether or not the new session reaches them), a last row cut short (a
+    epochs 5-9 trained weights that are gone, whether or not the new session reaches them; a step back without the
+    header each session starts with is refused: rows sorted or edited), a last row cut short (a
     run still writing) is left out, and a value that is not a number (an unknown column's text) is dropped; NaN stays
     NaN, and a row whose ``eval_loss`` is not finite has NaN top-1 / top-5 (the model's outputs were NaN: the top-1
-    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number (not
-    ``nan`` / ``inf``): a row without one is broken (left out when it is the last).
+    timm measures of them is chance, the class a NaN output ranks first). An epoch must be a whole number from 0 (not
+    ``nan`` / ``inf`` / ``-1``): a row without one is broken (left out when it is the last).
 
     Raises:
         ValueError: not a summary.csv (no ``epoch`` / ``eval_top1`` columns), or a row other than the last is broken;
@@ -130,27 +131,44 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
     if evaluated and ('eval_top1' not in header or 'epoch' not in header):
         raise ValueError(f'{path} is not a train.py summary.csv (no epoch / eval_top1 columns)')
     by_epoch: Dict[int, Dict[str, float]] = {}
+    _check_header(header, path, 1)
+    previous = None  # the epoch of the row before in this session (train.py writes a header at each session's start)
     for line_no, row in enumerate(rows[1:], start=2):
         if 'epoch' in row and ('eval_top1' in row or not evaluated):  # a header a resume repeats (another timm's)
-            header = row
+            header, previous = row, None
+            _check_header(header, path, line_no)
             continue
         if not any(cell.strip() for cell in row):
             continue
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
         if (len(row) != len(header) or epoch is None or ('eval_top1' not in values and evaluated)
-                or not math.isfinite(epoch) or epoch != int(epoch)):
+                or not math.isfinite(epoch) or epoch != int(epoch) or epoch < 0):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
-                             f'epoch' + (' and a numeric eval_top1' if evaluated else '')
+                             f'epoch from 0' + (' and a numeric eval_top1' if evaluated else '')
                              + f': {lines[line_no - 1][:80]!r}')
+        if previous is not None and epoch <= previous:  # rows sorted or edited: no resume went back without a header
+            raise ValueError(f'{path}:{line_no}: epoch {int(epoch)} follows epoch {int(previous)} without the header '
+                             f'train.py writes when a session resumes; allowed: the rows in the order train.py wrote '
+                             f'them')
+        previous = epoch
         if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
             values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
         for later in [e for e in by_epoch if e >= epoch]:  # a resume from an earlier checkpoint: its rows on replace
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def _check_header(header: Sequence[str], path: Union[str, Path], line_no: int) -> None:
+    """Refuse a summary.csv header naming a column twice: its rows' values would be read by the last one (a top-5
+    read as the top-1)."""
+    twice = next((name for i, name in enumerate(header) if name and name in header[:i]), None)
+    if twice is not None:
+        raise ValueError(f'{path}:{line_no}: column {twice!r} is named twice in the header; allowed: a train.py '
+                         f'summary.csv, each column once')
 
 
 def summarize(path: Union[str, Path], rows: Optional[List[Dict[str, float]]] = None,
@@ -1190,6 +1208,11 @@ def find_runs(paths: Sequence[Any], skipped: Optional[List[Tuple[Path, str]]] = 
             raise NotADirectoryError(f'{path} is {kind_of(path)}; allowed: a train.py run folder or a folder of them')
         # through linked run folders too; a folder of a checkpoint's name is found (run_checkpoint refuses it)
         found = {root for root, folders, names in walk(path, skipped=skipped) if set(CHECKPOINTS) & {*folders, *names}}
+        # walk meets a run once, by the path it reaches first: a run linked from beside it is named by its own folder
+        base = os.path.realpath(path)
+        inside = {root: os.path.relpath(os.path.realpath(root), base) for root in found}
+        found = {path / rel if rel != os.pardir and not rel.startswith(os.pardir + os.sep) else root
+                 for root, rel in inside.items()}
         if not found:
             training = next((lock for lock in (reproduce_holding(Path(root))
                                                for root, _, names in walk(path, skipped=[]) if 'args.yaml' in names)
@@ -1434,10 +1457,10 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     if not isinstance(state, dict) or not state or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
     meta = content if isinstance(content, dict) and source not in ('plain', 'safetensors') else {}
-    arch = meta.get('arch')
+    arch, epoch = meta.get('arch'), meta.get('epoch')  # train.py counts epochs from 0: -1 is no epoch of a run
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
-                      epoch=meta.get('epoch'), metric=meta.get('metric'), mapped=mapped)
+                      epoch=epoch if _whole(epoch) and epoch >= 0 else None, metric=meta.get('metric'), mapped=mapped)
 
 
 def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tuple[int, Dict[str, Any]]]:
