@@ -1666,6 +1666,24 @@ def test_a_restart_from_scratch_counts_only_its_own_sessions(fake_train, tmp_pat
     assert wall['vit-base-s0'] == recorded[1]['seconds'] < 1000.
 
 
+def test_epochs_a_train_py_trained_after_its_reproduce_was_killed_leave_the_wall_time_unknown(fake_train, tmp_path):
+    """A reproduce killed while it extended a run leaves its train.py training on; the next call skipped the finished
+    run and gave as its wall time the sessions recorded before, as if they had trained all of its epochs."""
+    import subprocess
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    run = out / 'runs' / 'vit-sl-s0'
+    command = json.loads((run / 'done.json').read_text())['command']
+    at = command.index('--epochs')
+    command[at + 1] = '4'  # the extension the killed call started: its session is in no sessions.json
+    subprocess.run(command + ['--resume', str(run / 'last.pth.tar')], check=True)
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=('--epochs', '4'))) == 0
+    results = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert results['vit-sl-s0']['summary']['epochs'] == 4 and results['vit-sl-s0']['wall_seconds'] is None
+    assert '| vit-sl-s0 | done | 53.00 | 4 | 4 | - |' in (out / 'report.md').read_text()
+    assert results['vit-base-s0']['wall_seconds'] > 0  # trained by this call, and timed
+
+
 def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures):
     """A finished run whose top-1 is NaN in every epoch: the report showed a literal None, the chart 'no finished
     run'."""
