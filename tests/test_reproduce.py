@@ -3563,6 +3563,27 @@ def test_a_run_stopped_while_it_saved_its_last_checkpoint_is_resumed_not_taken_f
     assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
 
 
+def test_a_run_whose_first_checkpoint_was_cut_off_is_not_told_to_put_it_back(fake_train, tmp_path, capsys,
+                                                                             monkeypatch):
+    """A disk that filled while train.py saved its first checkpoint leaves a summary.csv row and a cut-off
+    tmp.pth.tar, no last.pth.tar: the line said the checkpoint 'is missing; put it back to resume', of a file that
+    never was."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    run = out / 'runs' / 'vit-base-s0'
+    (run / 'last.pth.tar').unlink()  # as if its save had failed: timm's saver writes tmp.pth.tar, then renames it
+    (run / 'tmp.pth.tar').write_bytes(b'PK\x03\x04 cut')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f'{run / "last.pth.tar"} was never saved: train.py stopped while it wrote its first checkpoint '
+        f'({run / "tmp.pth.tar"}, cut off: a full disk?), so the epochs of {run / "summary.csv"} cannot be resumed; '
+        f'allowed: delete {run} to restart the run (or use another --out)')
+
+
 def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path):
     """-- --dataset torch/folder --input-key .jpg passed the data check and trained on every image of torchvision's
     suffixes (timm gives its torchvision readers no input key)."""
