@@ -631,10 +631,11 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           f'or delete {folder} to restart the run (or use another --out)')
         elif cut := _cut_since_done(run):  # else skipped as finished, its best top-1 and epochs read from what is left
             errors.append(cut)
-        elif state == 'new' and [t for t in trained if t.endswith('.pth.tar')] == ['tmp.pth.tar']:  # its save cut
+        elif state == 'new' and [t for t in trained if t.endswith('.pth.tar')] == ['tmp.pth.tar']:  # save cut off
             errors.append(f'{last} was never saved: train.py stopped while it wrote its first checkpoint '
-                          f'({folder / "tmp.pth.tar"}, cut off: a full disk?), so the epochs of {folder / "summary.csv"}'
-                          f' cannot be resumed; allowed: delete {folder} to restart the run (or use another --out)')
+                          f'({folder / "tmp.pth.tar"}, cut off: a full disk?), so the epochs of '
+                          f'{folder / "summary.csv"} cannot be resumed; allowed: delete {folder} to restart the run '
+                          f'(or use another --out)')
         elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
