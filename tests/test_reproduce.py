@@ -3584,6 +3584,24 @@ def test_a_run_whose_first_checkpoint_was_cut_off_is_not_told_to_put_it_back(fak
         f'allowed: delete {run} to restart the run (or use another --out)')
 
 
+def test_a_run_of_one_epoch_whose_checkpoint_was_never_saved_is_not_skipped_as_finished(fake_train, tmp_path, capsys,
+                                                                                         monkeypatch):
+    """train.py writes an epoch's row before its checkpoint: a one-epoch run whose disk filled while it saved its
+    only checkpoint failed, and the next call skipped it as finished (exit 0), a run with no last.pth.tar."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', '1')
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    run = out / 'runs' / 'vit-base-s0'
+    first = capsys.readouterr().err.splitlines()[0]  # a line per run: each of the two alike
+    assert first.startswith(f'timm-sl reproduce: {run / "last.pth.tar"} is missing, but the run has trained '
+                            f'(summary.csv of 1 epoch)')
+    assert not (run / 'done.json').exists()
+
+
 def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path):
     """-- --dataset torch/folder --input-key .jpg passed the data check and trained on every image of torchvision's
     suffixes (timm gives its torchvision readers no input key)."""

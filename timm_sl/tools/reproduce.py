@@ -889,7 +889,8 @@ def run_state(run: Run, epochs: int) -> str:
             rows = read_summary_rows(summary)
         except ValueError:
             rows = []
-        if rows and int(rows[-1]['epoch']) + 1 >= epochs and _checkpoint_behind(run) is None:
+        if rows and int(rows[-1]['epoch']) + 1 >= epochs and (run.out_dir / 'last.pth.tar').is_file() and \
+                _checkpoint_behind(run) is None:  # no last.pth.tar: its only save failed (or it was moved away)
             return 'done'
     return 'resume' if (run.out_dir / 'last.pth.tar').is_file() else 'new'
 
