@@ -1733,6 +1733,24 @@ def test_a_restart_from_scratch_counts_only_its_own_sessions(fake_train, tmp_pat
     assert wall['vit-base-s0'] == recorded[1]['seconds'] < 1000.
 
 
+def test_epochs_a_train_py_trained_after_its_reproduce_was_killed_leave_the_wall_time_unknown(fake_train, tmp_path):
+    """A reproduce killed while it extended a run leaves its train.py training on; the next call skipped the finished
+    run and gave as its wall time the sessions recorded before, as if they had trained all of its epochs."""
+    import subprocess
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    run = out / 'runs' / 'vit-sl-s0'
+    command = json.loads((run / 'done.json').read_text())['command']
+    at = command.index('--epochs')
+    command[at + 1] = '4'  # the extension the killed call started: its session is in no sessions.json
+    subprocess.run(command + ['--resume', str(run / 'last.pth.tar')], check=True)
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=('--epochs', '4'))) == 0
+    results = {r['name']: r for r in json.loads((out / 'results.json').read_text())['runs']}
+    assert results['vit-sl-s0']['summary']['epochs'] == 4 and results['vit-sl-s0']['wall_seconds'] is None
+    assert '| vit-sl-s0 | done | 53.00 | 4 | 4 | - |' in (out / 'report.md').read_text()
+    assert results['vit-base-s0']['wall_seconds'] > 0  # trained by this call, and timed
+
+
 def test_a_diverged_run_says_so_in_the_report_and_chart(tmp_path, saved_figures):
     """A finished run whose top-1 is NaN in every epoch: the report showed a literal None, the chart 'no finished
     run'."""
@@ -3610,6 +3628,45 @@ def test_a_run_stopped_while_it_saved_its_last_checkpoint_is_resumed_not_taken_f
     assert (run / 'argv.log').read_text().count('--resume') == 1 and (run / 'done.json').is_file()
     assert int(__import__('zipfile').ZipFile(run / 'last.pth.tar').read('epoch')) == 1
     assert [r['epoch'] for r in read_summary_rows(run / 'summary.csv')] == [0, 1]
+
+
+def test_a_run_whose_first_checkpoint_was_cut_off_is_not_told_to_put_it_back(fake_train, tmp_path, capsys,
+                                                                             monkeypatch):
+    """A disk that filled while train.py saved its first checkpoint leaves a summary.csv row and a cut-off
+    tmp.pth.tar, no last.pth.tar: the line said the checkpoint 'is missing; put it back to resume', of a file that
+    never was."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
+    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    run = out / 'runs' / 'vit-base-s0'
+    (run / 'last.pth.tar').unlink()  # as if its save had failed: timm's saver writes tmp.pth.tar, then renames it
+    (run / 'tmp.pth.tar').write_bytes(b'PK\x03\x04 cut')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    assert _one_error(capsys) == (
+        f'{run / "last.pth.tar"} was never saved: train.py stopped while it wrote its first checkpoint '
+        f'({run / "tmp.pth.tar"}, cut off: a full disk?), so the epochs of {run / "summary.csv"} cannot be resumed; '
+        f'allowed: delete {run} to restart the run (or use another --out)')
+
+
+def test_a_run_of_one_epoch_whose_checkpoint_was_never_saved_is_not_skipped_as_finished(fake_train, tmp_path, capsys,
+                                                                                         monkeypatch):
+    """train.py writes an epoch's row before its checkpoint: a one-epoch run whose disk filled while it saved its
+    only checkpoint failed, and the next call skipped it as finished (exit 0), a run with no last.pth.tar."""
+    out = tmp_path / 'out'
+    argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
+    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', '1')
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    capsys.readouterr()
+    assert _exit_status(argv) == 2
+    run = out / 'runs' / 'vit-base-s0'
+    first = capsys.readouterr().err.splitlines()[0]  # a line per run: each of the two alike
+    assert first.startswith(f'timm-sl reproduce: {run / "last.pth.tar"} is missing, but the run has trained '
+                            f'(summary.csv of 1 epoch)')
+    assert not (run / 'done.json').exists()
 
 
 def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path):

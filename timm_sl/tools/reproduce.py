@@ -107,7 +107,7 @@ class Outcome:
     curve: List[Tuple[int, float]] = field(default_factory=list)
     data: str = ''  # the data as the run recorded it in args.yaml (:func:`describe_data`); '' when not recorded
     args: Dict[str, Any] = field(default_factory=dict)  # its args.yaml ({} when not recorded or not readable)
-    wall: float = 0.  # seconds of all the run's train.py sessions (resumes included), from its sessions.json
+    wall: float = 0.  # seconds of all the run's train.py sessions (resumes included), from sessions.json (0: unknown)
     img_s: Optional[float] = None  # training images per second in train.py's steps, from its log (train_throughput)
     devices: str = ''  # CUDA_VISIBLE_DEVICES of its last session
     skipped: List[int] = field(default_factory=list)  # sample index of each unreadable image skipped (its log)
@@ -631,6 +631,11 @@ def check_runs(runs: Sequence[Run], settings: Dict[str, Dict[str, Any]], epochs:
                           f'or delete {folder} to restart the run (or use another --out)')
         elif cut := _cut_since_done(run):  # else skipped as finished, its best top-1 and epochs read from what is left
             errors.append(cut)
+        elif state == 'new' and [t for t in trained if t.endswith('.pth.tar')] == ['tmp.pth.tar']:  # save cut off
+            errors.append(f'{last} was never saved: train.py stopped while it wrote its first checkpoint '
+                          f'({folder / "tmp.pth.tar"}, cut off: a full disk?), so the epochs of '
+                          f'{folder / "summary.csv"} cannot be resumed; allowed: delete {folder} to restart the run '
+                          f'(or use another --out)')
         elif state == 'new':
             errors.append(f'{last} is missing, but the run has trained ({", ".join(trained)}): reproduce resumes a '
                           f'run only from its last.pth.tar; put it back to resume, or delete {folder} to restart the '
@@ -884,7 +889,8 @@ def run_state(run: Run, epochs: int) -> str:
             rows = read_summary_rows(summary)
         except ValueError:
             rows = []
-        if rows and int(rows[-1]['epoch']) + 1 >= epochs and _checkpoint_behind(run) is None:
+        if rows and int(rows[-1]['epoch']) + 1 >= epochs and (run.out_dir / 'last.pth.tar').is_file() and \
+                _checkpoint_behind(run) is None:  # no last.pth.tar: its only save failed (or it was moved away)
             return 'done'
     return 'resume' if (run.out_dir / 'last.pth.tar').is_file() else 'new'
 
@@ -933,12 +939,22 @@ def _collect(outcome: Outcome) -> Outcome:
             outcome.summary = summarize(summary, rows, outcome.args)  # --val-interval: its epochs, not its rows
             outcome.curve = [(int(r['epoch']) + 1, r['eval_top1']) for r in rows]  # epochs from 1
         except ValueError:
-            pass
+            rows = []
+        if sessions and rows and _untimed_epochs(sessions[-1], rows):  # a session no call recorded trained them
+            outcome.wall = 0.  # unknown: the sum of the recorded ones would read as all of the run's time
     record = RunRecord(checkpoint=outcome.run.out_dir / 'last.pth.tar', run_dir=outcome.run.out_dir,
                        args=outcome.args, model=outcome.args.get('model'), sessions=sessions)
     record.summary = outcome.summary
     outcome.schedules = record.schedules()  # as the run's card names them
     return outcome
+
+
+def _untimed_epochs(session: Dict[str, Any], rows: Sequence[Dict[str, float]]) -> bool:
+    """Whether ``rows`` (a run's summary.csv) reach past the epoch its last recorded ``session`` ended at: a train.py
+    whose reproduce was killed trained on (its session recorded by no call), so the run's wall time is not known."""
+    span = session.get('epochs')
+    end = span[1] if isinstance(span, list) and len(span) == 2 else None
+    return isinstance(end, int) and not isinstance(end, bool) and int(rows[-1]['epoch']) + 1 > end
 
 
 def skipped_text(outcome: Outcome) -> str:
@@ -1541,7 +1557,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
     results = json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
-             summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1), train_img_s=o.img_s, devices=o.devices,
+             summary=o.summary, data=o.data, wall_seconds=round(o.wall, 1) if o.wall else None, train_img_s=o.img_s,
+             devices=o.devices,
              skipped_samples=len(o.skipped), skipped=skipped_text(o),
              schedules=[dict(last_epoch=end, epochs=given) for end, given in o.schedules])
         for o in outcomes], sweep=sweep), indent=1)
