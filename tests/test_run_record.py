@@ -511,11 +511,22 @@ def test_summary_rows_out_of_order_name_the_file(tmp_path):
     summary = tmp_path / 'summary.csv'
     summary.write_text('epoch,eval_top1\n1,40\n0,50\n')
     with pytest.raises(ValueError, match=rf"^{summary}:3: epoch 0 follows epoch 1 without the header train.py "
-                                         rf"writes when a session resumes; allowed: the rows in the order train.py "
-                                         rf"wrote them$"):
+                                         rf"writes when a session resumes \(a timm >= 1\.0\.31 train\.py resuming "
+                                         rf"again drops it\); allowed: the rows in the order train\.py wrote them, "
+                                         rf"that header before a resumed session's first row$"):
         read_summary_rows(summary)
     summary.write_text('epoch,eval_top1\n0,40\n1,50\nepoch,eval_top1\n1,45\n')  # a resume: its header first
     assert [r['eval_top1'] for r in read_summary_rows(summary)] == [40, 45]
+    # what the line advises for a session resumed by an older train.py whose header a newer one dropped: timm's own
+    # trim_summary (timm >= 1.0.31, on a later resume) keeps only the first header, and with it back the file reads
+    from timm.utils import trim_summary
+    summary.write_text('epoch,eval_top1\n0,40\n1,50\n2,55\nepoch,eval_top1\n1,45\n2,60\n')
+    trim_summary(str(summary), 3)
+    with pytest.raises(ValueError, match='epoch 1 follows epoch 2 without the header'):
+        read_summary_rows(summary)
+    lines = summary.read_text().splitlines()
+    summary.write_text('\n'.join([*lines[:4], lines[0], *lines[4:]]) + '\n')
+    assert [r['eval_top1'] for r in read_summary_rows(summary)] == [40, 45, 60]
 
 
 NAMES = ['T-shirt/top', 'Trouser', 'Pullover', 'Dress']

@@ -151,8 +151,9 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
                              + f': {lines[line_no - 1][:80]!r}')
         if previous is not None and epoch <= previous:  # rows sorted or edited: no resume went back without a header
             raise ValueError(f'{path}:{line_no}: epoch {int(epoch)} follows epoch {int(previous)} without the header '
-                             f'train.py writes when a session resumes; allowed: the rows in the order train.py wrote '
-                             f'them')
+                             f'train.py writes when a session resumes (a timm >= 1.0.31 train.py resuming again drops '
+                             f'it); allowed: the rows in the order train.py wrote them, that header before a resumed '
+                             f"session's first row")
         previous = epoch
         if not math.isfinite(values.get('eval_loss', 0.)):  # NaN outputs: timm's top-1 then counts the class a NaN
             values.update({k: math.nan for k in ('eval_top1', 'eval_top5') if k in values})  # ranks first (chance)
