@@ -1387,15 +1387,18 @@ def test_curves_of_runs_at_zero_percent_stay_on_0_to_100(tmp_path, saved_figures
 
 def test_coinciding_curves_stay_visible(tmp_path, saved_figures):
     """Baseline and SL at chance (10 %) every epoch: SL's line and markers hid the baseline's, which the legend named;
-    each row is now drawn thinner and smaller than the one before it, so both show."""
+    each row's markers are now open rings smaller than the row's before it, so all show, nested (lines at one width:
+    none made to look more than another)."""
     outcomes = [_report_outcome('pit', variant, 0, 10.) for variant in ('base', 'sl_no_spool', 'sl')]
     for outcome in outcomes:
         outcome.curve = [(1, 10.), (2, 10.)]
     write_report(outcomes, 'cifar10', tmp_path)
     lines = saved_figures['curves.png'].axes[0].get_lines()
-    sizes = [(line.get_markersize(), line.get_linewidth()) for line in lines]
+    sizes = [line.get_markersize() for line in lines]
     assert [line.get_label() for line in lines] == ['baseline', 'SL w/o Spool', 'SL']
-    assert sizes == sorted(sizes, reverse=True) and len({s for s, _ in sizes}) == len({w for _, w in sizes}) == 3
+    assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == 3
+    assert {line.get_markerfacecolor() for line in lines} == {'none'}  # open: a smaller ring does not cover a larger
+    assert len({line.get_linewidth() for line in lines}) == 1
 
 
 def test_a_long_data_path_in_the_chart_titles_stays_inside_them(tmp_path, saved_figures):

@@ -1415,8 +1415,9 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
 def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished; dash-dotted: a finished run
-    that diverged, labelled so, its NaN epochs not drawn); returns the figure. Each row's lines are thinner and
-    their markers smaller than the row's before it, so that rows of equal values (all at chance) stay visible."""
+    that diverged, labelled so, its NaN epochs not drawn); returns the figure. Markers are open rings, each row's
+    smaller than the row's before it, so that rows of equal values (all at chance) stay visible, nested; every line
+    is drawn at one width, none made to look more than another."""
     from matplotlib.ticker import MaxNLocator
     from .plot import EPOCH_AXIS, figure, save, y_limits
     families = list(dict.fromkeys(o.run.family for o in outcomes))
@@ -1437,9 +1438,10 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
                 f' ({unfinished})' if unfinished else '')
             seeds |= key in shown
             shown.add(key)
-            order = list(colors).index(o.run.variant)  # baseline widest, SL on top narrowest: equal curves all show
-            ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=7 - 2 * order,
-                    linewidth=3 - order, color=colors[o.run.variant], label=label, linestyle=line)
+            order = list(colors).index(o.run.variant)  # rings nested, SL's innermost: equal curves all show
+            ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=9 - 2.5 * order,
+                    markerfacecolor='none', markeredgewidth=1.5, linewidth=1.5, color=colors[o.run.variant],
+                    label=label, linestyle=line)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
