@@ -3670,6 +3670,12 @@ def test_a_run_of_one_epoch_whose_checkpoint_was_never_saved_is_not_skipped_as_f
     assert first.startswith(f'timm-sl reproduce: {run / "last.pth.tar"} is missing, but the run has trained '
                             f'(summary.csv of 1 epoch)')
     assert not (run / 'done.json').exists()
+    (run / 'tmp.pth.tar').write_bytes(b'PK\x03\x04 cut')  # what timm's saver leaves when the disk fills as it writes
+    assert _exit_status(argv) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(f'timm-sl reproduce: {run / "last.pth.tar"} was never saved: train.py stopped while it '
+                            f'wrote its first checkpoint')
+    assert not (run / 'done.json').exists()
 
 
 def test_an_input_key_under_torchvisions_readers_is_refused_as_ignored(tmp_path):
