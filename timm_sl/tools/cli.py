@@ -910,8 +910,8 @@ def cmd_attention(args: argparse.Namespace) -> int:
     import json
     from timm_sl.tools.analysis import attention_records, final_attention_map
     from timm_sl.tools.plot import plot_attention
-    _check_out_not_an_input(args, Path(args.out).with_suffix('.json'))
     numbers = _attention_numbers(args)
+    _check_out_not_an_input(args, numbers)
     _require_plotting(args)
     _check_attention_image_count(args.images)
     drawn, inputs = None, {}
