@@ -643,3 +643,57 @@ def test_every_text_file_is_read_and_written_as_utf_8():
                for path in sorted([*(root / 'timm_sl').rglob('*.py'), *(root / 'benchmarks').glob('*.py')])
                for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))) if _text_io_without_encoding(node)]
     assert not missing, missing
+
+
+def _refuse_listing(monkeypatch, locked: Path) -> None:
+    """What the system does to a folder of mode 700 owned by another user (root reads it)."""
+    scandir = os.scandir
+
+    def refuse(path='.'):
+        if not isinstance(path, int) and Path(path) == locked:
+            raise PermissionError(13, 'Permission denied', str(path))
+        return scandir(path)
+    monkeypatch.setattr(os, 'scandir', refuse)
+
+
+def test_release_passes_a_folder_it_cannot_read_while_kld_refuses_it_naming_the_folder(tmp_path, monkeypatch):
+    """A disk's lost+found (root's, mode 700) beside the runs stopped `timm-sl release` at the path check with
+    'lost+found/args.yaml: permission denied', a file that is not there, though release passes such a folder and says
+    so; an image folder's unreadable class folder was refused as 'sub: permission denied', no more said."""
+    runs = tmp_path / 'runs'
+    (runs / 'vit-sl-s0').mkdir(parents=True)
+    (runs / 'vit-sl-s0' / 'args.yaml').write_text('model: sl_vit_32\n')
+    locked = runs / 'lost+found'
+    locked.mkdir()
+    _refuse_listing(monkeypatch, locked)
+    check_path(runs, COMMAND_PATHS['release']['runs'])
+    images = tmp_path / 'images'
+    (images / 'sub').mkdir(parents=True)
+    _refuse_listing(monkeypatch, images / 'sub')
+    with pytest.raises(PermissionError) as info:
+        check_path(images, COMMAND_PATHS['kld']['images'])
+    assert str(info.value) == (f'{images / "sub"}: cannot read this folder (permission denied), so what it holds would '
+                               f'be left out; allowed: a folder this user may read and enter, or move it away')
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root reads and enters every folder')
+@pytest.mark.parametrize('mode', [0o000, 0o100, 0o600])
+def test_a_folder_this_user_may_not_read_or_enter_is_named_as_the_user_meets_it(tmp_path, capsys, reach, mode):
+    """As a user: a lost+found of no read or enter permission beside the runs, passed by release; the same folder of
+    images refused by kld naming the folder (a folder that may be listed, not entered: not its image's name)."""
+    runs = tmp_path / 'runs'
+    (runs / 'vit-sl-s0').mkdir(parents=True)
+    (runs / 'vit-sl-s0' / 'args.yaml').write_text('model: sl_vit_32\n')
+    (runs / 'lost+found' / 'a').mkdir(parents=True)
+    (runs / 'lost+found' / 'args.yaml').write_text('model: sl_vit_32\n')
+    (runs / 'lost+found').chmod(mode)
+    try:
+        with pytest.raises(_Reached):
+            cli.main(['release', str(runs), '--org', 'o', '--out', str(tmp_path / 'rel')])
+        with pytest.raises(SystemExit):
+            cli.main(['kld', str(runs), '--out', str(tmp_path / 'kld.png')])
+    finally:
+        (runs / 'lost+found').chmod(0o700)
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and f'{runs / "lost+found"}' in err and 'args.yaml' not in err, err
+
