@@ -697,3 +697,25 @@ def test_a_folder_this_user_may_not_read_or_enter_is_named_as_the_user_meets_it(
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and f'{runs / "lost+found"}' in err and 'args.yaml' not in err, err
 
+
+def test_another_users_file_in_a_sticky_folder_is_refused_where_a_command_writes(tmp_path, monkeypatch):
+    """A chart named as another user's file in /tmp (mode 666: writable) was drawn, then 'operation not permitted'
+    when moved over it, no more said; a writable partial file of another user's was written into first."""
+    sticky = tmp_path / 'tmp'
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    theirs = sticky / 'chart.png'
+    theirs.write_text('theirs')
+    theirs.chmod(0o666)
+    other = theirs.stat().st_uid + 1
+    monkeypatch.setattr(os, 'geteuid', lambda: other)  # this user owns neither the file nor the folder
+    rule = COMMAND_PATHS['temperature']['out']
+    with pytest.raises(PermissionError) as info:
+        check_path(theirs, rule, '--out')
+    assert str(info.value) == (f"--out {theirs} is another user's file in a sticky folder (as /tmp), which only its "
+                               f"owner may replace or remove; expected a chart file")
+    theirs.rename(sticky / '.mine.png.partial.png')
+    with pytest.raises(PermissionError, match="partial.png is another user's file in a sticky folder"):
+        check_path(sticky / 'mine.png', rule, '--out')
+    monkeypatch.setattr(os, 'geteuid', lambda: sticky.stat().st_uid)
+    check_path(sticky / 'mine.png', rule, '--out')  # the folder's owner may

@@ -13,6 +13,7 @@ import argparse
 import errno
 import fnmatch
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -241,6 +242,13 @@ def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
         raise type(e)(f'{name}: {(e.strerror or str(e)).lower()}; expected {rule.what}') from None
 
 
+def _replaceable(path: Path) -> bool:
+    """Whether this user may replace the file ``path`` by a new one moved over it (what a written file is): in a
+    sticky folder (/tmp) only the file's owner, the folder's and root may, however writable the file is."""
+    parent = path.parent.stat()
+    return not parent.st_mode & stat.S_ISVTX or os.geteuid() in (0, parent.st_uid, os.lstat(path).st_uid)
+
+
 def _loops(path: Path) -> bool:
     try:
         path.stat()
@@ -290,6 +298,9 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
+    if rule.writes and not folder and not _replaceable(path):
+        raise PermissionError(f'{name} is another user\'s file in a sticky folder (as /tmp), which only its owner may '
+                              f'replace or remove; expected {rule.what}')
     if rule.contents:
         if folder:
             _check_contents(path, rule, who)
