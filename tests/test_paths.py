@@ -719,3 +719,20 @@ def test_another_users_file_in_a_sticky_folder_is_refused_where_a_command_writes
         check_path(sticky / 'mine.png', rule, '--out')
     monkeypatch.setattr(os, 'geteuid', lambda: sticky.stat().st_uid)
     check_path(sticky / 'mine.png', rule, '--out')  # the folder's owner may
+
+
+@pytest.mark.parametrize('record', ['fashion_mnist.json', 'svhn.json'])
+def test_reproduce_refuses_a_prepare_record_it_cannot_read(tmp_path, capsys, reach, monkeypatch, record):
+    """The record of a prepare-* in reproduce's --data-dir unreadable by this user (chmod 000, another user's mode
+    600): the runs were started as on a folder of '? train, ? test images', and with it readable again a rerun called
+    them 'trained with other settings', a false reason."""
+    data = tmp_path / 'data'
+    data.mkdir()
+    (data / record).write_text('{}')
+    access = os.access
+    monkeypatch.setattr(os, 'access', lambda path, mode, **kw: Path(path) != data / record and access(path, mode, **kw))
+    with pytest.raises(SystemExit):
+        cli.main(['reproduce', '--data-dir', str(data), '--dataset', 'svhn', '--out', str(tmp_path / 'out')])
+    dataset = record.split('.')[0].replace('_', '-')
+    assert capsys.readouterr().err == (f'timm-sl reproduce: {data / record} is not readable by this user; expected the '
+                                       f'record of timm-sl prepare-{dataset}, which says what the folder holds\n')

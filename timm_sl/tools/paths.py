@@ -376,7 +376,10 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'train_script': _RECIPE_SCRIPT,
     },
     'reproduce': {
-        'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER),
+        # the record of a prepare-* there says what the runs train on: unread, they would be resumed on any data
+        'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER, contents={
+            name: PathRule(f'the record of timm-sl prepare-{dataset}, which says what the folder holds')
+            for name, dataset in (('fashion_mnist.json', 'fashion-mnist'), ('svhn.json', 'svhn'))}),
         # what is refused inside --out is left as it is by another --out: the refusals say so
         'out': PathRule('the reproduce output folder', FOLDER, writes=True, allowed='another --out', contents={
             **_written({name: PathRule(f'the {name} of the report', FILE) for name in (
