@@ -643,3 +643,96 @@ def test_every_text_file_is_read_and_written_as_utf_8():
                for path in sorted([*(root / 'timm_sl').rglob('*.py'), *(root / 'benchmarks').glob('*.py')])
                for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))) if _text_io_without_encoding(node)]
     assert not missing, missing
+
+
+def _refuse_listing(monkeypatch, locked: Path) -> None:
+    """What the system does to a folder of mode 700 owned by another user (root reads it)."""
+    scandir = os.scandir
+
+    def refuse(path='.'):
+        if not isinstance(path, int) and Path(path) == locked:
+            raise PermissionError(13, 'Permission denied', str(path))
+        return scandir(path)
+    monkeypatch.setattr(os, 'scandir', refuse)
+
+
+def test_release_passes_a_folder_it_cannot_read_while_kld_refuses_it_naming_the_folder(tmp_path, monkeypatch):
+    """A disk's lost+found (root's, mode 700) beside the runs stopped `timm-sl release` at the path check with
+    'lost+found/args.yaml: permission denied', a file that is not there, though release passes such a folder and says
+    so; an image folder's unreadable class folder was refused as 'sub: permission denied', no more said."""
+    runs = tmp_path / 'runs'
+    (runs / 'vit-sl-s0').mkdir(parents=True)
+    (runs / 'vit-sl-s0' / 'args.yaml').write_text('model: sl_vit_32\n')
+    locked = runs / 'lost+found'
+    locked.mkdir()
+    _refuse_listing(monkeypatch, locked)
+    check_path(runs, COMMAND_PATHS['release']['runs'])
+    images = tmp_path / 'images'
+    (images / 'sub').mkdir(parents=True)
+    _refuse_listing(monkeypatch, images / 'sub')
+    with pytest.raises(PermissionError) as info:
+        check_path(images, COMMAND_PATHS['kld']['images'])
+    assert str(info.value) == (f'{images / "sub"}: cannot read this folder (permission denied), so what it holds would '
+                               f'be left out; allowed: a folder this user may read and enter, or move it away')
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root reads and enters every folder')
+@pytest.mark.parametrize('mode', [0o000, 0o100, 0o600])
+def test_a_folder_this_user_may_not_read_or_enter_is_named_as_the_user_meets_it(tmp_path, capsys, reach, mode):
+    """As a user: a lost+found of no read or enter permission beside the runs, passed by release; the same folder of
+    images refused by kld naming the folder (a folder that may be listed, not entered: not its image's name)."""
+    runs = tmp_path / 'runs'
+    (runs / 'vit-sl-s0').mkdir(parents=True)
+    (runs / 'vit-sl-s0' / 'args.yaml').write_text('model: sl_vit_32\n')
+    (runs / 'lost+found' / 'a').mkdir(parents=True)
+    (runs / 'lost+found' / 'args.yaml').write_text('model: sl_vit_32\n')
+    (runs / 'lost+found').chmod(mode)
+    try:
+        with pytest.raises(_Reached):
+            cli.main(['release', str(runs), '--org', 'o', '--out', str(tmp_path / 'rel')])
+        with pytest.raises(SystemExit):
+            cli.main(['kld', str(runs), '--out', str(tmp_path / 'kld.png')])
+    finally:
+        (runs / 'lost+found').chmod(0o700)
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and f'{runs / "lost+found"}' in err and 'args.yaml' not in err, err
+
+
+def test_another_users_file_in_a_sticky_folder_is_refused_where_a_command_writes(tmp_path, monkeypatch):
+    """A chart named as another user's file in /tmp (mode 666: writable) was drawn, then 'operation not permitted'
+    when moved over it, no more said; a writable partial file of another user's was written into first."""
+    sticky = tmp_path / 'tmp'
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    theirs = sticky / 'chart.png'
+    theirs.write_text('theirs')
+    theirs.chmod(0o666)
+    other = theirs.stat().st_uid + 1
+    monkeypatch.setattr(os, 'geteuid', lambda: other)  # this user owns neither the file nor the folder
+    rule = COMMAND_PATHS['temperature']['out']
+    with pytest.raises(PermissionError) as info:
+        check_path(theirs, rule, '--out')
+    assert str(info.value) == (f"--out {theirs} is another user's file in a sticky folder (as /tmp), which only its "
+                               f"owner may replace or remove; expected a chart file")
+    theirs.rename(sticky / '.mine.png.partial.png')
+    with pytest.raises(PermissionError, match="partial.png is another user's file in a sticky folder"):
+        check_path(sticky / 'mine.png', rule, '--out')
+    monkeypatch.setattr(os, 'geteuid', lambda: sticky.stat().st_uid)
+    check_path(sticky / 'mine.png', rule, '--out')  # the folder's owner may
+
+
+@pytest.mark.parametrize('record', ['fashion_mnist.json', 'svhn.json'])
+def test_reproduce_refuses_a_prepare_record_it_cannot_read(tmp_path, capsys, reach, monkeypatch, record):
+    """The record of a prepare-* in reproduce's --data-dir unreadable by this user (chmod 000, another user's mode
+    600): the runs were started as on a folder of '? train, ? test images', and with it readable again a rerun called
+    them 'trained with other settings', a false reason."""
+    data = tmp_path / 'data'
+    data.mkdir()
+    (data / record).write_text('{}')
+    access = os.access
+    monkeypatch.setattr(os, 'access', lambda path, mode, **kw: Path(path) != data / record and access(path, mode, **kw))
+    with pytest.raises(SystemExit):
+        cli.main(['reproduce', '--data-dir', str(data), '--dataset', 'svhn', '--out', str(tmp_path / 'out')])
+    dataset = record.split('.')[0].replace('_', '-')
+    assert capsys.readouterr().err == (f'timm-sl reproduce: {data / record} is not readable by this user; expected the '
+                                       f'record of timm-sl prepare-{dataset}, which says what the folder holds\n')

@@ -4072,3 +4072,41 @@ def test_report_names_a_non_ascii_data_folder_as_its_text_under_a_latin1_locale(
     assert results['data'].startswith('image folder /data/fé ')
     assert 'image folder /data/fé' in saved_figures['top1.png'].texts[0].get_text() + ' '.join(
         ax.get_title() for ax in saved_figures['top1.png'].axes) + saved_figures['top1.png'].get_suptitle()
+
+
+def test_a_class_folder_listed_but_not_entered_is_refused_as_unreadable_images(tmp_path, monkeypatch):
+    """A class folder of mode r without x (chmod 600: its names listed, its images not opened): its images were
+    passed as neither empty nor broken, so every run trained with timm skipping them (a report of 0.00 % marked
+    'unreadable images skipped'), where a folder of mode 000 is refused first."""
+    from timm_sl.tools.data_check import _image_folders
+    split = _folders(tmp_path / 'train', ['a/0.png', 'b/0.png', 'b/1.png'])
+    locked = split / 'b'
+    stat, lstat, access = os.stat, os.lstat, os.access
+
+    def entered(call):  # what the system does below a folder this user may not enter (root enters every folder)
+        def guarded(path, *args, **kwargs):
+            if isinstance(path, (str, Path)) and Path(path).parent == locked:
+                raise PermissionError(13, 'Permission denied', str(path))
+            return call(path, *args, **kwargs)
+        return guarded
+    monkeypatch.setattr(os, 'stat', entered(stat))
+    monkeypatch.setattr(os, 'lstat', entered(lstat))
+    monkeypatch.setattr(os, 'access', lambda path, mode, **kw: not (Path(path) == locked and mode & os.X_OK) and
+                        access(path, mode, **kw))
+    broken = []
+    _image_folders(split, empty=[], broken=broken)
+    assert broken == [(locked / name, f'cannot be read (its folder {locked} may be listed but not entered by this '
+                                      f'user: permission denied)') for name in ('0.png', '1.png')]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root enters every folder')
+def test_a_class_folder_of_mode_600_stops_reproduce_before_a_run(tmp_path, capsys, fake_train):
+    data = _folders(tmp_path / 'data', DIGITS)
+    (data / 'test' / '3').chmod(0o600)
+    out = tmp_path / 'out'
+    try:
+        assert _exit_status(_reproduce_args(data, out, fake_train, 'svhn', train_args=['--epochs', '1'])) == 2
+    finally:
+        (data / 'test' / '3').chmod(0o700)
+    assert _one_error(capsys).startswith(f"{data / 'test' / '3' / '0.png'} cannot be read (its folder ")
+    assert not out.exists()

@@ -533,3 +533,32 @@ def test_a_split_file_without_a_digit_is_refused(mats, tmp_path, capsys):
         f"and label the digits after it differently than in the other splits); allowed: split files with images of "
         f"every digit")
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+@pytest.mark.parametrize('what', ['image', 'class folder'])
+def test_a_finished_split_this_user_may_not_read_is_refused_not_taken_as_done(mats, tmp_path, capsys, monkeypatch,
+                                                                              what):
+    """An image (or a class folder) of a finished split made unreadable (chmod 000, another user's): a second run said
+    'already there: nothing written' (exit 0) and train.py stopped at it later; a class folder was 'permission denied'
+    only."""
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    prepare_svhn(out, source=source, progress=False)
+    locked = out / 'train' / '3' if what == 'class folder' else sorted((out / 'train' / '3').iterdir())[0]
+    access = os.access
+    monkeypatch.setattr(os, 'access', lambda path, mode, **kw: Path(path) != locked and access(path, mode, **kw))
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys) == (
+        f'timm-sl prepare-svhn: {locked} is not readable by this user, in a split folder an earlier run wrote '
+        f'(train.py would stop at it); allowed: read permission for it (chmod u+rX), or the split folder moved away')
+    assert (out / 'svhn.json').is_file() and len(list((out / 'train' / '3').iterdir())) == 3
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason='root reads every file')
+def test_a_finished_split_with_an_image_of_mode_000_is_refused(mats, tmp_path, capsys):
+    source, _ = mats
+    out = tmp_path / 'svhn'
+    prepare_svhn(out, source=source, progress=False)
+    locked = sorted((out / 'test' / '0').iterdir())[0]
+    locked.chmod(0)
+    assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys).startswith(
+        f'timm-sl prepare-svhn: {locked} is not readable by this user, in a split folder an earlier run wrote')

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Collection, Dict, Optional, Sequence, Tuple, TypeVar
 
-from .errors import held_folder
+from .errors import held_folder, shown
 from .files import IMAGE_SUFFIXES, check_regular_file, read_text
 
 __all__ = ['FASHION_MNIST_INFO', 'SVHN_INFO', 'is_source_file', 'check_not_swapped', 'check_split_folders',
@@ -121,12 +121,26 @@ def holds_counts(folder: Path, counts: Any) -> bool:
     """Whether ``folder``, a finished split, still holds what its record says: as many images in each class folder as
     ``counts`` (``{class folder: images}``, zeros too), and nothing else timm reads (a file manager's ``.DS_Store`` or
     ``.directory`` aside). A split folder swapped with another since (``mv train test``), or with images deleted, is
-    not the split the record names."""
+    not the split the record names.
+
+    Raises:
+        PermissionError: the split folder, a class folder or an image in it is not readable by this user (train.py
+            would stop at it), naming it.
+    """
     if not isinstance(counts, dict) or not folder.is_dir():
         return False
-    held = {p.name: sum(1 for f in p.iterdir() if _read_by_timm(f)) if p.is_dir() else None
-            for p in folder.iterdir() if _read_by_timm(p)}
+    held = {p.name: sum(1 for f in _readable(p).iterdir() if _read_by_timm(_readable(f))) if p.is_dir() else None
+            for p in _readable(folder).iterdir() if _read_by_timm(p)}
     return held == counts
+
+
+def _readable(path: Path) -> Path:
+    """``path`` of a finished split, refused where this user may not read it (a folder: list and enter)."""
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        raise PermissionError(f'{shown(path)} is not readable by this user, in a split folder an earlier run wrote '
+                              f'(train.py would stop at it); allowed: read permission for it (chmod u+rX), or the '
+                              f'split folder moved away')
+    return path
 
 
 def only_numbered_pngs(folder: Path, classes: Collection[str], digits: int) -> bool:

@@ -230,6 +230,9 @@ def _image_folders(folder: Path, empty: Optional[List[Path]] = None, broken: Opt
                     broken.append((Path(file), fault))
             elif broken is not None and os.path.islink(file) and not os.path.exists(file):  # its image moved away
                 broken.append((Path(file), f'is a link to {shown(os.readlink(file))}, which does not exist'))
+            elif broken is not None and size < 0 and not os.access(path, os.X_OK):  # listed, not entered (r, no x)
+                broken.append((Path(file), f'cannot be read (its folder {shown(path)} may be listed but not entered '
+                                           f'by this user: permission denied)'))
     return sorted(found)
 
 

@@ -13,6 +13,7 @@ import argparse
 import errno
 import fnmatch
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import partial_of, shown
 from .files import ANALYSED_IMAGE_SUFFIXES, check_link_target, check_not_link, kind_of
+from .runs import unreadable_folder, walk
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
            'RUN_FOLDER']
@@ -46,6 +48,8 @@ class PathRule:
         usual_name: The name a file read there usually has ('train.py'): a folder given for it that holds a file of
             that name is said to (the user named its folder).
         suffixes: Files named after the path with another suffix (suffix -> rule): attention's --out with .json.
+        passes_unreadable: A folder below it this user may not read or enter is passed, left to the command (release
+            looks for runs past a disk's lost+found, and says so); otherwise refused, naming it.
     """
     what: str
     kind: str = FILE
@@ -56,6 +60,7 @@ class PathRule:
     allowed: str = ''
     usual_name: str = ''
     suffixes: Optional[Mapping[str, 'PathRule']] = None
+    passes_unreadable: bool = False
 
 
 def _check_link(path: Path, name: str, rule: PathRule, who: str, inside: bool) -> None:
@@ -128,23 +133,32 @@ def _check_new(path: Path, name: str, rule: PathRule) -> None:
     _check_takes_new_files(existing, name, rule)
 
 
-def _matches(folder: Path, pattern: str) -> Iterator[Path]:
+def _matches(folder: Path, pattern: str, passes_unreadable: bool = False) -> Iterator[Path]:
     """What ``pattern`` names in ``folder``: a name, a wildcard name (``fnmatch``), ``**/`` it at any depth, or either
     below the folders a wildcard names (``*/config.json``); links to nothing included (``Path.glob`` leaves them out,
-    and they are what is looked for)."""
+    and they are what is looked for). A folder this user may not read or enter is refused in one line naming it (a
+    name looked up in it: not that name's 'permission denied'), or passed with ``passes_unreadable``."""
     head, _, rest = pattern.partition('/')
     if head == '**':
-        for sub in [folder, *sorted(p for p in folder.rglob('*') if p.is_dir() and not p.is_symlink())]:
-            yield from _matches(sub, rest)
+        below = walk(folder, skipped=[] if passes_unreadable else None)  # refused or passed as it is by the commands
+        for sub in [folder, *sorted(Path(root) for root, _, _ in below if Path(root) != folder)]:
+            yield from _matches(sub, rest, passes_unreadable)
     elif rest and any(c in head for c in '*?['):
-        for sub in _matches(folder, head):
+        for sub in _matches(folder, head, passes_unreadable):
             if sub.is_dir():
-                yield from _matches(sub, rest)
+                yield from _matches(sub, rest, passes_unreadable)
     elif any(c in pattern for c in '*?['):
         yield from sorted(p for p in folder.iterdir()  # a hidden name only where the pattern says so, as a shell does
                           if fnmatch.fnmatchcase(p.name, pattern) and (pattern[0] == '.' or p.name[0] != '.'))
-    elif _is_there(folder / pattern):
-        yield folder / pattern
+    else:
+        try:
+            there = _is_there(folder / pattern)
+        except PermissionError as e:  # a folder that may be listed, not entered (r without x)
+            if not passes_unreadable:
+                unreadable_folder(None)(PermissionError(e.errno, e.strerror, str(folder)))
+            there = False
+        if there:
+            yield folder / pattern
 
 
 def _is_there(path: Path) -> bool:
@@ -154,7 +168,7 @@ def _is_there(path: Path) -> bool:
 
 def _check_contents(folder: Path, rule: PathRule, who: str) -> None:
     for pattern, inner in rule.contents.items():
-        for path in _matches(folder, pattern):
+        for path in _matches(folder, pattern, rule.passes_unreadable):
             check_path(path, inner, who=who, inside=True)
         literal = '/' not in pattern and not any(c in pattern for c in '*?[')
         if literal and inner.writes and inner.kind == FILE and not _is_there(folder / pattern):
@@ -221,7 +235,18 @@ def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
                 if parent.is_symlink() and _loops(parent):
                     raise ValueError(f'{name}: {shown(parent)} is a link that loops ({shown(os.readlink(parent))}); '
                                      f'expected {rule.what}') from None
+        closed = next((p for p in reversed(path.parents) if p.is_dir() and not os.access(p, os.X_OK)), None)
+        if e.errno == errno.EACCES and closed is not None:  # the folder is what is wrong, not the name in it
+            raise PermissionError(f'{name}: folder {shown(closed)} may not be entered by this user (permission '
+                                  f'denied); expected {rule.what}; allowed: a folder this user may read and enter')
         raise type(e)(f'{name}: {(e.strerror or str(e)).lower()}; expected {rule.what}') from None
+
+
+def _replaceable(path: Path) -> bool:
+    """Whether this user may replace the file ``path`` by a new one moved over it (what a written file is): in a
+    sticky folder (/tmp) only the file's owner, the folder's and root may, however writable the file is."""
+    parent = path.parent.stat()
+    return not parent.st_mode & stat.S_ISVTX or os.geteuid() in (0, parent.st_uid, os.lstat(path).st_uid)
 
 
 def _loops(path: Path) -> bool:
@@ -273,6 +298,9 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
+    if rule.writes and not folder and not _replaceable(path):
+        raise PermissionError(f'{name} is another user\'s file in a sticky folder (as /tmp), which only its owner may '
+                              f'replace or remove; expected {rule.what}')
     if rule.contents:
         if folder:
             _check_contents(path, rule, who)
@@ -348,7 +376,10 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
         'train_script': _RECIPE_SCRIPT,
     },
     'reproduce': {
-        'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER),
+        # the record of a prepare-* there says what the runs train on: unread, they would be resumed on any data
+        'data_dir': PathRule("the dataset root (train.py's --data-dir)", FOLDER, contents={
+            name: PathRule(f'the record of timm-sl prepare-{dataset}, which says what the folder holds')
+            for name, dataset in (('fashion_mnist.json', 'fashion-mnist'), ('svhn.json', 'svhn'))}),
         # what is refused inside --out is left as it is by another --out: the refusals say so
         'out': PathRule('the reproduce output folder', FOLDER, writes=True, allowed='another --out', contents={
             **_written({name: PathRule(f'the {name} of the report', FILE) for name in (
@@ -362,8 +393,8 @@ COMMAND_PATHS: Dict[str, Dict[str, PathRule]] = {
                                                    f"https://github.com/huggingface/pytorch-image-models)"),
     },
     'release': {
-        'runs': PathRule('a timm-sl reproduce output or train.py run folder', FOLDER, contents={
-            **{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
+        'runs': PathRule('a timm-sl reproduce output or train.py run folder', FOLDER, passes_unreadable=True,
+                         contents={**{f'**/{name}': rule for name, rule in RUN_FOLDER.items()}}),
         'out': PathRule('the release folder', FOLDER, writes=True, contents=_written({
             **{name: PathRule(f'the {name} of a release') for name in (
                 'release.json', 'pretrained_entries.json', 'release_manifest.json')},

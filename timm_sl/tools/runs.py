@@ -1147,7 +1147,7 @@ def read_run(
     return _described(record, marker)
 
 
-def _unreadable_folder(skipped: Optional[List[Tuple[Path, str]]]) -> Callable[[OSError], None]:
+def unreadable_folder(skipped: Optional[List[Tuple[Path, str]]]) -> Callable[[OSError], None]:
     """``os.walk``'s handler of a folder it cannot list, which it would leave out without a word: refused, or, with
     ``skipped``, added there with the system's reason. One gone meanwhile is none."""
     def handle(e: OSError) -> None:
@@ -1179,7 +1179,7 @@ def walk(folder: Union[str, Path], every_path: bool = False, reader: str = "timm
     """
     seen = set()
     above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
-    for root, folders, names in os.walk(folder, onerror=_unreadable_folder(skipped), followlinks=True):
+    for root, folders, names in os.walk(folder, onerror=unreadable_folder(skipped), followlinks=True):
         real = os.path.realpath(root)
         if every_path:
             chain = above.pop(root, frozenset())
