@@ -2211,3 +2211,33 @@ def test_an_exported_folders_data_config_edited_by_hand_names_its_config_json(ed
     err = capsys.readouterr().err
     assert err.startswith(f'timm-sl attention: {config} {says}') and err.count('\n') == 1, err
     assert err.endswith('allowed: the file as timm-sl export / release writes it (export again)\n'), err
+
+
+@pytest.mark.parametrize('broken, says', [
+    ('model.safetensors', 'model.safetensors is a link to {gone}, which does not exist; expected the '
+                          'model.safetensors'),
+    ('config.json', 'config.json is a link to {gone}, which does not exist; expected the config.json'),
+    ('model.safetensors/', 'model.safetensors is a folder; expected the model.safetensors'),
+    ('config.json/', 'config.json is a folder; expected the config.json'),
+    ('-model.safetensors', 'holds config.json but no model.safetensors; expected the model.safetensors'),
+])
+def test_an_exported_folder_with_a_broken_file_names_it(broken, says, tmp_path, capsys):
+    """An export folder whose model.safetensors or config.json was a link to nothing or a folder, or whose weights were
+    gone, was called 'a folder without a checkpoint (model_best.pth.tar or last.pth.tar)': a false reason, and its
+    allowed list left out the export folder the analyses take."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    folder, gone = tmp_path / 'exported', tmp_path / 'gone'
+    assert main(['export', str(tmp_path / 'run'), '--out', str(folder)]) == 0
+    name = broken.strip('/-')
+    (folder / name).unlink()
+    if broken.endswith('/'):
+        (folder / name).mkdir()
+    elif not broken.startswith('-'):
+        (folder / name).symlink_to(gone)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(['temperature', '--checkpoint', str(folder), '--out', str(tmp_path / 't.png')])
+    err = capsys.readouterr().err
+    first = f'{folder} ' if broken.startswith('-') else f'{folder}{os.sep}'
+    assert err.startswith(f'timm-sl temperature: {first}{says.format(gone=gone)}'), err
+    assert err.count('\n') == 1 and 'allowed' in err, err
