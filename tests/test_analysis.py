@@ -2180,3 +2180,64 @@ def test_attention_numbers_name_images_by_their_text_under_a_latin1_locale(tmp_p
         str(tmp_path / 'café.png')]
     assert [ax.get_ylabel() for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]
             ] == ['café.png']
+
+
+@pytest.mark.parametrize('edit, says', [
+    (dict(input_size=[3, 64, 64]), 'gives a data config timm cannot resolve (Requested image size (64, 64), but '
+                                   'the model requires (32, 32).)'),
+    (dict(input_size=[1, 32, 32], mean=[0.5], std=[0.5]), 'gives a data config timm cannot resolve (Requested 1 '
+                                                          'input channels, but the model accepts 3.)'),
+    (dict(input_size=[1, 32, 32]), 'gives a mean of [0.5071, 0.4865, 0.4409] for an input of 1 channel(s)'),
+    (dict(mean=[0.5, 0.5]), 'gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
+    (dict(mean='x'), "gives a mean of 'x' for an input of 3 channel(s)"),
+    (dict(std=[0, 0, 0]), 'gives the data config std: (0, 0, 0), which no training ran with'),
+    (dict(interpolation='nope'), "gives the interpolation 'nope', which timm does not know"),
+])
+def test_an_exported_folders_data_config_edited_by_hand_names_its_config_json(edit, says, tmp_path, image_dir,
+                                                                              capsys):
+    """A config.json whose pretrained_cfg was edited after export ended the analyses in a traceback (an input size
+    the model asserts on, a mean of 2 channels or text, an unknown interpolation) or in timm's own line without the
+    file (a std of 0): it is refused in one line naming config.json, as push refuses it."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    assert main(['export', str(tmp_path / 'run'), '--out', str(tmp_path / 'exported')]) == 0
+    config = tmp_path / 'exported' / 'config.json'
+    saved = json.loads(config.read_text())
+    saved['pretrained_cfg'].update(edit)
+    config.write_text(json.dumps(saved))
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(['attention', str(image_dir), '--checkpoint', str(tmp_path / 'exported'), '--out',
+              str(tmp_path / 'a.png')])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl attention: {config} {says}') and err.count('\n') == 1, err
+    assert err.endswith('allowed: the file as timm-sl export / release writes it (export again)\n'), err
+
+
+@pytest.mark.parametrize('broken, says', [
+    ('model.safetensors', 'model.safetensors is a link to {gone}, which does not exist; expected the '
+                          'model.safetensors'),
+    ('config.json', 'config.json is a link to {gone}, which does not exist; expected the config.json'),
+    ('model.safetensors/', 'model.safetensors is a folder; expected the model.safetensors'),
+    ('config.json/', 'config.json is a folder; expected the config.json'),
+    ('-model.safetensors', 'holds config.json but no model.safetensors; expected the model.safetensors'),
+])
+def test_an_exported_folder_with_a_broken_file_names_it(broken, says, tmp_path, capsys):
+    """An export folder whose model.safetensors or config.json was a link to nothing or a folder, or whose weights were
+    gone, was called 'a folder without a checkpoint (model_best.pth.tar or last.pth.tar)': a false reason, and its
+    allowed list left out the export folder the analyses take."""
+    _run_folder(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    folder, gone = tmp_path / 'exported', tmp_path / 'gone'
+    assert main(['export', str(tmp_path / 'run'), '--out', str(folder)]) == 0
+    name = broken.strip('/-')
+    (folder / name).unlink()
+    if broken.endswith('/'):
+        (folder / name).mkdir()
+    elif not broken.startswith('-'):
+        (folder / name).symlink_to(gone)
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(['temperature', '--checkpoint', str(folder), '--out', str(tmp_path / 't.png')])
+    err = capsys.readouterr().err
+    first = f'{folder} ' if broken.startswith('-') else f'{folder}{os.sep}'
+    assert err.startswith(f'timm-sl temperature: {first}{says.format(gone=gone)}'), err
+    assert err.count('\n') == 1 and 'allowed' in err, err

@@ -521,7 +521,13 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], mean=[0.5, 0.5])),
              f'{config} gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], std=[0.5, 0, 0.5])),
-             f'{config} gives the data config std: (0.5, 0, 0.5), which no training ran with')):
+             f'{config} gives the data config std: (0.5, 0, 0.5), which no training ran with'),
+            # a loader's transform fails on these: timm's KeyError, the fixed 32 px model's assert on 64 px images
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], interpolation='nope')),
+             f"{config} gives the interpolation 'nope', which timm does not know"),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], input_size=[3, 64, 64])),
+             f'{config} gives a data config timm cannot resolve (Requested image size (64, 64), but the model '
+             f'requires (32, 32).)')):
         config.write_text(json.dumps(edit(json.loads(exported))))
         with pytest.raises(SystemExit):
             main(['push', str(tmp_path), '--repo-id', 'org/name'])

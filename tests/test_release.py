@@ -1445,3 +1445,22 @@ def test_label_names_are_checked_against_class_folders_of_non_ascii_names_under_
         f"order, where 'Straße' is class 1: the names are in another order than the classes the run learned; allowed: "
         f"the names in that order (café, Straße, 日本)")
     _check_folder_class_order(record, classes)
+
+
+def test_a_second_release_into_one_out_keeps_the_earlier_runs_record(reproduced, tmp_path, capsys):
+    """Releasing seed 1 into the --out that held seed 0's release rewrote release.json and pretrained_entries.json of
+    seed 1 alone: seed 0's folder stayed, unlisted (and what a --push of it recorded was lost), and the tag named seed
+    1, though seed 0's weights score better. Records of folders still there as release wrote them are kept."""
+    root, _ = reproduced
+    out = tmp_path / 'rel'
+    assert main(['release', str(root / 'runs' / 'vit-sl-s0'), '--org', 'o', '--out', str(out)]) == 0
+    assert main(['release', str(root / 'runs' / 'vit-sl-s1'), '--org', 'o', '--out', str(out)]) == 0
+    listed = [r['repo_id'] for r in json.loads((out / 'release.json').read_text())]
+    assert listed == ['o/sl_vit_32.sl-cifar10-s0', 'o/sl_vit_32.sl-cifar10-s1']
+    entries = json.loads((out / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s0'  # 80.0 > 75.0
+    shutil.rmtree(out / 'sl_vit_32.sl-cifar10-s0')  # a folder moved away: its record goes with it
+    assert main(['release', str(root / 'runs' / 'vit-sl-s1'), '--org', 'o', '--out', str(out)]) == 0
+    assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
+    entries = json.loads((out / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'

@@ -659,12 +659,12 @@ def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline'
 def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     """The data config images go through for ``model``, and where it comes from: the one the run trained with when
     it records its arguments (as ``export`` writes it), else the model's default."""
-    from timm.data import resolve_data_config
-    from timm_sl.tools.hub import training_data_config
+    from timm_sl.tools.hub import exported_data_config, training_data_config
     exported = _exported_config(record) if record is not None and not record.args else None
     if exported:
         recorded = {**model.pretrained_cfg, **exported[1].get('pretrained_cfg', {})}
-        return resolve_data_config({}, pretrained_cfg=recorded), f'the data config its export recorded ({exported[0]})'
+        where = f'the data config its export recorded ({exported[0]})'
+        return exported_data_config(model, recorded, exported[0]), where
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
         return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'

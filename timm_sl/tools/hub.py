@@ -879,6 +879,37 @@ def read_exported_config(config: Union[str, Path]) -> Dict[str, Any]:
     return parsed
 
 
+def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Path,
+                         allowed: str = _EXPORT_AGAIN) -> Dict[str, Any]:
+    """The data config a loader of an exported folder preprocesses by: timm's resolver over its ``config.json``'s
+    ``pretrained_cfg`` (``cfg``, for ``model`` built from that file).
+
+    Raises:
+        ValueError: one that no training ran with or that ``model`` cannot take (a mean / std of another channel count,
+            which timm averages without an error; an input size the model does not take, by timm's resolver; an
+            interpolation timm does not know), naming ``config``.
+    """
+    from timm.data import resolve_data_config
+    from timm.data.transforms import str_to_interp_mode
+    size = cfg.get('input_size')
+    chans = tuple(size)[0] if isinstance(size, (list, tuple)) and size else size
+    odd = next((k for k in ('mean', 'std') if not (isinstance(cfg.get(k), (list, tuple)) and len(cfg[k]) == chans)),
+               None)
+    if odd is not None:
+        raise ValueError(f'{config} gives a {odd} of {cfg.get(odd)!r} for an input of {chans} channel(s); {allowed}')
+    try:
+        data = resolve_data_config({}, pretrained_cfg=dict(cfg))
+    except (TypeError, ValueError, AssertionError) as e:
+        raise ValueError(f'{config} gives a data config timm cannot resolve ({first_line(e)}); {allowed}') from None
+    training_data_config(model, data, config, allowed)  # numbers, a std above 0, a size of three whole numbers
+    try:
+        str_to_interp_mode(data['interpolation'])
+    except KeyError:
+        raise ValueError(f'{config} gives the interpolation {data["interpolation"]!r}, which timm does not know; '
+                         f'{allowed}') from None
+    return data
+
+
 def _check_exported_files(folder: Path) -> None:
     """``config.json`` is a JSON object that timm builds a model from and ``model.safetensors`` the weights of that
     model (names and shapes), so a cut, edited or foreign file is refused here, not found by those who download it."""
@@ -886,7 +917,7 @@ def _check_exported_files(folder: Path) -> None:
     from safetensors.torch import load_file
     config, weights = folder / 'config.json', folder / 'model.safetensors'
     again = _EXPORT_AGAIN
-    read_exported_config(config)
+    saved = read_exported_config(config)
     try:
         state = load_file(str(weights))
     except Exception as e:  # noqa: BLE001 - safetensors' own error type differs by version
@@ -898,13 +929,8 @@ def _check_exported_files(folder: Path) -> None:
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
-    cfg = model.pretrained_cfg  # timm's resolver averages a mean / std of another channel count without an error
-    odd = next((k for k in ('mean', 'std') if not (isinstance(cfg.get(k), (list, tuple))
-                                                   and len(cfg[k]) == tuple(cfg['input_size'])[0])), None)
-    if odd is not None:
-        raise ValueError(f'{config} gives a {odd} of {cfg.get(odd)!r} for an input of {cfg["input_size"][0]} '
-                         f'channel(s); {again}')
-    training_data_config(model, {}, config, again)  # what a loader preprocesses by: as export resolved it
+    cfg = model.pretrained_cfg  # timm sets its input size to the built model's; transformers' processor reads the file
+    exported_data_config(model, {**cfg, **saved.get('pretrained_cfg', {})}, config)  # as export resolved it
     names = cfg.get('label_names')
     if names is not None and not (isinstance(names, list) and len(names) == model.num_classes
                                   and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):

@@ -310,6 +310,33 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
                          f'replace it')
 
 
+def _earlier_records(out: Path, names: Sequence[str], manifest: Dict[str, str]) -> List[Released]:
+    """The runs an earlier release into ``out`` recorded (its ``release.json``, unchanged since) whose folders this
+    one does not write and which still hold the files it exported there, unchanged: kept in the record, so that
+    releasing runs one at a time into one ``out`` lists them all and tags the best of them."""
+    from .hub import EXPORTED_FILES
+    path, new = out / 'release.json', {name.lower() for name in names}
+    if not path.is_file() or manifest.get('release.json') != sha256(path):
+        return []
+    try:
+        earlier = json.loads(path.read_text(encoding='utf-8'))
+    except ValueError:
+        return []
+    fields, kept = set(Released.__dataclass_fields__), []
+    for entry in earlier if isinstance(earlier, list) else []:
+        name = Path(str(entry.get('folder', ''))).name if isinstance(entry, dict) else ''
+        files = [f'{name}/{f}' for f in EXPORTED_FILES]
+        if not name or name.lower() in new or not all(
+                (out / rel).is_file() and manifest.get(rel) == sha256(out / rel) for rel in files):
+            continue
+        try:
+            kept.append(Released(**{k: v for k, v in entry.items() if k in fields}))
+        except TypeError:  # a record of another version of release, missing a field: not this folder's
+            continue
+        kept[-1].folder = str(out / name)
+    return kept
+
+
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:
     """Tag-file entries (``timm_sl/models/pretrained.json`` format): per tag, the repository of the run whose exported
     weights score best (their own epoch's top-1, not the run's best) and the data config it was exported with (none
@@ -426,6 +453,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                           f'another --out'):
         manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')  # again: one may have ended meanwhile
         _check_own_files(out, names, manifest, overwrite)
+        earlier = _earlier_records(out, names, manifest)
         released = []
         for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
             run_dir = record.run_dir
@@ -439,11 +467,12 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                 f'{format_top1(own_top1)}'
             echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
             released.append(r)
-        entries = pretrained_entries(released)
+        entries = pretrained_entries(earlier + released)
 
         def write_record() -> None:  # before the uploads and after each: a failed one leaves what was done recorded
             # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
-            for name, value in (('release.json', [asdict(r) for r in released]), ('pretrained_entries.json', entries)):
+            for name, value in (('release.json', [asdict(r) for r in earlier + released]),
+                                ('pretrained_entries.json', entries)):
                 text = json.dumps(value, indent=1)
                 write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
             record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)

@@ -1260,8 +1260,21 @@ def checkpoint_file(path: Union[str, Path]) -> Path:
     """
     path = Path(path)
     exported = path / 'model.safetensors'
-    if path.is_dir() and exported.is_file() and (path / 'config.json').is_file() and \
-            not any((path / c).exists() or (path / c).is_symlink() for c in CHECKPOINTS):
+    files = [path / 'model.safetensors', path / 'config.json']
+    if path.is_dir() and any(f.exists() or f.is_symlink() for f in files) and \
+            not any((path / c).exists() or (path / c).is_symlink() for c in CHECKPOINTS):  # an export's folder
+        for file, other in zip(files, files[::-1]):  # each named: not 'a folder without a checkpoint'
+            allowed = f'the {file.name} of a timm-sl export (export again)'
+            if file.is_symlink() and not file.exists():
+                raise FileNotFoundError(f'{file} is a link to {os.readlink(file)}, which does not exist; expected '
+                                        f'the {file.name} of a timm-sl export; allowed: a link to one, or export again')
+            check_regular_file(file, allowed)
+            if file.is_dir():
+                raise IsADirectoryError(f'{file} is a folder; expected the {file.name} of a timm-sl export; allowed: '
+                                        f'export again')
+            if not file.exists():
+                raise FileNotFoundError(f'{path} holds {other.name} but no {file.name}; expected the {file.name} of a '
+                                        f'timm-sl export beside it; allowed: export again, or a checkpoint file')
         return exported
     if path.is_dir():
         return run_checkpoint(path)
