@@ -2180,3 +2180,18 @@ def test_attention_numbers_name_images_by_their_text_under_a_latin1_locale(tmp_p
         str(tmp_path / 'café.png')]
     assert [ax.get_ylabel() for ax in figures[0].axes if [im.get_label() for im in ax.get_images()] == [INPUT_LABEL]
             ] == ['café.png']
+
+
+def test_a_compared_swin_of_other_stages_is_checked_for_its_configuration(tmp_path, image_dir):
+    """Two sl_swin_32 runs of two stages (depths=(2, 2), num_heads=(3, 6), as users shrink it), the compared one of
+    patch_size=4: the configuration check built both at the default three-stage depth, which two num_heads cannot
+    build, and passed them as one configuration without a word. Both are now built at the first model's depth."""
+    small = dict(depths=(2, 2), num_heads=(3, 6), window_size=2)
+    _run_folder(tmp_path / 'sl', 'sl_swin_32', small)
+    _run_folder(tmp_path / 'base', 'sl_swin_32', dict(small, patch_size=4, spt=False, lsa=False, spt_pool=False))
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+              str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')])
+    assert str(info.value).startswith(
+        f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
+        f"sl_swin_32 than the first model: patch_size=4 (first: default)")
