@@ -211,7 +211,7 @@ def test_final_attention_without_class_token_uses_received_attention():
     torch.testing.assert_close(result.maps.sum((-2, -1)), torch.ones(1, 12))  # 64 rows of 1, averaged
     assert result.uniform == 1 / 64  # each query over the 63 others, a token receives 63 / 63 / 64 on average
     assert result.uniform_note == ('uniform level 1/N = 1/64: what a token receives when every query spreads over '
-                                   'the N = 64 tokens other than itself (LSA)')
+                                   'the N - 1 = 63 tokens other than itself (of N = 64, LSA)')  # not '64 others'
 
 
 @pytest.mark.parametrize('name,kwargs,layer,built', [
