@@ -211,7 +211,7 @@ def test_final_attention_without_class_token_uses_received_attention():
     torch.testing.assert_close(result.maps.sum((-2, -1)), torch.ones(1, 12))  # 64 rows of 1, averaged
     assert result.uniform == 1 / 64  # each query over the 63 others, a token receives 63 / 63 / 64 on average
     assert result.uniform_note == ('uniform level 1/N = 1/64: what a token receives when every query spreads over '
-                                   'the N = 64 tokens other than itself (LSA)')
+                                   'the N - 1 = 63 tokens other than itself (of N = 64, LSA)')  # not '64 others'
 
 
 @pytest.mark.parametrize('name,kwargs,layer,built', [
@@ -2241,3 +2241,18 @@ def test_an_exported_folder_with_a_broken_file_names_it(broken, says, tmp_path, 
     first = f'{folder} ' if broken.startswith('-') else f'{folder}{os.sep}'
     assert err.startswith(f'timm-sl temperature: {first}{says.format(gone=gone)}'), err
     assert err.count('\n') == 1 and 'allowed' in err, err
+
+
+def test_a_compared_swin_of_other_stages_is_checked_for_its_configuration(tmp_path, image_dir):
+    """Two sl_swin_32 runs of two stages (depths=(2, 2), num_heads=(3, 6), as users shrink it), the compared one of
+    patch_size=4: the configuration check built both at the default three-stage depth, which two num_heads cannot
+    build, and passed them as one configuration without a word. Both are now built at the first model's depth."""
+    small = dict(depths=(2, 2), num_heads=(3, 6), window_size=2)
+    _run_folder(tmp_path / 'sl', 'sl_swin_32', small)
+    _run_folder(tmp_path / 'base', 'sl_swin_32', dict(small, patch_size=4, spt=False, lsa=False, spt_pool=False))
+    with pytest.raises(SystemExit) as info:
+        main(['kld', str(image_dir), '--checkpoint', str(tmp_path / 'sl'), '--compare-checkpoint',
+              str(tmp_path / 'base'), '--out', str(tmp_path / 'k.png')])
+    assert str(info.value).startswith(
+        f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
+        f"sl_swin_32 than the first model: patch_size=4 (first: default)")

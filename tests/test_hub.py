@@ -743,9 +743,10 @@ def test_export_of_a_run_diverged_from_its_first_epoch_does_not_advise_an_earlie
     err = capsys.readouterr().err
     assert err.startswith(f'timm-sl export: {run / "model_best.pth.tar"} holds NaN or infinite weights (')
     assert err.endswith(
-        '): the run had diverged when it was saved, from its first epoch (its summary.csv: NaN top-1 in each of its 2 '
-        'epochs), so no checkpoint of it holds trained weights; allowed: a run with a finite top-1 (train it again, '
-        'say with a lower --lr)\n'), err
+        '): the run had diverged when it was saved, from its first epoch (its summary.csv: a NaN eval_loss or '
+        'top-1 in each of its 2 epochs), so no checkpoint of it holds trained weights; allowed: a run with a finite '
+        'top-1 (train it again, say with a lower --lr)\n'), err
+    assert '10.0' in (run / 'summary.csv').read_text() and 'NaN top-1 in' not in err  # the file's top-1 is 10.0
     assert not (tmp_path / 'out').exists()
 
 

@@ -1333,9 +1333,9 @@ def test_a_run_that_diverged_from_its_first_epoch_is_skipped_not_the_whole_relea
     the others are released."""
     run, lines = _release_beside_a_good_seed(tmp_path, capsys, '0,nan,nan,33,66\n1,nan,nan,33,66\n', nan_weights=True)
     out = tmp_path / 'rel'
-    assert lines[0] == (f'2/2: skipped: {run} diverged from its first epoch (summary.csv: NaN top-1 in each of its 2 '
-                        f'epochs), and its weights are NaN; allowed: runs with a finite top-1 (train it again, say '
-                        f'with a lower --lr)')
+    assert lines[0] == (f'2/2: skipped: {run} diverged from its first epoch (summary.csv: a NaN eval_loss or '
+                        f'top-1 in each of its 2 epochs), and its weights are NaN; allowed: runs with a finite '
+                        f'top-1 (train it again, say with a lower --lr)')
     assert lines[1].startswith(f"1/2: {tmp_path / 'runs' / 'vit-sl-s0'} -> ")
     assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
     assert _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel2')], capsys) == (
@@ -1394,9 +1394,10 @@ def test_a_run_of_nan_top1_in_every_epoch_but_finite_weights_is_skipped(tmp_path
     weights are not a trained model', yet release would push it (it skipped only runs whose weights are NaN)."""
     run, lines = _release_beside_a_good_seed(tmp_path, capsys, '0,1.0,nan,nan,nan\n1,1.0,nan,nan,nan\n')
     out = tmp_path / 'rel'
-    assert lines[0] == (f'2/2: skipped: {run} has no epoch with a finite top-1 (summary.csv: NaN top-1 in each of its '
-                        f'2 epochs), so its weights, finite as they are, are not a trained model (its card says so); '
-                        f'allowed: runs with a finite top-1 (train it again, say with a lower --lr or without --amp)')
+    assert lines[0] == (f'2/2: skipped: {run} has no epoch with a finite top-1 (summary.csv: a NaN eval_loss or '
+                        f'top-1 in each of its 2 epochs), so its weights, finite as they are, are not a trained '
+                        f'model (its card says so); allowed: runs with a finite top-1 (train it again, say with a '
+                        f'lower --lr or without --amp)')
     assert [r['seed'] for r in json.loads((out / 'release.json').read_text())] == [0]
     assert [p.name for p in out.iterdir() if p.name.endswith('-s1')] == []
 

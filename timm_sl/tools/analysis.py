@@ -223,8 +223,9 @@ def _received_uniform(keys: int, prefix: int, masked: bool) -> Tuple[float, str]
     patches = keys - prefix
     level = (patches - 1) / (patches * (keys - 1)) if masked and keys > 1 else 1 / keys
     value = f'1/N = 1/{keys}' if abs(level * keys - 1) < 1e-9 else f'{level:.4g}'
-    return level, (f'uniform level {value}: what a token receives when every query spreads over the N = {keys} '
-                   f'tokens' + (' other than itself (LSA)' if masked else ''))
+    spread = (f'the N - 1 = {keys - 1} tokens other than itself (of N = {keys}, LSA)' if masked and keys > 1
+              else f'the N = {keys} tokens')
+    return level, f'uniform level {value}: what a token receives when every query spreads over {spread}'
 
 
 def _owner(model: nn.Module, name: str) -> nn.Module:

@@ -517,16 +517,17 @@ _COMPARED_FREELY = ('spt_pool', 'depth', 'depths', 'depth_token_only')
 def _other_configuration(name: str, first: Dict[str, Any], other: Dict[str, Any]) -> str:
     """What makes a compared model (built as ``name`` with ``other``) another configuration than the first (built
     with ``first``) beyond the SL switches and the depth: ``'embed_dim=96 (first: default)'``; '' when the two
-    build one architecture. Both are built once more, as baselines of the default depth on the meta device (no
-    memory), and compared by their tensors' shapes and attention heads: a kwarg given in one and left to its default
-    in the other is no difference where the default is its value."""
+    build one architecture. Both are built once more, as baselines of the first model's depth on the meta device (no
+    memory: a Swin's stage count must match its ``num_heads``), and compared by their tensors' shapes and attention
+    heads: a kwarg given in one and left to its default in the other is no difference where the default is its value."""
     import timm
     import torch
     from timm_sl.layers.sl_args import SL_ARG_NAMES
     free = set(SL_ARG_NAMES) | set(_COMPARED_FREELY)
+    depth = {k: v for k, v in first.items() if k in _COMPARED_FREELY and k != 'spt_pool'}
 
     def architecture(kwargs: Dict[str, Any]):
-        kept = {k: v for k, v in kwargs.items() if k not in free}
+        kept = dict({k: v for k, v in kwargs.items() if k not in free}, **depth)
         with torch.device('meta'):
             model = timm.create_model(name, **kept, **_baseline_kwargs(name))
         return ([(k, tuple(v.shape)) for k, v in model.state_dict().items()] +

@@ -30,8 +30,8 @@ from .profile import count_macs, count_params
 from .runs import (
     IMAGE_FOLDER_READERS, TORCHVISION_FOLDER, Checkpoint, NonFiniteWeights, RunRecord, check_finite_weights,
     check_regular_file,
-    dataset_reader, diverged_text, format_top1, read_checkpoint, read_class_map, read_text, saved_args, settings_differ,
-    train_path)
+    dataset_reader, diverged_text, format_top1, nan_epochs_text, read_checkpoint, read_class_map, read_text, saved_args,
+    settings_differ, train_path)
 from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
@@ -702,9 +702,9 @@ def _check_run_weights(record: RunRecord, checkpoint: Checkpoint) -> None:
         if summary.get('best_top1') is not None or summary.get('diverged_epoch') != 1:
             raise
         reason = str(e).split('; allowed:')[0]
-        raise NonFiniteWeights(f'{reason}, from its first epoch (its summary.csv: NaN top-1 in each of its '
-                               f'{summary["epochs"]} epochs), so no checkpoint of it holds trained weights; allowed: '
-                               f'a run with a finite top-1 (train it again, say with a lower --lr)') from None
+        raise NonFiniteWeights(f'{reason}, from its first epoch (its summary.csv: '
+                               f'{nan_epochs_text(summary["epochs"])}), so no checkpoint of it holds trained weights; '
+                               f'allowed: a run with a finite top-1 (train it again, say with a lower --lr)') from None
 
 
 def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:

@@ -30,7 +30,7 @@ from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
     CHECKPOINTS, Checkpoint, CutSinceDone, NonFiniteWeights, RunRecord, check_regular_file, find_runs, format_top1,
-    read_checkpoint, read_run, reproduce_holding, run_checkpoint, walk)
+    nan_epochs_text, read_checkpoint, read_run, reproduce_holding, run_checkpoint, walk)
 from .train_args import recipe_train_script, train_script_defaults
 
 __all__ = ['Released', 'UnfinishedRun', 'check_name_pattern', 'repo_name', 'read_release_record', 'release_run',
@@ -424,8 +424,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             checkpoint = check_export(record, label_names)
             summary = record.summary or {}
             if summary and summary.get('evaluated', True) and summary.get('best_top1') is None:
-                echo(f'{i}/{len(runs)}: skipped: {record.run_dir} has no epoch with a finite top-1 (summary.csv: NaN '
-                     f'top-1 in each of its {summary["epochs"]} epochs), so its weights, finite as they are, are not a '
+                echo(f'{i}/{len(runs)}: skipped: {record.run_dir} has no epoch with a finite top-1 (summary.csv: '
+                     f'{nan_epochs_text(summary["epochs"])}), so its weights, finite as they are, are not a '
                      f'trained model (its card says so); allowed: runs with a finite top-1 (train it again, say with '
                      f'a lower --lr or without --amp)')
                 at = records.index(record)
@@ -436,8 +436,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             summary = record.summary or {}
             if summary.get('best_top1') is not None or summary.get('diverged_epoch') is None:
                 raise  # NaN weights its summary.csv does not explain: named, nothing written
-            echo(f'{i}/{len(runs)}: skipped: {record.run_dir} diverged from its first epoch (summary.csv: NaN top-1 in '
-                 f'each of its {summary["epochs"]} epochs), and its weights are NaN; allowed: runs with a finite top-1 '
+            echo(f'{i}/{len(runs)}: skipped: {record.run_dir} diverged from its first epoch (summary.csv: '
+                 f'{nan_epochs_text(summary["epochs"])}), and its weights are NaN; allowed: runs with a finite top-1 '
                  f'(train it again, say with a lower --lr)')
             at = records.index(record)
             del records[at], numbers[at], names[at]

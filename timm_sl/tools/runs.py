@@ -120,6 +120,12 @@ def read_summary_rows(path: Union[str, Path], unevaluated: bool = False) -> List
     return summary_rows(read_text(path, "train.py's summary.csv"), path, unevaluated)
 
 
+def nan_epochs_text(epochs: int) -> str:
+    """The words for a summary.csv of no finite (``eval_loss``, top-1) row, as refusals give it: train.py writes the
+    top-1 of NaN outputs as a number (chance), so the file shows a NaN loss beside it, not a NaN top-1."""
+    return f'a NaN eval_loss or top-1 in each of its {epochs} epochs'
+
+
 def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -> List[Dict[str, float]]:
     """:func:`read_summary_rows` of a summary.csv's ``text`` (``path`` names it in errors)."""
     lines = text.splitlines()
