@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -384,6 +385,9 @@ def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
     (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n')
     assert run_state(run, epochs=2) == 'new'
     (run.out_dir / 'summary.csv').write_text('epoch,eval_top1\n0,10\n1,20\n2,3')  # the last line cut: 2 epochs done
+    assert run_state(run, epochs=2) == 'new'  # finished only beside its last.pth.tar (its last save could have failed)
+    with zipfile.ZipFile(run.out_dir / 'last.pth.tar', 'w') as archive:  # a zip archive, as torch.save writes
+        archive.writestr('epoch', '1')
     assert run_state(run, epochs=2) == 'done'
 
 
