@@ -2075,3 +2075,31 @@ def test_a_checkpoint_that_sets_attributes_on_an_allowed_function_is_refused_wit
         assert list(inspect.signature(rebuild).parameters)[:2] == ['storage', 'storage_offset']
     finally:
         vars(rebuild).pop('__wrapped__', None)
+
+
+@pytest.mark.parametrize('style', ['header per session', 'trimmed on resume'])
+def test_any_history_of_sessions_train_py_writes_reads_as_the_epochs_its_weights_trained(tmp_path, style):
+    """summary.csv files written by timm's own ``update_summary`` for 150 random histories: a run, then sessions
+    resumed from an earlier or the last checkpoint, some stopped early. Written as a train.py of each style does: a
+    header at each session's start (timm before 1.0.31), or ``trim_summary`` at a resume and one header (1.0.31). The
+    reader gives, per epoch, the row of the session whose weights the run holds, and refuses none."""
+    import random
+    from timm.utils import trim_summary, update_summary
+    from timm_sl.tools.runs import read_summary_rows
+    rng = random.Random(0)
+    for history in range(150):
+        path = tmp_path / f'{history}.csv'
+        expected: dict = {}
+        start, value = 0, 0.
+        for session in range(rng.randint(1, 4)):
+            if style == 'trimmed on resume':
+                trim_summary(str(path), start)
+            expected = {epoch: top1 for epoch, top1 in expected.items() if epoch < start}
+            for epoch in range(start, start + rng.randint(1, 4)):
+                value += 1.
+                update_summary(epoch, {'loss': 1.}, {'loss': 1., 'top1': value, 'top5': 100.}, str(path), lr=1e-3,
+                               write_header=(epoch == start) if style == 'header per session' else None)
+                expected[epoch] = value
+            start = rng.randint(1, max(expected) + 1)  # the next session resumes from checkpoint-(start - 1)
+        rows = read_summary_rows(path)
+        assert [(int(r['epoch']), r['eval_top1']) for r in rows] == sorted(expected.items()), path.read_text()
