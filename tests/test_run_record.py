@@ -480,6 +480,20 @@ def test_a_checkpoint_of_another_epoch_states_its_own_top1(name, epoch, top1, tm
     assert "These weights are epoch 8's, which summary.csv does not list" in card
 
 
+def test_a_summary_top1_that_is_not_a_percentage_names_the_file(tmp_path):
+    """A summary.csv edited to a top-1 of 420 (or -30, or a top-5 of 1e31) was read as written: the card said 'best
+    top-1 (%) | 420.00'. timm's accuracy is a percentage; a NaN (a diverged epoch's) stays readable."""
+    from timm_sl.tools.runs import read_summary_rows
+    summary = tmp_path / 'summary.csv'
+    for top1, top5 in (('420', '90'), ('-30.25', '90'), ('40', '1e31')):
+        summary.write_text(f'epoch,eval_top1,eval_top5\n0,{top1},{top5}\n1,41,91\n')
+        with pytest.raises(ValueError, match=rf"^{summary}:2: not a summary.csv row .* \(top-1 and top-5 from 0 to "
+                                             rf"100\): '0,{top1},{top5}'$"):
+            read_summary_rows(summary)
+    summary.write_text('epoch,eval_top1,eval_top5\n0,nan,nan\n1,0,100\n')
+    assert [r['eval_top1'] for r in read_summary_rows(summary)][1:] == [0.]
+
+
 @pytest.mark.parametrize('epoch', ['inf', 'nan', '-inf', '1e400', '-1'])
 def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_path, capsys):
     from timm_sl.tools.runs import read_summary_rows
@@ -488,7 +502,8 @@ def test_a_summary_epoch_that_is_not_a_whole_number_names_the_file(epoch, tmp_pa
     summary = run / 'summary.csv'
     summary.write_text(f'epoch,eval_top1\n0,40\n{epoch},41\n2,42\n')
     with pytest.raises(ValueError, match=rf"^{summary}:3: not a summary.csv row of 2 fields with a whole-number epoch "
-                                         rf"from 0 and a numeric eval_top1: '{epoch},41'$"):
+                                         rf"from 0 and a numeric eval_top1 \(top-1 and top-5 from 0 to 100\): "
+                                         rf"'{epoch},41'$"):
         read_summary_rows(summary)
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys).startswith(
         f'timm-sl export: {summary}:3: not a summary.csv row')

@@ -149,12 +149,12 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
         values = {k: v for k, v in ((k, _number(cell)) for k, cell in zip(header, row)) if k and v is not None}
         epoch = values.get('epoch')
         if (len(row) != len(header) or epoch is None or ('eval_top1' not in values and evaluated)
-                or not math.isfinite(epoch) or epoch != int(epoch) or epoch < 0):
+                or not math.isfinite(epoch) or epoch != int(epoch) or epoch < 0 or not _percentages(values)):
             if line_no == len(rows):  # the last line, cut short by a run still writing
                 continue
             raise ValueError(f'{path}:{line_no}: not a summary.csv row of {len(header)} fields with a whole-number '
-                             f'epoch from 0' + (' and a numeric eval_top1' if evaluated else '')
-                             + f': {lines[line_no - 1][:80]!r}')
+                             f'epoch from 0' + (' and a numeric eval_top1 (top-1 and top-5 from 0 to 100)'
+                                                if evaluated else '') + f': {lines[line_no - 1][:80]!r}')
         if previous is not None and epoch <= previous:  # rows sorted or edited: no resume went back without a header
             raise ValueError(f'{path}:{line_no}: epoch {int(epoch)} follows epoch {int(previous)} without the header '
                              f'train.py writes when a session resumes (a timm >= 1.0.31 train.py resuming again drops '
@@ -167,6 +167,11 @@ def summary_rows(text: str, path: Union[str, Path], unevaluated: bool = False) -
             del by_epoch[later]  # every row of those epochs the older session wrote, the ones it did not reach too
         by_epoch[int(epoch)] = values
     return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def _percentages(values: Dict[str, float]) -> bool:
+    """A row's top-1 and top-5 are percentages, as timm's accuracy writes them (NaN: a diverged epoch's, kept)."""
+    return all(math.isnan(values[k]) or 0 <= values[k] <= 100 for k in ('eval_top1', 'eval_top5') if k in values)
 
 
 def _check_header(header: Sequence[str], path: Union[str, Path], line_no: int) -> None:
