@@ -110,12 +110,21 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
          and all(_whole(v) and v > 0 for v in size)),
         ('mean', isinstance(config.get('mean'), (list, tuple)) and all(map(number, config['mean']))),
         ('std', isinstance(config.get('std'), (list, tuple)) and all(number(v) and v > 0 for v in config['std'])),
-        ('crop_pct', crop is None or (number(crop) and crop > 0)),
+        ('crop_pct', crop is None or (number(crop) and crop > 0 and _resized_side(size, crop) >= 1)),
         ('interpolation', isinstance(config.get('interpolation', ''), str))) if not ok), None)
     if odd is not None:
         raise ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
                          f'would preprocess by; {allowed}')
     return config
+
+
+def _resized_side(size: Any, crop: float) -> float:
+    """The side timm's eval transform resizes an image to before its crop (the input side / ``crop_pct``): below 1 no
+    image can be preprocessed (a crop_pct of 1e9); infinite where the input size is not numbers (refused as that)."""
+    try:
+        return min(size[-2:]) / crop
+    except (TypeError, ValueError, ZeroDivisionError):
+        return math.inf
 
 
 def install_note() -> str:
