@@ -525,6 +525,10 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
             # a loader's transform fails on these: timm's KeyError, the fixed 32 px model's assert on 64 px images
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], interpolation='nope')),
              f"{config} gives the interpolation 'nope', which timm does not know"),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], input_size=[32, 32])),  # was: 'a mean of ...
+             f'{config} gives the input size [32, 32]; expected [channels, height, width]'),  # for 32 channel(s)'
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], input_size=[0, 32, 32])),
+             f'{config} gives the input size [0, 32, 32]; expected [channels, height, width]'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], crop_pct=1e9)),  # resized to 0 px (a mutation)
              f'{config} gives the data config crop_pct: 1000000000.0, which no training ran with'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], input_size=[3, 64, 64])),

@@ -901,7 +901,10 @@ def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Pa
     from timm.data import resolve_data_config
     from timm.data.transforms import str_to_interp_mode
     size = cfg.get('input_size')
-    chans = tuple(size)[0] if isinstance(size, (list, tuple)) and size else size
+    if not (isinstance(size, (list, tuple)) and len(size) == 3 and all(_whole(v) and v > 0 for v in size)):
+        raise ValueError(f'{config} gives the input size {size!r}; expected [channels, height, width], three positive '
+                         f'whole numbers; {allowed}')
+    chans = size[0]
     odd = next((k for k in ('mean', 'std') if not (isinstance(cfg.get(k), (list, tuple)) and len(cfg[k]) == chans)),
                None)
     if odd is not None:
