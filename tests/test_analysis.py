@@ -2256,3 +2256,8 @@ def test_a_compared_swin_of_other_stages_is_checked_for_its_configuration(tmp_pa
     assert str(info.value).startswith(
         f"timm-sl kld: --compare-checkpoint {tmp_path / 'base' / 'model_best.pth.tar'} is another configuration of "
         f"sl_swin_32 than the first model: patch_size=4 (first: default)")
+    # the other order: the compared Swin of fewer stages than the first, which cannot be built at the first's depth
+    from timm_sl.tools.cli import _other_configuration
+    assert _other_configuration('sl_swin_32', dict(depths=(2, 2, 2), num_heads=(3, 6, 12), window_size=2),
+                                dict(small, patch_size=4)) == 'patch_size=4 (first: default)'
+    assert _other_configuration('sl_swin_32', dict(depths=(2, 2, 2), num_heads=(3, 6, 12), window_size=2), small) == ''

@@ -539,16 +539,19 @@ def _other_configuration(name: str, first: Dict[str, Any], other: Dict[str, Any]
             return architecture(changed) != built
         except BUILD_ERRORS:
             return True
-    try:
-        built = architecture(first)
-        if built == architecture(other):
-            return ''
-    except BUILD_ERRORS:  # a kwarg that needs its depth (a Swin stage count): nothing to compare it by
-        return ''
-    keys = [k for k in dict.fromkeys([*first, *other])
-            if k not in free and first.get(k, '-') != other.get(k, '-') and changes(k)]
-    return ', '.join(f'{k}={other[k] if k in other else "default"} (first: '
-                     f'{first[k] if k in first else "default"})' for k in keys) or 'its tensors\' shapes'
+    for source in (first, other):  # at the first model's depth, else the other's (a Swin of fewer stages than it)
+        depth = {k: v for k, v in source.items() if k in _COMPARED_FREELY and k != 'spt_pool'}
+        try:
+            built = architecture(first)
+            if built == architecture(other):
+                return ''
+        except BUILD_ERRORS:  # a kwarg that needs its depth (a Swin stage count): try the other's
+            continue
+        keys = [k for k in dict.fromkeys([*first, *other])
+                if k not in free and first.get(k, '-') != other.get(k, '-') and changes(k)]
+        return ', '.join(f'{k}={other[k] if k in other else "default"} (first: '
+                         f'{first[k] if k in first else "default"})' for k in keys) or 'its tensors\' shapes'
+    return ''  # neither depth builds both: nothing to compare them by
 
 
 def _exported_config(record) -> Optional[Tuple[Path, Dict[str, Any]]]:
