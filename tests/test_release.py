@@ -1465,3 +1465,27 @@ def test_a_second_release_into_one_out_keeps_the_earlier_runs_record(reproduced,
     assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
     entries = json.loads((out / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'
+
+
+def test_a_run_released_again_replaces_its_record_and_what_is_not_kept_is_said(reproduced, tmp_path, capsys,
+                                                                               monkeypatch):
+    """The same run released again under another name was listed twice and the tag stayed on its first name; a --push
+    release could tag an earlier dry run's repository, never pushed, without a word; an earlier record dropped for its
+    files changed since went without a word (with where it was pushed)."""
+    import timm_sl.tools.hub
+    root, _ = reproduced
+    out, s0, s1 = tmp_path / 'rel', root / 'runs' / 'vit-sl-s0', root / 'runs' / 'vit-sl-s1'
+    assert main(['release', str(s0), '--org', 'o', '--out', str(out)]) == 0
+    assert main(['release', str(s0), '--org', 'o', '--out', str(out), '--name-pattern', 'vit-{seed}']) == 0
+    assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/vit-0']
+    assert json.loads((out / 'pretrained_entries.json').read_text())['sl_vit_32.cifar10']['hf_hub_id'] == 'o/vit-0'
+    capsys.readouterr()
+    monkeypatch.setattr(timm_sl.tools.hub, 'push_folder', lambda folder, repo_id, **kw: 'url')
+    assert main(['release', str(s1), '--org', 'o', '--out', str(out), '--push']) == 0
+    assert (f'note: tag sl_vit_32.cifar10 names o/vit-0, which an earlier release did not push: timm-sl push '
+            f'{out / "vit-0"} --repo-id o/vit-0 before merging it\n') in capsys.readouterr().out  # seed 0 scores best
+    (out / 'vit-0' / 'README.md').write_text('edited by hand')
+    assert main(['release', str(s1), '--org', 'o', '--out', str(out)]) == 0
+    assert (f'note: the earlier record of {out / "vit-0"} (not pushed) is not kept: its files are gone or changed '
+            f'since release wrote them\n') in capsys.readouterr().out
+    assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']

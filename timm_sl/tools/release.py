@@ -18,13 +18,14 @@ Argument setup (:func:`add_release_args`) imports neither torch nor timm.
 import argparse
 import json
 import math
+import os
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .arg_types import dataset_name
-from .errors import first_line, held_folder, make_folder, write_atomically
+from .errors import first_line, held_folder, make_folder, shown, write_atomically
 from .files import check_not_link, flag_arg, kind_of
 from .manifest import read_manifest, record_written, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
@@ -310,24 +311,35 @@ def _check_own_files(out: Path, names: Sequence[str], manifest: Dict[str, str], 
                          f'replace it')
 
 
-def _earlier_records(out: Path, names: Sequence[str], manifest: Dict[str, str]) -> List[Released]:
-    """The runs an earlier release into ``out`` recorded (its ``release.json``, unchanged since) whose folders this
-    one does not write and which still hold the files it exported there, unchanged: kept in the record, so that
-    releasing runs one at a time into one ``out`` lists them all and tags the best of them."""
+def _earlier_records(out: Path, names: Sequence[str], run_dirs: Sequence[Any], manifest: Dict[str, str],
+                     echo=print) -> List[Released]:
+    """The runs an earlier release into ``out`` recorded (its ``release.json``, unchanged since) that this one does
+    not release again (by folder or by run) and whose folders still hold the files it exported there, unchanged: kept
+    in the record, so that releasing runs one at a time into one ``out`` lists them all and tags the best of them.
+    Each record not kept for another reason is said in a line (with where it was pushed: the record goes)."""
     from .hub import EXPORTED_FILES
     path, new = out / 'release.json', {name.lower() for name in names}
-    if not path.is_file() or manifest.get('release.json') != sha256(path):
+    again = {os.path.realpath(run_dir) for run_dir in run_dirs if run_dir is not None}
+    if not path.is_file():
         return []
     try:
-        earlier = json.loads(path.read_text(encoding='utf-8'))
+        earlier = json.loads(path.read_text(encoding='utf-8')) if manifest.get('release.json') == sha256(path) else None
     except ValueError:
+        earlier = None
+    if not isinstance(earlier, list):
+        echo(f'note: {shown(path)} was not written by timm-sl release as it is (or was changed since): the runs it '
+             f'lists are not kept in the new record')
         return []
     fields, kept = set(Released.__dataclass_fields__), []
-    for entry in earlier if isinstance(earlier, list) else []:
+    for entry in earlier:
         name = Path(str(entry.get('folder', ''))).name if isinstance(entry, dict) else ''
+        if not name or name.lower() in new or os.path.realpath(str(entry.get('run_dir', ''))) in again:
+            continue  # released again now: its new record replaces it
+        pushed = f'pushed to {entry.get("repo_id")}' if entry.get('pushed') else 'not pushed'
         files = [f'{name}/{f}' for f in EXPORTED_FILES]
-        if not name or name.lower() in new or not all(
-                (out / rel).is_file() and manifest.get(rel) == sha256(out / rel) for rel in files):
+        if not all((out / rel).is_file() and manifest.get(rel) == sha256(out / rel) for rel in files):
+            echo(f'note: the earlier record of {shown(out / name)} ({pushed}) is not kept: its files are gone or '
+                 f'changed since release wrote them')
             continue
         try:
             kept.append(Released(**{k: v for k, v in entry.items() if k in fields}))
@@ -453,7 +465,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                           f'another --out'):
         manifest = read_manifest(out, overwrite, MANIFEST, 'timm-sl release')  # again: one may have ended meanwhile
         _check_own_files(out, names, manifest, overwrite)
-        earlier = _earlier_records(out, names, manifest)
+        earlier = _earlier_records(out, names, [record.run_dir for record in records], manifest, echo)
         released = []
         for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
             run_dir = record.run_dir
@@ -487,6 +499,11 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             else:
                 echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id}'
                      f'{" as a private repository" if private else ""} (pass --push to upload)')
+        for tag, entry in entries.items():  # a tag an earlier dry run chose: its repository may not exist
+            kept = next((r for r in earlier if r.repo_id == entry['hf_hub_id'] and not r.pushed), None)
+            if push and kept is not None:
+                echo(f'note: tag {tag} names {kept.repo_id}, which an earlier release did not push: timm-sl push '
+                     f'{shown(kept.folder)} --repo-id {kept.repo_id} before merging it')
         echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in '
              f'{out / "pretrained_entries.json"}'
              + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
