@@ -717,8 +717,16 @@ def test_another_users_file_in_a_sticky_folder_is_refused_where_a_command_writes
     theirs.rename(sticky / '.mine.png.partial.png')
     with pytest.raises(PermissionError, match="partial.png is another user's file in a sticky folder"):
         check_path(sticky / 'mine.png', rule, '--out')
+    (sticky / '.mine.png.partial.png').rename(theirs)
+    link = tmp_path / 'mine.png'  # this user's link, where a chart may be written through: the file it names is
+    link.symlink_to(theirs)  # replaced, in the sticky folder (the link's own folder was asked: it passed)
+    with pytest.raises(PermissionError) as info:
+        check_path(link, rule, '--out')
+    assert str(info.value) == (f"--out {link} is a link to {theirs}, another user's file in a sticky folder (as /tmp), "
+                               f"which only its owner may replace or remove; expected a chart file")
     monkeypatch.setattr(os, 'geteuid', lambda: sticky.stat().st_uid)
     check_path(sticky / 'mine.png', rule, '--out')  # the folder's owner may
+    check_path(link, rule, '--out')
 
 
 @pytest.mark.parametrize('record', ['fashion_mnist.json', 'svhn.json'])

@@ -243,8 +243,9 @@ def _check_reachable(path: Path, name: str, rule: PathRule) -> None:
 
 
 def _replaceable(path: Path) -> bool:
-    """Whether this user may replace the file ``path`` by a new one moved over it (what a written file is): in a
-    sticky folder (/tmp) only the file's owner, the folder's and root may, however writable the file is."""
+    """Whether this user may replace the file ``path`` by a new one moved over it (what a written file is; through a
+    link, the file it names is replaced, in that file's folder): in a sticky folder (/tmp) only the file's owner, the
+    folder's and root may, however writable the file is."""
     parent = path.parent.stat()
     return not parent.st_mode & stat.S_ISVTX or os.geteuid() in (0, parent.st_uid, os.lstat(path).st_uid)
 
@@ -298,9 +299,11 @@ def _check_path(path: Path, rule: PathRule, option: str, who: str, inside: bool)
     if not os.access(path, (os.W_OK if rule.writes else os.R_OK) | (os.X_OK if folder else 0)):
         raise PermissionError(f'{name} is not {"writable" if rule.writes else "readable"} by this user; expected '
                               f'{rule.what}')
-    if rule.writes and not folder and not _replaceable(path):
-        raise PermissionError(f'{name} is another user\'s file in a sticky folder (as /tmp), which only its owner may '
-                              f'replace or remove; expected {rule.what}')
+    replaced = path.resolve() if path.is_symlink() else path
+    if rule.writes and not folder and not _replaceable(replaced):
+        whose = f'a link to {shown(replaced)}, ' if replaced != path else ''
+        raise PermissionError(f'{name} is {whose}another user\'s file in a sticky folder (as /tmp), which only its '
+                              f'owner may replace or remove; expected {rule.what}')
     if rule.contents:
         if folder:
             _check_contents(path, rule, who)
