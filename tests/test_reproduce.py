@@ -3269,8 +3269,8 @@ def test_a_runs_summary_with_a_broken_row_is_refused_before_any_run(fake_train, 
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 2
     assert _one_error(capsys) == (
         f"{run}/summary.csv:3: not a summary.csv row of 6 fields with a whole-number epoch from 0 and a numeric "
-        f"eval_top1 (top-1 and top-5 from 0 to 100): '1,1.0,1.0,5epoch,train_loss'; the run cannot be resumed nor reported with it; allowed: the "
-        f"file mended (or {run} deleted to restart the run, or another --out)")
+        f"eval_top1 (top-1 and top-5 from 0 to 100): '1,1.0,1.0,5epoch,train_loss'; the run cannot be resumed nor "
+        f"reported with it; allowed: the file mended (or {run} deleted to restart the run, or another --out)")
     assert (run / 'summary.csv').read_text() == text
 
 

@@ -172,10 +172,10 @@ def test_a_file_managers_files_left_in_images_are_said_to_be_no_images(tmp_path,
         f"{images} still holds 2 file(s) (.DS_Store, Thumbs.db) not listed in val_annotations.txt; no images (a file "
         f"manager's, say), but they keep it from being removed once its images are moved: move them away and run "
         f"again")
-    (images / 'old').mkdir()  # a folder of images left there: timm reads them as a class of its own name
-    (images / 'old' / 'x.JPEG').write_bytes(b'jpeg')
-    assert _said(root, capsys).endswith("timm would read the images in old as one more class 'old': move them away "
-                                        "and run again")
+    (images / 'old' / 'sub').mkdir(parents=True)  # images left in a folder there: timm reads them as classes named
+    (images / 'old' / 'sub' / 'x.JPEG').write_bytes(b'jpeg')  # by the folders they are in
+    assert _said(root, capsys).endswith(f"timm would read the images below them as more classes (such as 'sub', of "
+                                        f"{images / 'old' / 'sub' / 'x.JPEG'}): move them away and run again")
     (images / 'extra.JPG').write_bytes(b'jpeg')
     assert _said(root, capsys).endswith("timm would read them as one more class 'images': move them away and run again")
     assert (images / 'v0.JPEG').is_file()

@@ -36,7 +36,8 @@ from .train_args import format_recipe, recipe_args
 from .transformers_compat import make_transformers_compatible
 
 __all__ = ['Exported', 'check_export', 'check_revision', 'export_checkpoint', 'export_run', 'read_exported_config',
-           'read_label_names', 'session_notes', 'training_data_config', 'push_folder', 'CITATION', 'EXPORTED_FILES']
+           'read_label_names', 'session_notes', 'training_data_config', 'exported_data_config', 'push_folder',
+           'CITATION', 'EXPORTED_FILES']
 
 EXPORTED_FILES = ('model.safetensors', 'config.json', 'README.md')  # what an export writes (and replaces)
 PLACEHOLDER = 'ORG/NAME'  # the repository an exported card's usage names until it is pushed

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from .errors import first_line
+from .errors import first_line, shown
 from .files import check_link_target, check_regular_file, kind_of, read_text
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
@@ -40,7 +40,8 @@ __all__ = ['CHECKPOINTS', 'DONE_MARKER', 'STATE_KEYS', 'Checkpoint', 'CutSinceDo
            'read_done_marker', 'read_sessions', 'read_text', 'recorded_dataset', 'given_dataset', 'format_top1',
            'portable_command', 'prepared_dataset', 'train_cwd', 'train_path', 'walk', 'read_class_map',
            'check_regular_file', 'saved_args', 'checkpoint_problem', 'check_finite_weights', 'scheduled_epochs',
-           'diverged_text', 'dataset_reader', 'TIMM_FOLDER', 'TORCHVISION_FOLDER', 'IMAGE_FOLDER_READERS']
+           'diverged_text', 'dataset_reader', 'nan_epochs_text', 'unreadable_folder', 'TIMM_FOLDER',
+           'TORCHVISION_FOLDER', 'IMAGE_FOLDER_READERS']
 
 CHECKPOINTS = ('model_best.pth.tar', 'last.pth.tar')
 DONE_MARKER = 'done.json'  # written by ``timm-sl reproduce`` after train.py exits cleanly
@@ -1277,8 +1278,9 @@ def checkpoint_file(path: Union[str, Path]) -> Path:
         for file, other in zip(files, files[::-1]):  # each named: not 'a folder without a checkpoint'
             allowed = f'the {file.name} of a timm-sl export (export again)'
             if file.is_symlink() and not file.exists():
-                raise FileNotFoundError(f'{file} is a link to {os.readlink(file)}, which does not exist; expected '
-                                        f'the {file.name} of a timm-sl export; allowed: a link to one, or export again')
+                raise FileNotFoundError(f'{shown(file)} is a link to {shown(os.readlink(file))}, which does not exist; '
+                                        f'expected the {file.name} of a timm-sl export; allowed: a link to one, or '
+                                        f'export again')
             check_regular_file(file, allowed)
             if file.is_dir():
                 raise IsADirectoryError(f'{file} is a folder; expected the {file.name} of a timm-sl export; allowed: '

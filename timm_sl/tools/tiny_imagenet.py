@@ -86,18 +86,22 @@ def _refuse_left_over(images: Path, listed: Set[str], why: str) -> None:
     if left:
         shown = ', '.join(left[:3]) + (', ...' if len(left) > 3 else '')
         read = any(os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES for name in left)
-        below = [name for name in left if (images / name).is_dir() and _holds_images(images / name)]
+        below = next(filter(None, (_image_below(images / name) for name in left if (images / name).is_dir())), None)
         raise ValueError(f'{images} still holds {len(left)} file(s) ({shown}) {why}; ' + (
             "timm would read them as one more class 'images'" if read else
-            f'timm would read the images in {below[0]} as one more class {below[0]!r}' if below else
+            f'timm would read the images below them as more classes (such as {below.parent.name!r}, of {below})'
+            if below else
             'no images (a file manager\'s, say), but they keep it from being removed once its images are moved'
         ) + ': move them away and run again')
 
 
-def _holds_images(folder: Path) -> bool:
-    """``folder`` or a folder below it holds an image timm's folder reader reads (it reads every depth)."""
+def _image_below(folder: Path) -> Optional[Path]:
+    """An image timm's folder reader reads at or below ``folder`` (every depth, through links; its class is the
+    folder it is in), or None."""
     from .files import IMAGE_SUFFIXES
-    return any(path.suffix.lower() in IMAGE_SUFFIXES for path in folder.rglob('*'))
+    from .runs import walk
+    return next((Path(root, name) for root, _, names in walk(folder, skipped=[]) for name in sorted(names)
+                 if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES), None)
 
 
 def _refuse_link(images: Path) -> None:
