@@ -31,6 +31,14 @@ def _exit_status(argv) -> int:
         return e.code
 
 
+def _stopped(argv, monkeypatch, name: str, value: str) -> None:
+    """A reproduce call whose fake train.py stops as the environment variable ``name`` tells it (exit 1), then the
+    variable gone for the calls after it."""
+    monkeypatch.setenv(name, value)
+    assert _exit_status(argv) == 1
+    monkeypatch.delenv(name)
+
+
 REPO = Path(__file__).resolve().parents[1]
 
 # A stand-in for timm's train.py: the arguments reproduce passes, a summary.csv whose best top-1 is known from the
@@ -2121,9 +2129,7 @@ def test_a_run_stopped_early_is_not_finished_by_a_smaller_epochs(fake_train, tmp
     earlier' and reported as done, its best top-1 that of a schedule stopped a third of the way."""
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '6'])
-    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '3')
-    assert _exit_status(argv) == 1
-    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    _stopped(argv, monkeypatch, 'EPOCHS_BEFORE_KILL', '3')
     capsys.readouterr()
     base = out / 'runs' / 'vit-base-s0'
     for epochs in ('2', '3'):
@@ -3640,9 +3646,7 @@ def test_a_run_whose_first_checkpoint_was_cut_off_is_not_told_to_put_it_back(fak
     never was."""
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
-    monkeypatch.setenv('EPOCHS_BEFORE_KILL', '1')
-    assert _exit_status(argv) == 1
-    monkeypatch.delenv('EPOCHS_BEFORE_KILL')
+    _stopped(argv, monkeypatch, 'EPOCHS_BEFORE_KILL', '1')
     run = out / 'runs' / 'vit-base-s0'
     (run / 'last.pth.tar').unlink()  # as if its save had failed: timm's saver writes tmp.pth.tar, then renames it
     (run / 'tmp.pth.tar').write_bytes(b'PK\x03\x04 cut')
@@ -3660,9 +3664,7 @@ def test_a_run_of_one_epoch_whose_checkpoint_was_never_saved_is_not_skipped_as_f
     only checkpoint failed, and the next call skipped it as finished (exit 0), a run with no last.pth.tar."""
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1'])
-    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', '1')
-    assert _exit_status(argv) == 1
-    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    _stopped(argv, monkeypatch, 'FAKE_LAST_SAVE_FAILS', '1')
     capsys.readouterr()
     assert _exit_status(argv) == 2
     run = out / 'runs' / 'vit-base-s0'
@@ -3899,9 +3901,7 @@ def test_a_resume_of_a_run_stopped_while_it_saved_counts_the_epoch_trained_again
     out = tmp_path / 'out'
     argv = _reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])
     argv[argv.index('--'):argv.index('--')] = ['--seeds', '0']
-    monkeypatch.setenv('FAKE_LAST_SAVE_FAILS', '1')
-    assert _exit_status(argv) == 1
-    monkeypatch.delenv('FAKE_LAST_SAVE_FAILS')
+    _stopped(argv, monkeypatch, 'FAKE_LAST_SAVE_FAILS', '1')
     swept = []
     monkeypatch.setattr('timm_sl.tools.reproduce._sweep_line', lambda sweep: swept.append(dict(sweep)) or 'line')
     capsys.readouterr()
