@@ -1,14 +1,17 @@
 """Reading a file a user's folder holds: what is there but is no regular file (a FIFO, a device) refused in one line
-instead of a hang, and text in whatever encoding a run or an editor left it. Below every other harness module."""
+instead of a hang, text in whatever encoding a run or an editor left it, and a walk of a folder through its links
+that leaves out no folder it cannot read without a word. Below every other harness module."""
 import codecs
+import errno
 import os
 from pathlib import Path
-from typing import Union
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from .errors import first_line, name_text, shown
 
 __all__ = ['ANALYSED_IMAGE_SUFFIXES', 'IMAGE_SUFFIXES', 'UNREAD_IMAGE_SUFFIXES', 'check_link_target', 'check_not_link',
-           'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'name_text', 'read_text']
+           'check_regular_file', 'flag_arg', 'folder_arg', 'kind_of', 'name_text', 'read_text', 'unreadable_folder',
+           'walk']
 
 # the files timm's folder reader takes for images, in any case (timm's get_img_extensions(); a test holds them equal):
 # other files it passes by
@@ -120,3 +123,50 @@ def flag_arg(value: bool, name: str, who: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f'{who}: {name}={value!r} is invalid; allowed: True or False')
     return value
+
+
+def unreadable_folder(skipped: Optional[List[Tuple[Path, str]]]) -> Callable[[OSError], None]:
+    """``os.walk``'s handler of a folder it cannot list, which it would leave out without a word: refused, or, with
+    ``skipped``, added there with the system's reason. One gone meanwhile is none."""
+    def handle(e: OSError) -> None:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return
+        reason = (e.strerror or str(e)).lower()
+        if skipped is not None:
+            skipped.append((Path(e.filename), reason))
+            return
+        raise type(e)(f'{e.filename}: cannot read this folder ({reason}), so what it holds would be left out; allowed: '
+                      f'a folder this user may read and enter, or move it away') from None
+    return handle
+
+
+def walk(folder: Union[str, Path], every_path: bool = False, reader: str = "timm's folder reader",
+         skipped: Optional[List[Tuple[Path, str]]] = None) -> Iterator[Tuple[Path, List[str], List[str]]]:
+    """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
+    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``.
+
+    ``every_path``: each path instead, as ``reader`` (timm's folder reader, torchvision's ImageFolder) walks: a folder
+    linked twice is visited twice. ``skipped``: a list that takes ``(folder, reason)`` of each folder below
+    ``folder`` this user may not read, for a search that may pass them (a disk's lost+found, another user's runs).
+
+    Raises:
+        ValueError: with ``every_path``, a link back to a folder it is in (``reader`` would walk it without end),
+            naming it.
+        PermissionError / OSError: without ``skipped``, a folder below ``folder`` this user may not read (``os.walk``
+            leaves it out, and with it every file it holds: a class, images), naming it.
+    """
+    seen = set()
+    above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
+    for root, folders, names in os.walk(folder, onerror=unreadable_folder(skipped), followlinks=True):
+        real = os.path.realpath(root)
+        if every_path:
+            chain = above.pop(root, frozenset())
+            if real in chain:
+                raise ValueError(f'{root} links back to {real}, a folder it is in: {reader} would walk it without '
+                                 f'end; allowed: folders without such links (remove it)')
+            above.update({os.path.join(root, name): chain | {real} for name in folders})
+        elif real in seen:
+            folders[:] = []
+            continue
+        seen.add(real)
+        yield Path(root), folders, names

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Sequence, Union
 
 from .errors import partial_of, shown
-from .files import ANALYSED_IMAGE_SUFFIXES, check_link_target, check_not_link, kind_of
-from .runs import unreadable_folder, walk
+from .files import ANALYSED_IMAGE_SUFFIXES, check_link_target, check_not_link, kind_of, unreadable_folder, walk
 
 __all__ = ['FILE', 'FOLDER', 'EITHER', 'PathRule', 'check_path', 'check_command_paths', 'COMMAND_PATHS',
            'RUN_FOLDER']

@@ -17,7 +17,6 @@ this package shows counts them from 1 (:func:`summarize`'s ``best_epoch`` is tra
 import argparse
 import collections
 import csv
-import errno
 import filecmp
 import itertools
 import json
@@ -27,10 +26,10 @@ import pickle
 import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from .errors import first_line, shown
-from .files import check_link_target, check_regular_file, kind_of, read_text
+from .files import check_link_target, check_regular_file, kind_of, read_text, unreadable_folder, walk
 from .paper import DATASETS, VARIANTS, family_of, table2_row, variant_of
 from .train_args import last_flag_value, recipe_path
 
@@ -1157,53 +1156,6 @@ def read_run(
                        sessions=sessions[fresh[-1]:] if fresh else sessions)
     record.summary = summarize(summary, rows, record=record) if summary else None  # its epochs counted by the record
     return _described(record, marker)
-
-
-def unreadable_folder(skipped: Optional[List[Tuple[Path, str]]]) -> Callable[[OSError], None]:
-    """``os.walk``'s handler of a folder it cannot list, which it would leave out without a word: refused, or, with
-    ``skipped``, added there with the system's reason. One gone meanwhile is none."""
-    def handle(e: OSError) -> None:
-        if e.errno in (errno.ENOENT, errno.ENOTDIR):
-            return
-        reason = (e.strerror or str(e)).lower()
-        if skipped is not None:
-            skipped.append((Path(e.filename), reason))
-            return
-        raise type(e)(f'{e.filename}: cannot read this folder ({reason}), so what it holds would be left out; allowed: '
-                      f'a folder this user may read and enter, or move it away') from None
-    return handle
-
-
-def walk(folder: Union[str, Path], every_path: bool = False, reader: str = "timm's folder reader",
-         skipped: Optional[List[Tuple[Path, str]]] = None) -> Iterator[Tuple[Path, List[str], List[str]]]:
-    """``os.walk`` of ``folder`` through linked folders too (``Path.rglob`` skips those before Python 3.13), each real
-    folder once: a link back up does not loop. Yields ``(folder, folder names, file names)``.
-
-    ``every_path``: each path instead, as ``reader`` (timm's folder reader, torchvision's ImageFolder) walks: a folder
-    linked twice is visited twice. ``skipped``: a list that takes ``(folder, reason)`` of each folder below
-    ``folder`` this user may not read, for a search that may pass them (a disk's lost+found, another user's runs).
-
-    Raises:
-        ValueError: with ``every_path``, a link back to a folder it is in (``reader`` would walk it without end),
-            naming it.
-        PermissionError / OSError: without ``skipped``, a folder below ``folder`` this user may not read (``os.walk``
-            leaves it out, and with it every file it holds: a class, images), naming it.
-    """
-    seen = set()
-    above: Dict[str, frozenset] = {}  # with every_path: each folder's real folders from ``folder`` down to it
-    for root, folders, names in os.walk(folder, onerror=unreadable_folder(skipped), followlinks=True):
-        real = os.path.realpath(root)
-        if every_path:
-            chain = above.pop(root, frozenset())
-            if real in chain:
-                raise ValueError(f'{root} links back to {real}, a folder it is in: {reader} would walk it without '
-                                 f'end; allowed: folders without such links (remove it)')
-            above.update({os.path.join(root, name): chain | {real} for name in folders})
-        elif real in seen:
-            folders[:] = []
-            continue
-        seen.add(real)
-        yield Path(root), folders, names
 
 
 def find_runs(paths: Sequence[Any], skipped: Optional[List[Tuple[Path, str]]] = None) -> List[Path]:

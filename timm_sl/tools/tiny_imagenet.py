@@ -99,7 +99,7 @@ def _image_below(folder: Path) -> Optional[Path]:
     """An image timm's folder reader reads at or below ``folder`` (every depth, through links; its class is the
     folder it is in), or None."""
     from .files import IMAGE_SUFFIXES
-    from .runs import walk
+    from .files import walk
     return next((Path(root, name) for root, _, names in walk(folder, skipped=[]) for name in sorted(names)
                  if os.path.splitext(name)[1].lower() in IMAGE_SUFFIXES), None)
 
