@@ -394,3 +394,20 @@ def test_a_title_with_a_long_run_folder_stays_inside_the_figure(tmp_path, draw):
     box, page = shown.get_window_extent(renderer), fig.bbox
     assert page.x0 <= box.x0 and box.x1 <= page.x1, (box, page)
     assert ''.join(shown._get_wrapped_text().split()) == ''.join(title.split())  # every character still there
+
+
+@pytest.mark.parametrize('peak', [1e30, 1e300, 1e-7])
+def test_curve_ticks_of_huge_or_tiny_values_stay_short_and_inside_the_figure(tmp_path, peak):
+    """A checkpoint's finite but huge temperature (1e30) was labelled '199999999999999982866301714432' (float noise
+    shown as digits) and 1e300 ran the labels and the y label off the figure; 1e-7 gave rows of '0.00000010'."""
+    fig = plot_curves({'a': [peak, 2 * peak, 3 * peak]}, str(tmp_path / 'c.png'), y_range=(0., None))
+    ax = fig.axes[0]
+    ticks = _y_ticks(ax)
+    scale = float(ax.yaxis.get_offset_text().get_text().replace('\u2212', '-') or 1)
+    for location, text in ticks:
+        assert len(text) <= 8 and float(text) * scale == pytest.approx(location, rel=1e-6, abs=1e-12 * peak)
+    page, (low, high) = fig.bbox, ax.get_ylim()
+    shown = [t for t in ax.get_yticklabels() if low <= t.get_position()[1] <= high]
+    for text in [*shown, ax.yaxis.label, ax.yaxis.get_offset_text()]:
+        box = text.get_window_extent()
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (text, box)
