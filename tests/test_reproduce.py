@@ -4110,3 +4110,21 @@ def test_a_class_folder_of_mode_600_stops_reproduce_before_a_run(tmp_path, capsy
         (data / 'test' / '3').chmod(0o700)
     assert _one_error(capsys).startswith(f"{data / 'test' / '3' / '0.png'} cannot be read (its folder ")
     assert not out.exists()
+
+
+def test_a_whisker_above_100_keeps_its_bar_value_and_its_cap(tmp_path, saved_figures):
+    """Seeds of 95, 95 and 10 (one that never learned): 66.67 ± 49.07 reaches 115.7, above the panel's 108, so the
+    whisker's cap was cut off and the bar's value (placed above the whisker) was not drawn at all."""
+    outcomes = [_report_outcome('vit', variant, seed, top1) for variant in ('base', 'sl')
+                for seed, top1 in enumerate((95., 95., 10.))]
+    write_report(outcomes, 'cifar10', tmp_path)
+    fig = saved_figures['top1.png']
+    left = next(ax for ax in fig.axes if ax.get_ylabel() == 'best top-1 (%)')
+    fig.canvas.draw()
+    mean, std = statistics.fmean([95., 95., 10.]), statistics.stdev([95., 95., 10.])
+    assert left.get_ylim()[1] > mean + std
+    texts = [t for t in left.texts if t.get_text() == f'{mean:.2f}\n±{std:.2f}']
+    assert len(texts) == 2 and all(t.get_visible() and t.get_window_extent().width > 0 for t in texts)
+    for text in texts:  # drawn inside the panel, below its title
+        box, panel = text.get_window_extent(), left.get_window_extent()
+        assert panel.y0 <= box.y0 and box.y1 <= panel.y1 and box.y1 <= left.title.get_window_extent().y0
