@@ -4128,3 +4128,13 @@ def test_a_whisker_above_100_keeps_its_bar_value_and_its_cap(tmp_path, saved_fig
     for text in texts:  # drawn inside the panel, below its title
         box, panel = text.get_window_extent(), left.get_window_extent()
         assert panel.y0 <= box.y0 and box.y1 <= panel.y1 and box.y1 <= left.title.get_window_extent().y0
+
+
+@pytest.mark.parametrize('epochs', [1, 3, 26])
+def test_curves_have_no_epoch_tick_where_no_run_has_an_epoch(tmp_path, saved_figures, epochs):
+    """26 epochs: curves.png's epoch axis (from 1) had ticks at 0 and 27, epochs no run has."""
+    write_report([_report_outcome('vit', v, 0, 60., epochs) for v in ('base', 'sl')], 'cifar10', tmp_path)
+    ax = saved_figures['curves.png'].axes[0]
+    low, high = ax.get_xlim()
+    shown = [t for t in ax.get_xticks() if low <= t <= high]
+    assert shown and min(shown) >= 1 and max(shown) <= epochs
