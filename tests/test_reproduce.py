@@ -4138,3 +4138,17 @@ def test_curves_have_no_epoch_tick_where_no_run_has_an_epoch(tmp_path, saved_fig
     low, high = ax.get_xlim()
     shown = [t for t in ax.get_xticks() if low <= t <= high]
     assert shown and min(shown) >= 1 and max(shown) <= epochs
+
+
+def test_a_data_folder_with_a_newline_is_named_quoted_in_the_charts(tmp_path, saved_figures):
+    """A data folder 'two\\nlines' was titled 'two lines' (textwrap joins the halves): a folder that is not the one the
+    runs read, and report.md's data line broke in two."""
+    from timm_sl.tools.reproduce import describe_data
+    outcomes = [_report_outcome('vit', v, 0, 60.) for v in ('base', 'sl')]
+    for outcome in outcomes:
+        outcome.data = describe_data({'data_dir': str(tmp_path / 'two\nlines'), 'val_split': 'v\nal'})
+    report = write_report(outcomes, 'cifar10', tmp_path / 'out')
+    folder = repr(str(tmp_path / 'two\nlines'))
+    for name in ('top1.png', 'curves.png'):
+        assert folder in ''.join(saved_figures[name].get_suptitle().split('\n'))
+    assert f'data: image folder {folder}, val split {repr("v" + chr(10) + "al")}\n' in report.read_text()

@@ -30,7 +30,8 @@ from .arg_types import kwarg_words
 from .data_check import (
     check_data, check_output_outside_data, class_map_file, class_map_identity, dataset_name, fewer_images,
     reader_suffixes, split_folder, SPLIT_SYNONYMS, TORCH_FOLDERS)
-from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, name_text, write_atomically
+from .errors import (ToolError, check_not_below_a_file, held_folder, make_folder, name_text, shown,
+                     write_atomically)
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -217,8 +218,9 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
 def describe_data(args: Dict[str, Any]) -> str:
     """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles: the reader
     and folder, and the splits where recorded (``-- --train-split extra`` trains on other images than the recipe's)."""
-    root = args.get('data_dir') or args.get('data') or '?'
-    splits = ''.join(f', {k.split("_")[0]} split {args[k]}' for k in ('train_split', 'val_split') if args.get(k))
+    root = shown(args.get('data_dir') or args.get('data') or '?')  # a newline in it: quoted, not two folders' names
+    splits = ''.join(f', {k.split("_")[0]} split {shown(args[k])}' for k in ('train_split', 'val_split')
+                     if args.get(k))
     return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
