@@ -2261,3 +2261,16 @@ def test_a_compared_swin_of_other_stages_is_checked_for_its_configuration(tmp_pa
     assert _other_configuration('sl_swin_32', dict(depths=(2, 2, 2), num_heads=(3, 6, 12), window_size=2),
                                 dict(small, patch_size=4)) == 'patch_size=4 (first: default)'
     assert _other_configuration('sl_swin_32', dict(depths=(2, 2, 2), num_heads=(3, 6, 12), window_size=2), small) == ''
+
+
+def test_a_run_folder_with_a_newline_is_named_quoted_in_titles(tmp_path):
+    """A checkpoint in a run folder 'run\\nA' was titled 'run' and 'A/model_best.pth.tar' on two lines (two names,
+    neither the folder's), and a refusal naming it was two lines."""
+    from timm_sl.tools.cli import _run_file
+    file = tmp_path / 'run\nA' / 'model_best.pth.tar'
+    file.parent.mkdir()
+    file.write_bytes(b'')
+    assert _run_file(str(file)) == repr('run\nA/model_best.pth.tar')
+    (tmp_path / 'run').mkdir()
+    (tmp_path / 'run' / 'model_best.pth.tar').write_bytes(b'')
+    assert _run_file(str(tmp_path / 'run' / 'model_best.pth.tar')) == 'run/model_best.pth.tar'

@@ -1,3 +1,4 @@
+import math
 import sys
 
 import numpy as np
@@ -394,3 +395,58 @@ def test_a_title_with_a_long_run_folder_stays_inside_the_figure(tmp_path, draw):
     box, page = shown.get_window_extent(renderer), fig.bbox
     assert page.x0 <= box.x0 and box.x1 <= page.x1, (box, page)
     assert ''.join(shown._get_wrapped_text().split()) == ''.join(title.split())  # every character still there
+
+
+@pytest.mark.parametrize('peak', [1e30, 1e300, 1e-7])
+def test_curve_ticks_of_huge_or_tiny_values_stay_short_and_inside_the_figure(tmp_path, peak):
+    """A checkpoint's finite but huge temperature (1e30) was labelled '199999999999999982866301714432' (float noise
+    shown as digits) and 1e300 ran the labels and the y label off the figure; 1e-7 gave rows of '0.00000010'."""
+    fig = plot_curves({'a': [peak, 2 * peak, 3 * peak]}, str(tmp_path / 'c.png'), y_range=(0., None))
+    ax = fig.axes[0]
+    ticks = _y_ticks(ax)
+    scale = float(ax.yaxis.get_offset_text().get_text().replace('\u2212', '-') or 1)
+    for location, text in ticks:
+        assert len(text) <= 8 and float(text) * scale == pytest.approx(location, rel=1e-6, abs=1e-12 * peak)
+    page, (low, high) = fig.bbox, ax.get_ylim()
+    shown = [t for t in ax.get_yticklabels() if low <= t.get_position()[1] <= high]
+    for text in [*shown, ax.yaxis.label, ax.yaxis.get_offset_text()]:
+        box = text.get_window_extent()
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (text, box)
+
+
+_HOSTILE = (float('nan'), float('inf'), -float('inf'), -0., 0., 1e-300, 1e-7, 1e300, 1e30, -1., 50., 50., 100., 1e6)
+
+
+def test_curves_of_hostile_values_at_random_keep_every_point_and_tick_true(monkeypatch):
+    """Seeded fuzz of plot_curves (100 figures, not their files): 1-5 series of 1-30 values drawn from NaN, inf, -0.,
+    1e-300, 1e300, equal values and ordinary ones. Every finite value lies inside finite y limits, a percentage axis
+    stays on 0-100 unless a value is outside it, every series and floor has its legend entry, and every tick label is
+    short and is its tick's value (times the multiplier over the axis): 1e300 got 300-digit labels."""
+    import random
+    from timm_sl.tools import plot
+    monkeypatch.setattr(plot, 'save', lambda fig, path: None)
+    for seed in range(100):
+        r = random.Random(seed)
+        steps = r.randint(1, 30)
+        pick = (lambda: r.choice(_HOSTILE) if r.random() < 0.5 else r.uniform(-10., 110.))
+        curves = {f'series {i}': [pick() for _ in range(steps)] for i in range(r.randint(1, 5))}
+        floors = {name: [pick() for _ in ys] for name, ys in curves.items() if r.random() < 0.3}
+        y_range = r.choice([(None, None), (0., 100.), (0., None)])
+        fig = plot_curves(curves, 'unused.png', y_range=y_range, floors=floors or None)
+        ax, case = fig.axes[0], (seed, curves, floors, y_range)
+        low, high = ax.get_ylim()
+        values = [v for ys in [*curves.values(), *floors.values()] for v in ys if math.isfinite(v)]
+        assert math.isfinite(low) and math.isfinite(high), case
+        assert all(low <= v <= high for v in values), case
+        if y_range == (0., 100.) and values:
+            assert min(0., min(values)) <= low <= 0. and 100. <= high <= max(100., max(values)) * 1.06 + 1e-9, case
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels == list(curves) + [f'{name}: floor' for name in floors], case
+        formatter = ax.yaxis.get_major_formatter()
+        ticks = [t for t in ax.get_yticks() if low <= t <= high]
+        texts = formatter.format_ticks(ticks)  # sets the multiplier over the axis ('1e300') for these ticks
+        scale = float(formatter.get_offset().replace('\u2212', '-') or 1.)
+        for tick, text in zip(ticks, texts):
+            text = text.replace('\u2212', '-')
+            assert len(text) <= 10 and float(text) * scale == pytest.approx(tick, rel=1e-6, abs=1e-9 * scale), case
+        fig.clear()

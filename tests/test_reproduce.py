@@ -4110,3 +4110,45 @@ def test_a_class_folder_of_mode_600_stops_reproduce_before_a_run(tmp_path, capsy
         (data / 'test' / '3').chmod(0o700)
     assert _one_error(capsys).startswith(f"{data / 'test' / '3' / '0.png'} cannot be read (its folder ")
     assert not out.exists()
+
+
+def test_a_whisker_above_100_keeps_its_bar_value_and_its_cap(tmp_path, saved_figures):
+    """Seeds of 95, 95 and 10 (one that never learned): 66.67 ± 49.07 reaches 115.7, above the panel's 108, so the
+    whisker's cap was cut off and the bar's value (placed above the whisker) was not drawn at all."""
+    outcomes = [_report_outcome('vit', variant, seed, top1) for variant in ('base', 'sl')
+                for seed, top1 in enumerate((95., 95., 10.))]
+    write_report(outcomes, 'cifar10', tmp_path)
+    fig = saved_figures['top1.png']
+    left = next(ax for ax in fig.axes if ax.get_ylabel() == 'best top-1 (%)')
+    fig.canvas.draw()
+    mean, std = statistics.fmean([95., 95., 10.]), statistics.stdev([95., 95., 10.])
+    assert left.get_ylim()[1] > mean + std
+    texts = [t for t in left.texts if t.get_text() == f'{mean:.2f}\n±{std:.2f}']
+    assert len(texts) == 2 and all(t.get_visible() and t.get_window_extent().width > 0 for t in texts)
+    for text in texts:  # drawn inside the panel, below its title
+        box, panel = text.get_window_extent(), left.get_window_extent()
+        assert panel.y0 <= box.y0 and box.y1 <= panel.y1 and box.y1 <= left.title.get_window_extent().y0
+
+
+@pytest.mark.parametrize('epochs', [1, 3, 26])
+def test_curves_have_no_epoch_tick_where_no_run_has_an_epoch(tmp_path, saved_figures, epochs):
+    """26 epochs: curves.png's epoch axis (from 1) had ticks at 0 and 27, epochs no run has."""
+    write_report([_report_outcome('vit', v, 0, 60., epochs) for v in ('base', 'sl')], 'cifar10', tmp_path)
+    ax = saved_figures['curves.png'].axes[0]
+    low, high = ax.get_xlim()
+    shown = [t for t in ax.get_xticks() if low <= t <= high]
+    assert shown and min(shown) >= 1 and max(shown) <= epochs
+
+
+def test_a_data_folder_with_a_newline_is_named_quoted_in_the_charts(tmp_path, saved_figures):
+    """A data folder 'two\\nlines' was titled 'two lines' (textwrap joins the halves): a folder that is not the one the
+    runs read, and report.md's data line broke in two."""
+    from timm_sl.tools.reproduce import describe_data
+    outcomes = [_report_outcome('vit', v, 0, 60.) for v in ('base', 'sl')]
+    for outcome in outcomes:
+        outcome.data = describe_data({'data_dir': str(tmp_path / 'two\nlines'), 'val_split': 'v\nal'})
+    report = write_report(outcomes, 'cifar10', tmp_path / 'out')
+    folder = repr(str(tmp_path / 'two\nlines'))
+    for name in ('top1.png', 'curves.png'):
+        assert folder in ''.join(saved_figures[name].get_suptitle().split('\n'))
+    assert f'data: image folder {folder}, val split {repr("v" + chr(10) + "al")}\n' in report.read_text()

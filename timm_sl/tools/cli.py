@@ -644,7 +644,7 @@ def _run_file(path: str, args: Optional[argparse.Namespace] = None) -> str:
     from timm_sl.tools.runs import checkpoint_file
     ema = ' (EMA weights)' if path in getattr(args, 'ema_checkpoints', ()) else ''
     path = checkpoint_file(path).resolve()
-    return (f'{path.parent.name}/{path.name}' if path.parent.name else path.name) + ema
+    return shown(f'{path.parent.name}/{path.name}' if path.parent.name else path.name) + ema  # a newline: quoted
 
 
 def _weights(args: argparse.Namespace, labels: Sequence[str] = ('SL', 'baseline')) -> str:

@@ -146,10 +146,11 @@ def break_long_words(text: str, width: int) -> str:
 
 
 def _plain_ticks(axis) -> None:
-    """Tick labels that show the real values: no offset ("+1e-3") and no scientific multiplier."""
+    """Tick labels that show the real values: no offset ("+1e-3"), and a multiplier ("1e7" over the axis) only for
+    values of 1e6 or more or all below 1e-4, whose plain labels were 30 digits of float noise or a row of zeros."""
     from matplotlib.ticker import ScalarFormatter
     formatter = ScalarFormatter(useOffset=False)
-    formatter.set_scientific(False)
+    formatter.set_powerlimits((-4, 6))
     axis.set_major_formatter(formatter)
 
 

@@ -30,7 +30,8 @@ from .arg_types import kwarg_words
 from .data_check import (
     check_data, check_output_outside_data, class_map_file, class_map_identity, dataset_name, fewer_images,
     reader_suffixes, split_folder, SPLIT_SYNONYMS, TORCH_FOLDERS)
-from .errors import ToolError, check_not_below_a_file, held_folder, make_folder, name_text, write_atomically
+from .errors import (ToolError, check_not_below_a_file, held_folder, make_folder, name_text, shown,
+                     write_atomically)
 from .files import check_regular_file, read_text
 from .paper import DATASETS, FAMILIES, VARIANTS, learning_rate, model_name, paper_top1, switches_label, table2_row
 from .runs import (
@@ -217,8 +218,9 @@ def train_data(recipe: Path, data_dir: str, extra_args: Sequence[str] = ()) -> D
 def describe_data(args: Dict[str, Any]) -> str:
     """The data of a train.py run (its ``args.yaml``, or :func:`train_data`) in a few words, for titles: the reader
     and folder, and the splits where recorded (``-- --train-split extra`` trains on other images than the recipe's)."""
-    root = args.get('data_dir') or args.get('data') or '?'
-    splits = ''.join(f', {k.split("_")[0]} split {args[k]}' for k in ('train_split', 'val_split') if args.get(k))
+    root = shown(args.get('data_dir') or args.get('data') or '?')  # a newline in it: quoted, not two folders' names
+    splits = ''.join(f', {k.split("_")[0]} split {shown(args[k])}' for k in ('train_split', 'val_split')
+                     if args.get(k))
     return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
@@ -1376,7 +1378,10 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                       fontsize=8)
     common = _common_extra(rows)  # kwargs every row has besides its own: in the title, else in each label
     left.set_xticks(x, [_bar_label(r, per_row, not common) for r in rows], fontsize=8)
-    left.set_ylim(0, 108)  # bars start at 0: the gains are read on the right; room for the values of bars near 100
+    reach = max((r['mean'] + (r['std'] if r['seeds'] > 1 else 0) for r in rows if r['mean'] is not None), default=0)
+    # bars start at 0: the gains are read on the right; room for the values of bars near 100, and of a whisker above
+    # 100 (seeds of 95, 95 and 10: 66.67 ± 49.07), whose value was left undrawn above the axes
+    left.set_ylim(0, max(108, 1.12 * reach))
     left.set_yticks(range(0, 101, 20))
     left.set_ylabel('best top-1 (%)')
     left.set_title(title)
@@ -1446,13 +1451,14 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
         if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
             ax.set_xticks(sorted(epochs))
-            ax.set_xlim(min(epochs) - 0.5, min(epochs) + 0.5)
         ax.set_title(f'{family}: validation top-1 per epoch' + (', a line per seed' if seeds else ''))
         ax.set_xlabel(EPOCH_AXIS)
         ax.grid(alpha=0.3)
         if shown:
             ax.legend()
-    values = [t for o in outcomes for _, t in o.curve]
+    values, epochs = [t for o in outcomes for _, t in o.curve], [e for o in outcomes for e, _ in o.curve]
+    if epochs:  # shared: no tick where no run has an epoch (0, or the last + 1 of 26 epochs)
+        axes[0, 0].set_xlim(min(epochs) - 0.5, max(epochs) + 0.5)
     axes[0, 0].set_ylim(*y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))
