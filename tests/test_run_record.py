@@ -2159,3 +2159,20 @@ def test_a_summary_csv_mutated_at_random_is_read_or_refused_in_one_line(tmp_path
         assert epochs == sorted(set(epochs)) and all(e == int(e) >= 0 for e in epochs), (edited, epochs)
         assert all(math.isnan(r[k]) or 0 <= r[k] <= 100 for r in rows for k in ('eval_top1', 'eval_top5') if k in r), (
             edited, rows)
+
+
+def test_a_done_json_of_a_family_dataset_or_variant_that_is_no_name_is_refused_or_passed_over(tmp_path):
+    """done.json's dataset as a list (or family as a dict) ended in a TypeError traceback; a family other than the
+    model's was taken for the run's, and its variant then refused as though the kwargs were wrong."""
+    from timm_sl.tools.runs import read_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    marker = tmp_path / 'run' / 'done.json'
+    marker.write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', dataset=[1, 2])))
+    assert read_run(tmp_path / 'run').dataset is None
+    for family in ({'a': 1}, 'pit', 7):
+        marker.write_text(json.dumps(dict(epochs=2, family=family, variant='sl')))
+        with pytest.raises(ValueError) as e:
+            read_run(tmp_path / 'run')
+        assert str(e.value).startswith(f'{marker} records the family {family!r}, but the model of its args.yaml '
+                                       f"(sl_vit_32) is of the family 'vit'"), str(e.value)
+

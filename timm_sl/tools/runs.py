@@ -1021,7 +1021,7 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     named = _dataset_arg(args)
     if named:
         return named
-    dataset = marker.get('dataset') if marker.get('dataset') in DATASETS else None
+    dataset = marker.get('dataset') if isinstance(marker.get('dataset'), str) and marker['dataset'] in DATASETS else None
     if dataset is None:
         tokens = marker.get('command')
         if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
