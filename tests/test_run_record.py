@@ -2176,3 +2176,48 @@ def test_a_done_json_of_a_family_dataset_or_variant_that_is_no_name_is_refused_o
         assert str(e.value).startswith(f'{marker} records the family {family!r}, but the model of its args.yaml '
                                        f"(sl_vit_32) is of the family 'vit'"), str(e.value)
 
+
+def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_line(tmp_path):
+    """300 copies of a run's done.json / sessions.json, each with a value replaced by a hostile one (None, -1, NaN,
+    a list, a dict, a name with a newline ...) or the text edited: each is read as the run's (its model, family, seed
+    and epochs those of args.yaml and summary.csv) or refused in one line naming the file; never another error. (It
+    found the TypeErrors and the family taken from done.json over the model's.)"""
+    import random
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    command = ['python', 'train.py', 'data', '--model', 'sl_vit_32', '--epochs', '2', '--seed', '1']
+    files = {'done.json': dict(epochs=2, seconds=12.5, command=command, family='vit', variant='sl', seed=1,
+                               model='sl_vit_32', model_kwargs={'depth': 1}, dataset=None),
+             'sessions.json': [dict(status='ok', code=0, seconds=12.5, devices=['cpu'], epochs=[0, 2], given_epochs=2,
+                                    start='new', log_from=0)]}
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'pit', 'sl', 'cifar10', 'new']
+    rng = random.Random(0)
+
+    def mutate(value):
+        if isinstance(value, (dict, list)) and value:
+            key = rng.choice(list(value) if isinstance(value, dict) else range(len(value)))
+            if isinstance(value[key], (dict, list)) and value[key] and rng.random() < .5:
+                mutate(value[key])
+            else:
+                value[key] = rng.choice(hostile)
+    for case in range(300):
+        name = rng.choice(list(files))
+        for other, value in files.items():
+            (run / other).write_text(json.dumps(value))
+        value = json.loads(json.dumps(files[name]))
+        mutate(value)
+        text = json.dumps(value)
+        if rng.random() < .3:
+            i = rng.randrange(len(text) + 1)
+            text = text[:i] + rng.choice(['', '"', '[', '{', ',', 'NaN', '\x00']) + text[i + 1:]
+        (run / name).write_text(text)
+        try:
+            record = read_run(run)
+        except ValueError as e:
+            assert str(run / name) in str(e) and '\n' not in str(e), (text, str(e))
+            continue
+        assert (record.model, record.family, record.seed, record.summary['last_epoch']) == ('sl_vit_32', 'vit', 1, 2), (
+            text, record)
+        assert isinstance(record.variant, str) and record.dataset is None, (text, record)

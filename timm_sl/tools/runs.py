@@ -949,9 +949,15 @@ def _own_global_pool(model: str, model_kwargs: Dict[str, Any]) -> Optional[str]:
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
     marker = marker or {}
-    record.family = marker.get('family') or (family_of(record.model) if record.model else '')
+    family = marker.get('family')
+    if family is not None and record.model and family != family_of(record.model):  # not taken for another row's
+        raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the family {family!r}, but the model of "
+                         f"its args.yaml ({record.model}) is of the family {family_of(record.model)!r}; allowed: a "
+                         f"{DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
+    record.family = (family if isinstance(family, str) else '') or (family_of(record.model) if record.model else '')
     record.variant = variant_of(record.family, record.model_kwargs)
-    if marker.get('variant') and not record.model:  # the kwargs come with the checkpoint's model (with_checkpoint)
+    # with no model, the kwargs come with the checkpoint's model (with_checkpoint); a variant that is no name is none
+    if isinstance(marker.get('variant'), str) and marker['variant'] and not record.model:
         record.variant = marker['variant']
     elif marker.get('variant'):  # reproduce's row; the kwargs beyond the row's own (-- --model-kwargs depth=1) aside
         keys = {k for kwargs in VARIANTS.get(record.family, {}).values() for k in kwargs}
