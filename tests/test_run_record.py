@@ -2221,3 +2221,16 @@ def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_lin
         assert (record.model, record.family, record.seed, record.summary['last_epoch']) == ('sl_vit_32', 'vit', 1, 2), (
             text, record)
         assert isinstance(record.variant, str) and record.dataset is None, (text, record)
+
+
+@pytest.mark.parametrize('given', [0, -1, 7, 10 ** 30])
+def test_an_extended_runs_session_epochs_that_its_schedule_cannot_have_are_not_taken(given, tmp_path):
+    """A sessions.json edited to a first session's --epochs of 0, -1 or more than the epochs it ran (it exited cleanly
+    at epoch 5) was taken as written: the card said its first 5 epochs ran under a schedule of `--epochs 7` (or -1)
+    and gave that command; the rule for a session without one is used instead."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'r'
+    session = dict(status='exited', code=0, seconds=1., devices='', start='new')
+    _extended_run(run, [dict(session, epochs=[0, 5], given_epochs=given),
+                        dict(session, epochs=[5, 8], start='resume', given_epochs=6)])
+    assert read_run(run).schedules() == [(5, 3), (8, 6)]
