@@ -2181,7 +2181,7 @@ def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_lin
     """300 copies of a run's done.json / sessions.json, each with a value replaced by a hostile one (None, -1, NaN,
     a list, a dict, a name with a newline ...) or the text edited: each is read as the run's (its model, family, seed
     and epochs those of args.yaml and summary.csv) or refused in one line naming the file; never another error. (It
-    found the TypeErrors and the family taken from done.json over the model's.)"""
+    found the TypeErrors, the family taken from done.json over the model's and sessions' --epochs of -1.)"""
     import random
     from timm_sl.tools.runs import read_run
     run = tmp_path / 'run'
@@ -2189,8 +2189,10 @@ def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_lin
     command = ['python', 'train.py', 'data', '--model', 'sl_vit_32', '--epochs', '2', '--seed', '1']
     files = {'done.json': dict(epochs=2, seconds=12.5, command=command, family='vit', variant='sl', seed=1,
                                model='sl_vit_32', model_kwargs={'depth': 1}, dataset=None),
-             'sessions.json': [dict(status='ok', code=0, seconds=12.5, devices=['cpu'], epochs=[0, 2], given_epochs=2,
-                                    start='new', log_from=0)]}
+             'sessions.json': [dict(status='exited', code=0, seconds=2.5, devices=['cpu'], epochs=[0, 1],
+                                    given_epochs=1, start='new', log_from=0),
+                               dict(status='exited', code=0, seconds=5., devices=['cpu'], epochs=[1, 2], given_epochs=2,
+                                    start='resume')]}
     hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
                True, 1.5, 'pit', 'sl', 'cifar10', 'new']
     rng = random.Random(0)
@@ -2221,6 +2223,7 @@ def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_lin
         assert (record.model, record.family, record.seed, record.summary['last_epoch']) == ('sl_vit_32', 'vit', 1, 2), (
             text, record)
         assert isinstance(record.variant, str) and record.dataset is None, (text, record)
+        assert all(1 <= given <= end for end, given in record.schedules()), (text, record.schedules())
 
 
 @pytest.mark.parametrize('given', [0, -1, 7, 10 ** 30])

@@ -673,7 +673,8 @@ class RunRecord:
 
     def _given_fits(self, session: Dict[str, Any], end: int) -> bool:
         """Whether the ``--epochs`` a session that ended cleanly at epoch ``end`` records (``given_epochs``) could be
-        its own: 1 to ``end`` (a schedule trains at least its ``--epochs``); another (0, -1, more) is an edited file's."""
+        its own: 1 to ``end`` (a schedule trains at least its ``--epochs``); another (0, -1, more) is an edited
+        file's."""
         given = session.get('given_epochs')
         return _whole(given) and 1 <= given <= end
 
@@ -1033,7 +1034,8 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     named = _dataset_arg(args)
     if named:
         return named
-    dataset = marker.get('dataset') if isinstance(marker.get('dataset'), str) and marker['dataset'] in DATASETS else None
+    dataset = marker.get('dataset')
+    dataset = dataset if isinstance(dataset, str) and dataset in DATASETS else None  # a list: no name
     if dataset is None:
         tokens = marker.get('command')
         if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
