@@ -2159,3 +2159,81 @@ def test_a_summary_csv_mutated_at_random_is_read_or_refused_in_one_line(tmp_path
         assert epochs == sorted(set(epochs)) and all(e == int(e) >= 0 for e in epochs), (edited, epochs)
         assert all(math.isnan(r[k]) or 0 <= r[k] <= 100 for r in rows for k in ('eval_top1', 'eval_top5') if k in r), (
             edited, rows)
+
+
+def test_a_done_json_of_a_family_dataset_or_variant_that_is_no_name_is_refused_or_passed_over(tmp_path):
+    """done.json's dataset as a list (or family as a dict) ended in a TypeError traceback; a family other than the
+    model's was taken for the run's, and its variant then refused as though the kwargs were wrong."""
+    from timm_sl.tools.runs import read_run
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    marker = tmp_path / 'run' / 'done.json'
+    marker.write_text(json.dumps(dict(epochs=2, family='vit', variant='sl', dataset=[1, 2])))
+    assert read_run(tmp_path / 'run').dataset is None
+    for family in ({'a': 1}, 'pit', 7):
+        marker.write_text(json.dumps(dict(epochs=2, family=family, variant='sl')))
+        with pytest.raises(ValueError) as e:
+            read_run(tmp_path / 'run')
+        assert str(e.value).startswith(f'{marker} records the family {family!r}, but the model of its args.yaml '
+                                       f"(sl_vit_32) is of the family 'vit'"), str(e.value)
+
+
+def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_line(tmp_path):
+    """300 copies of a run's done.json / sessions.json, each with a value replaced by a hostile one (None, -1, NaN,
+    a list, a dict, a name with a newline ...) or the text edited: each is read as the run's (its model, family, seed
+    and epochs those of args.yaml and summary.csv) or refused in one line naming the file; never another error. (It
+    found the TypeErrors, the family taken from done.json over the model's and sessions' --epochs of -1.)"""
+    import random
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    command = ['python', 'train.py', 'data', '--model', 'sl_vit_32', '--epochs', '2', '--seed', '1']
+    files = {'done.json': dict(epochs=2, seconds=12.5, command=command, family='vit', variant='sl', seed=1,
+                               model='sl_vit_32', model_kwargs={'depth': 1}, dataset=None),
+             'sessions.json': [dict(status='exited', code=0, seconds=2.5, devices=['cpu'], epochs=[0, 1],
+                                    given_epochs=1, start='new', log_from=0),
+                               dict(status='exited', code=0, seconds=5., devices=['cpu'], epochs=[1, 2], given_epochs=2,
+                                    start='resume')]}
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'pit', 'sl', 'cifar10', 'new']
+    rng = random.Random(0)
+
+    def mutate(value):
+        if isinstance(value, (dict, list)) and value:
+            key = rng.choice(list(value) if isinstance(value, dict) else range(len(value)))
+            if isinstance(value[key], (dict, list)) and value[key] and rng.random() < .5:
+                mutate(value[key])
+            else:
+                value[key] = rng.choice(hostile)
+    for case in range(300):
+        name = rng.choice(list(files))
+        for other, value in files.items():
+            (run / other).write_text(json.dumps(value))
+        value = json.loads(json.dumps(files[name]))
+        mutate(value)
+        text = json.dumps(value)
+        if rng.random() < .3:
+            i = rng.randrange(len(text) + 1)
+            text = text[:i] + rng.choice(['', '"', '[', '{', ',', 'NaN', '\x00']) + text[i + 1:]
+        (run / name).write_text(text)
+        try:
+            record = read_run(run)
+        except ValueError as e:
+            assert str(run / name) in str(e) and '\n' not in str(e), (text, str(e))
+            continue
+        assert (record.model, record.family, record.seed, record.summary['last_epoch']) == ('sl_vit_32', 'vit', 1, 2), (
+            text, record)
+        assert isinstance(record.variant, str) and record.dataset is None, (text, record)
+        assert all(1 <= given <= end for end, given in record.schedules()), (text, record.schedules())
+
+
+@pytest.mark.parametrize('given', [0, -1, 7, 10 ** 30])
+def test_an_extended_runs_session_epochs_that_its_schedule_cannot_have_are_not_taken(given, tmp_path):
+    """A sessions.json edited to a first session's --epochs of 0, -1 or more than the epochs it ran (it exited cleanly
+    at epoch 5) was taken as written: the card said its first 5 epochs ran under a schedule of `--epochs 7` (or -1)
+    and gave that command; the rule for a session without one is used instead."""
+    from timm_sl.tools.runs import read_run
+    run = tmp_path / 'r'
+    session = dict(status='exited', code=0, seconds=1., devices='', start='new')
+    _extended_run(run, [dict(session, epochs=[0, 5], given_epochs=given),
+                        dict(session, epochs=[5, 8], start='resume', given_epochs=6)])
+    assert read_run(run).schedules() == [(5, 3), (8, 6)]

@@ -666,15 +666,22 @@ class RunRecord:
             return []
         given = self.args.get('epochs')
         saved = saved_args(self.run_dir) if self.run_dir and not all(
-            _whole(s.get('given_epochs')) for s in ends.values()) else []
+            self._given_fits(s, end) for end, s in ends.items()) else []
         return [(end, self._session_epochs(ends[end], end, saved)) for end in sorted(ends)] + [
             (last, given if _whole(given) else last)]
+
+    def _given_fits(self, session: Dict[str, Any], end: int) -> bool:
+        """Whether the ``--epochs`` a session that ended cleanly at epoch ``end`` records (``given_epochs``) could be
+        its own: 1 to ``end`` (a schedule trains at least its ``--epochs``); another (0, -1, more) is an edited
+        file's."""
+        given = session.get('given_epochs')
+        return _whole(given) and 1 <= given <= end
 
     def _session_epochs(self, session: Dict[str, Any], end: int, saved: Sequence[Tuple[int, Dict[str, Any]]]
                         ) -> int:
         """train.py's ``--epochs`` of a session that ended cleanly at epoch ``end`` (from 1), by :meth:`schedules`'
         rule; ``saved``: the run's checkpoints' ``(epoch, args)`` (:func:`saved_args`)."""
-        if _whole(session.get('given_epochs')):
+        if self._given_fits(session, end):
             return session['given_epochs']
         span = session.get('epochs')
         begin = span[0] if _whole(span[0]) else 0
@@ -948,9 +955,15 @@ def _own_global_pool(model: str, model_kwargs: Dict[str, Any]) -> Optional[str]:
 def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> RunRecord:
     """Fill the kwargs, family, variant and seed that follow from the args (and reproduce's marker)."""
     marker = marker or {}
-    record.family = marker.get('family') or (family_of(record.model) if record.model else '')
+    family = marker.get('family')
+    if family is not None and record.model and family != family_of(record.model):  # not taken for another row's
+        raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the family {family!r}, but the model of "
+                         f"its args.yaml ({record.model}) is of the family {family_of(record.model)!r}; allowed: a "
+                         f"{DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
+    record.family = (family if isinstance(family, str) else '') or (family_of(record.model) if record.model else '')
     record.variant = variant_of(record.family, record.model_kwargs)
-    if marker.get('variant') and not record.model:  # the kwargs come with the checkpoint's model (with_checkpoint)
+    # with no model, the kwargs come with the checkpoint's model (with_checkpoint); a variant that is no name is none
+    if isinstance(marker.get('variant'), str) and marker['variant'] and not record.model:
         record.variant = marker['variant']
     elif marker.get('variant'):  # reproduce's row; the kwargs beyond the row's own (-- --model-kwargs depth=1) aside
         keys = {k for kwargs in VARIANTS.get(record.family, {}).values() for k in kwargs}
@@ -1020,7 +1033,8 @@ def recorded_dataset(args: Dict[str, Any], marker: Dict[str, Any], command: str 
     named = _dataset_arg(args)
     if named:
         return named
-    dataset = marker.get('dataset') if marker.get('dataset') in DATASETS else None
+    dataset = marker.get('dataset')
+    dataset = dataset if isinstance(dataset, str) and dataset in DATASETS else None  # a list: no name
     if dataset is None:
         tokens = marker.get('command')
         if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
