@@ -1992,6 +1992,26 @@ def test_a_folder_reads_the_webp_gif_and_bmp_images_a_file_named_directly_is_rea
         load_images([str(folder)], model)
 
 
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    import struct
+    import zlib
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+
+
+def test_an_image_pil_refuses_with_a_value_error_is_named_in_one_line(tmp_path, capsys):
+    """PIL refuses some damaged files with a ValueError ('Truncated IHDR chunk'), not an OSError: its line named no
+    file (``timm-sl kld: Truncated IHDR chunk``)."""
+    bad = tmp_path / 'images' / 'cut.png'
+    bad.parent.mkdir()
+    bad.write_bytes(b'\x89PNG\r\n\x1a\n' + _png_chunk(b'IHDR', bytes(5)) + _png_chunk(b'IEND', b''))
+    with pytest.raises(SystemExit):
+        main(['kld', str(bad.parent), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1'])
+    assert capsys.readouterr().err == (f'timm-sl kld: {bad} is not a readable image: Truncated IHDR chunk; allowed: '
+                                       f'whole images of a format PIL reads (copy or extract it again, or move it out '
+                                       f'of the way)\n')
+
+
 def test_model_kwargs_beside_a_run_keep_the_kwargs_its_weights_do_not_record(tmp_path, image_dir, capsys, figures):
     """A baseline run of 3 heads (its weights hold no per-head tensor), analysed with --model-kwargs depth=1 as it was
     trained: the run's num_heads was dropped and the model built with 12, its weights loaded without a word: 12
