@@ -1992,6 +1992,81 @@ def test_a_folder_reads_the_webp_gif_and_bmp_images_a_file_named_directly_is_rea
         load_images([str(folder)], model)
 
 
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    import struct
+    import zlib
+    return struct.pack('>I', len(data)) + kind + data + struct.pack('>I', zlib.crc32(kind + data))
+
+
+def test_an_image_pil_refuses_with_a_value_error_is_named_in_one_line(tmp_path, capsys):
+    """PIL refuses some damaged files with a ValueError ('Truncated IHDR chunk'), not an OSError: its line named no
+    file (``timm-sl kld: Truncated IHDR chunk``)."""
+    bad = tmp_path / 'images' / 'cut.png'
+    bad.parent.mkdir()
+    bad.write_bytes(b'\x89PNG\r\n\x1a\n' + _png_chunk(b'IHDR', bytes(5)) + _png_chunk(b'IEND', b''))
+    with pytest.raises(SystemExit):
+        main(['kld', str(bad.parent), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1'])
+    assert capsys.readouterr().err == (f'timm-sl kld: {bad} is not a readable image: Truncated IHDR chunk; allowed: '
+                                       f'whole images of a format PIL reads (copy or extract it again, or move it out '
+                                       f'of the way)\n')
+
+
+
+def test_images_mutated_at_random_are_read_or_refused_in_one_line_naming_the_file(tmp_path):
+    """A seeded fuzz of kld's / attention's image reading (:func:`load_images`): small images of every format and
+    mode PIL writes, their bytes cut, flipped or pieces inserted, or a header field of a PNG (a chunk's length, the
+    size, bit depth, colour type) or a GIF (a frame's place and size) set to a hostile value. Each is read as one
+    finite image, or refused by a ValueError / OSError of one line naming the file; nothing else escapes."""
+    import io
+    import random
+    import struct
+    from timm_sl.tools.errors import USER_ERRORS, describe
+    model = _model('sl_vit_32', dict(depth=1))
+    rng = random.Random(24)
+    kinds = {'.png': 'PNG', '.jpg': 'JPEG', '.gif': 'GIF', '.bmp': 'BMP', '.webp': 'WEBP', '.tif': 'TIFF'}
+    hostile = [0, 1, 5, 12, 13, 255, 0xffff, 0x7fffffff, 0xffffffff]
+    refused = read = 0
+    for case in range(300):
+        suffix = rng.choice(sorted(kinds))
+        mode = rng.choice(['RGB', 'L', 'P', 'RGBA', '1', 'LA'])
+        buffer = io.BytesIO()
+        pixels = torch.randint(0, 256, (rng.choice([1, 6]), rng.choice([1, 9]), 3), dtype=torch.uint8).numpy()
+        image = Image.fromarray(pixels).convert(mode)
+        image.save(buffer, kinds[suffix]) if (suffix, mode) not in (('.jpg', 'P'), ('.jpg', 'RGBA'), ('.jpg', 'LA'),
+                                                                   ('.bmp', 'LA')) else \
+            image.convert('RGB').save(buffer, kinds[suffix])
+        data = bytearray(buffer.getvalue())
+        for _ in range(rng.randint(1, 3)):
+            pick, at = rng.random(), rng.randrange(len(data))
+            if pick < 0.2:
+                data = data[:at]
+            elif pick < 0.4:
+                data[at] ^= 1 << rng.randrange(8)
+            elif pick < 0.5:
+                data[at:at] = rng.choice([b'\x00' * 4, b'\xff' * 4, b'IEND'])
+            elif suffix == '.png' and len(data) >= 33:  # the IHDR chunk's length, width, height, depth, colour type
+                field = rng.choice([(8, '>I'), (16, '>I'), (20, '>I'), (24, '>B'), (25, '>B')])
+                data[field[0]:field[0] + struct.calcsize(field[1])] = struct.pack(
+                    field[1], rng.choice(hostile) & (0xff if field[1] == '>B' else 0xffffffff))
+            elif suffix == '.gif' and b',' in data[13:]:  # the first frame's left, top, width, height
+                place = data.index(b',', 13) + 1 + 2 * rng.randrange(4)
+                data[place:place + 2] = struct.pack('<H', rng.choice(hostile) & 0xffff)
+        file = tmp_path / f'{case}' / f'image{suffix}'
+        file.parent.mkdir()
+        file.write_bytes(bytes(data))
+        try:
+            batch = load_images([str(file.parent)], model)
+        except USER_ERRORS as e:
+            refused += 1
+            line = describe(e)
+            assert '\n' not in line and str(file) in line, (case, line)
+        else:
+            read += 1
+            assert batch.files == [file] and torch.isfinite(batch.tensor).all(), case
+    assert refused > 50 and read > 50  # both ways taken
+
+
 def test_model_kwargs_beside_a_run_keep_the_kwargs_its_weights_do_not_record(tmp_path, image_dir, capsys, figures):
     """A baseline run of 3 heads (its weights hold no per-head tensor), analysed with --model-kwargs depth=1 as it was
     trained: the run's num_heads was dropped and the model built with 12, its weights loaded without a word: 12

@@ -107,6 +107,25 @@ def test_cli_prints_the_stats_and_a_rerun_writes_nothing(source, tmp_path, capsy
     assert [p.name for p in out.iterdir() if p.name.startswith('.')] == []  # no staging folder left
 
 
+
+@pytest.mark.parametrize('key,value', [('classes', True), ('classes', ['a', 'b']), ('label_names', None),
+                                       ('mean', ['x', 1, 2]), ('std', [float('nan')] * 3)])
+def test_a_rerun_over_a_damaged_record_is_refused_in_one_line(source, tmp_path, capsys, key, value):
+    """A rerun with nothing to write returned the record as it was: 'classes': true ended in a traceback, another
+    list printed class folders that are not there, a mean of strings or NaN was printed as train.py's --mean."""
+    out = tmp_path / 'fm'
+    prepare_fashion_mnist(out, source=source, progress=False)
+    record = json.loads((out / 'fashion_mnist.json').read_text())
+    (out / 'fashion_mnist.json').write_text(json.dumps({**record, key: value}))
+    with pytest.raises(SystemExit):
+        main(['prepare-fashion-mnist', str(out), '--source', str(source)])
+    assert capsys.readouterr().err == (
+        f'timm-sl prepare-fashion-mnist: {out / "train"} has a fashion_mnist.json without its images per class, class '
+        f'folders or mean / std (edited or damaged); allowed: --overwrite, which writes it again\n')
+    assert main(['prepare-fashion-mnist', str(out), '--source', str(source), '--overwrite']) == 0
+    assert json.loads((out / 'fashion_mnist.json').read_text()) == record
+
+
 def test_a_split_deleted_from_a_finished_output_is_written_again_alone(source, tmp_path, capsys):
     """test/ deleted: the re-run used to refuse, blaming train/ ('was written with other settings'); it writes test/
     and names it, train/ and the mean / std stay."""

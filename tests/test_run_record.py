@@ -571,6 +571,22 @@ def test_text_files_with_a_byte_order_mark_are_read_as_written(bom, codec, tmp_p
     assert '| best top-1 (%) | 42.50 |' in (tmp_path / 'o' / 'README.md').read_text()
 
 
+
+@pytest.mark.parametrize('text,name', [('["cat\\n", "dog"]', "'cat\\n'"), ('cat\nd\x0cog\nbird\n', "'d\\x0cog'"),
+                                       ('c\u2028at\ndog\n', "'c\\u2028at'"), ('cat\rdog\n', "'cat\\rdog'")],
+                         ids=['json-newline-at-end', 'form-feed', 'line-separator', 'lone-cr'])
+def test_a_label_name_with_a_line_break_in_it_is_refused_not_split(tmp_path, text, name):
+    """A JSON name 'cat\\n' passed as one line (splitlines() drops a break at its end), and a line holding a form
+    feed or U+2028 was read as two names, shifting every class name after it, without a word."""
+    from timm_sl.tools.hub import read_label_names
+    (tmp_path / 'labels.txt').write_text(text, encoding='utf-8', newline='')
+    with pytest.raises(ValueError, match=rf'^{re.escape(str(tmp_path / "labels.txt"))} holds the label name '
+                                         rf'{re.escape(name)} \(class \d\); allowed: a name of one line'):
+        read_label_names(tmp_path / 'labels.txt')
+    (tmp_path / 'labels.txt').write_text('cat\r\ndog\r\n', encoding='utf-8', newline='')
+    assert read_label_names(tmp_path / 'labels.txt') == ['cat', 'dog']
+
+
 def test_utf16_without_a_byte_order_mark_is_refused_naming_the_file(tmp_path, capsys):
     from timm_sl.tools.hub import read_label_names
     (tmp_path / 'labels.txt').write_bytes('\n'.join(NAMES).encode('utf-16-le'))

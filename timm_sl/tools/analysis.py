@@ -13,6 +13,7 @@ softmax distribution, before the post-softmax head mixing, which is a linear map
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
 import math
+import struct
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ from timm.models.swin_transformer import WindowAttention, window_reverse
 
 from ..layers import LsaMixin
 from ..models import built_as
-from .errors import shown
+from .errors import first_line, shown
 from .files import ANALYSED_IMAGE_SUFFIXES, IMAGE_SUFFIXES, check_regular_file
 from .plot import is_marked
 
@@ -504,6 +505,11 @@ def image_files(paths: Sequence[str]) -> List[Path]:
     return list(files.values())
 
 
+class _Refused(ValueError):
+    """A readable image refused for what it holds (a chart of ours, 16-bit values): its line is final, not a
+    decoding error of PIL's to name the file in."""
+
+
 def _check_8_bit(image: Any, file: Path) -> None:
     """Refuse a 16-bit / 32-bit grey image whose values pass 255: PIL's conversion to 'L' or 'RGB' (timm's reading
     too) clips them, so the model would see a white (or saturated) image and the chart would show it as data; and a
@@ -511,11 +517,11 @@ def _check_8_bit(image: Any, file: Path) -> None:
     if image.mode in ('I', 'F') or image.mode.startswith('I;'):
         high = image.getextrema()[1]
         if high > 255:
-            raise ValueError(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
+            raise _Refused(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
                              f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
                              f'images (scale it to 0-255 first)')
         if image.mode == 'F' and 0 < high <= 1:  # fractions of 1 (a float TIFF): 0 or 1 of 255 each
-            raise ValueError(f'{shown(file)} is an image of mode F whose values reach {high:g} (fractions of 1); '
+            raise _Refused(f'{shown(file)} is an image of mode F whose values reach {high:g} (fractions of 1); '
                              f'reading it as 8-bit (as timm reads images) reads each as 0 or 1 of 255: a black '
                              f'image; allowed: 8-bit images (scale it to 0-255 first)')
 
@@ -570,20 +576,27 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
         try:
             with Image.open(f) as image:
                 if is_marked(image):
-                    raise ValueError(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
+                    raise _Refused(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                      f'analyse (move the chart out of the folder, or give --out outside it)')
                 _check_8_bit(image, f)
                 yield image
-        except OSError as e:
-            raise ValueError(f'{shown(f)} is not a readable image: {e}{_unread_reason(f)}') from e
+        except _Refused:
+            raise
         except Image.DecompressionBombError as e:  # not an OSError: PIL's guard against a forged size
             raise ValueError(f'{shown(f)} is too large to read ({e}); allowed: an image of at most '
                              f'{2 * Image.MAX_IMAGE_PIXELS} pixels (downscale it first)') from e
+        except (OSError, ValueError, SyntaxError, EOFError, IndexError, TypeError, struct.error) as e:
+            # a damaged file: PIL raises OSError mostly, but ValueError ('Truncated IHDR chunk', 'tile cannot extend
+            # outside image') and others too, whose message names no file
+            raise ValueError(f'{shown(f)} is not a readable image: {first_line(e)}{_unread_reason(f)}') from e
 
     def read(f: Path, decode: bool = True) -> Optional[torch.Tensor]:
         """``f`` through the eval transform; ``decode=False``: its header checked only (no pixels read)."""
         with opened(f) as image:
-            return transform(image.convert(mode)) if decode else None
+            if not decode:
+                return None
+            pixels = image.convert(mode)  # decoded here: a damaged file refused by name
+        return transform(pixels)
     return files, config, read
 
 

@@ -17,6 +17,7 @@ class folders to number them, and the prefix keeps Fashion-MNIST's own label num
 """
 import gzip
 import json
+import math
 import os
 import struct
 from pathlib import Path
@@ -197,6 +198,12 @@ def _check_limit_keeps_every_class(data: Dict[str, Any], limit: Optional[int], s
                              f'or none')
 
 
+def _stats(value: Any) -> bool:
+    """Whether ``value`` is a recorded mean or std: three finite numbers, as this command writes them."""
+    return isinstance(value, list) and len(value) == 3 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+
+
 def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], files: Dict[str, Dict[str, Any]]
                     ) -> str:
     """Why split folders an earlier run wrote (``info``: its record) are not what these settings write, and what is
@@ -220,7 +227,8 @@ def _other_settings(info: Dict[str, Any], source: Path, limit: Optional[int], fi
         else:
             changed.append(f'{names} in {new_source}: other bytes since')
     if not changed:  # the settings agree, the record lacks what a finished run writes
-        return (f'has a {INFO_FILE} without its images per class or mean / std (edited or damaged); allowed: '
+        return (f'has a {INFO_FILE} without its images per class, class folders or mean / std (edited or '
+                f'damaged); allowed: '
                 f'--overwrite, which writes it again')
     back = f'the settings it was written with ({", ".join(allowed)}), or ' if allowed else ''
     return (f'was written with other settings ({"; ".join(changed)}); allowed: {back}--overwrite, which replaces it '
@@ -276,7 +284,8 @@ def prepare_fashion_mnist(root: Union[str, Path], source: Optional[Union[str, Pa
     recorded = info.get('files') if isinstance(info.get('files'), dict) else {}
     same = info.get('limit') == limit and set(recorded) == set(files) and all(
         same_bytes(recorded[stem], files[stem]) for stem in files) and isinstance(
-        info.get('counts'), dict) and all(isinstance(info.get(k), list) for k in ('mean', 'std'))
+        info.get('counts'), dict) and all(_stats(info.get(k)) for k in ('mean', 'std')) and info.get(
+        'classes') == list(CLASS_FOLDERS) and info.get('label_names') == list(LABEL_NAMES)  # returned, printed
     # a record of an older version identifies its source files by path, size and time at most: not what they held
     older = info.get('dataset') == 'fashion-mnist' and not identifies_contents(info.get('files'))
     # a split finished with these settings is kept: a second run writes nothing, one after a split folder was

@@ -68,10 +68,13 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise ValueError(f'{path} holds JSON that is not a list of strings; give a JSON list or one name per line')
     else:
-        names = [line.strip() for line in text.splitlines() if line.strip()]
+        # lines as an editor shows them: Python's splitlines() also breaks at a form feed, '\x1c' or U+2028 inside a
+        # line, making one name two (every class after it named by the next one's name); those are refused below
+        names = [line.strip() for line in text.split('\n') if line.strip()]
     if not names:
         raise ValueError(f'{path} holds no label names')
-    odd = next((n for n in names if not n.strip() or len(n.splitlines()) != 1), None)
+    # a line break of any kind in a name, at its end too ('cat\n' of a JSON list: splitlines() gives one line)
+    odd = next((n for n in names if not n.strip() or n.splitlines() != [n]), None)
     if odd is not None:  # class i would be named nothing, or a name would be cut across lines by who reads it so
         raise ValueError(f'{path} holds the label name {odd!r} (class {names.index(odd)}); allowed: a name of one line '
                          f'for each class, not blank')
