@@ -518,12 +518,12 @@ def _check_8_bit(image: Any, file: Path) -> None:
         high = image.getextrema()[1]
         if high > 255:
             raise _Refused(f'{shown(file)} is an image of mode {image.mode} whose values reach {high:g}; reading it '
-                             f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
-                             f'images (scale it to 0-255 first)')
+                           f'as 8-bit (as timm reads images) clips every value above 255 to white; allowed: 8-bit '
+                           f'images (scale it to 0-255 first)')
         if image.mode == 'F' and 0 < high <= 1:  # fractions of 1 (a float TIFF): 0 or 1 of 255 each
             raise _Refused(f'{shown(file)} is an image of mode F whose values reach {high:g} (fractions of 1); '
-                             f'reading it as 8-bit (as timm reads images) reads each as 0 or 1 of 255: a black '
-                             f'image; allowed: 8-bit images (scale it to 0-255 first)')
+                           f'reading it as 8-bit (as timm reads images) reads each as 0 or 1 of 255: a black '
+                           f'image; allowed: 8-bit images (scale it to 0-255 first)')
 
 
 def _unread_reason(file: Path) -> str:
@@ -577,7 +577,7 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
             with Image.open(f) as image:
                 if is_marked(image):
                     raise _Refused(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
-                                     f'analyse (move the chart out of the folder, or give --out outside it)')
+                                   f'analyse (move the chart out of the folder, or give --out outside it)')
                 _check_8_bit(image, f)
                 yield image
         except _Refused:
