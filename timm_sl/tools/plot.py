@@ -147,7 +147,8 @@ def break_long_words(text: str, width: int) -> str:
 
 def _plain_ticks(axis) -> None:
     """Tick labels that show the real values: no offset ("+1e-3"), and a multiplier ("1e7" over the axis) only for
-    values of 1e6 or more or all below 1e-4, whose plain labels were 30 digits of float noise or a row of zeros."""
+    values of about 1e6 or more or all below about 1e-3 (matplotlib's power limits -4 and 6 on the axis' largest
+    value), whose plain labels were 30 digits of float noise or a row of zeros."""
     from matplotlib.ticker import ScalarFormatter
     formatter = ScalarFormatter(useOffset=False)
     formatter.set_powerlimits((-4, 6))
@@ -179,13 +180,14 @@ def plot_curves(
     """One line per entry of ``curves`` (a value per step, x from ``x_start``: 1 for depths and epochs alike),
     legend outside the axes; returns the figure.
 
-    ``y_range`` ``(low, high)``: bounds the y axis always reaches (data beyond them widens it), e.g. ``(0, 100)`` for
-    a percentage and ``(0, None)`` for a quantity whose zero means something (KL divergence, temperature): a curve
-    that moves by 0.0003 then stays flat instead of being stretched over the whole height. An open end (None) follows
-    the data. Tick labels are plain values (no offset or multiplier). Each series has its own line style and marker,
-    drawn smaller than the one before: series that coincide (e.g. every temperature of an untrained model) stay
-    visible as nested markers. ``floors`` (curve name -> a value per step) draws a level the curve cannot go below as
-    a dotted line in a darker shade of the curve's colour, over it (``floor_label`` names it in the legend).
+    ``y_range`` ``(low, high)``: bounds the y axis always reaches (data beyond them widens it), e.g. ``(0, 100)`` for a
+    percentage and ``(0, None)`` for a quantity whose zero means something (KL divergence, temperature): a curve that
+    moves by 0.0003 then stays flat instead of being stretched over the whole height. An open end (None) follows the
+    data. Tick labels are plain values (no offset; a multiplier only for values of about 1e6 or more or all below about
+    1e-3). Each series has its own line style and marker, drawn smaller than the one before: series that coincide (e.g.
+    every temperature of an untrained model) stay visible as nested markers. ``floors`` (curve name -> a value per step)
+    draws a level the curve cannot go below as a dotted line in a darker shade of the curve's colour, over it
+    (``floor_label`` names it in the legend).
     """
     fig = figure(9, 5)
     ax = fig.add_subplot()

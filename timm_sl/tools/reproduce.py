@@ -1446,11 +1446,8 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
             order = list(colors).index(o.run.variant)  # rings nested, SL's innermost: equal curves all show
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=9 - 2.5 * order,
                     markerfacecolor='none', markeredgewidth=1.5, linewidth=1.5, color=colors[o.run.variant],
-                    label=label, linestyle=line)
+                    label=label, linestyle=line, clip_on=False)  # the first and last epochs' rings drawn whole
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
-        epochs = {e for o in outcomes if o.run.family == family for e, _ in o.curve}
-        if len(epochs) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
-            ax.set_xticks(sorted(epochs))
         ax.set_title(f'{family}: validation top-1 per epoch' + (', a line per seed' if seeds else ''))
         ax.set_xlabel(EPOCH_AXIS)
         ax.grid(alpha=0.3)
@@ -1459,6 +1456,8 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     values, epochs = [t for o in outcomes for _, t in o.curve], [e for o in outcomes for e, _ in o.curve]
     if epochs:  # shared: no tick where no run has an epoch (0, or the last + 1 of 26 epochs)
         axes[0, 0].set_xlim(min(epochs) - 0.5, max(epochs) + 0.5)
+    if len(set(epochs)) == 1:  # the locator's integers need a span: one epoch got ticks at 0.945, 0.960, ...
+        axes[0, 0].set_xticks(sorted(set(epochs)))  # shared by the panels: only where every run has that one epoch
     axes[0, 0].set_ylim(*y_limits(values, 0., 100.))  # a percentage: never below 0, a run near 0 % not stretched
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))

@@ -957,8 +957,9 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     marker = marker or {}
     family = marker.get('family')
     if family is not None and record.model and family != family_of(record.model):  # not taken for another row's
-        raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the family {family!r}, but the model of "
-                         f"its args.yaml ({record.model}) is of the family {family_of(record.model)!r}; allowed: a "
+        source = 'its args.yaml' if record.args.get('model') else 'its checkpoint'
+        raise ValueError(f"{shown(Path(record.run_dir or '.') / DONE_MARKER)} records the family {family!r}, but the "
+                         f"model of {source} ({record.model}) is of the family {family_of(record.model)!r}; allowed: a "
                          f"{DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
     record.family = (family if isinstance(family, str) else '') or (family_of(record.model) if record.model else '')
     record.variant = variant_of(record.family, record.model_kwargs)
@@ -969,8 +970,8 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
         keys = {k for kwargs in VARIANTS.get(record.family, {}).values() for k in kwargs}
         row = variant_of(record.family, {k: v for k, v in record.model_kwargs.items() if k in keys})
         if marker['variant'] != row:
-            raise ValueError(f"{Path(record.run_dir or '.') / DONE_MARKER} records the variant {marker['variant']!r}, "
-                             f"but the model kwargs of its args.yaml ({_kwargs_text(record.model_kwargs)}) make "
+            raise ValueError(f"{shown(Path(record.run_dir or '.') / DONE_MARKER)} records the variant "
+                             f"{marker['variant']!r}, but the model kwargs of its args.yaml ({_kwargs_text(record.model_kwargs)}) make "
                              f"{row!r}; allowed: a {DONE_MARKER} whose variant is {row!r} (or none)")
         record.variant = row
     record.seed = record.args.get('seed', record.seed)
