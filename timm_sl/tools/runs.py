@@ -971,8 +971,9 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
         row = variant_of(record.family, {k: v for k, v in record.model_kwargs.items() if k in keys})
         if marker['variant'] != row:
             raise ValueError(f"{shown(Path(record.run_dir or '.') / DONE_MARKER)} records the variant "
-                             f"{marker['variant']!r}, but the model kwargs of its args.yaml ({_kwargs_text(record.model_kwargs)}) make "
-                             f"{row!r}; allowed: a {DONE_MARKER} whose variant is {row!r} (or none)")
+                             f"{marker['variant']!r}, but the model kwargs of its args.yaml "
+                             f"({_kwargs_text(record.model_kwargs)}) make {row!r}; allowed: a {DONE_MARKER} whose "
+                             f"variant is {row!r} (or none)")
         record.variant = row
     record.seed = record.args.get('seed', record.seed)
     if record.dataset is None:
