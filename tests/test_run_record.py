@@ -1172,6 +1172,8 @@ _LOADER = ', which no training ran with and a loader of the export would preproc
     (dict(std=[0, 0, 0]), f'the data config std: (0, 0, 0){_LOADER}'),
     (dict(crop_pct='x'), f"the data config crop_pct: 'x'{_LOADER}"),
     (dict(interpolation=5), f'the data config interpolation: 5{_LOADER}'),
+    (dict(interpolation='vit_tiny_patch16_224'),  # timm's transform looked it up: a KeyError traceback (analyses)
+     "the interpolation 'vit_tiny_patch16_224', which timm does not know"),
     (dict(input_size='abc'), "a data config timm cannot resolve ('<=' not supported between instances of 'str' and "
                              "'int'), which no training ran with"),
     (dict(img_size=64), 'a data config timm cannot resolve (Requested image size (64, 64), but the model requires '
@@ -1181,13 +1183,19 @@ _LOADER = ', which no training ran with and a loader of the export would preproc
 def test_an_args_yaml_data_config_no_training_ran_with_is_refused(args, says, tmp_path, capsys):
     """An args.yaml of --mean x (--std 0, --crop-pct x) was exported into config.json as it was, for loaders to
     preprocess by; --input-size abc ended in a traceback, --img-size 64 (of a 32 px model) in timm's line naming no
-    file; a mean of two values was said to be a wrong input_size."""
+    file; a mean of two values was said to be a wrong input_size; an interpolation timm does not know (found by
+    mutating args.yaml at random) ended `attention` in timm's KeyError."""
     run = tmp_path / 'run'
     _train_run(run, 'sl_vit_32', dict(depth=1), **args)
+    allowed = (f"gives {says}; allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, "
+               f"an input size of three positive whole numbers)")
     assert _fails(['export', str(run), '--out', str(tmp_path / 'o')], capsys) == (
-        f"timm-sl export: {run / 'args.yaml'} gives {says}; allowed: the args.yaml train.py wrote (numbers for mean / "
-        f"std / crop_pct, std above 0, an input size of three positive whole numbers)")
+        f"timm-sl export: {run / 'args.yaml'} {allowed}")
     assert not (tmp_path / 'o').exists()
+    image = tmp_path / 'x.png'
+    Image.new('RGB', (32, 32)).save(image)
+    assert _fails(['attention', str(image), '--checkpoint', str(run), '--out', str(tmp_path / 'a.png')], capsys) == (
+        f"timm-sl attention: {run / 'args.yaml'} {allowed}")
 
 
 def test_card_of_a_run_resumed_twice_says_each_sessions_batch_and_arguments(tmp_path):

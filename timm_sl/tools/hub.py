@@ -93,8 +93,8 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
 
     Raises:
         ValueError: arguments no training ran with (``--mean x``, ``--std 0``, an input size that is not three
-            positive whole numbers, ...), which a loader of the export would preprocess by; naming ``where`` (the
-            run's args.yaml) and what is ``allowed`` there.
+            positive whole numbers, an interpolation timm does not know, ...), which a loader of the export would
+            preprocess by; naming ``where`` (the run's args.yaml) and what is ``allowed`` there.
     """
     from timm.data import resolve_input_data_config
 
@@ -119,6 +119,12 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
     if odd is not None:
         raise ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
                          f'would preprocess by; {allowed}')
+    from timm.data.transforms import str_to_interp_mode
+    try:  # timm's eval transform looks it up (train.py's too): 'random' is a train interpolation only
+        str_to_interp_mode(config['interpolation'])
+    except KeyError:
+        raise ValueError(f'{where} gives the interpolation {config["interpolation"]!r}, which timm does not know; '
+                         f'{allowed}') from None
     return config
 
 
@@ -903,7 +909,6 @@ def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Pa
             interpolation timm does not know), naming ``config``.
     """
     from timm.data import resolve_data_config
-    from timm.data.transforms import str_to_interp_mode
     size = cfg.get('input_size')
     if not (isinstance(size, (list, tuple)) and len(size) == 3 and all(_whole(v) and v > 0 for v in size)):
         raise ValueError(f'{config} gives the input size {size!r}; expected [channels, height, width], three positive '
@@ -917,12 +922,7 @@ def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Pa
         data = resolve_data_config({}, pretrained_cfg=dict(cfg))
     except (TypeError, ValueError, AssertionError) as e:
         raise ValueError(f'{config} gives a data config timm cannot resolve ({first_line(e)}); {allowed}') from None
-    training_data_config(model, data, config, allowed)  # numbers, a std above 0, a size of three whole numbers
-    try:
-        str_to_interp_mode(data['interpolation'])
-    except KeyError:
-        raise ValueError(f'{config} gives the interpolation {data["interpolation"]!r}, which timm does not know; '
-                         f'{allowed}') from None
+    training_data_config(model, data, config, allowed)  # numbers, a std above 0, three whole numbers, a known resize
     return data
 
 
