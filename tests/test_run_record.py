@@ -377,6 +377,19 @@ def test_export_refuses_another_runs_summary(tmp_path, capsys):
     assert '| best top-1 (%) | 55.50 |' in (tmp_path / 'out' / 'README.md').read_text()
 
 
+@pytest.mark.parametrize('metric', [True, 'high', [55.5]])
+def test_a_checkpoint_metric_that_is_no_number_is_no_metric(tmp_path, metric):
+    """A checkpoint whose ``metric`` is True was held against its own summary.csv as 'the checkpoint records 1'."""
+    from timm_sl.tools.runs import read_checkpoint
+    _train_run(tmp_path / 'run', 'sl_vit_32', dict(depth=1))
+    best = tmp_path / 'run' / 'model_best.pth.tar'
+    torch.save(dict(torch.load(best, weights_only=False), metric=metric), best)
+    assert read_checkpoint(best).metric is None
+    copy = tmp_path / 'copy.csv'
+    copy.write_text((tmp_path / 'run' / 'summary.csv').read_text())
+    assert main(['export', str(best), '--out', str(tmp_path / 'out'), '--summary', str(copy)]) == 0
+
+
 def test_reproduce_reads_a_half_written_marker_as_none(tmp_path):
     from timm_sl.tools.reproduce import plan_runs, run_state
     run = plan_runs('cifar10', ['vit'], [0], tmp_path)[0]

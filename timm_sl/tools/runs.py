@@ -1453,9 +1453,11 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
         raise ValueError(f'{path} holds no state dict (looked for {", ".join(STATE_KEYS)} or bare tensors)')
     meta = content if isinstance(content, dict) and source not in ('plain', 'safetensors') else {}
     arch, epoch = meta.get('arch'), meta.get('epoch')  # train.py counts epochs from 0: -1 is no epoch of a run
+    metric = meta.get('metric')  # a number (NaN where the run diverged); anything else is no metric train.py saved
+    metric = metric if isinstance(metric, (int, float)) and not isinstance(metric, bool) else None
     return Checkpoint(path=path, state_dict=clean_state_dict(state), source=source,
                       arch=arch if isinstance(arch, str) and arch else None, args=saved if meta else {},
-                      epoch=epoch if _whole(epoch) and epoch >= 0 else None, metric=meta.get('metric'), mapped=mapped)
+                      epoch=epoch if _whole(epoch) and epoch >= 0 else None, metric=metric, mapped=mapped)
 
 
 def saved_args(run_dir: Union[str, Path], skip: Sequence[Path] = ()) -> List[Tuple[int, Dict[str, Any]]]:
