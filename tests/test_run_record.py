@@ -1181,7 +1181,9 @@ _LOADER = ', which no training ran with and a loader of the export would preproc
 
 
 @pytest.mark.parametrize('args,says', [
-    (dict(mean='x'), f"the data config mean: ('x', 'x', 'x'){_LOADER}"),
+    (dict(mean='x'), f"the data config mean: 'x'{_LOADER}"),  # as args.yaml says it, not as timm expands it
+    (dict(std={'a': 1}), f"the data config std: {{'a': 1}}{_LOADER}"),  # was Python's 'unhashable type: dict'
+    (dict(mean=[0.5, None, 0.5]), f"the data config mean: [0.5, None, 0.5]{_LOADER}"),
     (dict(std=[0, 0, 0]), f'the data config std: (0, 0, 0){_LOADER}'),
     (dict(crop_pct='x'), f"the data config crop_pct: 'x'{_LOADER}"),
     (dict(interpolation=5), f'the data config interpolation: 5{_LOADER}'),

@@ -102,6 +102,15 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     allowed = allowed or ('allowed: the args.yaml train.py wrote (numbers for mean / std / crop_pct, std above 0, an '
                           'input size of three positive whole numbers)')
+
+    def refused(odd: str) -> ValueError:
+        return ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
+                          f'would preprocess by; {allowed}')
+    given = dict(train_args or {})
+    odd = next((f'{k}: {given[k]!r}' for k in ('mean', 'std') if given.get(k) is not None and not (
+        isinstance(given[k], (list, tuple)) and all(map(number, given[k])))), None)  # train.py's: a list of floats
+    if odd is not None:  # before timm's resolver, whose reason for a dict would be Python's 'unhashable type'
+        raise refused(odd)
     try:
         config = resolve_input_data_config(model, {k: v for k, v in dict(train_args or {}).items() if not (  # train.py:
             k == 'img_size' and (train_args or {}).get('input_size') is not None)})  # --img-size unread beside this
@@ -117,8 +126,7 @@ def training_data_config(model: torch.nn.Module, train_args: Optional[Dict[str, 
         ('crop_pct', crop is None or (number(crop) and crop > 0 and _resized_side(size, crop) >= 1)),
         ('interpolation', isinstance(config.get('interpolation', ''), str))) if not ok), None)
     if odd is not None:
-        raise ValueError(f'{where} gives the data config {odd}, which no training ran with and a loader of the export '
-                         f'would preprocess by; {allowed}')
+        raise refused(odd)
     from timm.data.transforms import str_to_interp_mode
     try:  # timm's eval transform looks it up (train.py's too): 'random' is a train interpolation only
         str_to_interp_mode(config['interpolation'])
