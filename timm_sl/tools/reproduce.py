@@ -371,15 +371,15 @@ def _args_differ(args: Dict[str, Any], recorded: Dict[str, Any]) -> List[str]:
     only what both say is compared."""
     given = (recorded.get('train_args') or {}).get('--lr') if isinstance(recorded.get('train_args'), dict) else None
     given = given[-1] if isinstance(given, list) and given else None  # train.py got these words as they are
-    shown = dict(recorded) if given is None else dict(recorded, lr=given)
-    passed = dict(shown)
-    if given is None and shown.get('lr') is not None:  # the run's lr as `:g` writes it into train.py's command
+    expected = dict(recorded) if given is None else dict(recorded, lr=given)
+    passed = dict(expected)
+    if given is None and expected.get('lr') is not None:  # the run's lr as `:g` writes it into train.py's command
         try:
             passed['lr'] = f"{float(passed['lr']):g}"
         except (TypeError, ValueError):
             pass
     got = json.loads(json.dumps({k: args[k] for k in RUN_SETTINGS if k in args}, default=str))
-    return [f'{key} {got[key]!r} (the run: {shown[key]!r})' for key in settings_differ(got, passed)]
+    return [f'{key} {got[key]!r} (the run: {expected[key]!r})' for key in settings_differ(got, passed)]
 
 
 def _started_since(run: Run, recorded: Dict[str, Any]) -> str:
@@ -1430,7 +1430,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     axes = fig.subplots(1, max(1, len(families)), squeeze=False, sharex=True, sharey=True)
     colors = {'base': 'tab:gray', 'sl_no_spool': 'tab:orange', 'sl': 'tab:blue'}
     for ax, family in zip(axes[0], families):
-        shown, seeds = set(), False
+        labelled, seeds = set(), False
         for o in outcomes:
             if o.run.family != family or not o.curve:
                 continue
@@ -1439,10 +1439,10 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
             line = '-.' if diverged_text(o.summary) and not unfinished else line  # NaN from its diverged epoch on
             unfinished = ', '.join(filter(None, [unfinished, 'diverged' if diverged_text(o.summary) else '']))
             key = o.run.variant, unfinished
-            label = None if key in shown else switches_label(o.run.model_kwargs) + (
+            label = None if key in labelled else switches_label(o.run.model_kwargs) + (
                 f' ({unfinished})' if unfinished else '')
-            seeds |= key in shown
-            shown.add(key)
+            seeds |= key in labelled
+            labelled.add(key)
             order = list(colors).index(o.run.variant)  # rings nested, SL's innermost: equal curves all show
             ax.plot([e for e, _ in o.curve], [t for _, t in o.curve], marker='o', markersize=9 - 2.5 * order,
                     markerfacecolor='none', markeredgewidth=1.5, linewidth=1.5, color=colors[o.run.variant],
@@ -1451,7 +1451,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
         ax.set_title(f'{family}: validation top-1 per epoch' + (', a line per seed' if seeds else ''))
         ax.set_xlabel(EPOCH_AXIS)
         ax.grid(alpha=0.3)
-        if shown:
+        if labelled:
             ax.legend()
     values, epochs = [t for o in outcomes for _, t in o.curve], [e for o in outcomes for e, _ in o.curve]
     if epochs:  # shared: no tick where no run has an epoch (0, or the last + 1 of 26 epochs)

@@ -328,6 +328,13 @@ def _whole(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _given_fits(session: Dict[str, Any], end: int) -> bool:
+    """Whether the ``--epochs`` a session that ended cleanly at epoch ``end`` records (``given_epochs``) could be its
+    own: 1 to ``end`` (a schedule trains at least its ``--epochs``); another (0, -1, more) is an edited file's."""
+    given = session.get('given_epochs')
+    return _whole(given) and 1 <= given <= end
+
+
 def read_class_map(path: Path) -> Dict[Any, Any]:
     """A class map as timm's ``load_class_map`` reads it: a .txt of class names, one a line (its index), or a .pkl
     of ``{name: index}`` (unpickled without globals, as timm does), whose indices are the classes a run learned.
@@ -666,22 +673,15 @@ class RunRecord:
             return []
         given = self.args.get('epochs')
         saved = saved_args(self.run_dir) if self.run_dir and not all(
-            self._given_fits(s, end) for end, s in ends.items()) else []
+            _given_fits(s, end) for end, s in ends.items()) else []
         return [(end, self._session_epochs(ends[end], end, saved)) for end in sorted(ends)] + [
             (last, given if _whole(given) else last)]
-
-    def _given_fits(self, session: Dict[str, Any], end: int) -> bool:
-        """Whether the ``--epochs`` a session that ended cleanly at epoch ``end`` records (``given_epochs``) could be
-        its own: 1 to ``end`` (a schedule trains at least its ``--epochs``); another (0, -1, more) is an edited
-        file's."""
-        given = session.get('given_epochs')
-        return _whole(given) and 1 <= given <= end
 
     def _session_epochs(self, session: Dict[str, Any], end: int, saved: Sequence[Tuple[int, Dict[str, Any]]]
                         ) -> int:
         """train.py's ``--epochs`` of a session that ended cleanly at epoch ``end`` (from 1), by :meth:`schedules`'
         rule; ``saved``: the run's checkpoints' ``(epoch, args)`` (:func:`saved_args`)."""
-        if self._given_fits(session, end):
+        if _given_fits(session, end):
             return session['given_epochs']
         span = session.get('epochs')
         begin = span[0] if _whole(span[0]) else 0
