@@ -2189,6 +2189,35 @@ def test_an_image_pil_cannot_read_is_refused_saying_what_it_is_and_what_is_allow
         (folder / name).unlink()
 
 
+def _damaged_lzw_tiff(path):
+    """A TIFF whose LZW strip is garbage past its middle: libtiff says so on file descriptor 2, PIL then refuses it."""
+    Image.fromarray((torch.arange(32 * 32 * 3).reshape(32, 32, 3) % 251).to(torch.uint8).numpy()).save(
+        path, compression='tiff_lzw')
+    with Image.open(path) as image:
+        (start,), (size,) = image.tag_v2[273], image.tag_v2[279]  # StripOffsets, StripByteCounts: one strip
+    data = bytearray(path.read_bytes())
+    data[start + size // 2:start + size] = b'\xff' * (size - size // 2)
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_tiff_is_refused_in_one_line_and_a_warned_image_still_warns(tmp_path, capfd, monkeypatch):
+    """A damaged TIFF was refused in one line after libtiff's own lines (written by C code to descriptor 2, naming
+    its 'tempfile.tif') and PIL's warnings; what a decoder says is held back, dropped with a refused file and passed on
+    with one that is read."""
+    images = tmp_path / 'imgs'
+    images.mkdir()
+    _damaged_lzw_tiff(images / 'scan.tif')
+    argv = ['kld', str(images), '--model', 'sl_vit_32', '--model-kwargs', 'depth=1', '--out', str(tmp_path / 'k.png')]
+    assert _fails(argv, capfd) == (f"timm-sl kld: {images / 'scan.tif'} is not a readable image: decoder error -2; "
+                                   f"allowed: whole images of a format PIL reads (copy or extract it again, or move it "
+                                   f"out of the way)")
+    (images / 'scan.tif').unlink()
+    Image.new('RGB', (40, 40)).save(images / 'big.png')
+    monkeypatch.setattr(Image, 'MAX_IMAGE_PIXELS', 1000)  # 1,600 pixels: PIL warns of a decompression bomb, and reads
+    with pytest.warns(Image.DecompressionBombWarning):
+        assert load_images([str(images)], _model('sl_vit_32', dict(depth=1))).tensor.shape == (1, 3, 32, 32)
+
+
 @pytest.mark.parametrize('command', ['temperature', 'receptive-field', 'kld', 'attention'])
 def test_pretrained_in_model_kwargs_names_the_option(command, tmp_path, image_dir):
     """--model-kwargs pretrained=False ended on timm's 'create_model() got multiple values for keyword argument

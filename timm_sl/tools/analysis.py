@@ -12,8 +12,13 @@ Supported attention layers (plain timm and LSA versions alike, matched by their 
 softmax distribution, before the post-softmax head mixing, which is a linear map across heads and not a distribution)
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
+import contextlib
 import math
+import os
 import struct
+import sys
+import tempfile
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -556,6 +561,37 @@ def default_data_config(model: nn.Module) -> Dict[str, Any]:
     return config
 
 
+@contextmanager
+def _said_only_if_read() -> Iterator[None]:
+    """What a file's decoders say while it is read (PIL's warnings; libtiff's lines, written to file descriptor 2 by
+    C code, naming its own 'tempfile.tif'), held back: passed on where the file was read after all, dropped where it
+    is refused, whose one line says it instead. Where nothing can hold them (no descriptor 2, no temporary file),
+    they go out as they come."""
+    with contextlib.ExitStack() as stack:
+        try:
+            sys.stderr.flush()
+            held = stack.enter_context(tempfile.TemporaryFile())
+            saved = os.dup(2)
+        except (OSError, ValueError):  # ValueError: a closed sys.stderr
+            stack.close()
+            yield
+            return
+        caught = stack.enter_context(warnings.catch_warnings(record=True))
+        warnings.simplefilter('always')
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        said = held.read().decode(errors='replace')
+    if said:
+        sys.stderr.write(said)
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
                   ) -> Tuple[List[Path], Dict[str, Any], Callable[..., Optional[torch.Tensor]]]:
     """The image files ``paths`` name, the data config they go through and the function that reads one file
@@ -574,7 +610,7 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
         """``f`` opened by PIL (its header read, its pixels not yet), every refusal one line naming it."""
         check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
         try:
-            with Image.open(f) as image:
+            with _said_only_if_read(), Image.open(f) as image:
                 if is_marked(image):
                     raise _Refused(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                    f'analyse (move the chart out of the folder, or give --out outside it)')
