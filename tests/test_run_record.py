@@ -429,8 +429,18 @@ def test_a_run_file_that_is_a_folder_is_refused_by_name(tmp_path, capsys):
     ('model: sl_vit_32\nmodel_kwargs: [1, 2]', 'is not a train.py args.yaml (model_kwargs: [1, 2] is not a mapping '
                                                'of keyword arguments; cut short or edited?)'),
     ('model: 5', 'is not a train.py args.yaml (model: 5 is not a model name; cut short or edited?)'),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\nseed: [1, 2]',
+     'is not a train.py args.yaml (seed: [1, 2] is not a whole number; cut short or edited?)'),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\nseed: /no/such',
+     "is not a train.py args.yaml (seed: '/no/such' is not a whole number; cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\ndataset: {a: 1}',
+     "is not a train.py args.yaml (dataset: {{'a': 1}} is not a dataset name; cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\ndataset: -1',
+     'is not a train.py args.yaml (dataset: -1 is not a dataset name; cut short or edited?)'),
 ])
 def test_a_cut_or_malformed_args_yaml_is_blamed_on_args_yaml(text, says, tmp_path, capsys):
+    """(A seed or dataset that is no number / name, found by mutating args.yaml through release at random, was
+    refused as a repository name --name-pattern made, naming neither args.yaml nor the run.)"""
     run = tmp_path / 'runs' / 'r'
     _train_run(run, 'sl_vit_32', dict(depth=1))
     (run / 'args.yaml').write_text(text)

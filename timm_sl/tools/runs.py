@@ -72,8 +72,9 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     """The arguments a train.py run saved in ``args.yaml`` (safe YAML load).
 
     Raises:
-        ValueError: not YAML, not a mapping of argument names, or a ``model`` that is not a name / ``model_kwargs``
-            that are not a mapping (a file cut short or edited); naming the file.
+        ValueError: not YAML, not a mapping of argument names, or a ``model`` / ``dataset`` that is not a name,
+            ``model_kwargs`` that are not a mapping, a ``seed`` that is no whole number (a file cut short or edited);
+            naming the file.
     """
     import yaml
     try:
@@ -83,7 +84,9 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     if not isinstance(args, dict):
         raise ValueError(f'{path} is not a train.py args.yaml (expected a mapping of argument names)')
     for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
-                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict))):
+                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict)),
+                          ('seed', 'a whole number', lambda v: isinstance(v, int) and not isinstance(v, bool)),
+                          ('dataset', 'a dataset name', lambda v: isinstance(v, str))):
         if args.get(key) is not None and not ok(args[key]):
             raise ValueError(f'{path} is not a train.py args.yaml ({key}: {args[key]!r} is not {kind}; cut short '
                              f'or edited?)')
