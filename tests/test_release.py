@@ -456,6 +456,18 @@ def test_a_release_record_cut_short_leaves_the_earlier_whole(tmp_path, monkeypat
     assert sorted(p.name for p in out.iterdir()) == sorted([*names, 'sl_vit_32.sl-cifar10-s0'])
 
 
+@pytest.mark.parametrize('dataset', ['x\ny', 'caf\u00e9', 'torch/a..b'])
+def test_a_dataset_the_hub_cannot_name_names_the_run(dataset, tmp_path, capsys):
+    """An args.yaml dataset no Hub name may hold (found by mutating args.yaml through release at random) was refused
+    as a repository name of --name-pattern alone, naming neither the run nor its args.yaml."""
+    run = tmp_path / 'runs' / 'r'
+    _run(tmp_path, 'r', {}, [40., 80.], dataset=dataset)
+    err = _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith('timm-sl release: repository name ') and f' of {run} (from --name-pattern ' in err, err
+    assert 'and the values its args.yaml records) is not allowed on the Hub (' in err, err
+    assert not (tmp_path / 'o').exists()
+
+
 def test_a_hub_name_with_a_line_break_keeps_the_whole_reason(tmp_path):
     """A name with a line break (a run folder's, by --name-pattern {run}) cut the Hub's reason at it: '... 96: 'nl)'."""
     with pytest.raises(ValueError) as e:
