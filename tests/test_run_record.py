@@ -2212,6 +2212,21 @@ def test_a_done_json_of_a_family_dataset_or_variant_that_is_no_name_is_refused_o
                                        f"(sl_vit_32) is of the family 'vit'"), str(e.value)
 
 
+def test_an_args_yaml_model_name_with_a_line_break_is_one_line_beside_done_json(tmp_path, capsys):
+    """An args.yaml model 'x\\ny' (found by mutating args.yaml through release at random) broke done.json's family
+    refusal into two lines, the second naming nothing."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(model='x\ny', model_kwargs={'depth': 1}, num_classes=4, seed=1,
+                                                   epochs=2)))
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl')))
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
+        err = _fails(argv, capsys)
+        assert err.startswith(f"timm-sl {argv[0]}: {run / 'done.json'} records the family 'vit', but the model of "
+                              f"its args.yaml ('x\\ny') is of the family"), err
+
+
 def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_line(tmp_path):
     """300 copies of a run's done.json / sessions.json, each with a value replaced by a hostile one (None, -1, NaN,
     a list, a dict, a name with a newline ...) or the text edited: each is read as the run's (its model, family, seed
