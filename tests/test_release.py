@@ -868,6 +868,20 @@ def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_reco
         torch.testing.assert_close(loaded(x), model(x))
 
 
+@pytest.mark.parametrize('seed', ['', 'seed: null\n'])
+def test_a_run_whose_args_yaml_lost_its_seed_is_named_by_its_checkpoints_seed(seed, tmp_path):
+    """An args.yaml whose seed line was cut (found by mutating args.yaml through release at random) was released as
+    o/sl_vit_32.sl-cifar10-sNone with a card of seed None, though its checkpoint records the seed it trained with."""
+    _run(tmp_path, 'r', {}, [40., 80.], seed=3)
+    args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
+    del args['seed']
+    (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args)[:-1] + ', "seed": null}' if seed else
+                                                        json.dumps(args))
+    result = release([tmp_path / 'runs' / 'r'], tmp_path / 'o', 'o', echo=lambda line: None)
+    assert [(r.repo_id, r.seed) for r in result] == [('o/sl_vit_32.sl-cifar10-s3', 3)]
+    assert '| seed | 3 |' in (tmp_path / 'o' / 'sl_vit_32.sl-cifar10-s3' / 'README.md').read_text()
+
+
 def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
     """A run that failed before its first checkpoint (args.yaml, no model_best / last; a checkpoint-N.pth.tar is not
     the run's result) was left out of a release without a word."""

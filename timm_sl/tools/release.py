@@ -215,9 +215,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
         raise UnfinishedRun(str(e)) from None
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
+    # an args.yaml without `model` (or `seed`): the checkpoint's (export does the same); a resumed run's args.yaml is its last
     # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
-    if not record.model or (record.args.get('resume') and not record.started_from()):
+    if not record.model or record.seed is None or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
         record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch, loaded.metric)
     unfinished = record.unfinished()

@@ -788,7 +788,7 @@ class RunRecord:
                         ) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
-        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`.
+        checkpoint), or without ``seed``; its ``args`` are kept as :attr:`checkpoint_args`.
 
         Raises:
             ForeignCheckpoint: given the checkpoint's ``epoch`` (and ``metric``), another run's checkpoint
@@ -798,6 +798,9 @@ class RunRecord:
         if foreign:
             raise ForeignCheckpoint(foreign)
         record = replace(self, checkpoint_args=dict(args or {}))
+        seed = (args or {}).get('seed')
+        if record.seed is None and isinstance(seed, int) and not isinstance(seed, bool):  # args.yaml cut or edited
+            record.seed = seed
         if self.model or not (arch or args):
             return record
         model = args.get('model') or arch
