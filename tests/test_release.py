@@ -882,6 +882,54 @@ def test_a_run_whose_args_yaml_lost_its_seed_is_named_by_its_checkpoints_seed(se
     assert '| seed | 3 |' in (tmp_path / 'o' / 'sl_vit_32.sl-cifar10-s3' / 'README.md').read_text()
 
 
+def test_an_args_yaml_mutated_at_random_names_its_release_or_is_refused_in_one_line(tmp_path):
+    """200 copies of a run's args.yaml, each with one or two values replaced by a hostile one (None, -1, NaN, a list,
+    a dict, a name with a line break ...), a key dropped, or its text edited (a line dropped, doubled or cut): each is
+    read for release and named as the run records it (the seed args.yaml gives, else its checkpoint's), or refused in
+    one line naming the run; never another error. (It found a seed or dataset that is no number / name refused as
+    --name-pattern's fault, a dataset the Hub cannot name refused without the run, a model name with a line break
+    splitting done.json's refusal in two, and a lost seed line named -sNone.)"""
+    import random
+    import yaml
+    from timm_sl.tools.release import DEFAULT_PATTERN, read_release_record
+    run = tmp_path / 'runs' / 'r'
+    _run(tmp_path, 'r', dict(depth=1), [40., 80., 70.], seed=3)
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=3, dataset='cifar10')))
+    args = dict(json.loads((run / 'args.yaml').read_text()), interpolation='bicubic', img_size=32, crop_pct=0.9,
+                class_map='', resume='', initial_checkpoint='', input_size=None, in_chans=None, gp=None, amp=False)
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'sl_vit_32', 'sl_pit_32', 'cifar10', 'torch/cifar100', 'caf\u00e9', 'a..b', 224]
+    rng = random.Random(25)
+    for case in range(200):
+        edited = json.loads(json.dumps(args))
+        for _ in range(rng.randint(1, 2)):
+            key = rng.choice(list(edited))
+            if isinstance(edited[key], (dict, list)) and edited[key] and rng.random() < .5:
+                inner = edited[key]
+                inner[rng.choice(list(inner) if isinstance(inner, dict) else range(len(inner)))] = rng.choice(hostile)
+            elif rng.random() < .15:
+                del edited[key]
+            else:
+                edited[key] = rng.choice(hostile)
+        text = yaml.safe_dump(edited) if rng.random() < .5 else json.dumps(edited)
+        if rng.random() < .3:
+            lines = yaml.safe_dump(args).splitlines(True)
+            j = rng.randrange(len(lines))
+            lines[j:j + 1] = rng.choice([[], [lines[j]] * 2, [lines[j][:rng.randrange(len(lines[j]) + 1)]]])
+            text = ''.join(lines)
+        (run / 'args.yaml').write_text(text)
+        try:
+            record = read_release_record(run)
+            name = repo_name(DEFAULT_PATTERN, record)
+        except (ValueError, OSError) as e:
+            assert str(run) in str(e) and '\n' not in str(e), (text, str(e))
+            continue
+        given = yaml.safe_load(text).get('seed')
+        seed = given if isinstance(given, int) and not isinstance(given, bool) else 3
+        variant = 'sl-ft' if record.started_from() else 'sl'  # a --initial-checkpoint: fine-tuned
+        assert isinstance(record.dataset, str) and record.seed == seed and name == f'sl_vit_32.{variant}-{record.dataset}-s{seed}', (text, name)
+
+
 def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
     """A run that failed before its first checkpoint (args.yaml, no model_best / last; a checkpoint-N.pth.tar is not
     the run's result) was left out of a release without a word."""
