@@ -1563,3 +1563,27 @@ def test_a_run_released_again_replaces_its_record_and_what_is_not_kept_is_said(r
     assert (f'note: the earlier record of {out / "vit-0"} (not pushed) is not kept: its files are gone or changed '
             f'since release wrote them\n') in capsys.readouterr().out
     assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
+
+
+@pytest.mark.parametrize('field,value', [('model_kwargs', [1, 2]), ('weights_top1', 'x'), ('weights_diverged', 'no')])
+def test_an_earlier_record_of_another_form_is_not_kept_nor_a_traceback(field, value, reproduced, tmp_path, capsys):
+    """An earlier release.json whose sha256 the manifest records but whose entry is not of the form release writes
+    (another version's, or edited with its manifest; found by mutating OUT's records at random, then releasing
+    again): model_kwargs as a list ended in an AttributeError traceback, weights_top1 as text in a TypeError."""
+    from timm_sl.tools.manifest import sha256
+    root, _ = reproduced
+    out = tmp_path / 'rel'
+    assert main(['release', str(root / 'runs' / 'vit-sl-s0'), '--org', 'o', '--out', str(out)]) == 0
+    record = json.loads((out / 'release.json').read_text())
+    record[0][field] = value
+    (out / 'release.json').write_text(json.dumps(record))
+    manifest = json.loads((out / 'release_manifest.json').read_text())
+    manifest['sha256']['release.json'] = sha256(out / 'release.json')
+    (out / 'release_manifest.json').write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(['release', str(root / 'runs' / 'vit-sl-s1'), '--org', 'o', '--out', str(out)]) == 0
+    assert (f'note: the earlier record of {out / "sl_vit_32.sl-cifar10-s0"} (not pushed) is not kept: its {field} '
+            f'{value!r} in {out / "release.json"} is not of the form release writes\n') in capsys.readouterr().out
+    assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
+    entries = json.loads((out / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'
