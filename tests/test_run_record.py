@@ -2227,6 +2227,25 @@ def test_an_args_yaml_model_name_with_a_line_break_is_one_line_beside_done_json(
                               f"its args.yaml ('x\\ny') is of the family"), err
 
 
+@pytest.mark.parametrize('key,value,kind', [('model_kwargs', 10 ** 30, 'a mapping of keyword arguments'),
+                                            ('model_kwargs', 'cifar10', 'a mapping of keyword arguments'),
+                                            ('model', 1.5, 'a model name')])
+def test_a_checkpoint_whose_args_are_no_model_or_kwargs_is_refused_naming_it(key, value, kind, tmp_path, capsys):
+    """A checkpoint whose saved args hold model_kwargs that are no mapping (found by mutating a run's files together
+    at random through release) ended in a TypeError traceback, or a line naming no file ('dictionary update sequence
+    element #0 has length 1')."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    content = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    setattr(content['args'], key, value)
+    torch.save(content, run / 'model_best.pth.tar')
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
+        err = _fails(argv, capsys)
+        assert err == (f'timm-sl {argv[0]}: {run / "model_best.pth.tar"} is not a train.py checkpoint (its args '
+                       f'{key}: {value!r} is not {kind}; edited?)'), err
+
+
 def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_line(tmp_path):
     """300 copies of a run's done.json / sessions.json, each with a value replaced by a hostile one (None, -1, NaN,
     a list, a dict, a name with a newline ...) or the text edited: each is read as the run's (its model, family, seed
