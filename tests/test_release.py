@@ -1587,3 +1587,48 @@ def test_an_earlier_record_of_another_form_is_not_kept_nor_a_traceback(field, va
     assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
     entries = json.loads((out / 'pretrained_entries.json').read_text())
     assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'
+
+
+def test_an_earlier_release_record_mutated_at_random_is_kept_whole_or_dropped_with_a_note(released, tmp_path):
+    """300 copies of an --out's release.json, each with values replaced by hostile ones (None, -1, NaN, a list, a
+    dict, text ...) or its text edited, the manifest vouching for it half the time (another version's record, or
+    one edited with its sha256): the next release keeps each earlier record as release wrote it or drops it with a
+    note, and chooses tags from what it keeps; never another error. (It found model_kwargs as a list ending in an
+    AttributeError traceback.)"""
+    import random
+    from timm_sl.tools.manifest import sha256
+    from timm_sl.tools.release import MANIFEST, _earlier_records, pretrained_entries
+    out = tmp_path / 'out'
+    shutil.copytree(released[0], out)
+    text, manifest = (out / 'release.json').read_text(), json.loads((out / MANIFEST).read_text())['sha256']
+    original = json.loads(text)
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'sl_vit_32', '../a', 'o/x']
+    rng = random.Random(25)
+    for case in range(300):
+        record = json.loads(text)
+        for _ in range(rng.randint(1, 3)):
+            entry = rng.choice(record)
+            key = rng.choice(list(entry))
+            if isinstance(entry[key], dict) and entry[key] and rng.random() < .5:
+                entry[key][rng.choice(list(entry[key]))] = rng.choice(hostile)
+            elif rng.random() < .1:
+                del entry[key]
+            else:
+                entry[key] = rng.choice(hostile)
+        edited = json.dumps(record)
+        if rng.random() < .2:
+            i = rng.randrange(len(edited) + 1)
+            edited = edited[:i] + rng.choice(['', '"', '[', '{', ',', 'NaN', '}', 'null']) + edited[i + 1:]
+        (out / 'release.json').write_text(edited)
+        vouched = dict(manifest, **{'release.json': sha256(out / 'release.json')}) if rng.random() < .5 else manifest
+        said = []
+        kept = _earlier_records(out, [], [], vouched, said.append)
+        pretrained_entries(kept)
+        assert all('\n' not in line for line in said), said
+        if vouched is manifest:  # a record changed since release wrote it is none of its own: all said, none kept
+            assert not kept and said, (edited, said)
+        for r in kept:  # vouched for: of the form release writes (the run's values are its sha256's to vouch for)
+            first = next(e for e in original if Path(e['folder']).name == Path(r.folder).name)
+            assert isinstance(r.model_kwargs, dict) and isinstance(r.pretrained_cfg, dict), (edited, r)
+            assert r.folder == str(out / Path(first['folder']).name), (edited, r)
