@@ -456,6 +456,18 @@ def test_a_release_record_cut_short_leaves_the_earlier_whole(tmp_path, monkeypat
     assert sorted(p.name for p in out.iterdir()) == sorted([*names, 'sl_vit_32.sl-cifar10-s0'])
 
 
+@pytest.mark.parametrize('dataset', ['x\ny', 'caf\u00e9', 'torch/a..b'])
+def test_a_dataset_the_hub_cannot_name_names_the_run(dataset, tmp_path, capsys):
+    """An args.yaml dataset no Hub name may hold (found by mutating args.yaml through release at random) was refused
+    as a repository name of --name-pattern alone, naming neither the run nor its args.yaml."""
+    run = tmp_path / 'runs' / 'r'
+    _run(tmp_path, 'r', {}, [40., 80.], dataset=dataset)
+    err = _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'o')], capsys)
+    assert err.startswith('timm-sl release: repository name ') and f' of {run} (from --name-pattern ' in err, err
+    assert 'and the values its args.yaml records) is not allowed on the Hub (' in err, err
+    assert not (tmp_path / 'o').exists()
+
+
 def test_a_hub_name_with_a_line_break_keeps_the_whole_reason(tmp_path):
     """A name with a line break (a run folder's, by --name-pattern {run}) cut the Hub's reason at it: '... 96: 'nl)'."""
     with pytest.raises(ValueError) as e:
@@ -854,6 +866,68 @@ def test_a_run_whose_args_yaml_names_no_model_is_released_as_its_checkpoint_reco
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), model(x))
+
+
+@pytest.mark.parametrize('seed', ['', 'seed: null\n'])
+def test_a_run_whose_args_yaml_lost_its_seed_is_named_by_its_checkpoints_seed(seed, tmp_path):
+    """An args.yaml whose seed line was cut (found by mutating args.yaml through release at random) was released as
+    o/sl_vit_32.sl-cifar10-sNone with a card of seed None, though its checkpoint records the seed it trained with."""
+    _run(tmp_path, 'r', {}, [40., 80.], seed=3)
+    args = json.loads((tmp_path / 'runs' / 'r' / 'args.yaml').read_text())
+    del args['seed']
+    (tmp_path / 'runs' / 'r' / 'args.yaml').write_text(json.dumps(args)[:-1] + ', "seed": null}' if seed else
+                                                        json.dumps(args))
+    result = release([tmp_path / 'runs' / 'r'], tmp_path / 'o', 'o', echo=lambda line: None)
+    assert [(r.repo_id, r.seed) for r in result] == [('o/sl_vit_32.sl-cifar10-s3', 3)]
+    assert '| seed | 3 |' in (tmp_path / 'o' / 'sl_vit_32.sl-cifar10-s3' / 'README.md').read_text()
+
+
+def test_an_args_yaml_mutated_at_random_names_its_release_or_is_refused_in_one_line(tmp_path):
+    """200 copies of a run's args.yaml, each with one or two values replaced by a hostile one (None, -1, NaN, a list,
+    a dict, a name with a line break ...), a key dropped, or its text edited (a line dropped, doubled or cut): each is
+    read for release and named as the run records it (the seed args.yaml gives, else its checkpoint's), or refused in
+    one line naming the run; never another error. (It found a seed or dataset that is no number / name refused as
+    --name-pattern's fault, a dataset the Hub cannot name refused without the run, a model name with a line break
+    splitting done.json's refusal in two, and a lost seed line named -sNone.)"""
+    import random
+    import yaml
+    from timm_sl.tools.release import DEFAULT_PATTERN, read_release_record
+    run = tmp_path / 'runs' / 'r'
+    _run(tmp_path, 'r', dict(depth=1), [40., 80., 70.], seed=3)
+    (run / 'done.json').write_text(json.dumps(dict(family='vit', variant='sl', epochs=3, dataset='cifar10')))
+    args = dict(json.loads((run / 'args.yaml').read_text()), interpolation='bicubic', img_size=32, crop_pct=0.9,
+                class_map='', resume='', initial_checkpoint='', input_size=None, in_chans=None, gp=None, amp=False)
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'sl_vit_32', 'sl_pit_32', 'cifar10', 'torch/cifar100', 'caf\u00e9', 'a..b', 224]
+    rng = random.Random(25)
+    for case in range(200):
+        edited = json.loads(json.dumps(args))
+        for _ in range(rng.randint(1, 2)):
+            key = rng.choice(list(edited))
+            if isinstance(edited[key], (dict, list)) and edited[key] and rng.random() < .5:
+                inner = edited[key]
+                inner[rng.choice(list(inner) if isinstance(inner, dict) else range(len(inner)))] = rng.choice(hostile)
+            elif rng.random() < .15:
+                del edited[key]
+            else:
+                edited[key] = rng.choice(hostile)
+        text = yaml.safe_dump(edited) if rng.random() < .5 else json.dumps(edited)
+        if rng.random() < .3:
+            lines = yaml.safe_dump(args).splitlines(True)
+            j = rng.randrange(len(lines))
+            lines[j:j + 1] = rng.choice([[], [lines[j]] * 2, [lines[j][:rng.randrange(len(lines[j]) + 1)]]])
+            text = ''.join(lines)
+        (run / 'args.yaml').write_text(text)
+        try:
+            record = read_release_record(run)
+            name = repo_name(DEFAULT_PATTERN, record)
+        except (ValueError, OSError) as e:
+            assert str(run) in str(e) and '\n' not in str(e), (text, str(e))
+            continue
+        given = yaml.safe_load(text).get('seed')
+        seed = given if isinstance(given, int) and not isinstance(given, bool) else 3
+        variant = 'sl-ft' if record.started_from() else 'sl'  # a --initial-checkpoint: fine-tuned
+        assert isinstance(record.dataset, str) and record.seed == seed and name == f'sl_vit_32.{variant}-{record.dataset}-s{seed}', (text, name)
 
 
 def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
@@ -1489,3 +1563,72 @@ def test_a_run_released_again_replaces_its_record_and_what_is_not_kept_is_said(r
     assert (f'note: the earlier record of {out / "vit-0"} (not pushed) is not kept: its files are gone or changed '
             f'since release wrote them\n') in capsys.readouterr().out
     assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
+
+
+@pytest.mark.parametrize('field,value', [('model_kwargs', [1, 2]), ('weights_top1', 'x'), ('weights_diverged', 'no')])
+def test_an_earlier_record_of_another_form_is_not_kept_nor_a_traceback(field, value, reproduced, tmp_path, capsys):
+    """An earlier release.json whose sha256 the manifest records but whose entry is not of the form release writes
+    (another version's, or edited with its manifest; found by mutating OUT's records at random, then releasing
+    again): model_kwargs as a list ended in an AttributeError traceback, weights_top1 as text in a TypeError."""
+    from timm_sl.tools.manifest import sha256
+    root, _ = reproduced
+    out = tmp_path / 'rel'
+    assert main(['release', str(root / 'runs' / 'vit-sl-s0'), '--org', 'o', '--out', str(out)]) == 0
+    record = json.loads((out / 'release.json').read_text())
+    record[0][field] = value
+    (out / 'release.json').write_text(json.dumps(record))
+    manifest = json.loads((out / 'release_manifest.json').read_text())
+    manifest['sha256']['release.json'] = sha256(out / 'release.json')
+    (out / 'release_manifest.json').write_text(json.dumps(manifest))
+    capsys.readouterr()
+    assert main(['release', str(root / 'runs' / 'vit-sl-s1'), '--org', 'o', '--out', str(out)]) == 0
+    assert (f'note: the earlier record of {out / "sl_vit_32.sl-cifar10-s0"} (not pushed) is not kept: its {field} '
+            f'{value!r} in {out / "release.json"} is not of the form release writes\n') in capsys.readouterr().out
+    assert [r['repo_id'] for r in json.loads((out / 'release.json').read_text())] == ['o/sl_vit_32.sl-cifar10-s1']
+    entries = json.loads((out / 'pretrained_entries.json').read_text())
+    assert entries['sl_vit_32.cifar10']['hf_hub_id'] == 'o/sl_vit_32.sl-cifar10-s1'
+
+
+def test_an_earlier_release_record_mutated_at_random_is_kept_whole_or_dropped_with_a_note(released, tmp_path):
+    """300 copies of an --out's release.json, each with values replaced by hostile ones (None, -1, NaN, a list, a
+    dict, text ...) or its text edited, the manifest vouching for it half the time (another version's record, or
+    one edited with its sha256): the next release keeps each earlier record as release wrote it or drops it with a
+    note, and chooses tags from what it keeps; never another error. (It found model_kwargs as a list ending in an
+    AttributeError traceback.)"""
+    import random
+    from timm_sl.tools.manifest import sha256
+    from timm_sl.tools.release import MANIFEST, _earlier_records, pretrained_entries
+    out = tmp_path / 'out'
+    shutil.copytree(released[0], out)
+    text, manifest = (out / 'release.json').read_text(), json.loads((out / MANIFEST).read_text())['sha256']
+    original = json.loads(text)
+    hostile = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, 'x\ny', '/no/such',
+               True, 1.5, 'sl_vit_32', '../a', 'o/x']
+    rng = random.Random(25)
+    for case in range(300):
+        record = json.loads(text)
+        for _ in range(rng.randint(1, 3)):
+            entry = rng.choice(record)
+            key = rng.choice(list(entry))
+            if isinstance(entry[key], dict) and entry[key] and rng.random() < .5:
+                entry[key][rng.choice(list(entry[key]))] = rng.choice(hostile)
+            elif rng.random() < .1:
+                del entry[key]
+            else:
+                entry[key] = rng.choice(hostile)
+        edited = json.dumps(record)
+        if rng.random() < .2:
+            i = rng.randrange(len(edited) + 1)
+            edited = edited[:i] + rng.choice(['', '"', '[', '{', ',', 'NaN', '}', 'null']) + edited[i + 1:]
+        (out / 'release.json').write_text(edited)
+        vouched = dict(manifest, **{'release.json': sha256(out / 'release.json')}) if rng.random() < .5 else manifest
+        said = []
+        kept = _earlier_records(out, [], [], vouched, said.append)
+        pretrained_entries(kept)
+        assert all('\n' not in line for line in said), said
+        if vouched is manifest:  # a record changed since release wrote it is none of its own: all said, none kept
+            assert not kept and said, (edited, said)
+        for r in kept:  # vouched for: of the form release writes (the run's values are its sha256's to vouch for)
+            first = next(e for e in original if Path(e['folder']).name == Path(r.folder).name)
+            assert isinstance(r.model_kwargs, dict) and isinstance(r.pretrained_cfg, dict), (edited, r)
+            assert r.folder == str(out / Path(first['folder']).name), (edited, r)

@@ -442,8 +442,18 @@ def test_a_run_file_that_is_a_folder_is_refused_by_name(tmp_path, capsys):
     ('model: sl_vit_32\nmodel_kwargs: [1, 2]', 'is not a train.py args.yaml (model_kwargs: [1, 2] is not a mapping '
                                                'of keyword arguments; cut short or edited?)'),
     ('model: 5', 'is not a train.py args.yaml (model: 5 is not a model name; cut short or edited?)'),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\nseed: [1, 2]',
+     'is not a train.py args.yaml (seed: [1, 2] is not a whole number; cut short or edited?)'),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\nseed: /no/such',
+     "is not a train.py args.yaml (seed: '/no/such' is not a whole number; cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\ndataset: {a: 1}',
+     "is not a train.py args.yaml (dataset: {{'a': 1}} is not a dataset name; cut short or edited?)"),
+    ('model: sl_vit_32\nmodel_kwargs: {depth: 1}\ndataset: -1',
+     'is not a train.py args.yaml (dataset: -1 is not a dataset name; cut short or edited?)'),
 ])
 def test_a_cut_or_malformed_args_yaml_is_blamed_on_args_yaml(text, says, tmp_path, capsys):
+    """(A seed or dataset that is no number / name, found by mutating args.yaml through release at random, was
+    refused as a repository name --name-pattern made, naming neither args.yaml nor the run.)"""
     run = tmp_path / 'runs' / 'r'
     _train_run(run, 'sl_vit_32', dict(depth=1))
     (run / 'args.yaml').write_text(text)
@@ -2215,6 +2225,40 @@ def test_a_done_json_of_a_family_dataset_or_variant_that_is_no_name_is_refused_o
             read_run(tmp_path / 'run')
         assert str(e.value).startswith(f'{marker} records the family {family!r}, but the model of its args.yaml '
                                        f"(sl_vit_32) is of the family 'vit'"), str(e.value)
+
+
+def test_an_args_yaml_model_name_with_a_line_break_is_one_line_beside_done_json(tmp_path, capsys):
+    """An args.yaml model 'x\\ny' (found by mutating args.yaml through release at random) broke done.json's family
+    refusal into two lines, the second naming nothing."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    (run / 'args.yaml').write_text(json.dumps(dict(model='x\ny', model_kwargs={'depth': 1}, num_classes=4, seed=1,
+                                                   epochs=2)))
+    (run / 'done.json').write_text(json.dumps(dict(epochs=2, family='vit', variant='sl')))
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
+        err = _fails(argv, capsys)
+        assert err.startswith(f"timm-sl {argv[0]}: {run / 'done.json'} records the family 'vit', but the model of "
+                              f"its args.yaml ('x\\ny') is of the family"), err
+
+
+@pytest.mark.parametrize('key,value,kind', [('model_kwargs', 10 ** 30, 'a mapping of keyword arguments'),
+                                            ('model_kwargs', 'cifar10', 'a mapping of keyword arguments'),
+                                            ('model', 1.5, 'a model name')])
+def test_a_checkpoint_whose_args_are_no_model_or_kwargs_is_refused_naming_it(key, value, kind, tmp_path, capsys):
+    """A checkpoint whose saved args hold model_kwargs that are no mapping (found by mutating a run's files together
+    at random through release) ended in a TypeError traceback, or a line naming no file ('dictionary update sequence
+    element #0 has length 1')."""
+    run = tmp_path / 'runs' / 'r'
+    _train_run(run, 'sl_vit_32', dict(depth=1))
+    content = torch.load(run / 'model_best.pth.tar', weights_only=False)
+    setattr(content['args'], key, value)
+    torch.save(content, run / 'model_best.pth.tar')
+    for argv in (['export', str(run), '--out', str(tmp_path / 'o')],
+                 ['release', str(run), '--org', 'o', '--out', str(tmp_path / 'rel'), '--dataset', 'd']):
+        err = _fails(argv, capsys)
+        assert err == (f'timm-sl {argv[0]}: {run / "model_best.pth.tar"} is not a train.py checkpoint (its args '
+                       f'{key}: {value!r} is not {kind}; edited?)'), err
 
 
 def test_done_and_sessions_json_mutated_at_random_are_read_or_refused_in_one_line(tmp_path):

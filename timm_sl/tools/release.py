@@ -116,7 +116,8 @@ def repo_name(pattern: str, record: RunRecord) -> str:
     except (ValueError, TypeError) as e:  # a format spec the run's values do not fit, e.g. {seed:03d} without a seed
         raise ValueError(f'--name-pattern {pattern!r} does not fit the run {record.run_dir} ({first_line(e)})') \
             from None
-    _check_hub_name(name, f'repository name {name!r} (from --name-pattern {pattern!r})')
+    _check_hub_name(name, f'repository name {name!r} of {shown(record.run_dir or record.checkpoint)} (from '
+                          f'--name-pattern {pattern!r} and the values its args.yaml records)')
     return name
 
 
@@ -214,9 +215,9 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
         raise UnfinishedRun(str(e)) from None
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    # an args.yaml without `model`: the checkpoint's (export does the same); a resumed run's args.yaml is its last
+    # an args.yaml without `model` (or `seed`): the checkpoint's (export does the same); a resumed run's args.yaml is its last
     # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
-    if not record.model or (record.args.get('resume') and not record.started_from()):
+    if not record.model or record.seed is None or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
         record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch, loaded.metric)
     unfinished = record.unfinished()
@@ -345,8 +346,28 @@ def _earlier_records(out: Path, names: Sequence[str], run_dirs: Sequence[Any], m
             kept.append(Released(**{k: v for k, v in entry.items() if k in fields}))
         except TypeError:  # a record of another version of release, missing a field: not this folder's
             continue
+        wrong = _wrong_field(kept[-1])
+        if wrong:  # another version's, or edited with its sha256: its tag would be chosen by values of no run
+            echo(f'note: the earlier record of {shown(out / name)} ({pushed}) is not kept: its {wrong} in '
+                 f'{shown(path)} is not of the form release writes')
+            del kept[-1]
+            continue
         kept[-1].folder = str(out / name)
     return kept
+
+
+def _wrong_field(record: Released) -> Optional[str]:
+    """The first field of an earlier record (read back from release.json) whose value is not of the kind
+    :class:`Released` holds there (``'model_kwargs [1, 2]'``), else None."""
+    number = (int, float, type(None))
+    kinds = dict(model=str, repo_id=str, model_kwargs=dict, pretrained_cfg=dict, weights_top1=number,
+                 best_top1=number, dataset=(str, type(None)), started_from=(str, type(None)),
+                 class_map=(str, type(None)), top1_unmeasured=(str, type(None)), weights_diverged=bool)
+    for field, kind in kinds.items():
+        value = getattr(record, field)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is number):
+            return f'{field} {value!r}'
+    return None
 
 
 def pretrained_entries(released: Sequence[Released]) -> Dict[str, Dict[str, Any]]:

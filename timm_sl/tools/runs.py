@@ -72,8 +72,9 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     """The arguments a train.py run saved in ``args.yaml`` (safe YAML load).
 
     Raises:
-        ValueError: not YAML, not a mapping of argument names, or a ``model`` that is not a name / ``model_kwargs``
-            that are not a mapping (a file cut short or edited); naming the file.
+        ValueError: not YAML, not a mapping of argument names, or a ``model`` / ``dataset`` that is not a name,
+            ``model_kwargs`` that are not a mapping, a ``seed`` that is no whole number (a file cut short or edited);
+            naming the file.
     """
     import yaml
     try:
@@ -83,7 +84,9 @@ def read_args_yaml(path: Union[str, Path]) -> Dict[str, Any]:
     if not isinstance(args, dict):
         raise ValueError(f'{path} is not a train.py args.yaml (expected a mapping of argument names)')
     for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
-                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict))):
+                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict)),
+                          ('seed', 'a whole number', lambda v: isinstance(v, int) and not isinstance(v, bool)),
+                          ('dataset', 'a dataset name', lambda v: isinstance(v, str))):
         if args.get(key) is not None and not ok(args[key]):
             raise ValueError(f'{path} is not a train.py args.yaml ({key}: {args[key]!r} is not {kind}; cut short '
                              f'or edited?)')
@@ -785,7 +788,7 @@ class RunRecord:
                         ) -> 'RunRecord':
         """The record completed by what the checkpoint holds (its ``arch`` and ``args``) where the folder said
         nothing: no ``args.yaml``, or one without ``model`` (the model and its kwargs then come from the
-        checkpoint); its ``args`` are kept as :attr:`checkpoint_args`.
+        checkpoint), or without ``seed``; its ``args`` are kept as :attr:`checkpoint_args`.
 
         Raises:
             ForeignCheckpoint: given the checkpoint's ``epoch`` (and ``metric``), another run's checkpoint
@@ -795,6 +798,9 @@ class RunRecord:
         if foreign:
             raise ForeignCheckpoint(foreign)
         record = replace(self, checkpoint_args=dict(args or {}))
+        seed = (args or {}).get('seed')
+        if record.seed is None and isinstance(seed, int) and not isinstance(seed, bool):  # args.yaml cut or edited
+            record.seed = seed
         if self.model or not (arch or args):
             return record
         model = args.get('model') or arch
@@ -959,7 +965,7 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     if family is not None and record.model and family != family_of(record.model):  # not taken for another row's
         source = 'its args.yaml' if record.args.get('model') else 'its checkpoint'
         raise ValueError(f"{shown(Path(record.run_dir or '.') / DONE_MARKER)} records the family {family!r}, but the "
-                         f"model of {source} ({record.model}) is of the family {family_of(record.model)!r}; allowed: a "
+                         f"model of {source} ({shown(record.model)}) is of the family {family_of(record.model)!r}; allowed: a "
                          f"{DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
     record.family = (family if isinstance(family, str) else '') or (family_of(record.model) if record.model else '')
     record.variant = variant_of(record.family, record.model_kwargs)
@@ -1442,6 +1448,11 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     saved = content.get('args') if isinstance(content, dict) else None
     saved = vars(saved) if isinstance(saved, argparse.Namespace) else saved
     saved = dict(saved) if isinstance(saved, dict) else {}
+    for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
+                          ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict))):
+        if saved.get(key) is not None and not ok(saved[key]):  # as args.yaml's (read_args_yaml)
+            raise ValueError(f'{path} is not a train.py checkpoint (its args {key}: {saved[key]!r} is not {kind}; '
+                             f'edited?)')
     if isinstance(content, dict):
         # EMA weights kept on the CPU (--model-ema-force-cpu) are never evaluated: summary.csv's top-1, and the
         # choice of model_best, are the model's own weights'
