@@ -18,8 +18,8 @@ from timm_sl.tools.cli import main
 from timm_sl.tools.errors import shown
 from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, check_failing_args, plan_runs, planned_epochs, recipe_path, run_state,
-    train_command, write_report)
+    VARIANTS, Outcome, Run, aggregate, check_failing_args, hold_output, plan_runs, planned_epochs, recipe_path,
+    run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -747,6 +747,34 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     (out / 'runs' / 'hang.pid').unlink()
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # its end released --out
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
+
+
+@pytest.mark.parametrize('content', [b'99999999999999999999', b'\xff\xfe', '\u00b2'.encode(), b'12\x00'],
+                         ids=['huge', 'not-utf8', 'superscript-digit', 'nul'])
+def test_a_held_lock_file_of_damaged_contents_is_one_line_naming_it(tmp_path, capsys, content):
+    """The lock file of a held --out is read for the process id of its holder: a number beyond any process id ended
+    in an OverflowError traceback, bytes not UTF-8 or a digit int() does not take ('\u00b2') in Python's own words
+    naming no file."""
+    import subprocess
+    pytest.importorskip('fcntl')
+    out = tmp_path / 'out'
+    (out / 'runs').mkdir(parents=True)
+    lock = out / 'runs' / '.reproduce.lock'
+    lock.write_bytes(content)
+    holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, sys, time; f = open(sys.argv[1], "rb"); '
+                               'fcntl.flock(f, fcntl.LOCK_EX); print(flush=True); time.sleep(60)', str(lock)],
+                              stdout=subprocess.PIPE)
+    try:
+        holder.stdout.readline()
+        with pytest.raises(BlockingIOError) as e:
+            with hold_output(out):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert str(e.value) == (f'{out} is in use by another timm-sl reproduce, which holds {lock}: two would train the '
+                            f'same runs at once; allowed: wait for it to end, or another --out')
+    assert lock.read_bytes() == content
 
 
 def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train, tmp_path, capsys):

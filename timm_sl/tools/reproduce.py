@@ -747,7 +747,7 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
     _check_writable(lock, 'lock file')
     make_folder(output)  # /proc, /sys: the system says 'no such file', as if an input were missing
     make_folder(runs)
-    f = open(lock, 'a+', encoding='utf-8')
+    f = open(lock, 'a+', encoding='utf-8', errors='replace')  # what another wrote there is read, not trusted
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
     with f:
         try:
@@ -755,9 +755,10 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         except BlockingIOError:
             f.seek(0)
             pid = f.readline().strip()  # the names of the runs it trains follow
+            pid = pid if re.fullmatch(r'[0-9]{1,9}', pid) else ''  # a damaged file names no process
             raise BlockingIOError(f'{output} is in use by ' + (
                 f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {held} while they '
-                f'run' if pid.isdigit() and not _alive(int(pid)) else
+                f'run' if pid and not _alive(int(pid)) else
                 f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {held}') +
                 ': two would train the same runs at once; allowed: wait for it to end, or another --out') from None
         f.truncate(0)
