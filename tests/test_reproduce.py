@@ -1494,6 +1494,24 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
                                          f'and 1 more run folder alike')
 
 
+def test_a_setting_of_a_newline_is_named_in_one_line(fake_train, tmp_path, capsys):
+    """A train.py argument holding a newline (``-- --aa 'rand\\nm9'``), or a run.json edited into one, broke the
+    'trained with other settings' line in two, its second half naming no file."""
+    out = tmp_path / 'out'
+    base = out / 'runs' / 'vit-base-s0'
+    first = ['--epochs', '1', '--aa', 'rand\nm9']
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=first)) == 0
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--aa', 'm9'])) == 2
+    assert f"{base} was trained with other settings (train_args --aa: 'rand\\nm9' -> m9)" in _one_error(capsys)
+    settings = json.loads((base / 'run.json').read_text())
+    settings['recipe_settings']['input_size'][2] = '32\n'
+    (base / 'run.json').write_text(json.dumps(settings))
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=first)) == 2
+    assert f"{base} was trained with other settings (recipe_settings input_size: 3 32 '32\\n' -> 3 32 32)" in \
+        _one_error(capsys)
+
+
 @pytest.mark.parametrize('again', [['--batch-size', '64'], ['--batch-size=64'], ['-b64'], ['--batch', '64']])
 def test_one_option_spelled_two_ways_is_the_same_setting(fake_train, tmp_path, capsys, again):
     """A run started with ``-- -b 64`` and resumed with ``-- --batch-size 64`` (one option of train.py, spelled another
