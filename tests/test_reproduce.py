@@ -4198,3 +4198,80 @@ def test_a_data_folder_with_a_newline_is_named_quoted_in_the_charts(tmp_path, sa
     for name in ('top1.png', 'curves.png'):
         assert folder in ''.join(saved_figures[name].get_suptitle().split('\n'))
     assert f'data: image folder {folder}, val split {repr("v" + chr(10) + "al")}\n' in report.read_text()
+
+
+_HOSTILE = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, True, 'no/such/path',
+            'a\nb', 3.5, '0']
+
+
+def _mutated_lines(rng, data: bytes) -> bytes:
+    """``data`` with one line dropped, doubled, swapped, cut, given a stray byte or a number replaced, or a hostile
+    line inserted."""
+    lines = data.split(b'\n')
+    i = rng.randrange(len(lines))
+    op = rng.randrange(7)
+    if op == 0:
+        del lines[i]
+    elif op == 1:
+        lines.insert(i, lines[i])
+    elif op == 2:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif op == 3:
+        lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+    elif op == 4:
+        lines[i] += bytes([rng.randrange(128, 256)])
+    elif op == 5 and re.search(rb'\d', lines[i]):
+        m = rng.choice(list(re.finditer(rb'\d+(\.\d+)?', lines[i])))
+        lines[i] = lines[i][:m.start()] + rng.choice([b'0', b'1.2.3', b'99999999999999999999', b'', b'-1', b'.']) + \
+            lines[i][m.end():]
+    else:
+        lines.insert(i, rng.choice([b'\xff\xfe', b'Train: 1 [999999/10 (0%)] (1.0s, 5.0/s)', b'Train: 0 [ 0/0 (0%)]',
+                                    b'Skipped sample (index 7). bad', b'\x00' * 4,
+                                    b'Train: 2 [ 3/10 (40%)] (0..1s, 2/s)']))
+    return b'\n'.join(lines)
+
+
+def test_seeded_hostile_train_logs_and_settings_records_of_finished_runs(fake_train, tmp_path, capsys):
+    """Seeded mutations of what reproduce reads back from a finished run folder: train.log (its progress lines give
+    the runs table's img/s; a line damaged into '1.2.3s' ended the report in a ValueError traceback, one of an update
+    beyond its epoch's count gave a wrong rate) and run.json (a setting of a newline broke the refusal in two): the
+    report's numbers come from a log read as a log, or none; a refusal is one line naming the run folder."""
+    import random
+    from timm_sl.tools.reproduce import Outcome, _collect, check_runs, run_settings
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 0
+    capsys.readouterr()
+    run = plan_runs('cifar10', ['vit'], [0], out)[1]
+    recipe = recipe_path('cifar10')
+    settings = {run.name: run_settings(run, str(tmp_path), recipe, ['--epochs', '3'])}
+    log = ''.join(f'Train: {e} [   0/10 (  0%)]  Loss: 1.0  Time: 0.200s, 100.00/s  (0.200s, 100.00/s)\n'
+                  f'Train: {e} [   9/10 (100%)]  Loss: 1.0  Time: 0.100s, 200.00/s  (0.110s, 180.00/s)\n'
+                  for e in range(3)).encode()
+    record = (run.out_dir / 'run.json').read_text()
+    rng = random.Random(25)
+    for case in range(300):
+        mutated = _mutated_lines(rng, log)
+        (run.out_dir / 'train.log').write_bytes(mutated)
+        outcome = _collect(Outcome(run, 'done', 'finished earlier'))
+        progress = [line for line in mutated.split(b'\n')[:-1] if b'Train:' in line]  # a last line is being written
+        if progress == [line for line in log.split(b'\n') if b'Train:' in line]:
+            assert outcome.img_s == pytest.approx(198.), (case, mutated)  # 9 x 0.11 x 180 images in 0.9 s an epoch
+        else:
+            assert outcome.img_s is None or 0 < outcome.img_s < float('inf'), (case, mutated)
+        assert (outcome.summary['best_top1'], outcome.summary['epochs']) == (52., 3)
+        settings_now = json.loads(record)
+        keys = rng.choice([['lr'], ['seed'], ['model'], ['recipe_settings', 'input_size'], ['recipe_settings', 'mean'],
+                           ['train_args'],
+                           ['data', 'num_classes'], ['model_kwargs']])
+        parent = settings_now
+        for key in keys[:-1]:
+            parent = parent[key]
+        if isinstance(parent.get(keys[-1]), list) and rng.random() < 0.5:  # one of its words: a train.py flag's
+            parent, keys = parent[keys[-1]], [*keys, rng.randrange(len(parent[keys[-1]]))]
+        was = parent.get(keys[-1]) if isinstance(parent, dict) else parent[keys[-1]]
+        parent[keys[-1]] = rng.choice(_HOSTILE)
+        (run.out_dir / 'run.json').write_text(json.dumps(settings_now))
+        problems = check_runs([run], settings, 3)
+        assert all('\n' not in p and str(run.out_dir) in p for p in problems), (case, problems)
+        assert problems or parent[keys[-1]] == was or keys[0] == 'train_args', (case, keys)  # a record is compared
