@@ -3649,6 +3649,22 @@ def test_the_report_names_a_run_extended_by_a_larger_epochs_as_its_card_does(tmp
     assert 'Extended runs' not in write_report([outcome], 'cifar10', tmp_path / 'out2').read_text()
 
 
+@pytest.mark.parametrize('log_from', [10 ** 30, 10 ** 6])
+def test_a_sessions_record_of_a_log_offset_beyond_the_log_reads_the_whole_log(tmp_path, log_from):
+    """sessions.json's log_from (where the log of the run's last start from scratch begins) edited or damaged into a
+    number past any offset ended the report in "cannot fit 'int' into an offset-sized integer", naming no file; one
+    past the log's end hid the images its train.py skipped. The whole log is read then, as for no record."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'train.log').write_text('Skipped sample (index 7). cannot identify image file\n')
+    sessions = [dict(status='exited', code=0, seconds=1., epochs=[0, 2], given_epochs=2, start='new',
+                     log_from=log_from)]
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    assert _collect(outcome).skipped == [7]
+
+
 def _fake_checkpoint_epoch(path, mmap=False):
     """read_checkpoint of the fake train.py's last.pth.tar: a zip archive holding its epoch only."""
     import zipfile

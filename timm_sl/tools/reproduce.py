@@ -926,8 +926,10 @@ def _collect(outcome: Outcome) -> Outcome:
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
     start = sessions[0].get('log_from') if sessions and sessions[0].get('start') == 'new' else 0
-    kept = isinstance(start, int) and not isinstance(start, bool) and start >= 0  # the log since the last start from
-    outcome.skipped = skipped_samples(outcome.run.out_dir / LOG_NAME, start if kept else 0)  # scratch: epochs kept
+    log = outcome.run.out_dir / LOG_NAME
+    size = log.stat().st_size if log.is_file() else 0  # a record past the log's end is damaged: the whole log read
+    kept = isinstance(start, int) and not isinstance(start, bool) and 0 <= start <= size  # the log since the last
+    outcome.skipped = skipped_samples(log, start if kept else 0)  # start from scratch: its epochs are those kept
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
