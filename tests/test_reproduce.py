@@ -686,6 +686,20 @@ def test_a_damaged_sessions_file_does_not_stop_the_report(fake_train, tmp_path, 
     assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | - |' in (out / 'report.md').read_text()
 
 
+@pytest.mark.parametrize('devices', ['"\\udcff"', '"0|1\\n2"', '[1, 2]', '{"a": 1}'])
+def test_a_damaged_device_record_is_no_device(fake_train, tmp_path, capsys, devices):
+    """'devices' of runs/<name>/sessions.json (the CUDA_VISIBLE_DEVICES a session ran with) damaged: a lone
+    surrogate ended the command in a line quoting all of report.md as 'a name this locale cannot hold' (no report
+    written); a newline or '|' broke the runs table's row, a list showed as the run's GPU."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    sessions = json.loads((out / 'runs' / 'vit-sl-s0' / 'sessions.json').read_text())
+    (out / 'runs' / 'vit-sl-s0' / 'sessions.json').write_text(
+        json.dumps(sessions)[:-2] + f', "devices": {devices}}}]')
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | 0:00:00 | - | - |\n' in (out / 'report.md').read_text()
+
+
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'

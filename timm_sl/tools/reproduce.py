@@ -922,7 +922,9 @@ def _last_line(log: Path) -> str:
 def _collect(outcome: Outcome) -> Outcome:
     sessions = _sessions(outcome.run, current=True)
     outcome.wall = sum(_seconds(s) for s in sessions)
-    outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
+    devices = sessions[-1].get('devices') if sessions else ''
+    # CUDA_VISIBLE_DEVICES as a sweep sets it (indices, UUIDs): other text is a damaged record, no device
+    outcome.devices = devices if isinstance(devices, str) and re.fullmatch(r'[\w.,:/-]*', devices, re.ASCII) else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
     start = sessions[0].get('log_from') if sessions and sessions[0].get('start') == 'new' else 0
