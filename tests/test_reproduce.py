@@ -4230,6 +4230,14 @@ def test_a_data_folder_with_a_newline_is_named_quoted_in_the_charts(tmp_path, sa
     assert f'data: image folder {folder}, val split {repr("v" + chr(10) + "al")}\n' in report.read_text()
 
 
+@pytest.mark.parametrize('dataset', ['torch/ci\nfar10', 'x\x85y'])
+def test_a_recorded_dataset_name_of_a_newline_is_quoted_in_the_reports_data_line(dataset):
+    """args.yaml's dataset damaged into a name holding a newline broke report.md's data line (and the charts' titles)
+    in two, as a data folder's did before; U+0085 (a line break to matplotlib) went into them as is."""
+    from timm_sl.tools.reproduce import describe_data
+    assert describe_data({'dataset': dataset, 'data_dir': 'd'}) == f'{dataset!r} in d'
+
+
 _HOSTILE = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, True, 'no/such/path',
             'a\nb', 3.5, '0']
 

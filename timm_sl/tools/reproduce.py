@@ -221,7 +221,7 @@ def describe_data(args: Dict[str, Any]) -> str:
     root = shown(args.get('data_dir') or args.get('data') or '?')  # a newline in it: quoted, not two folders' names
     splits = ''.join(f', {k.split("_")[0]} split {shown(args[k])}' for k in ('train_split', 'val_split')
                      if args.get(k))
-    return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
+    return (f'{shown(args["dataset"])} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
 def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_args: Sequence[str] = (),
