@@ -3679,6 +3679,19 @@ def test_a_sessions_record_of_a_log_offset_beyond_the_log_reads_the_whole_log(tm
     assert _collect(outcome).skipped == [7]
 
 
+def test_a_done_json_made_again_names_the_recipe_the_run_json_records(fake_train, tmp_path, capsys):
+    """A finished run whose done.json is gone gets one from its command.txt; that file edited to another recipe's
+    --config gave done.json the other dataset (which export names for an image folder), though this call had just
+    checked the run's run.json recipe, the one it trained with."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    run = out / 'runs' / 'vit-sl-s0'
+    (run / 'done.json').unlink()
+    (run / 'command.txt').write_text((run / 'command.txt').read_text().replace('cifar10.yaml', 'cifar100.yaml'))
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert json.loads((run / 'done.json').read_text())['dataset'] == 'cifar10'
+
+
 def _fake_checkpoint_epoch(path, mmap=False):
     """read_checkpoint of the fake train.py's last.pth.tar: a zip archive holding its epoch only."""
     import zipfile

@@ -859,12 +859,13 @@ def _mark_done(run: Run, epochs: int, seconds: float, command: Sequence[str], re
     write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker, encoding='utf-8'))
 
 
-def _mark_skipped_done(run: Run, epochs: int) -> None:
+def _mark_skipped_done(run: Run, epochs: int, recipe: Path) -> None:
     """Mark a finished run whose call was killed before it wrote the run's ``done.json``, from what the run records of
-    itself: the train.py command that trained it (:data:`COMMAND`), its recipe (that command's ``--config``), the
-    epochs its summary.csv reached and its sessions since its last start from scratch. A run without that command
-    (an older reproduce's, or one edited into no command line) is left unmarked, as before: this call's recipe and
-    command need not be the ones it trained with."""
+    itself: the train.py command that trained it (:data:`COMMAND`), its recipe (``recipe``, this call's, where its
+    :data:`SETTINGS` is there: :func:`check_runs` found the recipe it records the same; else that command's
+    ``--config``), the epochs its summary.csv reached and its sessions since its last start from scratch. A run
+    without that command (an older reproduce's, or one edited into no command line) is left unmarked, as before: this
+    call's recipe and command need not be the ones it trained with."""
     path = run.out_dir / COMMAND
     if not path.is_file():
         return
@@ -874,8 +875,8 @@ def _mark_skipped_done(run: Run, epochs: int) -> None:
         return
     rows = read_summary_rows(run.out_dir / 'summary.csv')
     trained = int(rows[-1]['epoch']) + 1 if rows else 0
-    _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command,
-               Path(last_flag_value(command, '--config') or ''))
+    recorded = recipe if (run.out_dir / SETTINGS).is_file() else Path(last_flag_value(command, '--config') or '')
+    _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command, recorded)
 
 
 def run_state(run: Run, epochs: int) -> str:
@@ -1043,7 +1044,7 @@ def reproduce(
     for i, run in enumerate(runs):
         if run_state(run, epochs) == 'done':
             if not read_done_marker(run.out_dir):  # train.py finished, but the call that ran it was killed before
-                _mark_skipped_done(run, epochs)  # its mark: without one, export and release name no row, no recipe
+                _mark_skipped_done(run, epochs, recipe)  # its mark: without one, export and release name no row
             outcomes[i] = _collect(Outcome(run, 'done', 'finished earlier'))
             echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
         else:
