@@ -18,8 +18,8 @@ from timm_sl.tools.cli import main
 from timm_sl.tools.errors import shown
 from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
-    VARIANTS, Outcome, Run, aggregate, check_failing_args, plan_runs, planned_epochs, recipe_path, run_state,
-    train_command, write_report)
+    VARIANTS, Outcome, Run, aggregate, check_failing_args, hold_output, plan_runs, planned_epochs, recipe_path,
+    run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -686,6 +686,20 @@ def test_a_damaged_sessions_file_does_not_stop_the_report(fake_train, tmp_path, 
     assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | - |' in (out / 'report.md').read_text()
 
 
+@pytest.mark.parametrize('devices', ['"\\udcff"', '"0|1\\n2"', '[1, 2]', '{"a": 1}'])
+def test_a_damaged_device_record_is_no_device(fake_train, tmp_path, capsys, devices):
+    """'devices' of runs/<name>/sessions.json (the CUDA_VISIBLE_DEVICES a session ran with) damaged: a lone
+    surrogate ended the command in a line quoting all of report.md as 'a name this locale cannot hold' (no report
+    written); a newline or '|' broke the runs table's row, a list showed as the run's GPU."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    sessions = json.loads((out / 'runs' / 'vit-sl-s0' / 'sessions.json').read_text())
+    (out / 'runs' / 'vit-sl-s0' / 'sessions.json').write_text(
+        json.dumps(sessions)[:-2] + f', "devices": {devices}}}]')
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert '| vit-sl-s0 | done | 51.00 | 2 | 2 | 0:00:00 | - | - |\n' in (out / 'report.md').read_text()
+
+
 def test_a_clean_exit_that_trained_nothing_is_a_failed_run(fake_train, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv('FAKE_NO_SUMMARY', '1')
     out = tmp_path / 'out'
@@ -747,6 +761,34 @@ def test_a_second_reproduce_into_the_same_out_is_refused(fake_train, tmp_path, c
     (out / 'runs' / 'hang.pid').unlink()
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # its end released --out
     assert main(_reproduce_args(tmp_path, out, fake_train)) == 0  # and this call's end too
+
+
+@pytest.mark.parametrize('content', [b'99999999999999999999', b'\xff\xfe', '\u00b2'.encode(), b'12\x00'],
+                         ids=['huge', 'not-utf8', 'superscript-digit', 'nul'])
+def test_a_held_lock_file_of_damaged_contents_is_one_line_naming_it(tmp_path, capsys, content):
+    """The lock file of a held --out is read for the process id of its holder: a number beyond any process id ended
+    in an OverflowError traceback, bytes not UTF-8 or a digit int() does not take ('\u00b2') in Python's own words
+    naming no file."""
+    import subprocess
+    pytest.importorskip('fcntl')
+    out = tmp_path / 'out'
+    (out / 'runs').mkdir(parents=True)
+    lock = out / 'runs' / '.reproduce.lock'
+    lock.write_bytes(content)
+    holder = subprocess.Popen([sys.executable, '-c', 'import fcntl, sys, time; f = open(sys.argv[1], "rb"); '
+                               'fcntl.flock(f, fcntl.LOCK_EX); print(flush=True); time.sleep(60)', str(lock)],
+                              stdout=subprocess.PIPE)
+    try:
+        holder.stdout.readline()
+        with pytest.raises(BlockingIOError) as e:
+            with hold_output(out):
+                pass
+    finally:
+        holder.kill()
+        holder.wait()
+    assert str(e.value) == (f'{out} is in use by another timm-sl reproduce, which holds {lock}: two would train the '
+                            f'same runs at once; allowed: wait for it to end, or another --out')
+    assert lock.read_bytes() == content
 
 
 def test_the_out_stays_held_while_train_py_of_a_killed_reproduce_runs(fake_train, tmp_path, capsys):
@@ -1464,6 +1506,24 @@ def test_a_run_trained_with_other_settings_is_neither_skipped_nor_resumed(fake_t
     assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '2'])) == 2
     assert _one_error(capsys).startswith(f'{base} was trained with other settings (model_kwargs depth: 1 -> unset), '
                                          f'and 1 more run folder alike')
+
+
+def test_a_setting_of_a_newline_is_named_in_one_line(fake_train, tmp_path, capsys):
+    """A train.py argument holding a newline (``-- --aa 'rand\\nm9'``), or a run.json edited into one, broke the
+    'trained with other settings' line in two, its second half naming no file."""
+    out = tmp_path / 'out'
+    base = out / 'runs' / 'vit-base-s0'
+    first = ['--epochs', '1', '--aa', 'rand\nm9']
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=first)) == 0
+    capsys.readouterr()
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '1', '--aa', 'm9'])) == 2
+    assert f"{base} was trained with other settings (train_args --aa: 'rand\\nm9' -> m9)" in _one_error(capsys)
+    settings = json.loads((base / 'run.json').read_text())
+    settings['recipe_settings']['input_size'][2] = '32\n'
+    (base / 'run.json').write_text(json.dumps(settings))
+    assert _exit_status(_reproduce_args(tmp_path, out, fake_train, train_args=first)) == 2
+    assert f"{base} was trained with other settings (recipe_settings input_size: 3 32 '32\\n' -> 3 32 32)" in \
+        _one_error(capsys)
 
 
 @pytest.mark.parametrize('again', [['--batch-size', '64'], ['--batch-size=64'], ['-b64'], ['--batch', '64']])
@@ -3603,6 +3663,35 @@ def test_the_report_names_a_run_extended_by_a_larger_epochs_as_its_card_does(tmp
     assert 'Extended runs' not in write_report([outcome], 'cifar10', tmp_path / 'out2').read_text()
 
 
+@pytest.mark.parametrize('log_from', [10 ** 30, 10 ** 6])
+def test_a_sessions_record_of_a_log_offset_beyond_the_log_reads_the_whole_log(tmp_path, log_from):
+    """sessions.json's log_from (where the log of the run's last start from scratch begins) edited or damaged into a
+    number past any offset ended the report in "cannot fit 'int' into an offset-sized integer", naming no file; one
+    past the log's end hid the images its train.py skipped. The whole log is read then, as for no record."""
+    from timm_sl.tools.reproduce import _collect
+    outcome = _outcome('vit', 'sl', 0, None)
+    outcome.run.out_dir = tmp_path / 'run'
+    outcome.run.out_dir.mkdir()
+    (outcome.run.out_dir / 'train.log').write_text('Skipped sample (index 7). cannot identify image file\n')
+    sessions = [dict(status='exited', code=0, seconds=1., epochs=[0, 2], given_epochs=2, start='new',
+                     log_from=log_from)]
+    (outcome.run.out_dir / 'sessions.json').write_text(json.dumps(sessions))
+    assert _collect(outcome).skipped == [7]
+
+
+def test_a_done_json_made_again_names_the_recipe_the_run_json_records(fake_train, tmp_path, capsys):
+    """A finished run whose done.json is gone gets one from its command.txt; that file edited to another recipe's
+    --config gave done.json the other dataset (which export names for an image folder), though this call had just
+    checked the run's run.json recipe, the one it trained with."""
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    run = out / 'runs' / 'vit-sl-s0'
+    (run / 'done.json').unlink()
+    (run / 'command.txt').write_text((run / 'command.txt').read_text().replace('cifar10.yaml', 'cifar100.yaml'))
+    assert main(_reproduce_args(tmp_path, out, fake_train)) == 0
+    assert json.loads((run / 'done.json').read_text())['dataset'] == 'cifar10'
+
+
 def _fake_checkpoint_epoch(path, mmap=False):
     """read_checkpoint of the fake train.py's last.pth.tar: a zip archive holding its epoch only."""
     import zipfile
@@ -4152,3 +4241,88 @@ def test_a_data_folder_with_a_newline_is_named_quoted_in_the_charts(tmp_path, sa
     for name in ('top1.png', 'curves.png'):
         assert folder in ''.join(saved_figures[name].get_suptitle().split('\n'))
     assert f'data: image folder {folder}, val split {repr("v" + chr(10) + "al")}\n' in report.read_text()
+
+
+@pytest.mark.parametrize('dataset', ['torch/ci\nfar10', 'x\x85y'])
+def test_a_recorded_dataset_name_of_a_newline_is_quoted_in_the_reports_data_line(dataset):
+    """args.yaml's dataset damaged into a name holding a newline broke report.md's data line (and the charts' titles)
+    in two, as a data folder's did before; U+0085 (a line break to matplotlib) went into them as is."""
+    from timm_sl.tools.reproduce import describe_data
+    assert describe_data({'dataset': dataset, 'data_dir': 'd'}) == f'{dataset!r} in d'
+
+
+_HOSTILE = [None, -1, 0, 10 ** 30, float('nan'), float('inf'), '', [], {}, [1, 2], {'a': 1}, True, 'no/such/path',
+            'a\nb', 3.5, '0']
+
+
+def _mutated_lines(rng, data: bytes) -> bytes:
+    """``data`` with one line dropped, doubled, swapped, cut, given a stray byte or a number replaced, or a hostile
+    line inserted."""
+    lines = data.split(b'\n')
+    i = rng.randrange(len(lines))
+    op = rng.randrange(7)
+    if op == 0:
+        del lines[i]
+    elif op == 1:
+        lines.insert(i, lines[i])
+    elif op == 2:
+        j = rng.randrange(len(lines))
+        lines[i], lines[j] = lines[j], lines[i]
+    elif op == 3:
+        lines[i] = lines[i][:rng.randrange(len(lines[i]) + 1)]
+    elif op == 4:
+        lines[i] += bytes([rng.randrange(128, 256)])
+    elif op == 5 and re.search(rb'\d', lines[i]):
+        m = rng.choice(list(re.finditer(rb'\d+(\.\d+)?', lines[i])))
+        lines[i] = lines[i][:m.start()] + rng.choice([b'0', b'1.2.3', b'99999999999999999999', b'', b'-1', b'.']) + \
+            lines[i][m.end():]
+    else:
+        lines.insert(i, rng.choice([b'\xff\xfe', b'Train: 1 [999999/10 (0%)] (1.0s, 5.0/s)', b'Train: 0 [ 0/0 (0%)]',
+                                    b'Skipped sample (index 7). bad', b'\x00' * 4,
+                                    b'Train: 2 [ 3/10 (40%)] (0..1s, 2/s)']))
+    return b'\n'.join(lines)
+
+
+def test_seeded_hostile_train_logs_and_settings_records_of_finished_runs(fake_train, tmp_path, capsys):
+    """Seeded mutations of what reproduce reads back from a finished run folder: train.log (its progress lines give
+    the runs table's img/s; a line damaged into '1.2.3s' ended the report in a ValueError traceback, one of an update
+    beyond its epoch's count gave a wrong rate) and run.json (a setting of a newline broke the refusal in two): the
+    report's numbers come from a log read as a log, or none; a refusal is one line naming the run folder."""
+    import random
+    from timm_sl.tools.reproduce import Outcome, _collect, check_runs, run_settings
+    out = tmp_path / 'out'
+    assert main(_reproduce_args(tmp_path, out, fake_train, train_args=['--epochs', '3'])) == 0
+    capsys.readouterr()
+    run = plan_runs('cifar10', ['vit'], [0], out)[1]
+    recipe = recipe_path('cifar10')
+    settings = {run.name: run_settings(run, str(tmp_path), recipe, ['--epochs', '3'])}
+    log = ''.join(f'Train: {e} [   0/10 (  0%)]  Loss: 1.0  Time: 0.200s, 100.00/s  (0.200s, 100.00/s)\n'
+                  f'Train: {e} [   9/10 (100%)]  Loss: 1.0  Time: 0.100s, 200.00/s  (0.110s, 180.00/s)\n'
+                  for e in range(3)).encode()
+    record = (run.out_dir / 'run.json').read_text()
+    rng = random.Random(25)
+    for case in range(300):
+        mutated = _mutated_lines(rng, log)
+        (run.out_dir / 'train.log').write_bytes(mutated)
+        outcome = _collect(Outcome(run, 'done', 'finished earlier'))
+        progress = [line for line in mutated.split(b'\n')[:-1] if b'Train:' in line]  # a last line is being written
+        if progress == [line for line in log.split(b'\n') if b'Train:' in line]:
+            assert outcome.img_s == pytest.approx(198.), (case, mutated)  # 9 x 0.11 x 180 images in 0.9 s an epoch
+        else:
+            assert outcome.img_s is None or 0 < outcome.img_s < float('inf'), (case, mutated)
+        assert (outcome.summary['best_top1'], outcome.summary['epochs']) == (52., 3)
+        settings_now = json.loads(record)
+        keys = rng.choice([['lr'], ['seed'], ['model'], ['recipe_settings', 'input_size'], ['recipe_settings', 'mean'],
+                           ['train_args'],
+                           ['data', 'num_classes'], ['model_kwargs']])
+        parent = settings_now
+        for key in keys[:-1]:
+            parent = parent[key]
+        if isinstance(parent.get(keys[-1]), list) and rng.random() < 0.5:  # one of its words: a train.py flag's
+            parent, keys = parent[keys[-1]], [*keys, rng.randrange(len(parent[keys[-1]]))]
+        was = parent.get(keys[-1]) if isinstance(parent, dict) else parent[keys[-1]]
+        parent[keys[-1]] = rng.choice(_HOSTILE)
+        (run.out_dir / 'run.json').write_text(json.dumps(settings_now))
+        problems = check_runs([run], settings, 3)
+        assert all('\n' not in p and str(run.out_dir) in p for p in problems), (case, problems)
+        assert problems or parent[keys[-1]] == was or keys[0] == 'train_args', (case, keys)  # a record is compared

@@ -283,6 +283,18 @@ def test_throughput_from_train_py_logs(tmp_path):
     assert train_throughput(tmp_path / 'missing.log') is None
 
 
+def test_a_damaged_progress_line_is_no_progress_line(tmp_path):
+    """A progress line damaged in the log (a number of two points, an update beyond its epoch's count) is read as no
+    line: not a ValueError out of every reader of the log (reproduce's report, the sweep's progress), nor a rate."""
+    log = tmp_path / 'train.log'
+    log.write_text(
+        'Train: 0 [   0/10 ( 10%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.100s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 0 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.1.00s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 1 [   9/10 (100%)]  Loss: 2.3 (2.3)  Time: 0.100s, 1280.00/s  (0.100s, 1280.00/s)  LR: 1e-3\n'
+        'Train: 1 [999999/10 (100%)]  Loss: 2.3 (2.3)  Time: 1.000s, 5.00/s  (1.000s, 5.00/s)  LR: 1e-3\n')
+    assert log_throughput(log)[0] == {0: (1, 0.1, 1280., 0.1), 1: (10, 0.1, 1280., None)}
+
+
 def test_progress_lines_without_a_terminal_and_a_bar_on_one(fake_train, tmp_path, capsys):
     stale = tmp_path / 'out' / 'runs' / 'vit-base-s0'  # an attempt that finished no epoch: started afresh
     stale.mkdir(parents=True)

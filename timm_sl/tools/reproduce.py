@@ -221,7 +221,7 @@ def describe_data(args: Dict[str, Any]) -> str:
     root = shown(args.get('data_dir') or args.get('data') or '?')  # a newline in it: quoted, not two folders' names
     splits = ''.join(f', {k.split("_")[0]} split {shown(args[k])}' for k in ('train_split', 'val_split')
                      if args.get(k))
-    return (f'{args["dataset"]} in {root}' if args.get('dataset') else f'image folder {root}') + splits
+    return (f'{shown(args["dataset"])} in {root}' if args.get('dataset') else f'image folder {root}') + splits
 
 
 def train_command(run: Run, script: Path, data_dir: str, recipe: Path, extra_args: Sequence[str] = (),
@@ -452,8 +452,8 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
     def show(value: Any, key: str = '') -> str:
         if key == 'class_map_sha256' and isinstance(value, list):  # the contents of the map each split reads
             return 'sha256 ' + ' '.join(str(v)[:12] + '...' if v else 'none' for v in value)
-        if isinstance(value, list):  # a train.py flag's words (none: a switch)
-            return ' '.join(map(str, value)) or 'given'
+        if isinstance(value, list):  # a train.py flag's words (none: a switch); a newline in one quoted, escaped
+            return ' '.join(str(v) if str(v).isprintable() else repr(v) for v in value) or 'given'
         return 'unset' if value is None else repr(value)
     found = []
     for key, value in old.items():
@@ -747,7 +747,7 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
     _check_writable(lock, 'lock file')
     make_folder(output)  # /proc, /sys: the system says 'no such file', as if an input were missing
     make_folder(runs)
-    f = open(lock, 'a+', encoding='utf-8')
+    f = open(lock, 'a+', encoding='utf-8', errors='replace')  # what another wrote there is read, not trusted
     held = Path(os.path.realpath(runs)) / LOCK if runs.is_symlink() else lock  # named as the other reproduce sees it
     with f:
         try:
@@ -755,9 +755,10 @@ def hold_output(output: Path) -> Iterator[Optional[int]]:
         except BlockingIOError:
             f.seek(0)
             pid = f.readline().strip()  # the names of the runs it trains follow
+            pid = pid if re.fullmatch(r'[0-9]{1,9}', pid) else ''  # a damaged file names no process
             raise BlockingIOError(f'{output} is in use by ' + (
                 f'the train.py processes of a timm-sl reproduce that ended (pid {pid}), which hold {held} while they '
-                f'run' if pid.isdigit() and not _alive(int(pid)) else
+                f'run' if pid and not _alive(int(pid)) else
                 f'another timm-sl reproduce{f" (pid {pid})" if pid else ""}, which holds {held}') +
                 ': two would train the same runs at once; allowed: wait for it to end, or another --out') from None
         f.truncate(0)
@@ -858,12 +859,13 @@ def _mark_done(run: Run, epochs: int, seconds: float, command: Sequence[str], re
     write_atomically(run.out_dir / DONE_MARKER, lambda file: file.write_text(marker, encoding='utf-8'))
 
 
-def _mark_skipped_done(run: Run, epochs: int) -> None:
+def _mark_skipped_done(run: Run, epochs: int, recipe: Path) -> None:
     """Mark a finished run whose call was killed before it wrote the run's ``done.json``, from what the run records of
-    itself: the train.py command that trained it (:data:`COMMAND`), its recipe (that command's ``--config``), the
-    epochs its summary.csv reached and its sessions since its last start from scratch. A run without that command
-    (an older reproduce's, or one edited into no command line) is left unmarked, as before: this call's recipe and
-    command need not be the ones it trained with."""
+    itself: the train.py command that trained it (:data:`COMMAND`), its recipe (``recipe``, this call's, where its
+    :data:`SETTINGS` is there: :func:`check_runs` found the recipe it records the same; else that command's
+    ``--config``), the epochs its summary.csv reached and its sessions since its last start from scratch. A run
+    without that command (an older reproduce's, or one edited into no command line) is left unmarked, as before: this
+    call's recipe and command need not be the ones it trained with."""
     path = run.out_dir / COMMAND
     if not path.is_file():
         return
@@ -873,8 +875,8 @@ def _mark_skipped_done(run: Run, epochs: int) -> None:
         return
     rows = read_summary_rows(run.out_dir / 'summary.csv')
     trained = int(rows[-1]['epoch']) + 1 if rows else 0
-    _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command,
-               Path(last_flag_value(command, '--config') or ''))
+    recorded = recipe if (run.out_dir / SETTINGS).is_file() else Path(last_flag_value(command, '--config') or '')
+    _mark_done(run, max(epochs, trained), sum(_seconds(s) for s in _sessions(run, current=True)), command, recorded)
 
 
 def run_state(run: Run, epochs: int) -> str:
@@ -921,12 +923,16 @@ def _last_line(log: Path) -> str:
 def _collect(outcome: Outcome) -> Outcome:
     sessions = _sessions(outcome.run, current=True)
     outcome.wall = sum(_seconds(s) for s in sessions)
-    outcome.devices = str(sessions[-1].get('devices') or '') if sessions else ''
+    devices = sessions[-1].get('devices') if sessions else ''
+    # CUDA_VISIBLE_DEVICES as a sweep sets it (indices, UUIDs): other text is a damaged record, no device
+    outcome.devices = devices if isinstance(devices, str) and re.fullmatch(r'[\w.,:/-]*', devices, re.ASCII) else ''
     throughput = train_throughput(outcome.run.out_dir / LOG_NAME)
     outcome.img_s = throughput[0] / throughput[1] if throughput and throughput[1] > 0 else None
     start = sessions[0].get('log_from') if sessions and sessions[0].get('start') == 'new' else 0
-    kept = isinstance(start, int) and not isinstance(start, bool) and start >= 0  # the log since the last start from
-    outcome.skipped = skipped_samples(outcome.run.out_dir / LOG_NAME, start if kept else 0)  # scratch: epochs kept
+    log = outcome.run.out_dir / LOG_NAME
+    size = log.stat().st_size if log.is_file() else 0  # a record past the log's end is damaged: the whole log read
+    kept = isinstance(start, int) and not isinstance(start, bool) and 0 <= start <= size  # the log since the last
+    outcome.skipped = skipped_samples(log, start if kept else 0)  # start from scratch: its epochs are those kept
     args = outcome.run.out_dir / 'args.yaml'
     if args.is_file():
         try:
@@ -1038,7 +1044,7 @@ def reproduce(
     for i, run in enumerate(runs):
         if run_state(run, epochs) == 'done':
             if not read_done_marker(run.out_dir):  # train.py finished, but the call that ran it was killed before
-                _mark_skipped_done(run, epochs)  # its mark: without one, export and release name no row, no recipe
+                _mark_skipped_done(run, epochs, recipe)  # its mark: without one, export and release name no row
             outcomes[i] = _collect(Outcome(run, 'done', 'finished earlier'))
             echo(f'run {i + 1}/{len(runs)}: {run.name} finished earlier, skipped')
         else:

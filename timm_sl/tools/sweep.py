@@ -45,7 +45,7 @@ _TICK_S = 0.05  # how often their processes are asked whether they ended
 # timm's ImageDataset on an image it cannot open or decode: this warning, then the next image read in its place
 _SKIPPED_LINE = re.compile(r'Skipped sample \(index (\d+)\)')
 # timm train.py's progress line: epoch, update index, updates per epoch, then "(avg s, avg/s)"
-_TRAIN_LINE = re.compile(r'Train: (\d+) \[\s*(\d+)/(\d+)\b.*?\(\s*([\d.]+)s,\s*([\d.]+)/s\)')
+_TRAIN_LINE = re.compile(r'Train: (\d+) \[\s*(\d+)/(\d+)\b.*?\(\s*(\d+(?:\.\d+)?)s,\s*(\d+(?:\.\d+)?)/s\)')
 
 
 @dataclass
@@ -187,7 +187,7 @@ def log_throughput(log: Path, offset: int = 0) -> Tuple[Dict[int, Tuple[int, flo
     end = data.rfind(b'\n') + 1
     for line in data[:end].decode('utf-8', 'replace').splitlines():
         m = _TRAIN_LINE.search(line)
-        if m:
+        if m and int(m[2]) < int(m[3]):  # train.py's update index is below its count: else a damaged line
             epoch, index, step = int(m[1]), int(m[2]), float(m[4])
             first = step if index == 0 else epochs.get(epoch, (0, 0., 0., None))[3]
             epochs[epoch] = (index + 1, step, float(m[5]), first)
