@@ -1,6 +1,7 @@
 """``timm-sl prepare-tiny-imagenet``: what it says when Tiny-ImageNet's val annotations are missing."""
 import os
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -91,7 +92,8 @@ def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, cap
     root = tmp_path / 'ti'
     (root / 'val' / 'images').mkdir(parents=True)
     (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
-    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'val_1.JPEG').write_bytes(b'jpeg 1')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\nval_1.JPEG\tn02\t0\t0\t1\t1\n')
     for wnid in ('n01', 'n02'):
         (root / 'train' / wnid / 'images').mkdir(parents=True)
         (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
@@ -106,7 +108,8 @@ def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, cap
                                    f'images are moved out of or into; allowed: folders this user may write (nothing '
                                    f'was moved)')
     assert sorted(str(p.relative_to(root)) for p in root.rglob('*.JPEG')) == [
-        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG']
+        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG',
+        'val/images/val_1.JPEG']
     assert not list(root.rglob('.timm-sl-probe-*'))
 
 
@@ -179,3 +182,35 @@ def test_a_file_managers_files_left_in_images_are_said_to_be_no_images(tmp_path,
     (images / 'extra.JPG').write_bytes(b'jpeg')
     assert _said(root, capsys).endswith("timm would read them as one more class 'images': move them away and run again")
     assert (images / 'v0.JPEG').is_file()
+
+
+def _tiny_tree(root: Path, annotations: str, images: List[str], wnids: Tuple[str, ...] = ('n01', 'n02', 'n03')) -> None:
+    """A small Tiny-ImageNet archive layout: wnids.txt, train/<wnid>/images/ (one image each), val/images/ holding
+    ``images`` and val/val_annotations.txt holding ``annotations`` (written as given, bytes and all)."""
+    root.mkdir(parents=True)
+    (root / 'wnids.txt').write_text(''.join(f'{w}\n' for w in wnids))
+    for wnid in wnids:
+        (root / 'train' / wnid / 'images').mkdir(parents=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
+    (root / 'val' / 'images').mkdir(parents=True)
+    for name in images:
+        (root / 'val' / 'images' / name).write_bytes(name.encode())
+    (root / 'val' / 'val_annotations.txt').write_bytes(annotations.encode())
+
+
+def _files(root: Path) -> Dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+@pytest.mark.parametrize('missing', ['n01', 'n03'])
+def test_annotations_without_a_class_of_train_are_refused(tmp_path, capsys, missing):
+    """Annotations (and val images) of only some of train's classes were sorted with exit 0: timm numbers val's own
+    class folders, so with n01 missing val's n02 was label 0, which is n01 in train, and top-1 was wrong."""
+    kept = [w for w in ('n01', 'n02', 'n03') if w != missing]
+    root = tmp_path / 'tin'
+    _tiny_tree(root, ''.join(f'{w}.JPEG\t{w}\t0\t0\t8\t8\n' for w in kept), [f'{w}.JPEG' for w in kept])
+    before = _files(root)
+    said = _said(root, capsys)
+    assert said.startswith(f"{root / 'val' / 'val_annotations.txt'} gives no image to class '{missing}' of "
+                           f"{root / 'train'}") and 'allowed: ' in said
+    assert _files(root) == before

@@ -192,6 +192,24 @@ def _refuse_unlisted_classes(root: Path) -> None:
                          f'after it; allowed: the classes of wnids.txt only (move it away)')
 
 
+def _refuse_missing_classes(root: Path, annotations: Path, counts: Dict[str, int]) -> None:
+    """Refuse annotations that give no val image to a class folder of ``root/train`` (``counts``: val images per
+    class): timm numbers each split's own class folders, so val would label every class sorted after the missing one
+    as the class before it in train.
+
+    Raises:
+        ValueError: naming ``annotations``, the first class without an image and the train folder.
+    """
+    _refuse_unlisted_classes(root)  # a class folder of another class set: said as such
+    train = root / 'train'
+    missing = sorted({p.name for p in train.iterdir() if p.is_dir()} - set(counts)) if train.is_dir() else []
+    if missing:
+        raise ValueError(f'{annotations} gives no image to class {missing[0]!r} of {train} ({len(missing)} such '
+                         f'class(es)): timm would number the val classes without it, so a class sorted after it has '
+                         f'another label in val than in train, and top-1 has no image of it; allowed: val images of every class of train '
+                         f'(the annotations and val/images of the same archive)')
+
+
 def _check_root(root: Path) -> None:
     """Refuse a ``root`` that is not there (a typo), or is there but is no folder (a file given for the dataset
     folder), either of which would read as a folder without ``val/val_annotations.txt``.
@@ -290,6 +308,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
         _refuse_left_over(folder, {n for n, w in classes_of.items() if w == folder.parent.name},
                           f'not listed for class {folder.parent.name} in {annotations.name}')
     _refuse_stale(val, annotations, classes_of)
+    _refuse_missing_classes(root, annotations, counts)
     moves.extend((folder, None) for folder in [val / 'images', *nested] if folder.is_dir())
     return moves, counts
 
@@ -355,8 +374,8 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
         ValueError: an annotation line is malformed (a cut last line too), names a class that ``wnids.txt`` or
             ``train/`` lacks, names an image twice or one that is nowhere to be found, or would overwrite a different
             file; ``val/images/`` holds files the annotations do not list; a class folder of ``val`` holds an image
-            the annotations put in another class or do not list (prepared from another archive); a text file is not
-            UTF-8.
+            the annotations put in another class or do not list (prepared from another archive); a class folder of
+            ``root/train`` gets no val image; a text file is not UTF-8.
     """
     root = folder_arg(root, 'root', 'prepare_tiny_imagenet_val')
     with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
