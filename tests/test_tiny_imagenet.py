@@ -214,3 +214,27 @@ def test_annotations_without_a_class_of_train_are_refused(tmp_path, capsys, miss
     assert said.startswith(f"{root / 'val' / 'val_annotations.txt'} gives no image to class '{missing}' of "
                            f"{root / 'train'}") and 'allowed: ' in said
     assert _files(root) == before
+
+
+@pytest.mark.parametrize('text, line', [
+    ('a.JPEG\tn01\t0\t0\x0c\t8\nb.JPEG\tn02\t0\t0\t8\t8\nc.JPEG\tn03\t0\n', 1),  # a form feed: the rest read as line 2
+    ('a.JPEG\tn01\t0\nb.JPEG\tn02\u2028\t0\nc.JPEG\tn03\n', 2),
+    ('a.JPEG\tn01\t0\x85c.JPEG\tn03\nb.JPEG\tn02\n', 1),  # was read as two annotations, c.JPEG in n03: exit 0
+])
+def test_an_annotation_line_with_a_line_break_inside_is_named_by_its_own_number(tmp_path, capsys, text, line):
+    """val_annotations.txt was split with str.splitlines(), which also breaks at a form feed, NEL or U+2028: the
+    error named the line after the damaged one and a fragment of it, or a line holding a NEL was read as two
+    annotations with exit 0."""
+    root = tmp_path / 'tin'
+    _tiny_tree(root, text, ['a.JPEG', 'b.JPEG', 'c.JPEG'])
+    before = _files(root)
+    annotations = root / 'val' / 'val_annotations.txt'
+    assert _said(root, capsys).startswith(f'{annotations}:{line}: the line ')
+    assert _files(root) == before
+
+
+def test_a_wnids_line_with_a_line_break_inside_is_named(tmp_path, capsys):
+    root = tmp_path / 'tin'
+    _tiny_tree(root, ''.join(f'{w}.JPEG\t{w}\t0\n' for w in ('n01', 'n02', 'n03')),
+               ['n01.JPEG', 'n02.JPEG', 'n03.JPEG'], wnids=('n01', 'n02\x1cn03'))
+    assert _said(root, capsys).startswith(f"{root / 'wnids.txt'}:2: the line 'n02\\x1cn03' holds a line break inside")

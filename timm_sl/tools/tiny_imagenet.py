@@ -131,13 +131,29 @@ def _read_text(path: Path) -> str:
                          f'the text file of the Tiny-ImageNet archive') from None
 
 
+def _lines(path: Path) -> List[str]:
+    """The lines of the text file ``path`` as an editor numbers them (ended by LF, CRLF or CR: read as text, all are
+    LF), where ``str.splitlines`` also breaks at a form feed, '\x1c' or U+2028 inside a line: the line numbers said
+    would be wrong, and one line would read as two.
+
+    Raises:
+        ValueError: naming ``path`` and the line that holds another line break.
+    """
+    lines = _read_text(path).split('\n')
+    odd = next((i for i, line in enumerate(lines, start=1) if line and line.splitlines() != [line]), None)
+    if odd is not None:
+        raise ValueError(f'{path}:{odd}: the line {lines[odd - 1]!r} holds a line break inside it; allowed: lines '
+                         f'ended by LF, CRLF or CR only')
+    return lines
+
+
 def _known_classes(root: Path) -> List[Tuple[Path, Set[str]]]:
     """What says which classes there are: ``root/wnids.txt`` (one id a line) and the class folders of ``root/train``,
     each where present."""
     known = []
     wnids = root / 'wnids.txt'
     if wnids.exists() and not wnids.is_dir():  # a FIFO there is refused by name, not taken for no list
-        known.append((wnids, {line.strip() for line in _read_text(wnids).splitlines() if line.strip()}))
+        known.append((wnids, {line.strip() for line in _lines(wnids) if line.strip()}))
     train = root / 'train'
     folders = {p.name for p in train.iterdir() if p.is_dir()} if train.is_dir() else set()
     if folders:
@@ -271,7 +287,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     counts: Dict[str, int] = {}
     first_line: Dict[str, int] = {}
     classes_of: Dict[str, str] = {}
-    for line_no, line in enumerate(_read_text(annotations).splitlines(), start=1):
+    for line_no, line in enumerate(_lines(annotations), start=1):
         if not line.strip():
             continue
         where = f'{annotations}:{line_no}'
