@@ -219,6 +219,29 @@ def test_malformed_mat_is_named(tmp_path, arrays, message):
         read_svhn_mat(path)
 
 
+@pytest.mark.parametrize('y, said', [
+    (np.array([[str(d)] for d in range(1, 11)]), r"<U2 \(text\)"),  # was numpy's 'ufunc less did not contain a loop'
+    (np.arange(1, 11).astype(object)[:, None], r"object \(a cell array\)"),  # a traceback ('no callable rint')
+    (np.arange(1, 11).astype(complex)[:, None], r"complex128 \(complex numbers\)"),  # a ComplexWarning, exit 0
+    ('sparse', r"a csc_matrix"),  # 'shape must have length in (2,)...', naming no file
+])
+def test_labels_that_are_not_an_array_of_numbers_are_named_in_one_line(tmp_path, capsys, y, said):
+    """A 'y' of text, a cell array, complex numbers or a sparse matrix: a traceback, numpy's own line naming no
+    file, or a warning before a 0 exit. Each is now refused by the file's name."""
+    import re
+    import scipy.sparse
+    source = tmp_path / 'mats'
+    source.mkdir()
+    x = np.zeros((32, 32, 3, 10), np.uint8)
+    labels = scipy.sparse.csc_matrix(np.arange(1, 11, dtype=float)[:, None]) if isinstance(y, str) else y
+    scipy_io.savemat(str(source / FILES['train']), {'X': x, 'y': labels})
+    _write_mat(source / FILES['test'], 10, 1)
+    message = _cli_error(['prepare-svhn', str(tmp_path / 'out'), '--source', str(source)], capsys)
+    assert re.fullmatch(f"timm-sl prepare-svhn: {re.escape(str(source / FILES['train']))}: 'y' is {said}, not an array "
+                        f"of numbers; expected 'X' uint8 .*", message), message
+    assert not (tmp_path / 'out' / 'train').exists()
+
+
 @pytest.mark.parametrize('how', ['copy', 'link'])
 def test_one_file_under_both_split_names_is_refused(mats, tmp_path, capsys, how):
     """test_32x32.mat a copy of (or link to) train_32x32.mat: the test split was the training images, silently."""
