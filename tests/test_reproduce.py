@@ -1027,8 +1027,12 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,  # refused by the one class-map reader (runs.read_class_map)
      "--class-map {M} gives '0' the index -1, not a class number (0, 1, ...); allowed: a .txt file of class folder "
      "names, one a line, or a .pkl of {{name: index}}"),
+    # two class folders of one label (a .pkl typo): timm trained and measured them as one class, with exit 0
+    ('map.pkl', pickle.dumps({**{str(d): d for d in range(10)}, '1': 0}), False,
+     [f"--class-map {{M}} gives class folders '0' and '1' of {{D}}/{split} the same label 0: timm would train and "
+      f"measure them as one class; allowed: one label per class folder" for split in ('train', 'test')]),
 ], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
-        'beyond-head', 'negative'])
+        'beyond-head', 'negative', 'shared-label'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
                                                           error):
     """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label
