@@ -222,8 +222,8 @@ def _refuse_missing_classes(root: Path, annotations: Path, counts: Dict[str, int
     if missing:
         raise ValueError(f'{annotations} gives no image to class {missing[0]!r} of {train} ({len(missing)} such '
                          f'class(es)): timm would number the val classes without it, so a class sorted after it has '
-                         f'another label in val than in train, and top-1 has no image of it; allowed: val images of every class of train '
-                         f'(the annotations and val/images of the same archive)')
+                         f'another label in val than in train, and top-1 has no image of it; allowed: val images '
+                         f'of every class of train (the annotations and val/images of the same archive)')
 
 
 def _check_root(root: Path) -> None:
