@@ -262,7 +262,8 @@ def _mutated_annotations(root: Path, rng: random.Random) -> None:
             wnid = rng.choice(_WNIDS)
             for line in [line for line in lines if line.split('\t')[1:2] == [wnid]]:
                 lines.remove(line)
-                (root / 'val' / 'images' / line.split('\t')[0]).unlink(missing_ok=True)
+                if '\x00' not in line:  # a NUL put in by an earlier mutation: no file of that name
+                    (root / 'val' / 'images' / line.split('\t')[0]).unlink(missing_ok=True)
         elif op == 1 and lines:
             at = rng.randrange(len(lines[i]) + 1)
             lines[i] = lines[i][:at] + rng.choice(_BREAKS) + lines[i][at:]
