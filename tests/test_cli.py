@@ -24,6 +24,7 @@ def test_list_unknown_filter_fails(capsys):
 import errno  # noqa: E402
 import io  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -612,6 +613,7 @@ def test_prepare_tiny_imagenet_refuses_a_folder_prepared_from_another_class_set(
         in message
     (tmp_path / 'val' / 'n02' / '.DS_Store').write_bytes(b'')  # not an image timm reads: no reason to refuse
     (tmp_path / 'val' / 'n02' / 'val_1.JPEG').unlink()
+    shutil.rmtree(tmp_path / 'train' / 'n02')  # the class set of these annotations in train too
     assert main(['prepare-tiny-imagenet', str(tmp_path)]) == 0
 
 

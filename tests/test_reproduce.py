@@ -1069,8 +1069,12 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     ('map.pkl', pickle.dumps({'0': -1, '1': 1}), False,  # refused by the one class-map reader (runs.read_class_map)
      "--class-map {M} gives '0' the index -1, not a class number (0, 1, ...); allowed: a .txt file of class folder "
      "names, one a line, or a .pkl of {{name: index}}"),
+    # two class folders of one label (a .pkl typo): timm trained and measured them as one class, with exit 0
+    ('map.pkl', pickle.dumps({**{str(d): d for d in range(10)}, '1': 0}), False,
+     [f"--class-map {{M}} gives class folders '0' and '1' of {{D}}/{split} the same label 0: timm would train and "
+      f"measure them as one class; allowed: one label per class folder" for split in ('train', 'test')]),
 ], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
-        'beyond-head', 'negative'])
+        'beyond-head', 'negative', 'shared-label'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,
                                                           error):
     """A class map that reorders the classes of a folder timm-sl prepared made every per-class name of its label
@@ -3836,6 +3840,120 @@ def test_a_class_map_ending_in_a_blank_line_is_read_as_timm_reads_it(tmp_path, e
         f"{data / 'train'}: they would be read as class 10, of no class folder; allowed: move them into "
         f"{data / 'train'}/<class>/, or remove the blank line"]
 
+
+
+_MAP_CLASSES = ['cat', 'dog', 'emu']
+_MAP_NAMES = ['', ' ', 'bird', 'Cat', 'cat ', ' dog', 'cat 0', 'cat\t0', '0', '\ufeffcat', 'c\x00t', 'do\x0cg', 'a b',
+              'emu\x85', 'images', '\udcff']
+
+
+def _fuzzed_text_map(rng) -> bytes:
+    """A .txt class map of the three classes, mutated: blank, doubled, padded, hostile or dropped lines, shuffled,
+    'name index' forms; LF, CRLF or CR; UTF-8, a BOM, UTF-16 or a Latin-1 byte."""
+    lines = list(_MAP_CLASSES)
+    for _ in range(rng.randint(0, 3)):
+        op, at = rng.randrange(7), rng.randrange(len(lines) + 1)
+        if op == 0:
+            lines.insert(at, rng.choice(['', ' ', '\t']))
+        elif op == 1 and lines:
+            lines.insert(at, rng.choice(lines))
+        elif op == 2 and lines:
+            lines[at - 1] = rng.choice([' ', '\t', '']) + lines[at - 1] + rng.choice([' ', '\t', ''])
+        elif op == 3:
+            lines.insert(at, rng.choice(_MAP_NAMES))
+        elif op == 4:
+            rng.shuffle(lines)
+        elif op == 5 and lines:
+            lines[at - 1] += rng.choice([' ', '\t', ',']) + str(at - 1)
+        elif lines:
+            del lines[at - 1]
+    end = rng.choice(['\n', '\n', '\r\n', '\r'])
+    text = end.join(lines) + rng.choice([end, ''])
+    encoding = rng.choice(['utf-8'] * 6 + ['utf-8-sig', 'utf-16', 'latin-1'])
+    if encoding == 'latin-1':
+        return text.encode('utf-8', 'surrogateescape').replace(b'a', b'\xe4', 1)
+    return text.encode('utf-8' if '\udcff' in text else encoding, 'surrogateescape')
+
+
+def _fuzzed_pkl_map(rng) -> bytes:
+    """A .pkl class map of the three classes, mutated: hostile indices (negative, beyond, float, NaN, bool, text,
+    None, a dict), hostile keys, a class dropped, two classes of one index, keys and values swapped, not a dict."""
+    mapping = {c: i for i, c in enumerate(_MAP_CLASSES)}
+    for _ in range(rng.randint(0, 2)):
+        if not isinstance(mapping, dict) or not mapping:
+            break
+        op, key = rng.randrange(7), rng.choice(list(mapping))
+        if op == 0:
+            mapping[key] = rng.choice([-1, 3, 2, 1000, 1.0, 1.5, float('nan'), True, '1', None, 2 ** 70, {'a': 1}])
+        elif op == 1:
+            mapping[rng.choice([0, 1, None, ('cat',), 'bird', ''])] = rng.randrange(3)
+        elif op == 2:
+            mapping.pop(key)
+        elif op == 3:
+            mapping = rng.choice([list(_MAP_CLASSES), tuple(_MAP_CLASSES), 'cat', None])
+        elif op == 4:
+            mapping[key] = mapping[rng.choice(list(mapping))]
+        elif op == 5:
+            mapping = {v: k for k, v in mapping.items() if not isinstance(v, dict)}
+    return pickle.dumps(mapping)
+
+
+def test_class_maps_mutated_at_random_label_as_timm_reads_them_or_are_refused_in_one_line(tmp_path):
+    """Seeded fuzz (pass 25) of -- --class-map files (.txt / .pkl, given by path or found in each split folder, alike
+    or not, missing, a folder, another suffix) through the data check, with num_classes None / 2 / 3 / 4 / 1000. Where
+    it finds nothing wrong, timm's own reader of each split reads images, every label a class index of the head, one
+    label per class folder and the same label for a folder in both splits; else each line names the map or the data
+    folder. The data folder is never changed. It failed on a .pkl map giving two class folders one label."""
+    import hashlib
+    import random
+    from PIL import Image
+    from timm.data import create_dataset
+    from timm_sl.tools.data_check import check_data
+    rng = random.Random(5)
+
+    def tree(root: Path) -> dict:
+        return {p: hashlib.sha1(p.read_bytes()).hexdigest() for p in sorted(root.rglob('*')) if p.is_file()}
+    for case in range(150):
+        root = tmp_path / f'c{case}'
+        for split in ('train', 'val'):
+            for i, c in enumerate(_MAP_CLASSES):
+                (root / split / c).mkdir(parents=True)
+                Image.new('RGB', (4, 4), (i * 80, 0, 0)).save(root / split / c / f'{c}.png')
+        suffix = rng.choice(['.txt'] * 5 + ['.pkl'] * 2 + ['.TXT', '.csv', ''])
+        made = _fuzzed_pkl_map if suffix == '.pkl' else _fuzzed_text_map
+        where, name = rng.choice(['path', 'path', 'splits', 'splits-differ', 'missing', 'folder']), 'map' + suffix
+        class_map = str(root / name) if where in ('path', 'missing', 'folder') else name
+        if where == 'path':
+            (root / name).write_bytes(made(rng))
+        elif where == 'folder':
+            (root / name).mkdir()
+        elif where != 'missing':
+            body = made(rng)
+            (root / 'train' / name).write_bytes(body)
+            (root / 'val' / name).write_bytes(body if where == 'splits' else made(rng))
+        if rng.random() < .15:  # a class folder of an odd name
+            odd = root / rng.choice(['train', 'val']) / rng.choice(['a b', 'Cat', 'bird', 'cat '])
+            odd.mkdir(exist_ok=True)
+            Image.new('RGB', (4, 4)).save(odd / 'x.png')
+        heads = rng.choice([None, 2, 3, 3, 3, 4, 1000])
+        data = dict(data_dir=str(root), dataset='', train_split='train', val_split='val', num_classes=heads,
+                    class_map=class_map)
+        before = tree(root)
+        problems = check_data(data, 'tiny-imagenet')
+        assert tree(root) == before, case
+        for line in problems:
+            assert '\n' not in line and (str(root) in line or class_map in line), (case, line)
+        if problems:
+            continue
+        labels = []
+        for split in ('train', 'val'):
+            samples = create_dataset('', root=str(root), split=split, class_map=class_map).reader.samples
+            assert samples, case
+            folders = {Path(path).parent.name: label for path, label in samples}
+            assert all(type(label) is int and (not heads or 0 <= label < heads) for label in folders.values()), case
+            assert len(set(folders.values())) == len(folders), (case, folders)
+            labels.append(folders)
+        assert all(labels[0][c] == labels[1][c] for c in set(labels[0]) & set(labels[1])), (case, labels)
 
 _PROBE = '''import json, os, sys
 import timm.data

@@ -1,5 +1,6 @@
 """``timm-sl prepare-svhn``: SVHN's .mat files (generated small here) -> train/ and test/ digit folders that timm's
 dataset reader and ``timm-sl reproduce --dataset svhn`` take; errors, refusals and overwrite."""
+import contextlib
 import json
 import os
 import shutil
@@ -217,6 +218,29 @@ def test_malformed_mat_is_named(tmp_path, arrays, message):
     scipy_io.savemat(str(path), arrays)
     with pytest.raises(ValueError, match=f'^{re.escape(str(path))}{message}'):
         read_svhn_mat(path)
+
+
+@pytest.mark.parametrize('y, said', [
+    (np.array([[str(d)] for d in range(1, 11)]), r"<U2 \(text\)"),  # was numpy's 'ufunc less did not contain a loop'
+    (np.arange(1, 11).astype(object)[:, None], r"object \(a cell array\)"),  # a traceback ('no callable rint')
+    (np.arange(1, 11).astype(complex)[:, None], r"complex128 \(complex numbers\)"),  # a ComplexWarning, exit 0
+    ('sparse', r"a csc_matrix"),  # 'shape must have length in (2,)...', naming no file
+])
+def test_labels_that_are_not_an_array_of_numbers_are_named_in_one_line(tmp_path, capsys, y, said):
+    """A 'y' of text, a cell array, complex numbers or a sparse matrix: a traceback, numpy's own line naming no
+    file, or a warning before a 0 exit. Each is now refused by the file's name."""
+    import re
+    import scipy.sparse
+    source = tmp_path / 'mats'
+    source.mkdir()
+    x = np.zeros((32, 32, 3, 10), np.uint8)
+    labels = scipy.sparse.csc_matrix(np.arange(1, 11, dtype=float)[:, None]) if isinstance(y, str) else y
+    scipy_io.savemat(str(source / FILES['train']), {'X': x, 'y': labels})
+    _write_mat(source / FILES['test'], 10, 1)
+    message = _cli_error(['prepare-svhn', str(tmp_path / 'out'), '--source', str(source)], capsys)
+    assert re.fullmatch(f"timm-sl prepare-svhn: {re.escape(str(source / FILES['train']))}: 'y' is {said}, not an array "
+                        f"of numbers; expected 'X' uint8 .*", message), message
+    assert not (tmp_path / 'out' / 'train').exists()
 
 
 @pytest.mark.parametrize('how', ['copy', 'link'])
@@ -562,3 +586,83 @@ def test_a_finished_split_with_an_image_of_mode_000_is_refused(mats, tmp_path, c
     locked.chmod(0)
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys).startswith(
         f'timm-sl prepare-svhn: {locked} is not readable by this user, in a split folder an earlier run wrote')
+
+
+def _fuzzed_arrays(rng, x: np.ndarray, y: np.ndarray) -> Dict[str, object]:
+    """SVHN arrays mutated at value level: labels set to 0 / 11 / -1 / 1.5 / NaN / inf / 255 in another dtype; 'y' of
+    text, a cell array, complex numbers, a sparse matrix, bools, a struct, reshaped or one short; 'X' of another dtype,
+    shape or sparse; an array dropped, renamed by case or added."""
+    import scipy.sparse
+    arrays: Dict[str, object] = {'X': x.copy(), 'y': y.copy()}
+    for _ in range(rng.randint(1, 2)):
+        op, key = rng.randrange(9), rng.choice(['X', 'y'])
+        value = arrays.get(key)
+        if not isinstance(value, np.ndarray):
+            continue
+        if op == 0 and isinstance(arrays.get('y'), np.ndarray):
+            labels = arrays['y'].astype(rng.choice([np.uint8, np.float64, np.int16, np.float32, np.int64]))
+            with np.errstate(invalid='ignore'), contextlib.suppress(ValueError, OverflowError):  # NaN in ints
+                labels[rng.randrange(len(labels)), 0] = rng.choice([0, 11, 10, 1, 255, 1.5, -1, np.nan, np.inf])
+            arrays['y'] = labels
+        elif op == 1:
+            arrays[key] = rng.choice([value.astype(str), value.astype(object), value.astype(bool), {'a': value},
+                                      value.astype(complex) + rng.choice([0, 1j])])
+        elif op == 2:
+            arrays[key] = scipy.sparse.csc_matrix(value.reshape(value.shape[0], -1).astype(float))
+        elif op == 3 and isinstance(arrays.get('y'), np.ndarray):
+            arrays['y'] = arrays['y'].reshape(rng.choice([(1, -1), (-1,), (-1, 1, 1)]))
+        elif op == 4 and isinstance(arrays.get('X'), np.ndarray):
+            arrays['X'] = arrays['X'].astype(rng.choice([np.float64, np.int16, np.uint16, np.int8]))
+        elif op == 5:
+            arrays[key] = value[..., :-1] if key == 'X' else value[:-1]
+        elif op == 6:
+            arrays[key.swapcase()] = arrays.pop(key)
+        elif op == 7:
+            arrays.pop(key)
+        else:
+            arrays[rng.choice(['extra', 'X_', 'labels'])] = np.arange(3)
+    return arrays
+
+
+def test_mat_files_mutated_at_random_are_written_as_they_say_or_refused_in_one_line(tmp_path, capsys):
+    """Seeded fuzz (pass 25) of the training file's arrays through prepare-svhn: on exit 0 nothing on stderr and each
+    image sits in the folder of its label mod 10 with its own pixels; otherwise one line names the file and train/ is
+    not written. The source is never changed. It failed on a 'y' of text, cells or complex numbers."""
+    import hashlib
+    import random
+    import warnings
+    rng = random.Random(25)
+    source = tmp_path / 'mats'
+    source.mkdir()
+    _write_mat(source / FILES['test'], 10, 1)
+    x = np.random.default_rng(0).integers(0, 256, (32, 32, 3, 10), dtype=np.uint8)
+    y = (np.arange(10) % 10 + 1).astype(np.uint8)[:, None]
+    train = source / FILES['train']
+    for case in range(40):
+        arrays = _fuzzed_arrays(rng, x, y)
+        try:
+            scipy_io.savemat(str(train), arrays)
+        except Exception:  # noqa: BLE001 (what savemat cannot write: no case)
+            continue
+        read = scipy_io.loadmat(str(train))
+        digest = hashlib.sha256(train.read_bytes()).hexdigest()
+        out = tmp_path / f'out{case}'
+        with warnings.catch_warnings():
+            warnings.simplefilter('always')
+            try:
+                status = main(['prepare-svhn', str(out), '--source', str(source)])
+            except SystemExit as e:
+                status = e.code
+        _, err = capsys.readouterr()
+        assert hashlib.sha256(train.read_bytes()).hexdigest() == digest
+        if status == 0:
+            assert err == '', (case, err)
+            labels = read['y'].reshape(-1)
+            images = {int(p.stem): int(p.parent.name) for p in (out / 'train').glob('*/*.png')}
+            assert images == {i: int(labels[i]) % 10 for i in range(len(labels))}, case
+            for i in (0, len(labels) - 1):
+                pixels = np.asarray(Image.open(out / 'train' / str(images[i]) / f'{i:06d}.png'))
+                assert (pixels == read['X'][..., i]).all(), case
+        else:
+            assert status == 2 and err.count('\n') == 1 and str(train) in err, (case, err)
+            assert not (out / 'train').exists(), case

@@ -1,6 +1,9 @@
 """``timm-sl prepare-tiny-imagenet``: what it says when Tiny-ImageNet's val annotations are missing."""
 import os
+import random
+import shutil
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -91,7 +94,8 @@ def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, cap
     root = tmp_path / 'ti'
     (root / 'val' / 'images').mkdir(parents=True)
     (root / 'val' / 'images' / 'val_0.JPEG').write_bytes(b'jpeg')
-    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\n')
+    (root / 'val' / 'images' / 'val_1.JPEG').write_bytes(b'jpeg 1')
+    (root / 'val' / 'val_annotations.txt').write_text('val_0.JPEG\tn01\t0\t0\t1\t1\nval_1.JPEG\tn02\t0\t0\t1\t1\n')
     for wnid in ('n01', 'n02'):
         (root / 'train' / wnid / 'images').mkdir(parents=True)
         (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
@@ -106,7 +110,8 @@ def test_a_read_only_class_folder_is_refused_before_the_first_move(tmp_path, cap
                                    f'images are moved out of or into; allowed: folders this user may write (nothing '
                                    f'was moved)')
     assert sorted(str(p.relative_to(root)) for p in root.rglob('*.JPEG')) == [
-        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG']
+        'train/n01/images/n01_0.JPEG', 'train/n02/images/n02_0.JPEG', 'val/images/val_0.JPEG',
+        'val/images/val_1.JPEG']
     assert not list(root.rglob('.timm-sl-probe-*'))
 
 
@@ -179,3 +184,167 @@ def test_a_file_managers_files_left_in_images_are_said_to_be_no_images(tmp_path,
     (images / 'extra.JPG').write_bytes(b'jpeg')
     assert _said(root, capsys).endswith("timm would read them as one more class 'images': move them away and run again")
     assert (images / 'v0.JPEG').is_file()
+
+
+def _tiny_tree(root: Path, annotations: str, images: List[str], wnids: Tuple[str, ...] = ('n01', 'n02', 'n03')) -> None:
+    """A small Tiny-ImageNet archive layout: wnids.txt, train/<wnid>/images/ (one image each), val/images/ holding
+    ``images`` and val/val_annotations.txt holding ``annotations`` (written as given, bytes and all)."""
+    root.mkdir(parents=True)
+    (root / 'wnids.txt').write_text(''.join(f'{w}\n' for w in wnids))
+    for wnid in wnids:
+        (root / 'train' / wnid / 'images').mkdir(parents=True)
+        (root / 'train' / wnid / 'images' / f'{wnid}_0.JPEG').write_bytes(wnid.encode())
+    (root / 'val' / 'images').mkdir(parents=True)
+    for name in images:
+        (root / 'val' / 'images' / name).write_bytes(name.encode())
+    (root / 'val' / 'val_annotations.txt').write_bytes(annotations.encode())
+
+
+def _files(root: Path) -> Dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob('*')) if p.is_file()}
+
+
+@pytest.mark.parametrize('missing', ['n01', 'n03'])
+def test_annotations_without_a_class_of_train_are_refused(tmp_path, capsys, missing):
+    """Annotations (and val images) of only some of train's classes were sorted with exit 0: timm numbers val's own
+    class folders, so with n01 missing val's n02 was label 0, which is n01 in train, and top-1 was wrong."""
+    kept = [w for w in ('n01', 'n02', 'n03') if w != missing]
+    root = tmp_path / 'tin'
+    _tiny_tree(root, ''.join(f'{w}.JPEG\t{w}\t0\t0\t8\t8\n' for w in kept), [f'{w}.JPEG' for w in kept])
+    before = _files(root)
+    said = _said(root, capsys)
+    assert said.startswith(f"{root / 'val' / 'val_annotations.txt'} gives no image to class '{missing}' of "
+                           f"{root / 'train'}") and 'allowed: ' in said
+    assert _files(root) == before
+
+
+@pytest.mark.parametrize('text, line', [
+    ('a.JPEG\tn01\t0\t0\x0c\t8\nb.JPEG\tn02\t0\t0\t8\t8\nc.JPEG\tn03\t0\n', 1),  # a form feed: the rest read as line 2
+    ('a.JPEG\tn01\t0\nb.JPEG\tn02\u2028\t0\nc.JPEG\tn03\n', 2),
+    ('a.JPEG\tn01\t0\x85c.JPEG\tn03\nb.JPEG\tn02\n', 1),  # was read as two annotations, c.JPEG in n03: exit 0
+])
+def test_an_annotation_line_with_a_line_break_inside_is_named_by_its_own_number(tmp_path, capsys, text, line):
+    """val_annotations.txt was split with str.splitlines(), which also breaks at a form feed, NEL or U+2028: the
+    error named the line after the damaged one and a fragment of it, or a line holding a NEL was read as two
+    annotations with exit 0."""
+    root = tmp_path / 'tin'
+    _tiny_tree(root, text, ['a.JPEG', 'b.JPEG', 'c.JPEG'])
+    before = _files(root)
+    annotations = root / 'val' / 'val_annotations.txt'
+    assert _said(root, capsys).startswith(f'{annotations}:{line}: the line ')
+    assert _files(root) == before
+
+
+def test_a_wnids_line_with_a_line_break_inside_is_named(tmp_path, capsys):
+    root = tmp_path / 'tin'
+    _tiny_tree(root, ''.join(f'{w}.JPEG\t{w}\t0\n' for w in ('n01', 'n02', 'n03')),
+               ['n01.JPEG', 'n02.JPEG', 'n03.JPEG'], wnids=('n01', 'n02\x1cn03'))
+    assert _said(root, capsys).startswith(f"{root / 'wnids.txt'}:2: the line 'n02\\x1cn03' holds a line break inside")
+
+
+_WNIDS = ('n01443537', 'n01629819', 'n01641577')
+_BREAKS = ['\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x85', '\u2028', '\u2029', '\r', '\x00', '\ufeff']
+_VALUES = ['', '-1', 'nan', 'inf', '1e400', '[]', '{}', 'None', '\u00e9', '9' * 40, ' ', 'x y', 'images', '..', 'a/b']
+
+
+def _mutated_annotations(root: Path, rng: random.Random) -> None:
+    """A Tiny-ImageNet tree (three classes, six val images) whose val_annotations.txt / wnids.txt / train folders are
+    mutated one to three times: a class dropped with its images, a line break or hostile value put inside a line,
+    fields reordered, added, dropped or joined by spaces, an image named twice, case and space variants, wnids.txt
+    edited (words.txt's form, breaks, a BOM, shuffled) or removed, a train class removed or added, non-UTF-8 bytes."""
+    lines = [f'val_{i}.JPEG\t{_WNIDS[i % 3]}\t0\t0\t10\t10' for i in range(6)]
+    _tiny_tree(root, '', [f'val_{i}.JPEG' for i in range(6)], wnids=_WNIDS)
+    wnids = root / 'wnids.txt'
+    for _ in range(rng.randint(1, 3)):
+        op, i = rng.randrange(11), rng.randrange(len(lines)) if lines else 0
+        fields = lines[i].split('\t') if lines else []
+        if op == 0 and lines:
+            wnid = rng.choice(_WNIDS)
+            for line in [line for line in lines if line.split('\t')[1:2] == [wnid]]:
+                lines.remove(line)
+                if '\x00' not in line:  # a NUL put in by an earlier mutation: no file of that name
+                    (root / 'val' / 'images' / line.split('\t')[0]).unlink(missing_ok=True)
+        elif op == 1 and lines:
+            at = rng.randrange(len(lines[i]) + 1)
+            lines[i] = lines[i][:at] + rng.choice(_BREAKS) + lines[i][at:]
+        elif op == 2 and lines:
+            rng.shuffle(fields)
+            lines[i] = '\t'.join(fields)
+        elif op == 3 and lines:
+            lines[i] = lines[i].replace('\t', rng.choice([' ', '  ', '\t\t', ' \t']), rng.choice([1, -1]))
+        elif op == 4 and lines:
+            where = rng.randrange(min(2, len(fields)), len(fields) + 1)
+            fields = (fields[:where] + [rng.choice(_VALUES)] + fields[where + 1:] if rng.random() < .5 else
+                      fields[:where] + [rng.choice(_VALUES)] + fields[where:] if rng.random() < .5 else fields[:where])
+            lines[i] = '\t'.join(fields)
+        elif op == 5 and lines and len(fields) > 1:
+            fields[1] = rng.choice(_WNIDS)
+            lines.insert(rng.randrange(len(lines) + 1), '\t'.join(fields))
+        elif op == 6 and wnids.exists():
+            text = wnids.read_text().split('\n')
+            k = rng.randrange(len(text))
+            how = rng.randrange(4)
+            if how == 0:
+                text[k] += rng.choice(['\tgoldfish, Carassius', ' ', '\t', rng.choice(_BREAKS)])
+            elif how == 1:
+                text.insert(k, rng.choice([*_WNIDS, '', ' ', '\ufeff' + _WNIDS[0]]))
+            elif how == 2:
+                text[k:k + 2] = [rng.choice(_BREAKS).join(text[k:k + 2])]
+            else:
+                rng.shuffle(text)
+            wnids.write_text('\n'.join(text))
+        elif op == 7:
+            if rng.random() < .5:
+                shutil.rmtree(root / 'train' / rng.choice(_WNIDS), ignore_errors=True)
+            else:
+                (root / 'train' / 'n09999999' / 'images').mkdir(parents=True, exist_ok=True)
+                (root / 'train' / 'n09999999' / 'images' / 'z.JPEG').write_bytes(b'z')
+        elif op == 8 and lines and len(fields) > 1:
+            j = rng.randrange(2)
+            fields[j] = rng.choice([fields[j].upper(), ' ' + fields[j], fields[j] + ' ',
+                                    fields[j].replace('.JPEG', '.jpeg')])
+            lines[i] = '\t'.join(fields)
+        elif op == 9:
+            if rng.random() < .5:
+                wnids.unlink(missing_ok=True)
+            else:
+                wnids.write_text(''.join(f'{w}\tword {w}\n' for w in _WNIDS))
+        elif op == 10:
+            lines.insert(0, rng.choice(['\ufeff' + (lines.pop(0) if lines else ''), '\udcff']))
+    end = rng.choice(['\n', '\n', '\r\n'])
+    (root / 'val' / 'val_annotations.txt').write_bytes(
+        (end.join(lines) + rng.choice([end, ''])).encode('utf-8', 'surrogateescape'))
+
+
+def test_annotations_mutated_at_random_are_sorted_as_they_say_or_refused_in_one_line(tmp_path, capsys):
+    """Seeded fuzz (pass 25) of val_annotations.txt and wnids.txt: on exit 0 every val image sits in the class its
+    line gives (lines split at LF only), val's classes are train's and wnids.txt lists them, nothing is lost; on a
+    refusal one line names a path of the tree (a line number: that line's own), and the tree is unchanged. It failed on
+    annotations without a class of train (exit 0) and on lines split at a form feed or NEL."""
+    import re
+    rng = random.Random(25)
+    for case in range(250):
+        root = tmp_path / f'c{case}'
+        _mutated_annotations(root, rng)
+        before = _files(root)
+        try:
+            status = main(['prepare-tiny-imagenet', str(root)])
+        except SystemExit as e:
+            status = e.code
+        out, err = capsys.readouterr()
+        after = _files(root)
+        if status == 0:
+            assert sorted(before.values()) == sorted(after.values()) or not set(before.values()) - set(after.values())
+            listed = dict(line.split('\t')[:2] for line in
+                          (root / 'val' / 'val_annotations.txt').read_text(encoding='utf-8-sig').split('\n') if line)
+            sorted_val = {p.name: p.parent.name for p in (root / 'val').glob('*/*')}
+            assert sorted_val == listed, (case, sorted_val, listed)
+            train = sorted(p.name for p in (root / 'train').iterdir())
+            assert sorted(set(sorted_val.values())) == train, case
+            assert not list(root.rglob('images')), case
+        else:
+            assert status == 2 and err.count('\n') == 1 and str(root) in err and after == before, (case, err)
+            line = re.search(r'(val/val_annotations\.txt|wnids\.txt):(\d+): (the line|.*, got) (.*?)( holds|\n)', err)
+            if line:  # the line it quotes is the one of that number
+                text = (root / line.group(1)).read_text(encoding='utf-8-sig', errors='surrogateescape').split('\n')
+                assert repr(text[int(line.group(2)) - 1]) == line.group(4), (case, err)

@@ -591,6 +591,12 @@ def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[
         return (f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
                 f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
                 f'names of the class folders ({_listed(names)})')
+    shared = next(((a, b) for i, a in enumerate(names) for b in names[i + 1:]
+                   if a in mapping and b in mapping and mapping[a] == mapping[b]), None)
+    if shared is not None:  # a .pkl map only: each line of a .txt map is another index
+        return (f'--class-map {data["class_map"]} gives class folders {shared[0]!r} and {shared[1]!r} of {folder} the '
+                f'same label {mapping[shared[0]]!r}: timm would train and measure them as one class; allowed: one '
+                f'label per class folder')
     heads = data['num_classes']
     beyond = next((n for n in names if heads and n in mapping and not (
         type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)

@@ -57,6 +57,12 @@ def read_svhn_mat(path: Union[str, Path]) -> Tuple[np.ndarray, np.ndarray]:
         raise ValueError(f'{path} holds {held or "no arrays"} but no {missing}; expected {_EXPECTED}')
     if x.dtype != np.uint8 or x.ndim != 4 or x.shape[:3] != (32, 32, 3):
         raise ValueError(f"{path}: 'X' is {x.dtype} of shape {x.shape}; expected {_EXPECTED}")
+    # a sparse matrix, a cell array or text: numpy's own error (no file named) or a traceback on the checks below; a
+    # complex array: a warning, its imaginary part dropped
+    if not isinstance(y, np.ndarray) or y.dtype.kind not in 'uif':
+        kinds = {'O': ' (a cell array)', 'U': ' (text)', 'S': ' (text)', 'c': ' (complex numbers)', 'V': ' (a struct)'}
+        what = f'{y.dtype}{kinds.get(y.dtype.kind, "")}' if isinstance(y, np.ndarray) else f'a {type(y).__name__}'
+        raise ValueError(f"{path}: 'y' is {what}, not an array of numbers; expected {_EXPECTED}")
     labels = y.reshape(-1) if y.ndim == 2 and y.shape[1] == 1 else None
     if labels is None or len(labels) != x.shape[3]:
         raise ValueError(f"{path}: 'y' has shape {y.shape} for {x.shape[3]} images; expected {_EXPECTED}")

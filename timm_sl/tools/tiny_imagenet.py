@@ -131,13 +131,29 @@ def _read_text(path: Path) -> str:
                          f'the text file of the Tiny-ImageNet archive') from None
 
 
+def _lines(path: Path) -> List[str]:
+    """The lines of the text file ``path`` as an editor numbers them (ended by LF, CRLF or CR: read as text, all are
+    LF), where ``str.splitlines`` also breaks at a form feed, '\x1c' or U+2028 inside a line: the line numbers said
+    would be wrong, and one line would read as two.
+
+    Raises:
+        ValueError: naming ``path`` and the line that holds another line break.
+    """
+    lines = _read_text(path).split('\n')
+    odd = next((i for i, line in enumerate(lines, start=1) if line and line.splitlines() != [line]), None)
+    if odd is not None:
+        raise ValueError(f'{path}:{odd}: the line {lines[odd - 1]!r} holds a line break inside it; allowed: lines '
+                         f'ended by LF, CRLF or CR only')
+    return lines
+
+
 def _known_classes(root: Path) -> List[Tuple[Path, Set[str]]]:
     """What says which classes there are: ``root/wnids.txt`` (one id a line) and the class folders of ``root/train``,
     each where present."""
     known = []
     wnids = root / 'wnids.txt'
     if wnids.exists() and not wnids.is_dir():  # a FIFO there is refused by name, not taken for no list
-        known.append((wnids, {line.strip() for line in _read_text(wnids).splitlines() if line.strip()}))
+        known.append((wnids, {line.strip() for line in _lines(wnids) if line.strip()}))
     train = root / 'train'
     folders = {p.name for p in train.iterdir() if p.is_dir()} if train.is_dir() else set()
     if folders:
@@ -190,6 +206,24 @@ def _refuse_unlisted_classes(root: Path) -> None:
         raise ValueError(f'{root / "train" / extra[0]} is a class folder that {wnids} does not list '
                          f'({len(extra)} such folder(s)); timm would read it as one more class, shifting every label '
                          f'after it; allowed: the classes of wnids.txt only (move it away)')
+
+
+def _refuse_missing_classes(root: Path, annotations: Path, counts: Dict[str, int]) -> None:
+    """Refuse annotations that give no val image to a class folder of ``root/train`` (``counts``: val images per
+    class): timm numbers each split's own class folders, so val would label every class sorted after the missing one
+    as the class before it in train.
+
+    Raises:
+        ValueError: naming ``annotations``, the first class without an image and the train folder.
+    """
+    _refuse_unlisted_classes(root)  # a class folder of another class set: said as such
+    train = root / 'train'
+    missing = sorted({p.name for p in train.iterdir() if p.is_dir()} - set(counts)) if train.is_dir() else []
+    if missing:
+        raise ValueError(f'{annotations} gives no image to class {missing[0]!r} of {train} ({len(missing)} such '
+                         f'class(es)): timm would number the val classes without it, so a class sorted after it has '
+                         f'another label in val than in train, and top-1 has no image of it; allowed: val images '
+                         f'of every class of train (the annotations and val/images of the same archive)')
 
 
 def _check_root(root: Path) -> None:
@@ -253,7 +287,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
     counts: Dict[str, int] = {}
     first_line: Dict[str, int] = {}
     classes_of: Dict[str, str] = {}
-    for line_no, line in enumerate(_read_text(annotations).splitlines(), start=1):
+    for line_no, line in enumerate(_lines(annotations), start=1):
         if not line.strip():
             continue
         where = f'{annotations}:{line_no}'
@@ -290,6 +324,7 @@ def _plan_val(root: Path) -> Tuple[_Moves, Dict[str, int]]:
         _refuse_left_over(folder, {n for n, w in classes_of.items() if w == folder.parent.name},
                           f'not listed for class {folder.parent.name} in {annotations.name}')
     _refuse_stale(val, annotations, classes_of)
+    _refuse_missing_classes(root, annotations, counts)
     moves.extend((folder, None) for folder in [val / 'images', *nested] if folder.is_dir())
     return moves, counts
 
@@ -355,8 +390,8 @@ def prepare_tiny_imagenet_val(root: Union[str, Path]) -> Dict[str, int]:
         ValueError: an annotation line is malformed (a cut last line too), names a class that ``wnids.txt`` or
             ``train/`` lacks, names an image twice or one that is nowhere to be found, or would overwrite a different
             file; ``val/images/`` holds files the annotations do not list; a class folder of ``val`` holds an image
-            the annotations put in another class or do not list (prepared from another archive); a text file is not
-            UTF-8.
+            the annotations put in another class or do not list (prepared from another archive); a class folder of
+            ``root/train`` gets no val image; a text file is not UTF-8.
     """
     root = folder_arg(root, 'root', 'prepare_tiny_imagenet_val')
     with _held(root) if root.is_dir() else contextlib.nullcontext():  # planned and moved by one command at a time
