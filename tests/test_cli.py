@@ -442,6 +442,20 @@ def test_unrecognized_arguments_name_the_command(argv, error, capsys):
     assert info.value.code == 2 and capsys.readouterr().err == error + '\n'
 
 
+@pytest.mark.parametrize('argv,error', [
+    (['list', 'a\nb'], "timm-sl list: error: unrecognized arguments: 'a\\nb'"),
+    (['list', ''], "timm-sl list: error: unrecognized arguments: ''"),
+    (['push', 'folder', '--repo-id', 'o/n', '--', 'a\nb'], "timm-sl push: error: unrecognized arguments: -- 'a\\nb'"),
+    (['list', '--filter', 'sl_*', '--filter', 'a\nb'],
+     "timm-sl list: error: --filter given twice (--filter sl_*, then --filter 'a\\nb'), and only the last would count; "
+     "allowed: each option once"),
+])
+def test_a_word_with_a_newline_or_none_is_quoted_in_a_usage_error(argv, error, capsys):
+    """A stray or repeated word was written as given: its newline broke the error in two lines, and an empty word
+    (an unset "$VAR") left 'unrecognized arguments: ' naming nothing (found by fuzzing argv at random)."""
+    assert _usage_error(argv, capsys) == error
+
+
 @pytest.mark.parametrize('value', ['nan', 'inf', '-1', '0', 'fast'])
 def test_demo_refuses_a_learning_rate_that_is_not_a_positive_number(value, capsys):
     """``demo --lr nan`` (or -1) reached torch's optimizer: 'timm-sl demo: Invalid learning rate: nan' after the models

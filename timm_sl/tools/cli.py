@@ -1127,7 +1127,7 @@ class _Parser(OneLineParser):
             parsed.train_args = after or []
             command.hint = command.after_dashes if stray else ''
         if stray:
-            (command or self).error(f'unrecognized arguments: {" ".join(stray)}')
+            (command or self).error(f'unrecognized arguments: {" ".join(map(_word, stray))}')
         return parsed
 
     def refuse_repeats(self, words: Sequence[str]) -> None:
@@ -1150,7 +1150,7 @@ class _Parser(OneLineParser):
                 if later.startswith('-') and not later[1:2].isdigit() or action.nargs is None and values:
                     break
                 values.append(later)
-            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *values]))
+            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *map(_word, values)]))
         for action, uses in given.items():
             if len(uses) > 1:
                 option = action.option_strings[-1]
@@ -1161,6 +1161,12 @@ class _Parser(OneLineParser):
                 times = 'twice' if len(uses) == 2 else f'{len(uses)} times'
                 self.error(f'{option} given {times} ({", then ".join(uses)}), and only the last would count; '
                            f'allowed: each option once{once}')
+
+
+def _word(word: str) -> str:
+    """A command-line word as an error line quotes it: :func:`shown`, and quoted where it is empty or blank (an unset
+    ``"$VAR"``), which would otherwise leave nothing to see."""
+    return shown(word) if word.strip() else repr(word)
 
 
 class _ModelKwargs(argparse.Action):
