@@ -574,6 +574,17 @@ def test_prepare_tiny_imagenet_names_a_file_given_as_the_dataset_folder(tmp_path
     assert root.read_bytes() == b'an archive'
 
 
+@pytest.mark.parametrize('kind', ['missing', 'file'])
+def test_prepare_tiny_imagenet_quotes_a_root_with_a_newline(kind, tmp_path, monkeypatch, capsys):
+    """A root named with a newline was written as is: its refusal came out as two lines, the first 'x' alone (found
+    by fuzzing argv at random)."""
+    monkeypatch.chdir(tmp_path)
+    if kind == 'file':
+        Path('x\ny').write_text('an archive')
+    line = _usage_error(['prepare-tiny-imagenet', 'x\ny'], capsys)
+    assert line.startswith("timm-sl prepare-tiny-imagenet: 'x\\ny' ")
+
+
 def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):
     (tmp_path / 'val' / 'val_annotations.txt').mkdir(parents=True)
     (tmp_path / 'train').mkdir()
