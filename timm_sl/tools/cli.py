@@ -286,8 +286,9 @@ def _note_still_training(args: argparse.Namespace, checkpoint: Union[str, Path])
     lock = reproduce_holding(file.parent)
     if lock and file not in noted:
         noted.add(file)
-        print(f'timm-sl {args.command}: note: {file.parent} may still be training (a timm-sl reproduce still running '
-              f'holds {lock}): {file.name} is read as saved now; read it again once that reproduce has ended',
+        print(f'timm-sl {args.command}: note: {shown(file.parent)} may still be training (a timm-sl reproduce '
+              f'still running holds {shown(lock)}): {shown(file.name)} is read as saved now; read it again once that '
+              f'reproduce has ended',
               file=sys.stderr)  # as the other notes: not mixed into the tables kld and temperature print
 
 
@@ -307,8 +308,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     written = sorted(name for name in after if before.get(name) != after[name])
     kept = sorted(set(after) - set(written))
     _note_still_training(args, args.checkpoint)
-    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: {", ".join(written)}' +
-          (f' (kept, not written by this export: {", ".join(kept)})' if kept else ''))
+    print(f'exported {shown(checkpoint_file(args.checkpoint))} ({source} weights) to {shown(out)}: '
+          f'{", ".join(map(shown, written))}' +
+          (f' (kept, not written by this export: {", ".join(map(shown, kept))})' if kept else ''))
     return 0
 
 
@@ -333,7 +335,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import push_folder
     url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
-    print(f'pushed {args.folder} to {args.repo_id}: {url}')
+    print(f'pushed {shown(args.folder)} to {args.repo_id}: {url}')
     return 0
 
 
