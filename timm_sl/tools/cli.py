@@ -669,11 +669,12 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     exported = _exported_config(record) if record is not None and not record.args else None
     if exported:
         recorded = {**model.pretrained_cfg, **exported[1].get('pretrained_cfg', {})}
-        where = f'the data config its export recorded ({exported[0]})'
+        where = f'the data config its export recorded ({shown(exported[0])})'
         return exported_data_config(model, recorded, exported[0]), where
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
-        return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
+        config = training_data_config(model, record.args, where)
+        return config, f'the data config its run trained with ({shown(where)})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     from timm_sl.tools.analysis import default_data_config
     return default_data_config(model), f"the model's default data config at its image size ({why})"
