@@ -585,6 +585,15 @@ def test_prepare_tiny_imagenet_quotes_a_root_with_a_newline(kind, tmp_path, monk
     assert line.startswith("timm-sl prepare-tiny-imagenet: 'x\\ny' ")
 
 
+def test_prepare_tiny_imagenet_quotes_a_root_with_a_newline_in_its_lines(tmp_path, monkeypatch, capsys):
+    """Its lines wrote the root as given: a root named with a newline broke each in two (found by fuzzing argv)."""
+    monkeypatch.chdir(tmp_path)
+    _tiny_imagenet(Path('t\nz'))
+    assert main(['prepare-tiny-imagenet', 't\nz']) == 0
+    assert capsys.readouterr().out == ("2 validation images in 2 class folders under 't\\nz/val'\n"
+                                       "2 training class folders with their images directly inside under 't\\nz/train'\n")
+
+
 def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):
     (tmp_path / 'val' / 'val_annotations.txt').mkdir(parents=True)
     (tmp_path / 'train').mkdir()

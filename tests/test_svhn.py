@@ -562,3 +562,12 @@ def test_a_finished_split_with_an_image_of_mode_000_is_refused(mats, tmp_path, c
     locked.chmod(0)
     assert _cli_error(['prepare-svhn', str(out), '--source', str(source)], capsys).startswith(
         f'timm-sl prepare-svhn: {locked} is not readable by this user, in a split folder an earlier run wrote')
+
+
+def test_a_root_named_with_a_newline_is_quoted_in_the_closing_line(mats, tmp_path, capsys, monkeypatch):
+    """The prepare-* lines wrote DIR as given: a DIR named with a newline broke the line in two, neither half naming
+    the folder written (found by fuzzing argv at random)."""
+    source, _ = mats
+    monkeypatch.chdir(tmp_path)
+    assert main(['prepare-svhn', 'svhn\nz', '--source', str(source)]) == 0
+    assert capsys.readouterr().out == "30 train, 12 test images in digit folders 0-9 under 'svhn\\nz/{train,test}'\n"

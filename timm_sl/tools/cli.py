@@ -1050,9 +1050,10 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
         raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
     counts, train = prepare_tiny_imagenet(args.root)  # every move checked before the first
-    print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
+    print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {shown(args.root + "/val")}')
     if train:
-        print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
+        print(f'{len(train)} training class folders with their images directly inside under '
+              f'{shown(args.root + "/train")}')
     return 0
 
 
@@ -1070,7 +1071,7 @@ def cmd_prepare_svhn(args: argparse.Namespace) -> int:
                         progress=sys.stderr.isatty())  # no bars in a log: its last line is the error's
     counts = info['counts']
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
-          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}'
+          + f' images in digit folders 0-9 under {shown(args.root + "/{" + ",".join(counts) + "}")}'
           + _what_was_written(list(counts), info['written']))
     return 0
 
@@ -1081,11 +1082,13 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
                                  progress=sys.stderr.isatty())
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
-          f'{args.root}/{{{",".join(info["counts"])}}}' + _what_was_written(list(info['counts']), info['written']))
+          f'{shown(args.root + "/{" + ",".join(info["counts"]) + "}")}'
+          + _what_was_written(list(info['counts']), info['written']))
     print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
           f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
-    print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '
-          f'--dataset fashion-mnist, or python train.py {args.root} --config recipes/fashion_mnist.yaml --model ...')
+    root = shown(args.root)
+    print(f'class names: {shown(args.root + "/label_names.txt")}; train: timm-sl reproduce --data-dir {root} '
+          f'--dataset fashion-mnist, or python train.py {root} --config recipes/fashion_mnist.yaml --model ...')
     return 0
 
 
