@@ -2380,3 +2380,14 @@ def test_a_run_folder_with_a_newline_is_named_quoted_in_titles(tmp_path):
     (tmp_path / 'run').mkdir()
     (tmp_path / 'run' / 'model_best.pth.tar').write_bytes(b'')
     assert _run_file(str(tmp_path / 'run' / 'model_best.pth.tar')) == 'run/model_best.pth.tar'
+
+
+def test_the_data_config_line_quotes_a_run_folder_named_with_a_newline(tmp_path, image_dir, capsys, monkeypatch,
+                                                                        figures):
+    """kld / attention's data-config line wrote the run's args.yaml as given: a run folder named with a newline broke
+    the line in two (found by fuzzing argv at random)."""
+    pytest.importorskip('matplotlib')
+    monkeypatch.chdir(tmp_path)
+    _run_folder(tmp_path / 'run\nz', 'sl_vit_32', dict(depth=1), mean=[0.5] * 3, std=[0.25] * 3)
+    assert main(['kld', str(image_dir), '--checkpoint', 'run\nz', '--out', 'k.png']) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("the data config its run trained with ('run\\nz/args.yaml')")

@@ -2106,6 +2106,11 @@ def test_a_run_folder_linked_out_of_its_runs_folder_is_refused(fake_train, tmp_p
      ">= 0 (one per stage)."),
     (['depht=1'], ('vit',), "--model-kwargs depht=1 after --: sl_vit_32 with spt=False lsa=False depht=1 cannot be "
      "built (every run of it would fail): sl_vit_32 got unknown model kwargs ['depht']; allowed: "),
+    # depth=0 builds, without an attention layer: the 'SL' row trained SPT alone (LSA had nothing to act on) and the
+    # report compared it with a baseline as SL (found by fuzzing the kwargs after --; the demo refused it already)
+    (['depth=0'], ('vit',), "--model-kwargs depth=0 after --: sl_vit_32 with spt=False lsa=False depth=0 has no "
+     "attention layer left (an SL row would be SPT alone, LSA having nothing to act on), so the Table 2 rows would "
+     "not be what they are labelled; allowed: kwargs that keep one (depth >= 1)"),
 ])
 def test_model_kwargs_no_run_could_build_with_are_refused(fake_train, tmp_path, capsys, kwargs, families, error):
     """-- --model-kwargs drop_path_rate=0.1 (which train.py passes create_model itself), depth=1 for PiT (per stage)

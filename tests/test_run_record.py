@@ -2321,3 +2321,14 @@ def test_an_extended_runs_session_epochs_that_its_schedule_cannot_have_are_not_t
     _extended_run(run, [dict(session, epochs=[0, 5], given_epochs=given),
                         dict(session, epochs=[5, 8], start='resume', given_epochs=6)])
     assert read_run(run).schedules() == [(5, 3), (8, 6)]
+
+
+def test_exports_line_quotes_paths_named_with_a_newline(tmp_path, capsys, monkeypatch):
+    """export's closing line wrote the run folder and --out as given: one named with a newline broke it in two lines,
+    neither naming the folder (found by fuzzing argv at random); it quotes them as every other line does."""
+    monkeypatch.chdir(tmp_path)
+    _train_run(Path('run\nz'), 'sl_vit_32', dict(depth=1))
+    assert main(['export', 'run\nz', '--out', 'out\nz']) == 0
+    line = capsys.readouterr().out
+    assert line == ("exported 'run\\nz/model_best.pth.tar' (state_dict weights) to 'out\\nz': README.md, config.json, "
+                    "model.safetensors\n")

@@ -666,3 +666,12 @@ def test_mat_files_mutated_at_random_are_written_as_they_say_or_refused_in_one_l
         else:
             assert status == 2 and err.count('\n') == 1 and str(train) in err, (case, err)
             assert not (out / 'train').exists(), case
+
+
+def test_a_root_named_with_a_newline_is_quoted_in_the_closing_line(mats, tmp_path, capsys, monkeypatch):
+    """The prepare-* lines wrote DIR as given: a DIR named with a newline broke the line in two, neither half naming
+    the folder written (found by fuzzing argv at random)."""
+    source, _ = mats
+    monkeypatch.chdir(tmp_path)
+    assert main(['prepare-svhn', 'svhn\nz', '--source', str(source)]) == 0
+    assert capsys.readouterr().out == "30 train, 12 test images in digit folders 0-9 under 'svhn\\nz/{train,test}'\n"

@@ -286,8 +286,9 @@ def _note_still_training(args: argparse.Namespace, checkpoint: Union[str, Path])
     lock = reproduce_holding(file.parent)
     if lock and file not in noted:
         noted.add(file)
-        print(f'timm-sl {args.command}: note: {file.parent} may still be training (a timm-sl reproduce still running '
-              f'holds {lock}): {file.name} is read as saved now; read it again once that reproduce has ended',
+        print(f'timm-sl {args.command}: note: {shown(file.parent)} may still be training (a timm-sl reproduce '
+              f'still running holds {shown(lock)}): {shown(file.name)} is read as saved now; read it again once that '
+              f'reproduce has ended',
               file=sys.stderr)  # as the other notes: not mixed into the tables kld and temperature print
 
 
@@ -307,8 +308,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     written = sorted(name for name in after if before.get(name) != after[name])
     kept = sorted(set(after) - set(written))
     _note_still_training(args, args.checkpoint)
-    print(f'exported {checkpoint_file(args.checkpoint)} ({source} weights) to {out}: {", ".join(written)}' +
-          (f' (kept, not written by this export: {", ".join(kept)})' if kept else ''))
+    print(f'exported {shown(checkpoint_file(args.checkpoint))} ({source} weights) to {shown(out)}: '
+          f'{", ".join(map(shown, written))}' +
+          (f' (kept, not written by this export: {", ".join(map(shown, kept))})' if kept else ''))
     return 0
 
 
@@ -333,7 +335,7 @@ def cmd_release(args: argparse.Namespace) -> int:
 def cmd_push(args: argparse.Namespace) -> int:
     from timm_sl.tools.hub import push_folder
     url = push_folder(args.folder, args.repo_id, private=args.private, revision=args.revision)
-    print(f'pushed {args.folder} to {args.repo_id}: {url}')
+    print(f'pushed {shown(args.folder)} to {args.repo_id}: {url}')
     return 0
 
 
@@ -667,11 +669,12 @@ def _data_config(model, record) -> Tuple[Dict[str, Any], str]:
     exported = _exported_config(record) if record is not None and not record.args else None
     if exported:
         recorded = {**model.pretrained_cfg, **exported[1].get('pretrained_cfg', {})}
-        where = f'the data config its export recorded ({exported[0]})'
+        where = f'the data config its export recorded ({shown(exported[0])})'
         return exported_data_config(model, recorded, exported[0]), where
     if record is not None and record.args:
         where = record.run_dir / 'args.yaml' if record.run_dir else f'the arguments saved in {record.checkpoint}'
-        return training_data_config(model, record.args, where), f'the data config its run trained with ({where})'
+        config = training_data_config(model, record.args, where)
+        return config, f'the data config its run trained with ({shown(where)})'
     why = 'its run records no arguments' if record is not None else 'no --checkpoint'
     from timm_sl.tools.analysis import default_data_config
     return default_data_config(model), f"the model's default data config at its image size ({why})"
@@ -1047,9 +1050,10 @@ def cmd_prepare_tiny_imagenet(args: argparse.Namespace) -> int:
         raise ValueError("--copy is no longer offered: copies leave val/images/, which timm reads as a 201st class "
                        "'images' that shifts every label; copy the dataset folder first and run without --copy")
     counts, train = prepare_tiny_imagenet(args.root)  # every move checked before the first
-    print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {args.root}/val')
+    print(f'{sum(counts.values())} validation images in {len(counts)} class folders under {shown(args.root + "/val")}')
     if train:
-        print(f'{len(train)} training class folders with their images directly inside under {args.root}/train')
+        print(f'{len(train)} training class folders with their images directly inside under '
+              f'{shown(args.root + "/train")}')
     return 0
 
 
@@ -1067,7 +1071,7 @@ def cmd_prepare_svhn(args: argparse.Namespace) -> int:
                         progress=sys.stderr.isatty())  # no bars in a log: its last line is the error's
     counts = info['counts']
     print(', '.join(f'{sum(c.values())} {split}' for split, c in counts.items())
-          + f' images in digit folders 0-9 under {args.root}/{{{",".join(counts)}}}'
+          + f' images in digit folders 0-9 under {shown(args.root + "/{" + ",".join(counts) + "}")}'
           + _what_was_written(list(counts), info['written']))
     return 0
 
@@ -1078,11 +1082,13 @@ def cmd_prepare_fashion_mnist(args: argparse.Namespace) -> int:
                                  progress=sys.stderr.isatty())
     counts = ', '.join(f'{sum(c.values())} {split}' for split, c in info['counts'].items())
     print(f'{counts} images in class folders {info["classes"][0]} ... {info["classes"][-1]} under '
-          f'{args.root}/{{{",".join(info["counts"])}}}' + _what_was_written(list(info['counts']), info['written']))
+          f'{shown(args.root + "/{" + ",".join(info["counts"]) + "}")}'
+          + _what_was_written(list(info['counts']), info['written']))
     print(f'mean / std of the training images, as train.py takes them: --mean {" ".join(map(str, info["mean"]))} '
           f'--std {" ".join(map(str, info["std"]))} (recipes/fashion_mnist.yaml holds those of all 60,000)')
-    print(f'class names: {args.root}/label_names.txt; train: timm-sl reproduce --data-dir {args.root} '
-          f'--dataset fashion-mnist, or python train.py {args.root} --config recipes/fashion_mnist.yaml --model ...')
+    root = shown(args.root)
+    print(f'class names: {shown(args.root + "/label_names.txt")}; train: timm-sl reproduce --data-dir {root} '
+          f'--dataset fashion-mnist, or python train.py {root} --config recipes/fashion_mnist.yaml --model ...')
     return 0
 
 
@@ -1127,7 +1133,7 @@ class _Parser(OneLineParser):
             parsed.train_args = after or []
             command.hint = command.after_dashes if stray else ''
         if stray:
-            (command or self).error(f'unrecognized arguments: {" ".join(stray)}')
+            (command or self).error(f'unrecognized arguments: {" ".join(map(_word, stray))}')
         return parsed
 
     def refuse_repeats(self, words: Sequence[str]) -> None:
@@ -1150,7 +1156,7 @@ class _Parser(OneLineParser):
                 if later.startswith('-') and not later[1:2].isdigit() or action.nargs is None and values:
                     break
                 values.append(later)
-            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *values]))
+            given.setdefault(action, []).append(' '.join([action.option_strings[-1], *map(_word, values)]))
         for action, uses in given.items():
             if len(uses) > 1:
                 option = action.option_strings[-1]
@@ -1161,6 +1167,12 @@ class _Parser(OneLineParser):
                 times = 'twice' if len(uses) == 2 else f'{len(uses)} times'
                 self.error(f'{option} given {times} ({", then ".join(uses)}), and only the last would count; '
                            f'allowed: each option once{once}')
+
+
+def _word(word: str) -> str:
+    """A command-line word as an error line quotes it: :func:`shown`, and quoted where it is empty or blank (an unset
+    ``"$VAR"``), which would otherwise leave nothing to see."""
+    return shown(word) if word.strip() else repr(word)
 
 
 class _ModelKwargs(argparse.Action):

@@ -1979,6 +1979,7 @@ def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes:
     """
     import timm
     import torch
+    from .analysis import attention_layers
     from .errors import BUILD_ERRORS, build_failure
     from .train_args import TRAIN_PY_MODEL_ARGS
     given = ' '.join(f'{k}={v}' for k, v in kwargs.items())
@@ -1996,13 +1997,20 @@ def check_model_kwargs(runs: Sequence[Run], kwargs: Dict[str, Any], num_classes:
         return
     said = ' '.join([f'--model-kwargs {given}'] * bool(kwargs) + [f'{f} {" ".join(words[f])}' for f in flags.values()])
     for model, row_kwargs in dict.fromkeys((r.model, tuple(r.model_kwargs.items())) for r in runs):
+        row = f'{model} with {" ".join(f"{k}={v}" for k, v in row_kwargs)}' if row_kwargs else model
         try:
             with torch.device('meta'):
-                timm.create_model(model, **dict(row_kwargs), **head)
+                built = timm.create_model(model, **dict(row_kwargs), **head)
         except BUILD_ERRORS as e:
-            row = f'{model} with {" ".join(f"{k}={v}" for k, v in row_kwargs)}' if row_kwargs else model
             raise ValueError(f'{said} after --: {row} cannot be built (every run of it would fail): '
                              f'{build_failure(e)}') from None
+        if kwargs and not attention_layers(built):  # depth=0: an 'SL' row of SPT alone, a baseline of no attention
+            with torch.device('meta'):
+                had = attention_layers(timm.create_model(model, **{k: v for k, v in row_kwargs if k not in kwargs}))
+            if had:
+                raise ValueError(f'{said} after --: {row} has no attention layer left (an SL row would be SPT alone, '
+                                 f'LSA having nothing to act on), so the Table 2 rows would not be what they are '
+                                 f'labelled; allowed: kwargs that keep one (depth >= 1)')
 
 
 def _workers(recipe: Path, extra_args: Sequence[str], spellings: Optional[Dict[str, str]] = None) -> int:

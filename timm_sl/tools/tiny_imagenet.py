@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple, Union
 
 from ._splits import _held, unwritable
+from .errors import shown
 from .files import check_regular_file, folder_arg, kind_of
 
 __all__ = ['prepare_tiny_imagenet', 'prepare_tiny_imagenet_train', 'prepare_tiny_imagenet_val']
@@ -234,10 +235,10 @@ def _check_root(root: Path) -> None:
         FileNotFoundError / NotADirectoryError: naming ``root``, what it is and what is allowed.
     """
     if not root.exists():  # a mistyped root: said so, not as a missing val/val_annotations.txt below it
-        raise FileNotFoundError(f'{root} does not exist; expected the folder that holds train/ and val/ of '
+        raise FileNotFoundError(f'{shown(root)} does not exist; expected the folder that holds train/ and val/ of '
                                 f'Tiny-ImageNet (extracted from its archive)')
     if not root.is_dir():
-        raise NotADirectoryError(f'{root} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
+        raise NotADirectoryError(f'{shown(root)} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
                                  f'val/ of Tiny-ImageNet')
 
 
