@@ -927,7 +927,8 @@ def test_an_args_yaml_mutated_at_random_names_its_release_or_is_refused_in_one_l
         given = yaml.safe_load(text).get('seed')
         seed = given if isinstance(given, int) and not isinstance(given, bool) else 3
         variant = 'sl-ft' if record.started_from() else 'sl'  # a --initial-checkpoint: fine-tuned
-        assert isinstance(record.dataset, str) and record.seed == seed and name == f'sl_vit_32.{variant}-{record.dataset}-s{seed}', (text, name)
+        assert isinstance(record.dataset, str) and record.seed == seed, (text, name)
+        assert name == f'sl_vit_32.{variant}-{record.dataset}-s{seed}', (text, name)
 
 
 def test_a_run_folder_without_a_checkpoint_is_said_to_be_skipped(tmp_path):
@@ -1428,6 +1429,20 @@ def test_a_dry_run_with_private_says_the_repositories_would_be_private(reproduce
                       f'https://huggingface.co/o/sl_vit_32.base-cifar10-s0 as a private repository (pass --push to '
                       f'upload)')
     assert all(' as a private repository (pass --push to upload)' in line for line in dry)
+
+
+def test_release_lines_quote_folders_named_with_a_newline(tmp_path):
+    """release's own lines wrote the run folder and --out as given: a name with a newline broke each line in two,
+    neither half naming the folder (export / push / prepare-* already quoted them)."""
+    _run(tmp_path / 'r\nz', 's\n0', {}, [40., 80.])
+    out = tmp_path / 'o\nut'
+    lines = []
+    release([tmp_path / 'r\nz'], out, 'o', echo=lines.append)
+    assert all('\n' not in line for line in lines), lines
+    run, folder = repr(str(tmp_path / 'r\nz' / 'runs' / 's\n0')), repr(str(out / 'sl_vit_32.sl-cifar10-s0'))
+    assert lines[0].startswith(f'1/1: {run} -> {folder} (')
+    assert lines[1].startswith(f'dry run: would push {folder} to ')
+    assert lines[-1].startswith(f"1 pretrained tag entry in {repr(str(out / 'pretrained_entries.json'))}")
 
 
 @pytest.mark.parametrize('flag', ['push', 'private', 'overwrite'])

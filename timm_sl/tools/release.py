@@ -215,8 +215,8 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
         raise UnfinishedRun(str(e)) from None
     if record.run_dir is None:
         raise FileNotFoundError(f'{run_dir} has no args.yaml; is it a train.py output folder?')
-    # an args.yaml without `model` (or `seed`): the checkpoint's (export does the same); a resumed run's args.yaml is its last
-    # session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
+    # an args.yaml without `model` (or `seed`): the checkpoint's (export does the same); a resumed run's args.yaml is
+    # its last session's: a start from trained weights may be only in the checkpoint's args (its name says fine-tuned)
     if not record.model or record.seed is None or (record.args.get('resume') and not record.started_from()):
         loaded = read_checkpoint(record.checkpoint)
         record = record.with_checkpoint(loaded.arch, loaded.args, loaded.epoch, loaded.metric)
@@ -418,11 +418,11 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
     unreadable: List[Tuple[Path, str]] = []
     runs, records, numbers = find_runs(paths, unreadable), [], []
     for folder, reason in sorted(set(unreadable)):  # a disk's lost+found, another user's runs
-        echo(f'skipped: {folder} cannot be read ({reason}); a run in it is not released')
+        echo(f'skipped: {shown(folder)} cannot be read ({reason}); a run in it is not released')
     for folder in sorted({root for p in paths for root, folders, names in walk(p, skipped=[])
                           if 'args.yaml' in names and not set(CHECKPOINTS) & {*folders, *names}}):
-        echo(f'skipped: {folder} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed before its '
-             f'first checkpoint, or whose checkpoints were moved)')
+        echo(f'skipped: {shown(folder)} holds an args.yaml but no {" or ".join(CHECKPOINTS)} (a run that failed '
+             f'before its first checkpoint, or whose checkpoints were moved)')
     for i, run_dir in enumerate(runs, 1):
         try:
             records.append(read_release_record(run_dir, dataset))
@@ -457,10 +457,10 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             checkpoint = check_export(record, label_names)
             summary = record.summary or {}
             if summary and summary.get('evaluated', True) and summary.get('best_top1') is None:
-                echo(f'{i}/{len(runs)}: skipped: {record.run_dir} has no epoch with a finite top-1 (summary.csv: '
-                     f'{nan_epochs_text(summary["epochs"])}), so its weights, finite as they are, are not a '
-                     f'trained model (its card says so); allowed: runs with a finite top-1 (train it again, say with '
-                     f'a lower --lr or without --amp)')
+                echo(f'{i}/{len(runs)}: skipped: {shown(record.run_dir)} has no epoch with a finite top-1 '
+                     f'(summary.csv: {nan_epochs_text(summary["epochs"])}), so its weights, finite as they are, are '
+                     f'not a trained model (its card says so); allowed: runs with a finite top-1 (train it again, say '
+                     f'with a lower --lr or without --amp)')
                 at = records.index(record)
                 del records[at], numbers[at], names[at]
                 continue
@@ -469,7 +469,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             summary = record.summary or {}
             if summary.get('best_top1') is not None or summary.get('diverged_epoch') is None:
                 raise  # NaN weights its summary.csv does not explain: named, nothing written
-            echo(f'{i}/{len(runs)}: skipped: {record.run_dir} diverged from its first epoch (summary.csv: '
+            echo(f'{i}/{len(runs)}: skipped: {shown(record.run_dir)} diverged from its first epoch (summary.csv: '
                  f'{nan_epochs_text(summary["epochs"])}), and its weights are NaN; allowed: runs with a finite top-1 '
                  f'(train it again, say with a lower --lr)')
             at = records.index(record)
@@ -498,7 +498,8 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             own_top1 = math.nan if r.weights_diverged else r.weights_top1
             own = '' if own_top1 == r.best_top1 else f'; these weights: epoch {r.weights_epoch}, top-1 ' \
                 f'{format_top1(own_top1)}'
-            echo(f'{i}/{len(runs)}: {run_dir} -> {r.folder} ({r.weights}, best top-1 {top1}{own}) as {r.repo_id}')
+            echo(f'{i}/{len(runs)}: {shown(run_dir)} -> {shown(r.folder)} ({r.weights}, best top-1 {top1}{own}) as '
+                 f'{r.repo_id}')
             released.append(r)
         entries = pretrained_entries(earlier + released)
 
@@ -516,9 +517,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                 r.pushed = push_folder(r.folder, r.repo_id, private=private,
                                        commit_message=f'timm-sl release: {r.model} {r.variant} on {r.dataset}')
                 write_record()
-                echo(f'pushed {r.folder} to {r.repo_id}: {r.pushed}')
+                echo(f'pushed {shown(r.folder)} to {r.repo_id}: {r.pushed}')
             else:
-                echo(f'dry run: would push {r.folder} to https://huggingface.co/{r.repo_id}'
+                echo(f'dry run: would push {shown(r.folder)} to https://huggingface.co/{r.repo_id}'
                      f'{" as a private repository" if private else ""} (pass --push to upload)')
         for tag, entry in entries.items():  # a tag an earlier dry run chose: its repository may not exist
             kept = next((r for r in earlier if r.repo_id == entry['hf_hub_id'] and not r.pushed), None)
@@ -526,7 +527,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
                 echo(f'note: tag {tag} names {kept.repo_id}, which an earlier release did not push: timm-sl push '
                      f'{shown(kept.folder)} --repo-id {kept.repo_id} before merging it')
         echo(f'{len(entries)} pretrained tag entr{"y" if len(entries) == 1 else "ies"} in '
-             f'{out / "pretrained_entries.json"}'
+             f'{shown(out / "pretrained_entries.json")}'
              + (' (merge into timm_sl/models/pretrained.json once pushed)' if entries else ''))
         return released
 
