@@ -2390,4 +2390,5 @@ def test_the_data_config_line_quotes_a_run_folder_named_with_a_newline(tmp_path,
     monkeypatch.chdir(tmp_path)
     _run_folder(tmp_path / 'run\nz', 'sl_vit_32', dict(depth=1), mean=[0.5] * 3, std=[0.25] * 3)
     assert main(['kld', str(image_dir), '--checkpoint', 'run\nz', '--out', 'k.png']) == 0
-    assert capsys.readouterr().out.splitlines()[0].endswith("the data config its run trained with ('run\\nz/args.yaml')")
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.endswith("the data config its run trained with ('run\\nz/args.yaml')")

@@ -591,8 +591,9 @@ def test_prepare_tiny_imagenet_quotes_a_root_with_a_newline_in_its_lines(tmp_pat
     monkeypatch.chdir(tmp_path)
     _tiny_imagenet(Path('t\nz'))
     assert main(['prepare-tiny-imagenet', 't\nz']) == 0
-    assert capsys.readouterr().out == ("2 validation images in 2 class folders under 't\\nz/val'\n"
-                                       "2 training class folders with their images directly inside under 't\\nz/train'\n")
+    assert capsys.readouterr().out == (
+        "2 validation images in 2 class folders under 't\\nz/val'\n"
+        "2 training class folders with their images directly inside under 't\\nz/train'\n")
 
 
 def test_prepare_tiny_imagenet_names_an_annotations_folder(tmp_path):

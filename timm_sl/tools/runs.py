@@ -965,8 +965,8 @@ def _described(record: RunRecord, marker: Optional[Dict[str, Any]] = None) -> Ru
     if family is not None and record.model and family != family_of(record.model):  # not taken for another row's
         source = 'its args.yaml' if record.args.get('model') else 'its checkpoint'
         raise ValueError(f"{shown(Path(record.run_dir or '.') / DONE_MARKER)} records the family {family!r}, but the "
-                         f"model of {source} ({shown(record.model)}) is of the family {family_of(record.model)!r}; allowed: a "
-                         f"{DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
+                         f"model of {source} ({shown(record.model)}) is of the family {family_of(record.model)!r}; "
+                         f"allowed: a {DONE_MARKER} whose family is {family_of(record.model)!r} (or none)")
     record.family = (family if isinstance(family, str) else '') or (family_of(record.model) if record.model else '')
     record.variant = variant_of(record.family, record.model_kwargs)
     # with no model, the kwargs come with the checkpoint's model (with_checkpoint); a variant that is no name is none

@@ -238,8 +238,8 @@ def _check_root(root: Path) -> None:
         raise FileNotFoundError(f'{shown(root)} does not exist; expected the folder that holds train/ and val/ of '
                                 f'Tiny-ImageNet (extracted from its archive)')
     if not root.is_dir():
-        raise NotADirectoryError(f'{shown(root)} is {kind_of(root)}, not a folder; allowed: the folder that holds train/ and '
-                                 f'val/ of Tiny-ImageNet')
+        raise NotADirectoryError(f'{shown(root)} is {kind_of(root)}, not a folder; allowed: the folder that holds '
+                                 f'train/ and val/ of Tiny-ImageNet')
 
 
 def _no_annotations(root: Path, annotations: Path) -> str:
