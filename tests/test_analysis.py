@@ -2214,10 +2214,15 @@ def test_a_damaged_tiff_is_refused_in_one_line_and_a_warned_image_still_warns(tm
                                f"images of a format PIL reads (copy or extract it again, or move it out of the way)")
     assert capfd.readouterr().err == ''  # the command's one line is the refusal's
     (images / 'scan.tif').unlink()
-    Image.new('RGB', (40, 40)).save(images / 'big.png')
+    for name in 'abc':
+        Image.new('RGB', (40, 40)).save(images / f'{name}.png')
     monkeypatch.setattr(Image, 'MAX_IMAGE_PIXELS', 1000)  # 1,600 pixels: PIL warns of a decompression bomb, and reads
+    with pytest.warns(Image.DecompressionBombWarning) as warned:
+        assert load_images([str(images)], model).tensor.shape == (3, 3, 32, 32)
+    assert len(warned) == 1  # once, as Python says a warning of one place: not once for each image, nor twice each
+    monkeypatch.setattr(sys, 'stderr', None)  # Python started with descriptor 2 closed (`2>&-`)
     with pytest.warns(Image.DecompressionBombWarning):
-        assert load_images([str(images)], model).tensor.shape == (1, 3, 32, 32)
+        assert load_images([str(images / 'a.png')], model).tensor.shape == (1, 3, 32, 32)
 
 
 @pytest.mark.parametrize('command', ['temperature', 'receptive-field', 'kld', 'attention'])

@@ -12,17 +12,17 @@ Supported attention layers (plain timm and LSA versions alike, matched by their 
 softmax distribution, before the post-softmax head mixing, which is a linear map across heads and not a distribution)
 and CaiT's class attention (``(B, heads, 1, keys)``: the class token's row).
 """
-import contextlib
 import math
 import os
 import struct
 import sys
 import tempfile
 import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import torch
 from torch import nn
@@ -561,35 +561,53 @@ def default_data_config(model: nn.Module) -> Dict[str, Any]:
     return config
 
 
-@contextmanager
-def _said_only_if_read() -> Iterator[None]:
-    """What a file's decoders say while it is read (PIL's warnings; libtiff's lines, written to file descriptor 2 by
-    C code, naming its own 'tempfile.tif'), held back: passed on where the file was read after all, dropped where it
-    is refused, whose one line says it instead. Where nothing can hold them (no descriptor 2, no temporary file),
-    they go out as they come."""
-    with contextlib.ExitStack() as stack:
+class _SaidOnlyIfRead:
+    """What the decoders say while one file is read, held back: passed on where the file was read after all, dropped
+    where it is refused (its one line says it instead). That is libtiff's lines, which C code writes to descriptor 2
+    naming its own 'tempfile.tif', and PIL's warnings, which go through the user's warning filters as ever and are
+    passed on once per reader. Where descriptor 2 cannot be held (none, no temporary file) its lines go out as they
+    come."""
+
+    def __init__(self) -> None:
+        self._held: Optional[IO[bytes]] = None  # one file for every read (0.26 ms a read to create one each)
+        self._warned: Set[Tuple[Any, ...]] = set()
+
+    def _hold(self) -> Optional[int]:
+        """Descriptor 2 pointed at the held file; its own copy to put back (None: not held)."""
         try:
-            sys.stderr.flush()
-            held = stack.enter_context(tempfile.TemporaryFile())
+            if sys.stderr is not None:  # None: Python started with descriptor 2 closed
+                sys.stderr.flush()
+            if self._held is None:
+                self._held = tempfile.TemporaryFile()
+                weakref.finalize(self, self._held.close)  # closed with the reader that holds this
+            self._held.seek(0)
+            self._held.truncate()
             saved = os.dup(2)
-        except (OSError, ValueError):  # ValueError: a closed sys.stderr
-            stack.close()
-            yield
-            return
-        caught = stack.enter_context(warnings.catch_warnings(record=True))
-        warnings.simplefilter('always')
-        os.dup2(held.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        held.seek(0)
-        said = held.read().decode(errors='replace')
-    if said:
-        sys.stderr.write(said)
-    for w in caught:
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        except (OSError, ValueError):  # ValueError: a sys.stderr closed by its owner
+            return None
+        os.dup2(self._held.fileno(), 2)
+        return saved
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        saved = self._hold()
+        with warnings.catch_warnings(record=True) as caught:  # under the user's filters: -W error still raises
+            try:
+                yield
+            finally:
+                if saved is not None:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+        if saved is not None:
+            self._held.seek(0)
+            said = self._held.read()
+            while said:  # as the decoder wrote it, where it would have gone
+                said = said[os.write(2, said):]
+        for w in caught:
+            key = (w.category, str(w.message), w.filename, w.lineno)
+            if key not in self._warned:
+                self._warned.add(key)
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, registry={})
 
 
 def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[Dict[str, Any]]
@@ -605,12 +623,14 @@ def _image_reader(paths: Sequence[str], model: nn.Module, data_config: Optional[
     transform = create_transform(**config)
     mode = 'L' if config['input_size'][0] == 1 else 'RGB'  # as train.py reads images for its input size
 
+    said = _SaidOnlyIfRead()
+
     @contextmanager
     def opened(f: Path) -> Iterator[Any]:
         """``f`` opened by PIL (its header read, its pixels not yet), every refusal one line naming it."""
         check_regular_file(f, 'an image file')  # opened, a FIFO waits for a writer forever
         try:
-            with _said_only_if_read(), Image.open(f) as image:
+            with said.reading(), Image.open(f) as image:
                 if is_marked(image):
                     raise _Refused(f'{shown(f)} is a chart timm-sl drew, not an input image; allowed: the images to '
                                    f'analyse (move the chart out of the folder, or give --out outside it)')
