@@ -1072,7 +1072,8 @@ class _Os:  # a global a class map may not name: unpickling it would call os.sys
     # two class folders of one label (a .pkl typo): timm trained and measured them as one class, with exit 0
     ('map.pkl', pickle.dumps({**{str(d): d for d in range(10)}, '1': 0}), False,
      [f"--class-map {{M}} gives class folders '0' and '1' of {{D}}/{split} the same label 0: timm would train and "
-      f"measure them as one class; allowed: one label per class folder" for split in ('train', 'test')]),
+      f"measure them as one class; allowed: one label per class folder (to train them as one class, move their "
+      f"images into one class folder)" for split in ('train', 'test')]),
 ], ids=['reordered-txt', 'reordered-pkl', 'own-order', 'pkl-global', 'pkl-list', 'not-utf8', 'names-none', 'bom',
         'beyond-head', 'negative', 'shared-label'])
 def test_a_class_map_is_checked_against_the_class_folders(fake_train, tmp_path, capsys, map_name, content, prepared,

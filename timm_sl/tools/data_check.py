@@ -549,6 +549,21 @@ def _torch_dataset_problem(data: Dict[str, Any], name: str, root: Path) -> List[
     return []
 
 
+def _sharing_a_label(names: Sequence[str], mapping: Dict[Any, Any]) -> Optional[Tuple[str, str]]:
+    """The first two of ``names`` that ``mapping`` gives one label, in one pass (ImageNet-21k has 21,841 classes)."""
+    first: Dict[Any, str] = {}
+    for name in names:
+        label = mapping[name]
+        try:
+            hash(label)
+        except TypeError:  # a label of a list: no label timm can train with, refused as such below
+            continue
+        if label in first:
+            return first[label], name
+        first[label] = name
+    return None
+
+
 def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[Path], known: Set[str],
                        prepared: Optional[Tuple[Path, str]], suffixes: Sequence[str]) -> Optional[str]:
     """What is wrong with ``-- --class-map`` for the split ``folder`` (its ``class_dirs``; ``known``: the class folder
@@ -591,12 +606,11 @@ def _class_map_problem(data: Dict[str, Any], folder: Path, class_dirs: Sequence[
         return (f'--class-map {data["class_map"]} names {stray!r}, a class folder of neither split: '
                 f'timm gives its label to no image (and leaves out the folder it meant); allowed: '
                 f'names of the class folders ({_listed(names)})')
-    shared = next(((a, b) for i, a in enumerate(names) for b in names[i + 1:]
-                   if a in mapping and b in mapping and mapping[a] == mapping[b]), None)
+    shared = _sharing_a_label([n for n in names if n in mapping], mapping)
     if shared is not None:  # a .pkl map only: each line of a .txt map is another index
         return (f'--class-map {data["class_map"]} gives class folders {shared[0]!r} and {shared[1]!r} of {folder} the '
                 f'same label {mapping[shared[0]]!r}: timm would train and measure them as one class; allowed: one '
-                f'label per class folder')
+                f'label per class folder (to train them as one class, move their images into one class folder)')
     heads = data['num_classes']
     beyond = next((n for n in names if heads and n in mapping and not (
         type(mapping[n]) is int and 0 <= mapping[n] < heads)), None)
