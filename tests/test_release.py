@@ -464,7 +464,7 @@ def test_a_dataset_the_hub_cannot_name_names_the_run(dataset, tmp_path, capsys):
     _run(tmp_path, 'r', {}, [40., 80.], dataset=dataset)
     err = _fails(['release', str(run), '--org', 'o', '--out', str(tmp_path / 'o')], capsys)
     assert err.startswith('timm-sl release: repository name ') and f' of {run} (from --name-pattern ' in err, err
-    assert 'and the values its args.yaml records) is not allowed on the Hub (' in err, err
+    assert "and the run's model, dataset, seed and folder name) is not allowed on the Hub (" in err, err
     assert not (tmp_path / 'o').exists()
 
 

@@ -453,7 +453,7 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any]) -> List[str]:
         if key == 'class_map_sha256' and isinstance(value, list):  # the contents of the map each split reads
             return 'sha256 ' + ' '.join(str(v)[:12] + '...' if v else 'none' for v in value)
         if isinstance(value, list):  # a train.py flag's words (none: a switch); a newline in one quoted, escaped
-            return ' '.join(str(v) if str(v).isprintable() else repr(v) for v in value) or 'given'
+            return ' '.join(map(shown, map(str, value))) or 'given'
         return 'unset' if value is None else repr(value)
     found = []
     for key, value in old.items():

@@ -1451,8 +1451,8 @@ def read_checkpoint(path: Union[str, Path], mmap: bool = False) -> Checkpoint:
     for key, kind, ok in (('model', 'a model name', lambda v: isinstance(v, str)),
                           ('model_kwargs', 'a mapping of keyword arguments', lambda v: isinstance(v, dict))):
         if saved.get(key) is not None and not ok(saved[key]):  # as args.yaml's (read_args_yaml)
-            raise ValueError(f'{path} is not a train.py checkpoint (its args {key}: {saved[key]!r} is not {kind}; '
-                             f'edited?)')
+            raise ValueError(f'{shown(path)} is not a train.py checkpoint (its args {key}: {saved[key]!r} is not '
+                             f'{kind}; edited?)')
     if isinstance(content, dict):
         # EMA weights kept on the CPU (--model-ema-force-cpu) are never evaluated: summary.csv's top-1, and the
         # choice of model_best, are the model's own weights'

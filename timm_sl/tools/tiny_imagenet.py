@@ -143,8 +143,8 @@ def _lines(path: Path) -> List[str]:
     lines = _read_text(path).split('\n')
     odd = next((i for i, line in enumerate(lines, start=1) if line and line.splitlines() != [line]), None)
     if odd is not None:
-        raise ValueError(f'{path}:{odd}: the line {lines[odd - 1]!r} holds a line break inside it; allowed: lines '
-                         f'ended by LF, CRLF or CR only')
+        raise ValueError(f'{shown(path)}:{odd}: the line {lines[odd - 1]!r} holds a line break inside it; allowed: '
+                         f'lines ended by LF, CRLF or CR only')
     return lines
 
 
@@ -221,8 +221,8 @@ def _refuse_missing_classes(root: Path, annotations: Path, counts: Dict[str, int
     train = root / 'train'
     missing = sorted({p.name for p in train.iterdir() if p.is_dir()} - set(counts)) if train.is_dir() else []
     if missing:
-        raise ValueError(f'{annotations} gives no image to class {missing[0]!r} of {train} ({len(missing)} such '
-                         f'class(es)): timm would number the val classes without it, so a class sorted after it has '
+        raise ValueError(f'{shown(annotations)} gives no image to class {missing[0]!r} of {shown(train)} '
+                         f'({len(missing)} such class(es)): timm would number the val classes without it, so a class sorted after it has '
                          f'another label in val than in train, and top-1 has no image of it; allowed: val images '
                          f'of every class of train (the annotations and val/images of the same archive)')
 
