@@ -19,7 +19,7 @@ from timm_sl.tools.errors import shown
 from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, check_failing_args, hold_output, plan_runs, planned_epochs, recipe_path,
-    run_state, train_command, write_report)
+    _plot_curves, _plot_top1, run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -1398,7 +1398,8 @@ def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_pa
                 _report_outcome('vit', 'sl', 0, 74.)]
     write_report(outcomes, 'cifar100', tmp_path)
     left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
-    assert left.get_title() == "measured best top-1, mean ± std over each row's seeds (one seed: no spread)"
+    assert left.get_title().replace('\n', ' ') == ("measured best top-1, mean ± std over each row's seeds (one seed: "
+                                                  "no spread)")
     assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nbaseline\n(2 seeds)', 'vit\nSL\n(1 seed)']
 
 
@@ -4449,3 +4450,33 @@ def test_seeded_hostile_train_logs_and_settings_records_of_finished_runs(fake_tr
         problems = check_runs([run], settings, 3)
         assert all('\n' not in p and str(run.out_dir) in p for p in problems), (case, problems)
         assert problems or parent[keys[-1]] == was or keys[0] == 'train_args', (case, keys)  # a record is compared
+
+
+def _texts_off_the_figure(fig) -> List[str]:
+    """The drawn texts of ``fig`` (tick labels inside their axis' view) whose box leaves the figure."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    renderer, page, off = fig.canvas.get_renderer(), fig.bbox.padded(1), []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        ax = next((a for a in fig.axes if text in a.get_xticklabels() + a.get_yticklabels()), None)
+        if ax is not None:  # a tick matplotlib keeps outside the view is not drawn
+            low, high = sorted(ax.get_xlim() if text in ax.get_xticklabels() else ax.get_ylim())
+            if not low <= text.get_position()[0 if text in ax.get_xticklabels() else 1] <= high:
+                continue
+        box = text.get_window_extent(renderer)
+        if not (page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1):
+            off.append(text.get_text())
+    return off
+
+
+def test_a_narrow_gain_panel_keeps_its_title_inside_the_figure(tmp_path):
+    """One SL gain beside four bars: the gain panel is a fifth of the width, and its title 'SL − baseline (of the
+    means)' ran off the figure's right edge ('SL − baseline (of the mea')."""
+    pytest.importorskip('matplotlib')
+    outcomes = [_outcome('cait', 'base', 0, 50.), _outcome('vit', 'base', 0, 40.), _outcome('vit', 'sl', 0, 96.),
+                _outcome('t2t', 'base', 0, 100.), _outcome('t2t', 'base', 1, 99.)]
+    fig = _plot_top1(aggregate(outcomes, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
+    assert _texts_off_the_figure(fig) == []
+    assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'
