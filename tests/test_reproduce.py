@@ -4480,3 +4480,46 @@ def test_a_narrow_gain_panel_keeps_its_title_inside_the_figure(tmp_path):
     fig = _plot_top1(aggregate(outcomes, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
     assert _texts_off_the_figure(fig) == []
     assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'
+
+
+def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(monkeypatch):
+    """Seeded fuzz of top1.png's drawing (24 figures; every fourth drawn to check its texts): 1-4 families of any rows,
+    1-3 seeds, top-1 of 0, 100, equal values and ordinary ones, runs failed, interrupted, diverged or of other epoch
+    counts, kwargs of every row long, emoji or RTL. Every measured bar is its row's mean, labelled to 2 places; every
+    bar, whisker and gain lies inside its panel; only seeds > 1 claim a ± spread; no text leaves the figure (a narrow
+    gain panel's title did)."""
+    import math
+    import random
+    pytest.importorskip('matplotlib')
+    from timm_sl.tools import plot
+    monkeypatch.setattr(plot, 'save', lambda fig, path: None)
+    tops = [0., 100., 50., 50., None, 99.999, 0.001]
+    extras = [{}, {'depth': 1}, {'depth': 1, 'note': 'x' * 120}, {'tag': '😀'}, {'tag': 'مرحبا'}]
+    for seed in range(24):
+        r = random.Random(seed)
+        extra, outcomes = r.choice(extras), []
+        for family in r.sample(sorted(VARIANTS), r.randint(1, 4)):
+            for variant in r.sample(sorted(VARIANTS[family]), r.randint(1, len(VARIANTS[family]))):
+                for s in range(r.choice([1, 1, 2, 3])):
+                    top1 = r.choice(tops) if r.random() < .5 else round(r.uniform(0, 100), 3)
+                    summary = None if r.random() < .1 else dict(best_top1=top1, epochs=r.choice([1, 2, 2, 3]))
+                    if summary and r.random() < .15:
+                        summary['diverged_epoch'] = 2
+                    run = Run(family, variant, s, f'sl_{family}_32', {**VARIANTS[family][variant], **extra}, Path('x'))
+                    outcomes.append(Outcome(run, r.choice(['done'] * 4 + ['failed', 'interrupted']), summary=summary))
+        rows = aggregate(outcomes, r.choice(['cifar10', 'cifar100', 'svhn', 'tiny-imagenet']))
+        fig, case = _plot_top1(rows, Path('top1.png'), 'cifar100', r.choice(['cifar100', '/data/' + 'd' * 200])), seed
+        left, right = fig.axes[:2]
+        measured = [r for r in rows if r['mean'] is not None]
+        heights = [p.get_height() for p in left.patches][:len(measured)]  # the measured bars come first
+        assert len(heights) == len(measured) and all(math.isclose(h, m['mean']) for h, m in zip(heights, measured)), case
+        values = [t.get_text().split('\n')[0] for t in left.texts]
+        assert all(f'{m["mean"]:.2f}' in values for m in measured), case
+        low, high = left.get_ylim()
+        assert all(0 <= low <= m['mean'] + (m['std'] or 0) <= high for m in measured), case
+        low, high = right.get_ylim()
+        assert all(low <= row[k] <= high for row in rows for k in ('delta', 'paper_delta') if row[k] is not None), case
+        assert ('±' in left.get_title()) == any(m['seeds'] > 1 for m in measured), case
+        if seed % 4 == 0:
+            assert _texts_off_the_figure(fig) == [], case
+        fig.clear()
