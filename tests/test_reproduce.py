@@ -4475,8 +4475,8 @@ def test_a_narrow_gain_panel_keeps_its_title_inside_the_figure(tmp_path):
     """One SL gain beside four bars: the gain panel is a fifth of the width, and its title 'SL − baseline (of the
     means)' ran off the figure's right edge ('SL − baseline (of the mea')."""
     pytest.importorskip('matplotlib')
-    outcomes = [_outcome('cait', 'base', 0, 50.), _outcome('vit', 'base', 0, 40.), _outcome('vit', 'sl', 0, 96.),
-                _outcome('t2t', 'base', 0, 100.), _outcome('t2t', 'base', 1, 99.)]
+    outcomes = [_outcome('cait', 'base', 0, 50.), _outcome('vit', 'base', 0, 40.), _outcome('vit', 'base', 1, 42.),
+                _outcome('vit', 'sl', 0, 96.), _outcome('t2t', 'base', 0, 100.)]
     fig = _plot_top1(aggregate(outcomes, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
     assert _texts_off_the_figure(fig) == []
     assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'
@@ -4523,3 +4523,16 @@ def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(
         if seed % 4 == 0:
             assert _texts_off_the_figure(fig) == [], case
         fig.clear()
+
+
+def test_the_gain_panel_claims_means_only_where_a_gain_drawn_is_of_them(tmp_path):
+    """A family of two seeds without a gain gave '(of the means)' to the gain panel whose only gain was of one seed
+    against one seed."""
+    pytest.importorskip('matplotlib')
+    single = [_outcome('vit', 'base', 0, 40.), _outcome('vit', 'sl', 0, 46.)]
+    seeds = [_outcome('t2t', 'base', 0, 60.), _outcome('t2t', 'base', 1, 62.)]
+    fig = _plot_top1(aggregate(single + seeds, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
+    assert fig.axes[1].get_title() == 'SL − baseline'
+    fig = _plot_top1(aggregate(single + [_outcome('vit', 'base', 1, 42.)], 'cifar100'), tmp_path / 'top1.png',
+                     'cifar100', 'cifar100')
+    assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'

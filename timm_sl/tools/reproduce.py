@@ -1414,8 +1414,10 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                          for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     gained = sorted({switches_label(r['model_kwargs']) for r in deltas} - {'SL', 'SL w/o Spool'})  # ST, S, ... rows
-    right.set_title(_wrap(f'{" / ".join(["SL"] * (not gained) + gained)} − baseline' +
-                          (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''), max(int(inches[1] * 9), 12)))
+    gains = [r for r in deltas if r['delta'] is not None]  # '(of the means)' only where a gain drawn is of one: a
+    means = any(r['seeds'] > 1 for r in gains + [bases[r['family']] for r in gains])  # family of 2 seeds gave it to
+    right.set_title(_wrap(f'{" / ".join(["SL"] * (not gained) + gained)} − baseline' +  # single-seed gains
+                          (' (of the means)' if means else ''), max(int(inches[1] * 9), 12)))
     # wrapped to its panel: one gain beside four rows ran its title off the figure ('SL − baseline (of the mea')
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
