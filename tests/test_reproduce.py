@@ -4486,8 +4486,8 @@ def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(
     """Seeded fuzz of top1.png's drawing (24 figures; every fourth drawn to check its texts): 1-4 families of any rows,
     1-3 seeds, top-1 of 0, 100, equal values and ordinary ones, runs failed, interrupted, diverged or of other epoch
     counts, kwargs of every row long, emoji or RTL. Every measured bar is its row's mean, labelled to 2 places; every
-    bar, whisker and gain lies inside its panel; only seeds > 1 claim a ± spread; no text leaves the figure (a narrow
-    gain panel's title did)."""
+    bar, whisker and gain lies inside its panel; only seeds > 1 claim a ± spread or a mean; no text leaves the figure
+    (a narrow gain panel's title did)."""
     import math
     import random
     pytest.importorskip('matplotlib')
@@ -4512,7 +4512,8 @@ def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(
         left, right = fig.axes[:2]
         measured = [r for r in rows if r['mean'] is not None]
         heights = [p.get_height() for p in left.patches][:len(measured)]  # the measured bars come first
-        assert len(heights) == len(measured) and all(math.isclose(h, m['mean']) for h, m in zip(heights, measured)), case
+        assert len(heights) == len(measured), case
+        assert all(math.isclose(h, m['mean']) for h, m in zip(heights, measured)), case
         values = [t.get_text().split('\n')[0] for t in left.texts]
         assert all(f'{m["mean"]:.2f}' in values for m in measured), case
         low, high = left.get_ylim()
@@ -4520,6 +4521,10 @@ def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(
         low, high = right.get_ylim()
         assert all(low <= row[k] <= high for row in rows for k in ('delta', 'paper_delta') if row[k] is not None), case
         assert ('±' in left.get_title()) == any(m['seeds'] > 1 for m in measured), case
+        gains = [row for row in rows if row['delta'] is not None]
+        bases = [row for row in rows if row['variant'] == 'base' and row['family'] in {g['family'] for g in gains}]
+        assert ('of the means' in right.get_title().replace('\n', ' ')) == any(
+            row['seeds'] > 1 for row in gains + bases), case
         if seed % 4 == 0:
             assert _texts_off_the_figure(fig) == [], case
         fig.clear()
