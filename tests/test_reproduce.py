@@ -19,7 +19,7 @@ from timm_sl.tools.errors import shown
 from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, check_failing_args, hold_output, plan_runs, planned_epochs, recipe_path,
-    run_state, train_command, write_report)
+    _plot_curves, _plot_top1, run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -1399,7 +1399,8 @@ def test_top1_chart_with_rows_over_different_seed_counts_names_each_count(tmp_pa
                 _report_outcome('vit', 'sl', 0, 74.)]
     write_report(outcomes, 'cifar100', tmp_path)
     left = next(ax for ax in saved_figures['top1.png'].axes if ax.get_ylabel() == 'best top-1 (%)')
-    assert left.get_title() == "measured best top-1, mean ± std over each row's seeds (one seed: no spread)"
+    assert left.get_title().replace('\n', ' ') == ("measured best top-1, mean ± std over each row's seeds (one seed: "
+                                                  "no spread)")
     assert [t.get_text() for t in left.get_xticklabels()] == ['vit\nbaseline\n(2 seeds)', 'vit\nSL\n(1 seed)']
 
 
@@ -4450,3 +4451,94 @@ def test_seeded_hostile_train_logs_and_settings_records_of_finished_runs(fake_tr
         problems = check_runs([run], settings, 3)
         assert all('\n' not in p and str(run.out_dir) in p for p in problems), (case, problems)
         assert problems or parent[keys[-1]] == was or keys[0] == 'train_args', (case, keys)  # a record is compared
+
+
+def _texts_off_the_figure(fig) -> List[str]:
+    """The drawn texts of ``fig`` (tick labels inside their axis' view) whose box leaves the figure."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    renderer, page, off = fig.canvas.get_renderer(), fig.bbox.padded(1), []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip():
+            continue
+        ax = next((a for a in fig.axes if text in a.get_xticklabels() + a.get_yticklabels()), None)
+        if ax is not None:  # a tick matplotlib keeps outside the view is not drawn
+            low, high = sorted(ax.get_xlim() if text in ax.get_xticklabels() else ax.get_ylim())
+            if not low <= text.get_position()[0 if text in ax.get_xticklabels() else 1] <= high:
+                continue
+        box = text.get_window_extent(renderer)
+        if not (page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1):
+            off.append(text.get_text())
+    return off
+
+
+def test_a_narrow_gain_panel_keeps_its_title_inside_the_figure(tmp_path):
+    """One SL gain beside four bars: the gain panel is a fifth of the width, and its title 'SL − baseline (of the
+    means)' ran off the figure's right edge ('SL − baseline (of the mea')."""
+    pytest.importorskip('matplotlib')
+    outcomes = [_outcome('cait', 'base', 0, 50.), _outcome('vit', 'base', 0, 40.), _outcome('vit', 'base', 1, 42.),
+                _outcome('vit', 'sl', 0, 96.), _outcome('t2t', 'base', 0, 100.)]
+    fig = _plot_top1(aggregate(outcomes, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
+    assert _texts_off_the_figure(fig) == []
+    assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'
+
+
+def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(monkeypatch):
+    """Seeded fuzz of top1.png's drawing (24 figures; every fourth drawn to check its texts): 1-4 families of any rows,
+    1-3 seeds, top-1 of 0, 100, equal values and ordinary ones, runs failed, interrupted, diverged or of other epoch
+    counts, kwargs of every row long, emoji or RTL. Every measured bar is its row's mean, labelled to 2 places; every
+    bar, whisker and gain lies inside its panel; only seeds > 1 claim a ± spread or a mean; no text leaves the figure
+    (a narrow gain panel's title did)."""
+    import math
+    import random
+    pytest.importorskip('matplotlib')
+    from timm_sl.tools import plot
+    monkeypatch.setattr(plot, 'save', lambda fig, path: None)
+    tops = [0., 100., 50., 50., None, 99.999, 0.001]
+    extras = [{}, {'depth': 1}, {'depth': 1, 'note': 'x' * 120}, {'tag': '😀'}, {'tag': 'مرحبا'}]
+    for seed in range(24):
+        r = random.Random(seed)
+        extra, outcomes = r.choice(extras), []
+        for family in r.sample(sorted(VARIANTS), r.randint(1, 4)):
+            for variant in r.sample(sorted(VARIANTS[family]), r.randint(1, len(VARIANTS[family]))):
+                for s in range(r.choice([1, 1, 2, 3])):
+                    top1 = r.choice(tops) if r.random() < .5 else round(r.uniform(0, 100), 3)
+                    summary = None if r.random() < .1 else dict(best_top1=top1, epochs=r.choice([1, 2, 2, 3]))
+                    if summary and r.random() < .15:
+                        summary['diverged_epoch'] = 2
+                    run = Run(family, variant, s, f'sl_{family}_32', {**VARIANTS[family][variant], **extra}, Path('x'))
+                    outcomes.append(Outcome(run, r.choice(['done'] * 4 + ['failed', 'interrupted']), summary=summary))
+        rows = aggregate(outcomes, r.choice(['cifar10', 'cifar100', 'svhn', 'tiny-imagenet']))
+        fig, case = _plot_top1(rows, Path('top1.png'), 'cifar100', r.choice(['cifar100', '/data/' + 'd' * 200])), seed
+        left, right = fig.axes[:2]
+        measured = [r for r in rows if r['mean'] is not None]
+        heights = [p.get_height() for p in left.patches][:len(measured)]  # the measured bars come first
+        assert len(heights) == len(measured), case
+        assert all(math.isclose(h, m['mean']) for h, m in zip(heights, measured)), case
+        values = [t.get_text().split('\n')[0] for t in left.texts]
+        assert all(f'{m["mean"]:.2f}' in values for m in measured), case
+        low, high = left.get_ylim()
+        assert all(0 <= low <= m['mean'] + (m['std'] or 0) <= high for m in measured), case
+        low, high = right.get_ylim()
+        assert all(low <= row[k] <= high for row in rows for k in ('delta', 'paper_delta') if row[k] is not None), case
+        assert ('±' in left.get_title()) == any(m['seeds'] > 1 for m in measured), case
+        gains = [row for row in rows if row['delta'] is not None]
+        bases = [row for row in rows if row['variant'] == 'base' and row['family'] in {g['family'] for g in gains}]
+        assert ('of the means' in right.get_title().replace('\n', ' ')) == any(
+            row['seeds'] > 1 for row in gains + bases), case
+        if seed % 4 == 0:
+            assert _texts_off_the_figure(fig) == [], case
+        fig.clear()
+
+
+def test_the_gain_panel_claims_means_only_where_a_gain_drawn_is_of_them(tmp_path):
+    """A family of two seeds without a gain gave '(of the means)' to the gain panel whose only gain was of one seed
+    against one seed."""
+    pytest.importorskip('matplotlib')
+    single = [_outcome('vit', 'base', 0, 40.), _outcome('vit', 'sl', 0, 46.)]
+    seeds = [_outcome('t2t', 'base', 0, 60.), _outcome('t2t', 'base', 1, 62.)]
+    fig = _plot_top1(aggregate(single + seeds, 'cifar100'), tmp_path / 'top1.png', 'cifar100', 'cifar100')
+    assert fig.axes[1].get_title() == 'SL − baseline'
+    fig = _plot_top1(aggregate(single + [_outcome('vit', 'base', 1, 42.)], 'cifar100'), tmp_path / 'top1.png',
+                     'cifar100', 'cifar100')
+    assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'

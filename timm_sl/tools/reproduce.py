@@ -1390,7 +1390,8 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     left.set_ylim(0, max(108, 1.12 * reach))
     left.set_yticks(range(0, 101, 20))
     left.set_ylabel('best top-1 (%)')
-    left.set_title(title)
+    inches = [fig.get_figwidth() * w / sum(width) - 0.8 for w in width]  # each panel's width, less its y labels
+    left.set_title(_wrap(title, max(int(inches[0] * 9), 12)))  # 12 pt: ~9 chars/in
     x = list(range(len(deltas)))
     offset = _paired_bars(right, x, [r['delta'] for r in deltas], [r['paper_delta'] for r in deltas], dataset,
                           '{:+.2f}')
@@ -1413,8 +1414,11 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
                          for r in deltas], fontsize=8)
     right.set_ylabel('top-1 gain over baseline (points)')
     gained = sorted({switches_label(r['model_kwargs']) for r in deltas} - {'SL', 'SL w/o Spool'})  # ST, S, ... rows
-    right.set_title(f'{" / ".join(["SL"] * (not gained) + gained)} − baseline' +
-                    (' (of the means)' if any(r['seeds'] > 1 for r in rows) else ''))
+    gains = [r for r in deltas if r['delta'] is not None]  # '(of the means)' only where a gain drawn is of one: a
+    means = any(r['seeds'] > 1 for r in gains + [bases[r['family']] for r in gains])  # family of 2 seeds gave it to
+    right.set_title(_wrap(f'{" / ".join(["SL"] * (not gained) + gained)} − baseline' +  # single-seed gains
+                          (' (of the means)' if means else ''), max(int(inches[1] * 9), 12)))
+    # wrapped to its panel: one gain beside four rows ran its title off the figure ('SL − baseline (of the mea')
     handles, labels = left.get_legend_handles_labels()
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
