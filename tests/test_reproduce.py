@@ -4449,3 +4449,53 @@ def test_seeded_hostile_train_logs_and_settings_records_of_finished_runs(fake_tr
         problems = check_runs([run], settings, 3)
         assert all('\n' not in p and str(run.out_dir) in p for p in problems), (case, problems)
         assert problems or parent[keys[-1]] == was or keys[0] == 'train_args', (case, keys)  # a record is compared
+
+
+def test_a_full_disk_at_any_write_of_reproduces_own_files_is_one_line_and_the_same_command_then_ends(
+        fake_train, tmp_path, capsys, monkeypatch):
+    """A disk that fills while reproduce writes a file of its own (a run's records, the report, the charts, the
+    manifest of the report files) ends in one line naming that file; once room is made, the same command ends the
+    sweep. A report file written before its manifest could record it was refused as 'not written by timm-sl
+    reproduce' by every later call."""
+    import errno
+    import pathlib
+    data = tmp_path / 'data'
+    _folders(data, {'train': {str(c): ['a.png'] for c in range(10)}, 'test': {str(c): ['a.png'] for c in range(10)}})
+    targets = [('sessions.json', 1), ('done.json', 2), ('report.md', 1), ('results.json', 1),
+               ('report_manifest.json', 1), ('report_manifest.json', 2), ('report_manifest.json', 3),
+               ('top1.png', 1), ('curves.png', 1)]
+    try:
+        import matplotlib.figure
+    except ImportError:
+        targets = targets[:-2]
+    for target, nth in targets:
+        out = tmp_path / f'{target}-{nth}'
+        argv = _reproduce_args(data, out, fake_train, train_args=('--epochs', '1'))
+        seen = []
+
+        def full(path) -> bool:
+            name = Path(str(path)).name
+            seen.append(name.lstrip('.').split('.partial')[0] == target)
+            return seen.count(True) == nth and seen[-1]
+
+        def write_text(self, *args, real=pathlib.Path.write_text, **kwargs):
+            if full(self):
+                raise OSError(errno.ENOSPC, 'No space left on device', str(self))
+            return real(self, *args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(pathlib.Path, 'write_text', write_text)
+            if target.endswith('.png'):
+                real_save = matplotlib.figure.Figure.savefig
+                m.setattr(matplotlib.figure.Figure, 'savefig',
+                          lambda self, file, *a, **k: full(file) and (_ for _ in ()).throw(
+                              OSError(errno.ENOSPC, 'No space left on device', str(file))) or real_save(
+                              self, file, *a, **k))
+            assert _exit_status(argv) == 2, target
+        err = _one_error(capsys)
+        assert target in err and 'no space left on device' in err, err
+        assert _exit_status(argv) == 0, (target, nth, capsys.readouterr().err)
+        capsys.readouterr()
+        results = json.loads((out / 'results.json').read_text())
+        assert [(r['status'], r['summary']['epochs']) for r in results['runs']] == [('done', 1)] * 2, target
+    if len(targets) < 9:
+        pytest.importorskip('matplotlib')
