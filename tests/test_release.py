@@ -1647,3 +1647,28 @@ def test_an_earlier_release_record_mutated_at_random_is_kept_whole_or_dropped_wi
             first = next(e for e in original if Path(e['folder']).name == Path(r.folder).name)
             assert isinstance(r.model_kwargs, dict) and isinstance(r.pretrained_cfg, dict), (edited, r)
             assert r.folder == str(out / Path(first['folder']).name), (edited, r)
+
+
+@pytest.mark.parametrize('target, nth', [('release_manifest.json', 4), ('release_manifest.json', 5),
+                                         ('pretrained_entries.json', 1)])
+def test_a_full_disk_while_the_record_is_written_leaves_release_able_to_run_again(reproduced, tmp_path, capsys,
+                                                                                   monkeypatch, target, nth):
+    """release.json / pretrained_entries.json moved into place before the manifest recorded them (a disk that filled
+    in between, or a kill) were refused by every later release as 'not written by timm-sl release'."""
+    import errno
+    import pathlib
+    root, _ = reproduced
+    out = tmp_path / 'out'
+    argv = ['release', str(root), '--org', 'me', '--out', str(out)]
+    seen = []
+
+    def write_text(self, *args, real=pathlib.Path.write_text, **kwargs):
+        seen.append(self.name.lstrip('.').split('.partial')[0] == target)
+        if seen.count(True) == nth and seen[-1]:
+            raise OSError(errno.ENOSPC, 'No space left on device', str(self))
+        return real(self, *args, **kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(pathlib.Path, 'write_text', write_text)
+        assert target in _fails(argv, capsys)
+    assert main(argv) in (0, None), capsys.readouterr().err
+    assert len(json.loads((out / 'release.json').read_text())) == 3

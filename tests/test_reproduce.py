@@ -4542,3 +4542,94 @@ def test_the_gain_panel_claims_means_only_where_a_gain_drawn_is_of_them(tmp_path
     fig = _plot_top1(aggregate(single + [_outcome('vit', 'base', 1, 42.)], 'cifar100'), tmp_path / 'top1.png',
                      'cifar100', 'cifar100')
     assert fig.axes[1].get_title().replace('\n', ' ') == 'SL − baseline (of the means)'
+
+
+def test_a_full_disk_at_any_write_of_reproduces_own_files_is_one_line_and_the_same_command_then_ends(
+        fake_train, tmp_path, capsys, monkeypatch):
+    """A disk that fills while reproduce writes a file of its own (a run's records, the report, the charts, the
+    manifest of the report files) ends in one line naming that file; once room is made, the same command ends the
+    sweep. A report file written before its manifest could record it was refused as 'not written by timm-sl
+    reproduce' by every later call."""
+    import errno
+    import pathlib
+    data = tmp_path / 'data'
+    _folders(data, {'train': {str(c): ['a.png'] for c in range(10)}, 'test': {str(c): ['a.png'] for c in range(10)}})
+    targets = [('sessions.json', 1), ('report.md', 1), ('report_manifest.json', 1), ('report_manifest.json', 2),
+               ('top1.png', 1), ('curves.png', 1)]
+    try:
+        import matplotlib.figure
+    except ImportError:
+        targets = targets[:-2]
+    for target, nth in targets:
+        out = tmp_path / f'{target}-{nth}'
+        argv = _reproduce_args(data, out, fake_train, train_args=('--epochs', '1'))
+        seen = []
+
+        def full(path) -> bool:
+            name = Path(str(path)).name
+            seen.append(name.lstrip('.').split('.partial')[0] == target)
+            return seen.count(True) == nth and seen[-1]
+
+        def write_text(self, *args, real=pathlib.Path.write_text, **kwargs):
+            if full(self):
+                raise OSError(errno.ENOSPC, 'No space left on device', str(self))
+            return real(self, *args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setattr(pathlib.Path, 'write_text', write_text)
+            if target.endswith('.png'):
+                real_save = matplotlib.figure.Figure.savefig
+                m.setattr(matplotlib.figure.Figure, 'savefig',
+                          lambda self, file, *a, **k: full(file) and (_ for _ in ()).throw(
+                              OSError(errno.ENOSPC, 'No space left on device', str(file))) or real_save(
+                              self, file, *a, **k))
+            assert _exit_status(argv) == 2, target
+        err = _one_error(capsys)
+        assert target in err and 'no space left on device' in err, err
+        assert _exit_status(argv) == 0, (target, nth, capsys.readouterr().err)
+        capsys.readouterr()
+        results = json.loads((out / 'results.json').read_text())
+        assert [(r['status'], r['summary']['epochs']) for r in results['runs']] == [('done', 1)] * 2, target
+    if len(targets) < 6:
+        pytest.importorskip('matplotlib')
+
+
+def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_manifest_records(tmp_path, monkeypatch):
+    """150 reports written over earlier ones, each cut at a seeded write (a full disk, or a kill: KeyboardInterrupt)
+    of report.md, the charts, results.json or the manifest: every report file there is still one the manifest
+    records, so the next call replaces it instead of refusing it as not its own. Charts stubbed (no matplotlib)."""
+    import errno
+    import pathlib
+    import random
+    from timm_sl.tools import reproduce
+    from timm_sl.tools.errors import write_atomically
+    from timm_sl.tools.reproduce import check_report_files
+
+    def chart(first, path, *args):  # record: the last argument, where given
+        write_atomically(path, lambda file: file.write_bytes(random.randbytes(16)),
+                         args[-1] if callable(args[-1]) else None)
+    monkeypatch.setattr(reproduce, '_plot_top1', chart)
+    monkeypatch.setattr(reproduce, '_plot_curves', chart)
+    monkeypatch.setattr('timm_sl.tools.plot.require_matplotlib', lambda: None)
+    real_text, real_bytes = pathlib.Path.write_text, pathlib.Path.write_bytes
+    out = tmp_path / 'out'
+    for case in range(150):
+        rng = random.Random(case)
+        calls, cut = [0], rng.randrange(1, 12)
+
+        def maybe_cut(path):
+            calls[0] += 1
+            if calls[0] == cut:
+                raise OSError(errno.ENOSPC, 'No space left on device', str(path)) if rng.random() < 0.5 \
+                    else KeyboardInterrupt()
+        monkeypatch.setattr(pathlib.Path, 'write_text',
+                            lambda self, *a, **k: (maybe_cut(self), real_text(self, *a, **k))[1])
+        monkeypatch.setattr(pathlib.Path, 'write_bytes',
+                            lambda self, *a, **k: (maybe_cut(self), real_bytes(self, *a, **k))[1])
+        outcomes = [_report_outcome('vit', v, 0, rng.uniform(10, 90)) for v in ('base', 'sl')]
+        try:
+            write_report(outcomes, 'cifar10', out)
+        except (OSError, KeyboardInterrupt):
+            pass
+        monkeypatch.setattr(pathlib.Path, 'write_text', real_text)
+        monkeypatch.setattr(pathlib.Path, 'write_bytes', real_bytes)
+        check_report_files(out)  # raised: a file of reproduce's it would refuse as not its own

@@ -151,10 +151,13 @@ def partial_of(target: Path) -> Path:
     return target.with_name(f'.{target.name}.partial{target.suffix}')
 
 
-def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> None:
+def write_atomically(path: Union[str, Path], write: Callable[[Path], None],
+                     before_replace: Optional[Callable[[Path], None]] = None) -> None:
     """``write(file)`` to a new file beside ``path`` (beside where a link at ``path`` points), then moved over it: a
     write cut short (a full disk, the process killed) leaves an earlier file at ``path`` whole, never half-written. A
     ``path`` that is no regular file (``/dev/null``, a pipe) is written directly; a file keeps its mode.
+    ``before_replace(file)``: called with the new file once written, before it is moved over ``path`` (a record of
+    it saved first); what it raises leaves ``path`` as it was.
 
     Raises:
         OSError: as the system raised it, naming ``path`` where it named no file or the new file.
@@ -167,6 +170,8 @@ def write_atomically(path: Union[str, Path], write: Callable[[Path], None]) -> N
         partial = partial_of(target)
     try:
         write(partial)
+        if before_replace is not None:
+            before_replace(partial)
         if partial != target:
             if target.is_file():  # the mode the user gave the file (chmod 600 results.json) stays
                 shutil.copymode(target, partial)

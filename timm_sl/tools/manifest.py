@@ -4,12 +4,12 @@ lost). Used by ``timm-sl release`` and ``timm-sl reproduce``."""
 import hashlib
 import json
 from pathlib import Path
-from typing import Dict, Sequence
+from typing import Callable, Dict, Sequence
 
 from .errors import first_line, write_atomically
 from .files import check_regular_file, read_text
 
-__all__ = ['sha256', 'read_manifest', 'record_written']
+__all__ = ['sha256', 'read_manifest', 'record_written', 'recorder']
 
 
 def sha256(path: Path) -> str:
@@ -50,3 +50,15 @@ def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], nam
     text = json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1)
     # cut short: the earlier manifest stays whole
     write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
+
+
+def recorder(out: Path, manifest: Dict[str, str], rel: str, name: str) -> Callable[[Path], None]:
+    """A ``before_replace`` for :func:`~timm_sl.tools.errors.write_atomically` of ``out / rel``: the new file's sha256
+    saved in ``out``'s manifest (``name``) before the file is moved into place. Recorded after it instead, a disk
+    that filled or a kill in between left a file of ours the manifest does not hold, which every later call refused
+    as not ours; a manifest that cannot be saved now leaves the earlier file in place."""
+    def record(new_file: Path) -> None:
+        text = json.dumps({'sha256': dict(sorted({**manifest, rel: sha256(new_file)}.items()))}, indent=1)
+        write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
+        manifest[rel] = sha256(new_file)
+    return record

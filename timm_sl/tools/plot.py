@@ -10,7 +10,7 @@ import os
 import textwrap
 from fractions import Fraction
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from .arg_types import check_file_place
 
@@ -61,9 +61,10 @@ CHART_MARK = 'timm-sl chart'  # in every chart file: never read back as an input
 _VECTOR_MARKS = {'.pdf': f'/Creator ({CHART_MARK})'.encode(), '.svg': f'<dc:title>{CHART_MARK}</dc:title>'.encode()}
 
 
-def save(fig, path: str) -> None:
+def save(fig, path: str, before_replace: Optional[Callable[[Path], None]] = None) -> None:
     """``fig.savefig`` to ``path`` (the format its extension names) through
-    :func:`~timm_sl.tools.errors.write_atomically`: a save cut short leaves an earlier chart whole. Charts carry
+    :func:`~timm_sl.tools.errors.write_atomically` (``before_replace`` passed on): a save cut short leaves an earlier
+    chart whole. Charts carry
     :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the analyses' image loader
     refuses and :func:`check_chart_out` looks for."""
     from matplotlib.text import Text
@@ -74,7 +75,7 @@ def save(fig, path: str) -> None:
     mark = dict(metadata={'Software': CHART_MARK}) if fmt == 'png' else \
         dict(pil_kwargs={'comment': CHART_MARK.encode()}) if fmt in ('jpg', 'jpeg') else \
         dict(metadata={'Creator': CHART_MARK}) if fmt in ('pdf', 'svg') else {}
-    write_atomically(path, lambda file: fig.savefig(file, format=fmt, **mark))
+    write_atomically(path, lambda file: fig.savefig(file, format=fmt, **mark), before_replace)
 
 
 def is_marked(image) -> bool:

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .arg_types import dataset_name
 from .errors import first_line, held_folder, make_folder, shown, write_atomically
 from .files import check_not_link, flag_arg, kind_of
-from .manifest import read_manifest, record_written, sha256
+from .manifest import read_manifest, record_written, recorder, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
     CHECKPOINTS, Checkpoint, CutSinceDone, NonFiniteWeights, RunRecord, check_regular_file, find_runs, format_top1,
@@ -507,9 +507,9 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             # a write cut short (a full disk) leaves the earlier record whole: it may be all that says what was pushed
             for name, value in (('release.json', [asdict(r) for r in earlier + released]),
                                 ('pretrained_entries.json', entries)):
-                text = json.dumps(value, indent=1)
-                write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
-            record_written(out, manifest, ['release.json', 'pretrained_entries.json'], MANIFEST)
+                text = json.dumps(value, indent=1)  # recorded in the manifest before it is moved into place
+                write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'),
+                                 recorder(out, manifest, name, MANIFEST))
 
         write_record()
         for r in released:

@@ -42,7 +42,7 @@ from .runs import (
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
     parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
-from .manifest import read_manifest, record_written, sha256
+from .manifest import read_manifest, record_written, recorder, sha256
 from .train_args import (
     NON_RECIPE_KEYS, SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations,
     last_flag_value, read_recipe, recipe_path, spell_option, train_script_default, train_script_options,
@@ -1365,7 +1365,8 @@ def _chart_title(dataset: str, common: str, data: str) -> str:
     return f'{dataset} recipe' + (f', every row with {common}' if common else '') + f'; data: {data}'
 
 
-def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str):
+def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: str,
+               record: Optional[Callable[[Path], None]] = None):
     """Best top-1 per Table 2 row and SL − baseline gains, measured and the paper's as bars side by side from 0, each
     with its value; returns the figure. The title says what the measured bars are (one seed, or mean ± std over n
     seeds). A row without a finished run has no measured bar, and says so."""
@@ -1423,11 +1424,12 @@ def _plot_top1(rows: Sequence[Dict[str, Any]], path: Path, dataset: str, data: s
     fig.legend(handles, labels, loc='outside lower center', ncols=2, frameon=False)
     fig.suptitle(_wrap(_chart_title(dataset, common, data), int(fig.get_figwidth() * 9)))
     fig.set_dpi(110)
-    save(fig, path)
+    save(fig, path, record)
     return fig
 
 
-def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = ''):
+def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str = '',
+                 record: Optional[Callable[[Path], None]] = None):
     """Validation top-1 per epoch (from 1), one panel per family on one shared y (and x)
     scale (dashed: a failed run; dotted: one interrupted, or stopped before it finished; dash-dotted: a finished run
     that diverged, labelled so, its NaN epochs not drawn); returns the figure. Markers are open rings, each row's
@@ -1472,7 +1474,7 @@ def _plot_curves(outcomes: Sequence[Outcome], path: Path, data: str, title: str 
     axes[0, 0].set_ylabel('top-1 (%), same scale in every panel' if len(families) > 1 else 'top-1 (%)')
     fig.suptitle(_wrap(title or f'data: {data}', 50 * max(1, len(families))))
     fig.set_dpi(110)
-    save(fig, path)
+    save(fig, path, record)
     return fig
 
 
@@ -1562,15 +1564,19 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
             f'epoch {end} under `--epochs {given}`'
             for start, (end, given) in zip([0] + [e for e, _ in o.schedules], o.schedules)) for o in extended]
     report = output / 'report.md'
-    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n', encoding='utf-8'))
+    # each file's sha256 recorded before it is moved into place: a full disk or a kill in between leaves no file of
+    # reproduce's that a later call refuses as not its own
+    write_atomically(report, lambda file: file.write_text('\n'.join(lines) + '\n', encoding='utf-8'),
+                     recorder(output, manifest, 'report.md', REPORT_MANIFEST))
     for name in stale:
         (output / name).unlink()
         manifest.pop(name)
-    record_written(output, manifest, ['report.md'], REPORT_MANIFEST)
+    if stale:
+        record_written(output, manifest, [], REPORT_MANIFEST)
     if not charts:
-        _plot_top1(rows, output / 'top1.png', dataset, data)
-        _plot_curves(outcomes, output / 'curves.png', data, _chart_title(dataset, _common_extra(rows), data))
-        record_written(output, manifest, ['top1.png', 'curves.png'], REPORT_MANIFEST)
+        _plot_top1(rows, output / 'top1.png', dataset, data, recorder(output, manifest, 'top1.png', REPORT_MANIFEST))
+        _plot_curves(outcomes, output / 'curves.png', data, _chart_title(dataset, _common_extra(rows), data),
+                     recorder(output, manifest, 'curves.png', REPORT_MANIFEST))
     results = json.dumps(dict(dataset=dataset, data=data, rows=rows, runs=[
         dict(name=o.run.name, family=o.run.family, variant=o.run.variant, seed=o.run.seed, model=o.run.model,
              model_kwargs=o.run.model_kwargs, status=o.status, message=o.message, dir=str(o.run.out_dir),
@@ -1579,8 +1585,8 @@ def write_report(outcomes: Sequence[Outcome], dataset: str, output: Path, comman
              skipped_samples=len(o.skipped), skipped=skipped_text(o),
              schedules=[dict(last_epoch=end, epochs=given) for end, given in o.schedules])
         for o in outcomes], sweep=sweep), indent=1)
-    write_atomically(output / 'results.json', lambda file: file.write_text(results, encoding='utf-8'))
-    record_written(output, manifest, ['results.json'], REPORT_MANIFEST)
+    write_atomically(output / 'results.json', lambda file: file.write_text(results, encoding='utf-8'),
+                     recorder(output, manifest, 'results.json', REPORT_MANIFEST))
     return report
 
 
