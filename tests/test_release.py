@@ -1649,12 +1649,14 @@ def test_an_earlier_release_record_mutated_at_random_is_kept_whole_or_dropped_wi
             assert r.folder == str(out / Path(first['folder']).name), (edited, r)
 
 
-@pytest.mark.parametrize('target, nth', [('release_manifest.json', 4), ('release_manifest.json', 5),
+@pytest.mark.parametrize('target, nth', [('release_manifest.json', 1), ('release_manifest.json', 3),
+                                         ('release_manifest.json', 4), ('release_manifest.json', 5),
                                          ('pretrained_entries.json', 1)])
 def test_a_full_disk_while_the_record_is_written_leaves_release_able_to_run_again(reproduced, tmp_path, capsys,
                                                                                    monkeypatch, target, nth):
-    """release.json / pretrained_entries.json moved into place before the manifest recorded them (a disk that filled
-    in between, or a kill) were refused by every later release as 'not written by timm-sl release'."""
+    """An exported folder's files, release.json and pretrained_entries.json were moved into place before the manifest
+    recorded them: a disk that filled in between, or a kill, left files every later release refused as 'not written
+    by timm-sl release'."""
     import errno
     import pathlib
     root, _ = reproduced

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 from huggingface_hub import ModelCard, ModelCardData
@@ -761,6 +761,7 @@ def export_run(
         repo_id: str = PLACEHOLDER,
         card_sections: Sequence[str] = (),
         overwrite: bool = False,
+        before_replace: Optional[Callable[[Path], None]] = None,
 ) -> Exported:
     """Write a Hub-ready folder for a run's checkpoint.
 
@@ -774,6 +775,8 @@ def export_run(
         repo_id: The Hub repository the card's usage names.
         card_sections: Markdown lines the card gains before its recipe.
         overwrite: Write into a non-empty ``out_dir``.
+        before_replace: Called with the folder of the export's files, written whole, before they are moved into
+            ``out_dir`` (release records their sha256 there).
 
     The exported ``pretrained_cfg`` carries the data config the run trained with (mean, std, input size,
     interpolation, crop), resolved from the run's arguments as train.py resolved it. A ``slify`` model is exported as
@@ -804,13 +807,13 @@ def export_run(
     # short (a full disk, Ctrl-C) leaves an earlier export whole, and a file keeps the mode its user gave it
     with _held(out_dir):
         _check_out_dir(out_dir, overwrite)  # again: an export into the same new --out may have ended meanwhile
-        _write_staged(out_dir, model, model_kwargs, model_config, card)
+        _write_staged(out_dir, model, model_kwargs, model_config, card, before_replace)
     written = dict(model.pretrained_cfg, num_classes=model.num_classes, label_names=list(label_names or []) or None)
     return Exported(out_dir, checkpoint.source, written)
 
 
 def _write_staged(out_dir: Path, model: torch.nn.Module, model_kwargs: Dict[str, Any], model_config: Dict[str, Any],
-                  card: ModelCard) -> None:
+                  card: ModelCard, before_replace: Optional[Callable[[Path], None]] = None) -> None:
     """Write an export's files into a :data:`STAGING` folder of ``out_dir``, then move each over its earlier one."""
     staging = Path(tempfile.mkdtemp(dir=out_dir, prefix=STAGING))
     try:
@@ -818,6 +821,8 @@ def _write_staged(out_dir: Path, model: torch.nn.Module, model_kwargs: Dict[str,
         make_transformers_compatible(staging)  # save_for_hf adds num_classes to model_args too: there only once
         _readable(staging / 'model.safetensors')
         card.save(staging / 'README.md')
+        if before_replace is not None:
+            before_replace(staging)
         for file in sorted(staging.iterdir()):
             if (out_dir / file.name).is_file():
                 shutil.copymode(out_dir / file.name, file)

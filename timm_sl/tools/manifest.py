@@ -9,7 +9,7 @@ from typing import Callable, Dict, Sequence
 from .errors import first_line, write_atomically
 from .files import check_regular_file, read_text
 
-__all__ = ['sha256', 'read_manifest', 'record_written', 'recorder']
+__all__ = ['sha256', 'read_manifest', 'record_written', 'recorder', 'folder_recorder']
 
 
 def sha256(path: Path) -> str:
@@ -46,10 +46,15 @@ def read_manifest(out: Path, overwrite: bool, name: str, tool: str) -> Dict[str,
 def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], name: str) -> None:
     """Add the files just written to ``out``'s manifest (``name``) and save it (after each step: an interrupted
     command leaves a manifest of what it wrote)."""
-    manifest.update({rel: sha256(out / rel) for rel in rels})
-    text = json.dumps({'sha256': dict(sorted(manifest.items()))}, indent=1)
+    _save_with(out, manifest, {rel: sha256(out / rel) for rel in rels}, name)
+
+
+def _save_with(out: Path, manifest: Dict[str, str], new: Dict[str, str], name: str) -> None:
+    """``out``'s manifest (``name``) saved with the hashes ``new`` added; ``manifest`` holds them once it is."""
+    text = json.dumps({'sha256': dict(sorted({**manifest, **new}.items()))}, indent=1)
     # cut short: the earlier manifest stays whole
     write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
+    manifest.update(new)
 
 
 def recorder(out: Path, manifest: Dict[str, str], rel: str, name: str) -> Callable[[Path], None]:
@@ -58,7 +63,13 @@ def recorder(out: Path, manifest: Dict[str, str], rel: str, name: str) -> Callab
     that filled or a kill in between left a file of ours the manifest does not hold, which every later call refused
     as not ours; a manifest that cannot be saved now leaves the earlier file in place."""
     def record(new_file: Path) -> None:
-        text = json.dumps({'sha256': dict(sorted({**manifest, rel: sha256(new_file)}.items()))}, indent=1)
-        write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
-        manifest[rel] = sha256(new_file)
+        _save_with(out, manifest, {rel: sha256(new_file)}, name)
+    return record
+
+
+def folder_recorder(out: Path, manifest: Dict[str, str], rel: str, name: str) -> Callable[[Path], None]:
+    """:func:`recorder` for a folder ``out / rel`` whose files are written whole into a staging folder, then each
+    moved over its earlier one: the staged files' sha256 saved under ``rel/`` before the first is moved."""
+    def record(staging: Path) -> None:
+        _save_with(out, manifest, {f'{rel}/{f.name}': sha256(f) for f in sorted(staging.iterdir())}, name)
     return record

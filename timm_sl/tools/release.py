@@ -22,12 +22,12 @@ import os
 import string
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .arg_types import dataset_name
 from .errors import first_line, held_folder, make_folder, shown, write_atomically
 from .files import check_not_link, flag_arg, kind_of
-from .manifest import read_manifest, record_written, recorder, sha256
+from .manifest import folder_recorder, read_manifest, recorder, sha256
 from .paper import DATASETS, TABLE2_COLUMNS, VARIANT_LABELS, paper_top1
 from .runs import (
     CHECKPOINTS, Checkpoint, CutSinceDone, NonFiniteWeights, RunRecord, check_regular_file, find_runs, format_top1,
@@ -234,10 +234,12 @@ def read_release_record(run_dir: Path, dataset: Optional[str] = None) -> RunReco
 def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_PATTERN,
                 label_names: Optional[Any] = None, train_defaults: Optional[Dict[str, Any]] = None,
                 dataset: Optional[str] = None, record: Optional[RunRecord] = None,
-                checkpoint: Optional[Checkpoint] = None) -> Released:
+                checkpoint: Optional[Checkpoint] = None, before_replace: Optional[Callable[[Path], None]] = None
+                ) -> Released:
     """Export one run's best checkpoint as ``OUT/<repo name>`` with its release card (``record`` and ``checkpoint``
     when :func:`read_release_record` and :func:`~timm_sl.tools.hub.check_export` already read them). Replaces the
-    folder's exported files: :func:`release` checks first that they are its own.
+    folder's exported files: :func:`release` checks first that they are its own, and records them with
+    ``before_replace`` (see :func:`~timm_sl.tools.hub.export_run`).
 
     Raises:
         FileNotFoundError / ValueError: see :func:`read_release_record` and :func:`repo_name`.
@@ -260,7 +262,8 @@ def release_run(run_dir: Path, out: Path, org: str, name_pattern: str = DEFAULT_
     resumed = any(session_notes(record, checkpoint, train_defaults))
     section = _release_section(record, paper, repo_id, tag, weights, resumed)
     exported = export_run(record, out / name, checkpoint=checkpoint, label_names=label_names,
-                          train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True)
+                          train_defaults=train_defaults, repo_id=repo_id, card_sections=section, overwrite=True,
+                          before_replace=before_replace)
     return Released(
         run_dir=str(run_dir), checkpoint=str(record.checkpoint), folder=str(exported.folder), repo_id=repo_id,
         model=record.model, model_kwargs=arch_kwargs, family=record.family, variant=record.variant,
@@ -407,7 +410,7 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             ``out`` release did not write (or that changed since).
         ToolError: an upload failed (see :func:`timm_sl.tools.hub.push_folder`).
     """
-    from .hub import EXPORTED_FILES, check_export, push_folder, read_label_names
+    from .hub import check_export, push_folder, read_label_names
     for flag, value in dict(push=push, private=private, overwrite=overwrite).items():  # push='no' would upload
         flag_arg(value, flag, 'release')
     if dataset is not None and dataset not in TABLE2_COLUMNS:
@@ -490,9 +493,10 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
         released = []
         for i, record, name, checkpoint in zip(numbers, records, names, checkpoints):
             run_dir = record.run_dir
+            # recorded before they are moved into place: a disk that fills or a kill in between leaves them ours
             r = release_run(run_dir, out, org, name_pattern, label_names=label_names, train_defaults=defaults,
-                            record=record, checkpoint=checkpoint)
-            record_written(out, manifest, [f'{name}/{f}' for f in EXPORTED_FILES], MANIFEST)
+                            record=record, checkpoint=checkpoint,
+                            before_replace=folder_recorder(out, manifest, name, MANIFEST))
             top1 = (f'- (not a measurement of these weights, {r.top1_unmeasured})' if r.top1_unmeasured else
                     '-' if r.best_top1 is None else f'{r.best_top1:.2f}')
             own_top1 = math.nan if r.weights_diverged else r.weights_top1
