@@ -222,9 +222,10 @@ def _refuse_missing_classes(root: Path, annotations: Path, counts: Dict[str, int
     missing = sorted({p.name for p in train.iterdir() if p.is_dir()} - set(counts)) if train.is_dir() else []
     if missing:
         raise ValueError(f'{shown(annotations)} gives no image to class {missing[0]!r} of {shown(train)} '
-                         f'({len(missing)} such class(es)): timm would number the val classes without it, so a class sorted after it has '
-                         f'another label in val than in train, and top-1 has no image of it; allowed: val images '
-                         f'of every class of train (the annotations and val/images of the same archive)')
+                         f'({len(missing)} such class(es)): timm would number the val classes without it, so a class '
+                         f'sorted after it has another label in val than in train, and top-1 has no image of it; '
+                         f'allowed: val images of every class of train (the annotations and val/images of the same '
+                         f'archive)')
 
 
 def _check_root(root: Path) -> None:
