@@ -220,8 +220,8 @@ def test_label_names_must_number_the_classes(trained, tmp_path):
     root, _ = trained
     names = tmp_path / 'labels.txt'
     names.write_text('cat\ndog\n')
-    message = (f'2 label names given but {root / "model_best.pth.tar"} has 7 classes; give exactly one name per '
-               f'class, in class-index order')
+    message = (f'{names}: 2 label names given but {root / "model_best.pth.tar"} has 7 classes; give exactly one '
+               f'name per class, in class-index order')  # the file is named: it was the checkpoint alone
     with pytest.raises(ValueError) as e:
         export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', model_kwargs=KWARGS,
                           label_names=names)

@@ -1117,13 +1117,14 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
         names.write_text(text)
         if 'not there' in says:
             where.rename(data / 'elsewhere.txt')
-        for argv in (export, release):
-            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: {says}'
+        for argv in (export, release):  # the names' file named first (not the map's absence: args.yaml is named)
+            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: ' + ('' if 'not there' in says else f'{names}: ') + says
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
     (data / 'elsewhere.txt').rename(where)
     where.write_text('fox\ncat\n')  # a map of fewer classes than the run's head
-    assert _fails(export, capsys) == (f'timm-sl export: 3 label names given but the class map the run trained with '
-                                      f'({where}) has 2 classes; allowed: one name per class, in the order of that map')
+    assert _fails(export, capsys) == (f'timm-sl export: {names}: 3 label names given but the class map the run '
+                                      f'trained with ({where}) has 2 classes; allowed: one name per class, in the '
+                                      f'order of that map')
     where.write_text('fox\ncat\ndog\n')
     assert main(export) == 0
     card = (tmp_path / 'o' / 'README.md').read_text()
@@ -1413,7 +1414,7 @@ def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader
     names.write_text('\n'.join(given) + '\n')
     out = tmp_path / 'out'
     assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
-        'timm-sl export: ' + says.format(folder=data / 'train')
+        f'timm-sl export: {names}: ' + says.format(folder=data / 'train')
     assert not out.exists()
     right = sorted(given, key=lambda n: (int(n[1:]) if not reader else n))
     names.write_text('\n'.join(right) + '\n')

@@ -22,7 +22,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError, first_line, held_folder, make_folder
+from .errors import ToolError, first_line, held_folder, make_folder, shown
 from .files import check_not_link, flag_arg, kind_of, name_text
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .paper import model_switches, switches_label
@@ -572,9 +572,10 @@ class Exported(NamedTuple):
 
 
 def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optional[List[str]] = None,
-                   load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+                   load: bool = True, names_file: Optional[Path] = None) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """What :func:`export_run` checks before it writes anything, and the model it exports (``load=False``: built
-    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``."""
+    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``. ``names_file``:
+    the file ``label_names`` were read from, which a refusal of them names."""
     if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is its own
         _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
     if not record.model and record.run_dir is None and (record.checkpoint.parent / 'config.json').is_file() and \
@@ -588,12 +589,18 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
     model, model_kwargs = build_run_model(record, checkpoint, load=load)
     _check_kwargs_are_the_runs(record, checkpoint)
     training_data_config(model, record.args, _args_file(record))
-    if label_names is not None and len(label_names) != model.num_classes:
-        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
-                         f'classes; give exactly one name per class, in class-index order')
-    if label_names is not None:
+    if label_names is None:
+        return model, model_kwargs
+    try:
+        if len(label_names) != model.num_classes:
+            raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+                             f'classes; give exactly one name per class, in class-index order')
         _check_class_map_order(record, label_names)
         _check_folder_class_order(record, label_names)
+    except ValueError as e:  # the names' file is what was wrong: named first, as every refusal of a file is
+        if names_file is None:
+            raise
+        raise ValueError(f'{shown(names_file)}: {e}') from None
     return model, model_kwargs
 
 
@@ -734,19 +741,21 @@ def _check_run_weights(record: RunRecord, checkpoint: Checkpoint) -> None:
                                f'allowed: a run with a finite top-1 (train it again, say with a lower --lr)') from None
 
 
-def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
+def check_export(record: RunRecord, label_names: Optional[List[str]] = None,
+                 names_file: Optional[Path] = None) -> Checkpoint:
     """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
     names, another run's ``summary.csv``, label names of another class count, NaN weights), reading the checkpoint
     memory-mapped (see :func:`~timm_sl.tools.runs.read_checkpoint`; its weights scanned for NaN, not held): for
     :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
-    weights at once. Returns the checkpoint read so, for the export (its weights are read then).
+    weights at once. Returns the checkpoint read so, for the export (its weights are read then). ``names_file``: the
+    file ``label_names`` were read from, which a refusal of them names.
 
     Raises:
         ValueError / OSError: as :func:`export_run` would, before writing.
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch, checkpoint.metric)
-    _checked_model(record, checkpoint, label_names, load=False)
+    _checked_model(record, checkpoint, label_names, load=False, names_file=names_file)
     # a diverged run among many: refused before the others are written
     _check_run_weights(record, checkpoint)
     return checkpoint
@@ -787,11 +796,12 @@ def export_run(
     out_dir = Path(out_dir)
     overwrite = flag_arg(overwrite, 'overwrite', 'export_run')  # 'no' is true to Python
     _check_out_dir(out_dir, overwrite)
-    if isinstance(label_names, (str, Path)):
-        label_names = read_label_names(label_names)
+    names_file = Path(label_names) if isinstance(label_names, (str, Path)) else None
+    if names_file is not None:
+        label_names = read_label_names(names_file)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     _check_run_weights(record, checkpoint)  # export and release alike
-    model, model_kwargs = _checked_model(record, checkpoint, label_names)
+    model, model_kwargs = _checked_model(record, checkpoint, label_names, names_file=names_file)
     model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
