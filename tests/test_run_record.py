@@ -1422,6 +1422,29 @@ def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader
     assert json.loads((out / 'config.json').read_text())['label_names'] == right
 
 
+def test_label_names_of_a_runs_class_folders_with_one_edited_in_another_order_are_refused(tmp_path, capsys):
+    """Label names of a names file in another class order with one name edited besides ('C10' for 'c10', a typo):
+    not the same set as the class folders, so the order went unchecked and every other class was exported under a
+    wrong name. A name that is a class folder's is now held at that folder's class."""
+    data = tmp_path / 'data'
+    for name in ('c1', 'c2', 'c3', 'c10'):
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), data_dir=str(data), dataset='')
+    names, out = tmp_path / 'names.txt', tmp_path / 'out'
+    names.write_text('c2\nc1\nc3\nC10\n')
+    assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == (
+        f"timm-sl export: {names}: --label-names puts 'c2' at class 0, but the run learned the class folders of "
+        f"{data / 'train'} in timm's order, where 'c2' is class 1: the names are in another order than the classes "
+        f"the run learned; allowed: the names in that order (c1, c2, c3, ...)")
+    assert not out.exists()
+    for given in ('c1\nc2\nc3\nC10\n', 'cat\ndog\nfox\nowl\n'):  # at their classes, or names of one's own
+        names.write_text(given)
+        assert main(['export', str(run), '--out', str(out), '--label-names', str(names), '--overwrite']) == 0
+        assert json.loads((out / 'config.json').read_text())['label_names'] == given.split()
+
+
 def test_a_class_map_torchvision_never_read_is_not_taken_for_the_runs_class_order(tmp_path, capsys):
     """train.py --dataset torch/folder --class-map m.txt: timm gives no class map to torchvision's ImageFolder, which
     numbers the folders sorted. The card said the classes were numbered by the map, and --label-names were checked

@@ -704,17 +704,20 @@ def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
 
 
 def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> None:
-    """Label names that are the class folders a run learned (:func:`_folder_classes`) must be in their order: in
-    another, every prediction is named by a wrong class. Names of one's own (not the folders') are not checked.
+    """A label name that is a class folder's name (:func:`_folder_classes`, as many folders as names) must be at that
+    folder's class: at another, the predictions of both are named wrongly (a names file of another order, one name
+    edited too). Names of one's own (not the folders') are not checked.
 
     Raises:
         ValueError: naming the folder, the first misplaced name and the order allowed.
     """
     found = _folder_classes(record)
-    if found is None or sorted(label_names) != sorted(found[1]) or list(label_names) == found[1]:
+    if found is None or len(found[1]) != len(label_names):
         return
     folder, classes, reader = found
-    moved = next(i for i, n in enumerate(label_names) if classes[i] != n)
+    moved = next((i for i, n in enumerate(label_names) if n in classes and classes.index(n) != i), None)
+    if moved is None:
+        return
     name = label_names[moved]
     order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
     raise ValueError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
