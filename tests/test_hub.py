@@ -518,6 +518,11 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
             # what a loader preprocesses and labels by, which timm loads without an error (a 2-value mean averaged)
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=['a', 'b', 'c'])),
              f"{config} gives label_names that are not one name per class of its 7, each once (['a', 'b', 'c'])"),
+            # names export refuses in a --label-names file: of two lines, or blank (were uploaded)
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=list('abcdef') + ['g\nh'])),
+             f"{config} gives the label name 'g\\nh' (class 6); allowed: a name of one line for each class, not blank"),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=[' '] + list('bcdefg'))),
+             f"{config} gives the label name ' ' (class 0); allowed: a name of one line for each class, not blank"),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], mean=[0.5, 0.5])),
              f'{config} gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], std=[0.5, 0, 0.5])),

@@ -50,6 +50,12 @@ CITATION = """@article{lee2021vision,
 }"""
 
 
+def _odd_label_name(names: Sequence[str]) -> Optional[str]:
+    """The first of ``names`` that is blank or holds a line break of any kind (at its end too: ``'cat\\n'`` of a JSON
+    list, which ``splitlines()`` gives as one line), which no class can be named by; None where there is none."""
+    return next((n for n in names if not n.strip() or n.splitlines() != [n]), None)
+
+
 def read_label_names(path: Union[str, Path]) -> List[str]:
     """Class names from a file: a JSON list, or one name per line (blank lines ignored).
 
@@ -73,8 +79,7 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
         names = [line.strip() for line in text.split('\n') if line.strip()]
     if not names:
         raise ValueError(f'{path} holds no label names')
-    # a line break of any kind in a name, at its end too ('cat\n' of a JSON list: splitlines() gives one line)
-    odd = next((n for n in names if not n.strip() or n.splitlines() != [n]), None)
+    odd = _odd_label_name(names)
     if odd is not None:  # class i would be named nothing, or a name would be cut across lines by who reads it so
         raise ValueError(f'{path} holds the label name {odd!r} (class {names.index(odd)}); allowed: a name of one line '
                          f'for each class, not blank')
@@ -973,6 +978,10 @@ def _check_exported_files(folder: Path) -> None:
                                   and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
         raise ValueError(f'{config} gives label_names that are not one name per class of its {model.num_classes}, '
                          f'each once ({first_line(repr(names))[:80]}); {again}')
+    odd = _odd_label_name(names or [])
+    if odd is not None:  # as export refuses it: a class named nothing, or a name cut across lines where it is shown
+        raise ValueError(f'{config} gives the label name {odd!r} (class {names.index(odd)}); allowed: a name of one '
+                         f'line for each class, not blank; {again}')
 
 
 def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:
