@@ -476,7 +476,7 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
 def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path, capsys, monkeypatch):
     """A cut config.json or model.safetensors was uploaded as it was."""
     import huggingface_hub
-    from safetensors.torch import save_file
+    from safetensors.torch import load_file, save_file
     uploaded = []
 
     class Api:
@@ -549,6 +549,14 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
     with pytest.raises(SystemExit):
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err.startswith(f'timm-sl push: {weights} does not fit the model {config} describes (')
+    weights.write_bytes(whole)
+    nan = load_file(str(weights))  # weights export refuses (a run diverged), edited in after it: were uploaded
+    nan['head.bias'][0] = float('nan')
+    save_file(nan, str(weights))
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err == (f'timm-sl push: {weights} holds NaN or infinite weights (1 tensor(s): '
+                                       f'head.bias); {again}\n')
     weights.write_bytes(whole)
     assert uploaded == []
     (tmp_path / 'notes.txt').write_text('a user file beside the export: not public')  # was uploaded with them

@@ -971,6 +971,10 @@ def _check_exported_files(folder: Path) -> None:
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
+    try:  # export refuses them: edited since, or not its file (a loader's outputs would be NaN)
+        check_finite_weights(state, weights)
+    except NonFiniteWeights as e:
+        raise NonFiniteWeights(f'{str(e).split(": the run had")[0]}; {again}') from None
     cfg = model.pretrained_cfg  # timm sets its input size to the built model's; transformers' processor reads the file
     exported_data_config(model, {**cfg, **saved.get('pretrained_cfg', {})}, config)  # as export resolved it
     names = cfg.get('label_names')
