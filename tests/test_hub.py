@@ -903,3 +903,56 @@ def test_a_full_temporary_folder_at_the_push_is_named_not_a_token_file(tmp_path,
     err = capsys.readouterr().err
     assert re.fullmatch(rf'timm-sl push: \S+: could not copy {re.escape(str(tmp_path / "exp"))} there for the upload '
                         r'\(no space left on device\); allowed: TMPDIR set to a folder with room for it\n', err), err
+
+
+def test_label_names_files_mutated_at_random_are_the_runs_class_order_or_refused_naming_the_file(tmp_path):
+    """Seeded mutations of a --label-names file for a run of class folders (c1, c2, c3, c10: timm's natural order):
+    lines swapped, shifted, reversed, sorted (c10 before c2), dropped, doubled, blank, edited (a typo, another case),
+    padded, in other encodings and line ends, cut. Either the names read keep every class folder's name at its class,
+    or the file is refused in one line naming it. Names in another order with one edited passed unchecked."""
+    import codecs
+    import random
+    from types import SimpleNamespace
+    from timm_sl.tools.hub import _check_folder_class_order, read_label_names
+    classes = ['c1', 'c2', 'c3', 'c10']
+    data = tmp_path / 'data'
+    for name in classes:
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    record = SimpleNamespace(run_dir=tmp_path, args={'data_dir': str(data), 'dataset': ''})
+    rng, names_file = random.Random(25), tmp_path / 'names.txt'
+    edits = {
+        'swap': lambda n: (lambda i, j: [n[j] if k == i else n[i] if k == j else v for k, v in enumerate(n)])(
+            *rng.sample(range(len(n)), 2)) if len(n) > 1 else n,
+        'shift': lambda n: n[1:] + n[:1], 'reverse': lambda n: n[::-1], 'sorted': sorted,
+        'drop': lambda n: n[:-1], 'double': lambda n: n + n[:1], 'blank': lambda n: n[:1] + [''] + n[1:],
+        'typo': lambda n: [v + 'x' if i == 0 else v for i, v in enumerate(n)],
+        'case': lambda n: [v.upper() if i == len(n) - 1 else v for i, v in enumerate(n)],
+        'pad': lambda n: [f' {v}\t' for v in n]}
+    seen = {'ok': 0, 'refused': 0}
+    for _ in range(300):
+        names = list(classes)
+        for edit in rng.sample(sorted(edits), rng.randint(1, 3)):
+            names = edits[edit](names)
+        form = rng.choice(['\n', '\r\n', 'json', 'utf-16', 'bom', 'cut'])
+        text = json.dumps(names) if form == 'json' else ('\n' if form in ('cut', 'utf-16', 'bom') else form).join(names)
+        raw = text.encode('utf-16') if form == 'utf-16' else codecs.BOM_UTF8 * (form == 'bom') + text.encode()
+        names_file.write_bytes(raw[:rng.randrange(1, len(raw) + 1)] if form == 'cut' else raw)
+        try:
+            read = read_label_names(names_file)
+        except ValueError as e:
+            assert str(e).startswith(str(names_file)) and '\n' not in str(e), str(e)
+            seen['refused'] += 1
+            continue
+        if len(read) != len(classes):  # refused for its count by export, which needs the model
+            continue
+        try:
+            _check_folder_class_order(record, read)
+        except ValueError as e:
+            assert "in timm's order" in str(e) and '\n' not in str(e), str(e)
+            assert any(n in classes and classes.index(n) != i for i, n in enumerate(read)), (read, str(e))
+            seen['refused'] += 1
+            continue
+        assert all(classes.index(n) == i for i, n in enumerate(read) if n in classes), (raw, read)
+        seen['ok'] += 1
+    assert seen['ok'] > 20 and seen['refused'] > 100, seen
