@@ -959,3 +959,91 @@ def test_label_names_files_mutated_at_random_are_the_runs_class_order_or_refused
         assert all(classes.index(n) == i for i, n in enumerate(read) if n in classes), (raw, read)
         seen['ok'] += 1
     assert seen['ok'] > 20 and seen['refused'] > 100, seen
+
+
+def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the_file(tmp_path, capsys, monkeypatch):
+    """Seeded mutations of an exported folder (config.json's label names, pretrained_cfg values; model.safetensors
+    with NaN, a tensor dropped or added; files beside): push leaves the folder as it was, and either uploads files that
+    load in timm with names both timm and transformers read alike (one line each, once, not blank) and finite
+    weights, or refuses in one line naming a file of the folder. NaN weights and names of two lines were uploaded."""
+    import hashlib
+    import random
+    import huggingface_hub
+    from safetensors.torch import load_file, save_file
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    source = tmp_path / 'export'
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=3), source, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(source)
+    exported = json.loads((source / 'config.json').read_text())
+    (source / 'config.json').write_text(json.dumps(dict(exported, label_names=['cat', 'dog', 'fox'])))
+    rng, folder = random.Random(25), tmp_path / 'f'
+    hostile = [None, 0, -1, '', 'a\nb', ' ', 3, ['x'], {}, float('nan'), 'cat']
+
+    def config_edit():
+        config = json.loads((folder / 'config.json').read_text())
+        names = list(config['label_names'])
+        names[rng.randrange(3)] = rng.choice(hostile)
+        where = rng.choice(['top', 'cfg', 'both'])
+        config.update(label_names=names if where != 'cfg' else config['label_names'])
+        if where != 'top':
+            config['pretrained_cfg']['label_names'] = names
+        if rng.random() < 0.3:
+            config['pretrained_cfg'][rng.choice(['mean', 'std', 'crop_pct', 'input_size'])] = rng.choice(hostile)
+        (folder / 'config.json').write_text(json.dumps(config))
+
+    def weights_edit():
+        state = load_file(str(folder / 'model.safetensors'))
+        name = rng.choice(sorted(state))
+        how = rng.choice(['nan', 'inf', 'drop', 'extra'])
+        if how in ('nan', 'inf'):
+            state[name] = state[name].clone()
+            state[name].view(-1)[0] = float(how)
+        elif how == 'drop':
+            del state[name]
+        else:
+            state['extra'] = torch.zeros(2)
+        save_file(state, str(folder / 'model.safetensors'))
+
+    def files_edit():
+        (folder / rng.choice(['notes.txt', 'pytorch_model.bin'])).write_bytes(b'beside')
+
+    outcome = {'pushed': 0, 'refused': 0}
+    for _ in range(24):
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(source, folder)
+        for _ in range(rng.randint(1, 2)):
+            rng.choice([config_edit, config_edit, weights_edit, files_edit])()
+        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        uploaded.clear()
+        try:
+            code = main(['push', str(folder), '--repo-id', 'org/name'])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err
+        assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        if code:
+            assert err.startswith(f'timm-sl push: {folder}/') and err.count('\n') == 1, err
+            outcome['refused'] += 1
+            continue
+        files, = uploaded
+        assert sorted(files) == ['README.md', 'config.json', 'model.safetensors'] or \
+            sorted(files) == ['config.json', 'model.safetensors']
+        config = json.loads(files['config.json'])
+        names = config.get('label_names')
+        assert config['pretrained_cfg'].get('label_names') in (None, names), config
+        assert names is None or (len(names) == 3 == len(set(names)) and all(
+            isinstance(n, str) and n.strip() and n.splitlines() == [n] for n in names)), names
+        assert all(bool(torch.isfinite(v).all()) for v in load_file(str(folder / 'model.safetensors')).values())
+        outcome['pushed'] += 1
+    assert outcome['pushed'] >= 2 and outcome['refused'] >= 12, outcome
