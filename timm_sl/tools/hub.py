@@ -50,6 +50,10 @@ CITATION = """@article{lee2021vision,
 }"""
 
 
+class NamesError(ValueError):
+    """Label names refused for what they are (their count or order for the run), not for the run's own files."""
+
+
 def _odd_label_name(names: Sequence[str]) -> Optional[str]:
     """The first of ``names`` that is blank or holds a line break of any kind (at its end too: ``'cat\\n'`` of a JSON
     list, which ``splitlines()`` gives as one line), which no class can be named by; None where there is none."""
@@ -598,11 +602,11 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
         return model, model_kwargs
     try:
         if len(label_names) != model.num_classes:
-            raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+            raise NamesError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
                              f'classes; give exactly one name per class, in class-index order')
         _check_class_map_order(record, label_names)
         _check_folder_class_order(record, label_names)
-    except ValueError as e:  # the names' file is what was wrong: named first, as every refusal of a file is
+    except NamesError as e:  # the names' file is what was wrong: named first, as every refusal of a file is
         if names_file is None:
             raise
         raise ValueError(f'{shown(names_file)}: {e}') from None
@@ -660,20 +664,20 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
             from None
     classes = max(mapping.values(), default=-1) + 1
     if len(label_names) != classes:
-        raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
+        raise NamesError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
                          f'{classes} classes; allowed: one name per class, in the order of that map')
     by_index = {v: k for k, v in reversed(list(mapping.items()))}
     order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
     named = all(isinstance(k, str) for k in mapping)  # a map of names (class folders), as timm's are
     unknown = next((i for i, n in enumerate(label_names) if named and n not in mapping), None)
     if unknown is not None:
-        raise ValueError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
+        raise NamesError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
                          f'trained with ({where}) does not hold: its names are the class folders the run learned; '
                          f'allowed: the names of that map in its order ({order})')
     moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
     if moved is not None:
         name = label_names[moved]
-        raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
+        raise NamesError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
                          f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
@@ -725,7 +729,7 @@ def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> 
         return
     name = label_names[moved]
     order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
-    raise ValueError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
+    raise NamesError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
                      f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: the names are in '
                      f'another order than the classes the run learned; allowed: the names in that order ({order})')
 
