@@ -220,8 +220,8 @@ def test_label_names_must_number_the_classes(trained, tmp_path):
     root, _ = trained
     names = tmp_path / 'labels.txt'
     names.write_text('cat\ndog\n')
-    message = (f'2 label names given but {root / "model_best.pth.tar"} has 7 classes; give exactly one name per '
-               f'class, in class-index order')
+    message = (f'{names}: 2 label names given but {root / "model_best.pth.tar"} has 7 classes; give exactly one '
+               f'name per class, in class-index order')  # the file is named: it was the checkpoint alone
     with pytest.raises(ValueError) as e:
         export_checkpoint(root / 'model_best.pth.tar', 'sl_vit_32', tmp_path / 'x', model_kwargs=KWARGS,
                           label_names=names)
@@ -476,7 +476,7 @@ def test_push_of_a_missing_folder_or_a_file_says_so(tmp_path, capsys, monkeypatc
 def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path, capsys, monkeypatch):
     """A cut config.json or model.safetensors was uploaded as it was."""
     import huggingface_hub
-    from safetensors.torch import save_file
+    from safetensors.torch import load_file, save_file
     uploaded = []
 
     class Api:
@@ -518,6 +518,14 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
             # what a loader preprocesses and labels by, which timm loads without an error (a 2-value mean averaged)
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=['a', 'b', 'c'])),
              f"{config} gives label_names that are not one name per class of its 7, each once (['a', 'b', 'c'])"),
+            # names export refuses in a --label-names file: of two lines, or blank (were uploaded)
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=list('abcdef') + ['g\nh'])),
+             f"{config} gives the label name 'g\\nh' (class 6); allowed: a name of one line for each class, not blank"),
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=[' '] + list('bcdefg'))),
+             f"{config} gives the label name ' ' (class 0); allowed: a name of one line for each class, not blank"),
+            # timm names the classes by them, transformers (the top level's label_names: none) LABEL_0, ...
+            (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=list('abcdefg'))),
+             f'{config} gives pretrained_cfg.label_names other than its label_names (None), which transformers reads'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], mean=[0.5, 0.5])),
              f'{config} gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], std=[0.5, 0, 0.5])),
@@ -544,6 +552,14 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
     with pytest.raises(SystemExit):
         main(['push', str(tmp_path), '--repo-id', 'org/name'])
     assert capsys.readouterr().err.startswith(f'timm-sl push: {weights} does not fit the model {config} describes (')
+    weights.write_bytes(whole)
+    nan = load_file(str(weights))  # weights export refuses (a run diverged), edited in after it: were uploaded
+    nan['head.bias'][0] = float('nan')
+    save_file(nan, str(weights))
+    with pytest.raises(SystemExit):
+        main(['push', str(tmp_path), '--repo-id', 'org/name'])
+    assert capsys.readouterr().err == (f'timm-sl push: {weights} holds NaN or infinite weights (1 tensor(s): '
+                                       f'head.bias); {again}\n')
     weights.write_bytes(whole)
     assert uploaded == []
     (tmp_path / 'notes.txt').write_text('a user file beside the export: not public')  # was uploaded with them
@@ -890,3 +906,144 @@ def test_a_full_temporary_folder_at_the_push_is_named_not_a_token_file(tmp_path,
     err = capsys.readouterr().err
     assert re.fullmatch(rf'timm-sl push: \S+: could not copy {re.escape(str(tmp_path / "exp"))} there for the upload '
                         r'\(no space left on device\); allowed: TMPDIR set to a folder with room for it\n', err), err
+
+
+def test_label_names_files_mutated_at_random_are_the_runs_class_order_or_refused_naming_the_file(tmp_path):
+    """Seeded mutations of a --label-names file for a run of class folders (c1, c2, c3, c10: timm's natural order):
+    lines swapped, shifted, reversed, sorted (c10 before c2), dropped, doubled, blank, edited (a typo, another case),
+    padded, in other encodings and line ends, cut. Either the names read keep every class folder's name at its class,
+    or the file is refused in one line naming it. Names in another order with one edited passed unchecked."""
+    import codecs
+    import random
+    from types import SimpleNamespace
+    from timm_sl.tools.hub import _check_folder_class_order, read_label_names
+    classes = ['c1', 'c2', 'c3', 'c10']
+    data = tmp_path / 'data'
+    for name in classes:
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    record = SimpleNamespace(run_dir=tmp_path, args={'data_dir': str(data), 'dataset': ''})
+    rng, names_file = random.Random(25), tmp_path / 'names.txt'
+    edits = {
+        'swap': lambda n: (lambda i, j: [n[j] if k == i else n[i] if k == j else v for k, v in enumerate(n)])(
+            *rng.sample(range(len(n)), 2)) if len(n) > 1 else n,
+        'shift': lambda n: n[1:] + n[:1], 'reverse': lambda n: n[::-1], 'sorted': sorted,
+        'drop': lambda n: n[:-1], 'double': lambda n: n + n[:1], 'blank': lambda n: n[:1] + [''] + n[1:],
+        'typo': lambda n: [v + 'x' if i == 0 else v for i, v in enumerate(n)],
+        'case': lambda n: [v.upper() if i == len(n) - 1 else v for i, v in enumerate(n)],
+        'pad': lambda n: [f' {v}\t' for v in n]}
+    seen = {'ok': 0, 'refused': 0}
+    for _ in range(300):
+        names = list(classes)
+        for edit in rng.sample(sorted(edits), rng.randint(1, 3)):
+            names = edits[edit](names)
+        form = rng.choice(['\n', '\r\n', 'json', 'utf-16', 'bom', 'cut'])
+        text = json.dumps(names) if form == 'json' else ('\n' if form in ('cut', 'utf-16', 'bom') else form).join(names)
+        raw = text.encode('utf-16') if form == 'utf-16' else codecs.BOM_UTF8 * (form == 'bom') + text.encode()
+        names_file.write_bytes(raw[:rng.randrange(1, len(raw) + 1)] if form == 'cut' else raw)
+        try:
+            read = read_label_names(names_file)
+        except ValueError as e:
+            assert str(e).startswith(str(names_file)) and '\n' not in str(e), str(e)
+            seen['refused'] += 1
+            continue
+        if len(read) != len(classes):  # refused for its count by export, which needs the model
+            continue
+        try:
+            _check_folder_class_order(record, read)
+        except ValueError as e:
+            assert "in timm's order" in str(e) and '\n' not in str(e), str(e)
+            assert any(n in classes and classes.index(n) != i for i, n in enumerate(read)), (read, str(e))
+            seen['refused'] += 1
+            continue
+        assert all(classes.index(n) == i for i, n in enumerate(read) if n in classes), (raw, read)
+        seen['ok'] += 1
+    assert seen['ok'] > 20 and seen['refused'] > 100, seen
+
+
+def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the_file(tmp_path, capsys, monkeypatch):
+    """Seeded mutations of an exported folder (config.json's label names, pretrained_cfg values; model.safetensors
+    with NaN, a tensor dropped or added; files beside): push leaves the folder as it was, and either uploads files that
+    load in timm with names both timm and transformers read alike (one line each, once, not blank) and finite
+    weights, or refuses in one line naming a file of the folder. NaN weights and names of two lines were uploaded."""
+    import hashlib
+    import random
+    import huggingface_hub
+    from safetensors.torch import load_file, save_file
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    source = tmp_path / 'export'
+    save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=3), source, model_args=dict(depth=1),
+                safe_serialization=True)
+    make_transformers_compatible(source)
+    exported = json.loads((source / 'config.json').read_text())
+    (source / 'config.json').write_text(json.dumps(dict(exported, label_names=['cat', 'dog', 'fox'])))
+    rng, folder = random.Random(25), tmp_path / 'f'
+    hostile = [None, 0, -1, '', 'a\nb', ' ', 3, ['x'], {}, float('nan'), 'cat']
+
+    def config_edit():
+        config = json.loads((folder / 'config.json').read_text())
+        names = list(config['label_names'])
+        names[rng.randrange(3)] = rng.choice(hostile)
+        where = rng.choice(['top', 'cfg', 'both'])
+        config.update(label_names=names if where != 'cfg' else config['label_names'])
+        if where != 'top':
+            config['pretrained_cfg']['label_names'] = names
+        if rng.random() < 0.3:
+            config['pretrained_cfg'][rng.choice(['mean', 'std', 'crop_pct', 'input_size'])] = rng.choice(hostile)
+        (folder / 'config.json').write_text(json.dumps(config))
+
+    def weights_edit():
+        state = load_file(str(folder / 'model.safetensors'))
+        name = rng.choice(sorted(state))
+        how = rng.choice(['nan', 'inf', 'drop', 'extra'])
+        if how in ('nan', 'inf'):
+            state[name] = state[name].clone()
+            state[name].view(-1)[0] = float(how)
+        elif how == 'drop':
+            del state[name]
+        else:
+            state['extra'] = torch.zeros(2)
+        save_file(state, str(folder / 'model.safetensors'))
+
+    def files_edit():
+        (folder / rng.choice(['notes.txt', 'pytorch_model.bin'])).write_bytes(b'beside')
+
+    outcome = {'pushed': 0, 'refused': 0}
+    for _ in range(24):
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(source, folder)
+        for _ in range(rng.randint(1, 2)):
+            rng.choice([config_edit, config_edit, weights_edit, files_edit])()
+        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        uploaded.clear()
+        try:
+            code = main(['push', str(folder), '--repo-id', 'org/name'])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err
+        assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        if code:
+            assert err.startswith(f'timm-sl push: {folder}/') and err.count('\n') == 1, err
+            outcome['refused'] += 1
+            continue
+        files, = uploaded
+        assert sorted(files) == ['README.md', 'config.json', 'model.safetensors'] or \
+            sorted(files) == ['config.json', 'model.safetensors']
+        config = json.loads(files['config.json'])
+        names = config.get('label_names')
+        assert config['pretrained_cfg'].get('label_names') in (None, names), config
+        assert names is None or (len(names) == 3 == len(set(names)) and all(
+            isinstance(n, str) and n.strip() and n.splitlines() == [n] for n in names)), names
+        assert all(bool(torch.isfinite(v).all()) for v in load_file(str(folder / 'model.safetensors')).values())
+        outcome['pushed'] += 1
+    assert outcome['pushed'] >= 2 and outcome['refused'] >= 12, outcome

@@ -967,7 +967,8 @@ def test_label_names_that_do_not_fit_one_of_the_runs_are_refused_before_writing(
     out = tmp_path / 'rel'
     assert _fails(['release', str(tmp_path / 'runs'), '--org', 'o', '--out', str(out), '--label-names',
                    str(tmp_path / 'labels.txt')], capsys) == (
-        f'timm-sl release: 3 label names given but {tmp_path / "runs" / "b"} has 4 classes (its args.yaml); allowed: '
+        f'timm-sl release: {tmp_path / "labels.txt"}: 3 label names given but {tmp_path / "runs" / "b"} has 4 classes '
+        f'(its args.yaml); allowed: '
         f'--label-names with one name per class of every run released (release runs of other class counts one at a '
         f'time)')
     assert not out.exists()
@@ -1319,8 +1320,8 @@ def test_label_names_of_a_dataset_name_timm_reads_as_an_image_folder_are_checked
             f"allowed: the names in that order (c1, c2, c3, ...)")
     out = tmp_path / 'out'
     assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
-        f'timm-sl export: {says}'
-    with pytest.raises(ValueError, match='^' + re.escape(says)):
+        f'timm-sl export: {names}: {says}'
+    with pytest.raises(ValueError, match='^' + re.escape(f'{names}: {says}')):
         release([root], tmp_path / 'release', 'org', label_names=str(names), echo=lambda line: None)
     assert not out.exists() and not (tmp_path / 'release').exists()
     names.write_text('\n'.join(classes) + '\n')

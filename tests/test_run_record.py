@@ -1117,13 +1117,14 @@ def test_label_names_of_a_class_map_run_are_held_against_its_map(tmp_path, capsy
         names.write_text(text)
         if 'not there' in says:
             where.rename(data / 'elsewhere.txt')
-        for argv in (export, release):
-            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: {says}'
+        for argv in (export, release):  # the names' file named first (not the map's absence: args.yaml is named)
+            assert _fails(argv, capsys) == f'timm-sl {argv[0]}: ' + ('' if 'not there' in says else f'{names}: ') + says
     assert not (tmp_path / 'o').exists() and not (tmp_path / 'rel').exists()
     (data / 'elsewhere.txt').rename(where)
     where.write_text('fox\ncat\n')  # a map of fewer classes than the run's head
-    assert _fails(export, capsys) == (f'timm-sl export: 3 label names given but the class map the run trained with '
-                                      f'({where}) has 2 classes; allowed: one name per class, in the order of that map')
+    assert _fails(export, capsys) == (f'timm-sl export: {names}: 3 label names given but the class map the run '
+                                      f'trained with ({where}) has 2 classes; allowed: one name per class, in the '
+                                      f'order of that map')
     where.write_text('fox\ncat\ndog\n')
     assert main(export) == 0
     card = (tmp_path / 'o' / 'README.md').read_text()
@@ -1413,12 +1414,35 @@ def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader
     names.write_text('\n'.join(given) + '\n')
     out = tmp_path / 'out'
     assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
-        'timm-sl export: ' + says.format(folder=data / 'train')
+        f'timm-sl export: {names}: ' + says.format(folder=data / 'train')
     assert not out.exists()
     right = sorted(given, key=lambda n: (int(n[1:]) if not reader else n))
     names.write_text('\n'.join(right) + '\n')
     assert main(['export', str(run), '--out', str(out), '--label-names', str(names)]) == 0
     assert json.loads((out / 'config.json').read_text())['label_names'] == right
+
+
+def test_label_names_of_a_runs_class_folders_with_one_edited_in_another_order_are_refused(tmp_path, capsys):
+    """Label names of a names file in another class order with one name edited besides ('C10' for 'c10', a typo):
+    not the same set as the class folders, so the order went unchecked and every other class was exported under a
+    wrong name. A name that is a class folder's is now held at that folder's class."""
+    data = tmp_path / 'data'
+    for name in ('c1', 'c2', 'c3', 'c10'):
+        (data / 'train' / name).mkdir(parents=True)
+        (data / 'train' / name / 'x.png').write_bytes(b'')
+    run = tmp_path / 'run'
+    _train_run(run, 'sl_vit_32', dict(depth=1), data_dir=str(data), dataset='')
+    names, out = tmp_path / 'names.txt', tmp_path / 'out'
+    names.write_text('c2\nc1\nc3\nC10\n')
+    assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == (
+        f"timm-sl export: {names}: --label-names puts 'c2' at class 0, but the run learned the class folders of "
+        f"{data / 'train'} in timm's order, where 'c2' is class 1: the names are in another order than the classes "
+        f"the run learned; allowed: the names in that order (c1, c2, c3, ...)")
+    assert not out.exists()
+    for given in ('c1\nc2\nc3\nC10\n', 'cat\ndog\nfox\nowl\n'):  # at their classes, or names of one's own
+        names.write_text(given)
+        assert main(['export', str(run), '--out', str(out), '--label-names', str(names), '--overwrite']) == 0
+        assert json.loads((out / 'config.json').read_text())['label_names'] == given.split()
 
 
 def test_a_class_map_torchvision_never_read_is_not_taken_for_the_runs_class_order(tmp_path, capsys):

@@ -22,7 +22,7 @@ from huggingface_hub import ModelCard, ModelCardData
 
 from timm.models import save_for_hf
 
-from .errors import ToolError, first_line, held_folder, make_folder
+from .errors import ToolError, first_line, held_folder, make_folder, shown
 from .files import check_not_link, flag_arg, kind_of, name_text
 from .checkpoint import build_run_model, read_run_checkpoint, state_mismatch
 from .paper import model_switches, switches_label
@@ -50,6 +50,16 @@ CITATION = """@article{lee2021vision,
 }"""
 
 
+class NamesError(ValueError):
+    """Label names refused for what they are (their count or order for the run), not for the run's own files."""
+
+
+def _odd_label_name(names: Sequence[str]) -> Optional[str]:
+    """The first of ``names`` that is blank or holds a line break of any kind (at its end too: ``'cat\\n'`` of a JSON
+    list, which ``splitlines()`` gives as one line), which no class can be named by; None where there is none."""
+    return next((n for n in names if not n.strip() or n.splitlines() != [n]), None)
+
+
 def read_label_names(path: Union[str, Path]) -> List[str]:
     """Class names from a file: a JSON list, or one name per line (blank lines ignored).
 
@@ -73,8 +83,7 @@ def read_label_names(path: Union[str, Path]) -> List[str]:
         names = [line.strip() for line in text.split('\n') if line.strip()]
     if not names:
         raise ValueError(f'{path} holds no label names')
-    # a line break of any kind in a name, at its end too ('cat\n' of a JSON list: splitlines() gives one line)
-    odd = next((n for n in names if not n.strip() or n.splitlines() != [n]), None)
+    odd = _odd_label_name(names)
     if odd is not None:  # class i would be named nothing, or a name would be cut across lines by who reads it so
         raise ValueError(f'{path} holds the label name {odd!r} (class {names.index(odd)}); allowed: a name of one line '
                          f'for each class, not blank')
@@ -572,9 +581,10 @@ class Exported(NamedTuple):
 
 
 def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optional[List[str]] = None,
-                   load: bool = True) -> Tuple[torch.nn.Module, Dict[str, Any]]:
+                   load: bool = True, names_file: Optional[Path] = None) -> Tuple[torch.nn.Module, Dict[str, Any]]:
     """What :func:`export_run` checks before it writes anything, and the model it exports (``load=False``: built
-    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``."""
+    without weights, see :func:`timm_sl.tools.checkpoint.build_model`); ``(model, model kwargs)``. ``names_file``:
+    the file ``label_names`` were read from, which a refusal of them names."""
     if record.rows and record.run_dir:  # the run folder's summary: its row of the checkpoint's epoch is its own
         _check_summary_is_the_checkpoints(checkpoint, record, record.run_dir / 'summary.csv')
     if not record.model and record.run_dir is None and (record.checkpoint.parent / 'config.json').is_file() and \
@@ -588,12 +598,18 @@ def _checked_model(record: RunRecord, checkpoint: Checkpoint, label_names: Optio
     model, model_kwargs = build_run_model(record, checkpoint, load=load)
     _check_kwargs_are_the_runs(record, checkpoint)
     training_data_config(model, record.args, _args_file(record))
-    if label_names is not None and len(label_names) != model.num_classes:
-        raise ValueError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
-                         f'classes; give exactly one name per class, in class-index order')
-    if label_names is not None:
+    if label_names is None:
+        return model, model_kwargs
+    try:
+        if len(label_names) != model.num_classes:
+            raise NamesError(f'{len(label_names)} label names given but {record.checkpoint} has {model.num_classes} '
+                             f'classes; give exactly one name per class, in class-index order')
         _check_class_map_order(record, label_names)
         _check_folder_class_order(record, label_names)
+    except NamesError as e:  # the names' file is what was wrong: named first, as every refusal of a file is
+        if names_file is None:
+            raise
+        raise ValueError(f'{shown(names_file)}: {e}') from None
     return model, model_kwargs
 
 
@@ -648,20 +664,20 @@ def _check_class_map_order(record: RunRecord, label_names: Sequence[str]) -> Non
             from None
     classes = max(mapping.values(), default=-1) + 1
     if len(label_names) != classes:
-        raise ValueError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
+        raise NamesError(f'{len(label_names)} label names given but the class map the run trained with ({where}) has '
                          f'{classes} classes; allowed: one name per class, in the order of that map')
     by_index = {v: k for k, v in reversed(list(mapping.items()))}
     order = ', '.join(str(by_index.get(i, '?')) for i in range(min(classes, 3))) + (', ...' if classes > 3 else '')
     named = all(isinstance(k, str) for k in mapping)  # a map of names (class folders), as timm's are
     unknown = next((i for i, n in enumerate(label_names) if named and n not in mapping), None)
     if unknown is not None:
-        raise ValueError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
+        raise NamesError(f'--label-names names {label_names[unknown]!r} (class {unknown}), which the class map the run '
                          f'trained with ({where}) does not hold: its names are the class folders the run learned; '
                          f'allowed: the names of that map in its order ({order})')
     moved = next((i for i, n in enumerate(label_names) if mapping.get(n, i) != i), None)
     if moved is not None:
         name = label_names[moved]
-        raise ValueError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
+        raise NamesError(f'--label-names puts {name!r} at class {moved}, but the class map the run trained with '
                          f'({where}) makes {name!r} class {mapping[name]}: the names are in another order than the '
                          f'classes the run learned; allowed: the names in the order of that map ({order})')
 
@@ -697,20 +713,23 @@ def _folder_classes(record: RunRecord) -> Optional[Tuple[Path, List[str], str]]:
 
 
 def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> None:
-    """Label names that are the class folders a run learned (:func:`_folder_classes`) must be in their order: in
-    another, every prediction is named by a wrong class. Names of one's own (not the folders') are not checked.
+    """A label name that is a class folder's name (:func:`_folder_classes`, as many folders as names) must be at that
+    folder's class: at another, the predictions of both are named wrongly (a names file of another order, one name
+    edited too). Names of one's own (not the folders') are not checked.
 
     Raises:
         ValueError: naming the folder, the first misplaced name and the order allowed.
     """
     found = _folder_classes(record)
-    if found is None or sorted(label_names) != sorted(found[1]) or list(label_names) == found[1]:
+    if found is None or len(found[1]) != len(label_names):
         return
     folder, classes, reader = found
-    moved = next(i for i, n in enumerate(label_names) if classes[i] != n)
+    moved = next((i for i, n in enumerate(label_names) if n in classes and classes.index(n) != i), None)
+    if moved is None:
+        return
     name = label_names[moved]
     order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
-    raise ValueError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
+    raise NamesError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
                      f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: the names are in '
                      f'another order than the classes the run learned; allowed: the names in that order ({order})')
 
@@ -734,19 +753,21 @@ def _check_run_weights(record: RunRecord, checkpoint: Checkpoint) -> None:
                                f'allowed: a run with a finite top-1 (train it again, say with a lower --lr)') from None
 
 
-def check_export(record: RunRecord, label_names: Optional[List[str]] = None) -> Checkpoint:
+def check_export(record: RunRecord, label_names: Optional[List[str]] = None,
+                 names_file: Optional[Path] = None) -> Checkpoint:
     """Refuse a run :func:`export_run` would refuse (a checkpoint that does not fit the model its ``args.yaml``
     names, another run's ``summary.csv``, label names of another class count, NaN weights), reading the checkpoint
     memory-mapped (see :func:`~timm_sl.tools.runs.read_checkpoint`; its weights scanned for NaN, not held): for
     :func:`timm_sl.tools.release.release` to check every run before it writes anything, without holding every run's
-    weights at once. Returns the checkpoint read so, for the export (its weights are read then).
+    weights at once. Returns the checkpoint read so, for the export (its weights are read then). ``names_file``: the
+    file ``label_names`` were read from, which a refusal of them names.
 
     Raises:
         ValueError / OSError: as :func:`export_run` would, before writing.
     """
     checkpoint = read_checkpoint(record.checkpoint, mmap=True)
     record = record.with_checkpoint(checkpoint.arch, checkpoint.args, checkpoint.epoch, checkpoint.metric)
-    _checked_model(record, checkpoint, label_names, load=False)
+    _checked_model(record, checkpoint, label_names, load=False, names_file=names_file)
     # a diverged run among many: refused before the others are written
     _check_run_weights(record, checkpoint)
     return checkpoint
@@ -790,11 +811,12 @@ def export_run(
     out_dir = Path(out_dir)
     overwrite = flag_arg(overwrite, 'overwrite', 'export_run')  # 'no' is true to Python
     _check_out_dir(out_dir, overwrite)
-    if isinstance(label_names, (str, Path)):
-        label_names = read_label_names(label_names)
+    names_file = Path(label_names) if isinstance(label_names, (str, Path)) else None
+    if names_file is not None:
+        label_names = read_label_names(names_file)
     checkpoint = checkpoint or read_checkpoint(record.checkpoint)
     _check_run_weights(record, checkpoint)  # export and release alike
-    model, model_kwargs = _checked_model(record, checkpoint, label_names)
+    model, model_kwargs = _checked_model(record, checkpoint, label_names, names_file=names_file)
     model.pretrained_cfg.update(training_data_config(model, record.args, _args_file(record)))
     # the weights are the run's: slify is rebuilt by the converter (not its base), and no registered tag applies
     model.pretrained_cfg.update(architecture=record.model, tag=None)
@@ -958,6 +980,10 @@ def _check_exported_files(folder: Path) -> None:
     mismatch = state_mismatch(model.state_dict(), state)
     if mismatch:
         raise ValueError(f'{weights} does not fit the model {config} describes ({mismatch}); {again}')
+    try:  # export refuses them: edited since, or not its file (a loader's outputs would be NaN)
+        check_finite_weights(state, weights)
+    except NonFiniteWeights as e:
+        raise NonFiniteWeights(f'{str(e).split(": the run had")[0]}; {again}') from None
     cfg = model.pretrained_cfg  # timm sets its input size to the built model's; transformers' processor reads the file
     exported_data_config(model, {**cfg, **saved.get('pretrained_cfg', {})}, config)  # as export resolved it
     names = cfg.get('label_names')
@@ -965,6 +991,15 @@ def _check_exported_files(folder: Path) -> None:
                                   and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)):
         raise ValueError(f'{config} gives label_names that are not one name per class of its {model.num_classes}, '
                          f'each once ({first_line(repr(names))[:80]}); {again}')
+    odd = _odd_label_name(names or [])
+    if odd is not None:  # as export refuses it: a class named nothing, or a name cut across lines where it is shown
+        raise ValueError(f'{config} gives the label name {odd!r} (class {names.index(odd)}); allowed: a name of one '
+                         f'line for each class, not blank; {again}')
+    inner = saved.get('pretrained_cfg', {}).get('label_names')
+    if inner is not None and inner != saved.get('label_names'):  # timm reads these where the top level has none
+        raise ValueError(f'{config} gives pretrained_cfg.label_names other than its label_names '
+                         f'({first_line(repr(saved.get("label_names")))[:60]}), which transformers reads: the two '
+                         f'libraries would name the classes differently; {again}')
 
 
 def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:

@@ -446,18 +446,20 @@ def release(paths: Sequence[Any], out: Path, org: str, name_pattern: str = DEFAU
             raise ValueError(f'--name-pattern {name_pattern!r} names both {other.run_dir} and {record.run_dir} '
                              f'{org}/{name} (the Hub ignores case); allowed: a pattern whose fields differ between '
                              f'them ({{run}}, {{seed}}), or release them one at a time into different --out folders')
-    if isinstance(label_names, (str, Path)):  # read once, and held against each run before anything is written
-        label_names = read_label_names(label_names)
+    names_file = Path(label_names) if isinstance(label_names, (str, Path)) else None
+    if names_file is not None:  # read once, and held against each run before anything is written
+        label_names = read_label_names(names_file)
     for record in records:
         if label_names is not None and record.num_classes and len(label_names) != record.num_classes:
-            raise ValueError(f'{len(label_names)} label names given but {record.run_dir} has {record.num_classes} '
+            raise ValueError(f'{shown(names_file) + ": " if names_file else ""}{len(label_names)} label names given '
+                             f'but {record.run_dir} has {record.num_classes} '
                              f'classes (its args.yaml); allowed: --label-names with one name per class of every run '
                              f'released (release runs of other class counts one at a time)')
     # every checkpoint fits its model (and the names) before anything is written; kept while only mapped, not read
     checkpoints = []
     for i, record in list(zip(numbers, records)):
         try:
-            checkpoint = check_export(record, label_names)
+            checkpoint = check_export(record, label_names, names_file)
             summary = record.summary or {}
             if summary and summary.get('evaluated', True) and summary.get('best_top1') is None:
                 echo(f'{i}/{len(runs)}: skipped: {shown(record.run_dir)} has no epoch with a finite top-1 '
