@@ -525,7 +525,8 @@ def test_push_checks_config_json_and_model_safetensors_before_uploading(tmp_path
              f"{config} gives the label name ' ' (class 0); allowed: a name of one line for each class, not blank"),
             # timm names the classes by them, transformers (the top level's label_names: none) LABEL_0, ...
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], label_names=list('abcdefg'))),
-             f'{config} gives pretrained_cfg.label_names other than its label_names (None), which transformers reads'),
+             f'{config} gives pretrained_cfg.label_names but no label_names, which transformers reads: timm would '
+             f'name the classes, transformers LABEL_0, LABEL_1, ...'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], mean=[0.5, 0.5])),
              f'{config} gives a mean of [0.5, 0.5] for an input of 3 channel(s)'),
             (lambda c: dict(c, pretrained_cfg=dict(c['pretrained_cfg'], std=[0.5, 0, 0.5])),

@@ -995,11 +995,10 @@ def _check_exported_files(folder: Path) -> None:
     if odd is not None:  # as export refuses it: a class named nothing, or a name cut across lines where it is shown
         raise ValueError(f'{config} gives the label name {odd!r} (class {names.index(odd)}); allowed: a name of one '
                          f'line for each class, not blank; {again}')
-    inner = saved.get('pretrained_cfg', {}).get('label_names')
-    if inner is not None and inner != saved.get('label_names'):  # timm reads these where the top level has none
-        raise ValueError(f'{config} gives pretrained_cfg.label_names other than its label_names '
-                         f'({first_line(repr(saved.get("label_names")))[:60]}), which transformers reads: the two '
-                         f'libraries would name the classes differently; {again}')
+    # timm reads these where the top level has none (the top level's replace them), transformers the top level's only
+    if saved.get('pretrained_cfg', {}).get('label_names') is not None and saved.get('label_names') is None:
+        raise ValueError(f'{config} gives pretrained_cfg.label_names but no label_names, which transformers reads: '
+                         f'timm would name the classes, transformers LABEL_0, LABEL_1, ...; {again}')
 
 
 def _staged(folder: Path, staged: Path, repo_id: str, revision: Optional[str]) -> str:
