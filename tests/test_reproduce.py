@@ -4493,7 +4493,7 @@ def test_top1_charts_of_hostile_rows_at_random_draw_every_value_true_and_inside(
     import random
     pytest.importorskip('matplotlib')
     from timm_sl.tools import plot
-    monkeypatch.setattr(plot, 'save', lambda fig, path: None)
+    monkeypatch.setattr(plot, 'save', lambda fig, path, before_replace=None: None)
     tops = [0., 100., 50., 50., None, 99.999, 0.001]
     extras = [{}, {'depth': 1}, {'depth': 1, 'note': 'x' * 120}, {'tag': '😀'}, {'tag': 'مرحبا'}]
     for seed in range(24):
@@ -4594,10 +4594,13 @@ def test_a_full_disk_at_any_write_of_reproduces_own_files_is_one_line_and_the_sa
 
 
 def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_manifest_records(tmp_path, monkeypatch):
-    """150 reports written over earlier ones, each cut at a seeded write (a full disk, or a kill: KeyboardInterrupt)
-    of report.md, the charts, results.json or the manifest: every report file there is still one the manifest
-    records, so the next call replaces it instead of refusing it as not its own. Charts stubbed (no matplotlib)."""
+    """150 reports written over earlier ones, each cut at a seeded write or move into place (a full disk, or a kill:
+    KeyboardInterrupt) of report.md, the charts, results.json or the manifest: every report file there is still one
+    the manifest records, so the next call replaces it instead of refusing it as not its own (a kill after the
+    manifest was saved and before its file was moved left the earlier file refused). Charts stubbed (no
+    matplotlib)."""
     import errno
+    import os
     import pathlib
     import random
     from timm_sl.tools import reproduce
@@ -4610,11 +4613,11 @@ def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_mani
     monkeypatch.setattr(reproduce, '_plot_top1', chart)
     monkeypatch.setattr(reproduce, '_plot_curves', chart)
     monkeypatch.setattr('timm_sl.tools.plot.require_matplotlib', lambda: None)
-    real_text, real_bytes = pathlib.Path.write_text, pathlib.Path.write_bytes
+    real_text, real_bytes, real_replace = pathlib.Path.write_text, pathlib.Path.write_bytes, os.replace
     out = tmp_path / 'out'
     for case in range(150):
         rng = random.Random(case)
-        calls, cut = [0], rng.randrange(1, 12)
+        calls, cut = [0], rng.randrange(1, 22)
 
         def maybe_cut(path):
             calls[0] += 1
@@ -4625,6 +4628,7 @@ def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_mani
                             lambda self, *a, **k: (maybe_cut(self), real_text(self, *a, **k))[1])
         monkeypatch.setattr(pathlib.Path, 'write_bytes',
                             lambda self, *a, **k: (maybe_cut(self), real_bytes(self, *a, **k))[1])
+        monkeypatch.setattr(os, 'replace', lambda source, target: (maybe_cut(target), real_replace(source, target))[1])
         outcomes = [_report_outcome('vit', v, 0, rng.uniform(10, 90)) for v in ('base', 'sl')]
         try:
             write_report(outcomes, 'cifar10', out)
@@ -4632,4 +4636,5 @@ def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_mani
             pass
         monkeypatch.setattr(pathlib.Path, 'write_text', real_text)
         monkeypatch.setattr(pathlib.Path, 'write_bytes', real_bytes)
+        monkeypatch.setattr(os, 'replace', real_replace)
         check_report_files(out)  # raised: a file of reproduce's it would refuse as not its own

@@ -21,7 +21,8 @@ def sha256(path: Path) -> str:
 
 
 def read_manifest(out: Path, overwrite: bool, name: str, tool: str) -> Dict[str, str]:
-    """``OUT/<name>``: relative path -> sha256 of each file an earlier run of ``tool`` wrote ({} for none).
+    """``OUT/<name>``: relative path -> sha256 of each file an earlier run of ``tool`` wrote ({} for none). A file the
+    manifest was saved to replace, and that a kill left unreplaced (its ``replacing`` entry), counts by the hash it has.
 
     Raises:
         ValueError: a file of that name that ``tool`` did not write (unless ``overwrite``), or a FIFO, socket or device
@@ -32,9 +33,13 @@ def read_manifest(out: Path, overwrite: bool, name: str, tool: str) -> Dict[str,
         return {}
     check_regular_file(path, f'the manifest {tool} writes; allowed: move it away')
     try:
-        hashes = json.loads(read_text(path, f'the manifest {tool} writes')).get('sha256')
-        if not isinstance(hashes, dict) or not all(isinstance(v, str) for v in hashes.values()):
-            raise ValueError('no "sha256" mapping')
+        saved = json.loads(read_text(path, f'the manifest {tool} writes'))
+        hashes, replacing = saved.get('sha256'), saved.get('replacing', {})
+        if not all(isinstance(m, dict) and all(isinstance(v, str) for v in m.values()) for m in (hashes, replacing)):
+            raise ValueError('its "sha256" / "replacing" are not mappings of hashes')
+        for rel, old in replacing.items():  # files still ours as they were: the move after the save never came
+            if hashes.get(rel) != old and (out / rel).is_file() and sha256(out / rel) == old:
+                hashes[rel] = old
         return hashes
     except (ValueError, AttributeError) as e:
         if overwrite:
@@ -50,8 +55,11 @@ def record_written(out: Path, manifest: Dict[str, str], rels: Sequence[str], nam
 
 
 def _save_with(out: Path, manifest: Dict[str, str], new: Dict[str, str], name: str) -> None:
-    """``out``'s manifest (``name``) saved with the hashes ``new`` added; ``manifest`` holds them once it is."""
-    text = json.dumps({'sha256': dict(sorted({**manifest, **new}.items()))}, indent=1)
+    """``out``'s manifest (``name``) saved with the hashes ``new`` added; ``manifest`` holds them once it is. The
+    hashes they replace are kept as ``replacing`` until the next save: saved before its files are moved into place, a
+    kill in between leaves the earlier files, which are still ours."""
+    replacing = {rel: manifest[rel] for rel in sorted(new) if rel in manifest and manifest[rel] != new[rel]}
+    text = json.dumps({'sha256': dict(sorted({**manifest, **new}.items())), 'replacing': replacing}, indent=1)
     # cut short: the earlier manifest stays whole
     write_atomically(out / name, lambda path: path.write_text(text, encoding='utf-8'))
     manifest.update(new)
