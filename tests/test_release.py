@@ -1650,8 +1650,7 @@ def test_an_earlier_release_record_mutated_at_random_is_kept_whole_or_dropped_wi
             assert r.folder == str(out / Path(first['folder']).name), (edited, r)
 
 
-@pytest.mark.parametrize('target, nth', [('release_manifest.json', 1), ('release_manifest.json', 3),
-                                         ('release_manifest.json', 4), ('release_manifest.json', 5),
+@pytest.mark.parametrize('target, nth', [('release_manifest.json', 1), ('release_manifest.json', 2),
                                          ('pretrained_entries.json', 1)])
 def test_a_full_disk_while_the_record_is_written_leaves_release_able_to_run_again(reproduced, tmp_path, capsys,
                                                                                    monkeypatch, target, nth):
@@ -1662,8 +1661,8 @@ def test_a_full_disk_while_the_record_is_written_leaves_release_able_to_run_agai
     import pathlib
     root, _ = reproduced
     out = tmp_path / 'out'
-    argv = ['release', str(root), '--org', 'me', '--out', str(out)]
-    seen = []
+    argv = ['release', str(root / 'runs' / 'vit-sl-s0'), '--org', 'me', '--out', str(out)]  # the exported folder's
+    seen = []  # record is the manifest's first write, release.json's its second
 
     def write_text(self, *args, real=pathlib.Path.write_text, **kwargs):
         seen.append(self.name.lstrip('.').split('.partial')[0] == target)
@@ -1674,4 +1673,4 @@ def test_a_full_disk_while_the_record_is_written_leaves_release_able_to_run_agai
         m.setattr(pathlib.Path, 'write_text', write_text)
         assert target in _fails(argv, capsys)
     assert main(argv) in (0, None), capsys.readouterr().err
-    assert len(json.loads((out / 'release.json').read_text())) == 3
+    assert len(json.loads((out / 'release.json').read_text())) == 1
