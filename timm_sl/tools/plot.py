@@ -64,9 +64,8 @@ _VECTOR_MARKS = {'.pdf': f'/Creator ({CHART_MARK})'.encode(), '.svg': f'<dc:titl
 def save(fig, path: str, before_replace: Optional[Callable[[Path], None]] = None) -> None:
     """``fig.savefig`` to ``path`` (the format its extension names) through
     :func:`~timm_sl.tools.errors.write_atomically` (``before_replace`` passed on): a save cut short leaves an earlier
-    chart whole. Charts carry
-    :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the analyses' image loader
-    refuses and :func:`check_chart_out` looks for."""
+    chart whole. Charts carry :data:`CHART_MARK` (PNG ``Software``, JPEG comment, PDF / SVG ``Creator``), which the
+    analyses' image loader refuses and :func:`check_chart_out` looks for."""
     from matplotlib.text import Text
     from .errors import name_text, write_atomically
     for text in fig.findobj(Text):  # a run folder in a title under a Latin-1 locale: 'runé', not 'runÃ©'
