@@ -1316,8 +1316,8 @@ def test_label_names_of_a_dataset_name_timm_reads_as_an_image_folder_are_checked
     names = tmp_path / 'names.txt'
     names.write_text('\n'.join(sorted(classes)) + '\n')
     says = (f"--label-names puts 'c10' at class 1, but the run learned the class folders of {data / 'train'} in timm's "
-            f"order, where 'c10' is class 9: the names are in another order than the classes the run learned; "
-            f"allowed: the names in that order (c1, c2, c3, ...)")
+            f"order, where 'c10' is class 9: a name of a class folder names that folder's class only; allowed: the "
+            f"names in that order (c1, c2, c3, ...)")
     out = tmp_path / 'out'
     assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == \
         f'timm-sl export: {names}: {says}'
@@ -1533,8 +1533,8 @@ def test_label_names_are_checked_against_class_folders_of_non_ascii_names_under_
         _check_folder_class_order(record, ['Straße', 'café', '日本'])
     assert str(raised.value) == (
         f"--label-names puts 'Straße' at class 0, but the run learned the class folders of {data / 'train'} in timm's "
-        f"order, where 'Straße' is class 1: the names are in another order than the classes the run learned; allowed: "
-        f"the names in that order (café, Straße, 日本)")
+        f"order, where 'Straße' is class 1: a name of a class folder names that folder's class only; allowed: the "
+        f"names in that order (café, Straße, 日本)")
     _check_folder_class_order(record, classes)
 
 

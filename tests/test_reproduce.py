@@ -19,7 +19,7 @@ from timm_sl.tools.errors import shown
 from timm_sl.tools.data_check import check_output_outside_data
 from timm_sl.tools.reproduce import (
     VARIANTS, Outcome, Run, aggregate, check_failing_args, hold_output, plan_runs, planned_epochs, recipe_path,
-    _plot_curves, _plot_top1, run_state, train_command, write_report)
+    _plot_top1, run_state, train_command, write_report)
 from timm_sl.tools.runs import read_summary_rows
 
 
@@ -4638,3 +4638,15 @@ def test_seeded_writes_of_the_report_cut_at_a_random_moment_leave_files_the_mani
         monkeypatch.setattr(pathlib.Path, 'write_bytes', real_bytes)
         monkeypatch.setattr(os, 'replace', real_replace)
         check_report_files(out)  # raised: a file of reproduce's it would refuse as not its own
+
+
+def test_class_folders_sharing_a_label_are_found_in_one_pass_lists_too():
+    """Every pair of class folders was compared (about 29 s a split for ImageNet-21k's 21,841); a pass with a dict
+    missed two folders sharing a list label (a .pkl edit) once it skipped unhashable labels."""
+    from timm_sl.tools.data_check import _sharing_a_label
+    names = [f'n{i:05d}' for i in range(21841)]
+    mapping = {n: i for i, n in enumerate(names)}
+    assert _sharing_a_label(names, mapping) is None
+    assert _sharing_a_label(names, dict(mapping, n21840=5)) == ('n00005', 'n21840')
+    assert _sharing_a_label(['a', 'b', 'c'], {'a': [1], 'b': 2, 'c': [1]}) == ('a', 'c')
+    assert _sharing_a_label(['a', 'b'], {'a': [1], 'b': [2]}) is None

@@ -1393,12 +1393,12 @@ def test_the_reader_of_a_dataset_name_is_the_one_timm_reads_it_with(given, reade
 @pytest.mark.parametrize('reader,given,says', [
     ('', ['c1', 'c10', 'c2', 'c3'],
      "--label-names puts 'c10' at class 1, but the run learned the class folders of {folder} in timm's order, where "
-     "'c10' is class 3: the names are in another order than the classes the run learned; allowed: the names in that "
-     "order (c1, c2, c3, ...)"),
+     "'c10' is class 3: a name of a class folder names that folder's class only; allowed: the names in that order "
+     "(c1, c2, c3, ...)"),
     ('torch/image_folder', ['c1', 'c2', 'c3', 'c10'],
      "--label-names puts 'c2' at class 1, but the run learned the class folders of {folder} in torchvision's order, "
-     "where 'c2' is class 2: the names are in another order than the classes the run learned; allowed: the names in "
-     "that order (c1, c10, c2, ...)"),
+     "where 'c2' is class 2: a name of a class folder names that folder's class only; allowed: the names in that "
+     "order (c1, c10, c2, ...)"),
 ])
 def test_label_names_of_a_runs_class_folders_in_another_order_are_refused(reader, given, says, tmp_path, capsys):
     """A run of an image folder learned its class folders in its reader's order (timm's natural order: c2 before c10;
@@ -1436,8 +1436,8 @@ def test_label_names_of_a_runs_class_folders_with_one_edited_in_another_order_ar
     names.write_text('c2\nc1\nc3\nC10\n')
     assert _fails(['export', str(run), '--out', str(out), '--label-names', str(names)], capsys) == (
         f"timm-sl export: {names}: --label-names puts 'c2' at class 0, but the run learned the class folders of "
-        f"{data / 'train'} in timm's order, where 'c2' is class 1: the names are in another order than the classes "
-        f"the run learned; allowed: the names in that order (c1, c2, c3, ...)")
+        f"{data / 'train'} in timm's order, where 'c2' is class 1: a name of a class folder names that folder's class "
+        f"only; allowed: the names in that order (c1, c2, c3, ...)")
     assert not out.exists()
     for given in ('c1\nc2\nc3\nC10\n', 'cat\ndog\nfox\nowl\n'):  # at their classes, or names of one's own
         names.write_text(given)

@@ -552,11 +552,16 @@ def _torch_dataset_problem(data: Dict[str, Any], name: str, root: Path) -> List[
 def _sharing_a_label(names: Sequence[str], mapping: Dict[Any, Any]) -> Optional[Tuple[str, str]]:
     """The first two of ``names`` that ``mapping`` gives one label, in one pass (ImageNet-21k has 21,841 classes)."""
     first: Dict[Any, str] = {}
+    unhashable: List[str] = []  # a list for a label: compared one by one (no label timm trains with; a .pkl edit)
     for name in names:
         label = mapping[name]
         try:
             hash(label)
-        except TypeError:  # a label of a list: no label timm can train with, refused as such below
+        except TypeError:
+            other = next((n for n in unhashable if mapping[n] == label), None)
+            if other is not None:
+                return other, name
+            unhashable.append(name)
             continue
         if label in first:
             return first[label], name

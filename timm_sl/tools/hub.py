@@ -730,8 +730,8 @@ def _check_folder_class_order(record: RunRecord, label_names: Sequence[str]) -> 
     name = label_names[moved]
     order = ', '.join(classes[:3]) + (', ...' if len(classes) > 3 else '')
     raise NamesError(f'--label-names puts {name!r} at class {moved}, but the run learned the class folders of '
-                     f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: the names are in '
-                     f'another order than the classes the run learned; allowed: the names in that order ({order})')
+                     f'{folder} in {reader} order, where {name!r} is class {classes.index(name)}: a name of a class '
+                     f"folder names that folder's class only; allowed: the names in that order ({order})")
 
 
 def _check_run_weights(record: RunRecord, checkpoint: Checkpoint) -> None:

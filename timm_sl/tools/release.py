@@ -114,8 +114,8 @@ def repo_name(pattern: str, record: RunRecord) -> str:
     try:
         name = pattern.format(**fields)
     except (ValueError, TypeError) as e:  # a format spec the run's values do not fit, e.g. {seed:03d} without a seed
-        raise ValueError(f'--name-pattern {pattern!r} does not fit the run {shown(record.run_dir or "")} '
-                         f'({first_line(e)})') from None
+        raise ValueError(f'--name-pattern {pattern!r} does not fit the run '
+                         f'{shown(record.run_dir or record.checkpoint)} ({first_line(e)})') from None
     _check_hub_name(name, f'repository name {name!r} of {shown(record.run_dir or record.checkpoint)} (from '
                           f'--name-pattern {pattern!r} and the run\'s model, dataset, seed and folder name)')
     return name
