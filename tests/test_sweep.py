@@ -340,6 +340,37 @@ def test_jobs_of_a_sweep_that_ignores_sigint_stop_on_its_sigint(tmp_path):
     assert (tmp_path / 'j0' / 'train.log').read_text().startswith('True\n')
 
 
+def test_a_second_sigterm_while_the_stop_records_the_runs_leaves_none_unrecorded(fake_train, tmp_path, monkeypatch):
+    """SIGTERM (or Ctrl-C) again while the stopped sweep recorded its first run (sessions.json): the KeyboardInterrupt
+    left run_jobs, the other runs got no record and reproduce wrote no report."""
+    import threading
+    monkeypatch.setenv('FAKE_EPOCH_S', '0.5')
+    jobs = [Job(f'j{i}', tmp_path / f'j{i}', 9, lambda i=i: [sys.executable, str(fake_train), '--output',
+                                                             str(tmp_path), '--experiment', f'j{i}', '--epochs', '9'])
+            for i in range(2)]
+    recorded = []
+
+    def finish(result):  # the second signal comes while the first run's record is written
+        recorded.append(result.job.name)
+        if len(recorded) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.1)
+
+    def stop():
+        while not all((tmp_path / f'j{i}' / 'summary.csv').is_file() for i in range(2)):
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+    threading.Thread(target=stop, daemon=True).start()
+    results = run_jobs(jobs, concurrency=2, finish=finish, echo=lambda line: None, tty=False, poll=0.05, grace=10)
+    assert [r.status for r in results] == ['interrupted', 'interrupted'] and recorded == ['j0', 'j1']
+    for i in range(2):  # no data worker of either left behind
+        worker = json.loads((tmp_path / f'j{i}' / 'record.jsonl').read_text())['worker']
+        deadline = time.monotonic() + 10
+        while _alive(worker):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+
 def test_extra_model_kwargs_merge_with_each_rows_own(fake_train, tmp_path, capsys):
     assert main(_args(tmp_path, families=['vit', 'pit'], train_args=[
         '--epochs', '1', '--model-kwargs', 'mlp_ratio=2.0', 'attn_drop_rate=0.1', '--torchcompile'])) == 0

@@ -41,7 +41,7 @@ from .runs import (
     scheduled_epochs, settings_differ, summarize, summary_rows)
 from .sweep import (
     POLL_S, TRAIN_PY_WORKERS, Gpu, Job, JobResult, SweepStopped, default_jobs, device_groups, format_seconds,
-    parse_gpus, probe_gpus, run_jobs, skipped_samples, train_throughput)
+    parse_gpus, probe_gpus, run_jobs, signals_held, skipped_samples, train_throughput)
 from .manifest import read_manifest, record_written, recorder, sha256
 from .train_args import (
     NON_RECIPE_KEYS, SWITCHED_GROUPS, UNREAD_KEYS, check_recipe_keys, check_train_script, expand_abbreviations,
@@ -2193,26 +2193,6 @@ def hold_data(data_dir: Path) -> contextlib.AbstractContextManager:
                                  f'other than those checked and recorded); allowed: wait for it to end', shared=True)
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[List[int]]:
-    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held off while the block runs, yielding the list of those that came: the
-    report cut short would be a report.md naming charts not written, beside the results.json of an earlier call, and
-    a traceback. A signal this process ignores stays ignored."""
-    came: List[int] = []
-    held = {}
-    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, 'SIGHUP', None)):
-        try:
-            if sig is not None and signal.getsignal(sig) != signal.SIG_IGN:
-                held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
-        except ValueError:  # not the main thread: nothing held
-            pass
-    try:
-        yield came
-    finally:
-        for sig, handler in held.items():
-            signal.signal(sig, handler)
-
-
 def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, recipe: Path, extra: List[str],
                       given: List[str], data: Dict[str, Any], jobs: int, devices: List[str], how: str,
                       pass_fds: Sequence[int] = ()) -> int:
@@ -2232,7 +2212,7 @@ def _sweep_and_report(args: argparse.Namespace, runs: List[Run], script: Path, r
          '--seeds', *map(str, args.seeds), '--out', args.out]
         + (['--nproc', str(args.nproc)] if args.nproc != 1 else [])  # a run's settings: resumed only with the same
         + (['--', *given] if given else []))
-    with _signals_held() as came:  # Ctrl-C now: the report written in full first, then exit status 130
+    with signals_held() as came:  # Ctrl-C now: the report written in full first, then exit status 130
         try:
             report = write_report(outcomes, args.dataset, Path(args.out), command, describe_data(data), sweep=stats)
         except OSError:

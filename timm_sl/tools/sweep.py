@@ -320,9 +320,10 @@ def _stop(running: Sequence[_Running], grace: float) -> None:
                 pass
     except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
         pass
-    for r in running:
-        _kill_group(r)
-        r.proc.wait()
+    with signals_held():  # a third: every group still killed (their data workers ignore SIGINT)
+        for r in running:
+            _kill_group(r)
+            r.proc.wait()
 
 
 def _kill_group(r: _Running) -> None:
@@ -371,6 +372,26 @@ def _terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[List[int]]:
+    """Ctrl-C (SIGINT), SIGTERM and SIGHUP held off while the block runs, yielding the list of those that came (a
+    report or a run's record cut short by a second Ctrl-C). A signal this process ignores stays ignored, and one whose
+    handler was installed outside Python is left to it; outside the main thread nothing is held."""
+    came: List[int] = []
+    held = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, 'SIGHUP', None)):
+        try:
+            if sig is not None and signal.getsignal(sig) not in (signal.SIG_IGN, None):
+                held[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+        except ValueError:  # not the main thread: nothing held
+            pass
+    try:
+        yield came
+    finally:
+        for sig, handler in held.items():
             signal.signal(sig, handler)
 
 
@@ -501,9 +522,10 @@ class _Sweep:
         self.display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to '
                            f'resume')
         _stop(stopping, grace)
-        for r in stopping:
-            self.ended(r, r.proc.returncode, 'interrupted')
-            self.display.event(f'{self.name(r.index)} interrupted; run the same command again to resume')
+        with signals_held():  # a second Ctrl-C / SIGTERM here left the runs after the first unrecorded, no report
+            for r in stopping:
+                self.ended(r, r.proc.returncode, 'interrupted')
+                self.display.event(f'{self.name(r.index)} interrupted; run the same command again to resume')
         for i in self.pending:
             done = self.before[id(self.jobs[i])]
             self.results[i] = JobResult(self.jobs[i], 'not run', epochs_before=done, epochs_after=done)
