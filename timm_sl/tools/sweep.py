@@ -304,26 +304,20 @@ class _Running:
         self.rates: Dict[int, float] = {}  # img/s of each epoch logged in this session
 
 
-def _stop(running: Sequence[_Running], grace: float) -> None:
-    """SIGINT to each job's process group (train.py stops after its current step), SIGKILL to what is left."""
+def _stop(running: Sequence[_Running], grace: float, came: Sequence[int] = ()) -> None:
+    """SIGINT to each job's process group (train.py stops after its current step), SIGKILL to what is left after
+    ``grace`` seconds, or sooner once a signal more is in ``came`` (a second Ctrl-C: no more waiting)."""
     for r in running:
         try:
             os.killpg(r.proc.pid, signal.SIGINT)
         except ProcessLookupError:
             pass
-    deadline = time.monotonic() + grace
-    try:
-        for r in running:
-            try:
-                r.proc.wait(timeout=max(0., deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-    except KeyboardInterrupt:  # a second Ctrl-C: no more waiting
-        pass
-    with signals_held():  # a third: every group still killed (their data workers ignore SIGINT)
-        for r in running:
-            _kill_group(r)
-            r.proc.wait()
+    deadline, seen = time.monotonic() + grace, len(came)
+    while time.monotonic() < deadline and len(came) == seen and any(r.proc.poll() is None for r in running):
+        time.sleep(_TICK_S)
+    for r in running:
+        _kill_group(r)
+        r.proc.wait()
 
 
 def _kill_group(r: _Running) -> None:
@@ -413,6 +407,7 @@ class _Sweep:
         self.failures: List[OSError] = []  # files that could not be written: the sweep stops (SweepStopped)
         self.start_time = time.monotonic()
         self.trained = 0  # epochs finished in this call
+        self.came: List[int] = []  # signals held off while a run was recorded: the sweep stops after
 
     def name(self, i: int) -> str:
         return f'run {self.numbering[i]}/{self.total}: {self.jobs[i].label or self.jobs[i].name}'
@@ -495,9 +490,11 @@ class _Sweep:
         self.running.remove(r)
         if self.finish is not None:
             try:
-                self.finish(result)
+                with signals_held() as came:  # a Ctrl-C now: the record written in full, then the sweep stopped
+                    self.finish(result)
             except OSError as e:  # e.g. its bookkeeping file is a folder: the other jobs are stopped, not orphaned
                 self.failures.append(e)
+            self.came += came
         return result
 
     def collect(self, finished: Sequence[Tuple[_Running, Optional[int]]]) -> None:
@@ -517,12 +514,13 @@ class _Sweep:
     def stop(self, grace: float) -> None:
         """Stop every running job (``interrupted``); the jobs not started are ``not run``."""
         stopping = list(self.running)
-        if self.failures:
-            self.display.event(f'could not write {describe(self.failures[0])}')
-        self.display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again to '
-                           f'resume')
-        _stop(stopping, grace)
-        with signals_held():  # a second Ctrl-C / SIGTERM here left the runs after the first unrecorded, no report
+        # held: a second Ctrl-C / SIGTERM left runs unstopped or unrecorded (sessions.json), and no report
+        with signals_held() as came:
+            if self.failures:
+                self.display.event(f'could not write {describe(self.failures[0])}')
+            self.display.event(f'stopping {len(stopping)} running train.py process(es); run the same command again '
+                               f'to resume')
+            _stop(stopping, grace, came)
             for r in stopping:
                 self.ended(r, r.proc.returncode, 'interrupted')
                 self.display.event(f'{self.name(r.index)} interrupted; run the same command again to resume')
@@ -588,6 +586,8 @@ def run_jobs(
                             if code is None:
                                 sweep.look(r)
                     sweep.collect(finished)
+                    if sweep.came:  # a Ctrl-C / SIGTERM while a run was recorded
+                        raise KeyboardInterrupt
             except KeyboardInterrupt:
                 sweep.stop(grace)
     finally:
