@@ -3,6 +3,7 @@ train.py arguments merged into every run (a fake train.py that records what it w
 import io
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -565,3 +566,68 @@ def test_a_handler_installed_outside_python_is_left_to_it(monkeypatch):
         seen.update(term=real_get(signals.SIGTERM), hup=real_get(signals.SIGHUP))
     assert seen == dict(term=before[0], hup=sweep._raise_interrupt)
     assert (real_get(signals.SIGTERM), real_get(signals.SIGHUP)) == before
+
+
+# A shell train.py for the seeded stops below: from the epoch of its `last` file on, per epoch a short sleep, a
+# summary.csv row, then `last`; Ctrl-C (SIGINT) ends it after the epoch under way; its data worker (a `sleep` in the
+# background, which ignores SIGINT as a shell's background job does) is left for the sweep to kill.
+SH_TRAIN = textwrap.dedent('''
+    cd "$1"; sleep 30 & echo $! >> workers; stop=0; trap 'stop=1' INT
+    e=$(cat last 2>/dev/null || echo 0)
+    [ -f summary.csv ] || echo epoch,train_loss,eval_loss,eval_top1,eval_top5 > summary.csv
+    while [ "$e" -lt "$2" ] && [ "$stop" = 0 ]; do
+      sleep 0.03; echo "$e,1.0,1.0,$((10 + e)),50" >> summary.csv; e=$((e + 1)); echo $e > last
+    done
+''')
+
+
+@pytest.mark.skipif(sys.platform == 'win32', reason='POSIX signals and sh')
+def test_seeded_sweeps_stopped_at_random_record_every_run_once_and_resume_to_their_epochs(tmp_path):
+    """Seeded: sweeps of 2-3 jobs, 1-3 at once, SIGTERM / SIGINT to the sweep at a random event, sometimes again at a
+    random later event (a second Ctrl-C while it stops), then the same jobs run again. Each time: run_jobs returns
+    (no KeyboardInterrupt out of it), every job started is recorded once (``finish``), no worker outlives the sweep,
+    each result's epochs are its summary.csv's; after the rerun every job reached its epochs, each epoch once."""
+    signals = (signal.SIGTERM, signal.SIGINT)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # a background suite ignores it
+    try:
+        for seed in range(24):
+            rng = random.Random(seed)
+            root = tmp_path / str(seed)
+            names = [f'j{i}' for i in range(rng.choice([2, 3]))]
+            epochs = {n: rng.choice([1, 2, 3]) for n in names}
+            jobs = [Job(n, root / n, epochs[n], lambda n=n: ['sh', '-c', SH_TRAIN, 'sh', str(root / n), str(epochs[n])])
+                    for n in names]
+            events = iter(range(10 ** 6))
+            first, second = rng.randrange(1, 8), rng.choice([None, 1, 2, 3, 4])
+            recorded = []
+
+            def echo(line):  # the signals come while the sweep runs (its handlers are on), as a kill from outside
+                k = next(events)
+                if k == first or (second is not None and k == first + second):
+                    os.kill(os.getpid(), rng.choice(signals))
+
+            def finish(result):
+                recorded.append(result.job.name)
+                echo('')
+
+            results = run_jobs(jobs, concurrency=rng.choice([1, 2, 3]), finish=finish, echo=echo, tty=False,
+                               poll=0.01, grace=5)
+            started = [r.job.name for r in results if r.status != 'not run']
+            assert sorted(recorded) == sorted(started), seed
+            for r in results:
+                summary = r.job.out_dir / 'summary.csv'
+                rows = summary.read_text().splitlines()[1:] if summary.is_file() else []
+                assert r.epochs_after == len(rows), (seed, r)
+            workers = [int(p) for n in names if (root / n / 'workers').is_file()
+                       for p in (root / n / 'workers').read_text().split()]
+            deadline = time.monotonic() + 5
+            while any(_alive(p) for p in workers):
+                assert time.monotonic() < deadline, seed
+                time.sleep(0.01)
+            results = run_jobs(jobs, concurrency=2, echo=lambda line: None, tty=False, poll=0.01)
+            for n in names:
+                rows = [line.split(',')[0] for line in (root / n / 'summary.csv').read_text().splitlines()[1:]]
+                assert rows == [str(e) for e in range(epochs[n])], (seed, n, rows)
+            assert [r.epochs_after for r in results] == [epochs[n] for n in names], seed
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -462,9 +462,10 @@ class _Sweep:
                 proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         env=child_env, start_new_session=True, pass_fds=tuple(self.pass_fds))
         finally:  # a Ctrl-C right after the start: the process is stopped with the others, not left behind
-            if proc is not None:
+            if proc is not None:  # no longer pending: an interrupt from here on stops it as a started run
                 self.running.append(_Running(job, proc, slot, time.monotonic(), self.before[id(job)], i,
                                              summary_from))
+                self.pending.remove(i)
         done = self.before[id(job)]
         resumed = f' (resuming: {done}/{job.epochs} epochs done)' if done else ''
         self.display.event(f'{self.name(i)} started{resumed}' + (f' on GPU {slot}' if slot else '') +
@@ -475,11 +476,10 @@ class _Sweep:
         the error kept in :attr:`failures`."""
         while self.pending and len(self.running) < concurrency and not self.failures:
             try:
-                self.start(self.pending[0])  # leaves pending once its process runs: an interrupt in between: 'not run'
+                self.start(self.pending[0])  # leaves pending once its process runs
             except OSError as e:
                 self.failures.append(e)
                 return
-            self.pending.pop(0)
 
     def ended(self, r: _Running, code: Optional[int], status: str = 'exited') -> JobResult:
         _kill_group(r)  # what the run left behind (data or compile workers) goes with it
