@@ -1050,3 +1050,42 @@ def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the
         assert all(bool(torch.isfinite(v).all()) for v in load_file(str(folder / 'model.safetensors')).values())
         outcome['pushed'] += 1
     assert outcome['pushed'] >= 2 and outcome['refused'] >= 12, outcome
+
+
+def _pushed_export(tmp_path, monkeypatch, name='sl_vit_32', **kwargs):
+    """An export of a tiny ``name`` (label names, CIFAR-10's data config) and an upload that records the files."""
+    import huggingface_hub
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    folder = tmp_path / 'export'
+    save_for_hf(timm.create_model(name, num_classes=3, **kwargs), folder, model_args=kwargs, safe_serialization=True,
+                model_config=dict(label_names=['cat', 'dog', 'fox']))
+    config = json.loads((folder / 'config.json').read_text())
+    config['pretrained_cfg'].update(mean=list(CIFAR10_MEAN), std=list(CIFAR10_STD), crop_pct=0.9,
+                                    interpolation='bilinear', crop_mode='center')
+    (folder / 'config.json').write_text(json.dumps(config))
+    return folder, config, uploaded
+
+
+@pytest.mark.parametrize('key,value', [('crop_pct', 0), ('crop_pct', []), ('crop_pct', None), ('interpolation', ''),
+                                       ('crop_mode', '')])
+def test_push_refuses_a_data_config_value_timm_reads_as_unset(key, value, tmp_path, capsys, monkeypatch):
+    """A config.json of crop_pct 0 (or [], null), interpolation '' was pushed: timm's resolver takes such a value for
+    unset and loaders of the upload preprocessed by its default (crop 0.875, bicubic) with no word."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
+    config['pretrained_cfg'][key] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} gives a {key} of {value!r}, which timm reads as '
+                          f'unset (') and err.count('\n') == 1 and not uploaded, err

@@ -957,6 +957,10 @@ def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Pa
         data = resolve_data_config({}, pretrained_cfg=dict(cfg))
     except (TypeError, ValueError, AssertionError) as e:
         raise ValueError(f'{config} gives a data config timm cannot resolve ({first_line(e)}); {allowed}') from None
+    odd = next((k for k in ('crop_pct', 'interpolation', 'crop_mode') if k in cfg and data.get(k) != cfg[k]), None)
+    if odd is not None:  # timm's resolver takes 0, '', [] or null for unset: a loader would preprocess by its default
+        raise ValueError(f'{config} gives a {odd} of {first_line(repr(cfg[odd]))[:40]}, which timm reads as unset '
+                         f'({data.get(odd)!r}, its default); {allowed}')
     training_data_config(model, data, config, allowed)  # numbers, a std above 0, three whole numbers, a known resize
     return data
 
