@@ -1089,3 +1089,18 @@ def test_push_refuses_a_data_config_value_timm_reads_as_unset(key, value, tmp_pa
     err = capsys.readouterr().err
     assert err.startswith(f'timm-sl push: {folder / "config.json"} gives a {key} of {value!r}, which timm reads as '
                           f'unset (') and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('value', [2, [1], [0.5]])
+def test_push_refuses_a_config_whose_weights_timm_cannot_load(value, tmp_path, capsys, monkeypatch):
+    """A config.json of pretrained_cfg.first_conv 2 (T2T and slify models name no first conv of their own, so timm's
+    loader reads the file's) built a model and was pushed, but timm.create_model('hf-hub:...', pretrained=True) of the
+    upload raised a TypeError: push builds the model as a loader does, with its weights."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, 'sl_t2t_32', depth=1)
+    config['pretrained_cfg']['first_conv'] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm (') \
+        and err.count('\n') == 1 and not uploaded, err
