@@ -1104,3 +1104,20 @@ def test_push_refuses_a_config_whose_weights_timm_cannot_load(value, tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm (') \
         and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('name,kwargs', [('sl_pit_32', dict(depth=(1, 1, 1))), ('sl_vit_32', dict(depth=1))])
+@pytest.mark.parametrize('value', [float('inf'), '/nope/x', 3])
+def test_push_refuses_a_classifier_that_a_loader_of_another_class_count_cannot_adapt(name, kwargs, value, tmp_path,
+                                                                                      capsys, monkeypatch):
+    """A config.json of pretrained_cfg.classifier inf (or a name of no module) was pushed: its upload loaded as it was,
+    but timm.create_model(..., pretrained=True, num_classes=5), the adaptation hub.md documents, raised (a size
+    mismatch, or a false 'missing 1 required positional argument')."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, name, **kwargs)
+    config['pretrained_cfg']['classifier'] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm for a head '
+                          f'of another class count (') and err.count('\n') == 1 and not uploaded, err

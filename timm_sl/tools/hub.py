@@ -988,10 +988,12 @@ def _check_exported_files(folder: Path) -> None:
         check_finite_weights(state, weights)
     except NonFiniteWeights as e:
         raise NonFiniteWeights(f'{str(e).split(": the run had")[0]}; {again}') from None
-    try:  # as a loader does: timm's loader reads pretrained_cfg (first_conv, classifier, ...) beside the weights
-        timm.create_model(f'local-dir:{folder}', pretrained=True)
-    except Exception as e:  # noqa: BLE001 - an edited pretrained_cfg fails in many ways
-        raise ValueError(f'{config} does not load {weights.name} in timm ({first_line(e)}); {again}') from None
+    # as a loader does: timm's loader reads pretrained_cfg (first_conv, ...) beside the weights, and its classifier
+    for how, kwargs in (('', {}), (' for a head of another class count', dict(num_classes=model.num_classes + 1))):
+        try:  # ... where a loader fits a new head (hub.md: loading adapts)
+            timm.create_model(f'local-dir:{folder}', pretrained=True, **kwargs)
+        except Exception as e:  # noqa: BLE001 - an edited pretrained_cfg fails in many ways
+            raise ValueError(f'{config} does not load {weights.name} in timm{how} ({first_line(e)}); {again}') from None
     cfg = model.pretrained_cfg  # timm sets its input size to the built model's; transformers' processor reads the file
     exported_data_config(model, {**cfg, **saved.get('pretrained_cfg', {})}, config)  # as export resolved it
     names = cfg.get('label_names')
