@@ -1121,3 +1121,19 @@ def test_push_refuses_a_classifier_that_a_loader_of_another_class_count_cannot_a
     err = capsys.readouterr().err
     assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm for a head '
                           f'of another class count (') and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('key,value', [('hf_hub_filename', 'weights.bin'), ('hf_hub_filename', 7),
+                                       ('custom_load', 'hf')])
+def test_push_refuses_a_pretrained_cfg_that_sends_hf_hub_loads_elsewhere(key, value, tmp_path, capsys, monkeypatch):
+    """A config.json of pretrained_cfg.hf_hub_filename 'weights.bin' (or 7, custom_load 'hf') loaded from local-dir:
+    and was pushed, but timm.create_model('hf-hub:...', pretrained=True) of the upload looked for another file (or
+    raised an AttributeError): the file timm reads from the Hub is the config's, not model.safetensors."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
+    config['pretrained_cfg'][key] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} gives pretrained_cfg.{key} {value!r}: an hf-hub: '
+                          f'load') and err.count('\n') == 1 and not uploaded, err

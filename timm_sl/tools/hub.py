@@ -988,6 +988,11 @@ def _check_exported_files(folder: Path) -> None:
         check_finite_weights(state, weights)
     except NonFiniteWeights as e:
         raise NonFiniteWeights(f'{str(e).split(": the run had")[0]}; {again}') from None
+    given = saved.get('pretrained_cfg', {})
+    odd = next((k for k in ('hf_hub_filename', 'custom_load') if given.get(k) not in (None, False, '')), None)
+    if odd is not None:  # local-dir: reads model.safetensors whatever they say, hf-hub: another file, or another way
+        raise ValueError(f'{config} gives pretrained_cfg.{odd} {first_line(repr(given[odd]))[:40]}: an hf-hub: load of '
+                         f'the upload would not read its model.safetensors as timm-sl export wrote it; {again}')
     # as a loader does: timm's loader reads pretrained_cfg (first_conv, ...) beside the weights, and its classifier
     for how, kwargs in (('', {}), (' for a head of another class count', dict(num_classes=model.num_classes + 1))):
         try:  # ... where a loader fits a new head (hub.md: loading adapts)
