@@ -1050,3 +1050,147 @@ def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the
         assert all(bool(torch.isfinite(v).all()) for v in load_file(str(folder / 'model.safetensors')).values())
         outcome['pushed'] += 1
     assert outcome['pushed'] >= 2 and outcome['refused'] >= 12, outcome
+
+
+def _pushed_export(tmp_path, monkeypatch, name='sl_vit_32', **kwargs):
+    """An export of a tiny ``name`` (label names, CIFAR-10's data config) and an upload that records the files."""
+    import huggingface_hub
+    uploaded = []
+
+    class Api:
+        def create_repo(self, *a, **k):
+            pass
+
+        def upload_folder(self, folder_path, **k):
+            uploaded.append({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
+            return 'https://hub/commit'
+
+    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    folder = tmp_path / 'export'
+    save_for_hf(timm.create_model(name, num_classes=3, **kwargs), folder, model_args=kwargs, safe_serialization=True,
+                model_config=dict(label_names=['cat', 'dog', 'fox']))
+    config = json.loads((folder / 'config.json').read_text())
+    config['pretrained_cfg'].update(mean=list(CIFAR10_MEAN), std=list(CIFAR10_STD), crop_pct=0.9,
+                                    interpolation='bilinear', crop_mode='center')
+    (folder / 'config.json').write_text(json.dumps(config))
+    return folder, config, uploaded
+
+
+@pytest.mark.parametrize('key,value', [('crop_pct', 0), ('crop_pct', []), ('crop_pct', None), ('interpolation', ''),
+                                       ('crop_mode', '')])
+def test_push_refuses_a_data_config_value_timm_reads_as_unset(key, value, tmp_path, capsys, monkeypatch):
+    """A config.json of crop_pct 0 (or [], null), interpolation '' was pushed: timm's resolver takes such a value for
+    unset and loaders of the upload preprocessed by its default (crop 0.875, bicubic) with no word."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
+    config['pretrained_cfg'][key] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} gives a {key} of {value!r}, which timm reads as '
+                          f'unset (') and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('value', [2, [1], [0.5]])
+def test_push_refuses_a_config_whose_weights_timm_cannot_load(value, tmp_path, capsys, monkeypatch):
+    """A config.json of pretrained_cfg.first_conv 2 (T2T and slify models name no first conv of their own, so timm's
+    loader reads the file's) built a model and was pushed, but timm.create_model('hf-hub:...', pretrained=True) of the
+    upload raised a TypeError: push builds the model as a loader does, with its weights."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, 'sl_t2t_32', depth=1)
+    config['pretrained_cfg']['first_conv'] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm (') \
+        and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('name,kwargs', [('sl_pit_32', dict(depth=(1, 1, 1))), ('sl_vit_32', dict(depth=1))])
+@pytest.mark.parametrize('value', [float('inf'), '/nope/x', 3])
+def test_push_refuses_a_classifier_that_a_loader_of_another_class_count_cannot_adapt(name, kwargs, value, tmp_path,
+                                                                                      capsys, monkeypatch):
+    """A config.json of pretrained_cfg.classifier inf (or a name of no module) was pushed: its upload loaded as it was,
+    but timm.create_model(..., pretrained=True, num_classes=5), the adaptation hub.md documents, raised (a size
+    mismatch, or a false 'missing 1 required positional argument')."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, name, **kwargs)
+    config['pretrained_cfg']['classifier'] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} does not load model.safetensors in timm for a head '
+                          f'of another class count (') and err.count('\n') == 1 and not uploaded, err
+
+
+@pytest.mark.parametrize('key,value', [('hf_hub_filename', 'weights.bin'), ('hf_hub_filename', 7),
+                                       ('custom_load', 'hf')])
+def test_push_refuses_a_pretrained_cfg_that_sends_hf_hub_loads_elsewhere(key, value, tmp_path, capsys, monkeypatch):
+    """A config.json of pretrained_cfg.hf_hub_filename 'weights.bin' (or 7, custom_load 'hf') loaded from local-dir:
+    and was pushed, but timm.create_model('hf-hub:...', pretrained=True) of the upload looked for another file (or
+    raised an AttributeError): the file timm reads from the Hub is the config's, not model.safetensors."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
+    config['pretrained_cfg'][key] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    with pytest.raises(SystemExit):
+        main(['push', str(folder), '--repo-id', 'org/name'])
+    err = capsys.readouterr().err
+    assert err.startswith(f'timm-sl push: {folder / "config.json"} gives pretrained_cfg.{key} {value!r}: an hf-hub: '
+                          f'load') and err.count('\n') == 1 and not uploaded, err
+
+
+def test_exports_of_every_kind_mutated_at_random_load_back_as_their_config_says_or_are_refused(tmp_path, capsys,
+                                                                                                monkeypatch):
+    """Seeded mutations of pretrained_cfg / model_args values of exports of every family (vit, pit, swin, cait, t2t, a
+    baseline, slify): push leaves the folder as it was and either uploads files that load in timm (as they are and for
+    another class count) to the logits of their weights, with the config's label names and data config, or refuses
+    in one line naming config.json. A crop_pct 0, a first_conv 2 or a classifier inf were uploaded."""
+    import hashlib
+    import random
+    from safetensors.torch import load_file
+    from timm.data import resolve_data_config
+    kinds = [('sl_vit_32', dict(depth=1)), ('sl_pit_32', dict(depth=(1, 1, 1))), ('sl_swin_32', dict(depths=(1, 1, 1))),
+             ('sl_cait_32', dict(depth=1, depth_token_only=1)), ('sl_t2t_32', dict(depth=1)),
+             ('sl_vit_32', dict(depth=1, spt=False, lsa=False)),
+             ('slify', dict(base='vit_tiny_patch16_224', img_size=32, patch_size=8, depth=1))]
+    rng, folder, x = random.Random(25), tmp_path / 'f', torch.randn(1, 3, 32, 32)
+    hostile = [None, 0, -1, '', [], {}, 2, float('inf'), 'bicubic', '/nope', [0.5], 'a\nb']
+    keys = ['crop_pct', 'interpolation', 'crop_mode', 'first_conv', 'classifier', 'mean', 'input_size',
+            'hf_hub_filename', 'num_classes', 'label_offset']
+    outcome = {'pushed': 0, 'refused': 0}
+    for i in range(28):
+        name, kwargs = kinds[i % len(kinds)]
+        source, config, uploaded = _pushed_export(tmp_path / str(i), monkeypatch, name, **kwargs)
+        cfg = config['pretrained_cfg']
+        for _ in range(rng.randint(1, 2)):
+            cfg[rng.choice(keys)] = rng.choice(hostile)
+        (source / 'config.json').write_text(json.dumps(config))
+        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir()}
+        try:
+            code = main(['push', str(source), '--repo-id', 'org/name'])
+        except SystemExit as e:
+            code = e.code
+        err = capsys.readouterr().err
+        assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir()}
+        if code:
+            assert err.startswith(f'timm-sl push: {source}/config.json') and err.count('\n') == 1, err
+            outcome['refused'] += 1
+            continue
+        files, = uploaded
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        for file, data in files.items():
+            (folder / file).write_bytes(data)
+        assert 'hf_hub_filename' not in cfg or not cfg['hf_hub_filename'], cfg  # hf-hub: would read another file
+        model = timm.create_model(f'local-dir:{folder}', pretrained=True).eval()
+        assert timm.create_model(f'local-dir:{folder}', pretrained=True, num_classes=5)(x).shape == (1, 5)
+        ref = timm.create_model(name, num_classes=3, **kwargs).eval()
+        ref.load_state_dict(load_file(str(folder / 'model.safetensors')))
+        torch.testing.assert_close(model(x), ref(x))
+        assert model.pretrained_cfg['label_names'] == ['cat', 'dog', 'fox']
+        data = resolve_data_config({}, model=model)
+        assert [data[k] for k in ('crop_pct', 'interpolation', 'crop_mode')] == [
+            cfg.get(k) for k in ('crop_pct', 'interpolation', 'crop_mode')], (data, cfg)
+        assert list(data['mean']) == list(cfg['mean']) and list(data['input_size']) == list(cfg['input_size'])
+        outcome['pushed'] += 1
+    assert outcome['pushed'] >= 5 and outcome['refused'] >= 8, outcome

@@ -957,6 +957,10 @@ def exported_data_config(model: torch.nn.Module, cfg: Dict[str, Any], config: Pa
         data = resolve_data_config({}, pretrained_cfg=dict(cfg))
     except (TypeError, ValueError, AssertionError) as e:
         raise ValueError(f'{config} gives a data config timm cannot resolve ({first_line(e)}); {allowed}') from None
+    odd = next((k for k in ('crop_pct', 'interpolation', 'crop_mode') if k in cfg and data.get(k) != cfg[k]), None)
+    if odd is not None:  # timm's resolver takes 0, '', [] or null for unset: a loader would preprocess by its default
+        raise ValueError(f'{config} gives a {odd} of {first_line(repr(cfg[odd]))[:40]}, which timm reads as unset '
+                         f'({data.get(odd)!r}, its default); {allowed}')
     training_data_config(model, data, config, allowed)  # numbers, a std above 0, three whole numbers, a known resize
     return data
 
@@ -984,6 +988,17 @@ def _check_exported_files(folder: Path) -> None:
         check_finite_weights(state, weights)
     except NonFiniteWeights as e:
         raise NonFiniteWeights(f'{str(e).split(": the run had")[0]}; {again}') from None
+    given = saved.get('pretrained_cfg', {})
+    odd = next((k for k in ('hf_hub_filename', 'custom_load') if given.get(k) not in (None, False, '')), None)
+    if odd is not None:  # local-dir: reads model.safetensors whatever they say, hf-hub: another file, or another way
+        raise ValueError(f'{config} gives pretrained_cfg.{odd} {first_line(repr(given[odd]))[:40]}: an hf-hub: load of '
+                         f'the upload would not read its model.safetensors as timm-sl export wrote it; {again}')
+    # as a loader does: timm's loader reads pretrained_cfg (first_conv, ...) beside the weights, and its classifier
+    for how, kwargs in (('', {}), (' for a head of another class count', dict(num_classes=model.num_classes + 1))):
+        try:  # ... where a loader fits a new head (hub.md: loading adapts)
+            timm.create_model(f'local-dir:{folder}', pretrained=True, **kwargs)
+        except Exception as e:  # noqa: BLE001 - an edited pretrained_cfg fails in many ways
+            raise ValueError(f'{config} does not load {weights.name} in timm{how} ({first_line(e)}); {again}') from None
     cfg = model.pretrained_cfg  # timm sets its input size to the built model's; transformers' processor reads the file
     exported_data_config(model, {**cfg, **saved.get('pretrained_cfg', {})}, config)  # as export resolved it
     names = cfg.get('label_names')
