@@ -962,15 +962,9 @@ def test_label_names_files_mutated_at_random_are_the_runs_class_order_or_refused
     assert seen['ok'] > 20 and seen['refused'] > 100, seen
 
 
-def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the_file(tmp_path, capsys, monkeypatch):
-    """Seeded mutations of an exported folder (config.json's label names, pretrained_cfg values; model.safetensors
-    with NaN, a tensor dropped or added; files beside): push leaves the folder as it was, and either uploads files that
-    load in timm with names both timm and transformers read alike (one line each, once, not blank) and finite
-    weights, or refuses in one line naming a file of the folder. NaN weights and names of two lines were uploaded."""
-    import hashlib
-    import random
+def _recorded_uploads(monkeypatch) -> list:
+    """huggingface_hub's HfApi replaced by one that records each upload's files (name -> bytes), in the list returned."""
     import huggingface_hub
-    from safetensors.torch import load_file, save_file
     uploaded = []
 
     class Api:
@@ -982,6 +976,18 @@ def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the
             return 'https://hub/commit'
 
     monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    return uploaded
+
+
+def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the_file(tmp_path, capsys, monkeypatch):
+    """Seeded mutations of an exported folder (config.json's label names, pretrained_cfg values; model.safetensors
+    with NaN, a tensor dropped or added; files beside): push leaves the folder as it was, and either uploads files that
+    load in timm with names both timm and transformers read alike (one line each, once, not blank) and finite
+    weights, or refuses in one line naming a file of the folder. NaN weights and names of two lines were uploaded."""
+    import hashlib
+    import random
+    from safetensors.torch import load_file, save_file
+    uploaded = _recorded_uploads(monkeypatch)
     source = tmp_path / 'export'
     save_for_hf(timm.create_model('sl_vit_32', depth=1, num_classes=3), source, model_args=dict(depth=1),
                 safe_serialization=True)
@@ -1054,18 +1060,7 @@ def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the
 
 def _pushed_export(tmp_path, monkeypatch, name='sl_vit_32', **kwargs):
     """An export of a tiny ``name`` (label names, CIFAR-10's data config) and an upload that records the files."""
-    import huggingface_hub
-    uploaded = []
-
-    class Api:
-        def create_repo(self, *a, **k):
-            pass
-
-        def upload_folder(self, folder_path, **k):
-            uploaded.append({p.name: p.read_bytes() for p in Path(folder_path).iterdir()})
-            return 'https://hub/commit'
-
-    monkeypatch.setattr(huggingface_hub, 'HfApi', Api)
+    uploaded = _recorded_uploads(monkeypatch)
     folder = tmp_path / 'export'
     save_for_hf(timm.create_model(name, num_classes=3, **kwargs), folder, model_args=kwargs, safe_serialization=True,
                 model_config=dict(label_names=['cat', 'dog', 'fox']))
