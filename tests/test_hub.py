@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Tuple
 
 import pytest
 import torch
@@ -979,12 +980,23 @@ def _recorded_uploads(monkeypatch) -> list:
     return uploaded
 
 
+def _pushed_leaving_it_as_it_was(folder: Path, capsys) -> Tuple[int, str]:
+    """``timm-sl push FOLDER``'s exit status and stderr; the folder's files are checked unchanged by it."""
+    import hashlib
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+    try:
+        code = main(['push', str(folder), '--repo-id', 'org/name'])
+    except SystemExit as e:
+        code = e.code
+    assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+    return code, capsys.readouterr().err
+
+
 def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the_file(tmp_path, capsys, monkeypatch):
     """Seeded mutations of an exported folder (config.json's label names, pretrained_cfg values; model.safetensors
     with NaN, a tensor dropped or added; files beside): push leaves the folder as it was, and either uploads files that
     load in timm with names both timm and transformers read alike (one line each, once, not blank) and finite
     weights, or refuses in one line naming a file of the folder. NaN weights and names of two lines were uploaded."""
-    import hashlib
     import random
     from safetensors.torch import load_file, save_file
     uploaded = _recorded_uploads(monkeypatch)
@@ -1031,14 +1043,8 @@ def test_export_folders_mutated_at_random_are_pushed_whole_or_refused_naming_the
         shutil.copytree(source, folder)
         for _ in range(rng.randint(1, 2)):
             rng.choice([config_edit, config_edit, weights_edit, files_edit])()
-        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
         uploaded.clear()
-        try:
-            code = main(['push', str(folder), '--repo-id', 'org/name'])
-        except SystemExit as e:
-            code = e.code
-        err = capsys.readouterr().err
-        assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.iterdir()}
+        code, err = _pushed_leaving_it_as_it_was(folder, capsys)
         if code:
             assert err.startswith(f'timm-sl push: {folder}/') and err.count('\n') == 1, err
             outcome['refused'] += 1
@@ -1071,17 +1077,22 @@ def _pushed_export(tmp_path, monkeypatch, name='sl_vit_32', **kwargs):
     return folder, config, uploaded
 
 
+def _push_with(tmp_path, monkeypatch, capsys, key, value) -> Tuple[Path, str, list]:
+    """push of a tiny export whose ``pretrained_cfg[key]`` is ``value``: the folder, stderr and what was uploaded."""
+    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
+    config['pretrained_cfg'][key] = value
+    (folder / 'config.json').write_text(json.dumps(config))
+    code, err = _pushed_leaving_it_as_it_was(folder, capsys)
+    assert code
+    return folder, err, uploaded
+
+
 @pytest.mark.parametrize('key,value', [('crop_pct', 0), ('crop_pct', []), ('crop_pct', None), ('interpolation', ''),
                                        ('crop_mode', '')])
 def test_push_refuses_a_data_config_value_timm_reads_as_unset(key, value, tmp_path, capsys, monkeypatch):
     """A config.json of crop_pct 0 (or [], null), interpolation '' was pushed: timm's resolver takes such a value for
     unset and loaders of the upload preprocessed by its default (crop 0.875, bicubic) with no word."""
-    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
-    config['pretrained_cfg'][key] = value
-    (folder / 'config.json').write_text(json.dumps(config))
-    with pytest.raises(SystemExit):
-        main(['push', str(folder), '--repo-id', 'org/name'])
-    err = capsys.readouterr().err
+    folder, err, uploaded = _push_with(tmp_path, monkeypatch, capsys, key, value)
     assert err.startswith(f'timm-sl push: {folder / "config.json"} gives a {key} of {value!r}, which timm reads as '
                           f'unset (') and err.count('\n') == 1 and not uploaded, err
 
@@ -1124,12 +1135,7 @@ def test_push_refuses_a_pretrained_cfg_that_sends_hf_hub_loads_elsewhere(key, va
     """A config.json of pretrained_cfg.hf_hub_filename 'weights.bin' (or 7, custom_load 'hf') loaded from local-dir:
     and was pushed, but timm.create_model('hf-hub:...', pretrained=True) of the upload looked for another file (or
     raised an AttributeError): the file timm reads from the Hub is the config's, not model.safetensors."""
-    folder, config, uploaded = _pushed_export(tmp_path, monkeypatch, depth=1)
-    config['pretrained_cfg'][key] = value
-    (folder / 'config.json').write_text(json.dumps(config))
-    with pytest.raises(SystemExit):
-        main(['push', str(folder), '--repo-id', 'org/name'])
-    err = capsys.readouterr().err
+    folder, err, uploaded = _push_with(tmp_path, monkeypatch, capsys, key, value)
     assert err.startswith(f'timm-sl push: {folder / "config.json"} gives pretrained_cfg.{key} {value!r}: an hf-hub: '
                           f'load') and err.count('\n') == 1 and not uploaded, err
 
@@ -1140,7 +1146,6 @@ def test_exports_of_every_kind_mutated_at_random_load_back_as_their_config_says_
     baseline, slify): push leaves the folder as it was and either uploads files that load in timm (as they are and for
     another class count) to the logits of their weights, with the config's label names and data config, or refuses
     in one line naming config.json. A crop_pct 0, a first_conv 2 or a classifier inf were uploaded."""
-    import hashlib
     import random
     from safetensors.torch import load_file
     from timm.data import resolve_data_config
@@ -1160,13 +1165,7 @@ def test_exports_of_every_kind_mutated_at_random_load_back_as_their_config_says_
         for _ in range(rng.randint(1, 2)):
             cfg[rng.choice(keys)] = rng.choice(hostile)
         (source / 'config.json').write_text(json.dumps(config))
-        before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir()}
-        try:
-            code = main(['push', str(source), '--repo-id', 'org/name'])
-        except SystemExit as e:
-            code = e.code
-        err = capsys.readouterr().err
-        assert before == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in source.iterdir()}
+        code, err = _pushed_leaving_it_as_it_was(source, capsys)
         if code:
             assert err.startswith(f'timm-sl push: {source}/config.json') and err.count('\n') == 1, err
             outcome['refused'] += 1
