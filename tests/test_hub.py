@@ -964,7 +964,7 @@ def test_label_names_files_mutated_at_random_are_the_runs_class_order_or_refused
 
 
 def _recorded_uploads(monkeypatch) -> list:
-    """huggingface_hub's HfApi replaced by one that records each upload's files (name -> bytes), in the list returned."""
+    """huggingface_hub's HfApi replaced by one that records each upload's files (name -> bytes) in the list returned."""
     import huggingface_hub
     uploaded = []
 
